@@ -1,0 +1,4 @@
+import { InitialSchema1764500000000 } from './1764500000000-initial-schema.js';
+
+/** Every migration, in order. Listed explicitly so the same array loads under vitest and the built app. */
+export const MIGRATIONS = [InitialSchema1764500000000];

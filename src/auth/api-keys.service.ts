@@ -1,0 +1,178 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { DataSource, IsNull } from 'typeorm';
+import { AppError } from '../common/errors/app-error.js';
+import { isUuid, newId, NIL_UUID } from '../common/ids.js';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { LedgerEventsService } from '../ledger/ledger-events.service.js';
+import { OrgScopeService } from '../orgs/org-scope.service.js';
+import { ApiKeyEntity, type Role } from './api-key.entity.js';
+import { generateApiKey, hashApiKey, keyPrefix, sameHash } from './api-key-hash.js';
+import { actorOf, type Principal } from './principal.js';
+
+const CACHE_TTL_MS = 5_000;
+const TOUCH_FLUSH_MS = 30_000;
+
+export interface ApiKeyView {
+  id: string;
+  orgId: string | null;
+  role: Role;
+  name: string;
+  keyPrefix: string;
+  createdAt: string;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+}
+
+const view = (k: ApiKeyEntity): ApiKeyView => ({
+  id: k.id,
+  orgId: k.orgId,
+  role: k.role,
+  name: k.name,
+  keyPrefix: k.keyPrefix,
+  createdAt: k.createdAt.toISOString(),
+  revokedAt: k.revokedAt?.toISOString() ?? null,
+  lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+});
+
+@Injectable()
+export class ApiKeysService implements OnApplicationShutdown {
+  private readonly log = new Logger('ApiKeys');
+  /** hash(hex) → principal; short-lived so a revoke on another replica takes effect within seconds. */
+  private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
+  private readonly touched = new Set<string>();
+  private readonly flushTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly events: LedgerEventsService,
+    private readonly orgs: OrgScopeService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.flushTimer = setInterval(() => void this.flushLastUsed().catch(() => undefined), TOUCH_FLUSH_MS);
+    this.flushTimer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.flushTimer);
+    await this.flushLastUsed().catch(() => undefined);
+  }
+
+  /** Resolves a presented key; null for unknown or revoked (the caller answers one 401 for both). */
+  async authenticate(presented: string): Promise<Principal | null> {
+    const hash = hashApiKey(presented);
+    const cacheKey = hash.toString('hex');
+    const now = performance.now();
+    const hit = this.cache.get(cacheKey);
+    let principal: Principal | null;
+    if (hit && hit.until > now) {
+      principal = hit.principal;
+    } else {
+      const row = await this.ds.getRepository(ApiKeyEntity).findOne({ where: { keyHash: hash } });
+      principal = row && !row.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId, role: row.role } : null;
+      if (this.cache.size > 50_000) this.cache.clear();
+      this.cache.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
+    }
+    if (principal) this.touched.add(principal.keyId);
+    return principal;
+  }
+
+  async create(actor: Principal, input: { orgId: string | null; role: Role; name: string }): Promise<ApiKeyView & { key: string }> {
+    if (input.orgId === null) {
+      if (actor.orgId !== null) throw new AppError('FORBIDDEN', 'only a platform admin can create platform keys');
+      if (input.role !== 'ops' && input.role !== 'admin') {
+        throw new AppError('VALIDATION_FAILED', 'role: platform keys (orgId null) must be ops or admin');
+      }
+    } else {
+      await this.orgs.assertAccess(actor, input.orgId);
+    }
+    const key = generateApiKey();
+    const row = this.ds.getRepository(ApiKeyEntity).create({
+      id: newId(),
+      orgId: input.orgId,
+      role: input.role,
+      name: input.name,
+      keyHash: hashApiKey(key),
+      keyPrefix: keyPrefix(key),
+      createdBy: actor.keyId,
+      createdAt: new Date(),
+      revokedAt: null,
+      lastUsedAt: null,
+    });
+    await this.ds.transaction(async (m) => {
+      await m.getRepository(ApiKeyEntity).insert(row);
+      await this.events.append(
+        [{ orgId: input.orgId ?? NIL_UUID, type: 'api_key.created', actor: actorOf(actor), metadata: { apiKeyId: row.id, role: row.role, orgId: row.orgId } }],
+        m,
+      );
+    });
+    return { ...view(row), key };
+  }
+
+  async list(actor: Principal, orgId: string | undefined): Promise<ApiKeyView[]> {
+    await this.flushLastUsed();
+    const repo = this.ds.getRepository(ApiKeyEntity);
+    if (actor.orgId !== null) {
+      if (orgId !== undefined) await this.orgs.assertAccess(actor, orgId);
+      return (await repo.find({ where: { orgId: actor.orgId }, order: { createdAt: 'ASC' } })).map(view);
+    }
+    if (orgId === undefined) return (await repo.find({ order: { createdAt: 'ASC' }, take: 1000 })).map(view);
+    if (orgId === 'platform') return (await repo.find({ where: { orgId: IsNull() }, order: { createdAt: 'ASC' } })).map(view);
+    await this.orgs.assertAccess(actor, orgId);
+    return (await repo.find({ where: { orgId }, order: { createdAt: 'ASC' } })).map(view);
+  }
+
+  async revoke(actor: Principal, id: string): Promise<void> {
+    if (!isUuid(id)) throw new AppError('NOT_FOUND', 'api key not found');
+    const repo = this.ds.getRepository(ApiKeyEntity);
+    const row = await repo.findOne({ where: { id } });
+    if (!row || (actor.orgId !== null && row.orgId !== actor.orgId)) throw new AppError('NOT_FOUND', 'api key not found');
+    if (row.revokedAt) return;
+    await this.ds.transaction(async (m) => {
+      const res = await m.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
+      if (!res.affected) return;
+      await this.events.append(
+        [{ orgId: row.orgId ?? NIL_UUID, type: 'api_key.revoked', actor: actorOf(actor), metadata: { apiKeyId: id, role: row.role } }],
+        m,
+      );
+    });
+    this.cache.delete(row.keyHash.toString('hex'));
+  }
+
+  /**
+   * Makes sure the platform admin key exists. With BOOTSTRAP_ADMIN_KEY set, that
+   * key (by hash); without it outside production, a generated key returned once
+   * so start-up can print it.
+   */
+  async ensureBootstrapKey(): Promise<{ generatedKey?: string }> {
+    const repo = this.ds.getRepository(ApiKeyEntity);
+    const configured = this.config.BOOTSTRAP_ADMIN_KEY;
+    if (configured) {
+      const hash = hashApiKey(configured);
+      if (await repo.exists({ where: { keyHash: hash } })) return {};
+      await repo.insert({
+        id: newId(), orgId: null, role: 'admin', name: 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)', keyHash: hash,
+        keyPrefix: keyPrefix(configured), createdBy: null, createdAt: new Date(), revokedAt: null, lastUsedAt: null,
+      });
+      return {};
+    }
+    const existing = await repo.exists({ where: { name: 'bootstrap admin (generated)', revokedAt: IsNull() } });
+    if (existing || this.config.NODE_ENV === 'production') return {};
+    const key = generateApiKey();
+    await repo.insert({
+      id: newId(), orgId: null, role: 'admin', name: 'bootstrap admin (generated)', keyHash: hashApiKey(key),
+      keyPrefix: keyPrefix(key), createdBy: null, createdAt: new Date(), revokedAt: null, lastUsedAt: null,
+    });
+    return { generatedKey: key };
+  }
+
+  private async flushLastUsed(): Promise<void> {
+    if (this.touched.size === 0) return;
+    const ids = [...this.touched];
+    this.touched.clear();
+    try {
+      await this.ds.query('UPDATE api_keys SET last_used_at = now() WHERE id = ANY($1::uuid[])', [ids]);
+    } catch (err) {
+      this.log.warn(`could not record lastUsedAt: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}

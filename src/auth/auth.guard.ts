@@ -1,0 +1,44 @@
+import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request } from 'express';
+import { AppError } from '../common/errors/app-error.js';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import type { Role } from './api-key.entity.js';
+import { ApiKeysService } from './api-keys.service.js';
+import { PUBLIC_KEY, ROLES_KEY } from './auth.decorators.js';
+import type { Principal } from './principal.js';
+import { RateLimiter } from './rate-limiter.js';
+
+/**
+ * Global guard. Order of checks (API.md §9): authenticate (401) → rate limit
+ * (429) → role (403); org scope (404) is checked by the services. A route with
+ * neither @Roles nor @Public is refused: forgetting the decorator fails closed.
+ */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  private readonly limiter: RateLimiter;
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly keys: ApiKeysService,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.limiter = new RateLimiter(config.RATE_LIMIT_RPS);
+  }
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    const targets = [ctx.getHandler(), ctx.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
+    const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal }>();
+    const header = req.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/.exec(header) : null;
+    const principal = match ? await this.keys.authenticate(match[1]) : null;
+    if (!principal) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
+    const wait = this.limiter.take(principal.keyId);
+    if (wait > 0) throw new AppError('RATE_LIMITED', 'rate limit exceeded for this API key', { retryAfterSeconds: wait });
+    const roles = this.reflector.getAllAndOverride<Role[] | undefined>(ROLES_KEY, targets);
+    if (!roles || !roles.includes(principal.role)) throw new AppError('FORBIDDEN', 'this API key may not call this route');
+    req.principal = principal;
+    return true;
+  }
+}

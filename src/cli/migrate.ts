@@ -1,0 +1,127 @@
+import 'reflect-metadata';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { MIGRATIONS } from '../../migrations/index.js';
+import { runMigrations } from '../bootstrap.js';
+import { projectRoot } from '../common/project-root.js';
+import { dbOptions } from '../db/db-options.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
+
+/* eslint-disable no-console -- a command-line tool talks on stdout */
+
+const PG_TYPES: Record<string, string> = {
+  uuid: 'uuid',
+  text: 'text',
+  boolean: 'boolean',
+  integer: 'integer',
+  bigint: 'bigint',
+  jsonb: 'jsonb',
+  timestamptz: 'timestamp with time zone',
+  bytea: 'bytea',
+};
+
+/** Entities vs the schema the migrations build: every mapped column exists with the same type and nullability. */
+export async function schemaDrift(ds: DataSource): Promise<string[]> {
+  const problems: string[] = [];
+  const cols = (await ds.query(
+    `SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = current_schema()`,
+  )) as { table_name: string; column_name: string; data_type: string; is_nullable: string }[];
+  const byTable = new Map<string, Map<string, { type: string; nullable: boolean }>>();
+  for (const c of cols) {
+    if (!byTable.has(c.table_name)) byTable.set(c.table_name, new Map());
+    byTable.get(c.table_name)!.set(c.column_name, { type: c.data_type, nullable: c.is_nullable === 'YES' });
+  }
+  for (const meta of ds.entityMetadatas) {
+    const table = byTable.get(meta.tableName);
+    if (!table) {
+      problems.push(`table ${meta.tableName} (entity ${meta.name}) is not created by any migration`);
+      continue;
+    }
+    for (const col of meta.columns) {
+      const db = table.get(col.databaseName);
+      const want = PG_TYPES[String(col.type)] ?? String(col.type);
+      if (!db) problems.push(`${meta.tableName}.${col.databaseName} is mapped but missing in the database`);
+      else if (db.type !== want) problems.push(`${meta.tableName}.${col.databaseName}: entity type ${want}, database ${db.type}`);
+      else if (db.nullable !== col.isNullable) problems.push(`${meta.tableName}.${col.databaseName}: nullability differs (entity ${col.isNullable})`);
+    }
+    for (const name of table.keys()) {
+      if (!meta.columns.some((c) => c.databaseName === name)) problems.push(`${meta.tableName}.${name} exists in the database but no entity maps it`);
+    }
+  }
+  const files = readdirSync(join(projectRoot(), 'migrations')).filter((f) => /^\d+-.*\.ts$/.test(f));
+  if (files.length !== MIGRATIONS.length) problems.push(`migrations/ has ${files.length} migration files but index.ts lists ${MIGRATIONS.length}`);
+  return problems;
+}
+
+async function withServer<T>(fn: (serverUrl: string) => Promise<T>): Promise<T> {
+  let embedded: EmbeddedPostgres | undefined;
+  const url = process.env.DATABASE_URL ?? (embedded = await startEmbeddedPostgres(`.tmp/pg-migrate-${process.pid}`, { persistent: false, fast: true })).url;
+  try {
+    return await fn(url);
+  } finally {
+    await embedded?.stop();
+  }
+}
+
+async function main(cmd: string | undefined): Promise<number> {
+  if (cmd === 'run' || cmd === 'show') {
+    const url = process.env.DATABASE_URL;
+    if (!url) {
+      console.error('DATABASE_URL is required (the gateway migrates its embedded database itself at start-up)');
+      return 1;
+    }
+    const ds = await new DataSource(dbOptions(url, 2)).initialize();
+    try {
+      if (cmd === 'run') {
+        await runMigrations(ds);
+        console.log('migrations are up to date');
+      } else {
+        const pending = await ds.showMigrations();
+        console.log(pending ? 'there are pending migrations' : 'no pending migrations');
+      }
+    } finally {
+      await ds.destroy();
+    }
+    return 0;
+  }
+  if (cmd === 'check') {
+    return withServer(async (serverUrl) => {
+      const dbName = `tg_drift_${process.pid}`;
+      const admin = new pg.Client({ connectionString: serverUrl });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${dbName}`);
+      const url = new URL(serverUrl);
+      url.pathname = `/${dbName}`;
+      const ds = await new DataSource(dbOptions(url.toString(), 2)).initialize();
+      try {
+        await runMigrations(ds);
+        // Down then up again: every migration must be reversible.
+        for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });
+        await runMigrations(ds);
+        const problems = await schemaDrift(ds);
+        if (problems.length) {
+          console.error(`schema drift:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+          return 1;
+        }
+        console.log(`no drift: ${MIGRATIONS.length} migration(s) apply, revert and re-apply; every entity matches the schema`);
+        return 0;
+      } finally {
+        await ds.destroy();
+        await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+        await admin.end();
+      }
+    });
+  }
+  console.error('usage: migrate run | show | check');
+  return 2;
+}
+
+main(process.argv[2]).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(`migrate failed: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);

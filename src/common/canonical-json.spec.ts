@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { actionDigest, CanonicalJsonError, canonicalJson, sha256Hex } from './canonical-json.js';
+
+describe('canonicalJson', () => {
+  it('writes scalars like JSON', () => {
+    expect(canonicalJson(null)).toBe('null');
+    expect(canonicalJson(true)).toBe('true');
+    expect(canonicalJson(false)).toBe('false');
+    expect(canonicalJson(42)).toBe('42');
+    expect(canonicalJson(100.5)).toBe('100.5');
+    expect(canonicalJson(-0)).toBe('0');
+    expect(canonicalJson('a"b\\c\n')).toBe('"a\\"b\\\\c\\n"');
+  });
+
+  it('sorts object keys and drops whitespace', () => {
+    expect(canonicalJson({ b: 1, a: 2, c: { z: 1, y: [3, 2, 1] } })).toBe('{"a":2,"b":1,"c":{"y":[3,2,1],"z":1}}');
+  });
+
+  it('does not depend on key insertion order, at any depth', () => {
+    const a = { toolName: 't', action: 'x', params: { orderId: '1', nested: { q: 1, p: [{ b: 2, a: 1 }] } } };
+    const b = { params: { nested: { p: [{ a: 1, b: 2 }], q: 1 }, orderId: '1' }, action: 'x', toolName: 't' };
+    expect(canonicalJson(a)).toBe(canonicalJson(b));
+  });
+
+  it('keeps array order', () => {
+    expect(canonicalJson([3, 1, 2])).not.toBe(canonicalJson([1, 2, 3]));
+  });
+
+  it('sorts keys by UTF-16 code unit, not locale', () => {
+    // 'Z' (0x5A) < 'a' (0x61) < 'é' (0xE9) < '😀' (0xD83D...) < 'ｚ' (0xFF5A)
+    expect(canonicalJson({ ｚ: 1, '😀': 2, é: 3, a: 4, Z: 5 })).toBe('{"Z":5,"a":4,"é":3,"😀":2,"ｚ":1}');
+  });
+
+  it('keeps unicode text intact', () => {
+    const text = canonicalJson({ note: 'Grüße, 東京 😀' });
+    expect(text).toBe('{"note":"Grüße, 東京 😀"}');
+    expect(JSON.parse(text)).toEqual({ note: 'Grüße, 東京 😀' });
+  });
+
+  it('escapes lone surrogates so the text stays valid', () => {
+    expect(canonicalJson('\ud800')).toBe('"\\ud800"');
+  });
+
+  it('drops undefined object members and writes undefined array slots as null', () => {
+    expect(canonicalJson({ a: undefined, b: 1 })).toBe('{"b":1}');
+    expect(canonicalJson([undefined, 1])).toBe('[null,1]');
+  });
+
+  it('matches its own JSON round trip', () => {
+    const value = { b: [1, { d: 'x', c: null }], a: 'é', e: undefined, f: new Date('2026-01-01T00:00:00Z') };
+    expect(canonicalJson(value)).toBe(canonicalJson(JSON.parse(JSON.stringify(value))));
+  });
+
+  it('handles a __proto__ own key as data', () => {
+    const value: unknown = JSON.parse('{"__proto__": {"x": 1}, "a": 1}');
+    expect(canonicalJson(value)).toBe('{"__proto__":{"x":1},"a":1}');
+    expect(canonicalJson(Object.assign(Object.create(null) as object, { b: 1, a: 2 }))).toBe('{"a":2,"b":1}');
+  });
+
+  it('rejects cycles', () => {
+    const a: Record<string, unknown> = { x: 1 };
+    a.self = a;
+    expect(() => canonicalJson(a)).toThrow(CanonicalJsonError);
+    const arr: unknown[] = [];
+    arr.push({ inner: arr });
+    expect(() => canonicalJson(arr)).toThrow(/cyclic/);
+  });
+
+  it('accepts a shared reference that is not a cycle', () => {
+    const shared = { k: 1 };
+    expect(canonicalJson({ a: shared, b: [shared] })).toBe('{"a":{"k":1},"b":[{"k":1}]}');
+  });
+
+  it('rejects non-finite numbers, bigint, functions, symbols, undefined', () => {
+    expect(() => canonicalJson(NaN)).toThrow(CanonicalJsonError);
+    expect(() => canonicalJson({ a: Infinity })).toThrow(CanonicalJsonError);
+    expect(() => canonicalJson([-Infinity])).toThrow(CanonicalJsonError);
+    expect(() => canonicalJson({ a: 1n })).toThrow(CanonicalJsonError);
+    expect(() => canonicalJson({ f: () => 1 })).toThrow(CanonicalJsonError);
+    expect(() => canonicalJson([Symbol('s')])).toThrow(CanonicalJsonError);
+    expect(() => canonicalJson(undefined)).toThrow(CanonicalJsonError);
+  });
+
+  it('rejects class instances that have no faithful JSON form', () => {
+    expect(() => canonicalJson(new Map([['a', 1]]))).toThrow(CanonicalJsonError);
+    expect(() => canonicalJson({ s: new Set([1]) })).toThrow(CanonicalJsonError);
+  });
+
+  it('writes Dates through toJSON', () => {
+    expect(canonicalJson({ at: new Date('2026-08-02T14:05:11.000Z') })).toBe('{"at":"2026-08-02T14:05:11.000Z"}');
+  });
+});
+
+describe('sha256Hex', () => {
+  it('hashes UTF-8 text to lowercase hex', () => {
+    expect(sha256Hex('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+    expect(sha256Hex('é')).toBe(createHash('sha256').update(Buffer.from('é', 'utf8')).digest('hex'));
+    expect(sha256Hex('abc')).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('actionDigest', () => {
+  const base = { toolName: 'shopify_refund', action: 'create', params: { orderId: '1', amount: '10.00' } };
+
+  it('is the sha256 of the canonical JSON of {toolName, action, params}', () => {
+    expect(actionDigest(base)).toBe(
+      sha256Hex('{"action":"create","params":{"amount":"10.00","orderId":"1"},"toolName":"shopify_refund"}'),
+    );
+  });
+
+  it('ignores param key order', () => {
+    expect(actionDigest({ ...base, params: { amount: '10.00', orderId: '1' } })).toBe(actionDigest(base));
+  });
+
+  it('changes with any part of the action', () => {
+    const d = actionDigest(base);
+    expect(actionDigest({ ...base, toolName: 'shopify_order' })).not.toBe(d);
+    expect(actionDigest({ ...base, action: 'get' })).not.toBe(d);
+    expect(actionDigest({ ...base, params: { orderId: '1', amount: '10.01' } })).not.toBe(d);
+    expect(actionDigest({ ...base, params: { orderId: '1', amount: 10 } })).not.toBe(d);
+  });
+
+  it('covers only toolName, action and params', () => {
+    const withExtra = { ...base, correlationId: 'abc' } as typeof base;
+    expect(actionDigest(withExtra)).toBe(actionDigest(base));
+  });
+});

@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * Deterministic JSON: the same value always gives the same text, whatever the
+ * order its object keys were written in. Action digests (idempotency, approval
+ * binding) and the ledger hash chain depend on it, so it refuses anything whose
+ * text would be ambiguous or lossy instead of guessing.
+ */
+export class CanonicalJsonError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CanonicalJsonError';
+  }
+}
+
+export function canonicalJson(value: unknown): string {
+  if (value === undefined) throw new CanonicalJsonError('undefined has no JSON form');
+  return write(value, new Set<object>());
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+export interface ActionIdentity {
+  toolName: string;
+  action: string;
+  params: unknown;
+}
+
+/** SHA-256 of exactly {toolName, action, params}: extra fields on the argument never leak into the digest. */
+export function actionDigest({ toolName, action, params }: ActionIdentity): string {
+  return sha256Hex(canonicalJson({ toolName, action, params }));
+}
+
+function write(value: unknown, ancestors: Set<object>): string {
+  switch (typeof value) {
+    case 'string':
+      // JSON.stringify escapes lone surrogates (well-formed JSON.stringify), so the text is always valid UTF-8.
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      if (!Number.isFinite(value)) throw new CanonicalJsonError(`non-finite number ${String(value)}`);
+      // -0 and 0 are the same JSON number.
+      return Object.is(value, -0) ? '0' : JSON.stringify(value);
+    case 'object':
+      return value === null ? 'null' : writeObject(value, ancestors);
+    case 'bigint':
+      throw new CanonicalJsonError('bigint has no canonical JSON form');
+    default:
+      throw new CanonicalJsonError(`${typeof value} has no JSON form`);
+  }
+}
+
+function writeObject(value: object, ancestors: Set<object>): string {
+  if (ancestors.has(value)) throw new CanonicalJsonError('cyclic structure');
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
+    const toJSON = (value as { toJSON?: unknown }).toJSON;
+    // Dates and the like serialise as JSON would; any other class instance (Map, Set, Buffer...) has no
+    // faithful JSON form and would silently collapse to {} and collide with other values.
+    if (typeof toJSON !== 'function') throw new CanonicalJsonError('only plain objects and arrays are allowed');
+    ancestors.add(value);
+    try {
+      const json: unknown = (toJSON as () => unknown).call(value);
+      if (json === undefined) throw new CanonicalJsonError('toJSON returned undefined');
+      return write(json, ancestors);
+    } finally {
+      ancestors.delete(value);
+    }
+  }
+  ancestors.add(value);
+  try {
+    if (Array.isArray(value)) {
+      // undefined array slots become null, as JSON.stringify does, so a value and its JSON round trip share a digest.
+      return `[${value.map((item: unknown) => (item === undefined ? 'null' : write(item, ancestors))).join(',')}]`;
+    }
+    const parts: string[] = [];
+    // Default sort compares UTF-16 code units: locale-independent and stable across runtimes.
+    for (const key of Object.keys(value).sort()) {
+      const member: unknown = (value as Record<string, unknown>)[key];
+      if (member === undefined) continue;
+      parts.push(`${JSON.stringify(key)}:${write(member, ancestors)}`);
+    }
+    return `{${parts.join(',')}}`;
+  } finally {
+    ancestors.delete(value);
+  }
+}

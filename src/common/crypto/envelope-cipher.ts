@@ -1,0 +1,66 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import type { MasterKeyring } from '../../config/app-config.js';
+
+export interface Envelope {
+  keyId: string;
+  iv: Buffer;
+  ciphertext: Buffer;
+  authTag: Buffer;
+}
+
+export class DecryptionError extends Error {
+  constructor() {
+    // Deliberately vague: the reason (wrong key, tampering, wrong binding) is not the caller's business.
+    super('ciphertext could not be decrypted');
+    this.name = 'DecryptionError';
+  }
+}
+
+/**
+ * AES-256-GCM with a random 96-bit IV per encryption and a 128-bit tag. The
+ * associated data binds a ciphertext to where it belongs (org id + purpose), so
+ * a row copied to another org or another column fails to decrypt.
+ */
+export class EnvelopeCipher {
+  constructor(private readonly keyring: MasterKeyring) {}
+
+  get activeKeyId(): string {
+    return this.keyring.activeKeyId;
+  }
+
+  encrypt(plaintext: Buffer | string, aad: string): Envelope {
+    const key = this.keyring.keys.get(this.keyring.activeKeyId);
+    if (!key) throw new Error('active master key is not loaded');
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: 16 });
+    cipher.setAAD(Buffer.from(aad, 'utf8'));
+    const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+    return { keyId: this.keyring.activeKeyId, iv, ciphertext, authTag: cipher.getAuthTag() };
+  }
+
+  decrypt(env: Envelope, aad: string): Buffer {
+    const key = this.keyring.keys.get(env.keyId);
+    if (!key || env.iv.length !== 12 || env.authTag.length !== 16) throw new DecryptionError();
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', key, env.iv, { authTagLength: 16 });
+      decipher.setAAD(Buffer.from(aad, 'utf8'));
+      decipher.setAuthTag(env.authTag);
+      return Buffer.concat([decipher.update(env.ciphertext), decipher.final()]);
+    } catch {
+      throw new DecryptionError();
+    }
+  }
+
+  encryptJson(value: unknown, aad: string): Envelope {
+    return this.encrypt(JSON.stringify(value), aad);
+  }
+
+  decryptJson<T = unknown>(env: Envelope, aad: string): T {
+    return JSON.parse(this.decrypt(env, aad).toString('utf8')) as T;
+  }
+}
+
+/** A short, non-reversible fingerprint of a secret config, safe to show and log. */
+export function fingerprint(value: unknown): string {
+  return 'sha256:' + createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 16);
+}

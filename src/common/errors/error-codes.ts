@@ -1,0 +1,63 @@
+/**
+ * Every error code the API can answer with, and its HTTP status. The map is a
+ * `Record<ErrorCode, number>`: adding a code without a status fails to compile.
+ */
+export const ERROR_STATUS = {
+  BAD_REQUEST: 400,
+  VALIDATION_FAILED: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  FEATURE_DISABLED: 403,
+  NOT_IN_MANIFEST: 403,
+  POLICY_BLOCKED: 403,
+  EXPERT_REJECTED: 403,
+  CLIENT_REJECTED: 403,
+  APPROVAL_EXPIRED: 403,
+  NOT_FOUND: 404,
+  RUN_NOT_FOUND: 404,
+  CONFLICT: 409,
+  RUN_NOT_ACTIVE: 409,
+  IDEMPOTENCY_IN_PROGRESS: 409,
+  APPROVAL_ALREADY_DECIDED: 409,
+  ACTION_DIGEST_MISMATCH: 409,
+  NOT_RECONCILABLE: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  INVALID_INPUT: 422,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  RATE_LIMITED: 429,
+  CONCURRENCY_LIMIT: 429,
+  INTERNAL: 500,
+  DATABASE_UNAVAILABLE: 503,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export const ERROR_TITLES: Record<ErrorCode, string> = {
+  BAD_REQUEST: 'Bad request',
+  VALIDATION_FAILED: 'Validation failed',
+  UNAUTHENTICATED: 'Unauthenticated',
+  FORBIDDEN: 'Forbidden',
+  FEATURE_DISABLED: 'Tool calling is disabled for this org',
+  NOT_IN_MANIFEST: 'Tool not in the run manifest',
+  POLICY_BLOCKED: 'Blocked by policy',
+  EXPERT_REJECTED: 'Rejected by an expert',
+  CLIENT_REJECTED: 'Rejected by the client',
+  APPROVAL_EXPIRED: 'Approval expired',
+  NOT_FOUND: 'Not found',
+  RUN_NOT_FOUND: 'Run not found',
+  CONFLICT: 'Conflict',
+  RUN_NOT_ACTIVE: 'Run is not active',
+  IDEMPOTENCY_IN_PROGRESS: 'A request with this idempotency key is still in progress',
+  APPROVAL_ALREADY_DECIDED: 'Approval already decided',
+  ACTION_DIGEST_MISMATCH: 'Action digest does not match',
+  NOT_RECONCILABLE: 'Tool call cannot be reconciled',
+  PAYLOAD_TOO_LARGE: 'Payload too large',
+  UNSUPPORTED_MEDIA_TYPE: 'Unsupported media type',
+  INVALID_INPUT: 'Invalid input',
+  IDEMPOTENCY_KEY_REUSED: 'Idempotency key reused with a different action',
+  RATE_LIMITED: 'Too many requests',
+  CONCURRENCY_LIMIT: 'Too many vendor calls in flight',
+  INTERNAL: 'Internal error',
+  DATABASE_UNAVAILABLE: 'Database unavailable',
+};

@@ -1,0 +1,73 @@
+import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { AppError } from './app-error.js';
+import { ERROR_STATUS, ERROR_TITLES, type ErrorCode } from './error-codes.js';
+import { isDatabaseUnavailable } from './database-errors.js';
+
+const HTTP_FALLBACK: Record<number, ErrorCode> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  422: 'INVALID_INPUT',
+  429: 'RATE_LIMITED',
+};
+
+/** Turns any error into the matching AppError; unknown errors become INTERNAL. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof HttpException) {
+    const status = err.getStatus();
+    const code = HTTP_FALLBACK[status];
+    if (code) return new AppError(code, status === 404 ? 'no such route' : ERROR_TITLES[code]);
+  }
+  if (isDatabaseUnavailable(err)) return new AppError('DATABASE_UNAVAILABLE', 'the database is unavailable; retry later', { retryAfterSeconds: 1 });
+  return new AppError('INTERNAL', 'an internal error occurred');
+}
+
+export function problemBody(e: AppError, correlationId: string): Record<string, unknown> {
+  return {
+    type: `https://tool-gateway.dev/problems/${e.code.toLowerCase().replace(/_/g, '-')}`,
+    title: ERROR_TITLES[e.code],
+    status: ERROR_STATUS[e.code],
+    detail: e.detail ?? ERROR_TITLES[e.code],
+    code: e.code,
+    correlationId,
+    ...(e.extra.retryAfterSeconds !== undefined ? { retryAfterSeconds: e.extra.retryAfterSeconds } : {}),
+    ...(e.extra.fields ?? {}),
+  };
+}
+
+export function sendProblem(res: Response, e: AppError, correlationId: string): void {
+  if (e.extra.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(e.extra.retryAfterSeconds));
+  for (const [k, v] of Object.entries(e.extra.headers ?? {})) res.setHeader(k, v);
+  res.status(ERROR_STATUS[e.code]).type('application/problem+json').send(JSON.stringify(problemBody(e, correlationId)));
+}
+
+/** The one exception filter: every error answers problem+json with a code and the correlation id. */
+@Catch()
+export class ProblemFilter implements ExceptionFilter {
+  private readonly log = new Logger('Errors');
+
+  catch(err: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const req = ctx.getRequest<Request & { correlationId?: string }>();
+    const res = ctx.getResponse<Response>();
+    const correlationId = req.correlationId ?? 'unknown';
+    const e = toAppError(err);
+    if (e.code === 'INTERNAL') {
+      // The stack goes to the log (with the correlation id), never to the caller.
+      this.log.error({ correlationId, err: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
+    } else if (e.code === 'DATABASE_UNAVAILABLE') {
+      this.log.warn({ correlationId }, 'database unavailable');
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    sendProblem(res, e, correlationId);
+  }
+}

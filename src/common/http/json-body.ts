@@ -1,0 +1,80 @@
+import type { NextFunction, Request, Response } from 'express';
+import { AppError } from '../errors/app-error.js';
+import { sendProblem } from '../errors/problem.filter.js';
+
+export const TOOL_CALL_BODY_LIMIT = 512 * 1024;
+export const ADMIN_BODY_LIMIT = 64 * 1024;
+export const MAX_JSON_DEPTH = 32;
+
+const TOOL_CALL_PATH = /^\/v1\/runs\/[^/]+\/tool-calls(:batch)?\/?$/;
+
+/** Deepest bracket nesting of a JSON text, ignoring brackets inside strings. Iterative: no stack to blow. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped char
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) max = Math.max(max, ++depth);
+    else if (c === 125 || c === 93) depth--;
+  }
+  return max;
+}
+
+/**
+ * Our own JSON body reader (Nest's body parser is off): a per-route size limit
+ * (413), a nesting limit, and problem+json for every failure. The limit is
+ * enforced while reading, so an oversized body is never buffered whole.
+ */
+export function jsonBodyMiddleware(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
+  const method = req.method;
+  if (method === 'GET' || method === 'HEAD' || method === 'DELETE' || method === 'OPTIONS') return next();
+  const limit = TOOL_CALL_PATH.test(req.path) ? TOOL_CALL_BODY_LIMIT : ADMIN_BODY_LIMIT;
+  const cid = req.correlationId ?? 'unknown';
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) {
+    req.resume();
+    return sendProblem(res, new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`), cid);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let failed = false;
+  req.on('data', (chunk: Buffer) => {
+    if (failed) return;
+    size += chunk.length;
+    if (size > limit) {
+      failed = true;
+      sendProblem(res, new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`), cid);
+      return;
+    }
+    chunks.push(chunk);
+  });
+  req.on('error', () => {
+    failed = true;
+  });
+  req.on('end', () => {
+    if (failed) return;
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (text.trim() === '') {
+      (req as { body?: unknown }).body = undefined;
+      return next();
+    }
+    const type = String(req.headers['content-type'] ?? '');
+    if (!/^application\/([a-z0-9.+-]*\+)?json\b/i.test(type)) {
+      return sendProblem(res, new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json'), cid);
+    }
+    if (jsonDepth(text) > MAX_JSON_DEPTH) {
+      return sendProblem(res, new AppError('BAD_REQUEST', `JSON nesting deeper than ${MAX_JSON_DEPTH}`), cid);
+    }
+    try {
+      (req as { body?: unknown }).body = JSON.parse(text);
+    } catch {
+      return sendProblem(res, new AppError('BAD_REQUEST', 'body is not valid JSON'), cid);
+    }
+    next();
+  });
+}

@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { ConfigError, parseRawConfig, type RawConfig } from './config.schema.js';
+
+export interface MasterKeyring {
+  activeKeyId: string;
+  keys: ReadonlyMap<string, Buffer>;
+}
+
+export interface AppConfig extends Omit<RawConfig, 'MASTER_ENCRYPTION_KEY' | 'MASTER_ENCRYPTION_KEYS' | 'MASTER_ENCRYPTION_ACTIVE_KEY_ID'> {
+  keyring: MasterKeyring;
+  /** Non-fatal notes for the operator (never contain secrets). */
+  warnings: string[];
+}
+
+export const APP_CONFIG = Symbol('APP_CONFIG');
+
+const KEY_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
+
+function decodeKey(id: string, b64: string, problems: string[]): Buffer | undefined {
+  const buf = Buffer.from(b64.trim(), 'base64');
+  // Reject anything that does not round-trip: base64 decoding is lenient and
+  // would silently accept a truncated or mistyped key.
+  if (buf.length !== 32 || buf.toString('base64').replace(/=+$/, '') !== b64.trim().replace(/=+$/, '')) {
+    problems.push(`master key "${id}" must be the base64 encoding of exactly 32 bytes`);
+    return undefined;
+  }
+  return buf;
+}
+
+function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]): MasterKeyring {
+  const keys = new Map<string, Buffer>();
+  if (raw.MASTER_ENCRYPTION_KEYS) {
+    for (const part of raw.MASTER_ENCRYPTION_KEYS.split(',').map((p) => p.trim()).filter(Boolean)) {
+      const idx = part.indexOf(':');
+      const id = idx > 0 ? part.slice(0, idx) : '';
+      if (!KEY_ID_RE.test(id)) {
+        problems.push('MASTER_ENCRYPTION_KEYS entries must look like <keyId>:<base64>');
+        continue;
+      }
+      if (keys.has(id)) problems.push(`MASTER_ENCRYPTION_KEYS lists key id "${id}" twice`);
+      const key = decodeKey(id, part.slice(idx + 1), problems);
+      if (key) keys.set(id, key);
+    }
+    const active = raw.MASTER_ENCRYPTION_ACTIVE_KEY_ID ?? [...keys.keys()][0];
+    if (raw.MASTER_ENCRYPTION_KEY) problems.push('set MASTER_ENCRYPTION_KEY or MASTER_ENCRYPTION_KEYS, not both');
+    if (active && !keys.has(active)) problems.push(`MASTER_ENCRYPTION_ACTIVE_KEY_ID "${active}" is not in MASTER_ENCRYPTION_KEYS`);
+    return { activeKeyId: active ?? 'k1', keys };
+  }
+  if (raw.MASTER_ENCRYPTION_KEY) {
+    const key = decodeKey('k1', raw.MASTER_ENCRYPTION_KEY, problems);
+    if (key) keys.set('k1', key);
+    if (raw.MASTER_ENCRYPTION_ACTIVE_KEY_ID && raw.MASTER_ENCRYPTION_ACTIVE_KEY_ID !== 'k1') {
+      problems.push('MASTER_ENCRYPTION_ACTIVE_KEY_ID must be k1 (or unset) with MASTER_ENCRYPTION_KEY');
+    }
+    return { activeKeyId: 'k1', keys };
+  }
+  if (raw.NODE_ENV === 'production') {
+    problems.push('MASTER_ENCRYPTION_KEY is required when NODE_ENV=production');
+    return { activeKeyId: 'k1', keys };
+  }
+  // Development convenience: one key generated once and kept beside the
+  // embedded database, so credentials survive restarts.
+  const file = resolve(raw.DATA_DIR, 'master.key');
+  if (!existsSync(file)) {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
+    chmodSync(file, 0o600);
+  }
+  const key = decodeKey('k1', readFileSync(file, 'utf8').trim(), problems);
+  if (key) keys.set('k1', key);
+  warnings.push(`MASTER_ENCRYPTION_KEY is not set: using a development key kept in ${join(raw.DATA_DIR, 'master.key')}; set it in production`);
+  return { activeKeyId: 'k1', keys };
+}
+
+/** Parses and validates the environment once; throws ConfigError listing every problem. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const raw = parseRawConfig(env);
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const keyring = resolveKeyring(raw, problems, warnings);
+  if (problems.length) throw new ConfigError(problems);
+  const { MASTER_ENCRYPTION_KEY: _a, MASTER_ENCRYPTION_KEYS: _b, MASTER_ENCRYPTION_ACTIVE_KEY_ID: _c, ...rest } = raw;
+  return { ...rest, keyring, warnings };
+}

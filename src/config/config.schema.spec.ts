@@ -1,0 +1,50 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './app-config.js';
+import { CONFIG_SCHEMA, ConfigError, SENSITIVE_VARS } from './config.schema.js';
+
+const KEY = Buffer.alloc(32, 1).toString('base64');
+
+describe('config schema', () => {
+  it('documents every variable in .env.example', () => {
+    const example = readFileSync(new URL('../../.env.example', import.meta.url), 'utf8');
+    const documented = new Set([...example.matchAll(/^([A-Z0-9_]+)=/gm)].map((m) => m[1]));
+    expect([...documented].sort()).toEqual(Object.keys(CONFIG_SCHEMA).sort());
+  });
+
+  it('lists every problem at once and never echoes a secret', () => {
+    const secret = 'postgres-but-wrong-secret-value';
+    let err: unknown;
+    try {
+      loadConfig({ NODE_ENV: 'production', PORT: 'abc', RATE_LIMIT_RPS: '-1', DATABASE_URL: secret, BOOTSTRAP_ADMIN_KEY: 'short' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const problems = (err as ConfigError).problems.join('\n');
+    for (const name of ['PORT', 'RATE_LIMIT_RPS', 'DATABASE_URL', 'BOOTSTRAP_ADMIN_KEY']) expect(problems).toContain(name);
+    expect(problems).not.toContain(secret);
+  });
+
+  it('requires the master key in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/MASTER_ENCRYPTION_KEY is required/);
+    expect(loadConfig({ NODE_ENV: 'production', MASTER_ENCRYPTION_KEY: KEY }).keyring.activeKeyId).toBe('k1');
+  });
+
+  it('rejects a key that is not exactly 32 bytes', () => {
+    const short = Buffer.alloc(31, 1).toString('base64');
+    expect(() => loadConfig({ MASTER_ENCRYPTION_KEY: short })).toThrow(/exactly 32 bytes/);
+  });
+
+  it('loads several keys with one active', () => {
+    const k2 = Buffer.alloc(32, 2).toString('base64');
+    const cfg = loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${k2},k1:${KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' });
+    expect(cfg.keyring.activeKeyId).toBe('k2');
+    expect([...cfg.keyring.keys.keys()].sort()).toEqual(['k1', 'k2']);
+    expect(() => loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${k2}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k9' })).toThrow(/k9/);
+  });
+
+  it('marks the secrets as sensitive', () => {
+    expect(SENSITIVE_VARS).toEqual(expect.arrayContaining(['DATABASE_URL', 'MASTER_ENCRYPTION_KEY', 'MASTER_ENCRYPTION_KEYS', 'BOOTSTRAP_ADMIN_KEY']));
+  });
+});

@@ -1,0 +1,137 @@
+/**
+ * The whole runtime configuration: one declarative schema, parsed once at boot.
+ * Every variable here is documented in .env.example (a test keeps them in step).
+ * A variable marked `sensitive` is never logged or echoed in an error message.
+ */
+export type NodeEnv = 'development' | 'test' | 'production';
+
+interface VarSpec<T> {
+  description: string;
+  sensitive?: boolean;
+  /** Returns the parsed value, or throws a message describing what is wrong. */
+  parse: (raw: string | undefined, env: NodeJS.ProcessEnv) => T;
+}
+
+function str(def?: string) {
+  return (raw: string | undefined): string | undefined => (raw === undefined || raw === '' ? def : raw);
+}
+function req(def?: string) {
+  return (raw: string | undefined): string => {
+    const v = raw === undefined || raw === '' ? def : raw;
+    if (v === undefined) throw new Error('is required');
+    return v;
+  };
+}
+function int(def: number, min: number, max: number) {
+  return (raw: string | undefined): number => {
+    if (raw === undefined || raw === '') return def;
+    if (!/^-?\d+$/.test(raw.trim())) throw new Error(`must be an integer, got "${raw}"`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new Error(`must be between ${min} and ${max}, got ${n}`);
+    return n;
+  };
+}
+function oneOf<T extends string>(def: T, values: readonly T[]) {
+  return (raw: string | undefined): T => {
+    const v = (raw === undefined || raw === '' ? def : raw) as T;
+    if (!values.includes(v)) throw new Error(`must be one of ${values.join(', ')}, got "${raw}"`);
+    return v;
+  };
+}
+function url(def?: string) {
+  return (raw: string | undefined): string | undefined => {
+    const v = raw === undefined || raw === '' ? def : raw;
+    if (v === undefined) return undefined;
+    let parsed: URL;
+    try {
+      parsed = new URL(v.replace(/\{[a-zA-Z]+\}/g, 'x'));
+    } catch {
+      throw new Error(`must be an absolute URL, got "${raw}"`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('must be an http(s) URL');
+    return v.replace(/\/+$/, '');
+  };
+}
+
+export const CONFIG_SCHEMA = {
+  NODE_ENV: { description: 'development, test or production', parse: oneOf<NodeEnv>('development', ['development', 'test', 'production']) },
+  PORT: { description: 'HTTP port', parse: int(3000, 0, 65535) },
+  HOST: { description: 'HTTP bind address', parse: req('0.0.0.0') },
+  LOG_LEVEL: { description: 'pino log level', parse: oneOf('info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) },
+  DATABASE_URL: {
+    description: 'PostgreSQL URL; when unset an embedded PostgreSQL is started with its data in DATA_DIR',
+    sensitive: true,
+    parse: (raw: string | undefined) => {
+      if (raw === undefined || raw === '') return undefined;
+      if (!/^postgres(ql)?:\/\//.test(raw)) throw new Error('must be a postgres:// URL');
+      return raw;
+    },
+  },
+  DB_POOL_SIZE: { description: 'database connections per gateway process', parse: int(20, 2, 500) },
+  DATA_DIR: { description: 'local folder for the embedded database and generated development secrets', parse: req('.data') },
+  MASTER_ENCRYPTION_KEY: {
+    description: 'base64 of 32 bytes; the single credential/result encryption key (id k1). Required in production unless MASTER_ENCRYPTION_KEYS is set',
+    sensitive: true,
+    parse: str(),
+  },
+  MASTER_ENCRYPTION_KEYS: { description: 'for rotation: "k2:<base64>,k1:<base64>"', sensitive: true, parse: str() },
+  MASTER_ENCRYPTION_ACTIVE_KEY_ID: { description: 'id of the key new ciphertexts use (with MASTER_ENCRYPTION_KEYS)', parse: str() },
+  BOOTSTRAP_ADMIN_KEY: {
+    description: 'platform admin API key (>= 32 chars); in development one is generated and printed once when unset',
+    sensitive: true,
+    parse: (raw: string | undefined) => {
+      if (raw === undefined || raw === '') return undefined;
+      if (raw.length < 32) throw new Error('must be at least 32 characters');
+      return raw;
+    },
+  },
+  RATE_LIMIT_RPS: { description: 'per API key requests per second (burst twice that); 0 disables', parse: int(50, 0, 1_000_000) },
+  VENDOR_TIMEOUT_MS: { description: 'total time allowed for one vendor call', parse: int(15_000, 50, 600_000) },
+  VENDOR_CONNECT_TIMEOUT_MS: { description: 'time allowed to connect to a vendor', parse: int(5_000, 10, 120_000) },
+  VENDOR_CONCURRENCY_LIMIT: { description: 'vendor calls in flight per org x vendor per process', parse: int(8, 1, 10_000) },
+  VENDOR_MAX_RETRIES: { description: 'retries of an idempotent vendor call on a retryable failure', parse: int(3, 0, 10) },
+  VENDOR_RETRY_AFTER_CAP_MS: { description: 'longest Retry-After the gateway sleeps on; longer is handed back to the agent', parse: int(2_000, 0, 60_000) },
+  VENDOR_MAX_RESPONSE_BYTES: { description: 'hard cap on a vendor response body', parse: int(5 * 1024 * 1024, 1024, 100 * 1024 * 1024) },
+  CIRCUIT_BREAKER_THRESHOLD: { description: 'consecutive vendor failures that open the breaker (org x vendor)', parse: int(5, 1, 1000) },
+  CIRCUIT_BREAKER_COOLDOWN_MS: { description: 'how long an open breaker stays open before one probe', parse: int(30_000, 10, 3_600_000) },
+  RESULT_BUDGET_BYTES: { description: 'per-result budget of model-facing JSON', parse: int(50 * 1024, 256, 10 * 1024 * 1024) },
+  BATCH_BUDGET_BYTES: { description: 'batch-wide budget of model-facing content', parse: int(200 * 1024, 1024, 50 * 1024 * 1024) },
+  RESULT_TTL_SECONDS: { description: 'how long full results are kept (encrypted) for replay and pick-up', parse: int(86_400, 60, 90 * 86_400) },
+  APPROVAL_TTL_SECONDS: { description: 'how long an approval request stays open', parse: int(86_400, 1, 90 * 86_400) },
+  STALE_RUNNING_MARGIN_MS: { description: 'a call running longer than VENDOR_TIMEOUT_MS + this is presumed orphaned', parse: int(60_000, 0, 3_600_000) },
+  LEDGER_SEAL_INTERVAL_MS: { description: 'how often the hash-chain sealer runs', parse: int(200, 10, 60_000) },
+  SHOPIFY_BASE_URL: { description: 'replaces https://{shopDomain} for Shopify calls', parse: url() },
+  SHOPIFY_API_VERSION: { description: 'default Shopify Admin API version', parse: req('2026-07') },
+  AMAZON_LWA_URL: { description: 'Login with Amazon token endpoint', parse: url('https://api.amazon.com/auth/o2/token') },
+  AMAZON_SPAPI_BASE_URL: { description: 'SP-API host; default https://sellingpartnerapi-{region}.amazon.com', parse: url() },
+  JUMIO_AUTH_BASE_URL: { description: 'Jumio auth host; default https://auth.{region}.jumio.ai', parse: url() },
+  JUMIO_RETRIEVAL_BASE_URL: { description: 'Jumio retrieval host; default https://retrieval.{region}.jumio.ai', parse: url() },
+  NANGO_HOST: { description: 'Nango server', parse: url('https://api.nango.dev') },
+} satisfies Record<string, VarSpec<unknown>>;
+
+type Schema = typeof CONFIG_SCHEMA;
+export type RawConfig = { [K in keyof Schema]: ReturnType<Schema[K]['parse']> };
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}
+
+export function parseRawConfig(env: NodeJS.ProcessEnv): RawConfig {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, spec] of Object.entries(CONFIG_SCHEMA) as [string, VarSpec<unknown>][]) {
+    try {
+      out[name] = spec.parse(env[name], env);
+    } catch (err) {
+      problems.push(`${name} ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return out as RawConfig;
+}
+
+export const SENSITIVE_VARS = Object.entries(CONFIG_SCHEMA)
+  .filter(([, spec]) => (spec as VarSpec<unknown>).sensitive)
+  .map(([name]) => name);

@@ -1,0 +1,39 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { ApiKeysService } from './auth/api-keys.service.js';
+import { Clock } from './common/clock.js';
+import { EnvelopeCipher } from './common/crypto/envelope-cipher.js';
+import { APP_CONFIG, type AppConfig } from './config/app-config.js';
+import { LedgerEventsService } from './ledger/ledger-events.service.js';
+import { LedgerSealerService } from './ledger/ledger-sealer.service.js';
+import { LedgerVerifierService } from './ledger/ledger-verifier.service.js';
+import { MetricsService } from './metrics/metrics.service.js';
+import { FeatureFlagsService } from './orgs/feature-flags.service.js';
+import { OrgScopeService } from './orgs/org-scope.service.js';
+
+const SHARED = [
+  Clock,
+  MetricsService,
+  LedgerEventsService,
+  LedgerSealerService,
+  LedgerVerifierService,
+  OrgScopeService,
+  FeatureFlagsService,
+  ApiKeysService,
+];
+
+/** Services every feature uses: config, clock, crypto, ledger events, metrics, org scope, keys. */
+@Global()
+@Module({})
+export class CoreModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: CoreModule,
+      providers: [
+        { provide: APP_CONFIG, useValue: config },
+        { provide: EnvelopeCipher, useFactory: () => new EnvelopeCipher(config.keyring) },
+        ...SHARED,
+      ],
+      exports: [APP_CONFIG, EnvelopeCipher, ...SHARED],
+    };
+  }
+}

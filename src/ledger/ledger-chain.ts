@@ -1,0 +1,37 @@
+import { canonicalJson, sha256Hex } from '../common/canonical-json.js';
+
+/** The fields of an event that its hash covers, in the form both sealer and verifier read them. */
+export interface ChainedEventFields {
+  id: string;
+  orgId: string;
+  chainSeq: number;
+  type: string;
+  runId: string | null;
+  toolCallId: string | null;
+  actor: unknown;
+  metadata: unknown;
+  /** created_at as text with microseconds, UTC (see CREATED_ISO_SQL) */
+  createdIso: string;
+}
+
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** Exact text of created_at, so the hash does not depend on JS Date's millisecond rounding. */
+export const CREATED_ISO_SQL = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+export function eventHash(prevHash: string, e: ChainedEventFields): string {
+  return sha256Hex(
+    canonicalJson({
+      prevHash,
+      chainSeq: e.chainSeq,
+      id: e.id,
+      orgId: e.orgId,
+      type: e.type,
+      runId: e.runId,
+      toolCallId: e.toolCallId,
+      actor: e.actor ?? null,
+      metadata: e.metadata ?? {},
+      createdAt: e.createdIso,
+    }),
+  );
+}

@@ -1,0 +1,24 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+export interface EventActor {
+  keyId: string | null;
+  role: string | null;
+}
+
+/** Append-only (enforced by a trigger); hash-chained per org by the sealer. */
+@Entity('runtime_ledger_events')
+export class LedgerEventEntity {
+  @PrimaryGeneratedColumn('increment', { type: 'bigint' }) seq!: string;
+  @Column('uuid', { unique: true }) id!: string;
+  @Column('uuid', { name: 'org_id' }) orgId!: string;
+  @Column('text') type!: string;
+  @Column('uuid', { name: 'run_id', nullable: true }) runId!: string | null;
+  @Column('uuid', { name: 'tool_call_id', nullable: true }) toolCallId!: string | null;
+  @Column('jsonb', { nullable: true }) actor!: EventActor | null;
+  @Column('jsonb', { default: () => "'{}'::jsonb" }) metadata!: Record<string, unknown>;
+  @Column('timestamptz', { name: 'created_at', default: () => 'clock_timestamp()' }) createdAt!: Date;
+  @Column('bigint', { name: 'chain_seq', nullable: true }) chainSeq!: string | null;
+  @Column('text', { name: 'prev_hash', nullable: true }) prevHash!: string | null;
+  @Column('text', { nullable: true }) hash!: string | null;
+  @Column('timestamptz', { name: 'sealed_at', nullable: true }) sealedAt!: Date | null;
+}

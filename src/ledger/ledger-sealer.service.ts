@@ -1,0 +1,125 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { CREATED_ISO_SQL, eventHash, GENESIS_HASH } from './ledger-chain.js';
+
+/** Any constant works; it only has to be the same for every replica. */
+const SEALER_LOCK_KEY = 7_413_920_551;
+const BATCH = 2_000;
+
+interface UnsealedRow {
+  seq: string;
+  id: string;
+  org_id: string;
+  type: string;
+  run_id: string | null;
+  tool_call_id: string | null;
+  actor: unknown;
+  metadata: unknown;
+  created_iso: string;
+}
+
+/**
+ * Links committed events into each org's hash chain, in `seq` order, a batch
+ * at a time. One sealer runs at a time across all replicas (advisory lock), so
+ * chains never fork; appends themselves never wait for it.
+ */
+@Injectable()
+export class LedgerSealerService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = new Logger('LedgerSealer');
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<number>;
+
+  constructor(
+    private readonly ds: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const tick = (): void => {
+      this.sealNow()
+        .catch((err: unknown) => this.log.warn(`sealing failed: ${err instanceof Error ? err.message : String(err)}`))
+        .finally(() => {
+          if (this.timer) this.timer = setTimeout(tick, this.config.LEDGER_SEAL_INTERVAL_MS);
+        });
+    };
+    this.timer = setTimeout(tick, this.config.LEDGER_SEAL_INTERVAL_MS);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** Seals everything committed so far; returns how many events it sealed. */
+  async sealNow(): Promise<number> {
+    // Coalesce concurrent callers onto one pass, then run another for anything newer.
+    while (this.running) await this.running.catch(() => undefined);
+    this.running = this.sealAll();
+    try {
+      return await this.running;
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  private async sealAll(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.sealBatch();
+      total += n;
+      if (n < BATCH) return total;
+    }
+  }
+
+  private async sealBatch(): Promise<number> {
+    return this.ds.transaction(async (m) => {
+      const [{ locked }] = (await m.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [SEALER_LOCK_KEY])) as [{ locked: boolean }];
+      if (!locked) return 0;
+      const rows = (await m.query(
+        `SELECT seq, id, org_id, type, run_id, tool_call_id, actor, metadata, ${CREATED_ISO_SQL} AS created_iso
+           FROM runtime_ledger_events WHERE hash IS NULL ORDER BY seq LIMIT ${BATCH}`,
+      )) as UnsealedRow[];
+      if (rows.length === 0) return 0;
+      const orgs = [...new Set(rows.map((r) => r.org_id))];
+      const heads = (await m.query(
+        `SELECT DISTINCT ON (org_id) org_id, chain_seq, hash FROM runtime_ledger_events
+          WHERE org_id = ANY($1::uuid[]) AND chain_seq IS NOT NULL ORDER BY org_id, chain_seq DESC`,
+        [orgs],
+      )) as { org_id: string; chain_seq: string; hash: string }[];
+      const head = new Map(heads.map((h) => [h.org_id, { seq: Number(h.chain_seq), hash: h.hash }]));
+      const seqs: string[] = [];
+      const chainSeqs: number[] = [];
+      const prevs: string[] = [];
+      const hashes: string[] = [];
+      for (const r of rows) {
+        const h = head.get(r.org_id) ?? { seq: 0, hash: GENESIS_HASH };
+        const chainSeq = h.seq + 1;
+        const hash = eventHash(h.hash, {
+          id: r.id,
+          orgId: r.org_id,
+          chainSeq,
+          type: r.type,
+          runId: r.run_id,
+          toolCallId: r.tool_call_id,
+          actor: r.actor,
+          metadata: r.metadata,
+          createdIso: r.created_iso,
+        });
+        seqs.push(r.seq);
+        chainSeqs.push(chainSeq);
+        prevs.push(h.hash);
+        hashes.push(hash);
+        head.set(r.org_id, { seq: chainSeq, hash });
+      }
+      await m.query(
+        `UPDATE runtime_ledger_events e SET chain_seq = v.chain_seq, prev_hash = v.prev_hash, hash = v.hash, sealed_at = clock_timestamp()
+           FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS v(seq, chain_seq, prev_hash, hash)
+          WHERE e.seq = v.seq`,
+        [seqs, chainSeqs, prevs, hashes],
+      );
+      return rows.length;
+    });
+  }
+}

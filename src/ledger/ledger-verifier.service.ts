@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { CREATED_ISO_SQL, eventHash, GENESIS_HASH } from './ledger-chain.js';
+import { LedgerSealerService } from './ledger-sealer.service.js';
+
+export type VerifyResult =
+  | { ok: true; checked: number; headHash: string | null }
+  | { ok: false; checked: number; brokenAt: { chainSeq: number; eventId: string | null; reason: string } };
+
+const PAGE = 5_000;
+
+/** Recomputes an org's hash chain from the stored events, page by page. */
+@Injectable()
+export class LedgerVerifierService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly sealer: LedgerSealerService,
+  ) {}
+
+  async verify(orgId: string): Promise<VerifyResult> {
+    await this.sealer.sealNow();
+    let prev = GENESIS_HASH;
+    let expected = 1;
+    let checked = 0;
+    for (;;) {
+      const rows = (await this.ds.query(
+        `SELECT id, org_id, chain_seq, type, run_id, tool_call_id, actor, metadata, prev_hash, hash, ${CREATED_ISO_SQL} AS created_iso
+           FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq >= $2 ORDER BY chain_seq LIMIT ${PAGE}`,
+        [orgId, expected],
+      )) as {
+        id: string; org_id: string; chain_seq: string; type: string; run_id: string | null; tool_call_id: string | null;
+        actor: unknown; metadata: unknown; prev_hash: string; hash: string; created_iso: string;
+      }[];
+      for (const r of rows) {
+        const chainSeq = Number(r.chain_seq);
+        if (chainSeq !== expected) {
+          return { ok: false, checked, brokenAt: { chainSeq: expected, eventId: null, reason: 'event missing from the chain' } };
+        }
+        if (r.prev_hash !== prev) {
+          return { ok: false, checked, brokenAt: { chainSeq, eventId: r.id, reason: 'prev_hash does not match the previous event' } };
+        }
+        const hash = eventHash(prev, {
+          id: r.id, orgId: r.org_id, chainSeq, type: r.type, runId: r.run_id, toolCallId: r.tool_call_id,
+          actor: r.actor, metadata: r.metadata, createdIso: r.created_iso,
+        });
+        if (hash !== r.hash) {
+          return { ok: false, checked, brokenAt: { chainSeq, eventId: r.id, reason: 'event content does not match its hash' } };
+        }
+        prev = hash;
+        expected++;
+        checked++;
+      }
+      if (rows.length < PAGE) break;
+    }
+    return { ok: true, checked, headHash: checked ? prev : null };
+  }
+}

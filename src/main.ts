@@ -1,0 +1,59 @@
+import 'reflect-metadata';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createGateway } from './bootstrap.js';
+import { loadConfig, type AppConfig } from './config/app-config.js';
+import { ConfigError } from './config/config.schema.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
+
+async function main(): Promise<void> {
+  let config: AppConfig;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  for (const w of config.warnings) process.stderr.write(`warning: ${w}\n`);
+
+  let embedded: EmbeddedPostgres | undefined;
+  if (!config.DATABASE_URL) {
+    embedded = await startEmbeddedPostgres(join(config.DATA_DIR, 'pg'));
+    config = { ...config, DATABASE_URL: embedded.url };
+    process.stderr.write(`embedded PostgreSQL started (data in ${join(config.DATA_DIR, 'pg')})\n`);
+  }
+
+  const { app, generatedAdminKey } = await createGateway(config);
+  if (generatedAdminKey) {
+    const file = join(config.DATA_DIR, 'bootstrap-admin.key');
+    writeFileSync(file, generatedAdminKey + '\n', { mode: 0o600 });
+    chmodSync(file, 0o600);
+    // Printed once, on the start that created it; it is also kept (mode 600) in the data folder.
+    process.stdout.write(
+      `\nNo BOOTSTRAP_ADMIN_KEY set: generated a platform admin key (shown once, also saved to ${file}):\n\n  ${generatedAdminKey}\n\n`,
+    );
+  }
+  await app.listen(config.PORT, config.HOST);
+  const addr = app.getHttpServer().address() as { port: number } | null;
+  process.stdout.write(`tool-gateway listening on http://${config.HOST}:${addr?.port ?? config.PORT} (docs at /docs)\n`);
+
+  let closing = false;
+  const shutdown = async (signal: string): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    process.stderr.write(`${signal} received, shutting down\n`);
+    await app.close().catch(() => undefined);
+    await embedded?.stop();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`fatal: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,59 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * All Prometheus metrics of the process. Labels carry only bounded, safe
+ * values (route templates, tool names, status and error codes), never ids or data.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+
+  readonly httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly toolCalls = new Counter({
+    name: 'tool_calls_total',
+    help: 'Tool calls by tool, action, final status and error code',
+    labelNames: ['tool', 'action', 'status', 'error_code'] as const,
+    registers: [this.registry],
+  });
+
+  readonly vendorLatency = new Histogram({
+    name: 'vendor_call_duration_seconds',
+    help: 'Vendor call latency (one attempt) by vendor and outcome',
+    labelNames: ['vendor', 'outcome'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  readonly breakerState = new Gauge({
+    name: 'vendor_circuit_breaker_open',
+    help: 'Circuit breakers of this process by vendor and state (count of org x vendor breakers)',
+    labelNames: ['vendor', 'state'] as const,
+    registers: [this.registry],
+  });
+
+  readonly pendingApprovals = new Gauge({
+    name: 'approvals_pending',
+    help: 'Approval requests pending (as of the last sweep)',
+    registers: [this.registry],
+  });
+
+  readonly ledgerWrite = new Histogram({
+    name: 'ledger_write_duration_seconds',
+    help: 'Time to commit a ledger write (intent or outcome)',
+    labelNames: ['kind'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+}

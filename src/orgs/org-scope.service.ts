@@ -1,0 +1,35 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { Principal } from '../auth/principal.js';
+import { AppError } from '../common/errors/app-error.js';
+import { isUuid } from '../common/ids.js';
+import { OrgEntity } from './org.entity.js';
+
+/**
+ * The org-scope rule in one place: a resource of another org is
+ * indistinguishable from a missing one (404, same body).
+ */
+@Injectable()
+export class OrgScopeService {
+  private readonly known = new Set<string>();
+
+  constructor(private readonly ds: DataSource) {}
+
+  async assertAccess(p: Principal, orgId: string): Promise<void> {
+    if (!isUuid(orgId) || (p.orgId !== null && p.orgId !== orgId)) throw new AppError('NOT_FOUND', 'org not found');
+    if (this.known.has(orgId)) return;
+    if (!(await this.ds.getRepository(OrgEntity).exists({ where: { id: orgId } }))) throw new AppError('NOT_FOUND', 'org not found');
+    this.known.add(orgId);
+  }
+
+  /** The org a key acts for: its own, or (platform keys) the one named. */
+  async resolveOrg(p: Principal, orgId: string | undefined): Promise<string> {
+    if (p.orgId !== null) {
+      if (orgId !== undefined) await this.assertAccess(p, orgId);
+      return p.orgId;
+    }
+    if (orgId === undefined) throw new AppError('VALIDATION_FAILED', 'orgId: required for platform keys');
+    await this.assertAccess(p, orgId);
+    return orgId;
+  }
+}

@@ -1,0 +1,40 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { actorOf, type Principal } from '../auth/principal.js';
+import { AppError } from '../common/errors/app-error.js';
+import { newId } from '../common/ids.js';
+import { LedgerEventsService } from '../ledger/ledger-events.service.js';
+import { OrgScopeService } from './org-scope.service.js';
+import { OrgEntity } from './org.entity.js';
+
+const view = (o: OrgEntity) => ({ id: o.id, name: o.name, createdAt: o.createdAt.toISOString() });
+
+@Injectable()
+export class OrgsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly events: LedgerEventsService,
+    private readonly scope: OrgScopeService,
+  ) {}
+
+  async create(actor: Principal, input: { name: string; id?: string }) {
+    if (actor.orgId !== null) throw new AppError('FORBIDDEN', 'only a platform admin can create orgs');
+    const org = Object.assign(new OrgEntity(), { id: input.id ?? newId(), name: input.name, createdAt: new Date() });
+    await this.ds.transaction(async (m) => {
+      const inserted = (await m.query('INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id', [
+        org.id,
+        org.name,
+        org.createdAt,
+      ])) as unknown[];
+      if (inserted.length === 0) throw new AppError('CONFLICT', 'an org with this id already exists');
+      await this.events.append([{ orgId: org.id, type: 'org.created', actor: actorOf(actor), metadata: { orgId: org.id } }], m);
+    });
+    return view(org);
+  }
+
+  async get(actor: Principal, orgId: string) {
+    await this.scope.assertAccess(actor, orgId);
+    const org = await this.ds.getRepository(OrgEntity).findOneOrFail({ where: { id: orgId } });
+    return view(org);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The one interface every vendor implements. A vendor folder (src/vendors/<vendor>/)
+ * declares its tools (schemas, risk, idempotency, cost) and executes actions.
+ * Expected vendor failures are returned as values (VendorOutcome), never thrown;
+ * a thrown error is a bug and the executor records it as EXECUTION_ERROR.
+ */
+export type VendorKey = 'shopify' | 'amazon' | 'jumio' | 'nango';
+export const VENDOR_KEYS: readonly VendorKey[] = ['shopify', 'amazon', 'jumio', 'nango'];
+
+export type RiskLevel = 'low' | 'medium' | 'high';
+export type SideEffect = 'read' | 'write';
+
+/** A JSON Schema (draft 2020-12 subset that ajv accepts). */
+export type JsonSchema = Record<string, unknown>;
+
+export interface ToolActionSpec {
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+  riskLevel: RiskLevel;
+  sideEffect: SideEffect;
+  /** True when re-sending the same request cannot cause a second side effect. */
+  idempotent: boolean;
+  costCents: number;
+}
+
+export interface ToolSpec {
+  name: string;
+  vendor: VendorKey;
+  description: string;
+  actions: ToolActionSpec[];
+}
+
+/** Server-side vendor endpoints and limits (from config, never from a request). */
+export interface VendorEndpoints {
+  shopifyBaseUrl?: string; // replaces https://{shopDomain}
+  shopifyApiVersion: string; // e.g. 2026-07
+  amazonLwaUrl: string;
+  amazonSpapiBaseUrl?: string; // default https://sellingpartnerapi-{na|eu|fe}.amazon.com
+  jumioAuthBaseUrl?: string; // default https://auth.{region}.jumio.ai
+  jumioRetrievalBaseUrl?: string; // default https://retrieval.{region}.jumio.ai
+  nangoHost: string;
+  timeoutMs: number;
+  connectTimeoutMs: number;
+  maxResponseBytes: number;
+  userAgent: string;
+}
+
+export interface VendorCallContext {
+  orgId: string;
+  toolCallId: string;
+  /** The ledger's idempotency key of this call; stable across resends (refund keys derive from it). */
+  idempotencyKey: string;
+  toolName: string;
+  action: string;
+  /** Params already validated against the action's inputSchema (no `action` key). */
+  params: Record<string, unknown>;
+  /** Decrypted integration config of the org for this vendor (API.md §7). */
+  credentials: Record<string, unknown>;
+  /** Aborted when the whole call's time budget is spent. */
+  signal: AbortSignal;
+  /** 0 for the first attempt, 1.. for retries. */
+  attempt: number;
+}
+
+export type VendorFailureKind =
+  | 'not_found' // 404 / empty payload → VENDOR_NOT_FOUND
+  | 'auth' // 401/403 after at most one token refresh → CREDENTIALS_INVALID
+  | 'rate_limited' // 429 / THROTTLED / QuotaExceeded → VENDOR_RATE_LIMITED (retryable)
+  | 'server_error' // 5xx → VENDOR_ERROR (retryable)
+  | 'timeout' // no answer in time → VENDOR_TIMEOUT (retryable only if !requestSent or idempotent)
+  | 'network' // connection refused/reset → VENDOR_ERROR (retryable)
+  | 'bad_response' // malformed JSON, unexpected shape → VENDOR_ERROR (not retryable)
+  | 'too_large' // body over the hard cap → VENDOR_ERROR (not retryable)
+  | 'rejected'; // vendor refused the request (4xx, userErrors) → VENDOR_ERROR (not retryable)
+
+export type VendorOutcome =
+  | { ok: true; data: unknown; vendorStatus: number }
+  | {
+      ok: false;
+      kind: VendorFailureKind;
+      vendorStatus?: number;
+      /** Vendor asked us to wait this long (Retry-After, THROTTLED cost maths). */
+      retryAfterMs?: number;
+      /** False only when we know the request never left (connect failed/timed out). */
+      requestSent: boolean;
+      /** Short, safe text for logs/ledger: no vendor body, no secrets, no PII. */
+      message: string;
+    };
+
+export interface VendorHandler {
+  readonly vendor: VendorKey;
+  readonly tools: ToolSpec[];
+  /**
+   * Extra checks beyond the JSON schema, done before anything is sent
+   * (e.g. Nango path safety). Returns a message naming the field, or null.
+   */
+  validate?(toolName: string, action: string, params: Record<string, unknown>): string | null;
+  execute(ctx: VendorCallContext): Promise<VendorOutcome>;
+}

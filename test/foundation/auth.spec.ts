@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROLES, type Role } from '../../src/auth/api-key.entity.js';
+import { listRoutes } from '../support/routes.js';
+import { TEST_ADMIN_KEY } from '../support/secrets.js';
+import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+describe('API keys, roles and org scope', () => {
+  let t: TestApp;
+  let orgA: string;
+  let orgB: string;
+  const keys: Record<string, Record<Role, string>> = {};
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    orgA = await createOrg(t, 'A');
+    orgB = await createOrg(t, 'B');
+    for (const org of [orgA, orgB]) {
+      keys[org] = {} as Record<Role, string>;
+      for (const role of ROLES) keys[org][role] = (await createKey(t, org, role)).key;
+    }
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('guards every route: each has @Roles or @Public, and every /v1 route is keyed', () => {
+    const routes = listRoutes(t.app);
+    expect(routes.length).toBeGreaterThan(5);
+    for (const r of routes) {
+      expect(r.isPublic || (r.roles?.length ?? 0) > 0, `${r.method} ${r.path} has no @Roles`).toBe(true);
+      if (r.path.startsWith('/v1')) expect(r.isPublic, `${r.method} ${r.path} must not be public`).toBe(false);
+    }
+  });
+
+  it('answers 401 without a key and 403 for a wrong role, on every route', async () => {
+    for (const r of listRoutes(t.app).filter((x) => !x.isPublic)) {
+      const path = r.path.replace(/:[A-Za-z]+/g, () => randomUUID());
+      const call = () => t.http[r.method.toLowerCase() as 'get'](path);
+      const none = await call();
+      expect(none.status, `${r.method} ${r.path} without key`).toBe(401);
+      expect(none.body.code).toBe('UNAUTHENTICATED');
+      const wrong = ROLES.find((role) => !r.roles!.includes(role));
+      if (wrong) {
+        const res = await call().set(bearer(keys[orgA][wrong]));
+        expect(res.status, `${r.method} ${r.path} as ${wrong}`).toBe(403);
+        expect(res.body.code).toBe('FORBIDDEN');
+      }
+    }
+  });
+
+  it('gives one identical 401 for missing, unknown and revoked keys', async () => {
+    const { key, id } = await createKey(t, orgA, 'ops');
+    expect((await t.http.get(`/v1/orgs/${orgA}`).set(bearer(key))).status).toBe(200);
+    expect((await t.http.delete(`/v1/api-keys/${id}`).set(adminAuth)).status).toBe(204);
+    const bodies = [];
+    for (const headers of [{}, bearer('tgw_unknown-key-unknown-key-unknown-key'), bearer(key), { Authorization: 'Basic abc' }]) {
+      const res = await t.http.get(`/v1/orgs/${orgA}`).set(headers);
+      expect(res.status).toBe(401);
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      const { correlationId: _c, ...rest } = res.body as Record<string, unknown>;
+      bodies.push(rest);
+    }
+    for (const b of bodies) expect(b).toEqual(bodies[0]);
+  });
+
+  it('hides other orgs: 404 identical to a random id', async () => {
+    const other = await t.http.get(`/v1/orgs/${orgB}`).set(bearer(keys[orgA].admin));
+    const random = await t.http.get(`/v1/orgs/${randomUUID()}`).set(bearer(keys[orgA].admin));
+    expect(other.status).toBe(404);
+    expect(random.status).toBe(404);
+    const strip = (b: Record<string, unknown>) => ({ ...b, correlationId: undefined });
+    expect(strip(other.body)).toEqual(strip(random.body));
+    const flags = await t.http.put(`/v1/orgs/${orgB}/feature-flags/tool_calling_enabled`).set(bearer(keys[orgA].admin)).send({ enabled: true });
+    expect(flags.status).toBe(404);
+    const listOther = await t.http.get(`/v1/api-keys?orgId=${orgB}`).set(bearer(keys[orgA].admin));
+    expect(listOther.status).toBe(404);
+  });
+
+  it('shows a key once and stores only its hash', async () => {
+    const res = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: orgA, role: 'agent', name: 'shown once' });
+    expect(res.status).toBe(201);
+    const { key, id } = res.body as { key: string; id: string };
+    expect(key).toMatch(/^tgw_[A-Za-z0-9_-]{43}$/);
+    const list = await t.http.get(`/v1/api-keys?orgId=${orgA}`).set(adminAuth);
+    expect(JSON.stringify(list.body)).not.toContain(key);
+    expect((list.body.items as { id: string }[]).some((k) => k.id === id)).toBe(true);
+    const rows = (await t.ds.query('SELECT row_to_json(k)::text AS j FROM api_keys k')) as { j: string }[];
+    for (const r of rows) {
+      expect(r.j).not.toContain(key);
+      expect(r.j).not.toContain(TEST_ADMIN_KEY);
+    }
+  });
+
+  it('records lastUsedAt', async () => {
+    const { key, id } = await createKey(t, orgA, 'ops');
+    await t.http.get(`/v1/orgs/${orgA}`).set(bearer(key));
+    const list = await t.http.get(`/v1/api-keys?orgId=${orgA}`).set(adminAuth);
+    const row = (list.body.items as { id: string; lastUsedAt: string | null }[]).find((k) => k.id === id);
+    expect(row?.lastUsedAt).not.toBeNull();
+  });
+
+  it('only platform admins create orgs and platform keys; agent keys cannot be platform keys', async () => {
+    expect((await t.http.post('/v1/orgs').set(bearer(keys[orgA].admin)).send({ name: 'x' })).status).toBe(403);
+    expect((await t.http.post('/v1/api-keys').set(bearer(keys[orgA].admin)).send({ orgId: null, role: 'ops', name: 'x' })).status).toBe(403);
+    const agentPlatform = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: null, role: 'agent', name: 'x' });
+    expect(agentPlatform.status).toBe(400);
+    const platformOps = await createKey(t, null, 'ops');
+    expect((await t.http.get(`/v1/orgs/${orgB}`).set(bearer(platformOps.key))).status).toBe(200);
+  });
+
+  it('records api_key events with the actor', async () => {
+    const { id } = await createKey(t, orgA, 'expert');
+    await t.http.delete(`/v1/api-keys/${id}`).set(adminAuth);
+    const events = (await t.ds.query(
+      `SELECT type, actor, metadata FROM runtime_ledger_events WHERE metadata->>'apiKeyId' = $1 ORDER BY seq`,
+      [id],
+    )) as { type: string; actor: { role: string }; metadata: Record<string, unknown> }[];
+    expect(events.map((e) => e.type)).toEqual(['api_key.created', 'api_key.revoked']);
+    expect(events[0].actor.role).toBe('admin');
+  });
+});

@@ -1,0 +1,114 @@
+import { Controller, Get } from '@nestjs/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Roles } from '../../src/auth/auth.decorators.js';
+import { createGateway } from '../../src/bootstrap.js';
+import { loadConfig } from '../../src/config/app-config.js';
+import { captureLogs } from '../../src/logging/logging.js';
+import request from 'supertest';
+import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
+import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+@Controller('v1/test-boom')
+class BoomController {
+  @Get()
+  @Roles('admin')
+  boom(): never {
+    throw new Error('secret internals: password=hunter2 at db.ts:42');
+  }
+}
+
+describe('errors, limits and correlation ids', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('rejects unknown fields with 400 problem+json naming the field', async () => {
+    const res = await t.http.post('/v1/orgs').set(adminAuth).send({ name: 'x', color: 'blue' });
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(res.body).toMatchObject({ status: 400, code: 'VALIDATION_FAILED', title: expect.any(String), type: expect.any(String) });
+    expect(res.body.detail).toContain('color');
+    expect(res.body.correlationId).toBe(res.headers['x-correlation-id']);
+  });
+
+  it('names the field of a wrong type', async () => {
+    const res = await t.http.post('/v1/orgs').set(adminAuth).send({ name: 42 });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toContain('name');
+  });
+
+  it('answers 413 for a 600 KiB body and 400 for broken or too deep JSON', async () => {
+    const big = await t.http.post('/v1/orgs').set(adminAuth).set('Content-Type', 'application/json').send(JSON.stringify({ name: 'x'.repeat(600 * 1024) }));
+    expect(big.status).toBe(413);
+    expect(big.body.code).toBe('PAYLOAD_TOO_LARGE');
+    const broken = await t.http.post('/v1/orgs').set(adminAuth).set('Content-Type', 'application/json').send('{"name": ');
+    expect(broken.status).toBe(400);
+    expect(broken.body.code).toBe('BAD_REQUEST');
+    const deep = await t.http.post('/v1/orgs').set(adminAuth).set('Content-Type', 'application/json').send('['.repeat(40) + ']'.repeat(40));
+    expect(deep.status).toBe(400);
+  });
+
+  it('echoes a given correlation id and makes one otherwise', async () => {
+    const given = await t.http.get('/healthz').set('X-Correlation-Id', 'my-trace-123');
+    expect(given.headers['x-correlation-id']).toBe('my-trace-123');
+    const made = await t.http.get('/healthz');
+    expect(made.headers['x-correlation-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const nf = await t.http.get('/no/such/route');
+    expect(nf.status).toBe(404);
+    expect(nf.body.code).toBe('NOT_FOUND');
+  });
+
+  it('answers 500 with no internals in the body and logs them with the correlation id', async () => {
+    const config = loadConfig({
+      NODE_ENV: 'test', DATABASE_URL: process.env.DATABASE_URL, MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY,
+      BOOTSTRAP_ADMIN_KEY: TEST_ADMIN_KEY, RATE_LIMIT_RPS: '0', LOG_LEVEL: 'info',
+    });
+    const { lines, stop } = captureLogs();
+    const { app } = await createGateway(config, { extraControllers: [BoomController] });
+    try {
+      const res = await request(app.getHttpServer()).get('/v1/test-boom').set(adminAuth);
+      expect(res.status).toBe(500);
+      expect(res.body).toMatchObject({ code: 'INTERNAL', status: 500 });
+      const text = JSON.stringify(res.body);
+      expect(text).not.toContain('hunter2');
+      expect(text).not.toContain('db.ts');
+      expect(text).not.toContain('stack');
+      const logged = lines.find((l) => l.includes('unhandled error'));
+      expect(logged).toContain(res.body.correlationId);
+      expect(logged).toContain('secret internals');
+    } finally {
+      stop();
+      await app.close();
+    }
+  });
+
+  it('rate-limits per key with 429 and Retry-After', async () => {
+    const limited = await startTestApp({ RATE_LIMIT_RPS: '2' });
+    try {
+      const org = await createOrg(limited);
+      let last;
+      for (let i = 0; i < 8; i++) last = await limited.http.get(`/v1/orgs/${org}`).set(adminAuth);
+      expect(last!.status).toBe(429);
+      expect(last!.body.code).toBe('RATE_LIMITED');
+      expect(Number(last!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('serves the OpenAPI document and metrics without a key', async () => {
+    const doc = await t.http.get('/openapi.json');
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toMatch(/^3\./);
+    expect(Object.keys(doc.body.paths)).toContain('/v1/orgs');
+    const metrics = await t.http.get('/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toContain('http_request_duration_seconds');
+    expect(metrics.text).toContain('process_cpu_user_seconds_total');
+  });
+});

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
+import { LedgerVerifierService } from '../../src/ledger/ledger-verifier.service.js';
+import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+describe('feature flags and the append-only event ledger', () => {
+  let t: TestApp;
+  let org: string;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    org = await createOrg(t, 'Flags Inc');
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('defaults tool_calling_enabled to false and flips it with an event', async () => {
+    const before = await t.http.get(`/v1/orgs/${org}/feature-flags`).set(adminAuth);
+    expect(before.status).toBe(200);
+    expect(before.body).toEqual({ tool_calling_enabled: false });
+
+    const admin = await createKey(t, org, 'admin');
+    const put = await t.http.put(`/v1/orgs/${org}/feature-flags/tool_calling_enabled`).set(bearer(admin.key)).send({ enabled: true, reason: 'pilot' });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ flag: 'tool_calling_enabled', enabled: true, updatedBy: admin.id });
+    expect((await t.http.get(`/v1/orgs/${org}/feature-flags`).set(adminAuth)).body).toEqual({ tool_calling_enabled: true });
+
+    const events = (await t.ds.query(
+      `SELECT actor, metadata FROM runtime_ledger_events WHERE org_id = $1 AND type = 'feature_flag.changed' ORDER BY seq`,
+      [org],
+    )) as { actor: { keyId: string; role: string }; metadata: { flag: string; from: boolean; to: boolean } }[];
+    expect(events).toHaveLength(1);
+    expect(events[0].actor).toEqual({ keyId: admin.id, role: 'admin' });
+    expect(events[0].metadata).toMatchObject({ flag: 'tool_calling_enabled', from: false, to: true });
+  });
+
+  it('refuses ops changing a flag (403) and unknown flags (404)', async () => {
+    const ops = await createKey(t, org, 'ops');
+    const res = await t.http.put(`/v1/orgs/${org}/feature-flags/tool_calling_enabled`).set(bearer(ops.key)).send({ enabled: false });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('FORBIDDEN');
+    const unknown = await t.http.put(`/v1/orgs/${org}/feature-flags/not_a_flag`).set(adminAuth).send({ enabled: true });
+    expect(unknown.status).toBe(404);
+    const badBody = await t.http.put(`/v1/orgs/${org}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: 'yes' });
+    expect(badBody.status).toBe(400);
+    expect(badBody.body.detail).toContain('enabled');
+  });
+
+  it('refuses UPDATE, DELETE and TRUNCATE at the database', async () => {
+    await t.app.get(LedgerEventsService).append([{ orgId: org, type: 'test.event', metadata: { n: 1 } }]);
+    await expect(t.ds.query(`UPDATE runtime_ledger_events SET metadata = '{"n":2}' WHERE org_id = $1`, [org])).rejects.toThrow(/append-only/);
+    await expect(t.ds.query(`UPDATE runtime_ledger_events SET type = 'x' WHERE org_id = $1`, [org])).rejects.toThrow(/append-only/);
+    await expect(t.ds.query(`DELETE FROM runtime_ledger_events WHERE org_id = $1`, [org])).rejects.toThrow(/append-only/);
+    await expect(t.ds.query(`TRUNCATE runtime_ledger_events`)).rejects.toThrow(/append-only/);
+    // Once sealed, even the seal cannot be rewritten.
+    await t.app.get(LedgerVerifierService).verify(org);
+    await expect(t.ds.query(`UPDATE runtime_ledger_events SET hash = 'f' WHERE org_id = $1`, [org])).rejects.toThrow(/append-only/);
+  });
+
+  it('chains 50 concurrent appends for one org into one unbroken chain', async () => {
+    const chainOrg = await createOrg(t, 'Chain');
+    const events = t.app.get(LedgerEventsService);
+    await Promise.all(Array.from({ length: 50 }, (_, i) => events.append([{ orgId: chainOrg, type: 'test.concurrent', metadata: { i } }])));
+    const result = await t.app.get(LedgerVerifierService).verify(chainOrg);
+    expect(result.ok).toBe(true);
+    expect(result.checked).toBe(51); // org.created + 50
+    const rows = (await t.ds.query(
+      `SELECT chain_seq, prev_hash, hash FROM runtime_ledger_events WHERE org_id = $1 ORDER BY chain_seq`,
+      [chainOrg],
+    )) as { chain_seq: string; prev_hash: string; hash: string }[];
+    expect(rows.map((r) => Number(r.chain_seq))).toEqual(Array.from({ length: 51 }, (_, i) => i + 1));
+    for (let i = 1; i < rows.length; i++) expect(rows[i].prev_hash).toBe(rows[i - 1].hash);
+    expect(new Set(rows.map((r) => r.hash)).size).toBe(51);
+  });
+
+  it('seals events shortly after commit without being asked', async () => {
+    const sealOrg = await createOrg(t, 'Seal');
+    const deadline = Date.now() + 5_000;
+    let unsealed = 1;
+    while (Date.now() < deadline && unsealed > 0) {
+      await new Promise((r) => setTimeout(r, 100));
+      [{ unsealed }] = (await t.ds.query(`SELECT count(*)::int AS unsealed FROM runtime_ledger_events WHERE org_id = $1 AND hash IS NULL`, [sealOrg])) as [
+        { unsealed: number },
+      ];
+    }
+    expect(unsealed).toBe(0);
+  });
+});

@@ -1,0 +1,25 @@
+/**
+ * Every secret the test suite uses. The leak scans search logs, ledger rows,
+ * events, responses and metrics for each of these strings.
+ */
+export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
+export const TEST_MASTER_KEY_2 = Buffer.alloc(32, 9).toString('base64');
+export const TEST_ADMIN_KEY = 'tgw_test-bootstrap-admin-key-0123456789abcdef';
+export const SHOPIFY_TOKEN = 'shpat_emulator_token_0001';
+export const AMAZON_CLIENT_ID = 'amzn1.application-oa2-client.emulator';
+export const AMAZON_CLIENT_SECRET = 'amzn-emulator-client-secret-0001';
+export const AMAZON_REFRESH_TOKEN = 'Atzr|emulator-refresh-token-0001';
+export const JUMIO_CLIENT_ID = 'jumio-emulator-client';
+export const JUMIO_CLIENT_SECRET = 'jumio-emulator-secret-0001';
+export const NANGO_SECRET_KEY = '1b4f3c2a-8d7e-4f6a-9b0c-2d3e4f5a6b7c';
+
+export const ALL_TEST_SECRETS = [
+  TEST_MASTER_KEY,
+  TEST_MASTER_KEY_2,
+  TEST_ADMIN_KEY,
+  SHOPIFY_TOKEN,
+  AMAZON_CLIENT_SECRET,
+  AMAZON_REFRESH_TOKEN,
+  JUMIO_CLIENT_SECRET,
+  NANGO_SECRET_KEY,
+];
