@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { ConfigError, parseRawConfig, type RawConfig } from './config.schema.js';
+import { ConfigError, parseRawConfigCollecting, type RawConfig } from './config.schema.js';
 
 export interface MasterKeyring {
   activeKeyId: string;
@@ -76,10 +76,10 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
 
 /** Parses and validates the environment once; throws ConfigError listing every problem. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const raw = parseRawConfig(env);
-  const problems: string[] = [];
+  const { raw, problems } = parseRawConfigCollecting(env);
   const warnings: string[] = [];
-  const keyring = resolveKeyring(raw, problems, warnings);
+  // NODE_ENV may itself be invalid; judge the keys as production would (strictest).
+  const keyring = resolveKeyring(raw.NODE_ENV ? raw : { ...raw, NODE_ENV: 'production' }, problems, warnings);
   if (problems.length) throw new ConfigError(problems);
   const { MASTER_ENCRYPTION_KEY: _a, MASTER_ENCRYPTION_KEYS: _b, MASTER_ENCRYPTION_ACTIVE_KEY_ID: _c, ...rest } = raw;
   return { ...rest, keyring, warnings };

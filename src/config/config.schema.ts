@@ -118,7 +118,8 @@ export class ConfigError extends Error {
   }
 }
 
-export function parseRawConfig(env: NodeJS.ProcessEnv): RawConfig {
+/** Parses every variable; problems are collected, not thrown, so one run reports them all. */
+export function parseRawConfigCollecting(env: NodeJS.ProcessEnv): { raw: RawConfig; problems: string[] } {
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
   for (const [name, spec] of Object.entries(CONFIG_SCHEMA) as [string, VarSpec<unknown>][]) {
@@ -128,8 +129,13 @@ export function parseRawConfig(env: NodeJS.ProcessEnv): RawConfig {
       problems.push(`${name} ${err instanceof Error ? err.message : String(err)}`);
     }
   }
+  return { raw: out as RawConfig, problems };
+}
+
+export function parseRawConfig(env: NodeJS.ProcessEnv): RawConfig {
+  const { raw, problems } = parseRawConfigCollecting(env);
   if (problems.length) throw new ConfigError(problems);
-  return out as RawConfig;
+  return raw;
 }
 
 export const SENSITIVE_VARS = Object.entries(CONFIG_SCHEMA)
