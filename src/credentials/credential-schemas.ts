@@ -1,0 +1,48 @@
+import type { IntegrationType } from './integration-credential.entity.js';
+
+/** The config each integration type accepts (API.md §7). Unknown fields are refused. */
+export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>> = {
+  shopify: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['shopDomain', 'accessToken'],
+    properties: {
+      shopDomain: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,60}\\.myshopify\\.com$' },
+      accessToken: { type: 'string', minLength: 8, maxLength: 512 },
+      apiVersion: { type: 'string', pattern: '^(\\d{4}-(01|04|07|10)|unstable)$' },
+    },
+  },
+  amazon: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['clientId', 'clientSecret', 'refreshToken', 'region'],
+    properties: {
+      clientId: { type: 'string', minLength: 1, maxLength: 256 },
+      clientSecret: { type: 'string', minLength: 1, maxLength: 512 },
+      refreshToken: { type: 'string', minLength: 1, maxLength: 2048 },
+      region: { enum: ['na', 'eu', 'fe'] },
+      marketplaceId: { type: 'string', pattern: '^[A-Z0-9]{1,32}$' },
+    },
+  },
+  jumio: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['clientId', 'clientSecret', 'region', 'accountId'],
+    properties: {
+      clientId: { type: 'string', minLength: 1, maxLength: 256 },
+      clientSecret: { type: 'string', minLength: 1, maxLength: 512 },
+      region: { enum: ['amer-1', 'emea-1', 'apac-1'] },
+      accountId: { type: 'string', pattern: '^[0-9a-fA-F-]{36}$' },
+    },
+  },
+  nango: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['secretKey', 'connectionId', 'providerConfigKey'],
+    properties: {
+      secretKey: { type: 'string', minLength: 8, maxLength: 256 },
+      connectionId: { type: 'string', pattern: '^[A-Za-z0-9._:@-]{1,255}$' },
+      providerConfigKey: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,255}$' },
+    },
+  },
+};

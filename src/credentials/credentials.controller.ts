@@ -1,0 +1,39 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
+import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import type { Principal } from '../auth/principal.js';
+import { OrgScopeService } from '../orgs/org-scope.service.js';
+import { CredentialsService } from './credentials.service.js';
+
+@ApiTags('credentials')
+@ApiBearerAuth()
+@Controller('v1/orgs/:orgId/integrations')
+export class CredentialsController {
+  constructor(
+    private readonly credentials: CredentialsService,
+    private readonly scope: OrgScopeService,
+  ) {}
+
+  @Get()
+  @Roles('admin')
+  async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
+    await this.scope.assertAccess(p, orgId);
+    return { items: await this.credentials.list(orgId) };
+  }
+
+  @Put(':type/credentials')
+  @Roles('admin')
+  @ApiBody({ description: 'write-only: {config: {...}} per integration type (API.md §7); never echoed', schema: { type: 'object', properties: { config: { type: 'object' } } } })
+  async put(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('type') type: string, @Body() body: Record<string, unknown>) {
+    await this.scope.assertAccess(p, orgId);
+    return this.credentials.put(p, orgId, CredentialsService.assertType(type), body);
+  }
+
+  @Delete(':type/credentials')
+  @HttpCode(204)
+  @Roles('admin')
+  async remove(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('type') type: string): Promise<void> {
+    await this.scope.assertAccess(p, orgId);
+    await this.credentials.remove(p, orgId, CredentialsService.assertType(type));
+  }
+}

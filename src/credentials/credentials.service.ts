@@ -1,0 +1,118 @@
+import { Injectable } from '@nestjs/common';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { DataSource } from 'typeorm';
+import { actorOf, type Principal } from '../auth/principal.js';
+import { AppError } from '../common/errors/app-error.js';
+import { EnvelopeCipher, fingerprint } from '../common/crypto/envelope-cipher.js';
+import { LedgerEventsService } from '../ledger/ledger-events.service.js';
+import { CREDENTIAL_SCHEMAS } from './credential-schemas.js';
+import { INTEGRATION_TYPES, IntegrationCredentialEntity, type IntegrationType } from './integration-credential.entity.js';
+
+export interface CredentialView {
+  integrationType: IntegrationType;
+  keyId: string;
+  fingerprint: string;
+  updatedAt: string;
+}
+
+/** Associated data: a ciphertext only decrypts for the org and integration it was written for. */
+export const credentialAad = (orgId: string, type: string): string => `credentials:${orgId}:${type}`;
+
+const view = (r: IntegrationCredentialEntity): CredentialView => ({
+  integrationType: r.integrationType,
+  keyId: r.keyId,
+  fingerprint: r.fingerprint,
+  updatedAt: r.updatedAt.toISOString(),
+});
+
+/** Cross-replica staleness bound for cached ciphertext (decryption still happens per use). */
+const CACHE_TTL_MS = 1_000;
+
+@Injectable()
+export class CredentialsService {
+  private readonly validators: Record<IntegrationType, ValidateFunction>;
+  private readonly cache = new Map<string, { row: IntegrationCredentialEntity | null; until: number }>();
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly cipher: EnvelopeCipher,
+    private readonly events: LedgerEventsService,
+  ) {
+    const ajv = new Ajv({ allErrors: false, strict: true });
+    this.validators = Object.fromEntries(INTEGRATION_TYPES.map((t) => [t, ajv.compile(CREDENTIAL_SCHEMAS[t])])) as Record<IntegrationType, ValidateFunction>;
+  }
+
+  static assertType(type: string): IntegrationType {
+    if (!(INTEGRATION_TYPES as readonly string[]).includes(type)) throw new AppError('NOT_FOUND', 'unknown integration type');
+    return type as IntegrationType;
+  }
+
+  async put(actor: Principal, orgId: string, type: IntegrationType, body: unknown): Promise<CredentialView> {
+    const input = body as { config?: unknown } | undefined;
+    if (!input || typeof input !== 'object' || Array.isArray(input) || Object.keys(input).some((k) => k !== 'config')) {
+      throw new AppError('VALIDATION_FAILED', 'body must be {"config": {...}}');
+    }
+    const validate = this.validators[type];
+    if (!validate(input.config)) {
+      // Name the field, never echo its value (it may be a secret).
+      const e = validate.errors![0];
+      const field = e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty
+        : e.keyword === 'additionalProperties' ? (e.params as { additionalProperty: string }).additionalProperty
+        : e.instancePath.slice(1) || 'config';
+      throw new AppError('VALIDATION_FAILED', `config.${field.slice(0, 64)}: ${e.keyword === 'additionalProperties' ? 'is not allowed' : e.message ?? 'is invalid'}`);
+    }
+    const env = this.cipher.encryptJson(input.config, credentialAad(orgId, type));
+    const fp = fingerprint(input.config);
+    const now = new Date();
+    await this.ds.transaction(async (m) => {
+      await m.query(
+        `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+         ON CONFLICT (org_id, integration_type) DO UPDATE SET key_id = EXCLUDED.key_id, iv = EXCLUDED.iv, ciphertext = EXCLUDED.ciphertext,
+           auth_tag = EXCLUDED.auth_tag, fingerprint = EXCLUDED.fingerprint, updated_at = EXCLUDED.updated_at`,
+        [orgId, type, env.keyId, env.iv, env.ciphertext, env.authTag, fp, now],
+      );
+      await this.events.append([{ orgId, type: 'credentials.updated', actor: actorOf(actor), metadata: { integrationType: type, keyId: env.keyId, fingerprint: fp } }], m);
+    });
+    this.cache.delete(`${orgId}:${type}`);
+    return { integrationType: type, keyId: env.keyId, fingerprint: fp, updatedAt: now.toISOString() };
+  }
+
+  async list(orgId: string): Promise<CredentialView[]> {
+    const rows = await this.ds.getRepository(IntegrationCredentialEntity).find({ where: { orgId }, order: { integrationType: 'ASC' } });
+    return rows.map(view);
+  }
+
+  async remove(actor: Principal, orgId: string, type: IntegrationType): Promise<void> {
+    await this.ds.transaction(async (m) => {
+      const rows = (await m.query('DELETE FROM integration_credentials WHERE org_id = $1 AND integration_type = $2 RETURNING fingerprint', [orgId, type])) as [
+        { fingerprint: string }[],
+        number,
+      ];
+      const deleted = rows[0];
+      if (!deleted || deleted.length === 0) throw new AppError('NOT_FOUND', 'no credentials for this integration');
+      await this.events.append([{ orgId, type: 'credentials.deleted', actor: actorOf(actor), metadata: { integrationType: type, fingerprint: deleted[0].fingerprint } }], m);
+    });
+    this.cache.delete(`${orgId}:${type}`);
+  }
+
+  /** The decrypted config for a vendor call, or null when the org has none. Throws DecryptionError on a bad row. */
+  async load(orgId: string, type: IntegrationType): Promise<Record<string, unknown> | null> {
+    const key = `${orgId}:${type}`;
+    const hit = this.cache.get(key);
+    let row: IntegrationCredentialEntity | null;
+    if (hit && hit.until > performance.now()) row = hit.row;
+    else {
+      row = await this.ds.getRepository(IntegrationCredentialEntity).findOne({ where: { orgId, integrationType: type } });
+      if (this.cache.size > 50_000) this.cache.clear();
+      this.cache.set(key, { row, until: performance.now() + CACHE_TTL_MS });
+    }
+    if (!row) return null;
+    return this.cipher.decryptJson<Record<string, unknown>>(row, credentialAad(orgId, type));
+  }
+
+  /** Rotation and tests: forget cached ciphertext. */
+  clearCache(): void {
+    this.cache.clear();
+  }
+}

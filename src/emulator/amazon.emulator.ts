@@ -1,0 +1,142 @@
+/**
+ * Emulated Login with Amazon + SP-API Orders v0 (VENDORS.md §2), with the
+ * observed quirks: 403 (not 401) for every token problem, 200 {"payload":{}}
+ * for a well-formed unknown order id, 429 QuotaExceeded without Retry-After.
+ */
+import { randomBytes } from 'node:crypto';
+import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emulator.types.js';
+import type { FaultResponder } from './vendor-emulator.js';
+import { AMAZON_FIXTURE_ITEMS, AMAZON_FIXTURE_ORDERS, AMAZON_ITEMS_PAGE_SIZE } from './amazon.fixtures.js';
+
+export const AMAZON_EMULATOR_CREDENTIALS = {
+  clientId: 'amzn1.application-oa2-client.emulator',
+  clientSecret: 'amzn-emulator-client-secret-0001',
+  refreshToken: 'Atzr|emulator-refresh-token-0001',
+} as const;
+
+const ORDER_PATH = /^\/orders\/v0\/orders\/([^/]+)(\/orderItems)?$/;
+const ORDER_ID = /^\d{3}-\d{7}-\d{7}$/;
+
+function spapiError(status: number, code: string, message: string, details = ''): EmuResponse {
+  return { status, headers: { 'x-amzn-requestid': randomBytes(8).toString('hex') }, body: { errors: [{ code, message, details }] } };
+}
+
+function lwaError(status: number, error: string, description: string): EmuResponse {
+  return { status, body: { error_description: description, error } };
+}
+
+export class AmazonEmulator implements EmulatedVendor, FaultResponder {
+  readonly vendor = 'amazon' as const;
+  /** LWA token exchanges answered (successful or not). */
+  tokenRequests = 0;
+  private tokenLifetimeSec = 3600;
+  private readonly tokens = new Map<string, { expiresAt: number; expired: boolean }>();
+
+  handles(req: EmuRequest): boolean {
+    return req.path === '/auth/o2/token' || req.path.startsWith('/orders/v0/orders/');
+  }
+
+  handle(req: EmuRequest): EmuResponse {
+    return req.path === '/auth/o2/token' ? this.token(req) : this.orders(req);
+  }
+
+  reset(): void {
+    this.tokenRequests = 0;
+    this.tokenLifetimeSec = 3600;
+    this.tokens.clear();
+  }
+
+  setTokenLifetime(sec: number): void {
+    this.tokenLifetimeSec = sec;
+  }
+
+  /** Every token issued so far now answers "has expired". */
+  expireAllTokens(): void {
+    for (const t of this.tokens.values()) t.expired = true;
+  }
+
+  faultResponse(fault: FaultSpec, req: EmuRequest): EmuResponse | undefined {
+    const status = fault.kind === 'throttled' ? 429 : (fault.status ?? 500);
+    if (req.path === '/auth/o2/token') {
+      return status === 429
+        ? lwaError(429, 'temporarily_unavailable', 'Too many requests')
+        : lwaError(status, 'server_error', 'The authorization server encountered an unexpected error.');
+    }
+    switch (status) {
+      case 400:
+        return spapiError(400, 'InvalidInput', 'Invalid Input');
+      case 403:
+        return spapiError(403, 'Unauthorized', 'Access to requested resource is denied.');
+      case 404:
+        return spapiError(404, 'NotFound', 'Resource not found.');
+      case 429:
+        return spapiError(429, 'QuotaExceeded', 'You exceeded your quota for the requested resource.');
+      case 503:
+        return spapiError(503, 'ServiceUnavailable', 'Service temporarily unavailable.');
+      default:
+        return status >= 500 ? spapiError(status, 'InternalFailure', 'We encountered an internal error. Please try again.') : undefined;
+    }
+  }
+
+  private token(req: EmuRequest): EmuResponse {
+    this.tokenRequests += 1;
+    if (req.method !== 'POST') return lwaError(405, 'invalid_request', 'Method not allowed');
+    // LWA documents form encoding; Amazon's Java SDK sends JSON and it works too.
+    const get = (name: string): string | undefined => {
+      if (req.form) return req.form.get(name) ?? undefined;
+      const j = req.json as Record<string, unknown> | undefined;
+      return typeof j?.[name] === 'string' ? j[name] : undefined;
+    };
+    const c = AMAZON_EMULATOR_CREDENTIALS;
+    if (get('grant_type') !== 'refresh_token') return lwaError(400, 'unsupported_grant_type', 'The authorization grant type is not supported');
+    if (get('client_id') !== c.clientId || get('client_secret') !== c.clientSecret) {
+      return lwaError(401, 'invalid_client', 'Client authentication failed');
+    }
+    if (get('refresh_token') !== c.refreshToken) {
+      return lwaError(400, 'invalid_grant', 'The request has an invalid grant parameter : refresh_token');
+    }
+    const token = `Atza|emu-${randomBytes(24).toString('base64url')}`;
+    this.tokens.set(token, { expiresAt: Date.now() + this.tokenLifetimeSec * 1000, expired: false });
+    return { status: 200, body: { access_token: token, refresh_token: c.refreshToken, token_type: 'bearer', expires_in: this.tokenLifetimeSec } };
+  }
+
+  private orders(req: EmuRequest): EmuResponse {
+    const token = req.headers['x-amz-access-token'];
+    const denied = 'Access to requested resource is denied.';
+    if (!token) return spapiError(403, 'Unauthorized', denied, 'Access token is missing in the request header.');
+    const issued = this.tokens.get(token);
+    if (!issued) return spapiError(403, 'Unauthorized', denied, 'The access token you provided is revoked, malformed or invalid.');
+    if (issued.expired || Date.now() >= issued.expiresAt) {
+      return spapiError(403, 'Unauthorized', denied, 'The access token you provided has expired.');
+    }
+    const m = ORDER_PATH.exec(req.path);
+    if (req.method !== 'GET' || !m) return spapiError(403, 'MissingAuthenticationToken', 'Missing Authentication Token');
+    const orderId = m[1];
+    if (!ORDER_ID.test(orderId)) return spapiError(404, 'NotFound', 'Resource not found.', `Invalid order id: ${orderId}`);
+    return m[2] ? this.orderItems(orderId, req.query.get('NextToken')) : this.order(orderId);
+  }
+
+  private order(orderId: string): EmuResponse {
+    const order = AMAZON_FIXTURE_ORDERS[orderId];
+    // Observed live: a well-formed unknown id answers 200 with an empty payload.
+    return { status: 200, headers: { 'x-amzn-ratelimit-limit': '0.5' }, body: { payload: order ? structuredClone(order) : {} } };
+  }
+
+  private orderItems(orderId: string, nextToken: string | null): EmuResponse {
+    const all = AMAZON_FIXTURE_ITEMS[orderId];
+    if (!all) return spapiError(404, 'NotFound', 'Resource not found.', `Order ${orderId} not found`);
+    let offset = 0;
+    if (nextToken !== null) {
+      const [tokenOrder, at] = Buffer.from(nextToken, 'base64url').toString('utf8').split('|');
+      offset = Number(at);
+      if (tokenOrder !== orderId || !Number.isInteger(offset) || offset <= 0 || offset >= all.length) {
+        return spapiError(400, 'InvalidInput', 'Invalid Input', 'Invalid NextToken');
+      }
+    }
+    const page = all.slice(offset, offset + AMAZON_ITEMS_PAGE_SIZE);
+    const next = offset + AMAZON_ITEMS_PAGE_SIZE;
+    const payload: Record<string, unknown> = { AmazonOrderId: orderId, OrderItems: structuredClone(page) };
+    if (next < all.length) payload.NextToken = Buffer.from(`${orderId}|${next}`, 'utf8').toString('base64url');
+    return { status: 200, headers: { 'x-amzn-ratelimit-limit': '0.5' }, body: { payload } };
+  }
+}

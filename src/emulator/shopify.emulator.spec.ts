@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { vendorRequest } from '../vendors/http/vendor-http.js';
+import { ShopifyEmulator } from './shopify.emulator.js';
+import { SHOPIFY_EMULATOR_TOKEN } from './shopify.fixtures.js';
+import { VendorEmulator } from './vendor-emulator.js';
+
+const shop = new ShopifyEmulator();
+const emu = new VendorEmulator([shop]);
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+  text: string;
+}
+
+async function gql(query: string, variables: Record<string, unknown> = {}, opts: { version?: string; token?: string } = {}): Promise<Answer> {
+  const res = await vendorRequest({
+    method: 'POST',
+    url: `${emu.url}/admin/api/${opts.version ?? '2026-07'}/graphql.json`,
+    headers: { 'content-type': 'application/json', 'x-shopify-access-token': opts.token ?? shop.accessToken },
+    body: JSON.stringify({ query, variables }),
+    timeoutMs: 2_000,
+    connectTimeoutMs: 500,
+    maxResponseBytes: 1024 * 1024,
+  });
+  const text = res.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    // non-JSON answers are checked through `text`
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+const ORDER = 'query($id: ID!) { order(id: $id) { id name } }';
+const refundDoc = (key?: string): string =>
+  `mutation($input: RefundInput!) { refundCreate(input: $input)${key === undefined ? '' : ` @idempotent(key: "${key}")`} { refund { id } userErrors { field message } } }`;
+const refundInput = (amount: string, orderId = 12345, parent = 71001, gateway = 'shopify_payments'): Record<string, unknown> => ({
+  input: {
+    orderId: `gid://shopify/Order/${orderId}`,
+    transactions: [{ orderId: `gid://shopify/Order/${orderId}`, parentId: `gid://shopify/OrderTransaction/${parent}`, amount, gateway, kind: 'REFUND' }],
+  },
+});
+
+beforeAll(async () => {
+  await emu.start();
+});
+afterAll(() => emu.stop());
+beforeEach(() => emu.reset());
+
+describe('ShopifyEmulator', () => {
+  it('answers an order by GID with cost extensions and the version header', async () => {
+    const a = await gql(ORDER, { id: 'gid://shopify/Order/12345' });
+    expect(a.status).toBe(200);
+    expect(a.headers['x-shopify-api-version']).toBe('2026-07');
+    expect(a.body.data).toMatchObject({ order: { name: '#1042', displayFulfillmentStatus: 'FULFILLED' } });
+    expect(a.body.extensions).toMatchObject({ cost: { throttleStatus: { maximumAvailable: 2000, restoreRate: 100 } } });
+    expect((await gql(ORDER, { id: 'gid://shopify/Order/1' })).body.data).toEqual({ order: null });
+  });
+
+  it('refuses a wrong token with 401 and Shopify’s body', async () => {
+    const a = await gql(ORDER, { id: 'gid://shopify/Order/12345' }, { token: 'nope' });
+    expect(a.status).toBe(401);
+    expect(a.body).toEqual({ errors: '[API] Invalid API key or access token (unrecognized login or wrong password)' });
+    shop.setAccessToken('shpat_rotated');
+    expect((await gql(ORDER, { id: 'gid://shopify/Order/12345' }, { token: 'shpat_rotated' })).status).toBe(200);
+    expect((await gql(ORDER, { id: 'gid://shopify/Order/12345' }, { token: SHOPIFY_EMULATOR_TOKEN })).status).toBe(401);
+  });
+
+  it('answers 404 for a bad version and falls forward from an old one', async () => {
+    const bad = await gql(ORDER, { id: 'gid://shopify/Order/12345' }, { version: '2026-13' });
+    expect(bad.status).toBe(404);
+    expect(bad.body).toEqual({ errors: 'Not Found' });
+    const old = await gql(ORDER, { id: 'gid://shopify/Order/12345' }, { version: '2023-04' });
+    expect(old.status).toBe(200);
+    expect(old.headers['x-shopify-api-version']).toBe('2025-10');
+  });
+
+  it('requires @idempotent on refundCreate from 2026-04', async () => {
+    const a = await gql(refundDoc(), refundInput('1.00'));
+    expect(a.body.errors).toBeInstanceOf(Array);
+    expect(shop.refundCount(12345)).toBe(0);
+  });
+
+  it('deduplicates a refund by key and refuses the key with other input', async () => {
+    const first = await gql(refundDoc('k-1'), refundInput('10.00'));
+    const again = await gql(refundDoc('k-1'), refundInput('10.00'));
+    expect(again.body.data).toEqual(first.body.data);
+    expect(shop.refundCount(12345)).toBe(1);
+    const other = await gql(refundDoc('k-1'), refundInput('11.00'));
+    expect(other.body.data).toMatchObject({
+      refundCreate: { refund: null, userErrors: [{ message: 'The same idempotency key cannot be used with different operation parameters.' }] },
+    });
+    expect(shop.refundCount(12345)).toBe(1);
+  });
+
+  it('refuses a refund over the remaining amount without using the key', async () => {
+    const over = await gql(refundDoc('k-2'), refundInput('200.00'));
+    expect(over.body.data).toMatchObject({ refundCreate: { refund: null, userErrors: [{ field: ['transactions', '0', 'amount'] }] } });
+    const ok = await gql(refundDoc('k-2'), refundInput('120.00'));
+    expect(ok.body.data).toMatchObject({ refundCreate: { userErrors: [] } });
+    expect(shop.order(12345)?.displayFinancialStatus).toBe('REFUNDED');
+  });
+
+  it('updates the note with orderUpdate', async () => {
+    const a = await gql('mutation($input: OrderInput!) { orderUpdate(input: $input) { order { id note } userErrors { field message } } }', {
+      input: { id: 'gid://shopify/Order/450789469', note: 'Leave at the door' },
+    });
+    expect(a.body.data).toEqual({ orderUpdate: { order: { id: 'gid://shopify/Order/450789469', note: 'Leave at the door' }, userErrors: [] } });
+  });
+
+  it('shapes throttled and status faults like Shopify', async () => {
+    emu.fault({ vendor: 'shopify', kind: 'throttled' });
+    const t = await gql(ORDER, { id: 'gid://shopify/Order/12345' });
+    expect(t.status).toBe(200);
+    expect(t.body).toMatchObject({
+      errors: [{ message: 'Throttled', extensions: { code: 'THROTTLED' } }],
+      extensions: { cost: { requestedQueryCost: 12, throttleStatus: { maximumAvailable: 2000, currentlyAvailable: 0, restoreRate: 100 } } },
+    });
+    emu.fault({ vendor: 'shopify', kind: 'status', status: 429 });
+    const r = await gql(ORDER, { id: 'gid://shopify/Order/12345' });
+    expect(r.status).toBe(429);
+    expect(r.headers['retry-after']).toBe('2.0');
+    expect(String(r.body.errors)).toMatch(/^Exceeded 2 calls per second/);
+    emu.fault({ vendor: 'shopify', kind: 'status', status: 502 });
+    const e = await gql(ORDER, { id: 'gid://shopify/Order/12345' });
+    expect(e.status).toBe(502);
+    expect(e.text).toMatch(/^<!DOCTYPE html>/);
+  });
+});

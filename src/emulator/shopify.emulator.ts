@@ -1,0 +1,168 @@
+/**
+ * Shopify GraphQL Admin API, as far as the gateway uses it (VENDORS.md §1):
+ * POST /admin/api/{version}/graphql.json with {query, variables}. Operations
+ * are recognised from the query text (no GraphQL parser): `refundCreate`,
+ * `orderUpdate`, `order(`, `product(`. Every GraphQL answer carries
+ * `extensions.cost` as the real API does.
+ */
+import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emulator.types.js';
+import type { FaultResponder } from './vendor-emulator.js';
+import { seedShopifyOrders, seedShopifyProducts, SHOPIFY_EMULATOR_TOKEN, type EmuOrder, type EmuProduct } from './shopify.fixtures.js';
+import { gid, orderView, productView } from './shopify.graphql-view.js';
+import { ShopifyRefundDesk } from './shopify.refund-desk.js';
+import { shopifyStatusResponse, shopifyThrottledResponse } from './shopify.errors.js';
+
+const PATH = /^\/admin\/api\/([^/]+)\/graphql\.json$/;
+const VERSION = /^\d{4}-(01|04|07|10)$/;
+/** Oldest first. An older well-formed version falls forward to the oldest (VENDORS.md §1.1). */
+const SUPPORTED_VERSIONS = ['2025-10', '2026-01', '2026-04', '2026-07', '2026-10'];
+const IDEMPOTENT = /@idempotent\s*\(\s*key\s*:\s*(?:"([^"]*)"|\$(\w+))\s*\)/;
+
+type Gql = { data?: unknown; errors?: unknown[]; cost: number };
+
+function gqlError(message: string, code: string): { message: string; extensions: { code: string } } {
+  return { message, extensions: { code } };
+}
+
+/** Requested query cost the emulator reports per operation (fixed: selections are not parsed). */
+export function shopifyQueryCost(query: string): number {
+  if (query.includes('refundCreate') || query.includes('orderUpdate')) return 10;
+  if (/\border\s*\(/.test(query)) return 12;
+  return 4;
+}
+
+export function resolveShopifyVersion(requested: string): string | undefined {
+  if (requested === 'unstable' || SUPPORTED_VERSIONS.includes(requested)) return requested;
+  if (VERSION.test(requested) && requested < SUPPORTED_VERSIONS[0]) return SUPPORTED_VERSIONS[0];
+  return undefined;
+}
+
+export class ShopifyEmulator implements EmulatedVendor, FaultResponder {
+  readonly vendor = 'shopify' as const;
+  private token = SHOPIFY_EMULATOR_TOKEN;
+  private orders: Map<number, EmuOrder> = seedShopifyOrders();
+  private products: Map<number, EmuProduct> = seedShopifyProducts();
+  private readonly refunds = new ShopifyRefundDesk();
+
+  get accessToken(): string {
+    return this.token;
+  }
+
+  setAccessToken(token: string): void {
+    this.token = token;
+  }
+
+  /** The live fixture (mutations visible), for assertions. */
+  order(id: number | string): EmuOrder | undefined {
+    return this.orders.get(Number(id));
+  }
+
+  refundCount(orderId: number | string): number {
+    return this.orders.get(Number(orderId))?.refunds.length ?? 0;
+  }
+
+  reset(): void {
+    this.token = SHOPIFY_EMULATOR_TOKEN;
+    this.orders = seedShopifyOrders();
+    this.products = seedShopifyProducts();
+    this.refunds.reset();
+  }
+
+  handles(req: EmuRequest): boolean {
+    return req.path.startsWith('/admin/api/');
+  }
+
+  handle(req: EmuRequest): EmuResponse {
+    const match = PATH.exec(req.path);
+    const version = match ? resolveShopifyVersion(match[1]) : undefined;
+    if (!version || req.method !== 'POST') return { status: 404, body: { errors: 'Not Found' } };
+    const headers = { 'x-shopify-api-version': version };
+    if (req.headers['x-shopify-access-token'] !== this.token) {
+      const denied = shopifyStatusResponse(401);
+      return { ...denied, headers: { ...denied.headers, ...headers } };
+    }
+
+    const isGraphqlBody = (req.headers['content-type'] ?? '').includes('application/graphql');
+    const body = (isGraphqlBody ? { query: req.rawBody.toString('utf8') } : req.json) as { query?: unknown; variables?: unknown } | undefined;
+    if (!body || typeof body.query !== 'string' || body.query.trim() === '') {
+      return { status: 400, headers, body: { errors: { query: 'Required parameter missing or invalid' } } };
+    }
+    const variables = (body.variables && typeof body.variables === 'object' ? body.variables : {}) as Record<string, unknown>;
+    const result = this.execute(body.query, variables, version);
+    const cost = {
+      requestedQueryCost: result.cost,
+      actualQueryCost: result.errors ? null : result.cost,
+      // Stateless bucket: the emulator never throttles by itself (the benchmark
+      // would trip it); the `throttled` fault scripts that instead.
+      throttleStatus: { maximumAvailable: 2000, currentlyAvailable: 2000 - result.cost, restoreRate: 100 },
+    };
+    const out: Record<string, unknown> = {};
+    if (result.errors) out.errors = result.errors;
+    if (result.data !== undefined) out.data = result.data;
+    out.extensions = { cost };
+    return { status: 200, headers, body: out };
+  }
+
+  faultResponse(fault: FaultSpec, req: EmuRequest): EmuResponse | undefined {
+    const requested = PATH.exec(req.path)?.[1];
+    const version = (requested && resolveShopifyVersion(requested)) ?? SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.length - 2];
+    const base = fault.kind === 'throttled' ? shopifyThrottledResponse(this.costOf(req)) : shopifyStatusResponse(fault.status ?? 500);
+    return { ...base, headers: { ...base.headers, 'x-shopify-api-version': version } };
+  }
+
+  private costOf(req: EmuRequest): number {
+    const query = (req.json as { query?: unknown } | undefined)?.query;
+    return typeof query === 'string' ? shopifyQueryCost(query) : 10;
+  }
+
+  private execute(query: string, variables: Record<string, unknown>, version: string): Gql {
+    const cost = shopifyQueryCost(query);
+    if (query.includes('refundCreate')) return { cost, ...this.refundCreate(query, variables, version) };
+    if (query.includes('orderUpdate')) return { cost, ...this.orderUpdate(variables) };
+    if (/\border\s*\(/.test(query)) return { cost, ...this.lookup('Order', query, variables, (id) => this.orders.get(id), orderView, 'order') };
+    if (/\bproduct\s*\(/.test(query)) return { cost, ...this.lookup('Product', query, variables, (id) => this.products.get(id), productView, 'product') };
+    return { cost, errors: [gqlError('The emulator does not support this operation', 'undefinedField')] };
+  }
+
+  private lookup<T>(
+    type: string,
+    query: string,
+    variables: Record<string, unknown>,
+    find: (id: number) => T | undefined,
+    view: (item: T) => Record<string, unknown>,
+    field: string,
+  ): Omit<Gql, 'cost'> {
+    const raw = typeof variables.id === 'string' ? variables.id : new RegExp(`\\(\\s*id\\s*:\\s*"([^"]*)"`).exec(query)?.[1];
+    if (raw === undefined) return { errors: [gqlError('Variable $id of type ID! was provided invalid value', 'INVALID_VARIABLE')] };
+    const m = new RegExp(`^gid://shopify/${type}/(\\d+)$`).exec(raw);
+    if (!m) return { errors: [gqlError(`Invalid global id '${raw}'`, 'argumentLiteralsIncompatible')] };
+    const item = find(Number(m[1]));
+    return { data: { [field]: item === undefined ? null : view(item) } };
+  }
+
+  private orderUpdate(variables: Record<string, unknown>): Omit<Gql, 'cost'> {
+    const input = (variables.input ?? {}) as { id?: unknown; note?: unknown };
+    const m = typeof input.id === 'string' ? /^gid:\/\/shopify\/Order\/(\d+)$/.exec(input.id) : null;
+    const order = m ? this.orders.get(Number(m[1])) : undefined;
+    if (!order) return { data: { orderUpdate: { order: null, userErrors: [{ field: ['id'], message: 'Order does not exist' }] } } };
+    // OrderInput.note overwrites (VENDORS.md §1.7): the same request twice leaves the same state.
+    if (input.note !== undefined) order.note = typeof input.note === 'string' ? input.note : null;
+    return { data: { orderUpdate: { order: { id: gid('Order', order.id), note: order.note }, userErrors: [] } } };
+  }
+
+  private refundCreate(query: string, variables: Record<string, unknown>, version: string): Omit<Gql, 'cost'> {
+    const directive = IDEMPOTENT.exec(query);
+    if (version !== 'unstable' && version < '2026-01') {
+      if (directive || query.includes('@idempotent')) return { errors: [gqlError("Directive 'idempotent' is not defined", 'undefinedDirective')] };
+    } else if (!directive && (version === 'unstable' || version >= '2026-04')) {
+      // Mandatory from 2026-04: a run-time error, the schema does not mark it required (VENDORS.md §1.9).
+      return { errors: [gqlError('The @idempotent directive with a key is required for this mutation.', 'BAD_REQUEST')], data: { refundCreate: null } };
+    }
+    const key = directive ? (directive[1] ?? variables[directive[2] ?? '']) : undefined;
+    if (directive && (typeof key !== 'string' || key === '')) {
+      return { errors: [gqlError('Idempotency key must not be empty.', 'BAD_REQUEST')], data: { refundCreate: null } };
+    }
+    // Before 2026-04 a refund without a key is accepted and never deduplicated.
+    return { data: { refundCreate: this.refunds.create(this.orders, typeof key === 'string' ? key : undefined, variables.input) } };
+  }
+}

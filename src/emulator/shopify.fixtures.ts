@@ -1,0 +1,191 @@
+/**
+ * Seed data of the Shopify emulator (fictional). Money is kept in cents so the
+ * refund ceiling maths is exact. `seedShopifyOrders()` builds fresh objects on
+ * every call: reset() must not inherit mutations (notes, refunds).
+ */
+export const SHOPIFY_EMULATOR_TOKEN = 'shpat_emulator_token_0001';
+
+export interface EmuAddress {
+  name: string;
+  address1: string;
+  address2: string | null;
+  city: string;
+  province: string;
+  provinceCode: string;
+  zip: string;
+  country: string;
+  countryCodeV2: string;
+  phone: string | null;
+}
+
+export interface EmuTransaction {
+  id: number;
+  kind: 'SALE' | 'CAPTURE' | 'AUTHORIZATION' | 'REFUND';
+  status: 'SUCCESS' | 'PENDING' | 'FAILURE';
+  gateway: string;
+  amountCents: number;
+  parentId?: number;
+}
+
+export interface EmuRefund {
+  id: number;
+  note: string | null;
+  amountCents: number;
+  createdAt: string;
+  transactionIds: number[];
+}
+
+export interface EmuOrder {
+  id: number;
+  name: string;
+  email: string | null;
+  phone: string | null;
+  displayFinancialStatus: string;
+  displayFulfillmentStatus: string;
+  currencyCode: string;
+  totalCents: number;
+  createdAt: string;
+  note: string | null;
+  customer: { firstName: string; lastName: string; email: string | null; phone: string | null } | null;
+  shippingAddress: EmuAddress | null;
+  lineItems: Array<{ id: number; name: string; title: string; sku: string | null; quantity: number; priceCents: number }>;
+  fulfillments: Array<{ status: string; tracking: Array<{ number: string; company: string; url: string | null }> }>;
+  transactions: EmuTransaction[];
+  refunds: EmuRefund[];
+}
+
+export interface EmuProduct {
+  id: number;
+  title: string;
+  handle: string;
+  status: 'ACTIVE' | 'DRAFT' | 'ARCHIVED';
+  vendor: string;
+  productType: string;
+  totalInventory: number;
+  variants: Array<{ id: number; title: string; sku: string; priceCents: number; inventoryQuantity: number }>;
+}
+
+const SF: EmuAddress = {
+  name: 'Jane Doe',
+  address1: '500 Howard Street',
+  address2: 'Suite 300',
+  city: 'San Francisco',
+  province: 'California',
+  provinceCode: 'CA',
+  zip: '94107',
+  country: 'United States',
+  countryCodeV2: 'US',
+  phone: '+14155550123',
+};
+
+const SPRINGFIELD: EmuAddress = {
+  name: 'Sam Rivera',
+  address1: '742 Evergreen Terrace',
+  address2: null,
+  city: 'Springfield',
+  province: 'Oregon',
+  provinceCode: 'OR',
+  zip: '97477',
+  country: 'United States',
+  countryCodeV2: 'US',
+  phone: '+15555550142',
+};
+
+function order(o: Omit<EmuOrder, 'note' | 'refunds' | 'currencyCode'> & Partial<Pick<EmuOrder, 'note' | 'refunds'>>): EmuOrder {
+  return { note: null, refunds: [], currencyCode: 'USD', ...o };
+}
+
+export function seedShopifyOrders(): Map<number, EmuOrder> {
+  const orders: EmuOrder[] = [
+    order({
+      id: 12345, name: '#1042', email: 'jane.doe@example.com', phone: '+14155550123',
+      displayFinancialStatus: 'PAID', displayFulfillmentStatus: 'FULFILLED', totalCents: 12_000,
+      createdAt: '2026-06-02T10:15:00Z',
+      customer: { firstName: 'Jane', lastName: 'Doe', email: 'jane.doe@example.com', phone: '+14155550123' },
+      shippingAddress: { ...SF },
+      lineItems: [
+        { id: 66001, name: 'Aurora Trail Running Shoe - 9 / Blue', title: 'Aurora Trail Running Shoe', sku: 'AUR-9-BLU', quantity: 1, priceCents: 9_000 },
+        { id: 66002, name: 'Merino Running Socks - M', title: 'Merino Running Socks', sku: 'MRS-M', quantity: 2, priceCents: 1_500 },
+      ],
+      fulfillments: [{ status: 'SUCCESS', tracking: [{ number: 'TRACK-001', company: 'UPS', url: 'https://www.ups.com/track?tracknum=TRACK-001' }] }],
+      transactions: [{ id: 71001, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 12_000 }],
+    }),
+    order({
+      id: 450789469, name: '#1001', email: 'sam.rivera@example.com', phone: '+15555550142',
+      displayFinancialStatus: 'PAID', displayFulfillmentStatus: 'FULFILLED', totalCents: 19_900,
+      createdAt: '2026-05-20T08:00:00Z',
+      customer: { firstName: 'Sam', lastName: 'Rivera', email: 'sam.rivera@example.com', phone: '+15555550142' },
+      shippingAddress: { ...SPRINGFIELD },
+      lineItems: [{ id: 66010, name: 'Summit Rain Jacket - L / Green', title: 'Summit Rain Jacket', sku: 'SRJ-L-GRN', quantity: 1, priceCents: 19_900 }],
+      fulfillments: [{ status: 'SUCCESS', tracking: [{ number: '1Z999AA10123456784', company: 'UPS', url: null }] }],
+      transactions: [
+        { id: 389404460, kind: 'AUTHORIZATION', status: 'SUCCESS', gateway: 'bogus', amountCents: 19_900 },
+        { id: 389404469, kind: 'CAPTURE', status: 'SUCCESS', gateway: 'bogus', amountCents: 19_900, parentId: 389404460 },
+      ],
+    }),
+    order({
+      id: 1001, name: '#1043', email: 'li.wei@example.com', phone: null,
+      displayFinancialStatus: 'PAID', displayFulfillmentStatus: 'UNFULFILLED', totalCents: 4_500,
+      createdAt: '2026-07-01T12:00:00Z',
+      customer: { firstName: 'Li', lastName: 'Wei', email: 'li.wei@example.com', phone: null },
+      shippingAddress: { ...SF, name: 'Li Wei', address2: null, phone: null },
+      lineItems: [{ id: 66020, name: 'Trail Cap - One size', title: 'Trail Cap', sku: 'CAP-OS', quantity: 1, priceCents: 4_500 }],
+      fulfillments: [],
+      transactions: [{ id: 71020, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 4_500 }],
+    }),
+    order({
+      id: 1002, name: '#1044', email: 'ana.silva@example.com', phone: '+15555550177',
+      displayFinancialStatus: 'PARTIALLY_REFUNDED', displayFulfillmentStatus: 'PARTIALLY_FULFILLED', totalCents: 8_000,
+      createdAt: '2026-06-20T09:30:00Z',
+      customer: { firstName: 'Ana', lastName: 'Silva', email: 'ana.silva@example.com', phone: '+15555550177' },
+      shippingAddress: { ...SPRINGFIELD, name: 'Ana Silva' },
+      lineItems: [
+        { id: 66030, name: 'Trekking Pole', title: 'Trekking Pole', sku: 'POLE-1', quantity: 2, priceCents: 3_000 },
+        { id: 66031, name: 'Water Bottle 1L', title: 'Water Bottle', sku: 'BTL-1L', quantity: 1, priceCents: 2_000 },
+      ],
+      fulfillments: [{ status: 'SUCCESS', tracking: [{ number: 'TRACK-002', company: 'USPS', url: null }] }],
+      transactions: [
+        { id: 71030, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 8_000 },
+        { id: 71031, kind: 'REFUND', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 2_000, parentId: 71030 },
+      ],
+      refunds: [{ id: 880001, note: 'Bottle arrived dented', amountCents: 2_000, createdAt: '2026-06-25T11:00:00Z', transactionIds: [71031] }],
+    }),
+    order({
+      id: 1003, name: '#1045', email: null, phone: null,
+      displayFinancialStatus: 'REFUNDED', displayFulfillmentStatus: 'UNFULFILLED', totalCents: 2_500,
+      createdAt: '2026-06-28T16:45:00Z', customer: null, shippingAddress: null,
+      lineItems: [{ id: 66040, name: 'Gift Card', title: 'Gift Card', sku: null, quantity: 1, priceCents: 2_500 }],
+      fulfillments: [],
+      transactions: [
+        { id: 71040, kind: 'SALE', status: 'SUCCESS', gateway: 'manual', amountCents: 2_500 },
+        { id: 71041, kind: 'REFUND', status: 'SUCCESS', gateway: 'manual', amountCents: 2_500, parentId: 71040 },
+      ],
+      refunds: [{ id: 880002, note: null, amountCents: 2_500, createdAt: '2026-06-29T10:00:00Z', transactionIds: [71041] }],
+    }),
+  ];
+  return new Map(orders.map((o) => [o.id, o]));
+}
+
+export function seedShopifyProducts(): Map<number, EmuProduct> {
+  const products: EmuProduct[] = [
+    {
+      id: 632910392, title: 'Aurora Trail Running Shoe', handle: 'aurora-trail-running-shoe', status: 'ACTIVE',
+      vendor: 'Aurora', productType: 'Shoes', totalInventory: 42,
+      variants: [
+        { id: 808950810, title: '9 / Blue', sku: 'AUR-9-BLU', priceCents: 9_000, inventoryQuantity: 20 },
+        { id: 808950811, title: '10 / Blue', sku: 'AUR-10-BLU', priceCents: 9_000, inventoryQuantity: 22 },
+      ],
+    },
+    {
+      id: 921728736, title: 'Summit Rain Jacket', handle: 'summit-rain-jacket', status: 'ACTIVE',
+      vendor: 'Summit', productType: 'Outerwear', totalInventory: 7,
+      variants: [{ id: 457924702, title: 'L / Green', sku: 'SRJ-L-GRN', priceCents: 19_900, inventoryQuantity: 7 }],
+    },
+    {
+      id: 108828309, title: 'Trail Cap', handle: 'trail-cap', status: 'DRAFT',
+      vendor: 'Aurora', productType: 'Accessories', totalInventory: 0,
+      variants: [{ id: 457924710, title: 'One size', sku: 'CAP-OS', priceCents: 4_500, inventoryQuantity: 0 }],
+    },
+  ];
+  return new Map(products.map((p) => [p.id, p]));
+}

@@ -1,0 +1,112 @@
+/**
+ * GraphQL Admin shapes of the emulator's fixtures (VENDORS.md §1.3). The
+ * emulator does not parse selection sets, so a view always carries every field
+ * the gateway may select; clients must ignore what they did not ask for.
+ */
+import type { EmuOrder, EmuProduct, EmuRefund, EmuTransaction } from './shopify.fixtures.js';
+
+export function gid(type: string, id: number): string {
+  return `gid://shopify/${type}/${id}`;
+}
+
+export function formatCents(cents: number): string {
+  return (cents / 100).toFixed(2);
+}
+
+function money(cents: number, currencyCode: string): { shopMoney: { amount: string; currencyCode: string } } {
+  return { shopMoney: { amount: formatCents(cents), currencyCode } };
+}
+
+/** What is still refundable on a SALE/CAPTURE: its amount minus the refunds booked against it. */
+export function refundableCents(order: EmuOrder, tx: EmuTransaction): number {
+  if (tx.kind !== 'SALE' && tx.kind !== 'CAPTURE') return 0;
+  if (tx.status !== 'SUCCESS') return 0;
+  let refunded = 0;
+  for (const t of order.transactions) if (t.kind === 'REFUND' && t.parentId === tx.id && t.status === 'SUCCESS') refunded += t.amountCents;
+  return Math.max(0, tx.amountCents - refunded);
+}
+
+export function transactionView(order: EmuOrder, tx: EmuTransaction): Record<string, unknown> {
+  return {
+    id: gid('OrderTransaction', tx.id),
+    kind: tx.kind,
+    status: tx.status,
+    gateway: tx.gateway,
+    amountSet: money(tx.amountCents, order.currencyCode),
+    maximumRefundableV2: { amount: formatCents(refundableCents(order, tx)), currencyCode: order.currencyCode },
+    parentTransaction: tx.parentId === undefined ? null : { id: gid('OrderTransaction', tx.parentId) },
+  };
+}
+
+export function refundView(order: EmuOrder, refund: EmuRefund): Record<string, unknown> {
+  const txs = order.transactions.filter((t) => refund.transactionIds.includes(t.id));
+  return {
+    id: gid('Refund', refund.id),
+    note: refund.note,
+    createdAt: refund.createdAt,
+    totalRefundedSet: money(refund.amountCents, order.currencyCode),
+    transactions: { nodes: txs.map((t) => transactionView(order, t)) },
+  };
+}
+
+export function orderView(o: EmuOrder): Record<string, unknown> {
+  return {
+    id: gid('Order', o.id),
+    legacyResourceId: String(o.id),
+    name: o.name,
+    createdAt: o.createdAt,
+    email: o.email,
+    phone: o.phone,
+    note: o.note,
+    displayFinancialStatus: o.displayFinancialStatus,
+    displayFulfillmentStatus: o.displayFulfillmentStatus,
+    currencyCode: o.currencyCode,
+    totalPriceSet: money(o.totalCents, o.currencyCode),
+    customer: o.customer && {
+      firstName: o.customer.firstName,
+      lastName: o.customer.lastName,
+      defaultEmailAddress: o.customer.email === null ? null : { emailAddress: o.customer.email },
+      defaultPhoneNumber: o.customer.phone === null ? null : { phoneNumber: o.customer.phone },
+    },
+    shippingAddress: o.shippingAddress && { ...o.shippingAddress },
+    lineItems: {
+      nodes: o.lineItems.map((li) => ({
+        id: gid('LineItem', li.id),
+        name: li.name,
+        title: li.title,
+        sku: li.sku,
+        quantity: li.quantity,
+        originalUnitPriceSet: money(li.priceCents, o.currencyCode),
+      })),
+    },
+    // Order.fulfillments and trackingInfo are plain lists in the Admin API, not connections.
+    fulfillments: o.fulfillments.map((f) => ({
+      status: f.status,
+      trackingInfo: f.tracking.map((t) => ({ number: t.number, company: t.company, url: t.url })),
+    })),
+    transactions: o.transactions.map((t) => transactionView(o, t)),
+    refunds: o.refunds.map((r) => refundView(o, r)),
+  };
+}
+
+export function productView(p: EmuProduct): Record<string, unknown> {
+  return {
+    id: gid('Product', p.id),
+    legacyResourceId: String(p.id),
+    title: p.title,
+    handle: p.handle,
+    status: p.status,
+    vendor: p.vendor,
+    productType: p.productType,
+    totalInventory: p.totalInventory,
+    variants: {
+      nodes: p.variants.map((v) => ({
+        id: gid('ProductVariant', v.id),
+        title: v.title,
+        sku: v.sku,
+        price: formatCents(v.priceCents),
+        inventoryQuantity: v.inventoryQuantity,
+      })),
+    },
+  };
+}

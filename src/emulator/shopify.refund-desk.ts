@@ -1,0 +1,120 @@
+/**
+ * The emulator's `refundCreate`, with Shopify's `@idempotent` semantics
+ * (VENDORS.md §1.9): the same key with the same input returns the original
+ * refund; the same key with other input is refused; a request refused by
+ * validation does not use the key up. Keys are per shop (one emulated shop).
+ */
+import type { EmuOrder, EmuRefund, EmuTransaction } from './shopify.fixtures.js';
+import { formatCents, gid, refundableCents, refundView } from './shopify.graphql-view.js';
+
+export interface UserError {
+  field: string[] | null;
+  message: string;
+}
+
+export interface RefundPayload {
+  refund: Record<string, unknown> | null;
+  order: Record<string, unknown> | null;
+  userErrors: UserError[];
+}
+
+export const KEY_MISMATCH_MESSAGE = 'The same idempotency key cannot be used with different operation parameters.';
+const AMOUNT = /^\d{1,12}(\.\d{1,2})?$/;
+const ORDER_GID = /^gid:\/\/shopify\/Order\/(\d+)$/;
+const TX_GID = /^gid:\/\/shopify\/OrderTransaction\/(\d+)$/;
+
+/** Key order must not matter when comparing two inputs. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function toCents(amount: unknown): number | undefined {
+  const text = typeof amount === 'number' ? String(amount) : amount;
+  if (typeof text !== 'string' || !AMOUNT.test(text)) return undefined;
+  const [whole, frac = ''] = text.split('.');
+  return Number(whole) * 100 + Number(frac.padEnd(2, '0'));
+}
+
+function refused(userErrors: UserError[]): RefundPayload {
+  return { refund: null, order: null, userErrors };
+}
+
+export class ShopifyRefundDesk {
+  private readonly byKey = new Map<string, { digest: string; payload: RefundPayload }>();
+  private nextRefundId = 900_000_001;
+  private nextTxId = 990_000_001;
+
+  reset(): void {
+    this.byKey.clear();
+    this.nextRefundId = 900_000_001;
+    this.nextTxId = 990_000_001;
+  }
+
+  /** `key` undefined: an API version without @idempotent, every call is a new refund. */
+  create(orders: Map<number, EmuOrder>, key: string | undefined, input: unknown): RefundPayload {
+    const digest = canonical(input);
+    const earlier = key === undefined ? undefined : this.byKey.get(key);
+    if (earlier) return earlier.digest === digest ? earlier.payload : refused([{ field: null, message: KEY_MISMATCH_MESSAGE }]);
+
+    const inp = (input && typeof input === 'object' ? input : {}) as Record<string, unknown>;
+    const orderMatch = typeof inp.orderId === 'string' ? ORDER_GID.exec(inp.orderId) : null;
+    const order = orderMatch ? orders.get(Number(orderMatch[1])) : undefined;
+    if (!order) return refused([{ field: ['orderId'], message: 'Order does not exist' }]);
+
+    const lines = Array.isArray(inp.transactions) ? (inp.transactions as Array<Record<string, unknown>>) : [];
+    const planned: Array<{ parent: EmuTransaction; cents: number; gateway: string }> = [];
+    for (const [i, line] of lines.entries()) {
+      const field = (name: string): string[] => ['transactions', String(i), name];
+      const cents = toCents(line.amount);
+      if (cents === undefined || cents <= 0) return refused([{ field: field('amount'), message: 'Amount must be greater than 0' }]);
+      if (line.kind !== 'REFUND') return refused([{ field: field('kind'), message: 'Kind is not supported for refunds' }]);
+      const parentMatch = typeof line.parentId === 'string' ? TX_GID.exec(line.parentId) : null;
+      const parent = order.transactions.find((t) =>
+        parentMatch ? t.id === Number(parentMatch[1]) : (t.kind === 'SALE' || t.kind === 'CAPTURE') && t.gateway === line.gateway,
+      );
+      if (!parent) return refused([{ field: field('parentId'), message: 'Parent transaction does not exist' }]);
+      if (line.gateway !== parent.gateway) return refused([{ field: field('gateway'), message: 'Gateway does not match the parent transaction' }]);
+      const already = planned.filter((p) => p.parent === parent).reduce((s, p) => s + p.cents, 0);
+      const left = refundableCents(order, parent) - already;
+      if (cents > left) {
+        return refused([
+          {
+            field: field('amount'),
+            message: `Refund amount ${formatCents(cents)} ${order.currencyCode} exceeds the maximum refundable amount ${formatCents(Math.max(0, left))} ${order.currencyCode}`,
+          },
+        ]);
+      }
+      planned.push({ parent, cents, gateway: parent.gateway });
+    }
+
+    const refund: EmuRefund = {
+      id: this.nextRefundId++,
+      note: typeof inp.note === 'string' ? inp.note : null,
+      amountCents: planned.reduce((s, p) => s + p.cents, 0),
+      createdAt: new Date().toISOString(),
+      transactionIds: [],
+    };
+    for (const p of planned) {
+      const tx: EmuTransaction = { id: this.nextTxId++, kind: 'REFUND', status: 'SUCCESS', gateway: p.gateway, amountCents: p.cents, parentId: p.parent.id };
+      order.transactions.push(tx);
+      refund.transactionIds.push(tx.id);
+    }
+    order.refunds.push(refund);
+    const paid = order.transactions.filter((t) => (t.kind === 'SALE' || t.kind === 'CAPTURE') && t.status === 'SUCCESS').reduce((s, t) => s + t.amountCents, 0);
+    const refunded = order.refunds.reduce((s, r) => s + r.amountCents, 0);
+    if (refunded > 0) order.displayFinancialStatus = refunded >= paid ? 'REFUNDED' : 'PARTIALLY_REFUNDED';
+
+    const payload: RefundPayload = {
+      refund: refundView(order, refund),
+      order: { id: gid('Order', order.id), displayFinancialStatus: order.displayFinancialStatus },
+      userErrors: [],
+    };
+    if (key !== undefined) this.byKey.set(key, { digest, payload });
+    return payload;
+  }
+}

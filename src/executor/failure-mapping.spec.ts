@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import type { VendorOutcome } from '../vendors/vendor-handler.js';
+import { countsAgainstBreaker, errorCodeFor, isRetryable } from './failure-mapping.js';
+
+type F = Extract<VendorOutcome, { ok: false }>;
+const f = (kind: F['kind'], extra: Partial<F> = {}): F => ({ ok: false, kind, requestSent: true, message: 'm', ...extra });
+const read = { idempotent: true, sideEffect: 'read' as const };
+const idemWrite = { idempotent: true, sideEffect: 'write' as const };
+const write = { idempotent: false, sideEffect: 'write' as const };
+
+describe('failure mapping', () => {
+  it('maps kinds to error codes', () => {
+    expect(errorCodeFor(f('not_found'), 'read')).toBe('VENDOR_NOT_FOUND');
+    expect(errorCodeFor(f('auth'), 'read')).toBe('CREDENTIALS_INVALID');
+    expect(errorCodeFor(f('rate_limited'), 'read')).toBe('VENDOR_RATE_LIMITED');
+    expect(errorCodeFor(f('server_error'), 'read')).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('timeout'), 'read')).toBe('VENDOR_TIMEOUT');
+    expect(errorCodeFor(f('bad_response'), 'read')).toBe('VENDOR_ERROR');
+  });
+
+  it('calls a write whose answer was lost OUTCOME_UNKNOWN, but not one that never left', () => {
+    expect(errorCodeFor(f('timeout'), 'write')).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('network'), 'write')).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('network', { requestSent: false }), 'write')).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('server_error'), 'write')).toBe('VENDOR_ERROR');
+  });
+
+  it('retries reads on transient failures only', () => {
+    expect(isRetryable(f('server_error'), read, 2_000)).toBe(true);
+    expect(isRetryable(f('timeout'), read, 2_000)).toBe(true);
+    expect(isRetryable(f('network'), read, 2_000)).toBe(true);
+    expect(isRetryable(f('rate_limited', { retryAfterMs: 1_000 }), read, 2_000)).toBe(true);
+    expect(isRetryable(f('rate_limited', { retryAfterMs: 60_000 }), read, 2_000)).toBe(false);
+    expect(isRetryable(f('not_found'), read, 2_000)).toBe(false);
+    expect(isRetryable(f('auth'), read, 2_000)).toBe(false);
+    expect(isRetryable(f('bad_response'), read, 2_000)).toBe(false);
+  });
+
+  it('retries writes only when the vendor provably did not act', () => {
+    expect(isRetryable(f('server_error'), idemWrite, 2_000)).toBe(false);
+    expect(isRetryable(f('timeout'), idemWrite, 2_000)).toBe(false);
+    expect(isRetryable(f('network', { requestSent: false }), idemWrite, 2_000)).toBe(true);
+    expect(isRetryable(f('rate_limited'), idemWrite, 2_000)).toBe(true);
+    expect(isRetryable(f('network', { requestSent: false }), write, 2_000)).toBe(false);
+  });
+
+  it('counts only vendor health failures against the breaker', () => {
+    expect(countsAgainstBreaker(f('server_error'))).toBe(true);
+    expect(countsAgainstBreaker(f('timeout'))).toBe(true);
+    expect(countsAgainstBreaker(f('not_found'))).toBe(false);
+    expect(countsAgainstBreaker(f('rejected'))).toBe(false);
+    expect(countsAgainstBreaker(f('auth'))).toBe(false);
+  });
+});

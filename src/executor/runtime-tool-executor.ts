@@ -1,0 +1,155 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DelegateBackoff, handleWhenResult, retry } from 'cockatiel';
+import type { CatalogEntry } from '../catalog/tool-catalog.service.js';
+import { Clock } from '../common/clock.js';
+import { DecryptionError } from '../common/crypto/envelope-cipher.js';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { CredentialsService } from '../credentials/credentials.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { VendorKey, VendorOutcome } from '../vendors/vendor-handler.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
+import { countsAgainstBreaker, errorCodeFor, isRetryable } from './failure-mapping.js';
+import { retryDelayMs } from './retry-math.js';
+
+type Failure = Extract<VendorOutcome, { ok: false }>;
+
+export interface ExecuteRequest {
+  entry: CatalogEntry;
+  orgId: string;
+  toolCallId: string;
+  idempotencyKey: string;
+  params: Record<string, unknown>;
+}
+
+const BACKOFF = { baseMs: 100, maxMs: 2_000 };
+
+/**
+ * Runs one vendor action: credentials, circuit breaker, timeout, retries of
+ * idempotent actions, error mapping. Expected failures come back as outcomes;
+ * an exception anywhere becomes EXECUTION_ERROR — a tool never crashes the
+ * gateway or the run.
+ */
+@Injectable()
+export class RuntimeToolExecutor {
+  private readonly log = new Logger('Executor');
+  private readonly breakers = new Map<string, CircuitBreaker>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly credentials: CredentialsService,
+    private readonly clock: Clock,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  breakerFor(orgId: string, vendor: VendorKey): CircuitBreaker {
+    const key = `${orgId}:${vendor}`;
+    let b = this.breakers.get(key);
+    if (!b) {
+      b = new CircuitBreaker(this.config.CIRCUIT_BREAKER_THRESHOLD, this.config.CIRCUIT_BREAKER_COOLDOWN_MS, () => this.clock.nowMs());
+      this.breakers.set(key, b);
+    }
+    return b;
+  }
+
+  /** Breaker states by vendor, for /metrics. */
+  breakerCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const [key, b] of this.breakers) {
+      const k = `${key.slice(key.indexOf(':') + 1)}|${b.current}`;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  async execute(req: ExecuteRequest): Promise<ExecutionOutcome> {
+    const started = performance.now();
+    const retries: RetryRecord[] = [];
+    const done = (o: Omit<Extract<ExecutionOutcome, { status: 'failed' | 'indeterminate' }>, 'retries' | 'durationMs'>): ExecutionOutcome => ({
+      ...o,
+      retries,
+      durationMs: Math.round(performance.now() - started),
+    });
+    try {
+      let credentials: Record<string, unknown> | null;
+      try {
+        credentials = await this.credentials.load(req.orgId, req.entry.vendor);
+      } catch (err) {
+        if (err instanceof DecryptionError) {
+          return done({ status: 'failed', errorCode: 'CREDENTIALS_INVALID', errorText: 'stored credentials could not be decrypted', vendorStatus: null });
+        }
+        throw err;
+      }
+      if (!credentials) {
+        return done({ status: 'failed', errorCode: 'CREDENTIALS_NOT_FOUND', errorText: `no ${req.entry.vendor} credentials for this org`, vendorStatus: null });
+      }
+      const breaker = this.breakerFor(req.orgId, req.entry.vendor);
+      if (!breaker.tryAcquire()) {
+        return done({ status: 'failed', errorCode: 'CIRCUIT_OPEN', errorText: `${req.entry.vendor} circuit breaker is open`, vendorStatus: null });
+      }
+      const outcome = await this.callWithRetries(req, credentials, retries);
+      if (outcome.ok) {
+        breaker.onSuccess();
+        return { status: 'succeeded', result: outcome.data, vendorStatus: outcome.vendorStatus, retries, durationMs: Math.round(performance.now() - started) };
+      }
+      if (countsAgainstBreaker(outcome)) breaker.onFailure();
+      else breaker.onNeutral();
+      const errorCode = errorCodeFor(outcome, req.entry.action.sideEffect);
+      return done({
+        status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
+        errorCode,
+        errorText: outcome.message.slice(0, 500),
+        vendorStatus: outcome.vendorStatus ?? null,
+        ...(outcome.kind === 'rate_limited' && outcome.retryAfterMs !== undefined ? { retryAfterSeconds: Math.ceil(outcome.retryAfterMs / 1000) } : {}),
+      });
+    } catch (err) {
+      this.log.error({ toolCallId: req.toolCallId, err: err instanceof Error ? err.message : String(err) }, 'tool execution threw');
+      // A write that threw after it may have been sent cannot be called failed with certainty.
+      return done({
+        status: req.entry.action.sideEffect === 'write' ? 'indeterminate' : 'failed',
+        errorCode: req.entry.action.sideEffect === 'write' ? 'OUTCOME_UNKNOWN' : 'EXECUTION_ERROR',
+        errorText: 'the tool failed unexpectedly',
+        vendorStatus: null,
+      });
+    }
+  }
+
+  private async callWithRetries(req: ExecuteRequest, credentials: Record<string, unknown>, retries: RetryRecord[]): Promise<VendorOutcome> {
+    const { entry } = req;
+    const signal = AbortSignal.timeout(this.config.VENDOR_TIMEOUT_MS);
+    const cap = this.config.VENDOR_RETRY_AFTER_CAP_MS;
+    const maxRetries = entry.action.idempotent ? this.config.VENDOR_MAX_RETRIES : 0;
+    const policy = retry(
+      handleWhenResult((r) => !(r as VendorOutcome).ok && isRetryable(r as Failure, entry.action, cap)),
+      {
+        maxAttempts: maxRetries,
+        backoff: new DelegateBackoff((ctx) => {
+          const last = 'value' in ctx.result ? (ctx.result.value as Failure) : undefined;
+          return retryDelayMs(ctx.attempt, last?.retryAfterMs, BACKOFF);
+        }),
+      },
+    );
+    policy.onRetry((e) => {
+      const last = 'value' in e ? (e.value as Failure) : undefined;
+      retries.push({ attempt: e.attempt, delayMs: Math.round(e.delay), reason: last?.kind ?? 'error' });
+    });
+    let attempt = 0;
+    return policy.execute(async () => {
+      if (signal.aborted) return { ok: false, kind: 'timeout', requestSent: attempt > 0, message: 'vendor call timed out' } satisfies Failure;
+      const t0 = performance.now();
+      const outcome = await entry.handler.execute({
+        orgId: req.orgId,
+        toolCallId: req.toolCallId,
+        idempotencyKey: req.idempotencyKey,
+        toolName: entry.tool.name,
+        action: entry.action.name,
+        params: req.params,
+        credentials,
+        signal,
+        attempt: attempt++,
+      });
+      this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);
+      return outcome;
+    }, signal);
+  }
+}

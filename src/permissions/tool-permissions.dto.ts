@@ -1,0 +1,34 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { ArrayMaxSize, IsArray, IsBoolean, IsString, Length, Matches, ValidateIf, ValidateNested } from 'class-validator';
+
+export class ToolPermissionDto {
+  @ApiProperty({ example: 'order_lookup' })
+  @IsString()
+  @Length(1, 100)
+  toolName!: string;
+
+  @ApiProperty({ example: 'lookup' })
+  @IsString()
+  @Length(1, 100)
+  action!: string;
+
+  @ApiProperty({ nullable: true, description: 'null = every specialist of the org; a specialist row overrides the org-wide one' })
+  @ValidateIf((o: ToolPermissionDto) => o.specialistId !== null && o.specialistId !== undefined)
+  @IsString()
+  @Matches(/^[A-Za-z0-9._:-]{1,128}$/)
+  specialistId!: string | null;
+
+  @ApiProperty()
+  @IsBoolean()
+  enabled!: boolean;
+}
+
+export class PutToolPermissionsDto {
+  @ApiProperty({ type: [ToolPermissionDto] })
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => ToolPermissionDto)
+  items!: ToolPermissionDto[];
+}

@@ -1,0 +1,78 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { actorOf, type Principal } from '../auth/principal.js';
+import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
+import { AppError } from '../common/errors/app-error.js';
+import { newId } from '../common/ids.js';
+import { LedgerEventsService } from '../ledger/ledger-events.service.js';
+import { ToolPermissionEntity } from './tool-permission.entity.js';
+import type { ToolPermissionDto } from './tool-permissions.dto.js';
+
+export interface PermissionView {
+  toolName: string;
+  action: string;
+  specialistId: string | null;
+  enabled: boolean;
+}
+
+/**
+ * The actions a specialist may use: for each action, the specialist's own row
+ * if there is one, else the org-wide row (API.md §9 precedence, both ways).
+ * Pure, so the manifest and the model-facing tool list share one decision.
+ */
+export function resolveAllowedTools(rows: PermissionView[], specialistId: string, inCatalog: (key: string) => boolean): string[] {
+  const orgWide = new Map<string, boolean>();
+  const own = new Map<string, boolean>();
+  for (const r of rows) {
+    const key = `${r.toolName}.${r.action}`;
+    if (r.specialistId === null) orgWide.set(key, r.enabled);
+    else if (r.specialistId === specialistId) own.set(key, r.enabled);
+  }
+  const keys = new Set([...orgWide.keys(), ...own.keys()]);
+  return [...keys].filter((k) => (own.has(k) ? own.get(k) : orgWide.get(k)) === true && inCatalog(k)).sort();
+}
+
+@Injectable()
+export class ToolPermissionsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly events: LedgerEventsService,
+    private readonly catalog: ToolCatalogService,
+  ) {}
+
+  async list(orgId: string): Promise<PermissionView[]> {
+    const rows = await this.ds.getRepository(ToolPermissionEntity).find({ where: { orgId }, order: { toolName: 'ASC', action: 'ASC' } });
+    return rows.map((r) => ({ toolName: r.toolName, action: r.action, specialistId: r.specialistId, enabled: r.enabled }));
+  }
+
+  async allowedTools(orgId: string, specialistId: string): Promise<string[]> {
+    return resolveAllowedTools(await this.list(orgId), specialistId, (k) => this.catalog.has(k));
+  }
+
+  async replace(actor: Principal, orgId: string, items: ToolPermissionDto[]): Promise<PermissionView[]> {
+    const problems: string[] = [];
+    const seen = new Set<string>();
+    items.forEach((it, i) => {
+      const key = `${it.toolName}.${it.action}`;
+      if (!this.catalog.has(key)) problems.push(`items[${i}]: ${key} is not in the tool catalog`);
+      const unique = `${key}|${it.specialistId ?? ''}`;
+      if (seen.has(unique)) problems.push(`items[${i}]: duplicate entry for ${key}${it.specialistId ? ` (specialist ${it.specialistId})` : ''}`);
+      seen.add(unique);
+    });
+    if (problems.length) throw new AppError('VALIDATION_FAILED', problems.join('; '), { fields: { errors: problems } });
+    await this.ds.transaction(async (m) => {
+      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`perm:${orgId}`]);
+      await m.getRepository(ToolPermissionEntity).delete({ orgId });
+      if (items.length) {
+        await m.getRepository(ToolPermissionEntity).insert(
+          items.map((it) => ({ id: newId(), orgId, toolName: it.toolName, action: it.action, specialistId: it.specialistId ?? null, enabled: it.enabled, updatedAt: new Date() })),
+        );
+      }
+      await this.events.append(
+        [{ orgId, type: 'tool_permissions.changed', actor: actorOf(actor), metadata: { count: items.length, enabled: items.filter((i) => i.enabled).length } }],
+        m,
+      );
+    });
+    return this.list(orgId);
+  }
+}

@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { CatalogController } from './catalog/catalog.controller.js';
+import { ToolCatalogService } from './catalog/tool-catalog.service.js';
+import { CredentialsController } from './credentials/credentials.controller.js';
+import { CredentialsService } from './credentials/credentials.service.js';
+import { RuntimeToolExecutor } from './executor/runtime-tool-executor.js';
+import { ToolPermissionsController } from './permissions/tool-permissions.controller.js';
+import { ToolPermissionsService } from './permissions/tool-permissions.service.js';
+import { PoliciesController } from './policy/policies.controller.js';
+import { PoliciesService } from './policy/policies.service.js';
+import { RunsController } from './runs/runs.controller.js';
+import { RunsService } from './runs/runs.service.js';
+import { VendorRegistry } from './vendors/vendor-registry.js';
+
+/** The governed tool call: catalog, permissions, policy, runs, credentials, executor and the pipeline itself. */
+@Module({
+  controllers: [CatalogController, ToolPermissionsController, PoliciesController, RunsController, CredentialsController],
+  providers: [VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor],
+  exports: [VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor],
+})
+export class PipelineModule {}

@@ -1,0 +1,215 @@
+import { parseDecimal } from './policy.engine.js';
+import {
+  CONDITION_OPS,
+  FORBIDDEN_PATH_SEGMENTS,
+  NUMERIC_OPS,
+  PATH_SEGMENT_PATTERN,
+  POLICY_DECISIONS,
+  POLICY_LIMITS,
+  RISK_LEVELS,
+  RULE_ID_PATTERN,
+  type ConditionOp,
+  type PolicyCondition,
+  type PolicyRule,
+  type PolicyRuleMatch,
+} from './policy.types.js';
+
+export type PolicyRulesValidation = { ok: true; rules: PolicyRule[] } | { ok: false; errors: string[] };
+
+const RULE_FIELDS = new Set(['id', 'match', 'decision', 'riskLevel', 'reason']);
+const MATCH_FIELDS = new Set(['toolName', 'riskLevel', 'where']);
+const CONDITION_FIELDS = new Set(['path', 'op', 'value']);
+/** "tool.action" or "tool.*"; catalog names are snake_case identifiers. */
+const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]+\.(?:[A-Za-z0-9_-]+|\*)$/;
+/** Enough to act on, small enough for a problem+json body. */
+const MAX_ERRORS = 50;
+
+/**
+ * Checks a rule list as an admin PUTs it (the array under `rules`). Expected
+ * mistakes come back as messages that each name the rule; it never throws,
+ * whatever the input. On success the rules are fresh copies holding only known fields.
+ */
+export function validatePolicyRules(input: unknown): PolicyRulesValidation {
+  try {
+    return validate(input);
+  } catch {
+    return { ok: false, errors: ['rules could not be read as JSON data'] };
+  }
+}
+
+function validate(input: unknown): PolicyRulesValidation {
+  if (!Array.isArray(input)) return { ok: false, errors: ['rules must be an array'] };
+  if (input.length > POLICY_LIMITS.maxRules) {
+    return { ok: false, errors: [`rules: at most ${POLICY_LIMITS.maxRules} rules are allowed (got ${input.length})`] };
+  }
+  const errors: string[] = [];
+  const rules: PolicyRule[] = [];
+  const seen = new Map<string, number>();
+  for (let i = 0; i < input.length; i++) {
+    const raw: unknown = input[i];
+    const [id] = isRecord(raw) ? ownValues(raw, ['id']) : [undefined];
+    const label = typeof id === 'string' && RULE_ID_PATTERN.test(id) ? `rules[${i}] (${JSON.stringify(id)})` : `rules[${i}]`;
+    const fail = (message: string): void => void errors.push(`${label}: ${message}`);
+    const rule = checkRule(raw, fail);
+    if (rule === null) continue;
+    const first = seen.get(rule.id);
+    if (first !== undefined) fail(`duplicate id, already used by rules[${first}]`);
+    else seen.set(rule.id, i);
+    rules.push(rule);
+  }
+  if (errors.length > 0) {
+    const shown = errors.slice(0, MAX_ERRORS);
+    if (errors.length > MAX_ERRORS) shown.push(`... and ${errors.length - MAX_ERRORS} more errors`);
+    return { ok: false, errors: shown };
+  }
+  return { ok: true, rules };
+}
+
+type Fail = (message: string) => void;
+
+function checkRule(raw: unknown, fail: Fail): PolicyRule | null {
+  if (!isRecord(raw)) {
+    fail('must be an object');
+    return null;
+  }
+  let ok = rejectUnknown(raw, RULE_FIELDS, '', fail);
+  const [id, match, decision, riskLevel, reason] = ownValues(raw, ['id', 'match', 'decision', 'riskLevel', 'reason']);
+  if (typeof id !== 'string' || !RULE_ID_PATTERN.test(id)) {
+    ok = false;
+    fail(`id must be a string of 1-${POLICY_LIMITS.maxIdLength} characters from A-Z a-z 0-9 _ . : -`);
+  }
+  if (!oneOf(POLICY_DECISIONS, decision)) ok = failWith(fail, `decision must be one of ${POLICY_DECISIONS.join(', ')}`);
+  if (riskLevel !== undefined && !oneOf(RISK_LEVELS, riskLevel)) {
+    ok = failWith(fail, `riskLevel must be one of ${RISK_LEVELS.join(', ')}`);
+  }
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length > POLICY_LIMITS.maxReasonLength)) {
+    ok = failWith(fail, `reason must be a string of at most ${POLICY_LIMITS.maxReasonLength} characters`);
+  }
+  const checkedMatch = match === undefined ? undefined : checkMatch(match, fail);
+  if (!ok || checkedMatch === null) return null;
+  const rule: PolicyRule = { id: id as string, decision: decision as PolicyRule['decision'] };
+  if (checkedMatch !== undefined) rule.match = checkedMatch;
+  if (riskLevel !== undefined) rule.riskLevel = riskLevel as PolicyRule['riskLevel'];
+  if (reason !== undefined) rule.reason = reason as string;
+  return rule;
+}
+
+function checkMatch(raw: unknown, fail: Fail): PolicyRuleMatch | null {
+  if (!isRecord(raw)) {
+    fail('match must be an object');
+    return null;
+  }
+  let ok = rejectUnknown(raw, MATCH_FIELDS, 'match.', fail);
+  const [toolName, riskLevel, where] = ownValues(raw, ['toolName', 'riskLevel', 'where']);
+  if (toolName !== undefined && (typeof toolName !== 'string' || !TOOL_NAME_PATTERN.test(toolName))) {
+    ok = failWith(fail, 'match.toolName must look like "tool.action" or "tool.*"');
+  }
+  if (riskLevel !== undefined && !oneOf(RISK_LEVELS, riskLevel)) {
+    ok = failWith(fail, `match.riskLevel must be one of ${RISK_LEVELS.join(', ')}`);
+  }
+  const conditions: PolicyCondition[] = [];
+  if (where !== undefined) {
+    if (!Array.isArray(where)) {
+      ok = failWith(fail, 'match.where must be an array');
+    } else if (where.length > POLICY_LIMITS.maxConditionsPerRule) {
+      ok = failWith(fail, `match.where holds at most ${POLICY_LIMITS.maxConditionsPerRule} conditions (got ${where.length})`);
+    } else {
+      where.forEach((item: unknown, j) => {
+        const condition = checkCondition(item, `where[${j}]`, fail);
+        if (condition === null) ok = false;
+        else conditions.push(condition);
+      });
+    }
+  }
+  if (!ok) return null;
+  const out: PolicyRuleMatch = {};
+  if (toolName !== undefined) out.toolName = toolName as string;
+  if (riskLevel !== undefined) out.riskLevel = riskLevel as PolicyRuleMatch['riskLevel'];
+  if (where !== undefined) out.where = conditions;
+  return out;
+}
+
+function checkCondition(raw: unknown, at: string, fail: Fail): PolicyCondition | null {
+  if (!isRecord(raw)) {
+    fail(`${at} must be an object`);
+    return null;
+  }
+  let ok = rejectUnknown(raw, CONDITION_FIELDS, `${at}.`, fail);
+  const [path, op, value] = ownValues(raw, ['path', 'op', 'value']);
+  const hasValue = Object.hasOwn(raw, 'value');
+  const pathProblem = checkPath(path);
+  if (pathProblem !== null) ok = failWith(fail, `${at}.path ${pathProblem}`);
+  if (!oneOf(CONDITION_OPS, op)) {
+    fail(`${at}.op must be one of ${CONDITION_OPS.join(', ')}`);
+    return null;
+  }
+  const valueProblem = checkValue(op, hasValue, value);
+  if (valueProblem !== null) ok = failWith(fail, `${at}.value ${valueProblem}`);
+  if (!ok) return null;
+  const condition: PolicyCondition = { path: path as string, op };
+  // A JSON round trip copies the value with no shared references and own-property-only keys.
+  if (hasValue) condition.value = JSON.parse(JSON.stringify(value)) as unknown;
+  return condition;
+}
+
+function checkPath(path: unknown): string | null {
+  if (typeof path !== 'string' || path === '' || path.length > POLICY_LIMITS.maxPathLength) {
+    return `must be a dot path of 1-${POLICY_LIMITS.maxPathLength} characters`;
+  }
+  const segments = path.split('.');
+  if (segments.length > POLICY_LIMITS.maxPathSegments) return `has more than ${POLICY_LIMITS.maxPathSegments} segments`;
+  for (const segment of segments) {
+    if (FORBIDDEN_PATH_SEGMENTS.has(segment)) return `may not contain the segment "${segment}"`;
+    if (!PATH_SEGMENT_PATTERN.test(segment)) return 'segments must be non-empty and use only A-Z a-z 0-9 _ $ -';
+  }
+  return null;
+}
+
+function checkValue(op: ConditionOp, hasValue: boolean, value: unknown): string | null {
+  if (op === 'exists') return !hasValue || typeof value === 'boolean' ? null : 'must be a boolean for exists (or left out)';
+  if (!hasValue) return `is required for ${op}`;
+  if (NUMERIC_OPS.includes(op)) {
+    return parseDecimal(value) === null ? `must be a finite number or a decimal string for ${op}` : null;
+  }
+  if (op === 'in') {
+    if (!Array.isArray(value)) return 'must be an array for in';
+    if (value.length > POLICY_LIMITS.maxInValues) return `holds at most ${POLICY_LIMITS.maxInValues} items for in`;
+  }
+  return isJsonValue(value, 0) ? null : `must be JSON data nested at most ${POLICY_LIMITS.maxValueDepth} levels`;
+}
+
+function isJsonValue(value: unknown, depth: number): boolean {
+  if (depth > POLICY_LIMITS.maxValueDepth) return false;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every((item: unknown) => isJsonValue(item, depth + 1));
+  if (!isRecord(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  return Object.values(value).every((item) => isJsonValue(item, depth + 1));
+}
+
+function rejectUnknown(raw: Record<string, unknown>, allowed: ReadonlySet<string>, prefix: string, fail: Fail): boolean {
+  const unknown = Object.keys(raw).filter((key) => !allowed.has(key));
+  // Field names are echoed back, so cap their length; JSON.stringify keeps odd characters visible and harmless.
+  for (const key of unknown.slice(0, 5)) fail(`unknown field ${prefix}${JSON.stringify(key.slice(0, 40))}`);
+  return unknown.length === 0;
+}
+
+/** Reads own properties only, so nothing inherited (or planted on a prototype) is taken for input. */
+function ownValues(raw: Record<string, unknown>, keys: readonly string[]): unknown[] {
+  return keys.map((key) => (Object.hasOwn(raw, key) ? raw[key] : undefined));
+}
+
+function failWith(fail: Fail, message: string): false {
+  fail(message);
+  return false;
+}
+
+function oneOf<T extends string>(allowed: readonly T[], value: unknown): value is T {
+  return typeof value === 'string' && (allowed as readonly string[]).includes(value);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

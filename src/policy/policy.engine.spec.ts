@@ -1,0 +1,346 @@
+import { describe, expect, it } from 'vitest';
+import { compareDecimals, evaluatePolicy, parseDecimal } from './policy.engine.js';
+import type { PolicyCondition, PolicyEvaluationInput, PolicyRule, RiskLevel } from './policy.types.js';
+
+const refund = (params: unknown, rules: PolicyRule[], catalogRisk: RiskLevel = 'high'): ReturnType<typeof evaluatePolicy> =>
+  evaluatePolicy({ rules, toolName: 'shopify_refund', action: 'create', catalogRisk, params });
+
+const whereRule = (where: PolicyCondition[], id = 'r1'): PolicyRule => ({
+  id,
+  match: { toolName: 'shopify_refund.create', where },
+  decision: 'block',
+  reason: 'matched',
+});
+
+/** true when the single condition holds for these params */
+const holds = (condition: PolicyCondition, params: unknown): boolean => {
+  const d = refund(params, [{ ...whereRule([condition]), decision: 'allow' }]);
+  if (d.decision === 'block') throw new Error(`unevaluable: ${d.reason}`);
+  return d.ruleId === 'r1';
+};
+
+/** true when the engine blocked because the condition could not be evaluated */
+const unevaluable = (condition: PolicyCondition, params: unknown): boolean => {
+  const d = refund(params, [{ ...whereRule([condition]), decision: 'allow' }]);
+  return d.decision === 'block' && d.ruleId === 'r1' && /could not be evaluated/.test(d.reason);
+};
+
+describe('evaluatePolicy: defaults', () => {
+  it.each([
+    ['low', 'allow'],
+    ['medium', 'observe'],
+    ['high', 'require_expert_approval'],
+  ] as const)('no rule, %s risk → %s', (risk, decision) => {
+    const d = evaluatePolicy({ rules: [], toolName: 'order_lookup', action: 'lookup', catalogRisk: risk, params: {} });
+    expect(d).toEqual({ decision, riskLevel: risk, ruleId: null, reason: `default for ${risk} risk` });
+  });
+
+  it('falls back to the default when no rule matches', () => {
+    const d = refund({ amount: '5' }, [{ id: 'other', match: { toolName: 'order_lookup.lookup' }, decision: 'block' }], 'medium');
+    expect(d).toMatchObject({ decision: 'observe', ruleId: null, riskLevel: 'medium' });
+  });
+
+  it('blocks when the catalog risk is unknown', () => {
+    const d = evaluatePolicy({ rules: [], toolName: 't', action: 'a', catalogRisk: 'extreme' as RiskLevel, params: {} });
+    expect(d).toMatchObject({ decision: 'block', riskLevel: 'high', ruleId: null });
+  });
+});
+
+describe('evaluatePolicy: matching', () => {
+  const input = (rules: PolicyRule[], over: Partial<PolicyEvaluationInput> = {}): PolicyEvaluationInput => ({
+    rules,
+    toolName: 'order_lookup',
+    action: 'lookup',
+    catalogRisk: 'low',
+    params: { orderId: '12345' },
+    ...over,
+  });
+
+  it('first matching rule wins', () => {
+    const rules: PolicyRule[] = [
+      { id: 'a', match: { toolName: 'order_lookup.other' }, decision: 'block' },
+      { id: 'b', match: { toolName: 'order_lookup.lookup' }, decision: 'observe', reason: 'watch lookups' },
+      { id: 'c', match: { toolName: 'order_lookup.*' }, decision: 'block' },
+    ];
+    expect(evaluatePolicy(input(rules))).toEqual({ decision: 'observe', riskLevel: 'low', ruleId: 'b', reason: 'watch lookups' });
+    expect(evaluatePolicy(input([rules[2]!, rules[1]!])).ruleId).toBe('c');
+  });
+
+  it('matches a tool wildcard only for that tool', () => {
+    const rules: PolicyRule[] = [{ id: 'w', match: { toolName: 'order_lookup.*' }, decision: 'block' }];
+    expect(evaluatePolicy(input(rules)).ruleId).toBe('w');
+    expect(evaluatePolicy(input(rules, { toolName: 'order_lookup_v2' })).ruleId).toBeNull();
+    expect(evaluatePolicy(input(rules, { toolName: 'order' })).ruleId).toBeNull();
+  });
+
+  it('does not confuse tool and action boundaries', () => {
+    const rules: PolicyRule[] = [{ id: 'x', match: { toolName: 'a.b.c' }, decision: 'block' }];
+    expect(evaluatePolicy(input(rules, { toolName: 'a', action: 'b.c' })).ruleId).toBe('x');
+    expect(evaluatePolicy(input(rules, { toolName: 'a.b', action: 'd' })).ruleId).toBeNull();
+  });
+
+  it('a rule with no match applies to everything', () => {
+    const d = evaluatePolicy(input([{ id: 'all', decision: 'require_client_approval' }]));
+    expect(d).toEqual({ decision: 'require_client_approval', riskLevel: 'low', ruleId: 'all', reason: 'matched policy rule "all"' });
+  });
+
+  it('match.riskLevel compares with the catalog risk', () => {
+    const rules: PolicyRule[] = [{ id: 'hi', match: { riskLevel: 'high' }, decision: 'block' }];
+    expect(evaluatePolicy(input(rules, { catalogRisk: 'high' })).ruleId).toBe('hi');
+    expect(evaluatePolicy(input(rules, { catalogRisk: 'medium' })).ruleId).toBeNull();
+  });
+
+  it("a rule's riskLevel overrides the catalog risk", () => {
+    const rules: PolicyRule[] = [{ id: 'up', match: { toolName: 'order_lookup.lookup' }, decision: 'allow', riskLevel: 'high' }];
+    expect(evaluatePolicy(input(rules))).toMatchObject({ decision: 'allow', riskLevel: 'high', ruleId: 'up' });
+    const plain: PolicyRule[] = [{ id: 'same', decision: 'allow' }];
+    expect(evaluatePolicy(input(plain, { catalogRisk: 'medium' })).riskLevel).toBe('medium');
+  });
+
+  it('applies the API.md example rule', () => {
+    const rules: PolicyRule[] = [
+      {
+        id: 'big-refunds',
+        match: { toolName: 'shopify_refund.create', where: [{ path: 'amount', op: 'gt', value: 100 }] },
+        decision: 'require_expert_approval',
+        riskLevel: 'high',
+        reason: 'refunds over 100 need an expert',
+      },
+      { id: 'small-refunds', match: { toolName: 'shopify_refund.*' }, decision: 'allow' },
+    ];
+    expect(refund({ orderId: '1', amount: '150.00' }, rules)).toEqual({
+      decision: 'require_expert_approval',
+      riskLevel: 'high',
+      ruleId: 'big-refunds',
+      reason: 'refunds over 100 need an expert',
+    });
+    expect(refund({ orderId: '1', amount: '100.00' }, rules).ruleId).toBe('small-refunds');
+    expect(refund({ orderId: '1', amount: '100.01' }, rules).ruleId).toBe('big-refunds');
+  });
+
+  it('every condition must hold', () => {
+    const rule = whereRule([
+      { path: 'amount', op: 'gte', value: 10 },
+      { path: 'note', op: 'eq', value: 'vip' },
+    ]);
+    expect(refund({ amount: '20', note: 'vip' }, [rule]).ruleId).toBe('r1');
+    expect(refund({ amount: '20', note: 'other' }, [rule]).ruleId).toBeNull();
+    expect(refund({ amount: '5', note: 'vip' }, [rule]).ruleId).toBeNull();
+  });
+});
+
+describe('evaluatePolicy: operators', () => {
+  it('eq / ne on strings, numbers, booleans, null, objects and arrays', () => {
+    expect(holds({ path: 'note', op: 'eq', value: 'x' }, { note: 'x' })).toBe(true);
+    expect(holds({ path: 'note', op: 'eq', value: 'x' }, { note: 'X' })).toBe(false);
+    expect(holds({ path: 'flag', op: 'eq', value: true }, { flag: true })).toBe(true);
+    expect(holds({ path: 'flag', op: 'eq', value: true }, { flag: 'true' })).toBe(false);
+    expect(holds({ path: 'v', op: 'eq', value: null }, { v: null })).toBe(true);
+    expect(holds({ path: 'v', op: 'eq', value: null }, {})).toBe(false);
+    expect(holds({ path: 'o', op: 'eq', value: { a: [1, { b: 2 }] } }, { o: { a: [1, { b: 2 }] } })).toBe(true);
+    expect(holds({ path: 'o', op: 'eq', value: { a: [1, { b: 2 }] } }, { o: { a: [1, { b: 3 }] } })).toBe(false);
+    expect(holds({ path: 'o', op: 'eq', value: { a: 1 } }, { o: { a: 1, b: 2 } })).toBe(false);
+    expect(holds({ path: 'o', op: 'eq', value: [1, 2] }, { o: [2, 1] })).toBe(false);
+    expect(holds({ path: 'o', op: 'eq', value: [] }, { o: {} })).toBe(false);
+    expect(holds({ path: 'note', op: 'ne', value: 'x' }, { note: 'y' })).toBe(true);
+    expect(holds({ path: 'note', op: 'ne', value: 'x' }, { note: 'x' })).toBe(false);
+    expect(holds({ path: 'note', op: 'ne', value: 'x' }, {})).toBe(true);
+  });
+
+  it('eq treats a number and a decimal string of the same value as equal, but strings as text', () => {
+    expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: '100' })).toBe(true);
+    expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: '100.00' })).toBe(true);
+    expect(holds({ path: 'amount', op: 'eq', value: 100.5 }, { amount: 100.5 })).toBe(true);
+    expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: '100.01' })).toBe(false);
+    expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: '1e2' })).toBe(false);
+    expect(holds({ path: 'amount', op: 'eq', value: 0 }, { amount: '-0' })).toBe(true);
+    expect(holds({ path: 'orderId', op: 'eq', value: '00123' }, { orderId: '123' })).toBe(false);
+    expect(holds({ path: 'amount', op: 'ne', value: 100 }, { amount: '100.0' })).toBe(false);
+  });
+
+  it('in looks the param up with the same equality', () => {
+    expect(holds({ path: 'c', op: 'in', value: ['USD', 'EUR'] }, { c: 'EUR' })).toBe(true);
+    expect(holds({ path: 'c', op: 'in', value: ['USD', 'EUR'] }, { c: 'GBP' })).toBe(false);
+    expect(holds({ path: 'c', op: 'in', value: [1, 2, 3] }, { c: '2.0' })).toBe(true);
+    expect(holds({ path: 'c', op: 'in', value: [] }, { c: 'x' })).toBe(false);
+    expect(holds({ path: 'c', op: 'in', value: ['x'] }, {})).toBe(false);
+  });
+
+  it('exists checks presence and non-null', () => {
+    expect(holds({ path: 'note', op: 'exists' }, { note: '' })).toBe(true);
+    expect(holds({ path: 'note', op: 'exists' }, { note: null })).toBe(false);
+    expect(holds({ path: 'note', op: 'exists' }, {})).toBe(false);
+    expect(holds({ path: 'note', op: 'exists', value: true }, { note: 0 })).toBe(true);
+    expect(holds({ path: 'note', op: 'exists', value: false }, {})).toBe(true);
+    expect(holds({ path: 'note', op: 'exists', value: false }, { note: 'x' })).toBe(false);
+  });
+
+  it.each([
+    ['gt', '100.50', 100, true],
+    ['gt', '100', 100, false],
+    ['gt', 99.99, 100, false],
+    ['gte', '100.00', 100, true],
+    ['gte', '99.999', 100, false],
+    ['lt', '-5', 0, true],
+    ['lt', '0', 0, false],
+    ['lte', 0, '0.000', true],
+    ['lte', '100.001', '100', false],
+    ['gt', '100.0000000000000001', 100, true],
+    ['lt', '9007199254740993', '9007199254740994', true],
+    ['gt', 1e21, '999999999999999999999', true],
+    ['gt', 0.0000001, 0, true],
+    ['lt', '-10', '-9.5', true],
+    ['gt', '-0.5', '-1', true],
+    ['gt', '007.5', 7, true],
+  ] as const)('%s: %j vs %j → %s', (op, param, value, expected) => {
+    expect(holds({ path: 'amount', op, value }, { amount: param })).toBe(expected);
+  });
+
+  it.each(['', '   ', '1e400', '1e3', '0x10', ' 100', '100 ', '+5', '.5', '5.', 'abc', '1,000', 'Infinity', 'NaN'])(
+    'a param of %j cannot be compared numerically → block',
+    (amount) => {
+      expect(unevaluable({ path: 'amount', op: 'gt', value: 100 }, { amount })).toBe(true);
+    },
+  );
+
+  it.each([null, true, {}, [], [100], undefined])('a non-numeric param %j → block', (amount) => {
+    expect(unevaluable({ path: 'amount', op: 'lte', value: 100 }, { amount })).toBe(true);
+  });
+
+  it('a missing param for a numeric comparison → block', () => {
+    const d = refund({ orderId: '1' }, [whereRule([{ path: 'amount', op: 'gt', value: 100 }], 'big-refunds')]);
+    expect(d.decision).toBe('block');
+    expect(d.ruleId).toBe('big-refunds');
+    expect(d.reason).toContain('big-refunds');
+    expect(d.reason).toContain('could not be evaluated');
+  });
+
+  it('a non-numeric rule value → block', () => {
+    expect(unevaluable({ path: 'amount', op: 'gt', value: 'lots' }, { amount: '5' })).toBe(true);
+  });
+
+  it('an exists guard before a comparison makes an optional param safe', () => {
+    const guarded = whereRule([
+      { path: 'amount', op: 'exists' },
+      { path: 'amount', op: 'gt', value: 100 },
+    ]);
+    expect(refund({}, [guarded])).toMatchObject({ decision: 'require_expert_approval', ruleId: null });
+    expect(refund({ amount: '500' }, [guarded])).toMatchObject({ decision: 'block', ruleId: 'r1', reason: 'matched' });
+  });
+
+  it('does not echo param values in the reason', () => {
+    const d = refund({ amount: 'secret-4111' }, [whereRule([{ path: 'amount', op: 'gt', value: 1 }])]);
+    expect(d.reason).not.toContain('secret-4111');
+    expect(d.reason).toContain('where[0]');
+  });
+});
+
+describe('evaluatePolicy: paths', () => {
+  it('reads nested objects and array indexes', () => {
+    expect(holds({ path: 'address.zip', op: 'eq', value: '94107' }, { address: { zip: '94107' } })).toBe(true);
+    expect(holds({ path: 'items.1.qty', op: 'gt', value: 2 }, { items: [{ qty: 1 }, { qty: 3 }] })).toBe(true);
+    expect(holds({ path: 'address.zip', op: 'exists' }, { address: 'flat' })).toBe(false);
+    expect(holds({ path: 'items.length', op: 'exists' }, { items: [1] })).toBe(false);
+  });
+
+  it('never reads inherited properties', () => {
+    expect(holds({ path: 'toString', op: 'exists' }, {})).toBe(false);
+    expect(holds({ path: 'a.hasOwnProperty', op: 'exists' }, { a: {} })).toBe(false);
+    const child = Object.create({ amount: '999' }) as object;
+    expect(unevaluable({ path: 'amount', op: 'gt', value: 1 }, child)).toBe(true);
+  });
+
+  it('refuses prototype segments and getters (block)', () => {
+    expect(unevaluable({ path: '__proto__.x', op: 'exists' }, {})).toBe(true);
+    expect(unevaluable({ path: 'a.constructor', op: 'eq', value: 1 }, { a: {} })).toBe(true);
+    expect(unevaluable({ path: 'a..b', op: 'exists' }, {})).toBe(true);
+    const withGetter = Object.defineProperty({}, 'amount', { get: () => '5', enumerable: true });
+    expect(unevaluable({ path: 'amount', op: 'eq', value: 5 }, withGetter)).toBe(true);
+  });
+
+  it('treats non-object params as having no fields', () => {
+    expect(holds({ path: 'x', op: 'exists' }, null)).toBe(false);
+    expect(holds({ path: 'x', op: 'exists' }, 'text')).toBe(false);
+  });
+});
+
+describe('evaluatePolicy: fails closed on malformed rules', () => {
+  const malformed: Array<[string, unknown]> = [
+    ['unknown op', { id: 'm', match: { where: [{ path: 'a', op: 'regex', value: '.*' }] }, decision: 'allow' }],
+    ['unknown decision', { id: 'm', decision: 'maybe' }],
+    ['bad rule riskLevel', { id: 'm', decision: 'allow', riskLevel: 'extreme' }],
+    ['bad match.riskLevel', { id: 'm', match: { riskLevel: 'x' }, decision: 'allow' }],
+    ['non-array where', { id: 'm', match: { where: 'amount>1' }, decision: 'allow' }],
+    ['non-string toolName', { id: 'm', match: { toolName: 5 }, decision: 'allow' }],
+    ['in without array', { id: 'm', match: { where: [{ path: 'a', op: 'in', value: 'x' }] }, decision: 'allow' }],
+    ['eq without value', { id: 'm', match: { where: [{ path: 'a', op: 'eq' }] }, decision: 'allow' }],
+    ['exists with non-boolean', { id: 'm', match: { where: [{ path: 'a', op: 'exists', value: 'yes' }] }, decision: 'allow' }],
+    ['null condition', { id: 'm', match: { where: [null] }, decision: 'allow' }],
+    ['match is an array', { id: 'm', match: [], decision: 'allow' }],
+  ];
+
+  it.each(malformed)('%s → block naming the rule', (_name, rule) => {
+    const d = refund({ a: 'x' }, [rule as PolicyRule], 'low');
+    expect(d.decision).toBe('block');
+    expect(d.ruleId).toBe('m');
+  });
+
+  it('a rule without an id blocks with ruleId null', () => {
+    const d = refund({}, [{ decision: 'allow' } as unknown as PolicyRule], 'low');
+    expect(d).toMatchObject({ decision: 'block', ruleId: null, riskLevel: 'low' });
+  });
+
+  it('a throwing getter inside the rules still blocks', () => {
+    const evil = Object.defineProperty({ id: 'evil', decision: 'allow' }, 'match', {
+      get() {
+        throw new Error('boom');
+      },
+      enumerable: true,
+    });
+    const d = refund({}, [evil as PolicyRule], 'low');
+    expect(d).toMatchObject({ decision: 'block', ruleId: 'evil', reason: 'policy rule "evil" could not be evaluated: evaluation failed' });
+  });
+
+  it('non-iterable rules block', () => {
+    const d = evaluatePolicy({ rules: null as unknown as PolicyRule[], toolName: 't', action: 'a', catalogRisk: 'low', params: {} });
+    expect(d).toMatchObject({ decision: 'block', ruleId: null, riskLevel: 'low' });
+  });
+
+  it('a later malformed rule does not matter when an earlier one matched', () => {
+    const d = refund({}, [{ id: 'ok', decision: 'allow' }, { id: 'bad', decision: 'nope' } as unknown as PolicyRule]);
+    expect(d.ruleId).toBe('ok');
+  });
+
+  it('uses the blamed rule riskLevel when it has a valid one', () => {
+    const d = refund({}, [whereRule([{ path: 'amount', op: 'gt', value: 1 }]), { id: 'z', decision: 'allow' }], 'low');
+    expect(d).toMatchObject({ decision: 'block', riskLevel: 'low', ruleId: 'r1' });
+    const r: PolicyRule = { ...whereRule([{ path: 'amount', op: 'gt', value: 1 }]), riskLevel: 'high' };
+    expect(refund({}, [r], 'low').riskLevel).toBe('high');
+  });
+});
+
+describe('parseDecimal / compareDecimals', () => {
+  it('normalises sign, leading and trailing zeros', () => {
+    expect(parseDecimal('007.500')).toEqual({ negative: false, int: '7', frac: '5' });
+    expect(parseDecimal('-0.00')).toEqual({ negative: false, int: '', frac: '' });
+    expect(parseDecimal(-12.25)).toEqual({ negative: true, int: '12', frac: '25' });
+    expect(parseDecimal(1e21)).toEqual({ negative: false, int: '1000000000000000000000', frac: '' });
+    expect(parseDecimal(1.5e-7)).toEqual({ negative: false, int: '', frac: '00000015' });
+  });
+
+  it('rejects anything that is not a plain finite decimal', () => {
+    for (const v of ['', ' ', '1e400', '0x1A', '1_000', '٣', NaN, Infinity, null, {}, '1'.repeat(101)]) {
+      expect(parseDecimal(v)).toBeNull();
+    }
+  });
+
+  it('orders values exactly', () => {
+    const cmp = (a: unknown, b: unknown): number => compareDecimals(parseDecimal(a)!, parseDecimal(b)!);
+    expect(cmp('10', '9')).toBe(1);
+    expect(cmp('9.99', '10')).toBe(-1);
+    expect(cmp('1.10', 1.1)).toBe(0);
+    expect(cmp('-1', '-2')).toBe(1);
+    expect(cmp('-0.1', 0)).toBe(-1);
+    expect(cmp(0, '-0')).toBe(0);
+  });
+});

@@ -1,0 +1,201 @@
+/**
+ * What a property name says about its value. Names are compared lower-cased with
+ * separators removed, so `api_key`, `apiKey`, `X-Api-Key` and `APIKEY` are one name.
+ */
+export function normalizeKey(key: string): string {
+  return key.toLowerCase().replace(/[^a-z0-9]/g, '');
+}
+
+/** Whole-word secret names: short words that would hit unrelated keys as substrings ("pin" in "shipping"). */
+const SECRET_EXACT = new Set(['auth', 'creditcard', 'pin', 'cardpin', 'ssn', 'cvv', 'cvc', 'cvv2', 'cvc2', 'csc', 'securitycode', 'otp']);
+/** Substrings that mark a secret wherever they appear in a name (accessToken, x-shopify-access-token, dbPassword). */
+const SECRET_PARTS = [
+  'password',
+  'passwd',
+  'passphrase',
+  'secret',
+  'token',
+  'apikey',
+  'accesskey',
+  'privatekey',
+  'authorization',
+  'cookie',
+  'cardnumber',
+  'credential',
+];
+
+export function isSecretKey(norm: string): boolean {
+  if (SECRET_EXACT.has(norm)) return true;
+  // "ssn" only at an edge: "customerSsn", "ssnLast4", but not "className".
+  if (norm.startsWith('ssn') || norm.endsWith('ssn')) return true;
+  return SECRET_PARTS.some((part) => norm.includes(part));
+}
+
+/** Identifiers, not free text: a 13-19 digit id that happens to pass Luhn is not a card number. */
+export function isIdentifierKey(key: string): boolean {
+  if (/^(?:id|ids|gid|uuid)$/i.test(key) || /(?:Id|ID|Ids|IDs|_id|_ids|-id)$/.test(key)) return true;
+  const norm = normalizeKey(key);
+  return norm.includes('tracking') || norm.includes('sku') || norm.includes('barcode');
+}
+
+export function isEmailKey(norm: string): boolean {
+  return norm.includes('email');
+}
+
+export function isPhoneKey(norm: string): boolean {
+  return (
+    norm.includes('phone') ||
+    norm.includes('mobile') ||
+    norm.includes('fax') ||
+    ['tel', 'telephone', 'cell', 'cellnumber'].includes(norm)
+  );
+}
+
+const PAYMENT_KEYS = new Set([
+  'iban',
+  'bic',
+  'swift',
+  'accountnumber',
+  'bankaccount',
+  'bankaccountnumber',
+  'routingnumber',
+  'sortcode',
+  'last4',
+  'lastfour',
+  'last4digits',
+  'cardlast4',
+  'cardlastfour',
+  'creditcardbin',
+  'cardbin',
+  'cardholder',
+  'cardholdername',
+  'nameoncard',
+]);
+
+export function isPaymentKey(norm: string): boolean {
+  return PAYMENT_KEYS.has(norm);
+}
+
+/** Objects holding card or bank details: everything inside is redacted except the harmless facts below. */
+const PAYMENT_CONTAINERS = new Set([
+  'paymentdetails',
+  'paymentdetail',
+  'cardpaymentdetails',
+  'paymentmethoddetails',
+  'paymentinstrument',
+  'paymentcard',
+  'card',
+]);
+const PAYMENT_SAFE = new Set([
+  'company',
+  'brand',
+  'wallet',
+  'creditcardcompany',
+  'creditcardwallet',
+  'type',
+  'typename',
+  'gateway',
+  'currency',
+  'currencycode',
+  'amount',
+  'status',
+  'kind',
+  'avsresultcode',
+  'cvvresultcode',
+]);
+
+export function isPaymentContainer(norm: string): boolean {
+  return PAYMENT_CONTAINERS.has(norm);
+}
+
+export function isPaymentSafeLeaf(norm: string): boolean {
+  return PAYMENT_SAFE.has(norm);
+}
+
+/** Personal data that is sensitive wherever it appears in a vendor result. */
+const PERSONAL_KEYS = new Set([
+  'dateofbirth',
+  'dob',
+  'birthdate',
+  'birthday',
+  'documentnumber',
+  'personalnumber',
+  'passportnumber',
+  'nationalid',
+  'nationalidnumber',
+  'idnumber',
+  'driverlicensenumber',
+  'driverslicensenumber',
+  'taxid',
+  'taxidentifier',
+  'buyertaxinfo',
+  'vatnumber',
+  'firstname',
+  'lastname',
+  'middlename',
+  'fullname',
+  'givenname',
+  'familyname',
+  'surname',
+  'maidenname',
+  'buyername',
+  'customername',
+  'recipientname',
+  'address1',
+  'address2',
+  'address3',
+  'addressline1',
+  'addressline2',
+  'addressline3',
+  'street',
+  'street1',
+  'street2',
+  'streetaddress',
+  'ip',
+  'ipaddress',
+  'browserip',
+  'clientip',
+  'giftmessagetext',
+]);
+
+export function isPersonalKey(norm: string): boolean {
+  return PERSONAL_KEYS.has(norm);
+}
+
+/** Objects that describe a person: their plain `name` is a personal name, unlike a line item's or a product's. */
+export function isPersonContainer(norm: string): boolean {
+  return ['customer', 'buyer', 'recipient', 'shopper', 'cardholder', 'person', 'contact'].some((w) => norm.includes(w));
+}
+
+export function isPersonNameKey(norm: string): boolean {
+  return norm === 'name' || norm === 'displayname' || norm === 'nickname';
+}
+
+/** shippingAddress, billing_address, ShippingAddress, addresses, address ... but not emailAddress or ipAddress. */
+export function isAddressContainer(norm: string): boolean {
+  if (!(norm.endsWith('address') || norm.endsWith('addresses'))) return false;
+  return !(norm.includes('email') || norm.startsWith('ip') || norm.endsWith('ipaddress') || norm.includes('mac'));
+}
+
+const ADDRESS_LINE_KEYS = new Set(['address1', 'addressline1', 'line1', 'street', 'street1', 'streetaddress']);
+
+export function looksLikeAddress(keys: readonly string[]): boolean {
+  return keys.some((key) => ADDRESS_LINE_KEYS.has(normalizeKey(key)));
+}
+
+const POSTAL_KEYS = new Set(['zip', 'zipcode', 'postalcode', 'postcode']);
+
+export function isPostalKey(norm: string): boolean {
+  return POSTAL_KEYS.has(norm);
+}
+
+/** Identity-document extraction (Jumio `capabilities.extraction[]`): only these facts are kept. */
+const KYC_SAFE = new Set(['type', 'subtype', 'issuingcountry', 'label', 'id', 'score', 'classifier', 'category', 'status']);
+
+export function isKycContainer(norm: string): boolean {
+  return norm === 'extraction';
+}
+
+export function isKycSafeLeaf(norm: string): boolean {
+  return KYC_SAFE.has(norm);
+}

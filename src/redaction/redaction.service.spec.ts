@@ -1,0 +1,495 @@
+import { describe, expect, it } from 'vitest';
+import { CIRCULAR, REDACTED, REDACTION_LIMITS, RedactionService, redactInput, redactOutput, TRUNCATED } from './redaction.service.js';
+
+const json = (value: unknown): string => JSON.stringify(value);
+
+/** Runs fn and checks the argument is deep-equal to what it was before. */
+function unchanged<T>(input: T, fn: (v: T) => unknown): unknown {
+  const before = structuredClone(input);
+  const out = fn(input);
+  expect(input).toEqual(before);
+  return out;
+}
+
+const shopifyGraphqlOrder = {
+  data: {
+    order: {
+      id: 'gid://shopify/Order/5912345678901',
+      legacyResourceId: '4111111111111111',
+      name: '#1001',
+      email: 'jane.doe@example.com',
+      phone: '+15555550142',
+      displayFinancialStatus: 'PAID',
+      displayFulfillmentStatus: 'FULFILLED',
+      createdAt: '2026-08-02T14:05:11Z',
+      note: 'Leave at the back door, call (555) 555-0142 first',
+      totalPriceSet: { shopMoney: { amount: '100.00', currencyCode: 'USD' } },
+      customer: {
+        id: 'gid://shopify/Customer/207119551',
+        firstName: 'Jane',
+        lastName: 'Doe',
+        displayName: 'Jane Doe',
+        defaultEmailAddress: { emailAddress: 'jane.doe@example.com' },
+        defaultPhoneNumber: { phoneNumber: '+15555550142' },
+        numberOfOrders: '3',
+      },
+      shippingAddress: {
+        name: 'Jane Doe',
+        address1: '742 Evergreen Terrace',
+        address2: 'Apt 2',
+        city: 'Springfield',
+        province: 'Oregon',
+        provinceCode: 'OR',
+        zip: '97477',
+        country: 'United States',
+        countryCodeV2: 'US',
+        phone: '+1 206-555-0199',
+      },
+      billingAddress: { name: 'Jane Doe', address1: '1 Market St', city: 'San Francisco', zip: '94107', phone: null },
+      fulfillments: [{ status: 'SUCCESS', trackingInfo: [{ number: '1Z999AA10123456784', company: 'UPS' }] }],
+      lineItems: { nodes: [{ name: 'Aurora Trail Running Shoe - 9 / Blue', sku: 'AUR-9-BLU', quantity: 1 }] },
+      transactions: [
+        {
+          kind: 'SALE',
+          status: 'SUCCESS',
+          paymentDetails: {
+            __typename: 'CardPaymentDetails',
+            number: '•••• •••• •••• 4242',
+            company: 'Visa',
+            name: 'Jane Q Doe',
+            bin: '424242',
+            expirationMonth: 12,
+            expirationYear: 2030,
+          },
+        },
+      ],
+    },
+  },
+  extensions: { cost: { requestedQueryCost: 6, actualQueryCost: 4 } },
+};
+
+const amazonOrder = {
+  payload: {
+    AmazonOrderId: '112-0000001-1234567',
+    OrderStatus: 'Shipped',
+    PurchaseDate: '2026-08-02T14:05:11Z',
+    LastUpdateDate: '2026-08-03T09:12:40Z',
+    FulfillmentChannel: 'MFN',
+    MarketplaceId: 'ATVPDKIKX0DER',
+    OrderTotal: { CurrencyCode: 'USD', Amount: '64.98' },
+    PaymentMethodDetails: ['Standard'],
+    BuyerInfo: {
+      BuyerEmail: 'q4w8e2r6t0y3u7i1@marketplace.amazon.com',
+      BuyerName: 'Marcus Webb',
+      BuyerTaxInfo: { CompanyLegalName: 'Webb Holdings', TaxClassifications: [{ Name: 'VATNumber', Value: 'GB123456789' }] },
+    },
+    ShippingAddress: {
+      Name: 'Marcus Webb',
+      AddressLine1: '1600 Fake Harbor Blvd',
+      City: 'Seattle',
+      StateOrRegion: 'WA',
+      PostalCode: '98101-1234',
+      CountryCode: 'US',
+      Phone: '+1 206-555-0199',
+      AddressType: 'Residential',
+    },
+  },
+};
+
+const jumioDetails = {
+  workflow: { id: 'a1b2c3d4-0000-4c5d-8e9f-000000000003', status: 'PROCESSED', definitionKey: '10013' },
+  account: { id: 'f3b1c2d4-5e6f-4a70-8b9c-0d1e2f3a4b5c' },
+  completedAt: '2026-08-04T11:03:41.000Z',
+  credentials: [{ id: 'c1', category: 'ID', parts: [{ classifier: 'FRONT', href: 'https://retrieval.amer-1.jumio.ai/api/v1/x/front' }] }],
+  decision: { type: 'WARNING', details: { label: 'WARNING' }, risk: { score: 50 } },
+  capabilities: {
+    similarity: [{ decision: { type: 'WARNING', details: { label: 'NOT_POSSIBLE' } } }],
+    extraction: [
+      {
+        id: 'e1',
+        decision: { type: 'PASSED', details: { label: 'OK' } },
+        data: {
+          type: 'ID_CARD',
+          issuingCountry: 'JPN',
+          firstName: 'AIKO',
+          lastName: 'TANAKA',
+          dateOfBirth: '1991-11-03',
+          documentNumber: 'TK4417702',
+          personalNumber: '770212-1234',
+          gender: 'F',
+          nationality: 'JPN',
+          expiryDate: '2031-05-01',
+          myNumber: '123456789012',
+          address: { line1: '1-2-3 Shibuya', city: 'Tokyo', postalCode: '150-0002', formattedAddress: '1-2-3 Shibuya, Tokyo' },
+        },
+      },
+    ],
+  },
+};
+
+describe('redactOutput: realistic vendor payloads', () => {
+  it('a Shopify order keeps ids, statuses, amounts, tracking and postal codes, and nothing personal', () => {
+    const out = unchanged(shopifyGraphqlOrder, redactOutput);
+    const text = json(out);
+    for (const secret of ['jane', 'Jane', 'Doe', '5555550142', '555-0142', '206-555', 'Evergreen', 'Apt 2', 'Springfield', 'Oregon', 'Market St', 'San Francisco', '4242', 'Jane Q']) {
+      expect(text).not.toContain(secret);
+    }
+    for (const kept of ['gid://shopify/Order/5912345678901', '4111111111111111', '#1001', 'PAID', 'FULFILLED', '100.00', 'USD', '1Z999AA10123456784', 'UPS', 'Aurora Trail Running Shoe - 9 / Blue', 'AUR-9-BLU', '2026-08-02T14:05:11Z', 'Visa', 'SALE']) {
+      expect(text).toContain(kept);
+    }
+    const order = (out as typeof shopifyGraphqlOrder).data.order;
+    expect(order.shippingAddress).toEqual({ zip: '97477' });
+    expect(order.billingAddress).toEqual({ zip: '94107' });
+    expect(order.email).toBe(REDACTED);
+    expect(order.phone).toBe(REDACTED);
+    expect(order.note).toBe(`Leave at the back door, call ${REDACTED} first`);
+    expect(order.customer).toEqual({
+      id: 'gid://shopify/Customer/207119551',
+      firstName: REDACTED,
+      lastName: REDACTED,
+      displayName: REDACTED,
+      defaultEmailAddress: REDACTED,
+      defaultPhoneNumber: REDACTED,
+      numberOfOrders: '3',
+    });
+    expect(order.transactions[0]!.paymentDetails).toEqual({
+      __typename: 'CardPaymentDetails',
+      number: REDACTED,
+      company: 'Visa',
+      name: REDACTED,
+      bin: REDACTED,
+      expirationMonth: REDACTED,
+      expirationYear: REDACTED,
+    });
+    expect(order.lineItems.nodes[0]!.name).toBe('Aurora Trail Running Shoe - 9 / Blue');
+  });
+
+  it('a Shopify REST order (snake_case) is treated the same', () => {
+    const rest = {
+      order: {
+        id: 450789469,
+        name: '#1001',
+        email: 'jane.doe@example.com',
+        contact_email: 'jane.doe@example.com',
+        browser_ip: '203.0.113.7',
+        financial_status: 'paid',
+        customer: { id: 207119551, first_name: 'Jane', last_name: 'Doe', email: 'jane.doe@example.com', phone: '+15555550142' },
+        shipping_address: { name: 'Jane Doe', address1: '742 Evergreen Terrace', city: 'Springfield', province_code: 'OR', zip: '97477', phone: '+15555550142' },
+        payment_details: { credit_card_bin: '424242', credit_card_number: '•••• •••• •••• 4242', credit_card_company: 'Visa' },
+        fulfillments: [{ status: 'success', tracking_company: 'UPS', tracking_number: '1Z999AA10123456784' }],
+      },
+    };
+    const out = unchanged(rest, redactOutput) as typeof rest;
+    expect(out.order.shipping_address).toEqual({ zip: '97477' });
+    expect(out.order.customer).toEqual({ id: 207119551, first_name: REDACTED, last_name: REDACTED, email: REDACTED, phone: REDACTED });
+    expect(out.order.payment_details).toEqual({ credit_card_bin: REDACTED, credit_card_number: REDACTED, credit_card_company: 'Visa' });
+    expect(out.order.browser_ip).toBe(REDACTED);
+    expect(out.order.contact_email).toBe(REDACTED);
+    expect(out.order.id).toBe(450789469);
+    expect(out.order.fulfillments[0]!.tracking_number).toBe('1Z999AA10123456784');
+  });
+
+  it('an Amazon order keeps the order id, status, total and postal code only', () => {
+    const out = unchanged(amazonOrder, redactOutput) as typeof amazonOrder;
+    const text = json(out);
+    for (const secret of ['Marcus', 'Webb', 'Fake Harbor', 'Seattle', '206-555-0199', 'marketplace.amazon.com', 'GB123456789', 'Residential']) {
+      expect(text).not.toContain(secret);
+    }
+    expect(out.payload.ShippingAddress).toEqual({ PostalCode: '98101-1234' });
+    expect(out.payload.BuyerInfo).toEqual({ BuyerEmail: REDACTED, BuyerName: REDACTED, BuyerTaxInfo: REDACTED });
+    expect(out.payload.AmazonOrderId).toBe('112-0000001-1234567');
+    expect(out.payload.OrderStatus).toBe('Shipped');
+    expect(out.payload.OrderTotal).toEqual({ CurrencyCode: 'USD', Amount: '64.98' });
+    expect(out.payload.MarketplaceId).toBe('ATVPDKIKX0DER');
+    expect(out.payload.PurchaseDate).toBe('2026-08-02T14:05:11Z');
+  });
+
+  it('a Jumio details payload keeps decisions and drops identity data and image links', () => {
+    const out = unchanged(jumioDetails, redactOutput);
+    const text = json(out);
+    for (const secret of ['AIKO', 'TANAKA', '1991-11-03', 'TK4417702', '770212-1234', '123456789012', 'Shibuya', 'Tokyo', 'retrieval.amer-1', '2031-05-01']) {
+      expect(text).not.toContain(secret);
+    }
+    for (const kept of ['a1b2c3d4-0000-4c5d-8e9f-000000000003', 'PROCESSED', 'WARNING', 'NOT_POSSIBLE', 'PASSED', 'ID_CARD', 'JPN', '150-0002']) {
+      expect(text).toContain(kept);
+    }
+    const data = (out as typeof jumioDetails).capabilities.extraction[0]!.data;
+    expect(data.type).toBe('ID_CARD');
+    expect(data.issuingCountry).toBe('JPN');
+    expect(data.firstName).toBe(REDACTED);
+    expect(data.dateOfBirth).toBe(REDACTED);
+    expect(data.address).toEqual({ postalCode: '150-0002' });
+    expect((out as typeof jumioDetails).decision.risk.score).toBe(50);
+  });
+
+  it('redacts phones under phone-like keys whatever their shape, and emails anywhere', () => {
+    const out = redactOutput({
+      mobile: '555 555 0142',
+      fax: 5555550142,
+      tel: '0142',
+      contacts: ['jane@example.com', 'ops team'],
+      deep: { text: 'reach us at +44 20 7946 0958 or help@shop.example' },
+    });
+    expect(out).toEqual({
+      mobile: REDACTED,
+      fax: REDACTED,
+      tel: REDACTED,
+      contacts: [REDACTED, 'ops team'],
+      deep: { text: `reach us at ${REDACTED} or ${REDACTED}` },
+    });
+  });
+
+  it('keeps order ids, dates, amounts and tracking numbers that merely look numeric', () => {
+    const values = {
+      orderId: '12345',
+      amazon: '112-0000001-1234567',
+      date: '2026-08-02',
+      at: '2026-08-02T14:05:11+05:30',
+      amount: '100.00',
+      negative: '(100.00)',
+      tracking: '1Z999AA10123456784',
+      usps: '9400111899223100000000',
+      count: 1234567890,
+      zipPlus4: '98101-1234',
+    };
+    expect(redactOutput(values)).toEqual(values);
+  });
+
+  it('redacts addresses in arrays and address strings, and IBAN / last4 anywhere', () => {
+    const out = redactOutput({
+      addresses: [{ address1: '1 A St', zip: '10001' }, 'somewhere 12'],
+      address: '742 Evergreen Terrace',
+      iban: 'DE89370400440532013000',
+      card: { last4: '4242', brand: 'visa' },
+      accountNumber: 12345678,
+      dob: '1990-01-01',
+    });
+    expect(out).toEqual({
+      addresses: [{ zip: '10001' }, REDACTED],
+      address: REDACTED,
+      iban: REDACTED,
+      card: { last4: REDACTED, brand: 'visa' },
+      accountNumber: REDACTED,
+      dob: REDACTED,
+    });
+  });
+
+  it('detects an address object by its street line even under an unrelated key', () => {
+    expect(redactOutput({ location: { street: 'Main St 1', postal_code: 'SW1A 1AA', city: 'London' } })).toEqual({
+      location: { postal_code: 'SW1A 1AA' },
+    });
+    expect(redactOutput({ to: { AddressLine1: 'x', City: 'y' } })).toEqual({ to: {} });
+  });
+
+  it('only redacts a plain name inside a person', () => {
+    expect(redactOutput({ product: { name: 'Shoe' }, buyer: { name: 'Ann' }, recipients: [{ name: 'Bob' }] })).toEqual({
+      product: { name: 'Shoe' },
+      buyer: { name: REDACTED },
+      recipients: [{ name: REDACTED }],
+    });
+  });
+
+  it('does everything input redaction does', () => {
+    const out = redactOutput({ accessToken: 'abc', note: 'ssn 123-45-6789, card 4111 1111 1111 1111' });
+    expect(out).toEqual({ accessToken: REDACTED, note: `ssn ${REDACTED}, card ${REDACTED}` });
+  });
+});
+
+describe('redactInput', () => {
+  it.each([
+    'apiKey', 'api_key', 'API-KEY', 'x-api-key', 'token', 'accessToken', 'access_token', 'refreshToken', 'refresh_token',
+    'password', 'passwd', 'secret', 'clientSecret', 'client_secret', 'Authorization', 'auth', 'cookie', 'Set-Cookie',
+    'privateKey', 'private_key', 'ssn', 'cardNumber', 'card_number', 'cvv', 'CVC', 'pin', 'secretKey', 'x-shopify-access-token',
+  ])('redacts the value under %s', (key) => {
+    expect(redactInput({ [key]: 'hunter2', other: 'x' })).toEqual({ [key]: REDACTED, other: 'x' });
+  });
+
+  it.each(['shipping', 'author', 'spinner', 'className', 'shipping_pin_code', 'spin'])('keeps the value under %s', (key) => {
+    expect(redactInput({ [key]: 'visible' })).toEqual({ [key]: 'visible' });
+  });
+
+  it('redacts whole objects and arrays under secret keys, keeps null and booleans', () => {
+    expect(redactInput({ credentials: { user: 'a', pass: 'b' }, tokens: ['a', 'b'], password: null, secret: false, pin: 1234 })).toEqual({
+      credentials: REDACTED,
+      tokens: REDACTED,
+      password: null,
+      secret: false,
+      pin: REDACTED,
+    });
+  });
+
+  it('redacts a Nango secret key (a UUID) by its key name', () => {
+    const out = redactInput({ secretKey: '9f8e7d6c-5b4a-4321-8fed-cba987654321', connectionId: 'conn-1', providerConfigKey: 'shopify' });
+    expect(out).toEqual({ secretKey: REDACTED, connectionId: 'conn-1', providerConfigKey: 'shopify' });
+  });
+
+  it('redacts secrets found by shape in any string', () => {
+    const params = {
+      path: '/admin/api/2026-07/orders.json',
+      body: {
+        note: 'customer card 4111-1111-1111-1111, ssn 123-45-6789',
+        headers: ['Bearer abcdefgh12345678', 'shpat_0123456789abcdef0123456789abcdef'],
+        lwa: 'Atza|IwEBIOrtjG3-cMo0xXr8Ab',
+        jwt: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl',
+      },
+    };
+    const out = unchanged(params, redactInput);
+    const text = json(out);
+    for (const secret of ['4111', '123-45-6789', 'abcdefgh12345678', 'shpat_', 'Atza|', 'eyJ']) expect(text).not.toContain(secret);
+    expect(text).toContain('/admin/api/2026-07/orders.json');
+  });
+
+  it('keeps ordinary params', () => {
+    const params = {
+      action: 'create',
+      orderId: '12345',
+      amazonOrderId: '112-0000001-1234567',
+      amount: '100.00',
+      note: 'Refund for a damaged item, order #1001',
+      status: 'shipped',
+      trackingNumber: '1Z999AA10123456784',
+      workflowExecutionId: 'a1b2c3d4-0000-4c5d-8e9f-000000000003',
+      email: 'jane@example.com',
+      phone: '+15555550142',
+      address: { address1: '742 Evergreen Terrace', zip: '97477' },
+    };
+    expect(unchanged(params, redactInput)).toEqual(params);
+  });
+
+  it('redacts card-shaped numbers, but not under identifier keys', () => {
+    expect(redactInput({ n: 4111111111111111, id: 4111111111111111, orderId: '4111111111111111', note: '4111111111111111' })).toEqual({
+      n: REDACTED,
+      id: 4111111111111111,
+      orderId: '4111111111111111',
+      note: REDACTED,
+    });
+  });
+
+  it('redacts a top-level string', () => {
+    expect(redactInput('Bearer abcdefgh12345678')).toBe(`Bearer ${REDACTED}`);
+  });
+});
+
+describe('redaction safety', () => {
+  it('returns a fresh copy that shares nothing with the input', () => {
+    const input = { a: { b: [{ c: 1 }] } };
+    const out = redactInput(input) as typeof input;
+    expect(out).toEqual(input);
+    expect(out).not.toBe(input);
+    expect(out.a).not.toBe(input.a);
+    expect(out.a.b).not.toBe(input.a.b);
+    expect(out.a.b[0]).not.toBe(input.a.b[0]);
+  });
+
+  it('marks cycles and copies shared references that are not cycles', () => {
+    const a: Record<string, unknown> = { name: 'a', list: [] };
+    a.self = a;
+    (a.list as unknown[]).push(a, { up: a });
+    const out = redactOutput(a);
+    expect(out).toEqual({ name: 'a', list: [CIRCULAR, { up: CIRCULAR }], self: CIRCULAR });
+    const shared = { k: 1 };
+    expect(redactInput({ x: shared, y: shared })).toEqual({ x: { k: 1 }, y: { k: 1 } });
+  });
+
+  it('bounds depth', () => {
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 40; i++) deep = { d: deep };
+    const text = json(redactInput(deep));
+    expect(text).toContain(TRUNCATED);
+    expect(text).not.toContain('leaf');
+    let ok: unknown = 'leaf';
+    for (let i = 0; i < REDACTION_LIMITS.maxDepth; i++) ok = { d: ok };
+    expect(json(redactInput(ok))).toContain('leaf');
+  });
+
+  it('cuts long strings, still redacting a secret at the cut', () => {
+    const long = 'x'.repeat(9_989) + ' 4111 1111 1111 1111 ' + 'y'.repeat(20_000);
+    const out = redactInput({ note: long }) as { note: string };
+    expect(out.note.length).toBeLessThan(10_100);
+    expect(out.note.endsWith(TRUNCATED)).toBe(true);
+    expect(out.note).not.toMatch(/41|1111/);
+    expect(redactInput('a'.repeat(10_000))).toBe('a'.repeat(10_000));
+  });
+
+  it('cuts long arrays with a marker item', () => {
+    const out = redactInput(Array.from({ length: 1_500 }, (_, i) => i)) as unknown[];
+    expect(out).toHaveLength(1_001);
+    expect(out[999]).toBe(999);
+    expect(out[1_000]).toBe(`${TRUNCATED} 500 more items`);
+  });
+
+  it('bounds the total output size', () => {
+    const big = Array.from({ length: 900 }, (_, i) => ({ i, text: 'z'.repeat(2_000) }));
+    const text = json(redactOutput({ big }));
+    expect(text.length).toBeLessThan(300 * 1024);
+    expect(text).toContain(TRUNCATED);
+    const wide = Object.fromEntries(Array.from({ length: 40_000 }, (_, i) => [`key${i}`, 'v'.repeat(20)]));
+    expect(json(redactInput(wide)).length).toBeLessThan(300 * 1024);
+  });
+
+  it('strips NUL from strings and keys, and repairs lone surrogates', () => {
+    const out = redactInput({ 'na\u0000me': 'a\u0000b', list: ['\u0000'], bad: 'x\ud800y', pair: '😀' });
+    expect(out).toEqual({ name: 'ab', list: [''], bad: 'x\ufffdy', pair: '😀' });
+    expect(json(out)).not.toContain('\\u0000');
+  });
+
+  it('copies __proto__ and constructor keys as plain data without touching any prototype', () => {
+    const input: unknown = JSON.parse('{"__proto__": {"polluted": "yes", "token": "t"}, "constructor": {"prototype": {"polluted": "yes"}}, "a": 1}');
+    for (const fn of [redactInput, redactOutput]) {
+      const out = fn(input) as Record<string, unknown>;
+      expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+      expect(Object.hasOwn(out, '__proto__')).toBe(true);
+      expect((out as { polluted?: unknown }).polluted).toBeUndefined();
+      expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
+      expect(JSON.parse(json(out))).toEqual(JSON.parse('{"__proto__": {"polluted": "yes", "token": "[REDACTED]"}, "constructor": {"prototype": {"polluted": "yes"}}, "a": 1}'));
+    }
+    expect(Object.prototype).not.toHaveProperty('polluted');
+  });
+
+  it('turns non-JSON values into JSON ones', () => {
+    const input = {
+      when: new Date('2026-08-02T14:05:11.000Z'),
+      invalid: new Date(NaN),
+      big: 12345678901234567890n,
+      nan: NaN,
+      inf: Infinity,
+      fn: () => 1,
+      sym: Symbol('s'),
+      undef: undefined,
+      list: [undefined, () => 1],
+      buf: Buffer.from('secret'),
+      map: new Map([['a', 1]]),
+      nullProto: Object.assign(Object.create(null) as object, { token: 'x', ok: 1 }),
+    };
+    expect(redactInput(input)).toEqual({
+      when: '2026-08-02T14:05:11.000Z',
+      invalid: null,
+      big: '12345678901234567890',
+      nan: null,
+      inf: null,
+      list: [null, null],
+      buf: '[Binary]',
+      map: {},
+      nullProto: { token: REDACTED, ok: 1 },
+    });
+    expect(redactInput(undefined)).toBeNull();
+    expect(redactInput(null)).toBeNull();
+    expect(redactInput(7)).toBe(7);
+  });
+
+  it('survives getters that throw', () => {
+    const evil = Object.defineProperty({ a: 1 }, 'b', {
+      enumerable: true,
+      get() {
+        throw new Error('boom');
+      },
+    });
+    expect(redactInput({ ok: 1, evil })).toEqual({ ok: 1, evil: '[Unreadable]' });
+  });
+
+  it('the injectable service gives the same answers', () => {
+    const service = new RedactionService();
+    expect(service.redactInput({ apiKey: 'x' })).toEqual(redactInput({ apiKey: 'x' }));
+    expect(service.redactOutput({ email: 'a@b.co' })).toEqual({ email: REDACTED });
+  });
+});

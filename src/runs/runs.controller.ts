@@ -1,0 +1,31 @@
+import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import type { Principal } from '../auth/principal.js';
+import { CreateRunDto, ToolsQuery } from './runs.dto.js';
+import { RunsService } from './runs.service.js';
+
+@ApiTags('runs')
+@ApiBearerAuth()
+@Controller('v1/runs')
+export class RunsController {
+  constructor(private readonly runs: RunsService) {}
+
+  @Post()
+  @Roles('agent')
+  create(@CurrentPrincipal() p: Principal, @Body() dto: CreateRunDto) {
+    return this.runs.create(p, dto);
+  }
+
+  @Get(':runId')
+  @Roles('agent', 'ops', 'admin')
+  get(@CurrentPrincipal() p: Principal, @Param('runId') runId: string) {
+    return this.runs.get(p, runId);
+  }
+
+  @Get(':runId/tools')
+  @Roles('agent', 'ops', 'admin')
+  tools(@CurrentPrincipal() p: Principal, @Param('runId') runId: string, @Query() q: ToolsQuery) {
+    return this.runs.tools(p, runId, q.format ?? 'anthropic');
+  }
+}

@@ -1,0 +1,27 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsIn, IsObject, IsOptional, IsString, Matches } from 'class-validator';
+
+export class CreateRunDto {
+  @ApiProperty({ example: 'support-specialist', description: 'who the agent acts as; permissions may target it' })
+  @IsString()
+  @Matches(/^[A-Za-z0-9._:-]{1,128}$/)
+  specialistId!: string;
+
+  @ApiProperty({ required: false, maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[\x20-\x7e]{1,200}$/)
+  conversationId?: string;
+
+  @ApiProperty({ required: false, type: Object, description: 'free-form, at most 16 KiB of JSON' })
+  @IsOptional()
+  @IsObject()
+  metadata?: Record<string, unknown>;
+}
+
+export class ToolsQuery {
+  @ApiProperty({ required: false, enum: ['anthropic', 'openai'], default: 'anthropic' })
+  @IsOptional()
+  @IsIn(['anthropic', 'openai'])
+  format?: 'anthropic' | 'openai';
+}

@@ -1,0 +1,117 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { actorOf, type Principal } from '../auth/principal.js';
+import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
+import { AppError } from '../common/errors/app-error.js';
+import { isUuid, newId } from '../common/ids.js';
+import { insertEventsSql } from '../ledger/ledger-events.service.js';
+import { ToolPermissionsService } from '../permissions/tool-permissions.service.js';
+import { AgentRunEntity, type RunStatus } from './agent-run.entity.js';
+import type { CreateRunDto } from './runs.dto.js';
+import { buildModelTools, formatTools, type ToolFormat } from './tool-definitions.js';
+
+/** What the hot path needs of a run; everything here is fixed at creation. */
+export interface RunSnapshot {
+  id: string;
+  orgId: string;
+  specialistId: string;
+  allowedTools: ReadonlySet<string>;
+  status: RunStatus;
+}
+
+const MAX_METADATA_BYTES = 16 * 1024;
+const SNAPSHOT_CACHE_MAX = 50_000;
+
+@Injectable()
+export class RunsService {
+  private readonly snapshots = new Map<string, RunSnapshot>();
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly permissions: ToolPermissionsService,
+    private readonly catalog: ToolCatalogService,
+  ) {}
+
+  async create(actor: Principal, dto: CreateRunDto) {
+    if (!actor.orgId) throw new AppError('FORBIDDEN', 'runs are created with an org-scoped agent key');
+    if (dto.metadata && Buffer.byteLength(JSON.stringify(dto.metadata)) > MAX_METADATA_BYTES) {
+      throw new AppError('VALIDATION_FAILED', `metadata: at most ${MAX_METADATA_BYTES} bytes of JSON`);
+    }
+    // The manifest is a snapshot: later permission changes do not widen or narrow a running run.
+    const allowedTools = await this.permissions.allowedTools(actor.orgId, dto.specialistId);
+    const id = newId();
+    const metadata = { runtimeManifest: { allowedTools }, ...(dto.metadata ? { user: dto.metadata } : {}) };
+    const ev = insertEventsSql(
+      [{ orgId: actor.orgId, type: 'run.created', runId: id, actor: actorOf(actor), metadata: { specialistId: dto.specialistId, allowedToolCount: allowedTools.length } }],
+      7,
+    );
+    const [row] = (await this.ds.query(
+      `WITH r AS (INSERT INTO agent_runs (id, org_id, specialist_id, conversation_id, status, metadata, created_by)
+                  VALUES ($1, $2, $3, $4, 'running', $5::jsonb, $6) RETURNING created_at),
+            e AS (${ev.sql})
+       SELECT created_at FROM r`,
+      [id, actor.orgId, dto.specialistId, dto.conversationId ?? null, JSON.stringify(metadata), actor.keyId, ...ev.params],
+    )) as [{ created_at: Date }];
+    return this.view({
+      id, orgId: actor.orgId, specialistId: dto.specialistId, conversationId: dto.conversationId ?? null, status: 'running',
+      metadata, pendingApprovalCount: 0, createdAt: row.created_at,
+    } as AgentRunEntity, 0);
+  }
+
+  /** A run the principal may see, or 404 (another org's run looks missing). */
+  async get(actor: Principal, runId: string, notFound: 'NOT_FOUND' | 'RUN_NOT_FOUND' = 'NOT_FOUND') {
+    const run = isUuid(runId) ? await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } }) : null;
+    if (!run || (actor.orgId !== null && run.orgId !== actor.orgId)) throw new AppError(notFound, 'run not found');
+    const [{ total }] = (await this.ds.query('SELECT coalesce(sum(cost_cents), 0)::bigint AS total FROM tool_calls WHERE run_id = $1', [runId])) as [
+      { total: string },
+    ];
+    return this.view(run, Number(total));
+  }
+
+  /** Hot path: the fixed facts of a run, cached; 404 RUN_NOT_FOUND for a missing or foreign run. */
+  async snapshot(orgId: string, runId: string): Promise<RunSnapshot> {
+    const hit = this.snapshots.get(runId);
+    if (hit) {
+      if (hit.orgId !== orgId) throw new AppError('RUN_NOT_FOUND', 'run not found');
+      return hit;
+    }
+    const run = isUuid(runId) ? await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } }) : null;
+    if (!run || run.orgId !== orgId) throw new AppError('RUN_NOT_FOUND', 'run not found');
+    const snap: RunSnapshot = {
+      id: run.id, orgId: run.orgId, specialistId: run.specialistId,
+      allowedTools: new Set(run.metadata.runtimeManifest.allowedTools), status: run.status,
+    };
+    // Runs only become completed/cancelled outside this service (none today), so an active run stays cacheable.
+    if (snap.status === 'running' || snap.status === 'waiting_approval') {
+      if (this.snapshots.size >= SNAPSHOT_CACHE_MAX) this.snapshots.clear();
+      this.snapshots.set(runId, snap);
+    }
+    return snap;
+  }
+
+  async tools(actor: Principal, runId: string, format: ToolFormat) {
+    const run = await this.get(actor, runId);
+    const entries = run.manifest.allowedTools
+      .map((k) => {
+        const dot = k.indexOf('.');
+        return this.catalog.find(k.slice(0, dot), k.slice(dot + 1));
+      })
+      .filter((e): e is CatalogEntry => !!e);
+    return { tools: formatTools(buildModelTools(entries), format) };
+  }
+
+  private view(r: AgentRunEntity, totalCostCents: number) {
+    return {
+      id: r.id,
+      orgId: r.orgId,
+      specialistId: r.specialistId,
+      conversationId: r.conversationId,
+      status: r.status,
+      pendingApprovalCount: r.pendingApprovalCount,
+      totalCostCents,
+      manifest: { allowedTools: r.metadata.runtimeManifest.allowedTools },
+      metadata: r.metadata.user ?? {},
+      createdAt: r.createdAt.toISOString(),
+    };
+  }
+}

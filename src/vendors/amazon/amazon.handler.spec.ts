@@ -1,0 +1,255 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { AMAZON_EMULATOR_CREDENTIALS, AmazonEmulator } from '../../emulator/amazon.emulator.js';
+import { AMAZON_ORDER_IDS } from '../../emulator/amazon.fixtures.js';
+import { VendorEmulator } from '../../emulator/vendor-emulator.js';
+import { TokenCache } from '../auth/token-cache.js';
+import type { VendorCallContext, VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import { AmazonHandler, MAX_ORDER_ITEM_PAGES } from './amazon.handler.js';
+
+const CREDS = { ...AMAZON_EMULATOR_CREDENTIALS, region: 'na', marketplaceId: 'ATVPDKIKX0DER' };
+const USER_AGENT = 'ToolGateway/test (Language=Node/20)';
+
+let emu: VendorEmulator;
+let amazon: AmazonEmulator;
+let endpoints: VendorEndpoints;
+
+function ctx(action: string, params: Record<string, unknown>, credentials: Record<string, unknown> = CREDS): VendorCallContext {
+  return {
+    orgId: 'org-1',
+    toolCallId: 'call-1',
+    idempotencyKey: 'key-1',
+    toolName: 'amazon_query',
+    action,
+    params,
+    credentials,
+    signal: new AbortController().signal,
+    attempt: 0,
+  };
+}
+
+const orderPath = /^\/orders\/v0\/orders\/[^/]+$/;
+const itemsPath = /\/orderItems$/;
+const lwaPath = /^\/auth\/o2\/token$/;
+
+function failure(o: VendorOutcome): Extract<VendorOutcome, { ok: false }> {
+  if (o.ok) throw new Error(`expected a failure, got ${JSON.stringify(o)}`);
+  return o;
+}
+
+beforeAll(async () => {
+  amazon = new AmazonEmulator();
+  emu = new VendorEmulator([amazon]);
+  const url = await emu.start();
+  endpoints = {
+    shopifyApiVersion: '2026-07',
+    amazonLwaUrl: `${url}/auth/o2/token`,
+    amazonSpapiBaseUrl: url,
+    nangoHost: url,
+    timeoutMs: 5_000,
+    connectTimeoutMs: 2_000,
+    maxResponseBytes: 1024 * 1024,
+    userAgent: USER_AGENT,
+  };
+});
+
+afterAll(() => emu.stop());
+beforeEach(() => emu.reset());
+
+describe('AmazonHandler happy paths', () => {
+  it('get_order returns the compact order and sends the SP-API headers', async () => {
+    const out = await new AmazonHandler(endpoints, new TokenCache()).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }));
+    expect(out).toEqual({
+      ok: true,
+      vendorStatus: 200,
+      data: {
+        orderId: '112-0000001-1234567',
+        status: 'Shipped',
+        purchaseDate: '2026-08-02T14:05:11Z',
+        fulfillmentChannel: 'MFN',
+        orderTotal: { currency: 'USD', amount: '64.98' },
+        buyerEmail: 'q4w8e2r6t0y3u7i1@marketplace.amazon.com',
+        shippingAddress: expect.objectContaining({ PostalCode: '98101-1234', City: 'Seattle' }),
+      },
+    });
+    const lwa = emu.requests.find((r) => r.path === '/auth/o2/token')!;
+    expect(lwa.headers['content-type']).toContain('application/x-www-form-urlencoded');
+    expect(new URLSearchParams(lwa.body).get('grant_type')).toBe('refresh_token');
+    const call = emu.requests.find((r) => orderPath.test(r.path))!;
+    expect(call.headers['x-amz-access-token']).toMatch(/^Atza\|/);
+    expect(call.headers['user-agent']).toBe(USER_AGENT);
+    expect(call.headers.accept).toBe('application/json');
+  });
+
+  it('get_order_items returns the items of a one-page order', async () => {
+    const out = await new AmazonHandler(endpoints).execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped }));
+    expect(out).toEqual({
+      ok: true,
+      vendorStatus: 200,
+      data: {
+        orderId: AMAZON_ORDER_IDS.shipped,
+        items: [
+          { asin: 'B0EMU00001', sku: 'EMU-SKU-001', title: 'Aurora Trail Running Shoe - 9 / Blue', quantityOrdered: 1, quantityShipped: 1, itemPrice: { currency: 'USD', amount: '49.99' } },
+          { asin: 'B0EMU00002', sku: 'EMU-SKU-002', title: 'Trail Socks (3 pack)', quantityOrdered: 1, quantityShipped: 1, itemPrice: { currency: 'USD', amount: '14.99' } },
+        ],
+      },
+    });
+  });
+
+  it('get_order_items follows NextToken pages', async () => {
+    const out = await new AmazonHandler(endpoints).execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.paged }));
+    expect(out.ok && (out.data as { items: unknown[] }).items).toHaveLength(5);
+    expect(emu.count({ path: itemsPath })).toBe(3);
+    expect(out.ok && (out.data as { truncated?: boolean }).truncated).toBeUndefined();
+  });
+
+  it('stops after a bounded number of pages and says the list is truncated', async () => {
+    const out = await new AmazonHandler(endpoints).execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.manyPages }));
+    expect(emu.count({ path: itemsPath })).toBe(MAX_ORDER_ITEM_PAGES);
+    expect(out.ok && out.data).toMatchObject({ truncated: true });
+    expect(out.ok && (out.data as { items: unknown[] }).items).toHaveLength(MAX_ORDER_ITEM_PAGES * 2);
+  });
+});
+
+describe('AmazonHandler LWA tokens', () => {
+  it('fetches ONE token for many calls', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    for (let i = 0; i < 5; i++) expect((await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }))).ok).toBe(true);
+    await Promise.all(Array.from({ length: 10 }, () => handler.execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped }))));
+    expect(amazon.tokenRequests).toBe(1);
+  });
+
+  it('shares one token fetch between concurrent first calls', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    const outs = await Promise.all(Array.from({ length: 20 }, () => handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }))));
+    expect(outs.every((o) => o.ok)).toBe(true);
+    expect(amazon.tokenRequests).toBe(1);
+  });
+
+  it('refreshes the token ahead of expiry (injected clock)', async () => {
+    let now = Date.now();
+    const handler = new AmazonHandler(endpoints, new TokenCache({ now: () => now }));
+    await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }));
+    now += 3_500_000; // inside expires_in (3600 s) minus the 60 s margin
+    await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }));
+    expect(amazon.tokenRequests).toBe(1);
+    now += 50_000; // now within the last 60 s
+    expect((await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }))).ok).toBe(true);
+    expect(amazon.tokenRequests).toBe(2);
+  });
+
+  it('on 403 "expired": invalidates, refreshes once and retries once', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }));
+    amazon.expireAllTokens();
+    const out = await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }));
+    expect(out.ok).toBe(true);
+    expect(amazon.tokenRequests).toBe(2);
+    expect(emu.count({ path: orderPath })).toBe(3);
+  });
+
+  it('20 concurrent calls with an expired token cause exactly one refresh', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }));
+    amazon.expireAllTokens();
+    const outs = await Promise.all(Array.from({ length: 20 }, () => handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }))));
+    expect(outs.every((o) => o.ok)).toBe(true);
+    expect(amazon.tokenRequests).toBe(2);
+    expect(emu.count({ path: lwaPath })).toBe(2);
+  });
+
+  it('gives up with auth after one refresh when the token keeps coming back expired', async () => {
+    const expired = { errors: [{ code: 'Unauthorized', message: 'Access to requested resource is denied.', details: 'The access token you provided has expired.' }] };
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 403, body: expired, times: 2 });
+    const out = failure(await new AmazonHandler(endpoints, new TokenCache()).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })));
+    expect(out).toMatchObject({ kind: 'auth', vendorStatus: 403 });
+    expect(emu.count({ path: orderPath })).toBe(2);
+    expect(amazon.tokenRequests).toBe(2);
+  });
+
+  it('any other 403 is auth without a refresh', async () => {
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 403 });
+    const out = failure(await new AmazonHandler(endpoints, new TokenCache()).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })));
+    expect(out).toMatchObject({ kind: 'auth', vendorStatus: 403, requestSent: true });
+    expect(amazon.tokenRequests).toBe(1);
+    expect(emu.count({ path: orderPath })).toBe(1);
+  });
+
+  it('LWA invalid_grant / invalid_client are auth failures and nothing reaches SP-API', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    const badGrant = failure(await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }, { ...CREDS, refreshToken: 'Atzr|revoked' })));
+    expect(badGrant).toMatchObject({ kind: 'auth', vendorStatus: 400, requestSent: false });
+    expect(badGrant.message).toContain('invalid_grant');
+    const badClient = failure(await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }, { ...CREDS, clientSecret: 'rotated-away' })));
+    expect(badClient).toMatchObject({ kind: 'auth', vendorStatus: 401, requestSent: false });
+    expect(badClient.message).not.toContain('rotated-away');
+    expect(emu.count({ path: orderPath })).toBe(0);
+  });
+
+  it('does not cache a failed token fetch', async () => {
+    emu.fault({ vendor: 'amazon', path: lwaPath, kind: 'status', status: 503 });
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    expect(failure(await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ kind: 'server_error', requestSent: false });
+    expect((await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }))).ok).toBe(true);
+  });
+});
+
+describe('AmazonHandler failures', () => {
+  it('429 QuotaExceeded → rate_limited with no Retry-After', async () => {
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 429 });
+    const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })));
+    expect(out).toMatchObject({ kind: 'rate_limited', vendorStatus: 429 });
+    expect(out.retryAfterMs).toBeUndefined();
+    expect(out.message).toContain('QuotaExceeded');
+  });
+
+  it('500 → server_error', async () => {
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 500 });
+    expect(failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({
+      kind: 'server_error',
+      vendorStatus: 500,
+    });
+  });
+
+  it('a server error on a later items page fails the whole call', async () => {
+    // Faults apply in order: page 1 passes (a zero delay), page 2 gets the 503.
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 503, times: 1 });
+    const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.paged })));
+    expect(out).toMatchObject({ kind: 'server_error', vendorStatus: 503 });
+    expect(emu.count({ path: itemsPath })).toBe(2);
+  });
+
+  it('200 {"payload":{}} for a well-formed unknown id → not_found', async () => {
+    const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.unknown })));
+    expect(out).toMatchObject({ kind: 'not_found', vendorStatus: 200 });
+  });
+
+  it('404 → not_found', async () => {
+    const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.unknown })));
+    expect(out).toMatchObject({ kind: 'not_found', vendorStatus: 404 });
+  });
+
+  it('a body that is not JSON → bad_response', async () => {
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'malformed' });
+    expect(failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ kind: 'bad_response' });
+  });
+
+  it('a malformed order id never leaves the gateway', async () => {
+    const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: '../../auth/o2/token' })));
+    expect(out).toMatchObject({ kind: 'rejected', requestSent: false });
+    expect(emu.requests).toHaveLength(0);
+  });
+
+  it('incomplete credentials → auth, nothing sent', async () => {
+    const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }, { ...CREDS, region: 'us-east-1' })));
+    expect(out).toMatchObject({ kind: 'auth', requestSent: false });
+    expect(out.message).toContain('region');
+    expect(emu.requests).toHaveLength(0);
+  });
+
+  it('never puts secrets in failure messages', async () => {
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 403 });
+    const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })));
+    for (const secret of [CREDS.clientSecret, CREDS.refreshToken, 'Atza|']) expect(out.message).not.toContain(secret);
+  });
+});

@@ -1,0 +1,89 @@
+/**
+ * Amazon SP-API handler: `amazon_query.get_order` and `.get_order_items` on
+ * Orders v0 (VENDORS.md §2). Failures come back as outcomes; a TokenFetchError
+ * from LWA already carries the outcome to return.
+ */
+import { TokenCache, TokenFetchError } from '../auth/token-cache.js';
+import type { VendorCallContext, VendorEndpoints, VendorFailureKind, VendorHandler, VendorOutcome } from '../vendor-handler.js';
+import { parseAmazonCredentials } from './amazon.credentials.js';
+import { isObject, normaliseOrder, normaliseOrderItem, type AmazonOrderItem } from './amazon.normalise.js';
+import { AMAZON_ORDER_ID, AMAZON_TOOLS } from './amazon.tools.js';
+import { SpapiSession } from './spapi.client.js';
+
+/** getOrderItems pages are followed up to this bound; a longer list is returned as truncated. */
+export const MAX_ORDER_ITEM_PAGES = 10;
+
+function fail(kind: VendorFailureKind, message: string, vendorStatus?: number): VendorOutcome {
+  return { ok: false, kind, requestSent: vendorStatus !== undefined, message, ...(vendorStatus !== undefined ? { vendorStatus } : {}) };
+}
+
+function isEmpty(o: Record<string, unknown>): boolean {
+  return Object.keys(o).length === 0;
+}
+
+export class AmazonHandler implements VendorHandler {
+  readonly vendor = 'amazon' as const;
+  readonly tools = AMAZON_TOOLS;
+
+  constructor(
+    private readonly endpoints: VendorEndpoints,
+    private readonly tokens: TokenCache = new TokenCache(),
+  ) {}
+
+  async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
+    const creds = parseAmazonCredentials(ctx.credentials);
+    if ('invalidField' in creds) return fail('auth', `amazon credentials: ${creds.invalidField} is missing or invalid`);
+    // The id goes into the URL path: re-check it even though the schema did.
+    const orderId = ctx.params.orderId;
+    if (typeof orderId !== 'string' || !AMAZON_ORDER_ID.test(orderId)) return fail('rejected', 'orderId: must be 3-7-7 digits');
+    const session = new SpapiSession(this.endpoints, this.tokens, creds, ctx.signal);
+    try {
+      switch (ctx.action) {
+        case 'get_order':
+          return await this.getOrder(session, orderId);
+        case 'get_order_items':
+          return await this.getOrderItems(session, orderId);
+        default:
+          return fail('rejected', 'amazon_query has no such action');
+      }
+    } catch (err) {
+      if (err instanceof TokenFetchError) return err.outcome;
+      throw err;
+    }
+  }
+
+  private async getOrder(session: SpapiSession, orderId: string): Promise<VendorOutcome> {
+    const res = await session.get(`/orders/v0/orders/${orderId}`);
+    if (!res.ok) return res.outcome;
+    const payload = res.body.payload;
+    // A well-formed unknown id has been seen to answer 200 {"payload":{}} (VENDORS.md §2.3).
+    if (payload === undefined || (isObject(payload) && isEmpty(payload))) return fail('not_found', 'SP-API: order not found', res.status);
+    if (!isObject(payload)) return fail('bad_response', 'SP-API answered with an unexpected payload', res.status);
+    return { ok: true, data: normaliseOrder(orderId, payload), vendorStatus: res.status };
+  }
+
+  private async getOrderItems(session: SpapiSession, orderId: string): Promise<VendorOutcome> {
+    const items: AmazonOrderItem[] = [];
+    let nextToken: string | undefined;
+    let pages = 0;
+    let status: number;
+    do {
+      const query = nextToken ? `?NextToken=${encodeURIComponent(nextToken)}` : '';
+      const res = await session.get(`/orders/v0/orders/${orderId}/orderItems${query}`);
+      if (!res.ok) return res.outcome;
+      status = res.status;
+      const payload = res.body.payload;
+      if (pages === 0 && (payload === undefined || (isObject(payload) && isEmpty(payload)))) {
+        return fail('not_found', 'SP-API: order not found', status);
+      }
+      if (!isObject(payload) || !Array.isArray(payload.OrderItems)) {
+        return fail('bad_response', 'SP-API answered with an unexpected order items payload', status);
+      }
+      pages += 1;
+      items.push(...payload.OrderItems.map(normaliseOrderItem));
+      nextToken = typeof payload.NextToken === 'string' && payload.NextToken !== '' ? payload.NextToken : undefined;
+    } while (nextToken !== undefined && pages < MAX_ORDER_ITEM_PAGES);
+    const data = nextToken === undefined ? { orderId, items } : { orderId, items, truncated: true };
+    return { ok: true, data, vendorStatus: status };
+  }
+}

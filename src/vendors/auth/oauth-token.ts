@@ -1,0 +1,94 @@
+/**
+ * One OAuth2 token request (LWA refresh-token grant, Jumio client-credentials
+ * grant) turned into a FetchedToken or a TokenFetchError carrying the outcome
+ * the handler returns. Token endpoints are idempotent (a new token, no side
+ * effect), so every failure here is reported with requestSent=false: the
+ * vendor action itself was never sent and may be retried.
+ */
+import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
+import type { VendorEndpoints, VendorFailureKind } from '../vendor-handler.js';
+import { TokenFetchError, type FetchedToken } from './token-cache.js';
+
+export interface OAuthTokenRequest {
+  /** For messages only, e.g. "LWA", "Jumio". */
+  label: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  endpoints: VendorEndpoints;
+}
+
+// OAuth error codes are lower_snake ASCII; anything else might be vendor text
+// and stays out of the message.
+const SAFE_OAUTH_CODE = /^[a-z_]{1,40}$/;
+/** Used when a vendor omits expires_in: short, so a wrong guess costs little. */
+const DEFAULT_LIFETIME_SEC = 300;
+
+function tokenFailure(kind: VendorFailureKind, status: number | undefined, message: string, retryAfterMs?: number): TokenFetchError {
+  return new TokenFetchError({
+    ok: false,
+    kind,
+    ...(status !== undefined ? { vendorStatus: status } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    requestSent: false,
+    message,
+  });
+}
+
+function oauthErrorCode(body: Buffer): string | undefined {
+  try {
+    const code = (JSON.parse(body.toString('utf8')) as { error?: unknown } | null)?.error;
+    return typeof code === 'string' && SAFE_OAUTH_CODE.test(code) ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedToken> {
+  const { endpoints, label } = req;
+  let res: VendorHttpResponse;
+  try {
+    res = await vendorRequest({
+      method: 'POST',
+      url: req.url,
+      headers: { Accept: 'application/json', 'User-Agent': endpoints.userAgent, ...req.headers },
+      body: req.body,
+      // No caller signal: this fetch is shared by every waiting caller (single-flight).
+      timeoutMs: endpoints.timeoutMs,
+      connectTimeoutMs: endpoints.connectTimeoutMs,
+      maxResponseBytes: Math.min(endpoints.maxResponseBytes, 64 * 1024),
+    });
+  } catch (err) {
+    if (!(err instanceof VendorHttpError)) throw err;
+    const outcome = httpErrorOutcome(err);
+    if (outcome.ok) throw err;
+    throw new TokenFetchError({ ...outcome, requestSent: false, message: `${label} token request failed: ${err.message}` });
+  }
+
+  const status = res.status;
+  if (status === 200) {
+    let parsed: { access_token?: unknown; expires_in?: unknown } | null;
+    try {
+      parsed = JSON.parse(res.text()) as typeof parsed;
+    } catch {
+      throw tokenFailure('bad_response', status, `${label} token endpoint answered with a body that is not JSON`);
+    }
+    const token = parsed?.access_token;
+    if (typeof token !== 'string' || token === '') {
+      throw tokenFailure('bad_response', status, `${label} token endpoint answered without an access token`);
+    }
+    const lifetime = Number(parsed?.expires_in);
+    return { token, expiresInSec: Number.isFinite(lifetime) && lifetime > 0 ? lifetime : DEFAULT_LIFETIME_SEC };
+  }
+  const code = oauthErrorCode(res.body);
+  const suffix = code ? ` (${code})` : '';
+  // invalid_grant / invalid_client and friends: a credentials problem, never retryable.
+  if (status === 400 || status === 401 || status === 403) {
+    throw tokenFailure('auth', status, `${label} refused the credentials: HTTP ${status}${suffix}`);
+  }
+  if (status === 429) {
+    throw tokenFailure('rate_limited', status, `${label} token endpoint rate limited`, parseRetryAfterMs(res.headers['retry-after']));
+  }
+  if (status >= 500) throw tokenFailure('server_error', status, `${label} token endpoint failed: HTTP ${status}`);
+  throw tokenFailure('rejected', status, `${label} token endpoint answered HTTP ${status}${suffix}`);
+}

@@ -1,0 +1,185 @@
+import { describe, expect, it } from 'vitest';
+import { TokenCache, TokenFetchError, tokenCacheKey, type FetchedToken } from './token-cache.js';
+
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** A fetcher that counts calls and hands out tok-1, tok-2, ... */
+function counter(expiresInSec = 3600): { fetcher: () => Promise<FetchedToken>; calls: () => number } {
+  let n = 0;
+  return {
+    fetcher: async () => {
+      n += 1;
+      await Promise.resolve();
+      return { token: `tok-${n}`, expiresInSec };
+    },
+    calls: () => n,
+  };
+}
+
+describe('TokenCache', () => {
+  it('reuses the token until expiry minus the margin, then refreshes', async () => {
+    let now = 1_000_000;
+    const cache = new TokenCache({ now: () => now });
+    const f = counter(3600);
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-1');
+    now += 3_540_000 - 1; // 1 ms before expiresAt - 60 s
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-1');
+    now += 1;
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-2');
+    expect(f.calls()).toBe(2);
+  });
+
+  it('honours a custom refresh margin', async () => {
+    let now = 0;
+    const cache = new TokenCache({ now: () => now, refreshMarginMs: 600_000 });
+    const f = counter(3600);
+    await cache.getToken('k', f.fetcher);
+    now = 3_000_000;
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-2');
+  });
+
+  it('refreshes a token shorter-lived than the margin at half its life, not on every call', async () => {
+    let now = 0;
+    const cache = new TokenCache({ now: () => now });
+    const f = counter(30);
+    await cache.getToken('k', f.fetcher);
+    now = 14_000;
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-1');
+    now = 15_000;
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-2');
+  });
+
+  it('shares one in-flight fetch between concurrent callers', async () => {
+    const cache = new TokenCache();
+    const d = deferred<FetchedToken>();
+    let calls = 0;
+    const fetcher = () => {
+      calls += 1;
+      return d.promise;
+    };
+    const waiting = Array.from({ length: 20 }, () => cache.getToken('k', fetcher));
+    d.resolve({ token: 'shared', expiresInSec: 3600 });
+    expect(await Promise.all(waiting)).toEqual(Array(20).fill('shared'));
+    expect(calls).toBe(1);
+  });
+
+  it('keeps keys apart', async () => {
+    const cache = new TokenCache();
+    const f = counter();
+    expect(await cache.getToken('a', f.fetcher)).toBe('tok-1');
+    expect(await cache.getToken('b', f.fetcher)).toBe('tok-2');
+    expect(await cache.getToken('a', f.fetcher)).toBe('tok-1');
+  });
+
+  it('does not cache a failed fetch: every waiter sees the failure, the next call fetches again', async () => {
+    const cache = new TokenCache();
+    const d = deferred<FetchedToken>();
+    let calls = 0;
+    const failing = () => {
+      calls += 1;
+      return d.promise;
+    };
+    const a = cache.getToken('k', failing);
+    const b = cache.getToken('k', failing);
+    d.reject(new Error('boom'));
+    await expect(a).rejects.toThrow('boom');
+    await expect(b).rejects.toThrow('boom');
+    expect(calls).toBe(1);
+    const f = counter();
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-1');
+    expect(cache.size).toBe(1);
+  });
+
+  it('keeps using the old token when an early refresh fails, until its real expiry', async () => {
+    let now = 0;
+    const cache = new TokenCache({ now: () => now });
+    const f = counter(3600);
+    await cache.getToken('k', f.fetcher);
+    const failing = () => Promise.reject(new Error('token endpoint down'));
+    now = 3_550_000; // inside the 60 s margin, before expiry
+    expect(await cache.getToken('k', failing)).toBe('tok-1');
+    now = 3_600_000; // expired
+    await expect(cache.getToken('k', failing)).rejects.toThrow('token endpoint down');
+  });
+
+  it('does not fall back to a token that was invalidated', async () => {
+    const cache = new TokenCache();
+    const f = counter(3600);
+    await cache.getToken('k', f.fetcher);
+    cache.invalidate('k', 'tok-1');
+    await expect(cache.getToken('k', () => Promise.reject(new Error('down')))).rejects.toThrow('down');
+  });
+
+  it('invalidate drops only the token the caller used', async () => {
+    const cache = new TokenCache();
+    const f = counter();
+    await cache.getToken('k', f.fetcher); // tok-1
+    cache.invalidate('k', 'tok-1');
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-2');
+    cache.invalidate('k', 'tok-1'); // a late caller reporting the old token
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-2');
+    expect(f.calls()).toBe(2);
+  });
+
+  it('20 callers that all saw the same token expire cause exactly one refresh', async () => {
+    const cache = new TokenCache();
+    const f = counter();
+    const old = await cache.getToken('k', f.fetcher);
+    const fresh = await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        cache.invalidate('k', old);
+        return cache.getToken('k', f.fetcher);
+      }),
+    );
+    expect(new Set(fresh)).toEqual(new Set(['tok-2']));
+    expect(f.calls()).toBe(2);
+  });
+
+  it('an aborted waiter stops waiting with a timeout outcome; the shared fetch still fills the cache', async () => {
+    const cache = new TokenCache();
+    const d = deferred<FetchedToken>();
+    const ac = new AbortController();
+    const waiting = cache.getToken('k', () => d.promise, { signal: ac.signal });
+    ac.abort();
+    const err = await waiting.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TokenFetchError);
+    expect((err as TokenFetchError).outcome).toMatchObject({ ok: false, kind: 'timeout', requestSent: false });
+    d.resolve({ token: 'late', expiresInSec: 3600 });
+    expect(await cache.getToken('k', () => Promise.reject(new Error('must not fetch')))).toBe('late');
+  });
+
+  it('evicts the oldest credential beyond maxEntries', async () => {
+    const cache = new TokenCache({ maxEntries: 2 });
+    const f = counter();
+    await cache.getToken('a', f.fetcher);
+    await cache.getToken('b', f.fetcher);
+    await cache.getToken('c', f.fetcher);
+    expect(cache.size).toBe(2);
+    expect(await cache.getToken('a', f.fetcher)).toBe('tok-4');
+  });
+});
+
+describe('tokenCacheKey', () => {
+  it('is stable, namespaced, and holds no secret', () => {
+    const key = tokenCacheKey('amazon-lwa', 'client-id', 'super-secret', 'Atzr|refresh');
+    expect(key).toBe(tokenCacheKey('amazon-lwa', 'client-id', 'super-secret', 'Atzr|refresh'));
+    expect(key).toMatch(/^amazon-lwa:[0-9a-f]{64}$/);
+    expect(key).not.toContain('super-secret');
+    expect(key).not.toContain('Atzr');
+  });
+
+  it('differs when any part differs, and parts do not run together', () => {
+    const base = tokenCacheKey('x', 'id', 'secret');
+    expect(tokenCacheKey('x', 'id', 'secret2')).not.toBe(base);
+    expect(tokenCacheKey('y', 'id', 'secret')).not.toBe(base);
+    expect(tokenCacheKey('x', 'ids', 'ecret')).not.toBe(base);
+  });
+});

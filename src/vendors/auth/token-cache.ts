@@ -1,0 +1,154 @@
+/**
+ * Per-credential access-token cache shared by the vendor handlers (LWA, Jumio).
+ * Vendors rate-limit their token endpoints (Jumio: 10 req/s per tenant) and a
+ * burst of tool calls must not turn into a burst of token requests, so:
+ * - a token is reused until `expiresAt - refreshMargin` (Amazon's own SDK uses 60 s);
+ * - concurrent callers of one key share ONE in-flight fetch (single-flight);
+ * - `invalidate` only drops the token the caller actually used, so 20 callers that
+ *   all saw "expired" cause one refresh, not 20;
+ * - a failed fetch is never cached: the next caller tries again (inside the
+ *   margin the old, not yet expired token is used meanwhile).
+ */
+import { createHash } from 'node:crypto';
+import type { VendorOutcome } from '../vendor-handler.js';
+
+export interface FetchedToken {
+  token: string;
+  expiresInSec: number;
+}
+
+export type TokenFetcher = () => Promise<FetchedToken>;
+
+export interface TokenCacheOptions {
+  /** Refresh this long before the vendor's expiry (default 60 s). */
+  refreshMarginMs?: number;
+  /** Injectable clock (ms since epoch). */
+  now?: () => number;
+  /** Bound on cached credentials; the oldest entry goes first (default 10 000). */
+  maxEntries?: number;
+}
+
+export interface GetTokenOptions {
+  /** Stop waiting (the shared fetch itself goes on and still fills the cache). */
+  signal?: AbortSignal;
+}
+
+type FailedOutcome = Extract<VendorOutcome, { ok: false }>;
+
+/** A token fetch that failed in a way the handler can hand straight back as its outcome. */
+export class TokenFetchError extends Error {
+  override readonly name = 'TokenFetchError';
+  constructor(readonly outcome: FailedOutcome) {
+    super(outcome.message);
+  }
+}
+
+interface Entry {
+  token: string;
+  expiresAt: number;
+  refreshAt: number;
+}
+
+/**
+ * A cache key for one credential that holds no secret: vendors' client secrets and
+ * refresh tokens would otherwise sit in heap dumps and debug output as map keys.
+ */
+export function tokenCacheKey(namespace: string, ...parts: string[]): string {
+  // JSON keeps the parts unambiguous ("ab"+"c" differs from "a"+"bc").
+  return `${namespace}:${createHash('sha256').update(JSON.stringify(parts)).digest('hex')}`;
+}
+
+export class TokenCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly inflight = new Map<string, Promise<string>>();
+  private readonly marginMs: number;
+  private readonly now: () => number;
+  private readonly maxEntries: number;
+
+  constructor(opts: TokenCacheOptions = {}) {
+    this.marginMs = opts.refreshMarginMs ?? 60_000;
+    this.now = opts.now ?? Date.now;
+    this.maxEntries = opts.maxEntries ?? 10_000;
+  }
+
+  async getToken(cacheKey: string, fetcher: TokenFetcher, opts: GetTokenOptions = {}): Promise<string> {
+    const entry = this.entries.get(cacheKey);
+    if (entry && this.now() < entry.refreshAt) return entry.token;
+    let pending = this.inflight.get(cacheKey);
+    if (!pending) {
+      pending = this.fetchAndStore(cacheKey, fetcher);
+      this.inflight.set(cacheKey, pending);
+    }
+    const result = entry ? pending.catch((err: unknown) => this.stillValid(cacheKey, entry.token, err)) : pending;
+    return opts.signal ? raceAbort(result, opts.signal) : result;
+  }
+
+  /**
+   * An early refresh failed: the old token is still good until its real expiry
+   * (unless someone invalidated it), so a token-endpoint blip inside the margin
+   * does not fail calls.
+   */
+  private stillValid(cacheKey: string, token: string, err: unknown): string {
+    const current = this.entries.get(cacheKey);
+    if (current?.token === token && this.now() < current.expiresAt) return token;
+    throw err;
+  }
+
+  /** Drops the cached token only if it is still `token` (a newer one stays). */
+  invalidate(cacheKey: string, token: string): void {
+    if (this.entries.get(cacheKey)?.token === token) this.entries.delete(cacheKey);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private async fetchAndStore(cacheKey: string, fetcher: TokenFetcher): Promise<string> {
+    try {
+      const { token, expiresInSec } = await fetcher();
+      const lifetimeMs = Math.max(0, expiresInSec * 1000);
+      const fetchedAt = this.now();
+      // A token living shorter than twice the margin would be "stale" at once and
+      // refetched on every call; refresh it at half its life instead.
+      const margin = Math.min(this.marginMs, lifetimeMs / 2);
+      this.entries.delete(cacheKey); // re-insert so Map order is age order for eviction
+      this.entries.set(cacheKey, { token, expiresAt: fetchedAt + lifetimeMs, refreshAt: fetchedAt + lifetimeMs - margin });
+      if (this.entries.size > this.maxEntries) {
+        const oldest = this.entries.keys().next().value;
+        if (oldest !== undefined) this.entries.delete(oldest);
+      }
+      return token;
+    } finally {
+      this.inflight.delete(cacheKey);
+    }
+  }
+}
+
+function raceAbort(pending: Promise<string>, signal: AbortSignal): Promise<string> {
+  const aborted = (): TokenFetchError =>
+    new TokenFetchError({
+      ok: false,
+      kind: 'timeout',
+      requestSent: false,
+      message: 'call time budget spent while waiting for an access token',
+    });
+  if (signal.aborted) return Promise.reject(aborted());
+  return new Promise<string>((resolve, reject) => {
+    const onAbort = (): void => reject(aborted());
+    signal.addEventListener('abort', onAbort, { once: true });
+    pending.then(
+      (t) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(t);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}

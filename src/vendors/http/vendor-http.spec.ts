@@ -1,0 +1,210 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpErrorOutcome, parseRetryAfterMs, vendorRequest, VendorHttpError, type VendorHttpRequest } from './vendor-http.js';
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+const servers: http.Server[] = [];
+
+async function serve(handler: Handler): Promise<string> {
+  const server = http.createServer(handler);
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+});
+
+function req(url: string, extra: Partial<VendorHttpRequest> = {}): VendorHttpRequest {
+  return { method: 'GET', url, timeoutMs: 2_000, connectTimeoutMs: 1_000, maxResponseBytes: 1024 * 1024, ...extra };
+}
+
+async function failure(p: Promise<unknown>): Promise<VendorHttpError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(VendorHttpError);
+  return err as VendorHttpError;
+}
+
+describe('vendorRequest', () => {
+  it('sends the body and returns status, lower-cased headers and JSON', async () => {
+    let seen = '';
+    const url = await serve((rq, rs) => {
+      const chunks: Buffer[] = [];
+      rq.on('data', (c: Buffer) => chunks.push(c));
+      rq.on('end', () => {
+        seen = `${rq.method} ${rq.headers['content-length']} ${Buffer.concat(chunks).toString()}`;
+        rs.writeHead(201, { 'Content-Type': 'application/json', 'X-Thing': 'a' });
+        rs.end('{"ok":true}');
+      });
+    });
+    const res = await vendorRequest(req(`${url}/x`, { method: 'POST', body: '{"a":1}', headers: { 'Content-Type': 'application/json' } }));
+    expect(seen).toBe('POST 7 {"a":1}');
+    expect(res.status).toBe(201);
+    expect(res.headers['x-thing']).toBe('a');
+    expect(res.json()).toEqual({ ok: true });
+    expect(res.text()).toBe('{"ok":true}');
+  });
+
+  it('reports a refused connection as connect_error, not sent', async () => {
+    const url = await serve(() => undefined);
+    const server = servers.pop()!;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const err = await failure(vendorRequest(req(url)));
+    expect(err.kind).toBe('connect_error');
+    expect(err.requestSent).toBe(false);
+    expect(httpErrorOutcome(err)).toMatchObject({ ok: false, kind: 'network', requestSent: false });
+  });
+
+  it('times out a silent vendor, marks the request sent and closes the socket', async () => {
+    let closed = false;
+    const url = await serve((rq) => rq.socket.on('close', () => (closed = true)));
+    const started = Date.now();
+    const err = await failure(vendorRequest(req(url, { timeoutMs: 150 })));
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(err.kind).toBe('timeout');
+    expect(err.requestSent).toBe(true);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(true);
+    expect(httpErrorOutcome(err)).toMatchObject({ kind: 'timeout', requestSent: true });
+  });
+
+  it('reports a reset before any answer as sent', async () => {
+    const url = await serve((rq) => rq.socket.destroy());
+    const err = await failure(vendorRequest(req(url, { method: 'POST', body: 'x' })));
+    expect(err.kind).toBe('reset');
+    expect(err.requestSent).toBe(true);
+  });
+
+  it('reports a reset in the middle of the body', async () => {
+    const url = await serve((_rq, rs) => {
+      rs.writeHead(200, { 'content-length': '100' });
+      rs.write('{"partial":');
+      setTimeout(() => rs.socket?.destroy(), 20);
+    });
+    const err = await failure(vendorRequest(req(url)));
+    expect(err.kind).toBe('reset');
+    expect(err.requestSent).toBe(true);
+  });
+
+  it('refuses a declared oversize body', async () => {
+    const url = await serve((_rq, rs) => {
+      rs.writeHead(200, { 'content-length': '5000' });
+      rs.end('x'.repeat(5000));
+    });
+    const err = await failure(vendorRequest(req(url, { maxResponseBytes: 1000 })));
+    expect(err.kind).toBe('too_large');
+    expect(err.status).toBe(200);
+    expect(httpErrorOutcome(err)).toMatchObject({ kind: 'too_large', vendorStatus: 200, requestSent: true });
+  });
+
+  it('cuts a streamed body at the cap and stops reading', async () => {
+    let closed = false;
+    const url = await serve((rq, rs) => {
+      rs.writeHead(200, { 'content-type': 'application/json' });
+      rq.socket.on('close', () => (closed = true));
+      const timer = setInterval(() => {
+        if (!rs.destroyed) rs.write('x'.repeat(16 * 1024));
+      }, 2);
+      rs.on('close', () => clearInterval(timer));
+    });
+    const err = await failure(vendorRequest(req(url, { maxResponseBytes: 64 * 1024 })));
+    expect(err.kind).toBe('too_large');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(true);
+  });
+
+  it('json() throws bad_json on a body that is not JSON', async () => {
+    const url = await serve((_rq, rs) => rs.end('<html>oops</html>'));
+    const res = await vendorRequest(req(url));
+    expect(res.status).toBe(200);
+    let err: unknown;
+    try {
+      res.json();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(VendorHttpError);
+    expect((err as VendorHttpError).kind).toBe('bad_json');
+    expect(httpErrorOutcome(err as VendorHttpError)).toMatchObject({ kind: 'bad_response', requestSent: true });
+  });
+
+  it('aborts on the signal', async () => {
+    const url = await serve(() => undefined);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 50);
+    const err = await failure(vendorRequest(req(url, { signal: ac.signal })));
+    expect(err.kind).toBe('aborted');
+    expect(err.requestSent).toBe(true);
+  });
+
+  it('does not send when the signal is already aborted', async () => {
+    let hits = 0;
+    const url = await serve((_rq, rs) => {
+      hits++;
+      rs.end();
+    });
+    const ac = new AbortController();
+    ac.abort();
+    const err = await failure(vendorRequest(req(url, { signal: ac.signal })));
+    expect(err.kind).toBe('aborted');
+    expect(err.requestSent).toBe(false);
+    expect(hits).toBe(0);
+  });
+
+  it('reuses keep-alive sockets', async () => {
+    const ports = new Set<number>();
+    const url = await serve((rq, rs) => {
+      ports.add(rq.socket.remotePort ?? 0);
+      rs.end('{}');
+    });
+    await vendorRequest(req(url));
+    await vendorRequest(req(url));
+    expect(ports.size).toBe(1);
+  });
+
+  it('counts a reset on a reused keep-alive socket as sent', async () => {
+    let n = 0;
+    const url = await serve((rq, rs) => {
+      if (++n === 1) rs.end('{}');
+      else rq.socket.destroy();
+    });
+    await vendorRequest(req(url));
+    const err = await failure(vendorRequest(req(url, { method: 'POST', body: 'x' })));
+    expect(n).toBe(2);
+    expect(err).toMatchObject({ kind: 'reset', requestSent: true });
+  });
+
+  it('keeps header values out of error messages', async () => {
+    const err = await failure(vendorRequest(req('http://127.0.0.1:1/', { headers: { 'x-token': 'bad\nvalue-secret' } })));
+    expect(err.message).not.toContain('secret');
+    expect(err.requestSent).toBe(false);
+  });
+});
+
+describe('parseRetryAfterMs', () => {
+  it('reads seconds, fractional seconds and HTTP dates', () => {
+    expect(parseRetryAfterMs('2')).toBe(2000);
+    expect(parseRetryAfterMs('2.0')).toBe(2000);
+    expect(parseRetryAfterMs(' 0.25 ')).toBe(250);
+    const now = Date.parse('Wed, 21 Oct 2026 07:28:00 GMT');
+    expect(parseRetryAfterMs('Wed, 21 Oct 2026 07:28:03 GMT', now)).toBe(3000);
+    expect(parseRetryAfterMs('Wed, 21 Oct 2026 07:27:00 GMT', now)).toBe(0);
+  });
+
+  it('returns undefined for absent or invalid values', () => {
+    expect(parseRetryAfterMs(undefined)).toBeUndefined();
+    expect(parseRetryAfterMs('')).toBeUndefined();
+    expect(parseRetryAfterMs('-1')).toBeUndefined();
+    expect(parseRetryAfterMs('soon')).toBeUndefined();
+    expect(parseRetryAfterMs('1e3')).toBeUndefined();
+  });
+});

@@ -1,0 +1,234 @@
+/**
+ * The gateway's only outbound HTTP client. Built on node:http/https rather than
+ * fetch because the executor needs facts fetch hides: whether the socket ever
+ * connected (a write that never left may be retried; one that may have arrived
+ * must not be blindly resent), a connect timeout separate from the total one,
+ * and a hard cap enforced while the body streams in.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { Socket } from 'node:net';
+import type { VendorFailureKind, VendorOutcome } from '../vendor-handler.js';
+
+export interface VendorHttpRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  signal?: AbortSignal;
+  timeoutMs: number;
+  connectTimeoutMs: number;
+  maxResponseBytes: number;
+}
+
+export interface VendorHttpResponse {
+  status: number;
+  /** lower-cased names; repeated headers joined with ", " */
+  headers: Record<string, string>;
+  body: Buffer;
+  text(): string;
+  /** throws VendorHttpError kind 'bad_json' */
+  json(): unknown;
+}
+
+export type VendorHttpErrorKind = 'connect_timeout' | 'connect_error' | 'timeout' | 'reset' | 'too_large' | 'aborted' | 'bad_json';
+
+export class VendorHttpError extends Error {
+  override readonly name = 'VendorHttpError';
+  constructor(
+    readonly kind: VendorHttpErrorKind,
+    /** false only when we know nothing was written to the vendor */
+    readonly requestSent: boolean,
+    /** our own text: never a header value, URL or body (they can hold secrets) */
+    message: string,
+    /** the HTTP status when an answer had started (too_large, bad_json) */
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+// Shared keep-alive pools: a TCP (and TLS) handshake per call would cost more
+// than most vendor answers. Node's agent retires idle sockets ahead of the
+// server's `Keep-Alive: timeout` hint, which avoids most stale-socket resets.
+const httpAgent = new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' });
+const httpsAgent = new https.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' });
+
+const SAFE_CODE = /^[A-Z0-9_]{2,40}$/;
+
+function errCode(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && SAFE_CODE.test(code) ? code : 'unknown';
+}
+
+function flattenHeaders(raw: http.IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw)) {
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+function makeResponse(status: number, headers: Record<string, string>, body: Buffer): VendorHttpResponse {
+  return {
+    status,
+    headers,
+    body,
+    text: () => body.toString('utf8'),
+    json: () => {
+      try {
+        return JSON.parse(body.toString('utf8')) as unknown;
+      } catch {
+        throw new VendorHttpError('bad_json', true, 'vendor answered with a body that is not JSON', status);
+      }
+    },
+  };
+}
+
+export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpResponse> {
+  return new Promise<VendorHttpResponse>((resolve, reject) => {
+    if (spec.signal?.aborted) {
+      reject(new VendorHttpError('aborted', false, 'vendor call aborted before it started'));
+      return;
+    }
+    let url: URL;
+    try {
+      url = new URL(spec.url);
+    } catch {
+      reject(new VendorHttpError('connect_error', false, 'vendor URL is invalid'));
+      return;
+    }
+    const isHttps = url.protocol === 'https:';
+    if (!isHttps && url.protocol !== 'http:') {
+      reject(new VendorHttpError('connect_error', false, 'vendor URL must be http or https'));
+      return;
+    }
+    const body = typeof spec.body === 'string' ? Buffer.from(spec.body, 'utf8') : spec.body;
+    const headers: Record<string, string> = { ...spec.headers };
+    if (body && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) {
+      headers['content-length'] = String(body.length);
+    }
+
+    let request: http.ClientRequest;
+    try {
+      request = (isHttps ? https : http).request(url, { method: spec.method, headers, agent: isHttps ? httpsAgent : httpAgent });
+    } catch {
+      // Node throws synchronously on an invalid header name/value; its message names the header, so drop it.
+      reject(new VendorHttpError('connect_error', false, 'vendor request could not be built (invalid header)'));
+      return;
+    }
+
+    // Set once the socket is connected: the request bytes are already queued
+    // (end() is called below), so from here on the vendor may have received them.
+    let connected = false;
+    let settled = false;
+
+    const cleanup = (): void => {
+      clearTimeout(connectTimer);
+      clearTimeout(totalTimer);
+      spec.signal?.removeEventListener('abort', onAbort);
+    };
+    const fail = (kind: VendorHttpErrorKind, message: string, status?: number): void => {
+      if (settled) return;
+      settled = true;
+      cleanup();
+      request.destroy();
+      reject(new VendorHttpError(kind, connected, message, status));
+    };
+    const onConnected = (): void => {
+      connected = true;
+      clearTimeout(connectTimer);
+    };
+    const onAbort = (): void => fail('aborted', 'vendor call aborted');
+
+    const connectTimer = setTimeout(() => {
+      if (!connected) fail('connect_timeout', `vendor connect timed out after ${spec.connectTimeoutMs} ms`);
+    }, spec.connectTimeoutMs);
+    const totalTimer = setTimeout(() => {
+      if (connected) fail('timeout', `vendor did not answer within ${spec.timeoutMs} ms`);
+      else fail('connect_timeout', `vendor connect did not finish within ${spec.timeoutMs} ms`);
+    }, spec.timeoutMs);
+    spec.signal?.addEventListener('abort', onAbort, { once: true });
+
+    request.once('socket', (socket: Socket) => {
+      // A pooled socket is already connected. A fresh TLS socket counts as
+      // connected only after the handshake: nothing is written before it.
+      if (request.reusedSocket || (!isHttps && !socket.connecting)) onConnected();
+      else socket.once(isHttps ? 'secureConnect' : 'connect', onConnected);
+    });
+
+    request.on('error', (err) => {
+      // On a pooled socket the server may have closed it just as we wrote; we
+      // cannot tell whether it read anything, so a reset there counts as sent.
+      if (connected) fail('reset', `vendor connection was reset (${errCode(err)})`);
+      else fail('connect_error', `could not connect to vendor (${errCode(err)})`);
+    });
+
+    request.on('response', (res) => {
+      const status = res.statusCode ?? 0;
+      const limit = spec.maxResponseBytes;
+      if (Number(res.headers['content-length']) > limit) {
+        fail('too_large', `vendor response is over the ${limit} byte limit`, status);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        // Destroying the request stops the read: we never buffer past the cap.
+        if (size > limit) fail('too_large', `vendor response is over the ${limit} byte limit`, status);
+        else chunks.push(chunk);
+      });
+      res.on('end', () => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        resolve(makeResponse(status, flattenHeaders(res.headers), Buffer.concat(chunks, size)));
+      });
+      res.on('error', (err) => fail('reset', `vendor connection was reset during the answer (${errCode(err)})`));
+      res.on('close', () => {
+        if (!res.complete) fail('reset', 'vendor connection closed during the answer');
+      });
+    });
+
+    request.end(body);
+  });
+}
+
+const OUTCOME_KIND: Record<VendorHttpErrorKind, VendorFailureKind> = {
+  connect_timeout: 'timeout',
+  connect_error: 'network',
+  timeout: 'timeout',
+  reset: 'network',
+  too_large: 'too_large',
+  // The executor aborts the signal when the call's time budget is spent.
+  aborted: 'timeout',
+  bad_json: 'bad_response',
+};
+
+/** Maps a transport failure to a failed VendorOutcome; the message is our own text. */
+export function httpErrorOutcome(err: VendorHttpError): VendorOutcome {
+  return {
+    ok: false,
+    kind: OUTCOME_KIND[err.kind],
+    ...(err.status !== undefined ? { vendorStatus: err.status } : {}),
+    // Connect failures are the only case where we know the vendor saw nothing.
+    requestSent: err.kind === 'connect_error' || err.kind === 'connect_timeout' ? false : err.requestSent,
+    message: err.message,
+  };
+}
+
+const SECONDS = /^\d+(\.\d+)?$/;
+
+/** Retry-After → ms. Seconds may be fractional ("2.0", Shopify); an HTTP date is relative to `now`. */
+export function parseRetryAfterMs(value: string | undefined, now: number = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const v = value.trim();
+  if (v === '') return undefined;
+  if (SECONDS.test(v)) return Math.ceil(Number(v) * 1000);
+  // Date.parse accepts numbers and odd strings too; only accept an HTTP-date shape.
+  if (!/^[A-Za-z]{3},? /.test(v)) return undefined;
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}

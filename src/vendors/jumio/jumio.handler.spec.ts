@@ -1,0 +1,217 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { JUMIO_EMULATOR_CREDENTIALS, JUMIO_EXECUTION_IDS, JUMIO_FIXTURE_PII, JumioEmulator } from '../../emulator/jumio.emulator.js';
+import { VendorEmulator } from '../../emulator/vendor-emulator.js';
+import { TokenCache } from '../auth/token-cache.js';
+import type { VendorCallContext, VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import { JumioHandler } from './jumio.handler.js';
+
+const CREDS = { ...JUMIO_EMULATOR_CREDENTIALS, region: 'amer-1' };
+const USER_AGENT = 'ToolGateway/test (Language=Node/20)';
+
+let emu: VendorEmulator;
+let jumio: JumioEmulator;
+let endpoints: VendorEndpoints;
+
+function ctx(params: Record<string, unknown>, credentials: Record<string, unknown> = CREDS): VendorCallContext {
+  return {
+    orgId: 'org-1',
+    toolCallId: 'call-1',
+    idempotencyKey: 'key-1',
+    toolName: 'kyc',
+    action: 'get_status',
+    params,
+    credentials,
+    signal: new AbortController().signal,
+    attempt: 0,
+  };
+}
+
+const statusPath = /\/status$/;
+const detailsPath = /\/workflow-executions\/[^/]+$/;
+const tokenPath = /^\/oauth2\/token$/;
+const processed = { workflowExecutionId: JUMIO_EXECUTION_IDS.processed };
+
+function failure(o: VendorOutcome): Extract<VendorOutcome, { ok: false }> {
+  if (o.ok) throw new Error(`expected a failure, got ${JSON.stringify(o)}`);
+  return o;
+}
+
+beforeAll(async () => {
+  jumio = new JumioEmulator();
+  emu = new VendorEmulator([jumio]);
+  const url = await emu.start();
+  endpoints = {
+    shopifyApiVersion: '2026-07',
+    amazonLwaUrl: `${url}/auth/o2/token`,
+    jumioAuthBaseUrl: url,
+    jumioRetrievalBaseUrl: url,
+    nangoHost: url,
+    timeoutMs: 5_000,
+    connectTimeoutMs: 2_000,
+    maxResponseBytes: 1024 * 1024,
+    userAgent: USER_AGENT,
+  };
+});
+
+afterAll(() => emu.stop());
+beforeEach(() => emu.reset());
+
+describe('JumioHandler get_status', () => {
+  it('PROCESSED: fetches details once and returns only the safe decision facts', async () => {
+    const out = await new JumioHandler(endpoints, new TokenCache()).execute(ctx(processed));
+    expect(out).toEqual({
+      ok: true,
+      vendorStatus: 200,
+      data: {
+        workflowExecutionId: JUMIO_EXECUTION_IDS.processed,
+        status: 'PROCESSED',
+        decision: { type: 'WARNING', label: 'WARNING', riskScore: 50 },
+        capabilities: { usability: 'PASSED', similarity: 'WARNING', liveness: 'PASSED', extraction: 'PASSED', dataChecks: 'PASSED' },
+        completedAt: '2026-08-04T11:03:41.000Z',
+      },
+    });
+    expect(emu.count({ path: statusPath })).toBe(1);
+    expect(emu.count({ path: detailsPath })).toBe(1);
+    const call = emu.requests.find((r) => statusPath.test(r.path))!;
+    expect(call.headers.authorization).toMatch(/^Bearer ey/);
+    expect(call.headers.accept).toBe('application/json');
+    expect(call.headers['user-agent']).toBe(USER_AGENT);
+    const token = emu.requests.find((r) => tokenPath.test(r.path))!;
+    expect(token.body).toBe('grant_type=client_credentials');
+    expect(token.headers.authorization).toMatch(/^Basic /);
+  });
+
+  it('never returns document numbers, dates of birth, names, addresses or image links', async () => {
+    const out = await new JumioHandler(endpoints).execute(ctx(processed));
+    expect(out.ok).toBe(true);
+    const text = JSON.stringify(out.ok ? out.data : null);
+    for (const value of Object.values(JUMIO_FIXTURE_PII)) expect(text).not.toContain(value);
+    for (const key of ['documentNumber', 'dateOfBirth', 'firstName', 'lastName', 'address', 'href', 'data', 'credentials']) {
+      expect(text).not.toContain(`"${key}"`);
+    }
+  });
+
+  it('drops anything in the details that is not a strict enum, number or timestamp', async () => {
+    const hostile = {
+      completedAt: 'AIKO TANAKA 1991-11-03',
+      decision: { type: 'jane.doe@example.com', details: { label: 'Document XK4471902' }, risk: { score: '50' } },
+      capabilities: {
+        'dob-1991': [{ decision: { type: 'PASSED' } }],
+        extraction: [{ decision: { type: 'PASSED' }, data: { documentNumber: 'XK4471902' } }, { decision: { type: 'REJECTED' } }],
+        similarity: { decision: { type: 'WARNING' } },
+        liveness: [{ decision: { type: 'passed, born 1991' } }],
+      },
+    };
+    // JSON.parse makes "__proto__" an own key, as a vendor body would.
+    const body = JSON.parse(JSON.stringify(hostile).replace('"capabilities":{', '"capabilities":{"__proto__":[{"decision":{"type":"PASSED"}}],')) as object;
+    emu.fault({ vendor: 'jumio', path: detailsPath, kind: 'status', status: 200, body });
+    const out = await new JumioHandler(endpoints).execute(ctx(processed));
+    expect(out.ok && out.data).toEqual({
+      workflowExecutionId: JUMIO_EXECUTION_IDS.processed,
+      status: 'PROCESSED',
+      decision: { type: null, label: null, riskScore: null },
+      capabilities: { extraction: 'REJECTED', similarity: 'WARNING' },
+      completedAt: null,
+    });
+  });
+
+  it('not yet PROCESSED: status only, no details request', async () => {
+    const out = await new JumioHandler(endpoints).execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.initiated }));
+    expect(out).toEqual({ ok: true, vendorStatus: 200, data: { workflowExecutionId: JUMIO_EXECUTION_IDS.initiated, status: 'INITIATED' } });
+    expect(emu.count({ path: detailsPath })).toBe(0);
+  });
+
+  it('includeDetails: false skips the details fetch', async () => {
+    const out = await new JumioHandler(endpoints).execute(ctx({ ...processed, includeDetails: false }));
+    expect(out).toEqual({ ok: true, vendorStatus: 200, data: { workflowExecutionId: JUMIO_EXECUTION_IDS.processed, status: 'PROCESSED' } });
+    expect(emu.count({ path: detailsPath })).toBe(0);
+  });
+});
+
+describe('JumioHandler tokens', () => {
+  it('fetches ONE token for many calls', async () => {
+    const handler = new JumioHandler(endpoints, new TokenCache());
+    for (let i = 0; i < 3; i++) expect((await handler.execute(ctx(processed))).ok).toBe(true);
+    await Promise.all(Array.from({ length: 10 }, () => handler.execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.initiated }))));
+    expect(jumio.tokenRequests).toBe(1);
+  });
+
+  it('refreshes ahead of expiry (injected clock)', async () => {
+    let now = Date.now();
+    const handler = new JumioHandler(endpoints, new TokenCache({ now: () => now }));
+    await handler.execute(ctx(processed));
+    now += 3_539_000;
+    await handler.execute(ctx(processed));
+    expect(jumio.tokenRequests).toBe(1);
+    now += 2_000;
+    await handler.execute(ctx(processed));
+    expect(jumio.tokenRequests).toBe(2);
+  });
+
+  it('401 on the API: refresh once, retry once', async () => {
+    const handler = new JumioHandler(endpoints, new TokenCache());
+    await handler.execute(ctx(processed));
+    jumio.expireAllTokens();
+    expect((await handler.execute(ctx(processed))).ok).toBe(true);
+    expect(jumio.tokenRequests).toBe(2);
+    expect(emu.count({ path: statusPath })).toBe(3);
+  });
+
+  it('20 concurrent calls with an expired token cause exactly one refresh', async () => {
+    const handler = new JumioHandler(endpoints, new TokenCache());
+    await handler.execute(ctx(processed));
+    jumio.expireAllTokens();
+    const outs = await Promise.all(Array.from({ length: 20 }, () => handler.execute(ctx(processed))));
+    expect(outs.every((o) => o.ok)).toBe(true);
+    expect(jumio.tokenRequests).toBe(2);
+    expect(emu.count({ path: tokenPath })).toBe(2);
+  });
+
+  it('a 401 that persists after the refresh → auth', async () => {
+    emu.fault({ vendor: 'jumio', path: statusPath, kind: 'status', status: 401, times: 2 });
+    const out = failure(await new JumioHandler(endpoints, new TokenCache()).execute(ctx(processed)));
+    expect(out).toMatchObject({ kind: 'auth', vendorStatus: 401 });
+    expect(jumio.tokenRequests).toBe(2);
+  });
+
+  it('wrong client secret → auth, nothing reaches retrieval, no secret in the message', async () => {
+    const out = failure(await new JumioHandler(endpoints).execute(ctx(processed, { ...CREDS, clientSecret: 'wrong-secret-xyz' })));
+    expect(out).toMatchObject({ kind: 'auth', vendorStatus: 401, requestSent: false });
+    expect(out.message).not.toContain('wrong-secret-xyz');
+    expect(emu.count({ path: statusPath })).toBe(0);
+  });
+
+  it('a missing User-Agent is refused by Jumio with 403 → auth', async () => {
+    const out = failure(await new JumioHandler({ ...endpoints, userAgent: '' }).execute(ctx(processed)));
+    expect(out).toMatchObject({ kind: 'auth', vendorStatus: 403 });
+  });
+});
+
+describe('JumioHandler failures', () => {
+  it('403 → auth without a refresh', async () => {
+    emu.fault({ vendor: 'jumio', path: statusPath, kind: 'status', status: 403 });
+    expect(failure(await new JumioHandler(endpoints, new TokenCache()).execute(ctx(processed)))).toMatchObject({ kind: 'auth', vendorStatus: 403 });
+    expect(jumio.tokenRequests).toBe(1);
+  });
+
+  it('unknown execution → not_found', async () => {
+    const out = failure(await new JumioHandler(endpoints).execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.unknown })));
+    expect(out).toMatchObject({ kind: 'not_found', vendorStatus: 404 });
+  });
+
+  it('429 → rate_limited', async () => {
+    emu.fault({ vendor: 'jumio', path: statusPath, kind: 'status', status: 429 });
+    expect(failure(await new JumioHandler(endpoints).execute(ctx(processed)))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429 });
+  });
+
+  it('500 on details → server_error', async () => {
+    emu.fault({ vendor: 'jumio', path: detailsPath, kind: 'status', status: 500 });
+    expect(failure(await new JumioHandler(endpoints).execute(ctx(processed)))).toMatchObject({ kind: 'server_error', vendorStatus: 500 });
+  });
+
+  it('a non-UUID id never leaves the gateway', async () => {
+    const out = failure(await new JumioHandler(endpoints).execute(ctx({ workflowExecutionId: '../../accounts' })));
+    expect(out).toMatchObject({ kind: 'rejected', requestSent: false });
+    expect(emu.requests).toHaveLength(0);
+  });
+});

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { buildNangoProxyUrl, checkNangoParams, checkNangoPath, checkNangoQuery, isReservedKey } from './nango-path.js';
+import { HOSTILE_NANGO_PATHS, SAFE_NANGO_PATHS } from './nango-path.cases.js';
+
+describe('checkNangoPath', () => {
+  it('has a table of at least 25 hostile paths', () => {
+    expect(HOSTILE_NANGO_PATHS.length).toBeGreaterThanOrEqual(25);
+  });
+
+  it.each(HOSTILE_NANGO_PATHS)('rejects %s', (_label, path) => {
+    const message = checkNangoPath(path);
+    expect(message).toMatch(/^path: /);
+  });
+
+  it.each(SAFE_NANGO_PATHS)('accepts %s', (path) => {
+    expect(checkNangoPath(path)).toBeNull();
+  });
+
+  it('rejects a path that is not a string', () => {
+    expect(checkNangoPath(42)).toBe('path: must be a string');
+    expect(checkNangoPath(undefined)).toBe('path: must be a string');
+  });
+
+  it('accepts exactly 2048 characters', () => {
+    expect(checkNangoPath(`v/${'a'.repeat(2046)}`)).toBeNull();
+  });
+});
+
+describe('checkNangoQuery and reserved keys', () => {
+  it.each(['Base-Url-Override', 'baseUrlOverride', 'base_url_override', 'BASE-URL-OVERRIDE', 'Connection-Id', 'connection_id', 'Provider-Config-Key', 'providerConfigKey', 'Retries', 'Retry-On', 'retry_on', 'Nango-Proxy-Authorization', 'nango_anything', 'Authorization'])(
+    'treats %s as reserved',
+    (key) => {
+      expect(isReservedKey(key)).toBe(true);
+      expect(checkNangoQuery({ [key]: 'x' })).toMatch(/^query\..*: may not set Nango control headers/);
+    },
+  );
+
+  it('accepts ordinary query values', () => {
+    expect(checkNangoQuery({ limit: 10, status: 'open', archived: false, 'filter[name]': 'a b&c' })).toBeNull();
+    expect(checkNangoQuery(undefined)).toBeNull();
+  });
+
+  it('rejects bad query shapes', () => {
+    expect(checkNangoQuery('a=1')).toBe('query: must be an object');
+    expect(checkNangoQuery({ a: { nested: true } })).toMatch(/^query\.a: /);
+    expect(checkNangoQuery({ a: Number.NaN })).toMatch(/^query\.a: /);
+    expect(checkNangoQuery({ 'a\r\nb': 'x' })).toMatch(/^query: /);
+    expect(checkNangoQuery({ a: 'x'.repeat(2049) })).toMatch(/^query\.a: /);
+  });
+});
+
+describe('checkNangoParams', () => {
+  it('rejects params that try to set Nango headers or a base URL override', () => {
+    expect(checkNangoParams('get', { path: '/v1/x', baseUrlOverride: 'http://evil.example' })).toMatch(/^baseUrlOverride: /);
+    expect(checkNangoParams('get', { path: '/v1/x', 'Base-Url-Override': 'http://evil.example' })).toMatch(/^Base-Url-Override: /);
+    expect(checkNangoParams('post', { path: '/v1/x', body: {}, Retries: 5 })).toMatch(/^Retries: /);
+    expect(checkNangoParams('get', { path: '/v1/x', headers: {} })).toBe('headers: unknown parameter');
+  });
+
+  it('checks each action', () => {
+    expect(checkNangoParams('get', { path: '/v1/x', query: { a: 1 } })).toBeNull();
+    expect(checkNangoParams('post', { path: '/v1/x', body: { a: 1 } })).toBeNull();
+    expect(checkNangoParams('post', { path: '/v1/x', body: [1] })).toBe('body: must be an object');
+    expect(checkNangoParams('post', { path: '/v1/x', body: {}, query: {} })).toBe('query: unknown parameter');
+    expect(checkNangoParams('delete', { path: '/v1/x' })).toMatch(/^action: /);
+  });
+});
+
+describe('buildNangoProxyUrl', () => {
+  it('keeps the Nango host and appends the encoded query', () => {
+    const url = buildNangoProxyUrl('https://api.nango.dev', '/v1/customers/42', { limit: 10, q: 'a b&c' });
+    expect(url).toBe('https://api.nango.dev/proxy/v1/customers/42?limit=10&q=a+b%26c');
+    expect(new URL(url!).host).toBe('api.nango.dev');
+  });
+
+  it('keeps a self-hosted path prefix', () => {
+    expect(buildNangoProxyUrl('https://nango.internal:8443/base/', 'v1/x')).toBe('https://nango.internal:8443/base/proxy/v1/x');
+  });
+
+  it.each(SAFE_NANGO_PATHS)('stays on the Nango host for %s', (path) => {
+    expect(new URL(buildNangoProxyUrl('http://127.0.0.1:4000', path)!).host).toBe('127.0.0.1:4000');
+  });
+
+  it('refuses anything the URL parser would move elsewhere, even if it skipped validation', () => {
+    expect(buildNangoProxyUrl('https://api.nango.dev', '../../admin')).toBeNull();
+    expect(buildNangoProxyUrl('https://api.nango.dev', 'a/%2e%2e/%2e%2e/x')).toBeNull();
+    expect(buildNangoProxyUrl('https://api.nango.dev', 'a\\evil.example')).toBeNull(); // WHATWG turns \ into /
+    expect(buildNangoProxyUrl('https://api.nango.dev', 'a b')).toBeNull();
+    expect(buildNangoProxyUrl('not a url', 'v1/x')).toBeNull();
+  });
+});

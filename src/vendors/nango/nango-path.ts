@@ -1,0 +1,138 @@
+/**
+ * Safety checks for `nango_proxy` params, done before anything is sent. The
+ * path comes from a model, which may be steered by prompt injection, and Nango
+ * appends it to the provider's base URL with the org's credentials attached:
+ * a path that escapes its prefix (dot segments in any encoding), names another
+ * host (scheme, `//host`, `@`, backslash) or smuggles headers (CR/LF) would
+ * turn the proxy into a credentialed request to wherever the model likes.
+ * Checks run on the raw text AND on its decoded (and NFKC-normalised) form,
+ * because upstream servers decode again; double encoding is refused outright.
+ */
+
+export const NANGO_PATH_MAX = 2048;
+const QUERY_MAX_KEYS = 100;
+const QUERY_VALUE_MAX = 2048;
+
+// RFC 3986 pchar minus "@", plus "/" and "%": everything else must be percent-encoded.
+const ALLOWED_RAW = /^[A-Za-z0-9\-._~!$&'()*+,;=:/%]*$/;
+const BAD_PERCENT = /%(?![0-9A-Fa-f]{2})/;
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+// CR/LF/NUL and friends: header injection and truncation tricks.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * Names of Nango control headers and of the base-URL override, compared
+ * without case, "-" or "_" (Base-Url-Override = baseUrlOverride = base_url_override).
+ */
+const RESERVED = new Set(['baseurloverride', 'connectionid', 'providerconfigkey', 'retries', 'retryon', 'authorization', 'decompress', 'forwardheadersonredirect']);
+
+export function isReservedKey(key: string): boolean {
+  const k = key.toLowerCase().replace(/[-_\s]/g, '');
+  return RESERVED.has(k) || k.startsWith('nango');
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Checks that hold for the raw path and for every decoded form of it. */
+function checkForm(p: string): string | null {
+  if (CONTROL.test(p)) return 'path: control characters (CR, LF, NUL, ...) are not allowed';
+  if (p.includes('\\')) return 'path: backslashes are not allowed';
+  if (p.includes('@')) return "path: '@' is not allowed";
+  const rel = p.startsWith('/') ? p.slice(1) : p;
+  if (rel.startsWith('/')) return 'path: scheme-relative URLs (//host) are not allowed';
+  if (SCHEME.test(rel)) return 'path: absolute URLs are not allowed; give a path relative to the provider';
+  for (const segment of rel.split('/')) {
+    // "..;" and ".. " are dot segments to some servers (Tomcat path parameters, trimming).
+    const bare = segment.split(';')[0].trim();
+    if (bare === '.' || bare === '..') return "path: '.' and '..' segments are not allowed";
+  }
+  if (rel.includes('//')) return 'path: empty path segments are not allowed';
+  return null;
+}
+
+/** Returns a message naming the field, or null when the path is safe to proxy. */
+export function checkNangoPath(path: unknown): string | null {
+  if (typeof path !== 'string') return 'path: must be a string';
+  if (path.length > NANGO_PATH_MAX) return `path: longer than ${NANGO_PATH_MAX} characters`;
+  if (path === '' || path === '/') return 'path: must not be empty';
+  if (path.includes('?')) return 'path: put query parameters in `query`, not in the path';
+  if (path.includes('#')) return 'path: fragments (#) are not allowed';
+  const raw = checkForm(path);
+  if (raw) return raw;
+  if (!ALLOWED_RAW.test(path)) return 'path: contains characters that must be percent-encoded';
+  if (BAD_PERCENT.test(path)) return "path: '%' must be followed by two hex digits";
+  if (/%25/i.test(path)) return 'path: double percent-encoding is not allowed';
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return 'path: percent-encoding does not decode to UTF-8';
+  }
+  return checkForm(decoded) ?? checkForm(decoded.normalize('NFKC'));
+}
+
+/** The path as appended after `/proxy/` (one leading "/" is accepted and dropped). */
+export function proxyRelativePath(path: string): string {
+  return path.startsWith('/') ? path.slice(1) : path;
+}
+
+export function checkNangoQuery(query: unknown): string | null {
+  if (query === undefined) return null;
+  if (!isObject(query)) return 'query: must be an object';
+  const entries = Object.entries(query);
+  if (entries.length > QUERY_MAX_KEYS) return `query: at most ${QUERY_MAX_KEYS} parameters`;
+  for (const [key, value] of entries) {
+    if (key === '' || key.length > 256 || CONTROL.test(key)) return 'query: parameter names must be 1-256 printable characters';
+    const name = `query.${key.slice(0, 64)}`;
+    if (isReservedKey(key)) return `${name}: may not set Nango control headers or a base URL override`;
+    if (typeof value === 'string') {
+      if (value.length > QUERY_VALUE_MAX) return `${name}: longer than ${QUERY_VALUE_MAX} characters`;
+    } else if (!(typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)))) {
+      return `${name}: must be a string, a finite number or a boolean`;
+    }
+  }
+  return null;
+}
+
+const ALLOWED_PARAMS: Record<string, readonly string[]> = { get: ['path', 'query'], post: ['path', 'body'] };
+
+/** All of `nango_proxy`'s extra checks for one action's params. */
+export function checkNangoParams(action: string, params: Record<string, unknown>): string | null {
+  const allowed = ALLOWED_PARAMS[action];
+  if (!allowed) return 'action: nango_proxy has no such action';
+  for (const key of Object.keys(params)) {
+    if (isReservedKey(key)) return `${key.slice(0, 64)}: may not set Nango control headers or a base URL override`;
+    if (!allowed.includes(key)) return `${key.slice(0, 64)}: unknown parameter`;
+  }
+  const path = checkNangoPath(params.path);
+  if (path) return path;
+  if (action === 'get') return checkNangoQuery(params.query);
+  return isObject(params.body) ? null : 'body: must be an object';
+}
+
+/**
+ * `{nangoHost}/proxy/{path}?{query}`, or null when the parsed URL is not exactly
+ * that (another origin, or a path the URL parser rewrote, e.g. resolved dot segments).
+ */
+export function buildNangoProxyUrl(nangoHost: string, path: string, query?: Record<string, unknown>): string | null {
+  let host: URL;
+  try {
+    host = new URL(nangoHost);
+  } catch {
+    return null;
+  }
+  const prefix = `${host.pathname.replace(/\/+$/, '')}/proxy/`;
+  const expectedPath = `${prefix}${proxyRelativePath(path)}`;
+  let url: URL;
+  try {
+    url = new URL(`${host.origin}${expectedPath}`);
+  } catch {
+    return null;
+  }
+  if (url.origin !== host.origin || url.pathname !== expectedPath || url.username !== '' || url.password !== '') return null;
+  for (const [k, v] of Object.entries(query ?? {})) url.searchParams.append(k, String(v));
+  return url.toString();
+}

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { NANGO_EMULATOR_CREDENTIALS, NangoEmulator } from '../../emulator/nango.emulator.js';
+import { VendorEmulator } from '../../emulator/vendor-emulator.js';
+import type { VendorCallContext, VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import { HOSTILE_NANGO_PATHS } from './nango-path.cases.js';
+import { NangoHandler } from './nango.handler.js';
+
+const CREDS: Record<string, unknown> = { ...NANGO_EMULATOR_CREDENTIALS };
+const USER_AGENT = 'ToolGateway/test (Language=Node/20)';
+
+let emu: VendorEmulator;
+let nango: NangoEmulator;
+let handler: NangoHandler;
+
+function ctx(action: string, params: Record<string, unknown>, credentials: Record<string, unknown> = CREDS): VendorCallContext {
+  return {
+    orgId: 'org-1',
+    toolCallId: 'call-1',
+    idempotencyKey: 'key-1',
+    toolName: 'nango_proxy',
+    action,
+    params,
+    credentials,
+    signal: new AbortController().signal,
+    attempt: 0,
+  };
+}
+
+/** What the executor does: validate first, execute only when validate passes. */
+async function flow(action: string, params: Record<string, unknown>): Promise<string | VendorOutcome> {
+  const invalid = handler.validate('nango_proxy', action, params);
+  if (invalid !== null) return invalid;
+  return handler.execute(ctx(action, params));
+}
+
+function failure(o: VendorOutcome): Extract<VendorOutcome, { ok: false }> {
+  if (o.ok) throw new Error(`expected a failure, got ${JSON.stringify(o)}`);
+  return o;
+}
+
+beforeAll(async () => {
+  nango = new NangoEmulator();
+  emu = new VendorEmulator([nango]);
+  const url = await emu.start();
+  const endpoints: VendorEndpoints = {
+    shopifyApiVersion: '2026-07',
+    amazonLwaUrl: `${url}/auth/o2/token`,
+    nangoHost: url,
+    timeoutMs: 5_000,
+    connectTimeoutMs: 2_000,
+    maxResponseBytes: 1024 * 1024,
+    userAgent: USER_AGENT,
+  };
+  handler = new NangoHandler(endpoints);
+});
+
+afterAll(() => emu.stop());
+beforeEach(() => emu.reset());
+
+describe('NangoHandler happy paths', () => {
+  it('get: proxies path and encoded query with the Nango headers and no Retries', async () => {
+    const out = await handler.execute(ctx('get', { path: '/v1/customers/42', query: { limit: 10, q: 'a b&c', archived: false } }));
+    expect(out).toEqual({
+      ok: true,
+      vendorStatus: 200,
+      data: { path: '/v1/customers/42', query: { limit: '10', q: 'a b&c', archived: 'false' }, connectionId: 'conn-emulator-0001' },
+    });
+    const [req] = emu.requests;
+    expect(req.method).toBe('GET');
+    expect(req.headers.authorization).toBe(`Bearer ${NANGO_EMULATOR_CREDENTIALS.secretKey}`);
+    expect(req.headers['connection-id']).toBe(NANGO_EMULATOR_CREDENTIALS.connectionId);
+    expect(req.headers['provider-config-key']).toBe(NANGO_EMULATOR_CREDENTIALS.providerConfigKey);
+    expect(req.headers['user-agent']).toBe(USER_AGENT);
+    expect(req.headers.retries).toBeUndefined();
+    expect(req.headers['retry-on']).toBeUndefined();
+    expect(req.headers['base-url-override']).toBeUndefined();
+  });
+
+  it('post: sends the JSON body once, never with a Retries header', async () => {
+    const out = await handler.execute(ctx('post', { path: 'v1/notes', body: { text: 'hello', n: 1 } }));
+    expect(out.ok && out.vendorStatus).toBe(201);
+    expect(out.ok && out.data).toMatchObject({ received: { text: 'hello', n: 1 } });
+    expect(nango.appliedPosts).toBe(1);
+    expect(nango.retriesHeaders).toEqual([]);
+    expect(emu.requests[0].headers['content-type']).toBe('application/json');
+    expect(emu.requests[0].headers.retries).toBeUndefined();
+  });
+
+  it('post: no Retries header even when the upstream fails (the write is not retried anywhere)', async () => {
+    emu.fault({ vendor: 'nango', method: 'POST', kind: 'status', status: 502 });
+    expect(failure(await handler.execute(ctx('post', { path: 'v1/notes', body: { a: 1 } })))).toMatchObject({ kind: 'server_error', vendorStatus: 502 });
+    emu.fault({ vendor: 'nango', method: 'POST', kind: 'reset_after' });
+    expect(failure(await handler.execute(ctx('post', { path: 'v1/notes', body: { a: 2 } })))).toMatchObject({ kind: 'network', requestSent: true });
+    expect(nango.appliedPosts).toBe(1);
+    expect(emu.requests.every((r) => r.headers.retries === undefined)).toBe(true);
+    expect(nango.retriesHeaders).toEqual([]);
+  });
+});
+
+describe('NangoHandler errors', () => {
+  it('Nango 401 (bad secret key) → auth', async () => {
+    const out = failure(await handler.execute(ctx('get', { path: 'v1/x' }, { ...CREDS, secretKey: '00000000-0000-4000-8000-000000000000' })));
+    expect(out).toMatchObject({ kind: 'auth', vendorStatus: 401 });
+    expect(out.message).toContain('unknown_account');
+    expect(out.message).not.toContain('00000000-0000-4000-8000-000000000000');
+  });
+
+  it('unknown provider config → auth', async () => {
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' }, { ...CREDS, providerConfigKey: 'nope' })))).toMatchObject({ kind: 'auth', vendorStatus: 404 });
+  });
+
+  it('"Failed to get connection" → auth', async () => {
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' }, { ...CREDS, connectionId: 'conn-unknown' })))).toMatchObject({ kind: 'auth', vendorStatus: 400 });
+  });
+
+  it('Nango 429 too_many_request → rate_limited with Retry-After', async () => {
+    emu.fault({ vendor: 'nango', kind: 'status', status: 429 });
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 2000 });
+  });
+
+  it('upstream 429 (vendor body, Retry-After passed through) → rate_limited', async () => {
+    emu.fault({ vendor: 'nango', kind: 'status', status: 429, body: { errors: 'Exceeded 2 calls per second' }, headers: { 'retry-after': '1.5' } });
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 1500 });
+  });
+
+  it('upstream 404 → not_found', async () => {
+    expect(failure(await handler.execute(ctx('get', { path: '/missing/thing' })))).toMatchObject({ kind: 'not_found', vendorStatus: 404 });
+  });
+
+  it('upstream 5xx → server_error', async () => {
+    emu.fault({ vendor: 'nango', kind: 'status', status: 500 });
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'server_error', vendorStatus: 500 });
+  });
+
+  it('other upstream 4xx → rejected, even when its body has an error.code Nango does not use', async () => {
+    emu.fault({ vendor: 'nango', kind: 'status', status: 422, body: { error: { code: 'parameter_invalid', message: 'bad' } } });
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rejected', vendorStatus: 422 });
+  });
+
+  it('a non-JSON upstream success is returned as text; malformed JSON → bad_response', async () => {
+    emu.fault({ vendor: 'nango', kind: 'status', status: 200, body: 'id,name\n1,a' });
+    expect(await handler.execute(ctx('get', { path: 'v1/export.csv' }))).toEqual({ ok: true, vendorStatus: 200, data: 'id,name\n1,a' });
+    emu.fault({ vendor: 'nango', kind: 'malformed' });
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'bad_response' });
+  });
+
+  it('credentials that cannot be headers → auth, nothing sent', async () => {
+    const out = failure(await handler.execute(ctx('get', { path: 'v1/x' }, { ...CREDS, connectionId: 'a\r\nX-Evil: 1' })));
+    expect(out).toMatchObject({ kind: 'auth', requestSent: false });
+    expect(emu.requests).toHaveLength(0);
+  });
+});
+
+describe('NangoHandler hostile paths', () => {
+  it.each(HOSTILE_NANGO_PATHS)('validate() rejects %s, naming the field', (_label, path) => {
+    expect(handler.validate('nango_proxy', 'get', { path })).toMatch(/^path: /);
+    expect(handler.validate('nango_proxy', 'post', { path, body: {} })).toMatch(/^path: /);
+  });
+
+  it('no hostile path reaches the emulator through validate-then-execute, nor through execute alone', async () => {
+    for (const [, path] of HOSTILE_NANGO_PATHS) {
+      expect(typeof (await flow('get', { path }))).toBe('string');
+      expect(typeof (await flow('post', { path, body: { a: 1 } }))).toBe('string');
+      expect(failure(await handler.execute(ctx('get', { path })))).toMatchObject({ kind: 'rejected', requestSent: false });
+      expect(failure(await handler.execute(ctx('post', { path, body: {} })))).toMatchObject({ kind: 'rejected', requestSent: false });
+    }
+    expect(emu.requests).toHaveLength(0);
+    expect(nango.appliedPosts).toBe(0);
+  });
+
+  it.each([
+    ['get', { path: 'v1/x', query: { 'Base-Url-Override': 'http://evil.example' } }],
+    ['get', { path: 'v1/x', query: { baseUrlOverride: 'http://evil.example' } }],
+    ['get', { path: 'v1/x', query: { 'Connection-Id': 'someone-else' } }],
+    ['get', { path: 'v1/x', query: { 'Nango-Proxy-Authorization': 'Bearer x' } }],
+    ['get', { path: 'v1/x', base_url_override: 'http://evil.example' }],
+    ['post', { path: 'v1/x', body: {}, Retries: 3 }],
+    ['post', { path: 'v1/x', body: {}, 'Retry-On': '500' }],
+    ['post', { path: 'v1/x', body: {}, 'Provider-Config-Key': 'other' }],
+  ] as const)('rejects control keys: %s %j', async (action, params) => {
+    const out = await flow(action, { ...params });
+    expect(out).toMatch(/may not set Nango control headers/);
+    expect(emu.requests).toHaveLength(0);
+  });
+
+  it('a valid path still goes through the flow', async () => {
+    const out = await flow('get', { path: '/v1/spreadsheets/abc:batchGet', query: { range: 'A1:B2' } });
+    expect(typeof out === 'object' && out.ok).toBe(true);
+    expect(emu.requests).toHaveLength(1);
+  });
+});

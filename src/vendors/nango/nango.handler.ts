@@ -1,0 +1,144 @@
+/**
+ * Nango proxy handler (VENDORS.md §4). Sends no `Retries`/`Retry-On` header:
+ * the gateway's executor owns retries, and Nango would resend a POST on a
+ * reset or 5xx, applying a write twice (§4.3). Nango's own errors
+ * (`{"error":{"code"}}`) are told apart from the upstream provider's.
+ */
+import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
+import type { VendorCallContext, VendorEndpoints, VendorFailureKind, VendorHandler, VendorOutcome } from '../vendor-handler.js';
+import { buildNangoProxyUrl, checkNangoParams } from './nango-path.js';
+import { NANGO_TOOLS } from './nango.tools.js';
+
+interface NangoCredentials {
+  secretKey: string;
+  connectionId: string;
+  providerConfigKey: string;
+}
+
+// Header-safe printable ASCII: these values become request headers.
+const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
+const SAFE_CODE = /^[a-z_]{1,64}$/;
+/** Nango codes meaning "the org's Nango setup is wrong": fix the credentials, do not retry. */
+const AUTH_CODES = new Set([
+  'missing_auth_header',
+  'malformed_auth_header',
+  'invalid_secret_key_format',
+  'unknown_account',
+  'unknown_provider_config',
+  'unknown_connection',
+  'invalid_headers',
+  'connection_refresh_backoff',
+]);
+
+function parseCredentials(raw: Record<string, unknown>): NangoCredentials | { invalidField: string } {
+  for (const field of ['secretKey', 'connectionId', 'providerConfigKey'] as const) {
+    const v = raw[field];
+    if (typeof v !== 'string' || !HEADER_VALUE.test(v)) return { invalidField: field };
+  }
+  return { secretKey: raw.secretKey as string, connectionId: raw.connectionId as string, providerConfigKey: raw.providerConfigKey as string };
+}
+
+function fail(kind: VendorFailureKind, message: string, vendorStatus?: number, retryAfterMs?: number): VendorOutcome {
+  return {
+    ok: false,
+    kind,
+    requestSent: vendorStatus !== undefined,
+    message,
+    ...(vendorStatus !== undefined ? { vendorStatus } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  };
+}
+
+function nangoError(res: VendorHttpResponse): { code: string; message: string } | undefined {
+  try {
+    const err = (JSON.parse(res.text()) as { error?: unknown } | null)?.error;
+    if (typeof err !== 'object' || err === null) return undefined;
+    const { code, message } = err as { code?: unknown; message?: unknown };
+    return typeof code === 'string' ? { code, message: typeof message === 'string' ? message : '' } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function success(res: VendorHttpResponse): VendorOutcome {
+  if (res.body.length === 0) return { ok: true, data: null, vendorStatus: res.status };
+  const type = res.headers['content-type'] ?? '';
+  if (!type.includes('json')) return { ok: true, data: res.text(), vendorStatus: res.status };
+  try {
+    return { ok: true, data: res.json(), vendorStatus: res.status };
+  } catch (e) {
+    if (e instanceof VendorHttpError) return httpErrorOutcome(e);
+    throw e;
+  }
+}
+
+function classify(res: VendorHttpResponse): VendorOutcome {
+  const s = res.status;
+  if (s >= 200 && s < 300) return success(res);
+  const retryAfterMs = parseRetryAfterMs(res.headers['retry-after']);
+  const nango = nangoError(res);
+  if (nango) {
+    const label = SAFE_CODE.test(nango.code) ? nango.code : 'error';
+    if (AUTH_CODES.has(nango.code) || s === 401) return fail('auth', `Nango refused the request: ${label}`, s);
+    // "Failed to get connection [credentials]": unknown connection or one needing re-auth, not transient (§4.5).
+    if (nango.code === 'server_error' && /failed to get connection/i.test(nango.message)) {
+      return fail('auth', 'Nango could not use the connection: server_error', s);
+    }
+    if (nango.code === 'too_many_request') return fail('rate_limited', 'Nango rate limit exceeded', s, retryAfterMs);
+    if (nango.code === 'plan_limit' || nango.code.startsWith('base_url_override')) return fail('rejected', `Nango refused the request: ${label}`, s);
+    // Any other code: judge by status like an upstream answer (an upstream body may also carry error.code).
+  }
+  if (s === 404) return fail('not_found', 'upstream: not found (via Nango)', s);
+  if (s === 429) return fail('rate_limited', 'upstream rate limited (via Nango)', s, retryAfterMs);
+  if (s >= 500) return fail('server_error', `upstream or Nango failed: HTTP ${s}`, s);
+  return fail('rejected', `upstream rejected the request: HTTP ${s} (via Nango)`, s);
+}
+
+export class NangoHandler implements VendorHandler {
+  readonly vendor = 'nango' as const;
+  readonly tools = NANGO_TOOLS;
+
+  constructor(private readonly endpoints: VendorEndpoints) {}
+
+  validate(toolName: string, action: string, params: Record<string, unknown>): string | null {
+    if (toolName !== 'nango_proxy') return 'toolName: not a Nango tool';
+    return checkNangoParams(action, params);
+  }
+
+  async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
+    // Again here, so no caller can reach the network with params that skipped validate().
+    const invalid = this.validate(ctx.toolName, ctx.action, ctx.params);
+    if (invalid) return fail('rejected', invalid);
+    const creds = parseCredentials(ctx.credentials);
+    if ('invalidField' in creds) return fail('auth', `nango credentials: ${creds.invalidField} is missing or invalid`);
+    const isPost = ctx.action === 'post';
+    const query = isPost ? undefined : (ctx.params.query as Record<string, unknown> | undefined);
+    const url = buildNangoProxyUrl(this.endpoints.nangoHost, ctx.params.path as string, query);
+    if (url === null) return fail('rejected', 'path: does not stay under the Nango proxy');
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${creds.secretKey}`,
+      'Connection-Id': creds.connectionId,
+      'Provider-Config-Key': creds.providerConfigKey,
+      Accept: 'application/json',
+      'User-Agent': this.endpoints.userAgent,
+    };
+    if (isPost) headers['Content-Type'] = 'application/json';
+    let res: VendorHttpResponse;
+    try {
+      res = await vendorRequest({
+        method: isPost ? 'POST' : 'GET',
+        url,
+        headers,
+        ...(isPost ? { body: JSON.stringify(ctx.params.body) } : {}),
+        signal: ctx.signal,
+        timeoutMs: this.endpoints.timeoutMs,
+        connectTimeoutMs: this.endpoints.connectTimeoutMs,
+        maxResponseBytes: this.endpoints.maxResponseBytes,
+      });
+    } catch (e) {
+      if (e instanceof VendorHttpError) return httpErrorOutcome(e);
+      throw e;
+    }
+    return classify(res);
+  }
+}

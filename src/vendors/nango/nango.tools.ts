@@ -1,0 +1,61 @@
+/**
+ * Nango proxy tools: a credentialed pass-through to whatever provider the org's
+ * Nango connection points at, hence medium risk for reads and high for writes.
+ * A POST through Nango is never idempotent (VENDORS.md §4.1): the executor must
+ * not retry it. Path and query safety lives in nango-path.ts (validate()).
+ */
+import type { ToolSpec } from '../vendor-handler.js';
+import { NANGO_PATH_MAX } from './nango-path.js';
+
+const path = {
+  type: 'string',
+  minLength: 1,
+  maxLength: NANGO_PATH_MAX,
+  description: "Provider API path relative to the provider's base URL, e.g. /v1/customers/42 (no host, no query string)",
+};
+
+export const NANGO_TOOLS: ToolSpec[] = [
+  {
+    name: 'nango_proxy',
+    vendor: 'nango',
+    description: "Call the org's connected provider API through the Nango proxy.",
+    actions: [
+      {
+        name: 'get',
+        description: 'GET a provider API path through Nango.',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            path,
+            query: {
+              type: 'object',
+              description: 'Query parameters (string, number or boolean values)',
+              additionalProperties: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
+              maxProperties: 100,
+            },
+          },
+          required: ['path'],
+          additionalProperties: false,
+        },
+        riskLevel: 'medium',
+        sideEffect: 'read',
+        idempotent: true,
+        costCents: 0,
+      },
+      {
+        name: 'post',
+        description: 'POST a JSON body to a provider API path through Nango (a write; never retried automatically).',
+        inputSchema: {
+          type: 'object',
+          properties: { path, body: { type: 'object', description: 'JSON body sent to the provider' } },
+          required: ['path', 'body'],
+          additionalProperties: false,
+        },
+        riskLevel: 'high',
+        sideEffect: 'write',
+        idempotent: false,
+        costCents: 0,
+      },
+    ],
+  },
+];

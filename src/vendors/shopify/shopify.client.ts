@@ -1,0 +1,105 @@
+/**
+ * One GraphQL round trip to Shopify, with every way it can fail mapped to a
+ * VendorOutcome kind (VENDORS.md §1.4-1.6). Messages are our own words: vendor
+ * bodies can echo customer data and must not reach the ledger.
+ */
+import { httpErrorOutcome, parseRetryAfterMs, vendorRequest, VendorHttpError, type VendorHttpResponse } from '../http/vendor-http.js';
+import type { VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import type { ShopifyConnection } from './shopify.connection.js';
+
+export type FailedOutcome = Extract<VendorOutcome, { ok: false }>;
+export type GraphqlResult = { ok: true; data: Record<string, unknown>; vendorStatus: number } | FailedOutcome;
+
+const SAFE_CODE = /^[A-Za-z_]{1,40}$/;
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export async function postShopifyGraphql(
+  endpoints: VendorEndpoints,
+  conn: ShopifyConnection,
+  query: string,
+  variables: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<GraphqlResult> {
+  let res: VendorHttpResponse;
+  try {
+    res = await vendorRequest({
+      method: 'POST',
+      url: conn.graphqlUrl,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'user-agent': endpoints.userAgent,
+        'x-shopify-access-token': conn.accessToken,
+      },
+      body: JSON.stringify({ query, variables }),
+      signal,
+      timeoutMs: endpoints.timeoutMs,
+      connectTimeoutMs: endpoints.connectTimeoutMs,
+      maxResponseBytes: endpoints.maxResponseBytes,
+    });
+  } catch (err) {
+    if (err instanceof VendorHttpError) return httpErrorOutcome(err) as FailedOutcome;
+    throw err;
+  }
+  return interpretShopifyResponse(res);
+}
+
+export function interpretShopifyResponse(res: VendorHttpResponse): GraphqlResult {
+  const status = res.status;
+  const fail = (kind: FailedOutcome['kind'], message: string, retryAfterMs?: number): FailedOutcome => ({
+    ok: false,
+    kind,
+    vendorStatus: status,
+    requestSent: true,
+    message,
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  });
+  // An expired 24 h / 1 h token also answers 401 (VENDORS.md §1.4); 403 is a missing scope.
+  if (status === 401 || status === 403) return fail('auth', `shopify refused the access token (HTTP ${status})`);
+  if (status === 404) return fail('not_found', 'shopify answered 404 (unknown shop, API version or resource)');
+  if (status === 429) return fail('rate_limited', 'shopify rate limit reached (HTTP 429)', parseRetryAfterMs(res.headers['retry-after']));
+  if (status === 402 || status === 423) return fail('rejected', `shopify shop is frozen or locked (HTTP ${status})`);
+  if (status >= 500) return fail('server_error', `shopify server error (HTTP ${status})`);
+  if (status < 200 || status >= 300) return fail('rejected', `shopify refused the request (HTTP ${status})`);
+
+  let body: unknown;
+  try {
+    body = res.json();
+  } catch (err) {
+    if (err instanceof VendorHttpError) return httpErrorOutcome(err) as FailedOutcome;
+    throw err;
+  }
+  if (!isRecord(body)) return fail('bad_response', 'shopify answered with an unexpected body');
+  if (body.errors !== undefined && body.errors !== null) return graphqlErrorsOutcome(body.errors, body.extensions, status);
+  if (!isRecord(body.data)) return fail('bad_response', 'shopify answer carries no data');
+  return { ok: true, data: body.data, vendorStatus: status };
+}
+
+function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: number): FailedOutcome {
+  const codes = (Array.isArray(errors) ? errors : [])
+    .map((e) => (isRecord(e) && isRecord(e.extensions) ? e.extensions.code : undefined))
+    .filter((c): c is string => typeof c === 'string' && SAFE_CODE.test(c));
+  const base = { ok: false as const, vendorStatus: status, requestSent: true };
+  if (codes.includes('THROTTLED')) {
+    const retryAfterMs = throttleWaitMs(extensions);
+    return { ...base, kind: 'rate_limited', message: 'shopify query cost limit reached (THROTTLED)', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+  }
+  if (codes.includes('ACCESS_DENIED')) return { ...base, kind: 'auth', message: 'shopify denied access (ACCESS_DENIED: missing scope?)' };
+  if (codes.includes('INTERNAL_SERVER_ERROR')) return { ...base, kind: 'server_error', message: 'shopify GraphQL internal error' };
+  const named = codes.length > 0 ? ` (${[...new Set(codes)].join(', ')})` : '';
+  return { ...base, kind: 'rejected', message: `shopify refused the GraphQL request${named}` };
+}
+
+/** Wait until the bucket holds the requested cost again: (requested − available) / restoreRate seconds (VENDORS.md §1.6). */
+export function throttleWaitMs(extensions: unknown): number | undefined {
+  const cost = isRecord(extensions) ? extensions.cost : undefined;
+  if (!isRecord(cost) || !isRecord(cost.throttleStatus)) return undefined;
+  const requested = cost.requestedQueryCost;
+  const { currentlyAvailable: available, restoreRate } = cost.throttleStatus;
+  if (typeof requested !== 'number' || typeof available !== 'number' || typeof restoreRate !== 'number') return undefined;
+  if (!Number.isFinite(requested) || !Number.isFinite(available) || !(restoreRate > 0)) return undefined;
+  return Math.max(0, Math.ceil(((requested - available) / restoreRate) * 1000));
+}

@@ -1,0 +1,71 @@
+/**
+ * The GraphQL Admin documents the gateway sends. They select only what the
+ * normaliser uses: query cost and customer PII both grow with the selection.
+ */
+
+export const ORDER_QUERY = `query OrderLookup($id: ID!) {
+  order(id: $id) {
+    id
+    name
+    displayFinancialStatus
+    displayFulfillmentStatus
+    email
+    phone
+    customer { defaultEmailAddress { emailAddress } defaultPhoneNumber { phoneNumber } }
+    shippingAddress { name address1 address2 city province provinceCode zip country countryCodeV2 phone }
+    lineItems(first: 50) { nodes { name quantity sku } }
+    fulfillments(first: 20) { status trackingInfo(first: 10) { number company url } }
+    note
+  }
+}`;
+
+export const PRODUCT_QUERY = `query ProductLookup($id: ID!) {
+  product(id: $id) {
+    id
+    title
+    handle
+    status
+    vendor
+    productType
+    totalInventory
+    variants(first: 50) { nodes { id title sku price inventoryQuantity } }
+  }
+}`;
+
+export const ORDER_NOTE_MUTATION = `mutation OrderNote($input: OrderInput!) {
+  orderUpdate(input: $input) {
+    order { id note }
+    userErrors { field message }
+  }
+}`;
+
+/** Reads the payments a refund goes back to: real Shopify needs the parent transaction's gateway. */
+export const REFUND_CONTEXT_QUERY = `query RefundContext($id: ID!) {
+  order(id: $id) {
+    id
+    currencyCode
+    transactions(first: 20) { id kind status gateway }
+  }
+}`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The key is written as a literal, as in Shopify's own examples. It is always
+ * a UUID we derived (checked here), so nothing from a request reaches the text.
+ */
+export function refundMutation(idempotencyKey: string): string {
+  if (!UUID.test(idempotencyKey)) throw new Error('refund idempotency key must be a lower-case UUID');
+  return `mutation Refund($input: RefundInput!) {
+  refundCreate(input: $input) @idempotent(key: "${idempotencyKey}") {
+    refund {
+      id
+      note
+      createdAt
+      totalRefundedSet { shopMoney { amount currencyCode } }
+      transactions(first: 10) { nodes { id status kind gateway amountSet { shopMoney { amount currencyCode } } } }
+    }
+    userErrors { field message }
+  }
+}`;
+}

@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ShopifyEmulator } from '../../emulator/shopify.emulator.js';
+import { SHOPIFY_EMULATOR_TOKEN } from '../../emulator/shopify.fixtures.js';
+import { VendorEmulator } from '../../emulator/vendor-emulator.js';
+import type { VendorCallContext, VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import { ShopifyHandler } from './shopify.handler.js';
+import { refundIdempotencyKey } from './shopify.refund.js';
+
+const emu = new VendorEmulator([new ShopifyEmulator()]);
+const shop = (): ShopifyEmulator => emu.vendor<ShopifyEmulator>('shopify');
+
+function endpoints(overrides: Partial<VendorEndpoints> = {}): VendorEndpoints {
+  return {
+    shopifyBaseUrl: emu.url,
+    shopifyApiVersion: '2026-07',
+    amazonLwaUrl: 'http://127.0.0.1:1/auth/o2/token',
+    nangoHost: 'http://127.0.0.1:1',
+    timeoutMs: 2_000,
+    connectTimeoutMs: 1_000,
+    maxResponseBytes: 1024 * 1024,
+    userAgent: 'tool-gateway-test',
+    ...overrides,
+  };
+}
+
+function ctx(toolName: string, action: string, params: Record<string, unknown>, extra: Partial<VendorCallContext> = {}): VendorCallContext {
+  return {
+    orgId: 'org-1',
+    toolCallId: randomUUID(),
+    idempotencyKey: `run-1:${randomUUID()}`,
+    toolName,
+    action,
+    params,
+    credentials: { shopDomain: 'demo-shop.myshopify.com', accessToken: SHOPIFY_EMULATOR_TOKEN },
+    signal: new AbortController().signal,
+    attempt: 0,
+    ...extra,
+  };
+}
+
+function failure(o: VendorOutcome): Extract<VendorOutcome, { ok: false }> {
+  expect(o.ok).toBe(false);
+  return o as Extract<VendorOutcome, { ok: false }>;
+}
+
+const lookup = (orderId: string, extra: Partial<VendorCallContext> = {}): VendorCallContext => ctx('order_lookup', 'lookup', { orderId }, extra);
+const refund = (params: Record<string, unknown>, extra: Partial<VendorCallContext> = {}): VendorCallContext =>
+  ctx('shopify_refund', 'create', params, extra);
+
+let handler: ShopifyHandler;
+
+beforeAll(async () => {
+  await emu.start();
+  handler = new ShopifyHandler(endpoints());
+});
+afterAll(() => emu.stop());
+beforeEach(() => emu.reset());
+
+describe('ShopifyHandler reads', () => {
+  it('looks up an order and normalises it', async () => {
+    const out = await handler.execute(lookup('12345'));
+    expect(out).toMatchObject({ ok: true, vendorStatus: 200 });
+    const data = (out as { data: Record<string, unknown> }).data;
+    expect(data).toMatchObject({
+      orderId: '12345',
+      name: '#1042',
+      status: 'fulfilled',
+      financialStatus: 'paid',
+      trackingNumber: 'TRACK-001',
+      trackingNumbers: ['TRACK-001'],
+      customer: { email: 'jane.doe@example.com', phone: '+14155550123' },
+      shippingAddress: { zip: '94107', city: 'San Francisco', countryCode: 'US' },
+    });
+    expect(data.items).toEqual([
+      { name: 'Aurora Trail Running Shoe - 9 / Blue', quantity: 1 },
+      { name: 'Merino Running Socks - M', quantity: 2 },
+    ]);
+    const [req] = emu.requests;
+    expect(req.path).toBe('/admin/api/2026-07/graphql.json');
+    expect(req.headers['x-shopify-access-token']).toBe(SHOPIFY_EMULATOR_TOKEN);
+    expect(JSON.parse(req.body).variables).toEqual({ id: 'gid://shopify/Order/12345' });
+  });
+
+  it('uses the apiVersion of the credentials when given', async () => {
+    const out = await handler.execute(lookup('450789469', { credentials: { shopDomain: 'demo-shop.myshopify.com', accessToken: SHOPIFY_EMULATOR_TOKEN, apiVersion: '2026-04' } }));
+    expect(out.ok).toBe(true);
+    expect(emu.requests[0].path).toBe('/admin/api/2026-04/graphql.json');
+  });
+
+  it('maps an unknown order (data.order null) to not_found', async () => {
+    expect(failure(await handler.execute(lookup('999999')))).toMatchObject({ kind: 'not_found', requestSent: true });
+  });
+
+  it('gets a product, and not_found for an unknown one', async () => {
+    const out = await handler.execute(ctx('shopify_query', 'get_product', { productId: '632910392' }));
+    expect(out).toMatchObject({ ok: true, data: { productId: '632910392', title: 'Aurora Trail Running Shoe', status: 'active' } });
+    expect(failure(await handler.execute(ctx('shopify_query', 'get_product', { productId: '1' }))).kind).toBe('not_found');
+  });
+
+  it('maps a bad token to auth without leaking it', async () => {
+    const out = failure(await handler.execute(lookup('12345', { credentials: { shopDomain: 'demo-shop.myshopify.com', accessToken: 'shpat_wrong_secret_9' } })));
+    expect(out).toMatchObject({ kind: 'auth', vendorStatus: 401, requestSent: true });
+    expect(out.message).not.toContain('shpat_wrong');
+    expect(out.message).not.toContain('Invalid API key');
+  });
+
+  it('refuses a shop domain that is not *.myshopify.com before sending anything', async () => {
+    const h = new ShopifyHandler(endpoints({ shopifyBaseUrl: undefined }));
+    const out = failure(await h.execute(lookup('12345', { credentials: { shopDomain: 'evil.example.com/x?', accessToken: SHOPIFY_EMULATOR_TOKEN } })));
+    expect(out).toMatchObject({ kind: 'auth', requestSent: false });
+    expect(emu.requests).toHaveLength(0);
+  });
+
+  it('maps 429 to rate_limited with Retry-After in seconds', async () => {
+    emu.fault({ vendor: 'shopify', kind: 'status', status: 429 });
+    expect(failure(await handler.execute(lookup('12345')))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 2000 });
+  });
+
+  it('maps GraphQL THROTTLED to rate_limited with the cost maths', async () => {
+    emu.fault({ vendor: 'shopify', kind: 'throttled' });
+    // requestedQueryCost 12 of an order query, 0 available, restoring 100/s → 120 ms
+    expect(failure(await handler.execute(lookup('12345')))).toMatchObject({ kind: 'rate_limited', vendorStatus: 200, retryAfterMs: 120 });
+  });
+
+  it('maps a non-JSON 500 to server_error', async () => {
+    emu.fault({ vendor: 'shopify', kind: 'status', status: 500, body: '<html><body>Internal error</body></html>' });
+    expect(failure(await handler.execute(lookup('12345')))).toMatchObject({ kind: 'server_error', vendorStatus: 500 });
+    emu.fault({ vendor: 'shopify', kind: 'status', status: 503 });
+    expect(failure(await handler.execute(lookup('12345')))).toMatchObject({ kind: 'server_error', vendorStatus: 503 });
+  });
+
+  it('maps a malformed 200 to bad_response', async () => {
+    emu.fault({ vendor: 'shopify', kind: 'malformed' });
+    expect(failure(await handler.execute(lookup('12345')))).toMatchObject({ kind: 'bad_response', requestSent: true });
+  });
+
+  it('maps a body over the cap to too_large', async () => {
+    const small = new ShopifyHandler(endpoints({ maxResponseBytes: 64 * 1024 }));
+    emu.fault({ vendor: 'shopify', kind: 'huge' });
+    expect(failure(await small.execute(lookup('12345')))).toMatchObject({ kind: 'too_large', requestSent: true });
+  });
+
+  it('times out a hung vendor with requestSent true', async () => {
+    const quick = new ShopifyHandler(endpoints({ timeoutMs: 200 }));
+    emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_000 });
+    const started = Date.now();
+    expect(failure(await quick.execute(lookup('12345')))).toMatchObject({ kind: 'timeout', requestSent: true });
+    expect(Date.now() - started).toBeLessThan(900);
+  });
+});
+
+describe('ShopifyHandler writes', () => {
+  it('sets the order note to the final text, the same on a resend', async () => {
+    const call = ctx('shopify_order', 'add_note', { orderId: '12345', note: 'Customer asked for gift wrap' });
+    expect(await handler.execute(call)).toMatchObject({ ok: true, data: { orderId: '12345', note: 'Customer asked for gift wrap' } });
+    expect(await handler.execute({ ...call, attempt: 1 })).toMatchObject({ ok: true });
+    expect(shop().order(12345)?.note).toBe('Customer asked for gift wrap');
+    expect(failure(await handler.execute(ctx('shopify_order', 'add_note', { orderId: '999999', note: 'x' }))).kind).toBe('not_found');
+  });
+
+  it('refunds once even when the same call is sent twice', async () => {
+    const call = refund({ orderId: '12345', amount: '20', note: 'Damaged box' });
+    const first = await handler.execute(call);
+    const second = await handler.execute({ ...call, attempt: 1 });
+    expect(first).toMatchObject({ ok: true, data: { orderId: '12345', amount: '20.00', currency: 'USD', status: 'success' } });
+    expect(second).toEqual(first);
+    expect(shop().refundCount(12345)).toBe(1);
+    const stored = shop().order(12345)?.refunds[0];
+    expect(stored?.note).toBe(`Damaged box [tool-gateway call ${call.toolCallId}]`);
+    const mutation = emu.requests.find((r) => r.body.includes('refundCreate'));
+    expect(mutation?.body).toContain(`@idempotent(key: \\"${refundIdempotencyKey('org-1', call.idempotencyKey)}\\")`);
+  });
+
+  it('makes a second refund for a different ledger key', async () => {
+    await handler.execute(refund({ orderId: '12345', amount: '20' }));
+    await handler.execute(refund({ orderId: '12345', amount: '20' }));
+    expect(shop().refundCount(12345)).toBe(2);
+  });
+
+  it('rejects a refund over what is still refundable', async () => {
+    const out = failure(await handler.execute(refund({ orderId: '1002', amount: '60.01' })));
+    expect(out).toMatchObject({ kind: 'rejected', requestSent: true });
+    expect(out.message).toBe('refund amount is more than is still refundable on the order');
+    expect(shop().refundCount(1002)).toBe(1); // the seeded one only
+  });
+
+  it('reports requestSent on a reset after the refund was applied, and the retry replays it', async () => {
+    const call = refund({ orderId: '450789469', amount: '10.50' });
+    emu.fault({ vendor: 'shopify', kind: 'reset_after', bodyMatch: /refundCreate/ });
+    expect(failure(await handler.execute(call))).toMatchObject({ kind: 'network', requestSent: true });
+    expect(shop().refundCount(450789469)).toBe(1);
+    const retry = await handler.execute({ ...call, attempt: 1 });
+    expect(retry).toMatchObject({ ok: true, data: { amount: '10.50' } });
+    expect(shop().refundCount(450789469)).toBe(1);
+  });
+
+  it('reports requestSent false when the read before the refund fails', async () => {
+    emu.fault({ vendor: 'shopify', kind: 'reset_before', bodyMatch: /RefundContext/ });
+    expect(failure(await handler.execute(refund({ orderId: '12345', amount: '5' })))).toMatchObject({ kind: 'network', requestSent: false });
+    expect(emu.count({ vendor: 'shopify', applied: true })).toBe(0);
+  });
+
+  it('refuses a refund of zero before sending', () => {
+    expect(handler.validate('shopify_refund', 'create', { orderId: '1', amount: '0.00' })).toBe('amount must be greater than 0');
+    expect(handler.validate('shopify_refund', 'create', { orderId: '1', amount: '0.01' })).toBeNull();
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * Shopify GraphQL payloads → the gateway's stable result shapes. Defensive on
+ * purpose: a field Shopify leaves out (protected customer data comes back null
+ * for apps without approval, VENDORS.md §1.1) becomes null, never a crash.
+ */
+import { isRecord } from './shopify.client.js';
+
+function str(v: unknown): string | null {
+  return typeof v === 'string' ? v : null;
+}
+
+function lower(v: unknown): string | null {
+  return typeof v === 'string' ? v.toLowerCase() : null;
+}
+
+/** Accepts a plain list or a connection's `{nodes: [...]}`. */
+function list(v: unknown): Record<string, unknown>[] {
+  const items = Array.isArray(v) ? v : isRecord(v) && Array.isArray(v.nodes) ? v.nodes : [];
+  return items.filter(isRecord);
+}
+
+/** "gid://shopify/Refund/123" → "123"; other text passes through. */
+export function legacyId(gid: unknown): string | null {
+  if (typeof gid !== 'string') return null;
+  const slash = gid.lastIndexOf('/');
+  return slash === -1 ? gid : gid.slice(slash + 1);
+}
+
+export interface NormalizedOrder {
+  orderId: string;
+  name: string | null;
+  status: string | null;
+  financialStatus: string | null;
+  /** first tracking number, for the common single-parcel case (API.md §4 example) */
+  trackingNumber: string | null;
+  trackingNumbers: string[];
+  items: Array<{ name: string | null; quantity: number }>;
+  customer: { email: string | null; phone: string | null };
+  shippingAddress: Record<string, string | null> | null;
+}
+
+export function normalizeOrder(orderId: string, o: Record<string, unknown>): NormalizedOrder {
+  const trackingNumbers: string[] = [];
+  // One fulfillment per parcel, each with its tracking (VENDORS.md §1.3).
+  for (const f of list(o.fulfillments)) {
+    for (const t of list(f.trackingInfo)) {
+      const n = str(t.number);
+      if (n && !trackingNumbers.includes(n)) trackingNumbers.push(n);
+    }
+  }
+  const customer = isRecord(o.customer) ? o.customer : {};
+  const email = isRecord(customer.defaultEmailAddress) ? str(customer.defaultEmailAddress.emailAddress) : null;
+  const phone = isRecord(customer.defaultPhoneNumber) ? str(customer.defaultPhoneNumber.phoneNumber) : null;
+  const a = isRecord(o.shippingAddress) ? o.shippingAddress : null;
+  return {
+    orderId,
+    name: str(o.name),
+    status: lower(o.displayFulfillmentStatus),
+    financialStatus: lower(o.displayFinancialStatus),
+    trackingNumber: trackingNumbers[0] ?? null,
+    trackingNumbers,
+    items: list(o.lineItems).map((li) => ({ name: str(li.name), quantity: typeof li.quantity === 'number' ? li.quantity : 0 })),
+    customer: { email: email ?? str(o.email), phone: phone ?? str(o.phone) },
+    shippingAddress: a && {
+      name: str(a.name),
+      address1: str(a.address1),
+      address2: str(a.address2),
+      city: str(a.city),
+      province: str(a.province),
+      provinceCode: str(a.provinceCode),
+      zip: str(a.zip),
+      country: str(a.country),
+      countryCode: str(a.countryCodeV2),
+      phone: str(a.phone),
+    },
+  };
+}
+
+export function normalizeProduct(productId: string, p: Record<string, unknown>): Record<string, unknown> {
+  return {
+    productId,
+    title: str(p.title),
+    handle: str(p.handle),
+    status: lower(p.status),
+    vendor: str(p.vendor),
+    productType: str(p.productType),
+    totalInventory: typeof p.totalInventory === 'number' ? p.totalInventory : null,
+    variants: list(p.variants).map((v) => ({
+      variantId: legacyId(v.id),
+      title: str(v.title),
+      sku: str(v.sku),
+      price: str(v.price),
+      inventoryQuantity: typeof v.inventoryQuantity === 'number' ? v.inventoryQuantity : null,
+    })),
+  };
+}
+
+function money(set: unknown): { amount: string | null; currency: string | null } {
+  const shop = isRecord(set) && isRecord(set.shopMoney) ? set.shopMoney : {};
+  return { amount: str(shop.amount), currency: str(shop.currencyCode) };
+}
+
+export type RefundSettlement = 'success' | 'pending' | 'failed';
+
+export interface NormalizedRefund {
+  refundId: string | null;
+  orderId: string;
+  amount: string | null;
+  currency: string | null;
+  /** a Refund record is not proof money moved: this reflects its transactions (VENDORS.md §1.8) */
+  status: RefundSettlement;
+  createdAt: string | null;
+}
+
+export function normalizeRefund(orderId: string, r: Record<string, unknown>): NormalizedRefund {
+  const statuses = list(r.transactions).map((t) => str(t.status));
+  let status: RefundSettlement = 'success';
+  if (statuses.some((s) => s === 'FAILURE' || s === 'ERROR')) status = 'failed';
+  else if (statuses.some((s) => s !== 'SUCCESS')) status = 'pending';
+  const total = money(r.totalRefundedSet);
+  return { refundId: legacyId(r.id), orderId, amount: total.amount, currency: total.currency, status, createdAt: str(r.createdAt) };
+}

@@ -1,0 +1,86 @@
+/**
+ * What makes `shopify_refund.create` safe to resend (VENDORS.md §1.9): one
+ * `@idempotent` key per logical refund, derived from the ledger identity, and
+ * an input that is the same on every attempt.
+ */
+import { createHash } from 'node:crypto';
+import type { FailedOutcome } from './shopify.client.js';
+import { isRecord } from './shopify.client.js';
+
+// Fixed namespace of the gateway's refund keys (a random UUID, never change it:
+// keys already sent to Shopify would no longer match their retries).
+const REFUND_KEY_NAMESPACE = Buffer.from('6f1c7a52c3e94d0b8a4e0c9b5d2f7e13', 'hex');
+
+/**
+ * UUIDv5 (RFC 9562) of the ledger idempotency identity. Deliberately NOT the
+ * attempt number or the tool-call id alone: every retry, crash recovery or
+ * approval pick-up of the same ledger call must present the same key.
+ */
+export function refundIdempotencyKey(orgId: string, idempotencyKey: string): string {
+  // JSON keeps the two parts unambiguous ("a|b" + "c" vs "a" + "b|c").
+  const name = JSON.stringify(['shopify.refundCreate', orgId, idempotencyKey]);
+  const hash = createHash('sha1').update(REFUND_KEY_NAMESPACE).update(name, 'utf8').digest();
+  hash[6] = (hash[6] & 0x0f) | 0x50;
+  hash[8] = (hash[8] & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** "12.5" → "12.50": one spelling per amount, so equal amounts give equal inputs. */
+export function formatAmount(amount: string): string {
+  const [whole, frac = ''] = amount.split('.');
+  return `${String(Number(whole))}.${frac.padEnd(2, '0')}`;
+}
+
+export interface RefundParent {
+  id: string;
+  gateway: string;
+}
+
+/**
+ * The payment the money goes back to. Chosen from the order's successful
+ * SALE/CAPTURE transactions by position only — never by what is still
+ * refundable — so a retry after an applied-but-unanswered attempt picks the
+ * same parent and sends the same input (Shopify then replays the original).
+ */
+export function pickRefundParent(order: Record<string, unknown>): RefundParent | undefined {
+  const txs = Array.isArray(order.transactions) ? order.transactions : [];
+  for (const t of txs) {
+    if (!isRecord(t) || t.status !== 'SUCCESS' || (t.kind !== 'SALE' && t.kind !== 'CAPTURE')) continue;
+    if (typeof t.id === 'string' && typeof t.gateway === 'string') return { id: t.id, gateway: t.gateway };
+  }
+  return undefined;
+}
+
+export function buildRefundInput(orderGid: string, amount: string, note: string | undefined, toolCallId: string, parent: RefundParent): Record<string, unknown> {
+  // The ledger id in the note makes a read-back reconcile exact (VENDORS.md §1.9, point 4).
+  const marker = `[tool-gateway call ${toolCallId}]`;
+  return {
+    orderId: orderGid,
+    note: note ? `${note} ${marker}` : marker,
+    notify: false,
+    transactions: [{ orderId: orderGid, parentId: parent.id, amount: formatAmount(amount), gateway: parent.gateway, kind: 'REFUND' }],
+  };
+}
+
+/**
+ * refundCreate's userErrors carry no code (VENDORS.md §1.8), so they are told
+ * apart by message; the outcome message is always our own text.
+ */
+export function refundUserErrorOutcome(userErrors: unknown[]): FailedOutcome {
+  const text = userErrors.map((e) => (isRecord(e) && typeof e.message === 'string' ? e.message : '')).join(' ').toLowerCase();
+  const base = { ok: false as const, vendorStatus: 200, requestSent: true };
+  if (text.includes('same idempotency key')) {
+    // An earlier attempt with this key reached Shopify with other parameters: reconcile, never re-key.
+    return { ...base, kind: 'rejected', message: 'shopify refused the refund: its idempotency key was already used with other parameters' };
+  }
+  if (text.includes('currently in progress')) {
+    // The first request with this key is still running at Shopify: retrying with the same key is safe.
+    return { ...base, kind: 'rate_limited', retryAfterMs: 1_000, message: 'shopify is still processing a refund with this key' };
+  }
+  if (text.includes('does not exist')) return { ...base, kind: 'not_found', message: 'shopify order not found' };
+  if (/exceed|maximum refundable|more than|sales cap/.test(text)) {
+    return { ...base, kind: 'rejected', message: 'refund amount is more than is still refundable on the order' };
+  }
+  return { ...base, kind: 'rejected', message: 'shopify refused the refund (validation errors)' };
+}

@@ -1,0 +1,104 @@
+/**
+ * The Shopify tools of the catalog (API.md §2). Ids are numeric strings: the
+ * handler builds GIDs from them, so nothing else may reach a query.
+ */
+import type { JsonSchema, ToolSpec } from '../vendor-handler.js';
+
+export const SHOPIFY_ID_PATTERN = '^[0-9]{1,20}$';
+export const REFUND_AMOUNT_PATTERN = '^\\d{1,9}(\\.\\d{1,2})?$';
+export const NOTE_MAX_LENGTH = 5000;
+export const REFUND_NOTE_MAX_LENGTH = 500;
+
+function objectSchema(properties: Record<string, JsonSchema>, required: string[]): JsonSchema {
+  return { type: 'object', properties, required, additionalProperties: false };
+}
+
+const orderId: JsonSchema = { type: 'string', pattern: SHOPIFY_ID_PATTERN, description: 'Numeric Shopify order id, e.g. "450789469"' };
+
+export const SHOPIFY_TOOLS: ToolSpec[] = [
+  {
+    name: 'order_lookup',
+    vendor: 'shopify',
+    description: 'Look up a Shopify order: status, tracking, items, customer contact and shipping address.',
+    actions: [
+      {
+        name: 'lookup',
+        description: 'Fetch one order by its numeric id.',
+        inputSchema: objectSchema({ orderId }, ['orderId']),
+        riskLevel: 'low',
+        sideEffect: 'read',
+        idempotent: true,
+        costCents: 1,
+      },
+    ],
+  },
+  {
+    name: 'shopify_query',
+    vendor: 'shopify',
+    description: 'Read Shopify catalog data.',
+    actions: [
+      {
+        name: 'get_product',
+        description: 'Fetch one product (title, status, variants with SKU and price) by its numeric id.',
+        inputSchema: objectSchema(
+          { productId: { type: 'string', pattern: SHOPIFY_ID_PATTERN, description: 'Numeric Shopify product id' } },
+          ['productId'],
+        ),
+        riskLevel: 'low',
+        sideEffect: 'read',
+        idempotent: true,
+        costCents: 1,
+      },
+    ],
+  },
+  {
+    name: 'shopify_order',
+    vendor: 'shopify',
+    description: 'Change a Shopify order.',
+    actions: [
+      {
+        name: 'add_note',
+        description: 'Set the order note to the given text (replaces the current note).',
+        inputSchema: objectSchema(
+          { orderId, note: { type: 'string', minLength: 1, maxLength: NOTE_MAX_LENGTH, description: 'The full new note text' } },
+          ['orderId', 'note'],
+        ),
+        riskLevel: 'medium',
+        sideEffect: 'write',
+        // orderUpdate overwrites the note with the final text we send, so a
+        // resend leaves the same state (VENDORS.md §1.7).
+        idempotent: true,
+        costCents: 2,
+      },
+    ],
+  },
+  {
+    name: 'shopify_refund',
+    vendor: 'shopify',
+    description: 'Refund money on a Shopify order.',
+    actions: [
+      {
+        name: 'create',
+        description: 'Refund an amount (shop currency) to the original payment of the order.',
+        inputSchema: objectSchema(
+          {
+            orderId,
+            amount: { type: 'string', pattern: REFUND_AMOUNT_PATTERN, description: 'Decimal amount, e.g. "19.99"' },
+            note: { type: 'string', maxLength: REFUND_NOTE_MAX_LENGTH, description: 'Reason shown on the refund' },
+          },
+          ['orderId', 'amount'],
+        ),
+        riskLevel: 'high',
+        sideEffect: 'write',
+        // Not idempotent by nature: a second refundCreate is a second refund.
+        // It is safe to resend ONLY because every attempt carries the same
+        // @idempotent key, derived from the ledger identity (orgId +
+        // idempotencyKey) and never from the attempt, and the same input; Shopify
+        // then returns the original refund (VENDORS.md §1.9). Changing either
+        // derivation makes this flag a lie.
+        idempotent: true,
+        costCents: 5,
+      },
+    ],
+  },
+];
