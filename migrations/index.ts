@@ -1,4 +1,5 @@
 import { InitialSchema1764500000000 } from './1764500000000-initial-schema.js';
+import { ApprovalInputs1764700000000 } from './1764700000000-approval-inputs.js';
 
 /** Every migration, in order. Listed explicitly so the same array loads under vitest and the built app. */
-export const MIGRATIONS = [InitialSchema1764500000000];
+export const MIGRATIONS = [InitialSchema1764500000000, ApprovalInputs1764700000000];

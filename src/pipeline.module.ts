@@ -10,12 +10,24 @@ import { PoliciesController } from './policy/policies.controller.js';
 import { PoliciesService } from './policy/policies.service.js';
 import { RunsController } from './runs/runs.controller.js';
 import { RunsService } from './runs/runs.service.js';
+import { Sql } from './db/sql.js';
+import { ResultsStore } from './tool-calls/results.store.js';
+import { ToolCallLedger } from './tool-calls/tool-call-ledger.js';
+import { ToolCallResultsService } from './tool-calls/tool-call-results.service.js';
+import { ToolCallsController } from './tool-calls/tool-calls.controller.js';
+import { ToolCallsService } from './tool-calls/tool-calls.service.js';
 import { VendorRegistry } from './vendors/vendor-registry.js';
 
 /** The governed tool call: catalog, permissions, policy, runs, credentials, executor and the pipeline itself. */
 @Module({
-  controllers: [CatalogController, ToolPermissionsController, PoliciesController, RunsController, CredentialsController],
-  providers: [VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor],
-  exports: [VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor],
+  controllers: [CatalogController, ToolPermissionsController, PoliciesController, RunsController, CredentialsController, ToolCallsController],
+  providers: [
+    Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,
+    ResultsStore, ToolCallLedger, ToolCallsService, ToolCallResultsService,
+  ],
+  exports: [
+    Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,
+    ResultsStore, ToolCallLedger, ToolCallsService, ToolCallResultsService,
+  ],
 })
 export class PipelineModule {}

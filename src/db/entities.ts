@@ -8,6 +8,7 @@ import { ToolPermissionEntity } from '../permissions/tool-permission.entity.js';
 import { PolicyDecisionEntity } from '../policy/policy-decision.entity.js';
 import { PolicyEntity } from '../policy/policy.entity.js';
 import { AgentRunEntity } from '../runs/agent-run.entity.js';
+import { ToolCallInputEntity } from '../tool-calls/tool-call-input.entity.js';
 import { ToolCallResultEntity } from '../tool-calls/tool-call-result.entity.js';
 import { ToolCallEntity } from '../tool-calls/tool-call.entity.js';
 
@@ -21,6 +22,7 @@ export const ENTITIES = [
   AgentRunEntity,
   ToolCallEntity,
   ToolCallResultEntity,
+  ToolCallInputEntity,
   ApprovalRequestEntity,
   IntegrationCredentialEntity,
   LedgerEventEntity,

@@ -12,7 +12,6 @@ export class AgentRunEntity {
   /** { runtimeManifest: { allowedTools: string[] }, user?: object } */
   @Column('jsonb') metadata!: { runtimeManifest: { allowedTools: string[] }; user?: Record<string, unknown> };
   @Column('integer', { name: 'pending_approval_count', default: 0 }) pendingApprovalCount!: number;
-  @Column('bigint', { name: 'total_cost_cents', default: 0 }) totalCostCents!: string;
   @Column('uuid', { name: 'created_by', nullable: true }) createdBy!: string | null;
   @Column('timestamptz', { name: 'created_at', default: () => 'now()' }) createdAt!: Date;
   @Column('timestamptz', { name: 'updated_at', default: () => 'now()' }) updatedAt!: Date;

@@ -1,0 +1,37 @@
+import { Injectable } from '@nestjs/common';
+import type { Pool, PoolClient } from 'pg';
+import { DataSource } from 'typeorm';
+
+/**
+ * Plain SQL on TypeORM's own pg pool, for the hot path: one round trip per
+ * statement, rows back as-is, no ORM bookkeeping.
+ */
+@Injectable()
+export class Sql {
+  constructor(private readonly ds: DataSource) {}
+
+  private get pool(): Pool {
+    return (this.ds.driver as unknown as { master: Pool }).master;
+  }
+
+  async query<T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
+    const res = await this.pool.query(text, params);
+    return res.rows as T[];
+  }
+
+  /** BEGIN … COMMIT on one connection; rolls back on any error. */
+  async transaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import { renderForModel } from '../executor/result-budget.js';
+import type { ToolCallStatus } from './tool-call-status.js';
+
+/** The facts of a ToolCall row that shape the response. */
+export interface CallFacts {
+  id: string;
+  status: ToolCallStatus;
+  errorCode: string | null;
+  errorText: string | null;
+  retryAfterSeconds: number | null;
+  approvalKind?: 'expert' | 'client' | null;
+}
+
+export interface ToolCallBody {
+  toolCallId: string;
+  status: ToolCallStatus;
+  errorCode: string | null;
+  replayed: boolean;
+  /** The full result, or null when there is none or it was too big for the budget (then `truncated`). */
+  result: unknown;
+  truncated: boolean;
+  retryAfterSeconds?: number;
+  toolResult: { type: 'tool_result'; tool_use_id: string; content: string; is_error: boolean };
+}
+
+/** HTTP status for a recorded outcome (API.md §4 table). */
+export function httpStatusFor(status: ToolCallStatus, errorCode: string | null): number {
+  if (status === 'waiting_approval') return 202;
+  if (status === 'blocked') return 403;
+  if (status === 'failed' && errorCode === 'INVALID_INPUT') return 422;
+  return 200;
+}
+
+/**
+ * What the model reads when there is no result: plain words about what
+ * happened, never vendor text, stack traces or secrets. INVALID_INPUT names the
+ * field with our own validator's message.
+ */
+export function modelMessage(f: CallFacts): string {
+  if (f.status === 'waiting_approval' || f.status === 'approved' || f.status === 'requested') {
+    const who = f.approvalKind === 'client' ? 'the customer' : 'an expert';
+    return f.status === 'approved'
+      ? 'The action was approved and is about to run. Its result will be available shortly; do not send it again.'
+      : `This action needs approval by ${who} before it can run. It has not been executed yet. Do not send it again; its result will be available once it has been decided.`;
+  }
+  if (f.status === 'running') return 'The action is still running. Its result will be available shortly; do not send it again.';
+  switch (f.errorCode) {
+    case 'FEATURE_DISABLED':
+      return 'Tool calling is disabled for this organization. The action was not executed.';
+    case 'NOT_IN_MANIFEST':
+      return 'This tool or action is not available in this run. The action was not executed.';
+    case 'POLICY_BLOCKED':
+      return 'This action is not allowed by policy. It was not executed.';
+    case 'EXPERT_REJECTED':
+      return 'An expert reviewed this action and rejected it. It was not executed.';
+    case 'CLIENT_REJECTED':
+      return 'The customer rejected this action. It was not executed.';
+    case 'APPROVAL_EXPIRED':
+      return 'The approval request for this action expired before anyone decided it. It was not executed.';
+    case 'INVALID_INPUT':
+      return `The tool input is invalid (${f.errorText ?? 'see the tool schema'}). Fix the input and try again.`;
+    case 'VENDOR_TIMEOUT':
+      return 'The vendor did not answer in time. The action failed; you may try again later.';
+    case 'VENDOR_RATE_LIMITED':
+      return f.retryAfterSeconds
+        ? `The vendor is limiting requests. Try again in ${f.retryAfterSeconds} seconds.`
+        : 'The vendor is limiting requests. Try again later.';
+    case 'VENDOR_NOT_FOUND':
+      return 'The vendor has no record matching this request.';
+    case 'CREDENTIALS_INVALID':
+      return "The vendor rejected this organization's credentials. An administrator needs to fix them; retrying will not help.";
+    case 'CREDENTIALS_NOT_FOUND':
+      return 'This organization has no credentials configured for this vendor. An administrator needs to add them.';
+    case 'CIRCUIT_OPEN':
+      return 'The vendor is temporarily unavailable after repeated failures. Try again later.';
+    case 'OUTCOME_UNKNOWN':
+      return 'The request reached the vendor but no answer came back, so it is unknown whether it took effect. Do not send it again; an operator will check and settle it.';
+    case 'EXECUTION_ERROR':
+      return 'The tool failed unexpectedly. The action was not completed.';
+    default:
+      return 'The vendor returned an error. The action failed; you may try again later.';
+  }
+}
+
+export function buildToolCallBody(
+  f: CallFacts,
+  result: { found: true; value: unknown } | { found: false },
+  toolUseId: string,
+  replayed: boolean,
+  budgetBytes: number,
+): ToolCallBody {
+  let content: string;
+  let truncated = false;
+  let shownResult: unknown = null;
+  if (f.status === 'succeeded' && result.found) {
+    const rendered = renderForModel(JSON.stringify(result.value) ?? 'null', budgetBytes, f.id);
+    content = rendered.content;
+    truncated = rendered.truncated;
+    shownResult = truncated ? null : result.value;
+  } else if (f.status === 'succeeded') {
+    content = 'The action succeeded. Its full result is no longer stored (the result retention period has passed).';
+  } else {
+    content = modelMessage(f);
+  }
+  return {
+    toolCallId: f.id,
+    status: f.status,
+    errorCode: f.errorCode,
+    replayed,
+    result: shownResult,
+    truncated,
+    ...(f.retryAfterSeconds ? { retryAfterSeconds: f.retryAfterSeconds } : {}),
+    toolResult: {
+      type: 'tool_result',
+      tool_use_id: toolUseId,
+      content,
+      is_error: !(f.status === 'succeeded' || f.status === 'waiting_approval' || f.status === 'approved' || f.status === 'running'),
+    },
+  };
+}

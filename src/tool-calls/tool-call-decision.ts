@@ -1,0 +1,49 @@
+import type { CatalogEntry, ParamCheck } from '../catalog/tool-catalog.service.js';
+import { evaluatePolicy } from '../policy/policy.engine.js';
+import type { PolicyDecision, PolicyRule } from '../policy/policy.types.js';
+
+/** Where the governance checks leave a call, before anything is written. */
+export type Decision =
+  | { status: 'blocked'; errorCode: 'FEATURE_DISABLED' | 'NOT_IN_MANIFEST' | 'POLICY_BLOCKED'; entry?: CatalogEntry; policy?: PolicyDecision }
+  | { status: 'failed'; errorCode: 'INVALID_INPUT'; errorText: string; entry: CatalogEntry }
+  | { status: 'waiting_approval'; entry: CatalogEntry; policy: PolicyDecision; approvalKind: 'expert' | 'client' }
+  | { status: 'running'; entry: CatalogEntry; policy: PolicyDecision };
+
+export interface DecisionInput {
+  flagEnabled: boolean;
+  toolName: string;
+  action: unknown;
+  params: Record<string, unknown>;
+  allowedTools: ReadonlySet<string>;
+  find: (tool: string, action: string) => CatalogEntry | undefined;
+  checkParams: (entry: CatalogEntry, params: Record<string, unknown>) => ParamCheck;
+  /** null when the stored rules cannot be evaluated: fail closed. */
+  rules: PolicyRule[] | null;
+}
+
+/**
+ * The governance steps in ARCHITECTURE.md order — flag, manifest, params,
+ * policy — as one pure function, so the order is visible and testable.
+ */
+export function decide(i: DecisionInput): Decision {
+  if (!i.flagEnabled) return { status: 'blocked', errorCode: 'FEATURE_DISABLED' };
+  const entry = typeof i.action === 'string' ? i.find(i.toolName, i.action) : undefined;
+  if (!entry || !i.allowedTools.has(entry.key)) return { status: 'blocked', errorCode: 'NOT_IN_MANIFEST', entry };
+  const check = i.checkParams(entry, i.params);
+  if (!check.ok) return { status: 'failed', errorCode: 'INVALID_INPUT', errorText: check.message, entry };
+  const policy: PolicyDecision =
+    i.rules === null
+      ? { decision: 'block', riskLevel: entry.action.riskLevel, ruleId: null, reason: 'stored policy cannot be evaluated (fail closed)' }
+      : evaluatePolicy({ rules: i.rules, toolName: entry.tool.name, action: entry.action.name, catalogRisk: entry.action.riskLevel, params: i.params });
+  switch (policy.decision) {
+    case 'block':
+      return { status: 'blocked', errorCode: 'POLICY_BLOCKED', entry, policy };
+    case 'require_expert_approval':
+      return { status: 'waiting_approval', entry, policy, approvalKind: 'expert' };
+    case 'require_client_approval':
+      return { status: 'waiting_approval', entry, policy, approvalKind: 'client' };
+    case 'allow':
+    case 'observe':
+      return { status: 'running', entry, policy };
+  }
+}

@@ -1,0 +1,162 @@
+import { Injectable } from '@nestjs/common';
+import type { Envelope } from '../common/crypto/envelope-cipher.js';
+import { newId } from '../common/ids.js';
+import { Sql } from '../db/sql.js';
+import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { EncryptedResult } from './results.store.js';
+import type { ToolCallStatus } from './tool-call-status.js';
+
+export interface IntentRow {
+  id: string;
+  orgId: string;
+  runId: string;
+  specialistId: string;
+  toolName: string;
+  action: string;
+  vendor: string | null;
+  status: ToolCallStatus;
+  errorCode: string | null;
+  errorText: string | null;
+  httpStatus: number;
+  correlationId: string;
+  idempotencyKey: string;
+  toolUseId: string;
+  actionDigest: string;
+  inputRedacted: unknown;
+  riskLevel: string | null;
+  policyDecisionId: string | null;
+  actorKeyId: string;
+}
+
+export interface PolicyDecisionRow {
+  id: string;
+  decision: string;
+  riskLevel: string;
+  ruleId: string | null;
+  reason: string;
+}
+
+export interface ApprovalRow {
+  id: string;
+  kind: 'expert' | 'client';
+  reason: string;
+  riskLevel: string;
+  expiresAt: Date;
+  /** The raw params, encrypted, so the approved call runs with exactly what was approved. */
+  input: Envelope;
+}
+
+export interface OutcomeRow {
+  id: string;
+  orgId: string;
+  from: ToolCallStatus;
+  status: ToolCallStatus;
+  errorCode: string | null;
+  errorText: string | null;
+  httpStatus: number;
+  outputRedacted: unknown;
+  retryCount: number;
+  retryAfterSeconds: number | null;
+  vendorStatus: number | null;
+  durationMs: number | null;
+  costCents: number;
+  truncated: boolean;
+  result?: EncryptedResult;
+}
+
+/** Builds `INSERT INTO runtime_ledger_events … SELECT … WHERE EXISTS (SELECT 1 FROM <guard>)` for a CTE. */
+function eventsCte(events: NewLedgerEvent[], params: unknown[], guard: string): string {
+  const rows = events.map((e) => {
+    const b = params.length;
+    params.push(newId(), e.orgId, e.type, e.runId ?? null, e.toolCallId ?? null, e.actor ? JSON.stringify(e.actor) : null, JSON.stringify(e.metadata ?? {}));
+    return `($${b + 1}::uuid, $${b + 2}::uuid, $${b + 3}::text, $${b + 4}::uuid, $${b + 5}::uuid, $${b + 6}::jsonb, $${b + 7}::jsonb, ${events.indexOf(e)})`;
+  });
+  return `INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
+          SELECT v.id, v.org_id, v.type, v.run_id, v.tool_call_id, v.actor, v.metadata
+            FROM (VALUES ${rows.join(', ')}) AS v(id, org_id, type, run_id, tool_call_id, actor, metadata, ord)
+           WHERE EXISTS (SELECT 1 FROM ${guard}) ORDER BY v.ord`;
+}
+
+/**
+ * The two durable writes of a tool call, each ONE statement (so one round trip
+ * and its own transaction): the intent (idempotency reservation + row + policy
+ * decision + approval + events) and the outcome (row + encrypted result +
+ * events). Nothing is held open while the vendor is called.
+ */
+@Injectable()
+export class ToolCallLedger {
+  constructor(
+    private readonly sql: Sql,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /** True when this request reserved the idempotency key; false when the key already existed. */
+  async writeIntent(row: IntentRow, events: NewLedgerEvent[], policy: PolicyDecisionRow | null, approval: ApprovalRow | null): Promise<boolean> {
+    const p: unknown[] = [
+      row.id, row.orgId, row.runId, row.specialistId, row.toolName, row.action, row.vendor, row.status, row.errorCode, row.errorText,
+      row.httpStatus, row.correlationId, row.idempotencyKey, row.toolUseId, row.actionDigest, JSON.stringify(row.inputRedacted),
+      row.riskLevel, row.policyDecisionId, row.actorKeyId,
+    ];
+    const running = row.status === 'running';
+    const settled = row.status === 'blocked' || row.status === 'failed';
+    const ctes = [
+      `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
+                correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
+                started_at, finished_at)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb, $17, $18, $19,
+                ${running ? 'now()' : 'NULL'}, ${settled ? 'now()' : 'NULL'})
+              ON CONFLICT (org_id, idempotency_key) DO NOTHING RETURNING id)`,
+    ];
+    if (policy) {
+      const b = p.length;
+      p.push(policy.id, policy.decision, policy.riskLevel, policy.ruleId, policy.reason);
+      ctes.push(`pd AS (INSERT INTO policy_decisions (id, org_id, tool_call_id, decision, risk_level, rule_id, reason, action_digest)
+                        SELECT $${b + 1}, $2, tc.id, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $15 FROM tc)`);
+    }
+    if (approval) {
+      const b = p.length;
+      p.push(approval.id, approval.kind, approval.riskLevel, approval.reason, approval.expiresAt);
+      ctes.push(`ap AS (INSERT INTO approval_requests (id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted,
+                          risk_level, reason, action_digest, expires_at)
+                        SELECT $${b + 1}, $2, tc.id, $3, $${b + 2}, 'pending', $5, $6, $16::jsonb, $${b + 3}, $${b + 4}, $15, $${b + 5} FROM tc)`);
+      const c = p.length;
+      p.push(approval.input.keyId, approval.input.iv, approval.input.ciphertext, approval.input.authTag);
+      ctes.push(`ti AS (INSERT INTO tool_call_inputs (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag)
+                        SELECT tc.id, $2, $${c + 1}, $${c + 2}, $${c + 3}, $${c + 4} FROM tc)`);
+      ctes.push(`ru AS (UPDATE agent_runs SET pending_approval_count = pending_approval_count + 1, status = 'waiting_approval', updated_at = now()
+                         WHERE id = $3 AND EXISTS (SELECT 1 FROM tc))`);
+    }
+    ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
+    const t0 = performance.now();
+    const rows = await this.sql.query<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);
+    this.metrics.ledgerWrite.observe({ kind: 'intent' }, (performance.now() - t0) / 1000);
+    return rows.length === 1;
+  }
+
+  /** Records the outcome if the call is still in `from`; false when someone else settled it first. */
+  async writeOutcome(o: OutcomeRow, events: NewLedgerEvent[]): Promise<boolean> {
+    const p: unknown[] = [
+      o.id, o.status, o.errorCode, o.errorText, o.httpStatus, o.outputRedacted === undefined ? null : JSON.stringify(o.outputRedacted),
+      o.retryCount, o.retryAfterSeconds, o.vendorStatus, o.durationMs, o.costCents, o.truncated, o.from,
+    ];
+    const ctes = [
+      `tc AS (UPDATE tool_calls SET status = $2, error_code = $3, error_text = $4, http_status = $5, output_redacted = $6::jsonb,
+                retry_count = $7, retry_after_seconds = $8, vendor_status = $9, duration_ms = $10, cost_cents = $11, truncated = $12,
+                finished_at = now(), updated_at = now()
+              WHERE id = $1 AND status = $13 RETURNING id, org_id)`,
+    ];
+    if (o.result) {
+      const b = p.length;
+      p.push(o.result.keyId, o.result.iv, o.result.ciphertext, o.result.authTag, o.result.sizeBytes, o.result.expiresAt);
+      ctes.push(`rs AS (INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at)
+                        SELECT tc.id, tc.org_id, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6} FROM tc
+                        ON CONFLICT (tool_call_id) DO NOTHING)`);
+    }
+    ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
+    const t0 = performance.now();
+    const rows = await this.sql.query<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);
+    this.metrics.ledgerWrite.observe({ kind: 'outcome' }, (performance.now() - t0) / 1000);
+    return rows.length === 1;
+  }
+}

@@ -1,0 +1,61 @@
+import { Injectable } from '@nestjs/common';
+import type { Principal } from '../auth/principal.js';
+import { AppError } from '../common/errors/app-error.js';
+import { isUuid } from '../common/ids.js';
+import { Sql } from '../db/sql.js';
+import { settledCalls, STORED_CALL_COLUMNS, ToolCallsService, type StoredCall, type ToolCallResponse } from './tool-calls.service.js';
+
+const MAX_WAIT_MS = 30_000;
+const POLL_MS = 200;
+const PENDING = new Set(['requested', 'waiting_approval', 'approved', 'running']);
+
+/**
+ * GET /v1/tool-calls/:id/result: the tool-call body whatever the status, with
+ * the full result while it is kept. `waitMs` long-polls until the call settles:
+ * woken at once by a settle in this process, and by polling for other replicas.
+ */
+@Injectable()
+export class ToolCallResultsService {
+  constructor(
+    private readonly sql: Sql,
+    private readonly calls: ToolCallsService,
+  ) {}
+
+  async get(p: Principal, id: string, waitMsRaw: string | undefined): Promise<ToolCallResponse> {
+    let waitMs = 0;
+    if (waitMsRaw !== undefined) {
+      if (!/^\d{1,6}$/.test(waitMsRaw) || Number(waitMsRaw) > MAX_WAIT_MS) throw new AppError('VALIDATION_FAILED', `waitMs: an integer from 0 to ${MAX_WAIT_MS}`);
+      waitMs = Number(waitMsRaw);
+    }
+    let row = await this.load(p, id);
+    const deadline = performance.now() + waitMs;
+    while (PENDING.has(row.status) && performance.now() < deadline) {
+      await this.waitForSettle(id, Math.min(POLL_MS, deadline - performance.now()));
+      row = await this.load(p, id);
+    }
+    return this.calls.answerStored(row, row.tool_use_id, false);
+  }
+
+  private async load(p: Principal, id: string): Promise<StoredCall> {
+    if (!isUuid(id)) throw new AppError('NOT_FOUND', 'tool call not found');
+    const [row] = await this.sql.query<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.id = $1`, [id]);
+    if (!row || (p.orgId !== null && row.org_id !== p.orgId)) throw new AppError('NOT_FOUND', 'tool call not found');
+    return row;
+  }
+
+  private waitForSettle(id: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (settledId: string) => {
+        if (settledId !== id) return;
+        finish();
+      };
+      const timer = setTimeout(() => finish(), Math.max(0, ms));
+      const finish = () => {
+        clearTimeout(timer);
+        settledCalls.off('settled', done);
+        resolve();
+      };
+      settledCalls.on('settled', done);
+    });
+  }
+}

@@ -1,0 +1,45 @@
+import { Body, Controller, Get, Headers, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiQuery, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import type { Principal } from '../auth/principal.js';
+import { ToolCallResultsService } from './tool-call-results.service.js';
+import { ToolCallsService, type ToolCallResponse } from './tool-calls.service.js';
+
+function send(res: Response, r: ToolCallResponse) {
+  res.status(r.httpStatus);
+  for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
+  return r.body;
+}
+
+@ApiTags('tool-calls')
+@ApiBearerAuth()
+@Controller('v1')
+export class ToolCallsController {
+  constructor(
+    private readonly calls: ToolCallsService,
+    private readonly results: ToolCallResultsService,
+  ) {}
+
+  @Post('runs/:runId/tool-calls')
+  @Roles('agent')
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: '1-255 printable ASCII, unique per org; default: run id + tool_use id' })
+  @ApiBody({ description: 'a tool_use block: {type: "tool_use", id, name, input: {action, ...params}}', schema: { type: 'object' } })
+  async submit(
+    @CurrentPrincipal() p: Principal,
+    @Param('runId') runId: string,
+    @Body() body: Record<string, unknown>,
+    @Headers('idempotency-key') idem: string | undefined,
+    @Req() req: Request & { correlationId?: string },
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    return send(res, await this.calls.submit(p, runId, body, idem, req.correlationId ?? 'unknown'));
+  }
+
+  @Get('tool-calls/:id/result')
+  @Roles('agent', 'ops', 'admin')
+  @ApiQuery({ name: 'waitMs', required: false, description: '0-30000: long-poll while the call is waiting for approval or running' })
+  async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query('waitMs') waitMs: string | undefined, @Res({ passthrough: true }) res: Response) {
+    return send(res, await this.results.get(p, id, waitMs));
+  }
+}

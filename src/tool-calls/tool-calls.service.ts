@@ -1,0 +1,273 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { EventEmitter } from 'node:events';
+import type { Principal } from '../auth/principal.js';
+import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
+import { actionDigest } from '../common/canonical-json.js';
+import { Clock } from '../common/clock.js';
+import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
+import { AppError } from '../common/errors/app-error.js';
+import { newId } from '../common/ids.js';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { Sql } from '../db/sql.js';
+import { ConcurrencyLeases } from '../executor/concurrency-lease.js';
+import type { ExecutionOutcome } from '../executor/execution-outcome.js';
+import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
+import { LedgerEventsService, type NewLedgerEvent } from '../ledger/ledger-events.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { FeatureFlagsService } from '../orgs/feature-flags.service.js';
+import { PoliciesService } from '../policy/policies.service.js';
+import { redactInput, redactOutput } from '../redaction/redaction.service.js';
+import { RunsService } from '../runs/runs.service.js';
+import { decide } from './tool-call-decision.js';
+import { buildToolCallBody, httpStatusFor, type ToolCallBody } from './tool-call-body.js';
+import { ToolCallLedger } from './tool-call-ledger.js';
+import { assertTransition } from './tool-call-lifecycle.js';
+import type { ToolCallStatus } from './tool-call-status.js';
+import { ResultsStore } from './results.store.js';
+import { idempotencyKeyFor, parseToolUse } from './tool-use.js';
+
+export interface ToolCallResponse {
+  httpStatus: number;
+  body: ToolCallBody;
+  headers: Record<string, string>;
+}
+
+export interface StoredCall {
+  id: string;
+  org_id: string;
+  run_id: string;
+  tool_name: string;
+  action: string;
+  status: ToolCallStatus;
+  error_code: string | null;
+  error_text: string | null;
+  http_status: number;
+  action_digest: string;
+  retry_after_seconds: number | null;
+  idempotency_key: string;
+  tool_use_id: string;
+  approval_kind: 'expert' | 'client' | null;
+}
+
+export const STORED_CALL_COLUMNS = `t.id, t.org_id, t.run_id, t.tool_name, t.action, t.status, t.error_code, t.error_text, t.http_status,
+  t.action_digest, t.retry_after_seconds, t.idempotency_key, t.tool_use_id,
+  (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind`;
+
+/** Emits the id of every call this process settles (long-polls listen). */
+export const settledCalls = new EventEmitter().setMaxListeners(0);
+
+export const inputAad = (orgId: string, toolCallId: string): string => `input:${orgId}:${toolCallId}`;
+
+/**
+ * The governed tool call (ARCHITECTURE.md "The pipeline"): parse → run →
+ * governance decision → ONE statement reserving the idempotency key and
+ * recording the intent → vendor call outside any transaction → ONE statement
+ * recording the outcome → tool_result.
+ */
+@Injectable()
+export class ToolCallsService {
+  private readonly log = new Logger('ToolCalls');
+  private readonly leases: ConcurrencyLeases;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly runs: RunsService,
+    private readonly flags: FeatureFlagsService,
+    private readonly catalog: ToolCatalogService,
+    private readonly policies: PoliciesService,
+    private readonly ledger: ToolCallLedger,
+    private readonly executor: RuntimeToolExecutor,
+    private readonly results: ResultsStore,
+    private readonly cipher: EnvelopeCipher,
+    private readonly events: LedgerEventsService,
+    private readonly metrics: MetricsService,
+    private readonly clock: Clock,
+    private readonly sql: Sql,
+  ) {
+    this.leases = new ConcurrencyLeases(config.VENDOR_CONCURRENCY_LIMIT);
+  }
+
+  async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<ToolCallResponse> {
+    const use = parseToolUse(body);
+    if (!p.orgId) throw new AppError('FORBIDDEN', 'tool calls are made with an org-scoped agent key');
+    const orgId = p.orgId;
+    const run = await this.runs.snapshot(orgId, runId);
+    if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
+    const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
+    const action = typeof use.action === 'string' ? use.action : '';
+    const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
+
+    const [flagEnabled, rules] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
+    const decision = decide({
+      flagEnabled,
+      toolName: use.name,
+      action: use.action,
+      params: use.params,
+      allowedTools: run.allowedTools,
+      find: (t, a) => this.catalog.find(t, a),
+      checkParams: (e, prm) => this.catalog.checkParams(e, prm),
+      rules,
+    });
+
+    let release: (() => void) | null = null;
+    if (decision.status === 'running') {
+      release = this.leases.acquire(`${orgId}:${decision.entry.vendor}`);
+      if (!release) return this.concurrencyLimited(orgId, run.id, idempotencyKey, digest, use.id, decision.entry);
+    }
+    try {
+      const id = newId();
+      const policyDecisionId = 'policy' in decision && decision.policy ? newId() : null;
+      const status = decision.status;
+      assertTransition('requested', status);
+      const errorCode = status === 'blocked' || status === 'failed' ? decision.errorCode : null;
+      const errorText = status === 'failed' ? decision.errorText : null;
+      const entry = decision.entry;
+      const facts = { toolName: use.name, action, digest };
+      const actor = { keyId: p.keyId, role: p.role };
+      const events: NewLedgerEvent[] = [{ orgId, type: 'tool_call.requested', runId: run.id, toolCallId: id, actor, metadata: facts }];
+      if (status === 'blocked') {
+        const reason = { FEATURE_DISABLED: 'feature_disabled', NOT_IN_MANIFEST: 'not_in_manifest', POLICY_BLOCKED: 'policy' }[decision.errorCode];
+        events.push({ orgId, type: 'tool_call.blocked', runId: run.id, toolCallId: id, actor, metadata: { ...facts, errorCode, reason, ruleId: decision.policy?.ruleId ?? null } });
+      } else if (status === 'failed') {
+        events.push({ orgId, type: 'tool_call.failed', runId: run.id, toolCallId: id, actor, metadata: { ...facts, errorCode } });
+      } else if (status === 'waiting_approval') {
+        events.push({ orgId, type: 'tool_call.approval_requested', runId: run.id, toolCallId: id, actor, metadata: { ...facts, kind: decision.approvalKind, riskLevel: decision.policy.riskLevel, ruleId: decision.policy.ruleId } });
+      } else {
+        events.push({ orgId, type: 'tool_call.started', runId: run.id, toolCallId: id, actor, metadata: { ...facts, vendor: decision.entry.vendor } });
+      }
+      const policy = 'policy' in decision && decision.policy ? decision.policy : null;
+      const approval =
+        decision.status === 'waiting_approval'
+          ? {
+              id: newId(),
+              kind: decision.approvalKind,
+              reason: decision.policy.reason,
+              riskLevel: decision.policy.riskLevel,
+              expiresAt: new Date(this.clock.nowMs() + this.config.APPROVAL_TTL_SECONDS * 1000),
+              input: this.cipher.encryptJson(use.params, inputAad(orgId, id)),
+            }
+          : null;
+      const reserved = await this.ledger.writeIntent(
+        {
+          id, orgId, runId: run.id, specialistId: run.specialistId, toolName: use.name, action, vendor: entry?.vendor ?? null,
+          status, errorCode, errorText, httpStatus: httpStatusFor(status, errorCode), correlationId, idempotencyKey, toolUseId: use.id,
+          actionDigest: digest, inputRedacted: redactInput(use.params), riskLevel: policy?.riskLevel ?? entry?.action.riskLevel ?? null,
+          policyDecisionId, actorKeyId: p.keyId,
+        },
+        events,
+        policy && policyDecisionId ? { id: policyDecisionId, ...policy } : null,
+        approval,
+      );
+      if (!reserved) return await this.replay(orgId, idempotencyKey, digest, use.id);
+      if (status !== 'running') {
+        this.count(use.name, action, status, errorCode);
+        const facts2 = { id, status, errorCode, errorText, retryAfterSeconds: null, approvalKind: approval?.kind ?? null };
+        return this.respond(buildToolCallBody(facts2, { found: false }, use.id, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
+      }
+      const outcome = await this.executor.execute({ entry: decision.entry, orgId, toolCallId: id, idempotencyKey, params: use.params });
+      return await this.recordOutcome({ id, orgId, runId: run.id, entry: decision.entry, toolUseId: use.id, digest, from: 'running' }, outcome);
+    } finally {
+      release?.();
+    }
+  }
+
+  /** Writes the outcome of an executed call and answers with the tool-call body. Also used by approvals. */
+  async recordOutcome(
+    c: { id: string; orgId: string; runId: string; entry: CatalogEntry; toolUseId: string; digest: string; from: ToolCallStatus },
+    outcome: ExecutionOutcome,
+  ): Promise<ToolCallResponse> {
+    const now = this.clock.now();
+    const status = outcome.status;
+    assertTransition(c.from, status);
+    const errorCode = outcome.status === 'succeeded' ? null : outcome.errorCode;
+    const json = outcome.status === 'succeeded' ? (JSON.stringify(outcome.result) ?? 'null') : null;
+    const vendorCalled = !(errorCode === 'CREDENTIALS_NOT_FOUND' || errorCode === 'CIRCUIT_OPEN');
+    const base = { toolName: c.entry.tool.name, action: c.entry.action.name, digest: c.digest };
+    const events: NewLedgerEvent[] = outcome.retries.map((r) => ({
+      orgId: c.orgId, type: 'tool_call.retried', runId: c.runId, toolCallId: c.id, metadata: { ...base, attempt: r.attempt, delayMs: r.delayMs, reason: r.reason },
+    }));
+    const terminal = status === 'succeeded' ? 'tool_call.succeeded' : status === 'failed' ? 'tool_call.failed' : 'tool_call.indeterminate';
+    events.push({
+      orgId: c.orgId, type: terminal, runId: c.runId, toolCallId: c.id,
+      metadata: { ...base, durationMs: outcome.durationMs, errorCode, vendorStatus: outcome.vendorStatus, retryCount: outcome.retries.length },
+    });
+    const retryAfterSeconds = outcome.status !== 'succeeded' ? (outcome.retryAfterSeconds ?? null) : null;
+    const written = await this.ledger.writeOutcome(
+      {
+        id: c.id, orgId: c.orgId, from: c.from, status, errorCode,
+        errorText: outcome.status === 'succeeded' ? null : outcome.errorText,
+        httpStatus: httpStatusFor(status, errorCode),
+        outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
+        retryCount: outcome.retries.length, retryAfterSeconds, vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
+        costCents: vendorCalled ? c.entry.action.costCents : 0,
+        truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
+        result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
+      },
+      events,
+    );
+    if (!written) {
+      // Someone else settled it (e.g. the orphan sweep): answer with what the ledger says.
+      this.log.warn({ toolCallId: c.id }, 'outcome not recorded: the call was settled elsewhere');
+      const stored = await this.findById(c.orgId, c.id);
+      return this.answerStored(stored!, c.toolUseId, false);
+    }
+    this.count(c.entry.tool.name, c.entry.action.name, status, errorCode);
+    settledCalls.emit('settled', c.id);
+    const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds };
+    const result = outcome.status === 'succeeded' ? ({ found: true, value: outcome.result } as const) : ({ found: false } as const);
+    return this.respond(buildToolCallBody(facts, result, c.toolUseId, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
+  }
+
+  async findById(orgId: string, id: string): Promise<StoredCall | undefined> {
+    const [row] = await this.sql.query<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.id = $1 AND t.org_id = $2`, [id, orgId]);
+    return row;
+  }
+
+  /** The body for a stored call, with its full result while it is kept. */
+  async answerStored(row: StoredCall, toolUseId: string, replayed: boolean): Promise<ToolCallResponse> {
+    const result = row.status === 'succeeded' ? await this.results.load(row.org_id, row.id, this.clock.now()) : ({ found: false } as const);
+    const facts = {
+      id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' ? row.error_text : null,
+      retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind,
+    };
+    return this.respond(buildToolCallBody(facts, result, toolUseId, replayed, this.config.RESULT_BUDGET_BYTES), row.http_status, replayed);
+  }
+
+  private async replay(orgId: string, idempotencyKey: string, digest: string, toolUseId: string): Promise<ToolCallResponse> {
+    const [row] = await this.sql.query<StoredCall>(
+      `SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`,
+      [orgId, idempotencyKey],
+    );
+    if (!row) throw new Error('idempotency key conflict without a row');
+    if (row.action_digest !== digest) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action');
+    }
+    if (row.status === 'running' || row.status === 'approved' || row.status === 'requested') {
+      throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'a call with this idempotency key is still executing', { retryAfterSeconds: 1 });
+    }
+    return this.answerStored(row, toolUseId, true);
+  }
+
+  /**
+   * The org × vendor lease is full. A duplicate of an existing call still gets
+   * its replay; a new call gets 429 and keeps its idempotency key unused, with
+   * an event so the refusal is on the record.
+   */
+  private async concurrencyLimited(orgId: string, runId: string, idempotencyKey: string, digest: string, toolUseId: string, entry: CatalogEntry): Promise<ToolCallResponse> {
+    const [exists] = await this.sql.query('SELECT 1 FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2', [orgId, idempotencyKey]);
+    if (exists) return this.replay(orgId, idempotencyKey, digest, toolUseId);
+    await this.events.append([{ orgId, type: 'tool_call.rejected', runId, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);
+    this.count(entry.tool.name, entry.action.name, 'rejected', 'CONCURRENCY_LIMIT');
+    throw new AppError('CONCURRENCY_LIMIT', `too many ${entry.vendor} calls in flight for this org; retry shortly`, { retryAfterSeconds: 1 });
+  }
+
+  private respond(body: ToolCallBody, httpStatus: number, replayed: boolean): ToolCallResponse {
+    return { httpStatus, body, headers: replayed ? { 'Idempotent-Replayed': 'true' } : {} };
+  }
+
+  private count(tool: string, action: string, status: string, errorCode: string | null): void {
+    // Label values are bounded: catalog names only (unknown tools collapse to "unknown").
+    const known = this.catalog.find(tool, action);
+    this.metrics.toolCalls.inc({ tool: known ? tool : 'unknown', action: known ? action : 'unknown', status, error_code: errorCode ?? 'none' });
+  }
+}

@@ -1,0 +1,43 @@
+import { AppError } from '../common/errors/app-error.js';
+
+/** A tool_use block as the model emitted it (Anthropic shape). */
+export interface ToolUse {
+  id: string;
+  name: string;
+  action: unknown;
+  /** input without `action` */
+  params: Record<string, unknown>;
+}
+
+const ID_RE = /^[\x21-\x7e]{1,255}$/;
+const NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
+const IDEMPOTENCY_KEY_RE = /^[\x20-\x7e]{1,255}$/;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Parses the request body as a tool_use block; anything else is 400 BAD_REQUEST
+ * and nothing is recorded. The tool name's format is checked here (a look-alike
+ * such as Cyrillic letters is not a tool_use we could ever run); whether the
+ * tool exists is the manifest's business and is recorded.
+ */
+export function parseToolUse(body: unknown): ToolUse {
+  if (!isPlainObject(body)) throw new AppError('BAD_REQUEST', 'body must be a tool_use block');
+  const extra = Object.keys(body).filter((k) => !['type', 'id', 'name', 'input', 'cache_control'].includes(k));
+  if (extra.length) throw new AppError('BAD_REQUEST', `unknown field in tool_use: ${extra[0].slice(0, 64)}`);
+  if (body.type !== 'tool_use') throw new AppError('BAD_REQUEST', 'type must be "tool_use"');
+  if (typeof body.id !== 'string' || !ID_RE.test(body.id)) throw new AppError('BAD_REQUEST', 'id must be 1-255 printable ASCII characters');
+  if (typeof body.name !== 'string' || !NAME_RE.test(body.name)) throw new AppError('BAD_REQUEST', 'name must be 1-128 of [A-Za-z0-9_.-]');
+  if (!isPlainObject(body.input)) throw new AppError('BAD_REQUEST', 'input must be an object');
+  const { action, ...params } = body.input;
+  return { id: body.id, name: body.name, action, params };
+}
+
+/** Explicit Idempotency-Key (unique per org) or the default: run id + tool_use id. */
+export function idempotencyKeyFor(header: unknown, runId: string, toolUseId: string): string {
+  if (header === undefined) return `run:${runId}:${toolUseId}`;
+  if (typeof header !== 'string' || !IDEMPOTENCY_KEY_RE.test(header)) {
+    throw new AppError('BAD_REQUEST', 'Idempotency-Key must be 1-255 printable ASCII characters');
+  }
+  return `key:${header}`;
+}

@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { adminAuth, bearer } from '../support/test-app.js';
+
+describe('the governed tool call: every way it can end', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+  const post = (runId: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
+    h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(key)).set(headers).send(body as object);
+  const eventsOf = async (id: string) =>
+    ((await h.t.ds.query('SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [id])) as {
+      type: string;
+      metadata: Record<string, unknown>;
+    }[]);
+
+  it('flag off → 403 FEATURE_DISABLED, row blocked, event reason feature_disabled, no vendor call', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'], flag: false });
+    const before = h.emu.count();
+    const res = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ status: 'blocked', errorCode: 'FEATURE_DISABLED', toolResult: { is_error: true } });
+    const [row] = (await h.t.ds.query('SELECT status, error_code FROM tool_calls WHERE id = $1', [res.body.toolCallId])) as unknown[];
+    expect(row).toEqual({ status: 'blocked', error_code: 'FEATURE_DISABLED' });
+    const events = await eventsOf(res.body.toolCallId);
+    expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.blocked']);
+    expect(events[1].metadata.reason).toBe('feature_disabled');
+    expect(h.emu.count()).toBe(before);
+  });
+
+  it('tool not in the manifest (or not in the catalog) → 403 NOT_IN_MANIFEST', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const other = await post(runId, agentKey, toolUse('shopify_query', { action: 'get_product', productId: '1' }));
+    expect(other.status).toBe(403);
+    expect(other.body.errorCode).toBe('NOT_IN_MANIFEST');
+    const unknown = await post(runId, agentKey, toolUse('no_such_tool', { action: 'x' }));
+    expect(unknown.status).toBe(403);
+    expect(unknown.body.errorCode).toBe('NOT_IN_MANIFEST');
+    const noAction = await post(runId, agentKey, toolUse('order_lookup', { orderId: '1' }));
+    expect(noAction.status).toBe(403);
+  });
+
+  it('bad params → 422 INVALID_INPUT naming the field, recorded as failed', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const missing = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup' }));
+    expect(missing.status).toBe(422);
+    expect(missing.body).toMatchObject({ status: 'failed', errorCode: 'INVALID_INPUT' });
+    expect(missing.body.toolResult.content).toContain('orderId');
+    const wrong = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: 'abc; DROP TABLE' }));
+    expect(wrong.status).toBe(422);
+    expect(wrong.body.toolResult.content).toContain('orderId');
+    const extra = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '1', evil: true }));
+    expect(extra.status).toBe(422);
+    expect(extra.body.toolResult.content).toContain('evil');
+  });
+
+  it('policy block → 403 POLICY_BLOCKED with the rule recorded', async () => {
+    const rules = [{ id: 'no-lookups', match: { toolName: 'order_lookup.*' }, decision: 'block', reason: 'not today' }];
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'], rules });
+    const res = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    expect(res.status).toBe(403);
+    expect(res.body.errorCode).toBe('POLICY_BLOCKED');
+    const [pd] = (await h.t.ds.query('SELECT decision, rule_id, reason FROM policy_decisions WHERE tool_call_id = $1', [res.body.toolCallId])) as unknown[];
+    expect(pd).toEqual({ decision: 'block', rule_id: 'no-lookups', reason: 'not today' });
+  });
+
+  it('high risk → 202 waiting_approval with an ApprovalRequest, the run waiting', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const before = h.emu.count({ vendor: 'shopify' });
+    const res = await post(runId, agentKey, toolUse('shopify_refund', { action: 'create', orderId: '12345', amount: '10.00' }));
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ status: 'waiting_approval', errorCode: null, toolResult: { is_error: false } });
+    expect(res.body.toolResult.content).toMatch(/approval/);
+    const [ap] = (await h.t.ds.query('SELECT kind, status, risk_level, action_digest FROM approval_requests WHERE tool_call_id = $1', [
+      res.body.toolCallId,
+    ])) as Record<string, unknown>[];
+    expect(ap).toMatchObject({ kind: 'expert', status: 'pending', risk_level: 'high' });
+    const run = await h.t.http.get(`/v1/runs/${runId}`).set(bearer(agentKey));
+    expect(run.body).toMatchObject({ status: 'waiting_approval', pendingApprovalCount: 1 });
+    expect(h.emu.count({ vendor: 'shopify' })).toBe(before);
+  });
+
+  it('no credentials → 200 failed CREDENTIALS_NOT_FOUND', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'], vendors: [] });
+    const res = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_NOT_FOUND' });
+  });
+
+  it('vendor 500 → 200 failed VENDOR_ERROR with no vendor text for the model; the run keeps running', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    h.emu.fault({ vendor: 'shopify', kind: 'status', status: 500, body: { errors: 'Internal kaboom at shard 7 token=abc' }, times: Infinity });
+    try {
+      const res = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR', toolResult: { is_error: true } });
+      expect(JSON.stringify(res.body)).not.toContain('kaboom');
+      const run = await h.t.http.get(`/v1/runs/${runId}`).set(bearer(agentKey));
+      expect(run.body.status).toBe('running');
+      const next = await h.t.http.get('/healthz');
+      expect(next.status).toBe(200);
+    } finally {
+      h.emu.clearFaults();
+    }
+  });
+
+  it('answers 400 for bodies that are not tool_use blocks, and records nothing', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    for (const body of [{}, { type: 'text', text: 'hi' }, { type: 'tool_use', id: 'x', name: 'order_lookup' }, [], { type: 'tool_use', id: 'x', name: 'оrder_lookup', input: {} }]) {
+      const res = await post(runId, agentKey, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.code).toBe('BAD_REQUEST');
+    }
+    const [{ n }] = (await h.t.ds.query('SELECT count(*)::int AS n FROM tool_calls WHERE org_id = $1', [orgId])) as [{ n: number }];
+    expect(n).toBe(0);
+  });
+
+  it('another org’s run → 404 RUN_NOT_FOUND, like a random id', async () => {
+    const a = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const b = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const cross = await post(a.runId, b.agentKey, use);
+    const random = await post(randomUUID(), b.agentKey, use);
+    expect(cross.status).toBe(404);
+    expect(cross.body.code).toBe('RUN_NOT_FOUND');
+    expect({ ...cross.body, correlationId: 0 }).toEqual({ ...random.body, correlationId: 0 });
+  });
+
+  it('idempotency: 422 IDEMPOTENCY_KEY_REUSED on changed params; explicit keys are per org', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const key = { 'Idempotency-Key': `k-${randomUUID()}` };
+    const first = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }), key);
+    expect(first.status).toBe(200);
+    const changed = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '450789469' }), key);
+    expect(changed.status).toBe(422);
+    expect(changed.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    const bad = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '1' }), { 'Idempotency-Key': 'ü'.repeat(3) });
+    expect(bad.status).toBe(400);
+  });
+
+  it('idempotency: 50 concurrent duplicates → exactly one vendor call', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 300 });
+    const before = h.emu.count({ vendor: 'shopify' });
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const results = await Promise.all(Array.from({ length: 50 }, () => post(runId, agentKey, use)));
+    expect(h.emu.count({ vendor: 'shopify' }) - before).toBe(1);
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(1);
+    for (const r of results) {
+      if (r.status === 200) expect(r.body.status).toBe('succeeded');
+      else {
+        expect(r.status).toBe(409);
+        expect(r.body.code).toBe('IDEMPOTENCY_IN_PROGRESS');
+        expect(r.headers['retry-after']).toBeDefined();
+      }
+    }
+    const ids = new Set(results.filter((r) => r.status === 200).map((r) => r.body.toolCallId));
+    expect(ids.size).toBe(1);
+  });
+
+  it('admin endpoints reject an agent key; the catalog is readable', async () => {
+    const { orgId, agentKey } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    expect((await h.t.http.put(`/v1/orgs/${orgId}/feature-flags/tool_calling_enabled`).set(bearer(agentKey)).send({ enabled: false })).status).toBe(403);
+    expect((await h.t.http.get('/v1/tools').set(adminAuth)).status).toBe(200);
+  });
+});
