@@ -41,7 +41,10 @@ export class ToolPermissionsService {
   ) {}
 
   async list(orgId: string): Promise<PermissionView[]> {
-    const rows = await this.ds.getRepository(ToolPermissionEntity).find({ where: { orgId }, order: { toolName: 'ASC', action: 'ASC' } });
+    // A stable order (org-wide row before the specialists' rows) so clients can diff two reads.
+    const rows = await this.ds
+      .getRepository(ToolPermissionEntity)
+      .find({ where: { orgId }, order: { toolName: 'ASC', action: 'ASC', specialistId: { direction: 'ASC', nulls: 'FIRST' } } });
     return rows.map((r) => ({ toolName: r.toolName, action: r.action, specialistId: r.specialistId, enabled: r.enabled }));
   }
 
