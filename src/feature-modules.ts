@@ -1,4 +1,5 @@
 /** The feature modules of the pipeline and its surfaces, in one list so adding one is a one-line change. */
+import { ApprovalsModule } from './approvals/approvals.module.js';
 import { PipelineModule } from './pipeline.module.js';
 
-export const ToolGatewayModules = [PipelineModule];
+export const ToolGatewayModules = [PipelineModule, ApprovalsModule];

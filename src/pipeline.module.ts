@@ -11,6 +11,8 @@ import { PoliciesService } from './policy/policies.service.js';
 import { RunsController } from './runs/runs.controller.js';
 import { RunsService } from './runs/runs.service.js';
 import { Sql } from './db/sql.js';
+import { OrphanSweeperService } from './tool-calls/orphan-sweeper.service.js';
+import { ReconcileService } from './tool-calls/reconcile.service.js';
 import { ResultsStore } from './tool-calls/results.store.js';
 import { ToolCallLedger } from './tool-calls/tool-call-ledger.js';
 import { ToolCallResultsService } from './tool-calls/tool-call-results.service.js';
@@ -23,7 +25,7 @@ import { VendorRegistry } from './vendors/vendor-registry.js';
   controllers: [CatalogController, ToolPermissionsController, PoliciesController, RunsController, CredentialsController, ToolCallsController],
   providers: [
     Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,
-    ResultsStore, ToolCallLedger, ToolCallsService, ToolCallResultsService,
+    ResultsStore, ToolCallLedger, ToolCallsService, ToolCallResultsService, OrphanSweeperService, ReconcileService,
   ],
   exports: [
     Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,

@@ -1,8 +1,10 @@
-import { Body, Controller, Get, Headers, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
+import { ReconcileDto } from '../approvals/approvals.dto.js';
+import { ReconcileService } from './reconcile.service.js';
 import { ToolCallResultsService } from './tool-call-results.service.js';
 import { ToolCallsService, type ToolCallResponse } from './tool-calls.service.js';
 
@@ -19,6 +21,7 @@ export class ToolCallsController {
   constructor(
     private readonly calls: ToolCallsService,
     private readonly results: ToolCallResultsService,
+    private readonly reconciler: ReconcileService,
   ) {}
 
   @Post('runs/:runId/tool-calls')
@@ -34,6 +37,13 @@ export class ToolCallsController {
     @Res({ passthrough: true }) res: Response,
   ) {
     return send(res, await this.calls.submit(p, runId, body, idem, req.correlationId ?? 'unknown'));
+  }
+
+  @Post('tool-calls/:id/reconcile')
+  @HttpCode(200)
+  @Roles('ops', 'admin')
+  reconcile(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() dto: ReconcileDto) {
+    return this.reconciler.reconcile(p, id, dto);
   }
 
   @Get('tool-calls/:id/result')

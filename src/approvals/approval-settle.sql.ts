@@ -1,0 +1,58 @@
+/**
+ * One statement that settles approval requests and everything that hangs off
+ * them: the approval row (only while still pending — the conditional update is
+ * what makes a decision happen exactly once, even under a race or across
+ * replicas), the ToolCall (waiting_approval → approved | blocked), the run's
+ * pending count and status, the stored raw input (dropped unless approved),
+ * and the events.
+ *
+ * `target` selects the approvals: one by id ($1) for a decision, or every
+ * pending one whose expiry has passed for the sweep. $2 is the decision for a
+ * pending approval that has not expired ('approved' | 'rejected'; the sweep
+ * passes 'expired'), $3 the clock's now, $4 the decider key id, $5 its role,
+ * $6 the decision reason.
+ */
+export function settleApprovalsSql(target: 'by-id' | 'expired'): string {
+  const where = target === 'by-id' ? 'id = $1 AND status = \'pending\'' : 'status = \'pending\' AND expires_at <= $3';
+  return `
+    WITH ap AS (
+      UPDATE approval_requests SET
+        status = CASE WHEN expires_at <= $3 THEN 'expired' ELSE $2 END,
+        decided_by = CASE WHEN expires_at <= $3 THEN NULL ELSE $4::uuid END,
+        decided_role = CASE WHEN expires_at <= $3 THEN NULL ELSE $5 END,
+        decided_at = $3,
+        decision_reason = CASE WHEN expires_at <= $3 THEN NULL ELSE $6 END
+      WHERE ${where} ${target === 'by-id' ? '' : 'AND $1::uuid IS NULL'}
+      RETURNING id, org_id, run_id, tool_call_id, kind, status, tool_name, action, action_digest),
+    tc AS (
+      UPDATE tool_calls t SET
+        status = CASE ap.status WHEN 'approved' THEN 'approved' ELSE 'blocked' END,
+        error_code = CASE ap.status WHEN 'approved' THEN NULL WHEN 'expired' THEN 'APPROVAL_EXPIRED'
+                       ELSE CASE ap.kind WHEN 'expert' THEN 'EXPERT_REJECTED' ELSE 'CLIENT_REJECTED' END END,
+        http_status = CASE ap.status WHEN 'approved' THEN 200 ELSE 403 END,
+        finished_at = CASE ap.status WHEN 'approved' THEN NULL ELSE now() END,
+        updated_at = now()
+      FROM ap WHERE t.id = ap.tool_call_id AND t.status = 'waiting_approval'
+      RETURNING t.id),
+    ru AS (
+      UPDATE agent_runs r SET
+        pending_approval_count = greatest(r.pending_approval_count - d.n, 0),
+        status = CASE WHEN r.pending_approval_count - d.n <= 0 AND r.status = 'waiting_approval' THEN 'running' ELSE r.status END,
+        updated_at = now()
+      FROM (SELECT run_id, count(*)::int AS n FROM ap GROUP BY run_id) d WHERE r.id = d.run_id),
+    ti AS (DELETE FROM tool_call_inputs i USING ap WHERE i.tool_call_id = ap.tool_call_id AND ap.status <> 'approved'),
+    ev AS (
+      INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
+      SELECT gen_random_uuid(), ap.org_id,
+             CASE ap.status WHEN 'approved' THEN 'tool_call.approved' ELSE 'tool_call.blocked' END,
+             ap.run_id, ap.tool_call_id,
+             CASE WHEN ap.status = 'expired' THEN NULL ELSE jsonb_build_object('keyId', $4::uuid, 'role', $5::text) END,
+             jsonb_build_object('toolName', ap.tool_name, 'action', ap.action, 'digest', ap.action_digest, 'approvalId', ap.id,
+                                'kind', ap.kind, 'decision', ap.status,
+                                'errorCode', CASE ap.status WHEN 'approved' THEN NULL WHEN 'expired' THEN 'APPROVAL_EXPIRED'
+                                               ELSE CASE ap.kind WHEN 'expert' THEN 'EXPERT_REJECTED' ELSE 'CLIENT_REJECTED' END END,
+                                'reason', CASE ap.status WHEN 'approved' THEN NULL WHEN 'expired' THEN 'approval_expired'
+                                               ELSE ap.kind || '_rejected' END)
+        FROM ap)
+    SELECT ap.id, ap.tool_call_id, ap.status, ap.kind FROM ap`;
+}

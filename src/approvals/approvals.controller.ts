@@ -1,0 +1,32 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import type { Principal } from '../auth/principal.js';
+import { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
+import { ApprovalsService } from './approvals.service.js';
+
+@ApiTags('approvals')
+@ApiBearerAuth()
+@Controller('v1/approvals')
+export class ApprovalsController {
+  constructor(private readonly approvals: ApprovalsService) {}
+
+  @Get()
+  @Roles('expert', 'admin', 'ops', 'agent')
+  list(@CurrentPrincipal() p: Principal, @Query() q: ListApprovalsQuery) {
+    return this.approvals.list(p, q);
+  }
+
+  @Get(':id')
+  @Roles('expert', 'admin', 'ops', 'agent')
+  get(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
+    return this.approvals.get(p, id);
+  }
+
+  @Post(':id/decision')
+  @HttpCode(200)
+  @Roles('expert', 'admin', 'agent')
+  decide(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() dto: DecideApprovalDto) {
+    return this.approvals.decide(p, id, dto);
+  }
+}

@@ -1,0 +1,135 @@
+import { Injectable } from '@nestjs/common';
+import type { Principal } from '../auth/principal.js';
+import { Clock } from '../common/clock.js';
+import { AppError } from '../common/errors/app-error.js';
+import { isUuid } from '../common/ids.js';
+import { Sql } from '../db/sql.js';
+import { filterHash, LedgerCursorCodec } from '../ops/ledger-cursor.js';
+import { OrgScopeService } from '../orgs/org-scope.service.js';
+import { settleApprovalsSql } from './approval-settle.sql.js';
+import type { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
+import { ApprovedCallRunner } from './approved-call-runner.service.js';
+
+interface ApprovalRow {
+  id: string;
+  org_id: string;
+  tool_call_id: string;
+  run_id: string;
+  kind: 'expert' | 'client';
+  status: string;
+  tool_name: string;
+  action: string;
+  input_redacted: unknown;
+  risk_level: string;
+  reason: string;
+  action_digest: string;
+  created_at: Date;
+  created_iso: string;
+  expires_at: Date;
+  decided_by: string | null;
+  decided_at: Date | null;
+}
+
+const COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason, action_digest,
+  created_at, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso, expires_at, decided_by, decided_at`;
+
+const view = (a: ApprovalRow) => ({
+  id: a.id,
+  orgId: a.org_id,
+  toolCallId: a.tool_call_id,
+  runId: a.run_id,
+  kind: a.kind,
+  status: a.status,
+  toolName: a.tool_name,
+  action: a.action,
+  inputRedacted: a.input_redacted,
+  riskLevel: a.risk_level,
+  reason: a.reason,
+  actionDigest: a.action_digest,
+  createdAt: a.created_at.toISOString(),
+  expiresAt: a.expires_at.toISOString(),
+  decidedBy: a.decided_by,
+  decidedAt: a.decided_at?.toISOString() ?? null,
+});
+
+/** Who may see and decide which kind: experts/admins the expert ones, the org's agents the client ones (API.md §5). */
+const mayDecide = (p: Principal, kind: 'expert' | 'client'): boolean =>
+  kind === 'expert' ? p.role === 'expert' || p.role === 'admin' : p.role === 'agent' || p.role === 'admin';
+const maySee = (p: Principal, kind: 'expert' | 'client'): boolean => p.role !== 'agent' || kind === 'client';
+
+@Injectable()
+export class ApprovalsService {
+  constructor(
+    private readonly sql: Sql,
+    private readonly scope: OrgScopeService,
+    private readonly cursors: LedgerCursorCodec,
+    private readonly clock: Clock,
+    private readonly runner: ApprovedCallRunner,
+  ) {}
+
+  async list(p: Principal, q: ListApprovalsQuery) {
+    const orgId = p.orgId ?? (q.orgId !== undefined ? q.orgId : null);
+    if (orgId !== null) await this.scope.assertAccess(p, orgId);
+    if (q.runId !== undefined && !isUuid(q.runId)) throw new AppError('VALIDATION_FAILED', 'runId: must be a UUID');
+    const kind = p.role === 'agent' ? 'client' : q.kind;
+    if (p.role === 'agent' && q.kind === 'expert') return { items: [], nextCursor: null };
+    const limit = q.limit ?? 50;
+    const filters = filterHash({ status: q.status, kind, runId: q.runId });
+    const scopeKey = orgId ?? '*';
+    const params: unknown[] = [];
+    const where: string[] = [];
+    const add = (sql: string, v: unknown) => {
+      params.push(v);
+      where.push(sql.replace('?', `$${params.length}`));
+    };
+    if (orgId !== null) add('org_id = ?', orgId);
+    if (q.status) add('status = ?', q.status);
+    if (kind) add('kind = ?', kind);
+    if (q.runId) add('run_id = ?', q.runId);
+    if (q.cursor) {
+      const pos = this.cursors.decode(q.cursor, 'approvals', scopeKey, filters);
+      params.push(pos.createdIso, pos.key);
+      where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+    }
+    params.push(limit + 1);
+    const rows = await this.sql.query<ApprovalRow>(
+      `SELECT ${COLUMNS} FROM approval_requests ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map(view),
+      nextCursor: rows.length > limit && last ? this.cursors.encode('approvals', scopeKey, filters, { createdIso: last.created_iso, key: last.id }) : null,
+    };
+  }
+
+  async get(p: Principal, id: string) {
+    return view(await this.load(p, id));
+  }
+
+  async decide(p: Principal, id: string, dto: DecideApprovalDto) {
+    // An agent may learn that an expert approval exists in its own org: it gets 403, not 404 (API.md §5).
+    const a = await this.load(p, id, false);
+    if (!mayDecide(p, a.kind)) throw new AppError('FORBIDDEN', `${a.kind} approvals cannot be decided with a ${p.role} key`);
+    if (a.status !== 'pending') throw new AppError('APPROVAL_ALREADY_DECIDED', `this approval is already ${a.status}`);
+    if (dto.actionDigest !== a.action_digest) throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
+    const now = this.clock.now();
+    const [settled] = await this.sql.query<{ status: string; tool_call_id: string }>(settleApprovalsSql('by-id'), [
+      id, dto.decision === 'approve' ? 'approved' : 'rejected', now, p.keyId, p.role, dto.reason ?? null,
+    ]);
+    if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
+    if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
+    // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
+    if (settled.status === 'approved') this.runner.runSoon(settled.tool_call_id);
+    return view(await this.load(p, id, false));
+  }
+
+  private async load(p: Principal, id: string, applyVisibility = true): Promise<ApprovalRow> {
+    if (!isUuid(id)) throw new AppError('NOT_FOUND', 'approval not found');
+    const [a] = await this.sql.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approval_requests WHERE id = $1`, [id]);
+    if (!a || (p.orgId !== null && a.org_id !== p.orgId) || (applyVisibility && !maySee(p, a.kind))) throw new AppError('NOT_FOUND', 'approval not found');
+    return a;
+  }
+}

@@ -1,0 +1,124 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
+import { Clock } from '../common/clock.js';
+import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { Sql } from '../db/sql.js';
+import type { ExecutionOutcome } from '../executor/execution-outcome.js';
+import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { inputAad, ToolCallsService } from '../tool-calls/tool-calls.service.js';
+import { settleApprovalsSql } from './approval-settle.sql.js';
+
+const SWEEP_EVERY_MS = 5_000;
+
+interface ClaimedCall {
+  id: string;
+  org_id: string;
+  run_id: string;
+  tool_name: string;
+  action: string;
+  action_digest: string;
+  idempotency_key: string;
+  tool_use_id: string;
+}
+
+/**
+ * Runs approved calls exactly once and expires stale approvals.
+ * "Exactly once" rests on one conditional update (approved → running) that
+ * only one caller — the approver's request, a sweep, another replica — can
+ * win. A sweep at start-up and every few seconds picks up calls approved
+ * before a crash, and expires approvals whose time has passed.
+ */
+@Injectable()
+export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = new Logger('ApprovedCalls');
+  private timer?: NodeJS.Timeout;
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly catalog: ToolCatalogService,
+    private readonly executor: RuntimeToolExecutor,
+    private readonly calls: ToolCallsService,
+    private readonly cipher: EnvelopeCipher,
+    private readonly clock: Clock,
+    private readonly metrics: MetricsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.sweep().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${err instanceof Error ? err.message : String(err)}`));
+    this.timer = setInterval(() => void this.sweep().catch(() => undefined), SWEEP_EVERY_MS);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Expires overdue approvals, then starts every approved call nobody has started. */
+  async sweep(): Promise<{ expired: number; started: number }> {
+    const expired = await this.sql.query(settleApprovalsSql('expired'), [null, 'expired', this.clock.now(), null, null, null]);
+    const approved = await this.sql.query<{ id: string }>(`SELECT id FROM tool_calls WHERE status = 'approved' ORDER BY updated_at LIMIT 100`);
+    await Promise.all(approved.map((r) => this.run(r.id)));
+    const [{ n }] = await this.sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM approval_requests WHERE status = 'pending'`);
+    this.metrics.pendingApprovals.set(n);
+    return { expired: expired.length, started: approved.length };
+  }
+
+  /** Fire-and-forget from a decision; errors are logged, and the sweep retries anything left approved. */
+  runSoon(toolCallId: string): void {
+    const p = this.run(toolCallId).catch((err: unknown) => this.log.error({ toolCallId, err: err instanceof Error ? err.message : String(err) }, 'approved call failed to run'));
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  /** Claims (approved → running) and executes one call; a no-op if someone else claimed it. */
+  async run(toolCallId: string): Promise<void> {
+    const [call] = await this.sql.query<ClaimedCall>(
+      `WITH tc AS (
+         UPDATE tool_calls SET status = 'running', started_at = now(), updated_at = now()
+          WHERE id = $1 AND status = 'approved'
+          RETURNING id, org_id, run_id, tool_name, action, action_digest, idempotency_key, tool_use_id),
+       ev AS (
+         INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
+         SELECT gen_random_uuid(), org_id, 'tool_call.started', run_id, id,
+                jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'afterApproval', true)
+           FROM tc)
+       SELECT * FROM tc`,
+      [toolCallId],
+    );
+    if (!call) return;
+    const entry = this.catalog.find(call.tool_name, call.action);
+    const base = { id: call.id, orgId: call.org_id, runId: call.run_id, toolUseId: call.tool_use_id, digest: call.action_digest, from: 'running' as const };
+    let outcome: ExecutionOutcome;
+    const params = await this.loadInput(call);
+    if (!entry || !params) {
+      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: 'the approved input is no longer available', vendorStatus: null, retries: [], durationMs: 0 };
+      if (!entry) {
+        this.log.error({ toolCallId }, 'approved call refers to an action no longer in the catalog');
+        await this.sql.query(`UPDATE tool_calls SET status = 'failed', error_code = 'EXECUTION_ERROR', finished_at = now() WHERE id = $1 AND status = 'running'`, [call.id]);
+        return;
+      }
+    } else {
+      outcome = await this.executor.execute({ entry, orgId: call.org_id, toolCallId: call.id, idempotencyKey: call.idempotency_key, params });
+    }
+    await this.calls.recordOutcome({ ...base, entry }, outcome);
+    await this.sql.query('DELETE FROM tool_call_inputs WHERE tool_call_id = $1', [call.id]);
+  }
+
+  private async loadInput(call: ClaimedCall): Promise<Record<string, unknown> | null> {
+    const [row] = await this.sql.query<{ key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
+      'SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_inputs WHERE tool_call_id = $1 AND org_id = $2',
+      [call.id, call.org_id],
+    );
+    if (!row) return null;
+    try {
+      return this.cipher.decryptJson<Record<string, unknown>>({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, inputAad(call.org_id, call.id));
+    } catch {
+      return null;
+    }
+  }
+}

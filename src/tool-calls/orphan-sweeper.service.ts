@@ -1,0 +1,56 @@
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { Sql } from '../db/sql.js';
+
+const SWEEP_EVERY_MS = 60_000;
+
+/**
+ * Calls left `running` by a process that died (kill -9, OOM, a lost node)
+ * would stay running forever. At start-up and every minute, calls running
+ * longer than the vendor timeout plus a margin become `indeterminate /
+ * OUTCOME_UNKNOWN` with an event: nobody knows whether the vendor acted, so
+ * they are never retried automatically (ops reconcile them). Younger running
+ * calls may belong to a live replica and are left alone.
+ */
+@Injectable()
+export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = new Logger('OrphanSweeper');
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly sql: Sql,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.sweep().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${err instanceof Error ? err.message : String(err)}`));
+    this.timer = setInterval(() => void this.sweep().catch(() => undefined), SWEEP_EVERY_MS);
+    this.timer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Marks orphaned running calls indeterminate; returns how many. */
+  async sweep(): Promise<number> {
+    const staleAfterMs = this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS;
+    const [{ n }] = await this.sql.query<{ n: number }>(
+      `WITH tc AS (
+         UPDATE tool_calls SET status = 'indeterminate', error_code = 'OUTCOME_UNKNOWN', http_status = 200,
+                error_text = 'the process running this call stopped before recording its outcome',
+                finished_at = now(), updated_at = now()
+          WHERE status = 'running' AND started_at < now() - make_interval(secs => $1::double precision / 1000)
+          RETURNING id, org_id, run_id, tool_name, action, action_digest),
+       ev AS (
+         INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
+         SELECT gen_random_uuid(), org_id, 'tool_call.indeterminate', run_id, id,
+                jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned')
+           FROM tc)
+       SELECT count(*)::int AS n FROM tc`,
+      [staleAfterMs],
+    );
+    if (n > 0) this.log.warn({ count: n }, 'orphaned running tool calls marked indeterminate');
+    return n;
+  }
+}

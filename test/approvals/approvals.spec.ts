@@ -1,0 +1,181 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
+import { Clock } from '../../src/common/clock.js';
+import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
+import { bearer, createKey } from '../support/test-app.js';
+import { approvalFor, refundUse, refunds } from './support.js';
+
+describe('expert approvals', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function waitingRefund(amount = '1.00') {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const expert = await createKey(h.t, org.orgId, 'expert');
+    const use = refundUse(amount);
+    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
+    expect(res.status).toBe(202);
+    const approval = await approvalFor(h, expert.key, res.body.toolCallId);
+    return { ...org, expert, use, toolCallId: res.body.toolCallId as string, approval };
+  }
+
+  it('shows the approval with redacted params, risk, reason, digest and expiry', async () => {
+    const w = await waitingRefund();
+    const res = await h.t.http.get(`/v1/approvals/${w.approval.id}`).set(bearer(w.expert.key));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      id: w.approval.id, toolCallId: w.toolCallId, runId: w.runId, kind: 'expert', status: 'pending', toolName: 'shopify_refund',
+      action: 'create', inputRedacted: { orderId: '12345', amount: '1.00' }, riskLevel: 'high', decidedBy: null,
+    });
+    expect(res.body.actionDigest).toMatch(/^[0-9a-f]{64}$/);
+    expect(Date.parse(res.body.expiresAt)).toBeGreaterThan(Date.now());
+  });
+
+  it('approve → executes once; the agent gets the result by long-poll and by re-post', async () => {
+    const w = await waitingRefund('2.00');
+    const before = refunds(h);
+    const poll = h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
+    const decided = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    expect(decided.status).toBe(200);
+    expect(decided.body).toMatchObject({ status: 'approved', decidedBy: w.expert.id });
+    const result = await poll;
+    expect(result.status).toBe(200);
+    expect(result.body).toMatchObject({ toolCallId: w.toolCallId, status: 'succeeded' });
+    expect(refunds(h) - before).toBe(1);
+
+    const again = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    expect(again.status).toBe(409);
+    const repost = await h.t.http.post(`/v1/runs/${w.runId}/tool-calls`).set(bearer(w.agentKey)).send(w.use);
+    expect(repost.status).toBe(200);
+    expect(repost.body).toMatchObject({ status: 'succeeded', replayed: true });
+    expect(refunds(h) - before).toBe(1);
+
+    const events = (await h.t.ds.query('SELECT type FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [w.toolCallId])) as { type: string }[];
+    expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.approval_requested', 'tool_call.approved', 'tool_call.started', 'tool_call.succeeded']);
+    const run = await h.t.http.get(`/v1/runs/${w.runId}`).set(bearer(w.agentKey));
+    expect(run.body).toMatchObject({ status: 'running', pendingApprovalCount: 0 });
+  });
+
+  it('reject → blocked / EXPERT_REJECTED, nothing executed, the model told plainly', async () => {
+    const w = await waitingRefund();
+    const before = refunds(h);
+    const res = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'reject', actionDigest: w.approval.actionDigest, reason: 'too generous' });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('rejected');
+    const result = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result`).set(bearer(w.agentKey));
+    expect(result.body).toMatchObject({ status: 'blocked', errorCode: 'EXPERT_REJECTED' });
+    expect(result.body.toolResult.content).toMatch(/rejected/);
+    const repost = await h.t.http.post(`/v1/runs/${w.runId}/tool-calls`).set(bearer(w.agentKey)).send(w.use);
+    expect(repost.status).toBe(403);
+    expect(repost.body).toMatchObject({ errorCode: 'EXPERT_REJECTED', replayed: true });
+    expect(refunds(h)).toBe(before);
+  });
+
+  it('a wrong digest → 409; an agent key → 403; another org → 404', async () => {
+    const w = await waitingRefund();
+    const wrong = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: 'a'.repeat(64) });
+    expect(wrong.status).toBe(409);
+    expect(wrong.body.code).toBe('ACTION_DIGEST_MISMATCH');
+    const agent = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.agentKey)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    expect(agent.status).toBe(403);
+    const other = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const otherExpert = await createKey(h.t, other.orgId, 'expert');
+    const foreign = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(otherExpert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    const random = await h.t.http.post(`/v1/approvals/${randomUUID()}/decision`).set(bearer(otherExpert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    expect(foreign.status).toBe(404);
+    expect({ ...foreign.body, correlationId: 0 }).toEqual({ ...random.body, correlationId: 0 });
+    const stillPending = await h.t.http.get(`/v1/approvals/${w.approval.id}`).set(bearer(w.expert.key));
+    expect(stillPending.body.status).toBe('pending');
+  });
+
+  it('50 concurrent approves → one execution and 49 × 409', async () => {
+    const w = await waitingRefund('3.00');
+    const before = refunds(h);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 409)).toHaveLength(49);
+    const result = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
+    expect(result.body.status).toBe('succeeded');
+    await h.t.app.get(ApprovedCallRunner).sweep();
+    expect(refunds(h) - before).toBe(1);
+  });
+
+  it('expiry: the sweep blocks it with APPROVAL_EXPIRED and a late approve is refused', async () => {
+    const w = await waitingRefund();
+    const clock = h.t.app.get(Clock);
+    clock.advance(3_601_000);
+    try {
+      const late = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+      expect(late.status).toBe(409);
+      const result = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result`).set(bearer(w.agentKey));
+      expect(result.body).toMatchObject({ status: 'blocked', errorCode: 'APPROVAL_EXPIRED' });
+      expect(result.body.toolResult.content).toMatch(/expired/);
+
+      const w2 = await waitingRefund();
+      clock.advance(3_601_000);
+      await h.t.app.get(ApprovedCallRunner).sweep();
+      const swept = await h.t.http.get(`/v1/approvals/${w2.approval.id}`).set(bearer(w2.expert.key));
+      expect(swept.body.status).toBe('expired');
+      const run = await h.t.http.get(`/v1/runs/${w2.runId}`).set(bearer(w2.agentKey));
+      expect(run.body).toMatchObject({ status: 'running', pendingApprovalCount: 0 });
+    } finally {
+      clock.advance(-2 * 3_601_000);
+    }
+  });
+
+  it('lists pending approvals with keyset pagination', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const expert = await createKey(h.t, org.orgId, 'expert');
+    for (let i = 0; i < 5; i++) await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('1.00'));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await h.t.http.get(`/v1/approvals?status=pending&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`).set(bearer(expert.key));
+      expect(res.status).toBe(200);
+      seen.push(...(res.body.items as { id: string }[]).map((a) => a.id));
+      cursor = res.body.nextCursor as string | null;
+    } while (cursor);
+    expect(seen).toHaveLength(5);
+    expect(new Set(seen).size).toBe(5);
+    const tampered = await h.t.http.get('/v1/approvals?cursor=abc.def').set(bearer(expert.key));
+    expect(tampered.status).toBe(400);
+  });
+});
+
+describe('client approvals', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('are relayed by the agent key and run once', async () => {
+    const rules = [{ id: 'customer-confirms-notes', match: { toolName: 'shopify_order.add_note' }, decision: 'require_client_approval', reason: 'the customer confirms' }];
+    const org = await setupOrg(h.t, { tools: ['shopify_order.add_note'], rules });
+    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send({ type: 'tool_use', id: 'toolu_note_1', name: 'shopify_order', input: { action: 'add_note', orderId: '12345', note: 'gift wrap please' } });
+    expect(res.status).toBe(202);
+    expect(res.body.toolResult.content).toMatch(/customer/);
+    const approval = await approvalFor(h, org.agentKey, res.body.toolCallId);
+    expect(approval.kind).toBe('client');
+    const expert = await createKey(h.t, org.orgId, 'expert');
+    const byExpert = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
+    expect(byExpert.status).toBe(403);
+    const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(org.agentKey)).send({ decision: 'approve', actionDigest: approval.actionDigest });
+    expect(decided.status).toBe(200);
+    const result = await h.t.http.get(`/v1/tool-calls/${res.body.toolCallId}/result?waitMs=10000`).set(bearer(org.agentKey));
+    expect(result.body.status).toBe('succeeded');
+    expect(h.emu.count({ vendor: 'shopify', path: /graphql/ })).toBe(1);
+  });
+});

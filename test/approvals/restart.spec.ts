@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { settleApprovalsSql } from '../../src/approvals/approval-settle.sql.js';
+import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
+import { Clock } from '../../src/common/clock.js';
+import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
+import { emulatorEnv, setupOrg } from '../support/scenario.js';
+import { bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
+import { approvalFor, refundUse, refunds } from './support.js';
+
+describe('approvals across a restart', () => {
+  let emu: VendorEmulator;
+  beforeAll(async () => {
+    emu = createFullEmulator();
+    await emu.start();
+  });
+  afterAll(async () => {
+    await emu?.stop();
+  });
+  const start = () => startTestApp({ ...emulatorEnv(emu.url), APPROVAL_TTL_SECONDS: '600' });
+
+  it('pending approvals still expire and approved-but-not-started calls run exactly once', async () => {
+    const first: TestApp = await start();
+    const org = await setupOrg(first, { tools: ['shopify_refund.create'] });
+    const expert = await createKey(first, org.orgId, 'expert');
+    const h = { t: first, emu, close: async () => undefined };
+    const pendingCall = await first.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('1.00', '450789469'));
+    const approvedCall = await first.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('2.00', '450789469'));
+    const pending = await approvalFor(h, expert.key, pendingCall.body.toolCallId);
+    const approved = await approvalFor(h, expert.key, approvedCall.body.toolCallId);
+    // Approved, then the process died before starting it: settle in the database without running.
+    await first.ds.query(settleApprovalsSql('by-id'), [approved.id, 'approved', new Date(), expert.id, 'expert', null]);
+    await first.close();
+    const before = refunds(h, '450789469');
+
+    const second = await start();
+    try {
+      // The start-up sweep ran the approved call.
+      const result = await second.http.get(`/v1/tool-calls/${approvedCall.body.toolCallId}/result?waitMs=10000`).set(bearer(org.agentKey));
+      expect(result.body.status).toBe('succeeded');
+      await second.app.get(ApprovedCallRunner).sweep();
+      await second.app.get(ApprovedCallRunner).sweep();
+      expect(refunds(h, '450789469') - before).toBe(1);
+
+      const stillPending = await second.http.get(`/v1/approvals/${pending.id}`).set(bearer(expert.key));
+      expect(stillPending.body.status).toBe('pending');
+      second.app.get(Clock).advance(601_000);
+      await second.app.get(ApprovedCallRunner).sweep();
+      const expired = await second.http.get(`/v1/tool-calls/${pendingCall.body.toolCallId}/result`).set(bearer(org.agentKey));
+      expect(expired.body).toMatchObject({ status: 'blocked', errorCode: 'APPROVAL_EXPIRED' });
+      expect(refunds(h, '450789469') - before).toBe(1);
+    } finally {
+      second.app.get(Clock).advance(-601_000);
+      await second.close();
+    }
+  });
+});
