@@ -28,6 +28,11 @@ export class EnvelopeCipher {
     return this.keyring.activeKeyId;
   }
 
+  /** Ids of every loaded key (rotation tries them all on a row whose key id is unknown). */
+  get keyIds(): string[] {
+    return [...this.keyring.keys.keys()];
+  }
+
   encrypt(plaintext: Buffer | string, aad: string): Envelope {
     const key = this.keyring.keys.get(this.keyring.activeKeyId);
     if (!key) throw new Error('active master key is not loaded');

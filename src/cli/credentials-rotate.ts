@@ -1,0 +1,68 @@
+import 'reflect-metadata';
+import { DataSource } from 'typeorm';
+import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
+import { loadConfig, type AppConfig } from '../config/app-config.js';
+import { ConfigError } from '../config/config.schema.js';
+import { KeyRotationService } from '../credentials/key-rotation.service.js';
+import { dbOptions } from '../db/db-options.js';
+import { LedgerEventsService } from '../ledger/ledger-events.service.js';
+
+/* eslint-disable no-console -- a command-line tool talks on stdout */
+
+/**
+ * `npm run credentials:rotate [-- --batch-size=N]`: re-encrypts every stored
+ * credential and result under MASTER_ENCRYPTION_ACTIVE_KEY_ID. Safe to re-run
+ * and to interrupt. Exit 0 all done, 1 some rows could not be decrypted (listed
+ * by id in the summary) or the run failed, 2 usage or configuration problem.
+ */
+async function main(args: string[]): Promise<number> {
+  let batchSize = 200;
+  for (const arg of args) {
+    const m = /^--batch-size=(\d{1,5})$/.exec(arg);
+    if (m && Number(m[1]) >= 1) batchSize = Number(m[1]);
+    else {
+      console.error(`unknown argument ${JSON.stringify(arg.slice(0, 40))}; usage: credentials-rotate [--batch-size=N]`);
+      return 2;
+    }
+  }
+  if (!process.env.DATABASE_URL) {
+    console.error('DATABASE_URL is required: rotation runs against the database the gateway uses (with every master key loaded)');
+    return 2;
+  }
+  let config: AppConfig;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      return 2;
+    }
+    throw err;
+  }
+  for (const w of config.warnings) console.error(`warning: ${w}`);
+
+  const ds = await new DataSource(dbOptions(config.DATABASE_URL!, 2)).initialize();
+  try {
+    const [{ ready }] = (await ds.query(
+      `SELECT to_regclass('integration_credentials') IS NOT NULL AND to_regclass('tool_call_results') IS NOT NULL
+          AND to_regclass('runtime_ledger_events') IS NOT NULL AS ready`,
+    )) as [{ ready: boolean }];
+    if (!ready) {
+      console.error('the schema does not exist in this database: run `npm run migration:run` (or start the gateway once) first');
+      return 2;
+    }
+    const summary = await new KeyRotationService(ds, new EnvelopeCipher(config.keyring), new LedgerEventsService(ds)).rotate({ batchSize });
+    console.log(JSON.stringify(summary));
+    return summary.credentials.failed + summary.results.failed > 0 ? 1 : 0;
+  } finally {
+    await ds.destroy();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(`credentials-rotate failed: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);

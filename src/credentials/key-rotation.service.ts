@@ -1,0 +1,192 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { DecryptionError, EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
+import { NIL_UUID } from '../common/ids.js';
+import { LedgerEventsService } from '../ledger/ledger-events.service.js';
+import { resultAad } from '../tool-calls/results.store.js';
+import { inputAad } from '../tool-calls/tool-calls.service.js';
+import { credentialAad } from './credentials.service.js';
+
+export interface RotationCounts {
+  /** re-encrypted under the active key */
+  rotated: number;
+  /** changed by a concurrent writer between read and update (its version wins) */
+  skipped: number;
+  /** decrypts with no loaded key: left as it is */
+  failed: number;
+}
+
+export type RotationFailure =
+  | { kind: 'credentials'; orgId: string; integrationType: string; keyId: string }
+  | { kind: 'results' | 'inputs'; orgId: string; toolCallId: string; keyId: string };
+
+export interface RotationSummary {
+  toKeyId: string;
+  credentials: RotationCounts;
+  results: RotationCounts;
+  /** raw params of calls waiting for approval */
+  inputs: RotationCounts;
+  orgsTouched: number;
+  /** ids only, never contents; the first MAX_REPORTED_FAILURES of them */
+  failures: RotationFailure[];
+}
+
+interface StoredRow {
+  org_id: string;
+  /** integration_type or tool_call_id: with the table, the row's identity */
+  sub_id: string;
+  key_id: string;
+  iv: Buffer;
+  ciphertext: Buffer;
+  auth_tag: Buffer;
+}
+
+interface TableSpec {
+  kind: RotationFailure['kind'];
+  /** rows not under the active key, after `cursor` in primary-key order */
+  select(activeKeyId: string, cursor: StoredRow | null, limit: number): [string, unknown[]];
+  /** conditional on the row still holding what was read, so a concurrent writer wins */
+  update(row: StoredRow, env: Envelope): [string, unknown[]];
+  aad(row: StoredRow): string;
+}
+
+const COLS = 'key_id, iv, ciphertext, auth_tag';
+
+const CREDENTIALS: TableSpec = {
+  kind: 'credentials',
+  select: (active, cursor, limit) => [
+    `SELECT org_id, integration_type AS sub_id, ${COLS} FROM integration_credentials
+     WHERE key_id <> $1 AND (org_id, integration_type) > ($2::uuid, $3::text) ORDER BY org_id, integration_type LIMIT $4`,
+    [active, cursor?.org_id ?? NIL_UUID, cursor?.sub_id ?? '', limit],
+  ],
+  update: (row, env) => [
+    `UPDATE integration_credentials SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
+     WHERE org_id = $5 AND integration_type = $6 AND key_id = $7 AND iv = $8 RETURNING org_id`,
+    [env.keyId, env.iv, env.ciphertext, env.authTag, row.org_id, row.sub_id, row.key_id, row.iv],
+  ],
+  aad: (row) => credentialAad(row.org_id, row.sub_id),
+};
+
+const RESULTS: TableSpec = {
+  kind: 'results',
+  select: (active, cursor, limit) => [
+    `SELECT org_id, tool_call_id AS sub_id, ${COLS} FROM tool_call_results
+     WHERE key_id <> $1 AND tool_call_id > $2::uuid ORDER BY tool_call_id LIMIT $3`,
+    [active, cursor?.sub_id ?? NIL_UUID, limit],
+  ],
+  update: (row, env) => [
+    `UPDATE tool_call_results SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
+     WHERE tool_call_id = $5 AND key_id = $6 AND iv = $7 RETURNING org_id`,
+    [env.keyId, env.iv, env.ciphertext, env.authTag, row.sub_id, row.key_id, row.iv],
+  ],
+  aad: (row) => resultAad(row.org_id, row.sub_id),
+};
+
+const INPUTS: TableSpec = {
+  kind: 'inputs',
+  select: (active, cursor, limit) => [
+    `SELECT org_id, tool_call_id AS sub_id, ${COLS} FROM tool_call_inputs
+     WHERE key_id <> $1 AND tool_call_id > $2::uuid ORDER BY tool_call_id LIMIT $3`,
+    [active, cursor?.sub_id ?? NIL_UUID, limit],
+  ],
+  update: (row, env) => [
+    `UPDATE tool_call_inputs SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
+     WHERE tool_call_id = $5 AND key_id = $6 AND iv = $7 RETURNING org_id`,
+    [env.keyId, env.iv, env.ciphertext, env.authTag, row.sub_id, row.key_id, row.iv],
+  ],
+  aad: (row) => inputAad(row.org_id, row.sub_id),
+};
+
+const MAX_REPORTED_FAILURES = 100;
+
+/**
+ * Re-encrypts every stored credential and result that is not under the active
+ * master key. Each row is its own conditional UPDATE: an interrupted run has
+ * lost nothing and a re-run picks up exactly the rows still under an old key
+ * (rotated rows carry the active key id and are never read again). Run it after
+ * every replica has the new key loaded and active; remove the old key after it.
+ */
+@Injectable()
+export class KeyRotationService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly cipher: EnvelopeCipher,
+    private readonly events: LedgerEventsService,
+  ) {}
+
+  async rotate(opts: { batchSize?: number } = {}): Promise<RotationSummary> {
+    const batchSize = opts.batchSize ?? 200;
+    const toKeyId = this.cipher.activeKeyId;
+    const perOrg = new Map<string, { credentials: number; results: number; inputs: number }>();
+    const failures: RotationFailure[] = [];
+    const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), orgsTouched: 0, failures };
+    try {
+      for (const spec of [CREDENTIALS, RESULTS, INPUTS]) {
+        const tally = summary[spec.kind];
+        let cursor: StoredRow | null = null;
+        for (;;) {
+          const [sql, params] = spec.select(toKeyId, cursor, batchSize);
+          const rows = (await this.ds.query(sql, params)) as StoredRow[];
+          for (const row of rows) {
+            const env = this.reencrypt(row, spec.aad(row));
+            if (!env) {
+              tally.failed++;
+              if (failures.length < MAX_REPORTED_FAILURES) failures.push(failureOf(spec.kind, row));
+              continue;
+            }
+            const [upd, updParams] = spec.update(row, env);
+            if (affected(await this.ds.query(upd, updParams)) === 0) {
+              tally.skipped++;
+              continue;
+            }
+            tally.rotated++;
+            const org = perOrg.get(row.org_id) ?? { credentials: 0, results: 0, inputs: 0 };
+            org[spec.kind]++;
+            perOrg.set(row.org_id, org);
+          }
+          if (rows.length < batchSize) break;
+          cursor = rows[rows.length - 1];
+        }
+      }
+    } finally {
+      // Also after a failure part-way: what was rotated is on record; a re-run records the rest.
+      summary.orgsTouched = perOrg.size;
+      await this.recordEvents(toKeyId, perOrg);
+    }
+    return summary;
+  }
+
+  /** The row under the active key, or null when no loaded key opens it. */
+  private reencrypt(row: StoredRow, aad: string): Envelope | null {
+    // The row's own key first; then every other one, in case a key was re-labelled.
+    const candidates = [row.key_id, ...this.cipher.keyIds.filter((id) => id !== row.key_id)];
+    for (const keyId of candidates) {
+      try {
+        const plaintext = this.cipher.decrypt({ keyId, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, aad);
+        return this.cipher.encrypt(plaintext, aad);
+      } catch (err) {
+        if (!(err instanceof DecryptionError)) throw err;
+      }
+    }
+    return null;
+  }
+
+  private async recordEvents(toKeyId: string, perOrg: Map<string, { credentials: number; results: number; inputs: number }>): Promise<void> {
+    const all = [...perOrg].map(([orgId, n]) => ({ orgId, type: 'credentials.rotated', metadata: { toKeyId, credentials: n.credentials, results: n.results, inputs: n.inputs } }));
+    for (let i = 0; i < all.length; i += 500) await this.events.append(all.slice(i, i + 500));
+  }
+}
+
+const counts = (): RotationCounts => ({ rotated: 0, skipped: 0, failed: 0 });
+
+function failureOf(kind: RotationFailure['kind'], row: StoredRow): RotationFailure {
+  return kind === 'credentials'
+    ? { kind, orgId: row.org_id, integrationType: row.sub_id, keyId: row.key_id }
+    : { kind, orgId: row.org_id, toolCallId: row.sub_id, keyId: row.key_id };
+}
+
+/** Rows changed by an UPDATE; TypeORM's postgres driver answers `[rows, rowCount]` for it. */
+function affected(res: unknown): number {
+  if (Array.isArray(res) && res.length === 2 && typeof res[1] === 'number') return res[1];
+  throw new Error('unexpected UPDATE result shape');
+}

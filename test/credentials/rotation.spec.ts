@@ -1,0 +1,320 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
+import { projectRoot } from '../../src/common/project-root.js';
+import type { MasterKeyring } from '../../src/config/app-config.js';
+import { credentialAad, CredentialsService } from '../../src/credentials/credentials.service.js';
+import { KeyRotationService, type RotationSummary } from '../../src/credentials/key-rotation.service.js';
+import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
+import { resultAad } from '../../src/tool-calls/results.store.js';
+import { AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, NANGO_SECRET_KEY, SHOPIFY_TOKEN, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
+import { inputAad } from '../../src/tool-calls/tool-calls.service.js';
+import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+const CLI = join(projectRoot(), 'dist/src/cli/credentials-rotate.js');
+const BOTH_KEYS = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' };
+const ONLY_K2 = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2}` };
+
+const SHOPIFY = { shopDomain: 'rotate-a.myshopify.com', accessToken: SHOPIFY_TOKEN };
+const AMAZON = { clientId: 'amzn-client', clientSecret: AMAZON_CLIENT_SECRET, refreshToken: AMAZON_REFRESH_TOKEN, region: 'na' };
+const NANGO = { secretKey: NANGO_SECRET_KEY, connectionId: 'conn-b', providerConfigKey: 'zendesk' };
+const RESULT_MARKER = 'rotation-result-marker-5c1e';
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The built CLI, as an operator runs it, against the test database. */
+async function runCli(env: Record<string, string>, args: string[] = []): Promise<CliRun> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: projectRoot(),
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATA_DIR: '.tmp/data-test', DATABASE_URL: process.env.DATABASE_URL ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+async function rotateWithCli(args: string[] = ['--batch-size=2']): Promise<RotationSummary> {
+  const run = await runCli(BOTH_KEYS, args);
+  expect(run.code, run.stderr).toBe(0);
+  for (const s of [SHOPIFY_TOKEN, AMAZON_CLIENT_SECRET, NANGO_SECRET_KEY, TEST_MASTER_KEY, TEST_MASTER_KEY_2, RESULT_MARKER]) {
+    expect(run.stdout + run.stderr).not.toContain(s);
+  }
+  return JSON.parse(run.stdout) as RotationSummary;
+}
+
+const keyringOf = (entries: [string, string][], activeKeyId: string): MasterKeyring => ({
+  activeKeyId,
+  keys: new Map(entries.map(([id, b64]) => [id, Buffer.from(b64, 'base64')])),
+});
+
+async function insertResult(ds: DataSource, cipher: EnvelopeCipher, orgId: string, toolCallId: string): Promise<void> {
+  const json = JSON.stringify({ orderId: '#1001', note: RESULT_MARKER, toolCallId });
+  const env = cipher.encrypt(json, resultAad(orgId, toolCallId));
+  await ds.query(
+    `INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now() + interval '1 day')`,
+    [toolCallId, orgId, env.keyId, env.iv, env.ciphertext, env.authTag, Buffer.byteLength(json)],
+  );
+}
+
+interface Stored {
+  key_id: string;
+  iv: Buffer;
+}
+
+describe('master key rotation (npm run credentials:rotate)', () => {
+  let orgA: string;
+  let orgB: string;
+  const resultsA = Array.from({ length: 5 }, () => randomUUID());
+  const resultB = randomUUID();
+  const k1Only = new EnvelopeCipher(keyringOf([['k1', TEST_MASTER_KEY]], 'k1'));
+  let t2: TestApp | undefined;
+
+  const credentialRows = async (ds: DataSource) =>
+    (await ds.query(`SELECT org_id, integration_type, key_id, iv FROM integration_credentials WHERE org_id IN ($1, $2) ORDER BY org_id, integration_type`, [
+      orgA,
+      orgB,
+    ])) as (Stored & { org_id: string; integration_type: string })[];
+  const resultRows = async (ds: DataSource) =>
+    (await ds.query(`SELECT tool_call_id, key_id, iv FROM tool_call_results WHERE org_id IN ($1, $2) ORDER BY tool_call_id`, [orgA, orgB])) as (Stored & {
+      tool_call_id: string;
+    })[];
+  const rotatedEvents = async (ds: DataSource) =>
+    (await ds.query(`SELECT org_id, metadata, metadata::text AS text FROM runtime_ledger_events WHERE type = 'credentials.rotated' AND org_id IN ($1, $2) ORDER BY seq`, [
+      orgA,
+      orgB,
+    ])) as { org_id: string; metadata: Record<string, unknown>; text: string }[];
+
+  const pendingInputId = randomUUID();
+  beforeAll(async () => {
+    // Everything written under key k1 alone, as before any rotation.
+    const t1 = await startTestApp();
+    try {
+      orgA = await createOrg(t1, 'Rotate A');
+      orgB = await createOrg(t1, 'Rotate B');
+      for (const [org, type, config] of [
+        [orgA, 'shopify', SHOPIFY],
+        [orgA, 'amazon', AMAZON],
+        [orgB, 'nango', NANGO],
+      ] as const) {
+        const res = await t1.http.put(`/v1/orgs/${org}/integrations/${type}/credentials`).set(adminAuth).send({ config });
+        expect(res.status).toBe(200);
+        expect(res.body.keyId).toBe('k1');
+      }
+      const cipher = t1.app.get(EnvelopeCipher);
+      for (const id of resultsA) await insertResult(t1.ds, cipher, orgA, id);
+      await insertResult(t1.ds, cipher, orgB, resultB);
+      // The raw params of a call waiting for approval are encrypted the same way and rotate too.
+      const input = cipher.encryptJson({ orderId: '12345', amount: '1.00' }, inputAad(orgA, pendingInputId));
+      await t1.ds.query('INSERT INTO tool_call_inputs (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag) VALUES ($1, $2, $3, $4, $5, $6)', [
+        pendingInputId, orgA, input.keyId, input.iv, input.ciphertext, input.authTag,
+      ]);
+    } finally {
+      await t1.close();
+    }
+  });
+  afterAll(async () => {
+    await t2?.close();
+  });
+
+  it('re-encrypts every credential and result under the active key, in batches, with one event per org', async () => {
+    t2 = await startTestApp(BOTH_KEYS);
+    const beforeCreds = await credentialRows(t2.ds);
+    expect(beforeCreds.map((r) => r.key_id)).toEqual(['k1', 'k1', 'k1']);
+
+    const summary = await rotateWithCli(['--batch-size=2']);
+    expect(summary.toKeyId).toBe('k2');
+    expect(summary.credentials.rotated).toBeGreaterThanOrEqual(3);
+    expect(summary.results.rotated).toBeGreaterThanOrEqual(6);
+    expect(summary.credentials.skipped + summary.results.skipped).toBe(0);
+    const mine = new Set([orgA, orgB]);
+    expect(summary.failures.filter((f) => mine.has(f.orgId))).toEqual([]);
+
+    const creds = await credentialRows(t2.ds);
+    expect(creds.map((r) => r.key_id)).toEqual(['k2', 'k2', 'k2']);
+    for (let i = 0; i < creds.length; i++) expect(creds[i].iv.equals(beforeCreds[i].iv)).toBe(false);
+    expect((await resultRows(t2.ds)).map((r) => r.key_id)).toEqual(Array(6).fill('k2'));
+    // Nothing decryptable was left behind anywhere: what is not under k2 is exactly what was reported.
+    const [{ n }] = (await t2.ds.query(
+      `SELECT (SELECT count(*) FROM integration_credentials WHERE key_id <> 'k2') + (SELECT count(*) FROM tool_call_results WHERE key_id <> 'k2') AS n`,
+    )) as [{ n: string }];
+    expect(Number(n)).toBe(summary.credentials.failed + summary.results.failed);
+
+    const events = await rotatedEvents(t2.ds);
+    expect(events.map((e) => [e.org_id, e.metadata])).toEqual(
+      expect.arrayContaining([
+        [orgA, { toKeyId: 'k2', credentials: 2, results: 5, inputs: 1 }],
+        [orgB, { toKeyId: 'k2', credentials: 1, results: 1, inputs: 0 }],
+      ]),
+    );
+    expect(events).toHaveLength(2);
+
+    // The listing shows the new key id; the fingerprint (of the plaintext) is unchanged.
+    const list = await t2.http.get(`/v1/orgs/${orgA}/integrations`).set(adminAuth);
+    expect((list.body as { items: { keyId: string }[] }).items.map((i) => i.keyId)).toEqual(['k2', 'k2']);
+  });
+
+  it('is idempotent: a second run rewrites nothing and records no event', async () => {
+    const credsBefore = await credentialRows(t2!.ds);
+    const resultsBefore = await resultRows(t2!.ds);
+    const summary = await rotateWithCli([]);
+    expect(summary.credentials).toMatchObject({ rotated: 0, skipped: 0 });
+    expect(summary.results).toMatchObject({ rotated: 0, skipped: 0 });
+    expect(summary.orgsTouched).toBe(0);
+    const credsAfter = await credentialRows(t2!.ds);
+    const resultsAfter = await resultRows(t2!.ds);
+    for (let i = 0; i < credsAfter.length; i++) expect(credsAfter[i].iv.equals(credsBefore[i].iv)).toBe(true);
+    for (let i = 0; i < resultsAfter.length; i++) expect(resultsAfter[i].iv.equals(resultsBefore[i].iv)).toBe(true);
+    expect(await rotatedEvents(t2!.ds)).toHaveLength(2);
+  });
+
+  it('finishes a partly rotated table (a row still under k1) on a re-run', async () => {
+    const ds = t2!.ds;
+    const env = k1Only.encryptJson(SHOPIFY, credentialAad(orgA, 'shopify'));
+    await ds.query(`UPDATE integration_credentials SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4 WHERE org_id = $5 AND integration_type = 'shopify'`, [
+      env.keyId,
+      env.iv,
+      env.ciphertext,
+      env.authTag,
+      orgA,
+    ]);
+    const back = resultsA[2];
+    const json = JSON.stringify({ orderId: '#1001', note: RESULT_MARKER, toolCallId: back });
+    const renv = k1Only.encrypt(json, resultAad(orgA, back));
+    await ds.query(`UPDATE tool_call_results SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4 WHERE tool_call_id = $5`, [
+      renv.keyId,
+      renv.iv,
+      renv.ciphertext,
+      renv.authTag,
+      back,
+    ]);
+    const summary = await rotateWithCli(['--batch-size=1']);
+    expect(summary.credentials.rotated).toBe(1);
+    expect(summary.results.rotated).toBe(1);
+    expect((await credentialRows(ds)).every((r) => r.key_id === 'k2')).toBe(true);
+    expect((await resultRows(ds)).every((r) => r.key_id === 'k2')).toBe(true);
+    expect((await rotatedEvents(ds)).at(-1)?.metadata).toEqual({ toKeyId: 'k2', credentials: 1, results: 1, inputs: 0 });
+  });
+
+  it('lets a concurrent writer win: a row rewritten between read and update is skipped, not overwritten', async () => {
+    const app = t2!;
+    const env = k1Only.encryptJson(NANGO, credentialAad(orgB, 'nango'));
+    await app.ds.query(`UPDATE integration_credentials SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4 WHERE org_id = $5 AND integration_type = 'nango'`, [
+      env.keyId,
+      env.iv,
+      env.ciphertext,
+      env.authTag,
+      orgB,
+    ]);
+    const newer = { ...NANGO, connectionId: 'conn-b-newer' };
+    let raced = false;
+    // The admin's PUT lands after the rotation read the row and before its UPDATE.
+    const racing = new Proxy(app.ds, {
+      get(target, prop, receiver) {
+        if (prop !== 'query') return Reflect.get(target, prop, receiver) as unknown;
+        return async (sql: string, params?: unknown[]) => {
+          if (!raced && sql.startsWith('UPDATE integration_credentials')) {
+            raced = true;
+            const put = await app.http.put(`/v1/orgs/${orgB}/integrations/nango/credentials`).set(adminAuth).send({ config: newer });
+            expect(put.status).toBe(200);
+          }
+          return target.query(sql, params);
+        };
+      },
+    });
+    const svc = new KeyRotationService(racing, app.app.get(EnvelopeCipher), app.app.get(LedgerEventsService));
+    const summary = await svc.rotate();
+    expect(raced).toBe(true);
+    expect(summary.credentials).toMatchObject({ rotated: 0, skipped: 1 });
+    const creds = app.app.get(CredentialsService);
+    creds.clearCache();
+    expect(await creds.load(orgB, 'nango')).toEqual(newer);
+  });
+
+  it('reports a row no loaded key opens, skips it and carries on (exit 1)', async () => {
+    const ds = t2!.ds;
+    const stranger = new EnvelopeCipher(keyringOf([['k0', Buffer.alloc(32, 3).toString('base64')]], 'k0'));
+    const lost = randomUUID();
+    await insertResult(ds, stranger, orgB, lost);
+    const ok = randomUUID();
+    await insertResult(ds, k1Only, orgB, ok);
+    try {
+      const run = await runCli(BOTH_KEYS);
+      expect(run.code).toBe(1);
+      const summary = JSON.parse(run.stdout) as RotationSummary;
+      expect(summary.results.failed).toBeGreaterThanOrEqual(1);
+      expect(summary.failures).toContainEqual({ kind: 'results', orgId: orgB, toolCallId: lost, keyId: 'k0' });
+      expect(run.stdout).not.toContain(RESULT_MARKER);
+      const rows = (await ds.query(`SELECT tool_call_id, key_id FROM tool_call_results WHERE tool_call_id IN ($1, $2)`, [lost, ok])) as {
+        tool_call_id: string;
+        key_id: string;
+      }[];
+      expect(Object.fromEntries(rows.map((r) => [r.tool_call_id, r.key_id]))).toEqual({ [lost]: 'k0', [ok]: 'k2' });
+    } finally {
+      await ds.query(`DELETE FROM tool_call_results WHERE tool_call_id = $1`, [lost]);
+    }
+  });
+
+  it('decrypts everything with only the new key loaded', async () => {
+    await t2?.close();
+    t2 = undefined;
+    const t3 = await startTestApp(ONLY_K2);
+    try {
+      expect(t3.config.keyring.keys.has('k1')).toBe(false);
+      const creds = t3.app.get(CredentialsService);
+      creds.clearCache();
+      expect(await creds.load(orgA, 'shopify')).toEqual(SHOPIFY);
+      expect(await creds.load(orgA, 'amazon')).toEqual(AMAZON);
+      expect(await creds.load(orgB, 'nango')).toEqual({ ...NANGO, connectionId: 'conn-b-newer' });
+      const cipher = t3.app.get(EnvelopeCipher);
+      const rows = (await t3.ds.query(`SELECT tool_call_id, org_id, key_id, iv, ciphertext, auth_tag FROM tool_call_results WHERE org_id IN ($1, $2)`, [
+        orgA,
+        orgB,
+      ])) as { tool_call_id: string; org_id: string; key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }[];
+      expect(rows.length).toBe(7);
+      for (const r of rows) {
+        const value = cipher.decryptJson<{ toolCallId: string; note: string }>(
+          { keyId: r.key_id, iv: r.iv, ciphertext: r.ciphertext, authTag: r.auth_tag },
+          resultAad(r.org_id, r.tool_call_id),
+        );
+        expect(value).toMatchObject({ toolCallId: r.tool_call_id, note: RESULT_MARKER });
+      }
+      const [inp] = (await t3.ds.query('SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_inputs WHERE tool_call_id = $1', [pendingInputId])) as {
+        key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer;
+      }[];
+      expect(inp.key_id).toBe('k2');
+      expect(cipher.decryptJson({ keyId: inp.key_id, iv: inp.iv, ciphertext: inp.ciphertext, authTag: inp.auth_tag }, inputAad(orgA, pendingInputId))).toEqual({
+        orderId: '12345', amount: '1.00',
+      });
+      expect(t3.logs.join('\n')).not.toContain(SHOPIFY_TOKEN);
+    } finally {
+      await t3.close();
+    }
+  });
+
+  it('refuses to run without DATABASE_URL or with a bad key configuration (exit 2)', async () => {
+    const noDb = await runCli({ ...BOTH_KEYS, DATABASE_URL: '' });
+    expect(noDb.code).toBe(2);
+    expect(noDb.stderr).toContain('DATABASE_URL is required');
+    const badKey = await runCli({ MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k3' });
+    expect(badKey.code).toBe(2);
+    expect(badKey.stderr).toContain('MASTER_ENCRYPTION_ACTIVE_KEY_ID');
+    expect(badKey.stderr).not.toContain(TEST_MASTER_KEY);
+    const badArg = await runCli(BOTH_KEYS, ['--batch-size=zero']);
+    expect(badArg.code).toBe(2);
+  });
+});
