@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/openapi.js';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
@@ -26,6 +27,7 @@ export class ToolCallsController {
 
   @Post('runs/:runId/tool-calls')
   @Roles('agent')
+  @ApiToolCallResponses()
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: '1-255 printable ASCII, unique per org; default: run id + tool_use id' })
   @ApiBody({ description: 'a tool_use block: {type: "tool_use", id, name, input: {action, ...params}}', schema: { type: 'object' } })
   async submit(
@@ -48,6 +50,7 @@ export class ToolCallsController {
 
   @Get('tool-calls/:id/result')
   @Roles('agent', 'ops', 'admin')
+  @ApiResponse({ status: 200, description: 'the tool-call body whatever the status, with the full result while it is kept', schema: TOOL_CALL_BODY_SCHEMA })
   @ApiQuery({ name: 'waitMs', required: false, description: '0-30000: long-poll while the call is waiting for approval or running' })
   async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query('waitMs') waitMs: string | undefined, @Res({ passthrough: true }) res: Response) {
     return send(res, await this.results.get(p, id, waitMs));
