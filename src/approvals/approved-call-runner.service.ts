@@ -6,7 +6,6 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import type { ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
-import { MetricsService } from '../metrics/metrics.service.js';
 import { inputAad, ToolCallsService } from '../tool-calls/tool-calls.service.js';
 import { settleApprovalsSql } from './approval-settle.sql.js';
 
@@ -43,7 +42,6 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplication
     private readonly calls: ToolCallsService,
     private readonly cipher: EnvelopeCipher,
     private readonly clock: Clock,
-    private readonly metrics: MetricsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -63,8 +61,6 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplication
     const expired = await this.sql.query(settleApprovalsSql('expired'), [null, 'expired', this.clock.now(), null, null, null]);
     const approved = await this.sql.query<{ id: string }>(`SELECT id FROM tool_calls WHERE status = 'approved' ORDER BY updated_at LIMIT 100`);
     await Promise.all(approved.map((r) => this.run(r.id)));
-    const [{ n }] = await this.sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM approval_requests WHERE status = 'pending'`);
-    this.metrics.pendingApprovals.set(n);
     return { expired: expired.length, started: approved.length };
   }
 

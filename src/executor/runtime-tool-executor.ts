@@ -40,7 +40,15 @@ export class RuntimeToolExecutor {
     private readonly credentials: CredentialsService,
     private readonly clock: Clock,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    metrics.onScrape(() => {
+      this.metrics.breakerState.reset();
+      for (const [key, n] of this.breakerCounts()) {
+        const [vendor, state] = key.split('|');
+        this.metrics.breakerState.set({ vendor, state }, n);
+      }
+    });
+  }
 
   breakerFor(orgId: string, vendor: VendorKey): CircuitBreaker {
     const key = `${orgId}:${vendor}`;

@@ -9,7 +9,54 @@ export type VerifyResult =
 
 const PAGE = 5_000;
 
-/** Recomputes an org's hash chain from the stored events, page by page. */
+/** Anything that runs a parameterised query: a DataSource, an EntityManager, a pg client wrapper. */
+export interface ChainReader {
+  query(sql: string, params: unknown[]): Promise<unknown>;
+}
+
+/**
+ * Recomputes an org's sealed hash chain from the stored events, page by page,
+ * and reports the first position where it breaks (a changed, missing or
+ * reordered event). Pure of Nest, so the ledger:verify CLI runs the same code.
+ */
+export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<VerifyResult> {
+  let prev = GENESIS_HASH;
+  let expected = 1;
+  let checked = 0;
+  for (;;) {
+    const rows = (await db.query(
+      `SELECT id, org_id, chain_seq, type, run_id, tool_call_id, actor, metadata, prev_hash, hash, ${CREATED_ISO_SQL} AS created_iso
+         FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq >= $2 ORDER BY chain_seq LIMIT ${PAGE}`,
+      [orgId, expected],
+    )) as {
+      id: string; org_id: string; chain_seq: string; type: string; run_id: string | null; tool_call_id: string | null;
+      actor: unknown; metadata: unknown; prev_hash: string; hash: string; created_iso: string;
+    }[];
+    for (const r of rows) {
+      const chainSeq = Number(r.chain_seq);
+      if (chainSeq !== expected) {
+        return { ok: false, checked, brokenAt: { chainSeq: expected, eventId: null, reason: 'event missing from the chain' } };
+      }
+      if (r.prev_hash !== prev) {
+        return { ok: false, checked, brokenAt: { chainSeq, eventId: r.id, reason: 'prev_hash does not match the previous event' } };
+      }
+      const hash = eventHash(prev, {
+        id: r.id, orgId: r.org_id, chainSeq, type: r.type, runId: r.run_id, toolCallId: r.tool_call_id,
+        actor: r.actor, metadata: r.metadata, createdIso: r.created_iso,
+      });
+      if (hash !== r.hash) {
+        return { ok: false, checked, brokenAt: { chainSeq, eventId: r.id, reason: 'event content does not match its hash' } };
+      }
+      prev = hash;
+      expected++;
+      checked++;
+    }
+    if (rows.length < PAGE) break;
+  }
+  return { ok: true, checked, headHash: checked ? prev : null };
+}
+
+/** Seals what is committed, then recomputes an org's hash chain. */
 @Injectable()
 export class LedgerVerifierService {
   constructor(
@@ -19,39 +66,6 @@ export class LedgerVerifierService {
 
   async verify(orgId: string): Promise<VerifyResult> {
     await this.sealer.sealNow();
-    let prev = GENESIS_HASH;
-    let expected = 1;
-    let checked = 0;
-    for (;;) {
-      const rows = (await this.ds.query(
-        `SELECT id, org_id, chain_seq, type, run_id, tool_call_id, actor, metadata, prev_hash, hash, ${CREATED_ISO_SQL} AS created_iso
-           FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq >= $2 ORDER BY chain_seq LIMIT ${PAGE}`,
-        [orgId, expected],
-      )) as {
-        id: string; org_id: string; chain_seq: string; type: string; run_id: string | null; tool_call_id: string | null;
-        actor: unknown; metadata: unknown; prev_hash: string; hash: string; created_iso: string;
-      }[];
-      for (const r of rows) {
-        const chainSeq = Number(r.chain_seq);
-        if (chainSeq !== expected) {
-          return { ok: false, checked, brokenAt: { chainSeq: expected, eventId: null, reason: 'event missing from the chain' } };
-        }
-        if (r.prev_hash !== prev) {
-          return { ok: false, checked, brokenAt: { chainSeq, eventId: r.id, reason: 'prev_hash does not match the previous event' } };
-        }
-        const hash = eventHash(prev, {
-          id: r.id, orgId: r.org_id, chainSeq, type: r.type, runId: r.run_id, toolCallId: r.tool_call_id,
-          actor: r.actor, metadata: r.metadata, createdIso: r.created_iso,
-        });
-        if (hash !== r.hash) {
-          return { ok: false, checked, brokenAt: { chainSeq, eventId: r.id, reason: 'event content does not match its hash' } };
-        }
-        prev = hash;
-        expected++;
-        checked++;
-      }
-      if (rows.length < PAGE) break;
-    }
-    return { ok: true, checked, headHash: checked ? prev : null };
+    return verifyOrgChain(this.ds, orgId);
   }
 }

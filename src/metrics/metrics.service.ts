@@ -53,7 +53,19 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  private readonly scrapeHooks: (() => void | Promise<void>)[] = [];
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Gauges that are cheaper to compute when scraped than to keep current on every call. */
+  onScrape(hook: () => void | Promise<void>): void {
+    this.scrapeHooks.push(hook);
+  }
+
+  async render(): Promise<string> {
+    for (const hook of this.scrapeHooks) await hook();
+    return this.registry.metrics();
   }
 }

@@ -1,0 +1,80 @@
+import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
+import type { CursorPosition } from './ledger-cursor.js';
+
+export interface LedgerEventFilters {
+  runId?: string;
+  type?: string;
+  since?: string;
+  until?: string;
+}
+
+export interface LedgerEventRow {
+  seq: string;
+  id: string;
+  org_id: string;
+  type: string;
+  run_id: string | null;
+  tool_call_id: string | null;
+  actor: unknown;
+  metadata: unknown;
+  created_at: Date;
+  chain_seq: string | null;
+  prev_hash: string | null;
+  hash: string | null;
+  created_iso: string;
+}
+
+export interface LedgerEventView {
+  id: string;
+  orgId: string;
+  type: string;
+  runId: string | null;
+  toolCallId: string | null;
+  actor: unknown;
+  metadata: unknown;
+  createdAt: string;
+  chainSeq: number | null;
+  prevHash: string | null;
+  hash: string | null;
+}
+
+/** One page of events, newest first by (created_at DESC, seq DESC), strictly after `after`. */
+export function ledgerEventsPageSql(orgId: string | null, f: LedgerEventFilters, after: CursorPosition | undefined, limit: number): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const where: string[] = [];
+  const add = (cond: (p: string) => string, value: unknown): void => {
+    params.push(value);
+    where.push(cond(`$${params.length}`));
+  };
+  if (orgId !== null) add((p) => `org_id = ${p}::uuid`, orgId);
+  if (f.runId !== undefined) add((p) => `run_id = ${p}::uuid`, f.runId);
+  if (f.type !== undefined) add((p) => `type = ${p}`, f.type);
+  if (f.since !== undefined) add((p) => `created_at >= ${p}::timestamptz`, f.since);
+  if (f.until !== undefined) add((p) => `created_at < ${p}::timestamptz`, f.until);
+  if (after) {
+    params.push(after.createdIso, after.key);
+    where.push(`(created_at, seq) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+  }
+  params.push(limit);
+  const sql = `SELECT seq, id, org_id, type, run_id, tool_call_id, actor, metadata, created_at, chain_seq, prev_hash, hash,
+      ${CREATED_ISO_SQL} AS created_iso
+    FROM runtime_ledger_events${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+    ORDER BY created_at DESC, seq DESC LIMIT $${params.length}`;
+  return { sql, params };
+}
+
+export function ledgerEventView(r: LedgerEventRow): LedgerEventView {
+  return {
+    id: r.id,
+    orgId: r.org_id,
+    type: r.type,
+    runId: r.run_id,
+    toolCallId: r.tool_call_id,
+    actor: r.actor,
+    metadata: r.metadata,
+    createdAt: r.created_at.toISOString(),
+    chainSeq: r.chain_seq === null ? null : Number(r.chain_seq),
+    prevHash: r.prev_hash,
+    hash: r.hash,
+  };
+}

@@ -1,0 +1,46 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { Principal } from '../auth/principal.js';
+import { LedgerVerifierService, type VerifyResult } from '../ledger/ledger-verifier.service.js';
+import { OrgScopeService } from '../orgs/org-scope.service.js';
+import { filterHash, LedgerCursorCodec } from './ledger-cursor.js';
+import { ledgerEventsPageSql, ledgerEventView, type LedgerEventFilters, type LedgerEventRow, type LedgerEventView } from './ledger-events.sql.js';
+import { parseQueryTimestamp } from './ledger-time.js';
+import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
+import type { LedgerEventsQuery } from './ops.dto.js';
+
+/** Ops' read side of the event ledger: filtered keyset pages and chain verification. */
+@Injectable()
+export class LedgerQueryService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly scope: OrgScopeService,
+    private readonly cursors: LedgerCursorCodec,
+    private readonly verifier: LedgerVerifierService,
+  ) {}
+
+  async events(p: Principal, q: LedgerEventsQuery): Promise<{ items: LedgerEventView[]; nextCursor: string | null }> {
+    const filters: LedgerEventFilters = {
+      runId: q.runId,
+      type: q.type,
+      since: parseQueryTimestamp('since', q.since),
+      until: parseQueryTimestamp('until', q.until),
+    };
+    const orgId = await listingScope(this.scope, p, q.orgId);
+    const hash = filterHash({ ...filters });
+    const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, 'ledger-events', scopeKey(orgId), hash);
+    const limit = q.limit ?? DEFAULT_PAGE;
+    const { sql, params } = ledgerEventsPageSql(orgId, filters, after, limit + 1);
+    const rows = (await this.ds.query(sql, params)) as LedgerEventRow[];
+    const items = rows.slice(0, limit);
+    const last = items.at(-1);
+    const nextCursor =
+      rows.length > limit && last ? this.cursors.encode('ledger-events', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.seq }) : null;
+    return { items: items.map(ledgerEventView), nextCursor };
+  }
+
+  /** Recomputes one org's hash chain: an org key its own org, a platform key the org it names (required). */
+  async verify(p: Principal, orgId: string | undefined): Promise<VerifyResult> {
+    return this.verifier.verify(await this.scope.resolveOrg(p, orgId));
+  }
+}

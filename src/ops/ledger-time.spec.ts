@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { parseQueryTimestamp } from './ledger-time.js';
+import { csvCell } from './tool-calls-export.format.js';
+
+describe('parseQueryTimestamp', () => {
+  it('keeps microseconds and offsets, and reads missing parts as UTC midnight', () => {
+    expect(parseQueryTimestamp('since', '2026-01-02T03:04:05.123456Z')).toBe('2026-01-02T03:04:05.123456Z');
+    expect(parseQueryTimestamp('since', '2026-01-02T03:04:05+02:00')).toBe('2026-01-02T03:04:05+02:00');
+    expect(parseQueryTimestamp('since', '2026-01-02')).toBe('2026-01-02T00:00:00Z');
+    expect(parseQueryTimestamp('since', '2026-01-02T03:04')).toBe('2026-01-02T03:04:00Z');
+    expect(parseQueryTimestamp('since', undefined)).toBeUndefined();
+  });
+
+  it('refuses what is not a real instant', () => {
+    for (const bad of ['', 'now', '2026-02-30', '2026-13-01', '2026-01-01T24:00:00Z', '2026-01-01T00:60Z', '2026-01-01T00:00:00.1234567Z',
+      '2026-01-01 00:00:00', '2026-01-01T00:00:00+25:00', "2026-01-01'; DROP TABLE x; --", '20260101']) {
+      expect(() => parseQueryTimestamp('since', bad), bad).toThrow(/since/);
+    }
+  });
+});
+
+describe('csvCell', () => {
+  it('quotes only when needed and doubles quotes; objects become JSON', () => {
+    expect(csvCell(null)).toBe('');
+    expect(csvCell(42)).toBe('42');
+    expect(csvCell('plain')).toBe('plain');
+    expect(csvCell('a,b')).toBe('"a,b"');
+    expect(csvCell('say "hi"')).toBe('"say ""hi"""');
+    expect(csvCell('l1\r\nl2')).toBe('"l1\r\nl2"');
+    expect(csvCell({ a: 'x,"y"' })).toBe('"{""a"":""x,\\""y\\""""}"');
+  });
+});

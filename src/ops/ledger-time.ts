@@ -1,0 +1,23 @@
+import { AppError } from '../common/errors/app-error.js';
+
+const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+
+/**
+ * A query timestamp (`since`, `until`, `from`, `to`) checked strictly and
+ * returned as text PostgreSQL parses exactly (microseconds kept, never through
+ * a JS Date). A date alone means midnight UTC; a time without a zone means UTC.
+ * Anything else is 400, never a database error.
+ */
+export function parseQueryTimestamp(field: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const m = ISO_RE.exec(raw);
+  const bad = (): AppError => new AppError('VALIDATION_FAILED', `${field}: must be an ISO-8601 timestamp such as 2026-01-31T12:00:00Z`);
+  if (!m) throw bad();
+  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m;
+  const text = `${y}-${mo}-${d}T${h}:${mi}:${s}${frac}${zone}`;
+  const date = new Date(`${y}-${mo}-${d}T${h}:${mi}:${s}Z`);
+  // Date rolls 2026-02-30 over to March: a round trip catches impossible dates and times.
+  if (Number.isNaN(date.getTime()) || date.toISOString().slice(0, 19) !== `${y}-${mo}-${d}T${h}:${mi}:${s}`) throw bad();
+  if (zone !== 'Z' && (Number(zone.slice(1, 3)) > 15 || Number(zone.slice(4, 6)) > 59)) throw bad();
+  return text;
+}

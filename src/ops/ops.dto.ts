@@ -1,0 +1,144 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Max, Min } from 'class-validator';
+import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call-status.js';
+
+/** Strict integer parsing: "abc", "1.5", "1e2" and "" stay invalid instead of becoming numbers. */
+const toInt = ({ value }: { value: unknown }): unknown => (typeof value === 'string' && /^-?\d{1,9}$/.test(value) ? Number(value) : value);
+
+const TIME_DOC = 'ISO-8601 timestamp (UTC when no zone is given)';
+
+/** The filters of the tool-call listing and the export (API.md §6). */
+export class ToolCallFiltersQuery {
+  @ApiProperty({ required: false, format: 'uuid', description: 'platform keys: one org; org keys: their own org only (another → 404)' })
+  @IsOptional()
+  @IsUUID('all')
+  orgId?: string;
+
+  @ApiProperty({ required: false, format: 'uuid' })
+  @IsOptional()
+  @IsUUID('all')
+  runId?: string;
+
+  @ApiProperty({ required: false, enum: TOOL_CALL_STATUSES })
+  @IsOptional()
+  @IsIn(TOOL_CALL_STATUSES)
+  status?: ToolCallStatus;
+
+  @ApiProperty({ required: false, maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
+  toolName?: string;
+
+  @ApiProperty({ required: false, maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
+  action?: string;
+
+  @ApiProperty({ required: false, maxLength: 100, example: 'VENDOR_TIMEOUT' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 100)
+  errorCode?: string;
+
+  @ApiProperty({ required: false, maxLength: 255 })
+  @IsOptional()
+  @IsString()
+  @Length(1, 255)
+  correlationId?: string;
+
+  @ApiProperty({ required: false, description: `inclusive; ${TIME_DOC}` })
+  @IsOptional()
+  @IsString()
+  since?: string;
+
+  @ApiProperty({ required: false, description: `exclusive; ${TIME_DOC}` })
+  @IsOptional()
+  @IsString()
+  until?: string;
+}
+
+export class ToolCallListQuery extends ToolCallFiltersQuery {
+  @ApiProperty({ required: false, minimum: 1, maximum: 200, default: 50 })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(200)
+  limit?: number;
+
+  @ApiProperty({ required: false, description: 'nextCursor of the previous page, with the same filters' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 1024)
+  cursor?: string;
+}
+
+export class ToolCallExportQuery extends ToolCallFiltersQuery {
+  @ApiProperty({ enum: ['ndjson', 'csv'] })
+  @IsIn(['ndjson', 'csv'])
+  format!: 'ndjson' | 'csv';
+}
+
+export class LedgerEventsQuery {
+  @ApiProperty({ required: false, format: 'uuid' })
+  @IsOptional()
+  @IsUUID('all')
+  orgId?: string;
+
+  @ApiProperty({ required: false, format: 'uuid' })
+  @IsOptional()
+  @IsUUID('all')
+  runId?: string;
+
+  @ApiProperty({ required: false, maxLength: 200, example: 'tool_call.requested' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
+  type?: string;
+
+  @ApiProperty({ required: false, description: `inclusive; ${TIME_DOC}` })
+  @IsOptional()
+  @IsString()
+  since?: string;
+
+  @ApiProperty({ required: false, description: `exclusive; ${TIME_DOC}` })
+  @IsOptional()
+  @IsString()
+  until?: string;
+
+  @ApiProperty({ required: false, minimum: 1, maximum: 200, default: 50 })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(200)
+  limit?: number;
+
+  @ApiProperty({ required: false })
+  @IsOptional()
+  @IsString()
+  @Length(1, 1024)
+  cursor?: string;
+}
+
+export class LedgerVerifyQuery {
+  @ApiProperty({ required: false, format: 'uuid', description: 'required for platform keys; org keys verify their own org' })
+  @IsOptional()
+  @IsUUID('all')
+  orgId?: string;
+}
+
+export class UsageQuery {
+  @ApiProperty({ required: false, description: `inclusive; ${TIME_DOC}` })
+  @IsOptional()
+  @IsString()
+  from?: string;
+
+  @ApiProperty({ required: false, description: `exclusive; ${TIME_DOC}` })
+  @IsOptional()
+  @IsString()
+  to?: string;
+}

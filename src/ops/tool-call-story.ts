@@ -1,0 +1,118 @@
+import type { DataSource } from 'typeorm';
+
+/** One event of a call's story, in append order. */
+export interface ToolCallEventView {
+  id: string;
+  type: string;
+  actor: unknown;
+  metadata: unknown;
+  createdAt: string;
+  /** null until the sealer has chained it (a fraction of a second) */
+  chainSeq: number | null;
+  hash: string | null;
+}
+
+export interface PolicyDecisionView {
+  id: string;
+  decision: string;
+  riskLevel: string;
+  ruleId: string | null;
+  reason: string;
+  actionDigest: string;
+  createdAt: string;
+}
+
+export interface ApprovalView {
+  id: string;
+  toolCallId: string;
+  runId: string;
+  kind: string;
+  status: string;
+  toolName: string;
+  action: string;
+  inputRedacted: unknown;
+  riskLevel: string;
+  reason: string;
+  actionDigest: string;
+  createdAt: string;
+  expiresAt: string;
+  decidedBy: string | null;
+  decidedAt: string | null;
+}
+
+/** What GET /v1/tool-calls/:id adds to the ToolCall: the whole story of one call. */
+export interface ToolCallStory {
+  events: ToolCallEventView[];
+  policyDecision: PolicyDecisionView | null;
+  approval: ApprovalView | null;
+}
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+/**
+ * Events, policy decision and approval of a call already known to belong to
+ * `orgId`. The decision the call row points at wins over any other of the call.
+ */
+export async function loadToolCallStory(ds: DataSource, orgId: string, toolCallId: string, policyDecisionId: string | null): Promise<ToolCallStory> {
+  const [events, decisions, approvals] = (await Promise.all([
+    ds.query(
+      `SELECT id, type, actor, metadata, created_at, chain_seq, hash FROM runtime_ledger_events
+        WHERE tool_call_id = $1::uuid AND org_id = $2::uuid ORDER BY seq`,
+      [toolCallId, orgId],
+    ),
+    ds.query(
+      `SELECT id, decision, risk_level, rule_id, reason, action_digest, created_at FROM policy_decisions
+        WHERE tool_call_id = $1::uuid AND org_id = $2::uuid
+        ORDER BY (id = $3::uuid) IS TRUE DESC, created_at DESC, id DESC LIMIT 1`,
+      [toolCallId, orgId, policyDecisionId],
+    ),
+    ds.query(
+      `SELECT id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason, action_digest,
+              created_at, expires_at, decided_by, decided_at
+         FROM approval_requests WHERE tool_call_id = $1::uuid AND org_id = $2::uuid`,
+      [toolCallId, orgId],
+    ),
+  ])) as [
+    { id: string; type: string; actor: unknown; metadata: unknown; created_at: Date; chain_seq: string | null; hash: string | null }[],
+    { id: string; decision: string; risk_level: string; rule_id: string | null; reason: string; action_digest: string; created_at: Date }[],
+    {
+      id: string; tool_call_id: string; run_id: string; kind: string; status: string; tool_name: string; action: string; input_redacted: unknown;
+      risk_level: string; reason: string; action_digest: string; created_at: Date; expires_at: Date; decided_by: string | null; decided_at: Date | null;
+    }[],
+  ];
+  const d = decisions[0];
+  const a = approvals[0];
+  return {
+    events: events.map((e) => ({
+      id: e.id,
+      type: e.type,
+      actor: e.actor,
+      metadata: e.metadata,
+      createdAt: e.created_at.toISOString(),
+      chainSeq: e.chain_seq === null ? null : Number(e.chain_seq),
+      hash: e.hash,
+    })),
+    policyDecision: d
+      ? { id: d.id, decision: d.decision, riskLevel: d.risk_level, ruleId: d.rule_id, reason: d.reason, actionDigest: d.action_digest, createdAt: d.created_at.toISOString() }
+      : null,
+    approval: a
+      ? {
+          id: a.id,
+          toolCallId: a.tool_call_id,
+          runId: a.run_id,
+          kind: a.kind,
+          status: a.status,
+          toolName: a.tool_name,
+          action: a.action,
+          inputRedacted: a.input_redacted,
+          riskLevel: a.risk_level,
+          reason: a.reason,
+          actionDigest: a.action_digest,
+          createdAt: a.created_at.toISOString(),
+          expiresAt: a.expires_at.toISOString(),
+          decidedBy: a.decided_by,
+          decidedAt: iso(a.decided_at),
+        }
+      : null,
+  };
+}

@@ -1,0 +1,119 @@
+import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
+import { ToolCallEntity } from '../tool-calls/tool-call.entity.js';
+import type { ToolCallStatus } from '../tool-calls/tool-call-status.js';
+import type { CursorPosition } from './ledger-cursor.js';
+
+/** The list/export filters after validation; timestamps are exact PostgreSQL text (see parseQueryTimestamp). */
+export interface ToolCallFilters {
+  runId?: string;
+  status?: ToolCallStatus;
+  toolName?: string;
+  action?: string;
+  errorCode?: string;
+  correlationId?: string;
+  since?: string;
+  until?: string;
+}
+
+export interface ToolCallRow {
+  id: string;
+  org_id: string;
+  run_id: string;
+  specialist_id: string;
+  tool_name: string;
+  action: string;
+  status: ToolCallStatus;
+  error_code: string | null;
+  error_text: string | null;
+  correlation_id: string;
+  idempotency_key: string;
+  action_digest: string;
+  input_redacted: unknown;
+  output_redacted: unknown;
+  risk_level: string | null;
+  policy_decision_id: string | null;
+  retry_count: number;
+  duration_ms: number | null;
+  cost_cents: number;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  /** created_at as exact text (microseconds): what a cursor carries */
+  created_iso: string;
+}
+
+/**
+ * Only the columns of the ops view: redacted input and output, never the
+ * encrypted result or anything else, so no listing or export can leak more.
+ */
+export const TOOL_CALL_COLUMNS = `id, org_id, run_id, specialist_id, tool_name, action, status, error_code, error_text, correlation_id,
+  idempotency_key, action_digest, input_redacted, output_redacted, risk_level, policy_decision_id, retry_count, duration_ms,
+  cost_cents, created_at, started_at, finished_at, ${CREATED_ISO_SQL} AS created_iso`;
+
+/**
+ * One page of tool calls, newest first by (created_at DESC, id DESC), starting
+ * strictly after `after`. Every value is a parameter. The plain column
+ * comparisons (no functions on columns) let the planner use the composite
+ * indexes of migration 1764600000000 for both the filter and the order, so a
+ * deep page costs the same as the first.
+ */
+export function toolCallsPageSql(orgId: string | null, f: ToolCallFilters, after: CursorPosition | undefined, limit: number): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const where: string[] = [];
+  const add = (cond: (p: string) => string, value: unknown): void => {
+    params.push(value);
+    where.push(cond(`$${params.length}`));
+  };
+  if (orgId !== null) add((p) => `org_id = ${p}::uuid`, orgId);
+  if (f.runId !== undefined) add((p) => `run_id = ${p}::uuid`, f.runId);
+  if (f.status !== undefined) add((p) => `status = ${p}`, f.status);
+  if (f.toolName !== undefined) add((p) => `tool_name = ${p}`, f.toolName);
+  if (f.action !== undefined) add((p) => `action = ${p}`, f.action);
+  if (f.errorCode !== undefined) add((p) => `error_code = ${p}`, f.errorCode);
+  if (f.correlationId !== undefined) add((p) => `correlation_id = ${p}`, f.correlationId);
+  if (f.since !== undefined) add((p) => `created_at >= ${p}::timestamptz`, f.since);
+  if (f.until !== undefined) add((p) => `created_at < ${p}::timestamptz`, f.until);
+  if (after) {
+    params.push(after.createdIso, after.key);
+    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+  }
+  params.push(limit);
+  const sql = `SELECT ${TOOL_CALL_COLUMNS} FROM tool_calls${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+    ORDER BY created_at DESC, id DESC LIMIT $${params.length}`;
+  return { sql, params };
+}
+
+/** One call by id (the detail view); `orgId` null = any org (platform keys). */
+export function toolCallByIdSql(orgId: string | null, id: string): { sql: string; params: unknown[] } {
+  return orgId === null
+    ? { sql: `SELECT ${TOOL_CALL_COLUMNS} FROM tool_calls WHERE id = $1::uuid`, params: [id] }
+    : { sql: `SELECT ${TOOL_CALL_COLUMNS} FROM tool_calls WHERE id = $1::uuid AND org_id = $2::uuid`, params: [id, orgId] };
+}
+
+/** The row as the entity toToolCallView reads. */
+export function toolCallEntityOf(r: ToolCallRow): ToolCallEntity {
+  return Object.assign(new ToolCallEntity(), {
+    id: r.id,
+    orgId: r.org_id,
+    runId: r.run_id,
+    specialistId: r.specialist_id,
+    toolName: r.tool_name,
+    action: r.action,
+    status: r.status,
+    errorCode: r.error_code,
+    errorText: r.error_text,
+    correlationId: r.correlation_id,
+    idempotencyKey: r.idempotency_key,
+    actionDigest: r.action_digest,
+    inputRedacted: r.input_redacted,
+    outputRedacted: r.output_redacted,
+    riskLevel: r.risk_level,
+    policyDecisionId: r.policy_decision_id,
+    retryCount: r.retry_count,
+    durationMs: r.duration_ms,
+    costCents: r.cost_cents,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+  });
+}

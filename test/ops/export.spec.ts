@@ -1,0 +1,150 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TOOL_CALL_VIEW_FIELDS } from '../../src/tool-calls/tool-call.view.js';
+import { ALL_TEST_SECRETS } from '../support/secrets.js';
+import { bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { insertCalls, insertRun, microsAfterEpoch2026 } from './ledger-seed.js';
+
+/** RFC 4180 parser (quoted cells with doubled quotes and embedded CR/LF), enough to read the export back. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  const endCell = (): void => {
+    row.push(cell);
+    cell = '';
+  };
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') endCell();
+    else if (ch === '\r' && text[i + 1] === '\n') {
+      endCell();
+      rows.push(row);
+      row = [];
+      i++;
+    } else cell += ch;
+  }
+  if (cell || row.length) throw new Error('CSV does not end with CRLF');
+  return rows;
+}
+
+/** The text a row's value has in a CSV cell. */
+const cellOf = (v: unknown): string => (v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+
+describe('GET /v1/tool-calls/export', () => {
+  let t: TestApp;
+  let org: string;
+  let ops: string;
+  /** Every row the list endpoint returns, in order. */
+  let listed: Record<string, unknown>[];
+
+  async function list(query: Record<string, string>): Promise<Record<string, unknown>[]> {
+    const out: Record<string, unknown>[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await t.http.get('/v1/tool-calls').query({ ...query, limit: '200', ...(cursor ? { cursor } : {}) }).set(bearer(ops));
+      expect(res.status).toBe(200);
+      out.push(...(res.body.items as Record<string, unknown>[]));
+      cursor = res.body.nextCursor as string | null;
+    } while (cursor);
+    return out;
+  }
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    org = await createOrg(t, 'Exporter');
+    ops = (await createKey(t, org, 'ops')).key;
+    const run = await insertRun(t.ds, org);
+    // 1,234 rows: more than two export batches. The pipeline stores only redacted input and output; the raw
+    // secrets below were never written anywhere, so they must not come out either.
+    await insertCalls(
+      t.ds,
+      Array.from({ length: 1234 }, (_, i) => ({
+        orgId: org,
+        runId: run,
+        status: i % 4 === 0 ? 'failed' : 'succeeded',
+        errorCode: i % 4 === 0 ? 'VENDOR_ERROR' : null,
+        errorText: i % 4 === 0 ? 'vendor said "no", twice,\r\nthen gave up' : null,
+        createdAt: microsAfterEpoch2026(Math.floor(i / 3) * 1_000 + (i % 3)),
+        inputRedacted: { orderId: String(1000 + i), accessToken: '[REDACTED]', card: '[REDACTED]' },
+        outputRedacted: { email: '[REDACTED]', zip: '94107', note: 'line1\nline2, "quoted"' },
+      })),
+    );
+    listed = await list({});
+    expect(listed).toHaveLength(1234);
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('streams NDJSON: the list endpoint’s rows, same order, one ToolCall per line', async () => {
+    const res = await t.http.get('/v1/tool-calls/export').query({ format: 'ndjson' }).set(bearer(ops)).buffer(true).parse((r, cb) => {
+      let text = '';
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => (text += c));
+      r.on('end', () => cb(null, text));
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/x-ndjson/);
+    expect(res.headers['content-disposition']).toContain('tool-calls.ndjson');
+    const text = res.body as string;
+    expect(text.endsWith('\n')).toBe(true);
+    const rows = text.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(rows).toEqual(listed);
+  });
+
+  it('streams CSV: a header of the ToolCall field names, then the same rows with proper quoting', async () => {
+    const res = await t.http.get('/v1/tool-calls/export').query({ format: 'csv' }).set(bearer(ops)).buffer(true).parse((r, cb) => {
+      let text = '';
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => (text += c));
+      r.on('end', () => cb(null, text));
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/csv/);
+    const [header, ...rows] = parseCsv(res.body as string);
+    expect(header).toEqual([...TOOL_CALL_VIEW_FIELDS]);
+    expect(rows).toHaveLength(listed.length);
+    rows.forEach((cells, i) => {
+      expect(cells).toEqual(TOOL_CALL_VIEW_FIELDS.map((f) => cellOf(listed[i][f])));
+    });
+    const failed = rows.find((r) => r[header.indexOf('status')] === 'failed')!;
+    expect(failed[header.indexOf('errorText')]).toBe('vendor said "no", twice,\r\nthen gave up');
+    expect(JSON.parse(failed[header.indexOf('outputRedacted')])).toEqual({ email: '[REDACTED]', zip: '94107', note: 'line1\nline2, "quoted"' });
+  });
+
+  it('applies the list filters and contains nothing unredacted', async () => {
+    const expected = await list({ status: 'failed', until: listed[100].createdAt as string });
+    const res = await t.http.get('/v1/tool-calls/export').query({ format: 'ndjson', status: 'failed', until: listed[100].createdAt as string }).set(bearer(ops));
+    const text = res.text;
+    const ids = text.trimEnd().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+    expect(ids).toEqual(expected.map((r) => r.id));
+    for (const format of ['csv', 'ndjson']) {
+      const all = (await t.http.get('/v1/tool-calls/export').query({ format }).set(bearer(ops))).text;
+      expect(all).toContain('[REDACTED]');
+      for (const secret of ALL_TEST_SECRETS) expect(all).not.toContain(secret);
+      expect(all).not.toMatch(/tool_call_results|ciphertext|auth_tag/);
+    }
+  });
+
+  it('validates before streaming: bad format, unknown parameters, other orgs', async () => {
+    for (const query of [{}, { format: 'xml' }, { format: 'csv', limit: '5' }, { format: 'csv', runId: 'x' }]) {
+      const r = await t.http.get('/v1/tool-calls/export').query(query).set(bearer(ops));
+      expect(r.status, JSON.stringify(query)).toBe(400);
+      expect(r.headers['content-type']).toMatch(/problem\+json/);
+    }
+    const other = await createOrg(t, 'Not yours');
+    const r = await t.http.get('/v1/tool-calls/export').query({ format: 'csv', orgId: other }).set(bearer(ops));
+    expect(r.status).toBe(404);
+    const empty = await t.http.get('/v1/tool-calls/export').query({ format: 'csv', status: 'running' }).set(bearer(ops));
+    expect(empty.status).toBe(200);
+    expect(empty.text).toBe(`${TOOL_CALL_VIEW_FIELDS.join(',')}\r\n`);
+  });
+});

@@ -1,0 +1,132 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
+import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
+import { ledgerVerifyCommand } from '../../src/ops/ledger-verify.command.js';
+import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+describe('ledger chain verification (API and CLI)', () => {
+  let t: TestApp;
+  /** A superuser connection: the only way to rewrite the append-only ledger, as an attacker with database access would. */
+  let su: pg.Client;
+
+  /** An org whose chain holds org.created plus `n` events, all sealed. */
+  async function orgWithChain(n: number): Promise<string> {
+    const org = await createOrg(t, 'Chain');
+    const events = t.app.get(LedgerEventsService);
+    for (let i = 0; i < n; i++) await events.append([{ orgId: org, type: 'test.step', metadata: { i, amount: `${i}.00` } }]);
+    await t.app.get(LedgerSealerService).sealNow();
+    return org;
+  }
+
+  async function tamper(sql: string, params: unknown[]): Promise<void> {
+    await su.query('BEGIN');
+    await su.query('SET LOCAL session_replication_role = replica'); // bypasses the append-only trigger
+    await su.query(sql, params);
+    await su.query('COMMIT');
+  }
+
+  async function verify(org: string): Promise<{ status: number; body: Record<string, unknown> }> {
+    const res = await t.http.get('/v1/ledger/verify').query({ orgId: org }).set(adminAuth);
+    return { status: res.status, body: res.body as Record<string, unknown> };
+  }
+
+  async function cli(args: string[], env: NodeJS.ProcessEnv = { DATABASE_URL: process.env.DATABASE_URL }): Promise<{ code: number; out: string[]; err: string[] }> {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await ledgerVerifyCommand(args, env, { out: (l) => out.push(l), err: (l) => err.push(l) });
+    return { code, out, err };
+  }
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    su = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await su.connect();
+  });
+  afterAll(async () => {
+    await su?.end();
+    await t?.close();
+  });
+
+  it('reports a clean chain as ok with its head hash, over the API and the CLI', async () => {
+    const org = await orgWithChain(10);
+    const [head] = (await t.ds.query(`SELECT hash FROM runtime_ledger_events WHERE org_id = $1 ORDER BY chain_seq DESC LIMIT 1`, [org])) as { hash: string }[];
+    const res = await verify(org);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true, checked: 11, headHash: head.hash });
+    const run = await cli(['--org', org]);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.out[0])).toEqual(res.body);
+    expect((await cli(['--org', org, '--no-seal'])).code).toBe(0);
+  });
+
+  it('detects an UPDATE of one event’s metadata at its position', async () => {
+    const org = await orgWithChain(10);
+    await tamper(`UPDATE runtime_ledger_events SET metadata = '{"i":4,"amount":"4000.00"}' WHERE org_id = $1 AND chain_seq = 5`, [org]);
+    const res = await verify(org);
+    expect(res.body).toMatchObject({ ok: false, checked: 4, brokenAt: { chainSeq: 5, reason: 'event content does not match its hash' } });
+    const run = await cli(['--org', org]);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.out[0])).toEqual(res.body);
+  });
+
+  it('detects a DELETE of one event at its position', async () => {
+    const org = await orgWithChain(10);
+    await tamper(`DELETE FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq = 7`, [org]);
+    const res = await verify(org);
+    expect(res.body).toMatchObject({ ok: false, checked: 6, brokenAt: { chainSeq: 7, eventId: null, reason: 'event missing from the chain' } });
+    expect((await cli(['--org', org])).code).toBe(1);
+  });
+
+  it('detects two events swapped in the chain order at the first of them', async () => {
+    const org = await orgWithChain(10);
+    const [a] = (await t.ds.query(`SELECT id FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq = 4`, [org])) as { id: string }[];
+    const [b] = (await t.ds.query(`SELECT id FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq = 8`, [org])) as { id: string }[];
+    // Through a free value: (org_id, chain_seq) is unique.
+    await tamper(`UPDATE runtime_ledger_events SET chain_seq = -1 WHERE id = $1`, [a.id]);
+    await tamper(`UPDATE runtime_ledger_events SET chain_seq = 4 WHERE id = $1`, [b.id]);
+    await tamper(`UPDATE runtime_ledger_events SET chain_seq = 8 WHERE id = $1`, [a.id]);
+    const res = await verify(org);
+    expect(res.body).toMatchObject({ ok: false, checked: 3, brokenAt: { chainSeq: 4, eventId: b.id } });
+    expect((await cli(['--org', org])).code).toBe(1);
+  });
+
+  it('detects a swap of adjacent events even with their links rewritten', async () => {
+    const org = await orgWithChain(6);
+    const rows = (await t.ds.query(`SELECT id, prev_hash, hash FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq IN (3, 4) ORDER BY chain_seq`, [org])) as {
+      id: string; prev_hash: string; hash: string;
+    }[];
+    await tamper(`UPDATE runtime_ledger_events SET chain_seq = -1 WHERE id = $1`, [rows[0].id]);
+    await tamper(`UPDATE runtime_ledger_events SET chain_seq = 3, prev_hash = $2 WHERE id = $1`, [rows[1].id, rows[0].prev_hash]);
+    await tamper(`UPDATE runtime_ledger_events SET chain_seq = 4, prev_hash = $2 WHERE id = $1`, [rows[0].id, rows[1].hash]);
+    const res = await verify(org);
+    expect(res.body).toMatchObject({ ok: false, brokenAt: { chainSeq: 3, eventId: rows[1].id, reason: 'event content does not match its hash' } });
+  });
+
+  it('scopes verification: org keys their own org, platform keys must name one', async () => {
+    const org = await orgWithChain(1);
+    const other = await orgWithChain(1);
+    const ops = (await createKey(t, org, 'ops')).key;
+    const own = await t.http.get('/v1/ledger/verify').set(bearer(ops));
+    expect(own.status).toBe(200);
+    expect(own.body).toMatchObject({ ok: true, checked: 3 }); // org.created, test.step, api_key.created
+    expect((await t.http.get('/v1/ledger/verify').query({ orgId: org }).set(bearer(ops))).status).toBe(200);
+    expect((await t.http.get('/v1/ledger/verify').query({ orgId: other }).set(bearer(ops))).status).toBe(404);
+    const platform = await t.http.get('/v1/ledger/verify').set(adminAuth);
+    expect(platform.status).toBe(400);
+    expect(platform.body.code).toBe('VALIDATION_FAILED');
+    expect((await t.http.get('/v1/ledger/verify').query({ orgId: 'nope' }).set(adminAuth)).status).toBe(400);
+    const agent = (await createKey(t, org, 'agent')).key;
+    expect((await t.http.get('/v1/ledger/verify').set(bearer(agent))).status).toBe(403);
+  });
+
+  it('CLI: usage errors exit 2 without touching the database', async () => {
+    expect((await cli([])).code).toBe(2);
+    expect((await cli(['--org'])).code).toBe(2);
+    expect((await cli(['--org', 'not-a-uuid'])).code).toBe(2);
+    expect((await cli(['--org', '00000000-0000-0000-0000-000000000001', '--frobnicate'])).code).toBe(2);
+    const noUrl = await cli(['--org', '00000000-0000-0000-0000-000000000001'], {});
+    expect(noUrl.code).toBe(2);
+    expect(noUrl.err.join('\n')).toContain('DATABASE_URL');
+  });
+});
