@@ -14,6 +14,8 @@ import { Sql } from './db/sql.js';
 import { OrphanSweeperService } from './tool-calls/orphan-sweeper.service.js';
 import { ReconcileService } from './tool-calls/reconcile.service.js';
 import { ResultsStore } from './tool-calls/results.store.js';
+import { ToolCallBatchController } from './tool-calls/batch/tool-call-batch.controller.js';
+import { ToolCallBatchService } from './tool-calls/batch/tool-call-batch.service.js';
 import { ToolCallLedger } from './tool-calls/tool-call-ledger.js';
 import { ToolCallResultsService } from './tool-calls/tool-call-results.service.js';
 import { ToolCallsController } from './tool-calls/tool-calls.controller.js';
@@ -22,10 +24,11 @@ import { VendorRegistry } from './vendors/vendor-registry.js';
 
 /** The governed tool call: catalog, permissions, policy, runs, credentials, executor and the pipeline itself. */
 @Module({
-  controllers: [CatalogController, ToolPermissionsController, PoliciesController, RunsController, CredentialsController, ToolCallsController],
+  controllers: [CatalogController, ToolPermissionsController, PoliciesController, RunsController, CredentialsController, ToolCallsController, ToolCallBatchController],
   providers: [
     Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,
     ResultsStore, ToolCallLedger, ToolCallsService, ToolCallResultsService, OrphanSweeperService, ReconcileService,
+    ToolCallBatchService,
   ],
   exports: [
     Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,

@@ -33,7 +33,7 @@ export class ToolCallResultsService {
       await this.waitForSettle(id, Math.min(POLL_MS, deadline - performance.now()));
       row = await this.load(p, id);
     }
-    return this.calls.answerStored(row, row.tool_use_id, false);
+    return this.calls.answerStored(row, row.tool_use_id, false, Number.POSITIVE_INFINITY);
   }
 
   private async load(p: Principal, id: string): Promise<StoredCall> {

@@ -223,14 +223,18 @@ export class ToolCallsService {
     return row;
   }
 
-  /** The body for a stored call, with its full result while it is kept. */
-  async answerStored(row: StoredCall, toolUseId: string, replayed: boolean): Promise<ToolCallResponse> {
+  /**
+   * The body for a stored call, with its full result while it is kept.
+   * `budgetBytes` bounds the model-facing content: the result budget for
+   * replays, unbounded for GET …/result (which exists to hand out everything).
+   */
+  async answerStored(row: StoredCall, toolUseId: string, replayed: boolean, budgetBytes = this.config.RESULT_BUDGET_BYTES): Promise<ToolCallResponse> {
     const result = row.status === 'succeeded' ? await this.results.load(row.org_id, row.id, this.clock.now()) : ({ found: false } as const);
     const facts = {
       id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' ? row.error_text : null,
       retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind,
     };
-    return this.respond(buildToolCallBody(facts, result, toolUseId, replayed, this.config.RESULT_BUDGET_BYTES), row.http_status, replayed);
+    return this.respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);
   }
 
   private async replay(orgId: string, idempotencyKey: string, digest: string, toolUseId: string): Promise<ToolCallResponse> {

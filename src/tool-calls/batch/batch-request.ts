@@ -1,0 +1,71 @@
+import { AppError } from '../../common/errors/app-error.js';
+
+/** Most tool_uses in one batch (API.md §9). */
+export const MAX_BATCH_SIZE = 32;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The batch envelope `{toolUses: [...]}`. Each item is left as sent: it is
+ * parsed by the single-call pipeline, so a malformed one becomes that item's
+ * own 400 entry instead of failing its neighbours. What is checked here is what
+ * the whole batch depends on: the envelope, the size limit, and unique tool_use
+ * ids (they are the items' idempotency keys, so a duplicate would silently
+ * turn into a replay of its twin).
+ */
+export function parseBatchRequest(body: unknown, idempotencyHeader: unknown): unknown[] {
+  if (idempotencyHeader !== undefined) {
+    throw new AppError(
+      'BAD_REQUEST',
+      'Idempotency-Key is not supported on batches: each tool_use is keyed by its own id (run id + tool_use id); re-post the batch to replay it',
+    );
+  }
+  if (!isPlainObject(body)) throw new AppError('VALIDATION_FAILED', 'body must be {"toolUses": [tool_use, ...]}');
+  const extra = Object.keys(body).filter((k) => k !== 'toolUses');
+  if (extra.length) throw new AppError('VALIDATION_FAILED', `unknown field: ${extra[0].slice(0, 64)}`);
+  const toolUses = body.toolUses;
+  if (!Array.isArray(toolUses)) throw new AppError('VALIDATION_FAILED', 'toolUses: must be an array of tool_use blocks');
+  if (toolUses.length === 0 || toolUses.length > MAX_BATCH_SIZE) {
+    throw new AppError('VALIDATION_FAILED', `toolUses: must hold 1 to ${MAX_BATCH_SIZE} tool_use blocks, got ${toolUses.length}`);
+  }
+  const seen = new Set<string>();
+  for (const item of toolUses) {
+    const id = isPlainObject(item) && typeof item.id === 'string' ? item.id : undefined;
+    if (id === undefined) continue;
+    if (seen.has(id)) throw new AppError('VALIDATION_FAILED', `toolUses: tool_use id ${JSON.stringify(id.slice(0, 64))} appears more than once`);
+    seen.add(id);
+  }
+  return toolUses;
+}
+
+export type ScheduleKind = 'read' | 'alone';
+
+/**
+ * Groups in execution order: consecutive reads share a group (run
+ * concurrently), anything else is a group of its own (run alone). Groups run
+ * one after the other, so a write never overlaps anything and sees every
+ * earlier read finished.
+ */
+export function scheduleBatch(kinds: readonly ScheduleKind[]): number[][] {
+  const groups: number[][] = [];
+  let reads: number[] | null = null;
+  kinds.forEach((kind, i) => {
+    if (kind === 'read') {
+      if (!reads) groups.push((reads = []));
+      reads.push(i);
+    } else {
+      reads = null;
+      groups.push([i]);
+    }
+  });
+  return groups;
+}
+
+/** Runs `task` for every index with at most `limit` in flight; `task` must not reject. */
+export async function runBounded(indexes: readonly number[], limit: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < indexes.length) await task(indexes[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, indexes.length)) }, worker));
+}

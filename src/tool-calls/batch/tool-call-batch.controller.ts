@@ -1,0 +1,70 @@
+import { Body, Controller, Headers, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Request } from 'express';
+import { CurrentPrincipal, Roles } from '../../auth/auth.decorators.js';
+import type { Principal } from '../../auth/principal.js';
+import { PROBLEM_SCHEMA, TOOL_CALL_BODY_SCHEMA } from '../../common/http/openapi.js';
+import { MAX_BATCH_SIZE } from './batch-request.js';
+import { ToolCallBatchService } from './tool-call-batch.service.js';
+
+const BATCH_BODY_SCHEMA = {
+  type: 'object',
+  required: ['toolUses'],
+  additionalProperties: false,
+  properties: {
+    toolUses: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_BATCH_SIZE,
+      items: { type: 'object', description: 'a tool_use block: {type: "tool_use", id, name, input: {action, ...params}}; ids unique within the batch' },
+    },
+  },
+};
+
+const BATCH_RESULTS_SCHEMA = {
+  type: 'object',
+  required: ['results'],
+  properties: {
+    results: {
+      type: 'array',
+      description: 'one entry per tool_use, in the order given: the tool-call body, or problem+json (with its status) for an item that has no ledger row',
+      items: { oneOf: [TOOL_CALL_BODY_SCHEMA, PROBLEM_SCHEMA] },
+    },
+  },
+};
+
+@ApiTags('tool-calls')
+@ApiBearerAuth()
+@Controller('v1')
+export class ToolCallBatchController {
+  constructor(private readonly batch: ToolCallBatchService) {}
+
+  // The colon is escaped: unescaped, path-to-regexp would read ":batch" as a parameter.
+  @Post('runs/:runId/tool-calls\\:batch')
+  @Roles('agent')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Several tool_use blocks of one model turn',
+    description:
+      `Up to ${MAX_BATCH_SIZE} tool_uses, each through the full pipeline as if posted alone (own ledger row, idempotency key = run id + tool_use id). ` +
+      'Consecutive read-only actions run concurrently (at most 8 at once); a write, an unknown or an invalid call runs alone, in order. ' +
+      'One failing item never stops the others. A batch-wide budget (BATCH_BUDGET_BYTES, default 200 KB) over every toolResult.content ' +
+      'truncates the largest results first; a truncated one says so and stays whole at GET /v1/tool-calls/{id}/result. ' +
+      'Re-posting the same batch replays every item.',
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'not supported on batches (400): each item is keyed by its tool_use id' })
+  @ApiBody({ description: `{toolUses: [tool_use, ...]}: 1 to ${MAX_BATCH_SIZE} tool_use blocks with unique ids (400 VALIDATION_FAILED otherwise)`, schema: BATCH_BODY_SCHEMA })
+  @ApiResponse({ status: 200, description: 'every item answered, in the order given, whatever each outcome', schema: BATCH_RESULTS_SCHEMA })
+  @ApiResponse({ status: 400, description: `not {toolUses: [...]}, 0 or more than ${MAX_BATCH_SIZE} items, duplicate tool_use ids, or an Idempotency-Key header`, schema: PROBLEM_SCHEMA })
+  @ApiResponse({ status: 404, description: 'RUN_NOT_FOUND (also another org’s run)', schema: PROBLEM_SCHEMA })
+  @ApiResponse({ status: 409, description: 'RUN_NOT_ACTIVE', schema: PROBLEM_SCHEMA })
+  submit(
+    @CurrentPrincipal() p: Principal,
+    @Param('runId') runId: string,
+    @Body() body: unknown,
+    @Headers('idempotency-key') idem: string | undefined,
+    @Req() req: Request & { correlationId?: string },
+  ) {
+    return this.batch.submit(p, runId, body, idem, req.correlationId ?? 'unknown');
+  }
+}

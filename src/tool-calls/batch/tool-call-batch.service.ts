@@ -1,0 +1,87 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Principal } from '../../auth/principal.js';
+import { ToolCatalogService } from '../../catalog/tool-catalog.service.js';
+import { AppError } from '../../common/errors/app-error.js';
+import { problemBody, toAppError } from '../../common/errors/problem.filter.js';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { RunsService } from '../../runs/runs.service.js';
+import type { ToolCallBody } from '../tool-call-body.js';
+import { ToolCallsService } from '../tool-calls.service.js';
+import { parseToolUse } from '../tool-use.js';
+import { fitBatchBudget } from './batch-budget.js';
+import { parseBatchRequest, runBounded, scheduleBatch, type ScheduleKind } from './batch-request.js';
+
+/** Reads of one group in flight at once (also capped by the org × vendor lease limit). */
+const READ_CONCURRENCY = 8;
+
+/** One item's answer: the tool-call body, or problem+json (with its `status`) when the call has no ledger row. */
+export type BatchEntry = ToolCallBody | Record<string, unknown>;
+
+export interface BatchResponse {
+  results: BatchEntry[];
+}
+
+/**
+ * POST /v1/runs/:runId/tool-calls:batch. Every tool_use goes through
+ * ToolCallsService.submit exactly as if posted alone (own ledger row, own
+ * idempotency key run id + tool_use id); this service only decides the order,
+ * keeps one item's failure from touching the others, and applies the
+ * batch-wide budget to the answers.
+ */
+@Injectable()
+export class ToolCallBatchService {
+  private readonly log = new Logger('ToolCallBatch');
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly calls: ToolCallsService,
+    private readonly catalog: ToolCatalogService,
+    private readonly runs: RunsService,
+  ) {}
+
+  async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<BatchResponse> {
+    const toolUses = parseBatchRequest(body, idempotencyHeader);
+    // The run is the batch's, not an item's: a missing or finished run answers once, for the whole batch.
+    if (!p.orgId) throw new AppError('FORBIDDEN', 'tool calls are made with an org-scoped agent key');
+    const run = await this.runs.snapshot(p.orgId, runId);
+    if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
+
+    const bodies: (ToolCallBody | null)[] = toolUses.map(() => null);
+    const problems: (Record<string, unknown> | null)[] = toolUses.map(() => null);
+    const limit = Math.min(READ_CONCURRENCY, this.config.VENDOR_CONCURRENCY_LIMIT);
+    for (const group of scheduleBatch(toolUses.map((u) => this.kindOf(u)))) {
+      await runBounded(group, limit, async (i) => {
+        try {
+          bodies[i] = (await this.calls.submit(p, run.id, toolUses[i], undefined, correlationId)).body;
+        } catch (err) {
+          problems[i] = this.problemFor(err, i, correlationId);
+        }
+      });
+    }
+    const fitted = fitBatchBudget(bodies, this.config.BATCH_BUDGET_BYTES);
+    return { results: fitted.map((b, i) => b ?? problems[i]!) };
+  }
+
+  /** Reads by the catalog's side effect; a write, an unknown tool or an unparseable item runs alone. */
+  private kindOf(item: unknown): ScheduleKind {
+    try {
+      const use = parseToolUse(item);
+      if (typeof use.action !== 'string') return 'alone';
+      return this.catalog.find(use.name, use.action)?.action.sideEffect === 'read' ? 'read' : 'alone';
+    } catch {
+      return 'alone';
+    }
+  }
+
+  private problemFor(err: unknown, index: number, correlationId: string): Record<string, unknown> {
+    const e = toAppError(err);
+    if (e.code === 'INTERNAL') {
+      // As the exception filter does for a single call: the stack to the log, nothing inside to the caller.
+      const detail = err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err);
+      this.log.error({ correlationId, index, err: detail }, 'batch item failed unexpectedly');
+    } else if (e.code === 'DATABASE_UNAVAILABLE') {
+      this.log.warn({ correlationId, index }, 'database unavailable');
+    }
+    return problemBody(e, correlationId);
+  }
+}

@@ -1,0 +1,34 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
+
+describe('result budget', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ RESULT_BUDGET_BYTES: '400' });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('truncates the model-facing content and keeps the full result retrievable', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const res = await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(use);
+    expect(res.body).toMatchObject({ status: 'succeeded', truncated: true, result: null });
+    expect(Buffer.byteLength(res.body.toolResult.content)).toBeLessThanOrEqual(400);
+    expect(res.body.toolResult.content).toContain(`/v1/tool-calls/${res.body.toolCallId}/result`);
+    expect(res.body.toolResult.content).not.toContain('\uFFFD');
+    const [row] = (await h.t.ds.query('SELECT truncated FROM tool_calls WHERE id = $1', [res.body.toolCallId])) as { truncated: boolean }[];
+    expect(row.truncated).toBe(true);
+
+    const full = await h.t.http.get(`/v1/tool-calls/${res.body.toolCallId}/result`).set(bearer(agentKey));
+    expect(full.status).toBe(200);
+    expect(full.body.truncated).toBe(false);
+    expect(full.body.result).toMatchObject({ orderId: '12345', trackingNumbers: ['TRACK-001'] });
+    expect(JSON.parse(full.body.toolResult.content)).toEqual(full.body.result);
+
+    const replay = await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(use);
+    expect(replay.body).toMatchObject({ replayed: true, truncated: true });
+  });
+});
