@@ -43,7 +43,10 @@ const pg = new EmbeddedPostgres({
   port,
   user: 'postgres',
   password: 'postgres',
-  persistent,
+  // Always persistent for the library: its stop() deletes the data folder of a
+  // non-persistent cluster, which would make the "stop" / "start" control
+  // below lose the database. We delete it ourselves on exit instead.
+  persistent: true,
   createPostgresUser: true,
   initdbFlags: fast ? ['--no-sync'] : [],
   postgresFlags: [
@@ -81,6 +84,9 @@ lines.on('line', async (line) => {
   } catch (err) {
     process.stdout.write(JSON.stringify({ error: String(err) }) + '\n');
   }
+});
+process.on('exit', () => {
+  if (!persistent) rmSync(dataDir, { recursive: true, force: true });
 });
 process.stdin.on('close', shutdown);
 process.on('SIGTERM', shutdown);

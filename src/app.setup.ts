@@ -4,6 +4,7 @@ import type { Express, NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { correlationMiddleware } from './common/http/correlation.js';
 import { jsonBodyMiddleware } from './common/http/json-body.js';
+import { nulInUrlGuard } from './common/http/url-guard.js';
 import { createValidationPipe } from './common/http/validation.js';
 import { MetricsService } from './metrics/metrics.service.js';
 
@@ -23,6 +24,7 @@ export function configureApp(app: INestApplication): void {
     });
     next();
   });
+  app.use(nulInUrlGuard);
   app.use(jsonBodyMiddleware);
   app.useGlobalPipes(createValidationPipe());
 

@@ -1,6 +1,9 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
-import { Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
+
+/** Strict integer parsing, as the ledger listings do: "1e2", "0x10", " 5" and "" stay invalid instead of becoming numbers. */
+const toInt = ({ value }: { value: unknown }): unknown => (typeof value === 'string' && /^-?\d{1,9}$/.test(value) ? Number(value) : value);
 
 export class DecideApprovalDto {
   @ApiProperty({ enum: ['approve', 'reject'] })
@@ -42,7 +45,7 @@ export class ListApprovalsQuery {
 
   @ApiProperty({ required: false, minimum: 1, maximum: 200, default: 50 })
   @IsOptional()
-  @Type(() => Number)
+  @Transform(toInt)
   @IsInt()
   @Min(1)
   @Max(200)

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 
@@ -16,6 +17,23 @@ export class Sql {
 
   async query<T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
     const res = await this.pool.query(text, params);
+    return res.rows as T[];
+  }
+
+  private readonly names = new Map<string, string>();
+
+  /**
+   * A hot-path statement as a named prepared statement: PostgreSQL parses and
+   * plans it once per connection instead of on every call. The name is a hash
+   * of the text, so each distinct statement shape gets its own.
+   */
+  async prepared<T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
+    let name = this.names.get(text);
+    if (!name) {
+      name = `tg_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+      if (this.names.size < 1_000) this.names.set(text, name);
+    }
+    const res = await this.pool.query({ name, text, values: params });
     return res.rows as T[];
   }
 

@@ -186,6 +186,13 @@ export function seedShopifyProducts(): Map<number, EmuProduct> {
       vendor: 'Aurora', productType: 'Accessories', totalInventory: 0,
       variants: [{ id: 457924710, title: 'One size', sku: 'CAP-OS', priceCents: 4_500, inventoryQuantity: 0 }],
     },
+    {
+      // Non-ASCII text of every UTF-8 width (2, 3 and 4 bytes), long enough that
+      // a small result budget has to cut inside it (result-budget tests).
+      id: 733000001, title: 'Tasse « Crème brûlée » – 抹茶碗 🍵'.repeat(12), handle: 'tasse-creme-brulee', status: 'ACTIVE',
+      vendor: 'Kyōto Céramique', productType: 'Céramique', totalInventory: 3,
+      variants: [{ id: 457924720, title: 'Ø 12 cm – 白', sku: 'TASSE-12', priceCents: 3_900, inventoryQuantity: 3 }],
+    },
   ];
   return new Map(products.map((p) => [p.id, p]));
 }

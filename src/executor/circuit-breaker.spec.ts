@@ -61,4 +61,27 @@ describe('CircuitBreaker', () => {
     advance(500);
     expect(b.tryAcquire()).toBe(true);
   });
+
+  it('a probe abandoned without a verdict frees the slot for the next probe', () => {
+    const { b, advance } = setup();
+    for (let i = 0; i < 3; i++) b.onFailure();
+    advance(1_000);
+    expect(b.tryAcquire()).toBe(true);
+    expect(b.tryAcquire()).toBe(false);
+    b.onAbandoned();
+    expect(b.current).toBe('half_open');
+    expect(b.tryAcquire()).toBe(true);
+    expect(b.tryAcquire()).toBe(false);
+    b.onSuccess();
+    expect(b.current).toBe('closed');
+  });
+
+  it('abandoning a call while closed changes nothing', () => {
+    const { b } = setup();
+    b.onFailure();
+    b.onFailure();
+    b.onAbandoned();
+    b.onFailure();
+    expect(b.current).toBe('open');
+  });
 });

@@ -57,6 +57,15 @@ export class CircuitBreaker {
     else this.failures = 0;
   }
 
+  /**
+   * A call that ended without saying anything about the vendor (our own code
+   * threw). It still has to give back the half-open probe slot, or every later
+   * call would be refused forever.
+   */
+  onAbandoned(): void {
+    this.probeInFlight = false;
+  }
+
   private open(): void {
     this.state = 'open';
     this.openedAt = this.now();

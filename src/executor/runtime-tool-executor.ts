@@ -78,6 +78,8 @@ export class RuntimeToolExecutor {
       retries,
       durationMs: Math.round(performance.now() - started),
     });
+    // A breaker this call acquired and has not yet reported to (released if the call throws).
+    let pending: CircuitBreaker | undefined;
     try {
       let credentials: Record<string, unknown> | null;
       try {
@@ -95,7 +97,9 @@ export class RuntimeToolExecutor {
       if (!breaker.tryAcquire()) {
         return done({ status: 'failed', errorCode: 'CIRCUIT_OPEN', errorText: `${req.entry.vendor} circuit breaker is open`, vendorStatus: null });
       }
+      pending = breaker;
       const outcome = await this.callWithRetries(req, credentials, retries);
+      pending = undefined;
       if (outcome.ok) {
         breaker.onSuccess();
         return { status: 'succeeded', result: outcome.data, vendorStatus: outcome.vendorStatus, retries, durationMs: Math.round(performance.now() - started) };
@@ -111,6 +115,7 @@ export class RuntimeToolExecutor {
         ...(outcome.kind === 'rate_limited' && outcome.retryAfterMs !== undefined ? { retryAfterSeconds: Math.ceil(outcome.retryAfterMs / 1000) } : {}),
       });
     } catch (err) {
+      pending?.onAbandoned();
       this.log.error({ toolCallId: req.toolCallId, err: err instanceof Error ? err.message : String(err) }, 'tool execution threw');
       // A write that threw after it may have been sent cannot be called failed with certainty.
       return done({
@@ -125,10 +130,14 @@ export class RuntimeToolExecutor {
   private async callWithRetries(req: ExecuteRequest, credentials: Record<string, unknown>, retries: RetryRecord[]): Promise<VendorOutcome> {
     const { entry } = req;
     const signal = AbortSignal.timeout(this.config.VENDOR_TIMEOUT_MS);
+    const deadline = performance.now() + this.config.VENDOR_TIMEOUT_MS;
     const cap = this.config.VENDOR_RETRY_AFTER_CAP_MS;
     const maxRetries = entry.action.idempotent ? this.config.VENDOR_MAX_RETRIES : 0;
+    // A wait the vendor asked for that outlasts the call's budget is handed back
+    // to the agent (VENDOR_RATE_LIMITED + retryAfterSeconds), not slept on.
+    const fitsBudget = (f: Failure): boolean => f.retryAfterMs === undefined || performance.now() + f.retryAfterMs < deadline;
     const policy = retry(
-      handleWhenResult((r) => !(r as VendorOutcome).ok && isRetryable(r as Failure, entry.action, cap)),
+      handleWhenResult((r) => !(r as VendorOutcome).ok && isRetryable(r as Failure, entry.action, cap) && fitsBudget(r as Failure)),
       {
         maxAttempts: maxRetries,
         backoff: new DelegateBackoff((ctx) => {
@@ -142,8 +151,17 @@ export class RuntimeToolExecutor {
       retries.push({ attempt: e.attempt, delayMs: Math.round(e.delay), reason: last?.kind ?? 'error' });
     });
     let attempt = 0;
+    let last: Failure | undefined;
     return policy.execute(async () => {
-      if (signal.aborted) return { ok: false, kind: 'timeout', requestSent: attempt > 0, message: 'vendor call timed out' } satisfies Failure;
+      // The budget ran out during a backoff: this attempt never leaves, so its
+      // scheduled retry is not counted. Answer with the previous attempt's
+      // failure, which was retried only because it was transient and, for a
+      // write, because the vendor provably did not act on it — calling that
+      // "sent, answer lost" would make a refused write look indeterminate.
+      if (signal.aborted) {
+        if (attempt > 0) retries.pop();
+        return last ?? ({ ok: false, kind: 'timeout', requestSent: false, message: 'vendor call timed out before it was sent' } satisfies Failure);
+      }
       const t0 = performance.now();
       const outcome = await entry.handler.execute({
         orgId: req.orgId,
@@ -157,6 +175,7 @@ export class RuntimeToolExecutor {
         attempt: attempt++,
       });
       this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);
+      if (!outcome.ok) last = outcome;
       return outcome;
     }, signal);
   }

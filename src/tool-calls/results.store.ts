@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { Sql } from '../db/sql.js';
 
 /** Binds a stored result to its org and call: a row moved elsewhere fails to decrypt. */
 export const resultAad = (orgId: string, toolCallId: string): string => `result:${orgId}:${toolCallId}`;
@@ -21,6 +22,7 @@ export interface EncryptedResult extends Envelope {
 export class ResultsStore {
   constructor(
     private readonly ds: DataSource,
+    private readonly sql: Sql,
     private readonly cipher: EnvelopeCipher,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -32,10 +34,10 @@ export class ResultsStore {
 
   /** The stored result, `undefined` when none is stored or it has expired. */
   async load(orgId: string, toolCallId: string, now: Date): Promise<{ found: true; value: unknown } | { found: false }> {
-    const rows = (await this.ds.query(
+    const rows = await this.sql.prepared<{ key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
       'SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_results WHERE tool_call_id = $1 AND org_id = $2 AND expires_at > $3',
       [toolCallId, orgId, now],
-    )) as { key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }[];
+    );
     if (rows.length === 0) return { found: false };
     const r = rows[0];
     const json = this.cipher.decrypt({ keyId: r.key_id, iv: r.iv, ciphertext: r.ciphertext, authTag: r.auth_tag }, resultAad(orgId, toolCallId));

@@ -129,7 +129,7 @@ export class ToolCallLedger {
     }
     ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
     const t0 = performance.now();
-    const rows = await this.sql.query<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);
+    const rows = await this.sql.prepared<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);
     this.metrics.ledgerWrite.observe({ kind: 'intent' }, (performance.now() - t0) / 1000);
     return rows.length === 1;
   }
@@ -155,7 +155,7 @@ export class ToolCallLedger {
     }
     ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
     const t0 = performance.now();
-    const rows = await this.sql.query<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);
+    const rows = await this.sql.prepared<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);
     this.metrics.ledgerWrite.observe({ kind: 'outcome' }, (performance.now() - t0) / 1000);
     return rows.length === 1;
   }

@@ -7,6 +7,7 @@ import { Clock } from '../common/clock.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { AppError } from '../common/errors/app-error.js';
 import { newId } from '../common/ids.js';
+import { storableText } from '../common/storable-text.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import { ConcurrencyLeases } from '../executor/concurrency-lease.js';
@@ -68,6 +69,13 @@ export const inputAad = (orgId: string, toolCallId: string): string => `input:${
 export class ToolCallsService {
   private readonly log = new Logger('ToolCalls');
   private readonly leases: ConcurrencyLeases;
+  /**
+   * Intent writes of lease holders in flight, by org + idempotency key. A
+   * duplicate that finds the lease full waits for its twin's intent before
+   * deciding, so it replays (409 in progress) instead of being refused 429
+   * only because the twin's row was not committed yet.
+   */
+  private readonly intentsInFlight = new Map<string, Promise<void>>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -94,7 +102,8 @@ export class ToolCallsService {
     const run = await this.runs.snapshot(orgId, runId);
     if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
-    const action = typeof use.action === 'string' ? use.action : '';
+    // The action is the model's free text and is recorded as such (a wrong one is NOT_IN_MANIFEST on the record).
+    const action = typeof use.action === 'string' ? storableText(use.action) : '';
     const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
 
     const [flagEnabled, rules] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
@@ -120,7 +129,7 @@ export class ToolCallsService {
       const status = decision.status;
       assertTransition('requested', status);
       const errorCode = status === 'blocked' || status === 'failed' ? decision.errorCode : null;
-      const errorText = status === 'failed' ? decision.errorText : null;
+      const errorText = status === 'failed' ? storableText(decision.errorText) : null; // names the model's parameter
       const entry = decision.entry;
       const facts = { toolName: use.name, action, digest };
       const actor = { keyId: p.keyId, role: p.role };
@@ -147,7 +156,7 @@ export class ToolCallsService {
               input: this.cipher.encryptJson(use.params, inputAad(orgId, id)),
             }
           : null;
-      const reserved = await this.ledger.writeIntent(
+      const intent = this.ledger.writeIntent(
         {
           id, orgId, runId: run.id, specialistId: run.specialistId, toolName: use.name, action, vendor: entry?.vendor ?? null,
           status, errorCode, errorText, httpStatus: httpStatusFor(status, errorCode), correlationId, idempotencyKey, toolUseId: use.id,
@@ -158,6 +167,8 @@ export class ToolCallsService {
         policy && policyDecisionId ? { id: policyDecisionId, ...policy } : null,
         approval,
       );
+      if (release) this.trackIntent(`${orgId}:${idempotencyKey}`, intent);
+      const reserved = await intent;
       if (!reserved) return await this.replay(orgId, idempotencyKey, digest, use.id);
       if (status !== 'running') {
         this.count(use.name, action, status, errorCode);
@@ -238,7 +249,7 @@ export class ToolCallsService {
   }
 
   private async replay(orgId: string, idempotencyKey: string, digest: string, toolUseId: string): Promise<ToolCallResponse> {
-    const [row] = await this.sql.query<StoredCall>(
+    const [row] = await this.sql.prepared<StoredCall>(
       `SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`,
       [orgId, idempotencyKey],
     );
@@ -258,11 +269,23 @@ export class ToolCallsService {
    * an event so the refusal is on the record.
    */
   private async concurrencyLimited(orgId: string, runId: string, idempotencyKey: string, digest: string, toolUseId: string, entry: CatalogEntry): Promise<ToolCallResponse> {
+    await this.intentsInFlight.get(`${orgId}:${idempotencyKey}`);
     const [exists] = await this.sql.query('SELECT 1 FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2', [orgId, idempotencyKey]);
     if (exists) return this.replay(orgId, idempotencyKey, digest, toolUseId);
     await this.events.append([{ orgId, type: 'tool_call.rejected', runId, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);
     this.count(entry.tool.name, entry.action.name, 'rejected', 'CONCURRENCY_LIMIT');
     throw new AppError('CONCURRENCY_LIMIT', `too many ${entry.vendor} calls in flight for this org; retry shortly`, { retryAfterSeconds: 1 });
+  }
+
+  private trackIntent(key: string, intent: Promise<unknown>): void {
+    const settled: Promise<void> = intent.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.intentsInFlight.set(key, settled);
+    void settled.then(() => {
+      if (this.intentsInFlight.get(key) === settled) this.intentsInFlight.delete(key);
+    });
   }
 
   private respond(body: ToolCallBody, httpStatus: number, replayed: boolean): ToolCallResponse {

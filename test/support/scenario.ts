@@ -12,7 +12,7 @@ export const CREDENTIALS: Record<Vendor, Record<string, unknown>> = {
   shopify: { shopDomain: 'acme-emulator.myshopify.com', accessToken: SHOPIFY_TOKEN },
   amazon: { clientId: AMAZON_CLIENT_ID, clientSecret: AMAZON_CLIENT_SECRET, refreshToken: AMAZON_REFRESH_TOKEN, region: 'na' },
   jumio: { clientId: JUMIO_CLIENT_ID, clientSecret: JUMIO_CLIENT_SECRET, region: 'amer-1', accountId: JUMIO_EMULATOR_CREDENTIALS.accountId },
-  nango: { secretKey: NANGO_SECRET_KEY, connectionId: NANGO_EMULATOR_CREDENTIALS.connectionId, providerConfigKey: 'shopify' },
+  nango: { secretKey: NANGO_SECRET_KEY, connectionId: NANGO_EMULATOR_CREDENTIALS.connectionId, providerConfigKey: NANGO_EMULATOR_CREDENTIALS.providerConfigKey },
 };
 
 /** Vendor base URLs pointing at the emulator (server config, as in production). */

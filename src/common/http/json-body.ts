@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { sendProblem } from '../errors/problem.filter.js';
+import { findUnstorableText } from '../storable-text.js';
 
 export const TOOL_CALL_BODY_LIMIT = 512 * 1024;
 export const ADMIN_BODY_LIMIT = 64 * 1024;
@@ -33,7 +34,8 @@ export function jsonDepth(text: string): number {
 export function jsonBodyMiddleware(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
   const method = req.method;
   if (method === 'GET' || method === 'HEAD' || method === 'DELETE' || method === 'OPTIONS') return next();
-  const limit = TOOL_CALL_PATH.test(req.path) ? TOOL_CALL_BODY_LIMIT : ADMIN_BODY_LIMIT;
+  const toolCalls = TOOL_CALL_PATH.test(req.path);
+  const limit = toolCalls ? TOOL_CALL_BODY_LIMIT : ADMIN_BODY_LIMIT;
   const cid = req.correlationId ?? 'unknown';
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) {
@@ -70,11 +72,39 @@ export function jsonBodyMiddleware(req: Request & { correlationId?: string }, re
     if (jsonDepth(text) > MAX_JSON_DEPTH) {
       return sendProblem(res, new AppError('BAD_REQUEST', `JSON nesting deeper than ${MAX_JSON_DEPTH}`), cid);
     }
+    let body: unknown;
     try {
-      (req as { body?: unknown }).body = JSON.parse(text);
+      body = JSON.parse(text);
     } catch {
       return sendProblem(res, new AppError('BAD_REQUEST', 'body is not valid JSON'), cid);
     }
+    // A number literal too big for a double (1e309, 400 digits) parses to ±Infinity, which no JSON
+    // can carry on (JSON.stringify writes null) and the action digest refuses: refused here.
+    if (hasNonFiniteNumber(body)) {
+      return sendProblem(res, new AppError('BAD_REQUEST', 'a number in the body is too large to represent'), cid);
+    }
+    // Only a \u escape can put NUL or an unpaired surrogate into parsed JSON. Tool calls
+    // record the model's text repaired (redaction, storableText); everything else is refused.
+    if (!toolCalls && text.includes('\\u') && findUnstorableText(body) !== undefined) {
+      return sendProblem(res, new AppError('BAD_REQUEST', 'strings must not contain NUL characters or unpaired UTF-16 surrogates'), cid);
+    }
+    (req as { body?: unknown }).body = body;
     next();
   });
+}
+
+/** True when a parsed JSON value holds ±Infinity anywhere (iterative: no recursion to blow). */
+export function hasNonFiniteNumber(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return true;
+    } else if (Array.isArray(v)) {
+      for (const item of v) stack.push(item);
+    } else if (v !== null && typeof v === 'object') {
+      for (const item of Object.values(v)) stack.push(item);
+    }
+  }
+  return false;
 }

@@ -1,0 +1,40 @@
+/**
+ * PostgreSQL `text` cannot hold NUL, and `jsonb` refuses NUL and unpaired
+ * UTF-16 surrogates. Both are valid in a JSON request, so text that reaches
+ * a column must be checked (admin input: refuse it) or repaired (model input
+ * we record as faithfully as the database allows).
+ */
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const UNPAIRED_SURROGATES = new RegExp(UNPAIRED_SURROGATE.source, 'g');
+
+export function isStorableText(text: string): boolean {
+  return !text.includes('\u0000') && !UNPAIRED_SURROGATE.test(text);
+}
+
+/**
+ * NUL and unpaired surrogates replaced by U+FFFD. Replaced rather than
+ * dropped: "look\u0000up" must not be recorded as the real action "lookup".
+ */
+export function storableText(text: string): string {
+  if (isStorableText(text)) return text;
+  return text.replaceAll('\u0000', '\uFFFD').replace(UNPAIRED_SURROGATES, '\uFFFD');
+}
+
+/** The first key or string inside a parsed JSON value that could not be stored, if any (iterative: no recursion to blow). */
+export function findUnstorableText(value: unknown): string | undefined {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (!isStorableText(v)) return v;
+    } else if (Array.isArray(v)) {
+      for (const item of v) stack.push(item);
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, item] of Object.entries(v)) {
+        if (!isStorableText(k)) return k;
+        stack.push(item);
+      }
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
+import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
+import { call, rowOf, send } from './support.js';
+
+/** Catalog costCents (src/vendors/<vendor>/<vendor>.tools.ts). */
+const COST = { lookup: 1, getProduct: 1, addNote: 2, refund: 5, amazon: 0 };
+
+describe('cost of tool calls', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ VENDOR_MAX_RETRIES: '0' });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('each executed call records its catalog cost; the run total is the sum; calls that never reached the vendor cost 0', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['order_lookup.lookup', 'shopify_query.get_product', 'shopify_order.add_note', 'shopify_refund.create', 'amazon_query.get_order'],
+      vendors: ['shopify', 'amazon'],
+      rules: [
+        { id: 'allow-small-refunds', match: { toolName: 'shopify_refund.create', where: [{ path: 'amount', op: 'lte', value: 10 }] }, decision: 'allow' },
+        { id: 'no-products', match: { toolName: 'shopify_query.get_product' }, decision: 'block' },
+      ],
+    });
+    const costs: [string, number, number][] = [];
+    const record = async (label: string, res: { body: { toolCallId: string } }, expected: number) => {
+      const row = await rowOf(h, res.body.toolCallId);
+      costs.push([label, row.cost_cents as number, expected]);
+    };
+
+    await record('lookup', await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' }), COST.lookup);
+    await record('add_note', await call(h, org, 'shopify_order', { action: 'add_note', orderId: '1001', note: 'cost test' }), COST.addNote);
+    await record('refund', await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '2.00' }), COST.refund);
+    await record('amazon', await call(h, org, 'amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped }), COST.amazon);
+    // Reached the vendor and failed there: the vendor call still happened.
+    const notFound = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '999999' });
+    expect(notFound.body.errorCode).toBe('VENDOR_NOT_FOUND');
+    await record('not found at vendor', notFound, COST.lookup);
+    h.emu.fault({ vendor: 'shopify', kind: 'status', status: 500 });
+    const vendorError = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
+    expect(vendorError.body.errorCode).toBe('VENDOR_ERROR');
+    await record('vendor error', vendorError, COST.lookup);
+
+    // Never executed: blocked, invalid, waiting for approval.
+    const blocked = await call(h, org, 'shopify_query', { action: 'get_product', productId: '632910392' });
+    expect(blocked.body.errorCode).toBe('POLICY_BLOCKED');
+    await record('policy blocked', blocked, 0);
+    const invalid = await call(h, org, 'order_lookup', { action: 'lookup', orderId: 'x' });
+    expect(invalid.body.errorCode).toBe('INVALID_INPUT');
+    await record('invalid input', invalid, 0);
+    const waiting = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '50.00' });
+    expect(waiting.status).toBe(202);
+    await record('waiting approval', waiting, 0);
+
+    // A replay is the same call, not a new cost.
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '450789469' });
+    await record('replayed lookup', await send(h, org, use), COST.lookup);
+    expect((await send(h, org, use)).body.replayed).toBe(true);
+
+    expect(costs.map(([label, actual]) => [label, actual])).toEqual(costs.map(([label, , expected]) => [label, expected]));
+    const run = await h.t.http.get(`/v1/runs/${org.runId}`).set(bearer(org.agentKey));
+    expect(run.status).toBe(200);
+    const total = costs.reduce((sum, [, actual]) => sum + actual, 0);
+    expect(total).toBe(1 + 2 + 5 + 0 + 1 + 1 + 1);
+    expect(run.body.totalCostCents).toBe(total);
+    const [{ n }] = (await h.t.ds.query('SELECT count(*)::int AS n FROM tool_calls WHERE run_id = $1', [org.runId])) as [{ n: number }];
+    expect(n).toBe(costs.length);
+  });
+
+  it('a call without credentials never reached the vendor and costs nothing (CIRCUIT_OPEN: breaker.spec.ts)', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], vendors: [] });
+    const res = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
+    expect(res.body.errorCode).toBe('CREDENTIALS_NOT_FOUND');
+    expect((await rowOf(h, res.body.toolCallId)).cost_cents).toBe(0);
+    const run = await h.t.http.get(`/v1/runs/${org.runId}`).set(bearer(org.agentKey));
+    expect(run.body.totalCostCents).toBe(0);
+  });
+});

@@ -1,0 +1,142 @@
+import type pg from 'pg';
+import type { Response } from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
+import { startGatewayProcess, setupOrgVia, type GatewayProcess } from '../support/gateway-process.js';
+import { emulatorEnv, toolUse } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
+import { leakedIn, openDb, postToolUse, rows, secretNeedles, waitFor } from './support.js';
+
+/**
+ * kill -9 of a gateway process, then a fresh process on the same database:
+ * the ledger must account for every answered request, and a write whose
+ * outcome died with the process must become `indeterminate`, never re-run.
+ */
+describe('crash: kill -9 of the gateway process', () => {
+  let emu: VendorEmulator;
+  let db: pg.Pool;
+  const started: GatewayProcess[] = [];
+  const start = async (env: Record<string, string>): Promise<GatewayProcess> => {
+    const gw = await startGatewayProcess({ ...emulatorEnv(emu.url), ...env });
+    started.push(gw);
+    return gw;
+  };
+  /** A restarted gateway: its start-up sweep takes every running call older than 50 ms as orphaned. */
+  const restart = () => start({ VENDOR_TIMEOUT_MS: '50', STALE_RUNNING_MARGIN_MS: '0' });
+
+  beforeAll(async () => {
+    emu = createFullEmulator();
+    await emu.start();
+    db = openDb();
+  });
+  afterAll(async () => {
+    await Promise.all(started.map((g) => g.stop()));
+    await db?.end();
+    await emu?.stop();
+  });
+
+  it('a write in flight at the vendor becomes indeterminate after the restart, and re-posting it never runs it again', async () => {
+    const g1 = await start({ VENDOR_TIMEOUT_MS: '20000' });
+    const org = await setupOrgVia(g1, { tools: ['shopify_order.add_note', 'order_lookup.lookup'] });
+    const orderUpdates = () => emu.requests.filter((r) => r.vendor === 'shopify' && r.body.includes('orderUpdate'));
+    // The vendor applies the note at once and answers 15 s later: the gateway dies in between.
+    emu.fault({ vendor: 'shopify', bodyMatch: /orderUpdate/, kind: 'delay_after', delayMs: 15_000 });
+    const use = toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'crash-test note' });
+    const inFlight = postToolUse(g1.http, org.runId, org.agentKey, use).then(
+      (r) => r,
+      (e: unknown) => e,
+    );
+    await waitFor(() => orderUpdates().some((r) => r.applied), 'the note to reach the vendor');
+    const [before] = await rows<{ id: string; status: string }>(db, 'SELECT id, status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2', [org.runId, use.id]);
+    expect(before.status).toBe('running');
+
+    g1.kill('SIGKILL');
+    expect((await g1.waitExit()).signal).toBe('SIGKILL');
+    const lost = await inFlight;
+    expect(lost).toBeInstanceOf(Error); // the agent never got an answer
+
+    const g2 = await restart();
+    const [after] = await rows<{ status: string; error_code: string }>(db, 'SELECT status, error_code FROM tool_calls WHERE id = $1', [before.id]);
+    expect(after).toEqual({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN' });
+    const events = await rows<{ type: string; metadata: { reason?: string } }>(
+      db,
+      'SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq',
+      [before.id],
+    );
+    expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate']);
+    expect(events[2].metadata.reason).toBe('orphaned');
+
+    for (let i = 0; i < 3; i++) {
+      const again = await postToolUse(g2.http, org.runId, org.agentKey, use);
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ toolCallId: before.id, status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', replayed: true });
+      expect(again.body.toolResult.is_error).toBe(true);
+    }
+    const result = await g2.http.get(`/v1/tool-calls/${before.id}/result`).set(bearer(org.agentKey));
+    expect(result.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+    expect(orderUpdates()).toHaveLength(1);
+    expect(orderUpdates().filter((r) => r.applied)).toHaveLength(1);
+    await g2.stop();
+  }, 90_000);
+
+  it('during a burst of 100 reads: every answered call has its ledger row, and nothing stays running after the restart', async () => {
+    const g3 = await start({ VENDOR_TIMEOUT_MS: '10000', VENDOR_CONCURRENCY_LIMIT: '500', DB_POOL_SIZE: '30' });
+    const org = await setupOrgVia(g3, { tools: ['order_lookup.lookup'] });
+    emu.reset();
+    // Some lookups sit at the vendor when the process dies; the rest are answered at once.
+    emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 5_000, times: 30 });
+
+    const uses = Array.from({ length: 100 }, (_, i) => toolUse('order_lookup', { action: 'lookup', orderId: ['12345', '1001', '1002'][i % 3] }));
+    const answered: Response[] = [];
+    let killed = false;
+    const killAfter = 25;
+    const calls = uses.map((use) =>
+      postToolUse(g3.http, org.runId, org.agentKey, use).then(
+        (res) => {
+          answered.push(res);
+          if (!killed && answered.length >= killAfter) {
+            killed = true;
+            g3.kill('SIGKILL');
+          }
+          return res;
+        },
+        (err: unknown) => err as Error,
+      ),
+    );
+    const outcomes = await Promise.all(calls);
+    if (!killed) g3.kill('SIGKILL');
+    await g3.waitExit();
+
+    const ok = outcomes.filter((o): o is Response => !(o instanceof Error) && o.status >= 200 && o.status < 300);
+    const failed = outcomes.filter((o) => o instanceof Error);
+    expect(ok.length).toBeGreaterThanOrEqual(killAfter);
+    expect(failed.length).toBeGreaterThan(0); // the kill really cut requests off
+
+    await restart();
+    const ledger = await rows<{ id: string; tool_use_id: string; status: string }>(db, 'SELECT id, tool_use_id, status FROM tool_calls WHERE run_id = $1', [org.runId]);
+    const byId = new Map(ledger.map((r) => [r.id, r]));
+    for (const res of ok) {
+      const row = byId.get(res.body.toolCallId as string);
+      expect(row, `ledger row of answered call ${String(res.body.toolCallId)}`).toBeDefined();
+      expect(row!.status).toBe(res.body.status);
+      expect(row!.tool_use_id).toBe(res.body.toolResult.tool_use_id);
+    }
+    expect(ledger.filter((r) => r.status === 'running' || r.status === 'requested' || r.status === 'approved')).toEqual([]);
+    // Every row that exists has a terminal event; none is half-written.
+    const [{ n }] = await rows<{ n: number }>(
+      db,
+      `SELECT count(*)::int AS n FROM tool_calls t WHERE t.run_id = $1 AND NOT EXISTS (
+         SELECT 1 FROM runtime_ledger_events e WHERE e.tool_call_id = t.id
+            AND e.type IN ('tool_call.succeeded', 'tool_call.failed', 'tool_call.indeterminate'))`,
+      [org.runId],
+    );
+    expect(n).toBe(0);
+    // At most one ledger row per tool_use, and never more vendor calls than rows that started.
+    expect(new Set(ledger.map((r) => r.tool_use_id)).size).toBe(ledger.length);
+    expect(emu.count({ vendor: 'shopify' })).toBeLessThanOrEqual(ledger.length);
+  }, 90_000);
+
+  it('the children wrote no secret to stdout or stderr', () => {
+    for (const gw of started) expect(leakedIn(gw.output(), secretNeedles())).toEqual([]);
+  });
+});

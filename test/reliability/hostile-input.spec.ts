@@ -1,0 +1,294 @@
+import fc from 'fast-check';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { listRoutes } from '../support/routes.js';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup, type Vendor } from '../support/scenario.js';
+import { adminAuth, bearer, createKey } from '../support/test-app.js';
+import { expectPrototypeClean, expectSane } from './hostile.support.js';
+import { postToolUse } from './support.js';
+
+/**
+ * Property-based hostile input (fast-check), in-process for speed: whatever
+ * the body, params, filters, cursors or headers, the gateway answers without
+ * a 5xx, keeps serving, and leaves Object.prototype alone.
+ */
+
+// ---- generators -----------------------------------------------------------
+
+const PROTO_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', '__defineGetter__', 'polluted'];
+const NASTY_TEXT = ['\u0000', '\ud800', '\udfff', '\udc00\ud800', '\u202e', '\ufeff', '\u200b', 'о', 'ｏ', '\\', '"', '\n', "' OR 1=1 --", '%00', '../', '{{7*7}}', '${x}'];
+
+const nastyString = fc.oneof(
+  { weight: 3, arbitrary: fc.string({ maxLength: 12 }) },
+  { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 12 }) },
+  { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 12 }) },
+  { weight: 2, arbitrary: fc.constantFrom(...NASTY_TEXT) },
+  { weight: 2, arbitrary: fc.tuple(fc.string({ maxLength: 6 }), fc.constantFrom(...NASTY_TEXT), fc.string({ maxLength: 6 })).map((a) => a.join('')) },
+);
+const weirdKey = fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...PROTO_KEYS, 'action', 'orderId', 'path', '') }, { weight: 3, arbitrary: nastyString });
+
+/** JSON text (not values: a "__proto__" key must reach the server literally). */
+const jsonScalarText = fc.oneof(
+  fc.jsonValue({ maxDepth: 0 }).map((v) => JSON.stringify(v)),
+  nastyString.map((s) => JSON.stringify(s)),
+  fc.constantFrom('1e309', '-0', '-1e309', '123456789012345678901234567890', '0.1e-400', '9007199254740993', 'true', 'null'),
+);
+const { json: jsonText } = fc.letrec<{ json: string; arr: string; obj: string }>((tie) => ({
+  json: fc.oneof({ depthSize: 'small', withCrossShrink: true }, jsonScalarText, tie('arr'), tie('obj')),
+  arr: fc.array(tie('json'), { maxLength: 4 }).map((items) => `[${items.join(',')}]`),
+  obj: fc.array(fc.tuple(weirdKey, tie('json')), { maxLength: 5 }).map((es) => `{${es.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`),
+}));
+const objText = (fields: fc.Arbitrary<[string, string]>[]) =>
+  fc.tuple(...fields, fc.array(fc.tuple(weirdKey, jsonText), { maxLength: 3 })).map((parts) => {
+    const extra = parts.pop() as [string, string][];
+    const all = [...(parts as [string, string][]), ...extra];
+    return `{${all.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`;
+  });
+
+/** Header values Node's client can send: tab, printable ASCII and latin-1. */
+const headerChar = fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0x80, max: 0xff }), fc.constant(9)).map((c) => String.fromCharCode(c));
+const headerValue = fc.oneof(fc.string({ unit: headerChar, maxLength: 300 }), fc.constantFrom('', ' ', 'a'.repeat(256), 'key:with:colons', 'null', 'undefined'));
+
+/** Percent-encodes any string byte by byte (encodeURIComponent throws on lone surrogates). */
+const pct = (s: string): string => [...Buffer.from(s, 'utf8')].map((b) => (/[A-Za-z0-9_.~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0')}`)).join('');
+const rawQueryValue = fc.oneof(
+  { weight: 4, arbitrary: nastyString.map(pct) },
+  { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%ED%A0%80', '%C0%AE', '%FF', '+', '%2B', '1e2', '-1', '0', '201', '99999999999999999999', '2024-01-01', '2024-13-45T99:99', 'now', '') },
+  { weight: 1, arbitrary: fc.uuid().map((u) => u) },
+);
+
+/** FC_RUNS_FACTOR=10 (say) for a deeper hunt than the default, which keeps `npm test` fast. */
+const runs = (n: number) => ({ numRuns: Math.round(n * Number(process.env.FC_RUNS_FACTOR ?? 1)), endOnFailure: true });
+
+// ---- the suite --------------------------------------------------------------
+
+describe('hostile input: property-based (fast-check)', () => {
+  let h: Harness;
+  let org: OrgSetup;
+  let ops: string;
+  let expert: string;
+  let catalog: { name: string; actions: { name: string }[] }[];
+  const cursors: Record<string, string> = {};
+  const keyFor = (who: 'agent' | 'ops' | 'expert' | 'admin' | 'orgAdmin') =>
+    ({ agent: org.agentKey, ops, expert, admin: adminAuth.Authorization.slice(7), orgAdmin: org.adminKey })[who];
+
+  beforeAll(async () => {
+    h = await startHarness();
+    const vendors: Vendor[] = ['shopify', 'amazon', 'jumio', 'nango'];
+    catalog = (await h.t.http.get('/v1/tools').set(adminAuth)).body.items;
+    const tools = catalog.flatMap((t) => t.actions.map((a) => `${t.name}.${a.name}`));
+    org = await setupOrg(h.t, { tools, vendors });
+    ops = (await createKey(h.t, org.orgId, 'ops')).key;
+    expert = (await createKey(h.t, org.orgId, 'expert')).key;
+    for (let i = 0; i < 3; i++) {
+      await postToolUse(h.t.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+      await postToolUse(h.t.http, org.runId, org.agentKey, toolUse('shopify_refund', { action: 'create', orderId: '450789469', amount: '1.00' }));
+    }
+    cursors.toolCalls = (await h.t.http.get('/v1/tool-calls?limit=1').set(bearer(ops))).body.nextCursor;
+    cursors.events = (await h.t.http.get('/v1/ledger/events?limit=1').set(bearer(ops))).body.nextCursor;
+    cursors.approvals = (await h.t.http.get('/v1/approvals?limit=1').set(bearer(expert))).body.nextCursor;
+    for (const [k, c] of Object.entries(cursors)) expect(typeof c, k).toBe('string');
+  }, 90_000);
+  afterAll(async () => {
+    await h?.close();
+  });
+  afterEach(async () => {
+    expectPrototypeClean();
+    expect((await h.t.http.get('/healthz')).status).toBe(200);
+  });
+
+  it('arbitrary JSON bodies (weird keys, unicode, NUL, huge numbers) on the tool-call route, with arbitrary headers', async () => {
+    const body = fc.oneof(
+      { weight: 1, arbitrary: jsonText },
+      {
+        weight: 3,
+        arbitrary: objText([
+          fc.constant<[string, string]>(['type', '"tool_use"']),
+          fc.oneof(fc.constant('"toolu_x"'), jsonScalarText).map((v): [string, string] => ['id', v]),
+          fc.oneof(fc.constantFrom('"order_lookup"', '"nango_proxy"', '"оrder_lookup"'), jsonScalarText).map((v): [string, string] => ['name', v]),
+          fc.oneof(jsonText, objText([fc.oneof(fc.constantFrom('"lookup"', '"get"'), jsonScalarText).map((v): [string, string] => ['action', v])])).map((v): [string, string] => ['input', v]),
+        ]),
+      },
+    );
+    const headers = fc.record({ idem: fc.option(headerValue), cid: fc.option(headerValue) });
+    await fc.assert(
+      fc.asyncProperty(body, headers, async (text, hd) => {
+        const req = h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set({ ...bearer(org.agentKey), 'Content-Type': 'application/json' });
+        if (hd.idem !== null) req.set('Idempotency-Key', hd.idem);
+        if (hd.cid !== null) req.set('X-Correlation-Id', hd.cid);
+        const res = await req.send(text);
+        expectSane(res, text);
+        expectPrototypeClean();
+      }),
+      runs(200),
+    );
+  }, 120_000);
+
+  it('valid tool_use blocks, mutated: tool names, actions and params reach governance, the ledger and the vendors safely', async () => {
+    // One valid input per action; each run mutates one of them a little (the interesting inputs are near-valid ones).
+    const VALID: [string, Record<string, unknown>][] = [
+      ['order_lookup', { action: 'lookup', orderId: '12345' }],
+      ['shopify_query', { action: 'get_product', productId: '632910392' }],
+      ['shopify_order', { action: 'add_note', orderId: '1001', note: 'hello' }],
+      ['shopify_refund', { action: 'create', orderId: '450789469', amount: '1.00' }],
+      ['amazon_query', { action: 'get_order', orderId: '112-0000001-1234567' }],
+      ['amazon_query', { action: 'get_order_items', orderId: '112-0000001-1234567' }],
+      ['kyc', { action: 'get_status', workflowExecutionId: 'a1b2c3d4-0000-4c5d-8e9f-000000000003' }],
+      ['nango_proxy', { action: 'get', path: 'v1/orders', query: { a: '1' } }],
+      ['nango_proxy', { action: 'post', path: 'v1/orders', body: { a: 1 } }],
+    ];
+    const value = fc.oneof(nastyString, fc.jsonValue({ maxDepth: 2 }), fc.constantFrom('12345', '-1', '1e2', '0.001', '99999999999999.99', 'v1/../x'));
+    const mutation = fc.oneof(
+      fc.tuple(fc.constant('add' as const), weirdKey, value),
+      fc.tuple(fc.constant('set' as const), fc.nat(), value),
+      fc.tuple(fc.constant('drop' as const), fc.nat(), fc.constant(null)),
+      fc.tuple(fc.constant('action' as const), fc.constant(''), value),
+      fc.tuple(fc.constant('name' as const), fc.constant(''), fc.oneof(nastyString, fc.constantFrom('оrder_lookup', 'order_lookup ', 'kyc.get_status', 'nango_proxy'))),
+    );
+    const use = fc.record({
+      base: fc.constantFrom(...VALID),
+      mutations: fc.array(mutation, { maxLength: 3 }),
+      id: fc.oneof({ weight: 5, arbitrary: fc.stringMatching(/^toolu_[A-Za-z0-9]{8}$/) }, { weight: 1, arbitrary: nastyString }),
+    });
+    await fc.assert(
+      fc.asyncProperty(use, async ({ base, mutations, id }) => {
+        let name = base[0];
+        const input: Record<string, unknown> = JSON.parse(JSON.stringify(base[1])) as Record<string, unknown>;
+        for (const [kind, k, v] of mutations) {
+          const keys = Object.keys(input);
+          if (kind === 'add') Object.defineProperty(input, k as string, { value: v, enumerable: true, writable: true, configurable: true });
+          else if (kind === 'set') input[keys[(k as number) % keys.length]] = v;
+          else if (kind === 'drop') delete input[keys[(k as number) % keys.length]];
+          else if (kind === 'action') input.action = v;
+          else name = String(v);
+        }
+        const body = { type: 'tool_use', id, name, input };
+        const res = await postToolUse(h.t.http, org.runId, org.agentKey, body);
+        expectSane(res, JSON.stringify(body));
+        if (res.body && 'toolCallId' in res.body) {
+          expect(typeof res.body.toolResult.content).toBe('string');
+          expect(res.body.toolResult.content).not.toMatch(/shpat_|Atzr\||\bat \/|\.js:\d/);
+        }
+        expectPrototypeClean();
+      }),
+      runs(250),
+    );
+  }, 120_000);
+
+  it('arbitrary filters and query strings on the listing routes', async () => {
+    const FILTER_KEYS = ['orgId', 'runId', 'status', 'toolName', 'action', 'errorCode', 'correlationId', 'since', 'until', 'limit', 'cursor', 'type', 'kind', 'format', 'from', 'to', 'waitMs', 'format'];
+    const paths = [
+      '/v1/tool-calls',
+      '/v1/tool-calls/export',
+      '/v1/ledger/events',
+      '/v1/ledger/verify',
+      '/v1/approvals',
+      '/v1/api-keys',
+      () => `/v1/orgs/${org.orgId}/usage`,
+      () => `/v1/runs/${org.runId}/tools`,
+      () => `/v1/runs/${org.runId}`,
+    ];
+    const query = fc.array(fc.tuple(fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...FILTER_KEYS) }, { weight: 1, arbitrary: nastyString.map(pct) }), rawQueryValue), { maxLength: 5 });
+    const who = fc.constantFrom('agent', 'ops', 'expert', 'admin', 'orgAdmin') as fc.Arbitrary<'agent' | 'ops' | 'expert' | 'admin' | 'orgAdmin'>;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...paths), query, who, async (p, q, role) => {
+        const path = typeof p === 'function' ? p() : p;
+        const url = `${path}?${q.map(([k, v]) => `${k}=${v}`).join('&')}`;
+        const res = await h.t.http.get(url).set(bearer(keyFor(role)));
+        expectSane(res, `${role} GET ${url}`);
+        expectPrototypeClean();
+      }),
+      runs(200),
+    );
+  }, 120_000);
+
+  it('random, forged and mutated cursors are refused with 400', async () => {
+    const listings = [
+      { path: '/v1/tool-calls', key: () => ops, valid: () => cursors.toolCalls },
+      { path: '/v1/ledger/events', key: () => ops, valid: () => cursors.events },
+      { path: '/v1/approvals', key: () => expert, valid: () => cursors.approvals },
+    ];
+    const b64 = (s: string) => Buffer.from(s).toString('base64url');
+    const cursor = (valid: string) =>
+      fc.oneof(
+        fc.string({ minLength: 1, maxLength: 200 }),
+        fc.tuple(fc.jsonValue(), fc.base64String()).map(([j, sig]) => `${b64(JSON.stringify(j))}.${sig}`),
+        fc.record({ v: fc.constant(1), k: fc.constantFrom('tool-calls', 'ledger-events', 'approvals'), o: fc.oneof(fc.uuid(), fc.constant('*')), f: fc.string(), t: fc.string(), i: fc.string() }).map(
+          (p) => `${b64(JSON.stringify(p))}.${valid.split('.')[1]}`,
+        ),
+        fc.tuple(fc.nat({ max: valid.length - 1 }), fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 })).map(([i, ch]) => valid.slice(0, i) + ch + valid.slice(i + 1)),
+        fc.nat({ max: valid.length - 1 }).map((i) => valid.slice(0, i)),
+        fc.string({ minLength: 1, maxLength: 3 }).map((s) => valid + s),
+        fc.constantFrom(...Object.values(cursors)),
+      );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...listings).chain((l) => fc.tuple(fc.constant(l), cursor(l.valid()))),
+        async ([l, c]) => {
+          const res = await h.t.http.get(`${l.path}?limit=1&cursor=${pct(c)}`).set(bearer(l.key()));
+          expectSane(res, `${l.path} cursor=${c}`);
+          if (c === l.valid()) expect(res.status).toBe(200);
+          else expect(res.status, `${l.path} cursor=${c}`).toBe(400);
+        },
+      ),
+      runs(200),
+    );
+  }, 120_000);
+
+  it('Authorization header variants never authenticate and never fail the server', async () => {
+    const valid = org.agentKey;
+    const auth = fc.oneof(
+      headerValue,
+      headerValue.map((v) => `Bearer ${v}`),
+      fc.tuple(fc.nat({ max: valid.length - 1 }), fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 })).map(([i, ch]) => `Bearer ${valid.slice(0, i)}${ch}${valid.slice(i + 1)}`),
+      fc.constantFrom(`bearer ${valid}`, valid, `Bearer  ${valid}`, `Bearer ${valid} `, `Token ${valid}`, `Bearer ${valid}\t`),
+    );
+    await fc.assert(
+      fc.asyncProperty(auth, fc.constantFrom('get', 'post'), async (a, method) => {
+        const req = method === 'get' ? h.t.http.get('/v1/tool-calls') : h.t.http.post(`/v1/runs/${org.runId}/tool-calls`);
+        const res = await req.set('Authorization', a).send(method === 'post' ? toolUse('order_lookup', { action: 'lookup', orderId: '1' }) : undefined);
+        expectSane(res, a);
+        if (a.trim() === `Bearer ${valid}`) return; // node trims the value: genuinely the valid key
+        expect(res.status, JSON.stringify(a)).toBe(401);
+      }),
+      runs(150),
+    );
+  }, 120_000);
+
+  it('every route, with arbitrary path parameters and bodies (each route gets its own runs)', async () => {
+    const routes = listRoutes(h.t.app).filter((r) => !['/metrics', '/docs', '/readyz', '/healthz'].includes(r.path));
+    expect(routes.length).toBeGreaterThan(20);
+    const FIELDS = ['name', 'reason', 'note', 'decision', 'actionDigest', 'status', 'enabled', 'orgId', 'role', 'items', 'rules', 'config', 'specialistId',
+      'metadata', 'conversationId', 'toolUses', 'id', 'toolName', 'action', 'type', 'input', 'match', 'where', 'path', 'op', 'value'];
+    const field = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...FIELDS) }, { weight: 1, arbitrary: weirdKey });
+    const { val } = fc.letrec<{ val: unknown; obj: Record<string, unknown> }>((tie) => ({
+      val: fc.oneof({ depthSize: 'small' }, nastyString, fc.jsonValue({ maxDepth: 0 }), fc.constantFrom('approve', 'admin', 'agent', 'shopify', 'allow', 'a'.repeat(64)), tie('obj'), fc.array(tie('val'), { maxLength: 3 })),
+      obj: fc.array(fc.tuple(field, tie('val')), { maxLength: 4 }).map((es) => {
+        const o: Record<string, unknown> = {};
+        for (const [k, v] of es) Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+        return o;
+      }),
+    }));
+    const body = fc.oneof({ weight: 4, arbitrary: val.map((v) => JSON.stringify(v) ?? 'null') }, { weight: 1, arbitrary: jsonText });
+    const segment = fc.oneof(
+      { weight: 3, arbitrary: nastyString.filter((s) => s.length > 0).map(pct) },
+      { weight: 1, arbitrary: fc.uuid() },
+      { weight: 2, arbitrary: fc.constantFrom(() => org.orgId, () => org.runId, () => 'shopify', () => 'nango', () => 'tool_calling_enabled').map((f) => f()) },
+    );
+    const who = fc.constantFrom('admin', 'orgAdmin', 'agent', 'expert', 'ops') as fc.Arbitrary<'admin' | 'orgAdmin' | 'agent' | 'expert' | 'ops'>;
+    for (const route of routes) {
+      await fc.assert(
+        fc.asyncProperty(fc.array(segment, { minLength: 3, maxLength: 3 }), body, who, async (segs, text, role) => {
+          let i = 0;
+          const path = route.path.replace(/:[A-Za-z]+/g, () => segs[i++ % segs.length]);
+          const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'delete' | 'patch';
+          let req = h.t.http[method](path).set(bearer(keyFor(role)));
+          if (method !== 'get' && method !== 'delete') req = req.set('Content-Type', 'application/json').send(text);
+          const res = await req;
+          expectSane(res, `${role} ${route.method} ${path} ${text.slice(0, 300)}`);
+          expectPrototypeClean();
+        }),
+        runs(12),
+      );
+    }
+  }, 120_000);
+});

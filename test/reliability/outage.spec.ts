@@ -1,0 +1,122 @@
+import pg from 'pg';
+import type { Response } from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
+import { startGatewayProcess, startPgServer, setupOrgVia, type GatewayProcess, type PgServerProcess } from '../support/gateway-process.js';
+import { emulatorEnv, toolUse, type OrgSetup } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
+import { leakedIn, postToolUse, secretNeedles, sleep, waitFor } from './support.js';
+
+/**
+ * PostgreSQL goes away under a serving gateway and comes back. While it is
+ * gone, calls fail fast with 503 DATABASE_UNAVAILABLE and no vendor call is
+ * made without its ledger row; afterwards the same process serves again.
+ */
+describe('database outage', () => {
+  let emu: VendorEmulator;
+  let pgServer: PgServerProcess;
+  let gw: GatewayProcess;
+  let org: OrgSetup;
+  const vendorCalls = () => emu.count({ vendor: 'shopify' });
+
+  beforeAll(async () => {
+    emu = createFullEmulator();
+    await emu.start();
+    pgServer = await startPgServer(`.tmp/pg-outage-${process.pid}`);
+    gw = await startGatewayProcess({ ...emulatorEnv(emu.url), DATABASE_URL: pgServer.url, VENDOR_TIMEOUT_MS: '10000' });
+    org = await setupOrgVia(gw, { tools: ['order_lookup.lookup', 'shopify_order.add_note'] });
+  }, 90_000);
+  afterAll(async () => {
+    await gw?.stop();
+    await pgServer?.close();
+    await emu?.stop();
+  });
+
+  const expectUnavailable = (res: Response, what: string) => {
+    expect(res.status, `${what}: ${res.status} ${res.text}`).toBe(503);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(JSON.parse(res.text)).toMatchObject({ status: 503, code: 'DATABASE_UNAVAILABLE' });
+  };
+
+  it('answers 503 DATABASE_UNAVAILABLE without calling the vendor, and recovers by itself when the database is back', async () => {
+    const warm = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    expect(warm.body).toMatchObject({ status: 'succeeded' });
+    expect((await gw.http.get('/readyz')).status).toBe(200);
+
+    await pgServer.stopServer();
+    const before = vendorCalls();
+    const t0 = performance.now();
+    const during = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: String(1001 + (i % 2)) }))),
+      postToolUse(gw.http, org.runId, org.agentKey, toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'during the outage' })),
+      // a replay of a call that succeeded before the outage cannot be answered either
+      postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, warm.body.toolResult.tool_use_id as string)),
+    ]);
+    const elapsed = performance.now() - t0;
+    during.forEach((res, i) => expectUnavailable(res, `call ${i}`));
+    expect(elapsed).toBeLessThan(10_000); // bounded by the pool's 3 s connect timeout, never a hang
+    expect(vendorCalls()).toBe(before);
+
+    const ready = await gw.http.get('/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body).toMatchObject({ status: 'not_ready' });
+    expect((await gw.http.get('/healthz')).status).toBe(200);
+    expectUnavailable(await gw.http.get('/v1/tool-calls').set(bearer(org.adminKey)), 'ledger listing');
+    expectUnavailable(await gw.http.get(`/v1/tool-calls/${warm.body.toolCallId as string}/result`).set(bearer(org.agentKey)), 'result');
+
+    // Background work (ledger sealer, sweeps) fails for a while; the process must ride it out.
+    await sleep(5_500);
+    expect(vendorCalls()).toBe(before);
+
+    await pgServer.startServer();
+    // Same data, same port: the URL the gateway was started with still works.
+    const probe = new pg.Client({ connectionString: pgServer.url });
+    await probe.connect();
+    expect((await probe.query('SELECT count(*)::int AS n FROM tool_calls')).rows[0].n).toBeGreaterThan(0);
+    await probe.end();
+
+    await waitFor(async () => (await gw.http.get('/readyz')).status === 200, '/readyz to answer 200 again', 15_000, 200);
+    const after = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '1002' }));
+    expect(after.status).toBe(200);
+    expect(after.body).toMatchObject({ status: 'succeeded', replayed: false });
+    expect(vendorCalls()).toBe(before + 1);
+    const replay = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, warm.body.toolResult.tool_use_id as string));
+    expect(replay.body).toMatchObject({ toolCallId: warm.body.toolCallId, replayed: true });
+    expect(vendorCalls()).toBe(before + 1);
+    // No calls of the outage reached the ledger half-written.
+    const calls = await gw.http.get(`/v1/tool-calls?runId=${org.runId}&limit=200`).set(bearer(org.adminKey));
+    expect(calls.status).toBe(200);
+    expect((calls.body.items as { status: string }[]).map((c) => c.status).sort()).toEqual(['succeeded', 'succeeded']);
+
+    const exited = await Promise.race([gw.waitExit(), sleep(0).then(() => null)]);
+    expect(exited).toBeNull(); // the same process, never restarted
+  }, 90_000);
+
+  it('a write at the vendor when the database goes away answers 503, and is never executed twice afterwards', async () => {
+    const use = toolUse('shopify_order', { action: 'add_note', orderId: '1002', note: 'in flight during the outage' });
+    const updates = () => emu.requests.filter((r) => r.body.includes('orderUpdate')).length;
+    const before = updates();
+    emu.fault({ vendor: 'shopify', bodyMatch: /orderUpdate/, kind: 'delay_after', delayMs: 1_500 });
+    const pending = postToolUse(gw.http, org.runId, org.agentKey, use);
+    const first = await Promise.race([waitFor(() => updates() === before + 1, 'the write to reach the vendor').then(() => null), pending]);
+    if (first) throw new Error(`the write did not reach the vendor: ${first.status} ${first.text}\n${gw.output().split('\n').filter((l) => l.includes(String(JSON.parse(first.text).correlationId))).join('\n')}`);
+    await pgServer.stopServer();
+    const res = await pending;
+    expectUnavailable(res, 'the outcome could not be recorded');
+
+    await pgServer.startServer();
+    await waitFor(async () => (await gw.http.get('/readyz')).status === 200, '/readyz to answer 200 again', 15_000, 200);
+    // The intent row is still `running` (the orphan sweep settles it later): the agent is told to wait, the vendor is not called again.
+    const again = await postToolUse(gw.http, org.runId, org.agentKey, use);
+    expect([409, 200]).toContain(again.status);
+    if (again.status === 409) expect(again.body.code).toBe('IDEMPOTENCY_IN_PROGRESS');
+    else expect(again.body).toMatchObject({ status: 'indeterminate', replayed: true });
+    expect(updates()).toBe(before + 1);
+  }, 60_000);
+
+  it('the gateway wrote no secret and no crash to its output', () => {
+    const out = gw.output();
+    expect(leakedIn(out, secretNeedles([org.agentKey, org.adminKey]))).toEqual([]);
+    expect(out).not.toMatch(/fatal:|uncaught|unhandled rejection/i);
+  });
+});

@@ -1,0 +1,222 @@
+/**
+ * The gateway as production runs it: `node dist/src/main.js` in a child
+ * process (so a test can kill -9 it, run several replicas on one database, or
+ * take its database away), plus the embedded PostgreSQL server script in a
+ * child process whose server can be stopped and started again over stdin.
+ * Everything a child writes is kept so the leak scans can read it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import request from 'supertest';
+import type TestAgent from 'supertest/lib/agent.js';
+import { setupOrg, type OrgSetup } from './scenario.js';
+import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from './secrets.js';
+import type { TestApp } from './test-app.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+const PG_SERVER = fileURLToPath(new URL('../../scripts/pg-server.mjs', import.meta.url));
+const LISTENING = /listening on (http:\/\/[^\s]+)/;
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface GatewayProcess {
+  url: string;
+  pid: number;
+  /** supertest against the child's URL */
+  http: TestAgent;
+  /** everything the child wrote so far (stdout then stderr) */
+  output(): string;
+  kill(signal?: NodeJS.Signals): void;
+  waitExit(): Promise<ExitInfo>;
+  /** SIGTERM, then SIGKILL if it has not exited after `graceMs` */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Every child this worker started, so a failing test still leaves none behind. */
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+function track(child: ChildProcess): Promise<ExitInfo> {
+  children.add(child);
+  return new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    });
+  });
+}
+
+/** The environment of a production gateway on the test database, with `overrides` on top. */
+export function gatewayEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: process.env.DATABASE_URL,
+    MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY,
+    BOOTSTRAP_ADMIN_KEY: TEST_ADMIN_KEY,
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_RPS: '0',
+    DATA_DIR: '.tmp/data-gateway-process',
+  };
+  for (const [k, v] of Object.entries(overrides)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+/**
+ * Starts `node dist/src/main.js` (build first: `npm test` does) and resolves
+ * once it prints its "listening on http://…" line.
+ */
+export async function startGatewayProcess(overrides: Record<string, string | undefined> = {}, startTimeoutMs = 30_000): Promise<GatewayProcess> {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first`);
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: gatewayEnv(overrides), stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = track(child);
+  const out: string[] = [];
+  const err: string[] = [];
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => out.push(c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => err.push(c));
+  const output = (): string => out.join('') + err.join('');
+
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`gateway did not start within ${startTimeoutMs} ms:\n${output().slice(-4000)}`));
+    }, startTimeoutMs);
+    const onData = (): void => {
+      const m = LISTENING.exec(out.join(''));
+      if (!m) return;
+      clearTimeout(timer);
+      child.stdout!.off('data', onData);
+      resolve(m[1]);
+    };
+    child.stdout!.on('data', onData);
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited during start-up (code ${String(code)}, signal ${String(signal)}):\n${output().slice(-4000)}`));
+    });
+  });
+
+  const kill = (signal: NodeJS.Signals = 'SIGTERM'): void => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  };
+  return {
+    url,
+    pid: child.pid!,
+    http: request(url),
+    output,
+    kill,
+    waitExit: () => exited,
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      kill('SIGTERM');
+      const timer = setTimeout(() => kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** setupOrg (scenario.ts) through a child gateway: it only needs the HTTP client. */
+export function setupOrgVia(gw: GatewayProcess, opts: Parameters<typeof setupOrg>[1]): Promise<OrgSetup> {
+  return setupOrg({ http: gw.http } as unknown as TestApp, opts);
+}
+
+export interface PgServerProcess {
+  url: string;
+  port: number;
+  pid: number;
+  /** stops PostgreSQL (the data is kept); resolves on the script's {"stopped":true} */
+  stopServer(): Promise<void>;
+  /** starts it again on the same port and data; resolves on {"started":true} */
+  startServer(): Promise<void>;
+  /** ends the script (which stops PostgreSQL and deletes a non-persistent data folder) */
+  close(): Promise<void>;
+}
+
+/** A dedicated embedded PostgreSQL (scripts/pg-server.mjs) whose server a test can take away and give back. */
+export async function startPgServer(dataDir: string, timeoutMs = 60_000): Promise<PgServerProcess> {
+  const child = spawn(process.execPath, [PG_SERVER], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, PG_DATA_DIR: dataDir, PG_PERSISTENT: '0', PG_FAST: '1', PG_PORT: '0' },
+  });
+  const exited = track(child);
+  const stderr: string[] = [];
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => stderr.push(c));
+  const waiters: { match: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void; reject: (e: Error) => void }[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    let msg: Record<string, unknown>;
+    try {
+      msg = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    const i = waiters.findIndex((w) => w.match(msg) || 'error' in msg);
+    if (i < 0) return;
+    const [w] = waiters.splice(i, 1);
+    if ('error' in msg) w.reject(new Error(`pg-server: ${String(msg.error)}`));
+    else w.resolve(msg);
+  });
+  void exited.then(({ code }) => {
+    for (const w of waiters.splice(0)) w.reject(new Error(`pg-server exited (code ${String(code)}): ${stderr.join('')}`));
+  });
+  const next = (match: (l: Record<string, unknown>) => boolean, what: string): Promise<Record<string, unknown>> =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`pg-server: no ${what} within ${timeoutMs} ms`)), timeoutMs);
+      waiters.push({
+        match,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+    });
+  const first = await next((l) => typeof l.url === 'string', 'url line');
+  return {
+    url: first.url as string,
+    port: first.port as number,
+    pid: child.pid!,
+    async stopServer() {
+      const done = next((l) => l.stopped === true, '{"stopped":true}');
+      child.stdin!.write('stop\n');
+      await done;
+    },
+    async startServer() {
+      const done = next((l) => l.started === true, '{"started":true}');
+      child.stdin!.write('start\n');
+      await done;
+    },
+    async close() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.stdin!.end();
+      await exited;
+    },
+  };
+}
+
+/** `p`, or an error naming `what` if it has not settled within `ms`. */
+export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
