@@ -176,6 +176,9 @@ function gatewayEnvFor(dbUrl: string, emulatorUrl: string, o: Options): NodeJS.P
     MASTER_ENCRYPTION_KEY: BENCH_MASTER_KEY,
     BOOTSTRAP_ADMIN_KEY: BENCH_ADMIN_KEY,
     RATE_LIMIT_RPS: '0',
+    // One org drives all the load here; the per org × vendor in-flight limit (default 8)
+    // would refuse by design what 16 connections send, so the bench raises it.
+    VENDOR_CONCURRENCY_LIMIT: '64',
     // Vendor base URLs at the emulator (server config, as in production).
     SHOPIFY_BASE_URL: emulatorUrl,
     AMAZON_LWA_URL: `${emulatorUrl}/auth/o2/token`,

@@ -176,6 +176,9 @@ export class ToolCallsService {
         return this.respond(buildToolCallBody(facts2, { found: false }, use.id, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
       }
       const outcome = await this.executor.execute({ entry: decision.entry, orgId, toolCallId: id, idempotencyKey, params: use.params });
+      // The lease counts calls at the vendor: give it back before the outcome commit.
+      release?.();
+      release = null;
       return await this.recordOutcome({ id, orgId, runId: run.id, entry: decision.entry, toolUseId: use.id, digest, from: 'running' }, outcome);
     } finally {
       release?.();
