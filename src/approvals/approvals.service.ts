@@ -7,50 +7,16 @@ import { Sql } from '../db/sql.js';
 import { filterHash, LedgerCursorCodec } from '../ops/ledger-cursor.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { settleApprovalsSql } from './approval-settle.sql.js';
+import { APPROVAL_COLUMNS, approvalView, type ApprovalRecord } from './approval.view.js';
 import type { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
 import { ApprovedCallRunner } from './approved-call-runner.service.js';
 
-interface ApprovalRow {
-  id: string;
-  org_id: string;
-  tool_call_id: string;
-  run_id: string;
-  kind: 'expert' | 'client';
-  status: string;
-  tool_name: string;
-  action: string;
-  input_redacted: unknown;
-  risk_level: string;
-  reason: string;
-  action_digest: string;
-  created_at: Date;
+interface ApprovalRow extends ApprovalRecord {
   created_iso: string;
-  expires_at: Date;
-  decided_by: string | null;
-  decided_at: Date | null;
 }
 
-const COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason, action_digest,
-  created_at, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso, expires_at, decided_by, decided_at`;
-
-const view = (a: ApprovalRow) => ({
-  id: a.id,
-  orgId: a.org_id,
-  toolCallId: a.tool_call_id,
-  runId: a.run_id,
-  kind: a.kind,
-  status: a.status,
-  toolName: a.tool_name,
-  action: a.action,
-  inputRedacted: a.input_redacted,
-  riskLevel: a.risk_level,
-  reason: a.reason,
-  actionDigest: a.action_digest,
-  createdAt: a.created_at.toISOString(),
-  expiresAt: a.expires_at.toISOString(),
-  decidedBy: a.decided_by,
-  decidedAt: a.decided_at?.toISOString() ?? null,
-});
+const COLUMNS = `${APPROVAL_COLUMNS}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`;
+const view = approvalView;
 
 /** Who may see and decide which kind: experts/admins the expert ones, the org's agents the client ones (API.md §5). */
 const mayDecide = (p: Principal, kind: 'expert' | 'client'): boolean =>

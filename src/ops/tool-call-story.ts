@@ -1,3 +1,4 @@
+import { APPROVAL_COLUMNS, approvalView, type ApprovalRecord } from '../approvals/approval.view.js';
 import type { DataSource } from 'typeorm';
 
 /** One event of a call's story, in append order. */
@@ -47,7 +48,6 @@ export interface ToolCallStory {
   approval: ApprovalView | null;
 }
 
-const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
 /**
  * Events, policy decision and approval of a call already known to belong to
@@ -67,18 +67,13 @@ export async function loadToolCallStory(ds: DataSource, orgId: string, toolCallI
       [toolCallId, orgId, policyDecisionId],
     ),
     ds.query(
-      `SELECT id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason, action_digest,
-              created_at, expires_at, decided_by, decided_at
-         FROM approval_requests WHERE tool_call_id = $1::uuid AND org_id = $2::uuid`,
+      `SELECT ${APPROVAL_COLUMNS} FROM approval_requests WHERE tool_call_id = $1::uuid AND org_id = $2::uuid`,
       [toolCallId, orgId],
     ),
   ])) as [
     { id: string; type: string; actor: unknown; metadata: unknown; created_at: Date; chain_seq: string | null; hash: string | null }[],
     { id: string; decision: string; risk_level: string; rule_id: string | null; reason: string; action_digest: string; created_at: Date }[],
-    {
-      id: string; tool_call_id: string; run_id: string; kind: string; status: string; tool_name: string; action: string; input_redacted: unknown;
-      risk_level: string; reason: string; action_digest: string; created_at: Date; expires_at: Date; decided_by: string | null; decided_at: Date | null;
-    }[],
+    ApprovalRecord[],
   ];
   const d = decisions[0];
   const a = approvals[0];
@@ -95,24 +90,6 @@ export async function loadToolCallStory(ds: DataSource, orgId: string, toolCallI
     policyDecision: d
       ? { id: d.id, decision: d.decision, riskLevel: d.risk_level, ruleId: d.rule_id, reason: d.reason, actionDigest: d.action_digest, createdAt: d.created_at.toISOString() }
       : null,
-    approval: a
-      ? {
-          id: a.id,
-          toolCallId: a.tool_call_id,
-          runId: a.run_id,
-          kind: a.kind,
-          status: a.status,
-          toolName: a.tool_name,
-          action: a.action,
-          inputRedacted: a.input_redacted,
-          riskLevel: a.risk_level,
-          reason: a.reason,
-          actionDigest: a.action_digest,
-          createdAt: a.created_at.toISOString(),
-          expiresAt: a.expires_at.toISOString(),
-          decidedBy: a.decided_by,
-          decidedAt: iso(a.decided_at),
-        }
-      : null,
+    approval: a ? approvalView(a) : null,
   };
 }

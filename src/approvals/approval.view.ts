@@ -1,0 +1,43 @@
+/** An approval_requests row as read by SQL, and the API's view of it (API.md §5). */
+export interface ApprovalRecord {
+  id: string;
+  org_id: string;
+  tool_call_id: string;
+  run_id: string;
+  kind: 'expert' | 'client';
+  status: string;
+  tool_name: string;
+  action: string;
+  input_redacted: unknown;
+  risk_level: string;
+  reason: string;
+  action_digest: string;
+  created_at: Date;
+  expires_at: Date;
+  decided_by: string | null;
+  decided_at: Date | null;
+}
+
+export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason,
+  action_digest, created_at, expires_at, decided_by, decided_at`;
+
+export function approvalView(a: ApprovalRecord) {
+  return {
+    id: a.id,
+    orgId: a.org_id,
+    toolCallId: a.tool_call_id,
+    runId: a.run_id,
+    kind: a.kind,
+    status: a.status,
+    toolName: a.tool_name,
+    action: a.action,
+    inputRedacted: a.input_redacted,
+    riskLevel: a.risk_level,
+    reason: a.reason,
+    actionDigest: a.action_digest,
+    createdAt: a.created_at.toISOString(),
+    expiresAt: a.expires_at.toISOString(),
+    decidedBy: a.decided_by,
+    decidedAt: a.decided_at?.toISOString() ?? null,
+  };
+}
