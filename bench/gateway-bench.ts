@@ -42,7 +42,7 @@ const HELP = `usage: npm run bench -- [options]
   --soak              soak mode instead: allowed calls at a fixed rate
   --soak-seconds S    soak length (default 300)
   --soak-rate N       calls per second (default 300)
-  --soak-warmup S     warm-up before the RSS baseline is taken (default 10)
+  --soak-warmup S     warm-up before the RSS baseline is taken (default 60: V8 sizes its heap for the load in the first minute)
   --soak-connections N  connections of the soak (default 8). autocannon paces a rate per
                       connection per second, so each second starts with a burst of up to N
                       concurrent calls; 8 = the default VENDOR_CONCURRENCY_LIMIT
@@ -79,7 +79,7 @@ function parseOptions(): Options {
       'soak-seconds': { type: 'string', default: '300' },
       'soak-rate': { type: 'string', default: '300' },
       'soak-connections': { type: 'string', default: '8' },
-      'soak-warmup': { type: 'string', default: '10' },
+      'soak-warmup': { type: 'string', default: '60' },
       help: { type: 'boolean', default: false },
     },
   });
