@@ -1,5 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
 import { EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
@@ -18,14 +18,31 @@ export interface EncryptedResult extends Envelope {
  * truncated results. Writes happen inside the outcome statement (see
  * ToolCallLedger); this reads them back and purges expired ones.
  */
+const PURGE_EVERY_MS = 10 * 60_000;
+
 @Injectable()
-export class ResultsStore {
+export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = new Logger('ResultsStore');
+  private timer?: NodeJS.Timeout;
+
   constructor(
-    private readonly ds: DataSource,
     private readonly sql: Sql,
     private readonly cipher: EnvelopeCipher,
+    private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
+
+  /** Expired results are unreadable already (load checks expires_at); the purge keeps the table from growing forever. */
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => {
+      this.purgeExpired(this.clock.now()).catch((err: unknown) => this.log.warn(`purge failed: ${err instanceof Error ? err.message : String(err)}`));
+    }, PURGE_EVERY_MS);
+    this.timer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.timer);
+  }
 
   seal(orgId: string, toolCallId: string, json: string, now: Date): EncryptedResult {
     const env = this.cipher.encrypt(json, resultAad(orgId, toolCallId));
@@ -45,7 +62,10 @@ export class ResultsStore {
   }
 
   async purgeExpired(now: Date): Promise<number> {
-    const res = (await this.ds.query('DELETE FROM tool_call_results WHERE expires_at <= $1', [now])) as [unknown[], number];
-    return res[1] ?? 0;
+    const [{ n }] = await this.sql.query<{ n: number }>(
+      'WITH d AS (DELETE FROM tool_call_results WHERE expires_at <= $1 RETURNING 1) SELECT count(*)::int AS n FROM d',
+      [now],
+    );
+    return n;
   }
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ResultsStore } from '../../src/tool-calls/results.store.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
 
@@ -30,5 +31,19 @@ describe('result budget', () => {
 
     const replay = await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(use);
     expect(replay.body).toMatchObject({ replayed: true, truncated: true });
+  });
+
+  it('purges results past the result TTL; the ledger row stays and says the result is gone', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const res = await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    const store = h.t.app.get(ResultsStore);
+    expect(await store.purgeExpired(new Date())).toBe(0);
+    const later = new Date(Date.now() + (Number(h.t.config.RESULT_TTL_SECONDS) + 1) * 1000);
+    expect(await store.purgeExpired(later)).toBeGreaterThanOrEqual(1);
+    const [{ n }] = (await h.t.ds.query('SELECT count(*)::int AS n FROM tool_call_results WHERE tool_call_id = $1', [res.body.toolCallId])) as [{ n: number }];
+    expect(n).toBe(0);
+    const got = await h.t.http.get(`/v1/tool-calls/${res.body.toolCallId}/result`).set(bearer(agentKey));
+    expect(got.body).toMatchObject({ status: 'succeeded', result: null });
+    expect(got.body.toolResult.content).toMatch(/no longer stored/);
   });
 });
