@@ -3,6 +3,7 @@ import { Clock } from '../common/clock.js';
 import { EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
+import type { StoredResult } from './tool-call-body.js';
 
 /** Binds a stored result to its org and call: a row moved elsewhere fails to decrypt. */
 export const resultAad = (orgId: string, toolCallId: string): string => `result:${orgId}:${toolCallId}`;
@@ -50,7 +51,7 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   /** The stored result, `undefined` when none is stored or it has expired. */
-  async load(orgId: string, toolCallId: string, now: Date): Promise<{ found: true; value: unknown } | { found: false }> {
+  async load(orgId: string, toolCallId: string, now: Date): Promise<StoredResult> {
     const rows = await this.sql.prepared<{ key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
       'SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_results WHERE tool_call_id = $1 AND org_id = $2 AND expires_at > $3',
       [toolCallId, orgId, now],
@@ -58,7 +59,8 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
     if (rows.length === 0) return { found: false };
     const r = rows[0];
     const json = this.cipher.decrypt({ keyId: r.key_id, iv: r.iv, ciphertext: r.ciphertext, authTag: r.auth_tag }, resultAad(orgId, toolCallId));
-    return { found: true, value: JSON.parse(json.toString('utf8')) as unknown };
+    const text = json.toString('utf8');
+    return { found: true, value: JSON.parse(text) as unknown, json: text };
   }
 
   async purgeExpired(now: Date): Promise<number> {

@@ -23,6 +23,9 @@ export interface ToolCallBody {
   toolResult: { type: 'tool_result'; tool_use_id: string; content: string; is_error: boolean };
 }
 
+/** A full result, with the JSON text it was stored as (rendering reuses it rather than serializing again). */
+export type StoredResult = { found: true; value: unknown; json: string } | { found: false };
+
 /** HTTP status for a recorded outcome (API.md §4 table). */
 export function httpStatusFor(status: ToolCallStatus, errorCode: string | null): number {
   if (status === 'waiting_approval') return 202;
@@ -84,7 +87,7 @@ export function modelMessage(f: CallFacts): string {
 
 export function buildToolCallBody(
   f: CallFacts,
-  result: { found: true; value: unknown } | { found: false },
+  result: StoredResult,
   toolUseId: string,
   replayed: boolean,
   budgetBytes: number,
@@ -93,7 +96,7 @@ export function buildToolCallBody(
   let truncated = false;
   let shownResult: unknown = null;
   if (f.status === 'succeeded' && result.found) {
-    const rendered = renderForModel(JSON.stringify(result.value) ?? 'null', budgetBytes, f.id);
+    const rendered = renderForModel(result.json, budgetBytes, f.id);
     content = rendered.content;
     truncated = rendered.truncated;
     shownResult = truncated ? null : result.value;

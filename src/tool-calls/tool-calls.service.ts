@@ -20,7 +20,7 @@ import { PoliciesService } from '../policy/policies.service.js';
 import { redactInput, redactOutput } from '../redaction/redaction.service.js';
 import { RunsService } from '../runs/runs.service.js';
 import { decide } from './tool-call-decision.js';
-import { buildToolCallBody, httpStatusFor, type ToolCallBody } from './tool-call-body.js';
+import { buildToolCallBody, httpStatusFor, type StoredResult, type ToolCallBody } from './tool-call-body.js';
 import { ToolCallLedger } from './tool-call-ledger.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 import type { ToolCallStatus } from './tool-call-status.js';
@@ -228,7 +228,7 @@ export class ToolCallsService {
     this.count(c.entry.tool.name, c.entry.action.name, status, errorCode);
     settledCalls.emit('settled', c.id);
     const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds };
-    const result = outcome.status === 'succeeded' ? ({ found: true, value: outcome.result } as const) : ({ found: false } as const);
+    const result: StoredResult = outcome.status === 'succeeded' && json !== null ? { found: true, value: outcome.result, json } : { found: false };
     return this.respond(buildToolCallBody(facts, result, c.toolUseId, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
   }
 
