@@ -67,35 +67,26 @@ const CREDENTIALS: TableSpec = {
   aad: (row) => credentialAad(row.org_id, row.sub_id),
 };
 
-const RESULTS: TableSpec = {
-  kind: 'results',
-  select: (active, cursor, limit) => [
-    `SELECT org_id, tool_call_id AS sub_id, ${COLS} FROM tool_call_results
-     WHERE key_id <> $1 AND tool_call_id > $2::uuid ORDER BY tool_call_id LIMIT $3`,
-    [active, cursor?.sub_id ?? NIL_UUID, limit],
-  ],
-  update: (row, env) => [
-    `UPDATE tool_call_results SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
-     WHERE tool_call_id = $5 AND key_id = $6 AND iv = $7 RETURNING org_id`,
-    [env.keyId, env.iv, env.ciphertext, env.authTag, row.sub_id, row.key_id, row.iv],
-  ],
-  aad: (row) => resultAad(row.org_id, row.sub_id),
-};
+/** Tables keyed by tool_call_id (results, pending approval inputs): same shape, own table and AAD. */
+function byToolCallId(kind: 'results' | 'inputs', table: string, aad: (orgId: string, toolCallId: string) => string): TableSpec {
+  return {
+    kind,
+    select: (active, cursor, limit) => [
+      `SELECT org_id, tool_call_id AS sub_id, ${COLS} FROM ${table}
+       WHERE key_id <> $1 AND tool_call_id > $2::uuid ORDER BY tool_call_id LIMIT $3`,
+      [active, cursor?.sub_id ?? NIL_UUID, limit],
+    ],
+    update: (row, env) => [
+      `UPDATE ${table} SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
+       WHERE tool_call_id = $5 AND key_id = $6 AND iv = $7 RETURNING org_id`,
+      [env.keyId, env.iv, env.ciphertext, env.authTag, row.sub_id, row.key_id, row.iv],
+    ],
+    aad: (row) => aad(row.org_id, row.sub_id),
+  };
+}
 
-const INPUTS: TableSpec = {
-  kind: 'inputs',
-  select: (active, cursor, limit) => [
-    `SELECT org_id, tool_call_id AS sub_id, ${COLS} FROM tool_call_inputs
-     WHERE key_id <> $1 AND tool_call_id > $2::uuid ORDER BY tool_call_id LIMIT $3`,
-    [active, cursor?.sub_id ?? NIL_UUID, limit],
-  ],
-  update: (row, env) => [
-    `UPDATE tool_call_inputs SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
-     WHERE tool_call_id = $5 AND key_id = $6 AND iv = $7 RETURNING org_id`,
-    [env.keyId, env.iv, env.ciphertext, env.authTag, row.sub_id, row.key_id, row.iv],
-  ],
-  aad: (row) => inputAad(row.org_id, row.sub_id),
-};
+const RESULTS = byToolCallId('results', 'tool_call_results', resultAad);
+const INPUTS = byToolCallId('inputs', 'tool_call_inputs', inputAad);
 
 const MAX_REPORTED_FAILURES = 100;
 
