@@ -3,6 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid } from '../common/ids.js';
+import { KeysetQuery } from '../db/keyset-query.js';
 import { Sql } from '../db/sql.js';
 import { filterHash, LedgerCursorCodec } from '../ops/ledger-cursor.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
@@ -42,26 +43,15 @@ export class ApprovalsService {
     const limit = q.limit ?? 50;
     const filters = filterHash({ status: q.status, kind, runId: q.runId });
     const scopeKey = orgId ?? '*';
-    const params: unknown[] = [];
-    const where: string[] = [];
-    const add = (sql: string, v: unknown) => {
-      params.push(v);
-      where.push(sql.replace('?', `$${params.length}`));
-    };
-    if (orgId !== null) add('org_id = ?', orgId);
-    if (q.status) add('status = ?', q.status);
-    if (kind) add('kind = ?', kind);
-    if (q.runId) add('run_id = ?', q.runId);
-    if (q.cursor) {
-      const pos = this.cursors.decode(q.cursor, 'approvals', scopeKey, filters);
-      params.push(pos.createdIso, pos.key);
-      where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-    }
-    params.push(limit + 1);
+    const query = new KeysetQuery();
+    if (orgId !== null) query.where((x) => `org_id = ${x}::uuid`, orgId);
+    if (q.status) query.where((x) => `status = ${x}`, q.status);
+    if (kind) query.where((x) => `kind = ${x}`, kind);
+    if (q.runId) query.where((x) => `run_id = ${x}::uuid`, q.runId);
+    const after = q.cursor ? this.cursors.decode(q.cursor, 'approvals', scopeKey, filters) : undefined;
     const rows = await this.sql.query<ApprovalRow>(
-      `SELECT ${COLUMNS} FROM approval_requests ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-        ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
-      params,
+      `SELECT ${COLUMNS} ${query.after(after, 'id', 'uuid').page('approval_requests', 'id', limit + 1)}`,
+      query.params,
     );
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];

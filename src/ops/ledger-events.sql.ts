@@ -1,3 +1,4 @@
+import { KeysetQuery } from '../db/keyset-query.js';
 import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import type { CursorPosition } from './ledger-cursor.js';
 
@@ -40,26 +41,16 @@ export interface LedgerEventView {
 
 /** One page of events, newest first by (created_at DESC, seq DESC), strictly after `after`. */
 export function ledgerEventsPageSql(orgId: string | null, f: LedgerEventFilters, after: CursorPosition | undefined, limit: number): { sql: string; params: unknown[] } {
-  const params: unknown[] = [];
-  const where: string[] = [];
-  const add = (cond: (p: string) => string, value: unknown): void => {
-    params.push(value);
-    where.push(cond(`$${params.length}`));
-  };
-  if (orgId !== null) add((p) => `org_id = ${p}::uuid`, orgId);
-  if (f.runId !== undefined) add((p) => `run_id = ${p}::uuid`, f.runId);
-  if (f.type !== undefined) add((p) => `type = ${p}`, f.type);
-  if (f.since !== undefined) add((p) => `created_at >= ${p}::timestamptz`, f.since);
-  if (f.until !== undefined) add((p) => `created_at < ${p}::timestamptz`, f.until);
-  if (after) {
-    params.push(after.createdIso, after.key);
-    where.push(`(created_at, seq) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
-  }
-  params.push(limit);
+  const q = new KeysetQuery();
+  if (orgId !== null) q.where((p) => `org_id = ${p}::uuid`, orgId);
+  if (f.runId !== undefined) q.where((p) => `run_id = ${p}::uuid`, f.runId);
+  if (f.type !== undefined) q.where((p) => `type = ${p}`, f.type);
+  if (f.since !== undefined) q.where((p) => `created_at >= ${p}::timestamptz`, f.since);
+  if (f.until !== undefined) q.where((p) => `created_at < ${p}::timestamptz`, f.until);
   const sql = `SELECT seq, id, org_id, type, run_id, tool_call_id, actor, metadata, created_at, chain_seq, prev_hash, hash,
       ${CREATED_ISO_SQL} AS created_iso
-    FROM runtime_ledger_events${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY created_at DESC, seq DESC LIMIT $${params.length}`;
+    ${q.after(after, 'seq', 'bigint').page('runtime_ledger_events', 'seq', limit)}`;
+  const params = q.params;
   return { sql, params };
 }
 

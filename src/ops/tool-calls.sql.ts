@@ -1,3 +1,4 @@
+import { KeysetQuery } from '../db/keyset-query.js';
 import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import { ToolCallEntity } from '../tool-calls/tool-call.entity.js';
 import type { ToolCallStatus } from '../tool-calls/tool-call-status.js';
@@ -58,28 +59,18 @@ export const TOOL_CALL_COLUMNS = `id, org_id, run_id, specialist_id, tool_name, 
  * deep page costs the same as the first.
  */
 export function toolCallsPageSql(orgId: string | null, f: ToolCallFilters, after: CursorPosition | undefined, limit: number): { sql: string; params: unknown[] } {
-  const params: unknown[] = [];
-  const where: string[] = [];
-  const add = (cond: (p: string) => string, value: unknown): void => {
-    params.push(value);
-    where.push(cond(`$${params.length}`));
-  };
-  if (orgId !== null) add((p) => `org_id = ${p}::uuid`, orgId);
-  if (f.runId !== undefined) add((p) => `run_id = ${p}::uuid`, f.runId);
-  if (f.status !== undefined) add((p) => `status = ${p}`, f.status);
-  if (f.toolName !== undefined) add((p) => `tool_name = ${p}`, f.toolName);
-  if (f.action !== undefined) add((p) => `action = ${p}`, f.action);
-  if (f.errorCode !== undefined) add((p) => `error_code = ${p}`, f.errorCode);
-  if (f.correlationId !== undefined) add((p) => `correlation_id = ${p}`, f.correlationId);
-  if (f.since !== undefined) add((p) => `created_at >= ${p}::timestamptz`, f.since);
-  if (f.until !== undefined) add((p) => `created_at < ${p}::timestamptz`, f.until);
-  if (after) {
-    params.push(after.createdIso, after.key);
-    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-  }
-  params.push(limit);
-  const sql = `SELECT ${TOOL_CALL_COLUMNS} FROM tool_calls${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
-    ORDER BY created_at DESC, id DESC LIMIT $${params.length}`;
+  const q = new KeysetQuery();
+  if (orgId !== null) q.where((p) => `org_id = ${p}::uuid`, orgId);
+  if (f.runId !== undefined) q.where((p) => `run_id = ${p}::uuid`, f.runId);
+  if (f.status !== undefined) q.where((p) => `status = ${p}`, f.status);
+  if (f.toolName !== undefined) q.where((p) => `tool_name = ${p}`, f.toolName);
+  if (f.action !== undefined) q.where((p) => `action = ${p}`, f.action);
+  if (f.errorCode !== undefined) q.where((p) => `error_code = ${p}`, f.errorCode);
+  if (f.correlationId !== undefined) q.where((p) => `correlation_id = ${p}`, f.correlationId);
+  if (f.since !== undefined) q.where((p) => `created_at >= ${p}::timestamptz`, f.since);
+  if (f.until !== undefined) q.where((p) => `created_at < ${p}::timestamptz`, f.until);
+  const sql = `SELECT ${TOOL_CALL_COLUMNS} ${q.after(after, 'id', 'uuid').page('tool_calls', 'id', limit)}`;
+  const params = q.params;
   return { sql, params };
 }
 
