@@ -1,9 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsIn, IsInt, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
-import { Transform } from 'class-transformer';
+import { PageQuery } from '../common/http/page-query.js';
+import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
 
-/** Strict integer parsing, as the ledger listings do: "1e2", "0x10", " 5" and "" stay invalid instead of becoming numbers. */
-const toInt = ({ value }: { value: unknown }): unknown => (typeof value === 'string' && /^-?\d{1,9}$/.test(value) ? Number(value) : value);
 
 export class DecideApprovalDto {
   @ApiProperty({ enum: ['approve', 'reject'] })
@@ -22,7 +20,7 @@ export class DecideApprovalDto {
   reason?: string;
 }
 
-export class ListApprovalsQuery {
+export class ListApprovalsQuery extends PageQuery {
   @ApiProperty({ required: false, enum: ['pending', 'approved', 'rejected', 'expired'] })
   @IsOptional()
   @IsIn(['pending', 'approved', 'rejected', 'expired'])
@@ -43,19 +41,6 @@ export class ListApprovalsQuery {
   @IsString()
   runId?: string;
 
-  @ApiProperty({ required: false, minimum: 1, maximum: 200, default: 50 })
-  @IsOptional()
-  @Transform(toInt)
-  @IsInt()
-  @Min(1)
-  @Max(200)
-  limit?: number;
-
-  @ApiProperty({ required: false })
-  @IsOptional()
-  @IsString()
-  @Length(1, 2000)
-  cursor?: string;
 }
 
 export class ReconcileDto {

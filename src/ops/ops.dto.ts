@@ -1,10 +1,7 @@
-import { ApiProperty } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Max, Min } from 'class-validator';
+import { ApiProperty, IntersectionType } from '@nestjs/swagger';
+import { PageQuery } from '../common/http/page-query.js';
+import { IsIn, IsOptional, IsString, IsUUID, Length } from 'class-validator';
 import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call-status.js';
-
-/** Strict integer parsing: "abc", "1.5", "1e2" and "" stay invalid instead of becoming numbers. */
-const toInt = ({ value }: { value: unknown }): unknown => (typeof value === 'string' && /^-?\d{1,9}$/.test(value) ? Number(value) : value);
 
 const TIME_DOC = 'ISO-8601 timestamp (UTC when no zone is given)';
 
@@ -60,21 +57,7 @@ export class ToolCallFiltersQuery {
   until?: string;
 }
 
-export class ToolCallListQuery extends ToolCallFiltersQuery {
-  @ApiProperty({ required: false, minimum: 1, maximum: 200, default: 50 })
-  @IsOptional()
-  @Transform(toInt)
-  @IsInt()
-  @Min(1)
-  @Max(200)
-  limit?: number;
-
-  @ApiProperty({ required: false, description: 'nextCursor of the previous page, with the same filters' })
-  @IsOptional()
-  @IsString()
-  @Length(1, 1024)
-  cursor?: string;
-}
+export class ToolCallListQuery extends IntersectionType(ToolCallFiltersQuery, PageQuery) {}
 
 export class ToolCallExportQuery extends ToolCallFiltersQuery {
   @ApiProperty({ enum: ['ndjson', 'csv'] })
@@ -82,7 +65,7 @@ export class ToolCallExportQuery extends ToolCallFiltersQuery {
   format!: 'ndjson' | 'csv';
 }
 
-export class LedgerEventsQuery {
+export class LedgerEventsQuery extends PageQuery {
   @ApiProperty({ required: false, format: 'uuid' })
   @IsOptional()
   @IsUUID('all')
@@ -109,19 +92,6 @@ export class LedgerEventsQuery {
   @IsString()
   until?: string;
 
-  @ApiProperty({ required: false, minimum: 1, maximum: 200, default: 50 })
-  @IsOptional()
-  @Transform(toInt)
-  @IsInt()
-  @Min(1)
-  @Max(200)
-  limit?: number;
-
-  @ApiProperty({ required: false })
-  @IsOptional()
-  @IsString()
-  @Length(1, 1024)
-  cursor?: string;
 }
 
 export class LedgerVerifyQuery {
