@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import pg from 'pg';
+import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 
 /**
  * One PostgreSQL for the whole run: DATABASE_URL's server when set, else an
@@ -12,18 +10,11 @@ export default async function setup(): Promise<() => Promise<void>> {
   let serverUrl = process.env.DATABASE_URL;
   let stopEmbedded: (() => Promise<void>) | undefined;
   if (!serverUrl) {
-    const child = spawn(process.execPath, ['scripts/pg-server.mjs'], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-      env: { ...process.env, PG_DATA_DIR: `.tmp/pg-test-${process.pid}`, PG_PERSISTENT: '0', PG_FAST: '1', PG_DATABASE: 'postgres_bootstrap' },
-    });
-    const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-    serverUrl = (JSON.parse(line) as { url: string }).url;
+    // startEmbeddedPostgres spawns scripts/pg-server.mjs; embedded-postgres itself is never imported here.
+    const embedded = await startEmbeddedPostgres(`.tmp/pg-test-${process.pid}`, { persistent: false, fast: true });
+    serverUrl = embedded.url;
     process.env.TEST_EMBEDDED_PG = '1';
-    stopEmbedded = async () => {
-      const exited = once(child, 'exit');
-      child.stdin!.end();
-      await exited;
-    };
+    stopEmbedded = () => embedded.stop();
   }
   const dbName = `tg_test_${process.pid}_${Date.now()}`;
   const admin = new pg.Client({ connectionString: serverUrl });
