@@ -161,11 +161,12 @@ async function startService(
   env: NodeJS.ProcessEnv,
   logFile: string,
   cleanup: Cleanup,
+  nodeArgs: string[] = [],
   timeoutMs = 60_000,
 ): Promise<ChildService> {
   const path = join(root, script);
   if (!existsSync(path)) throw new Error(`${path} is missing: run "npm run build" first`);
-  const child = spawn(process.execPath, [path], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, path], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.once('exit', () => children.delete(child));
   cleanup.add(name, () => stopChild(child));
@@ -215,8 +216,8 @@ export function startEmulator(root: string, logFile: string, cleanup: Cleanup): 
 }
 
 /** The gateway as production runs it: `node dist/src/main.js`. */
-export function startGateway(root: string, env: NodeJS.ProcessEnv, logFile: string, cleanup: Cleanup): Promise<ChildService> {
-  return startService('gateway', root, 'dist/src/main.js', env, logFile, cleanup);
+export function startGateway(root: string, env: NodeJS.ProcessEnv, logFile: string, cleanup: Cleanup, nodeArgs: string[] = []): Promise<ChildService> {
+  return startService('gateway', root, 'dist/src/main.js', env, logFile, cleanup, nodeArgs);
 }
 
 // ---- /proc readings --------------------------------------------------------

@@ -37,6 +37,8 @@ export interface SoakResult {
   gatewayCpuMsPerCall: number;
   /** gateway CPU time / wall time, in % of one core */
   gatewayCpuPercent: number;
+  /** CPU of the PostgreSQL processes we can see (see BenchDatabase.serverPids) */
+  postgresCpuMsPerCall: number;
   rssAfterWarmupKb: number;
   rssEndKb: number;
   rssMaxKb: number;
@@ -126,6 +128,7 @@ export async function soak(target: Target, pids: Pids, o: SoakOptions): Promise<
     ledgerRowsAdded: rowsAdded,
     gatewayCpuMsPerCall: sample.completed ? Math.round((sample.gatewayCpuMs / sample.completed) * 1000) / 1000 : 0,
     gatewayCpuPercent: Math.round((sample.gatewayCpuMs / (sample.seconds * 1000)) * 100),
+    postgresCpuMsPerCall: sample.completed ? Math.round((sample.postgresCpuMs / sample.completed) * 1000) / 1000 : 0,
     rssAfterWarmupKb,
     rssEndKb,
     rssMaxKb: Math.max(rssEndKb, ...rssSamplesKb),

@@ -39,6 +39,7 @@ const HELP = `usage: npm run bench -- [options]
   --warmup S          warm-up seconds per target before the rounds (default 3)
   --pool N            the gateway's DB_POOL_SIZE (default 20)
   --gateway-env K=V   extra gateway environment (repeatable), e.g. VENDOR_CONCURRENCY_LIMIT=32
+  --profile DIR       run the gateway with --cpu-prof and write its V8 CPU profile to DIR
   --soak              soak mode instead: allowed calls at a fixed rate
   --soak-seconds S    soak length (default 300)
   --soak-rate N       calls per second (default 300)
@@ -59,6 +60,7 @@ interface Options {
   warmup: number;
   pool: number;
   gatewayEnv: Record<string, string>;
+  profileDir: string | undefined;
   soak: boolean;
   soakSeconds: number;
   soakRate: number;
@@ -75,6 +77,7 @@ function parseOptions(): Options {
       warmup: { type: 'string', default: '3' },
       pool: { type: 'string', default: '20' },
       'gateway-env': { type: 'string', multiple: true, default: [] },
+      profile: { type: 'string' },
       soak: { type: 'boolean', default: false },
       'soak-seconds': { type: 'string', default: '300' },
       'soak-rate': { type: 'string', default: '300' },
@@ -105,6 +108,7 @@ function parseOptions(): Options {
     warmup: num('warmup', values.warmup, 0),
     pool: Math.floor(num('pool', values.pool, 1)),
     gatewayEnv,
+    profileDir: values.profile,
     soak: values.soak,
     soakSeconds: Math.floor(num('soak-seconds', values['soak-seconds'], 1)),
     soakRate: Math.floor(num('soak-rate', values['soak-rate'], 1)),
@@ -265,7 +269,13 @@ async function main(): Promise<number> {
     const db = await startDatabase(root, cleanup);
     log(`  database: ${db.kind}`);
     const emulator = await startEmulator(root, join(resultsDir, 'gateway-bench.emulator.log'), cleanup);
-    gateway = await startGateway(root, gatewayEnvFor(db.url, emulator.url, o), join(resultsDir, 'gateway-bench.gateway.log'), cleanup);
+    gateway = await startGateway(
+      root,
+      gatewayEnvFor(db.url, emulator.url, o),
+      join(resultsDir, 'gateway-bench.gateway.log'),
+      cleanup,
+      o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [],
+    );
     const pids: Pids = { gateway: gateway.pid, emulator: emulator.pid, postgres: db.serverPids };
 
     const org = await setupBenchOrg(gateway.url);
@@ -291,7 +301,9 @@ async function main(): Promise<number> {
         `\nsoak: ${result.completed}/${result.sent} answered in ${result.seconds} s (${result.achievedRps}/s), accepted ${result.accepted}, errors ${result.errors}` +
           `${result.errors ? ` ${JSON.stringify(result.unexpected)} conn ${result.connectionErrors}` : ''}, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, max ${result.maxMs} ms`,
       );
-      log(`  ledger rows added ${result.ledgerRowsAdded}; gateway CPU ${result.gatewayCpuMsPerCall} ms/call (${result.gatewayCpuPercent}% of a core)`);
+      log(
+        `  ledger rows added ${result.ledgerRowsAdded}; gateway CPU ${result.gatewayCpuMsPerCall} ms/call (${result.gatewayCpuPercent}% of a core), PostgreSQL CPU ${result.postgresCpuMsPerCall} ms/call`,
+      );
       log(`  gateway RSS (MiB, every 5 s): ${result.rssSamplesKb.map((k) => Math.round(k / 1024)).join(' ')}`);
       log(`  gateway V8 heap used (MiB): after warm-up ${String(result.heapUsedAfterWarmupMiB)}, every 5 s ${result.heapUsedSamplesMiB.join(' ')}, end ${String(result.heapUsedEndMiB)}`);
       printChecks(result.checks);

@@ -83,9 +83,13 @@ export class LedgerSealerService implements OnApplicationBootstrap, OnApplicatio
       )) as UnsealedRow[];
       if (rows.length === 0) return 0;
       const orgs = [...new Set(rows.map((r) => r.org_id))];
+      // One backward step on ledger_events_chain_uq per org. (A DISTINCT ON over the orgs' events
+      // read every sealed event of the org on each pass: cost grew with the ledger.)
       const heads = (await m.query(
-        `SELECT DISTINCT ON (org_id) org_id, chain_seq, hash FROM runtime_ledger_events
-          WHERE org_id = ANY($1::uuid[]) AND chain_seq IS NOT NULL ORDER BY org_id, chain_seq DESC`,
+        `SELECT o.org_id, h.chain_seq, h.hash FROM unnest($1::uuid[]) AS o(org_id)
+           CROSS JOIN LATERAL (SELECT e.chain_seq, e.hash FROM runtime_ledger_events e
+                                WHERE e.org_id = o.org_id AND e.chain_seq IS NOT NULL
+                                ORDER BY e.chain_seq DESC LIMIT 1) h`,
         [orgs],
       )) as { org_id: string; chain_seq: string; hash: string }[];
       const head = new Map(heads.map((h) => [h.org_id, { seq: Number(h.chain_seq), hash: h.hash }]));

@@ -74,6 +74,28 @@ describe('feature flags and the append-only event ledger', () => {
     expect(new Set(rows.map((r) => r.hash)).size).toBe(51);
   });
 
+  it('continues several orgs’ chains from their own heads when their events share a sealing pass', async () => {
+    const events = t.app.get(LedgerEventsService);
+    const verifier = t.app.get(LedgerVerifierService);
+    const a = await createOrg(t, 'Heads A');
+    const b = await createOrg(t, 'Heads B');
+    await verifier.verify(a); // seals both orgs' first events: each now has a head
+    const fresh = await createOrg(t, 'Heads C'); // no head yet: starts at genesis in the same pass
+    await events.append([
+      { orgId: a, type: 'test.interleaved', metadata: { i: 1 } },
+      { orgId: b, type: 'test.interleaved', metadata: { i: 1 } },
+      { orgId: a, type: 'test.interleaved', metadata: { i: 2 } },
+      { orgId: fresh, type: 'test.interleaved', metadata: { i: 1 } },
+      { orgId: b, type: 'test.interleaved', metadata: { i: 2 } },
+    ]);
+    for (const [org, n] of [[a, 3], [b, 3], [fresh, 2]] as const) {
+      const result = await verifier.verify(org);
+      expect(result).toMatchObject({ ok: true, checked: n });
+      const seqs = (await t.ds.query(`SELECT chain_seq FROM runtime_ledger_events WHERE org_id = $1 ORDER BY chain_seq`, [org])) as { chain_seq: string }[];
+      expect(seqs.map((r) => Number(r.chain_seq))).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    }
+  });
+
   it('seals events shortly after commit without being asked', async () => {
     const sealOrg = await createOrg(t, 'Seal');
     const deadline = Date.now() + 5_000;
