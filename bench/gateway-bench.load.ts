@@ -6,7 +6,7 @@
 import autocannon from 'autocannon';
 import { cpuDelta, cpuMs, cpuMsOf, machineBusyMs } from './gateway-bench.procs.js';
 
-export type TargetKey = 'floor' | 'allowed' | 'blocked' | 'replay';
+export type TargetKey = 'floor' | 'reference' | 'allowed' | 'blocked' | 'replay';
 
 export interface Target {
   key: TargetKey;
@@ -20,6 +20,8 @@ export interface Target {
   body: (() => string) | string;
   /** the response body of an expected-status answer is the right one */
   bodyOk: (body: string) => boolean;
+  /** the process whose CPU is reported in the "gateway" column when it is not the gateway (the reference server) */
+  serverPid?: number;
 }
 
 export interface LoadShape {
@@ -100,7 +102,9 @@ export async function runLoad(target: Target, shape: LoadShape, pids: Pids): Pro
     typeof make === 'string' ? { ...base, body: make } : { ...base, setupRequest: (req) => ({ ...req, body: make() }) };
 
   const pgPids = await pids.postgres();
-  const before = { gw: cpuOf('gateway', pids.gateway), emu: cpuOf('emulator', pids.emulator), pg: cpuMsOf(pgPids), own: ownCpuMs(), machine: machineBusyMs() };
+  const serverPid = target.serverPid ?? pids.gateway;
+  const serverName = target.serverPid === undefined ? 'gateway' : `server of ${target.key}`;
+  const before = { gw: cpuOf(serverName, serverPid), emu: cpuOf('emulator', pids.emulator), pg: cpuMsOf(pgPids), own: ownCpuMs(), machine: machineBusyMs() };
   const t0 = performance.now();
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
@@ -126,7 +130,7 @@ export async function runLoad(target: Target, shape: LoadShape, pids: Pids): Pro
   });
   const seconds = (performance.now() - t0) / 1000;
   const pgPidsAfter = [...new Set([...pgPids, ...(await pids.postgres())])];
-  const after = { gw: cpuOf('gateway', pids.gateway), emu: cpuOf('emulator', pids.emulator), pg: cpuMsOf(pgPidsAfter), own: ownCpuMs(), machine: machineBusyMs() };
+  const after = { gw: cpuOf(serverName, serverPid), emu: cpuOf('emulator', pids.emulator), pg: cpuMsOf(pgPidsAfter), own: ownCpuMs(), machine: machineBusyMs() };
   // A bad body is counted in onResponse; its latency is still in `latencies` (statuses matched): rare, ignored.
   return {
     completed,

@@ -215,6 +215,18 @@ export function startEmulator(root: string, logFile: string, cleanup: Cleanup): 
   );
 }
 
+/** The calibration server (bench/reference-server.ts): two durable commits per request on the bench database. */
+export function startReference(root: string, dbUrl: string, poolSize: number, logFile: string, cleanup: Cleanup): Promise<ChildService> {
+  return startService(
+    'reference server',
+    root,
+    'dist/bench/reference-server.js',
+    { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: dbUrl, DB_POOL_SIZE: String(poolSize), NODE_ENV: 'production' },
+    logFile,
+    cleanup,
+  );
+}
+
 /** The gateway as production runs it: `node dist/src/main.js`. */
 export function startGateway(root: string, env: NodeJS.ProcessEnv, logFile: string, cleanup: Cleanup, nodeArgs: string[] = []): Promise<ChildService> {
   return startService('gateway', root, 'dist/src/main.js', env, logFile, cleanup, nodeArgs);

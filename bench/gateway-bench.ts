@@ -6,6 +6,9 @@
  * the vendor emulator and the gateway as built for production, each as its own
  * process. Sets up an org over HTTP, then puts the same autocannon load on:
  *   floor    the emulator directly: the Shopify order query the gateway sends
+ *   reference  a minimal server doing just two durable commits per call
+ *            (bench/reference-server.ts): the machine's ceiling for a call that
+ *            records intent and outcome, which the issue's targets were set against
  *   allowed  order_lookup.lookup through the gateway, a unique tool_use id per call
  *   blocked  shopify_query.get_product, blocked by a policy rule (403), unique ids
  *   replay   the same tool_use every time (after one warm call)
@@ -27,8 +30,8 @@ import { projectRoot } from '../src/common/project-root.js';
 import { ORDER_QUERY } from '../src/vendors/shopify/shopify.graphql.js';
 import { SHOPIFY_EMULATOR_TOKEN } from '../src/emulator/index.js';
 import { ProcessGoneError, runLoad, stopCurrentLoad, type Pids, type Sample, type Target, type TargetKey } from './gateway-bench.load.js';
-import { Cleanup, startDatabase, startEmulator, startGateway, type ChildService } from './gateway-bench.procs.js';
-import { addFloorRatios, checkTargets, consoleReport, interference, markdownTable, summarize, type Summary, type TargetCheck } from './gateway-bench.report.js';
+import { Cleanup, startDatabase, startEmulator, startGateway, startReference, type ChildService } from './gateway-bench.procs.js';
+import { addFloorRatios, calibration, checkTargets, consoleReport, interference, markdownTable, summarize, type Summary, type TargetCheck } from './gateway-bench.report.js';
 import { ALLOWED, BENCH_ADMIN_KEY, BENCH_MASTER_KEY, BLOCKED, checkWiring, setupBenchOrg, toolUse, type BenchOrg } from './gateway-bench.setup.js';
 import { soak } from './gateway-bench.soak.js';
 
@@ -118,7 +121,7 @@ function parseOptions(): Options {
 }
 
 /** The four targets; unique ids come from one counter with a per-process prefix. */
-function buildTargets(emulatorUrl: string, gatewayUrl: string, org: BenchOrg, replayId: string): Record<TargetKey, Target> {
+function buildTargets(emulatorUrl: string, gatewayUrl: string, reference: ChildService, org: BenchOrg, replayId: string): Record<TargetKey, Target> {
   const prefix = `toolu_bench_${process.pid.toString(36)}_${Date.now().toString(36)}`;
   let seq = 0;
   const gatewayHeaders = { authorization: `Bearer ${org.agentKey}`, 'content-type': 'application/json', accept: 'application/json' };
@@ -132,6 +135,17 @@ function buildTargets(emulatorUrl: string, gatewayUrl: string, org: BenchOrg, re
       expectedStatus: 200,
       body: JSON.stringify({ query: ORDER_QUERY, variables: { id: `gid://shopify/Order/${ALLOWED.input.orderId}` } }),
       bodyOk: (b) => b.includes('"order":{'),
+    },
+    reference: {
+      key: 'reference',
+      label: 'reference: 2 durable commits',
+      url: reference.url,
+      path: '/',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      expectedStatus: 200,
+      body: () => toolUse(ALLOWED, `${prefix}_r${++seq}`),
+      bodyOk: (b) => b.includes('"status":"succeeded"'),
+      serverPid: reference.pid,
     },
     allowed: {
       key: 'allowed',
@@ -206,7 +220,7 @@ function fmtSample(s: Sample): string {
 }
 
 async function benchmark(targets: Record<TargetKey, Target>, pids: Pids, gateway: ChildService, o: Options): Promise<{ summaries: Summary[]; checks: TargetCheck[] }> {
-  const order: TargetKey[] = ['floor', 'allowed', 'blocked', 'replay'];
+  const order: TargetKey[] = ['floor', 'reference', 'allowed', 'blocked', 'replay'];
   const levels = o.connections === 1 ? [1] : [o.connections, 1];
   const summaries: Summary[] = [];
   const ensureGateway = (): void => {
@@ -221,7 +235,7 @@ async function benchmark(targets: Record<TargetKey, Target>, pids: Pids, gateway
         ensureGateway();
       }
     }
-    const samples: Record<TargetKey, Sample[]> = { floor: [], allowed: [], blocked: [], replay: [] };
+    const samples: Record<TargetKey, Sample[]> = { floor: [], reference: [], allowed: [], blocked: [], replay: [] };
     for (let round = 0; round < o.rounds; round++) {
       log(`${connections} connection(s): round ${round + 1}/${o.rounds}, ${o.duration} s per target`);
       // Interleaved, and each round starts at a different target so none always runs first.
@@ -277,12 +291,13 @@ async function main(): Promise<number> {
       o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [],
     );
     const pids: Pids = { gateway: gateway.pid, emulator: emulator.pid, postgres: db.serverPids };
+    const reference = o.soak ? undefined : await startReference(root, db.url, o.pool, join(resultsDir, 'gateway-bench.reference.log'), cleanup);
 
     const org = await setupBenchOrg(gateway.url);
     const replayId = `toolu_bench_replay_${process.pid}`;
     await checkWiring(gateway.url, org, replayId);
     log(`  org ${org.orgId}, run ${org.runId}: allowed, blocked and replay calls checked`);
-    const targets = buildTargets(emulator.url, gateway.url, org, replayId);
+    const targets = buildTargets(emulator.url, gateway.url, reference ?? gateway, org, replayId);
     const settings = { ...o, database: db.kind, cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version, startedAt };
 
     let allMet: boolean;
@@ -315,6 +330,8 @@ async function main(): Promise<number> {
       log(`\nResults (req/s counts only expected answers: 200, or 403 for the blocked call):\n`);
       log(consoleReport(summaries));
       printChecks(checks);
+      const calibrated = calibration(summaries, o.connections);
+      if (calibrated) log(`\n${calibrated}`);
       const noisy = interference(summaries);
       if (noisy.length) {
         log(`\nWARNING: other processes on this machine used CPU during the rounds (share of all cores): ${noisy.join(', ')}.`);
@@ -323,7 +340,7 @@ async function main(): Promise<number> {
       const table = markdownTable(summaries);
       log(`\nREADME table:\n\n${table}\n`);
       allMet = checks.every((c) => c.met);
-      writeFileSync(join(resultsDir, 'gateway.json'), JSON.stringify({ settings, summaries, targets: checks, allMet, interference: noisy, markdown: table }, null, 2) + '\n');
+      writeFileSync(join(resultsDir, 'gateway.json'), JSON.stringify({ settings, summaries, targets: checks, calibration: calibrated, allMet, interference: noisy, markdown: table }, null, 2) + '\n');
       log('wrote bench/results/gateway.json');
     }
     const problems = gateway.problemLines();
