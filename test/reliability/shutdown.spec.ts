@@ -1,0 +1,89 @@
+import http from 'node:http';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
+import { startGatewayProcess, setupOrgVia, within, type GatewayProcess } from '../support/gateway-process.js';
+import { emulatorEnv, toolUse } from '../support/scenario.js';
+import { openDb, postToolUse, rows, sleep, waitFor } from './support.js';
+
+/** GET over a keep-alive agent; resolves with the status. */
+function get(url: string, agent: http.Agent): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+/**
+ * SIGTERM (a rolling deploy) while keep-alive clients keep sending: the
+ * gateway must not be kept alive by them, and must not cut off the call it
+ * has at the vendor.
+ */
+describe('graceful shutdown', () => {
+  let emu: VendorEmulator;
+  let db: pg.Pool;
+  let gw: GatewayProcess | undefined;
+
+  beforeAll(async () => {
+    emu = createFullEmulator();
+    await emu.start();
+    db = openDb();
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await db?.end();
+    await emu?.stop();
+  });
+
+  it('answers the call in flight with Connection: close, and exits while keep-alive clients are still sending', async () => {
+    gw = await startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '10000' });
+    const org = await setupOrgVia(gw, { tools: ['order_lookup.lookup'] });
+    emu.reset();
+    emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_500, times: 1 });
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const inFlight = postToolUse(gw.http, org.runId, org.agentKey, use).then((r) => r); // supertest sends on then()
+    await waitFor(
+      async () => (await rows<{ status: string }>(db, 'SELECT status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2 AND status = $3', [org.runId, use.id, 'running']))[0],
+      'the lookup to be running at the vendor',
+    );
+
+    // Four clients on keep-alive sockets, sending back to back for up to 20 s.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    const healthz = `${gw.url}/healthz`;
+    let sending = true;
+    let answered = 0;
+    const client = async (): Promise<void> => {
+      const until = Date.now() + 20_000;
+      while (sending && Date.now() < until) {
+        try {
+          if ((await get(healthz, agent)) === 200) answered++;
+        } catch {
+          await sleep(10); // refused once the listener is closed: try again, as a load balancer's health check would
+        }
+      }
+    };
+    const clients = Array.from({ length: 4 }, client);
+    await waitFor(() => answered >= 40, 'the keep-alive clients to be going');
+
+    gw.kill('SIGTERM');
+    const exit = await within(gw.waitExit(), 15_000, 'the gateway to exit while its keep-alive clients keep sending');
+    const stillSending = sending;
+    sending = false;
+    await Promise.all(clients);
+    agent.destroy();
+
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(stillSending).toBe(true);
+    const answer = await inFlight;
+    expect(answer.status).toBe(200);
+    // An answer given while draining says so: the client must not send its next request on a socket about to close.
+    expect(answer.headers.connection).toBe('close');
+    expect(answer.body).toMatchObject({ status: 'succeeded', replayed: false });
+    const [row] = await rows<{ status: string }>(db, 'SELECT status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2', [org.runId, use.id]);
+    expect(row.status).toBe('succeeded');
+  }, 60_000);
+});
