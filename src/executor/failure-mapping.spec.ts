@@ -36,9 +36,13 @@ describe('failure mapping', () => {
     expect(isRetryable(f('bad_response'), read, 2_000)).toBe(false);
   });
 
-  it('retries writes only when the vendor provably did not act', () => {
-    expect(isRetryable(f('server_error'), idemWrite, 2_000)).toBe(false);
+  it('retries idempotent writes on an answer (429, 5xx) or when nothing left, never after a lost answer', () => {
+    expect(isRetryable(f('server_error'), idemWrite, 2_000)).toBe(true);
+    expect(isRetryable(f('server_error'), write, 2_000)).toBe(false);
     expect(isRetryable(f('timeout'), idemWrite, 2_000)).toBe(false);
+    expect(isRetryable(f('network'), idemWrite, 2_000)).toBe(false);
+    expect(isRetryable(f('bad_response'), idemWrite, 2_000)).toBe(false);
+    expect(isRetryable(f('rejected'), idemWrite, 2_000)).toBe(false);
     expect(isRetryable(f('network', { requestSent: false }), idemWrite, 2_000)).toBe(true);
     expect(isRetryable(f('rate_limited'), idemWrite, 2_000)).toBe(true);
     expect(isRetryable(f('network', { requestSent: false }), write, 2_000)).toBe(false);

@@ -25,16 +25,19 @@ export function errorCodeFor(f: Failure, sideEffect: SideEffect): ExecutionError
 }
 
 /**
- * May this failure be retried? Only idempotent actions; reads on any transient
- * failure; writes only when the vendor provably did not act on the request
- * (it never left, or the vendor refused it with 429). A long Retry-After is not
- * slept on: it goes back to the agent.
+ * May this failure be retried? Only idempotent actions (VENDORS.md §5), and
+ * only on a transient failure: 429/THROTTLED (a long Retry-After is not slept
+ * on: it goes back to the agent), a 5xx answer, or a network failure or
+ * timeout. A 5xx is an answer, and resending an idempotent request leaves the
+ * same state (the note's final text; the refund's same @idempotent key). A
+ * write whose answer never came after it was sent is different: nobody knows
+ * whether it happened, so it is never resent blindly (it ends indeterminate).
  */
 export function isRetryable(f: Failure, action: { idempotent: boolean; sideEffect: SideEffect }, retryAfterCapMs: number): boolean {
   if (!action.idempotent) return false;
   if (f.kind === 'rate_limited') return f.retryAfterMs === undefined || f.retryAfterMs <= retryAfterCapMs;
-  const transient = f.kind === 'server_error' || f.kind === 'timeout' || f.kind === 'network';
-  if (!transient) return false;
+  if (f.kind === 'server_error') return true;
+  if (f.kind !== 'timeout' && f.kind !== 'network') return false;
   return action.sideEffect === 'read' || !f.requestSent;
 }
 

@@ -156,8 +156,8 @@ export class RuntimeToolExecutor {
       // The budget ran out during a backoff: this attempt never leaves, so its
       // scheduled retry is not counted. Answer with the previous attempt's
       // failure, which was retried only because it was transient and, for a
-      // write, because the vendor provably did not act on it — calling that
-      // "sent, answer lost" would make a refused write look indeterminate.
+      // write, because the vendor answered it (429, 5xx) or it never left —
+      // calling that "sent, answer lost" would make it look indeterminate.
       if (signal.aborted) {
         if (attempt > 0) retries.pop();
         return last ?? ({ ok: false, kind: 'timeout', requestSent: false, message: 'vendor call timed out before it was sent' } satisfies Failure);

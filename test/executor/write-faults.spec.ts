@@ -10,9 +10,11 @@ const RULES = [
 ];
 
 /**
- * Vendor faults on writes. A write is resent only when the vendor provably did
- * not act on it (it refused with 429/THROTTLED, or the request never left);
- * once it may have arrived and no answer came, the outcome is unknown.
+ * Vendor faults on writes. An idempotent write (the note's final text, the
+ * refund's @idempotent key) is resent on an answer that says try again
+ * (429/THROTTLED, 5xx) or when the request never left; once it may have
+ * arrived and no answer came, the outcome is unknown and it is never resent.
+ * A write that is not idempotent (Nango POST) is never resent.
  */
 describe('vendor faults on writes, through the pipeline', () => {
   let h: Harness;
@@ -65,14 +67,27 @@ describe('vendor faults on writes, through the pipeline', () => {
     expect(shop.order(1001)?.note).not.toBe('never applied');
   });
 
-  it('500 on a write → failed / VENDOR_ERROR, not retried', async () => {
+  it('500 on add_note → resent with the same final text (VENDORS.md §5), and succeeds once the vendor recovers', async () => {
+    const org = await fresh();
+    h.emu.fault({ vendor: 'shopify', kind: 'status', status: 500, bodyMatch: /orderUpdate/, times: 1 });
+    const before = sent(/orderUpdate/);
+    const res = await note(org, '1001', 'after a 500');
+    expect(res.body).toMatchObject({ status: 'succeeded', result: { orderId: '1001', note: 'after a 500' } });
+    const texts = h.emu.requests.filter((r) => /orderUpdate/.test(r.body)).slice(-2).map((r) => (JSON.parse(r.body) as { variables: { input: { note: string } } }).variables.input.note);
+    expect(sent(/orderUpdate/) - before).toBe(2);
+    expect(texts).toEqual(['after a 500', 'after a 500']);
+    expect((await rowOf(h, res.body.toolCallId)).retry_count).toBe(1);
+    expect(shop.order(1001)?.note).toBe('after a 500');
+  });
+
+  it('500 on add_note every time → failed / VENDOR_ERROR after VENDOR_MAX_RETRIES resends', async () => {
     const org = await fresh();
     h.emu.fault({ vendor: 'shopify', kind: 'status', status: 500, bodyMatch: /orderUpdate/, times: Infinity });
     const before = sent(/orderUpdate/);
     const res = await note(org, '1001', 'five hundred');
     expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
-    expect(sent(/orderUpdate/) - before).toBe(1);
-    expect((await rowOf(h, res.body.toolCallId)).retry_count).toBe(0);
+    expect(sent(/orderUpdate/) - before).toBe(4); // the first send + 3 retries (the default)
+    expect((await rowOf(h, res.body.toolCallId)).retry_count).toBe(3);
   });
 
   it('429 on a write (the vendor refused it) → resent with the same final text, succeeds', async () => {
@@ -112,14 +127,20 @@ describe('vendor faults on writes, through the pipeline', () => {
     expect(new Set(keys).size).toBe(1);
   });
 
-  it('refund: 500 on the mutation → failed / VENDOR_ERROR, not resent, no refund', async () => {
+  it('refund: 500 on the mutation every time → resent with the same @idempotent key, then failed / VENDOR_ERROR, no refund', async () => {
     const org = await fresh();
     const refunds = shop.refundCount(12345);
     h.emu.fault({ vendor: 'shopify', kind: 'status', status: 500, bodyMatch: /refundCreate/, times: Infinity });
-    const before = sent(/refundCreate/);
+    const before = h.emu.requests.length;
     const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '3.00' });
     expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
-    expect(sent(/refundCreate/) - before).toBe(1);
+    const keys = h.emu.requests
+      .slice(before)
+      .filter((r) => r.body.includes('refundCreate'))
+      .map((r) => /@idempotent\(key: \\"([^\\]+)\\"\)/.exec(r.body)?.[1]);
+    expect(keys).toHaveLength(4);
+    expect(new Set(keys).size).toBe(1);
+    expect(keys[0]).toBeTruthy();
     expect(shop.refundCount(12345)).toBe(refunds);
   });
 
