@@ -34,6 +34,12 @@ describe('vendor faults on writes, through the pipeline', () => {
   /** Requests whose body matches `re`, optionally only those the emulator applied. */
   const sent = (re: RegExp, applied?: boolean) => h.emu.requests.filter((r) => re.test(r.body) && (applied === undefined || r.applied === applied)).length;
   const note = (org: OrgSetup, orderId: string, text: string) => call(h, org, 'shopify_order', { action: 'add_note', orderId, note: text });
+  /** The @idempotent key of every refundCreate the emulator received since request number `from`. */
+  const refundKeysSince = (from: number) =>
+    h.emu.requests
+      .slice(from)
+      .filter((r) => r.body.includes('refundCreate'))
+      .map((r) => /@idempotent\(key: \\"([^\\]+)\\"\)/.exec(r.body)?.[1]);
 
   it('reset after add_note was applied → 200 indeterminate / OUTCOME_UNKNOWN, sent once, never retried or replayed', async () => {
     const org = await fresh();
@@ -119,10 +125,7 @@ describe('vendor faults on writes, through the pipeline', () => {
     const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '450789469', amount: '1.25' });
     expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: '1.25' } });
     expect(shop.refundCount(450789469) - refunds).toBe(1);
-    const keys = h.emu.requests
-      .slice(before)
-      .filter((r) => r.body.includes('refundCreate'))
-      .map((r) => /@idempotent\(key: \\"([^\\]+)\\"\)/.exec(r.body)?.[1]);
+    const keys = refundKeysSince(before);
     expect(keys).toHaveLength(2);
     expect(new Set(keys).size).toBe(1);
   });
@@ -134,10 +137,7 @@ describe('vendor faults on writes, through the pipeline', () => {
     const before = h.emu.requests.length;
     const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '3.00' });
     expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
-    const keys = h.emu.requests
-      .slice(before)
-      .filter((r) => r.body.includes('refundCreate'))
-      .map((r) => /@idempotent\(key: \\"([^\\]+)\\"\)/.exec(r.body)?.[1]);
+    const keys = refundKeysSince(before);
     expect(keys).toHaveLength(4);
     expect(new Set(keys).size).toBe(1);
     expect(keys[0]).toBeTruthy();
