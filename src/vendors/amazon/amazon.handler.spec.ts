@@ -3,53 +3,29 @@ import { AMAZON_EMULATOR_CREDENTIALS, AmazonEmulator } from '../../emulator/amaz
 import { AMAZON_ORDER_IDS } from '../../emulator/amazon.fixtures.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
 import { TokenCache } from '../auth/token-cache.js';
-import type { VendorCallContext, VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import type { VendorCallContext, VendorEndpoints } from '../vendor-handler.js';
+import { callContext, emulatorEndpoints, failure, TEST_USER_AGENT } from '../handler.spec-support.js';
 import { AmazonHandler, MAX_ORDER_ITEM_PAGES } from './amazon.handler.js';
 
 const CREDS = { ...AMAZON_EMULATOR_CREDENTIALS, region: 'na', marketplaceId: 'ATVPDKIKX0DER' };
-const USER_AGENT = 'ToolGateway/test (Language=Node/20)';
 
 let emu: VendorEmulator;
 let amazon: AmazonEmulator;
 let endpoints: VendorEndpoints;
 
 function ctx(action: string, params: Record<string, unknown>, credentials: Record<string, unknown> = CREDS): VendorCallContext {
-  return {
-    orgId: 'org-1',
-    toolCallId: 'call-1',
-    idempotencyKey: 'key-1',
-    toolName: 'amazon_query',
-    action,
-    params,
-    credentials,
-    signal: new AbortController().signal,
-    attempt: 0,
-  };
+  return callContext({ toolName: 'amazon_query', action, params, credentials });
 }
 
 const orderPath = /^\/orders\/v0\/orders\/[^/]+$/;
 const itemsPath = /\/orderItems$/;
 const lwaPath = /^\/auth\/o2\/token$/;
 
-function failure(o: VendorOutcome): Extract<VendorOutcome, { ok: false }> {
-  if (o.ok) throw new Error(`expected a failure, got ${JSON.stringify(o)}`);
-  return o;
-}
-
 beforeAll(async () => {
   amazon = new AmazonEmulator();
   emu = new VendorEmulator([amazon]);
   const url = await emu.start();
-  endpoints = {
-    shopifyApiVersion: '2026-07',
-    amazonLwaUrl: `${url}/auth/o2/token`,
-    amazonSpapiBaseUrl: url,
-    nangoHost: url,
-    timeoutMs: 5_000,
-    connectTimeoutMs: 2_000,
-    maxResponseBytes: 1024 * 1024,
-    userAgent: USER_AGENT,
-  };
+  endpoints = emulatorEndpoints(url);
 });
 
 afterAll(() => emu.stop());
@@ -76,7 +52,7 @@ describe('AmazonHandler happy paths', () => {
     expect(new URLSearchParams(lwa.body).get('grant_type')).toBe('refresh_token');
     const call = emu.requests.find((r) => orderPath.test(r.path))!;
     expect(call.headers['x-amz-access-token']).toMatch(/^Atza\|/);
-    expect(call.headers['user-agent']).toBe(USER_AGENT);
+    expect(call.headers['user-agent']).toBe(TEST_USER_AGENT);
     expect(call.headers.accept).toBe('application/json');
   });
 

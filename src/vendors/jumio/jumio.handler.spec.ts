@@ -2,28 +2,18 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { JUMIO_EMULATOR_CREDENTIALS, JUMIO_EXECUTION_IDS, JUMIO_FIXTURE_PII, JumioEmulator } from '../../emulator/jumio.emulator.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
 import { TokenCache } from '../auth/token-cache.js';
-import type { VendorCallContext, VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import type { VendorCallContext, VendorEndpoints } from '../vendor-handler.js';
+import { callContext, emulatorEndpoints, failure, TEST_USER_AGENT } from '../handler.spec-support.js';
 import { JumioHandler } from './jumio.handler.js';
 
 const CREDS = { ...JUMIO_EMULATOR_CREDENTIALS, region: 'amer-1' };
-const USER_AGENT = 'ToolGateway/test (Language=Node/20)';
 
 let emu: VendorEmulator;
 let jumio: JumioEmulator;
 let endpoints: VendorEndpoints;
 
 function ctx(params: Record<string, unknown>, credentials: Record<string, unknown> = CREDS): VendorCallContext {
-  return {
-    orgId: 'org-1',
-    toolCallId: 'call-1',
-    idempotencyKey: 'key-1',
-    toolName: 'kyc',
-    action: 'get_status',
-    params,
-    credentials,
-    signal: new AbortController().signal,
-    attempt: 0,
-  };
+  return callContext({ toolName: 'kyc', action: 'get_status', params, credentials });
 }
 
 const statusPath = /\/status$/;
@@ -31,26 +21,11 @@ const detailsPath = /\/workflow-executions\/[^/]+$/;
 const tokenPath = /^\/oauth2\/token$/;
 const processed = { workflowExecutionId: JUMIO_EXECUTION_IDS.processed };
 
-function failure(o: VendorOutcome): Extract<VendorOutcome, { ok: false }> {
-  if (o.ok) throw new Error(`expected a failure, got ${JSON.stringify(o)}`);
-  return o;
-}
-
 beforeAll(async () => {
   jumio = new JumioEmulator();
   emu = new VendorEmulator([jumio]);
   const url = await emu.start();
-  endpoints = {
-    shopifyApiVersion: '2026-07',
-    amazonLwaUrl: `${url}/auth/o2/token`,
-    jumioAuthBaseUrl: url,
-    jumioRetrievalBaseUrl: url,
-    nangoHost: url,
-    timeoutMs: 5_000,
-    connectTimeoutMs: 2_000,
-    maxResponseBytes: 1024 * 1024,
-    userAgent: USER_AGENT,
-  };
+  endpoints = emulatorEndpoints(url);
 });
 
 afterAll(() => emu.stop());
@@ -75,7 +50,7 @@ describe('JumioHandler get_status', () => {
     const call = emu.requests.find((r) => statusPath.test(r.path))!;
     expect(call.headers.authorization).toMatch(/^Bearer ey/);
     expect(call.headers.accept).toBe('application/json');
-    expect(call.headers['user-agent']).toBe(USER_AGENT);
+    expect(call.headers['user-agent']).toBe(TEST_USER_AGENT);
     const token = emu.requests.find((r) => tokenPath.test(r.path))!;
     expect(token.body).toBe('grant_type=client_credentials');
     expect(token.headers.authorization).toMatch(/^Basic /);

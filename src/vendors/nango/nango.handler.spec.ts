@@ -1,29 +1,19 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { NANGO_EMULATOR_CREDENTIALS, NangoEmulator } from '../../emulator/nango.emulator.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
-import type { VendorCallContext, VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import type { VendorCallContext, VendorOutcome } from '../vendor-handler.js';
+import { callContext, emulatorEndpoints, failure, TEST_USER_AGENT } from '../handler.spec-support.js';
 import { HOSTILE_NANGO_PATHS } from './nango-path.cases.js';
 import { NangoHandler } from './nango.handler.js';
 
 const CREDS: Record<string, unknown> = { ...NANGO_EMULATOR_CREDENTIALS };
-const USER_AGENT = 'ToolGateway/test (Language=Node/20)';
 
 let emu: VendorEmulator;
 let nango: NangoEmulator;
 let handler: NangoHandler;
 
 function ctx(action: string, params: Record<string, unknown>, credentials: Record<string, unknown> = CREDS): VendorCallContext {
-  return {
-    orgId: 'org-1',
-    toolCallId: 'call-1',
-    idempotencyKey: 'key-1',
-    toolName: 'nango_proxy',
-    action,
-    params,
-    credentials,
-    signal: new AbortController().signal,
-    attempt: 0,
-  };
+  return callContext({ toolName: 'nango_proxy', action, params, credentials });
 }
 
 /** What the executor does: validate first, execute only when validate passes. */
@@ -33,25 +23,11 @@ async function flow(action: string, params: Record<string, unknown>): Promise<st
   return handler.execute(ctx(action, params));
 }
 
-function failure(o: VendorOutcome): Extract<VendorOutcome, { ok: false }> {
-  if (o.ok) throw new Error(`expected a failure, got ${JSON.stringify(o)}`);
-  return o;
-}
-
 beforeAll(async () => {
   nango = new NangoEmulator();
   emu = new VendorEmulator([nango]);
   const url = await emu.start();
-  const endpoints: VendorEndpoints = {
-    shopifyApiVersion: '2026-07',
-    amazonLwaUrl: `${url}/auth/o2/token`,
-    nangoHost: url,
-    timeoutMs: 5_000,
-    connectTimeoutMs: 2_000,
-    maxResponseBytes: 1024 * 1024,
-    userAgent: USER_AGENT,
-  };
-  handler = new NangoHandler(endpoints);
+  handler = new NangoHandler(emulatorEndpoints(url));
 });
 
 afterAll(() => emu.stop());
@@ -70,7 +46,7 @@ describe('NangoHandler happy paths', () => {
     expect(req.headers.authorization).toBe(`Bearer ${NANGO_EMULATOR_CREDENTIALS.secretKey}`);
     expect(req.headers['connection-id']).toBe(NANGO_EMULATOR_CREDENTIALS.connectionId);
     expect(req.headers['provider-config-key']).toBe(NANGO_EMULATOR_CREDENTIALS.providerConfigKey);
-    expect(req.headers['user-agent']).toBe(USER_AGENT);
+    expect(req.headers['user-agent']).toBe(TEST_USER_AGENT);
     expect(req.headers.retries).toBeUndefined();
     expect(req.headers['retry-on']).toBeUndefined();
     expect(req.headers['base-url-override']).toBeUndefined();

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ShopifyEmulator } from '../../emulator/shopify.emulator.js';
 import { SHOPIFY_EMULATOR_TOKEN } from '../../emulator/shopify.fixtures.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
-import type { VendorCallContext, VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import type { VendorCallContext, VendorEndpoints } from '../vendor-handler.js';
+import { callContext, emulatorEndpoints, failure } from '../handler.spec-support.js';
 import { ShopifyHandler } from './shopify.handler.js';
 import { refundIdempotencyKey } from './shopify.refund.js';
 
@@ -11,37 +12,19 @@ const emu = new VendorEmulator([new ShopifyEmulator()]);
 const shop = (): ShopifyEmulator => emu.vendor<ShopifyEmulator>('shopify');
 
 function endpoints(overrides: Partial<VendorEndpoints> = {}): VendorEndpoints {
-  return {
-    shopifyBaseUrl: emu.url,
-    shopifyApiVersion: '2026-07',
-    amazonLwaUrl: 'http://127.0.0.1:1/auth/o2/token',
-    nangoHost: 'http://127.0.0.1:1',
-    timeoutMs: 2_000,
-    connectTimeoutMs: 1_000,
-    maxResponseBytes: 1024 * 1024,
-    userAgent: 'tool-gateway-test',
-    ...overrides,
-  };
+  return emulatorEndpoints(emu.url, { timeoutMs: 2_000, connectTimeoutMs: 1_000, ...overrides });
 }
 
 function ctx(toolName: string, action: string, params: Record<string, unknown>, extra: Partial<VendorCallContext> = {}): VendorCallContext {
-  return {
-    orgId: 'org-1',
+  return callContext({
     toolCallId: randomUUID(),
     idempotencyKey: `run-1:${randomUUID()}`,
     toolName,
     action,
     params,
     credentials: { shopDomain: 'demo-shop.myshopify.com', accessToken: SHOPIFY_EMULATOR_TOKEN },
-    signal: new AbortController().signal,
-    attempt: 0,
     ...extra,
-  };
-}
-
-function failure(o: VendorOutcome): Extract<VendorOutcome, { ok: false }> {
-  expect(o.ok).toBe(false);
-  return o as Extract<VendorOutcome, { ok: false }>;
+  });
 }
 
 const lookup = (orderId: string, extra: Partial<VendorCallContext> = {}): VendorCallContext => ctx('order_lookup', 'lookup', { orderId }, extra);
