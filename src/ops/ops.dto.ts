@@ -5,8 +5,21 @@ import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call
 
 const TIME_DOC = 'ISO-8601 timestamp (UTC when no zone is given)';
 
+/** The time window of the ledger listings: `since` ≤ created_at < `until`. */
+export class TimeWindowQuery {
+  @ApiProperty({ required: false, description: `inclusive; ${TIME_DOC}` })
+  @IsOptional()
+  @IsString()
+  since?: string;
+
+  @ApiProperty({ required: false, description: `exclusive; ${TIME_DOC}` })
+  @IsOptional()
+  @IsString()
+  until?: string;
+}
+
 /** The filters of the tool-call listing and the export (API.md §6). */
-export class ToolCallFiltersQuery {
+export class ToolCallFiltersQuery extends TimeWindowQuery {
   @ApiProperty({ required: false, format: 'uuid', description: 'platform keys: one org; org keys: their own org only (another → 404)' })
   @IsOptional()
   @IsUUID('all')
@@ -46,15 +59,6 @@ export class ToolCallFiltersQuery {
   @Length(1, 255)
   correlationId?: string;
 
-  @ApiProperty({ required: false, description: `inclusive; ${TIME_DOC}` })
-  @IsOptional()
-  @IsString()
-  since?: string;
-
-  @ApiProperty({ required: false, description: `exclusive; ${TIME_DOC}` })
-  @IsOptional()
-  @IsString()
-  until?: string;
 }
 
 export class ToolCallListQuery extends IntersectionType(ToolCallFiltersQuery, PageQuery) {}
@@ -65,7 +69,7 @@ export class ToolCallExportQuery extends ToolCallFiltersQuery {
   format!: 'ndjson' | 'csv';
 }
 
-export class LedgerEventsQuery extends PageQuery {
+export class LedgerEventsQuery extends IntersectionType(PageQuery, TimeWindowQuery) {
   @ApiProperty({ required: false, format: 'uuid' })
   @IsOptional()
   @IsUUID('all')
@@ -81,17 +85,6 @@ export class LedgerEventsQuery extends PageQuery {
   @IsString()
   @Length(1, 200)
   type?: string;
-
-  @ApiProperty({ required: false, description: `inclusive; ${TIME_DOC}` })
-  @IsOptional()
-  @IsString()
-  since?: string;
-
-  @ApiProperty({ required: false, description: `exclusive; ${TIME_DOC}` })
-  @IsOptional()
-  @IsString()
-  until?: string;
-
 }
 
 export class LedgerVerifyQuery {
