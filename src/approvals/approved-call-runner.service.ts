@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
@@ -32,7 +33,7 @@ interface ClaimedCall {
 @Injectable()
 export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('ApprovedCalls');
-  private timer?: NodeJS.Timeout;
+  private readonly task = new PeriodicTask('approvals sweep', SWEEP_EVERY_MS, () => this.sweep(), this.log);
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
@@ -47,12 +48,11 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplication
 
   async onApplicationBootstrap(): Promise<void> {
     await this.sweep().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${err instanceof Error ? err.message : String(err)}`));
-    this.timer = setInterval(() => void this.sweep().catch(() => undefined), SWEEP_EVERY_MS);
-    this.timer.unref();
+    this.task.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
+    await this.task.stop(); // a sweep's calls finish before the database closes
     await Promise.allSettled([...this.inFlight]);
   }
 

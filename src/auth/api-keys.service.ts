@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/
 import { DataSource, IsNull } from 'typeorm';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid, newId, NIL_UUID } from '../common/ids.js';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
@@ -40,7 +41,7 @@ export class ApiKeysService implements OnApplicationShutdown {
   /** hash(hex) → principal; short-lived so a revoke on another replica takes effect within seconds. */
   private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
   private readonly touched = new Set<string>();
-  private readonly flushTimer: NodeJS.Timeout;
+  private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.flushLastUsed(), this.log);
 
   constructor(
     private readonly ds: DataSource,
@@ -48,12 +49,11 @@ export class ApiKeysService implements OnApplicationShutdown {
     private readonly orgs: OrgScopeService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
-    this.flushTimer = setInterval(() => void this.flushLastUsed().catch(() => undefined), TOUCH_FLUSH_MS);
-    this.flushTimer.unref();
+    this.flushes.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.flushTimer);
+    await this.flushes.stop();
     await this.flushLastUsed().catch(() => undefined);
   }
 

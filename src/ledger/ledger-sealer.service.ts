@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CREATED_ISO_SQL, eventHash, GENESIS_HASH } from './ledger-chain.js';
 
@@ -27,29 +28,23 @@ interface UnsealedRow {
 @Injectable()
 export class LedgerSealerService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('LedgerSealer');
-  private timer?: NodeJS.Timeout;
+  private readonly task: PeriodicTask;
   private running?: Promise<number>;
 
   constructor(
     private readonly ds: DataSource,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.task = new PeriodicTask('sealing', config.LEDGER_SEAL_INTERVAL_MS, () => this.sealNow(), this.log);
+  }
 
   onApplicationBootstrap(): void {
-    const tick = (): void => {
-      this.sealNow()
-        .catch((err: unknown) => this.log.warn(`sealing failed: ${err instanceof Error ? err.message : String(err)}`))
-        .finally(() => {
-          if (this.timer) this.timer = setTimeout(tick, this.config.LEDGER_SEAL_INTERVAL_MS);
-        });
-    };
-    this.timer = setTimeout(tick, this.config.LEDGER_SEAL_INTERVAL_MS);
+    this.task.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running?.catch(() => undefined);
+    await this.task.stop();
+    await this.running?.catch(() => undefined); // a pass a caller (verify) started
   }
 
   /** Seals everything committed so far; returns how many events it sealed. */

@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 
 export const APPROVALS_GAUGE_INTERVAL_MS = 15_000;
@@ -11,9 +12,7 @@ export const APPROVALS_GAUGE_INTERVAL_MS = 15_000;
  */
 @Injectable()
 export class ApprovalsGaugeService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly log = new Logger('ApprovalsGauge');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private readonly task = new PeriodicTask('approvals_pending refresh', APPROVALS_GAUGE_INTERVAL_MS, () => this.refresh(), new Logger('ApprovalsGauge'));
 
   constructor(
     private readonly ds: DataSource,
@@ -21,20 +20,11 @@ export class ApprovalsGaugeService implements OnApplicationBootstrap, OnApplicat
   ) {}
 
   onApplicationBootstrap(): void {
-    const tick = (): void => {
-      this.running = this.refresh()
-        .catch((err: unknown) => this.log.warn(`approvals_pending refresh failed: ${err instanceof Error ? err.message : String(err)}`))
-        .finally(() => {
-          if (this.timer) this.timer = setTimeout(tick, APPROVALS_GAUGE_INTERVAL_MS).unref();
-        });
-    };
-    this.timer = setTimeout(tick, 0).unref();
+    this.task.start(0);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
+    await this.task.stop();
   }
 
   async refresh(): Promise<number> {

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 
@@ -15,7 +16,7 @@ const SWEEP_EVERY_MS = 60_000;
 @Injectable()
 export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('OrphanSweeper');
-  private timer?: NodeJS.Timeout;
+  private readonly task = new PeriodicTask('orphan sweep', SWEEP_EVERY_MS, () => this.sweep(), this.log);
 
   constructor(
     private readonly sql: Sql,
@@ -24,12 +25,11 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
 
   async onApplicationBootstrap(): Promise<void> {
     await this.sweep().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${err instanceof Error ? err.message : String(err)}`));
-    this.timer = setInterval(() => void this.sweep().catch(() => undefined), SWEEP_EVERY_MS);
-    this.timer.unref();
+    this.task.start();
   }
 
-  onApplicationShutdown(): void {
-    clearInterval(this.timer);
+  async onApplicationShutdown(): Promise<void> {
+    await this.task.stop();
   }
 
   /** Marks orphaned running calls indeterminate; returns how many. */

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
@@ -23,8 +24,7 @@ const PURGE_EVERY_MS = 10 * 60_000;
 
 @Injectable()
 export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly log = new Logger('ResultsStore');
-  private timer?: NodeJS.Timeout;
+  private readonly task = new PeriodicTask('purge of expired results', PURGE_EVERY_MS, () => this.purgeExpired(this.clock.now()), new Logger('ResultsStore'));
 
   constructor(
     private readonly sql: Sql,
@@ -35,14 +35,11 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
 
   /** Expired results are unreadable already (load checks expires_at); the purge keeps the table from growing forever. */
   onApplicationBootstrap(): void {
-    this.timer = setInterval(() => {
-      this.purgeExpired(this.clock.now()).catch((err: unknown) => this.log.warn(`purge failed: ${err instanceof Error ? err.message : String(err)}`));
-    }, PURGE_EVERY_MS);
-    this.timer.unref();
+    this.task.start();
   }
 
-  onApplicationShutdown(): void {
-    clearInterval(this.timer);
+  async onApplicationShutdown(): Promise<void> {
+    await this.task.stop();
   }
 
   seal(orgId: string, toolCallId: string, json: string, now: Date): EncryptedResult {
