@@ -68,7 +68,7 @@ export type VendorFailureKind =
   | 'auth' // 401/403 after at most one token refresh → CREDENTIALS_INVALID
   | 'rate_limited' // 429 / THROTTLED / QuotaExceeded → VENDOR_RATE_LIMITED (retryable)
   | 'server_error' // 5xx → VENDOR_ERROR (retryable)
-  | 'timeout' // no answer in time → VENDOR_TIMEOUT (retryable only if !requestSent or idempotent)
+  | 'timeout' // no answer in time → VENDOR_TIMEOUT (retryable for reads; for a write only if !requestSent)
   | 'network' // connection refused/reset → VENDOR_ERROR (retryable)
   | 'bad_response' // malformed JSON, unexpected shape → VENDOR_ERROR (not retryable)
   | 'too_large' // body over the hard cap → VENDOR_ERROR (not retryable)
@@ -87,6 +87,30 @@ export type VendorOutcome =
       /** Short, safe text for logs/ledger: no vendor body, no secrets, no PII. */
       message: string;
     };
+
+export type FailedOutcome = Extract<VendorOutcome, { ok: false }>;
+
+/**
+ * A failed outcome. The request counts as sent exactly when the vendor
+ * answered (a status is given), unless `requestSent` says otherwise: a refund
+ * stopped by what its preceding read answered never sent the mutation.
+ */
+export function failedOutcome(
+  kind: VendorFailureKind,
+  message: string,
+  vendorStatus?: number,
+  retryAfterMs?: number,
+  requestSent: boolean = vendorStatus !== undefined,
+): FailedOutcome {
+  return {
+    ok: false,
+    kind,
+    requestSent,
+    message,
+    ...(vendorStatus !== undefined ? { vendorStatus } : {}),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  };
+}
 
 export interface VendorHandler {
   readonly vendor: VendorKey;

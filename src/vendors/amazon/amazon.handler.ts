@@ -4,7 +4,7 @@
  * from LWA already carries the outcome to return.
  */
 import { TokenCache, TokenFetchError } from '../auth/token-cache.js';
-import type { VendorCallContext, VendorEndpoints, VendorFailureKind, VendorHandler, VendorOutcome } from '../vendor-handler.js';
+import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { parseAmazonCredentials } from './amazon.credentials.js';
 import { isObject, normaliseOrder, normaliseOrderItem, type AmazonOrderItem } from './amazon.normalise.js';
 import { AMAZON_ORDER_ID, AMAZON_TOOLS } from './amazon.tools.js';
@@ -12,10 +12,6 @@ import { SpapiSession } from './spapi.client.js';
 
 /** getOrderItems pages are followed up to this bound; a longer list is returned as truncated. */
 export const MAX_ORDER_ITEM_PAGES = 10;
-
-function fail(kind: VendorFailureKind, message: string, vendorStatus?: number): VendorOutcome {
-  return { ok: false, kind, requestSent: vendorStatus !== undefined, message, ...(vendorStatus !== undefined ? { vendorStatus } : {}) };
-}
 
 function isEmpty(o: Record<string, unknown>): boolean {
   return Object.keys(o).length === 0;

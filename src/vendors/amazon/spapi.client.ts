@@ -7,12 +7,11 @@
  */
 import { TokenCache } from '../auth/token-cache.js';
 import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
-import type { VendorEndpoints, VendorFailureKind, VendorOutcome } from '../vendor-handler.js';
+import { failedOutcome, type FailedOutcome, type VendorEndpoints, type VendorFailureKind } from '../vendor-handler.js';
 import { spapiBaseUrl, type AmazonCredentials } from './amazon.credentials.js';
 import { isObject, type JsonObject } from './amazon.normalise.js';
 import { fetchLwaToken, lwaCacheKey } from './lwa.client.js';
 
-export type FailedOutcome = Extract<VendorOutcome, { ok: false }>;
 export type SpapiAnswer = { ok: true; status: number; body: JsonObject } | { ok: false; outcome: FailedOutcome };
 
 // SP-API error codes are CamelCase words; anything else stays out of messages.
@@ -39,10 +38,7 @@ function readError(res: VendorHttpResponse): SpapiError {
 }
 
 function failed(kind: VendorFailureKind, status: number, message: string, retryAfterMs?: number): SpapiAnswer {
-  return {
-    ok: false,
-    outcome: { ok: false, kind, vendorStatus: status, requestSent: true, message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) },
-  };
+  return { ok: false, outcome: failedOutcome(kind, message, status, retryAfterMs) };
 }
 
 function classify(res: VendorHttpResponse, err: SpapiError): SpapiAnswer {

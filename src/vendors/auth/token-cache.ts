@@ -10,7 +10,7 @@
  *   margin the old, not yet expired token is used meanwhile).
  */
 import { createHash } from 'node:crypto';
-import type { VendorOutcome } from '../vendor-handler.js';
+import type { FailedOutcome } from '../vendor-handler.js';
 
 export interface FetchedToken {
   token: string;
@@ -33,7 +33,6 @@ export interface GetTokenOptions {
   signal?: AbortSignal;
 }
 
-type FailedOutcome = Extract<VendorOutcome, { ok: false }>;
 
 /** A token fetch that failed in a way the handler can hand straight back as its outcome. */
 export class TokenFetchError extends Error {

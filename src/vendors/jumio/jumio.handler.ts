@@ -6,13 +6,12 @@
  */
 import { TokenCache, TokenFetchError } from '../auth/token-cache.js';
 import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
-import type { VendorCallContext, VendorEndpoints, VendorFailureKind, VendorHandler, VendorOutcome } from '../vendor-handler.js';
+import { failedOutcome as fail, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchJumioToken, jumioCacheKey } from './jumio-auth.client.js';
 import { jumioRetrievalBaseUrl, parseJumioCredentials, type JumioCredentials } from './jumio.credentials.js';
 import { jumioStatus, safeJumioDetails } from './jumio.safe-details.js';
 import { JUMIO_TOOLS, UUID } from './jumio.tools.js';
 
-type FailedOutcome = Extract<VendorOutcome, { ok: false }>;
 type Answer = { ok: true; status: number; body: unknown } | { ok: false; outcome: FailedOutcome };
 
 interface CallState {
@@ -20,17 +19,6 @@ interface CallState {
   cacheKey: string;
   signal: AbortSignal;
   refreshed: boolean;
-}
-
-function fail(kind: VendorFailureKind, message: string, vendorStatus?: number, retryAfterMs?: number): FailedOutcome {
-  return {
-    ok: false,
-    kind,
-    requestSent: vendorStatus !== undefined,
-    message,
-    ...(vendorStatus !== undefined ? { vendorStatus } : {}),
-    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-  };
 }
 
 function classify(res: VendorHttpResponse): Answer {

@@ -5,7 +5,7 @@
  * (`{"error":{"code"}}`) are told apart from the upstream provider's.
  */
 import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
-import type { VendorCallContext, VendorEndpoints, VendorFailureKind, VendorHandler, VendorOutcome } from '../vendor-handler.js';
+import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { buildNangoProxyUrl, checkNangoParams } from './nango-path.js';
 import { NANGO_TOOLS } from './nango.tools.js';
 
@@ -36,17 +36,6 @@ function parseCredentials(raw: Record<string, unknown>): NangoCredentials | { in
     if (typeof v !== 'string' || !HEADER_VALUE.test(v)) return { invalidField: field };
   }
   return { secretKey: raw.secretKey as string, connectionId: raw.connectionId as string, providerConfigKey: raw.providerConfigKey as string };
-}
-
-function fail(kind: VendorFailureKind, message: string, vendorStatus?: number, retryAfterMs?: number): VendorOutcome {
-  return {
-    ok: false,
-    kind,
-    requestSent: vendorStatus !== undefined,
-    message,
-    ...(vendorStatus !== undefined ? { vendorStatus } : {}),
-    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-  };
 }
 
 function nangoError(res: VendorHttpResponse): { code: string; message: string } | undefined {

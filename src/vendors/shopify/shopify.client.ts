@@ -4,10 +4,9 @@
  * bodies can echo customer data and must not reach the ledger.
  */
 import { httpErrorOutcome, parseRetryAfterMs, vendorRequest, VendorHttpError, type VendorHttpResponse } from '../http/vendor-http.js';
-import type { VendorEndpoints, VendorOutcome } from '../vendor-handler.js';
+import { failedOutcome, type FailedOutcome, type VendorEndpoints } from '../vendor-handler.js';
 import type { ShopifyConnection } from './shopify.connection.js';
 
-export type FailedOutcome = Extract<VendorOutcome, { ok: false }>;
 export type GraphqlResult = { ok: true; data: Record<string, unknown>; vendorStatus: number } | FailedOutcome;
 
 const SAFE_CODE = /^[A-Za-z_]{1,40}$/;
@@ -49,14 +48,7 @@ export async function postShopifyGraphql(
 
 export function interpretShopifyResponse(res: VendorHttpResponse): GraphqlResult {
   const status = res.status;
-  const fail = (kind: FailedOutcome['kind'], message: string, retryAfterMs?: number): FailedOutcome => ({
-    ok: false,
-    kind,
-    vendorStatus: status,
-    requestSent: true,
-    message,
-    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-  });
+  const fail = (kind: FailedOutcome['kind'], message: string, retryAfterMs?: number): FailedOutcome => failedOutcome(kind, message, status, retryAfterMs);
   // An expired 24 h / 1 h token also answers 401 (VENDORS.md §1.4); 403 is a missing scope.
   if (status === 401 || status === 403) return fail('auth', `shopify refused the access token (HTTP ${status})`);
   if (status === 404) return fail('not_found', 'shopify answered 404 (unknown shop, API version or resource)');

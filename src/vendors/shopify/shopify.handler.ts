@@ -3,8 +3,8 @@
  * action is one GraphQL request, except a refund, which first reads the
  * order's payments: Shopify needs the parent transaction's gateway.
  */
-import type { VendorCallContext, VendorEndpoints, VendorHandler, VendorOutcome } from '../vendor-handler.js';
-import { isRecord, postShopifyGraphql, type FailedOutcome, type GraphqlResult } from './shopify.client.js';
+import { failedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
+import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
@@ -12,10 +12,6 @@ import { buildRefundInput, pickRefundParent, refundIdempotencyKey, refundUserErr
 import { SHOPIFY_TOOLS } from './shopify.tools.js';
 
 const NUMERIC_ID = /^[0-9]{1,20}$/;
-
-function failed(kind: FailedOutcome['kind'], message: string, requestSent: boolean, vendorStatus?: number): FailedOutcome {
-  return { ok: false, kind, message, requestSent, ...(vendorStatus !== undefined ? { vendorStatus } : {}) };
-}
 
 /** The id as a GID, or undefined: the schema already checked it, this guards the GID text itself. */
 function gidOf(type: 'Order' | 'Product', id: unknown): string | undefined {
@@ -37,7 +33,7 @@ export class ShopifyHandler implements VendorHandler {
 
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
     const conn = resolveShopifyConnection(ctx.credentials, this.endpoints);
-    if (typeof conn === 'string') return failed('auth', conn, false);
+    if (typeof conn === 'string') return failedOutcome('auth', conn);
     const op = `${ctx.toolName}.${ctx.action}`;
     switch (op) {
       case 'order_lookup.lookup':
@@ -60,42 +56,42 @@ export class ShopifyHandler implements VendorHandler {
 
   private async lookupOrder(ctx: VendorCallContext, conn: ShopifyConnection): Promise<VendorOutcome> {
     const id = gidOf('Order', ctx.params.orderId);
-    if (!id) return failed('rejected', 'orderId must be a numeric Shopify id', false);
+    if (!id) return failedOutcome('rejected', 'orderId must be a numeric Shopify id');
     const res = await this.gql(ctx, conn, ORDER_QUERY, { id });
     if (!res.ok) return res;
     const order = res.data.order;
     // Unknown ids (and orders outside the 60-day window without read_all_orders) come back as null.
-    if (order === null || order === undefined) return failed('not_found', 'shopify order not found', true, res.vendorStatus);
-    if (!isRecord(order)) return failed('bad_response', 'shopify order has an unexpected shape', true, res.vendorStatus);
+    if (order === null || order === undefined) return failedOutcome('not_found', 'shopify order not found', res.vendorStatus);
+    if (!isRecord(order)) return failedOutcome('bad_response', 'shopify order has an unexpected shape', res.vendorStatus);
     return { ok: true, data: normalizeOrder(String(ctx.params.orderId), order), vendorStatus: res.vendorStatus };
   }
 
   private async getProduct(ctx: VendorCallContext, conn: ShopifyConnection): Promise<VendorOutcome> {
     const id = gidOf('Product', ctx.params.productId);
-    if (!id) return failed('rejected', 'productId must be a numeric Shopify id', false);
+    if (!id) return failedOutcome('rejected', 'productId must be a numeric Shopify id');
     const res = await this.gql(ctx, conn, PRODUCT_QUERY, { id });
     if (!res.ok) return res;
     const product = res.data.product;
-    if (product === null || product === undefined) return failed('not_found', 'shopify product not found', true, res.vendorStatus);
-    if (!isRecord(product)) return failed('bad_response', 'shopify product has an unexpected shape', true, res.vendorStatus);
+    if (product === null || product === undefined) return failedOutcome('not_found', 'shopify product not found', res.vendorStatus);
+    if (!isRecord(product)) return failedOutcome('bad_response', 'shopify product has an unexpected shape', res.vendorStatus);
     return { ok: true, data: normalizeProduct(String(ctx.params.productId), product), vendorStatus: res.vendorStatus };
   }
 
   private async addNote(ctx: VendorCallContext, conn: ShopifyConnection): Promise<VendorOutcome> {
     const id = gidOf('Order', ctx.params.orderId);
     const note = ctx.params.note;
-    if (!id || typeof note !== 'string') return failed('rejected', 'orderId and note are required', false);
+    if (!id || typeof note !== 'string') return failedOutcome('rejected', 'orderId and note are required');
     // The final text is sent as-is on every attempt; that is what makes a resend harmless (VENDORS.md §1.7).
     const res = await this.gql(ctx, conn, ORDER_NOTE_MUTATION, { input: { id, note } });
     if (!res.ok) return res;
     const payload = res.data.orderUpdate;
-    if (!isRecord(payload)) return failed('bad_response', 'shopify orderUpdate answer has an unexpected shape', true, res.vendorStatus);
+    if (!isRecord(payload)) return failedOutcome('bad_response', 'shopify orderUpdate answer has an unexpected shape', res.vendorStatus);
     const errors = Array.isArray(payload.userErrors) ? payload.userErrors : [];
     if (errors.length > 0) {
       const missing = errors.some((e) => isRecord(e) && typeof e.message === 'string' && /does not exist|not found/i.test(e.message));
       return missing
-        ? failed('not_found', 'shopify order not found', true, res.vendorStatus)
-        : failed('rejected', 'shopify refused the note update (validation errors)', true, res.vendorStatus);
+        ? failedOutcome('not_found', 'shopify order not found', res.vendorStatus)
+        : failedOutcome('rejected', 'shopify refused the note update (validation errors)', res.vendorStatus);
     }
     const order = isRecord(payload.order) ? payload.order : {};
     return { ok: true, data: { orderId: String(ctx.params.orderId), note: typeof order.note === 'string' ? order.note : note }, vendorStatus: res.vendorStatus };
@@ -104,16 +100,16 @@ export class ShopifyHandler implements VendorHandler {
   private async createRefund(ctx: VendorCallContext, conn: ShopifyConnection): Promise<VendorOutcome> {
     const orderGid = gidOf('Order', ctx.params.orderId);
     const { amount, note } = ctx.params;
-    if (!orderGid || typeof amount !== 'string') return failed('rejected', 'orderId and amount are required', false);
+    if (!orderGid || typeof amount !== 'string') return failedOutcome('rejected', 'orderId and amount are required');
 
     const context = await this.gql(ctx, conn, REFUND_CONTEXT_QUERY, { id: orderGid });
     // Whatever happened to the read, the refund mutation itself was never sent.
     if (!context.ok) return { ...context, requestSent: false };
     const order = context.data.order;
-    if (order === null || order === undefined) return failed('not_found', 'shopify order not found', false, context.vendorStatus);
-    if (!isRecord(order)) return failed('bad_response', 'shopify order has an unexpected shape', false, context.vendorStatus);
+    if (order === null || order === undefined) return failedOutcome('not_found', 'shopify order not found', context.vendorStatus, undefined, false);
+    if (!isRecord(order)) return failedOutcome('bad_response', 'shopify order has an unexpected shape', context.vendorStatus, undefined, false);
     const parent = pickRefundParent(order);
-    if (!parent) return failed('rejected', 'the order has no captured payment to refund', false, context.vendorStatus);
+    if (!parent) return failedOutcome('rejected', 'the order has no captured payment to refund', context.vendorStatus, undefined, false);
 
     // No local "still refundable" check: after an attempt that was applied but
     // unanswered it would refuse the retry that Shopify answers with the
@@ -123,14 +119,14 @@ export class ShopifyHandler implements VendorHandler {
     const res = await this.gql(ctx, conn, refundMutation(key), { input });
     if (!res.ok) return res;
     const payload = res.data.refundCreate;
-    if (!isRecord(payload)) return failed('bad_response', 'shopify refundCreate answer has an unexpected shape', true, res.vendorStatus);
+    if (!isRecord(payload)) return failedOutcome('bad_response', 'shopify refundCreate answer has an unexpected shape', res.vendorStatus);
     const errors = Array.isArray(payload.userErrors) ? payload.userErrors : [];
     if (errors.length > 0) return refundUserErrorOutcome(errors);
-    if (!isRecord(payload.refund)) return failed('bad_response', 'shopify refundCreate returned no refund', true, res.vendorStatus);
+    if (!isRecord(payload.refund)) return failedOutcome('bad_response', 'shopify refundCreate returned no refund', res.vendorStatus);
     const refund = normalizeRefund(String(ctx.params.orderId), payload.refund);
     if (refund.status === 'failed') {
       // The refund record exists but no money moved (VENDORS.md §1.8, point 7 of §1.9).
-      return failed('rejected', 'shopify recorded the refund but its payment transaction failed', true, res.vendorStatus);
+      return failedOutcome('rejected', 'shopify recorded the refund but its payment transaction failed', res.vendorStatus);
     }
     return { ok: true, data: refund, vendorStatus: res.vendorStatus };
   }

@@ -4,7 +4,7 @@
  * an input that is the same on every attempt.
  */
 import { createHash } from 'node:crypto';
-import type { FailedOutcome } from './shopify.client.js';
+import type { FailedOutcome } from '../vendor-handler.js';
 import { isRecord } from './shopify.client.js';
 
 // Fixed namespace of the gateway's refund keys (a random UUID, never change it:
