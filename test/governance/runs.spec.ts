@@ -3,6 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { allow, createRun, deny, eventsOf, expectProblem, putPermissions, withoutCorrelation, type RunBody } from './governance.helpers.js';
 
+/** The org's permissions for these tests (restored after the test that changes them). */
+const BASE_PERMISSIONS = [
+  allow('order_lookup', 'lookup'),
+  allow('kyc', 'get_status'),
+  allow('amazon_query', 'get_order'),
+  allow('amazon_query', 'get_order_items'),
+  allow('nango_proxy', 'get'),
+  deny('nango_proxy', 'post'),
+  allow('shopify_refund', 'create', 'refund-bot'),
+];
+
 interface CatalogTool {
   name: string;
   actions: { name: string; inputSchema: { properties: Record<string, unknown> } }[];
@@ -42,15 +53,7 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
     agent = await createKey(t, org, 'agent');
     ops = await createKey(t, org, 'ops');
     catalog = (await t.http.get('/v1/tools').set(bearer(agent.key))).body.items as CatalogTool[];
-    await putPermissions(t, org, admin.key, [
-      allow('order_lookup', 'lookup'),
-      allow('kyc', 'get_status'),
-      allow('amazon_query', 'get_order'),
-      allow('amazon_query', 'get_order_items'),
-      allow('nango_proxy', 'get'),
-      deny('nango_proxy', 'post'),
-      allow('shopify_refund', 'create', 'refund-bot'),
-    ]);
+    await putPermissions(t, org, admin.key, BASE_PERMISSIONS);
   });
   afterAll(async () => {
     await t?.close();
@@ -106,15 +109,7 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
         const after = await createRun(t, agent.key, SPECIALIST);
         expect(after.manifest.allowedTools).toEqual(['order_lookup.lookup', 'shopify_query.get_product']);
       } finally {
-        await putPermissions(t, org, admin.key, [
-          allow('order_lookup', 'lookup'),
-          allow('kyc', 'get_status'),
-          allow('amazon_query', 'get_order'),
-          allow('amazon_query', 'get_order_items'),
-          allow('nango_proxy', 'get'),
-          deny('nango_proxy', 'post'),
-          allow('shopify_refund', 'create', 'refund-bot'),
-        ]);
+        await putPermissions(t, org, admin.key, BASE_PERMISSIONS);
       }
     });
 
