@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CREATED_ISO_SQL, eventHash, GENESIS_HASH } from './ledger-chain.js';
+import { SealFrontier } from './seal-frontier.js';
 
 /** Any constant works; it only has to be the same for every replica. */
 const SEALER_LOCK_KEY = 7_413_920_551;
@@ -30,12 +31,13 @@ export class LedgerSealerService implements OnApplicationBootstrap, OnApplicatio
   private readonly log = new Logger('LedgerSealer');
   private readonly task: PeriodicTask;
   private running?: Promise<number>;
+  private readonly frontier = new SealFrontier();
 
   constructor(
     private readonly ds: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.task = new PeriodicTask('sealing', config.LEDGER_SEAL_INTERVAL_MS, () => this.sealNow(), this.log);
+    this.task = new PeriodicTask('sealing', config.LEDGER_SEAL_INTERVAL_MS, () => this.seal(false), this.log);
   }
 
   onApplicationBootstrap(): void {
@@ -47,11 +49,15 @@ export class LedgerSealerService implements OnApplicationBootstrap, OnApplicatio
     await this.running?.catch(() => undefined); // a pass a caller (verify) started
   }
 
-  /** Seals everything committed so far; returns how many events it sealed. */
-  async sealNow(): Promise<number> {
+  /** Seals everything committed so far (a full scan); returns how many events it sealed. */
+  sealNow(): Promise<number> {
+    return this.seal(true);
+  }
+
+  private async seal(full: boolean): Promise<number> {
     // Coalesce concurrent callers onto one pass, then run another for anything newer.
     while (this.running) await this.running.catch(() => undefined);
-    this.running = this.sealAll();
+    this.running = this.sealAll(full);
     try {
       return await this.running;
     } finally {
@@ -59,24 +65,35 @@ export class LedgerSealerService implements OnApplicationBootstrap, OnApplicatio
     }
   }
 
-  private async sealAll(): Promise<number> {
+  private async sealAll(full: boolean): Promise<number> {
     let total = 0;
+    const startedMs = Date.now();
+    const first = this.frontier.startSeq(startedMs, full);
+    let start = first;
     for (;;) {
-      const n = await this.sealBatch();
-      total += n;
-      if (n < BATCH) return total;
+      const seqs = await this.sealBatch(start);
+      if (seqs === null) return total; // another replica is sealing
+      this.frontier.sealed(seqs, Date.now());
+      total += seqs.length;
+      if (seqs.length < BATCH) {
+        if (first === 0) this.frontier.fullScanDone(startedMs);
+        return total;
+      }
+      start = seqs[seqs.length - 1] + 1;
     }
   }
 
-  private async sealBatch(): Promise<number> {
+  /** Seals the next batch from `start`; the seqs it sealed, ascending, or null when another replica holds the lock. */
+  private async sealBatch(start: number): Promise<number[] | null> {
     return this.ds.transaction(async (m) => {
       const [{ locked }] = (await m.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [SEALER_LOCK_KEY])) as [{ locked: boolean }];
-      if (!locked) return 0;
+      if (!locked) return null;
       const rows = (await m.query(
         `SELECT seq, id, org_id, type, run_id, tool_call_id, actor, metadata, ${CREATED_ISO_SQL} AS created_iso
-           FROM runtime_ledger_events WHERE hash IS NULL ORDER BY seq LIMIT ${BATCH}`,
+           FROM runtime_ledger_events WHERE hash IS NULL AND seq >= $1 ORDER BY seq LIMIT ${BATCH}`,
+        [start],
       )) as UnsealedRow[];
-      if (rows.length === 0) return 0;
+      if (rows.length === 0) return [];
       const orgs = [...new Set(rows.map((r) => r.org_id))];
       // One backward step on ledger_events_chain_uq per org. (A DISTINCT ON over the orgs' events
       // read every sealed event of the org on each pass: cost grew with the ledger.)
@@ -118,7 +135,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, OnApplicatio
           WHERE e.seq = v.seq`,
         [seqs, chainSeqs, prevs, hashes],
       );
-      return rows.length;
+      return seqs.map(Number);
     });
   }
 }

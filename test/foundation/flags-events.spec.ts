@@ -1,7 +1,18 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
+import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
+import type { SealFrontier } from '../../src/ledger/seal-frontier.js';
 import { LedgerVerifierService } from '../../src/ledger/ledger-verifier.service.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+async function waitFor(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 describe('feature flags and the append-only event ledger', () => {
   let t: TestApp;
@@ -93,6 +104,29 @@ describe('feature flags and the append-only event ledger', () => {
       expect(result).toMatchObject({ ok: true, checked: n });
       const seqs = (await t.ds.query(`SELECT chain_seq FROM runtime_ledger_events WHERE org_id = $1 ORDER BY chain_seq`, [org])) as { chain_seq: string }[];
       expect(seqs.map((r) => Number(r.chain_seq))).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    }
+  });
+
+  it('seals an event that committed after later events were sealed (a gap below the frontier) on a periodic pass', async () => {
+    const gapOrg = await createOrg(t, 'Gap');
+    const su = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await su.connect();
+    try {
+      await su.query('BEGIN');
+      const [{ seq }] = (await su.query(`INSERT INTO runtime_ledger_events (id, org_id, type) VALUES (gen_random_uuid(), $1, 'test.straggler') RETURNING seq`, [gapOrg]))
+        .rows as { seq: string }[];
+      await t.app.get(LedgerEventsService).append([{ orgId: gapOrg, type: 'test.after' }]);
+      const sealer = t.app.get(LedgerSealerService) as unknown as { frontier: SealFrontier };
+      await waitFor(() => sealer.frontier.openGaps().includes(Number(seq)));
+      await su.query('COMMIT');
+      await waitFor(async () => {
+        const [{ n }] = (await t.ds.query(`SELECT count(*)::int AS n FROM runtime_ledger_events WHERE org_id = $1 AND hash IS NULL`, [gapOrg])) as [{ n: number }];
+        return n === 0;
+      });
+      expect(sealer.frontier.openGaps()).not.toContain(Number(seq));
+      expect(await t.app.get(LedgerVerifierService).verify(gapOrg)).toMatchObject({ ok: true, checked: 3 });
+    } finally {
+      await su.end();
     }
   });
 

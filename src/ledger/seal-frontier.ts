@@ -1,0 +1,67 @@
+/** How long a skipped seq (an insert still in flight when a later one was sealed) is looked for on every pass. */
+export const GAP_TTL_MS = 30_000;
+/** Past this many open gaps the next pass scans from the start instead. */
+export const MAX_GAPS = 10_000;
+/** Every periodic pass this long after the last full one scans from the start: the backstop for gaps given up on. */
+export const FULL_SCAN_EVERY_MS = 60_000;
+
+/**
+ * Where the next incremental pass starts reading unsealed events.
+ *
+ * A sealed event leaves a dead entry behind in ledger_events_unsealed_idx until
+ * VACUUM, and `WHERE hash IS NULL ORDER BY seq` walks every one of them from the
+ * oldest: under load that was ~40,000 index entries per pass (5 passes a second),
+ * growing with the table. So a pass starts at the frontier (the highest seq this
+ * process has sealed) or at the oldest gap below it, whichever is lower.
+ *
+ * A gap is a seq below the frontier that was not there when the frontier passed
+ * it: an insert whose transaction had not committed yet (seqs are taken at insert,
+ * commits land in any order), or one that rolled back and never will. Gaps are
+ * looked for on every pass for GAP_TTL_MS (a ledger write is one statement under
+ * the 15 s statement timeout), then left to the full scan from seq 0 that runs
+ * every FULL_SCAN_EVERY_MS, on start-up, and on every explicit sealNow().
+ */
+export class SealFrontier {
+  private frontier = 0;
+  private readonly gaps = new Map<number, number>(); // seq → when it was first missed
+  private fullScanDue = true;
+  private lastFullScanMs = -Infinity;
+
+  /** The lowest seq the next pass must read (0 = a full scan). */
+  startSeq(nowMs: number, full: boolean): number {
+    for (const [seq, since] of this.gaps) if (nowMs - since > GAP_TTL_MS) this.gaps.delete(seq);
+    if (full || this.fullScanDue || nowMs - this.lastFullScanMs >= FULL_SCAN_EVERY_MS) return 0;
+    let start = this.frontier + 1;
+    for (const seq of this.gaps.keys()) if (seq < start) start = seq;
+    return start;
+  }
+
+  /** Records one batch of a pass: the seqs it sealed, ascending. */
+  sealed(seqs: number[], nowMs: number): void {
+    for (const seq of seqs) this.gaps.delete(seq);
+    const top = seqs.length > 0 ? seqs[seqs.length - 1] : 0;
+    if (top <= this.frontier) return;
+    if (this.frontier > 0) {
+      // Only between the old frontier and the new one: below it, a missing seq was sealed before or is a known gap.
+      // (With no frontier yet, the full scan after start-up, anything missed is the next full scan's.)
+      const sealedNow = new Set(seqs);
+      for (let seq = this.frontier + 1; seq < top && this.gaps.size <= MAX_GAPS; seq++) if (!sealedNow.has(seq)) this.gaps.set(seq, nowMs);
+    }
+    this.frontier = top;
+    if (this.gaps.size > MAX_GAPS) {
+      this.gaps.clear();
+      this.fullScanDue = true;
+    }
+  }
+
+  /** A pass from seq 0 read to the end: every event committed before it began is sealed. */
+  fullScanDone(startedMs: number): void {
+    if (this.gaps.size <= MAX_GAPS) this.fullScanDue = false;
+    this.lastFullScanMs = startedMs;
+  }
+
+  /** The gaps still looked for (for tests and metrics). */
+  openGaps(): number[] {
+    return [...this.gaps.keys()].sort((a, b) => a - b);
+  }
+}
