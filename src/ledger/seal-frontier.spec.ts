@@ -74,4 +74,12 @@ describe('SealFrontier', () => {
     f.fullScanDone(200);
     expect(f.startSeq(300, false)).toBe(12 + MAX_GAPS + 6);
   });
+
+  it('scans from the start again when the gaps overflowed during the full scan itself', () => {
+    const f = settled(10);
+    expect(f.startSeq(1_000, true)).toBe(0);
+    f.sealed([11, 12 + MAX_GAPS + 5], 1_100); // overflow mid-pass: in-flight inserts among the dropped gaps
+    f.fullScanDone(1_000);
+    expect(f.startSeq(1_200, false)).toBe(0);
+  });
 });

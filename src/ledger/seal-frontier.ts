@@ -20,12 +20,18 @@ export const FULL_SCAN_EVERY_MS = 60_000;
  * looked for on every pass for GAP_TTL_MS (a ledger write is one statement under
  * the 15 s statement timeout), then left to the full scan from seq 0 that runs
  * every FULL_SCAN_EVERY_MS, on start-up, and on every explicit sealNow().
+ *
+ * Each replica keeps its own frontier. One that seldom wins the sealer lock is
+ * behind: it reads from lower than it needs to and may take what other replicas
+ * sealed for gaps (or overflow into a full scan), which costs a longer scan but
+ * never misses an event.
  */
 export class SealFrontier {
   private frontier = 0;
   private readonly gaps = new Map<number, number>(); // seq → when it was first missed
   private fullScanDue = true;
   private lastFullScanMs = -Infinity;
+  private overflowMs = -Infinity;
 
   /** The lowest seq the next pass must read (0 = a full scan). */
   startSeq(nowMs: number, full: boolean): number {
@@ -51,12 +57,14 @@ export class SealFrontier {
     if (this.gaps.size > MAX_GAPS) {
       this.gaps.clear();
       this.fullScanDue = true;
+      this.overflowMs = nowMs;
     }
   }
 
   /** A pass from seq 0 read to the end: every event committed before it began is sealed. */
   fullScanDone(startedMs: number): void {
-    if (this.gaps.size <= MAX_GAPS) this.fullScanDue = false;
+    // Gaps dropped during this very pass may be inserts still in flight: the next pass scans from the start again.
+    if (this.overflowMs < startedMs) this.fullScanDue = false;
     this.lastFullScanMs = startedMs;
   }
 
