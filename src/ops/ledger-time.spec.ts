@@ -29,4 +29,17 @@ describe('csvCell', () => {
     expect(csvCell('l1\r\nl2')).toBe('"l1\r\nl2"');
     expect(csvCell({ a: 'x,"y"' })).toBe('"{""a"":""x,\\""y\\""""}"');
   });
+
+  it('defuses text a spreadsheet would evaluate, and leaves numbers and JSON alone', () => {
+    expect(csvCell('=HYPERLINK("http://evil.example","x")')).toBe('"\'=HYPERLINK(""http://evil.example"",""x"")"');
+    expect(csvCell('+1+1')).toBe("'+1+1");
+    expect(csvCell('-2+3')).toBe("'-2+3");
+    expect(csvCell('@SUM(A1)')).toBe("'@SUM(A1)");
+    expect(csvCell('\tcmd')).toBe("'\tcmd");
+    expect(csvCell('\r=1')).toBe('"\'\r=1"');
+    expect(csvCell('a=b')).toBe('a=b');
+    expect(csvCell(-5)).toBe('-5');
+    expect(csvCell({ note: '=1+1' })).toBe('"{""note"":""=1+1""}"');
+    expect(csvCell(['=x'])).toBe('"[""=x""]"');
+  });
 });

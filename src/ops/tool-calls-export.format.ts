@@ -7,10 +7,20 @@ export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
 };
 
-/** RFC 4180: a cell holding a comma, quote, CR or LF is quoted, with quotes doubled. */
+/** A text cell a spreadsheet would read as a formula (OWASP "CSV injection"). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * RFC 4180: a cell holding a comma, quote, CR or LF is quoted, with quotes doubled.
+ * A string that starts like a formula (= + - @ TAB CR) gets a leading `'`, so a
+ * spreadsheet opening the export shows it as text instead of evaluating it: error
+ * texts and specialist ids come from vendors and agents. Numbers and JSON cells are
+ * never prefixed (a JSON cell starts with `{`, `[` or `"`).
+ */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
-  const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
+  let text = typeof value === 'object' ? JSON.stringify(value) : String(value);
+  if (typeof value === 'string' && FORMULA_START.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 

@@ -1,5 +1,5 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { ToolCallExportQuery, ToolCallListQuery } from './ops.dto.js';
@@ -25,6 +25,12 @@ export class ToolCallsLedgerController {
   @Get('export')
   @Roles('ops', 'admin')
   @ApiProduces('application/x-ndjson', 'text/csv')
+  @ApiOperation({
+    summary: 'Stream every matching tool call as NDJSON or CSV',
+    description:
+      'The list filters apply. CSV: a header row of the ToolCall field names, objects as JSON cells, RFC 4180 quoting; ' +
+      "a text cell starting with =, +, -, @, TAB or CR is prefixed with ' so spreadsheets do not evaluate it.",
+  })
   export(@CurrentPrincipal() p: Principal, @Query() q: ToolCallExportQuery) {
     return this.calls.export(p, q);
   }

@@ -35,8 +35,11 @@ function parseCsv(text: string): string[][] {
   return rows;
 }
 
-/** The text a row's value has in a CSV cell. */
-const cellOf = (v: unknown): string => (v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+/** The text a row's value has in a CSV cell: text that starts like a spreadsheet formula gets a leading `'`. */
+const cellOf = (v: unknown): string =>
+  v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : typeof v === 'string' && /^[=+\-@\t\r]/.test(v) ? `'${v}` : String(v);
+/** A vendor error text that a spreadsheet would run as a command (OWASP's CSV-injection example). */
+const FORMULA_TEXT = "=cmd|' /C calc'!A0";
 
 describe('GET /v1/tool-calls/export', () => {
   let t: TestApp;
@@ -71,7 +74,7 @@ describe('GET /v1/tool-calls/export', () => {
         runId: run,
         status: i % 4 === 0 ? 'failed' : 'succeeded',
         errorCode: i % 4 === 0 ? 'VENDOR_ERROR' : null,
-        errorText: i % 4 === 0 ? 'vendor said "no", twice,\r\nthen gave up' : null,
+        errorText: i % 8 === 4 ? FORMULA_TEXT : i % 4 === 0 ? 'vendor said "no", twice,\r\nthen gave up' : null,
         createdAt: microsAfterEpoch2026(Math.floor(i / 3) * 1_000 + (i % 3)),
         inputRedacted: { orderId: String(1000 + i), accessToken: '[REDACTED]', card: '[REDACTED]' },
         outputRedacted: { email: '[REDACTED]', zip: '94107', note: 'line1\nline2, "quoted"' },
@@ -118,6 +121,10 @@ describe('GET /v1/tool-calls/export', () => {
     const failed = rows.find((r) => r[header.indexOf('status')] === 'failed')!;
     expect(failed[header.indexOf('errorText')]).toBe('vendor said "no", twice,\r\nthen gave up');
     expect(JSON.parse(failed[header.indexOf('outputRedacted')])).toEqual({ email: '[REDACTED]', zip: '94107', note: 'line1\nline2, "quoted"' });
+    const formulas = rows.filter((r) => r[header.indexOf('errorText')].includes('cmd|'));
+    expect(formulas).toHaveLength(listed.filter((r) => r.errorText === FORMULA_TEXT).length);
+    expect(formulas.length).toBeGreaterThan(100);
+    for (const r of formulas) expect(r[header.indexOf('errorText')]).toBe(`'${FORMULA_TEXT}`);
   });
 
   it('applies the list filters and contains nothing unredacted', async () => {
