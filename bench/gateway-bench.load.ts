@@ -4,7 +4,7 @@
  * latency of each success, and the CPU the gateway and the emulator spent.
  */
 import autocannon from 'autocannon';
-import { cpuDelta, cpuMs, cpuMsOf, machineBusyMs } from './gateway-bench.procs.js';
+import { cpuDelta, cpuMsOf, machineBusyMs, treeCpuMs } from './gateway-bench.procs.js';
 
 export type TargetKey = 'floor' | 'reference' | 'allowed' | 'blocked' | 'replay';
 
@@ -65,7 +65,7 @@ export class ProcessGoneError extends Error {}
 
 function cpuOf(name: string, pid: number): number {
   try {
-    return cpuMs(pid);
+    return treeCpuMs(pid);
   } catch {
     throw new ProcessGoneError(`the ${name} (pid ${pid}) is gone`);
   }

@@ -227,9 +227,13 @@ export function startReference(root: string, dbUrl: string, poolSize: number, lo
   );
 }
 
-/** The gateway as production runs it: `node dist/src/main.js`. */
-export function startGateway(root: string, env: NodeJS.ProcessEnv, logFile: string, cleanup: Cleanup, nodeArgs: string[] = []): Promise<ChildService> {
-  return startService('gateway', root, 'dist/src/main.js', env, logFile, cleanup, nodeArgs);
+/**
+ * The gateway as production runs it: `node dist/src/main.js`; with `workers` > 1,
+ * that many of it sharing one port under bench/cluster-launcher.ts.
+ */
+export function startGateway(root: string, env: NodeJS.ProcessEnv, logFile: string, cleanup: Cleanup, nodeArgs: string[] = [], workers = 1): Promise<ChildService> {
+  const script = workers > 1 ? 'dist/bench/cluster-launcher.js' : 'dist/src/main.js';
+  return startService('gateway', root, script, { ...env, BENCH_GATEWAY_WORKERS: String(workers) }, logFile, cleanup, nodeArgs);
 }
 
 // ---- /proc readings --------------------------------------------------------
@@ -258,6 +262,13 @@ function statFields(pid: number): string[] {
 export function cpuMs(pid: number): number {
   const fields = statFields(pid);
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond();
+}
+
+/** CPU ms of a process and all its live descendants (the gateway's cluster workers); throws when `root` is gone. */
+export function treeCpuMs(root: number): number {
+  let total = cpuMs(root);
+  for (const [, ms] of cpuMsOf(descendants(root))) total += ms;
+  return total;
 }
 
 /** CPU ms of each of several processes; ones that have gone are left out. */
@@ -321,4 +332,17 @@ export function rssKb(pid: number): number {
   const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   if (!m) throw new Error(`no VmRSS for pid ${pid}`);
   return Number(m[1]);
+}
+
+/** RSS of a process plus its live descendants (the gateway's cluster workers), in kB. */
+export function treeRssKb(root: number): number {
+  let total = rssKb(root);
+  for (const pid of descendants(root)) {
+    try {
+      total += rssKb(pid);
+    } catch {
+      // exited while we looked
+    }
+  }
+  return total;
 }

@@ -4,7 +4,7 @@
  */
 import pg from 'pg';
 import { percentile, runLoad, unexpectedCount, type Pids, type Target } from './gateway-bench.load.js';
-import { rssKb } from './gateway-bench.procs.js';
+import { treeRssKb } from './gateway-bench.procs.js';
 
 export const SOAK_MAX_RSS_GROWTH = 0.1;
 
@@ -81,14 +81,14 @@ async function ledgerRows(dbUrl: string, orgId: string): Promise<number> {
 export async function soak(target: Target, pids: Pids, o: SoakOptions): Promise<SoakResult> {
   log(`soak: warm-up ${o.warmupSeconds} s at ${o.rate} calls/s`);
   await runLoad(target, { connections: o.connections, amount: o.rate * o.warmupSeconds, overallRate: o.rate }, pids);
-  const rssAfterWarmupKb = rssKb(pids.gateway);
+  const rssAfterWarmupKb = treeRssKb(pids.gateway);
   const heapUsedAfterWarmupMiB = await heapUsedMiB(o.gatewayUrl);
   const rowsBefore = await ledgerRows(o.dbUrl, o.orgId);
   const rssSamplesKb: number[] = [];
   const heapUsedSamplesMiB: number[] = [];
   const timer = setInterval(() => {
     try {
-      rssSamplesKb.push(rssKb(pids.gateway));
+      rssSamplesKb.push(treeRssKb(pids.gateway));
     } catch {
       // the gateway is gone; the run reports it
     }
@@ -104,7 +104,7 @@ export async function soak(target: Target, pids: Pids, o: SoakOptions): Promise<
   } finally {
     clearInterval(timer);
   }
-  const rssEndKb = rssKb(pids.gateway);
+  const rssEndKb = treeRssKb(pids.gateway);
   const heapUsedEndMiB = await heapUsedMiB(o.gatewayUrl);
   const rowsAdded = (await ledgerRows(o.dbUrl, o.orgId)) - rowsBefore;
   const sorted = [...sample.latencies].sort((a, b) => a - b);

@@ -41,6 +41,8 @@ const HELP = `usage: npm run bench -- [options]
   --connections N     connections of the main pass (default 16); a 1-connection pass follows
   --warmup S          warm-up seconds per target before the rounds (default 3)
   --pool N            the gateway's DB_POOL_SIZE (default 20)
+  --workers N         N gateway processes sharing the port via node:cluster (default 1):
+                      what N replicas on this machine do; CPU and RSS are their sums
   --gateway-env K=V   extra gateway environment (repeatable), e.g. VENDOR_CONCURRENCY_LIMIT=32
   --profile DIR       run the gateway with --cpu-prof and write its V8 CPU profile to DIR
   --soak              soak mode instead: allowed calls at a fixed rate
@@ -62,6 +64,7 @@ interface Options {
   connections: number;
   warmup: number;
   pool: number;
+  workers: number;
   gatewayEnv: Record<string, string>;
   profileDir: string | undefined;
   soak: boolean;
@@ -79,6 +82,7 @@ function parseOptions(): Options {
       connections: { type: 'string', default: '16' },
       warmup: { type: 'string', default: '3' },
       pool: { type: 'string', default: '20' },
+      workers: { type: 'string', default: '1' },
       'gateway-env': { type: 'string', multiple: true, default: [] },
       profile: { type: 'string' },
       soak: { type: 'boolean', default: false },
@@ -110,6 +114,7 @@ function parseOptions(): Options {
     connections: Math.floor(num('connections', values.connections, 1)),
     warmup: num('warmup', values.warmup, 0),
     pool: Math.floor(num('pool', values.pool, 1)),
+    workers: Math.floor(num('workers', values.workers, 1)),
     gatewayEnv,
     profileDir: values.profile,
     soak: values.soak,
@@ -278,7 +283,7 @@ async function main(): Promise<number> {
   const startedAt = new Date().toISOString();
   let gateway: ChildService | undefined;
   try {
-    log(`gateway benchmark (${o.soak ? `soak ${o.soakSeconds} s at ${o.soakRate}/s over ${o.soakConnections} connections` : `${o.rounds} rounds × ${o.duration} s, ${o.connections} and 1 connection(s)`}), ${cpus().length} CPUs, node ${process.version}`);
+    log(`gateway benchmark (${o.soak ? `soak ${o.soakSeconds} s at ${o.soakRate}/s over ${o.soakConnections} connections` : `${o.rounds} rounds × ${o.duration} s, ${o.connections} and 1 connection(s)`}${o.workers > 1 ? `, ${o.workers} gateway workers` : ''}), ${cpus().length} CPUs, node ${process.version}`);
     log('starting PostgreSQL, the vendor emulator and the gateway...');
     const db = await startDatabase(root, cleanup);
     log(`  database: ${db.kind}`);
@@ -289,6 +294,7 @@ async function main(): Promise<number> {
       join(resultsDir, 'gateway-bench.gateway.log'),
       cleanup,
       o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [],
+      o.workers,
     );
     const pids: Pids = { gateway: gateway.pid, emulator: emulator.pid, postgres: db.serverPids };
     const reference = o.soak ? undefined : await startReference(root, db.url, o.pool, join(resultsDir, 'gateway-bench.reference.log'), cleanup);
