@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FULL_SCAN_EVERY_MS, GAP_TTL_MS, MAX_GAPS, SealFrontier } from './seal-frontier.js';
 
@@ -81,5 +82,124 @@ describe('SealFrontier', () => {
     f.sealed([11, 12 + MAX_GAPS + 5], 1_100); // overflow mid-pass: in-flight inserts among the dropped gaps
     f.fullScanDone(1_000);
     expect(f.startSeq(1_200, false)).toBe(0);
+  });
+
+  describe('against a model of the sealer (random schedules of inserts, commits, rollbacks, passes and time)', () => {
+    /** An insert: its seq is taken when it starts; it commits (visible to passes) or rolls back later. */
+    interface Ev {
+      seq: number;
+      startedMs: number;
+      committedMs: number | null;
+      rolledBack: boolean;
+      sealed: boolean;
+    }
+    type Cmd =
+      | { k: 'start'; n: number }
+      | { k: 'commit'; pick: number }
+      | { k: 'rollback'; pick: number }
+      | { k: 'advance'; ms: number }
+      | { k: 'pass'; full: boolean; lockLostAt: number | null }
+      | { k: 'other'; n: number }
+      | { k: 'settle' };
+    const BATCH = 3; // the service reads 500 at a time; a small batch exercises multi-batch passes
+    const cmd: fc.Arbitrary<Cmd> = fc.oneof(
+      { weight: 4, arbitrary: fc.record({ k: fc.constant('start' as const), n: fc.integer({ min: 1, max: 4 }) }) },
+      { weight: 4, arbitrary: fc.record({ k: fc.constant('commit' as const), pick: fc.nat() }) },
+      { weight: 1, arbitrary: fc.record({ k: fc.constant('rollback' as const), pick: fc.nat() }) },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          k: fc.constant('advance' as const),
+          ms: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 0, max: 2_000 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 70_000 }) }),
+        }),
+      },
+      {
+        weight: 4,
+        arbitrary: fc.record({
+          k: fc.constant('pass' as const),
+          full: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+          lockLostAt: fc.option(fc.integer({ min: 0, max: 2 }), { freq: 8 }),
+        }),
+      },
+      { weight: 1, arbitrary: fc.record({ k: fc.constant('other' as const), n: fc.integer({ min: 1, max: 3 }) }) },
+    );
+
+    /** Runs a schedule and checks, after every pass that held the lock throughout, what the sealer promises. */
+    function run(cmds: Cmd[]): { events: Ev[] } {
+      const f = new SealFrontier();
+      const events: Ev[] = [];
+      let now = 0;
+      /** The last seq taken before the first pass that sealed something: until then there is no frontier to find gaps below. */
+      let beforeFrontier: number | null = null;
+      const inFlight = (): Ev[] => events.filter((e) => e.committedMs === null && !e.rolledBack);
+      const unsealedFrom = (start: number): Ev[] => events.filter((e) => e.seq >= start && e.committedMs !== null && !e.sealed);
+
+      /** One pass as LedgerSealerService.sealAll runs it; false when the lock was lost part-way. */
+      const pass = (full: boolean, lockLostAt: number | null = null): boolean => {
+        const startedMs = now;
+        const first = f.startSeq(startedMs, full);
+        let start = first;
+        for (let batch = 0; ; batch++) {
+          if (lockLostAt === batch) return false;
+          const rows = unsealedFrom(start).slice(0, BATCH);
+          for (const e of rows) e.sealed = true;
+          const seqs = rows.map((e) => e.seq);
+          f.sealed(seqs, now);
+          if (seqs.length > 0 && beforeFrontier === null) beforeFrontier = events.length;
+          if (seqs.length < BATCH) {
+            if (first === 0) f.fullScanDone(startedMs);
+            return true;
+          }
+          start = seqs[seqs.length - 1] + 1;
+        }
+      };
+
+      for (const c of cmds) {
+        if (c.k === 'start') for (let i = 0; i < c.n; i++) events.push({ seq: events.length + 1, startedMs: now, committedMs: null, rolledBack: false, sealed: false });
+        else if (c.k === 'settle') for (const e of inFlight()) e.committedMs = now;
+        else if (c.k === 'commit' || c.k === 'rollback') {
+          const open = inFlight();
+          if (open.length === 0) continue;
+          const e = open[c.pick % open.length];
+          if (c.k === 'commit') e.committedMs = now;
+          else e.rolledBack = true;
+        } else if (c.k === 'advance') now += c.ms;
+        else if (c.k === 'other') {
+          // Another replica held the lock for a pass: it sealed the oldest unsealed events; this frontier saw none of it.
+          for (const e of unsealedFrom(0).slice(0, c.n)) e.sealed = true;
+        } else {
+          const passStartMs = now;
+          if (!pass(c.full, c.lockLostAt)) continue;
+          for (const e of events) {
+            if (e.committedMs === null || e.sealed) continue;
+            // Every event committed a full-scan period before the pass began is sealed by it.
+            expect(passStartMs - e.committedMs, `seq ${e.seq} committed at ${e.committedMs}, pass at ${passStartMs}`).toBeLessThan(FULL_SCAN_EVERY_MS);
+            // An event that started once there was a frontier and is younger than the gap TTL is never skipped.
+            const fastPath = beforeFrontier !== null && e.seq > beforeFrontier && passStartMs - e.startedMs <= GAP_TTL_MS;
+            expect(fastPath, `seq ${e.seq} (started ${e.startedMs}, committed ${e.committedMs}) left unsealed by the pass at ${passStartMs}`).toBe(false);
+          }
+        }
+      }
+      return { events };
+    }
+
+    it('a pass leaves no young committed event behind, and none older than the full-scan period', () => {
+      fc.assert(
+        fc.property(fc.array(cmd, { minLength: 20, maxLength: 300, size: 'max' }), (cmds) => {
+          run(cmds);
+        }),
+        { numRuns: 400 },
+      );
+    });
+
+    it('once every insert has settled, a periodic pass a full-scan period later leaves nothing committed unsealed', () => {
+      fc.assert(
+        fc.property(fc.array(cmd, { minLength: 20, maxLength: 300, size: 'max' }), (cmds) => {
+          const { events } = run([...cmds, { k: 'settle' }, { k: 'advance', ms: FULL_SCAN_EVERY_MS }, { k: 'pass', full: false, lockLostAt: null }]);
+          expect(events.filter((e) => e.committedMs !== null && !e.sealed).map((e) => e.seq)).toEqual([]);
+        }),
+        { numRuns: 200 },
+      );
+    });
   });
 });
