@@ -233,7 +233,7 @@ export function startReference(root: string, dbUrl: string, poolSize: number, lo
  */
 export function startGateway(root: string, env: NodeJS.ProcessEnv, logFile: string, cleanup: Cleanup, nodeArgs: string[] = [], workers = 1): Promise<ChildService> {
   const script = workers > 1 ? 'dist/bench/cluster-launcher.js' : 'dist/src/main.js';
-  return startService('gateway', root, script, { ...env, BENCH_GATEWAY_WORKERS: String(workers) }, logFile, cleanup, nodeArgs);
+  return startService('gateway', root, script, workers > 1 ? { ...env, BENCH_GATEWAY_WORKERS: String(workers) } : env, logFile, cleanup, nodeArgs);
 }
 
 // ---- /proc readings --------------------------------------------------------
@@ -262,13 +262,6 @@ function statFields(pid: number): string[] {
 export function cpuMs(pid: number): number {
   const fields = statFields(pid);
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond();
-}
-
-/** CPU ms of a process and all its live descendants (the gateway's cluster workers); throws when `root` is gone. */
-export function treeCpuMs(root: number): number {
-  let total = cpuMs(root);
-  for (const [, ms] of cpuMsOf(descendants(root))) total += ms;
-  return total;
 }
 
 /** CPU ms of each of several processes; ones that have gone are left out. */
@@ -334,15 +327,21 @@ export function rssKb(pid: number): number {
   return Number(m[1]);
 }
 
-/** RSS of a process plus its live descendants (the gateway's cluster workers), in kB. */
-export function treeRssKb(root: number): number {
-  let total = rssKb(root);
+/**
+ * A reading summed over a process and its live descendants (the gateway's cluster
+ * workers under --workers); throws when `root` itself is gone.
+ */
+function treeSum(root: number, read: (pid: number) => number): number {
+  let total = read(root);
   for (const pid of descendants(root)) {
     try {
-      total += rssKb(pid);
+      total += read(pid);
     } catch {
       // exited while we looked
     }
   }
   return total;
 }
+
+export const treeCpuMs = (root: number): number => treeSum(root, cpuMs);
+export const treeRssKb = (root: number): number => treeSum(root, rssKb);

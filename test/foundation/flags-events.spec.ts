@@ -5,14 +5,7 @@ import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
 import type { SealFrontier } from '../../src/ledger/seal-frontier.js';
 import { LedgerVerifierService } from '../../src/ledger/ledger-verifier.service.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
-
-async function waitFor(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { waitFor } from '../support/wait.js';
 
 describe('feature flags and the append-only event ledger', () => {
   let t: TestApp;
@@ -117,12 +110,12 @@ describe('feature flags and the append-only event ledger', () => {
         .rows as { seq: string }[];
       await t.app.get(LedgerEventsService).append([{ orgId: gapOrg, type: 'test.after' }]);
       const sealer = t.app.get(LedgerSealerService) as unknown as { frontier: SealFrontier };
-      await waitFor(() => sealer.frontier.openGaps().includes(Number(seq)));
+      await waitFor(() => sealer.frontier.openGaps().includes(Number(seq)), 'the straggler recorded as a gap', 5_000, 50);
       await su.query('COMMIT');
       await waitFor(async () => {
         const [{ n }] = (await t.ds.query(`SELECT count(*)::int AS n FROM runtime_ledger_events WHERE org_id = $1 AND hash IS NULL`, [gapOrg])) as [{ n: number }];
         return n === 0;
-      });
+      }, 'every event of the org sealed', 5_000, 50);
       expect(sealer.frontier.openGaps()).not.toContain(Number(seq));
       expect(await t.app.get(LedgerVerifierService).verify(gapOrg)).toMatchObject({ ok: true, checked: 3 });
     } finally {
