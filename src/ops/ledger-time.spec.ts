@@ -9,11 +9,16 @@ describe('parseQueryTimestamp', () => {
     expect(parseQueryTimestamp('since', '2026-01-02')).toBe('2026-01-02T00:00:00Z');
     expect(parseQueryTimestamp('since', '2026-01-02T03:04')).toBe('2026-01-02T03:04:00Z');
     expect(parseQueryTimestamp('since', undefined)).toBeUndefined();
+    // the calendar's edges that PostgreSQL accepts (year 1, an offset reaching back into 1 BC, year 9999)
+    expect(parseQueryTimestamp('since', '0001-01-01')).toBe('0001-01-01T00:00:00Z');
+    expect(parseQueryTimestamp('since', '0001-01-01T00:00:00+01:00')).toBe('0001-01-01T00:00:00+01:00');
+    expect(parseQueryTimestamp('since', '9999-12-31T23:59:59.999999Z')).toBe('9999-12-31T23:59:59.999999Z');
   });
 
   it('refuses what is not a real instant', () => {
     for (const bad of ['', 'now', '2026-02-30', '2026-13-01', '2026-01-01T24:00:00Z', '2026-01-01T00:60Z', '2026-01-01T00:00:00.1234567Z',
-      '2026-01-01 00:00:00', '2026-01-01T00:00:00+25:00', "2026-01-01'; DROP TABLE x; --", '20260101']) {
+      '2026-01-01 00:00:00', '2026-01-01T00:00:00+25:00', "2026-01-01'; DROP TABLE x; --", '20260101',
+      '0000-01-01', '0000-12-31T23:59:59Z', '0000-06-01T00:00:00+01:00']) {
       expect(() => parseQueryTimestamp('since', bad), bad).toThrow(/since/);
     }
   });

@@ -19,5 +19,7 @@ export function parseQueryTimestamp(field: string, raw: string | undefined): str
   // Date rolls 2026-02-30 over to March: a round trip catches impossible dates and times.
   if (Number.isNaN(date.getTime()) || date.toISOString().slice(0, 19) !== `${y}-${mo}-${d}T${h}:${mi}:${s}`) throw bad();
   if (zone !== 'Z' && (Number(zone.slice(1, 3)) > 15 || Number(zone.slice(4, 6)) > 59)) throw bad();
+  // JavaScript has a year 0; PostgreSQL does not (1 BC precedes AD 1) and refuses it, so it is a 400 here, not a 500 there.
+  if (y === '0000') throw bad();
   return text;
 }

@@ -247,6 +247,33 @@ describe('hostile input: a corpus of named cases', () => {
       expect(all.body.items.length).toBeGreaterThanOrEqual(3); // the table is still there
     }, 60_000);
 
+    it('timestamps at the calendar edges: year 0 (which PostgreSQL has not) → 400, years 1 and 9999 → 200', async () => {
+      const paths = (q: string): string[] => [
+        `/v1/tool-calls?since=${q}`,
+        `/v1/tool-calls?until=${q}`,
+        `/v1/tool-calls/export?format=csv&since=${q}`,
+        `/v1/ledger/events?since=${q}`,
+        `/v1/ledger/events?until=${q}`,
+        `/v1/orgs/${org.orgId}/usage?from=${q}`,
+        `/v1/orgs/${org.orgId}/usage?to=${q}`,
+      ];
+      for (const v of ['0000-01-01', '0000-12-31T23:59:59Z', '0000-06-01T00:00:00+01:00']) {
+        for (const path of paths(encodeURIComponent(v))) {
+          const res = await h.t.http.get(path).set(adminAuth);
+          expectSane(res, path);
+          expect(res.status, path).toBe(400);
+          expect(res.body.code, path).toBe('VALIDATION_FAILED');
+        }
+      }
+      for (const v of ['0001-01-01', '0001-01-01T00:00:00+01:00', '9999-12-31T23:59:59.999999Z']) {
+        for (const path of paths(encodeURIComponent(v))) {
+          const res = await h.t.http.get(path).set(adminAuth);
+          expectSane(res, path);
+          expect(res.status, `${res.status} ${path}`).toBe(200);
+        }
+      }
+    }, 60_000);
+
     it('invalid UUIDs in paths → 404, in filters → 400; never 500', async () => {
       const bad = ['not-a-uuid', '00000000-0000-0000-0000-00000000000g', '00000000000000000000000000000000', "1' OR '1'='1", '%00', '..', '%2e%2e', 'a'.repeat(300), '{}', '[]'];
       const valid = ['00000000-0000-0000-0000-000000000000', 'FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF', crypto.randomUUID()];
