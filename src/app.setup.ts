@@ -4,7 +4,7 @@ import type { Express, NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { correlationMiddleware } from './common/http/correlation.js';
 import { jsonBodyMiddleware } from './common/http/json-body.js';
-import { nulInUrlGuard } from './common/http/url-guard.js';
+import { canonicalIdsInPath, nulInUrlGuard } from './common/http/url-guard.js';
 import { createValidationPipe } from './common/http/validation.js';
 import { MetricsService } from './metrics/metrics.service.js';
 
@@ -25,6 +25,7 @@ export function configureApp(app: INestApplication): void {
     next();
   });
   app.use(nulInUrlGuard);
+  app.use(canonicalIdsInPath);
   app.use(jsonBodyMiddleware);
   app.useGlobalPipes(createValidationPipe());
 
@@ -34,7 +35,8 @@ export function configureApp(app: INestApplication): void {
       .setTitle('Tool Gateway')
       .setDescription(
         'Governed, audited tool calls from AI agents to vendor APIs. Errors are application/problem+json ' +
-          '{type, title, status, detail, code, correlationId}. See README and API.md for the full contract.',
+          '{type, title, status, detail, code, correlationId}. Ids are UUIDs, case-insensitive in paths, filters and bodies, ' +
+          'and always answered in lower case. See README and API.md for the full contract.',
       )
       .setVersion('0.1.0')
       .addBearerAuth()

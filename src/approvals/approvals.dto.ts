@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { PageQuery } from '../common/http/page-query.js';
 import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { CanonicalUuid } from '../common/http/validation.js';
 
 
 export class DecideApprovalDto {
@@ -34,11 +35,13 @@ export class ListApprovalsQuery extends PageQuery {
   @ApiProperty({ required: false, format: 'uuid', description: 'platform keys: the org to list' })
   @IsOptional()
   @IsString()
+  @CanonicalUuid()
   orgId?: string;
 
   @ApiProperty({ required: false, format: 'uuid' })
   @IsOptional()
   @IsString()
+  @CanonicalUuid()
   runId?: string;
 
 }

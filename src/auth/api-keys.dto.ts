@@ -1,11 +1,13 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, IsUUID, Length, ValidateIf } from 'class-validator';
 import { ROLES, type Role } from './api-key.entity.js';
+import { CanonicalUuid } from '../common/http/validation.js';
 
 export class CreateApiKeyDto {
   @ApiProperty({ nullable: true, format: 'uuid', description: 'the org the key belongs to; null = platform key (ops/admin only)' })
   @ValidateIf((o: CreateApiKeyDto) => o.orgId !== null)
   @IsUUID('all')
+  @CanonicalUuid()
   orgId!: string | null;
 
   @ApiProperty({ enum: ROLES })
@@ -23,5 +25,6 @@ export class ListApiKeysQuery {
   @IsOptional()
   @IsString()
   @Length(1, 64)
+  @CanonicalUuid()
   orgId?: string;
 }

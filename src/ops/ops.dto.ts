@@ -2,6 +2,7 @@ import { ApiProperty, IntersectionType } from '@nestjs/swagger';
 import { PageQuery } from '../common/http/page-query.js';
 import { IsIn, IsOptional, IsString, IsUUID, Length } from 'class-validator';
 import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call-status.js';
+import { CanonicalUuid } from '../common/http/validation.js';
 
 const TIME_DOC = 'ISO-8601 timestamp (UTC when no zone is given)';
 
@@ -23,11 +24,13 @@ export class ToolCallFiltersQuery extends TimeWindowQuery {
   @ApiProperty({ required: false, format: 'uuid', description: 'platform keys: one org; org keys: their own org only (another → 404)' })
   @IsOptional()
   @IsUUID('all')
+  @CanonicalUuid()
   orgId?: string;
 
   @ApiProperty({ required: false, format: 'uuid' })
   @IsOptional()
   @IsUUID('all')
+  @CanonicalUuid()
   runId?: string;
 
   @ApiProperty({ required: false, enum: TOOL_CALL_STATUSES })
@@ -73,11 +76,13 @@ export class LedgerEventsQuery extends IntersectionType(PageQuery, TimeWindowQue
   @ApiProperty({ required: false, format: 'uuid' })
   @IsOptional()
   @IsUUID('all')
+  @CanonicalUuid()
   orgId?: string;
 
   @ApiProperty({ required: false, format: 'uuid' })
   @IsOptional()
   @IsUUID('all')
+  @CanonicalUuid()
   runId?: string;
 
   @ApiProperty({ required: false, maxLength: 200, example: 'tool_call.requested' })
@@ -91,6 +96,7 @@ export class LedgerVerifyQuery {
   @ApiProperty({ required: false, format: 'uuid', description: 'required for platform keys; org keys verify their own org' })
   @IsOptional()
   @IsUUID('all')
+  @CanonicalUuid()
   orgId?: string;
 }
 

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, IsString, IsUUID, Length } from 'class-validator';
+import { CanonicalUuid } from '../common/http/validation.js';
 
 export class CreateOrgDto {
   @ApiProperty({ minLength: 1, maxLength: 200 })
@@ -10,6 +11,7 @@ export class CreateOrgDto {
   @ApiProperty({ required: false, format: 'uuid', description: 'choose the id (e.g. to match your own system); generated when absent' })
   @IsOptional()
   @IsUUID('all')
+  @CanonicalUuid()
   id?: string;
 }
 

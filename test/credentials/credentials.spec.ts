@@ -227,6 +227,33 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
     expectNoSecret(all[0].text, 'runtime_ledger_events');
   });
 
+  it('an upper-case org id names the same org everywhere: created, keyed, filtered and credentials readable by tool calls', async () => {
+    const upper = randomUUID().toUpperCase();
+    const lower = upper.toLowerCase();
+    const created = await t.http.post('/v1/orgs').set(adminAuth).send({ id: upper, name: 'Upper' });
+    expect(created.status).toBe(201);
+    expect(created.body.id).toBe(lower);
+    expect((await t.http.post('/v1/orgs').set(adminAuth).send({ id: lower, name: 'Again' })).status).toBe(409);
+    expect((await t.http.get(`/v1/orgs/${upper}`).set(adminAuth)).body.id).toBe(lower);
+
+    const admin = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: upper, role: 'admin', name: 'upper admin' });
+    expect(admin.status).toBe(201);
+    expect(admin.body.orgId).toBe(lower);
+    // the org's own key may name its org in either spelling
+    expect((await t.http.get(`/v1/orgs/${upper}/integrations`).set(bearer(admin.body.key as string))).status).toBe(200);
+    expect((await t.http.get(`/v1/api-keys?orgId=${upper}`).set(adminAuth)).body.items.map((k: { id: string }) => k.id)).toContain(admin.body.id);
+
+    // Credentials are encrypted against the org id; a tool call loads them with the id the database spells (lower case).
+    const put = await t.http.put(url(upper, 'shopify')).set(bearer(admin.body.key as string)).send({ config: CONFIGS.shopify });
+    expect(put.status).toBe(200);
+    const svc = t.app.get(CredentialsService);
+    svc.clearCache();
+    expect(await svc.load(lower, 'shopify')).toEqual(CONFIGS.shopify);
+    expect((await t.http.delete(url(upper, 'shopify')).set(adminAuth)).status).toBe(204);
+    svc.clearCache();
+    expect(await svc.load(lower, 'shopify')).toBeNull();
+  });
+
   it('never writes a secret or a refused value to the logs', () => {
     expect(t.logs.length).toBeGreaterThan(10);
     expectNoSecret(t.logs.join('\n'), 'logs');

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { sendProblem } from '../errors/problem.filter.js';
+import { canonicalUuid } from '../ids.js';
 
 const ENCODED_NUL = /%00/;
 
@@ -12,5 +13,25 @@ const ENCODED_NUL = /%00/;
  */
 export function nulInUrlGuard(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
   if (ENCODED_NUL.test(req.url)) return sendProblem(res, new AppError('BAD_REQUEST', 'the URL must not contain NUL (%00)'), req.correlationId ?? 'unknown');
+  next();
+}
+
+const UPPER_UUID_SEGMENT = /\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})(?=\/|\?|$)/g;
+
+/**
+ * Path ids in their canonical (lower-case) spelling before routing, so
+ * `/v1/orgs/5F0C…/…` and `/v1/orgs/5f0c…/…` are one resource everywhere —
+ * including the credentials' associated data, which is bound to the org id
+ * as text. Only whole UUID segments of the path change; the query string is
+ * left alone (its id filters are canonicalised by their DTOs, and free-text
+ * filters such as correlationId are matched exactly).
+ */
+export function canonicalIdsInPath(req: Request, _res: Response, next: NextFunction): void {
+  const q = req.url.indexOf('?');
+  const path = q === -1 ? req.url : req.url.slice(0, q);
+  if (/[A-F]/.test(path)) {
+    const canonical = path.replace(UPPER_UUID_SEGMENT, (_m, id: string) => `/${canonicalUuid(id)}`);
+    if (canonical !== path) req.url = canonical + (q === -1 ? '' : req.url.slice(q));
+  }
   next();
 }

@@ -1,5 +1,7 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { Transform } from 'class-transformer';
 import { AppError } from '../errors/app-error.js';
+import { canonicalUuid } from '../ids.js';
 
 function describe(errors: ValidationError[], parent = ''): string[] {
   const out: string[] = [];
@@ -24,3 +26,6 @@ export function createValidationPipe(): ValidationPipe {
     },
   });
 }
+
+/** A UUID field of a query or body in its canonical lower-case spelling (see canonicalUuid); anything else is left for the validators to judge. */
+export const CanonicalUuid = (): PropertyDecorator => Transform(({ value }: { value: unknown }) => canonicalUuid(value));
