@@ -33,7 +33,10 @@ export class ToolCallResultsService {
       await this.waitForSettle(id, Math.min(POLL_MS, deadline - performance.now()));
       row = await this.load(p, id);
     }
-    return this.calls.answerStored(row, row.tool_use_id, false, Number.POSITIVE_INFINITY);
+    // API.md "Reading a result": 200 whatever the call's status — the status is in the body. A long-poll
+    // that worked is not a failed request, even when the call it reports was blocked or refused.
+    const answer = await this.calls.answerStored(row, row.tool_use_id, false, Number.POSITIVE_INFINITY);
+    return { ...answer, httpStatus: 200 };
   }
 
   private async load(p: Principal, id: string): Promise<StoredCall> {

@@ -40,6 +40,9 @@ describe('expert approvals', () => {
   it('approve → executes once; the agent gets the result by long-poll and by re-post', async () => {
     const w = await waitingRefund('2.00');
     const before = refunds(h);
+    const waiting = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result`).set(bearer(w.agentKey));
+    expect(waiting.status).toBe(200); // not the 202 the tool-call post answered
+    expect(waiting.body).toMatchObject({ toolCallId: w.toolCallId, status: 'waiting_approval' });
     const poll = h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
     const decided = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
     expect(decided.status).toBe(200);
@@ -69,6 +72,7 @@ describe('expert approvals', () => {
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('rejected');
     const result = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result`).set(bearer(w.agentKey));
+    expect(result.status).toBe(200); // API.md: the result route answers 200 whatever the call's status
     expect(result.body).toMatchObject({ status: 'blocked', errorCode: 'EXPERT_REJECTED' });
     expect(result.body.toolResult.content).toMatch(/rejected/);
     const repost = await h.t.http.post(`/v1/runs/${w.runId}/tool-calls`).set(bearer(w.agentKey)).send(w.use);
@@ -118,6 +122,7 @@ describe('expert approvals', () => {
       const late = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
       expect(late.status).toBe(409);
       const result = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result`).set(bearer(w.agentKey));
+      expect(result.status).toBe(200);
       expect(result.body).toMatchObject({ status: 'blocked', errorCode: 'APPROVAL_EXPIRED' });
       expect(result.body.toolResult.content).toMatch(/expired/);
 
