@@ -7,7 +7,8 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import type { ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
-import { inputAad, ToolCallsService } from '../tool-calls/tool-calls.service.js';
+import { httpStatusFor } from '../tool-calls/tool-call-body.js';
+import { inputAad, settledCalls, ToolCallsService } from '../tool-calls/tool-calls.service.js';
 import { settleApprovalsSql } from './approval-settle.sql.js';
 
 const SWEEP_EVERY_MS = 5_000;
@@ -71,22 +72,66 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplication
     void p.finally(() => this.inFlight.delete(p));
   }
 
-  /** Claims (approved → running) and executes one call; a no-op if someone else claimed it. */
+  /**
+   * Claims (approved → running) and executes one call; a no-op if someone else
+   * claimed it. Approval does not bypass the gates an approval cannot speak
+   * for: the call takes a slot of the org × vendor concurrency limit (when
+   * they are all taken it stays approved and a later sweep runs it), and the
+   * org's `tool_calling_enabled` flag is re-read in the claim itself — turned
+   * off since the call was submitted, the call ends approved → blocked
+   * FEATURE_DISABLED and nothing reaches the vendor (the kill switch holds).
+   */
   async run(toolCallId: string): Promise<void> {
-    const [call] = await this.sql.query<ClaimedCall>(
-      `WITH tc AS (
-         UPDATE tool_calls SET status = 'running', started_at = now(), updated_at = now()
-          WHERE id = $1 AND status = 'approved'
-          RETURNING id, org_id, run_id, tool_name, action, action_digest, idempotency_key, tool_use_id),
-       ev AS (
-         INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
-         SELECT gen_random_uuid(), org_id, 'tool_call.started', run_id, id,
-                jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'afterApproval', true)
-           FROM tc)
-       SELECT * FROM tc`,
+    const [pending] = await this.sql.query<{ org_id: string; tool_name: string; action: string }>(
+      `SELECT org_id, tool_name, action FROM tool_calls WHERE id = $1 AND status = 'approved'`,
       [toolCallId],
     );
+    if (!pending) return;
+    const vendor = this.catalog.find(pending.tool_name, pending.action)?.vendor;
+    const release = vendor ? this.calls.leaseFor(pending.org_id, vendor) : () => undefined;
+    if (!release) {
+      this.log.log({ toolCallId }, 'approved call deferred: the org × vendor concurrency limit is reached; the sweep runs it');
+      return;
+    }
+    try {
+      await this.claimAndExecute(toolCallId, release);
+    } finally {
+      release();
+    }
+  }
+
+  private async claimAndExecute(toolCallId: string, release: () => void): Promise<void> {
+    const [call] = await this.sql.query<ClaimedCall & { status: 'running' | 'blocked' }>(
+      `WITH f AS (
+         SELECT COALESCE((SELECT ff.enabled FROM feature_flags ff
+                           WHERE ff.org_id = t.org_id AND ff.flag = 'tool_calling_enabled'), false) AS enabled
+           FROM tool_calls t WHERE t.id = $1),
+       tc AS (
+         UPDATE tool_calls SET
+           status = CASE WHEN f.enabled THEN 'running' ELSE 'blocked' END,
+           error_code = CASE WHEN f.enabled THEN NULL ELSE 'FEATURE_DISABLED' END,
+           http_status = CASE WHEN f.enabled THEN 200 ELSE $2 END,
+           started_at = CASE WHEN f.enabled THEN now() END,
+           finished_at = CASE WHEN f.enabled THEN NULL ELSE now() END,
+           updated_at = now()
+          FROM f WHERE id = $1 AND status = 'approved'
+          RETURNING id, org_id, run_id, tool_name, action, action_digest, idempotency_key, tool_use_id, status),
+       ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id AND tc.status = 'blocked'),
+       ev AS (
+         INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
+         SELECT gen_random_uuid(), org_id, CASE status WHEN 'running' THEN 'tool_call.started' ELSE 'tool_call.blocked' END, run_id, id,
+                jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'afterApproval', true)
+                  || CASE status WHEN 'running' THEN '{}'::jsonb ELSE '{"errorCode": "FEATURE_DISABLED", "reason": "feature_disabled"}'::jsonb END
+           FROM tc)
+       SELECT * FROM tc`,
+      [toolCallId, httpStatusFor('blocked', 'FEATURE_DISABLED')],
+    );
     if (!call) return;
+    if (call.status === 'blocked') {
+      this.log.warn({ toolCallId }, 'approved call blocked: tool calling was turned off for the org after it was submitted');
+      settledCalls.emit('settled', call.id);
+      return;
+    }
     const entry = this.catalog.find(call.tool_name, call.action);
     const base = { id: call.id, orgId: call.org_id, runId: call.run_id, toolUseId: call.tool_use_id, digest: call.action_digest, from: 'running' as const };
     let outcome: ExecutionOutcome;
@@ -100,6 +145,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplication
       }
     } else {
       outcome = await this.executor.execute({ entry, orgId: call.org_id, toolCallId: call.id, idempotencyKey: call.idempotency_key, params });
+      release(); // the lease counts calls at the vendor: give it back before the outcome commit
     }
     await this.calls.recordOutcome({ ...base, entry }, outcome);
     await this.sql.query('DELETE FROM tool_call_inputs WHERE tool_call_id = $1', [call.id]);

@@ -120,7 +120,7 @@ export class ToolCallsService {
 
     let release: (() => void) | null = null;
     if (decision.status === 'running') {
-      release = this.leases.acquire(`${orgId}:${decision.entry.vendor}`);
+      release = this.leaseFor(orgId, decision.entry.vendor);
       if (!release) return this.concurrencyLimited(orgId, run.id, idempotencyKey, digest, use.id, decision.entry);
     }
     try {
@@ -183,6 +183,15 @@ export class ToolCallsService {
     } finally {
       release?.();
     }
+  }
+
+  /**
+   * A slot of the org × vendor concurrency limit (VENDOR_CONCURRENCY_LIMIT), or
+   * null when it is full; the caller gives it back once the vendor has answered.
+   * Approved calls take one too, so approving many at once cannot exceed it.
+   */
+  leaseFor(orgId: string, vendor: string): (() => void) | null {
+    return this.leases.acquire(`${orgId}:${vendor}`);
   }
 
   /** Writes the outcome of an executed call and answers with the tool-call body. Also used by approvals. */

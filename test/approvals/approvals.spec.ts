@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { Clock } from '../../src/common/clock.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
-import { bearer, createKey } from '../support/test-app.js';
+import { ToolCallsService } from '../../src/tool-calls/tool-calls.service.js';
+import { adminAuth, bearer, createKey } from '../support/test-app.js';
 import { approvalFor, refundUse, refunds } from './support.js';
 
 describe('expert approvals', () => {
@@ -96,6 +97,53 @@ describe('expert approvals', () => {
     expect({ ...foreign.body, correlationId: 0 }).toEqual({ ...random.body, correlationId: 0 });
     const stillPending = await h.t.http.get(`/v1/approvals/${w.approval.id}`).set(bearer(w.expert.key));
     expect(stillPending.body.status).toBe('pending');
+  });
+
+  it('tool calling turned off while a call waits → approving it blocks it FEATURE_DISABLED; nothing reaches the vendor', async () => {
+    const w = await waitingRefund('4.00');
+    const before = refunds(h);
+    const off = await h.t.http.put(`/v1/orgs/${w.orgId}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: false });
+    expect(off.status).toBe(200);
+    const poll = h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
+    const decided = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    expect(decided.status).toBe(200);
+    const result = await poll;
+    expect(result.status).toBe(200);
+    expect(result.body).toMatchObject({ toolCallId: w.toolCallId, status: 'blocked', errorCode: 'FEATURE_DISABLED' });
+    await h.t.app.get(ApprovedCallRunner).sweep();
+    expect(refunds(h)).toBe(before);
+    const events = (await h.t.ds.query('SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [w.toolCallId])) as { type: string; metadata: Record<string, unknown> }[];
+    expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.approval_requested', 'tool_call.approved', 'tool_call.blocked']);
+    expect(events[3].metadata).toMatchObject({ errorCode: 'FEATURE_DISABLED', reason: 'feature_disabled', afterApproval: true });
+    const [input] = (await h.t.ds.query('SELECT count(*)::int AS n FROM tool_call_inputs WHERE tool_call_id = $1', [w.toolCallId])) as { n: number }[];
+    expect(input.n).toBe(0); // the approved raw input is not kept for a call that will never run
+    const repost = await h.t.http.post(`/v1/runs/${w.runId}/tool-calls`).set(bearer(w.agentKey)).send(w.use);
+    expect(repost.status).toBe(403);
+    expect(repost.body).toMatchObject({ status: 'blocked', errorCode: 'FEATURE_DISABLED', replayed: true });
+  });
+
+  it('approved calls take a slot of the org × vendor concurrency limit: with none free the call waits, approved, for a sweep', async () => {
+    const w = await waitingRefund('5.00');
+    const before = refunds(h);
+    const calls = h.t.app.get(ToolCallsService);
+    const held: (() => void)[] = [];
+    for (let r = calls.leaseFor(w.orgId, 'shopify'); r; r = calls.leaseFor(w.orgId, 'shopify')) held.push(r);
+    expect(held.length).toBeGreaterThan(0);
+    try {
+      const decided = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+      expect(decided.status).toBe(200);
+      await h.t.app.get(ApprovedCallRunner).sweep();
+      const waiting = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result`).set(bearer(w.agentKey));
+      expect(waiting.body.status).toBe('approved');
+      expect(refunds(h)).toBe(before);
+    } finally {
+      for (const r of held) r();
+    }
+    await h.t.app.get(ApprovedCallRunner).sweep();
+    const done = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
+    expect(done.body.status).toBe('succeeded');
+    expect(refunds(h) - before).toBe(1);
+    expect(calls.leaseFor(w.orgId, 'shopify')).not.toBeNull(); // and its own slot was given back
   });
 
   it('50 concurrent approves → one execution and 49 × 409', async () => {
