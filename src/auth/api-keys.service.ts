@@ -40,6 +40,13 @@ export class ApiKeysService implements OnApplicationShutdown {
   private readonly log = new Logger('ApiKeys');
   /** hash(hex) → principal; short-lived so a revoke on another replica takes effect within seconds. */
   private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
+  /**
+   * Bumped by every revoke on this replica. A lookup that read its row before
+   * a revoke committed may still answer its own request, but must not cache
+   * what it read: cached after the revoke's `cache.delete`, the revoked key
+   * would be accepted here for another CACHE_TTL_MS.
+   */
+  private revocations = 0;
   private readonly touched = new Set<string>();
   private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.flushLastUsed(), this.log);
 
@@ -67,10 +74,11 @@ export class ApiKeysService implements OnApplicationShutdown {
     if (hit && hit.until > now) {
       principal = hit.principal;
     } else {
+      const revocations = this.revocations;
       const row = await this.ds.getRepository(ApiKeyEntity).findOne({ where: { keyHash: hash } });
       principal = row && !row.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId, role: row.role } : null;
       if (this.cache.size > 50_000) this.cache.clear();
-      this.cache.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
+      if (revocations === this.revocations) this.cache.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
     }
     if (principal) this.touched.add(principal.keyId);
     return principal;
@@ -135,6 +143,7 @@ export class ApiKeysService implements OnApplicationShutdown {
         m,
       );
     });
+    this.revocations++;
     this.cache.delete(row.keyHash.toString('hex'));
   }
 

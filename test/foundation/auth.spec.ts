@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROLES, type Role } from '../../src/auth/api-key.entity.js';
+import { ApiKeyEntity, ROLES, type Role } from '../../src/auth/api-key.entity.js';
+import { ApiKeysService } from '../../src/auth/api-keys.service.js';
 import { listRoutes } from '../support/routes.js';
 import { TEST_ADMIN_KEY } from '../support/secrets.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
@@ -108,6 +109,36 @@ describe('API keys, roles and org scope', () => {
     expect(agentPlatform.status).toBe(400);
     const platformOps = await createKey(t, null, 'ops');
     expect((await t.http.get(`/v1/orgs/${orgB}`).set(bearer(platformOps.key))).status).toBe(200);
+  });
+
+  it('a lookup that read the key just before its revoke committed answers its own request but does not cache it', async () => {
+    const { key, id } = await createKey(t, orgA, 'ops');
+    const svc = t.app.get(ApiKeysService);
+    const repo = t.ds.getRepository(ApiKeyEntity);
+    const realFindOne = repo.findOne.bind(repo);
+    let revoked!: () => void;
+    const revokeDone = new Promise<void>((resolve) => (revoked = resolve));
+    let read!: () => void;
+    const readDone = new Promise<void>((resolve) => (read = resolve));
+    // The real database read happens first; its answer is handed back only after the revoke finished.
+    repo.findOne = (async (...args: Parameters<typeof repo.findOne>) => {
+      const row = await realFindOne(...args);
+      read();
+      await revokeDone;
+      return row;
+    }) as typeof repo.findOne;
+    try {
+      const slow = svc.authenticate(key);
+      await readDone;
+      repo.findOne = realFindOne;
+      expect((await t.http.delete(`/v1/api-keys/${id}`).set(adminAuth)).status).toBe(204);
+      revoked();
+      expect(await slow).not.toBeNull(); // it read the key before the revoke: its own request may pass
+    } finally {
+      repo.findOne = realFindOne;
+    }
+    expect(await svc.authenticate(key)).toBeNull(); // but what it read was not cached
+    expect((await t.http.get('/v1/tool-calls').set(bearer(key))).status).toBe(401);
   });
 
   it('records api_key events with the actor', async () => {
