@@ -15,11 +15,17 @@ export interface EmbeddedPostgres {
  * (scripts/pg-server.mjs) with its data under `dataDir`, kept across restarts.
  * The child stops PostgreSQL when our stdin pipe closes, so even a crashed
  * gateway leaves no server behind.
+ *
+ * It runs in its own process group: Ctrl-C in a terminal signals the whole
+ * foreground group, and PostgreSQL must not stop before the gateway has
+ * drained — the call at the vendor still has its outcome to record. The
+ * gateway stops it (`stop()`) once it has closed.
  */
 export async function startEmbeddedPostgres(dataDir: string, opts: { persistent?: boolean; fast?: boolean } = {}): Promise<EmbeddedPostgres> {
   const root = projectRoot();
   const child = spawn(process.execPath, [join(root, 'scripts', 'pg-server.mjs')], {
     stdio: ['pipe', 'pipe', 'inherit'],
+    detached: true,
     env: {
       ...process.env,
       PG_DATA_DIR: resolve(dataDir),

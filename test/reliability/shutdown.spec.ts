@@ -1,9 +1,12 @@
+import { rmSync } from 'node:fs';
 import http from 'node:http';
+import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, within, type GatewayProcess } from '../support/gateway-process.js';
 import { emulatorEnv, toolUse } from '../support/scenario.js';
+import { adminAuth } from '../support/test-app.js';
 import { openDb, postToolUse, rows, sleep, waitFor } from './support.js';
 
 /** GET over a keep-alive agent; resolves with the status. */
@@ -86,4 +89,35 @@ describe('graceful shutdown', () => {
     const [row] = await rows<{ status: string }>(db, 'SELECT status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2', [org.runId, use.id]);
     expect(row.status).toBe('succeeded');
   }, 60_000);
+
+  it('Ctrl-C in a terminal (SIGINT to the whole process group) with the embedded database: the call at the vendor is still recorded', async () => {
+    // `npm start` with no DATABASE_URL: the gateway's embedded PostgreSQL must outlive the drain, not stop on the same Ctrl-C.
+    const dataDir = join('.tmp', `data-ctrl-c-${process.pid}-${Date.now()}`);
+    const env = { ...emulatorEnv(emu.url), DATABASE_URL: undefined, DATA_DIR: dataDir, VENDOR_TIMEOUT_MS: '10000' };
+    try {
+      gw = await startGatewayProcess(env, 90_000, { group: true });
+      const org = await setupOrgVia(gw, { tools: ['order_lookup.lookup'] });
+      emu.reset();
+      emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_500, times: 1 });
+      const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+      const inFlight = postToolUse(gw.http, org.runId, org.agentKey, use).then((r) => r);
+      await waitFor(() => emu.count({ vendor: 'shopify' }) === 1, 'the lookup to be at the vendor');
+
+      gw.killGroup('SIGINT');
+      const exit = await within(gw.waitExit(), 30_000, 'the gateway to exit after Ctrl-C');
+      const answer = await inFlight;
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body).toMatchObject({ status: 'succeeded', replayed: false });
+
+      // Started again on the same data: the row says what the client was told.
+      gw = await startGatewayProcess(env, 90_000);
+      const stored = await gw.http.get(`/v1/tool-calls/${answer.body.toolCallId as string}`).set(adminAuth);
+      expect(stored.status).toBe(200);
+      expect(stored.body).toMatchObject({ status: 'succeeded' });
+      await gw.stop();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 240_000);
 });

@@ -33,6 +33,8 @@ export interface GatewayProcess {
   /** everything the child wrote so far (stdout then stderr) */
   output(): string;
   kill(signal?: NodeJS.Signals): void;
+  /** Signals the gateway's whole process group, as Ctrl-C in a terminal does (started with `{ group: true }` only). */
+  killGroup(signal: NodeJS.Signals): void;
   waitExit(): Promise<ExitInfo>;
   /** SIGTERM, then SIGKILL if it has not exited after `graceMs` */
   stop(graceMs?: number): Promise<void>;
@@ -80,9 +82,14 @@ export function gatewayEnv(overrides: Record<string, string | undefined> = {}): 
  * Starts `node dist/src/main.js` (build first: `npm test` does) and resolves
  * once it prints its "listening on http://…" line.
  */
-export async function startGatewayProcess(overrides: Record<string, string | undefined> = {}, startTimeoutMs = 30_000): Promise<GatewayProcess> {
+export async function startGatewayProcess(
+  overrides: Record<string, string | undefined> = {},
+  startTimeoutMs = 30_000,
+  opts: { group?: boolean } = {},
+): Promise<GatewayProcess> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run "npm run build" first`);
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: gatewayEnv(overrides), stdio: ['ignore', 'pipe', 'pipe'] });
+  // group: the gateway leads its own process group, like a command started from a shell.
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: gatewayEnv(overrides), stdio: ['ignore', 'pipe', 'pipe'], detached: opts.group === true });
   const exited = track(child);
   const out: string[] = [];
   const err: string[] = [];
@@ -112,12 +119,17 @@ export async function startGatewayProcess(overrides: Record<string, string | und
   const kill = (signal: NodeJS.Signals = 'SIGTERM'): void => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
   };
+  const killGroup = (signal: NodeJS.Signals): void => {
+    if (!opts.group) throw new Error('killGroup needs startGatewayProcess(…, { group: true })');
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, signal);
+  };
   return {
     url,
     pid: child.pid!,
     http: request(url),
     output,
     kill,
+    killGroup,
     waitExit: () => exited,
     async stop(graceMs = 10_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
