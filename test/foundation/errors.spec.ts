@@ -87,6 +87,36 @@ describe('errors, limits and correlation ids', () => {
     }
   });
 
+  it('a statement the database cancels (statement timeout, or an operator) → 503 DATABASE_UNAVAILABLE with Retry-After, not 500', async () => {
+    // A long migration or a stuck lock holds tool_calls; the gateway's query waits until it is cancelled.
+    const holder = t.ds.createQueryRunner();
+    await holder.connect();
+    try {
+      await holder.startTransaction();
+      await holder.query('LOCK TABLE tool_calls IN ACCESS EXCLUSIVE MODE');
+      const pending = t.http.get('/v1/tool-calls').set(adminAuth).then((r) => r);
+      let waiting: { pid: number }[] = [];
+      for (let i = 0; i < 400 && waiting.length === 0; i++) {
+        waiting = (await holder.query(
+          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        )) as { pid: number }[];
+        if (waiting.length === 0) await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(waiting.length, 'the listing to be waiting for the lock').toBe(1);
+      // What a statement_timeout does (SQLSTATE 57014), without waiting 15 s for it.
+      await holder.query('SELECT pg_cancel_backend($1)', [waiting[0].pid]);
+      const res = await pending;
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      expect(res.body.code).toBe('DATABASE_UNAVAILABLE');
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    } finally {
+      await holder.rollbackTransaction().catch(() => undefined);
+      await holder.release();
+    }
+    expect((await t.http.get('/v1/tool-calls').set(adminAuth)).status).toBe(200);
+  });
+
   it('rate-limits per key with 429 and Retry-After', async () => {
     const limited = await startTestApp({ RATE_LIMIT_RPS: '2' });
     try {

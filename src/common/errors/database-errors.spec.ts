@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { isDatabaseUnavailable } from './database-errors.js';
+
+/** The shape node-postgres gives a server error, optionally wrapped the way TypeORM wraps it. */
+const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
+const wrapped = (driverError: unknown) => Object.assign(new Error('QueryFailedError'), { driverError });
+
+describe('isDatabaseUnavailable', () => {
+  it('is true for "retry later": lost connections, cancelled statements, lock timeouts, exhausted servers', () => {
+    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57014', '55P03', '53300', '53100', '08006']) {
+      expect(isDatabaseUnavailable(pgError(code)), code).toBe(true);
+      expect(isDatabaseUnavailable(wrapped(pgError(code))), `wrapped ${code}`).toBe(true);
+    }
+    expect(isDatabaseUnavailable(new Error('Connection terminated unexpectedly'))).toBe(true);
+    expect(isDatabaseUnavailable(wrapped(new Error('canceling statement due to statement timeout')))).toBe(false); // no code: not guessed from text
+  });
+
+  it('is false for errors in the request or the code: constraints, syntax, bad input values', () => {
+    for (const code of ['23505', '23503', '42601', '42P01', '22P02', '22008', '40001', 'ERR_SOMETHING']) {
+      expect(isDatabaseUnavailable(pgError(code)), code).toBe(false);
+      expect(isDatabaseUnavailable(wrapped(pgError(code))), `wrapped ${code}`).toBe(false);
+    }
+    expect(isDatabaseUnavailable(undefined)).toBe(false);
+    expect(isDatabaseUnavailable('57014')).toBe(false);
+  });
+});
