@@ -88,23 +88,24 @@ describe('errors, limits and correlation ids', () => {
   });
 
   it('a statement the database cancels (statement timeout, or an operator) → 503 DATABASE_UNAVAILABLE with Retry-After, not 500', async () => {
-    // A long migration or a stuck lock holds tool_calls; the gateway's query waits until it is cancelled.
+    // A stuck lock holds the org's row; the gateway's write waits behind it until the database cancels it.
+    // Only this test's own org is locked, and only the backend it blocks is cancelled: other test files share the database.
+    const org = await createOrg(t, 'Locked');
     const holder = t.ds.createQueryRunner();
     await holder.connect();
     try {
       await holder.startTransaction();
-      await holder.query('LOCK TABLE tool_calls IN ACCESS EXCLUSIVE MODE');
-      const pending = t.http.get('/v1/tool-calls').set(adminAuth).then((r) => r);
-      let waiting: { pid: number }[] = [];
-      for (let i = 0; i < 400 && waiting.length === 0; i++) {
-        waiting = (await holder.query(
-          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        )) as { pid: number }[];
-        if (waiting.length === 0) await new Promise((r) => setTimeout(r, 25));
+      await holder.query('SELECT 1 FROM orgs WHERE id = $1 FOR UPDATE', [org]);
+      const [{ pid: holderPid }] = (await holder.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
+      const pending = t.http.put(`/v1/orgs/${org}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: true }).then((r) => r);
+      let blocked: { pid: number }[] = [];
+      for (let i = 0; i < 400 && blocked.length === 0; i++) {
+        blocked = (await holder.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid])) as { pid: number }[];
+        if (blocked.length === 0) await new Promise((r) => setTimeout(r, 25));
       }
-      expect(waiting.length, 'the listing to be waiting for the lock').toBe(1);
+      expect(blocked.length, 'the flag write to be waiting for the lock').toBe(1);
       // What a statement_timeout does (SQLSTATE 57014), without waiting 15 s for it.
-      await holder.query('SELECT pg_cancel_backend($1)', [waiting[0].pid]);
+      await holder.query('SELECT pg_cancel_backend($1)', [blocked[0].pid]);
       const res = await pending;
       expect(res.status, JSON.stringify(res.body)).toBe(503);
       expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
@@ -114,7 +115,9 @@ describe('errors, limits and correlation ids', () => {
       await holder.rollbackTransaction().catch(() => undefined);
       await holder.release();
     }
-    expect((await t.http.get('/v1/tool-calls').set(adminAuth)).status).toBe(200);
+    // Nothing was half-written: the flag is still off, and setting it now works.
+    expect((await t.http.get(`/v1/orgs/${org}/feature-flags`).set(adminAuth)).body).toMatchObject({ tool_calling_enabled: false });
+    expect((await t.http.put(`/v1/orgs/${org}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: true })).status).toBe(200);
   });
 
   it('rate-limits per key with 429 and Retry-After', async () => {
