@@ -11,7 +11,7 @@ import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 
 /**
  * `npm run credentials:rotate [-- --batch-size=N]`: re-encrypts every stored
- * credential and result under MASTER_ENCRYPTION_ACTIVE_KEY_ID. Safe to re-run
+ * credential, result and pending approval input under MASTER_ENCRYPTION_ACTIVE_KEY_ID. Safe to re-run
  * and to interrupt. Exit 0 all done, 1 some rows could not be decrypted (listed
  * by id in the summary) or the run failed, 2 usage or configuration problem.
  */
@@ -53,7 +53,7 @@ async function main(args: string[]): Promise<number> {
     }
     const summary = await new KeyRotationService(ds, new EnvelopeCipher(config.keyring), new LedgerEventsService(ds)).rotate({ batchSize });
     console.log(JSON.stringify(summary));
-    return summary.credentials.failed + summary.results.failed > 0 ? 1 : 0;
+    return summary.credentials.failed + summary.results.failed + summary.inputs.failed > 0 ? 1 : 0;
   } finally {
     await ds.destroy();
   }

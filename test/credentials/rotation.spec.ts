@@ -269,6 +269,27 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     }
   });
 
+  it('an approval input no loaded key opens is a failure too (exit 1): removing the old key would strand that approval', async () => {
+    const ds = t2!.ds;
+    const stranger = new EnvelopeCipher(keyringOf([['k0', Buffer.alloc(32, 3).toString('base64')]], 'k0'));
+    const lost = randomUUID();
+    const env = stranger.encrypt(JSON.stringify({ orderId: '12345', amount: '1.00', note: RESULT_MARKER }), inputAad(orgB, lost));
+    await ds.query(`INSERT INTO tool_call_inputs (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag) VALUES ($1, $2, $3, $4, $5, $6)`, [
+      lost, orgB, env.keyId, env.iv, env.ciphertext, env.authTag,
+    ]);
+    try {
+      const run = await runCli(BOTH_KEYS);
+      const summary = JSON.parse(run.stdout) as RotationSummary;
+      expect(summary.credentials.failed + summary.results.failed).toBe(0);
+      expect(summary.inputs.failed, run.stdout + run.stderr).toBe(1);
+      expect(summary.failures).toContainEqual({ kind: 'inputs', orgId: orgB, toolCallId: lost, keyId: 'k0' });
+      expect(run.code).toBe(1);
+      expect(run.stdout).not.toContain(RESULT_MARKER);
+    } finally {
+      await ds.query(`DELETE FROM tool_call_inputs WHERE tool_call_id = $1`, [lost]);
+    }
+  });
+
   it('decrypts everything with only the new key loaded', async () => {
     await t2?.close();
     t2 = undefined;
