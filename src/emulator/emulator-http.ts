@@ -79,6 +79,21 @@ export function malformedResponse(): EmuResponse {
   return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"data": {"order": {"id": "gid://shopify/Order/1", "name": ' };
 }
 
+/**
+ * The vendor's own answer with the tail of its body lost, still labelled JSON.
+ * A strict prefix of a JSON object or array is never valid JSON: its closing
+ * bracket is the last character.
+ */
+export function truncatedResponse(answer: EmuResponse): EmuResponse {
+  const body = answer.body;
+  const text = body === undefined ? '{}' : Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : JSON.stringify(body);
+  return {
+    status: answer.status,
+    headers: { ...answer.headers, 'content-type': 'application/json; charset=utf-8' },
+    body: text.slice(0, Math.max(1, Math.floor(text.length / 2))),
+  };
+}
+
 const hugeBodies = new Map<number, Buffer>();
 
 /** A valid JSON document of exactly `sizeBytes` bytes (cached: the default is 6 MB). */

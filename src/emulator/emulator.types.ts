@@ -55,6 +55,13 @@ export interface FaultSpec {
     | 'delay_after' // apply the request, then wait delayMs before answering (answer lost if the client gave up)
     | 'malformed' // 200 with a body that is not valid JSON
     | 'huge' // 200 with a JSON body of `sizeBytes` (default 6 MB)
+    | 'malformed_after' // apply the request, then answer the vendor's own status with its JSON body cut off mid-object
+    | 'huge_after' // apply the request, then answer the vendor's own status with a JSON body of `sizeBytes` (default 6 MB)
+    // An edge proxy answers `status` (default 504) at once while the vendor goes on
+    // processing the request for `delayMs`, then applies it (that answer is lost).
+    // Meanwhile a vendor that tracks requests in flight sees it as in progress
+    // (Shopify: the same @idempotent key is "currently in progress").
+    | 'status_then_apply'
     | 'throttled'; // Shopify: HTTP 200 with errors[].extensions.code = THROTTLED; others: 429
   status?: number;
   body?: string | object;

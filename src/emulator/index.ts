@@ -11,7 +11,7 @@ import { VendorEmulator } from './vendor-emulator.js';
 export type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec, RecordedRequest } from './emulator.types.js';
 export { SHOPIFY_EMULATOR_TOKEN } from './shopify.fixtures.js';
 export { AmazonEmulator, JumioEmulator, NangoEmulator, ShopifyEmulator, VendorEmulator };
-export type { EmulatorFault, FaultResponder } from './vendor-emulator.js';
+export type { EmulatorFault, FaultResponder, InFlightTracker } from './vendor-emulator.js';
 
 /** An emulator (not started) hosting every vendor the gateway speaks to. */
 export function createFullEmulator(): VendorEmulator {

@@ -6,7 +6,7 @@
  * `extensions.cost` as the real API does.
  */
 import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emulator.types.js';
-import type { FaultResponder } from './vendor-emulator.js';
+import type { FaultResponder, InFlightTracker } from './vendor-emulator.js';
 import { seedShopifyOrders, seedShopifyProducts, SHOPIFY_EMULATOR_TOKEN, type EmuOrder, type EmuProduct } from './shopify.fixtures.js';
 import { gid, orderView, productView } from './shopify.graphql-view.js';
 import { ShopifyRefundDesk } from './shopify.refund-desk.js';
@@ -37,7 +37,13 @@ export function resolveShopifyVersion(requested: string): string | undefined {
   return undefined;
 }
 
-export class ShopifyEmulator implements EmulatedVendor, FaultResponder {
+/** The @idempotent key of a refundCreate, written as a literal or passed as a variable. */
+function idempotencyKeyOf(query: string, variables: Record<string, unknown>): unknown {
+  const directive = IDEMPOTENT.exec(query);
+  return directive ? (directive[1] ?? variables[directive[2] ?? '']) : undefined;
+}
+
+export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlightTracker {
   readonly vendor = 'shopify' as const;
   private token = SHOPIFY_EMULATOR_TOKEN;
   private orders: Map<number, EmuOrder> = seedShopifyOrders();
@@ -110,6 +116,15 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder {
     return { ...base, headers: { ...base.headers, 'x-shopify-api-version': version } };
   }
 
+  /** A refundCreate under way holds its @idempotent key: a resend meanwhile is "in progress" (VENDORS.md §1.9). */
+  beginProcessing(req: EmuRequest): () => void {
+    const body = req.json as { query?: unknown; variables?: unknown } | undefined;
+    const query = typeof body?.query === 'string' ? body.query : '';
+    const variables = (body?.variables && typeof body.variables === 'object' ? body.variables : {}) as Record<string, unknown>;
+    const key = query.includes('refundCreate') ? idempotencyKeyOf(query, variables) : undefined;
+    return typeof key === 'string' && key !== '' ? this.refunds.begin(key) : () => undefined;
+  }
+
   private costOf(req: EmuRequest): number {
     const query = (req.json as { query?: unknown } | undefined)?.query;
     return typeof query === 'string' ? shopifyQueryCost(query) : 10;
@@ -158,7 +173,7 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder {
       // Mandatory from 2026-04: a run-time error, the schema does not mark it required (VENDORS.md §1.9).
       return { errors: [gqlError('The @idempotent directive with a key is required for this mutation.', 'BAD_REQUEST')], data: { refundCreate: null } };
     }
-    const key = directive ? (directive[1] ?? variables[directive[2] ?? '']) : undefined;
+    const key = idempotencyKeyOf(query, variables);
     if (directive && (typeof key !== 'string' || key === '')) {
       return { errors: [gqlError('Idempotency key must not be empty.', 'BAD_REQUEST')], data: { refundCreate: null } };
     }

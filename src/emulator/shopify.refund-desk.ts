@@ -1,8 +1,10 @@
 /**
  * The emulator's `refundCreate`, with Shopify's `@idempotent` semantics
  * (VENDORS.md §1.9): the same key with the same input returns the original
- * refund; the same key with other input is refused; a request refused by
- * validation does not use the key up. Keys are per shop (one emulated shop).
+ * refund; the same key with other input is refused; the same key while its
+ * first request is still being processed is refused as "in progress"; a
+ * request refused by validation does not use the key up. Keys are per shop
+ * (one emulated shop).
  */
 import type { EmuOrder, EmuRefund, EmuTransaction } from './shopify.fixtures.js';
 import { formatCents, gid, refundableCents, refundView } from './shopify.graphql-view.js';
@@ -19,6 +21,8 @@ export interface RefundPayload {
 }
 
 export const KEY_MISMATCH_MESSAGE = 'The same idempotency key cannot be used with different operation parameters.';
+/** IDEMPOTENCY_CONCURRENT_REQUEST of the other @idempotent mutations; refundCreate's userErrors carry no code. */
+export const IN_PROGRESS_MESSAGE = 'This request is currently in progress, please try again.';
 const AMOUNT = /^\d{1,12}(\.\d{1,2})?$/;
 const ORDER_GID = /^gid:\/\/shopify\/Order\/(\d+)$/;
 const TX_GID = /^gid:\/\/shopify\/OrderTransaction\/(\d+)$/;
@@ -46,17 +50,34 @@ function refused(userErrors: UserError[]): RefundPayload {
 
 export class ShopifyRefundDesk {
   private readonly byKey = new Map<string, { digest: string; payload: RefundPayload }>();
+  /** Keys whose first request is still being processed, with how many such runs hold each. */
+  private readonly inFlight = new Map<string, number>();
   private nextRefundId = 900_000_001;
   private nextTxId = 990_000_001;
 
   reset(): void {
     this.byKey.clear();
+    this.inFlight.clear();
     this.nextRefundId = 900_000_001;
     this.nextTxId = 990_000_001;
   }
 
+  /** A request under `key` is being processed until the returned function is called. */
+  begin(key: string): () => void {
+    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.inFlight.get(key) ?? 1) - 1;
+      if (left > 0) this.inFlight.set(key, left);
+      else this.inFlight.delete(key);
+    };
+  }
+
   /** `key` undefined: an API version without @idempotent, every call is a new refund. */
   create(orders: Map<number, EmuOrder>, key: string | undefined, input: unknown): RefundPayload {
+    if (key !== undefined && this.inFlight.has(key)) return refused([{ field: null, message: IN_PROGRESS_MESSAGE }]);
     const digest = canonical(input);
     const earlier = key === undefined ? undefined : this.byKey.get(key);
     if (earlier) return earlier.digest === digest ? earlier.payload : refused([{ field: null, message: KEY_MISMATCH_MESSAGE }]);

@@ -15,6 +15,7 @@ import {
   notFoundResponse,
   nowMs,
   toEmuRequest,
+  truncatedResponse,
   writeResponse,
 } from './emulator-http.js';
 import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec, RecordedRequest } from './emulator.types.js';
@@ -37,6 +38,16 @@ export interface FaultResponder {
   faultResponse(fault: FaultSpec, req: EmuRequest): EmuResponse | undefined;
 }
 
+/**
+ * Optional on an EmulatedVendor: told that a request has started a slow run at
+ * the vendor (`status_then_apply`), so that a duplicate arriving meanwhile is
+ * answered as the vendor would answer it (Shopify: the same @idempotent key is
+ * "currently in progress"). Returns the function that marks the run finished.
+ */
+export interface InFlightTracker {
+  beginProcessing(req: EmuRequest): () => void;
+}
+
 interface ActiveFault {
   spec: EmulatorFault;
   remaining: number;
@@ -44,6 +55,10 @@ interface ActiveFault {
 
 function hasFaultResponder(v: EmulatedVendor | undefined): v is EmulatedVendor & FaultResponder {
   return typeof (v as Partial<FaultResponder> | undefined)?.faultResponse === 'function';
+}
+
+function hasInFlightTracker(v: EmulatedVendor | undefined): v is EmulatedVendor & InFlightTracker {
+  return typeof (v as Partial<InFlightTracker> | undefined)?.beginProcessing === 'function';
 }
 
 function matches(re: RegExp, text: string): boolean {
@@ -205,6 +220,22 @@ export class VendorEmulator {
         return answer(malformedResponse());
       case 'huge':
         return answer(hugeResponse(fault.sizeBytes));
+      case 'malformed_after':
+        return answer(truncatedResponse(await apply()));
+      case 'huge_after': {
+        const response = await apply();
+        const huge = hugeResponse(fault.sizeBytes);
+        return answer({ status: response.status, headers: { ...response.headers, ...huge.headers }, body: huge.body });
+      }
+      case 'status_then_apply': {
+        // Marked in flight before the early answer leaves, so a client's resend always finds it.
+        const finish = hasInFlightTracker(vendor) ? vendor.beginProcessing(emu) : undefined;
+        answer(this.faultAnswer(vendor, { ...fault, kind: 'status', status: fault.status ?? 504 }, emu));
+        await this.sleep(fault.delayMs ?? 0);
+        finish?.();
+        await apply();
+        return;
+      }
     }
   }
 

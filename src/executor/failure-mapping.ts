@@ -13,15 +13,66 @@ const CODE: Record<VendorFailureKind, ExecutionErrorCode> = {
   bad_response: 'VENDOR_ERROR',
   too_large: 'VENDOR_ERROR',
   rejected: 'VENDOR_ERROR',
+  // Only writes carry an idempotency key; for a write both are OUTCOME_UNKNOWN (below).
+  in_progress: 'VENDOR_ERROR',
+  key_conflict: 'VENDOR_ERROR',
 };
 
-/** A write that may have reached the vendor and whose answer never came: nobody knows if it happened. */
+/**
+ * A 2xx says the vendor accepted the request, and usually acted on it. Any
+ * other status is a refusal (3xx: redirects are not followed, 4xx) or a vendor
+ * failure (5xx), which the handlers classify by status without reading the
+ * body, so an unusable body there changes nothing.
+ */
+function acceptedByVendor(status: number | undefined): boolean {
+  return status !== undefined && status >= 200 && status < 300;
+}
+
+/**
+ * A write that may have taken effect, and nobody knows whether it did: the
+ * answer never came (timeout, reset after sending), came but cannot be read (a
+ * 2xx whose body is not JSON, cut off or over the size cap), or the vendor said
+ * an earlier attempt under the same idempotency key reached it (still in
+ * progress, or the key was used with other parameters). Calling any of these
+ * `failed` would invite a retry under a new key: a second side effect.
+ */
 export function isUnknownWriteOutcome(f: Failure, sideEffect: SideEffect): boolean {
-  return sideEffect === 'write' && f.requestSent && (f.kind === 'timeout' || f.kind === 'network');
+  if (sideEffect !== 'write' || !f.requestSent) return false;
+  switch (f.kind) {
+    case 'timeout':
+    case 'network':
+    case 'in_progress':
+    case 'key_conflict':
+      return true;
+    case 'bad_response':
+    case 'too_large':
+      return acceptedByVendor(f.vendorStatus);
+    default:
+      return false;
+  }
 }
 
 export function errorCodeFor(f: Failure, sideEffect: SideEffect): ExecutionErrorCode {
   return isUnknownWriteOutcome(f, sideEffect) ? 'OUTCOME_UNKNOWN' : CODE[f.kind];
+}
+
+/**
+ * The failure a call that did not succeed is reported by, from its failed
+ * attempts in order: the last one, unless an earlier attempt of a write may
+ * have taken effect (e.g. "in progress", then a 503 on the next poll). A later
+ * refusal or 5xx does not undo that attempt, so the latest such one decides
+ * and the call stays OUTCOME_UNKNOWN.
+ */
+export function decisiveFailure(attempts: readonly Failure[], sideEffect: SideEffect): Failure {
+  const last = attempts.at(-1);
+  if (!last) throw new Error('decisiveFailure needs at least one failed attempt');
+  if (isUnknownWriteOutcome(last, sideEffect)) return last;
+  return attempts.findLast((a) => isUnknownWriteOutcome(a, sideEffect)) ?? last;
+}
+
+/** "In progress" is not a failure to give up on: it is polled within the call's budget, outside VENDOR_MAX_RETRIES. */
+export function isPoll(f: Failure): boolean {
+  return f.kind === 'in_progress';
 }
 
 /**
@@ -30,12 +81,15 @@ export function errorCodeFor(f: Failure, sideEffect: SideEffect): ExecutionError
  * on: it goes back to the agent), a 5xx answer, or a network failure or
  * timeout. A 5xx is an answer, and resending an idempotent request leaves the
  * same state (the note's final text; the refund's same @idempotent key). A
- * write whose answer never came after it was sent is different: nobody knows
- * whether it happened, so it is never resent blindly (it ends indeterminate).
+ * write whose answer never came after it was sent, or came unreadable, is
+ * different: nobody knows whether it happened, so it is never resent blindly
+ * (it ends indeterminate). The one exception is the vendor saying the request
+ * under this key is still in progress: asking again with the same key is what
+ * the vendor wants (VENDORS.md §1.9 point 6), and may hand back the result.
  */
 export function isRetryable(f: Failure, action: { idempotent: boolean; sideEffect: SideEffect }, retryAfterCapMs: number): boolean {
   if (!action.idempotent) return false;
-  if (f.kind === 'rate_limited') return f.retryAfterMs === undefined || f.retryAfterMs <= retryAfterCapMs;
+  if (f.kind === 'rate_limited' || f.kind === 'in_progress') return f.retryAfterMs === undefined || f.retryAfterMs <= retryAfterCapMs;
   if (f.kind === 'server_error') return true;
   if (f.kind !== 'timeout' && f.kind !== 'network') return false;
   return action.sideEffect === 'read' || !f.requestSent;

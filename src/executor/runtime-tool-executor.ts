@@ -9,7 +9,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import type { VendorKey, VendorOutcome } from '../vendors/vendor-handler.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
-import { countsAgainstBreaker, errorCodeFor, isRetryable } from './failure-mapping.js';
+import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isPoll, isRetryable } from './failure-mapping.js';
 import { retryDelayMs } from './retry-math.js';
 
 type Failure = Extract<VendorOutcome, { ok: false }>;
@@ -98,7 +98,8 @@ export class RuntimeToolExecutor {
         return done({ status: 'failed', errorCode: 'CIRCUIT_OPEN', errorText: `${req.entry.vendor} circuit breaker is open`, vendorStatus: null });
       }
       pending = breaker;
-      const outcome = await this.callWithRetries(req, credentials, retries);
+      const failures: Failure[] = [];
+      const outcome = await this.callWithRetries(req, credentials, retries, failures);
       pending = undefined;
       if (outcome.ok) {
         breaker.onSuccess();
@@ -106,13 +107,15 @@ export class RuntimeToolExecutor {
       }
       if (countsAgainstBreaker(outcome)) breaker.onFailure();
       else breaker.onNeutral();
-      const errorCode = errorCodeFor(outcome, req.entry.action.sideEffect);
+      // Not always the last attempt: one that may have taken effect earlier keeps a write unknown.
+      const decisive = decisiveFailure(failures.at(-1) === outcome ? failures : [...failures, outcome], req.entry.action.sideEffect);
+      const errorCode = errorCodeFor(decisive, req.entry.action.sideEffect);
       return done({
         status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
         errorCode,
-        errorText: outcome.message.slice(0, 500),
+        errorText: (decisive === outcome ? outcome.message : `${decisive.message}; then: ${outcome.message}`).slice(0, 500),
         vendorStatus: outcome.vendorStatus ?? null,
-        ...(outcome.kind === 'rate_limited' && outcome.retryAfterMs !== undefined ? { retryAfterSeconds: Math.ceil(outcome.retryAfterMs / 1000) } : {}),
+        ...(decisive.kind === 'rate_limited' && decisive.retryAfterMs !== undefined ? { retryAfterSeconds: Math.ceil(decisive.retryAfterMs / 1000) } : {}),
       });
     } catch (err) {
       pending?.onAbandoned();
@@ -127,7 +130,8 @@ export class RuntimeToolExecutor {
     }
   }
 
-  private async callWithRetries(req: ExecuteRequest, credentials: Record<string, unknown>, retries: RetryRecord[]): Promise<VendorOutcome> {
+  /** `failures` receives every failed attempt, in order. */
+  private async callWithRetries(req: ExecuteRequest, credentials: Record<string, unknown>, retries: RetryRecord[], failures: Failure[]): Promise<VendorOutcome> {
     const { entry } = req;
     const signal = AbortSignal.timeout(this.config.VENDOR_TIMEOUT_MS);
     const deadline = performance.now() + this.config.VENDOR_TIMEOUT_MS;
@@ -136,10 +140,16 @@ export class RuntimeToolExecutor {
     // A wait the vendor asked for that outlasts the call's budget is handed back
     // to the agent (VENDOR_RATE_LIMITED + retryAfterSeconds), not slept on.
     const fitsBudget = (f: Failure): boolean => f.retryAfterMs === undefined || performance.now() + f.retryAfterMs < deadline;
+    // Polls of an "in progress" answer are bounded by the budget alone: the
+    // request under that key may complete, and then the vendor hands back its
+    // result. Every other retry counts against VENDOR_MAX_RETRIES.
+    let failureRetries = 0;
+    const shouldRetry = (f: Failure): boolean => isRetryable(f, entry.action, cap) && fitsBudget(f) && (isPoll(f) || failureRetries < maxRetries);
     const policy = retry(
-      handleWhenResult((r) => !(r as VendorOutcome).ok && isRetryable(r as Failure, entry.action, cap) && fitsBudget(r as Failure)),
+      handleWhenResult((r) => !(r as VendorOutcome).ok && shouldRetry(r as Failure)),
       {
-        maxAttempts: maxRetries,
+        // Bounded by shouldRetry and the call's time budget (the signal).
+        maxAttempts: Number.POSITIVE_INFINITY,
         backoff: new DelegateBackoff((ctx) => {
           const last = 'value' in ctx.result ? (ctx.result.value as Failure) : undefined;
           return retryDelayMs(ctx.attempt, last?.retryAfterMs, BACKOFF);
@@ -148,6 +158,7 @@ export class RuntimeToolExecutor {
     );
     policy.onRetry((e) => {
       const last = 'value' in e ? (e.value as Failure) : undefined;
+      if (!last || !isPoll(last)) failureRetries++;
       retries.push({ attempt: e.attempt, delayMs: Math.round(e.delay), reason: last?.kind ?? 'error' });
     });
     let attempt = 0;
@@ -156,8 +167,9 @@ export class RuntimeToolExecutor {
       // The budget ran out during a backoff: this attempt never leaves, so its
       // scheduled retry is not counted. Answer with the previous attempt's
       // failure, which was retried only because it was transient and, for a
-      // write, because the vendor answered it (429, 5xx) or it never left —
-      // calling that "sent, answer lost" would make it look indeterminate.
+      // write, because the vendor answered it (429, 5xx, "in progress") or it
+      // never left — calling that "sent, answer lost" would make a refusal
+      // look indeterminate (an "in progress" stays unknown on its own).
       if (signal.aborted) {
         if (attempt > 0) retries.pop();
         return last ?? ({ ok: false, kind: 'timeout', requestSent: false, message: 'vendor call timed out before it was sent' } satisfies Failure);
@@ -175,7 +187,10 @@ export class RuntimeToolExecutor {
         attempt: attempt++,
       });
       this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);
-      if (!outcome.ok) last = outcome;
+      if (!outcome.ok) {
+        last = outcome;
+        failures.push(outcome);
+      }
       return outcome;
     }, signal);
   }

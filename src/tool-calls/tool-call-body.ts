@@ -77,7 +77,7 @@ export function modelMessage(f: CallFacts): string {
     case 'CIRCUIT_OPEN':
       return 'The vendor is temporarily unavailable after repeated failures. Try again later.';
     case 'OUTCOME_UNKNOWN':
-      return 'The request reached the vendor but no answer came back, so it is unknown whether it took effect. Do not send it again; an operator will check and settle it.';
+      return 'The request reached the vendor but no usable answer came back, so it is unknown whether it took effect. Do not send it again; an operator will check and settle it.';
     case 'EXECUTION_ERROR':
       return 'The tool failed unexpectedly. The action was not completed.';
     default:

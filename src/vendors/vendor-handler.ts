@@ -70,9 +70,16 @@ export type VendorFailureKind =
   | 'server_error' // 5xx → VENDOR_ERROR (retryable)
   | 'timeout' // no answer in time → VENDOR_TIMEOUT (retryable for reads; for a write only if !requestSent)
   | 'network' // connection refused/reset → VENDOR_ERROR (retryable)
-  | 'bad_response' // malformed JSON, unexpected shape → VENDOR_ERROR (not retryable)
-  | 'too_large' // body over the hard cap → VENDOR_ERROR (not retryable)
-  | 'rejected'; // vendor refused the request (4xx, userErrors) → VENDOR_ERROR (not retryable)
+  | 'bad_response' // malformed JSON, unexpected shape → VENDOR_ERROR (not retryable); a write answered 2xx → OUTCOME_UNKNOWN
+  | 'too_large' // body over the hard cap → VENDOR_ERROR (not retryable); a write answered 2xx → OUTCOME_UNKNOWN
+  | 'rejected' // vendor refused the request (4xx, userErrors) → VENDOR_ERROR (not retryable)
+  // The vendor is still running an earlier request under this call's idempotency
+  // key (Shopify "currently in progress"): polled with the same key within the
+  // call's budget; a write still unsettled → OUTCOME_UNKNOWN.
+  | 'in_progress'
+  // The idempotency key was already used with other parameters: an earlier
+  // attempt reached the vendor → OUTCOME_UNKNOWN (not retryable, never re-keyed).
+  | 'key_conflict';
 
 export type VendorOutcome =
   | { ok: true; data: unknown; vendorStatus: number }

@@ -63,6 +63,9 @@ export function buildRefundInput(orderGid: string, amount: string, note: string 
   };
 }
 
+/** Shopify gives no wait for "in progress"; one second keeps the poll light. */
+const IN_PROGRESS_POLL_MS = 1_000;
+
 /**
  * refundCreate's userErrors carry no code (VENDORS.md §1.8), so they are told
  * apart by message; the outcome message is always our own text.
@@ -70,13 +73,16 @@ export function buildRefundInput(orderGid: string, amount: string, note: string 
 export function refundUserErrorOutcome(userErrors: unknown[]): FailedOutcome {
   const text = userErrors.map((e) => (isRecord(e) && typeof e.message === 'string' ? e.message : '')).join(' ').toLowerCase();
   const base = { ok: false as const, vendorStatus: 200, requestSent: true };
+  // Both answers prove that an earlier attempt under this key reached Shopify
+  // (VENDORS.md §1.9 point 6): the refund may exist, so neither is a failure.
   if (text.includes('same idempotency key')) {
-    // An earlier attempt with this key reached Shopify with other parameters: reconcile, never re-key.
-    return { ...base, kind: 'rejected', message: 'shopify refused the refund: its idempotency key was already used with other parameters' };
+    // Reconcile, never re-key: a new key would be a second refund.
+    return { ...base, kind: 'key_conflict', message: 'shopify already has a refund attempt under this idempotency key, with other parameters: reconcile' };
   }
   if (text.includes('currently in progress')) {
-    // The first request with this key is still running at Shopify: retrying with the same key is safe.
-    return { ...base, kind: 'rate_limited', retryAfterMs: 1_000, message: 'shopify is still processing a refund with this key' };
+    // Still running at Shopify: asking again with the same key is harmless and
+    // hands back the original refund once it is done.
+    return { ...base, kind: 'in_progress', retryAfterMs: IN_PROGRESS_POLL_MS, message: 'shopify says an earlier attempt of this refund (same idempotency key) is still in progress' };
   }
   if (text.includes('does not exist')) return { ...base, kind: 'not_found', message: 'shopify order not found' };
   if (/exceed|maximum refundable|more than|sales cap/.test(text)) {

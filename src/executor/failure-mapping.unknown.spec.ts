@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import type { VendorOutcome } from '../vendors/vendor-handler.js';
+import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isRetryable } from './failure-mapping.js';
+
+type F = Extract<VendorOutcome, { ok: false }>;
+const f = (kind: F['kind'], extra: Partial<F> = {}): F => ({ ok: false, kind, requestSent: true, message: kind, ...extra });
+const idemWrite = { idempotent: true, sideEffect: 'write' as const };
+const write = { idempotent: false, sideEffect: 'write' as const };
+
+describe('failure mapping: writes that may have taken effect', () => {
+  it('a 2xx whose body cannot be used is OUTCOME_UNKNOWN for a write, VENDOR_ERROR for a read; other statuses go by the status', () => {
+    for (const kind of ['bad_response', 'too_large'] as const) {
+      for (const vendorStatus of [200, 201, 202, 204, 299]) {
+        expect(errorCodeFor(f(kind, { vendorStatus }), 'write'), `${kind} ${vendorStatus}`).toBe('OUTCOME_UNKNOWN');
+        expect(errorCodeFor(f(kind, { vendorStatus }), 'read'), `${kind} ${vendorStatus}`).toBe('VENDOR_ERROR');
+      }
+    }
+    // A refusal or a vendor failure is one whatever its body: still failed.
+    for (const vendorStatus of [301, 400, 404, 422, 429, 500, 503]) {
+      expect(errorCodeFor(f('too_large', { vendorStatus }), 'write'), String(vendorStatus)).toBe('VENDOR_ERROR');
+    }
+    // Nothing left (the read before the mutation answered badly), or no answer at all.
+    expect(errorCodeFor(f('bad_response', { vendorStatus: 200, requestSent: false }), 'write')).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('bad_response'), 'write')).toBe('VENDOR_ERROR');
+  });
+
+  it('"in progress" and "key used with other parameters" mean an earlier attempt reached the vendor: OUTCOME_UNKNOWN, breaker-neutral', () => {
+    expect(errorCodeFor(f('in_progress', { vendorStatus: 200, retryAfterMs: 1_000 }), 'write')).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('key_conflict', { vendorStatus: 200 }), 'write')).toBe('OUTCOME_UNKNOWN');
+    // Neither says anything about the vendor's health.
+    expect(countsAgainstBreaker(f('in_progress'))).toBe(false);
+    expect(countsAgainstBreaker(f('key_conflict'))).toBe(false);
+  });
+
+  it('"in progress" is polled under the same key; a key conflict and unusable 2xx answers are never resent', () => {
+    expect(isRetryable(f('in_progress', { retryAfterMs: 1_000 }), idemWrite, 2_000)).toBe(true);
+    expect(isRetryable(f('in_progress', { retryAfterMs: 5_000 }), idemWrite, 2_000)).toBe(false);
+    expect(isRetryable(f('in_progress', { retryAfterMs: 1_000 }), write, 2_000)).toBe(false);
+    expect(isRetryable(f('key_conflict'), idemWrite, 2_000)).toBe(false);
+    expect(isRetryable(f('bad_response', { vendorStatus: 200 }), idemWrite, 2_000)).toBe(false);
+    expect(isRetryable(f('too_large', { vendorStatus: 201 }), idemWrite, 2_000)).toBe(false);
+  });
+
+  it('once an attempt of a write may have taken effect, a later failure does not make the call failed', () => {
+    const gateway = f('server_error', { vendorStatus: 504 });
+    const inProgress = f('in_progress', { vendorStatus: 200, retryAfterMs: 1_000 });
+    const unavailable = f('server_error', { vendorStatus: 503 });
+    const limited = f('rate_limited', { vendorStatus: 429, retryAfterMs: 60_000 });
+    expect(decisiveFailure([gateway, inProgress, unavailable], 'write')).toBe(inProgress);
+    expect(decisiveFailure([inProgress, limited], 'write')).toBe(inProgress);
+    expect(errorCodeFor(decisiveFailure([gateway, inProgress, unavailable], 'write'), 'write')).toBe('OUTCOME_UNKNOWN');
+    // The latest unknown one when there are several.
+    const later = f('in_progress', { vendorStatus: 200, message: 'later' });
+    expect(decisiveFailure([inProgress, later, unavailable], 'write')).toBe(later);
+    // Otherwise the last attempt decides, and reads always go by the last one.
+    expect(decisiveFailure([gateway, unavailable], 'write')).toBe(unavailable);
+    expect(decisiveFailure([inProgress, unavailable], 'read')).toBe(unavailable);
+  });
+});
