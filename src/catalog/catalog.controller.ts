@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Roles } from '../auth/auth.decorators.js';
 import { ToolCatalogService } from './tool-catalog.service.js';
 
@@ -11,6 +11,13 @@ export class CatalogController {
 
   @Get()
   @Roles('agent', 'ops', 'expert', 'admin')
+  @ApiResponse({
+    status: 200,
+    description:
+      '{items: [{name, vendor, description, actions: [{name, description, inputSchema, riskLevel, sideEffect, idempotent, costCents, overwrite?}]}]}. ' +
+      'Writes also say `overwrite`: true when a second call with the same input leaves the same state (the order note), so a write answered 5xx ' +
+      'is failed; false when it would be a second side effect (a refund, a Nango POST), so a 5xx leaves it indeterminate / OUTCOME_UNKNOWN.',
+  })
   list() {
     return { items: this.catalog.list() };
   }

@@ -22,7 +22,15 @@ describe('failure mapping', () => {
     expect(errorCodeFor(f('timeout'), 'write')).toBe('OUTCOME_UNKNOWN');
     expect(errorCodeFor(f('network'), 'write')).toBe('OUTCOME_UNKNOWN');
     expect(errorCodeFor(f('network', { requestSent: false }), 'write')).toBe('VENDOR_ERROR');
-    expect(errorCodeFor(f('server_error'), 'write')).toBe('VENDOR_ERROR');
+    // A 5xx may come back while the vendor goes on to apply the write (VENDORS.md §1.9 point 4) …
+    expect(errorCodeFor(f('server_error', { vendorStatus: 504 }), 'write')).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('server_error', { vendorStatus: 500 }), { sideEffect: 'write', overwrite: false })).toBe('OUTCOME_UNKNOWN');
+    // … unless a second call leaves the same state (an overwrite): then failed, and trying again is harmless.
+    expect(errorCodeFor(f('server_error', { vendorStatus: 500 }), { sideEffect: 'write', overwrite: true })).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('server_error', { vendorStatus: 500, requestSent: false }), 'write')).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('server_error', { vendorStatus: 500 }), 'read')).toBe('VENDOR_ERROR');
+    // An overwrite whose answer was lost is still unknown: nobody knows which text is there.
+    expect(errorCodeFor(f('timeout'), { sideEffect: 'write', overwrite: true })).toBe('OUTCOME_UNKNOWN');
   });
 
   it('retries reads on transient failures only', () => {

@@ -1,4 +1,4 @@
-import type { SideEffect, VendorFailureKind, VendorOutcome } from '../vendors/vendor-handler.js';
+import type { SideEffect, ToolActionSpec, VendorFailureKind, VendorOutcome } from '../vendors/vendor-handler.js';
 import type { ExecutionErrorCode } from './execution-outcome.js';
 
 type Failure = Extract<VendorOutcome, { ok: false }>;
@@ -33,17 +33,26 @@ function acceptedByVendor(status: number | undefined): boolean {
  * answer never came (timeout, reset after sending), came but cannot be read (a
  * 2xx whose body is not JSON, cut off or over the size cap), or the vendor said
  * an earlier attempt under the same idempotency key reached it (still in
- * progress, or the key was used with other parameters). Calling any of these
- * `failed` would invite a retry under a new key: a second side effect.
+ * progress, or the key was used with other parameters), or it answered 5xx —
+ * an edge or gateway error may come back while the vendor goes on to apply
+ * the request (VENDORS.md §1.9 point 4) — unless the action is an overwrite,
+ * which a second call leaves in the same state. Calling any of these `failed`
+ * would invite a retry under a new key: a second side effect.
+ *
+ * `action` is the catalog action, or just its side effect (a write is then
+ * taken not to be an overwrite).
  */
-export function isUnknownWriteOutcome(f: Failure, sideEffect: SideEffect): boolean {
-  if (sideEffect !== 'write' || !f.requestSent) return false;
+export function isUnknownWriteOutcome(f: Failure, action: SideEffect | Pick<ToolActionSpec, 'sideEffect' | 'overwrite'>): boolean {
+  const a = typeof action === 'string' ? { sideEffect: action, overwrite: false } : action;
+  if (a.sideEffect !== 'write' || !f.requestSent) return false;
   switch (f.kind) {
     case 'timeout':
     case 'network':
     case 'in_progress':
     case 'key_conflict':
       return true;
+    case 'server_error':
+      return a.overwrite !== true;
     case 'bad_response':
     case 'too_large':
       return acceptedByVendor(f.vendorStatus);
@@ -52,22 +61,29 @@ export function isUnknownWriteOutcome(f: Failure, sideEffect: SideEffect): boole
   }
 }
 
-export function errorCodeFor(f: Failure, sideEffect: SideEffect): ExecutionErrorCode {
-  return isUnknownWriteOutcome(f, sideEffect) ? 'OUTCOME_UNKNOWN' : CODE[f.kind];
+export function errorCodeFor(f: Failure, action: Parameters<typeof isUnknownWriteOutcome>[1]): ExecutionErrorCode {
+  return isUnknownWriteOutcome(f, action) ? 'OUTCOME_UNKNOWN' : CODE[f.kind];
 }
 
 /**
  * The failure a call that did not succeed is reported by, from its failed
- * attempts in order: the last one, unless an earlier attempt of a write may
- * have taken effect (e.g. "in progress", then a 503 on the next poll). A later
- * refusal or 5xx does not undo that attempt, so the latest such one decides
- * and the call stays OUTCOME_UNKNOWN.
+ * attempts in order: the last one, unless an attempt of a write may have taken
+ * effect — then the call stays OUTCOME_UNKNOWN whatever came after (a later
+ * refusal does not undo it), reported by the latest attempt the vendor said
+ * it received ("in progress", then a 503 on the next poll → the "in
+ * progress"), or else by the latest that may have taken effect.
  */
-export function decisiveFailure(attempts: readonly Failure[], sideEffect: SideEffect): Failure {
+export function decisiveFailure(attempts: readonly Failure[], action: Parameters<typeof isUnknownWriteOutcome>[1]): Failure {
   const last = attempts.at(-1);
   if (!last) throw new Error('decisiveFailure needs at least one failed attempt');
-  if (isUnknownWriteOutcome(last, sideEffect)) return last;
-  return attempts.findLast((a) => isUnknownWriteOutcome(a, sideEffect)) ?? last;
+  const unknown = attempts.filter((a) => isUnknownWriteOutcome(a, action));
+  // The vendor's own word that an attempt reached it says more than a lost or 5xx answer.
+  return unknown.findLast(reachedVendor) ?? unknown.at(-1) ?? last;
+}
+
+/** The vendor said it has (or is running) an attempt: "in progress", the key already used, or a 2xx. */
+function reachedVendor(f: Failure): boolean {
+  return f.requestSent && (f.kind === 'in_progress' || f.kind === 'key_conflict' || ((f.kind === 'bad_response' || f.kind === 'too_large') && acceptedByVendor(f.vendorStatus)));
 }
 
 /** "In progress" is not a failure to give up on: it is polled within the call's budget, outside VENDOR_MAX_RETRIES. */

@@ -108,8 +108,8 @@ export class RuntimeToolExecutor {
       if (countsAgainstBreaker(outcome)) breaker.onFailure();
       else breaker.onNeutral();
       // Not always the last attempt: one that may have taken effect earlier keeps a write unknown.
-      const decisive = decisiveFailure(failures.at(-1) === outcome ? failures : [...failures, outcome], req.entry.action.sideEffect);
-      const errorCode = errorCodeFor(decisive, req.entry.action.sideEffect);
+      const decisive = decisiveFailure(failures.at(-1) === outcome ? failures : [...failures, outcome], req.entry.action);
+      const errorCode = errorCodeFor(decisive, req.entry.action);
       return done({
         status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
         errorCode,

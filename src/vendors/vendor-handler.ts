@@ -21,6 +21,13 @@ export interface ToolActionSpec {
   sideEffect: SideEffect;
   /** True when re-sending the same request cannot cause a second side effect. */
   idempotent: boolean;
+  /**
+   * Writes: true when a second CALL with the same input — a new tool_use, so a
+   * new idempotency key — leaves the same state, as overwriting the order note
+   * does. Then a write whose last answer was a 5xx is `failed` (trying again is
+   * harmless); otherwise a 5xx leaves its outcome unknown (`indeterminate`).
+   */
+  overwrite?: boolean;
   costCents: number;
 }
 

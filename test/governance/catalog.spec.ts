@@ -9,6 +9,7 @@ interface CatalogAction {
   riskLevel: string;
   sideEffect: string;
   idempotent: boolean;
+  overwrite?: boolean;
   costCents: number;
 }
 
@@ -87,10 +88,14 @@ describe('GET /v1/tools — the tool catalog', () => {
     }
   });
 
-  it('declares every action completely: description, a JSON Schema object, risk, side effect, idempotent, cost', () => {
+  it('declares every action completely: description, a JSON Schema object, risk, side effect, idempotent, cost (and, for a write, whether it is an overwrite)', () => {
     const ajv = new Ajv({ strict: true, allowUnionTypes: true });
     for (const [key, { action }] of actions) {
-      expect(Object.keys(action).sort(), key).toEqual(['costCents', 'description', 'idempotent', 'inputSchema', 'name', 'riskLevel', 'sideEffect']);
+      const fields = ['costCents', 'description', 'idempotent', 'inputSchema', 'name', 'riskLevel', 'sideEffect'];
+      // Every write decides whether a 5xx answer leaves it unknown (indeterminate) or failed.
+      if (action.sideEffect === 'write') fields.push('overwrite');
+      expect(Object.keys(action).sort(), key).toEqual(fields.sort());
+      if (action.sideEffect === 'write') expect(typeof action.overwrite, key).toBe('boolean');
       expect(action.description.length, key).toBeGreaterThan(0);
       expect(['low', 'medium', 'high'], key).toContain(action.riskLevel);
       expect(['read', 'write'], key).toContain(action.sideEffect);

@@ -54,6 +54,7 @@ export const NANGO_TOOLS: ToolSpec[] = [
         riskLevel: 'high',
         sideEffect: 'write',
         idempotent: false,
+        overwrite: false,
         costCents: 0,
       },
     ],

@@ -66,8 +66,9 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         riskLevel: 'medium',
         sideEffect: 'write',
         // orderUpdate overwrites the note with the final text we send, so a
-        // resend leaves the same state (VENDORS.md §1.7).
+        // resend leaves the same state (VENDORS.md §1.7), and so does a new call.
         idempotent: true,
+        overwrite: true,
         costCents: 2,
       },
     ],
@@ -97,6 +98,8 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         // then returns the original refund (VENDORS.md §1.9). Changing either
         // derivation makes this flag a lie.
         idempotent: true,
+        // A new call is a new key: a second refund.
+        overwrite: false,
         costCents: 5,
       },
     ],
