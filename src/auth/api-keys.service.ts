@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { DataSource, IsNull } from 'typeorm';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid, newId, NIL_UUID } from '../common/ids.js';
@@ -36,7 +36,7 @@ const view = (k: ApiKeyEntity): ApiKeyView => ({
 });
 
 @Injectable()
-export class ApiKeysService implements OnApplicationShutdown {
+export class ApiKeysService implements BeforeApplicationShutdown {
   private readonly log = new Logger('ApiKeys');
   /** hash(hex) → principal; short-lived so a revoke on another replica takes effect within seconds. */
   private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
@@ -59,9 +59,14 @@ export class ApiKeysService implements OnApplicationShutdown {
     this.flushes.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /**
+   * Before, not on, application shutdown: Nest destroys the DataSource in
+   * TypeORM's own onApplicationShutdown, which runs before this module's, so
+   * a flush there always failed and lost up to TOUCH_FLUSH_MS of lastUsedAt.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.flushes.stop();
-    await this.flushLastUsed().catch(() => undefined);
+    await this.flushLastUsed().catch((err: unknown) => this.log.warn(`lastUsedAt flush at shutdown failed: ${err instanceof Error ? err.message : String(err)}`));
   }
 
   /** Resolves a presented key; null for unknown or revoked (the caller answers one 401 for both). */

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type BeforeApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -27,7 +27,7 @@ interface UnsealedRow {
  * chains never fork; appends themselves never wait for it.
  */
 @Injectable()
-export class LedgerSealerService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly log = new Logger('LedgerSealer');
   private readonly task: PeriodicTask;
   private running?: Promise<number>;
@@ -44,7 +44,8 @@ export class LedgerSealerService implements OnApplicationBootstrap, OnApplicatio
     this.task.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before, not on, application shutdown: a pass must not have the DataSource destroyed under it (TypeORM closes it in its own onApplicationShutdown, ahead of this module's). */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.task.stop();
     await this.running?.catch(() => undefined); // a pass a caller (verify) started
   }

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyEntity, ROLES, type Role } from '../../src/auth/api-key.entity.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
+import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
+import { captureLogs } from '../../src/logging/logging.js';
 import { listRoutes } from '../support/routes.js';
 import { TEST_ADMIN_KEY } from '../support/secrets.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
@@ -92,6 +94,23 @@ describe('API keys, roles and org scope', () => {
       expect(r.j).not.toContain(key);
       expect(r.j).not.toContain(TEST_ADMIN_KEY);
     }
+  });
+
+  it('a graceful stop writes the lastUsedAt it has not flushed yet, and seals with the database still open', async () => {
+    const other = await startTestApp();
+    const { key, id } = await createKey(other, orgA, 'ops');
+    expect((await other.http.get(`/v1/orgs/${orgA}`).set(bearer(key))).status).toBe(200);
+    const seal = other.app.get(LedgerSealerService).sealNow(); // a pass under way when the stop begins
+    const logs = captureLogs();
+    try {
+      await other.close(); // the periodic flush (every 30 s) has not run: only the shutdown flush can write it
+      await seal;
+    } finally {
+      logs.stop();
+    }
+    const [row] = (await t.ds.query('SELECT last_used_at FROM api_keys WHERE id = $1', [id])) as { last_used_at: Date | null }[];
+    expect(row.last_used_at).not.toBeNull();
+    expect(logs.lines.filter((l) => /flush at shutdown failed|sealing.*failed|pass failed/i.test(l))).toEqual([]);
   });
 
   it('records lastUsedAt', async () => {
