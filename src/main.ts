@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway } from './bootstrap.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
@@ -28,13 +28,18 @@ async function main(): Promise<void> {
 
   const { app, generatedAdminKey } = await createGateway(config);
   if (generatedAdminKey) {
+    // Printed once, on the start that created it, whatever happens to the copy kept (mode 600) in the data
+    // folder: the key is already in the database, and no later start shows it again.
     const file = join(config.DATA_DIR, 'bootstrap-admin.key');
-    writeFileSync(file, generatedAdminKey + '\n', { mode: 0o600 });
-    chmodSync(file, 0o600);
-    // Printed once, on the start that created it; it is also kept (mode 600) in the data folder.
-    process.stdout.write(
-      `\nNo BOOTSTRAP_ADMIN_KEY set: generated a platform admin key (shown once, also saved to ${file}):\n\n  ${generatedAdminKey}\n\n`,
-    );
+    let saved = `also saved to ${file}`;
+    try {
+      mkdirSync(config.DATA_DIR, { recursive: true });
+      writeFileSync(file, generatedAdminKey + '\n', { mode: 0o600 });
+      chmodSync(file, 0o600);
+    } catch (err) {
+      saved = `NOT saved: ${file} could not be written (${(err as NodeJS.ErrnoException).code ?? 'error'}); copy it now`;
+    }
+    process.stdout.write(`\nNo BOOTSTRAP_ADMIN_KEY set: generated a platform admin key (shown once, ${saved}):\n\n  ${generatedAdminKey}\n\n`);
   }
   await app.listen(config.PORT, config.HOST);
   const addr = app.getHttpServer().address() as { port: number } | null;

@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 
@@ -46,4 +49,46 @@ describe('start-up', () => {
     const [code] = (await once(child, 'exit')) as [number];
     expect(code).toBe(0);
   });
+
+  it('with no BOOTSTRAP_ADMIN_KEY (not production): prints a generated admin key once and keeps it in a DATA_DIR it creates', async () => {
+    // A database of its own: the key is generated only while none exists.
+    const server = new URL(process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!);
+    const dbName = `tg_genkey_${process.pid}_${Date.now()}`;
+    const admin = new pg.Client({ connectionString: server.toString() });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const dataDir = join('.tmp', `genkey-${process.pid}-${Date.now()}`, 'not', 'there', 'yet');
+    const db = new URL(server.toString());
+    db.pathname = `/${dbName}`;
+    try {
+      const run = async (): Promise<{ out: string; url: string; child: ReturnType<typeof startMain> }> => {
+        const child = startMain({ NODE_ENV: 'development', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: db.toString(), MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY, DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        const deadline = Date.now() + 30_000;
+        while (!/listening on http:\/\/\S+/.test(out) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
+        if (!url) throw new Error(`did not start: ${out}`);
+        return { out, url, child };
+      };
+      const first = await run();
+      const key = /generated a platform admin key \(shown once, also saved to [^)]+\):\s+(\S+)/.exec(first.out)?.[1];
+      expect(key, first.out).toBeDefined();
+      expect(readFileSync(join(dataDir, 'bootstrap-admin.key'), 'utf8').trim()).toBe(key);
+      expect(statSync(join(dataDir, 'bootstrap-admin.key')).mode & 0o777).toBe(0o600);
+      const orgs = await fetch(`${first.url}/v1/orgs`, { method: 'POST', headers: { Authorization: `Bearer ${key!}`, 'Content-Type': 'application/json' }, body: '{"name":"generated key"}' });
+      expect(orgs.status).toBe(201);
+      first.child.kill('SIGTERM');
+      await once(first.child, 'exit');
+
+      const second = await run();
+      expect(second.out).not.toContain('generated a platform admin key');
+      second.child.kill('SIGTERM');
+      await once(second.child, 'exit');
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await admin.end();
+      rmSync(join('.tmp', dataDir.split('/')[1]), { recursive: true, force: true });
+    }
+  }, 90_000);
 });
