@@ -32,6 +32,7 @@ function decodeKey(id: string, b64: string, problems: string[]): Buffer | undefi
 function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]): MasterKeyring {
   const keys = new Map<string, Buffer>();
   if (raw.MASTER_ENCRYPTION_KEYS) {
+    const before = problems.length;
     for (const part of raw.MASTER_ENCRYPTION_KEYS.split(',').map((p) => p.trim()).filter(Boolean)) {
       const idx = part.indexOf(':');
       const id = idx > 0 ? part.slice(0, idx) : '';
@@ -44,6 +45,8 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
       if (key) keys.set(id, key);
     }
     const active = raw.MASTER_ENCRYPTION_ACTIVE_KEY_ID ?? [...keys.keys()][0];
+    // " " or "," would otherwise start a service that cannot encrypt or decrypt anything.
+    if (keys.size === 0 && problems.length === before) problems.push('MASTER_ENCRYPTION_KEYS lists no key: give at least one <keyId>:<base64>');
     if (raw.MASTER_ENCRYPTION_KEY) problems.push('set MASTER_ENCRYPTION_KEY or MASTER_ENCRYPTION_KEYS, not both');
     if (active && !keys.has(active)) problems.push(`MASTER_ENCRYPTION_ACTIVE_KEY_ID "${active}" is not in MASTER_ENCRYPTION_KEYS`);
     return { activeKeyId: active ?? 'k1', keys };

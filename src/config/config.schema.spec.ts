@@ -42,6 +42,10 @@ describe('config schema', () => {
     expect(cfg.keyring.activeKeyId).toBe('k2');
     expect([...cfg.keyring.keys.keys()].sort()).toEqual(['k1', 'k2']);
     expect(() => loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${k2}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k9' })).toThrow(/k9/);
+    // A list with no key in it would start a service that can neither encrypt nor decrypt.
+    for (const blank of [' ', ',', ' , ,']) {
+      expect(() => loadConfig({ NODE_ENV: 'production', MASTER_ENCRYPTION_KEYS: blank }), JSON.stringify(blank)).toThrow(/MASTER_ENCRYPTION_KEYS lists no key/);
+    }
   });
 
   it('marks the secrets as sensitive', () => {
