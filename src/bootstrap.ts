@@ -8,15 +8,23 @@ import type { AppConfig } from './config/app-config.js';
 
 const MIGRATION_LOCK = 7_413_920_552;
 
-/** Runs pending migrations once even when several replicas start together. */
+/**
+ * Runs pending migrations once even when several replicas start together: the
+ * others wait on the advisory lock for as long as the first one migrates (an
+ * index build on a large table outlasts the pool's statement timeout, which
+ * would otherwise cancel the wait and crash them).
+ */
 export async function runMigrations(ds: DataSource): Promise<void> {
   const qr = ds.createQueryRunner();
   await qr.connect();
   try {
+    await qr.query('SET statement_timeout = 0');
     await qr.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await ds.runMigrations({ transaction: 'each' });
   } finally {
     await qr.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    // The connection goes back to the pool: with the pool's own timeout again.
+    await qr.query('RESET statement_timeout').catch(() => undefined);
     await qr.release();
   }
 }
