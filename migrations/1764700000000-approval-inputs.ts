@@ -28,8 +28,12 @@ export class ApprovalInputs1764700000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
+    // The column comes back with what it used to hold, not zeros: each run's calls' cost.
     await q.query(`
       ALTER TABLE agent_runs ADD COLUMN total_cost_cents bigint NOT NULL DEFAULT 0;
+      UPDATE agent_runs r SET total_cost_cents = c.total
+        FROM (SELECT run_id, sum(cost_cents) AS total FROM tool_calls GROUP BY run_id) c
+       WHERE r.id = c.run_id;
       DROP TABLE tool_call_inputs;
     `);
   }

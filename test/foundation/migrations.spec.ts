@@ -41,4 +41,36 @@ describe('migrations when several replicas start together', () => {
       await Promise.all(runners.map((qr) => qr.release()));
     }
   });
+
+  it('reverting the approval-inputs migration gives each run back its total cost, computed from its calls', async () => {
+    const server = new URL(process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!);
+    const dbName = `tg_down_${process.pid}_${Date.now()}`;
+    await holder.query(`CREATE DATABASE ${dbName}`);
+    const url = new URL(server.toString());
+    url.pathname = `/${dbName}`;
+    const scratch = await new DataSource(dbOptions(url.toString(), 2)).initialize();
+    try {
+      await runMigrations(scratch);
+      const org = '00000000-0000-4000-8000-000000000001';
+      const [run1, run2] = ['00000000-0000-4000-8000-0000000000a1', '00000000-0000-4000-8000-0000000000a2'];
+      await scratch.query(`INSERT INTO orgs (id, name) VALUES ($1, 'o')`, [org]);
+      for (const run of [run1, run2]) {
+        await scratch.query(`INSERT INTO agent_runs (id, org_id, specialist_id, status, metadata) VALUES ($1, $2, 's', 'running', '{}')`, [run, org]);
+      }
+      const calls: [string, number][] = [[run1, 5], [run1, 2], [run1, 0]];
+      for (const [i, [run, cost]] of calls.entries()) {
+        await scratch.query(
+          `INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, status, correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, cost_cents)
+           VALUES (gen_random_uuid(), $1, $2, 's', 't', 'a', 'succeeded', 'c', $3, 'u', 'd', '{}', $4)`,
+          [org, run, `k${i}`, cost],
+        );
+      }
+      await scratch.undoLastMigration({ transaction: 'each' });
+      const rows = (await scratch.query('SELECT id, total_cost_cents FROM agent_runs ORDER BY id')) as { id: string; total_cost_cents: string }[];
+      expect(rows.map((r) => [r.id, Number(r.total_cost_cents)])).toEqual([[run1, 7], [run2, 0]]);
+    } finally {
+      await scratch.destroy();
+      await holder.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    }
+  });
 });
