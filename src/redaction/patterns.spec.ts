@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isCardNumber, luhnValid, REDACTED, redactCardNumbers, redactContactsInText, redactSecretsInText } from './patterns.js';
 
@@ -109,6 +110,89 @@ describe('redactSecretsInText', () => {
   });
 });
 
+describe('redactSecretsInText: credentials written into URLs, queries and headers', () => {
+  it.each([
+    ['secret-named query parameters in a URL', 'https://api.x/v1?access_token=abcd1234secretvalue&client_secret=xyz', `https://api.x/v1?access_token=${REDACTED}&client_secret=${REDACTED}`],
+    ['a query in a relative path', 'v1/x?access_token=abcd1234&page=2', `v1/x?access_token=${REDACTED}&page=2`],
+    ['a bare query string', 'api_key=k-123&page=2&order_id=123', `api_key=${REDACTED}&page=2&order_id=123`],
+    ['header-style and bracketed names', '?X-Api-Key=k1;auth[token]=k2#frag', `?X-Api-Key=${REDACTED};auth[token]=${REDACTED}#frag`],
+    ['a percent-encoded name', '?access%5Ftoken=k1', `?access%5Ftoken=${REDACTED}`],
+    ['name=value in prose', 'retry with password=hunter2 now', `retry with password=${REDACTED} now`],
+    ['Authorization: Basic', 'Authorization: Basic dXNlcjpwYXNzd29yZA==', `Authorization: Basic ${REDACTED}`],
+    ['Authorization: Token', 'authorization: Token abcdef0123456789', `authorization: Token ${REDACTED}`],
+    ['Authorization with no scheme', 'Authorization: k-0123', `Authorization: ${REDACTED}`],
+    ['Authorization: Digest, to the end of its line', 'Authorization: Digest username="ann", response="6629fae4"\nHost: x', `Authorization: Digest ${REDACTED}\nHost: x`],
+    ['Authorization: AWS4-HMAC-SHA256', 'Authorization: AWS4-HMAC-SHA256 Credential=AKID/x, Signature=abc', `Authorization: AWS4-HMAC-SHA256 ${REDACTED}`],
+    ['Rails-style Token params', 'Authorization: Token token="abc", nonce="n"', `Authorization: Token ${REDACTED}`],
+    ['Proxy-Authorization in a curl command', `curl -H "Proxy-Authorization: Basic Zm9vOmJhcg=" https://x`, `curl -H "Proxy-Authorization: Basic ${REDACTED}" https://x`],
+    ['Authorization in JSON inside a string', '{"Authorization":"Digest username=\\"ann\\", response=\\"66\\"","n":1}', `{"Authorization":"Digest ${REDACTED}","n":1}`],
+    ['Authorization in JSON encoded twice', '{\\"authorization\\": \\"Basic Zm9vOmJhcg==\\"}', `{\\"authorization\\": \\"Basic ${REDACTED}\\"}`],
+    ['Basic credentials without a header name', 'sent Basic dXNlcjpwYXNzd29yZA== upstream', `sent Basic ${REDACTED} upstream`],
+    ['a URL password', 'see https://user:pass@host/x', `see https://user:${REDACTED}@host/x`],
+    ['a URL password containing @ and :', 'postgres://app:p@ss:w0rd@db:5432/x', `postgres://app:${REDACTED}@db:5432/x`],
+    ['a URL password with no user', 'redis://:s3cret@cache:6379', `redis://:${REDACTED}@cache:6379`],
+    ['a scheme-relative URL password', '//user:pass@host', `//user:${REDACTED}@host`],
+  ])('redacts %s', (_what, text, expected) => {
+    expect(secrets(text)).toBe(expected);
+  });
+
+  it.each([
+    '?page=2&order_id=123',
+    'https://www.ups.com/track?tracknum=1Z999AA10123456784&loc=en_US',
+    'https://acme.myshopify.com/orders/abc/authenticate?key=order-status-key',
+    'if (token==null) return',
+    'token=',
+    'authorization failed for this shop',
+    'Basic information about the plan',
+    'Basic plan: 10 seats',
+    'mail jane@example.com or see https://x.com/a@b',
+    'ssh://git@github.com:org/repo.git',
+    'https://host:8443/path?x=a@b',
+    'user:pass@host without a scheme',
+  ])('keeps %j, next to a parameter it does redact', (text) => {
+    expect(secrets(`${text}\n?client_secret=abc`)).toBe(`${text}\n?client_secret=${REDACTED}`);
+  });
+
+  const token68 = fc.stringMatching(/^[A-Za-z0-9._~+/-]{1,40}={0,2}$/);
+  const prose = fc.array(fc.constantFrom('order', '#1001', 'sent', 'failed:', 'GET', '/v1/x', '200', 'ok'), { maxLength: 4 }).map((w) => w.join(' '));
+
+  it('property: whatever the secret-like name and its spelling, its query value goes and the other parameters stay', () => {
+    const secretName = fc
+      .tuple(fc.constantFrom('', 'x-', 'client_', 'oauth.', 'my'), fc.constantFrom('access_token', 'token', 'secret', 'password', 'apiKey', 'api-key', 'credential', 'sig_token'))
+      .map(([prefix, name]) => prefix + name)
+      .chain((name) => fc.constantFrom(name, name.toUpperCase()));
+    const plain = fc.tuple(fc.constantFrom('page', 'order_id', 'limit', 'fields', 'status', 'since_id', 'shop'), fc.stringMatching(/^[a-z0-9_.]{1,8}$/));
+    fc.assert(
+      fc.property(fc.constantFrom('https://h.example/v1/x?', 'v1/x?', '', '/admin/orders.json?'), fc.array(plain, { maxLength: 3 }), secretName, token68, fc.array(plain, { maxLength: 3 }), (base, before, name, value, after) => {
+        const q = (ps: [string, string][]) => ps.map(([k, v]) => `${k}=${v}`);
+        const text = base + [...q(before), `${name}=${value}`, ...q(after)].join('&');
+        const expected = base + [...q(before), `${name}=${REDACTED}`, ...q(after)].join('&');
+        expect(secrets(text)).toBe(expected);
+      }),
+    );
+  });
+
+  it('property: an Authorization header keeps its scheme and loses its credentials, whatever the scheme', () => {
+    const scheme = fc.constantFrom('Basic', 'Bearer', 'Token', 'Negotiate', 'NTLM', 'ApiKey', 'SSWS', 'bearer', 'BASIC');
+    fc.assert(
+      fc.property(prose, fc.constantFrom('Authorization', 'authorization', 'Proxy-Authorization', 'X-Authorization'), fc.constantFrom(': ', ':', '='), scheme, token68, prose, (pre, header, sep, s, credential, post) => {
+        const text = `${pre}\n${header}${sep}${s} ${credential}\n${post}`;
+        expect(secrets(text)).toBe(`${pre}\n${header}${sep}${s} ${REDACTED}\n${post}`);
+      }),
+    );
+  });
+
+  it('property: a URL keeps its user and host and loses its password', () => {
+    const password = fc.stringMatching(/^[A-Za-z0-9!$&()*+,;=:@%._~-]{1,30}$/);
+    fc.assert(
+      fc.property(fc.constantFrom('https://', 'postgres://', 'amqp+ssl://', '//'), fc.stringMatching(/^[a-z._]{0,12}$/), password, (scheme, user, pw) => {
+        const text = `db at ${scheme}${user}:${pw}@db.internal:5432/app?sslmode=require`;
+        expect(secrets(text)).toBe(`db at ${scheme}${user}:${REDACTED}@db.internal:5432/app?sslmode=require`);
+      }),
+    );
+  });
+});
+
 describe('redactContactsInText', () => {
   it.each([
     ['an email', 'mail jane.doe+shop@example.co.uk now', `mail ${REDACTED} now`],
@@ -140,6 +224,60 @@ describe('redactContactsInText', () => {
     '@handle',
   ])('keeps %j', (text) => {
     expect(redactContactsInText(text)).toBe(text);
+  });
+});
+
+/** CPU time of fn in microseconds: unlike wall time, it does not count the time other processes take. */
+function cpuMicros(fn: () => void): number {
+  const before = process.cpuUsage();
+  fn();
+  const used = process.cpuUsage(before);
+  return used.user + used.system;
+}
+
+/**
+ * How many times more a 10× longer text costs: about 10 when linear, about 100 when quadratic.
+ * The best of a few interleaved tries: the minimum is what the code costs, the rest is the machine.
+ */
+function growth(small: string, big: string, redact: (text: string) => unknown): number {
+  let best = Infinity;
+  let perSmall = Infinity;
+  let perBig = Infinity;
+  for (let attempt = 0; attempt < 5 && best >= 35; attempt++) {
+    perSmall = Math.min(perSmall, cpuMicros(() => {
+      for (let i = 0; i < 10; i++) redact(small);
+    }) / 10);
+    perBig = Math.min(perBig, cpuMicros(() => redact(big)));
+    best = perBig / Math.max(perSmall, 1);
+  }
+  return best;
+}
+
+describe('credential pattern cost', () => {
+  /** Secrets only the credential rules find, after the hostile part: proves the rules ran to the end. */
+  const TAIL = ' ?access_token=TAILSECRET1 https://u:TAILSECRET2@h\nAuthorization: Token TAILSECRET3\nBasic dXNlcjpUQUlMU0VDUkVUNA== x';
+  it.each([
+    ['name characters and no "="', (n: number) => 'a-'.repeat(n / 2)],
+    ['"=" everywhere', (n: number) => 'a='.repeat(n / 2)],
+    ['secret names with empty values', (n: number) => 'token='.repeat(n / 6)],
+    ['secret parameters', (n: number) => '?token=x&'.repeat(n / 9)],
+    ['scheme characters and no "//"', (n: number) => 'a.'.repeat(n / 2)],
+    ['slashes', (n: number) => '/'.repeat(n)],
+    ['userinfo with no "@"', (n: number) => 'a://a:'.repeat(n / 6)],
+    ['one long userinfo with no "@"', (n: number) => `//a:${'b'.repeat(n)}`],
+    ['"authorization:" with nothing after', (n: number) => 'authorization: '.repeat(n / 15)],
+    ['unclosed auth-param quotes', (n: number) => 'Authorization: a="'.repeat(n / 18)],
+    ['JSON keys with unclosed values', (n: number) => '"authorization":"'.repeat(n / 17)],
+    ['blanks after a scheme', (n: number) => `Authorization: Basic${' '.repeat(n)}`],
+    ['"Basic" with no credentials', (n: number) => 'Basic '.repeat(n / 6)],
+    ['a huge base64 run', (n: number) => `Basic ${'A'.repeat(n)}`],
+  ])('%s: 10× the text costs about 10× the time (not 100×), and what follows is still redacted', (_what, make) => {
+    const small = make(10_000) + TAIL;
+    const big = make(100_000) + TAIL;
+    const out = secrets(big);
+    for (const secret of ['TAILSECRET1', 'TAILSECRET2', 'TAILSECRET3', 'dXNlcjpUQUlMU0VDUkVUNA']) expect(out).not.toContain(secret);
+    secrets(small); // warm up
+    expect(growth(small, big, secrets)).toBeLessThan(35);
   });
 });
 

@@ -31,6 +31,27 @@ export function isSecretKey(norm: string): boolean {
   return SECRET_PARTS.some((part) => norm.includes(part));
 }
 
+/** What a header or parameter name looks like: no blanks, so "Token Pack" (a product option) is not one. */
+const FIELD_NAME = /^[\w.:[\]-]{1,128}$/;
+
+/** A header or parameter name, given as data ({name: "X-Api-Key", value}, ["Authorization", value]), that names a secret. */
+export function isSecretFieldName(name: string): boolean {
+  return FIELD_NAME.test(name) && isSecretKey(normalizeKey(name));
+}
+
+/** Where a name/value pair keeps the name: HAR and fetch headers, Postman and AWS key/value, form fields, metafields. */
+const PAIR_NAME_KEYS = new Set(['name', 'key', 'header', 'headername', 'param', 'paramname', 'parameter', 'field', 'fieldname']);
+const PAIR_VALUE_KEYS = new Set(['value', 'values', 'val', 'headervalue', 'paramvalue', 'fieldvalue']);
+
+/** Takes the raw key: every object is asked, so most keys are turned away by their length before being normalised. */
+export function isPairNameKey(key: string): boolean {
+  return key.length <= 12 && PAIR_NAME_KEYS.has(normalizeKey(key));
+}
+
+export function isPairValueKey(norm: string): boolean {
+  return PAIR_VALUE_KEYS.has(norm);
+}
+
 /** Identifiers, not free text: a 13-19 digit id that happens to pass Luhn is not a card number. */
 export function isIdentifierKey(key: string): boolean {
   if (/^(?:id|ids|gid|uuid)$/i.test(key) || /(?:Id|ID|Ids|IDs|_id|_ids|-id)$/.test(key)) return true;

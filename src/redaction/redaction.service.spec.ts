@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CIRCULAR, REDACTED, REDACTION_LIMITS, RedactionService, redactInput, redactOutput, TRUNCATED } from './redaction.service.js';
 
@@ -367,6 +368,115 @@ describe('redactInput', () => {
 
   it('redacts a top-level string', () => {
     expect(redactInput('Bearer abcdefgh12345678')).toBe(`Bearer ${REDACTED}`);
+  });
+});
+
+describe('redactInput: credentials inside strings and name/value pairs', () => {
+  it('redacts secret-named query parameters in URLs and paths, keeping the others', () => {
+    const params = {
+      url: 'https://api.x/v1?access_token=abcd1234secretvalue&client_secret=xyz',
+      path: 'v1/x?access_token=abcd1234secretvalue',
+      next: '/admin/api/2026-07/orders.json?page=2&order_id=123',
+    };
+    expect(unchanged(params, redactInput)).toEqual({
+      url: `https://api.x/v1?access_token=${REDACTED}&client_secret=${REDACTED}`,
+      path: `v1/x?access_token=${REDACTED}`,
+      next: '/admin/api/2026-07/orders.json?page=2&order_id=123',
+    });
+  });
+
+  it('redacts the value of a {name|key|header, value} pair whose name is secret-like, and keeps the rest', () => {
+    const params = {
+      headers: [
+        { name: 'Authorization', value: 'Basic dXNlcjpwYXNzd29yZA==' },
+        { name: 'Content-Type', value: 'application/json' },
+        { key: 'X-Api-Key', value: 'k-1', type: 'text', disabled: false },
+        { Header: 'Cookie', Values: ['a=1', 'b=2'] },
+        { header_name: 'x-shopify-access-token', header_value: 'abcdef0123' },
+        { name: 'password', value: null },
+      ],
+      form: [{ field: 'client_secret', val: 42 }],
+      option: { name: 'Token Pack', value: '10' },
+    };
+    expect(unchanged(params, redactInput)).toEqual({
+      headers: [
+        { name: 'Authorization', value: REDACTED },
+        { name: 'Content-Type', value: 'application/json' },
+        { key: 'X-Api-Key', value: REDACTED, type: 'text', disabled: false },
+        { Header: 'Cookie', Values: REDACTED },
+        { header_name: 'x-shopify-access-token', header_value: REDACTED },
+        { name: 'password', value: null },
+      ],
+      form: [{ field: 'client_secret', val: REDACTED }],
+      option: { name: 'Token Pack', value: '10' },
+    });
+  });
+
+  it('redacts the second item of a [name, value] entry whose name is secret-like, and keeps the rest', () => {
+    const params = {
+      headers: [
+        ['X-Shopify-Access-Token', 'abcdef0123456789'],
+        ['Accept', 'application/json'],
+        ['api_key', 12345],
+      ],
+      entry: ['Authorization', 'Token abc'],
+      triple: ['token', 'a', 'b'],
+    };
+    expect(unchanged(params, redactInput)).toEqual({
+      headers: [
+        ['X-Shopify-Access-Token', REDACTED],
+        ['Accept', 'application/json'],
+        ['api_key', REDACTED],
+      ],
+      entry: ['Authorization', REDACTED],
+      triple: ['token', 'a', 'b'],
+    });
+    expect(redactInput(['Proxy-Authorization', 'Basic Zm9vOmJhcg=='])).toEqual(['Proxy-Authorization', REDACTED]);
+  });
+
+  it('redacts Authorization credentials of any scheme, and URL passwords, in free text', () => {
+    const out = redactInput({
+      note: 'replayed with Authorization: Basic dXNlcjpwYXNzd29yZA== and Authorization: Token abcdef0123 twice',
+      dump: 'GET /x HTTP/1.1\r\nAuthorization: Digest username="ann", response="6629fae4"\r\nAccept: */*',
+      dsn: 'postgres://app:s3cr3t-pw@db.internal:5432/shop',
+    });
+    expect(out).toEqual({
+      note: `replayed with Authorization: Basic ${REDACTED} and Authorization: Token ${REDACTED} twice`,
+      dump: `GET /x HTTP/1.1\r\nAuthorization: Digest ${REDACTED}\r\nAccept: */*`,
+      dsn: `postgres://app:${REDACTED}@db.internal:5432/shop`,
+    });
+  });
+
+  it('output redaction does the same for what a vendor echoes back', () => {
+    const echoed = {
+      request: { url: 'https://shop.example/api?api_key=k-0123&limit=5', headers: [{ name: 'X-Api-Key', value: 'k-0123' }, ['Cookie', 'sid=abc']] },
+      error: 'rejected https://u:hunter2@shop.example (Authorization: Basic dXNlcjpodW50ZXIy)',
+    };
+    const text = json(unchanged(echoed, redactOutput));
+    for (const secret of ['k-0123', 'sid=abc', 'hunter2', 'dXNlcjpodW50ZXIy']) expect(text).not.toContain(secret);
+    expect(text).toContain('limit=5');
+  });
+
+  it('property: any secret-like header name in any pair shape hides its value; ordinary headers stay', () => {
+    const secretHeader = fc.constantFrom('Authorization', 'Proxy-Authorization', 'X-Api-Key', 'X-Shopify-Access-Token', 'Cookie', 'x-amz-security-token', 'client_secret', 'password');
+    const plainHeader = fc.constantFrom('Content-Type', 'Accept', 'User-Agent', 'X-Request-Id', 'If-None-Match', 'page', 'order_id');
+    const spelled = (name: fc.Arbitrary<string>) => name.chain((n) => fc.constantFrom(n, n.toLowerCase(), n.toUpperCase()));
+    const value = fc.stringMatching(/^[a-z][a-z.-]{0,31}$/);
+    const shape = fc.constantFrom<(n: string, v: string) => unknown>(
+      (n, v) => ({ name: n, value: v }),
+      (n, v) => ({ key: n, value: v }),
+      (n, v) => ({ value: v, header: n }),
+      (n, v) => [n, v],
+    );
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.boolean(), spelled(secretHeader), spelled(plainHeader), value, shape), { minLength: 1, maxLength: 6 }), (rows) => {
+        const headers = rows.map(([secret, s, p, v, make]) => make(secret ? s : p, v));
+        const out = redactInput({ headers }) as { headers: unknown[] };
+        rows.forEach(([secret, s, p, v, make], i) => {
+          expect(out.headers[i]).toEqual(make(secret ? s : p, secret ? REDACTED : v));
+        });
+      }),
+    );
   });
 });
 

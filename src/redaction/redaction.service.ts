@@ -6,6 +6,8 @@ import {
   isIdentifierKey,
   isKycContainer,
   isKycSafeLeaf,
+  isPairNameKey,
+  isPairValueKey,
   isPaymentContainer,
   isPaymentKey,
   isPaymentSafeLeaf,
@@ -14,6 +16,7 @@ import {
   isPersonNameKey,
   isPhoneKey,
   isPostalKey,
+  isSecretFieldName,
   isSecretKey,
   looksLikeAddress,
   normalizeKey,
@@ -112,7 +115,7 @@ class Walker {
 
   /** Redaction decided by the property name alone; null and booleans carry no secret and stay. */
   private byKey(value: unknown, ctx: Ctx): unknown {
-    if (ctx.norm === '' || value === null || value === undefined || typeof value === 'boolean') return undefined;
+    if (ctx.norm === '' || !carriesData(value)) return undefined;
     if (isSecretKey(ctx.norm)) return REDACTED;
     if (this.mode === 'input') return undefined;
     const { norm } = ctx;
@@ -154,12 +157,13 @@ class Walker {
     const n = Math.min(items.length, REDACTION_LIMITS.maxArrayItems);
     // Items keep the array's key: "phones": [...] or "addresses": [...] say what each item is.
     const itemCtx = { ...ctx, depth: ctx.depth + 1 };
+    const secretEntry = isSecretEntry(items);
     for (let i = 0; i < n; i++) {
       if (this.exhausted) {
         out.push(this.charge(`${TRUNCATED} ${items.length - i} more items`));
         return out;
       }
-      const item = this.value(items[i], itemCtx);
+      const item = secretEntry && i === 1 ? this.charge(REDACTED) : this.value(items[i], itemCtx);
       out.push(item === undefined ? null : item);
     }
     if (items.length > n) out.push(this.charge(`${TRUNCATED} ${items.length - n} more items`));
@@ -172,13 +176,19 @@ class Walker {
     const person = isPersonContainer(ctx.norm);
     const payment = ctx.payment || isPaymentContainer(ctx.norm);
     const kyc = ctx.kyc || isKycContainer(ctx.norm);
+    const secretPair = isSecretPair(value, keys);
     for (const rawKey of keys) {
       if (this.exhausted) {
         define(out, TRUNCATED, true);
         break;
       }
       const key = stripNul(rawKey);
-      const child = this.value(value[rawKey], { key, norm: normalizeKey(key), depth: ctx.depth + 1, person, payment, kyc });
+      const norm = normalizeKey(key);
+      const raw = value[rawKey];
+      const child =
+        secretPair && isPairValueKey(norm) && carriesData(raw)
+          ? this.charge(REDACTED)
+          : this.value(raw, { key, norm, depth: ctx.depth + 1, person, payment, kyc });
       if (child !== undefined) define(out, this.key(key), child);
     }
     return out;
@@ -222,6 +232,29 @@ class Walker {
   private spend(chars: number): void {
     this.used += chars;
   }
+}
+
+/** null and booleans carry no secret: they stay even where a secret would be redacted. */
+function carriesData(value: unknown): boolean {
+  return value !== null && value !== undefined && typeof value !== 'boolean';
+}
+
+/**
+ * {name: "Authorization", value: "Basic …"} (HAR, fetch, Postman, AWS tags, metafields): the name field
+ * says what the value is, as a property name would, so the value fields are redacted.
+ */
+function isSecretPair(value: Record<string, unknown>, keys: readonly string[]): boolean {
+  for (const key of keys) {
+    if (!isPairNameKey(key)) continue;
+    const name = value[key];
+    if (typeof name === 'string' && isSecretFieldName(stripNul(name))) return true;
+  }
+  return false;
+}
+
+/** ["X-Shopify-Access-Token", "shpat_…"], an entry of a header or parameter list: the first item names the second. */
+function isSecretEntry(items: readonly unknown[]): boolean {
+  return items.length === 2 && typeof items[0] === 'string' && isSecretFieldName(stripNul(items[0])) && carriesData(items[1]);
 }
 
 /** A card number sent as a JSON number rather than a string. */
