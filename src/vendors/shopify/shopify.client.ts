@@ -21,6 +21,8 @@ export async function postShopifyGraphql(
   query: string,
   variables: Record<string, unknown>,
   signal: AbortSignal,
+  /** The mutation field this document runs, if any (see interpretShopifyResponse). */
+  mutation?: string,
 ): Promise<GraphqlResult> {
   let res: VendorHttpResponse;
   try {
@@ -43,10 +45,16 @@ export async function postShopifyGraphql(
     if (err instanceof VendorHttpError) return httpErrorOutcome(err) as FailedOutcome;
     throw err;
   }
-  return interpretShopifyResponse(res);
+  return interpretShopifyResponse(res, mutation);
 }
 
-export function interpretShopifyResponse(res: VendorHttpResponse): GraphqlResult {
+/**
+ * `mutation` names the mutation field of the document (refundCreate, orderUpdate). GraphQL answers
+ * 200 with top-level `errors` and `data` possibly partial (VENDORS.md §1.4): when that field's payload
+ * came back, the mutation ran — an error elsewhere in the answer does not undo it — so the payload
+ * goes to the handler, which judges it, instead of the answer being called a failure.
+ */
+export function interpretShopifyResponse(res: VendorHttpResponse, mutation?: string): GraphqlResult {
   const status = res.status;
   const fail = (kind: FailedOutcome['kind'], message: string, retryAfterMs?: number): FailedOutcome => failedOutcome(kind, message, status, retryAfterMs);
   // An expired 24 h / 1 h token also answers 401 (VENDORS.md §1.4); 403 is a missing scope.
@@ -65,7 +73,10 @@ export function interpretShopifyResponse(res: VendorHttpResponse): GraphqlResult
     throw err;
   }
   if (!isRecord(body)) return fail('bad_response', 'shopify answered with an unexpected body');
-  if (body.errors !== undefined && body.errors !== null) return graphqlErrorsOutcome(body.errors, body.extensions, status);
+  if (body.errors !== undefined && body.errors !== null) {
+    if (mutation !== undefined && isRecord(body.data) && isRecord(body.data[mutation])) return { ok: true, data: body.data, vendorStatus: status };
+    return graphqlErrorsOutcome(body.errors, body.extensions, status);
+  }
   if (!isRecord(body.data)) return fail('bad_response', 'shopify answer carries no data');
   return { ok: true, data: body.data, vendorStatus: status };
 }

@@ -50,8 +50,8 @@ export class ShopifyHandler implements VendorHandler {
     }
   }
 
-  private gql(ctx: VendorCallContext, conn: ShopifyConnection, query: string, variables: Record<string, unknown>): Promise<GraphqlResult> {
-    return postShopifyGraphql(this.endpoints, conn, query, variables, ctx.signal);
+  private gql(ctx: VendorCallContext, conn: ShopifyConnection, query: string, variables: Record<string, unknown>, mutation?: string): Promise<GraphqlResult> {
+    return postShopifyGraphql(this.endpoints, conn, query, variables, ctx.signal, mutation);
   }
 
   private async lookupOrder(ctx: VendorCallContext, conn: ShopifyConnection): Promise<VendorOutcome> {
@@ -82,7 +82,7 @@ export class ShopifyHandler implements VendorHandler {
     const note = ctx.params.note;
     if (!id || typeof note !== 'string') return failedOutcome('rejected', 'orderId and note are required');
     // The final text is sent as-is on every attempt; that is what makes a resend harmless (VENDORS.md §1.7).
-    const res = await this.gql(ctx, conn, ORDER_NOTE_MUTATION, { input: { id, note } });
+    const res = await this.gql(ctx, conn, ORDER_NOTE_MUTATION, { input: { id, note } }, 'orderUpdate');
     if (!res.ok) return res;
     const payload = res.data.orderUpdate;
     if (!isRecord(payload)) return failedOutcome('bad_response', 'shopify orderUpdate answer has an unexpected shape', res.vendorStatus);
@@ -116,7 +116,7 @@ export class ShopifyHandler implements VendorHandler {
     // original refund. Shopify enforces the ceiling itself (userErrors).
     const key = refundIdempotencyKey(ctx.orgId, ctx.idempotencyKey);
     const input = buildRefundInput(orderGid, amount, typeof note === 'string' ? note : undefined, ctx.toolCallId, parent);
-    const res = await this.gql(ctx, conn, refundMutation(key), { input });
+    const res = await this.gql(ctx, conn, refundMutation(key), { input }, 'refundCreate');
     if (!res.ok) return res;
     const payload = res.data.refundCreate;
     if (!isRecord(payload)) return failedOutcome('bad_response', 'shopify refundCreate answer has an unexpected shape', res.vendorStatus);
