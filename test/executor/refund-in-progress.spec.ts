@@ -5,7 +5,7 @@ import { refundIdempotencyKey } from '../../src/vendors/shopify/shopify.refund.j
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
-import { call, eventsOf, rowOf, send } from './support.js';
+import { call, eventsOf, refundKeysSince, rowOf, send } from './support.js';
 
 const BUDGET_MS = 5_000;
 const RULES = [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }];
@@ -31,12 +31,6 @@ describe('refundCreate "in progress" and key reuse, through the pipeline', () =>
   });
 
   const fresh = () => setupOrg(h.t, { tools: ['shopify_refund.create'], vendors: ['shopify'], rules: RULES });
-  /** The @idempotent key of every refundCreate the emulator received since request number `from`. */
-  const refundKeysSince = (from: number) =>
-    h.emu.requests
-      .slice(from)
-      .filter((r) => r.body.includes('refundCreate'))
-      .map((r) => /@idempotent\(key: \\"([^\\]+)\\"\)/.exec(r.body)?.[1]);
   const retryReasons = async (id: string) => (await eventsOf(h, id)).filter((e) => e.type === 'tool_call.retried').map((e) => e.metadata.reason);
 
   it('Shopify still processing past the call budget (504, then "in progress") → indeterminate / OUTCOME_UNKNOWN; one refund lands; ops reconcile it', async () => {
@@ -52,7 +46,7 @@ describe('refundCreate "in progress" and key reuse, through the pipeline', () =>
     expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', result: null, toolResult: { is_error: true } });
     expect(res.body.toolResult.content).toMatch(/Do not send it again/);
     expect(res.body.retryAfterSeconds).toBeUndefined();
-    const keys = refundKeysSince(before);
+    const keys = refundKeysSince(h, before);
     expect(keys.length).toBeGreaterThanOrEqual(3);
     expect(new Set(keys).size).toBe(1);
     expect(await rowOf(h, res.body.toolCallId)).toMatchObject({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN' });
@@ -85,7 +79,7 @@ describe('refundCreate "in progress" and key reuse, through the pipeline', () =>
 
     expect(res.body).toMatchObject({ status: 'succeeded', errorCode: null, result: { orderId: '450789469', amount: '3.00', status: 'success' } });
     expect(shop.refundCount(450789469) - refunds).toBe(1);
-    const keys = refundKeysSince(before);
+    const keys = refundKeysSince(h, before);
     expect(keys.length).toBeGreaterThanOrEqual(5);
     expect(new Set(keys).size).toBe(1);
     expect(await retryReasons(res.body.toolCallId)).toContain('in_progress');
@@ -131,7 +125,7 @@ describe('refundCreate "in progress" and key reuse, through the pipeline', () =>
 
     const res = await send(h, org, toolUse('shopify_refund', { action: 'create', orderId: '1002', amount: '5.00' }), { 'Idempotency-Key': header });
     expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', toolResult: { is_error: true } });
-    expect(refundKeysSince(before)).toEqual([key]);
+    expect(refundKeysSince(h, before)).toEqual([key]);
     expect(shop.refundCount(1002)).toBe(refunds);
     expect(await rowOf(h, res.body.toolCallId)).toMatchObject({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN', retry_count: 0 });
   });

@@ -29,6 +29,14 @@ export async function rowOf(h: Harness, id: string): Promise<Record<string, unkn
   return row;
 }
 
+/** The @idempotent key of every refundCreate the emulator received since request number `from`. */
+export function refundKeysSince(h: Harness, from: number): (string | undefined)[] {
+  return h.emu.requests
+    .slice(from)
+    .filter((r) => r.body.includes('refundCreate'))
+    .map((r) => /@idempotent\(key: \\"([^\\]+)\\"\)/.exec(r.body)?.[1]);
+}
+
 export async function eventsOf(h: Harness, id: string): Promise<LedgerEvent[]> {
   return (await h.t.ds.query('SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [id])) as LedgerEvent[];
 }

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NangoEmulator, ShopifyEmulator } from '../../src/emulator/index.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
-import { call, eventsOf, rowOf, send } from './support.js';
+import { call, eventsOf, refundKeysSince, rowOf, send } from './support.js';
 import { waitFor } from '../support/wait.js';
 
 const WRITES = ['shopify_order.add_note', 'shopify_refund.create', 'nango_proxy.post'];
@@ -35,12 +35,6 @@ describe('vendor faults on writes, through the pipeline', () => {
   /** Requests whose body matches `re`, optionally only those the emulator applied. */
   const sent = (re: RegExp, applied?: boolean) => h.emu.requests.filter((r) => re.test(r.body) && (applied === undefined || r.applied === applied)).length;
   const note = (org: OrgSetup, orderId: string, text: string) => call(h, org, 'shopify_order', { action: 'add_note', orderId, note: text });
-  /** The @idempotent key of every refundCreate the emulator received since request number `from`. */
-  const refundKeysSince = (from: number) =>
-    h.emu.requests
-      .slice(from)
-      .filter((r) => r.body.includes('refundCreate'))
-      .map((r) => /@idempotent\(key: \\"([^\\]+)\\"\)/.exec(r.body)?.[1]);
 
   it('reset after add_note was applied → 200 indeterminate / OUTCOME_UNKNOWN, sent once, never retried or replayed', async () => {
     const org = await fresh();
@@ -126,7 +120,7 @@ describe('vendor faults on writes, through the pipeline', () => {
     const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '450789469', amount: '1.25' });
     expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: '1.25' } });
     expect(shop.refundCount(450789469) - refunds).toBe(1);
-    const keys = refundKeysSince(before);
+    const keys = refundKeysSince(h, before);
     expect(keys).toHaveLength(2);
     expect(new Set(keys).size).toBe(1);
   });
@@ -140,7 +134,7 @@ describe('vendor faults on writes, through the pipeline', () => {
     // "failed" would invite the model to try again under a new tool_use id: a new key, a second refund if this one landed.
     expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
     expect(res.body.toolResult.content).toMatch(/Do not send it again/);
-    const keys = refundKeysSince(before);
+    const keys = refundKeysSince(h, before);
     expect(keys).toHaveLength(4);
     expect(new Set(keys).size).toBe(1);
     expect(keys[0]).toBeTruthy();
