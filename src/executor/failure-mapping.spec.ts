@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import type { VendorOutcome } from '../vendors/vendor-handler.js';
 import { countsAgainstBreaker, errorCodeFor, isRetryable } from './failure-mapping.js';
 
+const WRITE = { sideEffect: 'write' as const, overwrite: false };
+const READ = { sideEffect: 'read' as const };
+const OVERWRITE = { sideEffect: 'write' as const, overwrite: true };
+
 type F = Extract<VendorOutcome, { ok: false }>;
 const f = (kind: F['kind'], extra: Partial<F> = {}): F => ({ ok: false, kind, requestSent: true, message: 'm', ...extra });
 const read = { idempotent: true, sideEffect: 'read' as const };
@@ -10,27 +14,27 @@ const write = { idempotent: false, sideEffect: 'write' as const };
 
 describe('failure mapping', () => {
   it('maps kinds to error codes', () => {
-    expect(errorCodeFor(f('not_found'), 'read')).toBe('VENDOR_NOT_FOUND');
-    expect(errorCodeFor(f('auth'), 'read')).toBe('CREDENTIALS_INVALID');
-    expect(errorCodeFor(f('rate_limited'), 'read')).toBe('VENDOR_RATE_LIMITED');
-    expect(errorCodeFor(f('server_error'), 'read')).toBe('VENDOR_ERROR');
-    expect(errorCodeFor(f('timeout'), 'read')).toBe('VENDOR_TIMEOUT');
-    expect(errorCodeFor(f('bad_response'), 'read')).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('not_found'), READ)).toBe('VENDOR_NOT_FOUND');
+    expect(errorCodeFor(f('auth'), READ)).toBe('CREDENTIALS_INVALID');
+    expect(errorCodeFor(f('rate_limited'), READ)).toBe('VENDOR_RATE_LIMITED');
+    expect(errorCodeFor(f('server_error'), READ)).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('timeout'), READ)).toBe('VENDOR_TIMEOUT');
+    expect(errorCodeFor(f('bad_response'), READ)).toBe('VENDOR_ERROR');
   });
 
   it('calls a write whose answer was lost OUTCOME_UNKNOWN, but not one that never left', () => {
-    expect(errorCodeFor(f('timeout'), 'write')).toBe('OUTCOME_UNKNOWN');
-    expect(errorCodeFor(f('network'), 'write')).toBe('OUTCOME_UNKNOWN');
-    expect(errorCodeFor(f('network', { requestSent: false }), 'write')).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('timeout'), WRITE)).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('network'), WRITE)).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('network', { requestSent: false }), WRITE)).toBe('VENDOR_ERROR');
     // A 5xx may come back while the vendor goes on to apply the write (VENDORS.md §1.9 point 4) …
-    expect(errorCodeFor(f('server_error', { vendorStatus: 504 }), 'write')).toBe('OUTCOME_UNKNOWN');
-    expect(errorCodeFor(f('server_error', { vendorStatus: 500 }), { sideEffect: 'write', overwrite: false })).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('server_error', { vendorStatus: 504 }), WRITE)).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('server_error', { vendorStatus: 500 }), WRITE)).toBe('OUTCOME_UNKNOWN');
     // … unless a second call leaves the same state (an overwrite): then failed, and trying again is harmless.
-    expect(errorCodeFor(f('server_error', { vendorStatus: 500 }), { sideEffect: 'write', overwrite: true })).toBe('VENDOR_ERROR');
-    expect(errorCodeFor(f('server_error', { vendorStatus: 500, requestSent: false }), 'write')).toBe('VENDOR_ERROR');
-    expect(errorCodeFor(f('server_error', { vendorStatus: 500 }), 'read')).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('server_error', { vendorStatus: 500 }), OVERWRITE)).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('server_error', { vendorStatus: 500, requestSent: false }), WRITE)).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('server_error', { vendorStatus: 500 }), READ)).toBe('VENDOR_ERROR');
     // An overwrite whose answer was lost is still unknown: nobody knows which text is there.
-    expect(errorCodeFor(f('timeout'), { sideEffect: 'write', overwrite: true })).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('timeout'), OVERWRITE)).toBe('OUTCOME_UNKNOWN');
   });
 
   it('retries reads on transient failures only', () => {

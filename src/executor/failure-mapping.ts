@@ -2,6 +2,8 @@ import type { SideEffect, ToolActionSpec, VendorFailureKind, VendorOutcome } fro
 import type { ExecutionErrorCode } from './execution-outcome.js';
 
 type Failure = Extract<VendorOutcome, { ok: false }>;
+/** What the mapping needs to know of the catalog action. */
+type ActionKind = Pick<ToolActionSpec, 'sideEffect' | 'overwrite'>;
 
 const CODE: Record<VendorFailureKind, ExecutionErrorCode> = {
   not_found: 'VENDOR_NOT_FOUND',
@@ -39,12 +41,9 @@ function acceptedByVendor(status: number | undefined): boolean {
  * which a second call leaves in the same state. Calling any of these `failed`
  * would invite a retry under a new key: a second side effect.
  *
- * `action` is the catalog action, or just its side effect (a write is then
- * taken not to be an overwrite).
  */
-export function isUnknownWriteOutcome(f: Failure, action: SideEffect | Pick<ToolActionSpec, 'sideEffect' | 'overwrite'>): boolean {
-  const a = typeof action === 'string' ? { sideEffect: action, overwrite: false } : action;
-  if (a.sideEffect !== 'write' || !f.requestSent) return false;
+export function isUnknownWriteOutcome(f: Failure, action: ActionKind): boolean {
+  if (action.sideEffect !== 'write' || !f.requestSent) return false;
   switch (f.kind) {
     case 'timeout':
     case 'network':
@@ -52,7 +51,7 @@ export function isUnknownWriteOutcome(f: Failure, action: SideEffect | Pick<Tool
     case 'key_conflict':
       return true;
     case 'server_error':
-      return a.overwrite !== true;
+      return action.overwrite !== true;
     case 'bad_response':
     case 'too_large':
       return acceptedByVendor(f.vendorStatus);
@@ -61,7 +60,7 @@ export function isUnknownWriteOutcome(f: Failure, action: SideEffect | Pick<Tool
   }
 }
 
-export function errorCodeFor(f: Failure, action: Parameters<typeof isUnknownWriteOutcome>[1]): ExecutionErrorCode {
+export function errorCodeFor(f: Failure, action: ActionKind): ExecutionErrorCode {
   return isUnknownWriteOutcome(f, action) ? 'OUTCOME_UNKNOWN' : CODE[f.kind];
 }
 
@@ -73,7 +72,7 @@ export function errorCodeFor(f: Failure, action: Parameters<typeof isUnknownWrit
  * it received ("in progress", then a 503 on the next poll → the "in
  * progress"), or else by the latest that may have taken effect.
  */
-export function decisiveFailure(attempts: readonly Failure[], action: Parameters<typeof isUnknownWriteOutcome>[1]): Failure {
+export function decisiveFailure(attempts: readonly Failure[], action: ActionKind): Failure {
   const last = attempts.at(-1);
   if (!last) throw new Error('decisiveFailure needs at least one failed attempt');
   const unknown = attempts.filter((a) => isUnknownWriteOutcome(a, action));

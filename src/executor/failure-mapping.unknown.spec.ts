@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { VendorOutcome } from '../vendors/vendor-handler.js';
 import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isRetryable } from './failure-mapping.js';
 
+const WRITE = { sideEffect: 'write' as const, overwrite: false };
+const READ = { sideEffect: 'read' as const };
+
 type F = Extract<VendorOutcome, { ok: false }>;
 const f = (kind: F['kind'], extra: Partial<F> = {}): F => ({ ok: false, kind, requestSent: true, message: kind, ...extra });
 const idemWrite = { idempotent: true, sideEffect: 'write' as const };
@@ -11,22 +14,22 @@ describe('failure mapping: writes that may have taken effect', () => {
   it('a 2xx whose body cannot be used is OUTCOME_UNKNOWN for a write, VENDOR_ERROR for a read; other statuses go by the status', () => {
     for (const kind of ['bad_response', 'too_large'] as const) {
       for (const vendorStatus of [200, 201, 202, 204, 299]) {
-        expect(errorCodeFor(f(kind, { vendorStatus }), 'write'), `${kind} ${vendorStatus}`).toBe('OUTCOME_UNKNOWN');
-        expect(errorCodeFor(f(kind, { vendorStatus }), 'read'), `${kind} ${vendorStatus}`).toBe('VENDOR_ERROR');
+        expect(errorCodeFor(f(kind, { vendorStatus }), WRITE), `${kind} ${vendorStatus}`).toBe('OUTCOME_UNKNOWN');
+        expect(errorCodeFor(f(kind, { vendorStatus }), READ), `${kind} ${vendorStatus}`).toBe('VENDOR_ERROR');
       }
     }
     // A refusal or a vendor failure is one whatever its body: still failed.
     for (const vendorStatus of [301, 400, 404, 422, 429, 500, 503]) {
-      expect(errorCodeFor(f('too_large', { vendorStatus }), 'write'), String(vendorStatus)).toBe('VENDOR_ERROR');
+      expect(errorCodeFor(f('too_large', { vendorStatus }), WRITE), String(vendorStatus)).toBe('VENDOR_ERROR');
     }
     // Nothing left (the read before the mutation answered badly), or no answer at all.
-    expect(errorCodeFor(f('bad_response', { vendorStatus: 200, requestSent: false }), 'write')).toBe('VENDOR_ERROR');
-    expect(errorCodeFor(f('bad_response'), 'write')).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('bad_response', { vendorStatus: 200, requestSent: false }), WRITE)).toBe('VENDOR_ERROR');
+    expect(errorCodeFor(f('bad_response'), WRITE)).toBe('VENDOR_ERROR');
   });
 
   it('"in progress" and "key used with other parameters" mean an earlier attempt reached the vendor: OUTCOME_UNKNOWN, breaker-neutral', () => {
-    expect(errorCodeFor(f('in_progress', { vendorStatus: 200, retryAfterMs: 1_000 }), 'write')).toBe('OUTCOME_UNKNOWN');
-    expect(errorCodeFor(f('key_conflict', { vendorStatus: 200 }), 'write')).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('in_progress', { vendorStatus: 200, retryAfterMs: 1_000 }), WRITE)).toBe('OUTCOME_UNKNOWN');
+    expect(errorCodeFor(f('key_conflict', { vendorStatus: 200 }), WRITE)).toBe('OUTCOME_UNKNOWN');
     // Neither says anything about the vendor's health.
     expect(countsAgainstBreaker(f('in_progress'))).toBe(false);
     expect(countsAgainstBreaker(f('key_conflict'))).toBe(false);
@@ -46,14 +49,14 @@ describe('failure mapping: writes that may have taken effect', () => {
     const inProgress = f('in_progress', { vendorStatus: 200, retryAfterMs: 1_000 });
     const unavailable = f('server_error', { vendorStatus: 503 });
     const limited = f('rate_limited', { vendorStatus: 429, retryAfterMs: 60_000 });
-    expect(decisiveFailure([gateway, inProgress, unavailable], 'write')).toBe(inProgress);
-    expect(decisiveFailure([inProgress, limited], 'write')).toBe(inProgress);
-    expect(errorCodeFor(decisiveFailure([gateway, inProgress, unavailable], 'write'), 'write')).toBe('OUTCOME_UNKNOWN');
+    expect(decisiveFailure([gateway, inProgress, unavailable], WRITE)).toBe(inProgress);
+    expect(decisiveFailure([inProgress, limited], WRITE)).toBe(inProgress);
+    expect(errorCodeFor(decisiveFailure([gateway, inProgress, unavailable], WRITE), WRITE)).toBe('OUTCOME_UNKNOWN');
     // The latest unknown one when there are several.
     const later = f('in_progress', { vendorStatus: 200, message: 'later' });
-    expect(decisiveFailure([inProgress, later, unavailable], 'write')).toBe(later);
+    expect(decisiveFailure([inProgress, later, unavailable], WRITE)).toBe(later);
     // Otherwise the last attempt decides, and reads always go by the last one.
-    expect(decisiveFailure([gateway, unavailable], 'write')).toBe(unavailable);
-    expect(decisiveFailure([inProgress, unavailable], 'read')).toBe(unavailable);
+    expect(decisiveFailure([gateway, unavailable], WRITE)).toBe(unavailable);
+    expect(decisiveFailure([inProgress, unavailable], READ)).toBe(unavailable);
   });
 });

@@ -3,6 +3,8 @@ import { errorCodeFor } from '../../executor/failure-mapping.js';
 import type { VendorHttpResponse } from '../http/vendor-http.js';
 import { interpretShopifyResponse } from './shopify.client.js';
 
+const WRITE = { sideEffect: 'write' as const, overwrite: false };
+
 const answer = (body: unknown, status = 200): VendorHttpResponse => {
   const buf = Buffer.from(JSON.stringify(body));
   return { status, headers: { 'content-type': 'application/json' }, body: buf, text: () => buf.toString(), json: () => JSON.parse(buf.toString()) as unknown };
@@ -34,6 +36,6 @@ describe('interpretShopifyResponse: top-level errors beside a mutation payload (
   it('a refund whose own payload errored away (refund null, no userErrors) is an unusable 2xx: unknown, never failed', () => {
     const res = interpretShopifyResponse(answer({ data: { refundCreate: { refund: null, userErrors: [] } }, errors: [fieldError] }), 'refundCreate');
     expect(res.ok).toBe(true); // the handler then finds no refund: bad_response at 200 …
-    expect(errorCodeFor({ ok: false, kind: 'bad_response', vendorStatus: 200, requestSent: true, message: 'm' }, 'write')).toBe('OUTCOME_UNKNOWN'); // … which a write reports as unknown
+    expect(errorCodeFor({ ok: false, kind: 'bad_response', vendorStatus: 200, requestSent: true, message: 'm' }, WRITE)).toBe('OUTCOME_UNKNOWN'); // … which a write reports as unknown
   });
 });
