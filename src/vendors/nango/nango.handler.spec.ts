@@ -50,6 +50,8 @@ describe('NangoHandler happy paths', () => {
     expect(req.headers.retries).toBeUndefined();
     expect(req.headers['retry-on']).toBeUndefined();
     expect(req.headers['base-url-override']).toBeUndefined();
+    // The provider's credentials (added by Nango) must not follow a redirect elsewhere.
+    expect(req.headers['forward-headers-on-redirect']).toBe('false');
   });
 
   it('post: sends the JSON body once, never with a Retries header', async () => {
@@ -60,6 +62,7 @@ describe('NangoHandler happy paths', () => {
     expect(nango.retriesHeaders).toEqual([]);
     expect(emu.requests[0].headers['content-type']).toBe('application/json');
     expect(emu.requests[0].headers.retries).toBeUndefined();
+    expect(emu.requests[0].headers['forward-headers-on-redirect']).toBe('false');
   });
 
   it('post: no Retries header even when the upstream fails (the write is not retried anywhere)', async () => {

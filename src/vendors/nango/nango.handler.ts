@@ -3,6 +3,8 @@
  * the gateway's executor owns retries, and Nango would resend a POST on a
  * reset or 5xx, applying a write twice (§4.3). Nango's own errors
  * (`{"error":{"code"}}`) are told apart from the upstream provider's.
+ * `Forward-Headers-On-Redirect: false`: should the provider redirect, the
+ * credentials Nango added for it must not follow to wherever it points.
  */
 import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
@@ -110,6 +112,7 @@ export class NangoHandler implements VendorHandler {
       'Provider-Config-Key': creds.providerConfigKey,
       Accept: 'application/json',
       'User-Agent': this.endpoints.userAgent,
+      'Forward-Headers-On-Redirect': 'false',
     };
     if (isPost) headers['Content-Type'] = 'application/json';
     let res: VendorHttpResponse;
