@@ -30,7 +30,9 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
   /** LWA token exchanges answered (successful or not). */
   tokenRequests = 0;
   private tokenLifetimeSec = 3600;
-  private readonly tokens = new Map<string, { expiresAt: number; expired: boolean }>();
+  /** What `x-amzn-RateLimit-Limit` says on 200/400/404 (the Orders v0 plan: 0.5 requests/s). */
+  private rateLimit = '0.5';
+  private readonly tokens = new Map<string, { expiresAt: number; expired: boolean; revoked: boolean }>();
 
   handles(req: EmuRequest): boolean {
     return req.path === '/auth/o2/token' || req.path.startsWith('/orders/v0/orders/');
@@ -43,6 +45,7 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
   reset(): void {
     this.tokenRequests = 0;
     this.tokenLifetimeSec = 3600;
+    this.rateLimit = '0.5';
     this.tokens.clear();
   }
 
@@ -53,6 +56,19 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
   /** Every token issued so far now answers "has expired". */
   expireAllTokens(): void {
     for (const t of this.tokens.values()) t.expired = true;
+  }
+
+  /**
+   * Every token issued so far is now refused as "revoked, malformed or invalid"
+   * (e.g. the seller re-authorised the app): SP-API does not say "expired" then.
+   */
+  revokeAllTokens(): void {
+    for (const t of this.tokens.values()) t.revoked = true;
+  }
+
+  /** The live rate (requests/s) answers report in `x-amzn-RateLimit-Limit`. */
+  setRateLimit(rate: number): void {
+    this.rateLimit = String(rate);
   }
 
   faultResponse(fault: FaultSpec, req: EmuRequest): EmuResponse | undefined {
@@ -96,7 +112,7 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
       return lwaError(400, 'invalid_grant', 'The request has an invalid grant parameter : refresh_token');
     }
     const token = `Atza|emu-${randomBytes(24).toString('base64url')}`;
-    this.tokens.set(token, { expiresAt: Date.now() + this.tokenLifetimeSec * 1000, expired: false });
+    this.tokens.set(token, { expiresAt: Date.now() + this.tokenLifetimeSec * 1000, expired: false, revoked: false });
     return { status: 200, body: { access_token: token, refresh_token: c.refreshToken, token_type: 'bearer', expires_in: this.tokenLifetimeSec } };
   }
 
@@ -105,38 +121,43 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
     const denied = 'Access to requested resource is denied.';
     if (!token) return spapiError(403, 'Unauthorized', denied, 'Access token is missing in the request header.');
     const issued = this.tokens.get(token);
-    if (!issued) return spapiError(403, 'Unauthorized', denied, 'The access token you provided is revoked, malformed or invalid.');
+    if (!issued || issued.revoked) return spapiError(403, 'Unauthorized', denied, 'The access token you provided is revoked, malformed or invalid.');
     if (issued.expired || Date.now() >= issued.expiresAt) {
       return spapiError(403, 'Unauthorized', denied, 'The access token you provided has expired.');
     }
     const m = ORDER_PATH.exec(req.path);
     if (req.method !== 'GET' || !m) return spapiError(403, 'MissingAuthenticationToken', 'Missing Authentication Token');
     const orderId = m[1];
-    if (!ORDER_ID.test(orderId)) return spapiError(404, 'NotFound', 'Resource not found.', `Invalid order id: ${orderId}`);
+    if (!ORDER_ID.test(orderId)) return this.withRate(spapiError(404, 'NotFound', 'Resource not found.', `Invalid order id: ${orderId}`));
     return m[2] ? this.orderItems(orderId, req.query.get('NextToken')) : this.order(orderId);
   }
 
   private order(orderId: string): EmuResponse {
     const order = AMAZON_FIXTURE_ORDERS[orderId];
     // Observed live: a well-formed unknown id answers 200 with an empty payload.
-    return { status: 200, headers: { 'x-amzn-ratelimit-limit': '0.5' }, body: { payload: order ? structuredClone(order) : {} } };
+    return this.withRate({ status: 200, body: { payload: order ? structuredClone(order) : {} } });
   }
 
   private orderItems(orderId: string, nextToken: string | null): EmuResponse {
     const all = AMAZON_FIXTURE_ITEMS[orderId];
-    if (!all) return spapiError(404, 'NotFound', 'Resource not found.', `Order ${orderId} not found`);
+    if (!all) return this.withRate(spapiError(404, 'NotFound', 'Resource not found.', `Order ${orderId} not found`));
     let offset = 0;
     if (nextToken !== null) {
       const [tokenOrder, at] = Buffer.from(nextToken, 'base64url').toString('utf8').split('|');
       offset = Number(at);
       if (tokenOrder !== orderId || !Number.isInteger(offset) || offset <= 0 || offset >= all.length) {
-        return spapiError(400, 'InvalidInput', 'Invalid Input', 'Invalid NextToken');
+        return this.withRate(spapiError(400, 'InvalidInput', 'Invalid Input', 'Invalid NextToken'));
       }
     }
     const page = all.slice(offset, offset + AMAZON_ITEMS_PAGE_SIZE);
     const next = offset + AMAZON_ITEMS_PAGE_SIZE;
     const payload: Record<string, unknown> = { AmazonOrderId: orderId, OrderItems: structuredClone(page) };
     if (next < all.length) payload.NextToken = Buffer.from(`${orderId}|${next}`, 'utf8').toString('base64url');
-    return { status: 200, headers: { 'x-amzn-ratelimit-limit': '0.5' }, body: { payload } };
+    return this.withRate({ status: 200, body: { payload } });
+  }
+
+  /** 200, 400 and 404 carry the live rate; 429 and 5xx do not [src]. */
+  private withRate(res: EmuResponse): EmuResponse {
+    return { ...res, headers: { ...res.headers, 'x-amzn-ratelimit-limit': this.rateLimit } };
   }
 }

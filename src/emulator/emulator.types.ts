@@ -74,6 +74,8 @@ export interface RecordedRequest {
   vendor?: VendorKey;
   method: string;
   path: string;
+  /** the query string without '?', '' when there is none */
+  query: string;
   headers: Record<string, string>;
   body: string;
   /** ms since epoch (fractional, from performance.timeOrigin + performance.now()) */

@@ -174,6 +174,7 @@ export class VendorEmulator {
       vendor: vendor?.vendor,
       method: emu.method,
       path: emu.path,
+      query: emu.query.toString(),
       headers: emu.headers,
       body: rawBody.toString('utf8'),
       receivedAt,

@@ -163,6 +163,7 @@ export class RuntimeToolExecutor {
     });
     let attempt = 0;
     let last: Failure | undefined;
+    const scratch = new Map<string, unknown>();
     return policy.execute(async () => {
       // The budget ran out during a backoff: this attempt never leaves, so its
       // scheduled retry is not counted. Answer with the previous attempt's
@@ -185,6 +186,7 @@ export class RuntimeToolExecutor {
         credentials,
         signal,
         attempt: attempt++,
+        scratch,
       });
       this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);
       if (!outcome.ok) {

@@ -29,7 +29,7 @@ export function emulatorEndpoints(url: string, overrides: Partial<VendorEndpoint
 
 /** A first attempt of one call; name the tool, action, params and credentials, override anything else. */
 export function callContext(c: Pick<VendorCallContext, 'toolName' | 'action' | 'params' | 'credentials'> & Partial<VendorCallContext>): VendorCallContext {
-  return { orgId: 'org-1', toolCallId: 'call-1', idempotencyKey: 'key-1', signal: new AbortController().signal, attempt: 0, ...c };
+  return { orgId: 'org-1', toolCallId: 'call-1', idempotencyKey: 'key-1', signal: new AbortController().signal, attempt: 0, scratch: new Map(), ...c };
 }
 
 /** The failure a handler answered with; throws (failing the test) when it succeeded. */

@@ -68,6 +68,12 @@ export interface VendorCallContext {
   signal: AbortSignal;
   /** 0 for the first attempt, 1.. for retries. */
   attempt: number;
+  /**
+   * Kept across this call's attempts, and only them: a handler may note its
+   * progress so a retry resumes where the failed attempt stopped instead of
+   * repeating requests against a rate limit. In memory, never persisted.
+   */
+  scratch: Map<string, unknown>;
 }
 
 export type VendorFailureKind =

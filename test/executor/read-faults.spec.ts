@@ -5,7 +5,7 @@ import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
 import { call, eventsOf, rowOf } from './support.js';
 
-const READS = ['order_lookup.lookup', 'amazon_query.get_order', 'kyc.get_status'];
+const READS = ['order_lookup.lookup', 'amazon_query.get_order', 'amazon_query.get_order_items', 'kyc.get_status'];
 const GRAPHQL = /graphql\.json$/;
 const SPAPI = /^\/orders\//;
 
@@ -13,7 +13,8 @@ const SPAPI = /^\/orders\//;
 describe('vendor faults on reads, through the pipeline', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ VENDOR_MAX_RESPONSE_BYTES: '100000' });
+    // A budget that fits SP-API's 2 s back-off after a 429.
+    h = await startHarness({ VENDOR_MAX_RESPONSE_BYTES: '100000', VENDOR_TIMEOUT_MS: '6000' });
   });
   afterEach(() => h.emu.clearFaults());
   afterAll(async () => {
@@ -107,12 +108,31 @@ describe('vendor faults on reads, through the pipeline', () => {
     expect(count(GRAPHQL) - before).toBe(4);
   });
 
-  it('SP-API 429 QuotaExceeded (no Retry-After) is backed off and retried', async () => {
+  it('SP-API 429 QuotaExceeded (no Retry-After) is retried after at least 1/rate s (0.5/s → 2 s, VENDORS.md §2.5)', async () => {
     const org = await fresh();
     h.emu.fault({ vendor: 'amazon', path: SPAPI, kind: 'status', status: 429 });
+    const from = h.emu.requests.length;
     const res = await amazonOrder(org);
     expect(res.body.status).toBe('succeeded');
     expect((await rowOf(h, res.body.toolCallId)).retry_count).toBe(1);
+    const [refused, retried] = h.emu.requests.slice(from).filter((r) => SPAPI.test(r.path));
+    expect(retried.receivedAt - refused.receivedAt).toBeGreaterThanOrEqual(2000);
+    const event = (await eventsOf(h, res.body.toolCallId)).find((e) => e.type === 'tool_call.retried');
+    expect(event?.metadata).toMatchObject({ reason: 'rate_limited' });
+    expect(event?.metadata.delayMs as number).toBeGreaterThanOrEqual(2000);
+  });
+
+  it('SP-API getOrderItems: a 429 on page 2 is retried from page 2; every item comes back once', async () => {
+    const org = await fresh();
+    h.emu.fault({ vendor: 'amazon', path: /\/orderItems$/, kind: 'delay', delayMs: 0, times: 1 });
+    h.emu.fault({ vendor: 'amazon', path: /\/orderItems$/, kind: 'status', status: 429, times: 1 });
+    const from = h.emu.requests.length;
+    const res = await call(h, org, 'amazon_query', { action: 'get_order_items', orderId: AMAZON_ORDER_IDS.paged });
+    expect(res.body).toMatchObject({ status: 'succeeded', result: { orderId: AMAZON_ORDER_IDS.paged } });
+    expect(res.body.result.items).toHaveLength(5);
+    const pages = h.emu.requests.slice(from).filter((r) => r.path.endsWith('/orderItems'));
+    expect(pages.map((p) => p.query === '')).toEqual([true, false, false, false]);
+    expect(pages[2].query).toBe(pages[1].query);
   });
 
   it('connection reset before the request was applied: the read is retried and succeeds', async () => {

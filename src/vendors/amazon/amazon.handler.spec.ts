@@ -170,11 +170,10 @@ describe('AmazonHandler LWA tokens', () => {
 });
 
 describe('AmazonHandler failures', () => {
-  it('429 QuotaExceeded → rate_limited with no Retry-After', async () => {
+  it('429 QuotaExceeded (no Retry-After) before any rate is known → rate_limited, wait 1/rate of the documented plan (0.5/s → 2 s)', async () => {
     emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 429 });
     const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })));
-    expect(out).toMatchObject({ kind: 'rate_limited', vendorStatus: 429 });
-    expect(out.retryAfterMs).toBeUndefined();
+    expect(out).toMatchObject({ kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 2000 });
     expect(out.message).toContain('QuotaExceeded');
   });
 
@@ -227,5 +226,137 @@ describe('AmazonHandler failures', () => {
     emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 403 });
     const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })));
     for (const secret of [CREDS.clientSecret, CREDS.refreshToken, 'Atza|']) expect(out.message).not.toContain(secret);
+  });
+});
+
+describe('AmazonHandler rate limits (VENDORS.md §2.4, §2.5)', () => {
+  const order = (): VendorCallContext => ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped });
+
+  it('a 429 waits 1/rate of the live rate the operation last reported, per operation', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    amazon.setRateLimit(20);
+    expect((await handler.execute(order())).ok).toBe(true); // learns getOrder: 20/s
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 429 });
+    expect(failure(await handler.execute(order()))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 50 });
+    // getOrderItems has its own bucket, not yet reported: the documented plan.
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429 });
+    expect(failure(await handler.execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ retryAfterMs: 2000 });
+    // A slower plan reported later replaces the faster one.
+    amazon.setRateLimit(0.2);
+    expect((await handler.execute(order())).ok).toBe(true);
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 429 });
+    expect(failure(await handler.execute(order()))).toMatchObject({ retryAfterMs: 5000 });
+  });
+
+  it('the rate is remembered per seller authorisation and region: the same seller in another region still waits the documented 2 s', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    amazon.setRateLimit(20);
+    expect((await handler.execute(order())).ok).toBe(true);
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 429 });
+    const other = ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }, { ...CREDS, region: 'eu' });
+    expect(failure(await handler.execute(other))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2000 });
+  });
+
+  it('a Retry-After, if something in between adds one, wins over 1/rate', async () => {
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 429, headers: { 'retry-after': '3' } });
+    expect(failure(await new AmazonHandler(endpoints).execute(order()))).toMatchObject({ retryAfterMs: 3000 });
+  });
+
+  it('a 429 from LWA without Retry-After waits a second; never sends the SP-API request', async () => {
+    emu.fault({ vendor: 'amazon', path: lwaPath, kind: 'status', status: 429 });
+    expect(failure(await new AmazonHandler(endpoints, new TokenCache()).execute(order()))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 1000, requestSent: false });
+    expect(emu.count({ path: orderPath })).toBe(0);
+  });
+});
+
+describe('AmazonHandler re-auth on Unauthorized after a cached token (VENDORS.md §2.5)', () => {
+  const order = (): VendorCallContext => ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped });
+
+  it('a cached token refused as revoked (not "expired"): one refresh, one retry, success', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    expect((await handler.execute(order())).ok).toBe(true);
+    amazon.revokeAllTokens();
+    expect((await handler.execute(order())).ok).toBe(true);
+    expect(amazon.tokenRequests).toBe(2);
+    expect(emu.count({ path: orderPath })).toBe(3);
+  });
+
+  it('a cached token refused, and the fresh one refused too: auth after exactly one refresh', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    expect((await handler.execute(order())).ok).toBe(true);
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 403, times: 2 });
+    expect(failure(await handler.execute(order()))).toMatchObject({ kind: 'auth', vendorStatus: 403 });
+    expect(amazon.tokenRequests).toBe(2);
+    expect(emu.count({ path: orderPath })).toBe(3);
+  });
+
+  it('a 403 with another code (MissingAuthenticationToken) is auth at once, even after a cached token', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    expect((await handler.execute(order())).ok).toBe(true);
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 403, body: { errors: [{ code: 'MissingAuthenticationToken', message: 'Missing Authentication Token' }] } });
+    expect(failure(await handler.execute(order()))).toMatchObject({ kind: 'auth', vendorStatus: 403 });
+    expect(amazon.tokenRequests).toBe(1);
+  });
+});
+
+describe('AmazonHandler getOrderItems resumes a retried call at the page that failed', () => {
+  // The paged order has 5 items, 2 per page: 3 pages.
+  const items = (c: VendorCallContext = ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.paged })): VendorCallContext => c;
+  const pageRequests = (): { query: string }[] => emu.requests.filter((r) => itemsPath.test(r.path));
+
+  it('a 429 on page 2: the retry asks for page 2, not page 1 again, and returns every item once', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+    const call = items();
+    expect(failure(await handler.execute(call))).toMatchObject({ kind: 'rate_limited' });
+    const out = await handler.execute({ ...call, attempt: 1 });
+    expect(out.ok).toBe(true);
+    const got = (out as { data: { items: { sku: string }[]; truncated?: boolean } }).data;
+    expect(got.items.map((i) => i.sku)).toEqual([...new Set(got.items.map((i) => i.sku))]);
+    expect(got.items).toHaveLength(5);
+    expect(got.items.every((i) => typeof i.sku === 'string')).toBe(true);
+    expect(got.truncated).toBeUndefined();
+    const pages = pageRequests();
+    expect(pages).toHaveLength(4); // 1, 2 (429), then 2, 3
+    expect(pages[0].query).toBe('');
+    expect(pages[2].query).toBe(pages[1].query);
+    expect(pages[2].query).toContain('NextToken=');
+  });
+
+  it('another call (its own scratch) starts at page 1; a finished call leaves nothing behind', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+    const first = items();
+    failure(await handler.execute(first));
+    const other = items();
+    expect((await handler.execute(other)).ok).toBe(true);
+    expect(pageRequests()[2].query).toBe('');
+    expect(other.scratch.size).toBe(0);
+    expect(first.scratch.size).toBe(1);
+  });
+
+  it('a resumed NextToken that SP-API refuses (400) starts the listing over from page 1, once', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 400, times: 1 });
+    const call = items();
+    failure(await handler.execute(call));
+    const out = await handler.execute({ ...call, attempt: 1 });
+    expect(out.ok && (out.data as { items: unknown[] }).items).toHaveLength(5);
+    expect(pageRequests().map((r) => r.query === '')).toEqual([true, false, false, true, false, false]);
+  });
+
+  it('a second refusal after the restart is the answer (no loop)', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 400, times: 2 });
+    const call = items();
+    failure(await handler.execute(call));
+    expect(failure(await handler.execute({ ...call, attempt: 1 }))).toMatchObject({ kind: 'rejected', vendorStatus: 400 });
+    expect(pageRequests()).toHaveLength(4);
   });
 });

@@ -8,10 +8,25 @@ import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, ty
 import { parseAmazonCredentials } from './amazon.credentials.js';
 import { isObject, normaliseOrder, normaliseOrderItem, type AmazonOrderItem } from './amazon.normalise.js';
 import { AMAZON_ORDER_ID, AMAZON_TOOLS } from './amazon.tools.js';
-import { SpapiSession } from './spapi.client.js';
+import { SpapiRates, SpapiSession } from './spapi.client.js';
 
 /** getOrderItems pages are followed up to this bound; a longer list is returned as truncated. */
 export const MAX_ORDER_ITEM_PAGES = 10;
+
+/**
+ * How far one call's item listing got, kept across its attempts (ctx.scratch):
+ * a retry after a 429 on page 4 asks for page 4, not pages 1-3 again, which
+ * would only spend more of the 0.5 requests/s the operation has.
+ */
+interface ItemsProgress {
+  items: AmazonOrderItem[];
+  /** the page to ask for next; absent: page 1 */
+  nextToken?: string;
+  pages: number;
+  /** set once a resumed NextToken was refused and the listing started over */
+  restarted: boolean;
+}
+const ITEMS_PROGRESS = 'amazon.getOrderItems';
 
 function isEmpty(o: Record<string, unknown>): boolean {
   return Object.keys(o).length === 0;
@@ -24,6 +39,7 @@ export class AmazonHandler implements VendorHandler {
   constructor(
     private readonly endpoints: VendorEndpoints,
     private readonly tokens: TokenCache = new TokenCache(),
+    private readonly rates: SpapiRates = new SpapiRates(),
   ) {}
 
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
@@ -32,13 +48,13 @@ export class AmazonHandler implements VendorHandler {
     // The id goes into the URL path: re-check it even though the schema did.
     const orderId = ctx.params.orderId;
     if (typeof orderId !== 'string' || !AMAZON_ORDER_ID.test(orderId)) return fail('rejected', 'orderId: must be 3-7-7 digits');
-    const session = new SpapiSession(this.endpoints, this.tokens, creds, ctx.signal);
+    const session = new SpapiSession(this.endpoints, this.tokens, this.rates, creds, ctx.signal);
     try {
       switch (ctx.action) {
         case 'get_order':
           return await this.getOrder(session, orderId);
         case 'get_order_items':
-          return await this.getOrderItems(session, orderId);
+          return await this.getOrderItems(session, orderId, ctx.scratch);
         default:
           return fail('rejected', 'amazon_query has no such action');
       }
@@ -49,7 +65,7 @@ export class AmazonHandler implements VendorHandler {
   }
 
   private async getOrder(session: SpapiSession, orderId: string): Promise<VendorOutcome> {
-    const res = await session.get(`/orders/v0/orders/${orderId}`);
+    const res = await session.get('getOrder', `/orders/v0/orders/${orderId}`);
     if (!res.ok) return res.outcome;
     const payload = res.body.payload;
     // A well-formed unknown id has been seen to answer 200 {"payload":{}} (VENDORS.md §2.3).
@@ -58,15 +74,23 @@ export class AmazonHandler implements VendorHandler {
     return { ok: true, data: normaliseOrder(orderId, payload), vendorStatus: res.status };
   }
 
-  private async getOrderItems(session: SpapiSession, orderId: string): Promise<VendorOutcome> {
-    const items: AmazonOrderItem[] = [];
-    let nextToken: string | undefined;
-    let pages = 0;
+  private async getOrderItems(session: SpapiSession, orderId: string, scratch: Map<string, unknown>): Promise<VendorOutcome> {
+    const saved = scratch.get(ITEMS_PROGRESS) as ItemsProgress | undefined;
+    const items: AmazonOrderItem[] = saved ? [...saved.items] : [];
+    let nextToken: string | undefined = saved?.nextToken;
+    let pages = saved?.pages ?? 0;
     let status: number;
     do {
       const query = nextToken ? `?NextToken=${encodeURIComponent(nextToken)}` : '';
-      const res = await session.get(`/orders/v0/orders/${orderId}/orderItems${query}`);
-      if (!res.ok) return res.outcome;
+      const res = await session.get('getOrderItems', `/orders/v0/orders/${orderId}/orderItems${query}`);
+      if (!res.ok) {
+        if (saved && pages === saved.pages && res.outcome.kind === 'rejected' && !saved.restarted) {
+          // The saved NextToken was refused (too old?): start over from page 1, once.
+          scratch.set(ITEMS_PROGRESS, { items: [], pages: 0, restarted: true } satisfies ItemsProgress);
+          return this.getOrderItems(session, orderId, scratch);
+        }
+        return res.outcome;
+      }
       status = res.status;
       const payload = res.body.payload;
       if (pages === 0 && (payload === undefined || (isObject(payload) && isEmpty(payload)))) {
@@ -78,7 +102,11 @@ export class AmazonHandler implements VendorHandler {
       pages += 1;
       items.push(...payload.OrderItems.map(normaliseOrderItem));
       nextToken = typeof payload.NextToken === 'string' && payload.NextToken !== '' ? payload.NextToken : undefined;
+      if (nextToken !== undefined) {
+        scratch.set(ITEMS_PROGRESS, { items: [...items], nextToken, pages, restarted: saved?.restarted ?? false } satisfies ItemsProgress);
+      }
     } while (nextToken !== undefined && pages < MAX_ORDER_ITEM_PAGES);
+    scratch.delete(ITEMS_PROGRESS);
     const data = nextToken === undefined ? { orderId, items } : { orderId, items, truncated: true };
     return { ok: true, data, vendorStatus: status };
   }

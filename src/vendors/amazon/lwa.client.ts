@@ -26,5 +26,7 @@ export function fetchLwaToken(endpoints: VendorEndpoints, creds: AmazonCredentia
     headers: { 'Content-Type': 'application/x-www-form-urlencoded;charset=UTF-8' },
     body,
     endpoints,
+    // LWA documents no limit and sends no Retry-After: wait a second, as for a 1 request/s plan.
+    rateLimitBackoffMs: 1000,
   });
 }

@@ -1,9 +1,14 @@
 /**
  * One tool call's conversation with SP-API: LWA token from the shared cache,
  * the request, and the single refresh-and-retry the vendor contract allows.
- * SP-API signals a bad token with 403 `Unauthorized`, not 401; only the
- * "expired" variant is worth a refresh (VENDORS.md §2.3, §2.5) - a revoked or
- * malformed token would fail again.
+ * SP-API signals a bad token with 403 `Unauthorized`, not 401. A cached token
+ * refused that way may have been revoked early, so it earns one refresh; a
+ * token fetched for this very request earns one only when the answer says
+ * "expired" - a revoked or malformed fresh token would fail again (VENDORS.md §2.3, §2.5).
+ *
+ * A 429 carries no Retry-After and no rate header: the wait handed to the
+ * executor is 1/rate seconds, the rate being the last `x-amzn-RateLimit-Limit`
+ * this seller and app saw for the operation, else the documented usage plan.
  */
 import { TokenCache } from '../auth/token-cache.js';
 import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
@@ -11,6 +16,50 @@ import { failedOutcome, type FailedOutcome, type VendorEndpoints, type VendorFai
 import { spapiBaseUrl, type AmazonCredentials } from './amazon.credentials.js';
 import { isObject, type JsonObject } from './amazon.normalise.js';
 import { fetchLwaToken, lwaCacheKey } from './lwa.client.js';
+
+/** SP-API operations the gateway calls, each with its own token bucket (VENDORS.md §2.2). */
+export type SpapiOperation = 'getOrder' | 'getOrderItems';
+
+/** The documented usage plans' rates (requests/s), used until a response tells the live one. */
+const PLAN_RATE: Record<SpapiOperation, number> = { getOrder: 0.5, getOrderItems: 0.5 };
+const RATE = /^\d{1,6}(\.\d{1,6})?$/;
+
+/** `x-amzn-RateLimit-Limit` as requests/s, or undefined when absent or not a sane positive number. */
+export function parseRateLimit(value: string | undefined): number | undefined {
+  if (value === undefined || !RATE.test(value.trim())) return undefined;
+  const rate = Number(value.trim());
+  return rate > 0 && rate <= 10_000 ? rate : undefined;
+}
+
+/** The shortest wait before the bucket has a token again: 1/rate s, rounded up to the ms. */
+export function quotaBackoffMs(rate: number): number {
+  return Math.ceil(1000 / rate);
+}
+
+/**
+ * The live rate per (seller authorisation + app + region, operation), as
+ * SP-API last reported it. Bounded: the oldest entry goes first.
+ */
+export class SpapiRates {
+  private readonly rates = new Map<string, number>();
+
+  constructor(private readonly maxEntries = 10_000) {}
+
+  rateFor(sellerKey: string, op: SpapiOperation): number {
+    return this.rates.get(`${sellerKey}|${op}`) ?? PLAN_RATE[op];
+  }
+
+  observe(sellerKey: string, op: SpapiOperation, rate: number | undefined): void {
+    if (rate === undefined) return;
+    const key = `${sellerKey}|${op}`;
+    this.rates.delete(key); // re-insert: Map order is age order for eviction
+    this.rates.set(key, rate);
+    if (this.rates.size > this.maxEntries) {
+      const oldest = this.rates.keys().next().value;
+      if (oldest !== undefined) this.rates.delete(oldest);
+    }
+  }
+}
 
 export type SpapiAnswer = { ok: true; status: number; body: JsonObject } | { ok: false; outcome: FailedOutcome };
 
@@ -22,6 +71,8 @@ interface SpapiError {
   code?: string;
   expired: boolean;
 }
+
+const NO_ERROR: SpapiError = { expired: false };
 
 function readError(res: VendorHttpResponse): SpapiError {
   let body: unknown;
@@ -41,7 +92,7 @@ function failed(kind: VendorFailureKind, status: number, message: string, retryA
   return { ok: false, outcome: failedOutcome(kind, message, status, retryAfterMs) };
 }
 
-function classify(res: VendorHttpResponse, err: SpapiError): SpapiAnswer {
+function classify(res: VendorHttpResponse, err: SpapiError, quotaWaitMs: number): SpapiAnswer {
   const s = res.status;
   const code = err.code ? ` (${err.code})` : '';
   if (s >= 200 && s < 300) {
@@ -58,7 +109,7 @@ function classify(res: VendorHttpResponse, err: SpapiError): SpapiAnswer {
   if (s === 403 || s === 401) return failed('auth', s, `SP-API refused the access token: HTTP ${s}${code}`);
   if (s === 404) return failed('not_found', s, `SP-API: not found${code}`);
   // SP-API sends no Retry-After on 429 [obs]; honour one only if something in between adds it.
-  if (s === 429) return failed('rate_limited', s, `SP-API quota exceeded${code}`, parseRetryAfterMs(res.headers['retry-after']));
+  if (s === 429) return failed('rate_limited', s, `SP-API quota exceeded${code}`, parseRetryAfterMs(res.headers['retry-after']) ?? quotaWaitMs);
   if (s >= 500) return failed('server_error', s, `SP-API failed: HTTP ${s}${code}`);
   return failed('rejected', s, `SP-API rejected the request: HTTP ${s}${code}`);
 }
@@ -66,22 +117,26 @@ function classify(res: VendorHttpResponse, err: SpapiError): SpapiAnswer {
 export class SpapiSession {
   private refreshed = false;
   private readonly cacheKey: string;
+  /** usage plans are per selling partner and app, and per region's endpoint */
+  private readonly rateKey: string;
   private readonly baseUrl: string;
 
   constructor(
     private readonly endpoints: VendorEndpoints,
     private readonly tokens: TokenCache,
+    private readonly rates: SpapiRates,
     private readonly creds: AmazonCredentials,
     private readonly signal: AbortSignal,
   ) {
     this.cacheKey = lwaCacheKey(endpoints, creds);
+    this.rateKey = `${this.cacheKey}|${creds.region}`;
     this.baseUrl = spapiBaseUrl(endpoints, creds.region);
   }
 
-  /** GET `pathAndQuery` (already encoded). Throws TokenFetchError when no token can be had. */
-  async get(pathAndQuery: string): Promise<SpapiAnswer> {
+  /** GET `pathAndQuery` (already encoded) for `op`. Throws TokenFetchError when no token can be had. */
+  async get(op: SpapiOperation, pathAndQuery: string): Promise<SpapiAnswer> {
     for (;;) {
-      const token = await this.tokens.getToken(this.cacheKey, () => fetchLwaToken(this.endpoints, this.creds), { signal: this.signal });
+      const { token, fresh } = await this.tokens.acquire(this.cacheKey, () => fetchLwaToken(this.endpoints, this.creds), { signal: this.signal });
       let res: VendorHttpResponse;
       try {
         res = await vendorRequest({
@@ -97,15 +152,17 @@ export class SpapiSession {
         if (e instanceof VendorHttpError) return { ok: false, outcome: httpErrorOutcome(e) as FailedOutcome };
         throw e;
       }
-      const err = res.status >= 400 ? readError(res) : { expired: false };
-      if (res.status === 403 && err.expired && !this.refreshed) {
+      // Sent on 200/400/404, never on 429/5xx [src].
+      this.rates.observe(this.rateKey, op, parseRateLimit(res.headers['x-amzn-ratelimit-limit']));
+      const err = res.status >= 400 ? readError(res) : NO_ERROR;
+      if (res.status === 403 && err.code === 'Unauthorized' && (err.expired || !fresh) && !this.refreshed) {
         // Drop only the token we used: concurrent callers that saw the same
-        // expiry then share one refresh instead of each forcing their own.
+        // refusal then share one refresh instead of each forcing their own.
         this.refreshed = true;
         this.tokens.invalidate(this.cacheKey, token);
         continue;
       }
-      return classify(res, err);
+      return classify(res, err, quotaBackoffMs(this.rates.rateFor(this.rateKey, op)));
     }
   }
 }

@@ -16,6 +16,8 @@ export interface OAuthTokenRequest {
   headers: Record<string, string>;
   body: string;
   endpoints: VendorEndpoints;
+  /** Wait this long after a 429 that names no Retry-After: one slot of the endpoint's rate limit. */
+  rateLimitBackoffMs: number;
 }
 
 // OAuth error codes are lower_snake ASCII; anything else might be vendor text
@@ -87,7 +89,7 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
     throw tokenFailure('auth', status, `${label} refused the credentials: HTTP ${status}${suffix}`);
   }
   if (status === 429) {
-    throw tokenFailure('rate_limited', status, `${label} token endpoint rate limited`, parseRetryAfterMs(res.headers['retry-after']));
+    throw tokenFailure('rate_limited', status, `${label} token endpoint rate limited`, parseRetryAfterMs(res.headers['retry-after']) ?? req.rateLimitBackoffMs);
   }
   if (status >= 500) throw tokenFailure('server_error', status, `${label} token endpoint failed: HTTP ${status}`);
   throw tokenFailure('rejected', status, `${label} token endpoint answered HTTP ${status}${suffix}`);

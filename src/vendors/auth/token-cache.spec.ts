@@ -183,3 +183,43 @@ describe('tokenCacheKey', () => {
     expect(tokenCacheKey('x', 'ids', 'ecret')).not.toBe(base);
   });
 });
+
+describe('TokenCache.acquire: fresh or cached', () => {
+  it('a token this caller waited for is fresh; the same token served from the cache is not', async () => {
+    const cache = new TokenCache();
+    const f = counter();
+    expect(await cache.acquire('k', f.fetcher)).toEqual({ token: 'tok-1', fresh: true });
+    expect(await cache.acquire('k', f.fetcher)).toEqual({ token: 'tok-1', fresh: false });
+    cache.invalidate('k', 'tok-1');
+    expect(await cache.acquire('k', f.fetcher)).toEqual({ token: 'tok-2', fresh: true });
+    expect(f.calls()).toBe(2);
+  });
+
+  it('callers that joined one in-flight fetch all get a fresh token', async () => {
+    const cache = new TokenCache();
+    const gate = deferred<FetchedToken>();
+    let calls = 0;
+    const fetcher = (): Promise<FetchedToken> => {
+      calls += 1;
+      return gate.promise;
+    };
+    const both = Promise.all([cache.acquire('k', fetcher), cache.acquire('k', fetcher)]);
+    gate.resolve({ token: 'tok-x', expiresInSec: 3600 });
+    expect(await both).toEqual([
+      { token: 'tok-x', fresh: true },
+      { token: 'tok-x', fresh: true },
+    ]);
+    expect(calls).toBe(1);
+  });
+
+  it('an early refresh that fails falls back to the old token, which counts as cached', async () => {
+    let now = 0;
+    const cache = new TokenCache({ now: () => now });
+    expect(await cache.acquire('k', async () => ({ token: 'old', expiresInSec: 3600 }))).toEqual({ token: 'old', fresh: true });
+    now = 3_550_000; // inside the 60 s margin, before the real expiry
+    const failing = async (): Promise<FetchedToken> => {
+      throw new Error('token endpoint down');
+    };
+    expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
+  });
+});

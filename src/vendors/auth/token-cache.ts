@@ -28,6 +28,12 @@ export interface TokenCacheOptions {
   maxEntries?: number;
 }
 
+export interface AcquiredToken {
+  token: string;
+  /** true when this caller waited for a token request; false when it came from the cache */
+  fresh: boolean;
+}
+
 export interface GetTokenOptions {
   /** Stop waiting (the shared fetch itself goes on and still fills the cache). */
   signal?: AbortSignal;
@@ -71,14 +77,25 @@ export class TokenCache {
   }
 
   async getToken(cacheKey: string, fetcher: TokenFetcher, opts: GetTokenOptions = {}): Promise<string> {
+    return (await this.acquire(cacheKey, fetcher, opts)).token;
+  }
+
+  /**
+   * Like getToken, and says whether the token was just issued (this caller
+   * waited for a token request) or came from the cache. A vendor that refuses
+   * a cached token may have revoked it early; one that refuses a fresh token
+   * would refuse a second one too (VENDORS.md §2.5).
+   */
+  async acquire(cacheKey: string, fetcher: TokenFetcher, opts: GetTokenOptions = {}): Promise<AcquiredToken> {
     const entry = this.entries.get(cacheKey);
-    if (entry && this.now() < entry.refreshAt) return entry.token;
+    if (entry && this.now() < entry.refreshAt) return { token: entry.token, fresh: false };
     let pending = this.inflight.get(cacheKey);
     if (!pending) {
       pending = this.fetchAndStore(cacheKey, fetcher);
       this.inflight.set(cacheKey, pending);
     }
-    const result = entry ? pending.catch((err: unknown) => this.stillValid(cacheKey, entry.token, err)) : pending;
+    const issued = pending.then((token): AcquiredToken => ({ token, fresh: true }));
+    const result = entry ? issued.catch((err: unknown) => this.stillValid(cacheKey, entry.token, err)) : issued;
     return opts.signal ? raceAbort(result, opts.signal) : result;
   }
 
@@ -87,9 +104,9 @@ export class TokenCache {
    * (unless someone invalidated it), so a token-endpoint blip inside the margin
    * does not fail calls.
    */
-  private stillValid(cacheKey: string, token: string, err: unknown): string {
+  private stillValid(cacheKey: string, token: string, err: unknown): AcquiredToken {
     const current = this.entries.get(cacheKey);
-    if (current?.token === token && this.now() < current.expiresAt) return token;
+    if (current?.token === token && this.now() < current.expiresAt) return { token, fresh: false };
     throw err;
   }
 
@@ -127,7 +144,7 @@ export class TokenCache {
   }
 }
 
-function raceAbort(pending: Promise<string>, signal: AbortSignal): Promise<string> {
+function raceAbort<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
   const aborted = (): TokenFetchError =>
     new TokenFetchError({
       ok: false,
@@ -136,7 +153,7 @@ function raceAbort(pending: Promise<string>, signal: AbortSignal): Promise<strin
       message: 'call time budget spent while waiting for an access token',
     });
   if (signal.aborted) return Promise.reject(aborted());
-  return new Promise<string>((resolve, reject) => {
+  return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(aborted());
     signal.addEventListener('abort', onAbort, { once: true });
     pending.then(

@@ -174,9 +174,20 @@ describe('JumioHandler failures', () => {
     expect(out).toMatchObject({ kind: 'not_found', vendorStatus: 404 });
   });
 
-  it('429 → rate_limited', async () => {
+  it('429 without Retry-After → rate_limited, wait one slot of the 15 requests/s retrieval limit (67 ms)', async () => {
     emu.fault({ vendor: 'jumio', path: statusPath, kind: 'status', status: 429 });
-    expect(failure(await new JumioHandler(endpoints).execute(ctx(processed)))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429 });
+    expect(failure(await new JumioHandler(endpoints).execute(ctx(processed)))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 67 });
+  });
+
+  it('429 with a Retry-After → that wait', async () => {
+    emu.fault({ vendor: 'jumio', path: statusPath, kind: 'status', status: 429, headers: { 'retry-after': '2' } });
+    expect(failure(await new JumioHandler(endpoints).execute(ctx(processed)))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2000 });
+  });
+
+  it('429 from the token endpoint → rate_limited, wait one slot of its 10 requests/s (100 ms); nothing sent to retrieval', async () => {
+    emu.fault({ vendor: 'jumio', path: tokenPath, kind: 'status', status: 429 });
+    expect(failure(await new JumioHandler(endpoints, new TokenCache()).execute(ctx(processed)))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 100, requestSent: false });
+    expect(emu.count({ path: statusPath })).toBe(0);
   });
 
   it('500 on details → server_error', async () => {

@@ -12,6 +12,9 @@ import { jumioRetrievalBaseUrl, parseJumioCredentials, type JumioCredentials } f
 import { jumioStatus, safeJumioDetails } from './jumio.safe-details.js';
 import { JUMIO_TOOLS, UUID } from './jumio.tools.js';
 
+/** Retrieval allows 15 requests/s per tenant (75 per 5 s, VENDORS.md §3.3): one slot is 67 ms. */
+export const JUMIO_RETRIEVAL_BACKOFF_MS = Math.ceil(1000 / 15);
+
 type Answer = { ok: true; status: number; body: unknown } | { ok: false; outcome: FailedOutcome };
 
 interface CallState {
@@ -33,8 +36,11 @@ function classify(res: VendorHttpResponse): Answer {
   }
   if (s === 401 || s === 403) return { ok: false, outcome: fail('auth', `Jumio refused the request: HTTP ${s}`, s) };
   if (s === 404) return { ok: false, outcome: fail('not_found', 'Jumio: workflow execution not found', s) };
-  // Jumio documents no Retry-After on 429; use one if it is ever sent.
-  if (s === 429) return { ok: false, outcome: fail('rate_limited', 'Jumio rate limit exceeded', s, parseRetryAfterMs(res.headers['retry-after'])) };
+  // Jumio documents no Retry-After on 429 (use one if it is ever sent): wait
+  // at least one slot of the retrieval limit before trying again.
+  if (s === 429) {
+    return { ok: false, outcome: fail('rate_limited', 'Jumio rate limit exceeded', s, parseRetryAfterMs(res.headers['retry-after']) ?? JUMIO_RETRIEVAL_BACKOFF_MS) };
+  }
   if (s >= 500) return { ok: false, outcome: fail('server_error', `Jumio failed: HTTP ${s}`, s) };
   return { ok: false, outcome: fail('rejected', `Jumio rejected the request: HTTP ${s}`, s) };
 }
