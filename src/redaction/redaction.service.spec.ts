@@ -301,11 +301,12 @@ describe('redactInput', () => {
     'apiKey', 'api_key', 'API-KEY', 'x-api-key', 'token', 'accessToken', 'access_token', 'refreshToken', 'refresh_token',
     'password', 'passwd', 'secret', 'clientSecret', 'client_secret', 'Authorization', 'auth', 'cookie', 'Set-Cookie',
     'privateKey', 'private_key', 'ssn', 'cardNumber', 'card_number', 'cvv', 'CVC', 'pin', 'secretKey', 'x-shopify-access-token',
+    'X-Amz-Signature', 'x-amz-signature', 'X-Amz-Credential', 'X-Amz-Security-Token',
   ])('redacts the value under %s', (key) => {
     expect(redactInput({ [key]: 'hunter2', other: 'x' })).toEqual({ [key]: REDACTED, other: 'x' });
   });
 
-  it.each(['shipping', 'author', 'spinner', 'className', 'shipping_pin_code', 'spin'])('keeps the value under %s', (key) => {
+  it.each(['shipping', 'author', 'spinner', 'className', 'shipping_pin_code', 'spin', 'X-Amz-Date', 'X-Amz-SignedHeaders', 'signatureRequired'])('keeps the value under %s', (key) => {
     expect(redactInput({ [key]: 'visible' })).toEqual({ [key]: 'visible' });
   });
 
@@ -455,6 +456,48 @@ describe('redactInput: credentials inside strings and name/value pairs', () => {
     const text = json(unchanged(echoed, redactOutput));
     for (const secret of ['k-0123', 'sid=abc', 'hunter2', 'dXNlcjpodW50ZXIy']) expect(text).not.toContain(secret);
     expect(text).toContain('limit=5');
+  });
+
+  it('redacts secret-named headers written out in text: dumps, curl commands, JSON inside a string', () => {
+    const params = {
+      note: 'retried with curl -H "X-Api-Key: k-0123" -H "Cookie: sid=abc; cart=7" https://shop.example/api',
+      dump: 'POST /proxy/orders HTTP/1.1\r\nX-Nango-Secret-Key: 9f8e7d6c-5b4a\r\nx-shopify-access-token: 0123abcd\r\nAccept: */*',
+      body: '{"api_key":"k-0123","limit":5}',
+    };
+    expect(unchanged(params, redactInput)).toEqual({
+      note: `retried with curl -H "X-Api-Key: ${REDACTED}" -H "Cookie: ${REDACTED}" https://shop.example/api`,
+      dump: `POST /proxy/orders HTTP/1.1\r\nX-Nango-Secret-Key: ${REDACTED}\r\nx-shopify-access-token: ${REDACTED}\r\nAccept: */*`,
+      body: `{"api_key":"${REDACTED}","limit":5}`,
+    });
+  });
+
+  it('output redaction hides headers a vendor echoes in an error, and the signature of a presigned URL', () => {
+    const vendor = {
+      errors: [{ message: 'Forbidden. Request headers: x-amz-access-token: tok-0123, x-amz-date: 20260802T140511Z, Set-Cookie: session=s3cr3t; Path=/' }],
+      reportDocumentId: 'amzn1.spdoc.1.4.na.0f1e2d3c',
+      url: 'https://tortuga-prod-na.s3.amazonaws.com/doc.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=ASIAEXAMPLE%2F20260802%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20260802T140511Z&X-Amz-Expires=300&X-Amz-Security-Token=IQoJb3JpZ2lu&X-Amz-SignedHeaders=host&X-Amz-Signature=aeeed9bbccd4',
+    };
+    const out = unchanged(vendor, redactOutput) as typeof vendor;
+    const text = json(out);
+    for (const secret of ['tok-0123', 's3cr3t', 'ASIAEXAMPLE', 'IQoJb3JpZ2lu', 'aeeed9bbccd4']) expect(text).not.toContain(secret);
+    expect(out.errors[0]!.message).toBe(`Forbidden. Request headers: x-amz-access-token: ${REDACTED}, x-amz-date: 20260802T140511Z, Set-Cookie: ${REDACTED}`);
+    expect(out.reportDocumentId).toBe('amzn1.spdoc.1.4.na.0f1e2d3c');
+    expect(out.url).toBe(
+      `https://tortuga-prod-na.s3.amazonaws.com/doc.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=${REDACTED}&X-Amz-Date=20260802T140511Z&X-Amz-Expires=300&X-Amz-Security-Token=${REDACTED}&X-Amz-SignedHeaders=host&X-Amz-Signature=${REDACTED}`,
+    );
+  });
+
+  it('keeps ordinary text with colons', () => {
+    const values = {
+      at: '2026-08-02T14:05:11Z',
+      message: 'status: expired',
+      header: 'Content-Type: application/json',
+      failure: 'POST /oauth/token: 401 invalid_grant',
+      option: 'Token Pack: 10 left',
+      id: 'gid://shopify/Order/450789469',
+      json: '{"token": null, "order_id": "123"}',
+    };
+    expect(unchanged(values, redactOutput)).toEqual(values);
   });
 
   it('property: any secret-like header name in any pair shape hides its value; ordinary headers stay', () => {
