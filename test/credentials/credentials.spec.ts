@@ -254,6 +254,23 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
     expect(await svc.load(lower, 'shopify')).toBeNull();
   });
 
+  it('a percent-encoded org id (upper-case once decoded) is the same org too: its own key may use it, credentials stay readable', async () => {
+    const org = randomUUID();
+    expect((await t.http.post('/v1/orgs').set(adminAuth).send({ id: org, name: 'Encoded' })).status).toBe(201);
+    // Every character escaped: the router decodes it to the upper-case spelling.
+    const encoded = [...org.toUpperCase()].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('');
+    const admin = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: org, role: 'admin', name: 'encoded admin' });
+    expect((await t.http.get(`/v1/orgs/${encoded}`).set(bearer(admin.body.key as string))).body.id).toBe(org);
+    expect((await t.http.get(`/v1/orgs/${encoded}/integrations`).set(bearer(admin.body.key as string))).status).toBe(200);
+
+    expect((await t.http.put(url(encoded, 'shopify')).set(adminAuth).send({ config: CONFIGS.shopify })).status).toBe(200);
+    const svc = t.app.get(CredentialsService);
+    svc.clearCache();
+    expect(await svc.load(org, 'shopify')).toEqual(CONFIGS.shopify);
+    // A malformed escape is the router's to refuse (never a 500).
+    expect((await t.http.get(`/v1/orgs/%E0%A4%A/integrations`).set(adminAuth)).status).toBeLessThan(500);
+  });
+
   it('never writes a secret or a refused value to the logs', () => {
     expect(t.logs.length).toBeGreaterThan(10);
     expectNoSecret(t.logs.join('\n'), 'logs');

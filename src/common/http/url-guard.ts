@@ -16,21 +16,38 @@ export function nulInUrlGuard(req: Request & { correlationId?: string }, res: Re
   next();
 }
 
-const UPPER_UUID_SEGMENT = /\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})(?=\/|\?|$)/g;
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** A path segment that is a UUID once percent-decoded, in its canonical spelling; undefined otherwise. */
+function canonicalUuidSegment(segment: string): string | undefined {
+  let decoded = segment;
+  if (segment.includes('%')) {
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      return undefined; // malformed escapes: the router answers them
+    }
+  }
+  return UUID.test(decoded) ? canonicalUuid(decoded) : undefined;
+}
 
 /**
- * Path ids in their canonical (lower-case) spelling before routing, so
- * `/v1/orgs/5F0C…/…` and `/v1/orgs/5f0c…/…` are one resource everywhere —
- * including the credentials' associated data, which is bound to the org id
- * as text. Only whole UUID segments of the path change; the query string is
- * left alone (its id filters are canonicalised by their DTOs, and free-text
- * filters such as correlationId are matched exactly).
+ * Path ids in their canonical (lower-case, unescaped) spelling before routing,
+ * so `/v1/orgs/5F0C…/…`, `/v1/orgs/%35F0C…/…` and `/v1/orgs/5f0c…/…` are one
+ * resource everywhere — including the credentials' associated data, which is
+ * bound to the org id as text. A segment counts once percent-decoded, as the
+ * router will decode it. Only whole UUID segments of the path change; the
+ * query string is left alone (its id filters are canonicalised by their DTOs,
+ * and free-text filters such as correlationId are matched exactly).
  */
 export function canonicalIdsInPath(req: Request, _res: Response, next: NextFunction): void {
   const q = req.url.indexOf('?');
   const path = q === -1 ? req.url : req.url.slice(0, q);
-  if (/[A-F]/.test(path)) {
-    const canonical = path.replace(UPPER_UUID_SEGMENT, (_m, id: string) => `/${canonicalUuid(id)}`);
+  if (/[A-F%]/.test(path)) {
+    const canonical = path
+      .split('/')
+      .map((segment) => canonicalUuidSegment(segment) ?? segment)
+      .join('/');
     if (canonical !== path) req.url = canonical + (q === -1 ? '' : req.url.slice(q));
   }
   next();
