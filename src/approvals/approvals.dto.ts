@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { PageQuery } from '../common/http/page-query.js';
-import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
 import { CanonicalUuid } from '../common/http/validation.js';
 
 
@@ -32,9 +32,9 @@ export class ListApprovalsQuery extends PageQuery {
   @IsIn(['expert', 'client'])
   kind?: 'expert' | 'client';
 
-  @ApiProperty({ required: false, format: 'uuid', description: 'platform keys: the org to list' })
+  @ApiProperty({ required: false, format: 'uuid', description: 'platform keys: the org to list; org keys: their own org only (another → 404)' })
   @IsOptional()
-  @IsString()
+  @IsUUID('all')
   @CanonicalUuid()
   orgId?: string;
 

@@ -10,6 +10,7 @@ import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { settleApprovalsSql } from './approval-settle.sql.js';
 import { APPROVAL_COLUMNS, approvalView, type ApprovalRecord } from './approval.view.js';
 import type { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
+import { listingScope } from '../ops/ops-scope.js';
 import { ApprovedCallRunner } from './approved-call-runner.service.js';
 
 interface ApprovalRow extends ApprovalRecord {
@@ -35,8 +36,8 @@ export class ApprovalsService {
   ) {}
 
   async list(p: Principal, q: ListApprovalsQuery) {
-    const orgId = p.orgId ?? (q.orgId !== undefined ? q.orgId : null);
-    if (orgId !== null) await this.scope.assertAccess(p, orgId);
+    // An org key naming another org → 404, as for every ledger listing.
+    const orgId = await listingScope(this.scope, p, q.orgId);
     if (q.runId !== undefined && !isUuid(q.runId)) throw new AppError('VALIDATION_FAILED', 'runId: must be a UUID');
     const kind = p.role === 'agent' ? 'client' : q.kind;
     if (p.role === 'agent' && q.kind === 'expert') return { items: [], nextCursor: null };

@@ -203,6 +203,17 @@ describe('expert approvals', () => {
     const tampered = await h.t.http.get('/v1/approvals?cursor=abc.def').set(bearer(expert.key));
     expect(tampered.status).toBe(400);
   });
+
+  it('an org key naming another org in ?orgId= gets 404 (as every listing); its own org 200; a malformed orgId 400', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const other = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const expert = await createKey(h.t, org.orgId, 'expert');
+    expect((await h.t.http.get(`/v1/approvals?orgId=${other.orgId}`).set(bearer(expert.key))).status).toBe(404);
+    expect((await h.t.http.get(`/v1/approvals?orgId=${org.orgId.toUpperCase()}`).set(bearer(expert.key))).status).toBe(200);
+    const bad = await h.t.http.get('/v1/approvals?orgId=abc').set(adminAuth);
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe('VALIDATION_FAILED');
+  });
 });
 
 describe('client approvals', () => {
