@@ -2,6 +2,7 @@ import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@ne
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
 import { AppError } from '../common/errors/app-error.js';
+import { bodyErrorOf } from '../common/http/json-body.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { Role } from './api-key.entity.js';
 import { ApiKeysService } from './api-keys.service.js';
@@ -11,7 +12,8 @@ import { RateLimiter } from './rate-limiter.js';
 
 /**
  * Global guard. Order of checks (API.md §9): authenticate (401) → rate limit
- * (429) → role (403); org scope (404) is checked by the services. A route with
+ * (429) → role (403) → a body the reader refused (415, 400); org scope (404)
+ * is checked by the services. A route with
  * neither @Roles nor @Public is refused: forgetting the decorator fails closed.
  */
 @Injectable()
@@ -28,8 +30,8 @@ export class AuthGuard implements CanActivate {
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     const targets = [ctx.getHandler(), ctx.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
     const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal }>();
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return this.bodyChecked(req);
     const header = req.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/.exec(header) : null;
     const principal = match ? await this.keys.authenticate(match[1]) : null;
@@ -39,6 +41,13 @@ export class AuthGuard implements CanActivate {
     const roles = this.reflector.getAllAndOverride<Role[] | undefined>(ROLES_KEY, targets);
     if (!roles || !roles.includes(principal.role)) throw new AppError('FORBIDDEN', 'this API key may not call this route');
     req.principal = principal;
+    return this.bodyChecked(req);
+  }
+
+  /** A body the reader refused (415, 400) is answered only now, after 401 / 429 / 403. */
+  private bodyChecked(req: Request): true {
+    const bodyError = bodyErrorOf(req);
+    if (bodyError) throw bodyError;
     return true;
   }
 }

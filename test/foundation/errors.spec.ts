@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config/app-config.js';
 import { captureLogs } from '../../src/logging/logging.js';
 import request from 'supertest';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
-import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { adminAuth, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 @Controller('v1/test-boom')
 class BoomController {
@@ -51,6 +51,30 @@ describe('errors, limits and correlation ids', () => {
     expect(broken.body.code).toBe('BAD_REQUEST');
     const deep = await t.http.post('/v1/orgs').set(adminAuth).set('Content-Type', 'application/json').send('['.repeat(40) + ']'.repeat(40));
     expect(deep.status).toBe(400);
+  });
+
+  it('order of checks (API.md §9): a refused body is answered only after authentication and role — 401, then 403, then 415/400', async () => {
+    const org = await createOrg(t);
+    const ops = await createKey(t, org, 'ops');
+    const cases: [contentType: string, body: string, status: number, code: string][] = [
+      ['text/plain', 'hello', 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['application/json', '{"name": ', 400, 'BAD_REQUEST'],
+      ['application/json', '['.repeat(40) + ']'.repeat(40), 400, 'BAD_REQUEST'],
+    ];
+    for (const [type, body, status, code] of cases) {
+      const anonymous = await t.http.post('/v1/orgs').set('Content-Type', type).send(body);
+      expect([anonymous.status, anonymous.body.code]).toEqual([401, 'UNAUTHENTICATED']);
+      const wrongKey = await t.http.post('/v1/orgs').set({ Authorization: 'Bearer tgw_not_a_key', 'Content-Type': type }).send(body);
+      expect(wrongKey.status).toBe(401);
+      const wrongRole = await t.http.post('/v1/orgs').set({ Authorization: `Bearer ${ops.key}`, 'Content-Type': type }).send(body);
+      expect([wrongRole.status, wrongRole.body.code]).toEqual([403, 'FORBIDDEN']);
+      const allowed = await t.http.post('/v1/orgs').set({ ...adminAuth, 'Content-Type': type }).send(body);
+      expect([allowed.status, allowed.body.code]).toEqual([status, code]);
+      expect(allowed.headers['content-type']).toMatch(/application\/problem\+json/);
+    }
+    // The size limit protects the reader whoever sends the body: 413 at once.
+    const big = await t.http.post('/v1/orgs').set('Content-Type', 'application/json').send(JSON.stringify({ name: 'x'.repeat(600 * 1024) }));
+    expect(big.status).toBe(413);
   });
 
   it('echoes a given correlation id and makes one otherwise', async () => {

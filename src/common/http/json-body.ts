@@ -26,12 +26,25 @@ export function jsonDepth(text: string): number {
   return max;
 }
 
+type BodyRequest = Request & { correlationId?: string; bodyError?: AppError };
+
+/**
+ * What was wrong with the body (415, 400), for the auth guard to throw once the
+ * caller is authenticated and may call the route: the order of checks is
+ * authenticate (401) → role (403) → the rest (API.md §9), so an anonymous
+ * caller learns nothing from a body check. Only the size limit (413) answers at
+ * once: it protects the reader, whoever sent the body.
+ */
+export function bodyErrorOf(req: Request): AppError | undefined {
+  return (req as BodyRequest).bodyError;
+}
+
 /**
  * Our own JSON body reader (Nest's body parser is off): a per-route size limit
  * (413), a nesting limit, and problem+json for every failure. The limit is
  * enforced while reading, so an oversized body is never buffered whole.
  */
-export function jsonBodyMiddleware(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
+export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFunction): void {
   const method = req.method;
   if (method === 'GET' || method === 'HEAD' || method === 'DELETE' || method === 'OPTIONS') return next();
   const toolCalls = TOOL_CALL_PATH.test(req.path);
@@ -60,6 +73,10 @@ export function jsonBodyMiddleware(req: Request & { correlationId?: string }, re
   });
   req.on('end', () => {
     if (failed) return;
+    const refuse = (error: AppError): void => {
+      req.bodyError = error;
+      next();
+    };
     const text = Buffer.concat(chunks).toString('utf8');
     if (text.trim() === '') {
       (req as { body?: unknown }).body = undefined;
@@ -67,26 +84,26 @@ export function jsonBodyMiddleware(req: Request & { correlationId?: string }, re
     }
     const type = String(req.headers['content-type'] ?? '');
     if (!/^application\/([a-z0-9.+-]*\+)?json\b/i.test(type)) {
-      return sendProblem(res, new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json'), cid);
+      return refuse(new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json'));
     }
     if (jsonDepth(text) > MAX_JSON_DEPTH) {
-      return sendProblem(res, new AppError('BAD_REQUEST', `JSON nesting deeper than ${MAX_JSON_DEPTH}`), cid);
+      return refuse(new AppError('BAD_REQUEST', `JSON nesting deeper than ${MAX_JSON_DEPTH}`));
     }
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      return sendProblem(res, new AppError('BAD_REQUEST', 'body is not valid JSON'), cid);
+      return refuse(new AppError('BAD_REQUEST', 'body is not valid JSON'));
     }
     // A number literal too big for a double (1e309, 400 digits) parses to ±Infinity, which no JSON
     // can carry on (JSON.stringify writes null) and the action digest refuses: refused here.
     if (hasNonFiniteNumber(body)) {
-      return sendProblem(res, new AppError('BAD_REQUEST', 'a number in the body is too large to represent'), cid);
+      return refuse(new AppError('BAD_REQUEST', 'a number in the body is too large to represent'));
     }
     // Only a \u escape can put NUL or an unpaired surrogate into parsed JSON. Tool calls
     // record the model's text repaired (redaction, storableText); everything else is refused.
     if (!toolCalls && text.includes('\\u') && findUnstorableText(body) !== undefined) {
-      return sendProblem(res, new AppError('BAD_REQUEST', 'strings must not contain NUL characters or unpaired UTF-16 surrogates'), cid);
+      return refuse(new AppError('BAD_REQUEST', 'strings must not contain NUL characters or unpaired UTF-16 surrogates'));
     }
     (req as { body?: unknown }).body = body;
     next();
