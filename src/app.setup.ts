@@ -4,6 +4,7 @@ import type { Express, NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { correlationMiddleware } from './common/http/correlation.js';
 import { jsonBodyMiddleware } from './common/http/json-body.js';
+import { withProblemResponses } from './common/http/openapi.js';
 import { canonicalIdsInPath, nulInUrlGuard } from './common/http/url-guard.js';
 import { createValidationPipe } from './common/http/validation.js';
 import { MetricsService } from './metrics/metrics.service.js';
@@ -29,7 +30,7 @@ export function configureApp(app: INestApplication): void {
   app.use(jsonBodyMiddleware);
   app.useGlobalPipes(createValidationPipe());
 
-  const doc = SwaggerModule.createDocument(
+  const doc = withProblemResponses(SwaggerModule.createDocument(
     app,
     new DocumentBuilder()
       .setTitle('Tool Gateway')
@@ -39,8 +40,8 @@ export function configureApp(app: INestApplication): void {
           'and always answered in lower case. See README and API.md for the full contract.',
       )
       .setVersion('0.1.0')
-      .addBearerAuth()
+      .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'opaque API key (tgw_…)', description: 'Authorization: Bearer <API key>' })
       .build(),
-  );
+  ));
   SwaggerModule.setup('docs', app, doc, { jsonDocumentUrl: 'openapi.json' });
 }

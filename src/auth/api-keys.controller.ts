@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from './auth.decorators.js';
 import { CreateApiKeyDto, ListApiKeysQuery } from './api-keys.dto.js';
 import { ApiKeysService } from './api-keys.service.js';
@@ -13,6 +13,22 @@ export class ApiKeysController {
 
   @Post()
   @Roles('admin')
+  @ApiResponse({
+    status: 201,
+    description: 'the key; `key` is shown this once and never again (only its hash is stored)',
+    schema: {
+      type: 'object',
+      required: ['id', 'key', 'orgId', 'role', 'name', 'createdAt'],
+      properties: {
+        id: { type: 'string', format: 'uuid' },
+        key: { type: 'string', example: 'tgw_…' },
+        orgId: { type: 'string', format: 'uuid', nullable: true },
+        role: { type: 'string', enum: ['agent', 'expert', 'ops', 'admin'] },
+        name: { type: 'string' },
+        createdAt: { type: 'string', format: 'date-time' },
+      },
+    },
+  })
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateApiKeyDto) {
     return this.keys.create(p, dto);
   }

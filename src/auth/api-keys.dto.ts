@@ -4,7 +4,7 @@ import { ROLES, type Role } from './api-key.entity.js';
 import { CanonicalUuid } from '../common/http/validation.js';
 
 export class CreateApiKeyDto {
-  @ApiProperty({ nullable: true, format: 'uuid', description: 'the org the key belongs to; null = platform key (ops/admin only)' })
+  @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'the org the key belongs to; null = platform key (ops/admin only)' })
   @ValidateIf((o: CreateApiKeyDto) => o.orgId !== null)
   @IsUUID('all')
   @CanonicalUuid()

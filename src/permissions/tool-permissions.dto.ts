@@ -13,7 +13,7 @@ export class ToolPermissionDto {
   @Length(1, 100)
   action!: string;
 
-  @ApiProperty({ nullable: true, description: 'null = every specialist of the org; a specialist row overrides the org-wide one' })
+  @ApiProperty({ type: String, nullable: true, description: 'null = every specialist of the org; a specialist row overrides the org-wide one' })
   @ValidateIf((o: ToolPermissionDto) => o.specialistId !== null && o.specialistId !== undefined)
   @IsString()
   @Matches(/^[A-Za-z0-9._:-]{1,128}$/)

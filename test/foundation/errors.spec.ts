@@ -163,6 +163,23 @@ describe('errors, limits and correlation ids', () => {
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toMatch(/^3\./);
     expect(Object.keys(doc.body.paths)).toContain('/v1/orgs');
+    // Every operation documents the errors any route can answer, as problem+json.
+    const ops = Object.entries(doc.body.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>>).flatMap(
+      ([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op })),
+    );
+    expect(ops.length).toBeGreaterThan(20);
+    for (const { path, method, op } of ops) {
+      for (const status of ['401', '403', '429', '503', ...(path.includes('{') ? ['404'] : []), ...(method === 'post' || method === 'put' ? ['400'] : [])]) {
+        expect(op.responses[status], `${method} ${path} ${status}`).toBeDefined();
+      }
+    }
+    expect(doc.body.paths['/v1/orgs'].post.responses['415'].content['application/problem+json'].schema.$ref).toBe('#/components/schemas/Problem');
+    expect(doc.body.components.schemas.Problem.required).toContain('code');
+    // Keys are opaque strings, not JWTs; nullable ids are strings, not objects.
+    expect(doc.body.components.securitySchemes.bearer.bearerFormat).not.toBe('JWT');
+    expect(doc.body.components.schemas.CreateApiKeyDto.properties.orgId).toMatchObject({ type: 'string', format: 'uuid', nullable: true });
+    expect(doc.body.components.schemas.ToolPermissionDto.properties.specialistId).toMatchObject({ type: 'string', nullable: true });
+    expect(doc.body.paths['/v1/api-keys'].post.responses['201'].content['application/json'].schema.required).toContain('key');
     const metrics = await t.http.get('/metrics');
     expect(metrics.status).toBe(200);
     expect(metrics.text).toContain('http_request_duration_seconds');

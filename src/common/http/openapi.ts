@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiResponse } from '@nestjs/swagger';
+import { ApiResponse, type OpenAPIObject } from '@nestjs/swagger';
 
 /** application/problem+json, the body of every error that has no ToolCall row (API.md §8, §9). */
 export const PROBLEM_SCHEMA = {
@@ -62,4 +62,46 @@ export function ApiToolCallResponses(): MethodDecorator {
     ApiResponse({ status: 429, description: 'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After', schema: PROBLEM_SCHEMA }),
     ApiResponse({ status: 503, description: 'DATABASE_UNAVAILABLE: nothing was executed', schema: PROBLEM_SCHEMA }),
   );
+}
+
+/** Every documented route is authenticated; these are the errors any of them can answer (API.md §9). */
+const COMMON_ERRORS: [status: string, description: string, when: (path: string, op: OpenApiOperation) => boolean][] = [
+  ['400', 'VALIDATION_FAILED (or BAD_REQUEST for a body that is not JSON): a query, path or body field is invalid', (path, op) => path.includes('{') || (op.parameters?.length ?? 0) > 0 || op.requestBody !== undefined],
+  ['401', 'UNAUTHENTICATED: no valid API key', () => true],
+  ['403', 'FORBIDDEN: this key’s role may not call the route', () => true],
+  ['404', 'NOT_FOUND: no such resource, or one of another org (indistinguishable)', (path) => path.includes('{')],
+  ['413', 'PAYLOAD_TOO_LARGE', (_path, op) => op.requestBody !== undefined],
+  ['415', 'UNSUPPORTED_MEDIA_TYPE: send the body as application/json', (_path, op) => op.requestBody !== undefined],
+  ['429', 'RATE_LIMITED (per API key), with Retry-After', () => true],
+  ['503', 'DATABASE_UNAVAILABLE, with Retry-After', () => true],
+];
+
+interface OpenApiOperation {
+  parameters?: unknown[];
+  requestBody?: unknown;
+  responses?: Record<string, unknown>;
+}
+
+const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
+
+/**
+ * Adds to every operation the problem+json errors it can answer but does not
+ * document itself (a route's own description of a status wins), and the
+ * Problem schema they refer to.
+ */
+export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
+  doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Problem: PROBLEM_SCHEMA } };
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const method of METHODS) {
+      const op = item[method] as OpenApiOperation | undefined;
+      if (!op) continue;
+      const responses = (op.responses ??= {});
+      for (const [status, description, applies] of COMMON_ERRORS) {
+        if (responses[status] === undefined && applies(path, op)) {
+          responses[status] = { description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
+        }
+      }
+    }
+  }
+  return doc;
 }
