@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
+import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { AppError } from '../common/errors/app-error.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from './feature-flag.entity.js';
@@ -15,7 +16,8 @@ const CACHE_TTL_MS = 1_000;
 
 @Injectable()
 export class FeatureFlagsService {
-  private readonly cache = new Map<string, { flags: Record<FlagName, boolean>; until: number }>();
+  /** orgId → flags. A read in flight when `set` commits is never cached nor shared with later callers (see InvalidatingCache). */
+  private readonly cache = new InvalidatingCache<string, Record<FlagName, boolean>>({ ttlMs: CACHE_TTL_MS });
 
   constructor(
     private readonly ds: DataSource,
@@ -23,12 +25,13 @@ export class FeatureFlagsService {
   ) {}
 
   async all(orgId: string): Promise<Record<FlagName, boolean>> {
-    const hit = this.cache.get(orgId);
-    if (hit && hit.until > performance.now()) return hit.flags;
+    return { ...(await this.cache.get(orgId, () => this.load(orgId))) };
+  }
+
+  private async load(orgId: string): Promise<Record<FlagName, boolean>> {
     const rows = await this.ds.getRepository(FeatureFlagEntity).find({ where: { orgId } });
     const flags = { ...FLAG_DEFAULTS } as Record<FlagName, boolean>;
     for (const r of rows) if (isFlagName(r.flag)) flags[r.flag] = r.enabled;
-    this.cache.set(orgId, { flags, until: performance.now() + CACHE_TTL_MS });
     return flags;
   }
 
@@ -39,21 +42,26 @@ export class FeatureFlagsService {
   async set(actor: Principal, orgId: string, flag: string, enabled: boolean, reason?: string) {
     if (!isFlagName(flag)) throw new AppError('NOT_FOUND', `unknown feature flag "${flag.slice(0, 64)}"`);
     const updatedAt = new Date();
-    await this.ds.transaction(async (m) => {
-      // Lock the row (or the org's flag slot) so two admins' changes record correct from/to values.
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`flag:${orgId}:${flag}`]);
-      const prev = await m.getRepository(FeatureFlagEntity).findOne({ where: { orgId, flag } });
-      const from = prev ? prev.enabled : FLAG_DEFAULTS[flag];
-      await m.getRepository(FeatureFlagEntity).upsert(
-        { orgId, flag, enabled, reason: reason ?? null, updatedBy: actor.keyId, updatedAt },
-        ['orgId', 'flag'],
-      );
-      await this.events.append(
-        [{ orgId, type: 'feature_flag.changed', actor: actorOf(actor), metadata: { flag, from, to: enabled, ...(reason ? { reasonGiven: true } : {}) } }],
-        m,
-      );
-    });
-    this.cache.delete(orgId);
+    try {
+      await this.ds.transaction(async (m) => {
+        // Lock the row (or the org's flag slot) so two admins' changes record correct from/to values.
+        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`flag:${orgId}:${flag}`]);
+        const prev = await m.getRepository(FeatureFlagEntity).findOne({ where: { orgId, flag } });
+        const from = prev ? prev.enabled : FLAG_DEFAULTS[flag];
+        await m.getRepository(FeatureFlagEntity).upsert(
+          { orgId, flag, enabled, reason: reason ?? null, updatedBy: actor.keyId, updatedAt },
+          ['orgId', 'flag'],
+        );
+        await this.events.append(
+          [{ orgId, type: 'feature_flag.changed', actor: actorOf(actor), metadata: { flag, from, to: enabled, ...(reason ? { reasonGiven: true } : {}) } }],
+          m,
+        );
+      });
+    } finally {
+      // After the commit (and even if it failed: it may have committed), before the 200: a flags read
+      // that began before the commit must not be cached or served to later calls on this replica.
+      this.cache.invalidate(orgId);
+    }
     return { flag, enabled, updatedAt: updatedAt.toISOString(), updatedBy: actor.keyId };
   }
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
+import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { AppError } from '../common/errors/app-error.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { validatePolicyRules } from './policy-rules.validator.js';
@@ -18,7 +19,11 @@ export interface PolicyView {
 
 @Injectable()
 export class PoliciesService {
-  private readonly cache = new Map<string, { rules: PolicyRule[]; until: number }>();
+  /**
+   * orgId → validated rules; null (a row that fails validation) is answered but not cached.
+   * A read in flight when `replace` commits is never cached nor shared with later callers (see InvalidatingCache).
+   */
+  private readonly cache = new InvalidatingCache<string, PolicyRule[] | null>({ ttlMs: CACHE_TTL_MS, cacheable: (rules) => rules !== null });
 
   constructor(
     private readonly ds: DataSource,
@@ -32,17 +37,14 @@ export class PoliciesService {
 
   /** The rules the pipeline evaluates. Stored rules were validated on save; they are re-validated here so a hand-edited row fails closed. */
   async rulesFor(orgId: string): Promise<PolicyRule[] | null> {
-    const hit = this.cache.get(orgId);
-    if (hit && hit.until > performance.now()) return hit.rules;
+    return this.cache.get(orgId, () => this.loadRules(orgId));
+  }
+
+  private async loadRules(orgId: string): Promise<PolicyRule[] | null> {
     const row = await this.ds.getRepository(PolicyEntity).findOne({ where: { orgId } });
-    if (!row) {
-      this.cache.set(orgId, { rules: [], until: performance.now() + CACHE_TTL_MS });
-      return [];
-    }
+    if (!row) return [];
     const checked = validatePolicyRules(row.rules);
-    if (!checked.ok) return null;
-    this.cache.set(orgId, { rules: checked.rules, until: performance.now() + CACHE_TTL_MS });
-    return checked.rules;
+    return checked.ok ? checked.rules : null;
   }
 
   async replace(actor: Principal, orgId: string, body: unknown): Promise<PolicyView> {
@@ -54,20 +56,25 @@ export class PoliciesService {
     if (!checked.ok) throw new AppError('VALIDATION_FAILED', checked.errors.join('; '), { fields: { errors: checked.errors } });
     const updatedAt = new Date();
     let version = 1;
-    await this.ds.transaction(async (m) => {
-      const [row] = (await m.query(
-        `INSERT INTO policies (org_id, rules, version, updated_by, updated_at) VALUES ($1, $2::jsonb, 1, $3, $4)
-         ON CONFLICT (org_id) DO UPDATE SET rules = EXCLUDED.rules, version = policies.version + 1, updated_by = EXCLUDED.updated_by, updated_at = EXCLUDED.updated_at
-         RETURNING version`,
-        [orgId, JSON.stringify(checked.rules), actor.keyId, updatedAt],
-      )) as [{ version: number }];
-      version = row.version;
-      await this.events.append(
-        [{ orgId, type: 'policy.changed', actor: actorOf(actor), metadata: { version, ruleCount: checked.rules.length, ruleIds: checked.rules.map((r) => r.id) } }],
-        m,
-      );
-    });
-    this.cache.delete(orgId);
+    try {
+      await this.ds.transaction(async (m) => {
+        const [row] = (await m.query(
+          `INSERT INTO policies (org_id, rules, version, updated_by, updated_at) VALUES ($1, $2::jsonb, 1, $3, $4)
+           ON CONFLICT (org_id) DO UPDATE SET rules = EXCLUDED.rules, version = policies.version + 1, updated_by = EXCLUDED.updated_by, updated_at = EXCLUDED.updated_at
+           RETURNING version`,
+          [orgId, JSON.stringify(checked.rules), actor.keyId, updatedAt],
+        )) as [{ version: number }];
+        version = row.version;
+        await this.events.append(
+          [{ orgId, type: 'policy.changed', actor: actorOf(actor), metadata: { version, ruleCount: checked.rules.length, ruleIds: checked.rules.map((r) => r.id) } }],
+          m,
+        );
+      });
+    } finally {
+      // After the commit (and even if it failed: it may have committed), before the 200: a rules read
+      // that began before the commit must not be cached or served to later calls on this replica.
+      this.cache.invalidate(orgId);
+    }
     return { rules: checked.rules, version, updatedAt: updatedAt.toISOString() };
   }
 }
