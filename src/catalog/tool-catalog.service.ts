@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { ToolActionSpec, ToolSpec, VendorHandler, VendorKey } from '../vendors/vendor-handler.js';
 import { VendorRegistry } from '../vendors/vendor-registry.js';
+import { MESSAGE_NAME_MAX, redactedModelText, redactedParamMessage } from './model-text.js';
 
 export interface CatalogEntry {
   tool: ToolSpec;
@@ -14,17 +15,26 @@ export interface CatalogEntry {
 
 export type ParamCheck = { ok: true } | { ok: false; message: string };
 
+/**
+ * An ajv error as "name: problem". The name is built from the model's input
+ * (instancePath, an unexpected property), so it goes through the same redaction
+ * as the keys of tool_calls.input_redacted: a card number sent as a parameter
+ * name is "[REDACTED]" there and must be "[REDACTED]" here too, since this text
+ * is stored as error_text, shown to ops and handed back to the model. The
+ * problem is ajv's own text (built from the schema, never from the input).
+ */
 function describeAjvError(e: ErrorObject): string {
   const at = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '';
+  const name = (n: string): string => redactedModelText(n, MESSAGE_NAME_MAX);
   if (e.keyword === 'required') {
     const missing = (e.params as { missingProperty: string }).missingProperty;
-    return `${at ? `${at}.` : ''}${missing}: is required`;
+    return `${name(`${at ? `${at}.` : ''}${missing}`)}: is required`;
   }
   if (e.keyword === 'additionalProperties') {
     const extra = (e.params as { additionalProperty: string }).additionalProperty;
-    return `${at ? `${at}.` : ''}${extra}: is not an allowed parameter`;
+    return `${name(`${at ? `${at}.` : ''}${extra}`)}: is not an allowed parameter`;
   }
-  return `${at || 'params'}: ${e.message ?? 'is invalid'}`;
+  return `${at ? name(at) : 'params'}: ${e.message ?? 'is invalid'}`;
 }
 
 /**
@@ -64,11 +74,18 @@ export class ToolCatalogService {
     return this.entries.has(key);
   }
 
-  /** JSON Schema first, then the vendor's own pre-flight checks (e.g. Nango path safety). */
+  /**
+   * JSON Schema first, then the vendor's own pre-flight checks (e.g. Nango path safety).
+   * The message names the offending field (API.md §4) with any model-written name
+   * redacted; the model gets the same text as the ledger, so a replay answers
+   * exactly as the first call did and a secret the model put in a key is not
+   * echoed into its transcript either.
+   */
   checkParams(entry: CatalogEntry, params: Record<string, unknown>): ParamCheck {
     const validate = this.validators.get(entry.key)!;
     if (!validate(params)) return { ok: false, message: describeAjvError(validate.errors![0]) };
     const extra = entry.handler.validate?.(entry.tool.name, entry.action.name, params) ?? null;
-    return extra ? { ok: false, message: extra } : { ok: true };
+    // Vendor messages quote the model's keys too (Nango: "query.<key>: …", "<key>: unknown parameter").
+    return extra ? { ok: false, message: redactedParamMessage(extra) } : { ok: true };
   }
 }

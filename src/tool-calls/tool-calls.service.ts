@@ -24,6 +24,7 @@ import { buildToolCallBody, httpStatusFor, type StoredResult, type ToolCallBody 
 import { ToolCallLedger } from './tool-call-ledger.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 import type { ToolCallStatus } from './tool-call-status.js';
+import { recordedAction } from './recorded-action.js';
 import { ResultsStore } from './results.store.js';
 import { idempotencyKeyFor, parseToolUse } from './tool-use.js';
 
@@ -102,8 +103,8 @@ export class ToolCallsService {
     const run = await this.runs.snapshot(orgId, runId);
     if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
-    // The action is the model's free text and is recorded as such (a wrong one is NOT_IN_MANIFEST on the record).
-    const action = typeof use.action === 'string' ? storableText(use.action) : '';
+    // The one form of the model's action that reaches the row, the events and the metrics (see recordedAction).
+    const action = recordedAction(use.name, use.action, this.catalog);
     const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
 
     const [flagEnabled, rules] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
@@ -129,7 +130,7 @@ export class ToolCallsService {
       const status = decision.status;
       assertTransition('requested', status);
       const errorCode = status === 'blocked' || status === 'failed' ? decision.errorCode : null;
-      const errorText = status === 'failed' ? storableText(decision.errorText) : null; // names the model's parameter
+      const errorText = status === 'failed' ? storableText(decision.errorText) : null; // names the model's parameter, redacted by the catalog (checkParams)
       const entry = decision.entry;
       const facts = { toolName: use.name, action, digest };
       const actor = { keyId: p.keyId, role: p.role };

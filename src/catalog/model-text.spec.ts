@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { redactedModelText, redactedParamMessage } from './model-text.js';
+
+describe('model-written text for the ledger', () => {
+  it('repairs NUL instead of dropping it, redacts secrets, then cuts', () => {
+    expect(redactedModelText('look\u0000up', 200)).toBe('look\uFFFDup');
+    expect(redactedModelText('card 4111111111111111 ssn 123-45-6789', 200)).toBe('card [REDACTED] ssn [REDACTED]');
+    const cut = redactedModelText(`${'a'.repeat(195)} 4111111111111111`, 200);
+    expect(cut).toHaveLength(200);
+    expect(cut).not.toMatch(/4111/);
+    expect(redactedModelText(`${'a'.repeat(198)}😀😀`, 200)).toBe(`${'a'.repeat(198)}\uFFFD…`);
+  });
+
+  it('redacts the quoted name and keeps the problem readable', () => {
+    expect(redactedParamMessage('token: unknown parameter')).toBe('token: unknown parameter');
+    expect(redactedParamMessage('query.4111111111111111: longer than 2048 characters')).toBe('query.[REDACTED]: longer than 2048 characters');
+    expect(redactedParamMessage('api_key: abc123: unknown parameter')).toBe('api_key: [REDACTED]: unknown parameter');
+    expect(redactedParamMessage('amount must be greater than 0')).toBe('amount must be greater than 0');
+  });
+});

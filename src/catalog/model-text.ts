@@ -1,0 +1,40 @@
+import { storableText } from '../common/storable-text.js';
+import { redactInput } from '../redaction/redaction.service.js';
+
+/**
+ * Text the model wrote (an action name, a parameter name inside a validation
+ * message) as the ledger may hold it, and as it may be echoed back:
+ * 1. NUL and lone surrogates replaced by U+FFFD (storableText) — replaced, not
+ *    dropped, so "look\u0000up" never turns into the real action "lookup";
+ * 2. input redaction's text pass (the same redactInput that writes
+ *    tool_calls.input_redacted: card numbers, SSN / tax ids, bearer and vendor
+ *    tokens, secret "name: value" / "name=value" → [REDACTED]); redaction runs
+ *    on the whole text first, so the cut below can never expose part of a
+ *    secret that would have been recognised whole;
+ * 3. cut to `max` characters ("…" marks the cut).
+ */
+export function redactedModelText(text: string, max: number): string {
+  const redacted = redactInput(storableText(text));
+  const out = typeof redacted === 'string' ? redacted : '';
+  // A cut may split a surrogate pair: storableText repairs the half left over.
+  return out.length <= max ? out : storableText(`${out.slice(0, max - 1)}…`);
+}
+
+/** Longest model-written name (parameter path) quoted in an INVALID_INPUT message. */
+export const MESSAGE_NAME_MAX = 200;
+/** Longest problem text after the name (server text; the bound only keeps the whole message small). */
+const MESSAGE_TEXT_MAX = 500;
+
+/**
+ * A validation message "name: problem" whose name may be the model's own
+ * parameter name (a key of its input, e.g. `query.<key>` or a card number used
+ * as a key). The name and the problem are redacted separately: redacting
+ * "token: is not an allowed parameter" as one text would read as a secret
+ * field and lose the problem. The split is at the LAST ": " because the server
+ * text after it never contains one, while a model-written name might.
+ */
+export function redactedParamMessage(message: string): string {
+  const i = message.lastIndexOf(': ');
+  if (i < 0) return redactedModelText(message, MESSAGE_TEXT_MAX);
+  return `${redactedModelText(message.slice(0, i), MESSAGE_NAME_MAX)}: ${redactedModelText(message.slice(i + 2), MESSAGE_TEXT_MAX)}`;
+}

@@ -1,0 +1,151 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { bearer, createKey } from '../support/test-app.js';
+
+/**
+ * The model's own text — `input.action`, the names of its parameters — reaches
+ * the ledger (tool_calls row, events, ops reads) only bounded and redacted:
+ * a long action is a recorded 403, never a 500, and a secret in an action or
+ * a parameter name is "[REDACTED]" wherever it is recorded.
+ */
+describe('model-written text in the ledger: bounded and redacted', () => {
+  let h: Harness;
+  let org: OrgSetup;
+  let ops: string;
+  const CARD = '4111111111111111';
+  const SSN = '123-45-6789';
+  const TOKEN = 'sk_live_abcdefghijklmnop';
+  const SECRETS = [CARD, SSN, TOKEN];
+
+  beforeAll(async () => {
+    h = await startHarness();
+    org = await setupOrg(h.t, { tools: ['order_lookup.lookup', 'nango_proxy.get'], vendors: ['shopify', 'nango'] });
+    ops = (await createKey(h.t, org.orgId, 'ops')).key;
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const post = (s: OrgSetup, body: unknown) => h.t.http.post(`/v1/runs/${s.runId}/tool-calls`).set(bearer(s.agentKey)).send(body as object);
+  const rowOf = async (id: string) =>
+    ((await h.t.ds.query('SELECT action, status, error_code, error_text, input_redacted FROM tool_calls WHERE id = $1', [id])) as {
+      action: string;
+      status: string;
+      error_code: string | null;
+      error_text: string | null;
+      input_redacted: unknown;
+    }[])[0];
+  const eventsOf = async (id: string) =>
+    ((await h.t.ds.query('SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [id])) as {
+      type: string;
+      metadata: Record<string, unknown>;
+    }[]);
+  const expectNoSecrets = (what: string, text: string) => {
+    for (const s of SECRETS) expect(text, `${what} contains ${s}`).not.toContain(s);
+  };
+
+  it('a 3,000-character random action → 403 NOT_IN_MANIFEST with a ledger row (not 500), recorded bounded in the row and the events', async () => {
+    const action = randomBytes(2250).toString('base64url'); // incompressible, 3,000 chars
+    expect(action).toHaveLength(3000);
+    const res = await post(org, toolUse('order_lookup', { action, orderId: '1' }));
+    expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(403);
+    expect(res.body).toMatchObject({ status: 'blocked', errorCode: 'NOT_IN_MANIFEST' });
+    const row = await rowOf(res.body.toolCallId as string);
+    expect(row).toMatchObject({ status: 'blocked', error_code: 'NOT_IN_MANIFEST' });
+    expect(row.action.length).toBeGreaterThan(0);
+    expect(row.action.length).toBeLessThanOrEqual(200);
+    expect(action.startsWith(row.action.slice(0, 100))).toBe(true); // still recognisable to ops
+    const events = await eventsOf(res.body.toolCallId as string);
+    expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.blocked']);
+    for (const e of events) expect(e.metadata.action, e.type).toBe(row.action);
+    // ops can filter on the recorded value (1..200 characters)
+    const listed = await h.t.http.get('/v1/tool-calls').query({ runId: org.runId, action: row.action }).set(bearer(ops));
+    expect(listed.status).toBe(200);
+    expect((listed.body.items as { id: string }[]).map((i) => i.id)).toEqual([res.body.toolCallId]);
+  });
+
+  it('a long action with the flag off → 403 FEATURE_DISABLED with a ledger row (not 500); a ~200 KB action is not copied into the events', async () => {
+    const off = await setupOrg(h.t, { tools: ['order_lookup.lookup'], flag: false });
+    const res = await post(off, toolUse('order_lookup', { action: randomBytes(2250).toString('base64url'), orderId: '1' }));
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ status: 'blocked', errorCode: 'FEATURE_DISABLED' });
+    expect((await rowOf(res.body.toolCallId as string)).action.length).toBeLessThanOrEqual(200);
+
+    const big = await post(org, toolUse('order_lookup', { action: 'a'.repeat(200_000), orderId: '1' }));
+    expect(big.status).toBe(403);
+    expect(big.body.errorCode).toBe('NOT_IN_MANIFEST');
+    expect((await rowOf(big.body.toolCallId as string)).action.length).toBeLessThanOrEqual(200);
+    for (const e of await eventsOf(big.body.toolCallId as string)) expect(JSON.stringify(e.metadata).length, e.type).toBeLessThan(1000);
+  });
+
+  it('a card number, SSN and bearer token in the action → 403 NOT_IN_MANIFEST; none of them in the row, the events or the ops reads', async () => {
+    const action = `card ${CARD} ssn ${SSN} Bearer ${TOKEN}`;
+    const res = await post(org, toolUse('order_lookup', { action, orderId: '1' }));
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ status: 'blocked', errorCode: 'NOT_IN_MANIFEST' });
+    const id = res.body.toolCallId as string;
+    const row = await rowOf(id);
+    expectNoSecrets('tool_calls row', JSON.stringify(row));
+    expect(row.action).toContain('[REDACTED]');
+    expect(row.action).toMatch(/^card /); // the rest of the text stays for ops
+    const events = await eventsOf(id);
+    expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.blocked']);
+    for (const e of events) expect(e.metadata.action, e.type).toBe(row.action);
+    expectNoSecrets('events', JSON.stringify(events));
+
+    const listed = await h.t.http.get('/v1/tool-calls').query({ runId: org.runId }).set(bearer(ops));
+    expect(listed.status).toBe(200);
+    expect((listed.body.items as { id: string }[]).some((i) => i.id === id)).toBe(true);
+    expectNoSecrets('GET /v1/tool-calls', JSON.stringify(listed.body));
+    const story = await h.t.http.get(`/v1/tool-calls/${id}`).set(bearer(ops));
+    expect(story.status).toBe(200);
+    expectNoSecrets('GET /v1/tool-calls/:id', JSON.stringify(story.body));
+    const ledger = await h.t.http.get('/v1/ledger/events').query({ runId: org.runId, limit: '200' }).set(bearer(ops));
+    expect(ledger.status).toBe(200);
+    expectNoSecrets('GET /v1/ledger/events', JSON.stringify(ledger.body));
+    const exported = await h.t.http.get('/v1/tool-calls/export').query({ runId: org.runId, format: 'ndjson' }).set(bearer(ops));
+    expect(exported.status).toBe(200);
+    expectNoSecrets('export', exported.text);
+  });
+
+  it('a well-formed wrong action (a typo) is still recorded verbatim', async () => {
+    const res = await post(org, toolUse('order_lookup', { action: 'lookupp', orderId: '1' }));
+    expect(res.status).toBe(403);
+    expect((await rowOf(res.body.toolCallId as string)).action).toBe('lookupp');
+    for (const e of await eventsOf(res.body.toolCallId as string)) expect(e.metadata.action).toBe('lookupp');
+  });
+
+  it('422 INVALID_INPUT for a card number used as a parameter name: not in error_text, ops reads or the tool_result', async () => {
+    const res = await post(org, toolUse('order_lookup', { action: 'lookup', orderId: '1', [CARD]: 'x' }));
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'INVALID_INPUT' });
+    expect(res.body.toolResult.content).not.toContain(CARD);
+    expect(res.body.toolResult.content).toContain('[REDACTED]: is not an allowed parameter');
+    const id = res.body.toolCallId as string;
+    const row = await rowOf(id);
+    expect(row.input_redacted).toEqual({ orderId: '1', '[REDACTED]': 'x' });
+    expect(row.error_text).toBe('[REDACTED]: is not an allowed parameter');
+    const listed = await h.t.http.get('/v1/tool-calls').query({ runId: org.runId, errorCode: 'INVALID_INPUT' }).set(bearer(ops));
+    expect(listed.status).toBe(200);
+    expect((listed.body.items as { id: string }[]).some((i) => i.id === id)).toBe(true);
+    expectNoSecrets('GET /v1/tool-calls', JSON.stringify(listed.body));
+    expectNoSecrets('GET /v1/tool-calls/:id', JSON.stringify((await h.t.http.get(`/v1/tool-calls/${id}`).set(bearer(ops))).body));
+  });
+
+  it('422 messages that quote nested keys (ajv paths, the Nango pre-flight) redact them too; a secret-named key is still named', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ action: 'get', path: '/v1/x', query: { [CARD]: { nested: true } } }, 'query.[REDACTED]: '], // ajv, instancePath
+      [{ action: 'get', path: '/v1/x', query: { [`Bearer ${TOKEN}`]: 'x'.repeat(2049) } }, 'query.Bearer [REDACTED]: longer than'], // Nango's own check
+      [{ action: 'get', path: '/v1/x', token: 'x' }, 'token: is not an allowed parameter'],
+    ];
+    for (const [input, expected] of cases) {
+      const res = await post(org, toolUse('nango_proxy', input));
+      expect(res.status, JSON.stringify(res.body)).toBe(422);
+      const row = await rowOf(res.body.toolCallId as string);
+      expect(row.error_text).toContain(expected);
+      expectNoSecrets('error_text', row.error_text!);
+      expectNoSecrets('tool_result', res.body.toolResult.content as string);
+    }
+  });
+});
