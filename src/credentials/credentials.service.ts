@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
+import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { AppError } from '../common/errors/app-error.js';
 import { EnvelopeCipher, fingerprint } from '../common/crypto/envelope-cipher.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
@@ -31,7 +32,12 @@ const CACHE_TTL_MS = 1_000;
 @Injectable()
 export class CredentialsService {
   private readonly validators: Record<IntegrationType, ValidateFunction>;
-  private readonly cache = new Map<string, { row: IntegrationCredentialEntity | null; until: number }>();
+  /**
+   * `${orgId}:${type}` → the row (ciphertext) or null. A read in flight when a put or remove commits is
+   * never cached nor shared with later callers (InvalidatingCache): replaced or deleted credentials are
+   * not used again on this replica once the change has been answered.
+   */
+  private readonly cache = new InvalidatingCache<string, IntegrationCredentialEntity | null>({ ttlMs: CACHE_TTL_MS });
 
   constructor(
     private readonly ds: DataSource,
@@ -64,17 +70,21 @@ export class CredentialsService {
     const env = this.cipher.encryptJson(input.config, credentialAad(orgId, type));
     const fp = fingerprint(input.config);
     const now = new Date();
-    await this.ds.transaction(async (m) => {
-      await m.query(
-        `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-         ON CONFLICT (org_id, integration_type) DO UPDATE SET key_id = EXCLUDED.key_id, iv = EXCLUDED.iv, ciphertext = EXCLUDED.ciphertext,
-           auth_tag = EXCLUDED.auth_tag, fingerprint = EXCLUDED.fingerprint, updated_at = EXCLUDED.updated_at`,
-        [orgId, type, env.keyId, env.iv, env.ciphertext, env.authTag, fp, now],
-      );
-      await this.events.append([{ orgId, type: 'credentials.updated', actor: actorOf(actor), metadata: { integrationType: type, keyId: env.keyId, fingerprint: fp } }], m);
-    });
-    this.cache.delete(`${orgId}:${type}`);
+    try {
+      await this.ds.transaction(async (m) => {
+        await m.query(
+          `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+           ON CONFLICT (org_id, integration_type) DO UPDATE SET key_id = EXCLUDED.key_id, iv = EXCLUDED.iv, ciphertext = EXCLUDED.ciphertext,
+             auth_tag = EXCLUDED.auth_tag, fingerprint = EXCLUDED.fingerprint, updated_at = EXCLUDED.updated_at`,
+          [orgId, type, env.keyId, env.iv, env.ciphertext, env.authTag, fp, now],
+        );
+        await this.events.append([{ orgId, type: 'credentials.updated', actor: actorOf(actor), metadata: { integrationType: type, keyId: env.keyId, fingerprint: fp } }], m);
+      });
+    } finally {
+      // After the commit (or a failed one, which may have committed), before answering.
+      this.cache.invalidate(`${orgId}:${type}`);
+    }
     return { integrationType: type, keyId: env.keyId, fingerprint: fp, updatedAt: now.toISOString() };
   }
 
@@ -84,29 +94,24 @@ export class CredentialsService {
   }
 
   async remove(actor: Principal, orgId: string, type: IntegrationType): Promise<void> {
-    await this.ds.transaction(async (m) => {
-      const rows = (await m.query('DELETE FROM integration_credentials WHERE org_id = $1 AND integration_type = $2 RETURNING fingerprint', [orgId, type])) as [
-        { fingerprint: string }[],
-        number,
-      ];
-      const deleted = rows[0];
-      if (!deleted || deleted.length === 0) throw new AppError('NOT_FOUND', 'no credentials for this integration');
-      await this.events.append([{ orgId, type: 'credentials.deleted', actor: actorOf(actor), metadata: { integrationType: type, fingerprint: deleted[0].fingerprint } }], m);
-    });
-    this.cache.delete(`${orgId}:${type}`);
+    try {
+      await this.ds.transaction(async (m) => {
+        const rows = (await m.query('DELETE FROM integration_credentials WHERE org_id = $1 AND integration_type = $2 RETURNING fingerprint', [orgId, type])) as [
+          { fingerprint: string }[],
+          number,
+        ];
+        const deleted = rows[0];
+        if (!deleted || deleted.length === 0) throw new AppError('NOT_FOUND', 'no credentials for this integration');
+        await this.events.append([{ orgId, type: 'credentials.deleted', actor: actorOf(actor), metadata: { integrationType: type, fingerprint: deleted[0].fingerprint } }], m);
+      });
+    } finally {
+      this.cache.invalidate(`${orgId}:${type}`);
+    }
   }
 
   /** The decrypted config for a vendor call, or null when the org has none. Throws DecryptionError on a bad row. */
   async load(orgId: string, type: IntegrationType): Promise<Record<string, unknown> | null> {
-    const key = `${orgId}:${type}`;
-    const hit = this.cache.get(key);
-    let row: IntegrationCredentialEntity | null;
-    if (hit && hit.until > performance.now()) row = hit.row;
-    else {
-      row = await this.ds.getRepository(IntegrationCredentialEntity).findOne({ where: { orgId, integrationType: type } });
-      if (this.cache.size > 50_000) this.cache.clear();
-      this.cache.set(key, { row, until: performance.now() + CACHE_TTL_MS });
-    }
+    const row = await this.cache.get(`${orgId}:${type}`, () => this.ds.getRepository(IntegrationCredentialEntity).findOne({ where: { orgId, integrationType: type } }));
     if (!row) return null;
     return this.cipher.decryptJson<Record<string, unknown>>(row, credentialAad(orgId, type));
   }

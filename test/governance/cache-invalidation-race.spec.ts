@@ -6,6 +6,8 @@ import { FeatureFlagEntity } from '../../src/orgs/feature-flag.entity.js';
 import { FeatureFlagsService } from '../../src/orgs/feature-flags.service.js';
 import { PoliciesService } from '../../src/policy/policies.service.js';
 import { PolicyEntity } from '../../src/policy/policy.entity.js';
+import { CredentialsService } from '../../src/credentials/credentials.service.js';
+import { IntegrationCredentialEntity } from '../../src/credentials/integration-credential.entity.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer } from '../support/test-app.js';
 
@@ -229,6 +231,26 @@ describe('kill switch and block rule vs. a read racing the PUT (gateway on the t
       const next = await call(runId, agentKey);
       expect(next.status, JSON.stringify(next.body)).toBe(403);
       expect(next.body.errorCode).toBe('POLICY_BLOCKED');
+    } finally {
+      hold.restore();
+    }
+  });
+
+  it('DELETE credentials answered 204 → the next tool call on this replica finds none (CREDENTIALS_NOT_FOUND), never the deleted ones', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const before = h.emu.requests.length;
+    const hold = holdNextRead(h.t.app.get(CredentialsService, { strict: false }), IntegrationCredentialEntity, 'findOne');
+    try {
+      const racing = call(runId, agentKey).then((r) => r); // its credentials read sees the row, then waits
+      await within(hold.read, 'the held credentials read');
+      expect((await h.t.http.delete(`/v1/orgs/${orgId}/integrations/shopify/credentials`).set(adminAuth)).status).toBe(204);
+      hold.release();
+      await racing;
+      const sentBefore = h.emu.requests.length;
+      const next = await call(runId, agentKey);
+      expect(next.body.errorCode, JSON.stringify(next.body)).toBe('CREDENTIALS_NOT_FOUND');
+      expect(h.emu.requests.length).toBe(sentBefore);
+      expect(sentBefore - before).toBeLessThanOrEqual(1); // at most the racing call reached the vendor
     } finally {
       hold.restore();
     }
