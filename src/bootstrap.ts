@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
+import { ERROR_TITLES, type ErrorCode } from './common/errors/error-codes.js';
 import type { AppConfig } from './config/app-config.js';
 
 const MIGRATION_LOCK = 7_413_920_552;
@@ -29,6 +33,59 @@ export async function runMigrations(ds: DataSource): Promise<void> {
   }
 }
 
+/**
+ * What a request the HTTP parser refused before Express ever saw it is answered
+ * (Node's default is a bare status with an empty body). The codes are from
+ * API.md's list: there is no dedicated code for oversized headers, so 431 carries
+ * PAYLOAD_TOO_LARGE (the closest: "too large"); a malformed request is 400
+ * BAD_REQUEST, as for a body that does not parse.
+ */
+function clientErrorProblem(code: string | undefined): { status: number; errorCode: ErrorCode; detail: string } {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return { status: 431, errorCode: 'PAYLOAD_TOO_LARGE', detail: 'the request headers are too large' };
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return { status: 413, errorCode: 'PAYLOAD_TOO_LARGE', detail: 'the chunk extensions are too large' };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { status: 408, errorCode: 'BAD_REQUEST', detail: 'the request was not received in time' };
+    default:
+      return { status: 400, errorCode: 'BAD_REQUEST', detail: 'the request could not be parsed as HTTP' };
+  }
+}
+
+/**
+ * Node's 'clientError': answers a minimal problem+json (like every other error,
+ * API.md §8) and closes the connection. Writes nothing to a socket that is
+ * reset, not writable, or already carrying a response's headers.
+ */
+export function handleClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const { status, errorCode, detail } = clientErrorProblem(err.code);
+  const correlationId = randomUUID();
+  const body = JSON.stringify({
+    type: `https://tool-gateway.dev/problems/${errorCode.toLowerCase().replace(/_/g, '-')}`,
+    title: ERROR_TITLES[errorCode],
+    status,
+    detail,
+    code: errorCode,
+    correlationId,
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
+      'Content-Type: application/problem+json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Correlation-Id: ${correlationId}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+  // end() flushes then closes; a peer that never reads must not keep the socket open.
+  setTimeout(() => socket.destroy(), 1_000).unref();
+}
+
 export interface Gateway {
   app: INestApplication;
   generatedAdminKey?: string;
@@ -38,6 +95,7 @@ export interface Gateway {
 export async function createGateway(config: AppConfig, opts: AppModuleOptions = {}): Promise<Gateway> {
   const app = await NestFactory.create(AppModule.forRoot(config, opts), { bodyParser: false, bufferLogs: true, abortOnError: false });
   configureApp(app);
+  (app.getHttpServer() as Server).on('clientError', handleClientError);
   await runMigrations(app.get(DataSource));
   const { generatedKey } = await app.get(ApiKeysService).ensureBootstrapKey();
   await app.init();

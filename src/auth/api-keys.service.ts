@@ -12,6 +12,8 @@ import { actorOf, type Principal } from './principal.js';
 
 const CACHE_TTL_MS = 5_000;
 const TOUCH_FLUSH_MS = 30_000;
+/** Serialises ensureBootstrapKey across replicas (any constant distinct from bootstrap.ts's MIGRATION_LOCK). */
+const BOOTSTRAP_KEY_LOCK = 7_413_920_553;
 
 export interface ApiKeyView {
   id: string;
@@ -156,27 +158,33 @@ export class ApiKeysService implements BeforeApplicationShutdown {
    * Makes sure the platform admin key exists. With BOOTSTRAP_ADMIN_KEY set, that
    * key (by hash); without it outside production, a generated key returned once
    * so start-up can print it.
+   *
+   * Race-free when several replicas start together on one database: the check
+   * and the insert run in one transaction under a transaction-scoped advisory
+   * lock, so exactly one replica inserts (and, for the generated key, exactly
+   * one generates and prints it); the configured key's insert is also
+   * ON CONFLICT DO NOTHING, so even a replica that does not take the lock
+   * (an older version during a rolling deploy) cannot make it fail.
    */
   async ensureBootstrapKey(): Promise<{ generatedKey?: string }> {
-    const repo = this.ds.getRepository(ApiKeyEntity);
     const configured = this.config.BOOTSTRAP_ADMIN_KEY;
-    if (configured) {
-      const hash = hashApiKey(configured);
-      if (await repo.exists({ where: { keyHash: hash } })) return {};
-      await repo.insert({
-        id: newId(), orgId: null, role: 'admin', name: 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)', keyHash: hash,
-        keyPrefix: keyPrefix(configured), createdBy: null, createdAt: new Date(), revokedAt: null, lastUsedAt: null,
+    if (!configured && this.config.NODE_ENV === 'production') return {};
+    return this.ds.transaction(async (m) => {
+      await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_KEY_LOCK]);
+      const repo = m.getRepository(ApiKeyEntity);
+      const row = (name: string, key: string) => ({
+        id: newId(), orgId: null, role: 'admin' as const, name, keyHash: hashApiKey(key),
+        keyPrefix: keyPrefix(key), createdBy: null, createdAt: new Date(), revokedAt: null, lastUsedAt: null,
       });
-      return {};
-    }
-    const existing = await repo.exists({ where: { name: 'bootstrap admin (generated)', revokedAt: IsNull() } });
-    if (existing || this.config.NODE_ENV === 'production') return {};
-    const key = generateApiKey();
-    await repo.insert({
-      id: newId(), orgId: null, role: 'admin', name: 'bootstrap admin (generated)', keyHash: hashApiKey(key),
-      keyPrefix: keyPrefix(key), createdBy: null, createdAt: new Date(), revokedAt: null, lastUsedAt: null,
+      if (configured) {
+        await repo.createQueryBuilder().insert().into(ApiKeyEntity).values(row('bootstrap admin (BOOTSTRAP_ADMIN_KEY)', configured)).orIgnore().execute();
+        return {};
+      }
+      if (await repo.exists({ where: { name: 'bootstrap admin (generated)', revokedAt: IsNull() } })) return {};
+      const key = generateApiKey();
+      await repo.insert(row('bootstrap admin (generated)', key));
+      return { generatedKey: key };
     });
-    return { generatedKey: key };
   }
 
   private async flushLastUsed(): Promise<void> {

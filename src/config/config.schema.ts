@@ -3,6 +3,10 @@
  * Every variable here is documented in .env.example (a test keeps them in step).
  * A variable marked `sensitive` is never logged or echoed in an error message.
  */
+/** What the auth guard accepts as a bearer key (src/auth/auth.guard.ts): printable ASCII without spaces, at most 512 characters. */
+export const API_KEY_MAX_LENGTH = 512;
+const API_KEY_CHARS = /^[\x21-\x7e]+$/;
+
 export type NodeEnv = 'development' | 'test' | 'production';
 
 interface VarSpec<T> {
@@ -77,11 +81,18 @@ export const CONFIG_SCHEMA = {
   MASTER_ENCRYPTION_KEYS: { description: 'for rotation: "k2:<base64>,k1:<base64>"', sensitive: true, parse: str() },
   MASTER_ENCRYPTION_ACTIVE_KEY_ID: { description: 'id of the key new ciphertexts use (with MASTER_ENCRYPTION_KEYS)', parse: str() },
   BOOTSTRAP_ADMIN_KEY: {
-    description: 'platform admin API key (>= 32 chars); in development one is generated and printed once when unset',
+    description: 'platform admin API key (32-512 printable ASCII characters, no spaces); in development one is generated and printed once when unset',
     sensitive: true,
     parse: (raw: string | undefined) => {
       if (raw === undefined || raw === '') return undefined;
+      // Never quote the value: the key is a secret. The bounds are the ones the auth guard accepts in an
+      // `Authorization: Bearer` header (printable ASCII without spaces, at most 512): any other key would be
+      // stored at start-up and then answered 401 on every request.
       if (raw.length < 32) throw new Error('must be at least 32 characters');
+      if (raw.length > API_KEY_MAX_LENGTH) throw new Error(`must be at most ${API_KEY_MAX_LENGTH} characters (longer keys are never accepted in an Authorization header)`);
+      if (!API_KEY_CHARS.test(raw)) {
+        throw new Error('may contain only printable ASCII characters without spaces (0x21-0x7e); a key with spaces, control or non-ASCII characters could never authenticate');
+      }
       return raw;
     },
   },

@@ -1,8 +1,10 @@
-import { Controller, Get, Res } from '@nestjs/common';
+import { Controller, Get, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { DataSource } from 'typeorm';
 import { Public } from '../auth/auth.decorators.js';
+import { AppError } from '../common/errors/app-error.js';
+import { sendProblem } from '../common/errors/problem.filter.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 
 @ApiExcludeController()
@@ -20,7 +22,7 @@ export class HealthController {
   }
 
   @Get('readyz')
-  async ready(@Res() res: Response): Promise<void> {
+  async ready(@Req() req: Request & { correlationId?: string }, @Res() res: Response): Promise<void> {
     try {
       await Promise.race([
         this.ds.query('SELECT 1'),
@@ -28,7 +30,14 @@ export class HealthController {
       ]);
       res.status(200).json({ status: 'ready', database: 'up' });
     } catch {
-      res.status(503).json({ status: 'not_ready', database: 'down' });
+      // An error like every other (API.md §8): problem+json with code and correlationId. `database`
+      // stays as an extension member; the old `status: "not_ready"` cannot, since `status` is the
+      // problem's HTTP status (RFC 9457, API.md §8).
+      sendProblem(
+        res,
+        new AppError('DATABASE_UNAVAILABLE', 'the database is unreachable; not ready', { retryAfterSeconds: 1, fields: { database: 'down' } }),
+        req.correlationId ?? 'unknown',
+      );
     }
   }
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { AppError } from '../common/errors/app-error.js';
-import { newId } from '../common/ids.js';
+import { newId, NIL_UUID } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { OrgScopeService } from './org-scope.service.js';
 import { OrgEntity } from './org.entity.js';
@@ -19,6 +19,10 @@ export class OrgsService {
 
   async create(actor: Principal, input: { name: string; id?: string }) {
     if (actor.orgId !== null) throw new AppError('FORBIDDEN', 'only a platform admin can create orgs');
+    // Platform-level audit events are filed under NIL_UUID: an org with that id would read them.
+    if (input.id?.toLowerCase() === NIL_UUID) {
+      throw new AppError('VALIDATION_FAILED', 'id: the nil UUID 00000000-0000-0000-0000-000000000000 is reserved for platform-level events and cannot be an org id');
+    }
     const org = Object.assign(new OrgEntity(), { id: input.id ?? newId(), name: input.name, createdAt: new Date() });
     await this.ds.transaction(async (m) => {
       const inserted = (await m.query('INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id', [

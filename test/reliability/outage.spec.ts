@@ -59,7 +59,8 @@ describe('database outage', () => {
 
     const ready = await gw.http.get('/readyz');
     expect(ready.status).toBe(503);
-    expect(ready.body).toMatchObject({ status: 'not_ready' });
+    expect(ready.body).toMatchObject({ status: 503, code: 'DATABASE_UNAVAILABLE', database: 'down' });
+    expect(ready.headers['content-type']).toMatch(/application\/problem\+json/);
     expect((await gw.http.get('/healthz')).status).toBe(200);
     expectUnavailable(await gw.http.get('/v1/tool-calls').set(bearer(org.adminKey)), 'ledger listing');
     expectUnavailable(await gw.http.get(`/v1/tool-calls/${warm.body.toolCallId as string}/result`).set(bearer(org.agentKey)), 'result');

@@ -1,0 +1,136 @@
+import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
+import type { INestApplication } from '@nestjs/common';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../../src/auth/api-key-hash.js';
+import { ApiKeysService } from '../../src/auth/api-keys.service.js';
+import { createGateway } from '../../src/bootstrap.js';
+import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
+import { ConfigError } from '../../src/config/config.schema.js';
+import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
+import { OrgScopeService } from '../../src/orgs/org-scope.service.js';
+import { TEST_MASTER_KEY } from '../support/secrets.js';
+
+/**
+ * Several replicas starting together on one database each run ensureBootstrapKey.
+ * A database of its own: the generated-key case needs a table with no live
+ * generated key, which the shared test database cannot promise.
+ */
+describe('bootstrap admin key: replicas starting together', () => {
+  const server = new URL(process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!);
+  const dbName = `tg_bootkey_${process.pid}_${Date.now()}`;
+  let admin: pg.Client;
+  let app: INestApplication;
+  let config: AppConfig;
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: server.toString() });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const db = new URL(server.toString());
+    db.pathname = `/${dbName}`;
+    config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: db.toString(), MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY, LOG_LEVEL: 'silent', DATA_DIR: '.tmp/data-bootkey' });
+    ({ app } = await createGateway(config));
+    ds = app.get(DataSource);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin?.end();
+  });
+
+  /** `n` services as `n` replicas would have them, all calling ensureBootstrapKey at once. */
+  async function race(n: number, overrides: Partial<AppConfig>): Promise<PromiseSettledResult<{ generatedKey?: string }>[]> {
+    const replicas = Array.from({ length: n }, () => new ApiKeysService(ds, app.get(LedgerEventsService), app.get(OrgScopeService), { ...config, ...overrides }));
+    try {
+      return await Promise.allSettled(replicas.map((r) => r.ensureBootstrapKey()));
+    } finally {
+      await Promise.all(replicas.map((r) => r.beforeApplicationShutdown()));
+    }
+  }
+
+  it('with a new BOOTSTRAP_ADMIN_KEY: every replica starts and the key is stored once', async () => {
+    for (let round = 0; round < 5; round++) {
+      const key = `tgw_race_${randomBytes(16).toString('hex')}`;
+      const results = await race(6, { BOOTSTRAP_ADMIN_KEY: key });
+      const failures = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
+      expect(failures).toEqual([]);
+      const rows = (await ds.query('SELECT count(*)::int AS n FROM api_keys WHERE key_hash = $1', [hashApiKey(key)])) as { n: number }[];
+      expect(rows[0].n).toBe(1);
+      const gw = app.get(ApiKeysService);
+      expect(await gw.authenticate(key)).toMatchObject({ orgId: null, role: 'admin' });
+    }
+  });
+
+  it('without BOOTSTRAP_ADMIN_KEY: exactly one replica generates (and prints) a key, none crashes', async () => {
+    for (let round = 0; round < 5; round++) {
+      await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE name = 'bootstrap admin (generated)' AND revoked_at IS NULL`);
+      const results = await race(6, { BOOTSTRAP_ADMIN_KEY: undefined });
+      const failures = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
+      expect(failures).toEqual([]);
+      const generated = results.flatMap((r) => (r.status === 'fulfilled' && r.value.generatedKey ? [r.value.generatedKey] : []));
+      expect(generated).toHaveLength(1);
+      const live = (await ds.query(`SELECT count(*)::int AS n FROM api_keys WHERE name = 'bootstrap admin (generated)' AND revoked_at IS NULL`)) as { n: number }[];
+      expect(live[0].n).toBe(1);
+    }
+  });
+});
+
+describe('BOOTSTRAP_ADMIN_KEY that could never authenticate', () => {
+  const base = { NODE_ENV: 'production', MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY };
+  const problemsFor = (key: string): string => {
+    try {
+      loadConfig({ ...base, BOOTSTRAP_ADMIN_KEY: key });
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      return (err as ConfigError).problems.join('\n');
+    }
+    return '';
+  };
+
+  it('is refused at start-up with a message that names the variable, not the key', () => {
+    const spaced = 'tgw with spaces in it 0123456789abcdef';
+    const long = 'tgw_' + 'x'.repeat(600);
+    const unicode = 'tgw_ключ_0123456789abcdef0123456789';
+    const tab = 'tgw_\t0123456789abcdef0123456789abcdef';
+    for (const key of [spaced, long, unicode, tab]) {
+      const problems = problemsFor(key);
+      expect(problems, JSON.stringify(key)).toMatch(/BOOTSTRAP_ADMIN_KEY/);
+      expect(problems).not.toContain(key);
+      expect(problems).not.toContain(key.slice(0, 12));
+    }
+    expect(problemsFor(long)).toMatch(/at most 512/);
+    expect(problemsFor(spaced)).toMatch(/printable ASCII/);
+  });
+
+  it('accepts the keys the auth guard accepts (32..512 printable ASCII)', () => {
+    expect(loadConfig({ ...base, BOOTSTRAP_ADMIN_KEY: 'a'.repeat(32) }).BOOTSTRAP_ADMIN_KEY).toBe('a'.repeat(32));
+    expect(loadConfig({ ...base, BOOTSTRAP_ADMIN_KEY: '!'.repeat(256) + '~'.repeat(256) }).BOOTSTRAP_ADMIN_KEY).toHaveLength(512);
+  });
+
+  it('main exits 1 before touching the database, without printing the key (built dist/)', async () => {
+    const key = 'tgw spaced admin key 0123456789abcdef';
+    const child = spawn(process.execPath, ['dist/src/main.js'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...base, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: process.env.DATABASE_URL!, BOOTSTRAP_ADMIN_KEY: key },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = once(child, 'exit') as Promise<[number | null]>;
+    // Without the check it starts and serves: stop it as soon as it says so rather than wait for a timeout.
+    const listening = new Promise<void>((resolve) => child.stdout.on('data', () => /listening on/.test(out) && resolve()));
+    await Promise.race([exited, listening]);
+    if (child.exitCode === null) child.kill('SIGKILL');
+    const [code] = await exited;
+    expect(code).toBe(1);
+    expect(out).toMatch(/BOOTSTRAP_ADMIN_KEY/);
+    expect(out).not.toContain('spaced admin key');
+    expect(out).not.toMatch(/listening on/);
+  });
+});

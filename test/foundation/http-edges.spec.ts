@@ -1,0 +1,169 @@
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Duplex } from 'node:stream';
+import { handleClientError } from '../../src/bootstrap.js';
+import { NIL_UUID } from '../../src/common/ids.js';
+import { OrgsService } from '../../src/orgs/orgs.service.js';
+import { startGatewayProcess } from '../support/gateway-process.js';
+import { adminAuth, startTestApp, type TestApp } from '../support/test-app.js';
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  /** the server closed the connection after answering */
+  closed: boolean;
+}
+
+/** Sends raw bytes and reads everything the server answers until it closes the connection. */
+function rawRequest(port: number, bytes: string): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`connection not closed by the server; got so far: ${Buffer.concat(chunks).toString('latin1').slice(0, 500)}`));
+    }, 5_000);
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', () => undefined); // a reset after the answer still counts as closed
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head, ...rest] = text.split('\r\n\r\n');
+      const [statusLine, ...lines] = head.split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const l of lines) {
+        const i = l.indexOf(':');
+        if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+      }
+      resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body: rest.join('\r\n\r\n'), closed: true });
+    });
+    socket.write(bytes);
+  });
+}
+
+const hugeHeaders = `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`;
+const garbage = 'THIS IS NOT HTTP\r\n\r\n';
+
+function expectProblem(res: RawResponse, status: number, code: string): void {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  const body = JSON.parse(res.body) as Record<string, unknown>;
+  expect(body).toMatchObject({ status, code, type: expect.any(String), title: expect.any(String), detail: expect.any(String), correlationId: expect.any(String) });
+  expect(body.correlationId).toBe(res.headers['x-correlation-id']);
+  expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.body));
+  expect(res.closed).toBe(true);
+}
+
+describe('HTTP edges: readiness, unparsable requests, reserved org id', () => {
+  let t: TestApp;
+  let port: number;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    port = (t.app.getHttpServer().address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('/readyz answers 503 problem+json DATABASE_UNAVAILABLE (with the correlation id) when the database does not answer', async () => {
+    const spy = vi.spyOn(t.ds, 'query').mockRejectedValueOnce(new Error('connect ECONNREFUSED 127.0.0.1:5432'));
+    try {
+      const res = await t.http.get('/readyz').set('X-Correlation-Id', 'ready-probe-1');
+      expect(res.status).toBe(503);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body).toMatchObject({ status: 503, code: 'DATABASE_UNAVAILABLE', correlationId: 'ready-probe-1', type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+      expect(res.body.database).toBe('down');
+      expect(res.headers['retry-after']).toBe('1');
+      expect(JSON.stringify(res.body)).not.toContain('ECONNREFUSED');
+    } finally {
+      spy.mockRestore();
+    }
+    const ok = await t.http.get('/readyz');
+    expect(ok.status).toBe(200);
+    expect(ok.body).toEqual({ status: 'ready', database: 'up' });
+  });
+
+  it('oversized request headers: 431 problem+json, then the connection is closed', async () => {
+    expectProblem(await rawRequest(port, hugeHeaders), 431, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('a request that is not HTTP: 400 problem+json BAD_REQUEST, then the connection is closed', async () => {
+    expectProblem(await rawRequest(port, garbage), 400, 'BAD_REQUEST');
+  });
+
+  it('the server keeps serving after a client resets its connection mid-request', async () => {
+    await new Promise<void>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => {
+        s.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(8 * 1024)}`);
+        s.resetAndDestroy();
+        resolve();
+      });
+      s.on('error', () => undefined);
+    });
+    expect((await t.http.get('/healthz')).status).toBe(200);
+  });
+
+  it('refuses the nil UUID as an org id: 400 VALIDATION_FAILED naming it, and no org is created', async () => {
+    const res = await t.http.post('/v1/orgs').set(adminAuth).send({ name: 'platform impostor', id: NIL_UUID });
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body.code).toBe('VALIDATION_FAILED');
+    expect(res.body.detail).toMatch(/id: .*nil UUID/);
+    const rows = (await t.ds.query('SELECT count(*)::int AS n FROM orgs WHERE id = $1', [NIL_UUID])) as { n: number }[];
+    expect(rows[0].n).toBe(0);
+    // the service refuses it too, whoever calls it
+    await expect(t.app.get(OrgsService).create({ keyId: NIL_UUID, orgId: null, role: 'admin' }, { name: 'x', id: NIL_UUID })).rejects.toMatchObject({
+      code: 'VALIDATION_FAILED',
+    });
+    // an ordinary chosen id is still fine
+    expect((await t.http.post('/v1/orgs').set(adminAuth).send({ name: 'chosen id', id: crypto.randomUUID() })).status).toBe(201);
+  });
+});
+
+describe('clientError handler on a socket that cannot take an answer', () => {
+  const fakeSocket = (writable: boolean, headersSent = false) => {
+    const s = new Duplex({ read() {}, write(_c, _e, cb) { cb(); } });
+    if (!writable) s.end();
+    if (headersSent) Object.assign(s, { _httpMessage: { headersSent: true } });
+    const write = vi.spyOn(s, 'write');
+    const end = vi.spyOn(s, 'end');
+    const destroy = vi.spyOn(s, 'destroy');
+    return { s, write, end, destroy };
+  };
+  const err = (code: string) => Object.assign(new Error(code), { code });
+
+  it('ECONNRESET: destroys, writes nothing', () => {
+    const f = fakeSocket(true);
+    handleClientError(err('ECONNRESET'), f.s);
+    expect(f.write).not.toHaveBeenCalled();
+    expect(f.end).not.toHaveBeenCalled();
+    expect(f.destroy).toHaveBeenCalled();
+  });
+
+  it('a socket no longer writable, or already carrying a response: destroys, writes nothing', () => {
+    for (const f of [fakeSocket(false), fakeSocket(true, true)]) {
+      f.end.mockClear();
+      handleClientError(err('HPE_HEADER_OVERFLOW'), f.s);
+      expect(f.write).not.toHaveBeenCalled();
+      expect(f.end).not.toHaveBeenCalled();
+      expect(f.destroy).toHaveBeenCalled();
+    }
+  });
+});
+
+describe('the gateway process (npm start, built dist/) answers unparsable requests with problem+json', () => {
+  it('431 for oversized headers and 400 for garbage', async () => {
+    const gw = await startGatewayProcess({ LOG_LEVEL: 'warn' });
+    try {
+      const port = Number(new URL(gw.url).port);
+      expectProblem(await rawRequest(port, hugeHeaders), 431, 'PAYLOAD_TOO_LARGE');
+      expectProblem(await rawRequest(port, garbage), 400, 'BAD_REQUEST');
+      expect((await gw.http.get('/healthz')).status).toBe(200);
+    } finally {
+      await gw.stop();
+    }
+  });
+});
