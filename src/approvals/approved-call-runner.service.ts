@@ -8,7 +8,7 @@ import { Sql } from '../db/sql.js';
 import type { ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
 import { httpStatusFor } from '../tool-calls/tool-call-body.js';
-import { inputAad, settledCalls, ToolCallsService } from '../tool-calls/tool-calls.service.js';
+import { inputAad, recordedTool, settledCalls, ToolCallsService } from '../tool-calls/tool-calls.service.js';
 import { settleApprovalsSql } from './approval-settle.sql.js';
 
 const SWEEP_EVERY_MS = 5_000;
@@ -137,17 +137,17 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplication
     let outcome: ExecutionOutcome;
     const params = await this.loadInput(call);
     if (!entry || !params) {
-      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: 'the approved input is no longer available', vendorStatus: null, retries: [], durationMs: 0 };
-      if (!entry) {
-        this.log.error({ toolCallId }, 'approved call refers to an action no longer in the catalog');
-        await this.sql.query(`UPDATE tool_calls SET status = 'failed', error_code = 'EXECUTION_ERROR', finished_at = now() WHERE id = $1 AND status = 'running'`, [call.id]);
-        return;
-      }
+      // Recorded like any outcome (terminal event, settled, raw input deleted below), though nothing was sent.
+      if (!entry) this.log.error({ toolCallId }, 'approved call refers to an action no longer in the catalog');
+      const errorText = entry ? 'the approved input is no longer available' : 'the approved action is no longer in the catalog';
+      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText, vendorStatus: null, retries: [], durationMs: 0 };
     } else {
       outcome = await this.executor.execute({ entry, orgId: call.org_id, toolCallId: call.id, idempotencyKey: call.idempotency_key, params });
       release(); // the lease counts calls at the vendor: give it back before the outcome commit
     }
-    await this.calls.recordOutcome({ ...base, entry }, outcome);
+    // Not executed: the names the call was recorded with, and no cost (nothing reached a vendor).
+    const tool = entry && params ? recordedTool(entry) : { toolName: call.tool_name, action: call.action, costCents: 0 };
+    await this.calls.recordOutcome({ ...base, tool }, outcome);
     await this.sql.query('DELETE FROM tool_call_inputs WHERE tool_call_id = $1', [call.id]);
   }
 

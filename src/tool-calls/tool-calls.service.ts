@@ -66,6 +66,15 @@ export const inputAad = (orgId: string, toolCallId: string): string => `input:${
  * recording the intent → vendor call outside any transaction → ONE statement
  * recording the outcome → tool_result.
  */
+/** What an outcome records about the tool: names for the events and metrics, the cost of a vendor call. */
+export interface RecordedTool {
+  toolName: string;
+  action: string;
+  costCents: number;
+}
+
+export const recordedTool = (entry: CatalogEntry): RecordedTool => ({ toolName: entry.tool.name, action: entry.action.name, costCents: entry.action.costCents });
+
 @Injectable()
 export class ToolCallsService {
   private readonly log = new Logger('ToolCalls');
@@ -180,7 +189,7 @@ export class ToolCallsService {
       // The lease counts calls at the vendor: give it back before the outcome commit.
       release?.();
       release = null;
-      return await this.recordOutcome({ id, orgId, runId: run.id, entry: decision.entry, toolUseId: use.id, digest, from: 'running' }, outcome);
+      return await this.recordOutcome({ id, orgId, runId: run.id, tool: recordedTool(decision.entry), toolUseId: use.id, digest, from: 'running' }, outcome);
     } finally {
       release?.();
     }
@@ -197,7 +206,7 @@ export class ToolCallsService {
 
   /** Writes the outcome of an executed call and answers with the tool-call body. Also used by approvals. */
   async recordOutcome(
-    c: { id: string; orgId: string; runId: string; entry: CatalogEntry; toolUseId: string; digest: string; from: ToolCallStatus },
+    c: { id: string; orgId: string; runId: string; tool: RecordedTool; toolUseId: string; digest: string; from: ToolCallStatus },
     outcome: ExecutionOutcome,
   ): Promise<ToolCallResponse> {
     const now = this.clock.now();
@@ -206,7 +215,7 @@ export class ToolCallsService {
     const errorCode = outcome.status === 'succeeded' ? null : outcome.errorCode;
     const json = outcome.status === 'succeeded' ? (JSON.stringify(outcome.result) ?? 'null') : null;
     const vendorCalled = !(errorCode === 'CREDENTIALS_NOT_FOUND' || errorCode === 'CIRCUIT_OPEN');
-    const base = { toolName: c.entry.tool.name, action: c.entry.action.name, digest: c.digest };
+    const base = { toolName: c.tool.toolName, action: c.tool.action, digest: c.digest };
     const events: NewLedgerEvent[] = outcome.retries.map((r) => ({
       orgId: c.orgId, type: 'tool_call.retried', runId: c.runId, toolCallId: c.id, metadata: { ...base, attempt: r.attempt, delayMs: r.delayMs, reason: r.reason },
     }));
@@ -223,7 +232,7 @@ export class ToolCallsService {
         httpStatus: httpStatusFor(status, errorCode),
         outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
         retryCount: outcome.retries.length, retryAfterSeconds, vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
-        costCents: vendorCalled ? c.entry.action.costCents : 0,
+        costCents: vendorCalled ? c.tool.costCents : 0,
         truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
         result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
       },
@@ -235,7 +244,7 @@ export class ToolCallsService {
       const stored = await this.findById(c.orgId, c.id);
       return this.answerStored(stored!, c.toolUseId, false);
     }
-    this.count(c.entry.tool.name, c.entry.action.name, status, errorCode);
+    this.count(c.tool.toolName, c.tool.action, status, errorCode);
     settledCalls.emit('settled', c.id);
     const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds };
     const result: StoredResult = outcome.status === 'succeeded' && json !== null ? { found: true, value: outcome.result, json } : { found: false };

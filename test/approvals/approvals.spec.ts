@@ -66,6 +66,29 @@ describe('expert approvals', () => {
     expect(run.body).toMatchObject({ status: 'running', pendingApprovalCount: 0 });
   });
 
+  it.each([
+    ['its approved input is gone', 'DELETE FROM tool_call_inputs WHERE tool_call_id = $1'],
+    ['its action is no longer in the catalog', "UPDATE tool_calls SET action = 'create_v0' WHERE id = $1"],
+  ])('an approved call that cannot run (%s) is recorded like any outcome: failed / EXECUTION_ERROR, terminal event, no cost, nothing sent, the long-poll answered', async (_why, sql) => {
+    const w = await waitingRefund();
+    const before = refunds(h);
+    await h.t.ds.query(sql, [w.toolCallId]);
+    const poll = h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
+    const decided = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    expect(decided.status).toBe(200);
+    const t0 = performance.now();
+    const result = await poll;
+    expect(performance.now() - t0).toBeLessThan(5_000); // settled, not the 10 s wait running out
+    expect(result.body).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+    expect(refunds(h)).toBe(before);
+    const [row] = (await h.t.ds.query('SELECT status, error_code, cost_cents, finished_at FROM tool_calls WHERE id = $1', [w.toolCallId])) as Record<string, unknown>[];
+    expect(row).toMatchObject({ status: 'failed', error_code: 'EXECUTION_ERROR', cost_cents: 0 });
+    expect(row.finished_at).not.toBeNull();
+    const events = (await h.t.ds.query('SELECT type FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [w.toolCallId])) as { type: string }[];
+    expect(events.map((e) => e.type).at(-1)).toBe('tool_call.failed');
+    expect(await h.t.ds.query('SELECT 1 FROM tool_call_inputs WHERE tool_call_id = $1', [w.toolCallId])).toEqual([]);
+  });
+
   it('reject → blocked / EXPERT_REJECTED, nothing executed, the model told plainly', async () => {
     const w = await waitingRefund();
     const before = refunds(h);
