@@ -42,6 +42,8 @@ describe('batches of tool calls: order, isolation, idempotency, limits', () => {
     const uses = [lookup('12345'), product('632910392'), addNote('450789469', 'Customer called about delivery'), lookup('1001')];
     const from = h.emu.requests.length;
     h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 400, bodyMatch: orderRead('12345') });
+    // The second read is slowed too: whichever reaches the vendor first, run one after the other they could not overlap.
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 150, bodyMatch: /ProductLookup/ });
     const res = await post(runId, agentKey, uses);
 
     expect(res.status).toBe(200);
