@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError, parseRawConfigCollecting, type RawConfig } from './config.schema.js';
 
@@ -66,15 +66,33 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
   // Development convenience: one key generated once and kept beside the
   // embedded database, so credentials survive restarts.
   const file = resolve(raw.DATA_DIR, 'master.key');
-  if (!existsSync(file)) {
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
-    chmodSync(file, 0o600);
-  }
+  if (!existsSync(file)) createOnce(file, randomBytes(32).toString('base64') + '\n');
   const key = decodeKey('k1', readFileSync(file, 'utf8').trim(), problems);
   if (key) keys.set('k1', key);
   warnings.push(`MASTER_ENCRYPTION_KEY is not set: using a development key kept in ${join(raw.DATA_DIR, 'master.key')}; set it in production`);
   return { activeKeyId: 'k1', keys };
+}
+
+/**
+ * Creates `file` with `content` unless it exists, atomically: the content is
+ * written to a private temporary file and hard-linked into place, which fails
+ * if another process got there first. Two gateways starting together on one
+ * DATA_DIR then both use the first key written, never each their own (the
+ * loser would encrypt credentials the other cannot read), and no process ever
+ * reads a half-written key.
+ */
+function createOnce(file: string, content: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(tmp, content, { mode: 0o600, flag: 'wx' });
+  try {
+    chmodSync(tmp, 0o600);
+    linkSync(tmp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    rmSync(tmp, { force: true });
+  }
 }
 
 /** Parses and validates the environment once; throws ConfigError listing every problem. */

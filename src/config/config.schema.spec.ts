@@ -1,4 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './app-config.js';
 import { CONFIG_SCHEMA, ConfigError, SENSITIVE_VARS } from './config.schema.js';
@@ -50,5 +55,28 @@ describe('config schema', () => {
 
   it('marks the secrets as sensitive', () => {
     expect(SENSITIVE_VARS).toEqual(expect.arrayContaining(['DATABASE_URL', 'MASTER_ENCRYPTION_KEY', 'MASTER_ENCRYPTION_KEYS', 'BOOTSTRAP_ADMIN_KEY']));
+  });
+
+  it('development key: gateways starting together on one DATA_DIR all use the one key written first (built dist/)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tgw-master-key-'));
+    try {
+      const config = fileURLToPath(new URL('../../dist/src/config/app-config.js', import.meta.url));
+      // Every child loads the module, then waits for one common instant, so their starts collide.
+      const at = Date.now() + 1_500;
+      const script = `const { loadConfig } = await import(${JSON.stringify(config)});
+        while (Date.now() < ${at});
+        const c = loadConfig({ NODE_ENV: 'development', DATA_DIR: ${JSON.stringify(dir)} });
+        process.stdout.write(c.keyring.keys.get('k1').toString('base64'));`;
+      const run = promisify(execFile);
+      const keys = await Promise.all(Array.from({ length: 8 }, () => run(process.execPath, ['--input-type=module', '-e', script]).then((r) => r.stdout)));
+      const onDisk = readFileSync(join(dir, 'master.key'), 'utf8').trim();
+      expect(Buffer.from(onDisk, 'base64')).toHaveLength(32);
+      expect(new Set(keys)).toEqual(new Set([onDisk]));
+      expect(readdirSync(dir)).toEqual(['master.key']); // no temporary file left behind
+      // A later start reads the same key.
+      expect(loadConfig({ NODE_ENV: 'development', DATA_DIR: dir }).keyring.keys.get('k1')?.toString('base64')).toBe(onDisk);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
