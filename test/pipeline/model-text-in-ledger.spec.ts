@@ -138,6 +138,8 @@ describe('model-written text in the ledger: bounded and redacted', () => {
       [{ action: 'get', path: '/v1/x', query: { [CARD]: { nested: true } } }, 'query.[REDACTED]: '], // ajv, instancePath
       [{ action: 'get', path: '/v1/x', query: { [`Bearer ${TOKEN}`]: 'x'.repeat(2049) } }, 'query.Bearer [REDACTED]: longer than'], // Nango's own check
       [{ action: 'get', path: '/v1/x', token: 'x' }, 'token: is not an allowed parameter'],
+      // A card number past the 64th character of a name: cut before redaction, 14 of its digits stayed.
+      [{ action: 'get', path: '/v1/x', query: { [`${'a'.repeat(50)} ${CARD}`]: 'x'.repeat(2049) } }, ': longer than'],
     ];
     for (const [input, expected] of cases) {
       const res = await post(org, toolUse('nango_proxy', input));
@@ -145,6 +147,7 @@ describe('model-written text in the ledger: bounded and redacted', () => {
       const row = await rowOf(res.body.toolCallId as string);
       expect(row.error_text).toContain(expected);
       expectNoSecrets('error_text', row.error_text!);
+      expect(row.error_text).not.toMatch(/\d{8}/); // no long run of the card's digits either
       expectNoSecrets('tool_result', res.body.toolResult.content as string);
     }
   });

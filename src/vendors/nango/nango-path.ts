@@ -86,7 +86,9 @@ export function checkNangoQuery(query: unknown): string | null {
   if (entries.length > QUERY_MAX_KEYS) return `query: at most ${QUERY_MAX_KEYS} parameters`;
   for (const [key, value] of entries) {
     if (key === '' || key.length > 256 || CONTROL.test(key)) return 'query: parameter names must be 1-256 printable characters';
-    const name = `query.${key.slice(0, 64)}`;
+    // Whole (at most 256): the catalog redacts the name and only then cuts it; a name cut here
+    // first could keep most of a card number or token that redaction no longer recognises.
+    const name = `query.${key}`;
     if (isReservedKey(key)) return `${name}: may not set Nango control headers or a base URL override`;
     if (typeof value === 'string') {
       if (value.length > QUERY_VALUE_MAX) return `${name}: longer than ${QUERY_VALUE_MAX} characters`;
@@ -104,8 +106,8 @@ export function checkNangoParams(action: string, params: Record<string, unknown>
   const allowed = ALLOWED_PARAMS[action];
   if (!allowed) return 'action: nango_proxy has no such action';
   for (const key of Object.keys(params)) {
-    if (isReservedKey(key)) return `${key.slice(0, 64)}: may not set Nango control headers or a base URL override`;
-    if (!allowed.includes(key)) return `${key.slice(0, 64)}: unknown parameter`;
+    if (isReservedKey(key)) return `${key.slice(0, 256)}: may not set Nango control headers or a base URL override`;
+    if (!allowed.includes(key)) return `${key.slice(0, 256)}: unknown parameter`;
   }
   const path = checkNangoPath(params.path);
   if (path) return path;
