@@ -53,6 +53,16 @@ export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<Ve
     }
     if (rows.length < PAGE) break;
   }
+  // Rows the walk above cannot see, which the sealer never produces: sealed-looking rows off the
+  // chain (a hash without a position, a position below 1) and half-sealed ones. Only a write
+  // around the gateway makes them, and they would still show in listings and a call's history.
+  const [stray] = (await db.query(
+    `SELECT id FROM runtime_ledger_events
+      WHERE org_id = $1 AND ((chain_seq IS NULL) <> (hash IS NULL) OR (chain_seq IS NULL) <> (prev_hash IS NULL) OR chain_seq < 1)
+      ORDER BY seq LIMIT 1`,
+    [orgId],
+  )) as { id: string }[];
+  if (stray) return { ok: false, checked, brokenAt: { chainSeq: 0, eventId: stray.id, reason: 'event outside the chain' } };
   return { ok: true, checked, headHash: checked ? prev : null };
 }
 

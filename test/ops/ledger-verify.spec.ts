@@ -103,6 +103,21 @@ describe('ledger chain verification (API and CLI)', () => {
     expect(res.body).toMatchObject({ ok: false, brokenAt: { chainSeq: 3, eventId: rows[1].id, reason: 'event content does not match its hash' } });
   });
 
+  it.each([
+    ['a hash but no chain position', 'NULL'],
+    ['a chain position below 1', '0'],
+  ])('detects an event inserted around the gateway with %s (it would show in listings, off the chain)', async (_what, chainSeq) => {
+    const org = await orgWithChain(3);
+    const [{ id }] = (await su.query(
+      `INSERT INTO runtime_ledger_events (id, org_id, type, metadata, prev_hash, hash, chain_seq, sealed_at)
+       VALUES (gen_random_uuid(), $1, 'test.forged', '{}'::jsonb, $2, $2, ${chainSeq}, now()) RETURNING id`,
+      [org, 'f'.repeat(64)],
+    )).rows as { id: string }[];
+    const res = await verify(org);
+    expect(res.body).toMatchObject({ ok: false, checked: 4, brokenAt: { eventId: id, reason: 'event outside the chain' } });
+    expect((await cli(['--org', org])).code).toBe(1);
+  });
+
   it('scopes verification: org keys their own org, platform keys must name one', async () => {
     const org = await orgWithChain(1);
     const other = await orgWithChain(1);
