@@ -301,13 +301,17 @@ describe('AmazonHandler re-auth on Unauthorized after a cached token (VENDORS.md
 
 describe('AmazonHandler getOrderItems resumes a retried call at the page that failed', () => {
   // The paged order has 5 items, 2 per page: 3 pages.
-  const items = (c: VendorCallContext = ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.paged })): VendorCallContext => c;
+  const items = (): VendorCallContext => ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.paged });
   const pageRequests = (): { query: string }[] => emu.requests.filter((r) => itemsPath.test(r.path));
+  /** Page 1 answers; page 2 gets a 429 (faults apply in order: a zero delay lets the first request through). */
+  const quotaOnPage2 = (): void => {
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+  };
 
   it('a 429 on page 2: the retry asks for page 2, not page 1 again, and returns every item once', async () => {
     const handler = new AmazonHandler(endpoints, new TokenCache());
-    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
-    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+    quotaOnPage2();
     const call = items();
     expect(failure(await handler.execute(call))).toMatchObject({ kind: 'rate_limited' });
     const out = await handler.execute({ ...call, attempt: 1 });
@@ -326,8 +330,7 @@ describe('AmazonHandler getOrderItems resumes a retried call at the page that fa
 
   it('another call (its own scratch) starts at page 1; a finished call leaves nothing behind', async () => {
     const handler = new AmazonHandler(endpoints, new TokenCache());
-    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
-    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+    quotaOnPage2();
     const first = items();
     failure(await handler.execute(first));
     const other = items();
@@ -339,8 +342,7 @@ describe('AmazonHandler getOrderItems resumes a retried call at the page that fa
 
   it('a resumed NextToken that SP-API refuses (400) starts the listing over from page 1, once', async () => {
     const handler = new AmazonHandler(endpoints, new TokenCache());
-    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
-    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+    quotaOnPage2();
     emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 400, times: 1 });
     const call = items();
     failure(await handler.execute(call));
@@ -351,8 +353,7 @@ describe('AmazonHandler getOrderItems resumes a retried call at the page that fa
 
   it('a second refusal after the restart is the answer (no loop)', async () => {
     const handler = new AmazonHandler(endpoints, new TokenCache());
-    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 1 });
-    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+    quotaOnPage2();
     emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 400, times: 2 });
     const call = items();
     failure(await handler.execute(call));
