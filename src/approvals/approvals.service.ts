@@ -79,7 +79,7 @@ export class ApprovalsService {
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
     // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
-    if (settled.status === 'approved') this.runner.runSoon(settled.tool_call_id);
+    if (settled.status === 'approved') void this.runner.runSoon(settled.tool_call_id); // it logs its own errors
     return view(await this.load(p, id, false));
   }
 

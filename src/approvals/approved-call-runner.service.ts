@@ -34,8 +34,10 @@ interface ClaimedCall {
 @Injectable()
 export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('ApprovedCalls');
-  private readonly task = new PeriodicTask('approvals sweep', SWEEP_EVERY_MS, () => this.sweep(), this.log);
+  private readonly task = new PeriodicTask('approvals sweep', SWEEP_EVERY_MS, () => this.tick(), this.log);
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Calls this process is claiming or running: a sweep does not start them a second time (nor lease a second slot). */
+  private readonly running = new Set<string>();
 
   constructor(
     private readonly sql: Sql,
@@ -57,19 +59,38 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplication
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** Expires overdue approvals, then starts every approved call nobody has started. */
+  /** Expires overdue approvals, then starts every approved call nobody has started, and waits for those runs. */
   async sweep(): Promise<{ expired: number; started: number }> {
-    const expired = await this.sql.query(settleApprovalsSql('expired'), [null, 'expired', this.clock.now(), null, null, null]);
-    const approved = await this.sql.query<{ id: string }>(`SELECT id FROM tool_calls WHERE status = 'approved' ORDER BY updated_at LIMIT 100`);
-    await Promise.all(approved.map((r) => this.run(r.id)));
-    return { expired: expired.length, started: approved.length };
+    const { expired, runs } = await this.startSweep();
+    await Promise.all(runs);
+    return { expired, started: runs.length };
   }
 
-  /** Fire-and-forget from a decision; errors are logged, and the sweep retries anything left approved. */
-  runSoon(toolCallId: string): void {
+  /**
+   * The periodic pass: like sweep() but it does not wait for the calls it
+   * started, so a slow vendor never holds back the next pass's expiries (a
+   * call past its approval's expiry must not keep showing waiting_approval).
+   */
+  async tick(): Promise<{ expired: number; started: number }> {
+    const { expired, runs } = await this.startSweep();
+    return { expired, started: runs.length };
+  }
+
+  private async startSweep(): Promise<{ expired: number; runs: Promise<void>[] }> {
+    const expired = await this.sql.query(settleApprovalsSql('expired'), [null, 'expired', this.clock.now(), null, null, null]);
+    const approved = await this.sql.query<{ id: string }>(
+      `SELECT id FROM tool_calls WHERE status = 'approved' AND NOT (id = ANY($1::uuid[])) ORDER BY updated_at LIMIT 100`,
+      [[...this.running]],
+    );
+    return { expired: expired.length, runs: approved.map((r) => this.runSoon(r.id)) };
+  }
+
+  /** Fire-and-forget from a decision or a sweep; errors are logged, and a later sweep retries anything left approved. */
+  runSoon(toolCallId: string): Promise<void> {
     const p = this.run(toolCallId).catch((err: unknown) => this.log.error({ toolCallId, err: err instanceof Error ? err.message : String(err) }, 'approved call failed to run'));
     this.inFlight.add(p);
     void p.finally(() => this.inFlight.delete(p));
+    return p;
   }
 
   /**
@@ -82,6 +103,16 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplication
    * FEATURE_DISABLED and nothing reaches the vendor (the kill switch holds).
    */
   async run(toolCallId: string): Promise<void> {
+    if (this.running.has(toolCallId)) return; // this process has it already
+    this.running.add(toolCallId);
+    try {
+      await this.runOnce(toolCallId);
+    } finally {
+      this.running.delete(toolCallId);
+    }
+  }
+
+  private async runOnce(toolCallId: string): Promise<void> {
     const [pending] = await this.sql.query<{ org_id: string; tool_name: string; action: string }>(
       `SELECT org_id, tool_name, action FROM tool_calls WHERE id = $1 AND status = 'approved'`,
       [toolCallId],

@@ -169,6 +169,38 @@ describe('expert approvals', () => {
     expect(calls.leaseFor(w.orgId, 'shopify')).not.toBeNull(); // and its own slot was given back
   });
 
+  it('the periodic pass does not wait for a slow approved call it started: expiries go on, and a second pass does not start it again', async () => {
+    const w = await waitingRefund('6.00');
+    const before = refunds(h);
+    const runner = h.t.app.get(ApprovedCallRunner);
+    const calls = h.t.app.get(ToolCallsService);
+    const held: (() => void)[] = [];
+    for (let r = calls.leaseFor(w.orgId, 'shopify'); r; r = calls.leaseFor(w.orgId, 'shopify')) held.push(r);
+    try {
+      // Approved while no slot is free: the call waits, approved, for a pass to start it.
+      expect((await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest })).status).toBe(200);
+    } finally {
+      for (const r of held) r();
+    }
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_500, bodyMatch: /refundCreate/ });
+    const t0 = performance.now();
+    expect(await runner.tick()).toMatchObject({ started: 1 });
+    expect(await runner.tick()).toMatchObject({ started: 0 }); // running here: not started (nor leased) twice
+    const w2 = await waitingRefund('7.00');
+    const clock = h.t.app.get(Clock);
+    clock.advance(3_601_000);
+    try {
+      expect((await runner.tick()).expired).toBeGreaterThanOrEqual(1);
+    } finally {
+      clock.advance(-3_601_000);
+    }
+    expect(performance.now() - t0).toBeLessThan(1_200); // the passes did not wait for the 1.5 s refund
+    expect((await h.t.http.get(`/v1/approvals/${w2.approval.id}`).set(bearer(w2.expert.key))).body.status).toBe('expired');
+    const done = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
+    expect(done.body.status).toBe('succeeded');
+    expect(refunds(h) - before).toBe(1);
+  });
+
   it('50 concurrent approves → one execution and 49 × 409', async () => {
     const w = await waitingRefund('3.00');
     const before = refunds(h);
