@@ -16,8 +16,10 @@ describe('retryDelayMs', () => {
     expect(retryDelayMs(3, undefined, opts, () => 0.5)).toBe(200);
   });
 
-  it('never waits less than Retry-After', () => {
-    expect(retryDelayMs(1, 1_500, opts, () => 0.1)).toBe(1_500);
-    expect(retryDelayMs(4, 10, opts, () => 0.9)).toBe(720);
+  it('never waits less than Retry-After, and spreads callers beyond it by the growing jitter', () => {
+    expect(retryDelayMs(1, 1_500, opts, () => 0)).toBe(1_500);
+    expect(retryDelayMs(1, 1_500, opts, () => 0.1)).toBe(1_510);
+    expect(retryDelayMs(4, 10, opts, () => 0.9)).toBe(730);
+    expect(retryDelayMs(2, 2_000, opts, () => 0.999) - retryDelayMs(1, 2_000, opts, () => 0.999)).toBe(100); // grows per attempt
   });
 });

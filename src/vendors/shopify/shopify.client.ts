@@ -60,7 +60,7 @@ export function interpretShopifyResponse(res: VendorHttpResponse, mutation?: str
   // An expired 24 h / 1 h token also answers 401 (VENDORS.md §1.4); 403 is a missing scope.
   if (status === 401 || status === 403) return fail('auth', `shopify refused the access token (HTTP ${status})`);
   if (status === 404) return fail('not_found', 'shopify answered 404 (unknown shop, API version or resource)');
-  if (status === 429) return fail('rate_limited', 'shopify rate limit reached (HTTP 429)', parseRetryAfterMs(res.headers['retry-after']));
+  if (status === 429) return fail('rate_limited', 'shopify rate limit reached (HTTP 429)', shopify429WaitMs(res));
   if (status === 402 || status === 423) return fail('rejected', `shopify shop is frozen or locked (HTTP ${status})`);
   if (status >= 500) return fail('server_error', `shopify server error (HTTP ${status})`);
   if (status < 200 || status >= 300) return fail('rejected', `shopify refused the request (HTTP ${status})`);
@@ -94,6 +94,26 @@ function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: numb
   if (codes.includes('INTERNAL_SERVER_ERROR')) return { ...base, kind: 'server_error', message: 'shopify GraphQL internal error' };
   const named = codes.length > 0 ? ` (${[...new Set(codes)].join(', ')})` : '';
   return { ...base, kind: 'rejected', message: `shopify refused the GraphQL request${named}` };
+}
+
+/** Shopify's own client waits this long after a 429 that says nothing about when to come back (VENDORS.md §1.6). */
+export const SHOPIFY_DEFAULT_429_WAIT_MS = 1_000;
+
+/**
+ * How long to wait after an HTTP 429: its Retry-After; else, when the body is
+ * GraphQL's THROTTLED (some shops answer it as 429, VENDORS.md §0), the cost
+ * maths of its extensions; else Shopify's client default of 1 s.
+ */
+function shopify429WaitMs(res: VendorHttpResponse): number {
+  const retryAfter = parseRetryAfterMs(res.headers['retry-after']);
+  if (retryAfter !== undefined) return retryAfter;
+  let body: unknown;
+  try {
+    body = JSON.parse(res.text());
+  } catch {
+    return SHOPIFY_DEFAULT_429_WAIT_MS;
+  }
+  return (isRecord(body) ? throttleWaitMs(body.extensions) : undefined) ?? SHOPIFY_DEFAULT_429_WAIT_MS;
 }
 
 /** Wait until the bucket holds the requested cost again: (requested − available) / restoreRate seconds (VENDORS.md §1.6). */

@@ -100,6 +100,17 @@ describe('ShopifyHandler reads', () => {
     expect(failure(await handler.execute(lookup('12345')))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 2000 });
   });
 
+  it('a 429 without Retry-After: the cost maths of a THROTTLED body, else Shopify client default of 1 s', async () => {
+    const throttled = {
+      errors: [{ message: 'Throttled', extensions: { code: 'THROTTLED' } }],
+      extensions: { cost: { requestedQueryCost: 500, actualQueryCost: null, throttleStatus: { maximumAvailable: 2000, currentlyAvailable: 0, restoreRate: 100 } } },
+    };
+    emu.fault({ vendor: 'shopify', kind: 'status', status: 429, body: throttled, headers: {} });
+    expect(failure(await handler.execute(lookup('12345')))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 5000 });
+    emu.fault({ vendor: 'shopify', kind: 'status', status: 429, body: '<html>Too Many Requests</html>', headers: {} });
+    expect(failure(await handler.execute(lookup('12345')))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 1000 });
+  });
+
   it('maps GraphQL THROTTLED to rate_limited with the cost maths', async () => {
     emu.fault({ vendor: 'shopify', kind: 'throttled' });
     // requestedQueryCost 12 of an order query, 0 available, restoring 100/s → 120 ms
