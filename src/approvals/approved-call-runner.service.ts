@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
 import { PeriodicTask } from '../common/periodic-task.js';
@@ -32,7 +32,7 @@ interface ClaimedCall {
  * before a crash, and expires approvals whose time has passed.
  */
 @Injectable()
-export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly log = new Logger('ApprovedCalls');
   private readonly task = new PeriodicTask('approvals sweep', SWEEP_EVERY_MS, () => this.tick(), this.log);
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -54,9 +54,18 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, OnApplication
     this.task.start();
   }
 
+  /**
+   * Before the HTTP drain: a draining gateway must not start new vendor calls
+   * (a refund approved on another replica included) that a SIGKILL at the end
+   * of the grace period could cut off; the other replicas' sweeps run them.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.task.stop();
+  }
+
   async onApplicationShutdown(): Promise<void> {
-    await this.task.stop(); // a sweep's calls finish before the database closes
-    await Promise.allSettled([...this.inFlight]);
+    await this.task.stop();
+    await Promise.allSettled([...this.inFlight]); // the calls already started record their outcomes before the database closes
   }
 
   /** Expires overdue approvals, then starts every approved call nobody has started, and waits for those runs. */

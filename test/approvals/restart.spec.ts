@@ -53,4 +53,27 @@ describe('approvals across a restart', () => {
       await second.close();
     }
   });
+
+  it('a gateway shutting down starts no new approved call: the periodic pass stops before the HTTP drain', async () => {
+    const t: TestApp = await start();
+    try {
+      const org = await setupOrg(t, { tools: ['shopify_refund.create'] });
+      const expert = await createKey(t, org.orgId, 'expert');
+      const h = { t, emu, close: async () => undefined };
+      const call = await t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('3.00', '450789469'));
+      const approval = await approvalFor(h, expert.key, call.body.toolCallId);
+      const before = refunds(h, '450789469');
+      await t.app.get(ApprovedCallRunner).beforeApplicationShutdown(); // what app.close() does first
+      // Approved meanwhile by another replica (in the database, without running it here).
+      await t.ds.query(settleApprovalsSql('by-id'), [approval.id, 'approved', new Date(), expert.id, 'expert', null]);
+      await new Promise((r) => setTimeout(r, 5_500)); // past the 5 s period of the pass
+      const [row] = (await t.ds.query('SELECT status FROM tool_calls WHERE id = $1', [call.body.toolCallId])) as { status: string }[];
+      expect(row.status).toBe('approved'); // left for a live replica's sweep
+      expect(refunds(h, '450789469')).toBe(before);
+      await t.app.get(ApprovedCallRunner).sweep(); // as a live replica's sweep would: it runs, once
+      expect(refunds(h, '450789469') - before).toBe(1);
+    } finally {
+      await t.close();
+    }
+  });
 });
