@@ -15,8 +15,8 @@ export interface CommandOutput {
 /**
  * `npm run ledger:verify -- --org <id>`: recomputes one org's hash chain with
  * the same code as GET /v1/ledger/verify and prints the JSON result.
- * Exit codes: 0 chain intact, 1 chain broken, 2 usage or configuration error,
- * 3 could not verify (database error).
+ * Exit codes: 0 chain intact, 1 chain broken, 2 usage or configuration error
+ * (an org that does not exist included), 3 could not verify (database error).
  * Events are sealed first, as the API does; `--no-seal` only reads (for a
  * read-only role), checking what is already sealed.
  */
@@ -36,6 +36,12 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
   let ds: DataSource | undefined;
   try {
     ds = await new DataSource(dbOptions(url, 2)).initialize();
+    // A mistyped id would otherwise verify an empty chain as intact (the API answers 404).
+    const [org] = (await ds.query('SELECT 1 FROM orgs WHERE id = $1', [orgId])) as unknown[];
+    if (!org) {
+      io.err(`ledger-verify: no org ${orgId}\n${USAGE}`);
+      return 2;
+    }
     if (!args.includes('--no-seal')) {
       // The sealer reads its interval from config only when it schedules itself; sealNow needs none.
       await new LedgerSealerService(ds, {} as AppConfig).sealNow();

@@ -135,11 +135,15 @@ describe('ledger chain verification (API and CLI)', () => {
     expect((await t.http.get('/v1/ledger/verify').set(bearer(agent))).status).toBe(403);
   });
 
-  it('CLI: usage errors exit 2 without touching the database', async () => {
+  it('CLI: usage errors exit 2 (without touching the database), and so does an org that does not exist', async () => {
     expect((await cli([])).code).toBe(2);
     expect((await cli(['--org'])).code).toBe(2);
     expect((await cli(['--org', 'not-a-uuid'])).code).toBe(2);
     expect((await cli(['--org', '00000000-0000-0000-0000-000000000001', '--frobnicate'])).code).toBe(2);
+    const missing = await cli(['--org', '00000000-0000-4000-8000-00000000dead']);
+    expect(missing.code).toBe(2); // not "intact": there is no such org
+    expect(missing.out).toEqual([]);
+    expect(missing.err.join('\n')).toContain('no org');
     const noUrl = await cli(['--org', '00000000-0000-0000-0000-000000000001'], {});
     expect(noUrl.code).toBe(2);
     expect(noUrl.err.join('\n')).toContain('DATABASE_URL');
