@@ -14,6 +14,7 @@ const CACHE_TTL_MS = 5_000;
 const TOUCH_FLUSH_MS = 30_000;
 /** Serialises ensureBootstrapKey across replicas (any constant distinct from bootstrap.ts's MIGRATION_LOCK). */
 const BOOTSTRAP_KEY_LOCK = 7_413_920_553;
+const BOOTSTRAP_NAME = 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)';
 
 export interface ApiKeyView {
   id: string;
@@ -177,7 +178,22 @@ export class ApiKeysService implements BeforeApplicationShutdown {
         keyPrefix: keyPrefix(key), createdBy: null, createdAt: new Date(), revokedAt: null, lastUsedAt: null,
       });
       if (configured) {
-        await repo.createQueryBuilder().insert().into(ApiKeyEntity).values(row('bootstrap admin (BOOTSTRAP_ADMIN_KEY)', configured)).orIgnore().execute();
+        const configuredRow = row(BOOTSTRAP_NAME, configured);
+        await repo.createQueryBuilder().insert().into(ApiKeyEntity).values(configuredRow).orIgnore().execute();
+        // A changed BOOTSTRAP_ADMIN_KEY replaces the earlier one (e.g. after a leak): the old
+        // platform key stops working instead of staying valid beside the new one.
+        const replaced = (await m.query(
+          `UPDATE api_keys SET revoked_at = now() WHERE name = $1 AND org_id IS NULL AND revoked_at IS NULL AND key_hash <> $2 RETURNING id`,
+          [BOOTSTRAP_NAME, configuredRow.keyHash],
+        )) as [{ id: string }[], number];
+        const ids = replaced[0].map((r) => r.id);
+        if (ids.length > 0) {
+          await this.events.append(
+            ids.map((apiKeyId) => ({ orgId: NIL_UUID, type: 'api_key.revoked', metadata: { apiKeyId, role: 'admin', reason: 'BOOTSTRAP_ADMIN_KEY changed' } })),
+            m,
+          );
+          this.log.warn(`BOOTSTRAP_ADMIN_KEY changed: revoked ${ids.length} earlier bootstrap admin key(s)`);
+        }
         return {};
       }
       if (await repo.exists({ where: { name: 'bootstrap admin (generated)', revokedAt: IsNull() } })) return {};

@@ -67,6 +67,29 @@ describe('bootstrap admin key: replicas starting together', () => {
     }
   });
 
+  it('a changed BOOTSTRAP_ADMIN_KEY revokes the earlier one (with an event); restarting with the same key revokes nothing', async () => {
+    const a = `tgw_old_${randomBytes(16).toString('hex')}`;
+    const b = `tgw_new_${randomBytes(16).toString('hex')}`;
+    await race(1, { BOOTSTRAP_ADMIN_KEY: a });
+    await race(3, { BOOTSTRAP_ADMIN_KEY: b });
+    await race(2, { BOOTSTRAP_ADMIN_KEY: b });
+    const state = async (key: string) =>
+      ((await ds.query('SELECT id, revoked_at FROM api_keys WHERE key_hash = $1', [hashApiKey(key)])) as { id: string; revoked_at: Date | null }[])[0];
+    const [oldRow, newRow] = [await state(a), await state(b)];
+    expect(oldRow.revoked_at).not.toBeNull();
+    expect(newRow.revoked_at).toBeNull();
+    const fresh = new ApiKeysService(ds, app.get(LedgerEventsService), app.get(OrgScopeService), config); // no cached lookups
+    try {
+      expect(await fresh.authenticate(a)).toBeNull();
+      expect(await fresh.authenticate(b)).toMatchObject({ orgId: null, role: 'admin' });
+    } finally {
+      await fresh.beforeApplicationShutdown();
+    }
+    const events = (await ds.query(`SELECT metadata FROM runtime_ledger_events WHERE type = 'api_key.revoked' AND metadata->>'apiKeyId' = $1`, [oldRow.id])) as { metadata: Record<string, unknown> }[];
+    expect(events).toHaveLength(1);
+    expect(events[0].metadata).toMatchObject({ reason: 'BOOTSTRAP_ADMIN_KEY changed' });
+  });
+
   it('without BOOTSTRAP_ADMIN_KEY: exactly one replica generates (and prints) a key, none crashes', async () => {
     for (let round = 0; round < 5; round++) {
       await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE name = 'bootstrap admin (generated)' AND revoked_at IS NULL`);
