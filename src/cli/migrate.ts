@@ -57,7 +57,8 @@ export async function schemaDrift(ds: DataSource): Promise<string[]> {
 
 async function withServer<T>(fn: (serverUrl: string) => Promise<T>): Promise<T> {
   let embedded: EmbeddedPostgres | undefined;
-  const url = process.env.DATABASE_URL ?? (embedded = await startEmbeddedPostgres(`.tmp/pg-migrate-${process.pid}`, { persistent: false, fast: true })).url;
+  const url = process.env.DATABASE_URL || // empty (as .env.example ships it) means unset, as for the gateway
+    (embedded = await startEmbeddedPostgres(`.tmp/pg-migrate-${process.pid}`, { persistent: false, fast: true })).url;
   try {
     return await fn(url);
   } finally {

@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,4 +76,14 @@ describe('migrations when several replicas start together', () => {
       await holder.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     }
   });
+});
+
+describe('migration:check (built dist/)', () => {
+  it('an empty DATABASE_URL (as .env.example ships it) means unset: the check runs on its own embedded database', async () => {
+    const cli = fileURLToPath(new URL('../../dist/src/cli/migrate.js', import.meta.url));
+    const run = promisify(execFile);
+    const { stdout, stderr } = await run(process.execPath, [cli, 'check'], { env: { ...process.env, DATABASE_URL: '' }, timeout: 120_000 });
+    expect(stderr).not.toMatch(/user name|ECONNREFUSED/);
+    expect(stdout).toMatch(/^no drift: \d+ migration\(s\) apply, revert and re-apply/); // execFile rejects on a non-zero exit
+  }, 150_000);
 });
