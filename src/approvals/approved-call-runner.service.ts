@@ -180,7 +180,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       // Recorded like any outcome (terminal event, settled, raw input deleted below), though nothing was sent.
       if (!entry) this.log.error({ toolCallId }, 'approved call refers to an action no longer in the catalog');
       const errorText = entry ? 'the approved input is no longer available' : 'the approved action is no longer in the catalog';
-      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText, vendorStatus: null, retries: [], durationMs: 0 };
+      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false };
     } else {
       outcome = await this.executor.execute({ entry, orgId: call.org_id, toolCallId: call.id, idempotencyKey: call.idempotency_key, params });
       release(); // the lease counts calls at the vendor: give it back before the outcome commit

@@ -16,8 +16,18 @@ export interface RetryRecord {
   reason: string;
 }
 
+/**
+ * `vendorReached`: whether any request of the call reached — or may have
+ * reached — the vendor; what a call is charged for (the action's costCents).
+ * True on success, when an attempt was answered by the vendor or may have left
+ * (`requestSent`), and when an exception was thrown once a vendor request was
+ * under way (a request that may have been sent counts as sent). False when the
+ * call stopped before sending anything: credentials missing or undecryptable,
+ * breaker open, the time budget spent before the first send, a connect
+ * failure, an exception before any attempt.
+ */
 export type ExecutionOutcome =
-  | { status: 'succeeded'; result: unknown; vendorStatus: number | null; retries: RetryRecord[]; durationMs: number }
+  | { status: 'succeeded'; result: unknown; vendorStatus: number | null; retries: RetryRecord[]; durationMs: number; vendorReached: boolean }
   | {
       status: 'failed' | 'indeterminate';
       errorCode: ExecutionErrorCode;
@@ -27,4 +37,5 @@ export type ExecutionOutcome =
       retryAfterSeconds?: number;
       retries: RetryRecord[];
       durationMs: number;
+      vendorReached: boolean;
     };

@@ -14,6 +14,15 @@ import { retryDelayMs } from './retry-math.js';
 
 type Failure = Extract<VendorOutcome, { ok: false }>;
 
+/** The vendor answered this attempt (a status), or its request may have left: it counts as a vendor call. */
+const reachedVendor = (f: Failure): boolean => f.requestSent || f.vendorStatus !== undefined;
+
+/** Where the attempts stand, for an exception: a handler in flight may have sent its request. */
+interface Progress {
+  failures: Failure[];
+  inHandler: boolean;
+}
+
 export interface ExecuteRequest {
   entry: CatalogEntry;
   orgId: string;
@@ -73,65 +82,83 @@ export class RuntimeToolExecutor {
   async execute(req: ExecuteRequest): Promise<ExecutionOutcome> {
     const started = performance.now();
     const retries: RetryRecord[] = [];
-    const done = (o: Omit<Extract<ExecutionOutcome, { status: 'failed' | 'indeterminate' }>, 'retries' | 'durationMs'>): ExecutionOutcome => ({
+    const done = (
+      o: Omit<Extract<ExecutionOutcome, { status: 'failed' | 'indeterminate' }>, 'retries' | 'durationMs' | 'vendorReached'>,
+      vendorReached: boolean,
+    ): ExecutionOutcome => ({
       ...o,
+      vendorReached,
       retries,
       durationMs: Math.round(performance.now() - started),
     });
     // A breaker this call acquired and has not yet reported to (released if the call throws).
     let pending: CircuitBreaker | undefined;
+    const progress: Progress = { failures: [], inHandler: false };
     try {
       let credentials: Record<string, unknown> | null;
       try {
         credentials = await this.credentials.load(req.orgId, req.entry.vendor);
       } catch (err) {
         if (err instanceof DecryptionError) {
-          return done({ status: 'failed', errorCode: 'CREDENTIALS_INVALID', errorText: 'stored credentials could not be decrypted', vendorStatus: null });
+          return done({ status: 'failed', errorCode: 'CREDENTIALS_INVALID', errorText: 'stored credentials could not be decrypted', vendorStatus: null }, false);
         }
         throw err;
       }
       if (!credentials) {
-        return done({ status: 'failed', errorCode: 'CREDENTIALS_NOT_FOUND', errorText: `no ${req.entry.vendor} credentials for this org`, vendorStatus: null });
+        return done({ status: 'failed', errorCode: 'CREDENTIALS_NOT_FOUND', errorText: `no ${req.entry.vendor} credentials for this org`, vendorStatus: null }, false);
       }
       const breaker = this.breakerFor(req.orgId, req.entry.vendor);
       if (!breaker.tryAcquire()) {
-        return done({ status: 'failed', errorCode: 'CIRCUIT_OPEN', errorText: `${req.entry.vendor} circuit breaker is open`, vendorStatus: null });
+        return done({ status: 'failed', errorCode: 'CIRCUIT_OPEN', errorText: `${req.entry.vendor} circuit breaker is open`, vendorStatus: null }, false);
       }
       pending = breaker;
-      const failures: Failure[] = [];
-      const outcome = await this.callWithRetries(req, credentials, retries, failures);
+      const { failures } = progress;
+      const outcome = await this.callWithRetries(req, credentials, retries, progress);
       pending = undefined;
       if (outcome.ok) {
         breaker.onSuccess();
-        return { status: 'succeeded', result: outcome.data, vendorStatus: outcome.vendorStatus, retries, durationMs: Math.round(performance.now() - started) };
+        return { status: 'succeeded', result: outcome.data, vendorStatus: outcome.vendorStatus, vendorReached: true, retries, durationMs: Math.round(performance.now() - started) };
       }
       if (countsAgainstBreaker(outcome)) breaker.onFailure();
       else breaker.onNeutral();
       // Not always the last attempt: one that may have taken effect earlier keeps a write unknown.
-      const decisive = decisiveFailure(failures.at(-1) === outcome ? failures : [...failures, outcome], req.entry.action);
+      const attempts = failures.at(-1) === outcome ? failures : [...failures, outcome];
+      const decisive = decisiveFailure(attempts, req.entry.action);
       const errorCode = errorCodeFor(decisive, req.entry.action);
-      return done({
-        status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
-        errorCode,
-        errorText: (decisive === outcome ? outcome.message : `${decisive.message}; then: ${outcome.message}`).slice(0, 500),
-        vendorStatus: outcome.vendorStatus ?? null,
-        ...(decisive.kind === 'rate_limited' && decisive.retryAfterMs !== undefined ? { retryAfterSeconds: Math.ceil(decisive.retryAfterMs / 1000) } : {}),
-      });
+      // A connect failure or a budget spent before the first send on every attempt: nothing reached the vendor.
+      const vendorReached = attempts.some(reachedVendor);
+      return done(
+        {
+          status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
+          errorCode,
+          errorText: (decisive === outcome ? outcome.message : `${decisive.message}; then: ${outcome.message}`).slice(0, 500),
+          vendorStatus: outcome.vendorStatus ?? null,
+          ...(decisive.kind === 'rate_limited' && decisive.retryAfterMs !== undefined ? { retryAfterSeconds: Math.ceil(decisive.retryAfterMs / 1000) } : {}),
+        },
+        vendorReached,
+      );
     } catch (err) {
       pending?.onAbandoned();
       this.log.error({ toolCallId: req.toolCallId, err: err instanceof Error ? err.message : String(err) }, 'tool execution threw');
+      // A handler that threw may have sent its request: that counts as sent. An
+      // exception before any request (loading credentials, say) sent nothing.
+      const mayHaveSent = progress.inHandler || progress.failures.some(reachedVendor);
       // A write that threw after it may have been sent cannot be called failed with certainty.
-      return done({
-        status: req.entry.action.sideEffect === 'write' ? 'indeterminate' : 'failed',
-        errorCode: req.entry.action.sideEffect === 'write' ? 'OUTCOME_UNKNOWN' : 'EXECUTION_ERROR',
-        errorText: 'the tool failed unexpectedly',
-        vendorStatus: null,
-      });
+      const unknown = req.entry.action.sideEffect === 'write' && mayHaveSent;
+      return done(
+        {
+          status: unknown ? 'indeterminate' : 'failed',
+          errorCode: unknown ? 'OUTCOME_UNKNOWN' : 'EXECUTION_ERROR',
+          errorText: mayHaveSent ? 'the tool failed unexpectedly' : 'the tool failed unexpectedly before anything was sent to the vendor',
+          vendorStatus: null,
+        },
+        mayHaveSent,
+      );
     }
   }
 
-  /** `failures` receives every failed attempt, in order. */
-  private async callWithRetries(req: ExecuteRequest, credentials: Record<string, unknown>, retries: RetryRecord[], failures: Failure[]): Promise<VendorOutcome> {
+  /** `progress.failures` receives every failed attempt, in order; `progress.inHandler` is true while an attempt runs. */
+  private async callWithRetries(req: ExecuteRequest, credentials: Record<string, unknown>, retries: RetryRecord[], progress: Progress): Promise<VendorOutcome> {
     const { entry } = req;
     const signal = AbortSignal.timeout(this.config.VENDOR_TIMEOUT_MS);
     const deadline = performance.now() + this.config.VENDOR_TIMEOUT_MS;
@@ -176,6 +203,7 @@ export class RuntimeToolExecutor {
         return last ?? ({ ok: false, kind: 'timeout', requestSent: false, message: 'vendor call timed out before it was sent' } satisfies Failure);
       }
       const t0 = performance.now();
+      progress.inHandler = true;
       const outcome = await entry.handler.execute({
         orgId: req.orgId,
         toolCallId: req.toolCallId,
@@ -188,10 +216,11 @@ export class RuntimeToolExecutor {
         attempt: attempt++,
         scratch,
       });
+      progress.inHandler = false;
       this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);
       if (!outcome.ok) {
         last = outcome;
-        failures.push(outcome);
+        progress.failures.push(outcome);
       }
       return outcome;
     }, signal);

@@ -3,6 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid } from '../common/ids.js';
 import { Sql } from '../db/sql.js';
+import { httpStatusFor } from './tool-call-body.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 
 export interface ReconcileInput {
@@ -11,9 +12,30 @@ export interface ReconcileInput {
 }
 
 /**
+ * The error code of a call ops settled as failed. API.md §4 lists
+ * OUTCOME_UNKNOWN for `indeterminate` only and has no reconcile-specific code:
+ * once an operator has checked with the vendor and found the action did not
+ * take effect, the call failed at the vendor, which §4 reports as
+ * VENDOR_ERROR (the generic "vendor failed"). What sets it apart from a
+ * VENDOR_ERROR the vendor answered is on the row (the ops `note`, the error
+ * text below), in the `tool_call.reconciled` event, and in the model-facing
+ * content (tool-call-body.ts: "an operator checked … did not take effect").
+ * A call settled as succeeded has errorCode null and errorText null, like any
+ * success; the operator's note stays in `note` (API.md does not put it in
+ * errorText), and its model-facing content says an operator confirmed it and
+ * that no result is available (none was ever received, so none was stored).
+ */
+export const RECONCILED_FAILED_CODE = 'VENDOR_ERROR';
+export const RECONCILED_FAILED_TEXT = 'settled as failed by an operator after checking with the vendor';
+
+/**
  * Ops settle an `indeterminate` call after checking with the vendor. The only
  * change a terminal-ish state allows (indeterminate → succeeded | failed); the
- * note is kept on the row, the event records who and what, not the note.
+ * note is kept on the row (a non-null `note` is how the tool-call body knows
+ * a call was reconciled), the event records who and what, not the note.
+ * POST /v1/tool-calls/:id/reconcile: `failed` → errorCode VENDOR_ERROR with an
+ * errorText saying an operator settled it; `succeeded` → errorCode and
+ * errorText null (see RECONCILED_FAILED_CODE).
  */
 @Injectable()
 export class ReconcileService {
@@ -24,19 +46,24 @@ export class ReconcileService {
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'tool call not found');
     const [existing] = await this.sql.query<{ org_id: string; status: string }>('SELECT org_id, status FROM tool_calls WHERE id = $1', [id]);
     if (!existing || (p.orgId !== null && existing.org_id !== p.orgId)) throw new AppError('NOT_FOUND', 'tool call not found');
+    const errorCode = input.status === 'failed' ? RECONCILED_FAILED_CODE : null;
+    // The failed text keeps why the call was indeterminate (our own safe text, never the note or vendor text).
     const rows = await this.sql.query<{ id: string }>(
       `WITH tc AS (
          UPDATE tool_calls SET status = $2, note = $3, updated_at = now(), finished_at = coalesce(finished_at, now()),
-                error_code = CASE WHEN $2 = 'succeeded' THEN NULL ELSE error_code END
+                error_code = $5::text, http_status = $6,
+                error_text = CASE WHEN $2 = 'succeeded' THEN NULL
+                                  ELSE $7::text || coalesce(' (it was indeterminate: ' || left(error_text, 300) || ')', '') END
           WHERE id = $1 AND status = 'indeterminate'
           RETURNING id, org_id, run_id, tool_name, action, action_digest),
        ev AS (
          INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
          SELECT gen_random_uuid(), org_id, 'tool_call.reconciled', run_id, id, $4::jsonb,
-                jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'from', 'indeterminate', 'to', $2::text)
+                jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'from', 'indeterminate', 'to', $2::text,
+                                   'errorCode', $5::text)
            FROM tc)
        SELECT id FROM tc`,
-      [id, input.status, input.note, JSON.stringify({ keyId: p.keyId, role: p.role })],
+      [id, input.status, input.note, JSON.stringify({ keyId: p.keyId, role: p.role }), errorCode, httpStatusFor(input.status, errorCode), RECONCILED_FAILED_TEXT],
     );
     if (rows.length === 0) throw new AppError('NOT_RECONCILABLE', `only an indeterminate call can be reconciled (this one is ${existing.status})`);
     return { id, status: input.status, note: input.note };

@@ -9,6 +9,8 @@ export interface CallFacts {
   errorText: string | null;
   retryAfterSeconds: number | null;
   approvalKind?: 'expert' | 'client' | null;
+  /** Settled by ops from `indeterminate` (POST /v1/tool-calls/:id/reconcile): the outcome is an operator's finding. */
+  reconciled?: boolean;
 }
 
 export interface ToolCallBody {
@@ -47,6 +49,10 @@ export function modelMessage(f: CallFacts): string {
       : `This action needs approval by ${who} before it can run. It has not been executed yet. Do not send it again; its result will be available once it has been decided.`;
   }
   if (f.status === 'running') return 'The action is still running. Its result will be available shortly; do not send it again.';
+  if (f.reconciled && f.status === 'failed') {
+    // Whatever code it carries (VENDOR_ERROR, see reconcile.service.ts): an operator's finding, not a vendor answer.
+    return 'It was unknown whether this action took effect; an operator has since checked with the vendor and confirmed that it did not. The action failed; you may try it again as a new tool call if it is still needed.';
+  }
   switch (f.errorCode) {
     case 'FEATURE_DISABLED':
       return 'Tool calling is disabled for this organization. The action was not executed.';
@@ -100,6 +106,11 @@ export function buildToolCallBody(
     content = rendered.content;
     truncated = rendered.truncated;
     shownResult = truncated ? null : result.value;
+  } else if (f.status === 'succeeded' && f.reconciled) {
+    // Its answer never came back (it was indeterminate), so no result was ever stored.
+    content =
+      'It was unknown whether this action took effect; an operator has since checked with the vendor and confirmed that it succeeded. ' +
+      'No result is available for it (the vendor\'s answer never reached the gateway). Do not send it again.';
   } else if (f.status === 'succeeded') {
     content = 'The action succeeded. Its full result is no longer stored (the result retention period has passed).';
   } else {

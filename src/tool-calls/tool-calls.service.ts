@@ -49,10 +49,12 @@ export interface StoredCall {
   idempotency_key: string;
   tool_use_id: string;
   approval_kind: 'expert' | 'client' | null;
+  /** Settled by ops (reconcile is the only writer of `note`). */
+  reconciled: boolean;
 }
 
 export const STORED_CALL_COLUMNS = `t.id, t.org_id, t.run_id, t.tool_name, t.action, t.status, t.error_code, t.error_text, t.http_status,
-  t.action_digest, t.retry_after_seconds, t.idempotency_key, t.tool_use_id,
+  t.action_digest, t.retry_after_seconds, t.idempotency_key, t.tool_use_id, (t.note IS NOT NULL) AS reconciled,
   (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind`;
 
 /** Emits the id of every call this process settles (long-polls listen). */
@@ -214,7 +216,10 @@ export class ToolCallsService {
     assertTransition(c.from, status);
     const errorCode = outcome.status === 'succeeded' ? null : outcome.errorCode;
     const json = outcome.status === 'succeeded' ? (JSON.stringify(outcome.result) ?? 'null') : null;
-    const vendorCalled = !(errorCode === 'CREDENTIALS_NOT_FOUND' || errorCode === 'CIRCUIT_OPEN');
+    // Charged only when a request reached, or may have reached, the vendor (the executor knows; a write
+    // that may have been sent counts as sent). Not the error code: CREDENTIALS_INVALID is a vendor 401
+    // (charged) or undecryptable stored credentials (nothing sent), VENDOR_TIMEOUT may be a connect timeout.
+    const vendorReached = outcome.vendorReached;
     const base = { toolName: c.tool.toolName, action: c.tool.action, digest: c.digest };
     const events: NewLedgerEvent[] = outcome.retries.map((r) => ({
       orgId: c.orgId, type: 'tool_call.retried', runId: c.runId, toolCallId: c.id, metadata: { ...base, attempt: r.attempt, delayMs: r.delayMs, reason: r.reason },
@@ -232,7 +237,7 @@ export class ToolCallsService {
         httpStatus: httpStatusFor(status, errorCode),
         outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
         retryCount: outcome.retries.length, retryAfterSeconds, vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
-        costCents: vendorCalled ? c.tool.costCents : 0,
+        costCents: vendorReached ? c.tool.costCents : 0,
         truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
         result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
       },
@@ -265,7 +270,7 @@ export class ToolCallsService {
     const result = row.status === 'succeeded' ? await this.results.load(row.org_id, row.id, this.clock.now()) : ({ found: false } as const);
     const facts = {
       id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' ? row.error_text : null,
-      retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind,
+      retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind, reconciled: row.reconciled === true,
     };
     return this.respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);
   }

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CredentialsService } from '../../src/credentials/credentials.service.js';
 import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
-import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { VendorRegistry } from '../../src/vendors/vendor-registry.js';
+import { failedOutcome, type VendorHandler } from '../../src/vendors/vendor-handler.js';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
 import { call, rowOf, send } from './support.js';
 
@@ -77,5 +80,102 @@ describe('cost of tool calls', () => {
     expect((await rowOf(h, res.body.toolCallId)).cost_cents).toBe(0);
     const run = await h.t.http.get(`/v1/runs/${org.runId}`).set(bearer(org.agentKey));
     expect(run.body.totalCostCents).toBe(0);
+  });
+
+  /** The run's total and the row's cost after `res`. */
+  async function costs(org: OrgSetup, res: { body: { toolCallId: string } }): Promise<{ row: number; total: number }> {
+    const run = await h.t.http.get(`/v1/runs/${org.runId}`).set(bearer(org.agentKey));
+    return { row: (await rowOf(h, res.body.toolCallId)).cost_cents as number, total: run.body.totalCostCents as number };
+  }
+
+  /** Runs `fn` with the Shopify handler's execute replaced by `stub`. */
+  async function withShopify(stub: VendorHandler['execute'], fn: () => Promise<void>): Promise<void> {
+    const handler = h.t.app.get(VendorRegistry).get('shopify');
+    const execute = handler.execute.bind(handler);
+    handler.execute = stub;
+    try {
+      await fn();
+    } finally {
+      handler.execute = execute;
+    }
+  }
+
+  it('stored credentials that cannot be decrypted: CREDENTIALS_INVALID, nothing sent, nothing charged; a vendor 404 still costs', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const notFound = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '999999' });
+    expect(notFound.body.errorCode).toBe('VENDOR_NOT_FOUND');
+    expect(await costs(org, notFound)).toEqual({ row: COST.lookup, total: COST.lookup });
+
+    await h.t.ds.query(`UPDATE integration_credentials SET auth_tag = decode(repeat('00', 16), 'hex') WHERE org_id = $1 AND integration_type = 'shopify'`, [org.orgId]);
+    h.t.app.get(CredentialsService).clearCache();
+    const sent = h.emu.requests.length;
+    const invalid = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
+    expect(invalid.body).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
+    expect(h.emu.requests.length).toBe(sent);
+    expect(await costs(org, invalid)).toEqual({ row: 0, total: COST.lookup });
+  });
+
+  it('a timeout before anything was sent costs nothing, read or write; one that may have been sent costs', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup', 'shopify_order.add_note'] });
+    let total = 0;
+    // Connect timeouts: the request never left.
+    await withShopify(
+      () => Promise.resolve(failedOutcome('timeout', 'vendor connect timed out', undefined, undefined, false)),
+      async () => {
+        const read = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
+        expect(read.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT' });
+        expect(await costs(org, read)).toEqual({ row: 0, total });
+        const write = await call(h, org, 'shopify_order', { action: 'add_note', orderId: '12345', note: 'never sent' });
+        expect(write.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT' });
+        expect(await costs(org, write)).toEqual({ row: 0, total });
+      },
+    );
+    // Sent, no answer in time: a read failed at the vendor, a write may have taken effect.
+    await withShopify(
+      () => Promise.resolve(failedOutcome('timeout', 'vendor timed out', undefined, undefined, true)),
+      async () => {
+        const read = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
+        expect(read.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT' });
+        total += COST.lookup;
+        expect(await costs(org, read)).toEqual({ row: COST.lookup, total });
+      },
+    );
+    h.emu.fault({ vendor: 'shopify', kind: 'reset_after' });
+    const unknown = await call(h, org, 'shopify_order', { action: 'add_note', orderId: '12345', note: 'maybe sent' });
+    expect(unknown.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+    total += COST.addNote;
+    expect(await costs(org, unknown)).toEqual({ row: COST.addNote, total });
+  });
+
+  it('an exception before any request (EXECUTION_ERROR) costs nothing and leaves even a write failed; one thrown by the handler counts as sent', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup', 'shopify_order.add_note'] });
+    const credentials = h.t.app.get(CredentialsService);
+    const load = credentials.load.bind(credentials);
+    credentials.load = () => Promise.reject(new Error('database hiccup'));
+    const sent = h.emu.requests.length;
+    try {
+      const read = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
+      expect(read.body).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+      expect(await costs(org, read)).toEqual({ row: 0, total: 0 });
+      // Nothing was sent, so the outcome is known: failed, not indeterminate.
+      const write = await call(h, org, 'shopify_order', { action: 'add_note', orderId: '12345', note: 'never sent' });
+      expect(write.body).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+      expect(await costs(org, write)).toEqual({ row: 0, total: 0 });
+    } finally {
+      credentials.load = load;
+    }
+    expect(h.emu.requests.length).toBe(sent);
+
+    await withShopify(
+      () => Promise.reject(new Error('handler bug')),
+      async () => {
+        const read = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
+        expect(read.body).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+        expect(await costs(org, read)).toEqual({ row: COST.lookup, total: COST.lookup });
+        const write = await call(h, org, 'shopify_order', { action: 'add_note', orderId: '12345', note: 'maybe sent' });
+        expect(write.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+        expect(await costs(org, write)).toEqual({ row: COST.addNote, total: COST.lookup + COST.addNote });
+      },
+    );
   });
 });
