@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { PROBLEM_SCHEMA } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { CreateRunDto, ToolsQuery } from './runs.dto.js';
@@ -12,7 +13,14 @@ export class RunsController {
   constructor(private readonly runs: RunsService) {}
 
   @Post()
-  @Roles('agent')
+  @Roles('agent', 'admin')
+  @ApiOperation({
+    summary: 'Start a run',
+    description:
+      'For agent keys and admin keys of an org: the run belongs to the key’s org. ' +
+      'A platform key (orgId null) belongs to no org and cannot create runs: 403 FORBIDDEN (use an admin key of the org).',
+  })
+  @ApiResponse({ status: 403, description: 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null)', schema: PROBLEM_SCHEMA })
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateRunDto) {
     return this.runs.create(p, dto);
   }

@@ -33,7 +33,8 @@ export class RunsService {
   ) {}
 
   async create(actor: Principal, dto: CreateRunDto) {
-    if (!actor.orgId) throw new AppError('FORBIDDEN', 'runs are created with an org-scoped agent key');
+    // Agent or org admin keys (API.md §1); a platform key has no org to create the run in.
+    if (!actor.orgId) throw new AppError('FORBIDDEN', 'runs are created with an agent or admin key of an org; a platform key (orgId null) belongs to no org');
     if (dto.metadata && Buffer.byteLength(JSON.stringify(dto.metadata)) > MAX_METADATA_BYTES) {
       throw new AppError('VALIDATION_FAILED', `metadata: at most ${MAX_METADATA_BYTES} bytes of JSON`);
     }

@@ -21,7 +21,8 @@ export class ToolCallResultsService {
     private readonly calls: ToolCallsService,
   ) {}
 
-  async get(p: Principal, id: string, waitMsRaw: string | undefined): Promise<ToolCallResponse> {
+  /** `signal` aborts the long-poll (the client went away): no more waiting, no more reads. */
+  async get(p: Principal, id: string, waitMsRaw: string | undefined, signal?: AbortSignal): Promise<ToolCallResponse> {
     let waitMs = 0;
     if (waitMsRaw !== undefined) {
       if (!/^\d{1,6}$/.test(waitMsRaw) || Number(waitMsRaw) > MAX_WAIT_MS) throw new AppError('VALIDATION_FAILED', `waitMs: an integer from 0 to ${MAX_WAIT_MS}`);
@@ -29,8 +30,9 @@ export class ToolCallResultsService {
     }
     let row = await this.load(p, id);
     const deadline = performance.now() + waitMs;
-    while (PENDING.has(row.status) && performance.now() < deadline) {
-      await this.waitForSettle(id, Math.min(POLL_MS, deadline - performance.now()));
+    while (PENDING.has(row.status) && performance.now() < deadline && !signal?.aborted) {
+      await this.waitForSettle(id, Math.min(POLL_MS, deadline - performance.now()), signal);
+      if (signal?.aborted) break; // still pending: the answer below reads nothing more (no one is listening)
       row = await this.load(p, id);
     }
     // API.md "Reading a result": 200 whatever the call's status — the status is in the body. A long-poll
@@ -46,8 +48,10 @@ export class ToolCallResultsService {
     return row;
   }
 
-  private waitForSettle(id: string, ms: number): Promise<void> {
+  /** Until the call settles in this process, `ms` pass, or `signal` aborts; leaves no timer or listener behind. */
+  private waitForSettle(id: string, ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
       const done = (settledId: string) => {
         if (settledId !== id) return;
         finish();
@@ -56,9 +60,11 @@ export class ToolCallResultsService {
       const finish = () => {
         clearTimeout(timer);
         settledCalls.off('settled', done);
+        signal?.removeEventListener('abort', finish);
         resolve();
       };
       settledCalls.on('settled', done);
+      signal?.addEventListener('abort', finish, { once: true });
     });
   }
 }

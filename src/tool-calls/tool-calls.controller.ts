@@ -1,9 +1,10 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/openapi.js';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
+import { AppError } from '../common/errors/app-error.js';
 import { ReconcileDto } from '../approvals/approvals.dto.js';
 import { ReconcileService } from './reconcile.service.js';
 import { ToolCallResultsService } from './tool-call-results.service.js';
@@ -13,6 +14,15 @@ function send(res: Response, r: ToolCallResponse) {
   res.status(r.httpStatus);
   for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
   return r.body;
+}
+
+/**
+ * Agent routes are open to the org's admin too (API.md §1: "everything above"),
+ * but only to a key of an org: a platform key (orgId null) has no org to act in.
+ * 403 as for the other org-only actions: the key, not the request, is what is wrong.
+ */
+function assertOrgKey(p: Principal): void {
+  if (p.orgId === null) throw new AppError('FORBIDDEN', "tool calls are made with an agent or admin key of the run's org; a platform key (orgId null) belongs to no org");
 }
 
 @ApiTags('tool-calls')
@@ -26,7 +36,13 @@ export class ToolCallsController {
   ) {}
 
   @Post('runs/:runId/tool-calls')
-  @Roles('agent')
+  @Roles('agent', 'admin')
+  @ApiOperation({
+    summary: 'One tool_use block',
+    description:
+      'For agent keys and admin keys of the run’s org (another org’s run → 404 RUN_NOT_FOUND). ' +
+      'A platform key (orgId null) has no org: 403 FORBIDDEN.',
+  })
   @ApiToolCallResponses()
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: '1-255 printable ASCII, unique per org; default: run id + tool_use id' })
   @ApiBody({ description: 'a tool_use block: {type: "tool_use", id, name, input: {action, ...params}}', schema: { type: 'object' } })
@@ -38,6 +54,7 @@ export class ToolCallsController {
     @Req() req: Request & { correlationId?: string },
     @Res({ passthrough: true }) res: Response,
   ) {
+    assertOrgKey(p);
     return send(res, await this.calls.submit(p, runId, body, idem, req.correlationId ?? 'unknown'));
   }
 
@@ -48,11 +65,26 @@ export class ToolCallsController {
     return this.reconciler.reconcile(p, id, dto);
   }
 
+  // Agent and admin only: the full result is unredacted (PII). Ops read the redacted output in the ledger.
   @Get('tool-calls/:id/result')
-  @Roles('agent', 'ops', 'admin')
+  @Roles('agent', 'admin')
+  @ApiOperation({
+    summary: 'The full result of a tool call',
+    description:
+      'For agent and admin keys (ops → 403: the ledger, GET /v1/tool-calls/{id}, has the redacted output). ' +
+      'A call of another org → 404. A long-poll stops as soon as the client goes away.',
+  })
   @ApiResponse({ status: 200, description: 'the tool-call body whatever the status, with the full result while it is kept', schema: TOOL_CALL_BODY_SCHEMA })
   @ApiQuery({ name: 'waitMs', required: false, description: '0-30000: long-poll while the call is waiting for approval or running' })
   async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query('waitMs') waitMs: string | undefined, @Res({ passthrough: true }) res: Response) {
-    return send(res, await this.results.get(p, id, waitMs));
+    // The response closes before it is written only when the client went away: stop the long-poll then.
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    res.once('close', onClose);
+    try {
+      return send(res, await this.results.get(p, id, waitMs, gone.signal));
+    } finally {
+      res.off('close', onClose);
+    }
   }
 }

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
 import type { RecordedRequest } from '../../src/emulator/emulator.types.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
-import { bearer } from '../support/test-app.js';
+import { TEST_ADMIN_KEY } from '../support/secrets.js';
+import { bearer, createKey } from '../support/test-app.js';
 
 const TOOLS = ['order_lookup.lookup', 'shopify_query.get_product', 'shopify_order.add_note'];
 const lookup = (orderId: string) => toolUse('order_lookup', { action: 'lookup', orderId });
@@ -174,7 +175,7 @@ describe('batches of tool calls: order, isolation, idempotency, limits', () => {
     expect((await post(runId, agentKey, over.slice(0, 32))).status).toBe(200);
   });
 
-  it('answers 404 for another org’s run and 403 for a non-agent key; the single-call route still works beside it', async () => {
+  it('answers 404 for another org’s run and 403 for a non-agent, non-admin key; the single-call route still works beside it', async () => {
     const a = await setupOrg(h.t, { tools: TOOLS });
     const b = await setupOrg(h.t, { tools: TOOLS });
     const cross = await post(a.runId, b.agentKey, [lookup('12345')]);
@@ -182,7 +183,18 @@ describe('batches of tool calls: order, isolation, idempotency, limits', () => {
     expect(cross.status).toBe(404);
     expect(cross.body.code).toBe('RUN_NOT_FOUND');
     expect({ ...cross.body, correlationId: 0 }).toEqual({ ...random.body, correlationId: 0 });
-    expect((await post(a.runId, a.adminKey, [lookup('12345')])).status).toBe(403);
+    // API.md §1: an admin may do everything an agent may, in its org; another org's admin sees no run.
+    const byAdmin = await post(a.runId, a.adminKey, [lookup('12345')]);
+    expect(byAdmin.status).toBe(200);
+    expect(byAdmin.body.results[0]).toMatchObject({ status: 'succeeded', result: { orderId: '12345' } });
+    const crossAdmin = await post(a.runId, b.adminKey, [lookup('12345')]);
+    expect(crossAdmin.status).toBe(404);
+    expect(crossAdmin.body.code).toBe('RUN_NOT_FOUND');
+    expect((await post(a.runId, (await createKey(h.t, a.orgId, 'ops')).key, [lookup('12345')])).status).toBe(403);
+    const platform = await post(a.runId, TEST_ADMIN_KEY, [lookup('12345')]);
+    expect(platform.status).toBe(403);
+    expect(platform.body).toMatchObject({ code: 'FORBIDDEN' });
+    expect(platform.body.detail).toMatch(/platform key/);
     const single = await h.t.http.post(`/v1/runs/${a.runId}/tool-calls`).set(bearer(a.agentKey)).send(lookup('12345'));
     expect(single.status).toBe(200);
     expect(single.body.status).toBe('succeeded');
@@ -251,26 +263,43 @@ describe('batches of tool calls: the batch-wide budget', () => {
     expect(bytes(cut.toolResult.content)).toBeGreaterThan(BUDGET - (total(results) - bytes(cut.toolResult.content)) - 16);
   });
 
-  it('skips a result already truncated by the per-result budget (it still counts) and cuts the next largest ones', async () => {
+  // API.md §9: the batch budget "counts every result's model-facing content, truncated ones included", and it
+  // "truncates the largest results first": a result already cut by the per-result budget is cut further when it is the largest.
+  it('cuts a result already truncated by the per-result budget further when it is the largest (it counts)', async () => {
     const { agentKey, runId } = await setupOrg(h.t, { tools: TOOLS });
     const uses = [lookup('450789469'), lookup('12345'), lookup('1001'), product('108828309')];
     const res = await post(runId, agentKey, uses);
     expect(res.status).toBe(200);
-    const [already, largest, next, small] = res.body.results as Entry[];
+    const results = res.body.results as Entry[];
+    const [already, largest, next, small] = results;
     expect(already.truncated).toBe(true);
-    expect(bytes(already.toolResult.content)).toBeGreaterThan(2900); // untouched by the batch: the per-result cut to 3000 bytes
-    expect(bytes(already.toolResult.content)).toBeLessThanOrEqual(3000);
+    expect(bytes(already.toolResult.content)).toBeLessThan(2900); // cut again, below the per-result cut to 3000 bytes
+    expect(already.toolResult.content).toContain(`GET /v1/tool-calls/${already.toolCallId}/result`);
+    expect(already.toolResult.content).not.toContain('\uFFFD');
     expect(largest.truncated).toBe(true);
-    expect(total(res.body.results as Entry[])).toBeLessThanOrEqual(BUDGET);
-    // Water-filling: the largest is cut to its fair share; that is not enough, so the next largest is cut as far as needed.
-    expect(next.truncated).toBe(true);
-    expect(bytes(largest.toolResult.content)).toBeLessThanOrEqual(bytes(next.toolResult.content));
+    expect(total(results)).toBeLessThanOrEqual(BUDGET);
+    // Water-filling, largest first: the biggest two are cut, the smaller ones survive whole.
+    expect(next).toMatchObject({ truncated: false, result: { orderId: '1001' } });
     expect(small).toMatchObject({ truncated: false, result: { productId: '108828309' } });
     for (const r of [already, largest]) {
       const full = await fullResult(agentKey, r);
-      expect(full.status).toBe('succeeded');
+      expect(full).toMatchObject({ status: 'succeeded', truncated: false });
       expect(full.toolResult.content).not.toContain('\uFFFD');
+      expect(full.toolResult.content.startsWith(r.toolResult.content.slice(0, r.toolResult.content.indexOf('\n[truncated:')))).toBe(true);
     }
-    expect((await fullResult(agentKey, largest)).truncated).toBe(false);
+  });
+
+  it('keeps a batch of results all cut by the per-result budget within the batch budget', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: TOOLS });
+    const res = await post(runId, agentKey, [lookup('450789469'), lookup('450789469')]);
+    expect(res.status).toBe(200);
+    const results = res.body.results as Entry[];
+    expect(results.map((r) => [r.status, r.truncated])).toEqual([['succeeded', true], ['succeeded', true]]);
+    expect(total(results)).toBeLessThanOrEqual(BUDGET); // 2 × 3000 bytes before the fix
+    for (const r of results) {
+      expect(bytes(r.toolResult.content)).toBeGreaterThan(BUDGET / 2 - 16); // fair shares
+      expect(r.toolResult.content).toContain(`GET /v1/tool-calls/${r.toolCallId}/result`);
+      expect((await fullResult(agentKey, r)).truncated).toBe(false);
+    }
   });
 });

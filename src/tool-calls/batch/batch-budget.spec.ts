@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { renderForModel } from '../../executor/result-budget.js';
 import type { ToolCallBody } from '../tool-call-body.js';
 import { fitBatchBudget } from './batch-budget.js';
 
@@ -21,10 +22,13 @@ function succeeded(value: unknown, over: Partial<ToolCallBody> = {}): ToolCallBo
   };
 }
 const sized = (n: number) => succeeded({ text: 'x'.repeat(Math.max(0, n - 11)) }); // {"text":"…"} is 11 bytes of JSON around the text
-const alreadyTruncated = (n: number) => {
-  const b = sized(n);
-  return { ...b, result: null, truncated: true };
+/** A result of 2n bytes as the per-result budget of n bytes left it: a prefix and the note. */
+const alreadyTruncated = (n: number): ToolCallBody => {
+  const b = sized(2 * n);
+  const rendered = renderForModel(b.toolResult.content, n, b.toolCallId);
+  return { ...b, result: null, truncated: rendered.truncated, toolResult: { ...b.toolResult, content: rendered.content } };
 };
+const shownOf = (content: string) => content.slice(0, content.indexOf('\n[truncated:'));
 function failed(): ToolCallBody {
   return { ...succeeded(null), status: 'failed', errorCode: 'VENDOR_ERROR', result: null, toolResult: { type: 'tool_result', tool_use_id: 't', content: 'x'.repeat(300), is_error: true } };
 }
@@ -63,15 +67,51 @@ describe('batch budget', () => {
     expect(total(out)).toBeLessThanOrEqual(2000);
   });
 
-  it('skips results already truncated (they still count) and cuts the next largest', () => {
+  // API.md: the batch budget "counts every result's model-facing content, truncated ones included" and
+  // "truncates the largest results first": one already cut by the per-result budget is no exception.
+  it('cuts a result already truncated by the per-result budget further when it is the largest (it counts)', () => {
     const done = alreadyTruncated(2500);
     const next = sized(1500);
     const small = sized(400);
+    expect(bytes(done.toolResult.content)).toBeGreaterThan(2490);
     const out = fitBatchBudget([done, next, small], 3500);
-    expect(out[0]).toBe(done);
+    expect(out[1]).toBe(next);
     expect(out[2]).toBe(small);
+    const cut = out[0]!;
+    expect(cut).toMatchObject({ truncated: true, result: null, status: 'succeeded', toolCallId: done.toolCallId });
+    expect(total(out)).toBeLessThanOrEqual(3500);
+    // Only as far as needed, from the prefix it showed; the note still tells the size of the whole result and where it is.
+    expect(bytes(cut.toolResult.content)).toBeGreaterThan(3500 - 1900 - 10);
+    expect(shownOf(done.toolResult.content).startsWith(shownOf(cut.toolResult.content))).toBe(true);
+    expect(cut.toolResult.content).toContain(`[truncated: the result is 5000 bytes of JSON and only the first ${bytes(shownOf(cut.toolResult.content))} are shown.`);
+    expect(cut.toolResult.content).toContain(`The full result is available from GET /v1/tool-calls/${done.toolCallId}/result]`);
+    expect(done.toolResult.content).not.toBe(cut.toolResult.content); // the input is not mutated
+  });
+
+  it('still cuts the largest first: a smaller already-truncated result stays as it is', () => {
+    const done = alreadyTruncated(1000);
+    const big = sized(4000);
+    const out = fitBatchBudget([done, big], 3500);
+    expect(out[0]).toBe(done);
     expect(out[1]!.truncated).toBe(true);
     expect(total(out)).toBeLessThanOrEqual(3500);
+  });
+
+  it('fits results that were all cut by the per-result budget (two 3000-byte cuts within 4096)', () => {
+    const bodies = [alreadyTruncated(3000), alreadyTruncated(3000)];
+    expect(total(bodies)).toBeGreaterThan(4096);
+    const out = fitBatchBudget(bodies, 4096);
+    expect(total(out)).toBeLessThanOrEqual(4096);
+    for (const b of out) expect(bytes(b!.toolResult.content)).toBeGreaterThan(1900); // fair shares, not one cut to the bone
+  });
+
+  it('leaves a truncated content whose note it cannot read as it is (it still counts)', () => {
+    const odd = { ...sized(3000), result: null, truncated: true };
+    const big = sized(2000);
+    const out = fitBatchBudget([odd, big], 4000);
+    expect(out[0]).toBe(odd);
+    expect(out[1]!.truncated).toBe(true);
+    expect(total(out)).toBeLessThanOrEqual(4000);
   });
 
   it('counts but never cuts messages (failures, approvals) and problem entries', () => {
@@ -104,7 +144,7 @@ describe('batch budget', () => {
     expect(out).toEqual(tiny);
   });
 
-  it('always fits when every candidate can be cut to more than a note, cutting largest first', () => {
+  it('always fits when every candidate (already truncated ones included) can be cut to more than a note, cutting largest first', () => {
     const body = fc.oneof(
       fc.integer({ min: 12, max: 20_000 }).map(sized),
       fc.integer({ min: 200, max: 3_000 }).map(alreadyTruncated),
@@ -113,22 +153,21 @@ describe('batch budget', () => {
     );
     fc.assert(
       fc.property(fc.array(body, { minLength: 1, maxLength: 32 }), fc.integer({ min: 1024, max: 200 * 1024 }), (bodies, budget) => {
-        const fixed = total(bodies.map((b) => (b && (b.truncated || b.status !== 'succeeded') ? b : null)));
-        const candidates = bodies.filter((b) => b && !b.truncated && b.status === 'succeeded').length;
+        const fixed = total(bodies.map((b) => (b && b.status !== 'succeeded' ? b : null)));
+        const candidates = bodies.filter((b) => b && b.status === 'succeeded').length;
         fc.pre(candidates > 0 && (budget - fixed) / candidates > 400);
         const out = fitBatchBudget(bodies, budget);
         expect(total(out)).toBeLessThanOrEqual(Math.max(budget, total(bodies)));
         if (total(bodies) > budget) expect(total(out)).toBeLessThanOrEqual(budget);
-        // Nothing but untruncated successes changes, and a cut one was never smaller than one left whole.
+        // Nothing but successes (whole or already truncated) changes, and a cut one was never smaller than one left as it was.
         const cutSizes: number[] = [];
         const wholeSizes: number[] = [];
         bodies.forEach((b, i) => {
           if (out[i] === b) {
-            if (b && b.status === 'succeeded' && !b.truncated) wholeSizes.push(bytes(b.toolResult.content));
+            if (b && b.status === 'succeeded') wholeSizes.push(bytes(b.toolResult.content));
             return;
           }
           expect(b!.status).toBe('succeeded');
-          expect(b!.truncated).toBe(false);
           expect(out[i]).toMatchObject({ truncated: true, result: null });
           cutSizes.push(bytes(b!.toolResult.content));
         });

@@ -41,7 +41,7 @@ export class ToolCallBatchController {
 
   // The colon is escaped: unescaped, path-to-regexp would read ":batch" as a parameter.
   @Post('runs/:runId/tool-calls\\:batch')
-  @Roles('agent')
+  @Roles('agent', 'admin')
   @HttpCode(200)
   @ApiOperation({
     summary: 'Several tool_use blocks of one model turn',
@@ -50,12 +50,14 @@ export class ToolCallBatchController {
       'Consecutive read-only actions run concurrently (at most 8 at once); a write, an unknown or an invalid call runs alone, in order. ' +
       'One failing item never stops the others. A batch-wide budget (BATCH_BUDGET_BYTES, default 200 KB) over every toolResult.content ' +
       'truncates the largest results first; a truncated one says so and stays whole at GET /v1/tool-calls/{id}/result. ' +
-      'Re-posting the same batch replays every item.',
+      'Re-posting the same batch replays every item. ' +
+      'For agent keys and admin keys of the run’s org; a platform key (orgId null) has no org: 403 FORBIDDEN.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'not supported on batches (400): each item is keyed by its tool_use id' })
   @ApiBody({ description: `{toolUses: [tool_use, ...]}: 1 to ${MAX_BATCH_SIZE} tool_use blocks with unique ids (400 VALIDATION_FAILED otherwise)`, schema: BATCH_BODY_SCHEMA })
   @ApiResponse({ status: 200, description: 'every item answered, in the order given, whatever each outcome', schema: BATCH_RESULTS_SCHEMA })
   @ApiResponse({ status: 400, description: `not {toolUses: [...]}, 0 or more than ${MAX_BATCH_SIZE} items, duplicate tool_use ids, or an Idempotency-Key header`, schema: PROBLEM_SCHEMA })
+  @ApiResponse({ status: 403, description: 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null), which belongs to no org', schema: PROBLEM_SCHEMA })
   @ApiResponse({ status: 404, description: 'RUN_NOT_FOUND (also another org’s run)', schema: PROBLEM_SCHEMA })
   @ApiResponse({ status: 409, description: 'RUN_NOT_ACTIVE', schema: PROBLEM_SCHEMA })
   submit(

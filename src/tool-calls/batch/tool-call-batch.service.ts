@@ -42,7 +42,8 @@ export class ToolCallBatchService {
   async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<BatchResponse> {
     const toolUses = parseBatchRequest(body, idempotencyHeader);
     // The run is the batch's, not an item's: a missing or finished run answers once, for the whole batch.
-    if (!p.orgId) throw new AppError('FORBIDDEN', 'tool calls are made with an org-scoped agent key');
+    // Agent or org admin keys (API.md §1); a platform key has no org to act in (403, as for a single call).
+    if (!p.orgId) throw new AppError('FORBIDDEN', "tool calls are made with an agent or admin key of the run's org; a platform key (orgId null) belongs to no org");
     const run = await this.runs.snapshot(p.orgId, runId);
     if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
 
