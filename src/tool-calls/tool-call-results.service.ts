@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { setMaxListeners } from 'node:events';
+import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid } from '../common/ids.js';
@@ -15,14 +16,40 @@ const PENDING = new Set(['requested', 'waiting_approval', 'approved', 'running']
  * woken at once by a settle in this process, and by polling for other replicas.
  */
 @Injectable()
-export class ToolCallResultsService {
+export class ToolCallResultsService implements BeforeApplicationShutdown {
+  /** Aborted when the gateway starts shutting down: a long-poll must not hold the HTTP drain for up to 30 s. */
+  private readonly closing = new AbortController();
+
   constructor(
     private readonly sql: Sql,
     private readonly calls: ToolCallsService,
-  ) {}
+  ) {
+    setMaxListeners(0, this.closing.signal); // one listener per open long-poll, removed when it ends
+  }
 
-  /** `signal` aborts the long-poll (the client went away): no more waiting, no more reads. */
-  async get(p: Principal, id: string, waitMsRaw: string | undefined, signal?: AbortSignal): Promise<ToolCallResponse> {
+  /** Every open long-poll answers now, with the call's current state (the agent polls again, on another replica). */
+  beforeApplicationShutdown(): void {
+    this.closing.abort();
+  }
+
+  /** `clientGone` aborts the long-poll (the client went away): no more waiting, no more reads. */
+  async get(p: Principal, id: string, waitMsRaw: string | undefined, clientGone?: AbortSignal): Promise<ToolCallResponse> {
+    // Either ends the wait: the client going away, or the gateway shutting down. Listeners are removed
+    // when this request ends (no AbortSignal.any: it would tie every poll to the long-lived one).
+    const stop = new AbortController();
+    const abort = (): void => stop.abort();
+    clientGone?.addEventListener('abort', abort, { once: true });
+    this.closing.signal.addEventListener('abort', abort, { once: true });
+    if (clientGone?.aborted || this.closing.signal.aborted) stop.abort();
+    try {
+      return await this.answer(p, id, waitMsRaw, stop.signal);
+    } finally {
+      clientGone?.removeEventListener('abort', abort);
+      this.closing.signal.removeEventListener('abort', abort);
+    }
+  }
+
+  private async answer(p: Principal, id: string, waitMsRaw: string | undefined, signal: AbortSignal): Promise<ToolCallResponse> {
     let waitMs = 0;
     if (waitMsRaw !== undefined) {
       if (!/^\d{1,6}$/.test(waitMsRaw) || Number(waitMsRaw) > MAX_WAIT_MS) throw new AppError('VALIDATION_FAILED', `waitMs: an integer from 0 to ${MAX_WAIT_MS}`);

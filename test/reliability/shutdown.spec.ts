@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, within, type GatewayProcess } from '../support/gateway-process.js';
 import { emulatorEnv, toolUse } from '../support/scenario.js';
-import { adminAuth } from '../support/test-app.js';
+import { adminAuth, bearer } from '../support/test-app.js';
 import { openDb, postToolUse, rows, sleep, waitFor } from './support.js';
 
 /** GET over a keep-alive agent; resolves with the status. */
@@ -88,6 +88,23 @@ describe('graceful shutdown', () => {
     expect(answer.body).toMatchObject({ status: 'succeeded', replayed: false });
     const [row] = await rows<{ status: string }>(db, 'SELECT status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2', [org.runId, use.id]);
     expect(row.status).toBe('succeeded');
+  }, 60_000);
+
+  it('an open long-poll does not hold the shutdown: it is answered at once with the call as it stands', async () => {
+    gw = await startGatewayProcess({ ...emulatorEnv(emu.url) });
+    const org = await setupOrgVia(gw, { tools: ['shopify_refund.create'] });
+    const waiting = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' }));
+    expect(waiting.status).toBe(202);
+    const poll = gw.http.get(`/v1/tool-calls/${waiting.body.toolCallId as string}/result?waitMs=25000`).set(bearer(org.agentKey)).then((r) => r);
+    await sleep(500); // the poll is waiting
+    const t0 = Date.now();
+    gw.kill('SIGTERM');
+    const exit = await within(gw.waitExit(), 20_000, 'the gateway to exit');
+    const answer = await poll;
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - t0).toBeLessThan(5_000); // not the 25 s the poll asked for
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ status: 'waiting_approval' });
   }, 60_000);
 
   it('Ctrl-C in a terminal (SIGINT to the whole process group) with the embedded database: the call at the vendor is still recorded', async () => {
