@@ -84,6 +84,16 @@ describe('NangoHandler errors', () => {
     expect(out.message).not.toContain('00000000-0000-4000-8000-000000000000');
   });
 
+  it("an upstream 401 (the connection's provider token refused; the body is the provider's, not Nango's) → auth", async () => {
+    emu.fault({ vendor: 'nango', kind: 'status', status: 401, body: { errors: '[API] Invalid API key or access token (unrecognized login or wrong password)' } });
+    const out = failure(await handler.execute(ctx('get', { path: 'v1/x' })));
+    expect(out).toMatchObject({ kind: 'auth', vendorStatus: 401 });
+    expect(out.message).not.toContain('Invalid API key');
+    // An upstream 403 (a permission on that resource) stays a refusal of the request.
+    emu.fault({ vendor: 'nango', kind: 'status', status: 403, body: { errors: 'Forbidden' } });
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rejected', vendorStatus: 403 });
+  });
+
   it('unknown provider config → auth', async () => {
     expect(failure(await handler.execute(ctx('get', { path: 'v1/x' }, { ...CREDS, providerConfigKey: 'nope' })))).toMatchObject({ kind: 'auth', vendorStatus: 404 });
   });

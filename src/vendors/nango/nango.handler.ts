@@ -79,6 +79,9 @@ function classify(res: VendorHttpResponse): VendorOutcome {
     if (nango.code === 'plan_limit' || nango.code.startsWith('base_url_override')) return fail('rejected', `Nango refused the request: ${label}`, s);
     // Any other code: judge by status like an upstream answer (an upstream body may also carry error.code).
   }
+  // Nango adds the provider's credentials itself: an upstream 401 means the connection's token was
+  // refused (revoked, expired and not refreshable) — a credentials problem retrying will not fix.
+  if (s === 401) return fail('auth', 'upstream refused the connection\'s credentials: HTTP 401 (via Nango)', s);
   if (s === 404) return fail('not_found', 'upstream: not found (via Nango)', s);
   if (s === 429) return fail('rate_limited', 'upstream rate limited (via Nango)', s, retryAfterMs);
   if (s >= 500) return fail('server_error', `upstream or Nango failed: HTTP ${s}`, s);
