@@ -139,11 +139,16 @@ export class KeyRotationService {
           cursor = rows[rows.length - 1];
         }
       }
-    } finally {
-      // Also after a failure part-way: what was rotated is on record; a re-run records the rest.
+    } catch (err) {
+      // Also after a failure part-way: what was rotated is on record; a re-run records the rest. The
+      // failure is what the operator must see, even if recording the events fails too (the database
+      // that just failed the rotation may well fail that as well).
       summary.orgsTouched = perOrg.size;
-      await this.recordEvents(toKeyId, perOrg);
+      await this.recordEvents(toKeyId, perOrg).catch(() => undefined);
+      throw err;
     }
+    summary.orgsTouched = perOrg.size;
+    await this.recordEvents(toKeyId, perOrg);
     return summary;
   }
 

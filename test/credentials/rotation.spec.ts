@@ -245,6 +245,30 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     expect(await creds.load(orgB, 'nango')).toEqual(newer);
   });
 
+  it('a failure part-way is the error reported, even when recording the rotated rows then fails too', async () => {
+    const app = t2!;
+    for (const [type, config] of [['shopify', SHOPIFY], ['amazon', AMAZON]] as const) {
+      const env = k1Only.encryptJson(config, credentialAad(orgA, type));
+      await app.ds.query(`UPDATE integration_credentials SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4 WHERE org_id = $5 AND integration_type = $6`, [
+        env.keyId, env.iv, env.ciphertext, env.authTag, orgA, type,
+      ]);
+    }
+    let updates = 0;
+    const failing = new Proxy(app.ds, {
+      get(target, prop, receiver) {
+        if (prop !== 'query') return Reflect.get(target, prop, receiver) as unknown;
+        return async (sql: string, params?: unknown[]) => {
+          if (sql.startsWith('UPDATE integration_credentials') && ++updates === 2) throw new Error('connection lost');
+          return target.query(sql, params);
+        };
+      },
+    });
+    const events = { append: async () => Promise.reject(new Error('append failed')) } as unknown as LedgerEventsService;
+    const svc = new KeyRotationService(failing, app.app.get(EnvelopeCipher), events);
+    await expect(svc.rotate()).rejects.toThrow('connection lost');
+    expect(updates).toBe(2);
+  });
+
   it('reports a row no loaded key opens, skips it and carries on (exit 1)', async () => {
     const ds = t2!.ds;
     const stranger = new EnvelopeCipher(keyringOf([['k0', Buffer.alloc(32, 3).toString('base64')]], 'k0'));
