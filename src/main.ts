@@ -6,6 +6,24 @@ import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config.schema.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
 
+/**
+ * SIGTERM / SIGINT at any time, start-up included: in a container Node is PID 1, and PID 1
+ * ignores a signal it has no handler for, so a stop sent while migrations wait for another
+ * replica's lock did nothing until the SIGKILL. Before the gateway is up the stop is
+ * remembered and carried out as soon as start-up returns (migrations are transactions; the
+ * start-up sweep's calls finish and are recorded); after, it drains (see README "Stopping").
+ */
+let stopRequested: string | undefined;
+let stopNow: ((signal: string) => void) | undefined;
+const onSignal = (signal: string): void => {
+  if (stopRequested) return;
+  stopRequested = signal;
+  process.stderr.write(`${signal} received, shutting down\n`);
+  stopNow?.(signal);
+};
+process.once('SIGTERM', () => onSignal('SIGTERM'));
+process.once('SIGINT', () => onSignal('SIGINT'));
+
 async function main(): Promise<void> {
   let config: AppConfig;
   try {
@@ -26,7 +44,27 @@ async function main(): Promise<void> {
     process.stderr.write(`embedded PostgreSQL started (data in ${join(config.DATA_DIR, 'pg')})\n`);
   }
 
+  const stopEmbedded = async (): Promise<void> => {
+    await embedded?.stop();
+  };
+  if (stopRequested) {
+    await stopEmbedded();
+    process.exit(0);
+  }
   const { app, generatedAdminKey } = await createGateway(config);
+  const shutdown = async (): Promise<void> => {
+    let code = 0;
+    await app.close().catch((err: unknown) => {
+      code = 1; // a failed close (an outcome not written, say) is not a clean stop
+      process.stderr.write(`shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    });
+    await stopEmbedded();
+    process.exit(code);
+  };
+  if (stopRequested) {
+    await shutdown(); // asked to stop during start-up: never start listening
+    return;
+  }
   if (generatedAdminKey) {
     // Printed once, on the start that created it, whatever happens to the copy kept (mode 600) in the data
     // folder: the key is already in the database, and no later start shows it again.
@@ -45,17 +83,8 @@ async function main(): Promise<void> {
   const addr = app.getHttpServer().address() as { port: number } | null;
   process.stdout.write(`tool-gateway listening on http://${config.HOST}:${addr?.port ?? config.PORT} (docs at /docs)\n`);
 
-  let closing = false;
-  const shutdown = async (signal: string): Promise<void> => {
-    if (closing) return;
-    closing = true;
-    process.stderr.write(`${signal} received, shutting down\n`);
-    await app.close().catch(() => undefined);
-    await embedded?.stop();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  stopNow = () => void shutdown();
+  if (stopRequested) void shutdown(); // arrived between the check above and now
 }
 
 main().catch((err: unknown) => {

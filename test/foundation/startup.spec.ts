@@ -26,6 +26,40 @@ describe('start-up', () => {
     expect(stderr).not.toContain('pw-secret');
   });
 
+  it('a SIGTERM during start-up (migrations waiting for another replica) is carried out once start-up returns: exit 0, never listening', async () => {
+    const holder = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await holder.connect();
+    await holder.query('SELECT pg_advisory_lock(7413920552)'); // bootstrap.ts MIGRATION_LOCK: start-up waits on it
+    let released = false;
+    try {
+      const child = startMain({
+        NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: process.env.DATABASE_URL!,
+        MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY, BOOTSTRAP_ADMIN_KEY: TEST_ADMIN_KEY, LOG_LEVEL: 'warn',
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+      const [{ pid: holderPid }] = (await holder.query('SELECT pg_backend_pid() AS pid')).rows as { pid: number }[];
+      for (let i = 0; i < 400; i++) {
+        const waiting = await holder.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid]);
+        if (waiting.rowCount) break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      child.kill('SIGTERM'); // a container stop while start-up waits
+      await new Promise((r) => setTimeout(r, 300));
+      await holder.query('SELECT pg_advisory_unlock(7413920552)');
+      released = true;
+      const [code, signal] = await exited;
+      expect({ code, signal }).toEqual({ code: 0, signal: null });
+      expect(out).toContain('SIGTERM received');
+      expect(out).not.toContain('listening on');
+    } finally {
+      if (!released) await holder.query('SELECT pg_advisory_unlock(7413920552)').catch(() => undefined);
+      await holder.end();
+    }
+  });
+
   it('serves with a good config and stops cleanly on SIGTERM', async () => {
     const child = startMain({
       NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: process.env.DATABASE_URL!,
