@@ -7,7 +7,9 @@ import { DataSource } from 'typeorm';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
-import { ERROR_TITLES, type ErrorCode } from './common/errors/error-codes.js';
+import { AppError } from './common/errors/app-error.js';
+import type { ErrorCode } from './common/errors/error-codes.js';
+import { problemBody } from './common/errors/problem.filter.js';
 import type { AppConfig } from './config/app-config.js';
 
 const MIGRATION_LOCK = 7_413_920_552;
@@ -66,14 +68,8 @@ export function handleClientError(err: Error & { code?: string }, socket: Duplex
   }
   const { status, errorCode, detail } = clientErrorProblem(err.code);
   const correlationId = randomUUID();
-  const body = JSON.stringify({
-    type: `https://tool-gateway.dev/problems/${errorCode.toLowerCase().replace(/_/g, '-')}`,
-    title: ERROR_TITLES[errorCode],
-    status,
-    detail,
-    code: errorCode,
-    correlationId,
-  });
+  // The body every other error has; only the HTTP status is the parser's (431 and 408 have no code of their own).
+  const body = JSON.stringify({ ...problemBody(new AppError(errorCode, detail), correlationId), status });
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
       'Content-Type: application/problem+json\r\n' +
