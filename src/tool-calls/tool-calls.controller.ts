@@ -4,7 +4,6 @@ import { ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/open
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
-import { AppError } from '../common/errors/app-error.js';
 import { ReconcileDto } from '../approvals/approvals.dto.js';
 import { ReconcileService } from './reconcile.service.js';
 import { ToolCallResultsService } from './tool-call-results.service.js';
@@ -14,15 +13,6 @@ function send(res: Response, r: ToolCallResponse) {
   res.status(r.httpStatus);
   for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
   return r.body;
-}
-
-/**
- * Agent routes are open to the org's admin too (API.md §1: "everything above"),
- * but only to a key of an org: a platform key (orgId null) has no org to act in.
- * 403 as for the other org-only actions: the key, not the request, is what is wrong.
- */
-function assertOrgKey(p: Principal): void {
-  if (p.orgId === null) throw new AppError('FORBIDDEN', "tool calls are made with an agent or admin key of the run's org; a platform key (orgId null) belongs to no org");
 }
 
 @ApiTags('tool-calls')
@@ -54,7 +44,6 @@ export class ToolCallsController {
     @Req() req: Request & { correlationId?: string },
     @Res({ passthrough: true }) res: Response,
   ) {
-    assertOrgKey(p);
     return send(res, await this.calls.submit(p, runId, body, idem, req.correlationId ?? 'unknown'));
   }
 

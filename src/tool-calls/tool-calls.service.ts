@@ -68,6 +68,9 @@ export const inputAad = (orgId: string, toolCallId: string): string => `input:${
  * recording the intent → vendor call outside any transaction → ONE statement
  * recording the outcome → tool_result.
  */
+/** A platform key (orgId null) on an agent route (single call or batch). */
+export const PLATFORM_KEY_REFUSED = "tool calls are made with an agent or admin key of the run's org; a platform key (orgId null) belongs to no org";
+
 /** What an outcome records about the tool: names for the events and metrics, the cost of a vendor call. */
 export interface RecordedTool {
   toolName: string;
@@ -108,9 +111,10 @@ export class ToolCallsService {
   }
 
   async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<ToolCallResponse> {
-    const use = parseToolUse(body);
-    if (!p.orgId) throw new AppError('FORBIDDEN', 'tool calls are made with an org-scoped agent key');
+    // Agent or org admin keys (API.md §1); a platform key has no org to act in. Before the body: the key, not the request, is wrong.
+    if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
     const orgId = p.orgId;
+    const use = parseToolUse(body);
     const run = await this.runs.snapshot(orgId, runId);
     if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);

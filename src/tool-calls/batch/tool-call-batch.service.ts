@@ -6,7 +6,7 @@ import { problemBody, toAppError } from '../../common/errors/problem.filter.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { RunsService } from '../../runs/runs.service.js';
 import type { ToolCallBody } from '../tool-call-body.js';
-import { ToolCallsService } from '../tool-calls.service.js';
+import { PLATFORM_KEY_REFUSED, ToolCallsService } from '../tool-calls.service.js';
 import { parseToolUse } from '../tool-use.js';
 import { fitBatchBudget } from './batch-budget.js';
 import { parseBatchRequest, runBounded, scheduleBatch, type ScheduleKind } from './batch-request.js';
@@ -40,10 +40,10 @@ export class ToolCallBatchService {
   ) {}
 
   async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<BatchResponse> {
+    // Agent or org admin keys (API.md §1); a platform key has no org to act in (403, as for a single call).
+    if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
     const toolUses = parseBatchRequest(body, idempotencyHeader);
     // The run is the batch's, not an item's: a missing or finished run answers once, for the whole batch.
-    // Agent or org admin keys (API.md §1); a platform key has no org to act in (403, as for a single call).
-    if (!p.orgId) throw new AppError('FORBIDDEN', "tool calls are made with an agent or admin key of the run's org; a platform key (orgId null) belongs to no org");
     const run = await this.runs.snapshot(p.orgId, runId);
     if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
 
