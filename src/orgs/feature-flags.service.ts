@@ -24,8 +24,13 @@ export class FeatureFlagsService {
     private readonly events: LedgerEventsService,
   ) {}
 
+  /** A copy: the caller may change it without changing the cached flags. */
   async all(orgId: string): Promise<Record<FlagName, boolean>> {
-    return { ...(await this.cache.get(orgId, () => this.load(orgId))) };
+    return { ...(await this.cached(orgId)) };
+  }
+
+  private cached(orgId: string): Promise<Readonly<Record<FlagName, boolean>>> {
+    return this.cache.get(orgId, () => this.load(orgId));
   }
 
   private async load(orgId: string): Promise<Record<FlagName, boolean>> {
@@ -35,8 +40,9 @@ export class FeatureFlagsService {
     return flags;
   }
 
+  /** Every tool call asks: read from the cache, no copy. */
   async isEnabled(orgId: string, flag: FlagName): Promise<boolean> {
-    return (await this.all(orgId))[flag];
+    return (await this.cached(orgId))[flag];
   }
 
   async set(actor: Principal, orgId: string, flag: string, enabled: boolean, reason?: string) {
