@@ -104,6 +104,25 @@ describe('ShopifyEmulator', () => {
     expect(shop.order(12345)?.displayFinancialStatus).toBe('REFUNDED');
   });
 
+  it('requires the presentment currency on a refund of a multi-currency order, without using the key', async () => {
+    const eur = (currency?: string): Record<string, unknown> => {
+      const v = refundInput('10.00', 1004, 71050);
+      return { input: { ...(v.input as Record<string, unknown>), ...(currency === undefined ? {} : { currency }) } };
+    };
+    for (const currency of [undefined, 'USD']) {
+      const refused = await gql(refundDoc('k-3'), eur(currency));
+      expect(refused.body.data).toMatchObject({ refundCreate: { refund: null, userErrors: [{ field: ['currency'] }] } });
+    }
+    expect(shop.refundCount(1004)).toBe(0);
+    const ok = await gql(refundDoc('k-3'), eur('EUR'));
+    expect(ok.body.data).toMatchObject({ refundCreate: { userErrors: [] } });
+    expect(shop.refundCount(1004)).toBe(1);
+    // a same-currency order takes its own currency as well as none
+    expect((await gql(refundDoc('k-4'), { input: { ...(refundInput('1.00').input as Record<string, unknown>), currency: 'USD' } })).body.data).toMatchObject({
+      refundCreate: { userErrors: [] },
+    });
+  });
+
   it('updates the note with orderUpdate', async () => {
     const a = await gql('mutation($input: OrderInput!) { orderUpdate(input: $input) { order { id note } userErrors { field message } } }', {
       input: { id: 'gid://shopify/Order/450789469', note: 'Leave at the door' },

@@ -42,7 +42,12 @@ export interface EmuOrder {
   phone: string | null;
   displayFinancialStatus: string;
   displayFulfillmentStatus: string;
+  /** the shop's currency: every shopMoney amount */
   currencyCode: string;
+  /** the currency the customer paid in; every *Cents amount of the order is in it */
+  presentmentCurrencyCode: string;
+  /** shop-currency units per presentment unit (1 when the two currencies are the same) */
+  shopPerPresentment: number;
   totalCents: number;
   createdAt: string;
   note: string | null;
@@ -91,8 +96,11 @@ const SPRINGFIELD: EmuAddress = {
   phone: '+15555550142',
 };
 
-function order(o: Omit<EmuOrder, 'note' | 'refunds' | 'currencyCode'> & Partial<Pick<EmuOrder, 'note' | 'refunds'>>): EmuOrder {
-  return { note: null, refunds: [], currencyCode: 'USD', ...o };
+type Seed = Omit<EmuOrder, 'note' | 'refunds' | 'currencyCode' | 'presentmentCurrencyCode' | 'shopPerPresentment'> &
+  Partial<Pick<EmuOrder, 'note' | 'refunds' | 'presentmentCurrencyCode' | 'shopPerPresentment'>>;
+
+function order(o: Seed): EmuOrder {
+  return { note: null, refunds: [], currencyCode: 'USD', presentmentCurrencyCode: 'USD', shopPerPresentment: 1, ...o };
 }
 
 export function seedShopifyOrders(): Map<number, EmuOrder> {
@@ -161,6 +169,19 @@ export function seedShopifyOrders(): Map<number, EmuOrder> {
         { id: 71041, kind: 'REFUND', status: 'SUCCESS', gateway: 'manual', amountCents: 2_500, parentId: 71040 },
       ],
       refunds: [{ id: 880002, note: null, amountCents: 2_500, createdAt: '2026-06-29T10:00:00Z', transactionIds: [71041] }],
+    }),
+    order({
+      // A multi-currency order: the shop sells in USD, the customer paid in EUR.
+      // Refunds name the presentment currency (VENDORS.md §1.8, RefundInput.currency).
+      id: 1004, name: '#1046', email: 'lena.vogel@example.com', phone: null,
+      displayFinancialStatus: 'PAID', displayFulfillmentStatus: 'FULFILLED', totalCents: 5_000,
+      presentmentCurrencyCode: 'EUR', shopPerPresentment: 1.08,
+      createdAt: '2026-07-03T09:00:00Z',
+      customer: { firstName: 'Lena', lastName: 'Vogel', email: 'lena.vogel@example.com', phone: null },
+      shippingAddress: { ...SF, name: 'Lena Vogel', address2: null, phone: null },
+      lineItems: [{ id: 66050, name: 'Merino Running Socks - L', title: 'Merino Running Socks', sku: 'MRS-L', quantity: 2, priceCents: 2_500 }],
+      fulfillments: [{ status: 'SUCCESS', tracking: [{ number: 'TRACK-004', company: 'DHL', url: null }] }],
+      transactions: [{ id: 71050, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 5_000 }],
     }),
   ];
   return new Map(orders.map((o) => [o.id, o]));

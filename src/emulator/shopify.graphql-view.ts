@@ -13,8 +13,17 @@ export function formatCents(cents: number): string {
   return (cents / 100).toFixed(2);
 }
 
-function money(cents: number, currencyCode: string): { shopMoney: { amount: string; currencyCode: string } } {
-  return { shopMoney: { amount: formatCents(cents), currencyCode } };
+interface MoneyBag {
+  shopMoney: { amount: string; currencyCode: string };
+  presentmentMoney: { amount: string; currencyCode: string };
+}
+
+/** A MoneyBag of an amount in the order's presentment currency. */
+function money(cents: number, order: EmuOrder): MoneyBag {
+  return {
+    shopMoney: { amount: formatCents(Math.round(cents * order.shopPerPresentment)), currencyCode: order.currencyCode },
+    presentmentMoney: { amount: formatCents(cents), currencyCode: order.presentmentCurrencyCode },
+  };
 }
 
 /** What is still refundable on a SALE/CAPTURE: its amount minus the refunds booked against it. */
@@ -32,8 +41,8 @@ export function transactionView(order: EmuOrder, tx: EmuTransaction): Record<str
     kind: tx.kind,
     status: tx.status,
     gateway: tx.gateway,
-    amountSet: money(tx.amountCents, order.currencyCode),
-    maximumRefundableV2: { amount: formatCents(refundableCents(order, tx)), currencyCode: order.currencyCode },
+    amountSet: money(tx.amountCents, order),
+    maximumRefundableV2: { amount: formatCents(refundableCents(order, tx)), currencyCode: order.presentmentCurrencyCode },
     parentTransaction: tx.parentId === undefined ? null : { id: gid('OrderTransaction', tx.parentId) },
   };
 }
@@ -44,7 +53,7 @@ export function refundView(order: EmuOrder, refund: EmuRefund): Record<string, u
     id: gid('Refund', refund.id),
     note: refund.note,
     createdAt: refund.createdAt,
-    totalRefundedSet: money(refund.amountCents, order.currencyCode),
+    totalRefundedSet: money(refund.amountCents, order),
     transactions: { nodes: txs.map((t) => transactionView(order, t)) },
   };
 }
@@ -61,7 +70,8 @@ export function orderView(o: EmuOrder): Record<string, unknown> {
     displayFinancialStatus: o.displayFinancialStatus,
     displayFulfillmentStatus: o.displayFulfillmentStatus,
     currencyCode: o.currencyCode,
-    totalPriceSet: money(o.totalCents, o.currencyCode),
+    presentmentCurrencyCode: o.presentmentCurrencyCode,
+    totalPriceSet: money(o.totalCents, o),
     customer: o.customer && {
       firstName: o.customer.firstName,
       lastName: o.customer.lastName,
@@ -76,7 +86,7 @@ export function orderView(o: EmuOrder): Record<string, unknown> {
         title: li.title,
         sku: li.sku,
         quantity: li.quantity,
-        originalUnitPriceSet: money(li.priceCents, o.currencyCode),
+        originalUnitPriceSet: money(li.priceCents, o),
       })),
     },
     // Order.fulfillments and trackingInfo are plain lists in the Admin API, not connections.

@@ -86,6 +86,12 @@ export class ShopifyRefundDesk {
     const orderMatch = typeof inp.orderId === 'string' ? ORDER_GID.exec(inp.orderId) : null;
     const order = orderMatch ? orders.get(Number(orderMatch[1])) : undefined;
     if (!order) return refused([{ field: ['orderId'], message: 'Order does not exist' }]);
+    // RefundInput.currency: "the presentment currency ... required for orders where
+    // the currency and presentment currency differ" (VENDORS.md §1.8; wording assumed).
+    const currency = inp.currency === undefined || inp.currency === null ? undefined : inp.currency;
+    if (currency === undefined ? order.presentmentCurrencyCode !== order.currencyCode : currency !== order.presentmentCurrencyCode) {
+      return refused([{ field: ['currency'], message: `Currency must be the presentment currency of the order (${order.presentmentCurrencyCode})` }]);
+    }
 
     const lines = Array.isArray(inp.transactions) ? (inp.transactions as Array<Record<string, unknown>>) : [];
     const planned: Array<{ parent: EmuTransaction; cents: number; gateway: string }> = [];
@@ -106,7 +112,7 @@ export class ShopifyRefundDesk {
         return refused([
           {
             field: field('amount'),
-            message: `Refund amount ${formatCents(cents)} ${order.currencyCode} exceeds the maximum refundable amount ${formatCents(Math.max(0, left))} ${order.currencyCode}`,
+            message: `Refund amount ${formatCents(cents)} ${order.presentmentCurrencyCode} exceeds the maximum refundable amount ${formatCents(Math.max(0, left))} ${order.presentmentCurrencyCode}`,
           },
         ]);
       }

@@ -44,6 +44,7 @@ export const REFUND_CONTEXT_QUERY = `query RefundContext($id: ID!) {
   order(id: $id) {
     id
     currencyCode
+    presentmentCurrencyCode
     transactions(first: 20) { id kind status gateway }
   }
 }`;
@@ -62,7 +63,7 @@ export function refundMutation(idempotencyKey: string): string {
       id
       note
       createdAt
-      totalRefundedSet { shopMoney { amount currencyCode } }
+      totalRefundedSet { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } }
       transactions(first: 10) { nodes { id status kind gateway amountSet { shopMoney { amount currencyCode } } } }
     }
     userErrors { field message }

@@ -166,6 +166,18 @@ describe('ShopifyHandler writes', () => {
     expect(mutation?.body).toContain(`@idempotent(key: \\"${refundIdempotencyKey('org-1', call.idempotencyKey)}\\")`);
   });
 
+  it('refunds a multi-currency order in the currency the customer paid in, naming it (VENDORS.md §1.8)', async () => {
+    const call = refund({ orderId: '1004', amount: '10' });
+    const out = await handler.execute(call);
+    expect(out).toMatchObject({ ok: true, data: { orderId: '1004', amount: '10.00', currency: 'EUR', status: 'success' } });
+    expect(shop().refundCount(1004)).toBe(1);
+    const mutation = emu.requests.find((r) => r.body.includes('refundCreate'));
+    expect(JSON.parse(mutation?.body ?? '{}')).toMatchObject({ variables: { input: { currency: 'EUR', transactions: [{ amount: '10.00' }] } } });
+    // the retry sends the same input: Shopify replays the refund instead of refusing the key
+    expect(await handler.execute({ ...call, attempt: 1 })).toEqual(out);
+    expect(shop().refundCount(1004)).toBe(1);
+  });
+
   it('makes a second refund for a different ledger key', async () => {
     await handler.execute(refund({ orderId: '12345', amount: '20' }));
     await handler.execute(refund({ orderId: '12345', amount: '20' }));

@@ -8,7 +8,7 @@ import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.clie
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
-import { buildRefundInput, pickRefundParent, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
+import { buildRefundInput, pickRefundParent, refundCurrency, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
 import { SHOPIFY_TOOLS } from './shopify.tools.js';
 
 const NUMERIC_ID = /^[0-9]{1,20}$/;
@@ -115,7 +115,7 @@ export class ShopifyHandler implements VendorHandler {
     // unanswered it would refuse the retry that Shopify answers with the
     // original refund. Shopify enforces the ceiling itself (userErrors).
     const key = refundIdempotencyKey(ctx.orgId, ctx.idempotencyKey);
-    const input = buildRefundInput(orderGid, amount, typeof note === 'string' ? note : undefined, ctx.toolCallId, parent);
+    const input = buildRefundInput(orderGid, amount, typeof note === 'string' ? note : undefined, ctx.toolCallId, parent, refundCurrency(order));
     const res = await this.gql(ctx, conn, refundMutation(key), { input }, 'refundCreate');
     if (!res.ok) return res;
     const payload = res.data.refundCreate;

@@ -100,6 +100,11 @@ function money(set: unknown): { amount: string | null; currency: string | null }
   return { amount: str(shop.amount), currency: str(shop.currencyCode) };
 }
 
+function presentmentMoney(set: unknown): { amount: string | null; currency: string | null } {
+  const bag = isRecord(set) && isRecord(set.presentmentMoney) ? set.presentmentMoney : undefined;
+  return bag ? { amount: str(bag.amount), currency: str(bag.currencyCode) } : money(set);
+}
+
 export type RefundSettlement = 'success' | 'pending' | 'failed';
 
 export interface NormalizedRefund {
@@ -117,6 +122,8 @@ export function normalizeRefund(orderId: string, r: Record<string, unknown>): No
   let status: RefundSettlement = 'success';
   if (statuses.some((s) => s === 'FAILURE' || s === 'ERROR')) status = 'failed';
   else if (statuses.some((s) => s !== 'SUCCESS')) status = 'pending';
-  const total = money(r.totalRefundedSet);
+  // In the currency the refund was asked in: the presentment one (the shop's
+  // for most orders, where both are the same).
+  const total = presentmentMoney(r.totalRefundedSet);
   return { refundId: legacyId(r.id), orderId, amount: total.amount, currency: total.currency, status, createdAt: str(r.createdAt) };
 }

@@ -52,13 +52,32 @@ export function pickRefundParent(order: Record<string, unknown>): RefundParent |
   return undefined;
 }
 
-export function buildRefundInput(orderGid: string, amount: string, note: string | undefined, toolCallId: string, parent: RefundParent): Record<string, unknown> {
+/**
+ * The currency a refund is made in: the order's presentment currency (the one
+ * the customer paid in), which Shopify requires in `currency` when it differs
+ * from the shop's (VENDORS.md §1.8). It is a fact of the order that never
+ * changes, so every attempt sends the same input.
+ */
+export function refundCurrency(order: Record<string, unknown>): string | undefined {
+  const code = order.presentmentCurrencyCode ?? order.currencyCode;
+  return typeof code === 'string' && /^[A-Z]{3}$/.test(code) ? code : undefined;
+}
+
+export function buildRefundInput(
+  orderGid: string,
+  amount: string,
+  note: string | undefined,
+  toolCallId: string,
+  parent: RefundParent,
+  currency: string | undefined,
+): Record<string, unknown> {
   // The ledger id in the note makes a read-back reconcile exact (VENDORS.md §1.9, point 4).
   const marker = `[tool-gateway call ${toolCallId}]`;
   return {
     orderId: orderGid,
     note: note ? `${note} ${marker}` : marker,
     notify: false,
+    ...(currency === undefined ? {} : { currency }),
     transactions: [{ orderId: orderGid, parentId: parent.id, amount: formatAmount(amount), gateway: parent.gateway, kind: 'REFUND' }],
   };
 }

@@ -80,11 +80,11 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
     actions: [
       {
         name: 'create',
-        description: 'Refund an amount (shop currency) to the original payment of the order.',
+        description: 'Refund an amount to the original payment of the order, in the currency the customer paid in (the order\'s presentment currency).',
         inputSchema: objectSchema(
           {
             orderId,
-            amount: { type: 'string', pattern: REFUND_AMOUNT_PATTERN, description: 'Decimal amount, e.g. "19.99"' },
+            amount: { type: 'string', pattern: REFUND_AMOUNT_PATTERN, description: 'Decimal amount in the currency the customer paid in, e.g. "19.99"' },
             note: { type: 'string', maxLength: REFUND_NOTE_MAX_LENGTH, description: 'Reason shown on the refund' },
           },
           ['orderId', 'amount'],
