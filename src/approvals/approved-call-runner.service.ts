@@ -187,7 +187,9 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     }
     // Not executed: the names the call was recorded with, and no cost (nothing reached a vendor).
     const tool = entry && params ? recordedTool(entry) : { toolName: call.tool_name, action: call.action, costCents: 0 };
-    await this.calls.recordOutcome({ ...base, tool }, outcome);
+    // The approved input goes in the outcome's own statement (also when that is written late, after an
+    // outage), and here too for a call settled elsewhere meanwhile (the orphan sweep).
+    await this.calls.recordOutcome({ ...base, tool, dropInput: true }, outcome);
     await this.sql.query('DELETE FROM tool_call_inputs WHERE tool_call_id = $1', [call.id]);
   }
 

@@ -1,9 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { Envelope } from '../common/crypto/envelope-cipher.js';
+import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { newId } from '../common/ids.js';
 import { Sql } from '../db/sql.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { retryWhileUnavailable } from './outcome-retry.js';
 import type { EncryptedResult } from './results.store.js';
 import type { ToolCallStatus } from './tool-call-status.js';
 
@@ -63,7 +65,19 @@ export interface OutcomeRow {
   costCents: number;
   truncated: boolean;
   result?: EncryptedResult;
+  /** Delete the call's encrypted approved input in the same statement (an approved call has one). */
+  dropInput?: boolean;
 }
+
+/** How long a request waits for the database to take its outcome before answering 503. */
+export const OUTCOME_WRITE_INLINE_MS = 3_000;
+/**
+ * How long the gateway keeps an outcome it could not write in memory, trying
+ * again, after that answer. The orphan sweep settles a call running longer
+ * than VENDOR_TIMEOUT_MS + STALE_RUNNING_MARGIN_MS; a write after that finds
+ * it settled and stops.
+ */
+export const OUTCOME_WRITE_LATE_MS = 15 * 60_000;
 
 /** Builds `INSERT INTO runtime_ledger_events … SELECT … WHERE EXISTS (SELECT 1 FROM <guard>)` for a CTE. */
 function eventsCte(events: NewLedgerEvent[], params: unknown[], guard: string): string {
@@ -85,11 +99,27 @@ function eventsCte(events: NewLedgerEvent[], params: unknown[], guard: string): 
  * events). Nothing is held open while the vendor is called.
  */
 @Injectable()
-export class ToolCallLedger {
+export class ToolCallLedger implements BeforeApplicationShutdown {
+  private readonly log = new Logger('ToolCallLedger');
+  /** Aborted at shutdown: outcome writes waiting for the database stop waiting. */
+  private readonly closing = new AbortController();
+  /** Outcome writes still trying after their request was answered 503. */
+  private readonly late = new Set<Promise<void>>();
+
   constructor(
     private readonly sql: Sql,
     private readonly metrics: MetricsService,
   ) {}
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closing.abort();
+    await Promise.allSettled([...this.late]);
+  }
+
+  /** Outcome writes kept in memory, still trying (for tests and metrics). */
+  get lateOutcomeWrites(): number {
+    return this.late.size;
+  }
 
   /** True when this request reserved the idempotency key; false when the key already existed. */
   async writeIntent(row: IntentRow, events: NewLedgerEvent[], policy: PolicyDecisionRow | null, approval: ApprovalRow | null): Promise<boolean> {
@@ -134,6 +164,44 @@ export class ToolCallLedger {
     return rows.length === 1;
   }
 
+  /**
+   * writeOutcome, riding out a database that is briefly unavailable: retried
+   * for up to OUTCOME_WRITE_INLINE_MS. If it is still down, the error is
+   * thrown (the request answers 503) and the outcome is kept and retried in
+   * the background; `lateWrite` is told whether it was recorded then.
+   */
+  async writeOutcomeDurably(o: OutcomeRow, events: NewLedgerEvent[], lateWrite: (written: boolean) => void): Promise<boolean> {
+    try {
+      return await retryWhileUnavailable(() => this.writeOutcome(o, events), { budgetMs: OUTCOME_WRITE_INLINE_MS, capMs: 1_000, signal: this.closing.signal });
+    } catch (err) {
+      if (isDatabaseUnavailable(err)) this.keepTrying(o, events, lateWrite);
+      throw err;
+    }
+  }
+
+  private keepTrying(o: OutcomeRow, events: NewLedgerEvent[], lateWrite: (written: boolean) => void): void {
+    const fields = { toolCallId: o.id, status: o.status };
+    if (this.closing.signal.aborted) {
+      this.log.warn(fields, 'outcome not recorded (database unavailable during shutdown): the orphan sweep will mark the call indeterminate');
+      return;
+    }
+    this.log.warn(fields, 'outcome not recorded yet (database unavailable): kept in memory, retrying');
+    const task = retryWhileUnavailable(() => this.writeOutcome(o, events), { budgetMs: OUTCOME_WRITE_LATE_MS, capMs: 5_000, signal: this.closing.signal }).then(
+      (written) => {
+        this.log.log(fields, written ? 'outcome recorded after the database came back' : 'outcome not recorded: the call was settled elsewhere meanwhile');
+        lateWrite(written);
+      },
+      (err: unknown) => {
+        // A code, not the error's text: a statement's error may quote its values.
+        const code = (err as { code?: unknown } | null)?.code;
+        const reason = isDatabaseUnavailable(err) ? 'database unavailable' : typeof code === 'string' ? `error ${code}` : 'write failed';
+        this.log.warn({ ...fields, reason }, 'outcome not recorded: the orphan sweep will mark the call indeterminate');
+      },
+    );
+    this.late.add(task);
+    void task.finally(() => this.late.delete(task));
+  }
+
   /** Records the outcome if the call is still in `from`; false when someone else settled it first. */
   async writeOutcome(o: OutcomeRow, events: NewLedgerEvent[]): Promise<boolean> {
     const p: unknown[] = [
@@ -153,6 +221,7 @@ export class ToolCallLedger {
                         SELECT tc.id, tc.org_id, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6} FROM tc
                         ON CONFLICT (tool_call_id) DO NOTHING)`);
     }
+    if (o.dropInput) ctes.push('ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id)');
     ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
     const t0 = performance.now();
     const rows = await this.sql.prepared<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);

@@ -6,6 +6,7 @@ import { actionDigest } from '../common/canonical-json.js';
 import { Clock } from '../common/clock.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { AppError } from '../common/errors/app-error.js';
+import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { newId } from '../common/ids.js';
 import { storableText } from '../common/storable-text.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -212,7 +213,7 @@ export class ToolCallsService {
 
   /** Writes the outcome of an executed call and answers with the tool-call body. Also used by approvals. */
   async recordOutcome(
-    c: { id: string; orgId: string; runId: string; tool: RecordedTool; toolUseId: string; digest: string; from: ToolCallStatus },
+    c: { id: string; orgId: string; runId: string; tool: RecordedTool; toolUseId: string; digest: string; from: ToolCallStatus; dropInput?: boolean },
     outcome: ExecutionOutcome,
   ): Promise<ToolCallResponse> {
     const now = this.clock.now();
@@ -234,27 +235,41 @@ export class ToolCallsService {
       metadata: { ...base, durationMs: outcome.durationMs, errorCode, vendorStatus: outcome.vendorStatus, retryCount: outcome.retries.length },
     });
     const retryAfterSeconds = outcome.status !== 'succeeded' ? (outcome.retryAfterSeconds ?? null) : null;
-    const written = await this.ledger.writeOutcome(
-      {
-        id: c.id, orgId: c.orgId, from: c.from, status, errorCode,
-        errorText: outcome.status === 'succeeded' ? null : outcome.errorText,
-        httpStatus: httpStatusFor(status, errorCode),
-        outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
-        retryCount: outcome.retries.length, retryAfterSeconds, vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
-        costCents: vendorReached ? c.tool.costCents : 0,
-        truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
-        result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
-      },
-      events,
-    );
+    const row = {
+      id: c.id, orgId: c.orgId, from: c.from, status, errorCode,
+      errorText: outcome.status === 'succeeded' ? null : outcome.errorText,
+      httpStatus: httpStatusFor(status, errorCode),
+      outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
+      retryCount: outcome.retries.length, retryAfterSeconds, vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
+      costCents: vendorReached ? c.tool.costCents : 0,
+      truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
+      result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
+      dropInput: c.dropInput,
+    };
+    const settled = (): void => {
+      this.count(c.tool.toolName, c.tool.action, status, errorCode);
+      settledCalls.emit('settled', c.id);
+    };
+    let written: boolean;
+    try {
+      written = await this.ledger.writeOutcomeDurably(row, events, (late) => late && settled());
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      // Not "nothing was executed": the caller must not send this call again under a new id.
+      const detail = vendorReached
+        ? 'the vendor was called, but the database is unavailable and its outcome is not recorded yet; the gateway keeps it and retries. ' +
+          'Send the same tool_use again (same id or Idempotency-Key) later to read it, never under a new id: that would call the vendor again'
+        : 'the database is unavailable and the outcome of this call is not recorded yet (the vendor was not called); the gateway keeps it and retries. ' +
+          'Send the same tool_use again later to read it';
+      throw new AppError('DATABASE_UNAVAILABLE', detail, { retryAfterSeconds: 1, fields: { toolCallId: c.id, outcomeRecorded: false } });
+    }
     if (!written) {
       // Someone else settled it (e.g. the orphan sweep): answer with what the ledger says.
       this.log.warn({ toolCallId: c.id }, 'outcome not recorded: the call was settled elsewhere');
       const stored = await this.findById(c.orgId, c.id);
       return this.answerStored(stored!, c.toolUseId, false);
     }
-    this.count(c.tool.toolName, c.tool.action, status, errorCode);
-    settledCalls.emit('settled', c.id);
+    settled();
     const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds };
     const result: StoredResult = outcome.status === 'succeeded' && json !== null ? { found: true, value: outcome.result, json } : { found: false };
     return this.respond(buildToolCallBody(facts, result, c.toolUseId, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);

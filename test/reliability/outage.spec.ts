@@ -93,26 +93,64 @@ describe('database outage', () => {
     expect(exited).toBeNull(); // the same process, never restarted
   }, 90_000);
 
-  it('a write at the vendor when the database goes away answers 503, and is never executed twice afterwards', async () => {
-    const use = toolUse('shopify_order', { action: 'add_note', orderId: '1002', note: 'in flight during the outage' });
-    const updates = () => emu.requests.filter((r) => r.body.includes('orderUpdate')).length;
-    const before = updates();
-    emu.fault({ vendor: 'shopify', bodyMatch: /orderUpdate/, kind: 'delay_after', delayMs: 1_500 });
+  /** Posts a note write held at the vendor for `holdMs`; resolves once the write has reached the vendor. */
+  async function writeHeldAtVendor(note: string, holdMs: number) {
+    const use = toolUse('shopify_order', { action: 'add_note', orderId: '1002', note });
+    const before = noteWrites();
+    emu.fault({ vendor: 'shopify', bodyMatch: /orderUpdate/, kind: 'delay_after', delayMs: holdMs, times: 1 });
     const pending = postToolUse(gw.http, org.runId, org.agentKey, use);
-    const first = await Promise.race([waitFor(() => updates() === before + 1, 'the write to reach the vendor').then(() => null), pending]);
+    const first = await Promise.race([waitFor(() => noteWrites() === before + 1, 'the write to reach the vendor').then(() => null), pending]);
     if (first) throw new Error(`the write did not reach the vendor: ${first.status} ${first.text}\n${gw.output().split('\n').filter((l) => l.includes(String(JSON.parse(first.text).correlationId))).join('\n')}`);
+    return { use, pending, arrivedAt: performance.now(), before };
+  }
+  const noteWrites = () => emu.requests.filter((r) => r.body.includes('orderUpdate')).length;
+
+  it('a database back within seconds takes the outcome of a write that was at the vendor: the request answers it', async () => {
+    const { pending, arrivedAt, before } = await writeHeldAtVendor('database back soon', 1_000);
+    await pgServer.stopServer();
+    // The vendor answers 1 s after the write arrived: the outcome write then finds the database down.
+    await sleep(Math.max(0, arrivedAt + 1_300 - performance.now()));
+    const t0 = performance.now();
+    await pgServer.startServer();
+    const startMs = performance.now() - t0;
+    const res = await pending;
+    expect(res.status, `${res.status} ${res.text} (PostgreSQL took ${Math.round(startMs)} ms to start)`).toBe(200);
+    expect(res.body).toMatchObject({ status: 'succeeded', replayed: false });
+    expect(noteWrites()).toBe(before + 1);
+    await waitFor(async () => (await gw.http.get('/readyz')).status === 200, '/readyz to answer 200 again', 15_000, 200);
+  }, 60_000);
+
+  it('a write at the vendor when the database stays away answers 503 saying so; its outcome is recorded when the database is back, never executed twice', async () => {
+    const { use, pending, before } = await writeHeldAtVendor('in flight during the outage', 1_500);
     await pgServer.stopServer();
     const res = await pending;
     expectUnavailable(res, 'the outcome could not be recorded');
+    // Not "nothing happened": the caller learns the call ran, which call it is, and not to send it under a new id.
+    const problem = JSON.parse(res.text) as Record<string, unknown>;
+    expect(problem).toMatchObject({ outcomeRecorded: false, toolCallId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(problem.detail).toMatch(/vendor was called/);
+    await sleep(1_000); // the kept outcome keeps failing for a while; the process rides it out
 
     await pgServer.startServer();
     await waitFor(async () => (await gw.http.get('/readyz')).status === 200, '/readyz to answer 200 again', 15_000, 200);
-    // The intent row is still `running` (the orphan sweep settles it later): the agent is told to wait, the vendor is not called again.
-    const again = await postToolUse(gw.http, org.runId, org.agentKey, use);
-    expect([409, 200]).toContain(again.status);
-    if (again.status === 409) expect(again.body.code).toBe('IDEMPOTENCY_IN_PROGRESS');
-    else expect(again.body).toMatchObject({ status: 'indeterminate', replayed: true });
-    expect(updates()).toBe(before + 1);
+    // The outcome kept in memory lands: a resend of the same tool_use reads it (409 in progress until then).
+    let again = await postToolUse(gw.http, org.runId, org.agentKey, use);
+    await waitFor(
+      async () => {
+        again = await postToolUse(gw.http, org.runId, org.agentKey, use);
+        if (again.status === 409) expect(again.body.code).toBe('IDEMPOTENCY_IN_PROGRESS');
+        return again.status !== 409;
+      },
+      'the kept outcome to be recorded',
+      20_000,
+      250,
+    );
+    expect(again.status, again.text).toBe(200);
+    expect(again.body).toMatchObject({ toolCallId: problem.toolCallId, status: 'succeeded', replayed: true });
+    expect(noteWrites()).toBe(before + 1);
+    const events = await gw.http.get(`/v1/tool-calls/${problem.toolCallId as string}`).set(bearer(org.adminKey));
+    expect(events.status).toBe(200);
+    expect(events.body).toMatchObject({ status: 'succeeded' });
   }, 60_000);
 
   it('the gateway wrote no secret and no crash to its output', () => {

@@ -60,7 +60,15 @@ export function ApiToolCallResponses(): MethodDecorator {
     ApiResponse({ status: 404, description: 'RUN_NOT_FOUND (also another org’s run)', schema: PROBLEM_SCHEMA }),
     ApiResponse({ status: 409, description: 'RUN_NOT_ACTIVE, or IDEMPOTENCY_IN_PROGRESS with Retry-After', schema: PROBLEM_SCHEMA }),
     ApiResponse({ status: 429, description: 'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After', schema: PROBLEM_SCHEMA }),
-    ApiResponse({ status: 503, description: 'DATABASE_UNAVAILABLE: nothing was executed', schema: PROBLEM_SCHEMA }),
+    ApiResponse({
+      status: 503,
+      description:
+        'DATABASE_UNAVAILABLE, with Retry-After. Without `toolCallId`: nothing was recorded or executed. With `toolCallId` and ' +
+        '`outcomeRecorded: false`: the call was recorded and ran (the detail says whether the vendor was called), but its outcome ' +
+        'could not be written yet; the gateway keeps it and retries. Send the same tool_use again (same id or Idempotency-Key) to read ' +
+        'it (409 IDEMPOTENCY_IN_PROGRESS until then) — never under a new id',
+      schema: PROBLEM_SCHEMA,
+    }),
   );
 }
 

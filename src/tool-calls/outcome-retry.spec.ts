@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { retryWhileUnavailable, unavailableRetryDelayMs } from './outcome-retry.js';
+
+const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+const wrong = (): Error => Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' });
+
+/** A write that fails with the given errors first, then answers `value`. */
+function writeFailing(errors: Error[], value = 'written'): { write: () => Promise<string>; calls: () => number } {
+  let n = 0;
+  return {
+    write: async () => {
+      const err = errors[n++];
+      if (err) throw err;
+      return value;
+    },
+    calls: () => n,
+  };
+}
+
+describe('unavailableRetryDelayMs', () => {
+  it('starts at 100 ms, doubles, and stops at the cap (also for huge attempt numbers)', () => {
+    expect([0, 1, 2, 3, 4, 5].map((a) => unavailableRetryDelayMs(a, 1_000))).toEqual([100, 200, 400, 800, 1_000, 1_000]);
+    expect(unavailableRetryDelayMs(5_000, 5_000)).toBe(5_000);
+  });
+});
+
+describe('retryWhileUnavailable', () => {
+  it('rides out a database that refuses a few times, then answers what the write answered', async () => {
+    const w = writeFailing([refused(), refused(), refused()]);
+    await expect(retryWhileUnavailable(w.write, { budgetMs: 5_000, capMs: 50 })).resolves.toBe('written');
+    expect(w.calls()).toBe(4);
+  });
+
+  it('rethrows at once an error retrying cannot mend', async () => {
+    const w = writeFailing([wrong()]);
+    await expect(retryWhileUnavailable(w.write, { budgetMs: 5_000, capMs: 50 })).rejects.toMatchObject({ code: '23505' });
+    expect(w.calls()).toBe(1);
+  });
+
+  it('gives up with the last refusal once the next wait would pass the budget', async () => {
+    const w = writeFailing(Array.from({ length: 100 }, refused));
+    const t0 = performance.now();
+    await expect(retryWhileUnavailable(w.write, { budgetMs: 350, capMs: 100 })).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    expect(performance.now() - t0).toBeLessThan(1_000); // never waits past the budget (350 ms), give or take the event loop
+    expect(w.calls()).toBeGreaterThanOrEqual(3); // 0, 100, 200 (300 would end past the budget)
+    expect(w.calls()).toBeLessThan(6);
+  });
+
+  it('stops waiting when the signal aborts (shutdown), with the last refusal', async () => {
+    const w = writeFailing(Array.from({ length: 100 }, refused));
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 150);
+    const t0 = performance.now();
+    await expect(retryWhileUnavailable(w.write, { budgetMs: 60_000, capMs: 10_000, signal: stop.signal })).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    expect(performance.now() - t0).toBeLessThan(1_000);
+  });
+});
