@@ -74,6 +74,11 @@ export class ToolCatalogService {
     return this.entries.has(key);
   }
 
+  /** A tool of the catalog (any of its actions). */
+  isTool(toolName: string): boolean {
+    return this.tools.some((t) => t.name === toolName);
+  }
+
   /**
    * JSON Schema first, then the vendor's own pre-flight checks (e.g. Nango path safety).
    * The message names the offending field (API.md §4) with any model-written name

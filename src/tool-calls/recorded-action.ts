@@ -23,6 +23,20 @@ export const RECORDED_ACTION_MAX = 200;
  *   covers the exact action the model sent.
  * - Not a string (missing, a number, an object): "" as before.
  */
+/**
+ * The tool_use `name` as the ledger records it (tool_calls.tool_name, event
+ * metadata): a catalog tool verbatim; anything else is model-written text like
+ * an unknown action ("4111111111111111" and "sk_live_…" are well-formed
+ * names), so it goes through the same redaction. The digest still covers the
+ * exact name.
+ */
+export function recordedToolName(toolName: string, catalog: Pick<ToolCatalogService, 'isTool'>): string {
+  return catalog.isTool(toolName) ? toolName : redactedModelText(toolName, RECORDED_TOOL_NAME_MAX);
+}
+
+/** Longest tool name a tool_use may carry (parseToolUse). */
+const RECORDED_TOOL_NAME_MAX = 128;
+
 export function recordedAction(toolName: string, action: unknown, catalog: Pick<ToolCatalogService, 'find'>): string {
   if (typeof action !== 'string') return '';
   if (catalog.find(toolName, action)) return action;

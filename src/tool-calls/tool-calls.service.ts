@@ -25,7 +25,7 @@ import { buildToolCallBody, httpStatusFor, type StoredResult, type ToolCallBody 
 import { ToolCallLedger } from './tool-call-ledger.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 import type { ToolCallStatus } from './tool-call-status.js';
-import { recordedAction } from './recorded-action.js';
+import { recordedAction, recordedToolName } from './recorded-action.js';
 import { ResultsStore } from './results.store.js';
 import { idempotencyKeyFor, parseToolUse } from './tool-use.js';
 
@@ -119,7 +119,8 @@ export class ToolCallsService {
     const run = await this.runs.snapshot(orgId, runId);
     if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
-    // The one form of the model's action that reaches the row, the events and the metrics (see recordedAction).
+    // The one form of the model's tool name and action that reaches the row, the events and the metrics (see recorded-action.ts).
+    const toolName = recordedToolName(use.name, this.catalog);
     const action = recordedAction(use.name, use.action, this.catalog);
     const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
 
@@ -148,7 +149,7 @@ export class ToolCallsService {
       const errorCode = status === 'blocked' || status === 'failed' ? decision.errorCode : null;
       const errorText = status === 'failed' ? storableText(decision.errorText) : null; // names the model's parameter, redacted by the catalog (checkParams)
       const entry = decision.entry;
-      const facts = { toolName: use.name, action, digest };
+      const facts = { toolName, action, digest };
       const actor = { keyId: p.keyId, role: p.role };
       const events: NewLedgerEvent[] = [{ orgId, type: 'tool_call.requested', runId: run.id, toolCallId: id, actor, metadata: facts }];
       if (status === 'blocked') {
@@ -175,7 +176,7 @@ export class ToolCallsService {
           : null;
       const intent = this.ledger.writeIntent(
         {
-          id, orgId, runId: run.id, specialistId: run.specialistId, toolName: use.name, action, vendor: entry?.vendor ?? null,
+          id, orgId, runId: run.id, specialistId: run.specialistId, toolName, action, vendor: entry?.vendor ?? null,
           status, errorCode, errorText, httpStatus: httpStatusFor(status, errorCode), correlationId, idempotencyKey, toolUseId: use.id,
           actionDigest: digest, inputRedacted: redactInput(use.params), riskLevel: policy?.riskLevel ?? entry?.action.riskLevel ?? null,
           policyDecisionId, actorKeyId: p.keyId,
@@ -188,7 +189,7 @@ export class ToolCallsService {
       const reserved = await intent;
       if (!reserved) return await this.replay(orgId, idempotencyKey, digest, use.id);
       if (status !== 'running') {
-        this.count(use.name, action, status, errorCode);
+        this.count(toolName, action, status, errorCode);
         const facts2 = { id, status, errorCode, errorText, retryAfterSeconds: null, approvalKind: approval?.kind ?? null };
         return this.respond(buildToolCallBody(facts2, { found: false }, use.id, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
       }

@@ -79,6 +79,34 @@ describe('model-written text in the ledger: bounded and redacted', () => {
     for (const e of await eventsOf(big.body.toolCallId as string)) expect(JSON.stringify(e.metadata).length, e.type).toBeLessThan(1000);
   });
 
+  it('a card number or a token as the tool name → recorded redacted in the row, the events and the ops reads; a catalog tool name stays verbatim', async () => {
+    for (const name of [CARD, TOKEN, `x_${CARD}`]) {
+      const res = await post(org, { type: 'tool_use', id: `toolu_${randomBytes(6).toString('hex')}`, name, input: { action: 'lookup', orderId: '1' } });
+      expect(res.status, `${name}: ${res.text}`).toBe(403);
+      expect(res.body).toMatchObject({ status: 'blocked', errorCode: 'NOT_IN_MANIFEST' });
+      const id = res.body.toolCallId as string;
+      const [row] = (await h.t.ds.query('SELECT tool_name FROM tool_calls WHERE id = $1', [id])) as { tool_name: string }[];
+      expect(row.tool_name).toContain('[REDACTED]');
+      const events = await eventsOf(id);
+      expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.blocked']);
+      for (const e of events) expect(e.metadata.toolName, e.type).toBe(row.tool_name);
+      expectNoSecrets('events', JSON.stringify(events));
+      const story = await h.t.http.get(`/v1/tool-calls/${id}`).set(bearer(ops));
+      expect(story.status).toBe(200);
+      expectNoSecrets('GET /v1/tool-calls/:id', JSON.stringify(story.body));
+    }
+    const listed = await h.t.http.get('/v1/tool-calls').query({ runId: org.runId, limit: '200' }).set(bearer(ops));
+    expectNoSecrets('GET /v1/tool-calls', JSON.stringify(listed.body));
+    const exported = await h.t.http.get('/v1/tool-calls/export').query({ runId: org.runId, format: 'ndjson' }).set(bearer(ops));
+    expectNoSecrets('export', exported.text);
+    // A real tool (in the catalog, even if not in this run's manifest) is recorded as sent; a short clean typo too.
+    for (const name of ['shopify_refund', 'order_lookupp']) {
+      const res = await post(org, toolUse(name, { action: 'create', orderId: '1' }));
+      const [row] = (await h.t.ds.query('SELECT tool_name FROM tool_calls WHERE id = $1', [res.body.toolCallId])) as { tool_name: string }[];
+      expect(row.tool_name).toBe(name);
+    }
+  });
+
   it('a card number, SSN and bearer token in the action → 403 NOT_IN_MANIFEST; none of them in the row, the events or the ops reads', async () => {
     const action = `card ${CARD} ssn ${SSN} Bearer ${TOKEN}`;
     const res = await post(org, toolUse('order_lookup', { action, orderId: '1' }));
