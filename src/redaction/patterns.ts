@@ -13,6 +13,7 @@ const JWT = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0
 const VENDOR_TOKENS: readonly RegExp[] = [
   /\bshp(?:at|ca|pa|ss|ua)_[A-Za-z0-9]{16,}/g, // Shopify access / custom app / private app / shared secret
   /\bAtz[ar]\|[^\s"'<>,;]+/g, // Login with Amazon access (Atza|) and refresh (Atzr|) tokens
+  /\bamzn1\.oa2-cs\.v1\.[A-Za-z0-9]{16,}/g, // Login with Amazon client secrets
   /\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}/g, // Stripe secret and restricted keys
   /\bgh[pousr]_[A-Za-z0-9]{20,}/g, // GitHub tokens
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack tokens

@@ -367,6 +367,25 @@ describe('redactInput', () => {
     });
   });
 
+  it('an identifier key exempts only a bare digit id: a card written in its text, or a card number as a key ending in _id, is redacted', () => {
+    const card = '4111-1111-1111-1111';
+    expect(redactInput({ customerId: `card ${card} exp 12/29`, orderId: ' 4111111111111111 ' })).toEqual({
+      customerId: `card ${REDACTED} exp 12/29`,
+      orderId: ' 4111111111111111 ',
+    });
+    expect(JSON.stringify(redactOutput({ trackingNumber: `paid with ${card.replaceAll('-', ' ')}`, sku: 'SKU 4111111111111111' }))).not.toMatch(/4111.?1111/);
+    expect(JSON.stringify(redactInput({ ['4111111111111111_id']: 1 }))).not.toContain('4111111111111111');
+  });
+
+  it('pwd and passcode are secret names; a Login with Amazon client secret is recognised in text', () => {
+    expect(redactInput({ pwd: 'hunter2!', userPasscode: '918273', password_hint: 'x' })).toEqual({ pwd: REDACTED, userPasscode: REDACTED, password_hint: REDACTED });
+    const secret = `amzn1.oa2-cs.v1.${'3f9a1c7e'.repeat(8)}`;
+    expect(redactInput({ note: `use ${secret} for the app` })).toEqual({ note: `use ${REDACTED} for the app` });
+    expect(redactInput({ note: 'amzn1.application-oa2-client.0123456789abcdef is the client id' })).toEqual({
+      note: 'amzn1.application-oa2-client.0123456789abcdef is the client id',
+    });
+  });
+
   it('redacts a top-level string', () => {
     expect(redactInput('Bearer abcdefgh12345678')).toBe(`Bearer ${REDACTED}`);
   });

@@ -33,6 +33,9 @@ export const REDACTION_LIMITS = {
   maxOutputChars: 256 * 1024,
 } as const;
 
+/** A value that is one run of digits and nothing else: what an identifier key may hold without being taken for a card. */
+const BARE_DIGITS = /^\s*\d+\s*$/;
+
 /** Secrets in params, before they are written to the ledger. */
 export function redactInput(value: unknown): unknown {
   return new Walker('input').root(value);
@@ -217,7 +220,9 @@ class Walker {
     let text = stripNul(raw);
     const cut = text.length > REDACTION_LIMITS.maxStringLength;
     if (cut) text = text.slice(0, REDACTION_LIMITS.maxStringLength + CUT_LOOKAHEAD);
-    text = redactSecretsInText(text, { cards: !isIdentifierKey(key) });
+    // An identifier key exempts a bare digit id that happens to pass Luhn, not a card written in its text
+    // ("card 4111-1111-1111-1111" under customerId) nor a key that merely ends in "_id".
+    text = redactSecretsInText(text, { cards: !(isIdentifierKey(key) && BARE_DIGITS.test(text)) });
     if (this.mode === 'output') text = redactContactsInText(text);
     if (cut) text = `${text.slice(0, REDACTION_LIMITS.maxStringLength)}…${TRUNCATED}`;
     return toWellFormed(text);
