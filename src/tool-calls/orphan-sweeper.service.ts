@@ -42,6 +42,8 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
                 finished_at = now(), updated_at = now()
           WHERE status = 'running' AND started_at < now() - make_interval(secs => $1::double precision / 1000)
           RETURNING id, org_id, run_id, tool_name, action, action_digest),
+       -- an approved call's raw input goes with its run, as when its outcome is recorded
+       ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
        ev AS (
          INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
          SELECT gen_random_uuid(), org_id, 'tool_call.indeterminate', run_id, id,

@@ -56,6 +56,7 @@ export class ReconcileService {
                                   ELSE $7::text || coalesce(' (it was indeterminate: ' || left(error_text, 300) || ')', '') END
           WHERE id = $1 AND status = 'indeterminate'
           RETURNING id, org_id, run_id, tool_name, action, action_digest),
+       ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
        ev AS (
          INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
          SELECT gen_random_uuid(), org_id, 'tool_call.reconciled', run_id, id, $4::jsonb,
