@@ -103,3 +103,35 @@ describe('agent routes: which roles may call them', () => {
     expect((await h.t.http.post(`/v1/runs/${a.runId}/tool-calls`).set(bearer((await createKey(h.t, a.orgId, 'ops')).key)).send(lookup())).status).toBe(403);
   });
 });
+
+/**
+ * Express routes paths case-insensitively, so /V1/Runs/…/Tool-Calls reaches the tool-call handler: the
+ * body reader must treat it as the tool-call route too (512 KiB limit, NUL repaired into a recorded 422),
+ * never as an admin route (64 KiB, NUL refused 400) that happens to run the pipeline.
+ */
+describe('tool-call routes spelled in another case', () => {
+  let h: Harness;
+  let o: OrgSetup;
+  beforeAll(async () => {
+    h = await startHarness();
+    o = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('get the tool-call body limit and NUL repair, as the lower-case path does', async () => {
+    for (const path of [`/v1/runs/${o.runId}/tool-calls`, `/V1/Runs/${o.runId}/Tool-Calls`, `/V1/RUNS/${o.runId.toUpperCase()}/TOOL-CALLS`]) {
+      const big = toolUse('order_lookup', { action: 'lookup', orderId: '12345', pad: 'x'.repeat(100 * 1024) });
+      const res = await h.t.http.post(path).set(bearer(o.agentKey)).send(big);
+      expect([res.status, res.body.errorCode], `${path}: ${res.text.slice(0, 200)}`).toEqual([422, 'INVALID_INPUT']); // pad is not a param
+      const nul = await h.t.http.post(path).set(bearer(o.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12\u00003' }));
+      expect([nul.status, nul.body.errorCode], `${path}: ${nul.text.slice(0, 200)}`).toEqual([422, 'INVALID_INPUT']);
+    }
+    const batch = await h.t.http
+      .post(`/V1/Runs/${o.runId}/Tool-Calls:Batch`)
+      .set(bearer(o.agentKey))
+      .send({ toolUses: [toolUse('order_lookup', { action: 'lookup', orderId: '12345', pad: 'x'.repeat(100 * 1024) })] });
+    expect(batch.status, batch.text.slice(0, 200)).toBe(200);
+  });
+});

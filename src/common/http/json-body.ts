@@ -7,7 +7,8 @@ export const TOOL_CALL_BODY_LIMIT = 512 * 1024;
 export const ADMIN_BODY_LIMIT = 64 * 1024;
 export const MAX_JSON_DEPTH = 32;
 
-const TOOL_CALL_PATH = /^\/v1\/runs\/[^/]+\/tool-calls(:batch)?\/?$/;
+// Case-insensitive, as Express routes: /V1/Runs/…/Tool-Calls reaches the same handler.
+const TOOL_CALL_PATH = /^\/v1\/runs\/[^/]+\/tool-calls(:batch)?\/?$/i;
 
 /** Deepest bracket nesting of a JSON text, ignoring brackets inside strings. Iterative: no stack to blow. */
 export function jsonDepth(text: string): number {
