@@ -1,4 +1,5 @@
 import type { ToolCallEntity } from './tool-call.entity.js';
+import { clientIdempotencyKey } from './tool-use.js';
 
 /** A ToolCall as ops see it (API.md §6): redacted input/output only. */
 export interface ToolCallView {
@@ -12,6 +13,7 @@ export interface ToolCallView {
   errorCode: string | null;
   errorText: string | null;
   correlationId: string;
+  /** the Idempotency-Key the client sent, or the tool_use id for the default key (scoped to the run) */
   idempotencyKey: string;
   actionDigest: string;
   inputRedacted: unknown;
@@ -47,7 +49,7 @@ export function toToolCallView(t: ToolCallEntity): ToolCallView {
     errorCode: t.errorCode,
     errorText: t.errorText,
     correlationId: t.correlationId,
-    idempotencyKey: t.idempotencyKey,
+    idempotencyKey: clientIdempotencyKey(t.idempotencyKey),
     actionDigest: t.actionDigest,
     inputRedacted: t.inputRedacted,
     outputRedacted: t.outputRedacted,

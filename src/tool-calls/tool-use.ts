@@ -41,3 +41,18 @@ export function idempotencyKeyFor(header: unknown, runId: string, toolUseId: str
   }
   return `key:${header}`;
 }
+
+/**
+ * The idempotency key as the client knows it (ToolCall.idempotencyKey): the
+ * Idempotency-Key header it sent, or, for the default key, the tool_use id
+ * (scoped to the call's run, API.md §4). The stored form's prefix only keeps
+ * the two kinds apart in the org-wide unique index.
+ */
+export function clientIdempotencyKey(stored: string): string {
+  if (stored.startsWith('key:')) return stored.slice('key:'.length);
+  if (stored.startsWith('run:')) {
+    const afterRun = stored.indexOf(':', 'run:'.length);
+    if (afterRun > 0) return stored.slice(afterRun + 1);
+  }
+  return stored;
+}

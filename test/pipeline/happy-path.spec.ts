@@ -80,4 +80,22 @@ describe('the governed tool call: happy path (ADR walk-through)', () => {
       expect(logs).not.toContain(secret);
     }
   });
+
+  it('shows ops the idempotency key the client knows: the Idempotency-Key it sent, or the tool_use id (scoped to the run)', async () => {
+    const { adminKey, agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const implicit = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const first = await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(implicit);
+    const second = await h.t.http
+      .post(`/v1/runs/${runId}/tool-calls`)
+      .set(bearer(agentKey))
+      .set('Idempotency-Key', 'review:7eb2e0eb')
+      .send(toolUse('order_lookup', { action: 'lookup', orderId: '1001' }));
+    expect([first.status, second.status]).toEqual([200, 200]);
+    const one = await h.t.http.get(`/v1/tool-calls/${first.body.toolCallId as string}`).set(bearer(adminKey));
+    expect(one.body.idempotencyKey).toBe(implicit.id);
+    const two = await h.t.http.get(`/v1/tool-calls/${second.body.toolCallId as string}`).set(bearer(adminKey));
+    expect(two.body.idempotencyKey).toBe('review:7eb2e0eb');
+    const listed = await h.t.http.get('/v1/tool-calls').query({ runId }).set(bearer(adminKey));
+    expect((listed.body.items as { idempotencyKey: string }[]).map((i) => i.idempotencyKey).sort()).toEqual([implicit.id, 'review:7eb2e0eb'].sort());
+  });
 });
