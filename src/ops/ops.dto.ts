@@ -1,6 +1,7 @@
 import { ApiProperty, IntersectionType } from '@nestjs/swagger';
 import { PageQuery } from '../common/http/page-query.js';
-import { IsIn, IsOptional, IsString, IsUUID, Length } from 'class-validator';
+import { IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
+import { CORRELATION_ID } from '../common/http/correlation.js';
 import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call-status.js';
 import { CanonicalUuid } from '../common/http/validation.js';
 
@@ -56,10 +57,10 @@ export class ToolCallFiltersQuery extends TimeWindowQuery {
   @Length(1, 100)
   errorCode?: string;
 
-  @ApiProperty({ required: false, maxLength: 255 })
+  @ApiProperty({ required: false, maxLength: 255, pattern: '^[\\x21-\\x7e]{1,255}$', description: 'an X-Correlation-Id as echoed: 1-255 printable ASCII, no blanks' })
   @IsOptional()
   @IsString()
-  @Length(1, 255)
+  @Matches(CORRELATION_ID, { message: 'correlationId: 1-255 printable ASCII characters without blanks, as X-Correlation-Id' })
   correlationId?: string;
 
 }

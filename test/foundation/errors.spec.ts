@@ -82,6 +82,13 @@ describe('errors, limits and correlation ids', () => {
     expect(given.headers['x-correlation-id']).toBe('my-trace-123');
     const made = await t.http.get('/healthz');
     expect(made.headers['x-correlation-id']).toMatch(/^[0-9a-f-]{36}$/);
+    // Any 1-255 printable ASCII without blanks is echoed as given (what the ledger filter takes); anything else is replaced.
+    for (const id of ['req/123', 'svc:checkout#42', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'x'.repeat(255)]) {
+      expect((await t.http.get('/healthz').set('X-Correlation-Id', id)).headers['x-correlation-id']).toBe(id);
+    }
+    for (const id of ['x'.repeat(256), 'has blanks']) {
+      expect((await t.http.get('/healthz').set('X-Correlation-Id', id)).headers['x-correlation-id']).toMatch(/^[0-9a-f-]{36}$/);
+    }
     const nf = await t.http.get('/no/such/route');
     expect(nf.status).toBe(404);
     expect(nf.body.code).toBe('NOT_FOUND');
@@ -173,6 +180,24 @@ describe('errors, limits and correlation ids', () => {
         expect(op.responses[status], `${method} ${path} ${status}`).toBeDefined();
       }
     }
+    for (const { path, method, op } of ops) {
+      // A route's own @ApiResponse replaces Swagger's default success response: it must then document one itself.
+      expect(Object.keys(op.responses).some((s) => s.startsWith('2')), `${method} ${path} documents a success`).toBe(true);
+      // Every error can be problem+json (on the tool-call route 403/422 can also be the tool-call body, application/json).
+      for (const [status, r] of Object.entries(op.responses)) {
+        if (Number(status) >= 400) expect(Object.keys(r.content ?? {}), `${method} ${path} ${status}`).toContain('application/problem+json');
+      }
+      // An org key naming another org in an orgId filter gets 404.
+      const params = (op as { parameters?: { name: string; in: string }[] }).parameters ?? [];
+      if (params.some((x) => x.in === 'query' && x.name === 'orgId')) expect(op.responses['404'], `${method} ${path} 404`).toBeDefined();
+    }
+    const toolCall = doc.body.paths['/v1/runs/{runId}/tool-calls'].post.responses;
+    for (const status of ['403', '422']) expect(Object.keys(toolCall[status].content).sort()).toEqual(['application/json', 'application/problem+json']);
+    expect(doc.body.paths['/v1/runs'].post.responses['201'].content['application/json'].schema.required).toEqual(expect.arrayContaining(['id', 'orgId', 'status', 'manifest']));
+    for (const [path, code] of [['/v1/approvals/{id}/decision', 'ACTION_DIGEST_MISMATCH'], ['/v1/approvals/{id}/decision', 'APPROVAL_ALREADY_DECIDED'], ['/v1/tool-calls/{id}/reconcile', 'NOT_RECONCILABLE'], ['/v1/orgs', 'CONFLICT']]) {
+      expect(doc.body.paths[path].post.responses['409']?.description, `${path} 409 ${code}`).toContain(code);
+    }
+    expect(doc.body.info.description).toContain('no 405');
     expect(doc.body.paths['/v1/orgs'].post.responses['415'].content['application/problem+json'].schema.$ref).toBe('#/components/schemas/Problem');
     expect(doc.body.components.schemas.Problem.required).toContain('code');
     // Keys are opaque strings, not JWTs; nullable ids are strings, not objects.
