@@ -1,9 +1,12 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from './auth.decorators.js';
-import { CreateApiKeyDto, ListApiKeysQuery } from './api-keys.dto.js';
-import { ApiKeysService } from './api-keys.service.js';
+import { API_KEYS_DEFAULT_PAGE, API_KEYS_MAX_PAGE, CreateApiKeyDto, ListApiKeysQuery } from './api-keys.dto.js';
+import { ApiKeysService, type ApiKeyPage } from './api-keys.service.js';
 import type { Principal } from './principal.js';
+
+/** problem+json, the Problem schema withProblemResponses adds to the components (API.md §9). */
+const PROBLEM_CONTENT = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 
 @ApiTags('api-keys')
 @ApiBearerAuth()
@@ -35,8 +38,54 @@ export class ApiKeysController {
 
   @Get()
   @Roles('admin')
-  async list(@CurrentPrincipal() p: Principal, @Query() q: ListApiKeysQuery) {
-    return { items: await this.keys.list(p, q.orgId) };
+  @ApiOperation({
+    summary: 'List API keys, newest first, keyset-paginated',
+    description:
+      `Ordered by createdAt then id, newest first. \`limit\` 1–${API_KEYS_MAX_PAGE} (default ${API_KEYS_DEFAULT_PAGE}); ` +
+      'while `nextCursor` is not null, pass it as `cursor` with the same `orgId` for the next page. A cursor is signed and bound to ' +
+      'this listing and its scope (org, "platform", or every key): another scope or listing answers 400 VALIDATION_FAILED. ' +
+      'Keys created after the first page was read appear on a new first page, not on later pages.',
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'one page of keys (the key text is never listed)',
+    schema: {
+      type: 'object',
+      required: ['items', 'nextCursor'],
+      properties: {
+        items: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['id', 'orgId', 'role', 'name', 'keyPrefix', 'createdAt', 'revokedAt', 'lastUsedAt'],
+            properties: {
+              id: { type: 'string', format: 'uuid' },
+              orgId: { type: 'string', format: 'uuid', nullable: true },
+              role: { type: 'string', enum: ['agent', 'expert', 'ops', 'admin'] },
+              name: { type: 'string' },
+              keyPrefix: { type: 'string', example: 'tgw_ab12' },
+              createdAt: { type: 'string', format: 'date-time' },
+              revokedAt: { type: 'string', format: 'date-time', nullable: true },
+              lastUsedAt: { type: 'string', format: 'date-time', nullable: true },
+            },
+          },
+        },
+        nextCursor: { type: 'string', nullable: true, description: 'null on the last page' },
+      },
+    },
+  })
+  @ApiResponse({
+    status: 400,
+    description: `VALIDATION_FAILED: limit outside 1–${API_KEYS_MAX_PAGE} or not an integer, or a cursor that is invalid or from another listing or scope`,
+    content: PROBLEM_CONTENT,
+  })
+  @ApiResponse({
+    status: 404,
+    description: 'NOT_FOUND: orgId names an unknown org, or (org admins) another org',
+    content: PROBLEM_CONTENT,
+  })
+  list(@CurrentPrincipal() p: Principal, @Query() q: ListApiKeysQuery): Promise<ApiKeyPage> {
+    return this.keys.list(p, q);
   }
 
   @Delete(':id')

@@ -1,7 +1,19 @@
-import { ApiProperty } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, IsUUID, Length, ValidateIf } from 'class-validator';
+import { ApiProperty, OmitType } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Max, Min, ValidateIf } from 'class-validator';
 import { ROLES, type Role } from './api-key.entity.js';
+import { PageQuery, toInt } from '../common/http/page-query.js';
 import { CanonicalUuid } from '../common/http/validation.js';
+
+/**
+ * Page size of GET /v1/api-keys when `limit` is absent: the listing's maximum,
+ * not the ledger listings' 50, because it answered every key of an org before it
+ * was paginated and clients that do not follow nextCursor yet should still see
+ * the whole list of any org with up to this many keys.
+ */
+export const API_KEYS_DEFAULT_PAGE = 200;
+/** Largest `limit`: the same cap as every other keyset listing. */
+export const API_KEYS_MAX_PAGE = 200;
 
 export class CreateApiKeyDto {
   @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'the org the key belongs to; null = platform key (ops/admin only)' })
@@ -20,8 +32,20 @@ export class CreateApiKeyDto {
   name!: string;
 }
 
-export class ListApiKeysQuery {
-  @ApiProperty({ required: false, description: 'org id, or "platform" for platform keys (platform admins)' })
+/** `orgId`, plus `cursor` as in every keyset listing and `limit` with this listing's default (newest first). */
+export class ListApiKeysQuery extends OmitType(PageQuery, ['limit'] as const) {
+  @ApiProperty({ required: false, minimum: 1, maximum: API_KEYS_MAX_PAGE, default: API_KEYS_DEFAULT_PAGE })
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(API_KEYS_MAX_PAGE)
+  limit?: number;
+
+  @ApiProperty({
+    required: false,
+    description: 'platform admins: an org id, "platform" for platform keys, or absent for every key; org admins: their own org only (another → 404)',
+  })
   @IsOptional()
   @IsString()
   @Length(1, 64)

@@ -4,9 +4,12 @@ import { AppError } from '../common/errors/app-error.js';
 import { isUuid, newId, NIL_UUID } from '../common/ids.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { KeysetQuery } from '../db/keyset-query.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
+import { filterHash, LedgerCursorCodec, type CursorKind } from '../ops/ledger-cursor.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { ApiKeyEntity, type Role } from './api-key.entity.js';
+import { API_KEYS_DEFAULT_PAGE } from './api-keys.dto.js';
 import { generateApiKey, hashApiKey, keyPrefix, sameHash } from './api-key-hash.js';
 import { actorOf, type Principal } from './principal.js';
 
@@ -27,6 +30,31 @@ export interface ApiKeyView {
   lastUsedAt: string | null;
 }
 
+export interface ApiKeyPage {
+  items: ApiKeyView[];
+  nextCursor: string | null;
+}
+
+interface ApiKeyRow {
+  id: string;
+  org_id: string | null;
+  role: Role;
+  name: string;
+  key_prefix: string;
+  created_at: Date;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+  /** created_at to the microsecond, as the cursor keeps it */
+  created_iso: string;
+}
+
+const LIST_COLUMNS =
+  `id, org_id, role, name, key_prefix, created_at, revoked_at, last_used_at, ` +
+  `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`;
+
+/** The cursor kind of this listing: a cursor of another listing is refused here and vice versa. */
+const API_KEYS_CURSOR: CursorKind = 'api-keys';
+
 const view = (k: ApiKeyEntity): ApiKeyView => ({
   id: k.id,
   orgId: k.orgId,
@@ -36,6 +64,17 @@ const view = (k: ApiKeyEntity): ApiKeyView => ({
   createdAt: k.createdAt.toISOString(),
   revokedAt: k.revokedAt?.toISOString() ?? null,
   lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+});
+
+const rowView = (r: ApiKeyRow): ApiKeyView => ({
+  id: r.id,
+  orgId: r.org_id,
+  role: r.role,
+  name: r.name,
+  keyPrefix: r.key_prefix,
+  createdAt: r.created_at.toISOString(),
+  revokedAt: r.revoked_at?.toISOString() ?? null,
+  lastUsedAt: r.last_used_at?.toISOString() ?? null,
 });
 
 @Injectable()
@@ -51,6 +90,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
    */
   private revocations = 0;
   private readonly touched = new Set<string>();
+  private readonly cursors: LedgerCursorCodec;
   private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.flushLastUsed(), this.log);
 
   constructor(
@@ -59,6 +99,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     private readonly orgs: OrgScopeService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
+    // Its own codec (as ApprovalsModule and OpsModule have theirs): the core module does not provide one.
+    this.cursors = new LedgerCursorCodec(config);
     this.flushes.start();
   }
 
@@ -124,17 +166,44 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     return { ...view(row), key };
   }
 
-  async list(actor: Principal, orgId: string | undefined): Promise<ApiKeyView[]> {
+  /**
+   * One page of keys, newest first (created_at DESC, id DESC), keyset-paginated
+   * like the ledger listings: `nextCursor` is signed and bound to this listing
+   * and its scope (an org id, "platform", or "*" for every key), so it cannot be
+   * replayed against another org or another listing.
+   */
+  async list(actor: Principal, q: { orgId?: string; limit?: number; cursor?: string }): Promise<ApiKeyPage> {
+    const scope = await this.listScope(actor, q.orgId);
+    const limit = q.limit ?? API_KEYS_DEFAULT_PAGE;
+    const filters = filterHash({});
+    const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, API_KEYS_CURSOR, scope, filters);
     await this.flushLastUsed();
-    const repo = this.ds.getRepository(ApiKeyEntity);
+    const query = new KeysetQuery();
+    // Every condition binds a value: platform keys are the rows whose org_id is (not distinct from) NULL.
+    if (scope === 'platform') query.where((x) => `org_id IS NOT DISTINCT FROM ${x}::uuid`, null);
+    else if (scope !== '*') query.where((x) => `org_id = ${x}::uuid`, scope);
+    const rows = (await this.ds.query(
+      `SELECT ${LIST_COLUMNS} ${query.after(after, 'id', 'uuid').page('api_keys', 'id', limit + 1)}`,
+      query.params,
+    )) as ApiKeyRow[];
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map(rowView),
+      nextCursor: rows.length > limit && last ? this.cursors.encode(API_KEYS_CURSOR, scope, filters, { createdIso: last.created_iso, key: last.id }) : null,
+    };
+  }
+
+  /** What a listing reads: an org key its own org (naming another → 404); a platform key the org it names, "platform", or every key ("*"). */
+  private async listScope(actor: Principal, orgId: string | undefined): Promise<string> {
     if (actor.orgId !== null) {
       if (orgId !== undefined) await this.orgs.assertAccess(actor, orgId);
-      return (await repo.find({ where: { orgId: actor.orgId }, order: { createdAt: 'ASC' } })).map(view);
+      return actor.orgId;
     }
-    if (orgId === undefined) return (await repo.find({ order: { createdAt: 'ASC' }, take: 1000 })).map(view);
-    if (orgId === 'platform') return (await repo.find({ where: { orgId: IsNull() }, order: { createdAt: 'ASC' } })).map(view);
+    if (orgId === undefined) return '*';
+    if (orgId === 'platform') return 'platform';
     await this.orgs.assertAccess(actor, orgId);
-    return (await repo.find({ where: { orgId }, order: { createdAt: 'ASC' } })).map(view);
+    return orgId;
   }
 
   async revoke(actor: Principal, id: string): Promise<void> {

@@ -5,7 +5,7 @@ import { AppError } from '../common/errors/app-error.js';
 import { APP_CONFIG, type AppConfig, type MasterKeyring } from '../config/app-config.js';
 
 /** Which listing a cursor belongs to; a cursor of one listing is refused by another. */
-export type CursorKind = 'tool-calls' | 'ledger-events' | 'approvals';
+export type CursorKind = 'tool-calls' | 'ledger-events' | 'approvals' | 'api-keys';
 
 /** Where the next page starts: the last row's created_at (exact text, microseconds) and its tie-breaker. */
 export interface CursorPosition {
