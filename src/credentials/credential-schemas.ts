@@ -2,13 +2,17 @@ import type { IntegrationType } from './integration-credential.entity.js';
 
 /** The config each integration type accepts (API.md §7). Unknown fields are refused. */
 export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>> = {
+  // An Admin API token, or a Dev Dashboard app's client id and secret (the gateway buys its tokens):
+  // exactly one of the two, checked by credentialsProblem.
   shopify: {
     type: 'object',
     additionalProperties: false,
-    required: ['shopDomain', 'accessToken'],
+    required: ['shopDomain'],
     properties: {
       shopDomain: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,60}\\.myshopify\\.com$' },
       accessToken: { type: 'string', minLength: 8, maxLength: 512 },
+      clientId: { type: 'string', minLength: 1, maxLength: 256 },
+      clientSecret: { type: 'string', minLength: 8, maxLength: 512 },
       apiVersion: { type: 'string', pattern: '^(\\d{4}-(01|04|07|10)|unstable)$' },
     },
   },
@@ -46,3 +50,14 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
     },
   },
 };
+
+/** What the schemas cannot say (strict Ajv refuses `required` of undeclared names in oneOf branches): one message, or null. */
+export function credentialsProblem(type: IntegrationType, config: Record<string, unknown>): string | null {
+  if (type !== 'shopify') return null;
+  const token = config.accessToken !== undefined;
+  const client = config.clientId !== undefined || config.clientSecret !== undefined;
+  if (token === client || (client && (config.clientId === undefined || config.clientSecret === undefined))) {
+    return 'config: give accessToken, or clientId and clientSecret (one of the two)';
+  }
+  return null;
+}

@@ -6,7 +6,7 @@ import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { AppError } from '../common/errors/app-error.js';
 import { EnvelopeCipher, fingerprint } from '../common/crypto/envelope-cipher.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
-import { CREDENTIAL_SCHEMAS } from './credential-schemas.js';
+import { CREDENTIAL_SCHEMAS, credentialsProblem } from './credential-schemas.js';
 import { INTEGRATION_TYPES, IntegrationCredentialEntity, type IntegrationType } from './integration-credential.entity.js';
 
 export interface CredentialView {
@@ -67,6 +67,8 @@ export class CredentialsService {
         : e.instancePath.slice(1) || 'config';
       throw new AppError('VALIDATION_FAILED', `config.${field.slice(0, 64)}: ${e.keyword === 'additionalProperties' ? 'is not allowed' : e.message ?? 'is invalid'}`);
     }
+    const problem = credentialsProblem(type, input.config as Record<string, unknown>);
+    if (problem) throw new AppError('VALIDATION_FAILED', problem);
     const env = this.cipher.encryptJson(input.config, credentialAad(orgId, type));
     const fp = fingerprint(input.config);
     const now = new Date();

@@ -1,18 +1,31 @@
 /**
  * Shopify GraphQL Admin API, as far as the gateway uses it (VENDORS.md §1):
- * POST /admin/api/{version}/graphql.json with {query, variables}. Operations
+ * POST /admin/api/{version}/graphql.json with {query, variables}, and the
+ * client-credentials grant POST /admin/oauth/access_token that buys its tokens. Operations
  * are recognised from the query text (no GraphQL parser): `refundCreate`,
  * `orderUpdate`, `order(`, `product(`. Every GraphQL answer carries
  * `extensions.cost` as the real API does.
  */
 import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emulator.types.js';
 import type { FaultResponder, InFlightTracker } from './vendor-emulator.js';
-import { seedShopifyOrders, seedShopifyProducts, SHOPIFY_EMULATOR_TOKEN, type EmuOrder, type EmuProduct } from './shopify.fixtures.js';
+import { randomBytes } from 'node:crypto';
+import {
+  seedShopifyOrders,
+  seedShopifyProducts,
+  SHOPIFY_EMULATOR_CLIENT_ID,
+  SHOPIFY_EMULATOR_CLIENT_SECRET,
+  SHOPIFY_EMULATOR_TOKEN,
+  type EmuOrder,
+  type EmuProduct,
+} from './shopify.fixtures.js';
 import { gid, orderView, productView } from './shopify.graphql-view.js';
 import { ShopifyRefundDesk } from './shopify.refund-desk.js';
 import { shopifyStatusResponse, shopifyThrottledResponse } from './shopify.errors.js';
 
 const PATH = /^\/admin\/api\/([^/]+)\/graphql\.json$/;
+const TOKEN_PATH = '/admin/oauth/access_token';
+/** Client-credentials tokens last about 24 h (VENDORS.md §1.1). */
+export const SHOPIFY_GRANTED_TOKEN_SECONDS = 86_399;
 const VERSION = /^\d{4}-(01|04|07|10)$/;
 /** Oldest first. An older well-formed version falls forward to the oldest (VENDORS.md §1.1). */
 const SUPPORTED_VERSIONS = ['2025-10', '2026-01', '2026-04', '2026-07', '2026-10'];
@@ -49,6 +62,8 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
   private orders: Map<number, EmuOrder> = seedShopifyOrders();
   private products: Map<number, EmuProduct> = seedShopifyProducts();
   private readonly refunds = new ShopifyRefundDesk();
+  /** Tokens issued by the client-credentials grant, with when each expires (ms since epoch). */
+  private readonly granted = new Map<string, number>();
 
   get accessToken(): string {
     return this.token;
@@ -67,23 +82,30 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
     return this.orders.get(Number(orderId))?.refunds.length ?? 0;
   }
 
+  /** Every token the grant issued stops working now (as after ~24 h, or a revoked install): a 401 from then on. */
+  expireGrantedTokens(): void {
+    for (const token of this.granted.keys()) this.granted.set(token, 0);
+  }
+
   reset(): void {
     this.token = SHOPIFY_EMULATOR_TOKEN;
+    this.granted.clear();
     this.orders = seedShopifyOrders();
     this.products = seedShopifyProducts();
     this.refunds.reset();
   }
 
   handles(req: EmuRequest): boolean {
-    return req.path.startsWith('/admin/api/');
+    return req.path.startsWith('/admin/api/') || req.path === TOKEN_PATH;
   }
 
   handle(req: EmuRequest): EmuResponse {
+    if (req.path === TOKEN_PATH) return this.grant(req);
     const match = PATH.exec(req.path);
     const version = match ? resolveShopifyVersion(match[1]) : undefined;
     if (!version || req.method !== 'POST') return { status: 404, body: { errors: 'Not Found' } };
     const headers = { 'x-shopify-api-version': version };
-    if (req.headers['x-shopify-access-token'] !== this.token) {
+    if (!this.accepts(req.headers['x-shopify-access-token'])) {
       const denied = shopifyStatusResponse(401);
       return { ...denied, headers: { ...denied.headers, ...headers } };
     }
@@ -107,6 +129,32 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
     if (result.data !== undefined) out.data = result.data;
     out.extensions = { cost };
     return { status: 200, headers, body: out };
+  }
+
+  private accepts(token: string | undefined): boolean {
+    if (token === undefined) return false;
+    if (token === this.token) return true;
+    const expiresAt = this.granted.get(token);
+    return expiresAt !== undefined && Date.now() < expiresAt;
+  }
+
+  /**
+   * The client-credentials grant (VENDORS.md §1.1): JSON {client_id,
+   * client_secret, grant_type: "client_credentials"} → {access_token, scope,
+   * expires_in}. Refusals take OAuth's shape (error codes assumed).
+   */
+  private grant(req: EmuRequest): EmuResponse {
+    if (req.method !== 'POST') return { status: 404, body: { errors: 'Not Found' } };
+    const body = (req.json ?? {}) as Record<string, unknown>;
+    if (body.grant_type !== 'client_credentials') {
+      return { status: 400, body: { error: 'unsupported_grant_type', error_description: 'grant_type must be client_credentials' } };
+    }
+    if (body.client_id !== SHOPIFY_EMULATOR_CLIENT_ID || body.client_secret !== SHOPIFY_EMULATOR_CLIENT_SECRET) {
+      return { status: 400, body: { error: 'invalid_client', error_description: 'Client authentication failed' } };
+    }
+    const token = `shpat_${randomBytes(16).toString('hex')}`;
+    this.granted.set(token, Date.now() + SHOPIFY_GRANTED_TOKEN_SECONDS * 1000);
+    return { status: 200, body: { access_token: token, scope: 'read_orders,write_orders,read_products', expires_in: SHOPIFY_GRANTED_TOKEN_SECONDS } };
   }
 
   faultResponse(fault: FaultSpec, req: EmuRequest): EmuResponse | undefined {

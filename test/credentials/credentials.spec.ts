@@ -10,6 +10,8 @@ import {
   JUMIO_CLIENT_ID,
   JUMIO_CLIENT_SECRET,
   NANGO_SECRET_KEY,
+  SHOPIFY_CLIENT_ID,
+  SHOPIFY_CLIENT_SECRET,
   SHOPIFY_TOKEN,
   TEST_MASTER_KEY,
 } from '../support/secrets.js';
@@ -26,7 +28,7 @@ const TYPES = Object.keys(CONFIGS) as IntegrationType[];
 /** Values that must never come back: the secrets, and markers sent in rejected configs. */
 const SHORT_MARKER = 'Qx7!mZ';
 const DOMAIN_MARKER = 'leak-marker-7f3a.example.org';
-const SECRETS = [SHOPIFY_TOKEN, AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, JUMIO_CLIENT_SECRET, NANGO_SECRET_KEY, TEST_MASTER_KEY, SHORT_MARKER, DOMAIN_MARKER];
+const SECRETS = [SHOPIFY_TOKEN, SHOPIFY_CLIENT_SECRET, AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, JUMIO_CLIENT_SECRET, NANGO_SECRET_KEY, TEST_MASTER_KEY, SHORT_MARKER, DOMAIN_MARKER];
 
 function expectNoSecret(text: string, where: string): void {
   for (const s of SECRETS) {
@@ -110,6 +112,29 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
     const svc = t.app.get(CredentialsService);
     svc.clearCache();
     expect(await svc.load(orgA, 'shopify')).toEqual(CONFIGS.shopify);
+  });
+
+  it('Shopify takes an access token or an app\'s client id and secret — one of the two, never both or half', async () => {
+    const org = await createOrg(t);
+    const admin = (await createKey(t, org, 'admin')).key;
+    const shopDomain = 'acme-app.myshopify.com';
+    const app = { shopDomain, clientId: SHOPIFY_CLIENT_ID, clientSecret: SHOPIFY_CLIENT_SECRET };
+    const ok = await t.http.put(url(org, 'shopify')).set(bearer(admin)).send({ config: app });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expectNoSecret(JSON.stringify(ok.body), 'PUT answer');
+    expect(await t.app.get(CredentialsService).load(org, 'shopify')).toEqual(app);
+    const refused = [
+      { shopDomain },
+      { shopDomain, clientId: SHOPIFY_CLIENT_ID },
+      { shopDomain, clientSecret: SHOPIFY_CLIENT_SECRET },
+      { ...app, accessToken: SHOPIFY_TOKEN },
+    ];
+    for (const config of refused) {
+      const res = await t.http.put(url(org, 'shopify')).set(bearer(admin)).send({ config });
+      expect([res.status, res.body.code, res.body.detail], JSON.stringify(config)).toEqual([400, 'VALIDATION_FAILED', 'config: give accessToken, or clientId and clientSecret (one of the two)']);
+      expectNoSecret(res.text, 'refusal');
+    }
+    expect(await t.app.get(CredentialsService).load(org, 'shopify')).toEqual(app); // unchanged by the refused writes
   });
 
   it('refuses unknown fields (in config and beside it), non-object bodies and unknown types', async () => {

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
-import type { AmazonEmulator, JumioEmulator } from '../../src/emulator/index.js';
+import type { AmazonEmulator, JumioEmulator, ShopifyEmulator } from '../../src/emulator/index.js';
 import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { SHOPIFY_CLIENT_ID, SHOPIFY_CLIENT_SECRET } from '../support/secrets.js';
 import { call } from './support.js';
 
 /**
@@ -81,5 +82,28 @@ describe('vendor access tokens through the pipeline', () => {
     const res = await call(h, bad, 'amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped });
     expect(res.body).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
     expect(amazon.tokenRequests - tokensBefore).toBe(1);
+  });
+
+  it('Shopify with an app\'s client id and secret: one token for many calls; after expiry 20 concurrent calls → one renewal; no secret in the ledger', async () => {
+    const app = await setupOrg(h.t, { tools: ['order_lookup.lookup'], vendors: [] });
+    const put = await h.t.http
+      .put(`/v1/orgs/${app.orgId}/integrations/shopify/credentials`)
+      .set({ Authorization: `Bearer ${app.adminKey}` })
+      .send({ config: { shopDomain: 'acme-emulator.myshopify.com', clientId: SHOPIFY_CLIENT_ID, clientSecret: SHOPIFY_CLIENT_SECRET } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(JSON.stringify(put.body)).not.toContain(SHOPIFY_CLIENT_SECRET);
+    const shop = h.emu.vendor<ShopifyEmulator>('shopify');
+    const grants = () => h.emu.count({ vendor: 'shopify', path: /^\/admin\/oauth\/access_token$/ });
+    const lookup = () => call(h, app, 'order_lookup', { action: 'lookup', orderId: '12345' });
+    const first = await Promise.all(Array.from({ length: 10 }, () => lookup()));
+    expect(first.map((r) => r.body.status)).toEqual(Array(10).fill('succeeded'));
+    expect(grants()).toBe(1);
+    shop.expireGrantedTokens();
+    const again = await Promise.all(Array.from({ length: 20 }, () => lookup()));
+    expect(again.map((r) => r.body.status)).toEqual(Array(20).fill('succeeded'));
+    expect(grants()).toBe(2);
+    const rows = (await h.t.ds.query('SELECT row_to_json(t)::text AS dump FROM tool_calls t WHERE org_id = $1', [app.orgId])) as { dump: string }[];
+    expect(rows).toHaveLength(30);
+    for (const r of rows) expect(r.dump).not.toContain(SHOPIFY_CLIENT_SECRET);
   });
 });

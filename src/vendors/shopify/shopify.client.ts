@@ -5,7 +5,6 @@
  */
 import { httpErrorOutcome, parseRetryAfterMs, vendorRequest, VendorHttpError, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome, type FailedOutcome, type VendorEndpoints } from '../vendor-handler.js';
-import type { ShopifyConnection } from './shopify.connection.js';
 
 export type GraphqlResult = { ok: true; data: Record<string, unknown>; vendorStatus: number } | FailedOutcome;
 
@@ -17,7 +16,8 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
 
 export async function postShopifyGraphql(
   endpoints: VendorEndpoints,
-  conn: ShopifyConnection,
+  graphqlUrl: string,
+  accessToken: string,
   query: string,
   variables: Record<string, unknown>,
   signal: AbortSignal,
@@ -28,12 +28,12 @@ export async function postShopifyGraphql(
   try {
     res = await vendorRequest({
       method: 'POST',
-      url: conn.graphqlUrl,
+      url: graphqlUrl,
       headers: {
         'content-type': 'application/json',
         accept: 'application/json',
         'user-agent': endpoints.userAgent,
-        'x-shopify-access-token': conn.accessToken,
+        'x-shopify-access-token': accessToken,
       },
       body: JSON.stringify({ query, variables }),
       signal,

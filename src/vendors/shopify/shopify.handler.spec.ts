@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ShopifyEmulator } from '../../emulator/shopify.emulator.js';
-import { SHOPIFY_EMULATOR_TOKEN } from '../../emulator/shopify.fixtures.js';
+import { SHOPIFY_EMULATOR_CLIENT_ID, SHOPIFY_EMULATOR_CLIENT_SECRET, SHOPIFY_EMULATOR_TOKEN } from '../../emulator/shopify.fixtures.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
 import type { VendorCallContext, VendorEndpoints } from '../vendor-handler.js';
 import { callContext, emulatorEndpoints, failure } from '../handler.spec-support.js';
@@ -210,5 +210,60 @@ describe('ShopifyHandler writes', () => {
   it('refuses a refund of zero before sending', () => {
     expect(handler.validate('shopify_refund', 'create', { orderId: '1', amount: '0.00' })).toBe('amount must be greater than 0');
     expect(handler.validate('shopify_refund', 'create', { orderId: '1', amount: '0.01' })).toBeNull();
+  });
+});
+
+describe('ShopifyHandler with an app\'s client id and secret (client-credentials grant, VENDORS.md §1.1)', () => {
+  const app = { shopDomain: 'demo-shop.myshopify.com', clientId: SHOPIFY_EMULATOR_CLIENT_ID, clientSecret: SHOPIFY_EMULATOR_CLIENT_SECRET };
+  const tokenRequests = (): number => emu.count({ vendor: 'shopify', path: /^\/admin\/oauth\/access_token$/ });
+  const graphqlRequests = (): number => emu.count({ vendor: 'shopify', path: /graphql\.json$/ });
+  let appHandler: ShopifyHandler;
+  beforeEach(() => {
+    appHandler = new ShopifyHandler(endpoints()); // its own token cache
+  });
+
+  it('buys one token and reuses it for the calls that follow', async () => {
+    for (const id of ['12345', '1001', '1002']) {
+      expect(await appHandler.execute(lookup(id, { credentials: app }))).toMatchObject({ ok: true, data: { orderId: id } });
+    }
+    expect(tokenRequests()).toBe(1);
+    const grant = emu.requests.find((r) => r.path === '/admin/oauth/access_token');
+    expect(JSON.parse(grant?.body ?? '{}')).toEqual({ client_id: SHOPIFY_EMULATOR_CLIENT_ID, client_secret: SHOPIFY_EMULATOR_CLIENT_SECRET, grant_type: 'client_credentials' });
+  });
+
+  it('renews a token Shopify stopped accepting (401) once, and the call succeeds — a refund included, made once', async () => {
+    expect(await appHandler.execute(lookup('12345', { credentials: app }))).toMatchObject({ ok: true });
+    shop().expireGrantedTokens();
+    expect(await appHandler.execute(lookup('1001', { credentials: app }))).toMatchObject({ ok: true, data: { orderId: '1001' } });
+    expect(tokenRequests()).toBe(2);
+    shop().expireGrantedTokens();
+    const out = await appHandler.execute(refund({ orderId: '12345', amount: '5' }, { credentials: app }));
+    expect(out).toMatchObject({ ok: true, data: { amount: '5.00', status: 'success' } });
+    expect(shop().refundCount(12345)).toBe(1);
+    expect(tokenRequests()).toBe(3);
+  });
+
+  it('a token refused right after it was issued is the credentials\' fault: no second token, no loop', async () => {
+    emu.fault({ vendor: 'shopify', path: /graphql\.json$/, kind: 'status', status: 401, times: 5 });
+    expect(failure(await appHandler.execute(lookup('12345', { credentials: app })))).toMatchObject({ kind: 'auth', vendorStatus: 401 });
+    expect(tokenRequests()).toBe(1);
+    expect(graphqlRequests()).toBe(1);
+  });
+
+  it('a wrong client secret is an auth failure before any Admin API request (nothing sent), and names no secret', async () => {
+    const wrong = { ...app, clientSecret: 'shpss_00000000000000000000000000000000' };
+    const out = failure(await appHandler.execute(refund({ orderId: '12345', amount: '5' }, { credentials: wrong })));
+    expect(out).toMatchObject({ kind: 'auth', requestSent: false, vendorStatus: 400 });
+    expect(out.message).not.toContain('shpss_');
+    expect(graphqlRequests()).toBe(0);
+    expect(shop().refundCount(12345)).toBe(0);
+  });
+
+  it('refuses credentials with neither a token nor a client id and secret, without a request', async () => {
+    expect(failure(await appHandler.execute(lookup('12345', { credentials: { shopDomain: 'demo-shop.myshopify.com', clientId: SHOPIFY_EMULATOR_CLIENT_ID } })))).toMatchObject({
+      kind: 'auth',
+      message: 'shopify credentials: clientSecret is missing or malformed',
+    });
+    expect(emu.count({ vendor: 'shopify' })).toBe(0);
   });
 });

@@ -3,7 +3,9 @@
  * action is one GraphQL request, except a refund, which first reads the
  * order's payments: Shopify needs the parent transaction's gateway.
  */
+import { TokenCache, TokenFetchError, type AcquiredToken } from '../auth/token-cache.js';
 import { failedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
+import { fetchShopifyToken, shopifyCacheKey } from './shopify.auth.js';
 import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
@@ -18,11 +20,22 @@ function gidOf(type: 'Order' | 'Product', id: unknown): string | undefined {
   return typeof id === 'string' && NUMERIC_ID.test(id) ? `gid://shopify/${type}/${id}` : undefined;
 }
 
+/** One tool call's connection, and whether it has already renewed a refused token. */
+interface ShopifyCall {
+  conn: ShopifyConnection;
+  signal: AbortSignal;
+  refreshed: boolean;
+}
+
 export class ShopifyHandler implements VendorHandler {
   readonly vendor = 'shopify' as const;
   readonly tools = SHOPIFY_TOOLS;
 
-  constructor(private readonly endpoints: VendorEndpoints) {}
+  constructor(
+    private readonly endpoints: VendorEndpoints,
+    /** Tokens bought with an app's client id and secret, shared by the org's calls. */
+    private readonly tokens: TokenCache = new TokenCache(),
+  ) {}
 
   validate(toolName: string, action: string, params: Record<string, unknown>): string | null {
     if (toolName === 'shopify_refund' && action === 'create' && typeof params.amount === 'string' && !/[1-9]/.test(params.amount)) {
@@ -34,30 +47,59 @@ export class ShopifyHandler implements VendorHandler {
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
     const conn = resolveShopifyConnection(ctx.credentials, this.endpoints);
     if (typeof conn === 'string') return failedOutcome('auth', conn);
+    const call: ShopifyCall = { conn, signal: ctx.signal, refreshed: false };
     const op = `${ctx.toolName}.${ctx.action}`;
-    switch (op) {
-      case 'order_lookup.lookup':
-        return this.lookupOrder(ctx, conn);
-      case 'shopify_query.get_product':
-        return this.getProduct(ctx, conn);
-      case 'shopify_order.add_note':
-        return this.addNote(ctx, conn);
-      case 'shopify_refund.create':
-        return this.createRefund(ctx, conn);
-      default:
-        // The catalog and this switch disagree: a bug, not a vendor failure.
-        throw new Error(`shopify handler has no action ${op}`);
+    try {
+      switch (op) {
+        case 'order_lookup.lookup':
+          return await this.lookupOrder(ctx, call);
+        case 'shopify_query.get_product':
+          return await this.getProduct(ctx, call);
+        case 'shopify_order.add_note':
+          return await this.addNote(ctx, call);
+        case 'shopify_refund.create':
+          return await this.createRefund(ctx, call);
+        default:
+          // The catalog and this switch disagree: a bug, not a vendor failure.
+          throw new Error(`shopify handler has no action ${op}`);
+      }
+    } catch (err) {
+      // No token: nothing reached the Admin API (requestSent false).
+      if (err instanceof TokenFetchError) return err.outcome;
+      throw err;
     }
   }
 
-  private gql(ctx: VendorCallContext, conn: ShopifyConnection, query: string, variables: Record<string, unknown>, mutation?: string): Promise<GraphqlResult> {
-    return postShopifyGraphql(this.endpoints, conn, query, variables, ctx.signal, mutation);
+  /**
+   * One GraphQL request with the call's token. A 401 to a token from the cache
+   * (expired or revoked early) buys one new token and one resend: Shopify
+   * refused the request before running it, so even a mutation is safe to send
+   * again. A 401 to a token just issued is the credentials' fault.
+   */
+  private async gql(call: ShopifyCall, query: string, variables: Record<string, unknown>, mutation?: string): Promise<GraphqlResult> {
+    for (;;) {
+      const { token, fresh } = await this.token(call);
+      const res = await postShopifyGraphql(this.endpoints, call.conn.graphqlUrl, token, query, variables, call.signal, mutation);
+      if (!res.ok && res.vendorStatus === 401 && call.conn.auth.kind === 'client' && !fresh && !call.refreshed) {
+        call.refreshed = true;
+        this.tokens.invalidate(shopifyCacheKey(call.conn, call.conn.auth), token);
+        continue;
+      }
+      return res;
+    }
   }
 
-  private async lookupOrder(ctx: VendorCallContext, conn: ShopifyConnection): Promise<VendorOutcome> {
+  private token(call: ShopifyCall): Promise<AcquiredToken> {
+    const { conn } = call;
+    const auth = conn.auth;
+    if (auth.kind === 'token') return Promise.resolve({ token: auth.accessToken, fresh: true });
+    return this.tokens.acquire(shopifyCacheKey(conn, auth), () => fetchShopifyToken(this.endpoints, conn, auth), { signal: call.signal });
+  }
+
+  private async lookupOrder(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
     const id = gidOf('Order', ctx.params.orderId);
     if (!id) return failedOutcome('rejected', 'orderId must be a numeric Shopify id');
-    const res = await this.gql(ctx, conn, ORDER_QUERY, { id });
+    const res = await this.gql(call, ORDER_QUERY, { id });
     if (!res.ok) return res;
     const order = res.data.order;
     // Unknown ids (and orders outside the 60-day window without read_all_orders) come back as null.
@@ -66,10 +108,10 @@ export class ShopifyHandler implements VendorHandler {
     return { ok: true, data: normalizeOrder(String(ctx.params.orderId), order), vendorStatus: res.vendorStatus };
   }
 
-  private async getProduct(ctx: VendorCallContext, conn: ShopifyConnection): Promise<VendorOutcome> {
+  private async getProduct(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
     const id = gidOf('Product', ctx.params.productId);
     if (!id) return failedOutcome('rejected', 'productId must be a numeric Shopify id');
-    const res = await this.gql(ctx, conn, PRODUCT_QUERY, { id });
+    const res = await this.gql(call, PRODUCT_QUERY, { id });
     if (!res.ok) return res;
     const product = res.data.product;
     if (product === null || product === undefined) return failedOutcome('not_found', 'shopify product not found', res.vendorStatus);
@@ -77,12 +119,12 @@ export class ShopifyHandler implements VendorHandler {
     return { ok: true, data: normalizeProduct(String(ctx.params.productId), product), vendorStatus: res.vendorStatus };
   }
 
-  private async addNote(ctx: VendorCallContext, conn: ShopifyConnection): Promise<VendorOutcome> {
+  private async addNote(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
     const id = gidOf('Order', ctx.params.orderId);
     const note = ctx.params.note;
     if (!id || typeof note !== 'string') return failedOutcome('rejected', 'orderId and note are required');
     // The final text is sent as-is on every attempt; that is what makes a resend harmless (VENDORS.md §1.7).
-    const res = await this.gql(ctx, conn, ORDER_NOTE_MUTATION, { input: { id, note } }, 'orderUpdate');
+    const res = await this.gql(call, ORDER_NOTE_MUTATION, { input: { id, note } }, 'orderUpdate');
     if (!res.ok) return res;
     const payload = res.data.orderUpdate;
     if (!isRecord(payload)) return failedOutcome('bad_response', 'shopify orderUpdate answer has an unexpected shape', res.vendorStatus);
@@ -97,12 +139,12 @@ export class ShopifyHandler implements VendorHandler {
     return { ok: true, data: { orderId: String(ctx.params.orderId), note: typeof order.note === 'string' ? order.note : note }, vendorStatus: res.vendorStatus };
   }
 
-  private async createRefund(ctx: VendorCallContext, conn: ShopifyConnection): Promise<VendorOutcome> {
+  private async createRefund(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
     const orderGid = gidOf('Order', ctx.params.orderId);
     const { amount, note } = ctx.params;
     if (!orderGid || typeof amount !== 'string') return failedOutcome('rejected', 'orderId and amount are required');
 
-    const context = await this.gql(ctx, conn, REFUND_CONTEXT_QUERY, { id: orderGid });
+    const context = await this.gql(call, REFUND_CONTEXT_QUERY, { id: orderGid });
     // Whatever happened to the read, the refund mutation itself was never sent.
     if (!context.ok) return { ...context, requestSent: false };
     const order = context.data.order;
@@ -116,7 +158,7 @@ export class ShopifyHandler implements VendorHandler {
     // original refund. Shopify enforces the ceiling itself (userErrors).
     const key = refundIdempotencyKey(ctx.orgId, ctx.idempotencyKey);
     const input = buildRefundInput(orderGid, amount, typeof note === 'string' ? note : undefined, ctx.toolCallId, parent, refundCurrency(order));
-    const res = await this.gql(ctx, conn, refundMutation(key), { input }, 'refundCreate');
+    const res = await this.gql(call, refundMutation(key), { input }, 'refundCreate');
     if (!res.ok) return res;
     const payload = res.data.refundCreate;
     if (!isRecord(payload)) return failedOutcome('bad_response', 'shopify refundCreate answer has an unexpected shape', res.vendorStatus);
