@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
@@ -26,6 +27,12 @@ export class ApprovalsController {
   @Post(':id/decision')
   @HttpCode(200)
   @Roles('expert', 'admin', 'agent')
+  @ApiResponse({ status: 200, description: 'the approval, decided; an approved call runs next (the agent reads its result at GET /v1/tool-calls/{id}/result)' })
+  @ApiProblemResponse(
+    409,
+    'ACTION_DIGEST_MISMATCH: actionDigest is not the digest of the action awaiting approval; ' +
+      'APPROVAL_ALREADY_DECIDED: the approval is no longer pending (decided, by someone else first, or expired)',
+  )
   decide(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() dto: DecideApprovalDto) {
     return this.approvals.decide(p, id, dto);
   }

@@ -40,16 +40,18 @@ export class ApprovalsService {
     const orgId = await listingScope(this.scope, p, q.orgId);
     if (q.runId !== undefined && !isUuid(q.runId)) throw new AppError('VALIDATION_FAILED', 'runId: must be a UUID');
     const kind = p.role === 'agent' ? 'client' : q.kind;
-    if (p.role === 'agent' && q.kind === 'expert') return { items: [], nextCursor: null };
     const limit = q.limit ?? 50;
     const filters = filterHash({ status: q.status, kind, runId: q.runId });
     const scopeKey = orgId ?? '*';
+    // The cursor is judged first, as for every other query: a bad one is 400 even when the page is empty anyway.
+    const after = q.cursor ? this.cursors.decode(q.cursor, 'approvals', scopeKey, filters) : undefined;
+    // An agent sees client approvals only: asking for the expert ones is an empty page, not an error.
+    if (p.role === 'agent' && q.kind === 'expert') return { items: [], nextCursor: null };
     const query = new KeysetQuery();
     if (orgId !== null) query.where((x) => `org_id = ${x}::uuid`, orgId);
     if (q.status) query.where((x) => `status = ${x}`, q.status);
     if (kind) query.where((x) => `kind = ${x}`, kind);
     if (q.runId) query.where((x) => `run_id = ${x}::uuid`, q.runId);
-    const after = q.cursor ? this.cursors.decode(q.cursor, 'approvals', scopeKey, filters) : undefined;
     const rows = await this.sql.query<ApprovalRow>(
       `SELECT ${COLUMNS} ${query.after(after, 'id', 'uuid').page('approval_requests', 'id', limit + 1)}`,
       query.params,

@@ -1,6 +1,7 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Roles } from '../auth/auth.decorators.js';
+import { NoQueryParameters } from './catalog.query.js';
 import { ToolCatalogService } from './tool-catalog.service.js';
 
 @ApiTags('tools')
@@ -18,7 +19,8 @@ export class CatalogController {
       'Writes also say `overwrite`: true when a second call with the same input leaves the same state (the order note), so a write answered 5xx ' +
       'is failed; false when it would be a second side effect (a refund, a Nango POST), so a 5xx leaves it indeterminate / OUTCOME_UNKNOWN.',
   })
-  list() {
+  // No query parameters: an unknown one is 400 VALIDATION_FAILED, as on every route with a query DTO.
+  list(@Query(NoQueryParameters) _query: Record<string, never>) {
     return { items: this.catalog.list() };
   }
 }

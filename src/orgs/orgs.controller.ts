@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Param, Post, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { FeatureFlagsService } from './feature-flags.service.js';
@@ -19,6 +20,16 @@ export class OrgsController {
 
   @Post()
   @Roles('admin')
+  @ApiResponse({
+    status: 201,
+    description: 'the org',
+    schema: {
+      type: 'object',
+      required: ['id', 'name', 'createdAt'],
+      properties: { id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' } },
+    },
+  })
+  @ApiProblemResponse(409, 'CONFLICT: an org with this id already exists')
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateOrgDto) {
     return this.orgs.create(p, dto);
   }

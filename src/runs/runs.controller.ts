@@ -1,10 +1,32 @@
 import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { PROBLEM_SCHEMA } from '../common/http/openapi.js';
+import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { CreateRunDto, ToolsQuery } from './runs.dto.js';
 import { RunsService } from './runs.service.js';
+
+/** A run, as POST /v1/runs and GET /v1/runs/{runId} answer it (API.md §3). */
+const RUN_SCHEMA = {
+  type: 'object',
+  required: ['id', 'orgId', 'specialistId', 'conversationId', 'status', 'pendingApprovalCount', 'totalCostCents', 'manifest', 'metadata', 'createdAt'],
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    orgId: { type: 'string', format: 'uuid' },
+    specialistId: { type: 'string' },
+    conversationId: { type: 'string', nullable: true },
+    status: { type: 'string', enum: ['running', 'waiting_approval', 'completed', 'cancelled'] },
+    pendingApprovalCount: { type: 'integer' },
+    totalCostCents: { type: 'integer' },
+    manifest: {
+      type: 'object',
+      description: 'a snapshot, taken when the run was created, of the org’s enabled permissions for the specialist',
+      properties: { allowedTools: { type: 'array', items: { type: 'string', example: 'order_lookup.lookup' } } },
+    },
+    metadata: { type: 'object', description: 'as given at creation ({} when none)' },
+    createdAt: { type: 'string', format: 'date-time' },
+  },
+};
 
 @ApiTags('runs')
 @ApiBearerAuth()
@@ -20,13 +42,15 @@ export class RunsController {
       'For agent keys and admin keys of an org: the run belongs to the key’s org. ' +
       'A platform key (orgId null) belongs to no org and cannot create runs: 403 FORBIDDEN (use an admin key of the org).',
   })
-  @ApiResponse({ status: 403, description: 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null)', schema: PROBLEM_SCHEMA })
+  @ApiResponse({ status: 201, description: 'the run, status running', schema: RUN_SCHEMA })
+  @ApiProblemResponse(403, 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null)')
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateRunDto) {
     return this.runs.create(p, dto);
   }
 
   @Get(':runId')
   @Roles('agent', 'ops', 'admin')
+  @ApiResponse({ status: 200, description: 'the run', schema: RUN_SCHEMA })
   get(@CurrentPrincipal() p: Principal, @Param('runId') runId: string) {
     return this.runs.get(p, runId);
   }

@@ -1,12 +1,13 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/openapi.js';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiProblemResponse, ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/openapi.js';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { ReconcileDto } from '../approvals/approvals.dto.js';
 import { ReconcileService } from './reconcile.service.js';
 import { ToolCallResultsService } from './tool-call-results.service.js';
+import { ToolCallResultQuery } from './tool-calls.dto.js';
 import { ToolCallsService, type ToolCallResponse } from './tool-calls.service.js';
 
 function send(res: Response, r: ToolCallResponse) {
@@ -50,6 +51,8 @@ export class ToolCallsController {
   @Post('tool-calls/:id/reconcile')
   @HttpCode(200)
   @Roles('ops', 'admin')
+  @ApiResponse({ status: 200, description: '{id, status, note}: the call is now succeeded or failed' })
+  @ApiProblemResponse(409, 'NOT_RECONCILABLE: only an indeterminate call can be reconciled')
   reconcile(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() dto: ReconcileDto) {
     return this.reconciler.reconcile(p, id, dto);
   }
@@ -64,14 +67,13 @@ export class ToolCallsController {
       'A call of another org → 404. A long-poll stops as soon as the client goes away.',
   })
   @ApiResponse({ status: 200, description: 'the tool-call body whatever the status, with the full result while it is kept', schema: TOOL_CALL_BODY_SCHEMA })
-  @ApiQuery({ name: 'waitMs', required: false, description: '0-30000: long-poll while the call is waiting for approval or running' })
-  async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query('waitMs') waitMs: string | undefined, @Res({ passthrough: true }) res: Response) {
+  async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() q: ToolCallResultQuery, @Res({ passthrough: true }) res: Response) {
     // The response closes before it is written only when the client went away: stop the long-poll then.
     const gone = new AbortController();
     const onClose = () => gone.abort();
     res.once('close', onClose);
     try {
-      return send(res, await this.results.get(p, id, waitMs, gone.signal));
+      return send(res, await this.results.get(p, id, q.waitMs, gone.signal));
     } finally {
       res.off('close', onClose);
     }

@@ -49,35 +49,61 @@ export const TOOL_CALL_BODY_SCHEMA = {
   },
 };
 
+/** The `content` of a problem+json response: the Problem schema that withProblemResponses adds to the components. */
+export const PROBLEM_CONTENT = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
+
+/** A documented error answered as application/problem+json (API.md §9); `@ApiResponse({status, schema})` would say application/json. */
+export function ApiProblemResponse(status: number, description: string): MethodDecorator & ClassDecorator {
+  return ApiResponse({ status, description, content: PROBLEM_CONTENT });
+}
+
 /** The responses of a route that records tool calls. */
 export function ApiToolCallResponses(): MethodDecorator {
+  // 403 and 422 are the tool-call body (application/json) when the call reached the ledger, problem+json otherwise.
+  const bodyOrProblem = { 'application/json': { schema: TOOL_CALL_BODY_SCHEMA }, ...PROBLEM_CONTENT };
   return applyDecorators(
     ApiResponse({ status: 200, description: 'succeeded, failed at the vendor, or indeterminate', schema: TOOL_CALL_BODY_SCHEMA }),
     ApiResponse({ status: 202, description: 'waiting for approval', schema: TOOL_CALL_BODY_SCHEMA }),
-    ApiResponse({ status: 403, description: 'blocked (flag, manifest, policy, rejected, expired) — tool-call body; or a wrong role — problem+json', schema: TOOL_CALL_BODY_SCHEMA }),
-    ApiResponse({ status: 422, description: 'INVALID_INPUT (tool-call body) or IDEMPOTENCY_KEY_REUSED (problem+json)', schema: TOOL_CALL_BODY_SCHEMA }),
-    ApiResponse({ status: 400, description: 'not a tool_use block, or a bad Idempotency-Key; nothing recorded', schema: PROBLEM_SCHEMA }),
-    ApiResponse({ status: 404, description: 'RUN_NOT_FOUND (also another org’s run)', schema: PROBLEM_SCHEMA }),
-    ApiResponse({ status: 409, description: 'RUN_NOT_ACTIVE, or IDEMPOTENCY_IN_PROGRESS with Retry-After', schema: PROBLEM_SCHEMA }),
-    ApiResponse({ status: 429, description: 'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After', schema: PROBLEM_SCHEMA }),
     ApiResponse({
-      status: 503,
-      description:
-        'DATABASE_UNAVAILABLE, with Retry-After. Without `toolCallId`: nothing was recorded or executed. With `toolCallId` and ' +
+      status: 403,
+      description: 'blocked (flag, manifest, policy, rejected, expired) — tool-call body (application/json); or FORBIDDEN, a wrong role or a platform key — problem+json',
+      content: bodyOrProblem,
+    }),
+    ApiResponse({ status: 422, description: 'INVALID_INPUT — tool-call body (application/json); or IDEMPOTENCY_KEY_REUSED — problem+json', content: bodyOrProblem }),
+    ApiProblemResponse(400, 'not a tool_use block, or a bad Idempotency-Key; nothing recorded'),
+    ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)'),
+    ApiProblemResponse(409, 'RUN_NOT_ACTIVE, or IDEMPOTENCY_IN_PROGRESS with Retry-After'),
+    ApiProblemResponse(429, 'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After'),
+    ApiProblemResponse(
+      503,
+      'DATABASE_UNAVAILABLE, with Retry-After. Without `toolCallId`: nothing was recorded or executed. With `toolCallId` and ' +
         '`outcomeRecorded: false`: the call was recorded and ran (the detail says whether the vendor was called), but its outcome ' +
         'could not be written yet; the gateway keeps it and retries. Send the same tool_use again (same id or Idempotency-Key) to read ' +
         'it (409 IDEMPOTENCY_IN_PROGRESS until then) — never under a new id',
-      schema: PROBLEM_SCHEMA,
-    }),
+    ),
   );
 }
+
+/** An operation with an `orgId` query filter: an org key naming another org gets 404 (API.md §9). */
+const hasOrgIdFilter = (op: OpenApiOperation): boolean =>
+  (op.parameters ?? []).some((x) => typeof x === 'object' && x !== null && (x as { in?: unknown }).in === 'query' && (x as { name?: unknown }).name === 'orgId');
+
+/** There is no 405: a known path with a method it does not have is routed nowhere, like an unknown path. */
+const NO_SUCH_ROUTE =
+  'An unknown path, or a known path with a method it does not support (e.g. DELETE /v1/tools), answers 404 NOT_FOUND ' +
+  'with detail "no such route" (problem+json); there is no 405 Method Not Allowed.';
 
 /** Every documented route is authenticated; these are the errors any of them can answer (API.md §9). */
 const COMMON_ERRORS: [status: string, description: string, when: (path: string, op: OpenApiOperation) => boolean][] = [
   ['400', 'VALIDATION_FAILED (or BAD_REQUEST for a body that is not JSON): a query, path or body field is invalid', (path, op) => path.includes('{') || (op.parameters?.length ?? 0) > 0 || op.requestBody !== undefined],
   ['401', 'UNAUTHENTICATED: no valid API key', () => true],
   ['403', 'FORBIDDEN: this key’s role may not call the route', () => true],
-  ['404', 'NOT_FOUND: no such resource, or one of another org (indistinguishable)', (path) => path.includes('{')],
+  [
+    '404',
+    'NOT_FOUND: no such resource, or one of another org (indistinguishable); with an `orgId` filter, an org key naming another org. ' +
+      'A method this path does not support also answers 404 NOT_FOUND "no such route" (there is no 405)',
+    (path, op) => path.includes('{') || hasOrgIdFilter(op),
+  ],
   ['413', 'PAYLOAD_TOO_LARGE', (_path, op) => op.requestBody !== undefined],
   ['415', 'UNSUPPORTED_MEDIA_TYPE: send the body as application/json', (_path, op) => op.requestBody !== undefined],
   ['429', 'RATE_LIMITED (per API key), with Retry-After', () => true],
@@ -95,9 +121,11 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
 /**
  * Adds to every operation the problem+json errors it can answer but does not
  * document itself (a route's own description of a status wins), and the
- * Problem schema they refer to.
+ * Problem schema they refer to; says in the description that a wrong method is
+ * a 404 "no such route", not a 405.
  */
 export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
+  doc.info = { ...doc.info, description: doc.info.description ? `${doc.info.description} ${NO_SUCH_ROUTE}` : NO_SUCH_ROUTE };
   doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Problem: PROBLEM_SCHEMA } };
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const method of METHODS) {

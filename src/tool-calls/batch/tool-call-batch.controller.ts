@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags }
 import type { Request } from 'express';
 import { CurrentPrincipal, Roles } from '../../auth/auth.decorators.js';
 import type { Principal } from '../../auth/principal.js';
-import { PROBLEM_SCHEMA, TOOL_CALL_BODY_SCHEMA } from '../../common/http/openapi.js';
+import { ApiProblemResponse, PROBLEM_SCHEMA, TOOL_CALL_BODY_SCHEMA } from '../../common/http/openapi.js';
 import { MAX_BATCH_SIZE } from './batch-request.js';
 import { ToolCallBatchService } from './tool-call-batch.service.js';
 
@@ -56,10 +56,10 @@ export class ToolCallBatchController {
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'not supported on batches (400): each item is keyed by its tool_use id' })
   @ApiBody({ description: `{toolUses: [tool_use, ...]}: 1 to ${MAX_BATCH_SIZE} tool_use blocks with unique ids (400 VALIDATION_FAILED otherwise)`, schema: BATCH_BODY_SCHEMA })
   @ApiResponse({ status: 200, description: 'every item answered, in the order given, whatever each outcome', schema: BATCH_RESULTS_SCHEMA })
-  @ApiResponse({ status: 400, description: `not {toolUses: [...]}, 0 or more than ${MAX_BATCH_SIZE} items, duplicate tool_use ids, or an Idempotency-Key header`, schema: PROBLEM_SCHEMA })
-  @ApiResponse({ status: 403, description: 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null), which belongs to no org', schema: PROBLEM_SCHEMA })
-  @ApiResponse({ status: 404, description: 'RUN_NOT_FOUND (also another org’s run)', schema: PROBLEM_SCHEMA })
-  @ApiResponse({ status: 409, description: 'RUN_NOT_ACTIVE', schema: PROBLEM_SCHEMA })
+  @ApiProblemResponse(400, `not {toolUses: [...]}, 0 or more than ${MAX_BATCH_SIZE} items, duplicate tool_use ids, or an Idempotency-Key header`)
+  @ApiProblemResponse(403, 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null), which belongs to no org')
+  @ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)')
+  @ApiProblemResponse(409, 'RUN_NOT_ACTIVE')
   submit(
     @CurrentPrincipal() p: Principal,
     @Param('runId') runId: string,

@@ -1,0 +1,18 @@
+import { Injectable, type PipeTransform } from '@nestjs/common';
+import { AppError } from '../common/errors/app-error.js';
+
+/**
+ * For a route that takes no query parameters at all (GET /v1/tools): any parameter is refused with
+ * the 400 VALIDATION_FAILED the global ValidationPipe answers for an unknown field of a query DTO
+ * (same detail and `errors`). An empty DTO class cannot do it: with forbidUnknownValues, class-validator
+ * refuses every object of a class that has no decorated property, even an empty query.
+ */
+@Injectable()
+export class NoQueryParameters implements PipeTransform<unknown, Record<string, never>> {
+  transform(value: unknown): Record<string, never> {
+    const names = value !== null && typeof value === 'object' ? Object.keys(value) : [];
+    if (names.length === 0) return {};
+    const problems = names.map((name) => `${name}: property ${name} should not exist`);
+    throw new AppError('VALIDATION_FAILED', problems.join('; '), { fields: { errors: problems } });
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * The OpenAPI document describes what the server really answers: each live
+ * response below (status and media type) must be documented on its operation.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { adminAuth, bearer, createKey } from '../support/test-app.js';
+import { approvalFor, refundUse } from '../approvals/support.js';
+
+interface Response {
+  description: string;
+  content?: Record<string, { schema?: { $ref?: string; required?: string[] } }>;
+}
+interface Operation {
+  parameters?: { name: string; in: string }[];
+  responses: Record<string, Response>;
+}
+interface Doc {
+  info: { description: string };
+  paths: Record<string, Record<string, Operation>>;
+}
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: { code?: string; errorCode?: string; detail?: string };
+}
+
+describe('OpenAPI document matches the live answers', () => {
+  let h: Harness;
+  let o: OrgSetup;
+  let doc: Doc;
+  let ops: string;
+
+  beforeAll(async () => {
+    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
+    o = await setupOrg(h.t, { tools: ['order_lookup.lookup', 'shopify_refund.create'] });
+    ops = (await createKey(h.t, o.orgId, 'ops')).key;
+    doc = (await h.t.http.get('/openapi.json')).body as Doc;
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const operation = (method: string, path: string): Operation => {
+    const op = doc.paths[path]?.[method];
+    if (!op) throw new Error(`${method} ${path} is not in the OpenAPI document`);
+    return op;
+  };
+
+  /** The answer's status is documented on the operation, with the media type it was sent as. */
+  function expectDocumented(method: string, path: string, res: Answer): Response {
+    const documented = operation(method, path).responses[String(res.status)];
+    expect(documented, `${method.toUpperCase()} ${path} documents ${res.status}`).toBeDefined();
+    const mediaType = String(res.headers['content-type']).split(';')[0];
+    expect(Object.keys(documented.content ?? {}), `${method.toUpperCase()} ${path} ${res.status} documents ${mediaType}`).toContain(mediaType);
+    return documented;
+  }
+
+  it('POST /v1/runs documents its 201 (the run) and its 403 as problem+json', async () => {
+    const created = await h.t.http.post('/v1/runs').set(bearer(o.agentKey)).send({ specialistId: 'support' });
+    expect(created.status).toBe(201);
+    const doc201 = expectDocumented('post', '/v1/runs', created);
+    const required = doc201.content?.['application/json']?.schema?.required ?? [];
+    for (const field of Object.keys(created.body as object)) expect(required, `201 schema names ${field}`).toContain(field);
+
+    const platform = await h.t.http.post('/v1/runs').set(adminAuth).send({ specialistId: 'support' });
+    expect(platform.status).toBe(403);
+    expectDocumented('post', '/v1/runs', platform);
+  });
+
+  it('documents the 409s: duplicate org id, approval digest mismatch and already decided, reconciling a settled call', async () => {
+    const id = randomUUID();
+    expect((await h.t.http.post('/v1/orgs').set(adminAuth).send({ name: 'first', id })).status).toBe(201);
+    const dup = await h.t.http.post('/v1/orgs').set(adminAuth).send({ name: 'second', id });
+    expect([dup.status, dup.body.code]).toEqual([409, 'CONFLICT']);
+    expect(expectDocumented('post', '/v1/orgs', dup).description).toContain('CONFLICT');
+
+    const expert = await createKey(h.t, o.orgId, 'expert');
+    const waiting = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).send(refundUse('1.00'));
+    expect(waiting.status).toBe(202);
+    const approval = await approvalFor(h, expert.key, waiting.body.toolCallId as string);
+    const decide = (actionDigest: string) =>
+      h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'reject', actionDigest });
+    const mismatch = await decide('0'.repeat(64));
+    expect([mismatch.status, mismatch.body.code]).toEqual([409, 'ACTION_DIGEST_MISMATCH']);
+    const decision409 = expectDocumented('post', '/v1/approvals/{id}/decision', mismatch);
+    expect((await decide(approval.actionDigest)).status).toBe(200);
+    expectDocumented('post', '/v1/approvals/{id}/decision', await decide(approval.actionDigest)); // the success stays documented
+    const again = await decide(approval.actionDigest);
+    expect([again.status, again.body.code]).toEqual([409, 'APPROVAL_ALREADY_DECIDED']);
+    expectDocumented('post', '/v1/approvals/{id}/decision', again);
+    expect(decision409.description).toContain('ACTION_DIGEST_MISMATCH');
+    expect(decision409.description).toContain('APPROVAL_ALREADY_DECIDED');
+
+    const done = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    expect(done.body.status).toBe('succeeded');
+    const rec = await h.t.http.post(`/v1/tool-calls/${done.body.toolCallId}/reconcile`).set(bearer(ops)).send({ status: 'failed', note: 'checked' });
+    expect([rec.status, rec.body.code]).toEqual([409, 'NOT_RECONCILABLE']);
+    expect(expectDocumented('post', '/v1/tool-calls/{id}/reconcile', rec).description).toContain('NOT_RECONCILABLE');
+    expect(Object.keys(operation('post', '/v1/tool-calls/{id}/reconcile').responses)).toContain('200');
+  });
+
+  it('the tool-call and batch routes document problem+json where they send it, and both media types for 403/422', async () => {
+    const A = bearer(o.agentKey);
+    const path = '/v1/runs/{runId}/tool-calls';
+    const noRun = await h.t.http.post(`/v1/runs/${randomUUID()}/tool-calls`).set(A).send(toolUse('order_lookup', { action: 'lookup', orderId: '1' }));
+    expect([noRun.status, noRun.body.code]).toEqual([404, 'RUN_NOT_FOUND']);
+    expectDocumented('post', path, noRun);
+    const notJson = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(A).send({ hello: 'world' });
+    expect(notJson.status).toBe(400);
+    expectDocumented('post', path, notJson);
+
+    // 403: the tool-call body when the call reached the ledger, problem+json for a wrong role.
+    const blocked = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(A).send(toolUse('shopify_order', { action: 'add_note', orderId: '1', note: 'x' }));
+    expect([blocked.status, blocked.body.errorCode]).toEqual([403, 'NOT_IN_MANIFEST']);
+    expectDocumented('post', path, blocked);
+    const wrongRole = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(ops)).send(toolUse('order_lookup', { action: 'lookup', orderId: '1' }));
+    expect([wrongRole.status, wrongRole.body.code]).toEqual([403, 'FORBIDDEN']);
+    expectDocumented('post', path, wrongRole);
+
+    // 422: INVALID_INPUT is the tool-call body, IDEMPOTENCY_KEY_REUSED problem+json.
+    const invalid = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(A).send(toolUse('order_lookup', { action: 'lookup' }));
+    expect([invalid.status, invalid.body.errorCode]).toEqual([422, 'INVALID_INPUT']);
+    expectDocumented('post', path, invalid);
+    const key = `contract-${randomUUID()}`;
+    const first = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(A).set('Idempotency-Key', key).send(toolUse('order_lookup', { action: 'lookup', orderId: '1' }));
+    expect(first.status).toBe(200);
+    const reused = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(A).set('Idempotency-Key', key).send(toolUse('order_lookup', { action: 'lookup', orderId: '2' }));
+    expect([reused.status, reused.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    expectDocumented('post', path, reused);
+
+    const batchNoRun = await h.t.http.post(`/v1/runs/${randomUUID()}/tool-calls:batch`).set(A).send({ toolUses: [toolUse('order_lookup', { action: 'lookup', orderId: '1' })] });
+    expect(batchNoRun.status).toBe(404);
+    expectDocumented('post', '/v1/runs/{runId}/tool-calls:batch', batchNoRun);
+    const batchEmpty = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls:batch`).set(A).send({ toolUses: [] });
+    expect(batchEmpty.status).toBe(400);
+    expectDocumented('post', '/v1/runs/{runId}/tool-calls:batch', batchEmpty);
+  });
+
+  it('listings with an orgId filter document the 404 an org key gets for another org', async () => {
+    const other = (await h.t.http.post('/v1/orgs').set(adminAuth).send({ name: 'other' })).body.id as string;
+    const orgAdmin = bearer(o.adminKey);
+    const listings = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([, op]) => (op.parameters ?? []).some((x) => x.in === 'query' && x.name === 'orgId'))
+        .map(([method]) => ({ path, method })),
+    );
+    expect(listings.map((l) => l.path)).toEqual(expect.arrayContaining(['/v1/tool-calls', '/v1/ledger/events', '/v1/ledger/verify', '/v1/approvals', '/v1/api-keys']));
+    for (const { path, method } of listings) {
+      expect(method).toBe('get');
+      const extra = path === '/v1/tool-calls/export' ? '&format=ndjson' : ''; // its one required parameter
+      const res = await h.t.http.get(`${path}?orgId=${other}${extra}`).set(path === '/v1/api-keys' ? orgAdmin : bearer(ops));
+      expect([res.status, res.body.code], path).toEqual([404, 'NOT_FOUND']);
+      expectDocumented('get', path, res);
+    }
+  });
+
+  it('a known path with a wrong method answers 404 NOT_FOUND "no such route", and the document says so (no 405)', async () => {
+    for (const res of [await h.t.http.delete('/v1/tools').set(adminAuth), await h.t.http.put('/v1/runs').set(bearer(o.agentKey)).send({}), await h.t.http.patch(`/v1/approvals/${randomUUID()}`).set(adminAuth).send({})]) {
+      expect([res.status, res.body.code, res.body.detail]).toEqual([404, 'NOT_FOUND', 'no such route']);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    }
+    expect(doc.info.description).toMatch(/method it does not support.*404 NOT_FOUND.*"no such route".*no 405/);
+    expect(operation('get', '/v1/approvals/{id}').responses['404'].description).toContain('no such route');
+  });
+});

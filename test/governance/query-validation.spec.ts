@@ -1,0 +1,72 @@
+/**
+ * Query strings are judged the same way on every route: an unknown parameter
+ * is 400 VALIDATION_FAILED, and a cursor is validated whatever the filters.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { adminAuth, bearer } from '../support/test-app.js';
+
+describe('query validation', () => {
+  let h: Harness;
+  let o: OrgSetup;
+  beforeAll(async () => {
+    h = await startHarness();
+    o = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('GET /v1/approvals: an agent asking for kind=expert gets its cursor validated too (400), and an empty page with a good one', async () => {
+    const A = bearer(o.agentKey);
+    for (const url of ['/v1/approvals?cursor=garbage', '/v1/approvals?kind=expert&cursor=garbage', '/v1/approvals?kind=client&cursor=garbage']) {
+      const res = await h.t.http.get(url).set(A);
+      expect([res.status, res.body.code], url).toEqual([400, 'VALIDATION_FAILED']);
+      expect(res.body.detail, url).toMatch(/^cursor:/);
+    }
+    const plain = await h.t.http.get('/v1/approvals?kind=expert').set(A);
+    expect([plain.status, plain.body]).toEqual([200, { items: [], nextCursor: null }]);
+  });
+
+  it('GET /v1/tool-calls/{id}/result refuses an unknown parameter (a waitMs typo) and still judges waitMs itself', async () => {
+    const A = bearer(o.agentKey);
+    const call = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(A).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    expect(call.status).toBe(200);
+    const url = `/v1/tool-calls/${call.body.toolCallId}/result`;
+    const typo = await h.t.http.get(`${url}?waitms=5000`).set(A);
+    expect([typo.status, typo.body.code]).toEqual([400, 'VALIDATION_FAILED']);
+    expect(typo.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(typo.body.detail).toBe('waitms: property waitms should not exist');
+    for (const bad of ['-1', '30001', '1e3', 'abc']) {
+      const res = await h.t.http.get(`${url}?waitMs=${bad}`).set(A);
+      expect([res.status, res.body.code, res.body.detail], bad).toEqual([400, 'VALIDATION_FAILED', 'waitMs: an integer from 0 to 30000']);
+    }
+    const twice = await h.t.http.get(`${url}?waitMs=1&waitMs=2`).set(A);
+    expect([twice.status, twice.body.detail]).toEqual([400, 'waitMs: an integer from 0 to 30000']);
+    for (const ok of ['', '?waitMs=0', '?waitMs=10']) {
+      const res = await h.t.http.get(`${url}${ok}`).set(A);
+      expect([res.status, res.body.status], ok).toEqual([200, 'succeeded']);
+    }
+  });
+
+  it('GET /v1/tools refuses unknown parameters like the routes with a query DTO', async () => {
+    const plain = await h.t.http.get('/v1/tools').set(bearer(o.agentKey));
+    expect(plain.status).toBe(200);
+    expect(plain.body.items.length).toBeGreaterThan(0);
+    const res = await h.t.http.get('/v1/tools?vendor=shopify&limit=1').set(adminAuth);
+    expect([res.status, res.body.code]).toEqual([400, 'VALIDATION_FAILED']);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body.detail).toBe('vendor: property vendor should not exist; limit: property limit should not exist');
+    expect(res.body.errors).toEqual(['vendor: property vendor should not exist', 'limit: property limit should not exist']);
+    // The same shape as a query DTO's answer.
+    const dto = await h.t.http.get(`/v1/runs/${o.runId}/tools?vendor=shopify`).set(bearer(o.agentKey));
+    expect([dto.status, dto.body.detail, dto.body.errors]).toEqual([400, 'vendor: property vendor should not exist', ['vendor: property vendor should not exist']]);
+  });
+
+  it('the OpenAPI document lists the parameters these routes accept', async () => {
+    const doc = (await h.t.http.get('/openapi.json')).body as { paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>> };
+    const names = (path: string) => (doc.paths[path].get.parameters ?? []).filter((x) => x.in === 'query').map((x) => x.name);
+    expect(names('/v1/tool-calls/{id}/result')).toEqual(['waitMs']);
+    expect(names('/v1/tools')).toEqual([]);
+  });
+});
