@@ -87,9 +87,16 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
 
   private async startSweep(): Promise<{ expired: number; runs: Promise<void>[] }> {
     const expired = await this.sql.query(settleApprovalsSql('expired'), [null, 'expired', this.clock.now(), null, null, null]);
+    // Fair across orgs: each org × vendor's oldest calls first, in turns, and no more of one org × vendor
+    // than its concurrency limit lets run at once — one org's backlog of approved calls neither fills the
+    // page nor holds back another org's call until it has drained.
     const approved = await this.sql.query<{ id: string }>(
-      `SELECT id FROM tool_calls WHERE status = 'approved' AND NOT (id = ANY($1::uuid[])) ORDER BY updated_at LIMIT 100`,
-      [[...this.running]],
+      `SELECT id FROM (
+         SELECT id, updated_at, row_number() OVER (PARTITION BY org_id, vendor ORDER BY updated_at, id) AS turn
+           FROM tool_calls WHERE status = 'approved' AND NOT (id = ANY($1::uuid[]))) q
+        WHERE turn <= $2
+        ORDER BY turn, updated_at, id LIMIT 100`,
+      [[...this.running], this.config.VENDOR_CONCURRENCY_LIMIT],
     );
     return { expired: expired.length, runs: approved.map((r) => this.runSoon(r.id)) };
   }

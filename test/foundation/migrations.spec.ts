@@ -4,6 +4,8 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalInputs1764700000000 } from '../../migrations/1764700000000-approval-inputs.js';
+import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../../src/bootstrap.js';
 import { dbOptions } from '../../src/db/db-options.js';
 
@@ -68,7 +70,8 @@ describe('migrations when several replicas start together', () => {
           [org, run, `k${i}`, cost],
         );
       }
-      await scratch.undoLastMigration({ transaction: 'each' });
+      // Undo the migrations after it, then it.
+      for (let n = MIGRATIONS.length - MIGRATIONS.indexOf(ApprovalInputs1764700000000); n > 0; n--) await scratch.undoLastMigration({ transaction: 'each' });
       const rows = (await scratch.query('SELECT id, total_cost_cents FROM agent_runs ORDER BY id')) as { id: string; total_cost_cents: string }[];
       expect(rows.map((r) => [r.id, Number(r.total_cost_cents)])).toEqual([[run1, 7], [run2, 0]]);
     } finally {
