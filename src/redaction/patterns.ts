@@ -15,9 +15,10 @@ const VENDOR_TOKENS: readonly RegExp[] = [
   /\bAtz[ar]\|[^\s"'<>,;]+/g, // Login with Amazon access (Atza|) and refresh (Atzr|) tokens
   /\bamzn1\.oa2-cs\.v1\.[A-Za-z0-9]{16,}/g, // Login with Amazon client secrets
   /\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}/g, // Stripe secret and restricted keys
-  /\bgh[pousr]_[A-Za-z0-9]{20,}/g, // GitHub tokens
+  /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})/g, // GitHub tokens, classic and fine-grained
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack tokens
-  /\bAKIA[0-9A-Z]{16}\b/g, // AWS access key ids
+  /\bA(?:KIA|SIA)[0-9A-Z]{16}\b/g, // AWS access key ids, long-term and temporary
+  /\bAIza[0-9A-Za-z_-]{35}/g, // Google API keys
 ];
 /** US SSN 123-45-6789 and EIN 12-3456789, not when part of a longer dash-joined number (Amazon 112-0000001-1234567). */
 const TAX_ID = /(?<!\d)(?<!\d-)(?:\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?!\d)(?!-\d)/g;

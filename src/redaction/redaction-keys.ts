@@ -8,8 +8,9 @@ export function normalizeKey(key: string): string {
 
 /**
  * Whole-word secret names: short words that would hit unrelated keys as substrings ("pin" in "shipping"),
- * and X-Amz-Signature, the SigV4 signature of a presigned URL (anyone holding it can fetch the object until
- * it expires). "signature" alone is not one: signatureRequired, signature_confirmation are delivery options.
+ * and the signatures of presigned / shared-access URLs: X-Amz-Signature (S3 SigV4), X-Goog-Signature (GCS V4)
+ * and sig (Azure SAS) — anyone holding one can fetch the object until it expires. "signature" alone is not
+ * one: signatureRequired, signature_confirmation are delivery options.
  * The other SigV4 secrets are already caught by their parts: X-Amz-Credential, X-Amz-Security-Token.
  */
 const SECRET_EXACT = new Set([
@@ -27,6 +28,8 @@ const SECRET_EXACT = new Set([
   'securitycode',
   'otp',
   'xamzsignature',
+  'xgoogsignature',
+  'sig',
 ]);
 /** Substrings that mark a secret wherever they appear in a name (accessToken, x-shopify-access-token, dbPassword). */
 const SECRET_PARTS = [

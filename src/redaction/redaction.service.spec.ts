@@ -386,6 +386,17 @@ describe('redactInput', () => {
     });
   });
 
+  it('hides the signature of GCS and Azure signed URLs, and AWS temporary, GitHub fine-grained and Google API keys, keeping the rest', () => {
+    const gcs = 'https://storage.googleapis.com/b/o.pdf?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Expires=900&X-Goog-Signature=5a1b2c3d4e5f60718293a4b5c6d7e8f9';
+    const azure = 'https://acct.blob.core.windows.net/c/o.pdf?sv=2024-08-04&se=2026-12-02T00%3A00%3A00Z&sr=b&sp=r&sig=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA%3D%3D';
+    const out = redactOutput({ gcs, azure }) as { gcs: string; azure: string };
+    expect(out.gcs).toBe(gcs.replace(/X-Goog-Signature=.*/, `X-Goog-Signature=${REDACTED}`));
+    expect(out.azure).toBe(azure.replace(/sig=.*/, `sig=${REDACTED}`));
+    const tokens = ['ASIAY34FZKBOKMUTVV7A', `github_pat_11ABCDEFG0123456789_${'a'.repeat(40)}`, `AIzaSyA${'b'.repeat(32)}`];
+    for (const token of tokens) expect(redactInput({ note: `use ${token} here` })).toEqual({ note: `use ${REDACTED} here` });
+    expect(redactInput({ note: 'ASIA is a continent; AIza is not a word' })).toEqual({ note: 'ASIA is a continent; AIza is not a word' });
+  });
+
   it('redacts a top-level string', () => {
     expect(redactInput('Bearer abcdefgh12345678')).toBe(`Bearer ${REDACTED}`);
   });
