@@ -17,6 +17,11 @@ export function configureApp(app: INestApplication): void {
   app.useLogger(app.get(Logger));
   const metrics = app.get(MetricsService);
   app.use(correlationMiddleware);
+  // Every /v1 answer is for one key's eyes (full tool results, keys shown once): no cache may keep it.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (/^\/v1\//i.test(req.path)) res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   app.use((req: Request, res: Response, next: NextFunction) => {
     const start = performance.now();
     res.on('finish', () => {

@@ -53,6 +53,19 @@ describe('agent routes: which roles may call them', () => {
     expect((await result(b.agentKey)).status).toBe(404);
   });
 
+  it('answers with Cache-Control: no-store — a full result, a listing, an error — so no cache keeps them', async () => {
+    for (const res of [
+      await result(a.agentKey),
+      await h.t.http.post(`/v1/runs/${a.runId}/tool-calls`).set(bearer(a.agentKey)).send(lookup('1001')),
+      await h.t.http.get('/v1/tool-calls').set(bearer(a.adminKey)),
+      await h.t.http.get(`/v1/tool-calls/${randomUUID()}/result`).set(bearer(a.agentKey)),
+      await h.t.http.get(`/V1/Tool-Calls/${callId}/result`).set(bearer(a.agentKey)),
+    ]) {
+      expect(res.status).toBeLessThan(500);
+      expect(res.headers['cache-control'], `${res.status} ${res.text.slice(0, 100)}`).toBe('no-store');
+    }
+  });
+
   it('POST /v1/runs: an org admin creates a run in its own org; a platform admin (no org) gets 403 saying why', async () => {
     const run = await h.t.http.post('/v1/runs').set(bearer(a.adminKey)).send({ specialistId: 'support' });
     expect(run.status).toBe(201);
