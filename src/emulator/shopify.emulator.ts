@@ -26,6 +26,8 @@ const PATH = /^\/admin\/api\/([^/]+)\/graphql\.json$/;
 const TOKEN_PATH = '/admin/oauth/access_token';
 /** Client-credentials tokens last about 24 h (VENDORS.md §1.1). */
 export const SHOPIFY_GRANTED_TOKEN_SECONDS = 86_399;
+/** Order fields an app may be refused, and the scope that guards each. */
+const DENIABLE_ORDER_FIELDS: [field: string, scope: string][] = [['customer', 'read_customers']];
 const VERSION = /^\d{4}-(01|04|07|10)$/;
 /** Oldest first. An older well-formed version falls forward to the oldest (VENDORS.md §1.1). */
 const SUPPORTED_VERSIONS = ['2025-10', '2026-01', '2026-04', '2026-07', '2026-10'];
@@ -64,6 +66,8 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
   private readonly refunds = new ShopifyRefundDesk();
   /** Tokens issued by the client-credentials grant, with when each expires (ms since epoch). */
   private readonly granted = new Map<string, number>();
+  /** Access scopes the emulated app lacks (revokeScope): the fields they guard come back null with ACCESS_DENIED. */
+  private readonly missingScopes = new Set<string>();
 
   get accessToken(): string {
     return this.token;
@@ -82,6 +86,11 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
     return this.orders.get(Number(orderId))?.refunds.length ?? 0;
   }
 
+  /** The app loses an access scope until reset (a merchant who did not grant it). */
+  revokeScope(scope: 'read_customers'): void {
+    this.missingScopes.add(scope);
+  }
+
   /** Every token the grant issued stops working now (as after ~24 h, or a revoked install): a 401 from then on. */
   expireGrantedTokens(): void {
     for (const token of this.granted.keys()) this.granted.set(token, 0);
@@ -90,6 +99,7 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
   reset(): void {
     this.token = SHOPIFY_EMULATOR_TOKEN;
     this.granted.clear();
+    this.missingScopes.clear();
     this.orders = seedShopifyOrders();
     this.products = seedShopifyProducts();
     this.refunds.reset();
@@ -182,9 +192,30 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
     const cost = shopifyQueryCost(query);
     if (query.includes('refundCreate')) return { cost, ...this.refundCreate(query, variables, version) };
     if (query.includes('orderUpdate')) return { cost, ...this.orderUpdate(variables) };
-    if (/\border\s*\(/.test(query)) return { cost, ...this.lookup('Order', query, variables, (id) => this.orders.get(id), orderView, 'order') };
+    if (/\border\s*\(/.test(query)) return { cost, ...this.withoutDeniedFields(this.lookup('Order', query, variables, (id) => this.orders.get(id), orderView, 'order'), query) };
     if (/\bproduct\s*\(/.test(query)) return { cost, ...this.lookup('Product', query, variables, (id) => this.products.get(id), productView, 'product') };
     return { cost, errors: [gqlError('The emulator does not support this operation', 'undefinedField')] };
+  }
+
+  /**
+   * An app without `read_customers`: GraphQL nulls the field it
+   * may not read and says why in `errors` with its path, the rest of the answer stands (VENDORS.md §1.4).
+   */
+  private withoutDeniedFields(result: Omit<Gql, 'cost'>, query: string): Omit<Gql, 'cost'> {
+    const order = (result.data as { order?: Record<string, unknown> | null } | undefined)?.order;
+    if (!order) return result;
+    const errors: unknown[] = [];
+    for (const [field, scope] of DENIABLE_ORDER_FIELDS) {
+      if (!this.missingScopes.has(scope) || !new RegExp(`\\b${field}\\b`).test(query)) continue;
+      order[field] = null;
+      errors.push({
+        message: `Access denied for ${field} field. Required access: \`${scope}\` access scope.`,
+        locations: [{ line: 1, column: 1 }],
+        path: ['order', field],
+        extensions: { code: 'ACCESS_DENIED', documentation: 'https://shopify.dev/api/usage/access-scopes', requiredAccess: `\`${scope}\` access scope.` },
+      });
+    }
+    return errors.length > 0 ? { ...result, errors } : result;
   }
 
   private lookup<T>(

@@ -6,7 +6,15 @@
 import { httpErrorOutcome, parseRetryAfterMs, vendorRequest, VendorHttpError, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome, type FailedOutcome, type VendorEndpoints } from '../vendor-handler.js';
 
-export type GraphqlResult = { ok: true; data: Record<string, unknown>; vendorStatus: number } | FailedOutcome;
+export type GraphqlResult =
+  | {
+      ok: true;
+      data: Record<string, unknown>;
+      vendorStatus: number;
+      /** fields Shopify refused (ACCESS_DENIED: a scope the app lacks) and answered null, e.g. "order.customer" */
+      denied?: string[];
+    }
+  | FailedOutcome;
 
 const SAFE_CODE = /^[A-Za-z_]{1,40}$/;
 
@@ -75,10 +83,35 @@ export function interpretShopifyResponse(res: VendorHttpResponse, mutation?: str
   if (!isRecord(body)) return fail('bad_response', 'shopify answered with an unexpected body');
   if (body.errors !== undefined && body.errors !== null) {
     if (mutation !== undefined && isRecord(body.data) && isRecord(body.data[mutation])) return { ok: true, data: body.data, vendorStatus: status };
+    const denied = mutation === undefined ? deniedFields(body.errors, body.data) : undefined;
+    if (denied) return { ok: true, data: body.data as Record<string, unknown>, vendorStatus: status, denied };
     return graphqlErrorsOutcome(body.errors, body.extensions, status);
   }
   if (!isRecord(body.data)) return fail('bad_response', 'shopify answer carries no data');
   return { ok: true, data: body.data, vendorStatus: status };
+}
+
+const PATH_PART = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+/**
+ * A query answered with its root object but some fields inside it refused:
+ * every error is ACCESS_DENIED on a path below a root field that came back
+ * (e.g. ["order", "customer"] without read_customers). GraphQL nulls just
+ * those fields, so the rest is still the answer; the paths say what is
+ * missing. Anything else — another code, a refused root, a path we would
+ * not print — is not this case (undefined).
+ */
+function deniedFields(errors: unknown, data: unknown): string[] | undefined {
+  if (!Array.isArray(errors) || errors.length === 0 || !isRecord(data)) return undefined;
+  const paths: string[] = [];
+  for (const e of errors) {
+    if (!isRecord(e) || !isRecord(e.extensions) || e.extensions.code !== 'ACCESS_DENIED' || !Array.isArray(e.path)) return undefined;
+    const names = e.path.filter((p): p is string => typeof p === 'string');
+    if (e.path.length < 2 || !names.every((p) => PATH_PART.test(p)) || !isRecord(data[String(e.path[0])])) return undefined;
+    const path = names.join('.');
+    if (!paths.includes(path)) paths.push(path);
+  }
+  return paths;
 }
 
 function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: number): FailedOutcome {

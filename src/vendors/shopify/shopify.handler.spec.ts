@@ -213,6 +213,50 @@ describe('ShopifyHandler writes', () => {
   });
 });
 
+describe('ShopifyHandler when Shopify refuses some fields to the app (ACCESS_DENIED on a path, VENDORS.md §1.4)', () => {
+  it('an order lookup without read_customers answers the order, with the customer object named as unavailable', async () => {
+    shop().revokeScope('read_customers');
+    const out = await handler.execute(lookup('12345'));
+    // The order's own email and phone (read_orders) still answer for the customer.
+    expect(out).toMatchObject({
+      ok: true,
+      data: { orderId: '12345', status: 'fulfilled', trackingNumber: 'TRACK-001', customer: { email: 'jane.doe@example.com' }, unavailable: ['customer'] },
+    });
+    // a full answer says nothing of the kind
+    emu.reset();
+    expect((await handler.execute(lookup('12345'))) as { data: Record<string, unknown> }).not.toHaveProperty('data.unavailable');
+  });
+
+  it('a refund whose order payments were refused fails as auth before the mutation, not as "no payment to refund"', async () => {
+    emu.fault({
+      vendor: 'shopify',
+      bodyMatch: /RefundContext/,
+      kind: 'status',
+      status: 200,
+      body: {
+        data: { order: { id: 'gid://shopify/Order/12345', currencyCode: 'USD', presentmentCurrencyCode: 'USD', transactions: null } },
+        errors: [{ message: 'Access denied for transactions field.', path: ['order', 'transactions'], extensions: { code: 'ACCESS_DENIED' } }],
+      },
+    });
+    const out = failure(await handler.execute(refund({ orderId: '12345', amount: '5' })));
+    expect(out).toMatchObject({ kind: 'auth', requestSent: false });
+    expect(out.message).toMatch(/ACCESS_DENIED/);
+    expect(emu.requests.some((r) => r.body.includes('refundCreate'))).toBe(false);
+  });
+
+  it('a refused root field, or another error code, still fails the call', async () => {
+    const answers = [
+      { data: { order: null }, errors: [{ message: 'denied', path: ['order'], extensions: { code: 'ACCESS_DENIED' } }] },
+      { data: { order: { id: 'x' } }, errors: [{ message: 'boom', path: ['order', 'customer'], extensions: { code: 'INTERNAL_SERVER_ERROR' } }] },
+    ];
+    for (const body of answers) {
+      emu.fault({ vendor: 'shopify', path: /graphql\.json$/, kind: 'status', status: 200, body, times: 10 });
+      expect((await handler.execute(lookup('12345'))).ok).toBe(false);
+      emu.reset();
+    }
+  });
+});
+
 describe('ShopifyHandler with an app\'s client id and secret (client-credentials grant, VENDORS.md §1.1)', () => {
   const app = { shopDomain: 'demo-shop.myshopify.com', clientId: SHOPIFY_EMULATOR_CLIENT_ID, clientSecret: SHOPIFY_EMULATOR_CLIENT_SECRET };
   const tokenRequests = (): number => emu.count({ vendor: 'shopify', path: /^\/admin\/oauth\/access_token$/ });

@@ -20,6 +20,15 @@ function gidOf(type: 'Order' | 'Product', id: unknown): string | undefined {
   return typeof id === 'string' && NUMERIC_ID.test(id) ? `gid://shopify/${type}/${id}` : undefined;
 }
 
+/**
+ * `unavailable`: the fields Shopify refused to the app (a scope it lacks), relative to the root object,
+ * so the model knows a null customer means "not allowed", not "none". Absent when nothing was refused.
+ */
+function unavailable(denied: string[] | undefined, root: string): { unavailable?: string[] } {
+  if (!denied || denied.length === 0) return {};
+  return { unavailable: denied.map((p) => (p.startsWith(`${root}.`) ? p.slice(root.length + 1) : p)) };
+}
+
 /** One tool call's connection, and whether it has already renewed a refused token. */
 interface ShopifyCall {
   conn: ShopifyConnection;
@@ -105,7 +114,7 @@ export class ShopifyHandler implements VendorHandler {
     // Unknown ids (and orders outside the 60-day window without read_all_orders) come back as null.
     if (order === null || order === undefined) return failedOutcome('not_found', 'shopify order not found', res.vendorStatus);
     if (!isRecord(order)) return failedOutcome('bad_response', 'shopify order has an unexpected shape', res.vendorStatus);
-    return { ok: true, data: normalizeOrder(String(ctx.params.orderId), order), vendorStatus: res.vendorStatus };
+    return { ok: true, data: { ...normalizeOrder(String(ctx.params.orderId), order), ...unavailable(res.denied, 'order') }, vendorStatus: res.vendorStatus };
   }
 
   private async getProduct(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
@@ -116,7 +125,7 @@ export class ShopifyHandler implements VendorHandler {
     const product = res.data.product;
     if (product === null || product === undefined) return failedOutcome('not_found', 'shopify product not found', res.vendorStatus);
     if (!isRecord(product)) return failedOutcome('bad_response', 'shopify product has an unexpected shape', res.vendorStatus);
-    return { ok: true, data: normalizeProduct(String(ctx.params.productId), product), vendorStatus: res.vendorStatus };
+    return { ok: true, data: { ...normalizeProduct(String(ctx.params.productId), product), ...unavailable(res.denied, 'product') }, vendorStatus: res.vendorStatus };
   }
 
   private async addNote(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
@@ -150,6 +159,8 @@ export class ShopifyHandler implements VendorHandler {
     const order = context.data.order;
     if (order === null || order === undefined) return failedOutcome('not_found', 'shopify order not found', context.vendorStatus, undefined, false);
     if (!isRecord(order)) return failedOutcome('bad_response', 'shopify order has an unexpected shape', context.vendorStatus, undefined, false);
+    // The payments were refused to the app: "no payment to refund" would be a lie.
+    if (context.denied) return failedOutcome('auth', 'shopify denied access to the order’s payments (ACCESS_DENIED: missing scope?)', context.vendorStatus, undefined, false);
     const parent = pickRefundParent(order);
     if (!parent) return failedOutcome('rejected', 'the order has no captured payment to refund', context.vendorStatus, undefined, false);
 
