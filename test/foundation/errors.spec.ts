@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { Controller, Get } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Roles } from '../../src/auth/auth.decorators.js';
@@ -58,6 +59,8 @@ describe('errors, limits and correlation ids', () => {
     const ops = await createKey(t, org, 'ops');
     const cases: [contentType: string, body: string, status: number, code: string][] = [
       ['text/plain', 'hello', 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['application/json-seq', '{"name":"x"}', 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['application/json; charset=utf-16', '{"name":"x"}', 415, 'UNSUPPORTED_MEDIA_TYPE'],
       ['application/json', '{"name": ', 400, 'BAD_REQUEST'],
       ['application/json', '['.repeat(40) + ']'.repeat(40), 400, 'BAD_REQUEST'],
     ];
@@ -75,6 +78,19 @@ describe('errors, limits and correlation ids', () => {
     // The size limit protects the reader whoever sends the body: 413 at once.
     const big = await t.http.post('/v1/orgs').set('Content-Type', 'application/json').send(JSON.stringify({ name: 'x'.repeat(600 * 1024) }));
     expect(big.status).toBe(413);
+  });
+
+  it('takes JSON in UTF-8 only, uncompressed: a charset or Content-Encoding it would misread is 415, not "not valid JSON"', async () => {
+    const post = (headers: Record<string, string>, body: string | Buffer) => t.http.post('/v1/orgs').set({ ...adminAuth, ...headers }).send(body);
+    const json = JSON.stringify({ name: 'Charset Org' });
+    for (const type of ['application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'application/problem+json', 'application/json']) {
+      expect((await post({ 'Content-Type': type }, json)).status, type).toBe(201);
+    }
+    const gz = await post({ 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, gzipSync(json));
+    expect([gz.status, gz.body.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
+    expect(gz.body.detail).toMatch(/Content-Encoding/);
+    const latin = await post({ 'Content-Type': 'application/json; charset=iso-8859-1' }, json);
+    expect([latin.status, latin.body.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
   });
 
   it('echoes a given correlation id and makes one otherwise', async () => {

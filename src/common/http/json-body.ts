@@ -84,8 +84,18 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
       return next();
     }
     const type = String(req.headers['content-type'] ?? '');
-    if (!/^application\/([a-z0-9.+-]*\+)?json\b/i.test(type)) {
-      return refuse(new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json'));
+    // application/json or a +json type, nothing after it but parameters (application/json-seq is not JSON).
+    const media = /^application\/(?:[a-z0-9.+-]*\+)?json\s*(?:;(.*))?$/i.exec(type);
+    if (!media) return refuse(new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json'));
+    // JSON is UTF-8 (RFC 8259 §8.1): the body is read as UTF-8, so another charset would be misread.
+    const charset = /(?:^|;)\s*charset\s*=\s*"?([^";\s]+)/i.exec(media[1] ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      return refuse(new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json in UTF-8'));
+    }
+    // A compressed body would be read as text and refused as "not JSON": say what is wrong instead.
+    const encoding = String(req.headers['content-encoding'] ?? '').trim().toLowerCase();
+    if (encoding !== '' && encoding !== 'identity') {
+      return refuse(new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Encoding is not supported: send the body uncompressed'));
     }
     if (jsonDepth(text) > MAX_JSON_DEPTH) {
       return refuse(new AppError('BAD_REQUEST', `JSON nesting deeper than ${MAX_JSON_DEPTH}`));
