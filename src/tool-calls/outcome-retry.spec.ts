@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retryWhileUnavailable, unavailableRetryDelayMs } from './outcome-retry.js';
+import { resumableWrite, retryWhileUnavailable, unavailableRetryDelayMs } from './outcome-retry.js';
 
 const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 const wrong = (): Error => Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' });
@@ -53,5 +53,54 @@ describe('retryWhileUnavailable', () => {
     const t0 = performance.now();
     await expect(retryWhileUnavailable(w.write, { budgetMs: 60_000, capMs: 10_000, signal: stop.signal })).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     expect(performance.now() - t0).toBeLessThan(1_000);
+  });
+});
+
+describe('resumableWrite', () => {
+  /** A guarded write answering in turn: an error to throw, or whether its guard matched. */
+  function scripted(answers: (Error | boolean)[]): () => Promise<boolean> {
+    let n = 0;
+    return async () => {
+      const a = answers[n++];
+      if (a instanceof Error) throw a;
+      return a ?? false;
+    };
+  }
+
+  it('after a connection lost mid-write, a resend that finds the row settled asks whether it holds our outcome', async () => {
+    let asked = 0;
+    const attempt = resumableWrite(scripted([refused(), false]), async () => {
+      asked++;
+      return true;
+    });
+    await expect(attempt()).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    await expect(attempt()).resolves.toBe(true);
+    expect(asked).toBe(1);
+    // ... and a row settled by someone else stays "not written"
+    const other = resumableWrite(scripted([refused(), false]), async () => false);
+    await other().catch(() => undefined);
+    await expect(other()).resolves.toBe(false);
+  });
+
+  it('without an interrupted attempt, a guard that matched nothing is "settled elsewhere", without a read', async () => {
+    let asked = 0;
+    const attempt = resumableWrite(scripted([false]), async () => {
+      asked++;
+      return true;
+    });
+    await expect(attempt()).resolves.toBe(false);
+    // an error that is not "unavailable" (a constraint) does not count as interrupted either
+    const wrongFirst = resumableWrite(scripted([wrong(), false]), async () => {
+      asked++;
+      return true;
+    });
+    await wrongFirst().catch(() => undefined);
+    await expect(wrongFirst()).resolves.toBe(false);
+    expect(asked).toBe(0);
+  });
+
+  it('composes with retryWhileUnavailable: refused, refused, then the settled row turns out to be ours', async () => {
+    const attempt = resumableWrite(scripted([refused(), refused(), false]), async () => true);
+    await expect(retryWhileUnavailable(attempt, { budgetMs: 5_000, capMs: 20 })).resolves.toBe(true);
   });
 });

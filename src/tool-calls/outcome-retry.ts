@@ -44,3 +44,23 @@ export async function retryWhileUnavailable<T>(write: () => Promise<T>, o: Unava
     }
   }
 }
+
+/**
+ * A write guarded by "only if not settled yet", made safe to resend after a
+ * connection lost mid-statement: the statement may have committed with its
+ * answer lost, and the resend's guard then finds the row settled (false).
+ * Once an attempt was interrupted, such a false is checked with `isMine` (did
+ * the row get OUR outcome?) instead of being taken for "settled elsewhere".
+ */
+export function resumableWrite(write: () => Promise<boolean>, isMine: () => Promise<boolean>): () => Promise<boolean> {
+  let interrupted = false;
+  return async () => {
+    try {
+      if (await write()) return true;
+    } catch (err) {
+      if (isDatabaseUnavailable(err)) interrupted = true;
+      throw err;
+    }
+    return interrupted ? isMine() : false;
+  };
+}

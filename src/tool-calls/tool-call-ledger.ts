@@ -1,11 +1,11 @@
-import { Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Envelope } from '../common/crypto/envelope-cipher.js';
 import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { newId } from '../common/ids.js';
 import { Sql } from '../db/sql.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { retryWhileUnavailable } from './outcome-retry.js';
+import { resumableWrite, retryWhileUnavailable } from './outcome-retry.js';
 import type { EncryptedResult } from './results.store.js';
 import type { ToolCallStatus } from './tool-call-status.js';
 
@@ -98,10 +98,25 @@ function eventsCte(events: NewLedgerEvent[], params: unknown[], guard: string): 
  * decision + approval + events) and the outcome (row + encrypted result +
  * events). Nothing is held open while the vendor is called.
  */
+/** An outcome write the database refused (unavailable); `kept`: it is retried in the background. */
+export class OutcomeNotWritten extends Error {
+  override readonly name = 'OutcomeNotWritten';
+  constructor(
+    readonly kept: boolean,
+    override readonly cause: unknown,
+  ) {
+    super('the outcome could not be written: the database is unavailable');
+  }
+}
+
 @Injectable()
-export class ToolCallLedger implements BeforeApplicationShutdown {
+export class ToolCallLedger implements OnApplicationShutdown {
   private readonly log = new Logger('ToolCallLedger');
-  /** Aborted at shutdown: outcome writes waiting for the database stop waiting. */
+  /**
+   * Aborted once the HTTP drain is over (onApplicationShutdown, before the
+   * database pool closes): outcome writes kept in memory stop waiting. Not
+   * earlier: requests still draining must ride out a database blip as always.
+   */
   private readonly closing = new AbortController();
   /** Outcome writes still trying after their request was answered 503. */
   private readonly late = new Set<Promise<void>>();
@@ -111,7 +126,7 @@ export class ToolCallLedger implements BeforeApplicationShutdown {
     private readonly metrics: MetricsService,
   ) {}
 
-  async beforeApplicationShutdown(): Promise<void> {
+  async onApplicationShutdown(): Promise<void> {
     this.closing.abort();
     await Promise.allSettled([...this.late]);
   }
@@ -165,28 +180,49 @@ export class ToolCallLedger implements BeforeApplicationShutdown {
   }
 
   /**
-   * writeOutcome, riding out a database that is briefly unavailable: retried
-   * for up to OUTCOME_WRITE_INLINE_MS. If it is still down, the error is
-   * thrown (the request answers 503) and the outcome is kept and retried in
-   * the background; `lateWrite` is told whether it was recorded then.
+   * writeOutcome, riding out a database that is briefly unavailable: new
+   * attempts for up to OUTCOME_WRITE_INLINE_MS. If it is still down, an
+   * OutcomeNotWritten is thrown (the request answers 503) and the outcome is
+   * kept and retried in the background, unless the gateway is stopping;
+   * `lateWrite` is told whether it was recorded then.
    */
   async writeOutcomeDurably(o: OutcomeRow, events: NewLedgerEvent[], lateWrite: (written: boolean) => void): Promise<boolean> {
+    const attempt = this.attemptOutcome(o, events);
     try {
-      return await retryWhileUnavailable(() => this.writeOutcome(o, events), { budgetMs: OUTCOME_WRITE_INLINE_MS, capMs: 1_000, signal: this.closing.signal });
+      return await retryWhileUnavailable(attempt, { budgetMs: OUTCOME_WRITE_INLINE_MS, capMs: 1_000 });
     } catch (err) {
-      if (isDatabaseUnavailable(err)) this.keepTrying(o, events, lateWrite);
-      throw err;
+      if (!isDatabaseUnavailable(err)) throw err;
+      throw new OutcomeNotWritten(this.keepTrying(o, attempt, lateWrite), err);
     }
   }
 
-  private keepTrying(o: OutcomeRow, events: NewLedgerEvent[], lateWrite: (written: boolean) => void): void {
+  /** writeOutcome attempts that tell an outcome of ours committed without its answer from one settled elsewhere. */
+  private attemptOutcome(o: OutcomeRow, events: NewLedgerEvent[]): () => Promise<boolean> {
+    return resumableWrite(() => this.writeOutcome(o, events), () => this.holdsOutcome(o));
+  }
+
+  /**
+   * Whether the call's row holds this outcome: same status, error code and
+   * duration (the orphan sweep records no duration, an ops reconcile keeps the
+   * indeterminate call's). Read after a write whose answer was lost.
+   */
+  async holdsOutcome(o: Pick<OutcomeRow, 'id' | 'status' | 'errorCode' | 'durationMs'>): Promise<boolean> {
+    const [row] = await this.sql.query<{ mine: boolean }>(
+      `SELECT (status = $2 AND error_code IS NOT DISTINCT FROM $3 AND duration_ms IS NOT DISTINCT FROM $4) AS mine FROM tool_calls WHERE id = $1`,
+      [o.id, o.status, o.errorCode, o.durationMs],
+    );
+    return row?.mine === true;
+  }
+
+  /** Keeps retrying in the background; false when it cannot (the gateway is stopping). */
+  private keepTrying(o: OutcomeRow, attempt: () => Promise<boolean>, lateWrite: (written: boolean) => void): boolean {
     const fields = { toolCallId: o.id, status: o.status };
     if (this.closing.signal.aborted) {
-      this.log.warn(fields, 'outcome not recorded (database unavailable during shutdown): the orphan sweep will mark the call indeterminate');
-      return;
+      this.log.warn(fields, 'outcome not recorded (database unavailable while stopping): the orphan sweep will mark the call indeterminate');
+      return false;
     }
     this.log.warn(fields, 'outcome not recorded yet (database unavailable): kept in memory, retrying');
-    const task = retryWhileUnavailable(() => this.writeOutcome(o, events), { budgetMs: OUTCOME_WRITE_LATE_MS, capMs: 5_000, signal: this.closing.signal }).then(
+    const task = retryWhileUnavailable(attempt, { budgetMs: OUTCOME_WRITE_LATE_MS, capMs: 5_000, signal: this.closing.signal }).then(
       (written) => {
         this.log.log(fields, written ? 'outcome recorded after the database came back' : 'outcome not recorded: the call was settled elsewhere meanwhile');
         lateWrite(written);
@@ -200,6 +236,7 @@ export class ToolCallLedger implements BeforeApplicationShutdown {
     );
     this.late.add(task);
     void task.finally(() => this.late.delete(task));
+    return true;
   }
 
   /** Records the outcome if the call is still in `from`; false when someone else settled it first. */

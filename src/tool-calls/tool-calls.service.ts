@@ -6,7 +6,6 @@ import { actionDigest } from '../common/canonical-json.js';
 import { Clock } from '../common/clock.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { AppError } from '../common/errors/app-error.js';
-import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { newId } from '../common/ids.js';
 import { storableText } from '../common/storable-text.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -22,7 +21,7 @@ import { redactInput, redactOutput } from '../redaction/redaction.service.js';
 import { RunsService } from '../runs/runs.service.js';
 import { decide } from './tool-call-decision.js';
 import { buildToolCallBody, httpStatusFor, type StoredResult, type ToolCallBody } from './tool-call-body.js';
-import { ToolCallLedger } from './tool-call-ledger.js';
+import { OutcomeNotWritten, ToolCallLedger } from './tool-call-ledger.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 import type { ToolCallStatus } from './tool-call-status.js';
 import { recordedAction, recordedToolName } from './recorded-action.js';
@@ -255,14 +254,19 @@ export class ToolCallsService {
     try {
       written = await this.ledger.writeOutcomeDurably(row, events, (late) => late && settled());
     } catch (err) {
-      if (!isDatabaseUnavailable(err)) throw err;
-      // Not "nothing was executed": the caller must not send this call again under a new id.
-      const detail = vendorReached
-        ? 'the vendor was called, but the database is unavailable and its outcome is not recorded yet; the gateway keeps it and retries. ' +
-          'Send the same tool_use again (same id or Idempotency-Key) later to read it, never under a new id: that would call the vendor again'
-        : 'the database is unavailable and the outcome of this call is not recorded yet (the vendor was not called); the gateway keeps it and retries. ' +
-          'Send the same tool_use again later to read it';
-      throw new AppError('DATABASE_UNAVAILABLE', detail, { retryAfterSeconds: 1, fields: { toolCallId: c.id, outcomeRecorded: false } });
+      if (!(err instanceof OutcomeNotWritten)) throw err;
+      // Not "nothing was executed": the caller must not send this call again under a new id. "May not be":
+      // a connection lost mid-write may have committed it.
+      const what = vendorReached
+        ? 'the vendor was called, but the database is unavailable and its outcome may not be recorded yet'
+        : 'the database is unavailable and the outcome of this call (the vendor was not called) may not be recorded yet';
+      const then = err.kept
+        ? 'the gateway keeps it and retries. Send the same tool_use again (same id or Idempotency-Key) later to read it'
+        : 'the gateway is stopping, so it becomes indeterminate unless it was. Send the same tool_use again (same id or Idempotency-Key) later to read it';
+      throw new AppError('DATABASE_UNAVAILABLE', `${what}; ${then}${vendorReached ? ', never under a new id: that would call the vendor again' : ''}`, {
+        retryAfterSeconds: 1,
+        fields: { toolCallId: c.id, outcomeConfirmed: false },
+      });
     }
     if (!written) {
       // Someone else settled it (e.g. the orphan sweep): answer with what the ledger says.

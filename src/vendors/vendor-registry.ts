@@ -32,7 +32,7 @@ export class VendorRegistry {
     const endpoints = vendorEndpoints(config);
     // One token cache for every OAuth vendor, so refreshes are single-flight per credential process-wide.
     const tokens = new TokenCache();
-    const all: VendorHandler[] = [new ShopifyHandler(endpoints), new AmazonHandler(endpoints, tokens), new JumioHandler(endpoints, tokens), new NangoHandler(endpoints)];
+    const all: VendorHandler[] = [new ShopifyHandler(endpoints, tokens), new AmazonHandler(endpoints, tokens), new JumioHandler(endpoints, tokens), new NangoHandler(endpoints)];
     this.handlers = new Map(all.map((h) => [h.vendor, h]));
   }
 

@@ -127,7 +127,7 @@ describe('database outage', () => {
     expectUnavailable(res, 'the outcome could not be recorded');
     // Not "nothing happened": the caller learns the call ran, which call it is, and not to send it under a new id.
     const problem = JSON.parse(res.text) as Record<string, unknown>;
-    expect(problem).toMatchObject({ outcomeRecorded: false, toolCallId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(problem).toMatchObject({ outcomeConfirmed: false, toolCallId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
     expect(problem.detail).toMatch(/vendor was called/);
     await sleep(1_000); // the kept outcome keeps failing for a while; the process rides it out
 

@@ -77,8 +77,8 @@ export function ApiToolCallResponses(): MethodDecorator {
     ApiProblemResponse(
       503,
       'DATABASE_UNAVAILABLE, with Retry-After. Without `toolCallId`: nothing was recorded or executed. With `toolCallId` and ' +
-        '`outcomeRecorded: false`: the call was recorded and ran (the detail says whether the vendor was called), but its outcome ' +
-        'could not be written yet; the gateway keeps it and retries. Send the same tool_use again (same id or Idempotency-Key) to read ' +
+        '`outcomeConfirmed: false`: the call was recorded and ran (the detail says whether the vendor was called), but its outcome ' +
+        'may not be written yet; the gateway keeps it and retries. Send the same tool_use again (same id or Idempotency-Key) to read ' +
         'it (409 IDEMPOTENCY_IN_PROGRESS until then) — never under a new id',
     ),
   );
