@@ -167,7 +167,7 @@ describe('ShopifyHandler writes', () => {
   });
 
   it('refunds a multi-currency order in the currency the customer paid in, naming it (VENDORS.md §1.8)', async () => {
-    const call = refund({ orderId: '1004', amount: '10' });
+    const call = refund({ orderId: '1004', amount: '10', currency: 'EUR' });
     const out = await handler.execute(call);
     expect(out).toMatchObject({ ok: true, data: { orderId: '1004', amount: '10.00', currency: 'EUR', status: 'success' } });
     expect(shop().refundCount(1004)).toBe(1);
@@ -176,6 +176,21 @@ describe('ShopifyHandler writes', () => {
     // the retry sends the same input: Shopify replays the refund instead of refusing the key
     expect(await handler.execute({ ...call, attempt: 1 })).toEqual(out);
     expect(shop().refundCount(1004)).toBe(1);
+  });
+
+  it('refuses, before the mutation, a refund whose currency is not the one the customer paid in, or left unsaid when that is not the shop’s', async () => {
+    const cases: [params: Record<string, unknown>, message: string][] = [
+      [{ orderId: '1004', amount: '10' }, 'the customer paid in EUR, not the shop\'s USD: give currency "EUR" to refund in it'],
+      [{ orderId: '1004', amount: '10', currency: 'USD' }, 'the customer paid in EUR: the refund amount must be in EUR (currency "EUR")'],
+      [{ orderId: '12345', amount: '10', currency: 'EUR' }, 'the customer paid in USD: the refund amount must be in USD (currency "USD")'],
+    ];
+    for (const [params, message] of cases) {
+      expect(failure(await handler.execute(refund(params)))).toMatchObject({ kind: 'rejected', requestSent: false, message });
+    }
+    expect(emu.requests.some((r) => r.body.includes('refundCreate'))).toBe(false);
+    // the shop's own currency, said or not, is fine
+    expect(await handler.execute(refund({ orderId: '12345', amount: '1', currency: 'USD' }))).toMatchObject({ ok: true, data: { currency: 'USD' } });
+    expect(shop().refundCount(1004)).toBe(0);
   });
 
   it('makes a second refund for a different ledger key', async () => {

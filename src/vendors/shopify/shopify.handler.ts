@@ -10,7 +10,7 @@ import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.clie
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
-import { buildRefundInput, pickRefundParent, refundCurrency, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
+import { buildRefundInput, pickRefundParent, refundCurrency, refundCurrencyProblem, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
 import { SHOPIFY_TOOLS } from './shopify.tools.js';
 
 const NUMERIC_ID = /^[0-9]{1,20}$/;
@@ -161,6 +161,8 @@ export class ShopifyHandler implements VendorHandler {
     if (!isRecord(order)) return failedOutcome('bad_response', 'shopify order has an unexpected shape', context.vendorStatus, undefined, false);
     // The payments were refused to the app: "no payment to refund" would be a lie.
     if (context.denied) return failedOutcome('auth', 'shopify denied access to the order’s payments (ACCESS_DENIED: missing scope?)', context.vendorStatus, undefined, false);
+    const currencyProblem = refundCurrencyProblem(order, ctx.params.currency);
+    if (currencyProblem) return failedOutcome('rejected', currencyProblem, context.vendorStatus, undefined, false);
     const parent = pickRefundParent(order);
     if (!parent) return failedOutcome('rejected', 'the order has no captured payment to refund', context.vendorStatus, undefined, false);
 

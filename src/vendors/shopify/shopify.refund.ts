@@ -60,7 +60,24 @@ export function pickRefundParent(order: Record<string, unknown>): RefundParent |
  */
 export function refundCurrency(order: Record<string, unknown>): string | undefined {
   const code = order.presentmentCurrencyCode ?? order.currencyCode;
-  return typeof code === 'string' && /^[A-Z]{3}$/.test(code) ? code : undefined;
+  return typeof code === 'string' && CURRENCY.test(code) ? code : undefined;
+}
+
+const CURRENCY = /^[A-Z]{3}$/;
+
+/**
+ * Why a refund's currency does not fit the order, or null. The amount is in
+ * the currency the customer paid in; when that is not the shop's, the call
+ * must say so (`currency`), so that the ledger, the policy rules (amount
+ * thresholds) and an approver all see which currency the amount is in — a
+ * bare "95" must not mean KWD where a rule was written in USD.
+ */
+export function refundCurrencyProblem(order: Record<string, unknown>, asked: unknown): string | null {
+  const paid = refundCurrency(order);
+  const shop = typeof order.currencyCode === 'string' && CURRENCY.test(order.currencyCode) ? order.currencyCode : undefined;
+  if (paid === undefined) return null; // Shopify did not say: nothing to check against
+  if (typeof asked === 'string') return asked === paid ? null : `the customer paid in ${paid}: the refund amount must be in ${paid} (currency "${paid}")`;
+  return shop === undefined || paid === shop ? null : `the customer paid in ${paid}, not the shop's ${shop}: give currency "${paid}" to refund in it`;
 }
 
 export function buildRefundInput(

@@ -80,11 +80,18 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
     actions: [
       {
         name: 'create',
-        description: 'Refund an amount to the original payment of the order, in the currency the customer paid in (the order\'s presentment currency).',
+        description:
+          'Refund an amount to the original payment of the order, in the currency the customer paid in. ' +
+          'When that is not the shop\'s currency, name it in `currency`: the refund is refused otherwise.',
         inputSchema: objectSchema(
           {
             orderId,
             amount: { type: 'string', pattern: REFUND_AMOUNT_PATTERN, description: 'Decimal amount in the currency the customer paid in, e.g. "19.99"' },
+            currency: {
+              type: 'string',
+              pattern: '^[A-Z]{3}$',
+              description: 'ISO 4217 code of the amount, e.g. "EUR": the currency the customer paid in. Required when it is not the shop\'s',
+            },
             note: { type: 'string', maxLength: REFUND_NOTE_MAX_LENGTH, description: 'Reason shown on the refund' },
           },
           ['orderId', 'amount'],
