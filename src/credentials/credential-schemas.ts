@@ -10,9 +10,10 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
     required: ['shopDomain'],
     properties: {
       shopDomain: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,60}\\.myshopify\\.com$' },
-      accessToken: { type: 'string', minLength: 8, maxLength: 512 },
-      clientId: { type: 'string', minLength: 1, maxLength: 256 },
-      clientSecret: { type: 'string', minLength: 8, maxLength: 512 },
+      // Printable ASCII without blanks, as they go into a header or a JSON body (the handler checks the same).
+      accessToken: { type: 'string', minLength: 8, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' },
+      clientId: { type: 'string', minLength: 1, maxLength: 256, pattern: '^[\\x21-\\x7e]+$' },
+      clientSecret: { type: 'string', minLength: 8, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' },
       apiVersion: { type: 'string', pattern: '^(\\d{4}-(01|04|07|10)|unstable)$' },
     },
   },

@@ -129,6 +129,11 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
       { shopDomain, clientSecret: SHOPIFY_CLIENT_SECRET },
       { ...app, accessToken: SHOPIFY_TOKEN },
     ];
+    // A value no call could send (a blank in a client id or token) is refused here, not at every call as CREDENTIALS_INVALID.
+    for (const config of [{ ...app, clientId: 'acme app' }, { shopDomain, accessToken: 'shpat_ with blank' }]) {
+      const res = await t.http.put(url(org, 'shopify')).set(bearer(admin)).send({ config });
+      expect([res.status, res.body.code], JSON.stringify(config)).toEqual([400, 'VALIDATION_FAILED']);
+    }
     for (const config of refused) {
       const res = await t.http.put(url(org, 'shopify')).set(bearer(admin)).send({ config });
       expect([res.status, res.body.code, res.body.detail], JSON.stringify(config)).toEqual([400, 'VALIDATION_FAILED', 'config: give accessToken, or clientId and clientSecret (one of the two)']);
