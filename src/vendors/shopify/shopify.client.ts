@@ -31,6 +31,8 @@ export async function postShopifyGraphql(
   signal: AbortSignal,
   /** The mutation field this document runs, if any (see interpretShopifyResponse). */
   mutation?: string,
+  /** Sees the headers of every HTTP answer (the API version Shopify served). */
+  onHeaders?: (headers: Record<string, string>) => void,
 ): Promise<GraphqlResult> {
   let res: VendorHttpResponse;
   try {
@@ -53,6 +55,7 @@ export async function postShopifyGraphql(
     if (err instanceof VendorHttpError) return httpErrorOutcome(err) as FailedOutcome;
     throw err;
   }
+  onHeaders?.(res.headers);
   return interpretShopifyResponse(res, mutation);
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Logger } from '@nestjs/common';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ShopifyEmulator } from '../../emulator/shopify.emulator.js';
 import { SHOPIFY_EMULATOR_CLIENT_ID, SHOPIFY_EMULATOR_CLIENT_SECRET, SHOPIFY_EMULATOR_TOKEN } from '../../emulator/shopify.fixtures.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
@@ -225,6 +226,25 @@ describe('ShopifyHandler writes', () => {
   it('refuses a refund of zero before sending', () => {
     expect(handler.validate('shopify_refund', 'create', { orderId: '1', amount: '0.00' })).toBe('amount must be greater than 0');
     expect(handler.validate('shopify_refund', 'create', { orderId: '1', amount: '0.01' })).toBeNull();
+  });
+});
+
+describe('ShopifyHandler and API versions', () => {
+  it('tells ops, once, when Shopify served another API version than the one requested (fall forward)', async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const own = new ShopifyHandler(endpoints());
+      const old = { shopDomain: 'demo-shop.myshopify.com', accessToken: SHOPIFY_EMULATOR_TOKEN, apiVersion: '2024-01' };
+      for (const id of ['12345', '1001']) expect(await own.execute(lookup(id, { credentials: old }))).toMatchObject({ ok: true });
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn.mock.calls[0][0]).toEqual({ requested: '2024-01', served: '2025-10' });
+      // a supported version says nothing
+      warn.mockClear();
+      expect(await own.execute(lookup('12345'))).toMatchObject({ ok: true });
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
 

@@ -3,6 +3,7 @@
  * action is one GraphQL request, except a refund, which first reads the
  * order's payments: Shopify needs the parent transaction's gateway.
  */
+import { Logger } from '@nestjs/common';
 import { TokenCache, TokenFetchError, type AcquiredToken } from '../auth/token-cache.js';
 import { failedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchShopifyToken, shopifyCacheKey } from './shopify.auth.js';
@@ -36,9 +37,15 @@ interface ShopifyCall {
   refreshed: boolean;
 }
 
+/** How many distinct version notices one process remembers (each is logged once). */
+const NOTICES_MAX = 1_000;
+const VERSION = /^(\d{4}-(01|04|07|10)|unstable)$/;
+
 export class ShopifyHandler implements VendorHandler {
   readonly vendor = 'shopify' as const;
   readonly tools = SHOPIFY_TOOLS;
+  private readonly log = new Logger('Shopify');
+  private readonly notices = new Set<string>();
 
   constructor(
     private readonly endpoints: VendorEndpoints,
@@ -88,7 +95,7 @@ export class ShopifyHandler implements VendorHandler {
   private async gql(call: ShopifyCall, query: string, variables: Record<string, unknown>, mutation?: string): Promise<GraphqlResult> {
     for (;;) {
       const { token, fresh } = await this.token(call);
-      const res = await postShopifyGraphql(this.endpoints, call.conn.graphqlUrl, token, query, variables, call.signal, mutation);
+      const res = await postShopifyGraphql(this.endpoints, call.conn.graphqlUrl, token, query, variables, call.signal, mutation, (h) => this.noticeVersion(call.conn.apiVersion, h));
       if (!res.ok && res.vendorStatus === 401 && call.conn.auth.kind === 'client' && !fresh && !call.refreshed) {
         call.refreshed = true;
         this.tokens.invalidate(shopifyCacheKey(call.conn, call.conn.auth), token);
@@ -96,6 +103,23 @@ export class ShopifyHandler implements VendorHandler {
       }
       return res;
     }
+  }
+
+  /**
+   * Shopify serves a version it no longer supports with the oldest one it
+   * does ("fall forward", VENDORS.md §1.1) and says which in
+   * X-Shopify-API-Version: answers may then differ from what the gateway was
+   * written against. Logged once per requested → served pair, for ops to move
+   * the version (SHOPIFY_API_VERSION, or the org's apiVersion).
+   */
+  private noticeVersion(requested: string, headers: Record<string, string>): void {
+    const served = headers['x-shopify-api-version'];
+    if (served === undefined || served === requested || !VERSION.test(served)) return;
+    const key = `${requested}>${served}`;
+    if (this.notices.has(key)) return;
+    if (this.notices.size >= NOTICES_MAX) this.notices.clear();
+    this.notices.add(key);
+    this.log.warn({ requested, served }, 'Shopify served another API version than the one requested (no longer supported): move SHOPIFY_API_VERSION or the org\'s apiVersion forward');
   }
 
   private token(call: ShopifyCall): Promise<AcquiredToken> {
