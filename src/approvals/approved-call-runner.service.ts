@@ -38,6 +38,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   private readonly inFlight = new Set<Promise<unknown>>();
   /** Calls this process is claiming or running: a sweep does not start them a second time (nor lease a second slot). */
   private readonly running = new Set<string>();
+  /** Set when shutdown begins: no new vendor call starts from here. */
+  private stopping = false;
 
   constructor(
     private readonly sql: Sql,
@@ -60,6 +62,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * of the grace period could cut off; the other replicas' sweeps run them.
    */
   async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true; // an approval decided during the drain stays approved: another replica, or the restart, runs it
     await this.task.stop();
   }
 
@@ -103,6 +106,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
 
   /** Fire-and-forget from a decision or a sweep; errors are logged, and a later sweep retries anything left approved. */
   runSoon(toolCallId: string): Promise<void> {
+    if (this.stopping) {
+      this.log.log({ toolCallId }, 'approved call not started: the gateway is stopping; a sweep (another replica, or after the restart) runs it');
+      return Promise.resolve();
+    }
     const p = this.run(toolCallId).catch((err: unknown) => this.log.error({ toolCallId, err: err instanceof Error ? err.message : String(err) }, 'approved call failed to run'));
     this.inFlight.add(p);
     void p.finally(() => this.inFlight.delete(p));

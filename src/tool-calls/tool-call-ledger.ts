@@ -78,6 +78,12 @@ export const OUTCOME_WRITE_INLINE_MS = 3_000;
  * it settled and stops.
  */
 export const OUTCOME_WRITE_LATE_MS = 15 * 60_000;
+/**
+ * At shutdown, how long kept outcomes still get to reach a database that is
+ * coming back before they are given up (well inside a container's stop grace
+ * period: docker-compose gives 30 s).
+ */
+export const OUTCOME_WRITE_SHUTDOWN_GRACE_MS = 5_000;
 
 /** Builds `INSERT INTO runtime_ledger_events … SELECT … WHERE EXISTS (SELECT 1 FROM <guard>)` for a CTE. */
 function eventsCte(events: NewLedgerEvent[], params: unknown[], guard: string): string {
@@ -120,15 +126,40 @@ export class ToolCallLedger implements OnApplicationShutdown {
   private readonly closing = new AbortController();
   /** Outcome writes still trying after their request was answered 503. */
   private readonly late = new Set<Promise<void>>();
+  /** Vendor calls in flight whose outcome is still to be written (see track). */
+  private readonly working = new Set<Promise<unknown>>();
 
   constructor(
     private readonly sql: Sql,
     private readonly metrics: MetricsService,
   ) {}
 
+  /**
+   * After the HTTP drain, before the pool closes: first the vendor calls still
+   * running (their clients may be gone; ApprovedCallRunner's module waits for
+   * its own earlier), then kept outcomes get a last grace to land, then stop
+   * (the orphan sweep settles what did not).
+   */
   async onApplicationShutdown(): Promise<void> {
+    // Node's server.close() ends with the sockets, not with the handlers: a call whose client went away
+    // is still at the vendor, and its outcome must be written before the pool closes.
+    await Promise.allSettled([...this.working]);
+    if (this.late.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, OUTCOME_WRITE_SHUTDOWN_GRACE_MS)));
+      await Promise.race([Promise.allSettled([...this.late]), grace]);
+      clearTimeout(timer);
+    }
     this.closing.abort();
     await Promise.allSettled([...this.late]);
+  }
+
+  /** Work that ends by writing an outcome (a vendor call in flight): shutdown waits for it before anything closes. */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.working.add(work);
+    const done = (): void => void this.working.delete(work);
+    work.then(done, done);
+    return work;
   }
 
   /** Outcome writes kept in memory, still trying (for tests and metrics). */

@@ -192,11 +192,17 @@ export class ToolCallsService {
         const facts2 = { id, status, errorCode, errorText, retryAfterSeconds: null, approvalKind: approval?.kind ?? null };
         return this.respond(buildToolCallBody(facts2, { found: false }, use.id, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
       }
-      const outcome = await this.executor.execute({ entry: decision.entry, orgId, toolCallId: id, idempotencyKey, params: use.params });
-      // The lease counts calls at the vendor: give it back before the outcome commit.
-      release?.();
-      release = null;
-      return await this.recordOutcome({ id, orgId, runId: run.id, tool: recordedTool(decision.entry), toolUseId: use.id, digest, from: 'running' }, outcome);
+      const runEntry = decision.entry;
+      // Tracked: a shutdown waits for it even when the client has gone (the vendor acts all the same).
+      return await this.ledger.track(
+        (async () => {
+          const outcome = await this.executor.execute({ entry: runEntry, orgId, toolCallId: id, idempotencyKey, params: use.params });
+          // The lease counts calls at the vendor: give it back before the outcome commit.
+          release?.();
+          release = null;
+          return await this.recordOutcome({ id, orgId, runId: run.id, tool: recordedTool(runEntry), toolUseId: use.id, digest, from: 'running' }, outcome);
+        })(),
+      );
     } finally {
       release?.();
     }

@@ -90,6 +90,27 @@ describe('graceful shutdown', () => {
     expect(row.status).toBe('succeeded');
   }, 60_000);
 
+  it('a write whose client went away is still at the vendor: the shutdown waits for it and records its outcome', async () => {
+    gw = await startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '10000' });
+    const org = await setupOrgVia(gw, { tools: ['shopify_order.add_note'] });
+    emu.reset();
+    emu.fault({ vendor: 'shopify', bodyMatch: /orderUpdate/, kind: 'delay_after', delayMs: 1_500, times: 1 });
+    const use = toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'written while nobody waits' });
+    // The agent gives up after 300 ms (its own timeout) and closes the socket: Node's server.close() no longer waits for it.
+    const gaveUp = gw.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).timeout(300).send(use).then(
+      () => false,
+      () => true,
+    );
+    await waitFor(() => emu.requests.some((r) => r.body.includes('orderUpdate')), 'the note to reach the vendor');
+    expect(await gaveUp).toBe(true);
+
+    gw.kill('SIGTERM');
+    const exit = await within(gw.waitExit(), 20_000, 'the gateway to exit');
+    expect(exit).toEqual({ code: 0, signal: null });
+    const [row] = await rows<{ status: string }>(db, 'SELECT status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2', [org.runId, use.id]);
+    expect(row?.status).toBe('succeeded'); // not left running for the orphan sweep to call indeterminate
+  }, 60_000);
+
   it('an open long-poll does not hold the shutdown: it is answered at once with the call as it stands', async () => {
     gw = await startGatewayProcess({ ...emulatorEnv(emu.url) });
     const org = await setupOrgVia(gw, { tools: ['shopify_refund.create'] });
