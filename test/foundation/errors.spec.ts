@@ -83,12 +83,25 @@ describe('errors, limits and correlation ids', () => {
   it('takes JSON in UTF-8 only, uncompressed: a charset or Content-Encoding it would misread is 415, not "not valid JSON"', async () => {
     const post = (headers: Record<string, string>, body: string | Buffer) => t.http.post('/v1/orgs').set({ ...adminAuth, ...headers }).send(body);
     const json = JSON.stringify({ name: 'Charset Org' });
-    for (const type of ['application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'application/problem+json', 'application/json']) {
+    for (const type of [
+      'application/json; charset=utf-8',
+      'application/json;charset="UTF-8"',
+      'application/json;charset=UTF-8',
+      'application/json; charset=utf-8; foo=bar',
+      'application/json; charset=us-ascii',
+      'application/json; profile="urn:x;charset=latin1"',
+      'application/problem+json',
+      'application/json',
+    ]) {
       expect((await post({ 'Content-Type': type }, json)).status, type).toBe(201);
     }
     const gz = await post({ 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, gzipSync(json));
     expect([gz.status, gz.body.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
     expect(gz.body.detail).toMatch(/Content-Encoding/);
+    // Codings that do not compress (identity, a list of them, a misconfigured "UTF-8") are read as they come.
+    for (const coding of ['identity', 'identity, identity', 'UTF-8']) {
+      expect((await post({ 'Content-Type': 'application/json', 'Content-Encoding': coding }, json)).status, coding).toBe(201);
+    }
     const latin = await post({ 'Content-Type': 'application/json; charset=iso-8859-1' }, json);
     expect([latin.status, latin.body.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
   });

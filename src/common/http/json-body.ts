@@ -10,6 +10,22 @@ export const MAX_JSON_DEPTH = 32;
 // Case-insensitive, as Express routes: /V1/Runs/…/Tool-Calls reaches the same handler.
 const TOOL_CALL_PATH = /^\/v1\/runs\/[^/]+\/tool-calls(:batch)?\/?$/i;
 
+/** Charsets a UTF-8 reading gets right: UTF-8 itself and its ASCII subset. */
+const UTF8_COMPATIBLE = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii']);
+/** Content codings that compress (RFC 9110 §8.4.1 and the registry); anything else is read as it comes. */
+const COMPRESSIONS = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'compress', 'x-compress', 'zstd']);
+
+/** A parameter of a media type's `; name=value` list (quoted values read whole, so a quoted ";charset=" is not one). */
+function mediaTypeParameter(params: string, name: string): string | undefined {
+  const re = /;\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)/g;
+  for (let m = re.exec(params); m; m = re.exec(params)) {
+    if (m[1].toLowerCase() !== name) continue;
+    const value = m[2].trim();
+    return value.startsWith('"') ? value.slice(1, -1).replace(/\\(.)/g, '$1') : value;
+  }
+  return undefined;
+}
+
 /** Deepest bracket nesting of a JSON text, ignoring brackets inside strings. Iterative: no stack to blow. */
 export function jsonDepth(text: string): number {
   let depth = 0;
@@ -85,16 +101,16 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
     }
     const type = String(req.headers['content-type'] ?? '');
     // application/json or a +json type, nothing after it but parameters (application/json-seq is not JSON).
-    const media = /^application\/(?:[a-z0-9.+-]*\+)?json\s*(?:;(.*))?$/i.exec(type);
+    const media = /^application\/(?:[a-z0-9.+-]*\+)?json\s*(;.*)?$/i.exec(type);
     if (!media) return refuse(new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json'));
     // JSON is UTF-8 (RFC 8259 §8.1): the body is read as UTF-8, so another charset would be misread.
-    const charset = /(?:^|;)\s*charset\s*=\s*"?([^";\s]+)/i.exec(media[1] ?? '')?.[1]?.toLowerCase();
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    const charset = mediaTypeParameter(media[1] ?? '', 'charset')?.toLowerCase();
+    if (charset !== undefined && !UTF8_COMPATIBLE.has(charset)) {
       return refuse(new AppError('UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json in UTF-8'));
     }
     // A compressed body would be read as text and refused as "not JSON": say what is wrong instead.
-    const encoding = String(req.headers['content-encoding'] ?? '').trim().toLowerCase();
-    if (encoding !== '' && encoding !== 'identity') {
+    const codings = String(req.headers['content-encoding'] ?? '').toLowerCase().split(',').map((c) => c.trim());
+    if (codings.some((c) => COMPRESSIONS.has(c))) {
       return refuse(new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Encoding is not supported: send the body uncompressed'));
     }
     if (jsonDepth(text) > MAX_JSON_DEPTH) {
