@@ -38,6 +38,8 @@ describe('the outcome read-back after a lost answer', () => {
     // As a process that died while the call ran leaves it, then the sweep.
     await h.t.ds.query(`UPDATE tool_calls SET status = 'running', duration_ms = NULL, started_at = now() - interval '10 minutes' WHERE id = $1`, [id]);
     await h.t.app.get(OrphanSweeperService).sweep();
+    const [swept] = (await h.t.ds.query('SELECT status, error_code FROM tool_calls WHERE id = $1', [id])) as { status: string; error_code: string }[];
+    expect(swept).toEqual({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN' });
     const ledger = h.t.app.get(ToolCallLedger);
     expect(await ledger.holdsOutcome({ id, status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', durationMs: 15_000 })).toBe(false);
   });

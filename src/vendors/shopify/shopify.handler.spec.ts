@@ -189,6 +189,16 @@ describe('ShopifyHandler writes', () => {
       expect(failure(await handler.execute(refund(params)))).toMatchObject({ kind: 'rejected', requestSent: false, message });
     }
     expect(emu.requests.some((r) => r.body.includes('refundCreate'))).toBe(false);
+    // an order whose currency Shopify does not give: a named currency cannot be checked, so it is refused
+    emu.fault({
+      vendor: 'shopify',
+      bodyMatch: /RefundContext/,
+      kind: 'status',
+      status: 200,
+      body: { data: { order: { id: 'gid://shopify/Order/12345', transactions: [{ id: 'gid://shopify/OrderTransaction/71001', kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments' }] } } },
+    });
+    expect(failure(await handler.execute(refund({ orderId: '12345', amount: '10', currency: 'KWD' })))).toMatchObject({ kind: 'rejected', requestSent: false });
+    expect(emu.requests.some((r) => r.body.includes('refundCreate'))).toBe(false);
     // the shop's own currency, said or not, is fine
     expect(await handler.execute(refund({ orderId: '12345', amount: '1', currency: 'USD' }))).toMatchObject({ ok: true, data: { currency: 'USD' } });
     expect(shop().refundCount(1004)).toBe(0);

@@ -75,7 +75,8 @@ const CURRENCY = /^[A-Z]{3}$/;
 export function refundCurrencyProblem(order: Record<string, unknown>, asked: unknown): string | null {
   const paid = refundCurrency(order);
   const shop = typeof order.currencyCode === 'string' && CURRENCY.test(order.currencyCode) ? order.currencyCode : undefined;
-  if (paid === undefined) return null; // Shopify did not say: nothing to check against
+  // Shopify did not say: a currency named by the call could not be checked, so it is not taken on trust.
+  if (paid === undefined) return typeof asked === 'string' ? 'shopify did not say which currency the order was paid in: refund without naming one' : null;
   if (typeof asked === 'string') return asked === paid ? null : `the customer paid in ${paid}: the refund amount must be in ${paid} (currency "${paid}")`;
   return shop === undefined || paid === shop ? null : `the customer paid in ${paid}, not the shop's ${shop}: give currency "${paid}" to refund in it`;
 }
