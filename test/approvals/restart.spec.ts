@@ -70,8 +70,16 @@ describe('approvals across a restart', () => {
       const [row] = (await t.ds.query('SELECT status FROM tool_calls WHERE id = $1', [call.body.toolCallId])) as { status: string }[];
       expect(row.status).toBe('approved'); // left for a live replica's sweep
       expect(refunds(h, '450789469')).toBe(before);
-      await t.app.get(ApprovedCallRunner).sweep(); // as a live replica's sweep would: it runs, once
-      expect(refunds(h, '450789469') - before).toBe(1);
+      // A live replica's sweep runs it, once (this one, stopping, would not start it even when asked).
+      await t.app.get(ApprovedCallRunner).sweep();
+      expect(refunds(h, '450789469')).toBe(before);
+      const live: TestApp = await start();
+      try {
+        await live.app.get(ApprovedCallRunner).sweep();
+        expect(refunds(h, '450789469') - before).toBe(1);
+      } finally {
+        await live.close();
+      }
     } finally {
       await t.close();
     }
