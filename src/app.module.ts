@@ -29,7 +29,7 @@ export class AppModule {
         CoreModule.forRoot(config),
         DiscoveryModule,
         LoggerModule.forRoot({ pinoHttp: pinoHttpOptions(config) }),
-        TypeOrmModule.forRoot(dbOptions(config.DATABASE_URL, config.DB_POOL_SIZE)),
+        TypeOrmModule.forRoot(dbOptions(config.DATABASE_URL, config.DB_POOL_SIZE, config.DB_QUERY_TIMEOUT_MS)),
         ...ToolGatewayModules,
       ],
       controllers: [HealthController, ApiKeysController, OrgsController, ...(opts.extraControllers ?? [])],

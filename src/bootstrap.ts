@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
+import { dbOptions } from './db/db-options.js';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
@@ -92,7 +93,14 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
   const app = await NestFactory.create(AppModule.forRoot(config, opts), { bodyParser: false, bufferLogs: true, abortOnError: false });
   configureApp(app);
   (app.getHttpServer() as Server).on('clientError', handleClientError);
-  await runMigrations(app.get(DataSource));
+  // On connections of their own, without the client-side query timeout (DB_QUERY_TIMEOUT_MS): waiting for
+  // another replica's migration, or an index build on a large table, may rightly take longer.
+  const migrator = await new DataSource(dbOptions(config.DATABASE_URL!, 2, 0)).initialize();
+  try {
+    await runMigrations(migrator);
+  } finally {
+    await migrator.destroy();
+  }
   const { generatedKey } = await app.get(ApiKeysService).ensureBootstrapKey();
   await app.init();
   return { app, generatedAdminKey: generatedKey };

@@ -73,7 +73,7 @@ async function main(cmd: string | undefined): Promise<number> {
       console.error('DATABASE_URL is required (the gateway migrates its embedded database itself at start-up)');
       return 1;
     }
-    const ds = await new DataSource(dbOptions(url, 2)).initialize();
+    const ds = await new DataSource(dbOptions(url, 2, 0)).initialize(); // no client-side query timeout: migrations may run long
     try {
       if (cmd === 'run') {
         await runMigrations(ds);
@@ -95,7 +95,7 @@ async function main(cmd: string | undefined): Promise<number> {
       await admin.query(`CREATE DATABASE ${dbName}`);
       const url = new URL(serverUrl);
       url.pathname = `/${dbName}`;
-      const ds = await new DataSource(dbOptions(url.toString(), 2)).initialize();
+      const ds = await new DataSource(dbOptions(url.toString(), 2, 0)).initialize();
       try {
         await runMigrations(ds);
         // Down then up again: every migration must be reversible.

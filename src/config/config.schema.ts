@@ -72,6 +72,10 @@ export const CONFIG_SCHEMA = {
     },
   },
   DB_POOL_SIZE: { description: 'database connections per gateway process', parse: int(20, 2, 500) },
+  DB_QUERY_TIMEOUT_MS: {
+    description: 'a statement the database does not answer within this (a network partition, a frozen host) fails as DATABASE_UNAVAILABLE and its connection is dropped',
+    parse: int(20_000, 1_000, 600_000),
+  },
   DATA_DIR: { description: 'local folder for the embedded database and generated development secrets', parse: req('.data') },
   MASTER_ENCRYPTION_KEY: {
     description: 'base64 of 32 bytes; the single credential/result encryption key (id k1). Required in production unless MASTER_ENCRYPTION_KEYS is set',

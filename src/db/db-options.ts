@@ -2,7 +2,8 @@ import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { ENTITIES } from './entities.js';
 
-export function dbOptions(url: string, poolSize = 20): DataSourceOptions {
+/** `queryTimeoutMs` 0: no client-side query timeout (migrations). */
+export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -17,6 +18,13 @@ export function dbOptions(url: string, poolSize = 20): DataSourceOptions {
       // Fail fast while the database is down so callers get 503, not a hang.
       connectionTimeoutMillis: 3_000,
       statement_timeout: 15_000,
+      // A database that stops answering without closing the connection (a network partition, a frozen host)
+      // never triggers statement_timeout, which runs on the server: the client gives up after this, and the
+      // pool drops that connection. Longer than statement_timeout by default, so a slow statement is the
+      // server's to end (DB_QUERY_TIMEOUT_MS).
+      query_timeout: queryTimeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       idleTimeoutMillis: 30_000,
       application_name: 'tool-gateway',
     },

@@ -8,6 +8,7 @@ import { ApprovalInputs1764700000000 } from '../../migrations/1764700000000-appr
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../../src/bootstrap.js';
 import { dbOptions } from '../../src/db/db-options.js';
+import { startTestApp } from '../support/test-app.js';
 
 /** The advisory lock key runMigrations serialises replicas on (bootstrap.ts). */
 const MIGRATION_LOCK = 7_413_920_552;
@@ -44,6 +45,25 @@ describe('migrations when several replicas start together', () => {
       expect(shown).toEqual(['300ms', '300ms']);
     } finally {
       await Promise.all(runners.map((qr) => qr.release()));
+    }
+  });
+
+  it('the gateway migrates on connections without the client-side query timeout: waiting longer than DB_QUERY_TIMEOUT_MS for another replica is fine', async () => {
+    await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]); // "another replica is migrating"
+    let unlocked = false;
+    try {
+      const started = startTestApp({ DB_QUERY_TIMEOUT_MS: '1000' }).then(
+        (t) => ({ t }),
+        (err: unknown) => ({ err }),
+      );
+      await new Promise((r) => setTimeout(r, 2_500)); // two and a half query timeouts
+      await holder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      unlocked = true;
+      const result = await started;
+      expect('err' in result ? String(result.err) : 'started').toBe('started');
+      if ('t' in result) await result.t.close();
+    } finally {
+      if (!unlocked) await holder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
   });
 

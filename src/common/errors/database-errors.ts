@@ -20,6 +20,7 @@ const UNAVAILABLE_MESSAGES = [
   'the database system is shutting down',
   'the database system is starting up',
   'Connection terminated unexpectedly',
+  'Query read timeout', // pg's query_timeout: the database did not answer in time (db-options.ts)
 ];
 
 /** True when an error means "the database cannot be reached right now" (answer 503, not 500). */
