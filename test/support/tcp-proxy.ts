@@ -2,9 +2,11 @@ import net from 'node:net';
 
 /**
  * A TCP proxy to a real server (the test's PostgreSQL) that can play a network
- * partition: while blackholed, bytes are swallowed in both directions and
- * sockets stay open — no RST, no FIN, just silence, as when a host freezes or
- * a route disappears. New connections are accepted and then hear nothing.
+ * partition: while blackholed nothing is delivered in either direction and
+ * sockets stay open — no RST, no FIN, just silence, as when a route
+ * disappears. Bytes are held, not lost (TCP retransmits them), and delivered
+ * in order when the partition heals. New connections are accepted and then
+ * hear nothing.
  */
 export interface TcpProxy {
   port: number;
@@ -12,9 +14,24 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
+interface Link {
+  to: net.Socket;
+  held: Buffer[];
+}
+
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   let silent = false;
   const sockets = new Set<net.Socket>();
+  const links = new Set<Link>();
+  const forward = (from: net.Socket, to: net.Socket): void => {
+    const link: Link = { to, held: [] };
+    links.add(link);
+    from.on('data', (chunk: Buffer) => {
+      if (silent) link.held.push(chunk);
+      else to.write(chunk);
+    });
+    from.on('close', () => links.delete(link));
+  };
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, targetHost);
     for (const s of [client, upstream]) {
@@ -22,8 +39,8 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       s.on('close', () => sockets.delete(s));
       s.on('error', () => s.destroy());
     }
-    client.on('data', (chunk) => void (silent || upstream.write(chunk)));
-    upstream.on('data', (chunk) => void (silent || client.write(chunk)));
+    forward(client, upstream);
+    forward(upstream, client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
@@ -32,6 +49,10 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     port: (server.address() as net.AddressInfo).port,
     blackhole(on: boolean) {
       silent = on;
+      if (on) return;
+      for (const link of links) {
+        for (const chunk of link.held.splice(0)) if (!link.to.destroyed) link.to.write(chunk);
+      }
     },
     async close() {
       for (const s of sockets) s.destroy();
