@@ -202,9 +202,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     // Not executed: the names the call was recorded with, and no cost (nothing reached a vendor).
     const tool = entry && params ? recordedTool(entry) : { toolName: call.tool_name, action: call.action, costCents: 0 };
     // The approved input goes in the outcome's own statement (also when that is written late, after an
-    // outage), and here too for a call settled elsewhere meanwhile (the orphan sweep).
+    // outage); a call settled elsewhere meanwhile was settled by the orphan sweep, which deletes it too.
     await this.calls.recordOutcome({ ...base, tool, dropInput: true }, outcome);
-    await this.sql.query('DELETE FROM tool_call_inputs WHERE tool_call_id = $1', [call.id]);
   }
 
   private async loadInput(call: ClaimedCall): Promise<Record<string, unknown> | null> {

@@ -35,27 +35,20 @@ export interface ApiKeyPage {
   nextCursor: string | null;
 }
 
-interface ApiKeyRow {
-  id: string;
-  org_id: string | null;
-  role: Role;
-  name: string;
-  key_prefix: string;
-  created_at: Date;
-  revoked_at: Date | null;
-  last_used_at: Date | null;
+/** A listed row: the entity's fields (view reads it), plus where the cursor continues. */
+type ApiKeyRow = Pick<ApiKeyEntity, 'id' | 'orgId' | 'role' | 'name' | 'keyPrefix' | 'createdAt' | 'revokedAt' | 'lastUsedAt'> & {
   /** created_at to the microsecond, as the cursor keeps it */
   created_iso: string;
-}
+};
 
 const LIST_COLUMNS =
-  `id, org_id, role, name, key_prefix, created_at, revoked_at, last_used_at, ` +
-  `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`;
+  `id, org_id AS "orgId", role, name, key_prefix AS "keyPrefix", created_at AS "createdAt", revoked_at AS "revokedAt", ` +
+  `last_used_at AS "lastUsedAt", to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`;
 
 /** The cursor kind of this listing: a cursor of another listing is refused here and vice versa. */
 const API_KEYS_CURSOR: CursorKind = 'api-keys';
 
-const view = (k: ApiKeyEntity): ApiKeyView => ({
+const view = (k: Omit<ApiKeyRow, 'created_iso'>): ApiKeyView => ({
   id: k.id,
   orgId: k.orgId,
   role: k.role,
@@ -64,17 +57,6 @@ const view = (k: ApiKeyEntity): ApiKeyView => ({
   createdAt: k.createdAt.toISOString(),
   revokedAt: k.revokedAt?.toISOString() ?? null,
   lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
-});
-
-const rowView = (r: ApiKeyRow): ApiKeyView => ({
-  id: r.id,
-  orgId: r.org_id,
-  role: r.role,
-  name: r.name,
-  keyPrefix: r.key_prefix,
-  createdAt: r.created_at.toISOString(),
-  revokedAt: r.revoked_at?.toISOString() ?? null,
-  lastUsedAt: r.last_used_at?.toISOString() ?? null,
 });
 
 @Injectable()
@@ -189,7 +171,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      items: page.map(rowView),
+      items: page.map(view),
       nextCursor: rows.length > limit && last ? this.cursors.encode(API_KEYS_CURSOR, scope, filters, { createdIso: last.created_iso, key: last.id }) : null,
     };
   }
