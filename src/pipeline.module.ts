@@ -21,12 +21,13 @@ import { ToolCallResultsService } from './tool-calls/tool-call-results.service.j
 import { ToolCallsController } from './tool-calls/tool-calls.controller.js';
 import { ToolCallsService } from './tool-calls/tool-calls.service.js';
 import { VendorRegistry } from './vendors/vendor-registry.js';
+import { VendorTokenStore } from './credentials/vendor-token.store.js';
 
 /** The governed tool call: catalog, permissions, policy, runs, credentials, executor and the pipeline itself. */
 @Module({
   controllers: [CatalogController, ToolPermissionsController, PoliciesController, RunsController, CredentialsController, ToolCallsController, ToolCallBatchController],
   providers: [
-    Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,
+    Sql, VendorTokenStore, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,
     ResultsStore, ToolCallLedger, ToolCallsService, ToolCallResultsService, OrphanSweeperService, ReconcileService,
     ToolCallBatchService,
   ],

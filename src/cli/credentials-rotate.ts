@@ -45,7 +45,7 @@ async function main(args: string[]): Promise<number> {
   try {
     const [{ ready }] = (await ds.query(
       `SELECT to_regclass('integration_credentials') IS NOT NULL AND to_regclass('tool_call_results') IS NOT NULL
-          AND to_regclass('runtime_ledger_events') IS NOT NULL AS ready`,
+          AND to_regclass('runtime_ledger_events') IS NOT NULL AND to_regclass('vendor_tokens') IS NOT NULL AS ready`,
     )) as [{ ready: boolean }];
     if (!ready) {
       console.error('the schema does not exist in this database: run `npm run migration:run` (or start the gateway once) first');
@@ -53,7 +53,7 @@ async function main(args: string[]): Promise<number> {
     }
     const summary = await new KeyRotationService(ds, new EnvelopeCipher(config.keyring), new LedgerEventsService(ds)).rotate({ batchSize });
     console.log(JSON.stringify(summary));
-    return summary.credentials.failed + summary.results.failed + summary.inputs.failed > 0 ? 1 : 0;
+    return summary.credentials.failed + summary.results.failed + summary.inputs.failed + summary.tokens.failed > 0 ? 1 : 0;
   } finally {
     await ds.destroy();
   }

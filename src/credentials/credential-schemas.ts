@@ -2,8 +2,9 @@ import type { IntegrationType } from './integration-credential.entity.js';
 
 /** The config each integration type accepts (API.md §7). Unknown fields are refused. */
 export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>> = {
-  // An Admin API token, or a Dev Dashboard app's client id and secret (the gateway buys its tokens):
-  // exactly one of the two, checked by credentialsProblem.
+  // An Admin API token, or an app's client id and secret (the gateway buys its tokens): exactly one of
+  // the two, checked by credentialsProblem. With a refresh token, the client id and secret are a public
+  // app's and the gateway refreshes its expiring offline tokens.
   shopify: {
     type: 'object',
     additionalProperties: false,
@@ -14,6 +15,7 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
       accessToken: { type: 'string', minLength: 8, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' },
       clientId: { type: 'string', minLength: 1, maxLength: 256, pattern: '^[\\x21-\\x7e]+$' },
       clientSecret: { type: 'string', minLength: 8, maxLength: 512, pattern: '^[\\x21-\\x7e]+$' },
+      refreshToken: { type: 'string', minLength: 8, maxLength: 2048, pattern: '^[\\x21-\\x7e]+$' },
       apiVersion: { type: 'string', pattern: '^(\\d{4}-(01|04|07|10)|unstable)$' },
     },
   },
@@ -56,9 +58,9 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
 export function credentialsProblem(type: IntegrationType, config: Record<string, unknown>): string | null {
   if (type !== 'shopify') return null;
   const token = config.accessToken !== undefined;
-  const client = config.clientId !== undefined || config.clientSecret !== undefined;
+  const client = config.clientId !== undefined || config.clientSecret !== undefined || config.refreshToken !== undefined;
   if (token === client || (client && (config.clientId === undefined || config.clientSecret === undefined))) {
-    return 'config: give accessToken, or clientId and clientSecret (one of the two)';
+    return 'config: give accessToken, or clientId and clientSecret (with refreshToken for a public app\'s expiring offline token)';
   }
   return null;
 }

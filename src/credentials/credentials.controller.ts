@@ -3,7 +3,9 @@ import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
+import { CREDENTIAL_SCHEMAS } from './credential-schemas.js';
 import { CredentialsService } from './credentials.service.js';
+import { INTEGRATION_TYPES } from './integration-credential.entity.js';
 
 @ApiTags('credentials')
 @ApiBearerAuth()
@@ -23,7 +25,18 @@ export class CredentialsController {
 
   @Put(':type/credentials')
   @Roles('admin')
-  @ApiBody({ description: 'write-only: {config: {...}} per integration type (API.md §7); never echoed', schema: { type: 'object', properties: { config: { type: 'object' } } } })
+  @ApiBody({
+    description:
+      'write-only: {config: {...}}, the config of the integration type in the path (API.md §7); never echoed. Shopify takes `accessToken`, ' +
+      'or `clientId` + `clientSecret` (a Dev Dashboard app: the gateway buys ~24 h tokens), plus `refreshToken` for a public app\'s ' +
+      'expiring offline token (the gateway refreshes the 1 h token and keeps each replacement refresh token, encrypted)',
+    schema: {
+      type: 'object',
+      required: ['config'],
+      additionalProperties: false,
+      properties: { config: { oneOf: INTEGRATION_TYPES.map((t) => ({ title: t, ...CREDENTIAL_SCHEMAS[t] })) } },
+    },
+  })
   async put(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('type') type: string, @Body() body: Record<string, unknown>) {
     await this.scope.assertAccess(p, orgId);
     return this.credentials.put(p, orgId, CredentialsService.assertType(type), body);

@@ -6,6 +6,7 @@ import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { resultAad } from '../tool-calls/results.store.js';
 import { inputAad } from '../tool-calls/tool-calls.service.js';
 import { credentialAad } from './credentials.service.js';
+import { vendorTokenAad } from './vendor-token.store.js';
 
 export interface RotationCounts {
   /** re-encrypted under the active key */
@@ -17,7 +18,7 @@ export interface RotationCounts {
 }
 
 export type RotationFailure =
-  | { kind: 'credentials'; orgId: string; integrationType: string; keyId: string }
+  | { kind: 'credentials' | 'tokens'; orgId: string; integrationType: string; keyId: string }
   | { kind: 'results' | 'inputs'; orgId: string; toolCallId: string; keyId: string };
 
 export interface RotationSummary {
@@ -26,6 +27,8 @@ export interface RotationSummary {
   results: RotationCounts;
   /** raw params of calls waiting for approval */
   inputs: RotationCounts;
+  /** vendor token state of rotating refresh-token grants (vendor_tokens) */
+  tokens: RotationCounts;
   orgsTouched: number;
   /** ids only, never contents; the first MAX_REPORTED_FAILURES of them */
   failures: RotationFailure[];
@@ -52,20 +55,26 @@ interface TableSpec {
 
 const COLS = 'key_id, iv, ciphertext, auth_tag';
 
-const CREDENTIALS: TableSpec = {
-  kind: 'credentials',
-  select: (active, cursor, limit) => [
-    `SELECT org_id, integration_type AS sub_id, ${COLS} FROM integration_credentials
-     WHERE key_id <> $1 AND (org_id, integration_type) > ($2::uuid, $3::text) ORDER BY org_id, integration_type LIMIT $4`,
-    [active, cursor?.org_id ?? NIL_UUID, cursor?.sub_id ?? '', limit],
-  ],
-  update: (row, env) => [
-    `UPDATE integration_credentials SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
-     WHERE org_id = $5 AND integration_type = $6 AND key_id = $7 AND iv = $8 RETURNING org_id`,
-    [env.keyId, env.iv, env.ciphertext, env.authTag, row.org_id, row.sub_id, row.key_id, row.iv],
-  ],
-  aad: (row) => credentialAad(row.org_id, row.sub_id),
-};
+/** Tables keyed by (org_id, integration_type): credentials, and the token state of rotating grants (a lease-only row has key_id NULL). */
+function byIntegration(kind: 'credentials' | 'tokens', table: string, aad: (orgId: string, type: string) => string): TableSpec {
+  return {
+    kind,
+    select: (active, cursor, limit) => [
+      `SELECT org_id, integration_type AS sub_id, ${COLS} FROM ${table}
+       WHERE key_id <> $1 AND (org_id, integration_type) > ($2::uuid, $3::text) ORDER BY org_id, integration_type LIMIT $4`,
+      [active, cursor?.org_id ?? NIL_UUID, cursor?.sub_id ?? '', limit],
+    ],
+    update: (row, env) => [
+      `UPDATE ${table} SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
+       WHERE org_id = $5 AND integration_type = $6 AND key_id = $7 AND iv = $8 RETURNING org_id`,
+      [env.keyId, env.iv, env.ciphertext, env.authTag, row.org_id, row.sub_id, row.key_id, row.iv],
+    ],
+    aad: (row) => aad(row.org_id, row.sub_id),
+  };
+}
+
+const CREDENTIALS = byIntegration('credentials', 'integration_credentials', credentialAad);
+const TOKENS = byIntegration('tokens', 'vendor_tokens', vendorTokenAad);
 
 /** Tables keyed by tool_call_id (results, pending approval inputs): same shape, own table and AAD. */
 function byToolCallId(kind: 'results' | 'inputs', table: string, aad: (orgId: string, toolCallId: string) => string): TableSpec {
@@ -91,7 +100,7 @@ const INPUTS = byToolCallId('inputs', 'tool_call_inputs', inputAad);
 const MAX_REPORTED_FAILURES = 100;
 
 /**
- * Re-encrypts every stored credential and result that is not under the active
+ * Re-encrypts every stored credential, result, approval input and vendor token state that is not under the active
  * master key. Each row is its own conditional UPDATE: an interrupted run has
  * lost nothing and a re-run picks up exactly the rows still under an old key
  * (rotated rows carry the active key id and are never read again). Run it after
@@ -108,11 +117,11 @@ export class KeyRotationService {
   async rotate(opts: { batchSize?: number } = {}): Promise<RotationSummary> {
     const batchSize = opts.batchSize ?? 200;
     const toKeyId = this.cipher.activeKeyId;
-    const perOrg = new Map<string, { credentials: number; results: number; inputs: number }>();
+    const perOrg = new Map<string, PerOrg>();
     const failures: RotationFailure[] = [];
-    const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), orgsTouched: 0, failures };
+    const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), tokens: counts(), orgsTouched: 0, failures };
     try {
-      for (const spec of [CREDENTIALS, RESULTS, INPUTS]) {
+      for (const spec of [CREDENTIALS, RESULTS, INPUTS, TOKENS]) {
         const tally = summary[spec.kind];
         let cursor: StoredRow | null = null;
         for (;;) {
@@ -131,7 +140,7 @@ export class KeyRotationService {
               continue;
             }
             tally.rotated++;
-            const org = perOrg.get(row.org_id) ?? { credentials: 0, results: 0, inputs: 0 };
+            const org = perOrg.get(row.org_id) ?? { credentials: 0, results: 0, inputs: 0, tokens: 0 };
             org[spec.kind]++;
             perOrg.set(row.org_id, org);
           }
@@ -167,16 +176,23 @@ export class KeyRotationService {
     return null;
   }
 
-  private async recordEvents(toKeyId: string, perOrg: Map<string, { credentials: number; results: number; inputs: number }>): Promise<void> {
-    const all = [...perOrg].map(([orgId, n]) => ({ orgId, type: 'credentials.rotated', metadata: { toKeyId, credentials: n.credentials, results: n.results, inputs: n.inputs } }));
+  private async recordEvents(toKeyId: string, perOrg: Map<string, PerOrg>): Promise<void> {
+    const all = [...perOrg].map(([orgId, n]) => ({
+      orgId,
+      type: 'credentials.rotated',
+      // The token count only when there is one: orgs without rotating grants keep the event they always had.
+      metadata: { toKeyId, credentials: n.credentials, results: n.results, inputs: n.inputs, ...(n.tokens > 0 ? { tokens: n.tokens } : {}) },
+    }));
     for (let i = 0; i < all.length; i += 500) await this.events.append(all.slice(i, i + 500));
   }
 }
 
 const counts = (): RotationCounts => ({ rotated: 0, skipped: 0, failed: 0 });
 
+type PerOrg = Record<RotationFailure['kind'], number>;
+
 function failureOf(kind: RotationFailure['kind'], row: StoredRow): RotationFailure {
-  return kind === 'credentials'
+  return kind === 'credentials' || kind === 'tokens'
     ? { kind, orgId: row.org_id, integrationType: row.sub_id, keyId: row.key_id }
     : { kind, orgId: row.org_id, toolCallId: row.sub_id, keyId: row.key_id };
 }

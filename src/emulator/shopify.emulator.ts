@@ -1,7 +1,8 @@
 /**
  * Shopify GraphQL Admin API, as far as the gateway uses it (VENDORS.md §1):
  * POST /admin/api/{version}/graphql.json with {query, variables}, and the
- * client-credentials grant POST /admin/oauth/access_token that buys its tokens. Operations
+ * token endpoint POST /admin/oauth/access_token: the client-credentials grant (Dev Dashboard
+ * apps) and the refresh-token grant of expiring offline tokens (public apps). Operations
  * are recognised from the query text (no GraphQL parser): `refundCreate`,
  * `orderUpdate`, `order(`, `product(`. Every GraphQL answer carries
  * `extensions.cost` as the real API does.
@@ -14,6 +15,7 @@ import {
   seedShopifyProducts,
   SHOPIFY_EMULATOR_CLIENT_ID,
   SHOPIFY_EMULATOR_CLIENT_SECRET,
+  SHOPIFY_EMULATOR_REFRESH_TOKEN,
   SHOPIFY_EMULATOR_TOKEN,
   type EmuOrder,
   type EmuProduct,
@@ -26,6 +28,8 @@ const PATH = /^\/admin\/api\/([^/]+)\/graphql\.json$/;
 const TOKEN_PATH = '/admin/oauth/access_token';
 /** Client-credentials tokens last about 24 h (VENDORS.md §1.1). */
 export const SHOPIFY_GRANTED_TOKEN_SECONDS = 86_399;
+/** Expiring offline access tokens last an hour (VENDORS.md §1.1). */
+export const SHOPIFY_OFFLINE_TOKEN_SECONDS = 3_600;
 /** Order fields an app may be refused, and the scope that guards each. */
 const DENIABLE_ORDER_FIELDS: [field: string, scope: string][] = [['customer', 'read_customers']];
 const VERSION = /^\d{4}-(01|04|07|10)$/;
@@ -68,6 +72,16 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
   private readonly granted = new Map<string, number>();
   /** Access scopes the emulated app lacks (revokeScope): the fields they guard come back null with ACCESS_DENIED. */
   private readonly missingScopes = new Set<string>();
+  /**
+   * Refresh tokens of the public app's install, each with the one it replaced. Using one retires its
+   * predecessor ("retained until the app begins using its replacement") and any successor issued
+   * earlier and never used; a retired or unknown one answers invalid_grant.
+   */
+  private refreshTokens = new Map<string, { predecessor: string | null; successor: string | null }>([[SHOPIFY_EMULATOR_REFRESH_TOKEN, { predecessor: null, successor: null }]]);
+  /** Refresh-token grants answered 200, for assertions. */
+  refreshGrants = 0;
+  /** Every refresh and access token the refresh grant handed out (leak scans look for them). */
+  readonly issuedSecrets: string[] = [];
 
   get accessToken(): string {
     return this.token;
@@ -96,9 +110,30 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
     for (const token of this.granted.keys()) this.granted.set(token, 0);
   }
 
+  /** A merchant installs the public app again: a new grant, whose first refresh token is returned. */
+  installApp(): string {
+    const token = `shprt_${randomBytes(16).toString('hex')}`;
+    this.refreshTokens.set(token, { predecessor: null, successor: null });
+    this.issuedSecrets.push(token);
+    return token;
+  }
+
+  /** Whether a refresh token would be accepted now. */
+  refreshTokenValid(token: string): boolean {
+    return this.refreshTokens.has(token);
+  }
+
+  /** The refresh token the install would take next: the newest one issued (the seed before any refresh). */
+  get latestRefreshToken(): string {
+    return [...this.refreshTokens.keys()].at(-1)!;
+  }
+
   reset(): void {
     this.token = SHOPIFY_EMULATOR_TOKEN;
     this.granted.clear();
+    this.refreshTokens = new Map([[SHOPIFY_EMULATOR_REFRESH_TOKEN, { predecessor: null, successor: null }]]);
+    this.refreshGrants = 0;
+    this.issuedSecrets.length = 0;
     this.missingScopes.clear();
     this.orders = seedShopifyOrders();
     this.products = seedShopifyProducts();
@@ -149,22 +184,48 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
   }
 
   /**
-   * The client-credentials grant (VENDORS.md §1.1): JSON {client_id,
-   * client_secret, grant_type: "client_credentials"} → {access_token, scope,
-   * expires_in}. Refusals take OAuth's shape (error codes assumed).
+   * The token endpoint (VENDORS.md §1.1), JSON bodies:
+   * - {client_id, client_secret, grant_type: "client_credentials"} → {access_token, scope, expires_in};
+   * - {client_id, client_secret, grant_type: "refresh_token", refresh_token} → {access_token, expires_in,
+   *   refresh_token, refresh_token_expires_in, scope}: an expiring offline token, and the refresh token
+   *   that replaces the one used.
+   * Refusals take OAuth's shape (error codes assumed).
    */
   private grant(req: EmuRequest): EmuResponse {
     if (req.method !== 'POST') return { status: 404, body: { errors: 'Not Found' } };
     const body = (req.json ?? {}) as Record<string, unknown>;
-    if (body.grant_type !== 'client_credentials') {
-      return { status: 400, body: { error: 'unsupported_grant_type', error_description: 'grant_type must be client_credentials' } };
+    if (body.grant_type !== 'client_credentials' && body.grant_type !== 'refresh_token') {
+      return { status: 400, body: { error: 'unsupported_grant_type', error_description: 'grant_type must be client_credentials or refresh_token' } };
     }
     if (body.client_id !== SHOPIFY_EMULATOR_CLIENT_ID || body.client_secret !== SHOPIFY_EMULATOR_CLIENT_SECRET) {
       return { status: 400, body: { error: 'invalid_client', error_description: 'Client authentication failed' } };
     }
+    if (body.grant_type === 'refresh_token') return this.refresh(body.refresh_token);
     const token = `shpat_${randomBytes(16).toString('hex')}`;
     this.granted.set(token, Date.now() + SHOPIFY_GRANTED_TOKEN_SECONDS * 1000);
     return { status: 200, body: { access_token: token, scope: 'read_orders,write_orders,read_products', expires_in: SHOPIFY_GRANTED_TOKEN_SECONDS } };
+  }
+
+  private refresh(used: unknown): EmuResponse {
+    const entry = typeof used === 'string' ? this.refreshTokens.get(used) : undefined;
+    if (typeof used !== 'string' || !entry) {
+      return { status: 400, body: { error: 'invalid_grant', error_description: 'The provided refresh token is invalid, expired or revoked.' } };
+    }
+    // The app has begun using this token: the one it replaced goes, and so does a replacement of it never used (lost answer).
+    if (entry.predecessor) this.refreshTokens.delete(entry.predecessor);
+    if (entry.successor) this.refreshTokens.delete(entry.successor);
+    entry.predecessor = null;
+    const next = `shprt_${randomBytes(16).toString('hex')}`;
+    entry.successor = next;
+    this.refreshTokens.set(next, { predecessor: used, successor: null });
+    const token = `shpat_${randomBytes(16).toString('hex')}`;
+    this.granted.set(token, Date.now() + SHOPIFY_OFFLINE_TOKEN_SECONDS * 1000);
+    this.refreshGrants++;
+    this.issuedSecrets.push(next, token);
+    return {
+      status: 200,
+      body: { access_token: token, expires_in: SHOPIFY_OFFLINE_TOKEN_SECONDS, refresh_token: next, refresh_token_expires_in: 7_776_000, scope: 'read_orders,write_orders,read_products' },
+    };
   }
 
   faultResponse(fault: FaultSpec, req: EmuRequest): EmuResponse | undefined {

@@ -7,6 +7,11 @@ export const SHOPIFY_EMULATOR_TOKEN = 'shpat_emulator_token_0001';
 /** A Dev Dashboard app of the emulated shop: the client-credentials grant exchanges these for ~24 h tokens. */
 export const SHOPIFY_EMULATOR_CLIENT_ID = '8f14e45fceea167a5a36dedd4bea2543';
 export const SHOPIFY_EMULATOR_CLIENT_SECRET = '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';
+/**
+ * A public app's expiring offline token grant on the emulated shop: the refresh token its OAuth
+ * install handed out. Each use rotates it (VENDORS.md §1.1).
+ */
+export const SHOPIFY_EMULATOR_REFRESH_TOKEN = 'shprt_emulator_refresh_token_0001';
 
 export interface EmuAddress {
   name: string;

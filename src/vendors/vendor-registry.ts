@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { VendorTokenStore } from '../credentials/vendor-token.store.js';
 import { AmazonHandler } from './amazon/amazon.handler.js';
 import { TokenCache } from './auth/token-cache.js';
 import { JumioHandler } from './jumio/jumio.handler.js';
@@ -28,11 +29,11 @@ export function vendorEndpoints(config: AppConfig): VendorEndpoints {
 export class VendorRegistry {
   private readonly handlers: ReadonlyMap<VendorKey, VendorHandler>;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig, rotating: VendorTokenStore) {
     const endpoints = vendorEndpoints(config);
     // One token cache for every OAuth vendor, so refreshes are single-flight per credential process-wide.
     const tokens = new TokenCache();
-    const all: VendorHandler[] = [new ShopifyHandler(endpoints, tokens), new AmazonHandler(endpoints, tokens), new JumioHandler(endpoints, tokens), new NangoHandler(endpoints)];
+    const all: VendorHandler[] = [new ShopifyHandler(endpoints, tokens, rotating), new AmazonHandler(endpoints, tokens), new JumioHandler(endpoints, tokens), new NangoHandler(endpoints)];
     this.handlers = new Map(all.map((h) => [h.vendor, h]));
   }
 

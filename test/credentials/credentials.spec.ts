@@ -12,6 +12,7 @@ import {
   NANGO_SECRET_KEY,
   SHOPIFY_CLIENT_ID,
   SHOPIFY_CLIENT_SECRET,
+  SHOPIFY_REFRESH_TOKEN,
   SHOPIFY_TOKEN,
   TEST_MASTER_KEY,
 } from '../support/secrets.js';
@@ -114,7 +115,7 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
     expect(await svc.load(orgA, 'shopify')).toEqual(CONFIGS.shopify);
   });
 
-  it('Shopify takes an access token or an app\'s client id and secret — one of the two, never both or half', async () => {
+  it('Shopify takes an access token or an app\'s client id and secret (with a refresh token for a public app) — one of the two, never both or half', async () => {
     const org = await createOrg(t);
     const admin = (await createKey(t, org, 'admin')).key;
     const shopDomain = 'acme-app.myshopify.com';
@@ -123,20 +124,33 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expectNoSecret(JSON.stringify(ok.body), 'PUT answer');
     expect(await t.app.get(CredentialsService).load(org, 'shopify')).toEqual(app);
+    const publicApp = { ...app, refreshToken: SHOPIFY_REFRESH_TOKEN };
+    const okPublic = await t.http.put(url(org, 'shopify')).set(bearer(admin)).send({ config: publicApp });
+    expect(okPublic.status, JSON.stringify(okPublic.body)).toBe(200);
+    expectNoSecret(JSON.stringify(okPublic.body), 'PUT answer');
+    expect(await t.app.get(CredentialsService).load(org, 'shopify')).toEqual(publicApp);
+    expect((await t.http.put(url(org, 'shopify')).set(bearer(admin)).send({ config: app })).status).toBe(200);
     const refused = [
       { shopDomain },
       { shopDomain, clientId: SHOPIFY_CLIENT_ID },
       { shopDomain, clientSecret: SHOPIFY_CLIENT_SECRET },
       { ...app, accessToken: SHOPIFY_TOKEN },
+      { shopDomain, refreshToken: SHOPIFY_REFRESH_TOKEN },
+      { shopDomain, clientId: SHOPIFY_CLIENT_ID, refreshToken: SHOPIFY_REFRESH_TOKEN },
+      { shopDomain, accessToken: SHOPIFY_TOKEN, refreshToken: SHOPIFY_REFRESH_TOKEN },
     ];
     // A value no call could send (a blank in a client id or token) is refused here, not at every call as CREDENTIALS_INVALID.
-    for (const config of [{ ...app, clientId: 'acme app' }, { shopDomain, accessToken: 'shpat_ with blank' }]) {
+    for (const config of [{ ...app, clientId: 'acme app' }, { shopDomain, accessToken: 'shpat_ with blank' }, { ...app, refreshToken: 'shprt_ with blank' }]) {
       const res = await t.http.put(url(org, 'shopify')).set(bearer(admin)).send({ config });
       expect([res.status, res.body.code], JSON.stringify(config)).toEqual([400, 'VALIDATION_FAILED']);
     }
     for (const config of refused) {
       const res = await t.http.put(url(org, 'shopify')).set(bearer(admin)).send({ config });
-      expect([res.status, res.body.code, res.body.detail], JSON.stringify(config)).toEqual([400, 'VALIDATION_FAILED', 'config: give accessToken, or clientId and clientSecret (one of the two)']);
+      expect([res.status, res.body.code, res.body.detail], JSON.stringify(config)).toEqual([
+        400,
+        'VALIDATION_FAILED',
+        "config: give accessToken, or clientId and clientSecret (with refreshToken for a public app's expiring offline token)",
+      ]);
       expectNoSecret(res.text, 'refusal');
     }
     expect(await t.app.get(CredentialsService).load(org, 'shopify')).toEqual(app); // unchanged by the refused writes

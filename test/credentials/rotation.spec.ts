@@ -10,9 +10,10 @@ import { projectRoot } from '../../src/common/project-root.js';
 import type { MasterKeyring } from '../../src/config/app-config.js';
 import { credentialAad, CredentialsService } from '../../src/credentials/credentials.service.js';
 import { KeyRotationService, type RotationSummary } from '../../src/credentials/key-rotation.service.js';
+import { vendorTokenAad } from '../../src/credentials/vendor-token.store.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { resultAad } from '../../src/tool-calls/results.store.js';
-import { AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, NANGO_SECRET_KEY, SHOPIFY_TOKEN, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
+import { AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, NANGO_SECRET_KEY, SHOPIFY_REFRESH_TOKEN, SHOPIFY_TOKEN, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { inputAad } from '../../src/tool-calls/tool-calls.service.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -24,6 +25,7 @@ const SHOPIFY = { shopDomain: 'rotate-a.myshopify.com', accessToken: SHOPIFY_TOK
 const AMAZON = { clientId: 'amzn-client', clientSecret: AMAZON_CLIENT_SECRET, refreshToken: AMAZON_REFRESH_TOKEN, region: 'na' };
 const NANGO = { secretKey: NANGO_SECRET_KEY, connectionId: 'conn-b', providerConfigKey: 'zendesk' };
 const RESULT_MARKER = 'rotation-result-marker-5c1e';
+const TOKEN_STATE = { refreshToken: SHOPIFY_REFRESH_TOKEN, accessToken: 'shpat_rotation_access_token_0001' };
 
 interface CliRun {
   code: number | null;
@@ -123,6 +125,13 @@ describe('master key rotation (npm run credentials:rotate)', () => {
       await t1.ds.query('INSERT INTO tool_call_inputs (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag) VALUES ($1, $2, $3, $4, $5, $6)', [
         pendingInputId, orgA, input.keyId, input.iv, input.ciphertext, input.authTag,
       ]);
+      // So does the token state of a rotating refresh-token grant (a public Shopify app's).
+      const state = cipher.encryptJson(TOKEN_STATE, vendorTokenAad(orgA, 'shopify'));
+      await t1.ds.query(
+        `INSERT INTO vendor_tokens (org_id, integration_type, grant_id, key_id, iv, ciphertext, auth_tag, access_expires_at)
+         VALUES ($1, 'shopify', 'grant-a', $2, $3, $4, $5, now() + interval '1 hour')`,
+        [orgA, state.keyId, state.iv, state.ciphertext, state.authTag],
+      );
     } finally {
       await t1.close();
     }
@@ -157,11 +166,18 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     const events = await rotatedEvents(t2.ds);
     expect(events.map((e) => [e.org_id, e.metadata])).toEqual(
       expect.arrayContaining([
-        [orgA, { toKeyId: 'k2', credentials: 2, results: 5, inputs: 1 }],
+        [orgA, { toKeyId: 'k2', credentials: 2, results: 5, inputs: 1, tokens: 1 }],
         [orgB, { toKeyId: 'k2', credentials: 1, results: 1, inputs: 0 }],
       ]),
     );
     expect(events).toHaveLength(2);
+    expect(summary.tokens.rotated).toBeGreaterThanOrEqual(1);
+    const [token] = (await t2.ds.query(`SELECT key_id, iv, ciphertext, auth_tag FROM vendor_tokens WHERE org_id = $1`, [orgA])) as (Stored & {
+      ciphertext: Buffer;
+      auth_tag: Buffer;
+    })[];
+    const k2Only = new EnvelopeCipher(keyringOf([['k2', TEST_MASTER_KEY_2]], 'k2'));
+    expect(k2Only.decryptJson({ keyId: token.key_id, iv: token.iv, ciphertext: token.ciphertext, authTag: token.auth_tag }, vendorTokenAad(orgA, 'shopify'))).toEqual(TOKEN_STATE);
 
     // The listing shows the new key id; the fingerprint (of the plaintext) is unchanged.
     const list = await t2.http.get(`/v1/orgs/${orgA}/integrations`).set(adminAuth);

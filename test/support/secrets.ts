@@ -8,6 +8,7 @@ export const TEST_ADMIN_KEY = 'tgw_test-bootstrap-admin-key-0123456789abcdef';
 export const SHOPIFY_TOKEN = 'shpat_emulator_token_0001';
 export const SHOPIFY_CLIENT_ID = '8f14e45fceea167a5a36dedd4bea2543';
 export const SHOPIFY_CLIENT_SECRET = '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';
+export const SHOPIFY_REFRESH_TOKEN = 'shprt_emulator_refresh_token_0001';
 export const AMAZON_CLIENT_ID = 'amzn1.application-oa2-client.emulator';
 export const AMAZON_CLIENT_SECRET = 'amzn-emulator-client-secret-0001';
 export const AMAZON_REFRESH_TOKEN = 'Atzr|emulator-refresh-token-0001';
@@ -21,6 +22,7 @@ export const ALL_TEST_SECRETS = [
   TEST_ADMIN_KEY,
   SHOPIFY_TOKEN,
   SHOPIFY_CLIENT_SECRET,
+  SHOPIFY_REFRESH_TOKEN,
   AMAZON_CLIENT_SECRET,
   AMAZON_REFRESH_TOKEN,
   JUMIO_CLIENT_SECRET,

@@ -69,7 +69,7 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
 
   const status = res.status;
   if (status === 200) {
-    let parsed: { access_token?: unknown; expires_in?: unknown } | null;
+    let parsed: { access_token?: unknown; expires_in?: unknown; refresh_token?: unknown } | null;
     try {
       parsed = JSON.parse(res.text()) as typeof parsed;
     } catch {
@@ -80,7 +80,12 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
       throw tokenFailure('bad_response', status, `${label} token endpoint answered without an access token`);
     }
     const lifetime = Number(parsed?.expires_in);
-    return { token, expiresInSec: Number.isFinite(lifetime) && lifetime > 0 ? lifetime : DEFAULT_LIFETIME_SEC };
+    const refreshToken = parsed?.refresh_token;
+    return {
+      token,
+      expiresInSec: Number.isFinite(lifetime) && lifetime > 0 ? lifetime : DEFAULT_LIFETIME_SEC,
+      ...(typeof refreshToken === 'string' && refreshToken !== '' ? { refreshToken } : {}),
+    };
   }
   const code = oauthErrorCode(res.body);
   const suffix = code ? ` (${code})` : '';

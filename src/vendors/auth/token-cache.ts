@@ -15,6 +15,8 @@ import type { FailedOutcome } from '../vendor-handler.js';
 export interface FetchedToken {
   token: string;
   expiresInSec: number;
+  /** A grant that rotates its refresh token (Shopify's expiring offline tokens) hands out the replacement here. */
+  refreshToken?: string;
 }
 
 export type TokenFetcher = () => Promise<FetchedToken>;

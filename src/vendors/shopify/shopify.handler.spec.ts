@@ -348,6 +348,13 @@ describe('ShopifyHandler with an app\'s client id and secret (client-credentials
     expect(shop().refundCount(12345)).toBe(0);
   });
 
+  it('refresh-token credentials (a public app) need the shared token store: without one, an auth failure and no request', async () => {
+    const out = failure(await appHandler.execute(lookup('12345', { credentials: { ...app, refreshToken: 'shprt_emulator_refresh_token_0001' } })));
+    expect(out).toMatchObject({ kind: 'auth', requestSent: false });
+    expect(out.message).not.toContain('shprt_');
+    expect(emu.count({ vendor: 'shopify' })).toBe(0);
+  });
+
   it('refuses credentials with neither a token nor a client id and secret, without a request', async () => {
     expect(failure(await appHandler.execute(lookup('12345', { credentials: { shopDomain: 'demo-shop.myshopify.com', clientId: SHOPIFY_EMULATOR_CLIENT_ID } })))).toMatchObject({
       kind: 'auth',

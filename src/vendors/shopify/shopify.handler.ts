@@ -4,9 +4,10 @@
  * order's payments: Shopify needs the parent transaction's gateway.
  */
 import { Logger } from '@nestjs/common';
-import { TokenCache, TokenFetchError, type AcquiredToken } from '../auth/token-cache.js';
+import type { RotatingGrant, RotatingTokenStore } from '../auth/rotating-token.js';
+import { TokenCache, TokenFetchError, tokenCacheKey, type AcquiredToken } from '../auth/token-cache.js';
 import { failedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
-import { fetchShopifyToken, shopifyCacheKey } from './shopify.auth.js';
+import { fetchShopifyToken, refreshShopifyToken, shopifyCacheKey, shopifyGrant } from './shopify.auth.js';
 import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
@@ -35,6 +36,8 @@ interface ShopifyCall {
   conn: ShopifyConnection;
   signal: AbortSignal;
   refreshed: boolean;
+  /** An expiring offline token's grant (refresh-token credentials). */
+  grant?: RotatingGrant;
 }
 
 /** How many distinct version notices one process remembers (each is logged once). */
@@ -51,6 +54,8 @@ export class ShopifyHandler implements VendorHandler {
     private readonly endpoints: VendorEndpoints,
     /** Tokens bought with an app's client id and secret, shared by the org's calls. */
     private readonly tokens: TokenCache = new TokenCache(),
+    /** Where rotating refresh tokens are kept, shared by the replicas (refresh-token credentials need it). */
+    private readonly rotating?: RotatingTokenStore,
   ) {}
 
   validate(toolName: string, action: string, params: Record<string, unknown>): string | null {
@@ -64,6 +69,10 @@ export class ShopifyHandler implements VendorHandler {
     const conn = resolveShopifyConnection(ctx.credentials, this.endpoints);
     if (typeof conn === 'string') return failedOutcome('auth', conn);
     const call: ShopifyCall = { conn, signal: ctx.signal, refreshed: false };
+    if (conn.auth.kind === 'refresh') {
+      if (!this.rotating) return failedOutcome('auth', 'shopify credentials: refresh tokens need the token store, which this process lacks');
+      call.grant = shopifyGrant(ctx.orgId, conn, conn.auth);
+    }
     const op = `${ctx.toolName}.${ctx.action}`;
     try {
       switch (op) {
@@ -90,15 +99,20 @@ export class ShopifyHandler implements VendorHandler {
    * One GraphQL request with the call's token. A 401 to a token from the cache
    * (expired or revoked early) buys one new token and one resend: Shopify
    * refused the request before running it, so even a mutation is safe to send
-   * again. A 401 to a token just issued is the credentials' fault.
+   * again. A 401 to a token just issued is the credentials' fault. An expiring
+   * offline token may come from the database (another replica refreshed it),
+   * so any 401 to one buys one refresh, never handing out the refused token again.
    */
   private async gql(call: ShopifyCall, query: string, variables: Record<string, unknown>, mutation?: string): Promise<GraphqlResult> {
+    let refused: string | undefined;
     for (;;) {
-      const { token, fresh } = await this.token(call);
+      const { token, fresh } = await this.token(call, refused);
       const res = await postShopifyGraphql(this.endpoints, call.conn.graphqlUrl, token, query, variables, call.signal, mutation, (h) => this.noticeVersion(call.conn.apiVersion, h));
-      if (!res.ok && res.vendorStatus === 401 && call.conn.auth.kind === 'client' && !fresh && !call.refreshed) {
+      const renewable = call.conn.auth.kind === 'refresh' || (call.conn.auth.kind === 'client' && !fresh);
+      if (!res.ok && res.vendorStatus === 401 && renewable && !call.refreshed) {
         call.refreshed = true;
-        this.tokens.invalidate(shopifyCacheKey(call.conn, call.conn.auth), token);
+        this.tokens.invalidate(this.cacheKey(call), token);
+        refused = token;
         continue;
       }
       return res;
@@ -122,11 +136,21 @@ export class ShopifyHandler implements VendorHandler {
     this.log.warn({ requested, served }, 'Shopify served another API version than the one requested (no longer supported): move SHOPIFY_API_VERSION or the org\'s apiVersion forward');
   }
 
-  private token(call: ShopifyCall): Promise<AcquiredToken> {
-    const { conn } = call;
+  private token(call: ShopifyCall, refused?: string): Promise<AcquiredToken> {
+    const { conn, grant } = call;
     const auth = conn.auth;
     if (auth.kind === 'token') return Promise.resolve({ token: auth.accessToken, fresh: true });
-    return this.tokens.acquire(shopifyCacheKey(conn, auth), () => fetchShopifyToken(this.endpoints, conn, auth), { signal: call.signal });
+    if (auth.kind === 'client') return this.tokens.acquire(shopifyCacheKey(conn, auth), () => fetchShopifyToken(this.endpoints, conn, auth), { signal: call.signal });
+    const store = this.rotating!;
+    const fetcher = () => store.obtain(grant!, (refreshToken) => refreshShopifyToken(this.endpoints, conn, auth, refreshToken), { refused });
+    return this.tokens.acquire(this.cacheKey(call), fetcher, { signal: call.signal });
+  }
+
+  /** The in-process cache key of the call's token (no secret in it). */
+  private cacheKey(call: ShopifyCall): string {
+    const auth = call.conn.auth;
+    if (auth.kind === 'client') return shopifyCacheKey(call.conn, auth);
+    return tokenCacheKey('shopify-grant-token', call.grant?.orgId ?? '', call.grant?.grantId ?? '');
   }
 
   private async lookupOrder(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {

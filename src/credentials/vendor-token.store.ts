@@ -1,0 +1,159 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DecryptionError, EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
+import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
+import { newId } from '../common/ids.js';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { Sql } from '../db/sql.js';
+import type { ObtainOptions, RefreshGrant, RotatingGrant, RotatingTokenStore } from '../vendors/auth/rotating-token.js';
+import { TokenFetchError, type FetchedToken } from '../vendors/auth/token-cache.js';
+
+/** Associated data: a stored token state only decrypts for the org and integration it was written for. */
+export const vendorTokenAad = (orgId: string, integration: string): string => `vendor-token:${orgId}:${integration}`;
+
+/** What is stored, encrypted: the refresh token to use next and the access token it bought. */
+interface TokenState {
+  refreshToken: string;
+  accessToken: string;
+}
+
+interface Row {
+  grant_id: string;
+  key_id: string | null;
+  iv: Buffer | null;
+  ciphertext: Buffer | null;
+  auth_tag: Buffer | null;
+  /** seconds the stored access token has left, by the database's clock (one clock for every replica) */
+  remaining_sec: number | null;
+}
+
+/** A stored access token this close to its expiry is refreshed instead (Amazon's own SDK uses 60 s for LWA). */
+const MARGIN_SEC = 60;
+/** How often a replica waiting for another one's refresh looks again. */
+const POLL_MS = 100;
+/** Added to the vendor timeout for the lease: the refresh request plus writing its result. */
+const LEASE_SLACK_MS = 5_000;
+
+const COLUMNS = `grant_id, key_id, iv, ciphertext, auth_tag, extract(epoch FROM access_expires_at - now())::float8 AS remaining_sec`;
+
+/**
+ * Rotating refresh-token grants, shared by the replicas through `vendor_tokens`
+ * (one row per org × integration, deleted with the credentials):
+ * - the access token is read from the row while it has more than a minute left;
+ * - to refresh, a replica takes the row's lease (one conditional upsert), calls
+ *   the vendor with no transaction open, then stores the replacement refresh
+ *   token and the new access token and drops the lease (conditional on still
+ *   holding it); the others wait for the row meanwhile;
+ * - if the answer or its write is lost, the stored refresh token is the one
+ *   used last: Shopify keeps a used refresh token valid until its replacement
+ *   is used, so the next refresh still works.
+ */
+@Injectable()
+export class VendorTokenStore implements RotatingTokenStore {
+  private readonly log = new Logger('VendorTokens');
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly cipher: EnvelopeCipher,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.leaseMs = config.VENDOR_TIMEOUT_MS + LEASE_SLACK_MS;
+  }
+
+  async obtain(grant: RotatingGrant, refresh: RefreshGrant, opts: ObtainOptions = {}): Promise<FetchedToken> {
+    try {
+      return await this.obtainOrThrow(grant, refresh, opts);
+    } catch (err) {
+      if (err instanceof TokenFetchError) throw err;
+      // The database, not the vendor: nothing was sent to the vendor's API. A code, never the statement's text.
+      const code = (err as { code?: unknown } | null)?.code;
+      this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: isDatabaseUnavailable(err) ? 'database unavailable' : typeof code === 'string' ? `error ${code}` : 'error' }, 'token store failed');
+      throw new TokenFetchError({ ok: false, kind: 'network', requestSent: false, message: `the ${grant.integration} access token could not be read or stored: the database is unavailable` });
+    }
+  }
+
+  private async obtainOrThrow(grant: RotatingGrant, refresh: RefreshGrant, opts: ObtainOptions): Promise<FetchedToken> {
+    const deadline = Date.now() + this.leaseMs;
+    for (;;) {
+      const [row] = await this.sql.prepared<Row>(`SELECT ${COLUMNS} FROM vendor_tokens WHERE org_id = $1 AND integration_type = $2`, [grant.orgId, grant.integration]);
+      const stored = this.usable(row, grant, opts.refused);
+      if (stored) return stored;
+      const lease = newId();
+      const [claimed] = await this.sql.prepared<Row>(
+        `INSERT INTO vendor_tokens AS v (org_id, integration_type, grant_id, lease_id, lease_until)
+         VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+         ON CONFLICT (org_id, integration_type) DO UPDATE SET lease_id = EXCLUDED.lease_id, lease_until = EXCLUDED.lease_until
+           WHERE v.lease_until IS NULL OR v.lease_until < now()
+         RETURNING ${COLUMNS.replace('grant_id', 'v.grant_id')}`,
+        [grant.orgId, grant.integration, grant.grantId, lease, this.leaseMs / 1000],
+      );
+      if (claimed) return await this.refreshHolding(grant, lease, claimed, refresh, opts);
+      // Another replica is refreshing: its token lands in the row.
+      if (Date.now() + POLL_MS >= deadline) {
+        throw new TokenFetchError({ ok: false, kind: 'timeout', requestSent: false, message: `another replica is still renewing the ${grant.integration} access token` });
+      }
+      await sleep(POLL_MS);
+    }
+  }
+
+  private async refreshHolding(grant: RotatingGrant, lease: string, claimed: Row, refresh: RefreshGrant, opts: ObtainOptions): Promise<FetchedToken> {
+    // Refreshed by someone else between the read and the claim.
+    const stored = this.usable(claimed, grant, opts.refused);
+    if (stored) {
+      await this.release(grant, lease);
+      return stored;
+    }
+    const used = (claimed.grant_id === grant.grantId ? this.decrypt(claimed, grant) : null)?.refreshToken ?? grant.configuredRefreshToken;
+    let got: FetchedToken;
+    try {
+      got = await refresh(used);
+    } catch (err) {
+      await this.release(grant, lease).catch(() => undefined);
+      throw err;
+    }
+    const state: TokenState = { refreshToken: got.refreshToken ?? used, accessToken: got.token };
+    const env = this.cipher.encryptJson(state, vendorTokenAad(grant.orgId, grant.integration));
+    try {
+      await this.sql.prepared(
+        `UPDATE vendor_tokens SET grant_id = $3, key_id = $4, iv = $5, ciphertext = $6, auth_tag = $7,
+                access_expires_at = now() + make_interval(secs => $8), lease_id = NULL, lease_until = NULL, updated_at = now()
+          WHERE org_id = $1 AND integration_type = $2 AND lease_id = $9`,
+        [grant.orgId, grant.integration, grant.grantId, env.keyId, env.iv, env.ciphertext, env.authTag, got.expiresInSec, lease],
+      );
+    } catch (err) {
+      // The token is good; only its replacement refresh token is lost, and the one stored still works once more.
+      this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'write failed' }, 'refreshed access token not stored');
+    }
+    return { token: got.token, expiresInSec: got.expiresInSec };
+  }
+
+  private async release(grant: RotatingGrant, lease: string): Promise<void> {
+    await this.sql.prepared('UPDATE vendor_tokens SET lease_id = NULL, lease_until = NULL WHERE org_id = $1 AND integration_type = $2 AND lease_id = $3', [
+      grant.orgId,
+      grant.integration,
+      lease,
+    ]);
+  }
+
+  /** The stored access token, if it belongs to this grant, is not the refused one and has more than the margin left. */
+  private usable(row: Row | undefined, grant: RotatingGrant, refused: string | undefined): FetchedToken | null {
+    if (!row || row.grant_id !== grant.grantId || row.remaining_sec === null || row.remaining_sec <= MARGIN_SEC) return null;
+    const state = this.decrypt(row, grant);
+    if (!state || state.accessToken === refused) return null;
+    return { token: state.accessToken, expiresInSec: row.remaining_sec };
+  }
+
+  /** null when there is none or no loaded key opens it (then the configured refresh token is tried). */
+  private decrypt(row: Row, grant: RotatingGrant): TokenState | null {
+    if (!row.key_id || !row.iv || !row.ciphertext || !row.auth_tag) return null;
+    const env: Envelope = { keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag };
+    try {
+      return this.cipher.decryptJson<TokenState>(env, vendorTokenAad(grant.orgId, grant.integration));
+    } catch (err) {
+      if (!(err instanceof DecryptionError)) throw err;
+      this.log.warn({ orgId: grant.orgId, integration: grant.integration }, 'stored token state could not be decrypted: using the configured refresh token');
+      return null;
+    }
+  }
+}
