@@ -1,9 +1,9 @@
-import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
-import { CreateRunDto, ToolsQuery } from './runs.dto.js';
+import { CreateRunDto, EndRunDto, ToolsQuery } from './runs.dto.js';
 import { RunsService } from './runs.service.js';
 
 /** A run, as POST /v1/runs and GET /v1/runs/{runId} answer it (API.md §3). */
@@ -27,6 +27,13 @@ const RUN_SCHEMA = {
     createdAt: { type: 'string', format: 'date-time' },
   },
 };
+
+const END_DESCRIPTION =
+  'For agent keys and admin keys of the run’s org (API.md leaves ending a run open; this is the gateway’s answer). ' +
+  'From then on nothing new executes in the run, on any replica: new tool calls get 409 RUN_NOT_ACTIVE (a call the run made ' +
+  'before is still replayed); its pending approvals are rejected (reason: the run ended) and the calls waiting for them, or ' +
+  'approved but not yet started, are blocked with RUN_NOT_ACTIVE; calls already at the vendor finish and record their outcome. ' +
+  'A ledger event run.completed / run.cancelled records who ended it and why.';
 
 @ApiTags('runs')
 @ApiBearerAuth()
@@ -53,6 +60,34 @@ export class RunsController {
   @ApiResponse({ status: 200, description: 'the run', schema: RUN_SCHEMA })
   get(@CurrentPrincipal() p: Principal, @Param('runId') runId: string) {
     return this.runs.get(p, runId);
+  }
+
+  @Post(':runId/complete')
+  @HttpCode(200)
+  @Roles('agent', 'admin')
+  @ApiOperation({
+    summary: 'Complete a run',
+    description: END_DESCRIPTION + ' Completing a completed run answers it again; completing a cancelled one is 409 RUN_NOT_ACTIVE.',
+  })
+  @ApiResponse({ status: 200, description: 'the run, status completed', schema: RUN_SCHEMA })
+  @ApiProblemResponse(404, 'NOT_FOUND: no such run in the key’s org')
+  @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was cancelled')
+  complete(@CurrentPrincipal() p: Principal, @Param('runId') runId: string, @Body() dto: EndRunDto) {
+    return this.runs.end(p, runId, 'completed', dto.reason ?? null);
+  }
+
+  @Post(':runId/cancel')
+  @HttpCode(200)
+  @Roles('agent', 'admin')
+  @ApiOperation({
+    summary: 'Cancel a run (stop an agent)',
+    description: END_DESCRIPTION + ' Cancelling a cancelled run answers it again; cancelling a completed one is 409 RUN_NOT_ACTIVE.',
+  })
+  @ApiResponse({ status: 200, description: 'the run, status cancelled', schema: RUN_SCHEMA })
+  @ApiProblemResponse(404, 'NOT_FOUND: no such run in the key’s org')
+  @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was completed')
+  cancel(@CurrentPrincipal() p: Principal, @Param('runId') runId: string, @Body() dto: EndRunDto) {
+    return this.runs.end(p, runId, 'cancelled', dto.reason ?? null);
   }
 
   @Get(':runId/tools')

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsIn, IsObject, IsOptional, IsString, Matches } from 'class-validator';
+import { IsIn, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 
 export class CreateRunDto {
   @ApiProperty({ example: 'support-specialist', description: 'who the agent acts as; permissions may target it' })
@@ -24,4 +24,12 @@ export class ToolsQuery {
   @IsOptional()
   @IsIn(['anthropic', 'openai'])
   format?: 'anthropic' | 'openai';
+}
+
+export class EndRunDto {
+  @ApiProperty({ required: false, maxLength: 500, description: 'why the run ended; recorded in the ledger event and on the approvals it rejects' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
+  reason?: string;
 }

@@ -69,6 +69,58 @@ export class RunsService {
     return this.view(run, Number(total));
   }
 
+  /**
+   * Ends a run (completed or cancelled; API.md is silent, see the OpenAPI description): from then on
+   * nothing new executes in it. One statement, so it happens once even when two replicas race:
+   * - the run leaves running/waiting_approval (its pending count goes to 0);
+   * - its pending approvals are rejected by the caller (reason: the run ended), and the calls
+   *   waiting for one, or approved but not yet started, are blocked with RUN_NOT_ACTIVE (their raw
+   *   input deleted); calls already at the vendor finish and record their outcome as usual;
+   * - new tool calls get 409 RUN_NOT_ACTIVE on every replica (the intent statement reads the
+   *   run's status); a call the run made earlier is still replayed.
+   * Ending it again the same way answers the run again; the other way is 409 RUN_NOT_ACTIVE.
+   */
+  async end(actor: Principal, runId: string, to: 'completed' | 'cancelled', reason: string | null) {
+    const run = await this.get(actor, runId);
+    const by = actorOf(actor);
+    const [{ ended }] = (await this.ds.query(
+      `WITH ru AS (
+         UPDATE agent_runs SET status = $2, pending_approval_count = 0, updated_at = now()
+          WHERE id = $1 AND status IN ('running', 'waiting_approval') RETURNING id, org_id),
+       ap AS (
+         UPDATE approval_requests a SET status = 'rejected', decided_by = $3::uuid, decided_role = $4, decided_at = now(), decision_reason = $5
+           FROM ru WHERE a.run_id = ru.id AND a.status = 'pending' RETURNING a.id, a.tool_call_id),
+       tc AS (
+         UPDATE tool_calls t SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 409, finished_at = now(), updated_at = now()
+           FROM ru WHERE t.run_id = ru.id AND t.status IN ('waiting_approval', 'approved')
+          RETURNING t.id, t.org_id, t.tool_name, t.action, t.action_digest),
+       ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
+       ev AS (
+         INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
+         SELECT gen_random_uuid(), ru.org_id, $6, ru.id, NULL, $7::jsonb,
+                jsonb_build_object('reason', $5::text, 'blockedCalls', (SELECT count(*) FROM tc)) FROM ru
+         UNION ALL
+         SELECT gen_random_uuid(), tc.org_id, 'tool_call.blocked', $1::uuid, tc.id, $7::jsonb,
+                jsonb_build_object('toolName', tc.tool_name, 'action', tc.action, 'digest', tc.action_digest, 'approvalId', ap.id,
+                                   'errorCode', 'RUN_NOT_ACTIVE', 'reason', 'run_ended')
+           FROM tc LEFT JOIN ap ON ap.tool_call_id = tc.id)
+       SELECT count(*)::int AS ended FROM ru`,
+      [run.id, to, by.keyId, by.role, reason, to === 'completed' ? 'run.completed' : 'run.cancelled', JSON.stringify(by)],
+    )) as [{ ended: number }];
+    this.forget(run.id);
+    if (ended === 0) {
+      const now = await this.get(actor, runId);
+      if (now.status !== to) throw new AppError('RUN_NOT_ACTIVE', `run is already ${now.status}`);
+      return now;
+    }
+    return this.get(actor, runId);
+  }
+
+  /** Drops a cached snapshot (the run ended, here or on another replica). */
+  forget(runId: string): void {
+    this.snapshots.delete(runId);
+  }
+
   /** Hot path: the fixed facts of a run, cached; 404 RUN_NOT_FOUND for a missing or foreign run. */
   async snapshot(orgId: string, runId: string): Promise<RunSnapshot> {
     const hit = this.snapshots.get(runId);
@@ -82,7 +134,7 @@ export class RunsService {
       id: run.id, orgId: run.orgId, specialistId: run.specialistId,
       allowedTools: new Set(run.metadata.runtimeManifest.allowedTools), status: run.status,
     };
-    // Runs only become completed/cancelled outside this service (none today), so an active run stays cacheable.
+    // An active run stays cacheable: if it ends meanwhile (on any replica), the intent statement finds out and the entry goes.
     if (snap.status === 'running' || snap.status === 'waiting_approval') {
       if (this.snapshots.size >= SNAPSHOT_CACHE_MAX) this.snapshots.clear();
       this.snapshots.set(runId, snap);

@@ -69,6 +69,8 @@ export interface OutcomeRow {
   dropInput?: boolean;
 }
 
+export type IntentResult = 'reserved' | 'exists' | 'run-ended';
+
 /** How long a request waits for the database to take its outcome before answering 503. */
 export const OUTCOME_WRITE_INLINE_MS = 3_000;
 /**
@@ -167,8 +169,12 @@ export class ToolCallLedger implements OnApplicationShutdown {
     return this.late.size;
   }
 
-  /** True when this request reserved the idempotency key; false when the key already existed. */
-  async writeIntent(row: IntentRow, events: NewLedgerEvent[], policy: PolicyDecisionRow | null, approval: ApprovalRow | null): Promise<boolean> {
+  /**
+   * `reserved`: this request reserved the idempotency key and recorded the call; `exists`: the key
+   * already existed (a replay); `run-ended`: the run is no longer active (completed or cancelled,
+   * perhaps on another replica since this one cached it), so nothing was written.
+   */
+  async writeIntent(row: IntentRow, events: NewLedgerEvent[], policy: PolicyDecisionRow | null, approval: ApprovalRow | null): Promise<IntentResult> {
     const p: unknown[] = [
       row.id, row.orgId, row.runId, row.specialistId, row.toolName, row.action, row.vendor, row.status, row.errorCode, row.errorText,
       row.httpStatus, row.correlationId, row.idempotencyKey, row.toolUseId, row.actionDigest, JSON.stringify(row.inputRedacted),
@@ -176,12 +182,15 @@ export class ToolCallLedger implements OnApplicationShutdown {
     ];
     const running = row.status === 'running';
     const settled = row.status === 'blocked' || row.status === 'failed';
+    // The run's status is read in the statement itself: a run ended on another replica stops new calls at once.
     const ctes = [
+      `live AS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval'))`,
       `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
                 correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
                 started_at, finished_at)
-              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb, $17, $18, $19,
-                ${running ? 'now()' : 'NULL'}, ${settled ? 'now()' : 'NULL'})
+              SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb, $17, $18, $19,
+                ${running ? 'now()' : 'NULL'}, ${settled ? 'now()' : 'NULL'}
+               WHERE EXISTS (SELECT 1 FROM live)
               ON CONFLICT (org_id, idempotency_key) DO NOTHING RETURNING id)`,
     ];
     if (policy) {
@@ -205,9 +214,12 @@ export class ToolCallLedger implements OnApplicationShutdown {
     }
     ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
     const t0 = performance.now();
-    const rows = await this.sql.prepared<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);
+    const [res] = await this.sql.prepared<{ id: string | null; live: boolean }>(
+      `WITH ${ctes.join(',\n')} SELECT (SELECT id FROM tc) AS id, EXISTS (SELECT 1 FROM live) AS live`,
+      p,
+    );
     this.metrics.ledgerWrite.observe({ kind: 'intent' }, (performance.now() - t0) / 1000);
-    return rows.length === 1;
+    return res.id !== null ? 'reserved' : res.live ? 'exists' : 'run-ended';
   }
 
   /**

@@ -116,12 +116,13 @@ export class ToolCallsService {
     const orgId = p.orgId;
     const use = parseToolUse(body);
     const run = await this.runs.snapshot(orgId, runId);
-    if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
     // The one form of the model's tool name and action that reaches the row, the events and the metrics (see recorded-action.ts).
     const toolName = recordedToolName(use.name, this.catalog);
     const action = recordedAction(use.name, use.action, this.catalog);
     const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
+    // An ended run takes no new calls; a call it made before it ended is still answered (the agent may resend after a lost answer).
+    if (run.status !== 'running' && run.status !== 'waiting_approval') return await this.replayInEndedRun(orgId, run.id, idempotencyKey, digest, use.id);
 
     const [flagEnabled, rules] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
     const decision = decide({
@@ -185,8 +186,9 @@ export class ToolCallsService {
         approval,
       );
       if (release) this.trackIntent(`${orgId}:${idempotencyKey}`, intent);
-      const reserved = await intent;
-      if (!reserved) return await this.replay(orgId, idempotencyKey, digest, use.id);
+      const written = await intent;
+      if (written === 'run-ended') return await this.replayInEndedRun(orgId, run.id, idempotencyKey, digest, use.id);
+      if (written === 'exists') return await this.replay(orgId, idempotencyKey, digest, use.id);
       if (status !== 'running') {
         this.count(toolName, action, status, errorCode);
         const facts2 = { id, status, errorCode, errorText, retryAfterSeconds: null, approvalKind: approval?.kind ?? null };
@@ -305,11 +307,18 @@ export class ToolCallsService {
     return this.respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);
   }
 
-  private async replay(orgId: string, idempotencyKey: string, digest: string, toolUseId: string): Promise<ToolCallResponse> {
-    const [row] = await this.sql.prepared<StoredCall>(
-      `SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`,
-      [orgId, idempotencyKey],
-    );
+  /** The run has ended (maybe on another replica): the replay of a call it made, or 409 RUN_NOT_ACTIVE. */
+  private async replayInEndedRun(orgId: string, runId: string, idempotencyKey: string, digest: string, toolUseId: string): Promise<ToolCallResponse> {
+    this.runs.forget(runId);
+    const [row] = await this.sql.prepared<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`, [orgId, idempotencyKey]);
+    if (!row) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
+    return this.replay(orgId, idempotencyKey, digest, toolUseId, row);
+  }
+
+  private async replay(orgId: string, idempotencyKey: string, digest: string, toolUseId: string, found?: StoredCall): Promise<ToolCallResponse> {
+    const [row] = found
+      ? [found]
+      : await this.sql.prepared<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`, [orgId, idempotencyKey]);
     if (!row) throw new Error('idempotency key conflict without a row');
     if (row.action_digest !== digest) {
       throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action');

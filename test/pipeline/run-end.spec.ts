@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ShopifyEmulator } from '../../src/emulator/index.js';
+import { approvalFor, refundUse, refunds } from '../approvals/support.js';
+import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
+
+/**
+ * Ending a run (POST /v1/runs/{id}/complete | cancel): nothing new executes in
+ * it afterwards, on any replica; what it did before is still answered.
+ */
+describe('ending a run', () => {
+  let h: Harness;
+  let replica: TestApp;
+  beforeAll(async () => {
+    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
+    replica = await startTestApp({ ...emulatorEnv(h.emu.url), VENDOR_TIMEOUT_MS: '2000', APPROVAL_TTL_SECONDS: '3600' });
+  });
+  afterAll(async () => {
+    await replica?.close();
+    await h?.close();
+  });
+
+  const post = (via: TestApp, org: OrgSetup, use: ReturnType<typeof toolUse>) => via.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
+  const lookupUse = () => toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+  const end = (via: TestApp, org: OrgSetup, how: 'complete' | 'cancel', key = org.agentKey, body: object = {}) =>
+    via.http.post(`/v1/runs/${org.runId}/${how}`).set(bearer(key)).send(body);
+  const callCount = async (org: OrgSetup) => Number(((await h.t.ds.query('SELECT count(*) AS n FROM tool_calls WHERE run_id = $1', [org.runId])) as [{ n: string }])[0].n);
+
+  it('completed: new calls get 409 RUN_NOT_ACTIVE and record nothing; a call made before is still replayed; completing again answers the run', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const earlier = lookupUse();
+    expect((await post(h.t, org, earlier)).body.status).toBe('succeeded');
+
+    const done = await end(h.t, org, 'complete', org.agentKey, { reason: 'conversation closed' });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect(done.body).toMatchObject({ id: org.runId, status: 'completed', pendingApprovalCount: 0 });
+
+    const vendorBefore = h.emu.count({ vendor: 'shopify' });
+    const late = await post(h.t, org, lookupUse());
+    expect([late.status, late.body.code]).toEqual([409, 'RUN_NOT_ACTIVE']);
+    expect(late.headers['content-type']).toContain('application/problem+json');
+    expect(await callCount(org)).toBe(1);
+    expect(h.emu.count({ vendor: 'shopify' })).toBe(vendorBefore);
+
+    const replay = await post(h.t, org, earlier);
+    expect(replay.status).toBe(200);
+    expect(replay.body).toMatchObject({ status: 'succeeded', replayed: true });
+
+    expect((await end(h.t, org, 'complete')).body.status).toBe('completed');
+    const cancel = await end(h.t, org, 'cancel');
+    expect([cancel.status, cancel.body.code]).toEqual([409, 'RUN_NOT_ACTIVE']);
+    expect((await h.t.http.get(`/v1/runs/${org.runId}`).set(bearer(org.agentKey))).body.status).toBe('completed');
+
+    const events = (await h.t.ds.query(`SELECT type, actor, metadata FROM runtime_ledger_events WHERE run_id = $1 AND type LIKE 'run.%' ORDER BY seq`, [org.runId])) as {
+      type: string; actor: { role: string }; metadata: Record<string, unknown>;
+    }[];
+    expect(events.map((e) => e.type)).toEqual(['run.created', 'run.completed']);
+    expect(events[1]).toMatchObject({ actor: { role: 'agent' }, metadata: { reason: 'conversation closed', blockedCalls: 0 } });
+  });
+
+  it('another replica that cached the run as active refuses new calls once it ended (no stale cache)', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    expect((await post(replica, org, lookupUse())).body.status).toBe('succeeded'); // the replica caches the run
+    expect((await end(h.t, org, 'cancel')).body.status).toBe('cancelled');
+    const late = await post(replica, org, lookupUse());
+    expect([late.status, late.body.code]).toEqual([409, 'RUN_NOT_ACTIVE']);
+    expect(await callCount(org)).toBe(1);
+    // Batches too: the whole batch, or each item when the replica still thought the run active.
+    const batch = await replica.http.post(`/v1/runs/${org.runId}/tool-calls:batch`).set(bearer(org.agentKey)).send({ toolUses: [lookupUse()] });
+    expect(batch.status === 409 ? batch.body.code : batch.body.results?.[0]?.code).toBe('RUN_NOT_ACTIVE');
+    expect(await callCount(org)).toBe(1);
+  });
+
+  it('cancelled with a call waiting for approval: the approval is rejected, the call blocked, nothing ever executes', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const expert = await createKey(h.t, org.orgId, 'expert');
+    const res = await post(h.t, org, refundUse('3.00'));
+    expect(res.status).toBe(202);
+    const callId = res.body.toolCallId as string;
+    const approval = await approvalFor(h, expert.key, callId);
+    const before = refunds(h);
+
+    const cancelled = await end(h.t, org, 'cancel', org.adminKey, { reason: 'agent misbehaving' });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', pendingApprovalCount: 0 });
+
+    const a = await h.t.http.get(`/v1/approvals/${approval.id}`).set(bearer(expert.key));
+    expect(a.body).toMatchObject({ status: 'rejected', decidedBy: expect.any(String) });
+    const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
+    expect([decided.status, decided.body.code]).toEqual([409, 'APPROVAL_ALREADY_DECIDED']);
+
+    const [row] = (await h.t.ds.query('SELECT status, error_code, http_status FROM tool_calls WHERE id = $1', [callId])) as Record<string, unknown>[];
+    expect(row).toEqual({ status: 'blocked', error_code: 'RUN_NOT_ACTIVE', http_status: 409 });
+    expect(await h.t.ds.query('SELECT 1 FROM tool_call_inputs WHERE tool_call_id = $1', [callId])).toHaveLength(0);
+    const blocked = (await h.t.ds.query(`SELECT metadata FROM runtime_ledger_events WHERE tool_call_id = $1 AND type = 'tool_call.blocked'`, [callId])) as {
+      metadata: Record<string, unknown>;
+    }[];
+    expect(blocked.map((e) => e.metadata)).toEqual([expect.objectContaining({ errorCode: 'RUN_NOT_ACTIVE', reason: 'run_ended', approvalId: approval.id })]);
+    const result = await h.t.http.get(`/v1/tool-calls/${callId}/result`).set(bearer(org.agentKey));
+    expect(result.body).toMatchObject({ status: 'blocked', errorCode: 'RUN_NOT_ACTIVE' });
+    // The approval sweep and runner have nothing to pick up.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(refunds(h)).toBe(before);
+    expect(h.emu.vendor<ShopifyEmulator>('shopify').refundCount('12345')).toBe(before);
+  });
+
+  it('who may end it: agent and admin keys of the org; not ops, not another org', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const ops = await createKey(h.t, org.orgId, 'ops');
+    expect((await end(h.t, org, 'cancel', ops.key)).status).toBe(403);
+    const other = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    expect((await end(h.t, org, 'cancel', other.agentKey)).status).toBe(404);
+    const bad = await end(h.t, org, 'complete', org.agentKey, { reason: 'x'.repeat(501) });
+    expect([bad.status, bad.body.code]).toEqual([400, 'VALIDATION_FAILED']);
+    const unknown = await h.t.http.post('/v1/runs/not-a-uuid/complete').set(bearer(org.agentKey)).send({});
+    expect(unknown.status).toBe(404);
+    // Still running after the refusals.
+    expect((await post(h.t, org, lookupUse())).body.status).toBe('succeeded');
+  });
+});
