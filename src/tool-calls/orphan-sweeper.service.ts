@@ -4,6 +4,8 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 
 const SWEEP_EVERY_MS = 60_000;
+/** What the sweep writes as the call's error text; an outcome that arrives late recognises the sweep's verdict by it. */
+export const ORPHANED_TEXT = 'the process running this call stopped before recording its outcome';
 
 /**
  * Calls left `running` by a process that died (kill -9, OOM, a lost node)
@@ -11,7 +13,9 @@ const SWEEP_EVERY_MS = 60_000;
  * longer than the vendor timeout plus a margin become `indeterminate /
  * OUTCOME_UNKNOWN` with an event: nobody knows whether the vendor acted, so
  * they are never retried automatically (ops reconcile them). Younger running
- * calls may belong to a live replica and are left alone.
+ * calls may belong to a live replica and are left alone. A live replica that
+ * kept the call's outcome through a long database outage still records it
+ * afterwards (ToolCallLedger.writeOutcome): the known outcome replaces the guess.
  */
 @Injectable()
 export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -38,7 +42,7 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
     const [{ n }] = await this.sql.query<{ n: number }>(
       `WITH tc AS (
          UPDATE tool_calls SET status = 'indeterminate', error_code = 'OUTCOME_UNKNOWN', http_status = 200,
-                error_text = 'the process running this call stopped before recording its outcome',
+                error_text = $2,
                 finished_at = now(), updated_at = now()
           WHERE status = 'running' AND started_at < now() - make_interval(secs => $1::double precision / 1000)
           RETURNING id, org_id, run_id, tool_name, action, action_digest),
@@ -50,7 +54,7 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
                 jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned')
            FROM tc)
        SELECT count(*)::int AS n FROM tc`,
-      [staleAfterMs],
+      [staleAfterMs, ORPHANED_TEXT],
     );
     if (n > 0) this.log.warn({ count: n }, 'orphaned running tool calls marked indeterminate');
     return n;

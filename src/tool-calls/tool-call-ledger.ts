@@ -5,6 +5,7 @@ import { newId } from '../common/ids.js';
 import { Sql } from '../db/sql.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { ORPHANED_TEXT } from './orphan-sweeper.service.js';
 import { resumableWrite, retryWhileUnavailable } from './outcome-retry.js';
 import type { EncryptedResult } from './results.store.js';
 import type { ToolCallStatus } from './tool-call-status.js';
@@ -282,17 +283,23 @@ export class ToolCallLedger implements OnApplicationShutdown {
     return true;
   }
 
-  /** Records the outcome if the call is still in `from`; false when someone else settled it first. */
+  /**
+   * Records the outcome if the call is still in `from`; false when someone else settled it first.
+   * A running call's outcome also replaces the orphan sweep's `indeterminate` (not yet reconciled):
+   * the sweep guessed "its process died" after a database outage outlasted VENDOR_TIMEOUT_MS plus
+   * the margin, while this process kept the real outcome in memory.
+   */
   async writeOutcome(o: OutcomeRow, events: NewLedgerEvent[]): Promise<boolean> {
     const p: unknown[] = [
       o.id, o.status, o.errorCode, o.errorText, o.httpStatus, o.outputRedacted === undefined ? null : JSON.stringify(o.outputRedacted),
-      o.retryCount, o.retryAfterSeconds, o.vendorStatus, o.durationMs, o.costCents, o.truncated, o.from,
+      o.retryCount, o.retryAfterSeconds, o.vendorStatus, o.durationMs, o.costCents, o.truncated, o.from, ORPHANED_TEXT,
     ];
     const ctes = [
       `tc AS (UPDATE tool_calls SET status = $2, error_code = $3, error_text = $4, http_status = $5, output_redacted = $6::jsonb,
                 retry_count = $7, retry_after_seconds = $8, vendor_status = $9, duration_ms = $10, cost_cents = $11, truncated = $12,
                 finished_at = now(), updated_at = now()
-              WHERE id = $1 AND status = $13 RETURNING id, org_id)`,
+              WHERE id = $1 AND (status = $13 OR ($13 = 'running' AND status = 'indeterminate' AND error_text = $14 AND note IS NULL))
+              RETURNING id, org_id)`,
     ];
     if (o.result) {
       const b = p.length;
