@@ -2,7 +2,9 @@
  * Emulated Nango proxy (VENDORS.md §4): Nango's own checks and error shapes
  * (`{"error":{"code"}}`) in front of a fake upstream provider that echoes GETs
  * and stores POSTs. It records whether a `Retries` header arrived, since the
- * gateway must never delegate retries (of writes above all) to Nango.
+ * gateway must never delegate retries (of writes above all) to Nango. The
+ * provider sees only the headers real Nango forwards (`Nango-Proxy-<Name>`,
+ * prefix stripped), so a header meant for it but sent unprefixed never arrives.
  */
 import { randomUUID } from 'node:crypto';
 import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emulator.types.js';
@@ -22,6 +24,30 @@ export interface NangoStoredPost {
   body: unknown;
 }
 
+/** One request as the provider behind the connection received it. */
+export interface NangoUpstreamRequest {
+  method: string;
+  path: string;
+  /** lower-cased names, only what Nango forwards */
+  headers: Record<string, string>;
+}
+
+const PROXY_PREFIX = 'nango-proxy-';
+
+/**
+ * The headers Nango hands on upstream (allProxy.ts parseHeaders): those sent
+ * as `Nango-Proxy-<Name>`, as `<Name>`, and Content-Type. Its own (Authorization,
+ * Connection-Id, Provider-Config-Key, ...) stay with Nango, which adds the
+ * connection's credentials for the provider itself.
+ */
+function forwardedHeaders(h: Record<string, string>): Record<string, string> {
+  const forwarded = Object.entries(h)
+    .filter(([name]) => name.startsWith(PROXY_PREFIX) && name.length > PROXY_PREFIX.length)
+    .map(([name, value]) => [name.slice(PROXY_PREFIX.length), value]);
+  if (h['content-type'] !== undefined) forwarded.push(['content-type', h['content-type']]);
+  return Object.fromEntries(forwarded) as Record<string, string>;
+}
+
 function nangoError(status: number, code: string, message?: string, extra: Record<string, unknown> = {}): EmuResponse {
   return { status, body: { error: { code, ...(message ? { message } : {}), ...extra } } };
 }
@@ -32,6 +58,8 @@ export class NangoEmulator implements EmulatedVendor, FaultResponder {
   readonly posts: NangoStoredPost[] = [];
   /** Values of every `Retries` header received (should stay empty). */
   readonly retriesHeaders: string[] = [];
+  /** What reached the provider, in order. */
+  readonly upstreamRequests: NangoUpstreamRequest[] = [];
 
   get appliedPosts(): number {
     return this.posts.length;
@@ -44,6 +72,7 @@ export class NangoEmulator implements EmulatedVendor, FaultResponder {
   reset(): void {
     this.posts.length = 0;
     this.retriesHeaders.length = 0;
+    this.upstreamRequests.length = 0;
   }
 
   faultResponse(fault: FaultSpec): EmuResponse | undefined {
@@ -77,17 +106,21 @@ export class NangoEmulator implements EmulatedVendor, FaultResponder {
       return nangoError(404, 'unknown_provider_config', 'Provider config not found');
     }
     if (h['connection-id'] !== NANGO_EMULATOR_CREDENTIALS.connectionId) return nangoError(400, 'server_error', 'Failed to get connection');
-    return this.upstream(req);
+    return this.upstream(req, h['connection-id']);
   }
 
-  /** The fake provider behind the connection. */
-  private upstream(req: EmuRequest): EmuResponse {
+  /**
+   * The fake provider behind the connection: it knows the connection by the
+   * credentials Nango attached for it, and sees no header of Nango's.
+   */
+  private upstream(req: EmuRequest, connectionId: string): EmuResponse {
     const path = req.path.slice('/proxy'.length) || '/';
+    this.upstreamRequests.push({ method: req.method, path, headers: forwardedHeaders(req.headers) });
     if (path.startsWith('/missing/')) return { status: 404, body: { message: 'Not Found' } };
     if (req.method === 'GET') {
       return {
         status: 200,
-        body: { path, query: Object.fromEntries(req.query), connectionId: req.headers['connection-id'] },
+        body: { path, query: Object.fromEntries(req.query), connectionId },
       };
     }
     if (req.method === 'POST') {

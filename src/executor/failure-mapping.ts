@@ -21,21 +21,31 @@ const CODE: Record<VendorFailureKind, ExecutionErrorCode> = {
 };
 
 /**
- * A 2xx says the vendor accepted the request, and usually acted on it. Any
- * other status is a refusal (3xx: redirects are not followed, 4xx) or a vendor
- * failure (5xx), which the handlers classify by status without reading the
- * body, so an unusable body there changes nothing.
+ * A 2xx says the vendor accepted the request, and usually acted on it. A 4xx
+ * is a refusal and a 5xx a vendor failure, which the handlers classify by
+ * status without reading the body, so an unusable body there changes nothing.
  */
 function acceptedByVendor(status: number | undefined): boolean {
   return status !== undefined && status >= 200 && status < 300;
 }
 
 /**
+ * Redirects are not followed, so a 3xx is all the gateway learns, and to a
+ * write it does not say "refused": a 303 See Other is how a server answers a
+ * POST it has processed (the result is elsewhere). Whatever kind the handler
+ * gave it, the vendor had the request and may have acted.
+ */
+function redirected(status: number | undefined): boolean {
+  return status !== undefined && status >= 300 && status < 400;
+}
+
+/**
  * A write that may have taken effect, and nobody knows whether it did: the
  * answer never came (timeout, reset after sending), came but cannot be read (a
- * 2xx whose body is not JSON, cut off or over the size cap), or the vendor said
- * an earlier attempt under the same idempotency key reached it (still in
- * progress, or the key was used with other parameters), or it answered 5xx —
+ * 2xx whose body is not JSON, cut off or over the size cap) or points elsewhere
+ * (a redirect, not followed), or the vendor said an earlier attempt under the
+ * same idempotency key reached it (still in progress, or the key was used with
+ * other parameters), or it answered 5xx —
  * an edge or gateway error may come back while the vendor goes on to apply
  * the request (VENDORS.md §1.9 point 4) — unless the action is an overwrite,
  * which a second call leaves in the same state. Calling any of these `failed`
@@ -44,6 +54,7 @@ function acceptedByVendor(status: number | undefined): boolean {
  */
 export function isUnknownWriteOutcome(f: Failure, action: ActionKind): boolean {
   if (action.sideEffect !== 'write' || !f.requestSent) return false;
+  if (redirected(f.vendorStatus)) return true;
   switch (f.kind) {
     case 'timeout':
     case 'network':
@@ -80,9 +91,10 @@ export function decisiveFailure(attempts: readonly Failure[], action: ActionKind
   return unknown.findLast(reachedVendor) ?? unknown.at(-1) ?? last;
 }
 
-/** The vendor said it has (or is running) an attempt: "in progress", the key already used, or a 2xx. */
+/** The vendor said it has (or is running) an attempt: "in progress", the key already used, a 2xx or a redirect. */
 function reachedVendor(f: Failure): boolean {
-  return f.requestSent && (f.kind === 'in_progress' || f.kind === 'key_conflict' || ((f.kind === 'bad_response' || f.kind === 'too_large') && acceptedByVendor(f.vendorStatus)));
+  if (!f.requestSent) return false;
+  return f.kind === 'in_progress' || f.kind === 'key_conflict' || redirected(f.vendorStatus) || ((f.kind === 'bad_response' || f.kind === 'too_large') && acceptedByVendor(f.vendorStatus));
 }
 
 /** "In progress" is not a failure to give up on: it is polled within the call's budget, outside VENDOR_MAX_RETRIES. */

@@ -19,12 +19,26 @@ describe('failure mapping: writes that may have taken effect', () => {
       }
     }
     // A refusal or a vendor failure is one whatever its body: still failed.
-    for (const vendorStatus of [301, 400, 404, 422, 429, 500, 503]) {
+    for (const vendorStatus of [400, 404, 422, 429, 500, 503]) {
       expect(errorCodeFor(f('too_large', { vendorStatus }), WRITE), String(vendorStatus)).toBe('VENDOR_ERROR');
     }
     // Nothing left (the read before the mutation answered badly), or no answer at all.
     expect(errorCodeFor(f('bad_response', { vendorStatus: 200, requestSent: false }), WRITE)).toBe('VENDOR_ERROR');
     expect(errorCodeFor(f('bad_response'), WRITE)).toBe('VENDOR_ERROR');
+  });
+
+  it('a write answered with a redirect (not followed; 303 See Other comes after a processed POST) is OUTCOME_UNKNOWN whatever its kind; a read stays VENDOR_ERROR', () => {
+    for (const vendorStatus of [301, 302, 303, 307, 308]) {
+      for (const kind of ['rejected', 'bad_response', 'too_large'] as const) {
+        expect(errorCodeFor(f(kind, { vendorStatus }), WRITE), `${kind} ${vendorStatus}`).toBe('OUTCOME_UNKNOWN');
+        expect(errorCodeFor(f(kind, { vendorStatus }), { sideEffect: 'write', overwrite: true }), `${kind} ${vendorStatus}`).toBe('OUTCOME_UNKNOWN');
+        expect(errorCodeFor(f(kind, { vendorStatus }), READ), `${kind} ${vendorStatus}`).toBe('VENDOR_ERROR');
+      }
+    }
+    // Never resent, and once seen the call stays unknown whatever a later attempt says.
+    const redirect = f('rejected', { vendorStatus: 303 });
+    expect(isRetryable(redirect, idemWrite, 2_000)).toBe(false);
+    expect(decisiveFailure([f('in_progress', { vendorStatus: 200 }), redirect], WRITE)).toBe(redirect);
   });
 
   it('"in progress" and "key used with other parameters" mean an earlier attempt reached the vendor: OUTCOME_UNKNOWN, breaker-neutral', () => {

@@ -85,7 +85,7 @@ export type VendorFailureKind =
   | 'network' // connection refused/reset → VENDOR_ERROR (retryable)
   | 'bad_response' // malformed JSON, unexpected shape → VENDOR_ERROR (not retryable); a write answered 2xx → OUTCOME_UNKNOWN
   | 'too_large' // body over the hard cap → VENDOR_ERROR (not retryable); a write answered 2xx → OUTCOME_UNKNOWN
-  | 'rejected' // vendor refused the request (4xx, userErrors) → VENDOR_ERROR (not retryable)
+  | 'rejected' // vendor refused the request (4xx, userErrors) → VENDOR_ERROR (not retryable); a write answered 3xx → OUTCOME_UNKNOWN
   // The vendor is still running an earlier request under this call's idempotency
   // key (Shopify "currently in progress"): polled with the same key within the
   // call's budget; a write still unsettled → OUTCOME_UNKNOWN.

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AMAZON_EMULATOR_CREDENTIALS, AmazonEmulator } from '../../emulator/amazon.emulator.js';
 import { AMAZON_ORDER_IDS } from '../../emulator/amazon.fixtures.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
@@ -113,6 +113,26 @@ describe('AmazonHandler LWA tokens', () => {
     expect(amazon.tokenRequests).toBe(2);
   });
 
+  it('a slow LWA inside the 60 s margin does not hold the call: the cached, unexpired token is used and refreshed behind it', async () => {
+    let now = Date.now();
+    const handler = new AmazonHandler(endpoints, new TokenCache({ now: () => now }));
+    const getOrder = (signal: AbortSignal) => handler.execute(callContext({ toolName: 'amazon_query', action: 'get_order', params: { orderId: AMAZON_ORDER_IDS.shipped }, credentials: CREDS, signal }));
+    const tokensUsed = () => emu.requests.filter((r) => orderPath.test(r.path)).map((r) => r.headers['x-amz-access-token']);
+    expect((await getOrder(new AbortController().signal)).ok).toBe(true);
+    now += 3_550_000; // 50 s before the token's real expiry: inside the refresh margin
+    emu.fault({ vendor: 'amazon', path: lwaPath, kind: 'delay', delayMs: 1_000 }); // LWA slow, not down
+    // The call's budget is shorter than the token request: waiting for it would time the call out.
+    const out = await getOrder(AbortSignal.timeout(300));
+    expect(out.ok).toBe(true);
+    expect(new Set(tokensUsed()).size).toBe(1);
+    // The refresh went on in the background; once it lands, calls use the new token.
+    await vi.waitFor(async () => {
+      await getOrder(new AbortController().signal);
+      expect(new Set(tokensUsed()).size).toBe(2);
+    }, { timeout: 3_000, interval: 100 });
+    expect(amazon.tokenRequests).toBe(2);
+  });
+
   it('on 403 "expired": invalidates, refreshes once and retries once', async () => {
     const handler = new AmazonHandler(endpoints, new TokenCache());
     await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }));
@@ -197,6 +217,25 @@ describe('AmazonHandler failures', () => {
   it('200 {"payload":{}} for a well-formed unknown id → not_found', async () => {
     const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.unknown })));
     expect(out).toMatchObject({ kind: 'not_found', vendorStatus: 200 });
+  });
+
+  it('200 without a payload is not "not found": {} → bad_response, {"errors":[...]} → classified by errors[0].code', async () => {
+    const handler = new AmazonHandler(endpoints);
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 200, body: {} });
+    expect(failure(await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 200, body: { other: 1 } });
+    expect(failure(await handler.execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
+    const errors = (code: string) => ({ errors: [{ code, message: 'x', details: '' }] });
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 200, body: errors('InternalFailure') });
+    expect(failure(await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ kind: 'server_error', vendorStatus: 200 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 200, body: errors('QuotaExceeded') });
+    expect(failure(await handler.execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2000 });
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 200, body: errors('NotFound') });
+    expect(failure(await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ kind: 'not_found', vendorStatus: 200 });
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 200, body: errors('SomethingNew') });
+    const unknown = failure(await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })));
+    expect(unknown).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
+    expect(unknown.message).toContain('SomethingNew');
   });
 
   it('404 → not_found', async () => {

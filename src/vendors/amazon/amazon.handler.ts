@@ -68,8 +68,9 @@ export class AmazonHandler implements VendorHandler {
     const res = await session.get('getOrder', `/orders/v0/orders/${orderId}`);
     if (!res.ok) return res.outcome;
     const payload = res.body.payload;
-    // A well-formed unknown id has been seen to answer 200 {"payload":{}} (VENDORS.md §2.3).
-    if (payload === undefined || (isObject(payload) && isEmpty(payload))) return fail('not_found', 'SP-API: order not found', res.status);
+    // A well-formed unknown id has been seen to answer 200 {"payload":{}} (VENDORS.md §2.3);
+    // an answer without any payload never gets here (SpapiSession).
+    if (isObject(payload) && isEmpty(payload)) return fail('not_found', 'SP-API: order not found', res.status);
     if (!isObject(payload)) return fail('bad_response', 'SP-API answered with an unexpected payload', res.status);
     return { ok: true, data: normaliseOrder(orderId, payload), vendorStatus: res.status };
   }
@@ -93,7 +94,7 @@ export class AmazonHandler implements VendorHandler {
       }
       status = res.status;
       const payload = res.body.payload;
-      if (pages === 0 && (payload === undefined || (isObject(payload) && isEmpty(payload)))) {
+      if (pages === 0 && isObject(payload) && isEmpty(payload)) {
         return fail('not_found', 'SP-API: order not found', status);
       }
       if (!isObject(payload) || !Array.isArray(payload.OrderItems)) {

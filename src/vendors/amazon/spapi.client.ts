@@ -61,6 +61,7 @@ export class SpapiRates {
   }
 }
 
+/** ok: a 2xx JSON object that has the `payload` every Orders v0 answer is wrapped in (§2.2). */
 export type SpapiAnswer = { ok: true; status: number; body: JsonObject } | { ok: false; outcome: FailedOutcome };
 
 // SP-API error codes are CamelCase words; anything else stays out of messages.
@@ -81,6 +82,10 @@ function readError(res: VendorHttpResponse): SpapiError {
   } catch {
     return { expired: false };
   }
+  return errorOf(body);
+}
+
+function errorOf(body: unknown): SpapiError {
   const first: unknown = isObject(body) && Array.isArray(body.errors) ? body.errors[0] : undefined;
   if (!isObject(first)) return { expired: false };
   const code = typeof first.code === 'string' && SAFE_CODE.test(first.code) ? first.code : undefined;
@@ -90,6 +95,29 @@ function readError(res: VendorHttpResponse): SpapiError {
 
 function failed(kind: VendorFailureKind, status: number, message: string, retryAfterMs?: number): SpapiAnswer {
   return { ok: false, outcome: failedOutcome(kind, message, status, retryAfterMs) };
+}
+
+/** SP-API error codes (VENDORS.md §2.3) and what they mean wherever they come. */
+const ERROR_KIND = new Map<string, VendorFailureKind>([
+  ['InvalidInput', 'rejected'],
+  ['Unauthorized', 'auth'],
+  ['MissingAuthenticationToken', 'auth'],
+  ['NotFound', 'not_found'],
+  ['QuotaExceeded', 'rate_limited'],
+  ['InternalFailure', 'server_error'],
+  ['ServiceUnavailable', 'server_error'],
+]);
+
+/**
+ * A 2xx without the `payload` every Orders v0 answer is wrapped in says nothing
+ * about the resource (only `{"payload":{}}` is the not-found quirk, §2.3): it
+ * goes by the error it carries, if SP-API named one, else it is unusable.
+ */
+function withoutPayload(status: number, code: string | undefined, quotaWaitMs: number): SpapiAnswer {
+  const kind = code === undefined ? undefined : ERROR_KIND.get(code);
+  const named = code ? ` (${code})` : '';
+  if (kind === undefined) return failed('bad_response', status, `SP-API answered HTTP ${status} without a payload${named}`);
+  return failed(kind, status, `SP-API answered HTTP ${status} with an error instead of a payload${named}`, kind === 'rate_limited' ? quotaWaitMs : undefined);
 }
 
 function classify(res: VendorHttpResponse, err: SpapiError, quotaWaitMs: number): SpapiAnswer {
@@ -104,6 +132,7 @@ function classify(res: VendorHttpResponse, err: SpapiError, quotaWaitMs: number)
       throw e;
     }
     if (!isObject(body)) return failed('bad_response', s, 'SP-API answered with an unexpected body');
+    if (body.payload === undefined) return withoutPayload(s, errorOf(body).code, quotaWaitMs);
     return { ok: true, status: s, body };
   }
   if (s === 403 || s === 401) return failed('auth', s, `SP-API refused the access token: HTTP ${s}${code}`);

@@ -11,6 +11,9 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: 
   return { promise, resolve, reject };
 }
 
+/** Lets a refresh started in the background settle (its fetch resolves in microtasks). */
+const settled = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
 /** A fetcher that counts calls and hands out tok-1, tok-2, ... */
 function counter(expiresInSec = 3600): { fetcher: () => Promise<FetchedToken>; calls: () => number } {
   let n = 0;
@@ -32,7 +35,12 @@ describe('TokenCache', () => {
     expect(await cache.getToken('k', f.fetcher)).toBe('tok-1');
     now += 3_540_000 - 1; // 1 ms before expiresAt - 60 s
     expect(await cache.getToken('k', f.fetcher)).toBe('tok-1');
+    expect(f.calls()).toBe(1);
     now += 1;
+    // Still valid for 60 s: handed out at once, refreshed behind the call.
+    expect(await cache.getToken('k', f.fetcher)).toBe('tok-1');
+    expect(f.calls()).toBe(2);
+    await settled();
     expect(await cache.getToken('k', f.fetcher)).toBe('tok-2');
     expect(f.calls()).toBe(2);
   });
@@ -42,7 +50,13 @@ describe('TokenCache', () => {
     const cache = new TokenCache({ now: () => now, refreshMarginMs: 600_000 });
     const f = counter(3600);
     await cache.getToken('k', f.fetcher);
+    now = 2_999_999;
+    await cache.getToken('k', f.fetcher);
+    expect(f.calls()).toBe(1);
     now = 3_000_000;
+    await cache.getToken('k', f.fetcher);
+    expect(f.calls()).toBe(2);
+    await settled();
     expect(await cache.getToken('k', f.fetcher)).toBe('tok-2');
   });
 
@@ -53,7 +67,11 @@ describe('TokenCache', () => {
     await cache.getToken('k', f.fetcher);
     now = 14_000;
     expect(await cache.getToken('k', f.fetcher)).toBe('tok-1');
+    expect(f.calls()).toBe(1);
     now = 15_000;
+    await cache.getToken('k', f.fetcher);
+    expect(f.calls()).toBe(2);
+    await settled();
     expect(await cache.getToken('k', f.fetcher)).toBe('tok-2');
   });
 
@@ -221,5 +239,81 @@ describe('TokenCache.acquire: fresh or cached', () => {
       throw new Error('token endpoint down');
     };
     expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
+  });
+});
+
+describe('TokenCache.acquire: refresh ahead of expiry without waiting', () => {
+  it('inside the margin a hung token endpoint holds nobody up: the cached token comes back at once, and all callers share one background fetch', async () => {
+    let now = 0;
+    const cache = new TokenCache({ now: () => now });
+    await cache.acquire('k', async () => ({ token: 'old', expiresInSec: 3600 }));
+    now = 3_550_000; // inside the 60 s margin, 50 s before the real expiry
+    const gate = deferred<FetchedToken>();
+    let calls = 0;
+    const slow = (): Promise<FetchedToken> => {
+      calls += 1;
+      return gate.promise; // not settled until the test says so
+    };
+    const ac = new AbortController();
+    ac.abort(); // a caller with no time left still gets the valid token
+    expect(await cache.acquire('k', slow, { signal: ac.signal })).toEqual({ token: 'old', fresh: false });
+    expect(await Promise.all([cache.acquire('k', slow), cache.acquire('k', slow)])).toEqual([
+      { token: 'old', fresh: false },
+      { token: 'old', fresh: false },
+    ]);
+    expect(calls).toBe(1);
+    gate.resolve({ token: 'new', expiresInSec: 3600 });
+    await settled();
+    expect(await cache.acquire('k', slow)).toEqual({ token: 'new', fresh: false });
+    expect(calls).toBe(1);
+  });
+
+  it('once the token has really expired, callers wait for the refresh, joining one already running in the background', async () => {
+    let now = 0;
+    const cache = new TokenCache({ now: () => now });
+    await cache.acquire('k', async () => ({ token: 'old', expiresInSec: 3600 }));
+    now = 3_550_000;
+    const gate = deferred<FetchedToken>();
+    let calls = 0;
+    const slow = (): Promise<FetchedToken> => {
+      calls += 1;
+      return gate.promise;
+    };
+    expect(await cache.acquire('k', slow)).toEqual({ token: 'old', fresh: false });
+    now = 3_600_000; // expired, the background refresh still out
+    const waiting = cache.acquire('k', slow);
+    gate.resolve({ token: 'new', expiresInSec: 3600 });
+    expect(await waiting).toEqual({ token: 'new', fresh: true });
+    expect(calls).toBe(1);
+  });
+
+  it('a failed background refresh is not cached and raises no unhandled rejection; the next caller in the margin tries again', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      let now = 0;
+      const cache = new TokenCache({ now: () => now });
+      await cache.acquire('k', async () => ({ token: 'old', expiresInSec: 3600 }));
+      now = 3_550_000;
+      let calls = 0;
+      const failing = async (): Promise<FetchedToken> => {
+        calls += 1;
+        throw new Error('token endpoint down');
+      };
+      expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
+      await settled();
+      expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
+      await settled();
+      expect(calls).toBe(2);
+      expect(unhandled).toEqual([]);
+      // The failure never replaced the token; after the real expiry it is what the caller gets.
+      now = 3_600_000;
+      await expect(cache.acquire('k', failing)).rejects.toThrow('token endpoint down');
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });

@@ -3,6 +3,10 @@
  * Vendors rate-limit their token endpoints (Jumio: 10 req/s per tenant) and a
  * burst of tool calls must not turn into a burst of token requests, so:
  * - a token is reused until `expiresAt - refreshMargin` (Amazon's own SDK uses 60 s);
+ * - inside the margin the token still works: it is handed out at once while a
+ *   refresh runs in the background, so a slow or failing token endpoint costs
+ *   the calls nothing until the real expiry; only a caller with no token, or
+ *   an expired one, waits for the fetch;
  * - concurrent callers of one key share ONE in-flight fetch (single-flight);
  * - `invalidate` only drops the token the caller actually used, so 20 callers that
  *   all saw "expired" cause one refresh, not 20;
@@ -90,26 +94,21 @@ export class TokenCache {
    */
   async acquire(cacheKey: string, fetcher: TokenFetcher, opts: GetTokenOptions = {}): Promise<AcquiredToken> {
     const entry = this.entries.get(cacheKey);
-    if (entry && this.now() < entry.refreshAt) return { token: entry.token, fresh: false };
+    const now = this.now();
+    if (entry && now < entry.refreshAt) return { token: entry.token, fresh: false };
     let pending = this.inflight.get(cacheKey);
     if (!pending) {
       pending = this.fetchAndStore(cacheKey, fetcher);
       this.inflight.set(cacheKey, pending);
     }
+    if (entry && now < entry.expiresAt) {
+      // Refresh ahead, behind this call. Nobody awaits this fetch here: a
+      // failure is dropped (and not cached), so the next caller tries again.
+      pending.catch(() => undefined);
+      return { token: entry.token, fresh: false };
+    }
     const issued = pending.then((token): AcquiredToken => ({ token, fresh: true }));
-    const result = entry ? issued.catch((err: unknown) => this.stillValid(cacheKey, entry.token, err)) : issued;
-    return opts.signal ? raceAbort(result, opts.signal) : result;
-  }
-
-  /**
-   * An early refresh failed: the old token is still good until its real expiry
-   * (unless someone invalidated it), so a token-endpoint blip inside the margin
-   * does not fail calls.
-   */
-  private stillValid(cacheKey: string, token: string, err: unknown): AcquiredToken {
-    const current = this.entries.get(cacheKey);
-    if (current?.token === token && this.now() < current.expiresAt) return { token, fresh: false };
-    throw err;
+    return opts.signal ? raceAbort(issued, opts.signal) : issued;
   }
 
   /** Drops the cached token only if it is still `token` (a newer one stays). */

@@ -90,6 +90,21 @@ describe('JumioHandler get_status', () => {
     });
   });
 
+  it('a decision type Jumio has not documented never hides behind a known one: it is reported as the most severe', async () => {
+    const body = {
+      workflow: { id: JUMIO_EXECUTION_IDS.processed, status: 'PROCESSED' },
+      decision: { type: 'REJECTED', details: { label: 'REJECTED' }, risk: { score: 90 } },
+      capabilities: {
+        liveness: [{ decision: { type: 'PASSED', details: { label: 'OK' } } }, { decision: { type: 'FAILED', details: { label: 'MANIPULATED' } } }],
+        usability: [{ decision: { type: 'MANUAL_REVIEW' } }, { decision: { type: 'REJECTED' } }],
+        similarity: [{ decision: { type: 'PASSED' } }, { decision: { type: 'WARNING' } }],
+      },
+    };
+    emu.fault({ vendor: 'jumio', path: detailsPath, kind: 'status', status: 200, body });
+    const out = await new JumioHandler(endpoints).execute(ctx(processed));
+    expect(out.ok && out.data).toMatchObject({ capabilities: { liveness: 'FAILED', usability: 'MANUAL_REVIEW', similarity: 'WARNING' } });
+  });
+
   it('not yet PROCESSED: status only, no details request', async () => {
     const out = await new JumioHandler(endpoints).execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.initiated }));
     expect(out).toEqual({ ok: true, vendorStatus: 200, data: { workflowExecutionId: JUMIO_EXECUTION_IDS.initiated, status: 'INITIATED' } });

@@ -27,7 +27,12 @@ const ENUM = /^[A-Z][A-Z0-9_]{0,63}$/;
 // No "_" so "__proto__" can never become a key of the output object.
 const CAPABILITY = /^[A-Za-z][A-Za-z0-9]{0,63}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$/;
-/** Several entries of one capability (one per credential) collapse to the most severe. */
+/**
+ * Several entries of one capability (one per credential) collapse to the most
+ * severe. A type not listed here (one Jumio adds later) ranks above REJECTED
+ * and is reported as-is: nobody knows how bad it is, and in an identity check
+ * an unknown verdict must read as "look at this", never as a pass.
+ */
 const SEVERITY = ['REJECTED', 'WARNING', 'NOT_EXECUTED', 'PASSED'];
 
 function isObj(v: unknown): v is Obj {
@@ -58,10 +63,7 @@ function capabilityType(entries: unknown): string | null {
   const list = Array.isArray(entries) ? entries : [entries];
   const types = list.map((e) => (isObj(e) ? decisionOf(e.decision).type : null)).filter((t): t is string => t !== null);
   if (types.length === 0) return null;
-  const rank = (t: string): number => {
-    const i = SEVERITY.indexOf(t);
-    return i === -1 ? SEVERITY.length : i;
-  };
+  const rank = (t: string): number => SEVERITY.indexOf(t); // unknown: -1, worst of all
   return types.reduce((worst, t) => (rank(t) < rank(worst) ? t : worst));
 }
 

@@ -54,6 +54,20 @@ describe('NangoHandler happy paths', () => {
     expect(req.headers['forward-headers-on-redirect']).toBe('false');
   });
 
+  it('the provider gets the Accept and User-Agent meant for it (sent as Nango-Proxy-*), and none of Nango\'s own headers', async () => {
+    expect((await handler.execute(ctx('get', { path: 'v1/customers/42' }))).ok).toBe(true);
+    expect((await handler.execute(ctx('post', { path: 'v1/notes', body: { a: 1 } }))).ok).toBe(true);
+    // Nango forwards only Nango-Proxy-<Name> headers upstream (VENDORS.md §4.1): what the provider saw.
+    expect(nango.upstreamRequests.map((r) => [r.method, r.headers])).toEqual([
+      ['GET', { accept: 'application/json', 'user-agent': TEST_USER_AGENT }],
+      ['POST', { accept: 'application/json', 'user-agent': TEST_USER_AGENT, 'content-type': 'application/json' }],
+    ]);
+    for (const req of emu.requests) {
+      expect(req.headers['nango-proxy-accept']).toBe('application/json');
+      expect(req.headers['nango-proxy-user-agent']).toBe(TEST_USER_AGENT);
+    }
+  });
+
   it('post: sends the JSON body once, never with a Retries header', async () => {
     const out = await handler.execute(ctx('post', { path: 'v1/notes', body: { text: 'hello', n: 1 } }));
     expect(out.ok && out.vendorStatus).toBe(201);
@@ -100,6 +114,22 @@ describe('NangoHandler errors', () => {
 
   it('"Failed to get connection" → auth', async () => {
     expect(failure(await handler.execute(ctx('get', { path: 'v1/x' }, { ...CREDS, connectionId: 'conn-unknown' })))).toMatchObject({ kind: 'auth', vendorStatus: 400 });
+  });
+
+  it('failed_to_get_connection ("Failed to get connection credentials": the connection needs re-auth) → auth (VENDORS.md §4.5)', async () => {
+    emu.fault({ vendor: 'nango', kind: 'status', status: 400, body: { error: { code: 'failed_to_get_connection', message: 'Failed to get connection credentials' } } });
+    const out = failure(await handler.execute(ctx('get', { path: 'v1/x' })));
+    expect(out).toMatchObject({ kind: 'auth', vendorStatus: 400 });
+    expect(out.message).toContain('failed_to_get_connection');
+  });
+
+  it('a redirect is not followed: a failure that keeps its 3xx status (which makes a POST an unknown outcome in the executor)', async () => {
+    emu.fault({ vendor: 'nango', method: 'POST', kind: 'status', status: 303, headers: { location: '/v1/notes/1' }, body: '' });
+    const post = failure(await handler.execute(ctx('post', { path: 'v1/notes', body: { a: 1 } })));
+    expect(post).toMatchObject({ kind: 'rejected', vendorStatus: 303, requestSent: true });
+    expect(post.message).toContain('redirect');
+    emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 302, headers: { location: '/elsewhere' }, body: '' });
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rejected', vendorStatus: 302 });
   });
 
   it('Nango 429 too_many_request → rate_limited with Retry-After', async () => {

@@ -5,6 +5,9 @@
  * (`{"error":{"code"}}`) are told apart from the upstream provider's.
  * `Forward-Headers-On-Redirect: false`: should the provider redirect, the
  * credentials Nango added for it must not follow to wherever it points.
+ * Nango forwards upstream only the headers sent as `Nango-Proxy-<Name>`
+ * (prefix stripped, VENDORS.md §4.1): the provider's Accept and User-Agent go
+ * that way; the unprefixed ones are for Nango itself.
  */
 import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
@@ -30,6 +33,8 @@ const AUTH_CODES = new Set([
   'unknown_connection',
   'invalid_headers',
   'connection_refresh_backoff',
+  // "Failed to get connection credentials": the connection needs re-auth (§4.5).
+  'failed_to_get_connection',
 ]);
 
 function parseCredentials(raw: Record<string, unknown>): NangoCredentials | { invalidField: string } {
@@ -85,6 +90,9 @@ function classify(res: VendorHttpResponse): VendorOutcome {
   if (s === 404) return fail('not_found', 'upstream: not found (via Nango)', s);
   if (s === 429) return fail('rate_limited', 'upstream rate limited (via Nango)', s, retryAfterMs);
   if (s >= 500) return fail('server_error', `upstream or Nango failed: HTTP ${s}`, s);
+  // Not followed. To a POST it may come after the provider acted (303 See
+  // Other): the executor then calls the write's outcome unknown, by status.
+  if (s >= 300 && s < 400) return fail('rejected', `upstream answered with a redirect, not followed: HTTP ${s} (via Nango)`, s);
   return fail('rejected', `upstream rejected the request: HTTP ${s} (via Nango)`, s);
 }
 
@@ -115,6 +123,8 @@ export class NangoHandler implements VendorHandler {
       'Provider-Config-Key': creds.providerConfigKey,
       Accept: 'application/json',
       'User-Agent': this.endpoints.userAgent,
+      'Nango-Proxy-Accept': 'application/json',
+      'Nango-Proxy-User-Agent': this.endpoints.userAgent,
       'Forward-Headers-On-Redirect': 'false',
     };
     if (isPost) headers['Content-Type'] = 'application/json';

@@ -1,0 +1,65 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { NangoEmulator } from '../../src/emulator/index.js';
+import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { waitFor } from '../support/wait.js';
+import { call, eventsOf, rowOf } from './support.js';
+
+/**
+ * Nango answers that say less than they seem to (VENDORS.md §4): a redirect
+ * the gateway does not follow, Nango's own "cannot use the connection", and
+ * the headers that only reach the provider when sent as Nango-Proxy-<Name>.
+ */
+describe('Nango proxy answers through the pipeline', () => {
+  let h: Harness;
+  let org: OrgSetup;
+  let nango: NangoEmulator;
+  beforeAll(async () => {
+    h = await startHarness();
+    org = await setupOrg(h.t, {
+      tools: ['nango_proxy.get', 'nango_proxy.post'],
+      vendors: ['nango'],
+      rules: [{ id: 'allow-nango-post', match: { toolName: 'nango_proxy.post' }, decision: 'allow' }],
+    });
+    nango = h.emu.vendor<NangoEmulator>('nango');
+  });
+  afterEach(() => h.emu.clearFaults());
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('a POST answered 303 See Other (the provider did it) → indeterminate / OUTCOME_UNKNOWN, sent once, never retried', async () => {
+    const posts = nango.appliedPosts;
+    const before = h.emu.count({ vendor: 'nango' });
+    h.emu.fault({ vendor: 'nango', method: 'POST', kind: 'status_then_apply', status: 303, headers: { location: '/v1/notes/1' }, body: '', delayMs: 20 });
+    const res = await call(h, org, 'nango_proxy', { action: 'post', path: 'v1/notes', body: { a: 1 } });
+    expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', toolResult: { is_error: true } });
+    await waitFor(() => nango.appliedPosts - posts === 1, 'the provider to apply the POST it answered 303');
+    expect(await rowOf(h, res.body.toolCallId as string)).toMatchObject({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN', retry_count: 0 });
+    expect((await eventsOf(h, res.body.toolCallId as string)).map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate']);
+    expect(h.emu.count({ vendor: 'nango' }) - before).toBe(1);
+  });
+
+  it('a GET answered with a redirect stays failed / VENDOR_ERROR (a read changes nothing)', async () => {
+    h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 303, headers: { location: '/elsewhere' }, body: '' });
+    const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+  });
+
+  it('failed_to_get_connection (the connection needs re-auth) → CREDENTIALS_INVALID, not retried', async () => {
+    const before = h.emu.count({ vendor: 'nango' });
+    h.emu.fault({ vendor: 'nango', kind: 'status', status: 400, body: { error: { code: 'failed_to_get_connection', message: 'Failed to get connection credentials' } } });
+    const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
+    expect(h.emu.count({ vendor: 'nango' }) - before).toBe(1);
+  });
+
+  it('the provider behind Nango receives the gateway\'s Accept and User-Agent, and no Nango credential', async () => {
+    const before = nango.upstreamRequests.length;
+    const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+    expect(res.body.status).toBe('succeeded');
+    const [seen] = nango.upstreamRequests.slice(before);
+    expect(seen.headers.accept).toBe('application/json');
+    expect(seen.headers['user-agent']).toMatch(/\S/);
+    expect(Object.keys(seen.headers).sort()).toEqual(['accept', 'user-agent']);
+  });
+});
