@@ -1,4 +1,4 @@
-import { Controller, Get, Req, Res } from '@nestjs/common';
+import { Controller, Get, Req, Res, type OnApplicationShutdown } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { DataSource } from 'typeorm';
@@ -6,15 +6,24 @@ import { Public } from '../auth/auth.decorators.js';
 import { AppError } from '../common/errors/app-error.js';
 import { sendProblem } from '../common/errors/problem.filter.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { DatabaseProbe } from './database-probe.js';
 
 @ApiExcludeController()
 @Public()
 @Controller()
-export class HealthController {
+export class HealthController implements OnApplicationShutdown {
+  readonly probe: DatabaseProbe;
+
   constructor(
-    private readonly ds: DataSource,
+    ds: DataSource,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    this.probe = new DatabaseProbe(ds.options);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.probe.close();
+  }
 
   @Get('healthz')
   health() {
@@ -24,10 +33,7 @@ export class HealthController {
   @Get('readyz')
   async ready(@Req() req: Request & { correlationId?: string }, @Res() res: Response): Promise<void> {
     try {
-      await Promise.race([
-        this.ds.query('SELECT 1'),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2_000).unref()),
-      ]);
+      await this.probe.ping();
       res.status(200).json({ status: 'ready', database: 'up' });
     } catch {
       // An error like every other (API.md §8): problem+json with code and correlationId. `database`

@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex } from '../common/canonical-json.js';
+import { CanonicalJsonError, canonicalJson, sha256Hex } from '../common/canonical-json.js';
 
 /** The fields of an event that its hash covers, in the form both sealer and verifier read them. */
 export interface ChainedEventFields {
@@ -34,4 +34,18 @@ export function eventHash(prevHash: string, e: ChainedEventFields): string {
       createdAt: e.createdIso,
     }),
   );
+}
+
+/**
+ * eventHash, or null for an event that has no canonical JSON form: jsonb keeps numbers past the
+ * double range (`1e400`), which JSON.parse reads as Infinity. The gateway never writes one; an
+ * insert around it can. Sealer and verifier report such an event instead of failing every org's work.
+ */
+export function eventHashOrNull(prevHash: string, e: ChainedEventFields): string | null {
+  try {
+    return eventHash(prevHash, e);
+  } catch (err) {
+    if (err instanceof CanonicalJsonError) return null;
+    throw err;
+  }
 }

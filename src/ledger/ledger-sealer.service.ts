@@ -1,8 +1,10 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type BeforeApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
-import { CREATED_ISO_SQL, eventHash, GENESIS_HASH } from './ledger-chain.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { ChainStops } from './chain-stops.js';
+import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH } from './ledger-chain.js';
 import { SealFrontier } from './seal-frontier.js';
 
 /** Any constant works; it only has to be the same for every replica. */
@@ -21,10 +23,18 @@ interface UnsealedRow {
   created_iso: string;
 }
 
+/** One batch: the seqs it sealed (ascending), how many unsealed rows it read, and the last seq read. */
+interface BatchResult {
+  sealed: number[];
+  read: number;
+  lastSeq: number;
+}
+
 /**
  * Links committed events into each org's hash chain, in `seq` order, a batch
  * at a time. One sealer runs at a time across all replicas (advisory lock), so
- * chains never fork; appends themselves never wait for it.
+ * chains never fork; appends themselves never wait for it. An event it cannot
+ * hash stops its own org's chain only (ChainStops).
  */
 @Injectable()
 export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -32,10 +42,13 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
   private readonly task: PeriodicTask;
   private running?: Promise<number>;
   private readonly frontier = new SealFrontier();
+  private readonly stops = new ChainStops();
 
   constructor(
     private readonly ds: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
+    /** absent in the ledger:verify CLI, which seals once and exits */
+    @Optional() private readonly metrics?: MetricsService,
   ) {
     this.task = new PeriodicTask('sealing', config.LEDGER_SEAL_INTERVAL_MS, () => this.seal(false), this.log);
   }
@@ -70,22 +83,30 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
     let total = 0;
     const startedMs = Date.now();
     const first = this.frontier.startSeq(startedMs, full);
+    if (first === 0) this.stops.fullScanStarted();
     let start = first;
     for (;;) {
-      const seqs = await this.sealBatch(start);
-      if (seqs === null) return total; // another replica is sealing
-      this.frontier.sealed(seqs, Date.now());
-      total += seqs.length;
-      if (seqs.length < BATCH) {
-        if (first === 0) this.frontier.fullScanDone(startedMs);
+      const batch = await this.sealBatch(start);
+      if (batch === null) return total; // another replica is sealing
+      this.frontier.sealed(batch.sealed, Date.now());
+      total += batch.sealed.length;
+      // Rows read, not rows sealed: a batch of events waiting behind a stop seals nothing, and the rest still need a pass.
+      if (batch.read < BATCH) {
+        if (first === 0) {
+          this.frontier.fullScanDone(startedMs);
+          for (const [orgId, stop] of this.stops.fullScanDone()) {
+            this.log.log(`ledger chain of org ${orgId} resumes: event ${stop.eventId} (seq ${stop.seq}) is gone`);
+          }
+        }
+        this.metrics?.ledgerChainsStopped.set(this.stops.size);
         return total;
       }
-      start = seqs[seqs.length - 1] + 1;
+      start = batch.lastSeq + 1;
     }
   }
 
-  /** Seals the next batch from `start`; the seqs it sealed, ascending, or null when another replica holds the lock. */
-  private async sealBatch(start: number): Promise<number[] | null> {
+  /** Seals the next batch from `start`, or answers null when another replica holds the lock. */
+  private async sealBatch(start: number): Promise<BatchResult | null> {
     return this.ds.transaction(async (m) => {
       const [{ locked }] = (await m.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [SEALER_LOCK_KEY])) as [{ locked: boolean }];
       if (!locked) return null;
@@ -94,7 +115,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
            FROM runtime_ledger_events WHERE hash IS NULL AND seq >= $1 ORDER BY seq LIMIT ${BATCH}`,
         [start],
       )) as UnsealedRow[];
-      if (rows.length === 0) return [];
+      if (rows.length === 0) return { sealed: [], read: 0, lastSeq: start };
       const orgs = [...new Set(rows.map((r) => r.org_id))];
       // One backward step on ledger_events_chain_uq per org. (A DISTINCT ON over the orgs' events
       // read every sealed event of the org on each pass: cost grew with the ledger.)
@@ -111,9 +132,10 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
       const prevs: string[] = [];
       const hashes: string[] = [];
       for (const r of rows) {
+        if (this.stops.waits(r.org_id, Number(r.seq))) continue;
         const h = head.get(r.org_id) ?? { seq: 0, hash: GENESIS_HASH };
         const chainSeq = h.seq + 1;
-        const hash = eventHash(h.hash, {
+        const hash = eventHashOrNull(h.hash, {
           id: r.id,
           orgId: r.org_id,
           chainSeq,
@@ -124,19 +146,28 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
           metadata: r.metadata,
           createdIso: r.created_iso,
         });
+        if (hash === null) {
+          // Ids only: the row's content is what is wrong with it, and may be anything.
+          if (this.stops.stop(r.org_id, Number(r.seq), r.id)) {
+            this.log.warn(`ledger chain of org ${r.org_id} stopped at event ${r.id} (seq ${r.seq}): it cannot be hashed; the org's later events wait until it is removed`);
+          }
+          continue;
+        }
         seqs.push(r.seq);
         chainSeqs.push(chainSeq);
         prevs.push(h.hash);
         hashes.push(hash);
         head.set(r.org_id, { seq: chainSeq, hash });
       }
+      const read = { read: rows.length, lastSeq: Number(rows[rows.length - 1].seq) };
+      if (seqs.length === 0) return { sealed: [], ...read };
       await m.query(
         `UPDATE runtime_ledger_events e SET chain_seq = v.chain_seq, prev_hash = v.prev_hash, hash = v.hash, sealed_at = clock_timestamp()
            FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS v(seq, chain_seq, prev_hash, hash)
           WHERE e.seq = v.seq`,
         [seqs, chainSeqs, prevs, hashes],
       );
-      return seqs.map(Number);
+      return { sealed: seqs.map(Number), ...read };
     });
   }
 }

@@ -53,6 +53,12 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly ledgerChainsStopped = new Gauge({
+    name: 'ledger_chains_stopped',
+    help: 'Orgs whose ledger chain the sealer stopped at an event it cannot hash (their later events wait), as this replica last saw',
+    registers: [this.registry],
+  });
+
   private readonly scrapeHooks: (() => void | Promise<void>)[] = [];
 
   constructor() {

@@ -26,7 +26,7 @@ export class LedgerQueryService {
       since: parseQueryTimestamp('since', q.since),
       until: parseQueryTimestamp('until', q.until),
     };
-    const orgId = await listingScope(this.scope, p, q.orgId);
+    const orgId = await listingScope(this.scope, p, q.orgId, { platformChain: true });
     const hash = filterHash({ ...filters });
     const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, 'ledger-events', scopeKey(orgId), hash);
     const limit = q.limit ?? DEFAULT_PAGE;
@@ -39,8 +39,8 @@ export class LedgerQueryService {
     return { items: items.map(ledgerEventView), nextCursor };
   }
 
-  /** Recomputes one org's hash chain: an org key its own org, a platform key the org it names (required). */
+  /** Recomputes one org's hash chain: an org key its own org, a platform key the org (or the platform chain) it names (required). */
   async verify(p: Principal, orgId: string | undefined): Promise<VerifyResult> {
-    return this.verifier.verify(await this.scope.resolveOrg(p, orgId));
+    return this.verifier.verify(await this.scope.resolveOrg(p, orgId, { platformChain: true }));
   }
 }

@@ -1,5 +1,5 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { LedgerQueryService } from './ledger-query.service.js';
@@ -13,12 +13,25 @@ export class LedgerController {
 
   @Get('events')
   @Roles('ops', 'admin')
+  @ApiOperation({
+    summary: 'List ledger events, newest first',
+    description:
+      'Platform-level events (platform keys created and revoked, bootstrap admin keys retired) belong to no org: they are ' +
+      'chained under the nil UUID 00000000-0000-0000-0000-000000000000, which a platform key may name as orgId; an org key gets 404.',
+  })
   events(@CurrentPrincipal() p: Principal, @Query() q: LedgerEventsQuery) {
     return this.ledger.events(p, q);
   }
 
   @Get('verify')
   @Roles('ops', 'admin')
+  @ApiOperation({
+    summary: "Recompute an org's hash chain",
+    description:
+      'Seals what is committed, then checks every sealed event: {ok, checked, headHash}, or {ok: false, brokenAt: {chainSeq, eventId, reason}} ' +
+      'at the first changed, missing, reordered, off-chain or unhashable event. A platform key verifies the platform chain ' +
+      '(platform keys created and revoked, bootstrap admin keys retired) by naming orgId=00000000-0000-0000-0000-000000000000; an org key gets 404.',
+  })
   verify(@CurrentPrincipal() p: Principal, @Query() q: LedgerVerifyQuery) {
     return this.ledger.verify(p, q.orgId);
   }

@@ -4,6 +4,7 @@ import { IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-valid
 import { CORRELATION_ID } from '../common/http/correlation.js';
 import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call-status.js';
 import { CanonicalUuid } from '../common/http/validation.js';
+import { NIL_UUID } from '../common/ids.js';
 
 const TIME_DOC = 'ISO-8601 timestamp (UTC when no zone is given)';
 
@@ -73,8 +74,11 @@ export class ToolCallExportQuery extends ToolCallFiltersQuery {
   format!: 'ndjson' | 'csv';
 }
 
+/** The platform chain's id, as the ledger's orgId parameters document it. */
+const PLATFORM_CHAIN_DOC = `platform keys may name ${NIL_UUID} for the platform chain (platform keys created and revoked, bootstrap keys retired); org keys never reach it (404)`;
+
 export class LedgerEventsQuery extends IntersectionType(PageQuery, TimeWindowQuery) {
-  @ApiProperty({ required: false, format: 'uuid' })
+  @ApiProperty({ required: false, format: 'uuid', description: `platform keys: one org, or every org when absent; org keys: their own org only (another → 404). ${PLATFORM_CHAIN_DOC}` })
   @IsOptional()
   @IsUUID('all')
   @CanonicalUuid()
@@ -94,7 +98,7 @@ export class LedgerEventsQuery extends IntersectionType(PageQuery, TimeWindowQue
 }
 
 export class LedgerVerifyQuery {
-  @ApiProperty({ required: false, format: 'uuid', description: 'required for platform keys; org keys verify their own org' })
+  @ApiProperty({ required: false, format: 'uuid', description: `required for platform keys; org keys verify their own org (another → 404). ${PLATFORM_CHAIN_DOC}` })
   @IsOptional()
   @IsUUID('all')
   @CanonicalUuid()

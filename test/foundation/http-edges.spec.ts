@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Duplex } from 'node:stream';
 import { handleClientError } from '../../src/bootstrap.js';
 import { NIL_UUID } from '../../src/common/ids.js';
+import { HealthController } from '../../src/health/health.controller.js';
 import { OrgsService } from '../../src/orgs/orgs.service.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
 import { adminAuth, startTestApp, type TestApp } from '../support/test-app.js';
@@ -69,7 +70,7 @@ describe('HTTP edges: readiness, unparsable requests, reserved org id', () => {
   });
 
   it('/readyz answers 503 problem+json DATABASE_UNAVAILABLE (with the correlation id) when the database does not answer', async () => {
-    const spy = vi.spyOn(t.ds, 'query').mockRejectedValueOnce(new Error('connect ECONNREFUSED 127.0.0.1:5432'));
+    const spy = vi.spyOn(t.app.get(HealthController).probe, 'ping').mockRejectedValueOnce(new Error('connect ECONNREFUSED 127.0.0.1:5432'));
     try {
       const res = await t.http.get('/readyz').set('X-Correlation-Id', 'ready-probe-1');
       expect(res.status).toBe(503);

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
+import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
+import { verifyOrgChain } from '../../src/ledger/ledger-verifier.service.js';
+import { createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+
+/**
+ * Verify reads one org's events, not the ledger's: every statement it runs must
+ * reach the org's rows through the org's indexes. (Its off-chain check once
+ * walked the primary key in seq order, filtering on org_id, because the planner
+ * could not estimate `(chain_seq IS NULL) <> (hash IS NULL)`: on an intact
+ * ledger it read every org's events, on every verify.)
+ */
+describe('ledger verify query plans', () => {
+  let t: TestApp;
+  let org: string;
+  const OWN = 200;
+
+  beforeAll(async () => {
+    t = await startTestApp({ LEDGER_SEAL_INTERVAL_MS: '60000' });
+    org = await createOrg(t, 'Planned');
+    await t.app.get(LedgerEventsService).append(Array.from({ length: OWN }, (_, i) => ({ orgId: org, type: 'test.step', metadata: { i } })));
+    await t.app.get(LedgerSealerService).sealNow();
+    // Other orgs' sealed-looking events, interleaved, many times the org's own.
+    const others = Array.from({ length: 40 }, () => randomUUID());
+    await t.ds.query(
+      `INSERT INTO runtime_ledger_events (id, org_id, type, metadata, chain_seq, prev_hash, hash, sealed_at)
+       SELECT gen_random_uuid(), ($1::uuid[])[1 + (g % 40)], 'bench', jsonb_build_object('g', g), 1 + g / 40, md5(g::text), md5((g + 1)::text), now()
+         FROM generate_series(0, 39999) g`,
+      [others],
+    );
+    await t.app.get(LedgerEventsService).append([{ orgId: org, type: 'test.step', metadata: { last: true } }]);
+    await t.app.get(LedgerSealerService).sealNow();
+    await t.ds.query('ANALYZE runtime_ledger_events');
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('every statement verify runs reads the org’s events through its indexes, never the whole ledger', async () => {
+    const statements: { sql: string; params: unknown[] }[] = [];
+    const result = await verifyOrgChain(
+      { query: (sql, params) => (statements.push({ sql, params }), t.ds.query(sql, params)) },
+      org,
+    );
+    expect(result).toMatchObject({ ok: true, checked: OWN + 2 });
+    expect(statements.length).toBeGreaterThanOrEqual(2);
+    for (const { sql, params } of statements) {
+      const [{ 'QUERY PLAN': [plan] }] = (await t.ds.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
+      const all = nodes(plan.Plan);
+      const scans = all.filter((n) => n['Relation Name'] === 'runtime_ledger_events' || n['Index Name']);
+      const summary = scans.map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`).join(', ');
+      expect(scans.length, sql).toBeGreaterThan(0);
+      expect(scans.filter((n) => n['Node Type'] === 'Seq Scan' || n['Index Name'] === 'runtime_ledger_events_pkey'), `${sql}\n${summary}`).toEqual([]);
+      const discarded = all.reduce((s, n) => s + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0), 0);
+      expect(discarded, `${sql}\n${summary}`).toBeLessThan(OWN);
+    }
+  }, 30_000);
+});
