@@ -14,8 +14,8 @@ export const ORPHANED_TEXT = 'the process running this call stopped before recor
  * OUTCOME_UNKNOWN` with an event: nobody knows whether the vendor acted, so
  * they are never retried automatically (ops reconcile them). Younger running
  * calls may belong to a live replica and are left alone. A live replica that
- * kept the call's outcome through a long database outage still records it
- * afterwards (ToolCallLedger.writeOutcome): the known outcome replaces the guess.
+ * kept the call's outcome through a long database outage records it as an
+ * event afterwards (ToolCallLedger.writeOutcome), for the reconcile.
  */
 @Injectable()
 export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {

@@ -285,9 +285,11 @@ export class ToolCallLedger implements OnApplicationShutdown {
 
   /**
    * Records the outcome if the call is still in `from`; false when someone else settled it first.
-   * A running call's outcome also replaces the orphan sweep's `indeterminate` (not yet reconciled):
-   * the sweep guessed "its process died" after a database outage outlasted VENDOR_TIMEOUT_MS plus
-   * the margin, while this process kept the real outcome in memory.
+   * When that someone was the orphan sweep (it guessed "its process died" after a database outage
+   * outlasted VENDOR_TIMEOUT_MS plus the margin, while this process kept the real outcome), the
+   * call stays `indeterminate` (terminal states change only by an ops reconcile, ARCHITECTURE.md
+   * "States"), and a `tool_call.outcome_after_sweep` event records what the vendor answered, for
+   * the reconcile to go on.
    */
   async writeOutcome(o: OutcomeRow, events: NewLedgerEvent[]): Promise<boolean> {
     const p: unknown[] = [
@@ -298,8 +300,15 @@ export class ToolCallLedger implements OnApplicationShutdown {
       `tc AS (UPDATE tool_calls SET status = $2, error_code = $3, error_text = $4, http_status = $5, output_redacted = $6::jsonb,
                 retry_count = $7, retry_after_seconds = $8, vendor_status = $9, duration_ms = $10, cost_cents = $11, truncated = $12,
                 finished_at = now(), updated_at = now()
-              WHERE id = $1 AND (status = $13 OR ($13 = 'running' AND status = 'indeterminate' AND error_text = $14 AND note IS NULL))
-              RETURNING id, org_id)`,
+              WHERE id = $1 AND status = $13 RETURNING id, org_id)`,
+      // Reads the row as it was before this statement: only when the update above found it swept.
+      `late AS (INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
+                SELECT gen_random_uuid(), t.org_id, 'tool_call.outcome_after_sweep', t.run_id, t.id,
+                       jsonb_build_object('toolName', t.tool_name, 'action', t.action, 'digest', t.action_digest, 'status', $2::text,
+                                          'errorCode', $3::text, 'vendorStatus', $9::int, 'durationMs', $10::int)
+                  FROM tool_calls t
+                 WHERE t.id = $1 AND $13 = 'running' AND t.status = 'indeterminate' AND t.error_text = $14 AND t.note IS NULL
+                   AND NOT EXISTS (SELECT 1 FROM tc))`,
     ];
     if (o.result) {
       const b = p.length;

@@ -11,9 +11,8 @@ export { TOOL_CALL_STATUSES, type ToolCallStatus };
  *   the org's tool_calling_enabled flag between approval and execution. Permissions are
  *   not re-checked then: the run's manifest is a snapshot taken when the run started
  *   (API.md §3), and the call was inside it.
- * - indeterminate → succeeded | failed happens through an explicit ops reconcile, or when a call the
- *   orphan sweep gave up on (its outcome write outlasted by a database outage) records its real outcome.
- *   The outcome write checks the row itself (ToolCallLedger.writeOutcome), from `running`.
+ * - indeterminate → succeeded | failed happens only through an explicit ops reconcile (an outcome
+ *   that arrives after the orphan sweep is recorded as an event for it, ToolCallLedger.writeOutcome).
  */
 export const TOOL_CALL_TRANSITIONS = {
   requested: ['blocked', 'waiting_approval', 'running', 'failed'],

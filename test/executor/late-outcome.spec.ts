@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrphanSweeperService } from '../../src/tool-calls/orphan-sweeper.service.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
-import { bearer } from '../support/test-app.js';
+import { bearer, createKey } from '../support/test-app.js';
 import { eventsOf, rowOf, waitFor } from './support.js';
 
 /**
  * The orphan sweep marks a call `indeterminate` when it has been running longer
  * than VENDOR_TIMEOUT_MS plus the margin, guessing its process died. A live
- * process that kept the outcome (a database outage outlasting that) must still
- * be able to record what really happened.
+ * process that kept the outcome (a database outage outlasting that) still
+ * records what the vendor answered, as an event: the status stays for ops to
+ * reconcile (terminal states change only that way, ARCHITECTURE.md "States").
  */
 describe('an outcome that arrives after the orphan sweep gave up on the call', () => {
   let h: Harness;
@@ -19,35 +20,41 @@ describe('an outcome that arrives after the orphan sweep gave up on the call', (
     await h?.close();
   });
 
-  it('replaces the sweep’s indeterminate with the real outcome', async () => {
-    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
-    h.emu.fault({ vendor: 'shopify', path: /graphql\.json$/, kind: 'delay', delayMs: 800 });
-    // then() sends the request now; the answer is awaited below.
-    const sent = h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' })).then((r) => r);
-    await waitFor(() => h.emu.count({ vendor: 'shopify', path: /graphql\.json$/ }) === 1);
-    // As if the call had been at the vendor (or its outcome kept through an outage) for an hour.
-    const [[row]] = (await h.t.ds.query(`UPDATE tool_calls SET started_at = now() - interval '1 hour' WHERE run_id = $1 RETURNING id`, [org.runId])) as [{ id: string }[], number];
-    expect(await h.t.app.get(OrphanSweeperService).sweep()).toBeGreaterThanOrEqual(1);
-    expect((await rowOf(h, row.id)).status).toBe('indeterminate');
-
-    const res = await sent;
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ toolCallId: row.id, status: 'succeeded' });
-    expect(await rowOf(h, row.id)).toMatchObject({ status: 'succeeded', error_code: null, error_text: null });
-    expect((await eventsOf(h, row.id)).map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.succeeded']);
-  });
-
-  it('does not overwrite an indeterminate an ops reconcile already settled with a note', async () => {
+  /** A lookup held at the vendor while the sweep, believing it an hour old, marks it indeterminate. */
+  async function sweptWhileAtVendor(beforeAnswer?: (id: string) => Promise<void>) {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
     const seen = h.emu.count({ vendor: 'shopify', path: /graphql\.json$/ });
     h.emu.fault({ vendor: 'shopify', path: /graphql\.json$/, kind: 'delay', delayMs: 800 });
+    // then() sends the request now; the answer is awaited below.
     const sent = h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' })).then((r) => r);
     await waitFor(() => h.emu.count({ vendor: 'shopify', path: /graphql\.json$/ }) > seen);
     const [[row]] = (await h.t.ds.query(`UPDATE tool_calls SET started_at = now() - interval '1 hour' WHERE run_id = $1 RETURNING id`, [org.runId])) as [{ id: string }[], number];
-    await h.t.app.get(OrphanSweeperService).sweep();
-    await h.t.ds.query(`UPDATE tool_calls SET note = 'checked with the merchant' WHERE id = $1`, [row.id]);
-    const res = await sent;
-    expect(res.body).toMatchObject({ toolCallId: row.id, status: 'indeterminate' });
+    expect(await h.t.app.get(OrphanSweeperService).sweep()).toBeGreaterThanOrEqual(1);
     expect((await rowOf(h, row.id)).status).toBe('indeterminate');
+    await beforeAnswer?.(row.id);
+    return { org, id: row.id, res: await sent };
+  }
+
+  it('keeps the sweep’s indeterminate and records what the vendor answered as an event for the reconcile', async () => {
+    const { id, res } = await sweptWhileAtVendor();
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ toolCallId: id, status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+    expect((await rowOf(h, id)).status).toBe('indeterminate');
+    const events = await eventsOf(h, id);
+    expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.outcome_after_sweep']);
+    expect(events[3].metadata).toMatchObject({ toolName: 'order_lookup', action: 'lookup', status: 'succeeded', errorCode: null, vendorStatus: 200 });
+    expect(events[3].metadata.durationMs).toEqual(expect.any(Number));
+  });
+
+  it('a call ops reconciled meanwhile gets no such event and keeps the reconcile', async () => {
+    const { org, id, res } = await sweptWhileAtVendor(async (callId) => {
+      const ops = await createKey(h.t, (await rowOf(h, callId)).org_id as string, 'ops');
+      const rec = await h.t.http.post(`/v1/tool-calls/${callId}/reconcile`).set(bearer(ops.key)).send({ status: 'failed', note: 'merchant says no order was looked up' });
+      expect(rec.status, JSON.stringify(rec.body)).toBe(200);
+    });
+    expect(org.runId).toBeTruthy();
+    expect(res.body).toMatchObject({ toolCallId: id, status: 'failed' });
+    expect((await rowOf(h, id)).status).toBe('failed');
+    expect((await eventsOf(h, id)).map((e) => e.type)).not.toContain('tool_call.outcome_after_sweep');
   });
 });

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NangoEmulator } from '../../src/emulator/index.js';
-import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
 import { waitFor } from '../support/wait.js';
-import { call, eventsOf, rowOf } from './support.js';
+import { call, eventsOf, rowOf, setupNangoOrg } from './support.js';
 
 /**
  * Nango answers that say less than they seem to (VENDORS.md §4): a redirect
@@ -15,11 +15,7 @@ describe('Nango proxy answers through the pipeline', () => {
   let nango: NangoEmulator;
   beforeAll(async () => {
     h = await startHarness();
-    org = await setupOrg(h.t, {
-      tools: ['nango_proxy.get', 'nango_proxy.post'],
-      vendors: ['nango'],
-      rules: [{ id: 'allow-nango-post', match: { toolName: 'nango_proxy.post' }, decision: 'allow' }],
-    });
+    org = await setupNangoOrg(h.t);
     nango = h.emu.vendor<NangoEmulator>('nango');
   });
   afterEach(() => h.emu.clearFaults());

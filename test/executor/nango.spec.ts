@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NangoEmulator } from '../../src/emulator/index.js';
 import { HOSTILE_NANGO_PATHS, SAFE_NANGO_PATHS } from '../../src/vendors/nango/nango-path.cases.js';
-import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
-import { call, rowOf } from './support.js';
+import { startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { call, rowOf, setupNangoOrg } from './support.js';
 
 /**
  * The agent supplies only a relative path and params; the gateway builds the
@@ -15,11 +15,7 @@ describe('Nango proxy: hostile input through the pipeline', () => {
   let nango: NangoEmulator;
   beforeAll(async () => {
     h = await startHarness();
-    org = await setupOrg(h.t, {
-      tools: ['nango_proxy.get', 'nango_proxy.post'],
-      vendors: ['nango'],
-      rules: [{ id: 'allow-nango-post', match: { toolName: 'nango_proxy.post' }, decision: 'allow' }],
-    });
+    org = await setupNangoOrg(h.t);
     nango = h.emu.vendor<NangoEmulator>('nango');
   });
   afterAll(async () => {

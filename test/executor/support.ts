@@ -4,7 +4,8 @@
  * emulator to see something.
  */
 import type { Harness, OrgSetup } from '../support/scenario.js';
-import { toolUse } from '../support/scenario.js';
+import { setupOrg, toolUse } from '../support/scenario.js';
+import type { TestApp } from '../support/test-app.js';
 import { bearer } from '../support/test-app.js';
 
 export type ToolUse = ReturnType<typeof toolUse>;
@@ -48,4 +49,13 @@ export async function waitFor(check: () => boolean, timeoutMs = 3_000): Promise<
     if (Date.now() > until) throw new Error('waitFor: condition not met in time');
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** An org that may use the Nango proxy, POST included (allowed by a policy rule instead of waiting for approval). */
+export function setupNangoOrg(t: TestApp): Promise<OrgSetup> {
+  return setupOrg(t, {
+    tools: ['nango_proxy.get', 'nango_proxy.post'],
+    vendors: ['nango'],
+    rules: [{ id: 'allow-nango-post', match: { toolName: 'nango_proxy.post' }, decision: 'allow' }],
+  });
 }
