@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { AppError } from '../common/errors/app-error.js';
@@ -77,16 +77,44 @@ export class RunsService {
    *   waiting for one, or approved but not yet started, are blocked with RUN_NOT_ACTIVE (their raw
    *   input deleted); calls already at the vendor finish and record their outcome as usual;
    * - new tool calls get 409 RUN_NOT_ACTIVE on every replica (the intent statement reads the
-   *   run's status); a call the run made earlier is still replayed.
+   *   run's status under a lock this waits for: a call whose intent committed first was accepted
+   *   before the end and runs); a call the run made earlier is still replayed.
    * Ending it again the same way answers the run again; the other way is 409 RUN_NOT_ACTIVE.
    */
   async end(actor: Principal, runId: string, to: 'completed' | 'cancelled', reason: string | null) {
     const run = await this.get(actor, runId);
-    const by = actorOf(actor);
-    const [{ ended }] = (await this.ds.query(
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const ended = await this.ds.transaction((m) => this.endRun(m, run.id, to, reason, actorOf(actor)));
+        this.forget(run.id);
+        const now = await this.get(actor, runId);
+        if (!ended && now.status !== to) throw new AppError('RUN_NOT_ACTIVE', `run is already ${now.status}`);
+        return now;
+      } catch (err) {
+        // Two deciders crossing (an approval decided while the run ends) may deadlock; the loser tries again.
+        const e = err as { code?: unknown; driverError?: { code?: unknown } };
+        if ((e.code ?? e.driverError?.code) !== '40P01' || attempt === 3) throw err;
+      }
+    }
+  }
+
+  /**
+   * In this order, each statement under READ COMMITTED seeing what committed before it: the run's
+   * pending approvals are locked first (a decision locks its approval, then the run: the same order),
+   * then the run FOR UPDATE, which waits for intent statements in flight (they hold it FOR KEY SHARE,
+   * see ToolCallLedger.writeIntent) and makes later ones find it ended; then everything the run left.
+   */
+  private async endRun(m: EntityManager, runId: string, to: 'completed' | 'cancelled', reason: string | null, by: { keyId: string; role: string }): Promise<boolean> {
+    await m.query(`SELECT id FROM approval_requests WHERE run_id = $1 AND status = 'pending' ORDER BY id FOR UPDATE`, [runId]);
+    const [locked] = (await m.query('SELECT status FROM agent_runs WHERE id = $1 FOR UPDATE', [runId])) as { status: RunStatus }[];
+    if (!locked || (locked.status !== 'running' && locked.status !== 'waiting_approval')) return false;
+    // The free-text reason stays off the append-only ledger (as a reconcile's note does): it is kept on the
+    // run and on the approvals it rejects, and the event says whether one was given.
+    await m.query(
       `WITH ru AS (
-         UPDATE agent_runs SET status = $2, pending_approval_count = 0, updated_at = now()
-          WHERE id = $1 AND status IN ('running', 'waiting_approval') RETURNING id, org_id),
+         UPDATE agent_runs SET status = $2, pending_approval_count = 0, updated_at = now(),
+                metadata = metadata || jsonb_build_object('ended', jsonb_build_object('reason', $5::text))
+          WHERE id = $1 RETURNING id, org_id),
        ap AS (
          UPDATE approval_requests a SET status = 'rejected', decided_by = $3::uuid, decided_role = $4, decided_at = now(), decision_reason = $5
            FROM ru WHERE a.run_id = ru.id AND a.status = 'pending' RETURNING a.id, a.tool_call_id),
@@ -98,22 +126,16 @@ export class RunsService {
        ev AS (
          INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
          SELECT gen_random_uuid(), ru.org_id, $6, ru.id, NULL, $7::jsonb,
-                jsonb_build_object('reason', $5::text, 'blockedCalls', (SELECT count(*) FROM tc)) FROM ru
+                jsonb_build_object('reasonGiven', $5::text IS NOT NULL, 'blockedCalls', (SELECT count(*) FROM tc)) FROM ru
          UNION ALL
          SELECT gen_random_uuid(), tc.org_id, 'tool_call.blocked', $1::uuid, tc.id, $7::jsonb,
                 jsonb_build_object('toolName', tc.tool_name, 'action', tc.action, 'digest', tc.action_digest, 'approvalId', ap.id,
                                    'errorCode', 'RUN_NOT_ACTIVE', 'reason', 'run_ended')
            FROM tc LEFT JOIN ap ON ap.tool_call_id = tc.id)
        SELECT count(*)::int AS ended FROM ru`,
-      [run.id, to, by.keyId, by.role, reason, to === 'completed' ? 'run.completed' : 'run.cancelled', JSON.stringify(by)],
-    )) as [{ ended: number }];
-    this.forget(run.id);
-    if (ended === 0) {
-      const now = await this.get(actor, runId);
-      if (now.status !== to) throw new AppError('RUN_NOT_ACTIVE', `run is already ${now.status}`);
-      return now;
-    }
-    return this.get(actor, runId);
+      [runId, to, by.keyId, by.role, reason, to === 'completed' ? 'run.completed' : 'run.cancelled', JSON.stringify(by)],
+    );
+    return true;
   }
 
   /** Drops a cached snapshot (the run ended, here or on another replica). */

@@ -183,9 +183,11 @@ export class ToolCallLedger implements OnApplicationShutdown {
     ];
     const running = row.status === 'running';
     const settled = row.status === 'blocked' || row.status === 'failed';
-    // The run's status is read in the statement itself: a run ended on another replica stops new calls at once.
+    // The run's status is read in the statement itself, so a run ended on another replica stops new calls at
+    // once, and under a KEY SHARE lock (the one the foreign key takes anyway): ending a run takes the row FOR
+    // UPDATE, so it waits for intents in flight, and an intent that waited for an end re-reads the run as ended.
     const ctes = [
-      `live AS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval'))`,
+      `live AS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval') FOR KEY SHARE)`,
       `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
                 correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
                 started_at, finished_at)
@@ -211,7 +213,7 @@ export class ToolCallLedger implements OnApplicationShutdown {
       ctes.push(`ti AS (INSERT INTO tool_call_inputs (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag)
                         SELECT tc.id, $2, $${c + 1}, $${c + 2}, $${c + 3}, $${c + 4} FROM tc)`);
       ctes.push(`ru AS (UPDATE agent_runs SET pending_approval_count = pending_approval_count + 1, status = 'waiting_approval', updated_at = now()
-                         WHERE id = $3 AND EXISTS (SELECT 1 FROM tc))`);
+                         WHERE id = $3 AND status IN ('running', 'waiting_approval') AND EXISTS (SELECT 1 FROM tc))`);
     }
     ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
     const t0 = performance.now();

@@ -1,3 +1,4 @@
+import type { QueryRunner } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ShopifyEmulator } from '../../src/emulator/index.js';
 import { approvalFor, refundUse, refunds } from '../approvals/support.js';
@@ -55,7 +56,8 @@ describe('ending a run', () => {
       type: string; actor: { role: string }; metadata: Record<string, unknown>;
     }[];
     expect(events.map((e) => e.type)).toEqual(['run.created', 'run.completed']);
-    expect(events[1]).toMatchObject({ actor: { role: 'agent' }, metadata: { reason: 'conversation closed', blockedCalls: 0 } });
+    expect(events[1]).toMatchObject({ actor: { role: 'agent' }, metadata: { reasonGiven: true, blockedCalls: 0 } });
+    expect(JSON.stringify(events)).not.toContain('conversation closed'); // free text stays off the append-only ledger
   });
 
   it('another replica that cached the run as active refuses new calls once it ended (no stale cache)', async () => {
@@ -102,6 +104,103 @@ describe('ending a run', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(refunds(h)).toBe(before);
     expect(h.emu.vendor<ShopifyEmulator>('shopify').refundCount('12345')).toBe(before);
+  });
+
+  describe('racing the statements that start calls (a third transaction holds a lock, so both are in flight)', () => {
+    const lockWaiters = async (): Promise<number> =>
+      Number(((await h.t.ds.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)) as [{ n: number }])[0].n);
+    async function waitForWaiters(n: number): Promise<void> {
+      const until = Date.now() + 5_000;
+      while ((await lockWaiters()) < n) {
+        if (Date.now() > until) throw new Error(`fewer than ${n} lock waiters`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    async function holding(sql: string, params: unknown[]): Promise<QueryRunner> {
+      const qr = h.t.ds.createQueryRunner();
+      await qr.connect();
+      await qr.startTransaction();
+      await qr.query(sql, params);
+      return qr;
+    }
+    const runRow = async (org: OrgSetup) =>
+      ((await h.t.ds.query('SELECT status, pending_approval_count FROM agent_runs WHERE id = $1', [org.runId])) as { status: string; pending_approval_count: number }[])[0];
+
+    it('an end that goes first: a call that needs approval, waiting meanwhile, is refused and does not bring the run back', async () => {
+      const org = await setupOrg(h.t, { tools: ['shopify_refund.create', 'order_lookup.lookup'] });
+      const qr = await holding('SELECT 1 FROM agent_runs WHERE id = $1 FOR UPDATE', [org.runId]);
+      const ending = end(h.t, org, 'complete').then((r) => r);
+      await waitForWaiters(1);
+      const refund = post(h.t, org, refundUse('2.00')).then((r) => r);
+      await waitForWaiters(2);
+      await qr.commitTransaction();
+      await qr.release();
+      const [e, r] = await Promise.all([ending, refund]);
+      expect(e.body.status).toBe('completed');
+      expect([r.status, r.body.code]).toEqual([409, 'RUN_NOT_ACTIVE']);
+      expect(await runRow(org)).toEqual({ status: 'completed', pending_approval_count: 0 });
+      expect(await callCount(org)).toBe(0);
+      expect([(await post(h.t, org, lookupUse())).status]).toEqual([409]);
+    });
+
+    it('a call that needs approval and goes first: the end that waited rejects its approval and blocks it', async () => {
+      const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+      const qr = await holding('SELECT 1 FROM agent_runs WHERE id = $1 FOR UPDATE', [org.runId]);
+      const refund = post(h.t, org, refundUse('3.00')).then((r) => r);
+      await waitForWaiters(1);
+      const ending = end(h.t, org, 'cancel').then((r) => r);
+      await waitForWaiters(2);
+      await qr.commitTransaction();
+      await qr.release();
+      const [r, e] = await Promise.all([refund, ending]);
+      expect(r.status).toBe(202);
+      expect(e.body).toMatchObject({ status: 'cancelled', pendingApprovalCount: 0 });
+      const callId = r.body.toolCallId as string;
+      expect(await h.t.ds.query('SELECT status, error_code FROM tool_calls WHERE id = $1', [callId])).toEqual([{ status: 'blocked', error_code: 'RUN_NOT_ACTIVE' }]);
+      expect(await h.t.ds.query('SELECT status FROM approval_requests WHERE tool_call_id = $1', [callId])).toEqual([{ status: 'rejected' }]);
+      expect(await runRow(org)).toEqual({ status: 'cancelled', pending_approval_count: 0 });
+    });
+
+    it('an end waits for a call whose intent is in flight: that call was accepted first, and is on the ledger before the end', async () => {
+      const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+      const first = await post(h.t, org, lookupUse());
+      const use = lookupUse();
+      // Another transaction holds the call's idempotency key: its intent waits there, after reading the run.
+      const qr = await holding(
+        `INSERT INTO tool_calls SELECT (jsonb_populate_record(NULL::tool_calls, to_jsonb(t) || jsonb_build_object('id', gen_random_uuid(), 'idempotency_key', $2::text))).*
+           FROM tool_calls t WHERE t.id = $1`,
+        [first.body.toolCallId, `run:${org.runId}:${use.id}`],
+      );
+      const call = post(h.t, org, use).then((r) => r);
+      await waitForWaiters(1);
+      const ending = end(h.t, org, 'complete').then((r) => r);
+      await waitForWaiters(2);
+      await qr.rollbackTransaction();
+      await qr.release();
+      const [c, e] = await Promise.all([call, ending]);
+      expect(c.body.status).toBe('succeeded');
+      expect(e.body.status).toBe('completed');
+      const order = (await h.t.ds.query(
+        `SELECT type FROM runtime_ledger_events WHERE run_id = $1 AND (tool_call_id = $2 OR type = 'run.completed') AND type IN ('tool_call.requested', 'run.completed') ORDER BY seq`,
+        [org.runId, c.body.toolCallId],
+      )) as { type: string }[];
+      expect(order.map((o) => o.type)).toEqual(['tool_call.requested', 'run.completed']);
+    });
+  });
+
+  it('a batch resent after the run ended replays the calls it made; a batch of new calls is one 409', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const use = lookupUse();
+    const batch = (toolUses: unknown[]) => h.t.http.post(`/v1/runs/${org.runId}/tool-calls:batch`).set(bearer(org.agentKey)).send({ toolUses });
+    expect((await batch([use])).body.results[0].status).toBe('succeeded');
+    expect((await end(h.t, org, 'complete')).body.status).toBe('completed');
+    const again = await batch([use, lookupUse()]);
+    expect(again.status).toBe(200);
+    expect(again.body.results[0]).toMatchObject({ status: 'succeeded', replayed: true });
+    expect(again.body.results[1]).toMatchObject({ code: 'RUN_NOT_ACTIVE' });
+    const fresh = await batch([lookupUse(), lookupUse()]);
+    expect([fresh.status, fresh.body.code]).toEqual([409, 'RUN_NOT_ACTIVE']);
+    expect(await callCount(org)).toBe(1);
   });
 
   it('who may end it: agent and admin keys of the org; not ops, not another org', async () => {

@@ -59,7 +59,7 @@ export class ToolCallBatchController {
   @ApiProblemResponse(400, `not {toolUses: [...]}, 0 or more than ${MAX_BATCH_SIZE} items, duplicate tool_use ids, or an Idempotency-Key header`)
   @ApiProblemResponse(403, 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null), which belongs to no org')
   @ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)')
-  @ApiProblemResponse(409, 'RUN_NOT_ACTIVE')
+  @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was completed or cancelled and no item is a call it made before (those are replayed, the others answer RUN_NOT_ACTIVE per item)')
   submit(
     @CurrentPrincipal() p: Principal,
     @Param('runId') runId: string,

@@ -43,9 +43,9 @@ export class ToolCallBatchService {
     // Agent or org admin keys (API.md §1); a platform key has no org to act in (403, as for a single call).
     if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
     const toolUses = parseBatchRequest(body, idempotencyHeader);
-    // The run is the batch's, not an item's: a missing or finished run answers once, for the whole batch.
+    // The run is the batch's, not an item's: a missing run answers once, for the whole batch. An ended run
+    // still replays the calls it made (a batch resent after a lost answer); see the end of this method.
     const run = await this.runs.snapshot(p.orgId, runId);
-    if (run.status !== 'running' && run.status !== 'waiting_approval') throw new AppError('RUN_NOT_ACTIVE', 'run is not active');
 
     const bodies: (ToolCallBody | null)[] = toolUses.map(() => null);
     const problems: (Record<string, unknown> | null)[] = toolUses.map(() => null);
@@ -59,6 +59,8 @@ export class ToolCallBatchService {
         }
       });
     }
+    // Nothing in it was a call the run made before it ended: one 409 for the batch, as for a single call.
+    if (problems.every((x) => x?.code === 'RUN_NOT_ACTIVE')) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
     const fitted = fitBatchBudget(bodies, this.config.BATCH_BUDGET_BYTES);
     return { results: fitted.map((b, i) => b ?? problems[i]!) };
   }
