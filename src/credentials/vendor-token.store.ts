@@ -11,10 +11,16 @@ import { TokenFetchError, type FetchedToken } from '../vendors/auth/token-cache.
 /** Associated data: a stored token state only decrypts for the org and integration it was written for. */
 export const vendorTokenAad = (orgId: string, integration: string): string => `vendor-token:${orgId}:${integration}`;
 
-/** What is stored, encrypted: the refresh token to use next and the access token it bought. */
+/**
+ * What is stored, encrypted: the refresh token to use next, the access token it bought, and the refresh
+ * token used to get them. Shopify keeps that one valid until its replacement is used, and it is the way
+ * back when a duplicate of an earlier refresh (an answer lost at the edge, applied later) has retired the
+ * replacement stored here.
+ */
 interface TokenState {
   refreshToken: string;
   accessToken: string;
+  previousRefreshToken?: string;
 }
 
 interface Row {
@@ -66,10 +72,18 @@ export class VendorTokenStore implements RotatingTokenStore {
       return await this.obtainOrThrow(grant, refresh, opts);
     } catch (err) {
       if (err instanceof TokenFetchError) throw err;
-      // The database, not the vendor: nothing was sent to the vendor's API. A code, never the statement's text.
+      // The gateway's own trouble, not the vendor's: nothing was sent to the vendor's API, and the vendor's
+      // breaker does not count it. A code, never the statement's text.
       const code = (err as { code?: unknown } | null)?.code;
-      this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: isDatabaseUnavailable(err) ? 'database unavailable' : typeof code === 'string' ? `error ${code}` : 'error' }, 'token store failed');
-      throw new TokenFetchError({ ok: false, kind: 'network', requestSent: false, message: `the ${grant.integration} access token could not be read or stored: the database is unavailable` });
+      const unavailable = isDatabaseUnavailable(err);
+      this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: unavailable ? 'database unavailable' : typeof code === 'string' ? `error ${code}` : 'error' }, 'token store failed');
+      throw new TokenFetchError({
+        ok: false,
+        kind: 'network',
+        requestSent: false,
+        local: true,
+        message: `the ${grant.integration} access token could not be read or stored${unavailable ? ': the database is unavailable' : ''}`,
+      });
     }
   }
 
@@ -91,7 +105,7 @@ export class VendorTokenStore implements RotatingTokenStore {
       if (claimed) return await this.refreshHolding(grant, lease, claimed, refresh, opts);
       // Another replica is refreshing: its token lands in the row.
       if (Date.now() + POLL_MS >= deadline) {
-        throw new TokenFetchError({ ok: false, kind: 'timeout', requestSent: false, message: `another replica is still renewing the ${grant.integration} access token` });
+        throw new TokenFetchError({ ok: false, kind: 'timeout', requestSent: false, local: true, message: `another replica is still renewing the ${grant.integration} access token` });
       }
       await sleep(POLL_MS);
     }
@@ -104,23 +118,35 @@ export class VendorTokenStore implements RotatingTokenStore {
       await this.release(grant, lease);
       return stored;
     }
-    const used = (claimed.grant_id === grant.grantId ? this.decrypt(claimed, grant) : null)?.refreshToken ?? grant.configuredRefreshToken;
+    const current = claimed.grant_id === grant.grantId ? this.decrypt(claimed, grant) : null;
+    let used = current?.refreshToken ?? grant.configuredRefreshToken;
     let got: FetchedToken;
     try {
-      got = await refresh(used);
+      try {
+        got = await refresh(used);
+      } catch (err) {
+        // Refused (invalid_grant): a late duplicate of the refresh that bought it may have retired it. The one before still works then.
+        const previous = current?.previousRefreshToken;
+        if (!previous || !(err instanceof TokenFetchError) || err.outcome.kind !== 'auth') throw err;
+        this.log.warn({ orgId: grant.orgId, integration: grant.integration }, 'stored refresh token refused: trying the one it replaced');
+        used = previous;
+        got = await refresh(used);
+      }
     } catch (err) {
       await this.release(grant, lease).catch(() => undefined);
       throw err;
     }
-    const state: TokenState = { refreshToken: got.refreshToken ?? used, accessToken: got.token };
+    const state: TokenState = { refreshToken: got.refreshToken ?? used, accessToken: got.token, previousRefreshToken: used };
     const env = this.cipher.encryptJson(state, vendorTokenAad(grant.orgId, grant.integration));
     try {
-      await this.sql.prepared(
+      const stored = await this.sql.prepared(
         `UPDATE vendor_tokens SET grant_id = $3, key_id = $4, iv = $5, ciphertext = $6, auth_tag = $7,
                 access_expires_at = now() + make_interval(secs => $8), lease_id = NULL, lease_until = NULL, updated_at = now()
-          WHERE org_id = $1 AND integration_type = $2 AND lease_id = $9`,
+          WHERE org_id = $1 AND integration_type = $2 AND lease_id = $9 RETURNING 1 AS stored`,
         [grant.orgId, grant.integration, grant.grantId, env.keyId, env.iv, env.ciphertext, env.authTag, got.expiresInSec, lease],
       );
+      // The refresh outlasted the lease and another replica took it: its own refresh is what the row keeps.
+      if (stored.length === 0) this.log.warn({ orgId: grant.orgId, integration: grant.integration }, 'refreshed access token not stored: the lease ran out first');
     } catch (err) {
       // The token is good; only its replacement refresh token is lost, and the one stored still works once more.
       this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'write failed' }, 'refreshed access token not stored');

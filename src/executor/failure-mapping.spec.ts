@@ -66,5 +66,8 @@ describe('failure mapping', () => {
     expect(countsAgainstBreaker(f('not_found'))).toBe(false);
     expect(countsAgainstBreaker(f('rejected'))).toBe(false);
     expect(countsAgainstBreaker(f('auth'))).toBe(false);
+    // The gateway's own failure (its token store's database) says nothing about the vendor.
+    expect(countsAgainstBreaker({ ...f('network'), local: true })).toBe(false);
+    expect(countsAgainstBreaker({ ...f('timeout'), local: true })).toBe(false);
   });
 });

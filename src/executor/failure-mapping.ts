@@ -124,5 +124,6 @@ export function isRetryable(f: Failure, action: { idempotent: boolean; sideEffec
 
 /** Failures that say something about the vendor's health (they feed the circuit breaker). */
 export function countsAgainstBreaker(f: Failure): boolean {
+  if (f.local) return false; // the gateway's own trouble says nothing about the vendor's health
   return f.kind === 'server_error' || f.kind === 'timeout' || f.kind === 'network' || f.kind === 'bad_response';
 }

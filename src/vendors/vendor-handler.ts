@@ -106,6 +106,8 @@ export type VendorOutcome =
       requestSent: boolean;
       /** Short, safe text for logs/ledger: no vendor body, no secrets, no PII. */
       message: string;
+      /** The gateway's own failure (its database), not the vendor's: never counts against the vendor's breaker. */
+      local?: boolean;
     };
 
 export type FailedOutcome = Extract<VendorOutcome, { ok: false }>;

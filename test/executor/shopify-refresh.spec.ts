@@ -54,7 +54,7 @@ describe('Shopify expiring offline tokens (rotating refresh tokens)', () => {
       .send({ type: 'tool_use', id: `toolu_rt_${Date.now()}_${Math.random().toString(36).slice(2)}`, name: 'order_lookup', input: { action: 'lookup', orderId: '12345' } });
 
   /** The stored token state, decrypted with the gateway's own key. */
-  async function stored(orgId: string): Promise<{ refreshToken: string; accessToken: string } | null> {
+  async function stored(orgId: string): Promise<{ refreshToken: string; accessToken: string; previousRefreshToken?: string } | null> {
     const [row] = (await h.t.ds.query('SELECT key_id, iv, ciphertext, auth_tag FROM vendor_tokens WHERE org_id = $1', [orgId])) as {
       key_id: string | null; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer;
     }[];
@@ -116,6 +116,23 @@ describe('Shopify expiring offline tokens (rotating refresh tokens)', () => {
     shop.expireGrantedTokens();
     expect((await lookup(org, replica)).body.status).toBe('succeeded');
     expect(shop.refreshGrants).toBe(3);
+  });
+
+  it('a refresh Shopify applies after the gateway gave up on it (an edge 504) retires the stored replacement: the one it replaced brings the chain back', async () => {
+    const org = await publicAppOrg();
+    // The token request is answered 504 at once, and Shopify applies it 400 ms later: that answer is lost.
+    h.emu.fault({ vendor: 'shopify', path: /^\/admin\/oauth\/access_token$/, kind: 'status_then_apply', status: 504, delayMs: 400 });
+    expect((await lookup(org)).body.status).toBe('succeeded'); // the executor's retry refreshed again
+    await new Promise((r) => setTimeout(r, 700)); // the late refresh lands, retiring the replacement the gateway stored
+    const before = await stored(org.orgId);
+    expect(shop.refreshTokenValid(before!.refreshToken)).toBe(false);
+    shop.expireGrantedTokens();
+    const again = await lookup(org);
+    expect(again.body.status, JSON.stringify(again.body)).toBe('succeeded');
+    const after = await stored(org.orgId);
+    expect(after?.refreshToken).toBe(shop.latestRefreshToken);
+    shop.expireGrantedTokens();
+    expect((await lookup(org, replica)).body.status).toBe('succeeded'); // and the chain goes on from there
   });
 
   it('a refresh token Shopify refuses → CREDENTIALS_INVALID after one token request, nothing retried, the token not echoed', async () => {
