@@ -329,11 +329,13 @@ describe('AmazonHandler re-auth on Unauthorized after a cached token (VENDORS.md
     expect(emu.count({ path: orderPath })).toBe(3);
   });
 
-  it('a 403 with another code (MissingAuthenticationToken) is auth at once, even after a cached token', async () => {
+  it('a 403 MissingAuthenticationToken (a host or path API Gateway does not route) is the configuration, not the credentials: rejected at once, no refresh', async () => {
     const handler = new AmazonHandler(endpoints, new TokenCache());
     expect((await handler.execute(order())).ok).toBe(true);
     emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 403, body: { errors: [{ code: 'MissingAuthenticationToken', message: 'Missing Authentication Token' }] } });
-    expect(failure(await handler.execute(order()))).toMatchObject({ kind: 'auth', vendorStatus: 403 });
+    const out = failure(await handler.execute(order()));
+    expect(out).toMatchObject({ kind: 'rejected', vendorStatus: 403 });
+    expect(out.message).toContain('AMAZON_SPAPI_BASE_URL');
     expect(amazon.tokenRequests).toBe(1);
   });
 });

@@ -101,7 +101,8 @@ function failed(kind: VendorFailureKind, status: number, message: string, retryA
 const ERROR_KIND = new Map<string, VendorFailureKind>([
   ['InvalidInput', 'rejected'],
   ['Unauthorized', 'auth'],
-  ['MissingAuthenticationToken', 'auth'],
+  // API Gateway's answer for a path it does not route (VENDORS.md §2.3): the gateway's configuration, not the credentials.
+  ['MissingAuthenticationToken', 'rejected'],
   ['NotFound', 'not_found'],
   ['QuotaExceeded', 'rate_limited'],
   ['InternalFailure', 'server_error'],
@@ -134,6 +135,9 @@ function classify(res: VendorHttpResponse, err: SpapiError, quotaWaitMs: number)
     if (!isObject(body)) return failed('bad_response', s, 'SP-API answered with an unexpected body');
     if (body.payload === undefined) return withoutPayload(s, errorOf(body).code, quotaWaitMs);
     return { ok: true, status: s, body };
+  }
+  if (s === 403 && err.code === 'MissingAuthenticationToken') {
+    return failed('rejected', s, `SP-API does not route this request (HTTP 403${code}): a wrong host or path, check AMAZON_SPAPI_BASE_URL and the region`);
   }
   if (s === 403 || s === 401) return failed('auth', s, `SP-API refused the access token: HTTP ${s}${code}`);
   if (s === 404) return failed('not_found', s, `SP-API: not found${code}`);
