@@ -119,7 +119,7 @@ export class RunsService {
          UPDATE approval_requests a SET status = 'rejected', decided_by = $3::uuid, decided_role = $4, decided_at = now(), decision_reason = $5
            FROM ru WHERE a.run_id = ru.id AND a.status = 'pending' RETURNING a.id, a.tool_call_id),
        tc AS (
-         UPDATE tool_calls t SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 409, finished_at = now(), updated_at = now()
+         UPDATE tool_calls t SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 403, finished_at = now(), updated_at = now()
            FROM ru WHERE t.run_id = ru.id AND t.status IN ('waiting_approval', 'approved')
           RETURNING t.id, t.org_id, t.tool_name, t.action, t.action_digest),
        ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),

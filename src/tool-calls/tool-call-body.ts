@@ -66,6 +66,8 @@ export function modelMessage(f: CallFacts): string {
       return 'The customer rejected this action. It was not executed.';
     case 'APPROVAL_EXPIRED':
       return 'The approval request for this action expired before anyone decided it. It was not executed.';
+    case 'RUN_NOT_ACTIVE':
+      return 'The run this action belonged to was completed or cancelled before it ran. It was not executed.';
     case 'INVALID_INPUT':
       return `The tool input is invalid (${f.errorText ?? 'see the tool schema'}). Fix the input and try again.`;
     case 'VENDOR_TIMEOUT':

@@ -336,8 +336,14 @@ export class ToolCallsService {
    */
   private async concurrencyLimited(orgId: string, runId: string, idempotencyKey: string, digest: string, toolUseId: string, entry: CatalogEntry): Promise<ToolCallResponse> {
     await this.intentsInFlight.get(`${orgId}:${idempotencyKey}`);
-    const [exists] = await this.sql.query('SELECT 1 FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2', [orgId, idempotencyKey]);
+    const [{ exists, live }] = await this.sql.query<{ exists: boolean; live: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2) AS exists,
+              EXISTS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval')) AS live`,
+      [orgId, idempotencyKey, runId],
+    );
     if (exists) return this.replay(orgId, idempotencyKey, digest, toolUseId);
+    // A run that ended (on another replica, since this one cached it) takes no call, now or later: not "retry shortly".
+    if (!live) return this.replayInEndedRun(orgId, runId, idempotencyKey, digest, toolUseId);
     await this.events.append([{ orgId, type: 'tool_call.rejected', runId, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);
     this.count(entry.tool.name, entry.action.name, 'rejected', 'CONCURRENCY_LIMIT');
     throw new AppError('CONCURRENCY_LIMIT', `too many ${entry.vendor} calls in flight for this org; retry shortly`, { retryAfterSeconds: 1 });

@@ -1,6 +1,7 @@
 import type { QueryRunner } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ShopifyEmulator } from '../../src/emulator/index.js';
+import { ToolCallsService } from '../../src/tool-calls/tool-calls.service.js';
 import { approvalFor, refundUse, refunds } from '../approvals/support.js';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
@@ -73,10 +74,28 @@ describe('ending a run', () => {
     expect(await callCount(org)).toBe(1);
   });
 
+  it('a replica that cached the run as active and has no free vendor slot still answers 409 RUN_NOT_ACTIVE, not 429 "retry shortly"', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    expect((await post(replica, org, lookupUse())).body.status).toBe('succeeded'); // the replica caches the run
+    expect((await end(h.t, org, 'complete')).body.status).toBe('completed');
+    const calls = replica.app.get(ToolCallsService);
+    const held: (() => void)[] = [];
+    for (let r = calls.leaseFor(org.orgId, 'shopify'); r; r = calls.leaseFor(org.orgId, 'shopify')) held.push(r);
+    try {
+      expect(held.length).toBeGreaterThan(0);
+      const late = await post(replica, org, lookupUse());
+      expect([late.status, late.body.code]).toEqual([409, 'RUN_NOT_ACTIVE']);
+      expect(await h.t.ds.query(`SELECT 1 FROM runtime_ledger_events WHERE run_id = $1 AND type = 'tool_call.rejected'`, [org.runId])).toHaveLength(0);
+    } finally {
+      held.forEach((r) => r());
+    }
+  });
+
   it('cancelled with a call waiting for approval: the approval is rejected, the call blocked, nothing ever executes', async () => {
     const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
     const expert = await createKey(h.t, org.orgId, 'expert');
-    const res = await post(h.t, org, refundUse('3.00'));
+    const use = refundUse('3.00');
+    const res = await post(h.t, org, use);
     expect(res.status).toBe(202);
     const callId = res.body.toolCallId as string;
     const approval = await approvalFor(h, expert.key, callId);
@@ -92,7 +111,8 @@ describe('ending a run', () => {
     expect([decided.status, decided.body.code]).toEqual([409, 'APPROVAL_ALREADY_DECIDED']);
 
     const [row] = (await h.t.ds.query('SELECT status, error_code, http_status FROM tool_calls WHERE id = $1', [callId])) as Record<string, unknown>[];
-    expect(row).toEqual({ status: 'blocked', error_code: 'RUN_NOT_ACTIVE', http_status: 409 });
+    // A blocked call's body, as every blocked one (API.md §9: tool-call bodies are 200/202/403/422).
+    expect(row).toEqual({ status: 'blocked', error_code: 'RUN_NOT_ACTIVE', http_status: 403 });
     expect(await h.t.ds.query('SELECT 1 FROM tool_call_inputs WHERE tool_call_id = $1', [callId])).toHaveLength(0);
     const blocked = (await h.t.ds.query(`SELECT metadata FROM runtime_ledger_events WHERE tool_call_id = $1 AND type = 'tool_call.blocked'`, [callId])) as {
       metadata: Record<string, unknown>;
@@ -100,6 +120,11 @@ describe('ending a run', () => {
     expect(blocked.map((e) => e.metadata)).toEqual([expect.objectContaining({ errorCode: 'RUN_NOT_ACTIVE', reason: 'run_ended', approvalId: approval.id })]);
     const result = await h.t.http.get(`/v1/tool-calls/${callId}/result`).set(bearer(org.agentKey));
     expect(result.body).toMatchObject({ status: 'blocked', errorCode: 'RUN_NOT_ACTIVE' });
+    // The model is told what happened: nothing ran, and the run is over (not "the vendor failed, try again").
+    expect(result.body.toolResult.content).toBe('The run this action belonged to was completed or cancelled before it ran. It was not executed.');
+    const repost = await post(h.t, org, use);
+    expect([repost.status, repost.headers['content-type']]).toEqual([403, expect.stringContaining('application/json')]);
+    expect(repost.body).toMatchObject({ status: 'blocked', errorCode: 'RUN_NOT_ACTIVE', replayed: true });
     // The approval sweep and runner have nothing to pick up.
     await new Promise((r) => setTimeout(r, 300));
     expect(refunds(h)).toBe(before);
