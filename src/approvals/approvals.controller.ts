@@ -28,6 +28,8 @@ export class ApprovalsController {
   @HttpCode(200)
   @Roles('expert', 'admin', 'agent')
   @ApiResponse({ status: 200, description: 'the approval, decided; an approved call runs next (the agent reads its result at GET /v1/tool-calls/{id}/result)' })
+  @ApiProblemResponse(403, 'FORBIDDEN: a client approval decided with an expert key (expert approvals: expert or admin keys; client approvals: agent or admin keys)')
+  @ApiProblemResponse(404, 'NOT_FOUND: no such approval in the key’s org, or one the key may not see (an expert approval, to an agent key)')
   @ApiProblemResponse(
     409,
     'ACTION_DIGEST_MISMATCH: actionDigest is not the digest of the action awaiting approval; ' +

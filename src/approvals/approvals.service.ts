@@ -69,8 +69,9 @@ export class ApprovalsService {
   }
 
   async decide(p: Principal, id: string, dto: DecideApprovalDto) {
-    // An agent may learn that an expert approval exists in its own org: it gets 403, not 404 (API.md §5).
-    const a = await this.load(p, id, false);
+    // One that the key may not even see (an expert approval, to an agent) is 404 like a missing one: a
+    // wrong-role caller learns nothing about existence (API.md §9). One it may see but not decide is 403.
+    const a = await this.load(p, id);
     if (!mayDecide(p, a.kind)) throw new AppError('FORBIDDEN', `${a.kind} approvals cannot be decided with a ${p.role} key`);
     if (a.status !== 'pending') throw new AppError('APPROVAL_ALREADY_DECIDED', `this approval is already ${a.status}`);
     if (dto.actionDigest !== a.action_digest) throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');

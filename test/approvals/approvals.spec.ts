@@ -105,13 +105,16 @@ describe('expert approvals', () => {
     expect(refunds(h)).toBe(before);
   });
 
-  it('a wrong digest → 409; an agent key → 403; another org → 404', async () => {
+  it('a wrong digest → 409; an agent key (which may not see expert approvals) → 404 like an unknown id; another org → 404', async () => {
     const w = await waitingRefund();
     const wrong = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: 'a'.repeat(64) });
     expect(wrong.status).toBe(409);
     expect(wrong.body.code).toBe('ACTION_DIGEST_MISMATCH');
     const agent = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.agentKey)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
-    expect(agent.status).toBe(403);
+    const unknown = await h.t.http.post(`/v1/approvals/${randomUUID()}/decision`).set(bearer(w.agentKey)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    // API.md §9: a wrong-role caller learns nothing about existence (GET /v1/approvals/:id hides it from agents the same way).
+    expect(agent.status).toBe(404);
+    expect({ ...agent.body, correlationId: 0 }).toEqual({ ...unknown.body, correlationId: 0 });
     const other = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
     const otherExpert = await createKey(h.t, other.orgId, 'expert');
     const foreign = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(otherExpert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
