@@ -19,6 +19,9 @@ interface ApprovalRow extends ApprovalRecord {
 
 const COLUMNS = `${APPROVAL_COLUMNS}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`;
 const view = approvalView;
+/** SQLSTATE deadlock_detected: PostgreSQL rolled this statement back to let the other transaction through. */
+const DEADLOCK_DETECTED = '40P01';
+const SETTLE_ATTEMPTS = 3;
 
 /** Who may see and decide which kind: experts/admins the expert ones, the org's agents the client ones (API.md §5). */
 const mayDecide = (p: Principal, kind: 'expert' | 'client'): boolean =>
@@ -76,14 +79,30 @@ export class ApprovalsService {
     if (a.status !== 'pending') throw new AppError('APPROVAL_ALREADY_DECIDED', `this approval is already ${a.status}`);
     if (dto.actionDigest !== a.action_digest) throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
     const now = this.clock.now();
-    const [settled] = await this.sql.query<{ status: string; tool_call_id: string }>(settleApprovalsSql('by-id'), [
-      id, dto.decision === 'approve' ? 'approved' : 'rejected', now, p.keyId, p.role, dto.reason ?? null,
-    ]);
+    const settled = await this.settle([id, dto.decision === 'approve' ? 'approved' : 'rejected', now, p.keyId, p.role, dto.reason ?? null]);
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
     // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
     if (settled.status === 'approved') void this.runner.runSoon(settled.tool_call_id); // it logs its own errors
     return view(await this.load(p, id, false));
+  }
+
+  /**
+   * The settle statement, again when it lost a deadlock (40P01) to a run ending at the same moment
+   * (RunsService.end locks the run's pending approvals, then the run; it retries on its side too).
+   * The loser was rolled back whole, and the statement only settles a still-pending approval, so
+   * sending it again is safe: it settles it, or finds it settled by the end (→ 409 above).
+   */
+  private async settle(params: unknown[]): Promise<{ status: string; tool_call_id: string } | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const [settled] = await this.sql.query<{ status: string; tool_call_id: string }>(settleApprovalsSql('by-id'), params);
+        return settled;
+      } catch (err) {
+        const e = err as { code?: unknown; driverError?: { code?: unknown } };
+        if ((e.code ?? e.driverError?.code) !== DEADLOCK_DETECTED || attempt === SETTLE_ATTEMPTS) throw err;
+      }
+    }
   }
 
   private async load(p: Principal, id: string, applyVisibility = true): Promise<ApprovalRow> {

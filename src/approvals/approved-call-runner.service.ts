@@ -1,18 +1,23 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
+import { randomUUID } from 'node:crypto';
+import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
+import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import type { ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
+import { retryWhileUnavailable } from '../tool-calls/outcome-retry.js';
 import { httpStatusFor } from '../tool-calls/tool-call-body.js';
-import { inputAad, recordedTool, settledCalls, ToolCallsService } from '../tool-calls/tool-calls.service.js';
+import { inputAad, recordedTool, settledCalls, ToolCallsService, type RecordedTool } from '../tool-calls/tool-calls.service.js';
+import { CLAIM_APPROVED_CALL_SQL } from './approved-call-claim.sql.js';
 import { settleApprovalsSql } from './approval-settle.sql.js';
 
 const SWEEP_EVERY_MS = 5_000;
 
+/** A claimed call as the claim returns it, with its encrypted approved input (absent once blocked or deleted). */
 interface ClaimedCall {
   id: string;
   org_id: string;
@@ -22,6 +27,21 @@ interface ClaimedCall {
   action_digest: string;
   idempotency_key: string;
   tool_use_id: string;
+  status: 'running' | 'blocked';
+  key_id: string | null;
+  iv: Buffer | null;
+  ciphertext: Buffer | null;
+  auth_tag: Buffer | null;
+}
+
+interface Ready {
+  entry: CatalogEntry;
+  params: Record<string, unknown>;
+  tool: RecordedTool;
+}
+
+interface NotExecuted {
+  notExecuted: string;
 }
 
 /**
@@ -40,6 +60,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   private readonly running = new Set<string>();
   /** Set when shutdown begins: no new vendor call starts from here. */
   private stopping = false;
+  /** Aborted when the database is about to close: a claim stops waiting for it to come back. */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly sql: Sql,
@@ -51,8 +73,13 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  /**
+   * The start-up pass starts the approved calls left by a previous process without waiting for them
+   * (as the periodic pass does): start-up, and so /healthz and every route, must not wait for a slow
+   * vendor. They are tracked in inFlight, which shutdown waits for.
+   */
   async onApplicationBootstrap(): Promise<void> {
-    await this.sweep().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${err instanceof Error ? err.message : String(err)}`));
+    await this.tick().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${err instanceof Error ? err.message : String(err)}`));
     this.task.start();
   }
 
@@ -68,6 +95,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
 
   async onApplicationShutdown(): Promise<void> {
     await this.task.stop();
+    this.closing.abort();
     await Promise.allSettled([...this.inFlight]); // the calls already started record their outcomes before the database closes
   }
 
@@ -155,67 +183,93 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   }
 
   private async claimAndExecute(toolCallId: string, release: () => void): Promise<void> {
-    const [call] = await this.sql.query<ClaimedCall & { status: 'running' | 'blocked' }>(
-      `WITH f AS (
-         SELECT COALESCE((SELECT ff.enabled FROM feature_flags ff
-                           WHERE ff.org_id = t.org_id AND ff.flag = 'tool_calling_enabled'), false) AS enabled
-           FROM tool_calls t WHERE t.id = $1),
-       tc AS (
-         UPDATE tool_calls SET
-           status = CASE WHEN f.enabled THEN 'running' ELSE 'blocked' END,
-           error_code = CASE WHEN f.enabled THEN NULL ELSE 'FEATURE_DISABLED' END,
-           http_status = CASE WHEN f.enabled THEN 200 ELSE $2 END,
-           started_at = CASE WHEN f.enabled THEN now() END,
-           finished_at = CASE WHEN f.enabled THEN NULL ELSE now() END,
-           updated_at = now()
-          FROM f WHERE id = $1 AND status = 'approved'
-          RETURNING id, org_id, run_id, tool_name, action, action_digest, idempotency_key, tool_use_id, status),
-       ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id AND tc.status = 'blocked'),
-       ev AS (
-         INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
-         SELECT gen_random_uuid(), org_id, CASE status WHEN 'running' THEN 'tool_call.started' ELSE 'tool_call.blocked' END, run_id, id,
-                jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'afterApproval', true)
-                  || CASE status WHEN 'running' THEN '{}'::jsonb ELSE '{"errorCode": "FEATURE_DISABLED", "reason": "feature_disabled"}'::jsonb END
-           FROM tc)
-       SELECT * FROM tc`,
-      [toolCallId, httpStatusFor('blocked', 'FEATURE_DISABLED')],
-    );
+    // Shutdown may have begun while this run was between its SELECT and here (a sweep's page, a lease):
+    // a draining gateway starts no new vendor call, the call stays approved for a live replica's sweep.
+    if (this.stopping) {
+      this.log.log({ toolCallId }, 'approved call not claimed: the gateway is stopping; a sweep (another replica, or after the restart) runs it');
+      return;
+    }
+    const call = await this.claim(toolCallId);
     if (!call) return;
     if (call.status === 'blocked') {
       this.log.warn({ toolCallId }, 'approved call blocked: tool calling was turned off for the org after it was submitted');
       settledCalls.emit('settled', call.id);
       return;
     }
-    const entry = this.catalog.find(call.tool_name, call.action);
     const base = { id: call.id, orgId: call.org_id, runId: call.run_id, toolUseId: call.tool_use_id, digest: call.action_digest, from: 'running' as const };
-    let outcome: ExecutionOutcome;
-    const params = await this.loadInput(call);
-    if (!entry || !params) {
-      // Recorded like any outcome (terminal event, settled, raw input deleted below), though nothing was sent.
-      if (!entry) this.log.error({ toolCallId }, 'approved call refers to an action no longer in the catalog');
-      const errorText = entry ? 'the approved input is no longer available' : 'the approved action is no longer in the catalog';
-      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false };
-    } else {
-      outcome = await this.executor.execute({ entry, orgId: call.org_id, toolCallId: call.id, idempotencyKey: call.idempotency_key, params });
-      release(); // the lease counts calls at the vendor: give it back before the outcome commit
+    // The call is `running` from here: an error escaping before the executor is called would leave it so, and
+    // the orphan sweep would call it indeterminate ("may have reached the vendor") though nothing was sent.
+    // Whatever goes wrong before then ends running → failed / EXECUTION_ERROR, recorded as not executed
+    // (running → approved, to let a later pass try again, is not a transition ARCHITECTURE.md allows).
+    let ready: Ready | NotExecuted;
+    try {
+      ready = this.prepare(call);
+    } catch (err) {
+      this.log.error({ toolCallId, err: err instanceof Error ? err.message : String(err) }, 'approved call could not be prepared: recorded failed, not executed');
+      ready = { notExecuted: 'the approved call could not be prepared for execution' };
     }
-    // Not executed: the names the call was recorded with, and no cost (nothing reached a vendor).
-    const tool = entry && params ? recordedTool(entry) : { toolName: call.tool_name, action: call.action, costCents: 0 };
+    let outcome: ExecutionOutcome;
+    let tool: RecordedTool;
+    if ('notExecuted' in ready) {
+      // Recorded like any outcome (terminal event, settled, raw input deleted below), though nothing was sent:
+      // the names the call was recorded with, and no cost.
+      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: ready.notExecuted, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false };
+      tool = { toolName: call.tool_name, action: call.action, costCents: 0 };
+    } else {
+      // An exception out of here (the executor turns its own into outcomes) may come after the request was
+      // sent: the call is then left running, and the orphan sweep's indeterminate is the honest answer.
+      outcome = await this.executor.execute({ entry: ready.entry, orgId: call.org_id, toolCallId: call.id, idempotencyKey: call.idempotency_key, params: ready.params });
+      release(); // the lease counts calls at the vendor: give it back before the outcome commit
+      tool = ready.tool;
+    }
     // The approved input goes in the outcome's own statement (also when that is written late, after an
     // outage); a call settled elsewhere meanwhile was settled by the orphan sweep, which deletes it too.
     await this.calls.recordOutcome({ ...base, tool, dropInput: true }, outcome);
   }
 
-  private async loadInput(call: ClaimedCall): Promise<Record<string, unknown> | null> {
-    const [row] = await this.sql.query<{ key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
-      'SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_inputs WHERE tool_call_id = $1 AND org_id = $2',
-      [call.id, call.org_id],
-    );
-    if (!row) return null;
+  /**
+   * The claim (approved-call-claim.sql.ts), sent again while the database is unavailable. A resend is safe
+   * however the first attempt ended — not committed (the call is still approved: a fresh claim), or committed
+   * with its answer lost (the claim token finds it ours: resumed, as resumableWrite does for outcome writes) —
+   * and it is what keeps a committed claim from being left running with no vendor request: the budget is the
+   * time after which the orphan sweep may take the call anyway. Left unconfirmed (the database out longer, or
+   * the gateway stopping), the call is either still approved (a later sweep runs it) or running with nothing
+   * sent, which the orphan sweep will mark indeterminate: the one case the gateway cannot tell apart from a
+   * crash at the vendor, and it needs the database gone for that long.
+   */
+  private async claim(toolCallId: string): Promise<ClaimedCall | undefined> {
+    const token = randomUUID();
+    const blockedStatus = httpStatusFor('blocked', 'FEATURE_DISABLED');
     try {
-      return this.cipher.decryptJson<Record<string, unknown>>({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, inputAad(call.org_id, call.id));
-    } catch {
-      return null;
+      const [call] = await retryWhileUnavailable(
+        // Once the gateway is stopping, a resend only resumes a claim that may have committed: it makes no new one.
+        () => this.sql.query<ClaimedCall>(CLAIM_APPROVED_CALL_SQL, [toolCallId, blockedStatus, token, !this.stopping]),
+        { budgetMs: this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS, capMs: 1_000, signal: this.closing.signal },
+      );
+      return call;
+    } catch (err) {
+      // Any other error is the statement's own: it rolled back, the call is still approved, a later sweep retries.
+      if (!isDatabaseUnavailable(err)) throw err;
+      this.log.warn({ toolCallId }, 'approved call claim unconfirmed (database unavailable): a later sweep runs it if it is still approved; if the claim committed, the orphan sweep will mark it indeterminate');
+      return undefined;
     }
+  }
+
+  /** The catalog entry and the decrypted approved input, or why the call cannot be executed. */
+  private prepare(call: ClaimedCall): Ready | NotExecuted {
+    const entry = this.catalog.find(call.tool_name, call.action);
+    if (!entry) {
+      this.log.error({ toolCallId: call.id }, 'approved call refers to an action no longer in the catalog');
+      return { notExecuted: 'the approved action is no longer in the catalog' };
+    }
+    if (!call.key_id || !call.iv || !call.ciphertext || !call.auth_tag) return { notExecuted: 'the approved input is no longer available' };
+    let params: Record<string, unknown>;
+    try {
+      const envelope = { keyId: call.key_id, iv: call.iv, ciphertext: call.ciphertext, authTag: call.auth_tag };
+      params = this.cipher.decryptJson<Record<string, unknown>>(envelope, inputAad(call.org_id, call.id));
+    } catch {
+      return { notExecuted: 'the approved input is no longer available' };
+    }
+    return { entry, params, tool: recordedTool(entry) };
   }
 }

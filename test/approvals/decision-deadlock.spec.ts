@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Sql } from '../../src/db/sql.js';
+import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
+import { bearer, createKey } from '../support/test-app.js';
+import { aroundStatements, approvalFor, refundUse, refunds } from './support.js';
+
+/** The settle statement of a decision (settleApprovalsSql('by-id')). */
+const isSettle = (text: string): boolean => text.includes('UPDATE approval_requests SET') && text.includes("id = $1 AND status = 'pending'");
+/** What PostgreSQL answers the transaction it picks as a deadlock's victim (it rolls it back whole). */
+const deadlock = (): Error => Object.assign(new Error('deadlock detected'), { code: '40P01' });
+
+/**
+ * A decision and a run ending at the same moment may deadlock (each locks the approval and the run);
+ * PostgreSQL rolls one back with 40P01. The run end retries on its side; so does the decision: it is
+ * settled, or answered 409 APPROVAL_ALREADY_DECIDED when the end won — never a 500. The interleaving
+ * cannot be forced from outside, so the settle statement is made to lose one deadlock.
+ */
+describe('a decision that loses a deadlock', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function pendingApproval(amount: string) {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const expert = await createKey(h.t, org.orgId, 'expert');
+    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
+    expect(res.status).toBe(202);
+    const approval = await approvalFor(h, expert.key, res.body.toolCallId);
+    return { org, expert, callId: res.body.toolCallId as string, approval };
+  }
+
+  it('is settled by its retry: the call runs, once', async () => {
+    const { org, expert, callId, approval } = await pendingApproval('2.10');
+    const before = refunds(h);
+    let deadlocks = 0;
+    const undo = aroundStatements(h.t.app.get(Sql), async (text, params, send) => {
+      if (isSettle(text) && params[0] === approval.id && deadlocks++ === 0) throw deadlock();
+      return send();
+    });
+    try {
+      const d = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
+      expect([d.status, d.body.status]).toEqual([200, 'approved']);
+    } finally {
+      undo();
+    }
+    expect(deadlocks).toBe(2);
+    const r = await h.t.http.get(`/v1/tool-calls/${callId}/result?waitMs=5000`).set(bearer(org.agentKey));
+    expect(r.body.status).toBe('succeeded');
+    expect(refunds(h) - before).toBe(1);
+  });
+
+  it('answers 409 APPROVAL_ALREADY_DECIDED when the run end won', async () => {
+    const { org, expert, callId, approval } = await pendingApproval('2.11');
+    const before = refunds(h);
+    let deadlocks = 0;
+    const undo = aroundStatements(h.t.app.get(Sql), async (text, params, send) => {
+      if (isSettle(text) && params[0] === approval.id && deadlocks++ === 0) {
+        // The run's end went through first (it rejected the pending approval); the decision was the victim.
+        const ended = await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.agentKey)).send({});
+        expect(ended.status).toBe(200);
+        throw deadlock();
+      }
+      return send();
+    });
+    try {
+      const d = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
+      expect([d.status, d.body.code]).toEqual([409, 'APPROVAL_ALREADY_DECIDED']);
+    } finally {
+      undo();
+    }
+    const r = await h.t.http.get(`/v1/tool-calls/${callId}/result`).set(bearer(org.agentKey));
+    expect(r.body).toMatchObject({ status: 'blocked', errorCode: 'RUN_NOT_ACTIVE' });
+    expect(refunds(h)).toBe(before);
+  });
+});
