@@ -5,6 +5,7 @@ import { Clock } from '../../src/common/clock.js';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { emulatorEnv, setupOrg } from '../support/scenario.js';
 import { bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
 import { approvalFor, refundUse, refunds } from './support.js';
 
 describe('approvals across a restart', () => {
@@ -60,6 +61,23 @@ describe('approvals across a restart', () => {
       const org = await setupOrg(t, { tools: ['shopify_refund.create'] });
       const expert = await createKey(t, org.orgId, 'expert');
       const h = { t, emu, close: async () => undefined };
+      // Positive control: while the gateway is not stopping, its periodic pass (every 5 s) does run a call another
+      // replica approved in the database. Without this, the negative check below would pass if the pass never ran.
+      const control = await t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('4.00', '450789469'));
+      const controlApproval = await approvalFor(h, expert.key, control.body.toolCallId);
+      const beforeControl = refunds(h, '450789469');
+      await t.ds.query(settleApprovalsSql('by-id'), [controlApproval.id, 'approved', new Date(), expert.id, 'expert', null]);
+      const approvedAt = Date.now();
+      await waitFor(() => refunds(h, '450789469') > beforeControl, 'the periodic pass to run the call approved in the database', 6_500, 50);
+      expect(Date.now() - approvedAt).toBeLessThan(6_500);
+      await waitFor(
+        async () => ((await t.ds.query('SELECT status FROM tool_calls WHERE id = $1', [control.body.toolCallId])) as { status: string }[])[0]?.status === 'succeeded',
+        'the control call to be recorded as succeeded',
+        5_000,
+        50,
+      );
+      expect(refunds(h, '450789469') - beforeControl).toBe(1);
+
       const call = await t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('3.00', '450789469'));
       const approval = await approvalFor(h, expert.key, call.body.toolCallId);
       const before = refunds(h, '450789469');
@@ -75,6 +93,9 @@ describe('approvals across a restart', () => {
       expect(refunds(h, '450789469')).toBe(before);
       const live: TestApp = await start();
       try {
+        // Its start-up pass starts it (without holding start-up for it); its own sweep does not start it again.
+        const result = await live.http.get(`/v1/tool-calls/${call.body.toolCallId}/result?waitMs=10000`).set(bearer(org.agentKey));
+        expect(result.body.status).toBe('succeeded');
         await live.app.get(ApprovedCallRunner).sweep();
         expect(refunds(h, '450789469') - before).toBe(1);
       } finally {
@@ -83,5 +104,5 @@ describe('approvals across a restart', () => {
     } finally {
       await t.close();
     }
-  });
+  }, 60_000);
 });

@@ -15,6 +15,7 @@ import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { resultAad } from '../../src/tool-calls/results.store.js';
 import { AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, NANGO_SECRET_KEY, SHOPIFY_REFRESH_TOKEN, SHOPIFY_TOKEN, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { inputAad } from '../../src/tool-calls/tool-calls.service.js';
+import { teeChildToRunLog } from '../support/run-log.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 const CLI = join(projectRoot(), 'dist/src/cli/credentials-rotate.js');
@@ -41,6 +42,7 @@ async function runCli(env: Record<string, string>, args: string[] = []): Promise
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATA_DIR: '.tmp/data-test', DATABASE_URL: process.env.DATABASE_URL ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  teeChildToRunLog(child, 'CLI dist/src/cli/credentials-rotate.js'); // the run-wide leak scan reads it
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));

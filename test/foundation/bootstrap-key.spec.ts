@@ -13,6 +13,7 @@ import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { ConfigError } from '../../src/config/config.schema.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { OrgScopeService } from '../../src/orgs/org-scope.service.js';
+import { teeChildToRunLog } from '../support/run-log.js'; // also: this file's in-process logs go to the run log
 import { TEST_MASTER_KEY } from '../support/secrets.js';
 
 /**
@@ -142,6 +143,7 @@ describe('BOOTSTRAP_ADMIN_KEY that could never authenticate', () => {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...base, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: process.env.DATABASE_URL!, BOOTSTRAP_ADMIN_KEY: key },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    teeChildToRunLog(child, 'gateway (dist/src/main.js)');
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));

@@ -8,6 +8,7 @@ import { ApprovalInputs1764700000000 } from '../../migrations/1764700000000-appr
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../../src/bootstrap.js';
 import { dbOptions } from '../../src/db/db-options.js';
+import { appendToRunLog } from '../support/run-log.js';
 import { startTestApp } from '../support/test-app.js';
 
 /** The advisory lock key runMigrations serialises replicas on (bootstrap.ts). */
@@ -106,6 +107,8 @@ describe('migration:check (built dist/)', () => {
     const cli = fileURLToPath(new URL('../../dist/src/cli/migrate.js', import.meta.url));
     const run = promisify(execFile);
     const { stdout, stderr } = await run(process.execPath, [cli, 'check'], { env: { ...process.env, DATABASE_URL: '' }, timeout: 120_000 });
+    appendToRunLog('child CLI migrate.js check stdout', stdout); // the run-wide leak scan reads them
+    appendToRunLog('child CLI migrate.js check stderr', stderr);
     expect(stderr).not.toMatch(/user name|ECONNREFUSED/);
     expect(stdout).toMatch(/^no drift: \d+ migration\(s\) apply, revert and re-apply/); // execFile rejects on a non-zero exit
   }, 150_000);

@@ -5,14 +5,17 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { teeChildToRunLog } from '../support/run-log.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 
 /** Runs the built gateway (npm test builds first) as a user would. */
 function startMain(env: Record<string, string>) {
-  return spawn(process.execPath, ['dist/src/main.js'], {
+  const child = spawn(process.execPath, ['dist/src/main.js'], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  teeChildToRunLog(child, 'gateway (dist/src/main.js)'); // the run-wide leak scan reads it
+  return child;
 }
 
 describe('start-up', () => {

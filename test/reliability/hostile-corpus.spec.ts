@@ -125,24 +125,33 @@ describe('hostile input: a corpus of named cases', () => {
     });
 
     it('NUL bytes and lone surrogates in params, keys, actions and tool_use ids never break the ledger insert', async () => {
-      const bodies: unknown[] = [
-        toolUse('order_lookup', { action: 'lookup', orderId: '123\u0000' }),
-        toolUse('order_lookup', { action: 'lookup', orderId: '12345', 'x\u0000y': 1 }),
-        toolUse('order_lookup', { action: 'look\u0000up', orderId: '12345' }),
-        toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'nul \u0000 inside a valid note' }),
-        toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'lone surrogate \ud800 inside a valid note' }),
-        toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'reversed pair \udc00\ud800' }),
-        toolUse('order_lookup', { action: 'lookup', orderId: '12345', '\ud83d': 1 }),
-        toolUse('nango_proxy', { action: 'post', path: 'v1/x', body: { a: ['\u0000', { '\u0000': '\u0000' }] } }),
-        toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, 'toolu_\u0000nul'),
-        toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, 'toolu_\ud800'),
-        { type: 'tool_use\u0000', id: 'toolu_x', name: 'order_lookup', input: { action: 'lookup', orderId: '12345' } },
+      // Each body with the one answer it must get: a NUL or lone surrogate is repaired (U+FFFD) and the call governed
+      // as usual; only a NUL in the tool_use id or type makes the body not a tool_use block (400, nothing recorded).
+      const bodies: [unknown, number, string][] = [
+        [toolUse('order_lookup', { action: 'lookup', orderId: '123\u0000' }), 422, 'INVALID_INPUT'],
+        [toolUse('order_lookup', { action: 'lookup', orderId: '12345', 'x\u0000y': 1 }), 422, 'INVALID_INPUT'],
+        [toolUse('order_lookup', { action: 'look\u0000up', orderId: '12345' }), 403, 'NOT_IN_MANIFEST'],
+        [toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'nul \u0000 inside a valid note' }), 200, 'succeeded'],
+        [toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'lone surrogate \ud800 inside a valid note' }), 200, 'succeeded'],
+        [toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'reversed pair \udc00\ud800' }), 200, 'succeeded'],
+        [toolUse('order_lookup', { action: 'lookup', orderId: '12345', '\ud83d': 1 }), 422, 'INVALID_INPUT'],
+        [toolUse('nango_proxy', { action: 'post', path: 'v1/x', body: { a: ['\u0000', { '\u0000': '\u0000' }] } }), 202, 'waiting_approval'],
+        [toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, 'toolu_\u0000nul'), 400, 'BAD_REQUEST'],
+        [toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, 'toolu_\ud800'), 400, 'BAD_REQUEST'],
+        [{ type: 'tool_use\u0000', id: 'toolu_x', name: 'order_lookup', input: { action: 'lookup', orderId: '12345' } }, 400, 'BAD_REQUEST'],
       ];
-      for (const body of bodies) {
+      for (const [body, status, what] of bodies) {
         const res = await post(body);
+        const label = `${res.status} ${res.text.slice(0, 300)} for ${JSON.stringify(body)}`;
         expectSane(res, JSON.stringify(body));
-        expect([200, 202, 400, 403, 422], `${res.status} for ${JSON.stringify(body)}`).toContain(res.status);
-        if (res.status === 400) continue; // not a tool_use block (a NUL in its id or type): nothing recorded
+        expect(res.status, label).toBe(status);
+        if (status === 400) {
+          // not a tool_use block: a problem, nothing recorded
+          expect(res.body, label).toMatchObject({ code: what });
+          expect(res.body, label).not.toHaveProperty('toolCallId');
+          continue;
+        }
+        expect(res.status < 300 ? res.body.status : res.body.errorCode, label).toBe(what);
         // Recorded with the model's text repaired (U+FFFD), and readable back from the ledger.
         const story = await h.t.http.get(`/v1/tool-calls/${res.body.toolCallId as string}`).set(bearer(ops));
         expect(story.status).toBe(200);

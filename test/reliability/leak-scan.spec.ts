@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import type { Response } from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
@@ -8,6 +9,7 @@ import { CREDENTIALS, emulatorEnv, setupOrg, toolUse, type OrgSetup } from '../s
 import {
   AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, JUMIO_CLIENT_SECRET, NANGO_SECRET_KEY, SHOPIFY_TOKEN, TEST_ADMIN_KEY, TEST_MASTER_KEY,
 } from '../support/secrets.js';
+import { RUN_LOG_ENV } from '../support/run-log.js';
 import { adminAuth, bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
 import { leakedIn, openDb, rows, secretNeedles } from './support.js';
 
@@ -23,7 +25,8 @@ const ECHO = `upstream failure; request had token=${SHOPIFY_TOKEN} secret=${AMAZ
  * Across a flow that touches every vendor, successes and failures alike, the
  * test secrets appear nowhere outside the encrypted columns: not in logs
  * (in-process and a production child process), ledger rows, events, response
- * bodies, or metrics.
+ * bodies, or metrics. (The same scan over every file's logs, children and
+ * the whole database at the end of the run: test/support/global-setup.ts.)
  */
 describe('leak scan: secrets never leave the encrypted columns', () => {
   let emu: VendorEmulator;
@@ -186,6 +189,17 @@ describe('leak scan: secrets never leave the encrypted columns', () => {
     expect(out.length).toBeGreaterThan(1000);
     expect(leakedIn(out, needles())).toEqual([]);
     expect(`${t.logs.join('\n')}\n${out}`).not.toContain('upstream failure; request had');
+  });
+
+  it('the run log gets this file\'s in-process log lines and the child\'s output (global-setup.ts scans it and every table after the last file)', () => {
+    const path = process.env[RUN_LOG_ENV];
+    expect(path, 'global-setup.ts sets the run log path').toBeTruthy();
+    const mine = readFileSync(path!, 'utf8').split('\n').filter((l) => l.startsWith('test/reliability/leak-scan.spec.ts | '));
+    const inProcess = mine.filter((l) => l.includes(' | in-process log\t'));
+    const child = mine.filter((l) => l.includes(` | child gateway (dist/src/main.js) pid ${gw.pid} stdout\t`));
+    expect(inProcess.length).toBeGreaterThanOrEqual(t.logs.length);
+    expect(child.join('\n').length).toBeGreaterThan(1000);
+    expect(child.some((l) => l.includes('listening on http://'))).toBe(true);
   });
 
   it('no secret in /metrics', async () => {

@@ -39,6 +39,11 @@ describe('database outage', () => {
   };
 
   it('answers 503 DATABASE_UNAVAILABLE without calling the vendor, and recovers by itself when the database is back', async () => {
+    // The warm-up loads the org's flags, policies and credentials; the gateway caches them for 1 s
+    // (feature-flags/policies/credentials services, CACHE_TTL_MS). Calls made within that second find
+    // them cached, so they get as far as the intent write (the first statement that needs PostgreSQL),
+    // which is what "no vendor call without its ledger row" is about.
+    const warmSent = performance.now();
     const warm = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
     expect(warm.body).toMatchObject({ status: 'succeeded' });
     expect((await gw.http.get('/readyz')).status).toBe(200);
@@ -46,6 +51,9 @@ describe('database outage', () => {
     await pgServer.stopServer();
     const before = vendorCalls();
     const t0 = performance.now();
+    // Well within the cache lifetime: otherwise the calls below would fail earlier, at a cache reload, and
+    // the test would pass without ever reaching the intent write (a slow machine, a slow stop).
+    expect(t0 - warmSent, 'the outage calls start within 700 ms of the warm-up (1 s cache)').toBeLessThan(700);
     const during = await Promise.all([
       ...Array.from({ length: 6 }, (_, i) => postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: String(1001 + (i % 2)) }))),
       postToolUse(gw.http, org.runId, org.agentKey, toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'during the outage' })),
@@ -106,11 +114,19 @@ describe('database outage', () => {
   const noteWrites = () => emu.requests.filter((r) => r.body.includes('orderUpdate')).length;
 
   it('a database back within seconds takes the outcome of a write that was at the vendor: the request answers it', async () => {
-    const { pending, arrivedAt, before } = await writeHeldAtVendor('database back soon', 1_000);
+    const { use, pending, arrivedAt, before } = await writeHeldAtVendor('database back soon', 1_000);
     await pgServer.stopServer();
+    const stoppedAt = performance.timeOrigin + performance.now();
     // The vendor answers 1 s after the write arrived: the outcome write then finds the database down.
     await sleep(Math.max(0, arrivedAt + 1_300 - performance.now()));
     const t0 = performance.now();
+    const startingAt = performance.timeOrigin + t0;
+    // The database really was down when the vendor answered: stopped before the answer left the vendor, and
+    // not started again until after it (emulator times are performance.timeOrigin + performance.now() too).
+    const write = emu.requests.find((r) => r.body.includes('orderUpdate') && r.body.includes(use.input.note as string));
+    expect(write?.finishedAt, 'the vendor answered before the database was started again').toBeDefined();
+    expect(stoppedAt, 'PostgreSQL stopped before the vendor answered').toBeLessThan(write!.finishedAt!);
+    expect(startingAt, 'PostgreSQL started only after the vendor answered').toBeGreaterThan(write!.finishedAt!);
     await pgServer.startServer();
     const startMs = performance.now() - t0;
     const res = await pending;

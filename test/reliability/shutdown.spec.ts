@@ -59,7 +59,9 @@ describe('graceful shutdown', () => {
     const healthz = `${gw.url}/healthz`;
     let sending = true;
     let answered = 0;
-    const client = async (): Promise<void> => {
+    /** when each client's loop ended (performance.now()); unset while it is still sending */
+    const finishedAt: (number | undefined)[] = [];
+    const client = async (_: unknown, i: number): Promise<void> => {
       const until = Date.now() + 20_000;
       while (sending && Date.now() < until) {
         try {
@@ -68,19 +70,27 @@ describe('graceful shutdown', () => {
           await sleep(10); // refused once the listener is closed: try again, as a load balancer's health check would
         }
       }
+      finishedAt[i] = performance.now();
     };
     const clients = Array.from({ length: 4 }, client);
     await waitFor(() => answered >= 40, 'the keep-alive clients to be going');
 
+    const answeredAtSigterm = answered;
     gw.kill('SIGTERM');
     const exit = await within(gw.waitExit(), 15_000, 'the gateway to exit while its keep-alive clients keep sending');
-    const stillSending = sending;
+    const exitedAt = performance.now();
+    const answeredAtExit = answered;
+    const finishedBeforeExit = finishedAt.filter((t) => t !== undefined && t <= exitedAt).length;
     sending = false;
     await Promise.all(clients);
     agent.destroy();
 
     expect(exit).toEqual({ code: 0, signal: null });
-    expect(stillSending).toBe(true);
+    // The clients were still sending when the gateway exited (none had given up or run out of time) …
+    expect(finishedBeforeExit, 'clients that had stopped sending before the gateway exited').toBe(0);
+    expect(finishedAt.filter((t) => t !== undefined)).toHaveLength(4);
+    // … and were being answered during the drain: the gateway exited with keep-alive traffic on, not after it.
+    expect(answeredAtExit, `answered: ${answeredAtSigterm} at SIGTERM, ${answeredAtExit} at exit`).toBeGreaterThan(answeredAtSigterm);
     const answer = await inFlight;
     expect(answer.status).toBe(200);
     // An answer given while draining says so: the client must not send its next request on a socket about to close.

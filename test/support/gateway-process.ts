@@ -3,7 +3,8 @@
  * process (so a test can kill -9 it, run several replicas on one database, or
  * take its database away), plus the embedded PostgreSQL server script in a
  * child process whose server can be stopped and started again over stdin.
- * Everything a child writes is kept so the leak scans can read it.
+ * Everything a child writes is kept so the leak scans can read it, and goes
+ * to the run log (run-log.ts) for the run-wide scan.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
+import { teeChildToRunLog } from './run-log.js';
 import { setupOrg, type OrgSetup } from './scenario.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from './secrets.js';
 import type { TestApp } from './test-app.js';
@@ -91,6 +93,7 @@ export async function startGatewayProcess(
   // group: the gateway leads its own process group, like a command started from a shell.
   const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: gatewayEnv(overrides), stdio: ['ignore', 'pipe', 'pipe'], detached: opts.group === true });
   const exited = track(child);
+  teeChildToRunLog(child, 'gateway (dist/src/main.js)');
   const out: string[] = [];
   const err: string[] = [];
   child.stdout!.setEncoding('utf8').on('data', (c: string) => out.push(c));
@@ -166,6 +169,7 @@ export async function startPgServer(dataDir: string, timeoutMs = 60_000): Promis
     env: { ...process.env, PG_DATA_DIR: dataDir, PG_PERSISTENT: '0', PG_FAST: '1', PG_PORT: '0' },
   });
   const exited = track(child);
+  teeChildToRunLog(child, 'pg-server (scripts/pg-server.mjs)');
   const stderr: string[] = [];
   child.stderr!.setEncoding('utf8').on('data', (c: string) => stderr.push(c));
   const waiters: { match: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void; reject: (e: Error) => void }[] = [];

@@ -16,7 +16,8 @@ export const JUMIO_CLIENT_ID = 'jumio-emulator-client';
 export const JUMIO_CLIENT_SECRET = 'jumio-emulator-secret-0001';
 export const NANGO_SECRET_KEY = '1b4f3c2a-8d7e-4f6a-9b0c-2d3e4f5a6b7c';
 
-export const ALL_TEST_SECRETS = [
+/** The same secrets by their variable names: the run-wide leak scan names what it found, never the value. */
+export const NAMED_TEST_SECRETS: Readonly<Record<string, string>> = {
   TEST_MASTER_KEY,
   TEST_MASTER_KEY_2,
   TEST_ADMIN_KEY,
@@ -27,4 +28,6 @@ export const ALL_TEST_SECRETS = [
   AMAZON_REFRESH_TOKEN,
   JUMIO_CLIENT_SECRET,
   NANGO_SECRET_KEY,
-];
+};
+
+export const ALL_TEST_SECRETS: string[] = Object.values(NAMED_TEST_SECRETS);

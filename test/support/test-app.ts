@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { createGateway } from '../../src/bootstrap.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { captureLogs, setLogEcho } from '../../src/logging/logging.js';
+import './run-log.js'; // every log line of every in-process app goes to the run log too (the run-wide leak scan)
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from './secrets.js';
 
 export interface TestApp {
