@@ -5,6 +5,7 @@ import { Clock } from '../../src/common/clock.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
 import { ToolCallsService } from '../../src/tool-calls/tool-calls.service.js';
 import { adminAuth, bearer, createKey } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
 import { approvalFor, refundUse, refunds } from './support.js';
 
 describe('expert approvals', () => {
@@ -180,8 +181,10 @@ describe('expert approvals', () => {
     const held: (() => void)[] = [];
     for (let r = calls.leaseFor(w.orgId, 'shopify'); r; r = calls.leaseFor(w.orgId, 'shopify')) held.push(r);
     try {
-      // Approved while no slot is free: the call waits, approved, for a pass to start it.
+      // Approved while no slot is free: the call waits, approved, for a pass to start it. The decision's own
+      // attempt runs behind its answer; the slots stay held until it has given up, or it would take one.
       expect((await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest })).status).toBe(200);
+      await waitFor(() => h.t.logs.some((l) => l.includes('approved call deferred') && l.includes(w.toolCallId)), 'the decision’s own attempt to be deferred');
     } finally {
       for (const r of held) r();
     }
