@@ -21,14 +21,19 @@ export interface ApprovalRecord {
 export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason,
   action_digest, created_at, expires_at, decided_by, decided_at`;
 
-export function approvalView(a: ApprovalRecord) {
+/**
+ * The API's view. Given the time, a pending approval past its expiry is shown expired: that is
+ * what deciding it now answers (the settle statement judges expiry itself), though the sweep that
+ * writes it down runs only every few seconds. Without it (the ops story of a call), the row as stored.
+ */
+export function approvalView(a: ApprovalRecord, nowMs?: number) {
   return {
     id: a.id,
     orgId: a.org_id,
     toolCallId: a.tool_call_id,
     runId: a.run_id,
     kind: a.kind,
-    status: a.status,
+    status: nowMs !== undefined && a.status === 'pending' && a.expires_at.getTime() <= nowMs ? 'expired' : a.status,
     toolName: a.tool_name,
     action: a.action,
     inputRedacted: a.input_redacted,

@@ -18,7 +18,6 @@ interface ApprovalRow extends ApprovalRecord {
 }
 
 const COLUMNS = `${APPROVAL_COLUMNS}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`;
-const view = approvalView;
 /** SQLSTATE deadlock_detected: PostgreSQL rolled this statement back to let the other transaction through. */
 const DEADLOCK_DETECTED = '40P01';
 const SETTLE_ATTEMPTS = 3;
@@ -52,7 +51,11 @@ export class ApprovalsService {
     if (p.role === 'agent' && q.kind === 'expert') return { items: [], nextCursor: null };
     const query = new KeysetQuery();
     if (orgId !== null) query.where((x) => `org_id = ${x}::uuid`, orgId);
-    if (q.status) query.where((x) => `status = ${x}`, q.status);
+    // Expiry as the view shows it: a pending approval past its expiry is listed as expired, not pending.
+    const now = this.clock.now();
+    if (q.status === 'pending') query.where((x) => `status = 'pending' AND expires_at > ${x}`, now);
+    else if (q.status === 'expired') query.where((x) => `(status = 'expired' OR (status = 'pending' AND expires_at <= ${x}))`, now);
+    else if (q.status) query.where((x) => `status = ${x}`, q.status);
     if (kind) query.where((x) => `kind = ${x}`, kind);
     if (q.runId) query.where((x) => `run_id = ${x}::uuid`, q.runId);
     const rows = await this.sql.query<ApprovalRow>(
@@ -62,13 +65,13 @@ export class ApprovalsService {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      items: page.map(view),
+      items: page.map((a) => approvalView(a, now.getTime())),
       nextCursor: rows.length > limit && last ? this.cursors.encode('approvals', scopeKey, filters, { createdIso: last.created_iso, key: last.id }) : null,
     };
   }
 
   async get(p: Principal, id: string) {
-    return view(await this.load(p, id));
+    return approvalView(await this.load(p, id), this.clock.nowMs());
   }
 
   async decide(p: Principal, id: string, dto: DecideApprovalDto) {
@@ -84,7 +87,7 @@ export class ApprovalsService {
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
     // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
     if (settled.status === 'approved') void this.runner.runSoon(settled.tool_call_id); // it logs its own errors
-    return view(await this.load(p, id, false));
+    return approvalView(await this.load(p, id, false), this.clock.nowMs());
   }
 
   /**
