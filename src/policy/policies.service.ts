@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { AppError } from '../common/errors/app-error.js';
+import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { validatePolicyRules } from './policy-rules.validator.js';
 import type { PolicyRule } from './policy.types.js';
@@ -28,6 +29,7 @@ export class PoliciesService {
   constructor(
     private readonly ds: DataSource,
     private readonly events: LedgerEventsService,
+    private readonly catalog: ToolCatalogService,
   ) {}
 
   async get(orgId: string): Promise<PolicyView> {
@@ -52,7 +54,8 @@ export class PoliciesService {
     if (!input || typeof input !== 'object' || Array.isArray(input)) throw new AppError('VALIDATION_FAILED', 'body must be {"rules": [...]}');
     const extra = Object.keys(input).filter((k) => k !== 'rules');
     if (extra.length) throw new AppError('VALIDATION_FAILED', `${extra[0].slice(0, 64)}: property should not exist`);
-    const checked = validatePolicyRules(input.rules);
+    // New rules must name what the catalog has; stored ones are read as they are (a catalog change must not make them fail).
+    const checked = validatePolicyRules(input.rules, this.catalog);
     if (!checked.ok) throw new AppError('VALIDATION_FAILED', checked.errors.join('; '), { fields: { errors: checked.errors } });
     const updatedAt = new Date();
     let version = 1;

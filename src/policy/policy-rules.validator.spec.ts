@@ -252,3 +252,25 @@ describe('validatePolicyRules: never throws', () => {
     expect(({} as Record<string, unknown>).id).toBeUndefined();
   });
 });
+
+describe('validatePolicyRules with the catalog', () => {
+  const known = { has: (k: string) => ['shopify_refund.create', 'order_lookup.lookup'].includes(k), isTool: (t: string) => ['shopify_refund', 'order_lookup'].includes(t) };
+  const rule = (toolName: string) => [{ id: 'r', match: { toolName }, decision: 'block' }];
+
+  it('accepts tool.action and tool.* that the catalog has', () => {
+    expect(validatePolicyRules(rule('shopify_refund.create'), known).ok).toBe(true);
+    expect(validatePolicyRules(rule('shopify_refund.*'), known).ok).toBe(true);
+  });
+
+  it('refuses a name the catalog does not have (matched exactly, a typo would never apply and a block rule would fail open)', () => {
+    for (const name of ['Shopify_refund.create', 'shopify_refunds.*', 'shopify_refund.Create', 'shopify_refund.delete']) {
+      const out = validatePolicyRules(rule(name), known);
+      expect(out.ok, name).toBe(false);
+      expect(out.ok ? '' : out.errors.join(';'), name).toContain('names no tool');
+    }
+  });
+
+  it('without the catalog (stored rules read back), the name is only checked for its shape', () => {
+    expect(validatePolicyRules(rule('shopify_refunds.*')).ok).toBe(true);
+  });
+});

@@ -29,15 +29,21 @@ const MAX_ERRORS = 50;
  * mistakes come back as messages that each name the rule; it never throws,
  * whatever the input. On success the rules are fresh copies holding only known fields.
  */
-export function validatePolicyRules(input: unknown): PolicyRulesValidation {
+/** What the catalog offers: `tool.action` keys and tool names. Given, a rule naming neither is refused. */
+export interface KnownTools {
+  has(key: string): boolean;
+  isTool(toolName: string): boolean;
+}
+
+export function validatePolicyRules(input: unknown, known?: KnownTools): PolicyRulesValidation {
   try {
-    return validate(input);
+    return validate(input, known);
   } catch {
     return { ok: false, errors: ['rules could not be read as JSON data'] };
   }
 }
 
-function validate(input: unknown): PolicyRulesValidation {
+function validate(input: unknown, known: KnownTools | undefined): PolicyRulesValidation {
   if (!Array.isArray(input)) return { ok: false, errors: ['rules must be an array'] };
   if (input.length > POLICY_LIMITS.maxRules) {
     return { ok: false, errors: [`rules: at most ${POLICY_LIMITS.maxRules} rules are allowed (got ${input.length})`] };
@@ -50,7 +56,7 @@ function validate(input: unknown): PolicyRulesValidation {
     const [id] = isRecord(raw) ? ownValues(raw, ['id']) : [undefined];
     const label = typeof id === 'string' && RULE_ID_PATTERN.test(id) ? `rules[${i}] (${JSON.stringify(id)})` : `rules[${i}]`;
     const fail = (message: string): void => void errors.push(`${label}: ${message}`);
-    const rule = checkRule(raw, fail);
+    const rule = checkRule(raw, fail, known);
     if (rule === null) continue;
     const first = seen.get(rule.id);
     if (first !== undefined) fail(`duplicate id, already used by rules[${first}]`);
@@ -67,7 +73,7 @@ function validate(input: unknown): PolicyRulesValidation {
 
 type Fail = (message: string) => void;
 
-function checkRule(raw: unknown, fail: Fail): PolicyRule | null {
+function checkRule(raw: unknown, fail: Fail, known: KnownTools | undefined): PolicyRule | null {
   if (!isRecord(raw)) {
     fail('must be an object');
     return null;
@@ -85,7 +91,7 @@ function checkRule(raw: unknown, fail: Fail): PolicyRule | null {
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > POLICY_LIMITS.maxReasonLength)) {
     ok = failWith(fail, `reason must be a string of at most ${POLICY_LIMITS.maxReasonLength} characters`);
   }
-  const checkedMatch = match === undefined ? undefined : checkMatch(match, fail);
+  const checkedMatch = match === undefined ? undefined : checkMatch(match, fail, known);
   if (!ok || checkedMatch === null) return null;
   const rule: PolicyRule = { id: id as string, decision: decision as PolicyRule['decision'] };
   if (checkedMatch !== undefined) rule.match = checkedMatch;
@@ -94,7 +100,7 @@ function checkRule(raw: unknown, fail: Fail): PolicyRule | null {
   return rule;
 }
 
-function checkMatch(raw: unknown, fail: Fail): PolicyRuleMatch | null {
+function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): PolicyRuleMatch | null {
   if (!isRecord(raw)) {
     fail('match must be an object');
     return null;
@@ -103,6 +109,9 @@ function checkMatch(raw: unknown, fail: Fail): PolicyRuleMatch | null {
   const [toolName, riskLevel, where] = ownValues(raw, ['toolName', 'riskLevel', 'where']);
   if (toolName !== undefined && (typeof toolName !== 'string' || !TOOL_NAME_PATTERN.test(toolName))) {
     ok = failWith(fail, 'match.toolName must look like "tool.action" or "tool.*"');
+  } else if (typeof toolName === 'string' && known && !(toolName.endsWith('.*') ? known.isTool(toolName.slice(0, -2)) : known.has(toolName))) {
+    // Names are matched exactly: a misspelt one would never apply, and a block rule would fail open unnoticed.
+    ok = failWith(fail, `match.toolName ${JSON.stringify(toolName)} names no ${toolName.endsWith('.*') ? 'tool' : 'tool action'} of the catalog (GET /v1/tools lists them)`);
   }
   if (riskLevel !== undefined && !oneOf(RISK_LEVELS, riskLevel)) {
     ok = failWith(fail, `match.riskLevel must be one of ${RISK_LEVELS.join(', ')}`);

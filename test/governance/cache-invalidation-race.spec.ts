@@ -4,12 +4,16 @@ import type { Principal } from '../../src/auth/principal.js';
 import type { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from '../../src/orgs/feature-flag.entity.js';
 import { FeatureFlagsService } from '../../src/orgs/feature-flags.service.js';
+import type { ToolCatalogService } from '../../src/catalog/tool-catalog.service.js';
 import { PoliciesService } from '../../src/policy/policies.service.js';
 import { PolicyEntity } from '../../src/policy/policy.entity.js';
 import { CredentialsService } from '../../src/credentials/credentials.service.js';
 import { IntegrationCredentialEntity } from '../../src/credentials/integration-credential.entity.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer } from '../support/test-app.js';
+
+/** Every rule's toolName is known here: these tests are about the cache, not the catalog. */
+const anyTool = { has: () => true, isTool: () => true } as unknown as ToolCatalogService;
 
 /**
  * The per-org flags and policies caches against a read that began before an
@@ -165,7 +169,7 @@ describe('per-org caches vs. a read racing a PUT (services on a fake store)', ()
 
   it('policies: a read that began before replace() committed is not cached once replace() returned', async () => {
     const store = fakeStore();
-    const svc = new PoliciesService(store.ds, events);
+    const svc = new PoliciesService(store.ds, events, anyTool);
     const gate = store.hold();
     const racing = svc.rulesFor(ORG); // snapshot: no rules
     await svc.replace(admin, ORG, { rules: BLOCK_ALL });
@@ -176,7 +180,7 @@ describe('per-org caches vs. a read racing a PUT (services on a fake store)', ()
 
   it('policies: a caller arriving after replace() returned does not join the read that began before it', async () => {
     const store = fakeStore();
-    const svc = new PoliciesService(store.ds, events);
+    const svc = new PoliciesService(store.ds, events, anyTool);
     const gate = store.hold();
     const racing = svc.rulesFor(ORG);
     await svc.replace(admin, ORG, { rules: BLOCK_ALL });

@@ -15,7 +15,7 @@ import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.nor
 import { buildRefundInput, pickRefundParent, refundCurrency, refundCurrencyProblem, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
 import { SHOPIFY_TOOLS } from './shopify.tools.js';
 
-const NUMERIC_ID = /^[0-9]{1,20}$/;
+const NUMERIC_ID = /^[1-9][0-9]{0,19}$/; // as SHOPIFY_ID_PATTERN: no leading zeros, one spelling per id
 
 /** The id as a GID, or undefined: the schema already checked it, this guards the GID text itself. */
 function gidOf(type: 'Order' | 'Product', id: unknown): string | undefined {

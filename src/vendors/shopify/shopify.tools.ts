@@ -4,7 +4,8 @@
  */
 import type { JsonSchema, ToolSpec } from '../vendor-handler.js';
 
-export const SHOPIFY_ID_PATTERN = '^[0-9]{1,20}$';
+// One spelling per id: Shopify reads "012345" as order 12345, so a policy comparing ids as text would see another order than the one acted on.
+export const SHOPIFY_ID_PATTERN = '^[1-9][0-9]{0,19}$';
 export const REFUND_AMOUNT_PATTERN = '^\\d{1,9}(\\.\\d{1,2})?$';
 export const NOTE_MAX_LENGTH = 5000;
 export const REFUND_NOTE_MAX_LENGTH = 500;

@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ShopifyEmulator } from '../../src/emulator/index.js';
+import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { adminAuth, bearer } from '../support/test-app.js';
+
+/**
+ * A rule must judge what the vendor will act on: a param with two spellings of one value (an order id
+ * with leading zeros, which Shopify reads as the same order) would let a block rule be walked around.
+ */
+describe('policy rules and the spellings of a value', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('a block rule on an order id cannot be walked around with leading zeros: that spelling is refused as invalid input, nothing is sent', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['shopify_refund.create'],
+      rules: [
+        { id: 'never-12345', match: { toolName: 'shopify_refund.create', where: [{ path: 'orderId', op: 'in', value: ['12345'] }] }, decision: 'block' },
+        { id: 'refunds-ok', match: { toolName: 'shopify_refund.create' }, decision: 'allow' },
+      ],
+    });
+    const shop = h.emu.vendor<ShopifyEmulator>('shopify');
+    const before = shop.refundCount('12345');
+    const post = (orderId: string) =>
+      h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('shopify_refund', { action: 'create', orderId, amount: '1.00' }));
+    const plain = await post('12345');
+    expect([plain.status, plain.body.errorCode]).toEqual([403, 'POLICY_BLOCKED']);
+    for (const spelling of ['012345', '0012345']) {
+      const res = await post(spelling);
+      expect([res.status, res.body.status, res.body.errorCode], spelling).toEqual([422, 'failed', 'INVALID_INPUT']);
+    }
+    expect(shop.refundCount('12345')).toBe(before);
+    expect(h.emu.count({ vendor: 'shopify', path: /graphql\.json$/ })).toBe(0);
+  });
+
+  it('a rule naming a tool the catalog does not have is refused when saved (it would never apply)', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const res = await h.t.http
+      .put(`/v1/orgs/${org.orgId}/policies`)
+      .set(adminAuth)
+      .send({ rules: [{ id: 'typo', match: { toolName: 'shopify_refunds.create' }, decision: 'block' }] });
+    expect([res.status, res.body.code]).toEqual([400, 'VALIDATION_FAILED']);
+    expect(res.body.detail).toContain('names no tool action of the catalog');
+  });
+});
