@@ -344,3 +344,35 @@ describe('parseDecimal / compareDecimals', () => {
     expect(cmp(0, '-0')).toBe(0);
   });
 });
+
+describe('decimal params (declared by the catalog) compare by value in eq, ne and in', () => {
+  const input = (amount: unknown, value: unknown, op: 'eq' | 'ne' | 'in', decimalParams?: string[]) =>
+    evaluatePolicy({
+      rules: [{ id: 'r', match: { toolName: 'shopify_refund.create', where: [{ path: 'amount', op, value }] }, decision: 'block' }],
+      toolName: 'shopify_refund',
+      action: 'create',
+      catalogRisk: 'high',
+      params: { amount },
+      ...(decimalParams ? { decimalParams } : {}),
+    }).decision;
+
+  it('a rule value "100" (or 100) matches "100", "100.0", "100.00" and "0100": one refund of 100.00', () => {
+    for (const amount of ['100', '100.0', '100.00', '0100']) {
+      expect(input(amount, ['100', '250'], 'in', ['amount']), amount).toBe('block');
+      expect(input(amount, '100', 'eq', ['amount']), amount).toBe('block');
+      expect(input(amount, 100, 'eq', ['amount']), amount).toBe('block');
+      expect(input(amount, '100', 'ne', ['amount']), amount).not.toBe('block');
+    }
+    expect(input('100.01', ['100'], 'in', ['amount'])).not.toBe('block');
+  });
+
+  it('a param the catalog does not declare decimal still compares strings as text (ids like "0100" and "100" differ)', () => {
+    expect(input('0100', ['100'], 'in')).not.toBe('block');
+    expect(input('100', ['100'], 'in')).toBe('block');
+  });
+
+  it('a value that is not a decimal compares as JSON, as before', () => {
+    expect(input('abc', ['abc'], 'in', ['amount'])).toBe('block');
+    expect(input(' 100', ['100'], 'in', ['amount'])).not.toBe('block');
+  });
+});

@@ -33,7 +33,7 @@ export function evaluatePolicy(input: PolicyEvaluationInput): PolicyDecision {
     const qualified = `${input.toolName}.${input.action}`;
     for (const rule of input.rules) {
       current = rule;
-      if (!ruleMatches(rule, input.toolName, qualified, risk, input.params)) continue;
+      if (!ruleMatches(rule, input.toolName, qualified, risk, input.params, input.decimalParams ?? [])) continue;
       return {
         decision: rule.decision,
         riskLevel: rule.riskLevel ?? risk,
@@ -56,7 +56,7 @@ export function evaluatePolicy(input: PolicyEvaluationInput): PolicyDecision {
   }
 }
 
-function ruleMatches(rule: unknown, toolName: string, qualified: string, risk: RiskLevel, params: unknown): boolean {
+function ruleMatches(rule: unknown, toolName: string, qualified: string, risk: RiskLevel, params: unknown, decimals: readonly string[]): boolean {
   if (!isRecord(rule) || typeof rule.id !== 'string') throw new Unevaluable('malformed rule');
   if (!(POLICY_DECISIONS as readonly unknown[]).includes(rule.decision)) throw new Unevaluable('unknown decision');
   if (rule.riskLevel !== undefined && !isRiskLevel(rule.riskLevel)) throw new Unevaluable('unknown risk level');
@@ -73,7 +73,7 @@ function ruleMatches(rule: unknown, toolName: string, qualified: string, risk: R
   // In order, stopping at the first false: an `exists` guard placed before a numeric comparison
   // makes an optional param safe to compare (the comparison is never reached when it is absent).
   for (let i = 0; i < where.length; i++) {
-    if (!conditionHolds(where[i], params, `where[${i}]`)) return false;
+    if (!conditionHolds(where[i], params, `where[${i}]`, decimals)) return false;
   }
   return true;
 }
@@ -83,11 +83,14 @@ function toolNameMatches(pattern: unknown, toolName: string, qualified: string):
   return pattern.endsWith('.*') ? pattern.slice(0, -2) === toolName : pattern === qualified;
 }
 
-function conditionHolds(condition: unknown, params: unknown, label: string): boolean {
+function conditionHolds(condition: unknown, params: unknown, label: string, decimals: readonly string[]): boolean {
   if (!isRecord(condition)) throw new Unevaluable(`${label} is malformed`);
   const { path, op, value } = condition as Partial<PolicyCondition>;
   const where = `${label} (${typeof path === 'string' ? path : '?'} ${typeof op === 'string' ? op : '?'})`;
   const found = resolvePath(params, path, where);
+  // A declared decimal param equals a rule value of the same amount, however either is written.
+  const byValue = typeof path === 'string' && decimals.includes(path);
+  const jsonEqual = (a: unknown, b: unknown): boolean => (byValue ? sameDecimal(a, b) : null) ?? jsonEqualDeep(a, b);
   switch (op) {
     case 'exists': {
       const wanted = value === undefined ? true : value;
@@ -145,13 +148,20 @@ function resolvePath(root: unknown, path: unknown, where: string): Lookup {
   return { present: true, value: node };
 }
 
+/** Whether two values are the same decimal amount; null when either is not a decimal (then they compare as JSON). */
+function sameDecimal(a: unknown, b: unknown): boolean | null {
+  const left = parseDecimal(a);
+  const right = parseDecimal(b);
+  return left === null || right === null ? null : compareDecimals(left, right) === 0;
+}
+
 /**
  * Deep equality on JSON values. A number equals a string when the string is a
  * decimal of the same value (100 eq "100.00"): amounts arrive as decimal strings
  * (Shopify) while rule authors naturally write numbers. Two strings compare as
  * text, so identifiers like "00123" and "123" stay distinct.
  */
-function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
+function jsonEqualDeep(a: unknown, b: unknown, depth = 0): boolean {
   if (depth > 64) throw new Unevaluable('value nested too deeply');
   if (typeof a === 'number' || typeof b === 'number') {
     const left = parseDecimal(a);
@@ -161,12 +171,12 @@ function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return a === b;
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item: unknown, i) => jsonEqual(item, b[i], depth + 1));
+    return a.every((item: unknown, i) => jsonEqualDeep(item, b[i], depth + 1));
   }
   const keys = Object.keys(a);
   if (keys.length !== Object.keys(b).length) return false;
   return keys.every(
-    (k) => Object.hasOwn(b, k) && jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], depth + 1),
+    (k) => Object.hasOwn(b, k) && jsonEqualDeep((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], depth + 1),
   );
 }
 

@@ -58,6 +58,12 @@ export interface PolicyEvaluationInput {
   action: string;
   catalogRisk: RiskLevel;
   params: unknown;
+  /**
+   * Top-level params the catalog declares decimal strings (a refund's amount): eq, ne and in
+   * compare them by value, so a rule value "100" also matches "100.00" and "0100" — the same
+   * amount the vendor is sent. Other strings compare as text (ids like "00123" and "123" differ).
+   */
+  decimalParams?: readonly string[];
 }
 
 export const POLICY_LIMITS = {

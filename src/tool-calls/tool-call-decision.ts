@@ -34,7 +34,10 @@ export function decide(i: DecisionInput): Decision {
   const policy: PolicyDecision =
     i.rules === null
       ? { decision: 'block', riskLevel: entry.action.riskLevel, ruleId: null, reason: 'stored policy cannot be evaluated (fail closed)' }
-      : evaluatePolicy({ rules: i.rules, toolName: entry.tool.name, action: entry.action.name, catalogRisk: entry.action.riskLevel, params: i.params });
+      : evaluatePolicy({
+          rules: i.rules, toolName: entry.tool.name, action: entry.action.name, catalogRisk: entry.action.riskLevel, params: i.params,
+          decimalParams: entry.action.decimalParams,
+        });
   switch (policy.decision) {
     case 'block':
       return { status: 'blocked', errorCode: 'POLICY_BLOCKED', entry, policy };

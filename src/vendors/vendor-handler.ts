@@ -29,6 +29,8 @@ export interface ToolActionSpec {
    */
   overwrite?: boolean;
   costCents: number;
+  /** Top-level params that are decimal strings (amounts): policy rules compare them by value (eq, ne, in). */
+  decimalParams?: readonly string[];
 }
 
 export interface ToolSpec {

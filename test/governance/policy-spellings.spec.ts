@@ -38,6 +38,24 @@ describe('policy rules and the spellings of a value', () => {
     expect(h.emu.count({ vendor: 'shopify', path: /graphql\.json$/ })).toBe(0);
   });
 
+  it('a block rule on an amount written as a string matches every spelling of that amount (one refund of 100.00)', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['shopify_refund.create'],
+      rules: [
+        { id: 'no-100', match: { toolName: 'shopify_refund.create', where: [{ path: 'amount', op: 'in', value: ['100'] }] }, decision: 'block' },
+        { id: 'refunds-ok', match: { toolName: 'shopify_refund.create' }, decision: 'allow' },
+      ],
+    });
+    for (const amount of ['100', '100.0', '100.00', '0100']) {
+      const res = await h.t.http
+        .post(`/v1/runs/${org.runId}/tool-calls`)
+        .set(bearer(org.agentKey))
+        .send(toolUse('shopify_refund', { action: 'create', orderId: '1001', amount }));
+      expect([res.status, res.body.errorCode], amount).toEqual([403, 'POLICY_BLOCKED']);
+    }
+    expect(h.emu.count({ vendor: 'shopify', path: /graphql\.json$/ })).toBe(0);
+  });
+
   it('a rule naming a tool the catalog does not have is refused when saved (it would never apply)', async () => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
     const res = await h.t.http

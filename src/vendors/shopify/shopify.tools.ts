@@ -109,6 +109,8 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         // A new call is a new key: a second refund.
         overwrite: false,
         costCents: 5,
+        // "100", "100.0" and "0100" are one refund of 100.00 (formatAmount): a rule's amount matches by value.
+        decimalParams: ['amount'],
       },
     ],
   },
