@@ -62,6 +62,12 @@ export class ToolCatalogService {
     }
   }
 
+  /** The params as their vendor spells them (VendorHandler.canonicalParams); unknown tools' params as they are. */
+  canonicalParams(toolName: string, action: unknown, params: Record<string, unknown>): Record<string, unknown> {
+    const entry = typeof action === 'string' ? this.find(toolName, action) : undefined;
+    return entry?.handler.canonicalParams?.(toolName, action as string, params) ?? params;
+  }
+
   list(): ToolSpec[] {
     return this.tools;
   }

@@ -114,7 +114,9 @@ export class ToolCallsService {
     // Agent or org admin keys (API.md §1); a platform key has no org to act in. Before the body: the key, not the request, is wrong.
     if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
     const orgId = p.orgId;
-    const use = parseToolUse(body);
+    const parsed = parseToolUse(body);
+    // From here on, one spelling of the params: the policy judges what the vendor will act on.
+    const use = { ...parsed, params: this.catalog.canonicalParams(parsed.name, parsed.action, parsed.params) };
     const run = await this.runs.snapshot(orgId, runId);
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
     // The one form of the model's tool name and action that reaches the row, the events and the metrics (see recorded-action.ts).

@@ -144,5 +144,11 @@ export interface VendorHandler {
    * (e.g. Nango path safety). Returns a message naming the field, or null.
    */
   validate?(toolName: string, action: string, params: Record<string, unknown>): string | null;
+  /**
+   * The one spelling of params the vendor reads alike (e.g. a Nango path with or without its leading
+   * "/"), applied before the policy, the digest, the ledger and the call all see them, so a rule
+   * cannot be walked around by another spelling. Only valid params are rewritten; others come back as they are.
+   */
+  canonicalParams?(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown>;
   execute(ctx: VendorCallContext): Promise<VendorOutcome>;
 }

@@ -56,6 +56,27 @@ describe('policy rules and the spellings of a value', () => {
     expect(h.emu.count({ vendor: 'shopify', path: /graphql\.json$/ })).toBe(0);
   });
 
+  it('a block rule on a Nango path holds for every spelling of that path: with or without its leading "/", or percent-encoded letters', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['nango_proxy.get'],
+      vendors: ['nango'],
+      rules: [{ id: 'no-admin', match: { toolName: 'nango_proxy.get', where: [{ path: 'path', op: 'eq', value: '/v1/admin/users' }] }, decision: 'block' }],
+    });
+    const get = (path: string) => h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('nango_proxy', { action: 'get', path }));
+    for (const path of ['/v1/admin/users', 'v1/admin/users']) {
+      const res = await get(path);
+      expect([res.status, res.body.errorCode], path).toEqual([403, 'POLICY_BLOCKED']);
+    }
+    const encoded = await get('/v1/%61dmin/users');
+    expect([encoded.status, encoded.body.errorCode]).toEqual([422, 'INVALID_INPUT']);
+    expect(h.emu.count({ vendor: 'nango' })).toBe(0);
+    // The ledger keeps the one spelling the policy judged.
+    const rows = (await h.t.ds.query(`SELECT input_redacted FROM tool_calls WHERE run_id = $1 AND error_code = 'POLICY_BLOCKED'`, [org.runId])) as { input_redacted: { path: string } }[];
+    expect(rows.map((r) => r.input_redacted.path)).toEqual(['/v1/admin/users', '/v1/admin/users']);
+    // Another path still goes through.
+    expect((await get('v1/customers/42')).body.status).toBe('succeeded');
+  });
+
   it('a rule naming a tool the catalog does not have is refused when saved (it would never apply)', async () => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
     const res = await h.t.http

@@ -15,6 +15,7 @@ const QUERY_VALUE_MAX = 2048;
 
 // RFC 3986 pchar minus "@", plus "/" and "%": everything else must be percent-encoded.
 const ALLOWED_RAW = /^[A-Za-z0-9\-._~!$&'()*+,;=:/%]*$/;
+const ENCODED_UNRESERVED = /%(?:3[0-9]|4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|2[de]|5f|7e)/i;
 const BAD_PERCENT = /%(?![0-9A-Fa-f]{2})/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 // CR/LF/NUL and friends: header injection and truncation tricks.
@@ -65,6 +66,8 @@ export function checkNangoPath(path: unknown): string | null {
   if (!ALLOWED_RAW.test(path)) return 'path: contains characters that must be percent-encoded';
   if (BAD_PERCENT.test(path)) return "path: '%' must be followed by two hex digits";
   if (/%25/i.test(path)) return 'path: double percent-encoding is not allowed';
+  // Letters, digits and -._~ mean the same encoded or not (RFC 3986 §2.3): one spelling, so a policy rule on a path holds.
+  if (ENCODED_UNRESERVED.test(path)) return 'path: write letters, digits and -._~ as themselves, not percent-encoded';
   let decoded: string;
   try {
     decoded = decodeURIComponent(path);

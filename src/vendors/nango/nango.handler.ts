@@ -107,6 +107,13 @@ export class NangoHandler implements VendorHandler {
     return checkNangoParams(action, params);
   }
 
+  /** A valid path always with its one leading "/" (the proxy URL drops it: both spellings reach the same path). */
+  canonicalParams(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown> {
+    const path = params.path;
+    if (typeof path !== 'string' || path.startsWith('/') || this.validate(toolName, action, params) !== null) return params;
+    return { ...params, path: `/${path}` };
+  }
+
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
     // Again here, so no caller can reach the network with params that skipped validate().
     const invalid = this.validate(ctx.toolName, ctx.action, ctx.params);
