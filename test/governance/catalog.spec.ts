@@ -10,6 +10,7 @@ interface CatalogAction {
   sideEffect: string;
   idempotent: boolean;
   overwrite?: boolean;
+  decimalParams?: string[];
   costCents: number;
 }
 
@@ -94,6 +95,11 @@ describe('GET /v1/tools — the tool catalog', () => {
       const fields = ['costCents', 'description', 'idempotent', 'inputSchema', 'name', 'riskLevel', 'sideEffect'];
       // Every write decides whether a 5xx answer leaves it unknown (indeterminate) or failed.
       if (action.sideEffect === 'write') fields.push('overwrite');
+      // Decimal params (amounts), compared by value in policy rules: each one a declared param.
+      if (action.decimalParams !== undefined) {
+        fields.push('decimalParams');
+        for (const p of action.decimalParams) expect(action.inputSchema.properties, `${key} decimal param ${p}`).toHaveProperty(p);
+      }
       expect(Object.keys(action).sort(), key).toEqual(fields.sort());
       if (action.sideEffect === 'write') expect(typeof action.overwrite, key).toBe('boolean');
       expect(action.description.length, key).toBeGreaterThan(0);
