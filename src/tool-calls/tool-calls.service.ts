@@ -311,17 +311,23 @@ export class ToolCallsService {
 
   /** The run has ended (maybe on another replica): the replay of a call it made, or 409 RUN_NOT_ACTIVE. */
   private async replayInEndedRun(orgId: string, runId: string, idempotencyKey: string, digest: string, toolUseId: string): Promise<ToolCallResponse> {
-    this.runs.forget(runId);
-    const [row] = await this.sql.prepared<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`, [orgId, idempotencyKey]);
-    if (!row) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
-    return this.replay(orgId, idempotencyKey, digest, toolUseId, row);
+    const row = await this.storedByKey(orgId, idempotencyKey);
+    if (!row) throw this.runEnded(runId);
+    return this.replayStored(row, digest, toolUseId);
   }
 
-  private async replay(orgId: string, idempotencyKey: string, digest: string, toolUseId: string, found?: StoredCall): Promise<ToolCallResponse> {
-    const [row] = found
-      ? [found]
-      : await this.sql.prepared<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`, [orgId, idempotencyKey]);
+  private async replay(orgId: string, idempotencyKey: string, digest: string, toolUseId: string): Promise<ToolCallResponse> {
+    const row = await this.storedByKey(orgId, idempotencyKey);
     if (!row) throw new Error('idempotency key conflict without a row');
+    return this.replayStored(row, digest, toolUseId);
+  }
+
+  private async storedByKey(orgId: string, idempotencyKey: string): Promise<StoredCall | undefined> {
+    const [row] = await this.sql.prepared<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`, [orgId, idempotencyKey]);
+    return row;
+  }
+
+  private replayStored(row: StoredCall, digest: string, toolUseId: string): Promise<ToolCallResponse> {
     if (row.action_digest !== digest) {
       throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action');
     }
@@ -329,6 +335,12 @@ export class ToolCallsService {
       throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'a call with this idempotency key is still executing', { retryAfterSeconds: 1 });
     }
     return this.answerStored(row, toolUseId, true);
+  }
+
+  /** 409 RUN_NOT_ACTIVE for a run found ended, which this replica stops caching. */
+  private runEnded(runId: string): AppError {
+    this.runs.forget(runId);
+    return new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
   }
 
   /**
@@ -345,7 +357,7 @@ export class ToolCallsService {
     );
     if (exists) return this.replay(orgId, idempotencyKey, digest, toolUseId);
     // A run that ended (on another replica, since this one cached it) takes no call, now or later: not "retry shortly".
-    if (!live) return this.replayInEndedRun(orgId, runId, idempotencyKey, digest, toolUseId);
+    if (!live) throw this.runEnded(runId);
     await this.events.append([{ orgId, type: 'tool_call.rejected', runId, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);
     this.count(entry.tool.name, entry.action.name, 'rejected', 'CONCURRENCY_LIMIT');
     throw new AppError('CONCURRENCY_LIMIT', `too many ${entry.vendor} calls in flight for this org; retry shortly`, { retryAfterSeconds: 1 });
