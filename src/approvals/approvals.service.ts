@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
+import { retryOnDeadlock } from '../common/errors/database-errors.js';
 import { isUuid } from '../common/ids.js';
 import { KeysetQuery } from '../db/keyset-query.js';
 import { Sql } from '../db/sql.js';
@@ -18,9 +19,6 @@ interface ApprovalRow extends ApprovalRecord {
 }
 
 const COLUMNS = `${APPROVAL_COLUMNS}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`;
-/** SQLSTATE deadlock_detected: PostgreSQL rolled this statement back to let the other transaction through. */
-const DEADLOCK_DETECTED = '40P01';
-const SETTLE_ATTEMPTS = 3;
 
 /** Who may see and decide which kind: experts/admins the expert ones, the org's agents the client ones (API.md §5). */
 const mayDecide = (p: Principal, kind: 'expert' | 'client'): boolean =>
@@ -97,15 +95,8 @@ export class ApprovalsService {
    * sending it again is safe: it settles it, or finds it settled by the end (→ 409 above).
    */
   private async settle(params: unknown[]): Promise<{ status: string; tool_call_id: string } | undefined> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const [settled] = await this.sql.query<{ status: string; tool_call_id: string }>(settleApprovalsSql('by-id'), params);
-        return settled;
-      } catch (err) {
-        const e = err as { code?: unknown; driverError?: { code?: unknown } };
-        if ((e.code ?? e.driverError?.code) !== DEADLOCK_DETECTED || attempt === SETTLE_ATTEMPTS) throw err;
-      }
-    }
+    const [settled] = await retryOnDeadlock(() => this.sql.query<{ status: string; tool_call_id: string }>(settleApprovalsSql('by-id'), params));
+    return settled;
   }
 
   private async load(p: Principal, id: string, applyVisibility = true): Promise<ApprovalRow> {

@@ -3,6 +3,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { AppError } from '../common/errors/app-error.js';
+import { retryOnDeadlock } from '../common/errors/database-errors.js';
 import { isUuid, newId } from '../common/ids.js';
 import { insertEventsSql } from '../ledger/ledger-events.service.js';
 import { ToolPermissionsService } from '../permissions/tool-permissions.service.js';
@@ -83,19 +84,12 @@ export class RunsService {
    */
   async end(actor: Principal, runId: string, to: 'completed' | 'cancelled', reason: string | null) {
     const run = await this.get(actor, runId);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const ended = await this.ds.transaction((m) => this.endRun(m, run.id, to, reason, actorOf(actor)));
-        this.forget(run.id);
-        const now = await this.get(actor, runId);
-        if (!ended && now.status !== to) throw new AppError('RUN_NOT_ACTIVE', `run is already ${now.status}`);
-        return now;
-      } catch (err) {
-        // Two deciders crossing (an approval decided while the run ends) may deadlock; the loser tries again.
-        const e = err as { code?: unknown; driverError?: { code?: unknown } };
-        if ((e.code ?? e.driverError?.code) !== '40P01' || attempt === 3) throw err;
-      }
-    }
+    // Two deciders crossing (an approval decided while the run ends) may deadlock; the loser tries again.
+    const ended = await retryOnDeadlock(() => this.ds.transaction((m) => this.endRun(m, run.id, to, reason, actorOf(actor))));
+    this.forget(run.id);
+    const now = await this.get(actor, runId);
+    if (!ended && now.status !== to) throw new AppError('RUN_NOT_ACTIVE', `run is already ${now.status}`);
+    return now;
   }
 
   /**

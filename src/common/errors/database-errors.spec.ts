@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable } from './database-errors.js';
+import { isDatabaseUnavailable, isDeadlock, retryOnDeadlock } from './database-errors.js';
 
 /** The shape node-postgres gives a server error, optionally wrapped the way TypeORM wraps it. */
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
@@ -22,5 +22,24 @@ describe('isDatabaseUnavailable', () => {
     }
     expect(isDatabaseUnavailable(undefined)).toBe(false);
     expect(isDatabaseUnavailable('57014')).toBe(false);
+  });
+});
+
+describe('retryOnDeadlock', () => {
+  it('runs the work again after a deadlock (40P01, wrapped or not), up to the attempts given, then throws it', async () => {
+    expect(isDeadlock(wrapped(pgError('40P01')))).toBe(true);
+    expect(isDeadlock(pgError('40001'))).toBe(false);
+    let calls = 0;
+    expect(await retryOnDeadlock(async () => (++calls < 3 ? Promise.reject(wrapped(pgError('40P01'))) : 'done'))).toBe('done');
+    expect(calls).toBe(3);
+    calls = 0;
+    await expect(retryOnDeadlock(async () => (++calls, Promise.reject(pgError('40P01'))), 2)).rejects.toMatchObject({ code: '40P01' });
+    expect(calls).toBe(2);
+  });
+
+  it('never repeats work that failed any other way', async () => {
+    let calls = 0;
+    await expect(retryOnDeadlock(async () => (++calls, Promise.reject(pgError('23505'))))).rejects.toMatchObject({ code: '23505' });
+    expect(calls).toBe(1);
   });
 });

@@ -33,3 +33,27 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   }
   return false;
 }
+
+/** SQLSTATE 40P01: PostgreSQL broke a deadlock by rolling this transaction back whole. */
+export function isDeadlock(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 4; depth++) {
+    const o = e as { code?: unknown; driverError?: unknown; cause?: unknown };
+    if (o.code === '40P01') return true;
+    e = o.driverError ?? o.cause;
+  }
+  return false;
+}
+
+/**
+ * Runs `work` again when it lost a deadlock, up to `attempts` times in all. Only for work whose
+ * transaction is safe to run again whole (it was rolled back, and it re-checks what it acts on).
+ */
+export async function retryOnDeadlock<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (!isDeadlock(err) || attempt >= attempts) throw err;
+    }
+  }
+}
