@@ -13,9 +13,9 @@ import { resolveShopifyConnection, type ShopifyConnection } from './shopify.conn
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
 import { buildRefundInput, pickRefundParent, refundCurrency, refundCurrencyProblem, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
-import { SHOPIFY_TOOLS } from './shopify.tools.js';
+import { SHOPIFY_ID_PATTERN, SHOPIFY_TOOLS } from './shopify.tools.js';
 
-const NUMERIC_ID = /^[1-9][0-9]{0,19}$/; // as SHOPIFY_ID_PATTERN: no leading zeros, one spelling per id
+const NUMERIC_ID = new RegExp(SHOPIFY_ID_PATTERN); // the schema's own pattern: one spelling per id
 
 /** The id as a GID, or undefined: the schema already checked it, this guards the GID text itself. */
 function gidOf(type: 'Order' | 'Product', id: unknown): string | undefined {
