@@ -9,7 +9,7 @@ import { RunsService } from './runs.service.js';
 /** A run, as POST /v1/runs and GET /v1/runs/{runId} answer it (API.md §3). */
 const RUN_SCHEMA = {
   type: 'object',
-  required: ['id', 'orgId', 'specialistId', 'conversationId', 'status', 'pendingApprovalCount', 'totalCostCents', 'manifest', 'metadata', 'createdAt'],
+  required: ['id', 'orgId', 'specialistId', 'conversationId', 'status', 'pendingApprovalCount', 'totalCostCents', 'manifest', 'metadata', 'createdAt', 'ended'],
   properties: {
     id: { type: 'string', format: 'uuid' },
     orgId: { type: 'string', format: 'uuid' },
@@ -25,6 +25,13 @@ const RUN_SCHEMA = {
     },
     metadata: { type: 'object', description: 'as given at creation ({} when none)' },
     createdAt: { type: 'string', format: 'date-time' },
+    ended: {
+      type: 'object',
+      nullable: true,
+      description: 'null while the run is active; once completed or cancelled: when, and the reason given to the end (null when none)',
+      required: ['at', 'reason'],
+      properties: { at: { type: 'string', format: 'date-time' }, reason: { type: 'string', nullable: true } },
+    },
   },
 };
 
@@ -33,7 +40,8 @@ const END_DESCRIPTION =
   'From then on nothing new executes in the run, on any replica: new tool calls get 409 RUN_NOT_ACTIVE (a call the run made ' +
   'before is still replayed); its pending approvals are rejected (reason: the run ended) and the calls waiting for them, or ' +
   'approved but not yet started, are blocked with RUN_NOT_ACTIVE; calls already at the vendor finish and record their outcome. ' +
-  'A ledger event run.completed / run.cancelled records who ended it and why.';
+  'A ledger event run.completed / run.cancelled records who ended it and whether a reason was given; the free-text reason stays off ' +
+  'the append-only ledger: it is on the run (`ended.reason`) and on the approvals the end rejected.';
 
 @ApiTags('runs')
 @ApiBearerAuth()

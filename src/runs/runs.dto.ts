@@ -27,7 +27,7 @@ export class ToolsQuery {
 }
 
 export class EndRunDto {
-  @ApiProperty({ required: false, maxLength: 500, description: 'why the run ended; recorded in the ledger event and on the approvals it rejects' })
+  @ApiProperty({ required: false, maxLength: 500, description: 'why the run ended; shown on the run (`ended.reason`) and as the decision reason of the approvals it rejects (the ledger event records only that one was given)' })
   @IsOptional()
   @IsString()
   @MaxLength(500)

@@ -23,6 +23,12 @@ export interface RunSnapshot {
 const MAX_METADATA_BYTES = 16 * 1024;
 const SNAPSHOT_CACHE_MAX = 50_000;
 
+/** When and why an ended run ended (runs ended before `at` was kept: the row's last update, which was the end). */
+function endedView(r: AgentRunEntity): { at: string; reason: string | null } {
+  const ended = r.metadata.ended;
+  return { at: ended?.at ? new Date(ended.at).toISOString() : r.updatedAt.toISOString(), reason: ended?.reason ?? null };
+}
+
 @Injectable()
 export class RunsService {
   private readonly snapshots = new Map<string, RunSnapshot>();
@@ -107,7 +113,7 @@ export class RunsService {
     await m.query(
       `WITH ru AS (
          UPDATE agent_runs SET status = $2, pending_approval_count = 0, updated_at = now(),
-                metadata = metadata || jsonb_build_object('ended', jsonb_build_object('reason', $5::text))
+                metadata = metadata || jsonb_build_object('ended', jsonb_build_object('at', now(), 'reason', $5::text))
           WHERE id = $1 RETURNING id, org_id),
        ap AS (
          UPDATE approval_requests a SET status = 'rejected', decided_by = $3::uuid, decided_role = $4, decided_at = now(), decision_reason = $5
@@ -181,6 +187,7 @@ export class RunsService {
       manifest: { allowedTools: r.metadata.runtimeManifest.allowedTools },
       metadata: r.metadata.user ?? {},
       createdAt: r.createdAt.toISOString(),
+      ended: r.status === 'completed' || r.status === 'cancelled' ? endedView(r) : null,
     };
   }
 }

@@ -32,10 +32,16 @@ describe('ending a run', () => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
     const earlier = lookupUse();
     expect((await post(h.t, org, earlier)).body.status).toBe('succeeded');
+    expect((await h.t.http.get(`/v1/runs/${org.runId}`).set(bearer(org.agentKey))).body.ended).toBeNull();
 
+    const before = Date.now();
     const done = await end(h.t, org, 'complete', org.agentKey, { reason: 'conversation closed' });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
-    expect(done.body).toMatchObject({ id: org.runId, status: 'completed', pendingApprovalCount: 0 });
+    expect(done.body).toMatchObject({ id: org.runId, status: 'completed', pendingApprovalCount: 0, ended: { reason: 'conversation closed' } });
+    // The reason the end was given is on the run (ops and the agent can read why it stopped), with when.
+    const endedAt = Date.parse(done.body.ended.at as string);
+    expect(endedAt).toBeGreaterThanOrEqual(before - 1_000);
+    expect(endedAt).toBeLessThanOrEqual(Date.now() + 1_000);
 
     const vendorBefore = h.emu.count({ vendor: 'shopify' });
     const late = await post(h.t, org, lookupUse());
@@ -48,7 +54,8 @@ describe('ending a run', () => {
     expect(replay.status).toBe(200);
     expect(replay.body).toMatchObject({ status: 'succeeded', replayed: true });
 
-    expect((await end(h.t, org, 'complete')).body.status).toBe('completed');
+    // Completing again answers the run as it ended: the first end's time and reason stay.
+    expect((await end(h.t, org, 'complete', org.agentKey, { reason: 'again' })).body).toMatchObject({ status: 'completed', ended: done.body.ended });
     const cancel = await end(h.t, org, 'cancel');
     expect([cancel.status, cancel.body.code]).toEqual([409, 'RUN_NOT_ACTIVE']);
     expect((await h.t.http.get(`/v1/runs/${org.runId}`).set(bearer(org.agentKey))).body.status).toBe('completed');
@@ -64,7 +71,8 @@ describe('ending a run', () => {
   it('another replica that cached the run as active refuses new calls once it ended (no stale cache)', async () => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
     expect((await post(replica, org, lookupUse())).body.status).toBe('succeeded'); // the replica caches the run
-    expect((await end(h.t, org, 'cancel')).body.status).toBe('cancelled');
+    const cancelled = await end(h.t, org, 'cancel');
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', ended: { at: expect.any(String), reason: null } });
     const late = await post(replica, org, lookupUse());
     expect([late.status, late.body.code]).toEqual([409, 'RUN_NOT_ACTIVE']);
     expect(await callCount(org)).toBe(1);
@@ -103,7 +111,7 @@ describe('ending a run', () => {
 
     const cancelled = await end(h.t, org, 'cancel', org.adminKey, { reason: 'agent misbehaving' });
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
-    expect(cancelled.body).toMatchObject({ status: 'cancelled', pendingApprovalCount: 0 });
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', pendingApprovalCount: 0, ended: { at: expect.any(String), reason: 'agent misbehaving' } });
 
     const a = await h.t.http.get(`/v1/approvals/${approval.id}`).set(bearer(expert.key));
     expect(a.body).toMatchObject({ status: 'rejected', decidedBy: expect.any(String) });
