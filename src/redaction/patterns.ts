@@ -7,7 +7,8 @@ import { isSecretFieldName, isSecretKey, normalizeKey, SECRET_NAME_MIN_LETTERS }
 
 export const REDACTED = '[REDACTED]';
 
-const PRIVATE_KEY_BLOCK = /-----BEGIN[A-Z ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----|[\s\S]*$)/g;
+/** PEM (RSA, EC, PKCS#8, OpenSSH) and PGP armour ("… PRIVATE KEY BLOCK-----"); an unterminated block goes to the end. */
+const PRIVATE_KEY_BLOCK = /-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)/g;
 const BEARER = /\b(Bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*/gi;
 const JWT = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g;
 const VENDOR_TOKENS: readonly RegExp[] = [
@@ -19,18 +20,31 @@ const VENDOR_TOKENS: readonly RegExp[] = [
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack tokens
   /\bA(?:KIA|SIA)[0-9A-Z]{16}\b/g, // AWS access key ids, long-term and temporary
   /\bAIza[0-9A-Za-z_-]{35}/g, // Google API keys
+  /\bsk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}/g, // OpenAI project / service-account / admin keys, Anthropic keys
+  /\bglpat-[A-Za-z0-9_-]{20,}/g, // GitLab personal access tokens
+  /\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/g, // SendGrid API keys
+  /\bwhsec_[A-Za-z0-9+/=]{20,}/g, // Stripe (and Svix) webhook signing secrets
+  /\bnpm_[A-Za-z0-9]{36}\b/g, // npm access tokens
 ];
 /** US SSN 123-45-6789 and EIN 12-3456789, not when part of a longer dash-joined number (Amazon 112-0000001-1234567). */
 const TAX_ID = /(?<!\d)(?<!\d-)(?:\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?!\d)(?!-\d)/g;
+/** The SSN written with spaces (123 45 6789), not inside a longer run of space-separated digit groups. */
+const TAX_ID_SPACED = /(?<!\d)(?<!\d )\d{3} \d{2} \d{4}(?!\d)(?! \d)/g;
 /** Digit groups joined by single spaces or dashes, not glued to a preceding letter (UPS 1Z999AA10123456784). */
 const DIGIT_RUN = /(?<![A-Za-z0-9])\d+(?:[ -]\d+)*/g;
-const EMAIL = /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/g;
+/** Internationalised too: letters and digits of any script in the local part and the domain (jöhn@exämple.com). */
+const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+/gu;
 /**
  * Only unmistakable phone shapes: "+" then a country code, or a parenthesised area code.
  * Bare digit strings are left alone: they are far more often order ids, amounts or dates.
  */
 const PHONE =
   /(?<![A-Za-z0-9+])(?:\+[1-9]\d{0,2}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]\d{1,4}){2,5}|\+[1-9]\d{7,14}|\(\d{2,4}\)[ .-]?\d{3,4}[ .-]?\d{4})(?!\d)/g;
+/**
+ * A North American number written 415-555-2671 or 415.555.2671: three groups, one separator used twice, an area
+ * code that cannot start with 0 or 1. Not part of a longer dotted or dashed number (an Amazon 3-7-7 id, a version).
+ */
+const NANP_PHONE = /(?<![\w.+-])[2-9]\d{2}([-.])\d{3}\1\d{4}(?!\w|[-.]\d)/g;
 
 /** Secrets: what input redaction looks for in every string (and output redaction too). */
 export function redactSecretsInText(text: string, options: { cards: boolean }): string {
@@ -44,8 +58,22 @@ export function redactSecretsInText(text: string, options: { cards: boolean }): 
   if (out.includes('@') && out.includes('//')) out = out.replace(URL_PASSWORD, `$1${REDACTED}@`);
   if (out.length > 4 && out.includes(':')) out = redactSecretFields(out);
   if (out.includes('=')) out = out.replace(SECRET_PARAM, redactParam);
+  if (out.includes('</')) out = out.replace(XML_ELEMENT, redactXmlElement);
   if (options.cards) out = redactCardNumbers(out);
-  return out.replace(TAX_ID, REDACTED);
+  return out.replace(TAX_ID, REDACTED).replace(TAX_ID_SPACED, REDACTED);
+}
+
+/**
+ * <password>…</password>, <ApiKey>…</ApiKey>, <ns:ClientSecret a="b">…</ns:ClientSecret>: an element named like a secret
+ * (the name without its namespace prefix, judged as a property name), whose text content goes. Each "<" starts at most
+ * one attempt, which reads no further than the next "<": the pass stays linear.
+ */
+const XML_ELEMENT = /<([A-Za-z_][\w.:-]{0,127})((?:\s[^<>]*)?>)([^<]*)<\/\1\s*>/g;
+
+function redactXmlElement(match: string, name: string, rest: string, content: string): string {
+  const local = name.slice(name.lastIndexOf(':') + 1);
+  if (content.trim() === '' || !isSecretFieldName(local)) return match;
+  return `<${name}${rest}${REDACTED}</${name}>`;
 }
 
 /**
@@ -54,12 +82,20 @@ export function redactSecretsInText(text: string, options: { cards: boolean }): 
  * only where a run of name characters starts, so each run is tried once; a value never starts with "="
  * ("token==null" is code, not a parameter).
  */
-const SECRET_PARAM = /(?<![\w.%[\]-])([\w.%[\]-]+)=[^\s&#;"'<>\\=][^\s&#;"'<>\\]*/g;
+const SECRET_PARAM = /(?<![\w.%[\]-])([\w.%[\]-]+)([ \t]*=[ \t]*)(?:"[^"\r\n]*"|'[^'\r\n]*'|[^\s&#;"'<>\\=][^\s&#;"'<>\\]*)/g;
 
-function redactParam(match: string, name: string): string {
+/**
+ * Also the assignments of config files and code: api_key="…", password = hunter2, SECRET='…' (the quotes stay,
+ * the value goes). An empty quoted value has nothing to hide.
+ */
+function redactParam(match: string, name: string, equals: string): string {
   // authorization=… was handled by redactAuthorizationValues, which keeps the scheme.
   if (AUTHORIZATION_NAME.test(name)) return match;
-  return isSecretKey(normalizeKey(name.includes('%') ? percentDecoded(name) : name)) ? `${name}=${REDACTED}` : match;
+  if (!isSecretKey(normalizeKey(name.includes('%') ? percentDecoded(name) : name))) return match;
+  const value = match.slice(name.length + equals.length);
+  const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
+  if (quote !== '' && value.length === 2) return match;
+  return `${name}${equals}${quote}${REDACTED}${quote}`;
 }
 
 function percentDecoded(text: string): string {
@@ -296,7 +332,7 @@ export function redactContactsInText(text: string): string {
     const digits = match.replace(/\D/g, '').length;
     return digits >= 8 && digits <= 15 ? REDACTED : match;
   });
-  return out;
+  return out.replace(NANP_PHONE, REDACTED);
 }
 
 interface DigitGroup {
@@ -314,7 +350,9 @@ interface DigitGroup {
  */
 export function redactCardNumbers(text: string): string {
   if (!/\d{4}/.test(text)) return text;
-  return text.replace(DIGIT_RUN, (run) => {
+  return text.replace(DIGIT_RUN, (run: string, offset: number) => {
+    // The id of a global object id (gid://shopify/Order/5927413514539) is an id whatever its digits.
+    if (offset > 8 && text[offset - 1] === '/' && GID_BEFORE.test(text.slice(Math.max(0, offset - 160), offset))) return run;
     const groups = splitGroups(run);
     let out = '';
     let cursor = 0;
@@ -332,8 +370,22 @@ export function redactCardNumbers(text: string): string {
   });
 }
 
+/** What ends just before the id of a global object id: gid://<app>/<Type>/. */
+const GID_BEFORE = /gid:\/\/[\w-]{1,64}\/[\w-]{1,64}\/$/;
+
+/**
+ * A card issuer's number: Luhn-valid, and a length the issuer of its first digits uses. 16 to 19 digits for the
+ * 2-6 issuers (Mastercard, Visa, Discover, JCB, UnionPay, Maestro); 15 only Amex (34, 37) and JCB's old 2131;
+ * 14 only Diners (30, 36, 38, 39); 13 only Visa's old numbers (4). Shopify's 13-digit order ids start with 5
+ * or 6, and one in ten passes Luhn: those are ids, not cards.
+ */
 export function isCardNumber(digits: string): boolean {
-  return digits.length >= 13 && digits.length <= 19 && /^[2-6]\d+$/.test(digits) && luhnValid(digits);
+  const n = digits.length;
+  if (n < 13 || n > 19 || !/^[2-6]\d+$/.test(digits)) return false;
+  if (n === 13 && digits[0] !== '4') return false;
+  if (n === 14 && !/^3[0689]/.test(digits)) return false;
+  if (n === 15 && !/^(?:3[47]|2131)/.test(digits)) return false;
+  return luhnValid(digits);
 }
 
 export function luhnValid(digits: string): boolean {

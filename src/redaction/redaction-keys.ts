@@ -3,8 +3,13 @@
  * separators removed, so `api_key`, `apiKey`, `X-Api-Key` and `APIKEY` are one name.
  */
 export function normalizeKey(key: string): string {
-  return key.toLowerCase().replace(/[^a-z0-9]/g, '');
+  // Compatibility forms first, so a full-width or ligature spelling (ｐａｓｓｗｏｒｄ, ﬁle) reads as its ASCII letters
+  // instead of losing them; only keys with non-ASCII characters pay for it.
+  const folded = NON_ASCII.test(key) ? key.normalize('NFKC') : key;
+  return folded.toLowerCase().replace(/[^a-z0-9]/g, '');
 }
+
+const NON_ASCII = /[^\u0020-\u007e]/; // also control characters: NFKC leaves them, and they are dropped below anyway
 
 /**
  * Whole-word secret names: short words that would hit unrelated keys as substrings ("pin" in "shipping"),
@@ -30,6 +35,17 @@ const SECRET_EXACT = new Set([
   'xamzsignature',
   'xgoogsignature',
   'sig',
+  // session identifiers: whoever holds one is logged in (session, connect.sid; sessionId, JSESSIONID and PHPSESSID by their parts)
+  'session',
+  'sid',
+  'connectsid',
+  'pass',
+  'pw',
+  // tax ids (US EIN, TIN, ITIN; Canadian SIN) and the SSN, below
+  'ein',
+  'tin',
+  'itin',
+  'sin',
 ]);
 /** Substrings that mark a secret wherever they appear in a name (accessToken, x-shopify-access-token, dbPassword). */
 const SECRET_PARTS = [
@@ -46,6 +62,17 @@ const SECRET_PARTS = [
   'cookie',
   'cardnumber',
   'credential',
+  'sessionid',
+  'sessid',
+  'encryptionkey',
+  'signingkey',
+  'masterkey',
+  'hmackey',
+  // SSN / tax ids, whatever the spelling: social_security_number, taxId, tax_identification_number, taxpayerId, national_id
+  'socialsecurity',
+  'taxid',
+  'taxpayer',
+  'nationalid',
 ];
 /**
  * The parts as one pattern (they are plain lower-case words): every key of every value and every
@@ -126,6 +153,11 @@ const PAYMENT_KEYS = new Set([
   'cardholder',
   'cardholdername',
   'nameoncard',
+  // a masked card number still gives the issuer (BIN) and the last four: pan, masked_pan, maskedNumber, card_summary
+  'pan',
+  'maskedpan',
+  'maskednumber',
+  'cardsummary',
 ]);
 
 export function isPaymentKey(norm: string): boolean {
@@ -215,7 +247,12 @@ const PERSONAL_KEYS = new Set([
 ]);
 
 export function isPersonalKey(norm: string): boolean {
-  return PERSONAL_KEYS.has(norm);
+  return PERSONAL_KEYS.has(norm) || isStreetKey(norm);
+}
+
+/** A street line kept flat beside other fields (Salesforce MailingStreet, BillingStreet) or as a list (Google addressLines). */
+function isStreetKey(norm: string): boolean {
+  return norm.endsWith('street') || norm.endsWith('streetaddress') || /addresslines?\d?$/.test(norm);
 }
 
 /** Objects that describe a person: their plain `name` is a personal name, unlike a line item's or a product's. */

@@ -676,3 +676,115 @@ describe('redaction safety', () => {
     expect(service.redactOutput({ email: 'a@b.co' })).toEqual({ email: REDACTED });
   });
 });
+
+describe('redaction: gaps a review found (each was stored or shown before)', () => {
+  it('SSN and tax-id fields are redacted from params whatever their spelling and format (ARCHITECTURE.md: "SSN / tax ids")', () => {
+    const params = {
+      body: {
+        social_security_number: '123456789',
+        socialSecurityNumber: '123 45 6789',
+        taxId: '123456789',
+        tax_id: '98-7654321x',
+        TaxIdentificationNumber: '55-1234567',
+        ein: '123456789',
+        national_id: 'AB123456C',
+        SIN: '046454286',
+        note: 'customer ssn is 219 09 9999',
+      },
+    };
+    const out = json(redactInput(params));
+    for (const v of ['123456789', '123 45 6789', '7654321', '1234567', 'AB123456C', '046454286', '219 09 9999']) expect(out, v).not.toContain(v);
+    // Not every run of spaced digits: a quantity list or a card's groups are other shapes.
+    expect(redactInput({ note: 'sizes 10 20 300 and 1234 56 7890 12' })).toEqual({ note: 'sizes 10 20 300 and 1234 56 7890 12' });
+  });
+
+  it.each([
+    ['session', 'sess-7f3a9c1e2b'],
+    ['sessionId', 's%3A7f3a9c1e2b'],
+    ['JSESSIONID', '7F3A9C1E2B4D'],
+    ['PHPSESSID', '7f3a9c1e2b4d'],
+    ['connect.sid', 's:7f3a9c1e2b4d'],
+    ['encryption_key', 'k-7f3a9c1e2b4d'],
+    ['signingKey', 'k-7f3a9c1e2b4d'],
+    ['master_key', 'k-7f3a9c1e2b4d'],
+    ['hmac-key', 'k-7f3a9c1e2b4d'],
+    ['pass', 'hunter2hunter2'],
+    ['pw', 'hunter2hunter2'],
+    ['ｐａｓｓｗｏｒｄ', 'hunter2hunter2'], // full-width letters read as their ASCII (NFKC)
+  ])('{%j: …} is redacted', (key, value) => {
+    expect(redactInput({ [key]: value })).toEqual({ [key]: REDACTED });
+  });
+
+  it('names that merely contain those letters stay (no over-redaction)', () => {
+    const kept = { passengers: 2, compass: 'N', sidebar: 'left', tinted: true, einstein: 'e=mc2', sessionCount: 3, position: 'top' };
+    expect(redactInput(kept)).toEqual({ ...kept, sessionCount: 3 });
+  });
+
+  it.each([
+    ['a JSESSIONID cookie pair', 'JSESSIONID=7F3A9C1E2B4D; Path=/', '7F3A9C1E2B4D'],
+    ['a session query parameter', '/v1/x?session=7f3a9c1e2b4d', '7f3a9c1e2b4d'],
+    ['a quoted config value', 'api_key="k-7f3a9c1e2b4d"', 'k-7f3a9c1e2b4d'],
+    ['a single-quoted one', "CLIENT_SECRET = 'k-7f3a9c1e2b4d'", 'k-7f3a9c1e2b4d'],
+    ['a spaced assignment', 'password = hunter2hunter2', 'hunter2hunter2'],
+    ['an XML element', '<auth><password>hunter2hunter2</password></auth>', 'hunter2hunter2'],
+    ['a namespaced XML element with attributes', '<ns:ClientSecret type="x">k-7f3a9c1e2b4d</ns:ClientSecret>', 'k-7f3a9c1e2b4d'],
+    ['a PGP private key block', '-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF0secretkeymaterial\n-----END PGP PRIVATE KEY BLOCK-----', 'lQOYBF0secretkeymaterial'],
+    ['an OpenAI project key', 'key sk-proj-AbCdEfGhIjKlMnOpQrStUvWx0123', 'AbCdEfGhIjKlMnOpQrStUvWx0123'],
+    ['a GitLab token', 'glpat-AbCdEfGhIjKlMnOpQrSt', 'AbCdEfGhIjKlMnOpQrSt'],
+    ['a SendGrid key', 'SG.AbCdEfGhIjKlMnOpQr.StUvWxYz0123456789AbCd', 'StUvWxYz0123456789AbCd'],
+    ['a Stripe webhook secret', 'whsec_AbCdEfGhIjKlMnOpQrStUvWx', 'AbCdEfGhIjKlMnOpQrStUvWx'],
+    ['an npm token', 'npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789', 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789'],
+  ])('a secret inside a string is redacted: %s', (_what, text, secret) => {
+    expect(json(redactInput({ note: text }))).not.toContain(secret);
+  });
+
+  it('assignments that are not secrets, comparisons and empty values stay as written', () => {
+    for (const text of ['status = "open"', 'token == null', 'password=""', '<name>Acme</name>', '<token></token>', 'retries = 3']) {
+      expect(redactInput({ note: text }), text).toEqual({ note: text });
+    }
+    expect(redactInput({ note: 'api_key="k-7f3a9c1e2b4d" rest' })).toEqual({ note: `api_key="${REDACTED}" rest` });
+    expect(redactInput({ note: '<Password a="1">x1y2z3</Password>' })).toEqual({ note: `<Password a="1">${REDACTED}</Password>` });
+  });
+
+  it('output: North American phones written with dashes or dots, and internationalised emails, are redacted', () => {
+    const out = json(redactOutput({ note: 'call me at 415-555-2671 or 415.555.2671; mail info@müller.de or jöhn@exämple.com' }));
+    for (const v of ['555-2671', '555.2671', 'müller.de', 'exämple.com', 'jöhn']) expect(out, v).not.toContain(v);
+    // Not the dashed and dotted numbers that are not phones: an Amazon order id, a date, a version, an SSN-shaped id (redacted as one).
+    const kept = { orderId: '112-0000001-1234567', date: '2026-12-01', version: '1.415.555.2671', area: '015-555-2671' };
+    expect(redactOutput(kept)).toEqual(kept);
+  });
+
+  it('output: flat street fields and address-line lists keep nothing of the street; the postal code stays', () => {
+    const out = redactOutput({
+      Contact: { MailingStreet: '742 Evergreen Terrace', MailingPostalCode: '97477', BillingStreet: '1 Main St' },
+      destination: { addressLines: ['742 Evergreen Terrace'], postalCode: '97477' },
+    });
+    expect(out).toEqual({
+      Contact: { MailingStreet: REDACTED, MailingPostalCode: '97477', BillingStreet: REDACTED },
+      destination: { addressLines: REDACTED, postalCode: '97477' },
+    });
+  });
+
+  it('output: a masked card number (issuer BIN and last four) is redacted', () => {
+    expect(redactOutput({ payment_method: { type: 'card', masked_pan: '424242******4242', maskedNumber: '5555 **** 4444' } })).toEqual({
+      payment_method: { type: 'card', masked_pan: REDACTED, maskedNumber: REDACTED },
+    });
+  });
+
+  it('Shopify order ids that pass Luhn are ids, not card numbers: in a GID, an admin URL, a note, a number', () => {
+    const order = '5927413514539'; // 13 digits from 5, Luhn-valid: about one Shopify id in ten
+    const kept = {
+      admin_graphql_api_id: `gid://shopify/Order/${order}`,
+      order_status_url: `https://acme.myshopify.com/admin/orders/${order}`,
+      note: `customer asked about order ${order}`,
+      total: Number(order),
+      bigger: 'gid://shopify/Order/4111111111111111',
+    };
+    expect(redactOutput(kept)).toEqual(kept);
+    expect(redactInput(kept)).toEqual(kept);
+    // Cards still go, in every length their issuers use.
+    for (const card of ['4222222222222', '30569309025904', '378282246310005', '4111111111111111', '6011111111111117', '3530111333300000']) {
+      expect(redactInput({ note: `card ${card}` }), card).toEqual({ note: `card ${REDACTED}` });
+    }
+  });
+});
