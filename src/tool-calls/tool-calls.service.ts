@@ -296,6 +296,27 @@ export class ToolCallsService {
   }
 
   /**
+   * The answer for a tool_use that already has a ledger row (its replay, or 409 while it executes), without
+   * ever starting it: for the items of a batch after one still executing (writes run one at a time, in order).
+   * A tool_use with no row yet is 409 IDEMPOTENCY_IN_PROGRESS, naming the batch: nothing was started.
+   */
+  async replayOnly(p: Principal, runId: string, body: unknown): Promise<ToolCallResponse> {
+    if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
+    const parsed = parseToolUse(body);
+    const use = { ...parsed, params: this.catalog.canonicalParams(parsed.name, parsed.action, parsed.params) };
+    const run = await this.runs.snapshot(p.orgId, runId);
+    const idempotencyKey = idempotencyKeyFor(undefined, run.id, use.id);
+    const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
+    const row = await this.storedByKey(p.orgId, idempotencyKey);
+    if (!row) {
+      throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'an earlier tool_use of this batch is still executing, so this one was not started; send the batch again shortly', {
+        retryAfterSeconds: 1,
+      });
+    }
+    return this.replayStored(row, digest, use.id);
+  }
+
+  /**
    * The body for a stored call, with its full result while it is kept.
    * `budgetBytes` bounds the model-facing content: the result budget for
    * replays, unbounded for GET …/result (which exists to hand out everything).

@@ -50,7 +50,9 @@ export class ToolCallBatchController {
       'Consecutive read-only actions run concurrently (at most 8 at once); a write, an unknown or an invalid call runs alone, in order. ' +
       'One failing item never stops the others. A batch-wide budget (BATCH_BUDGET_BYTES, default 200 KB) over every toolResult.content ' +
       'truncates the largest results first; a truncated one says so and stays whole at GET /v1/tool-calls/{id}/result. ' +
-      'Re-posting the same batch replays every item. ' +
+      'Re-posting the same batch replays every item. Re-posted while an item is still executing (the first post still runs), ' +
+      'that item and every item after it that has not run yet answer 409 IDEMPOTENCY_IN_PROGRESS (nothing after it starts: writes stay ' +
+      'one at a time, in order); items after it that already ran are replayed. ' +
       'For agent keys and admin keys of the run’s org; a platform key (orgId null) has no org: 403 FORBIDDEN.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'not supported on batches (400): each item is keyed by its tool_use id' })

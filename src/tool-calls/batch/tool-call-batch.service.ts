@@ -11,6 +11,9 @@ import { parseToolUse } from '../tool-use.js';
 import { fitBatchBudget } from './batch-budget.js';
 import { parseBatchRequest, runBounded, scheduleBatch, type ScheduleKind } from './batch-request.js';
 
+/** Statuses of a call that has not finished: the items after it in a batch wait for it. */
+const STILL_EXECUTING = new Set(['running', 'approved', 'requested']);
+
 /** Reads of one group in flight at once (also capped by the org × vendor lease limit). */
 const READ_CONCURRENCY = 8;
 
@@ -24,9 +27,9 @@ export interface BatchResponse {
 /**
  * POST /v1/runs/:runId/tool-calls:batch. Every tool_use goes through
  * ToolCallsService.submit exactly as if posted alone (own ledger row, own
- * idempotency key run id + tool_use id); this service only decides the order,
- * keeps one item's failure from touching the others, and applies the
- * batch-wide budget to the answers.
+ * idempotency key run id + tool_use id); this service only decides the order
+ * (and holds what follows an item still executing), keeps one item's failure
+ * from touching the others, and applies the batch-wide budget to the answers.
  */
 @Injectable()
 export class ToolCallBatchService {
@@ -50,14 +53,21 @@ export class ToolCallBatchService {
     const bodies: (ToolCallBody | null)[] = toolUses.map(() => null);
     const problems: (Record<string, unknown> | null)[] = toolUses.map(() => null);
     const limit = Math.min(READ_CONCURRENCY, this.config.VENDOR_CONCURRENCY_LIMIT);
+    // Once an item is found still executing (the batch was sent again while its first post still runs), nothing
+    // after it starts: the items after it are answered from the ledger, or 409, so a resend cannot put a later
+    // write at the vendor beside (or ahead of) an earlier one.
+    let held = false;
     for (const group of scheduleBatch(toolUses.map((u) => this.kindOf(u)))) {
+      const hold = held;
       await runBounded(group, limit, async (i) => {
         try {
-          bodies[i] = (await this.calls.submit(p, run.id, toolUses[i], undefined, correlationId)).body;
+          const answer = hold ? this.calls.replayOnly(p, run.id, toolUses[i]) : this.calls.submit(p, run.id, toolUses[i], undefined, correlationId);
+          bodies[i] = (await answer).body;
         } catch (err) {
           problems[i] = this.problemFor(err, i, correlationId);
         }
       });
+      held ||= group.some((i) => problems[i]?.code === 'IDEMPOTENCY_IN_PROGRESS' || STILL_EXECUTING.has(bodies[i]?.status ?? ''));
     }
     // Nothing in it was a call the run made before it ended: one 409 for the batch, as for a single call.
     if (problems.every((x) => x?.code === 'RUN_NOT_ACTIVE')) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
