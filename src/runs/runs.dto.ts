@@ -1,4 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
 import { IsIn, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 
 export class CreateRunDto {
@@ -16,6 +17,8 @@ export class CreateRunDto {
   @ApiProperty({ required: false, type: Object, description: 'free-form, at most 16 KiB of JSON' })
   @IsOptional()
   @IsObject()
+  // As sent: class-transformer's copy would drop keys named like Object.prototype members (constructor, toString), at any depth.
+  @Transform(({ obj }: { obj: { metadata?: unknown } }) => obj.metadata)
   metadata?: Record<string, unknown>;
 }
 

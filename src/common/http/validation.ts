@@ -1,5 +1,6 @@
-import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import { Transform } from 'class-transformer';
+import { getMetadataStorage } from 'class-validator';
 import { AppError } from '../errors/app-error.js';
 import { canonicalUuid } from '../ids.js';
 
@@ -13,9 +14,64 @@ function describe(errors: ValidationError[], parent = ''): string[] {
   return out;
 }
 
+/**
+ * Names class-transformer never copies from the request onto the DTO (they are already functions of every
+ * object: constructor, toString, hasOwnProperty, … and __proto__), so the whitelist never sees them either.
+ */
+const PROTOTYPE_NAMES = new Set([...Object.getOwnPropertyNames(Object.prototype), '__proto__']);
+
+/** The properties a DTO class declares (validated), cached per class. */
+const declared = new WeakMap<object, ReadonlySet<string>>();
+function declaredProperties(metatype: object): ReadonlySet<string> {
+  let names = declared.get(metatype);
+  if (!names) {
+    const metas = getMetadataStorage().getTargetValidationMetadatas(metatype as new () => object, '', true, false);
+    names = new Set(metas.map((m) => m.propertyName));
+    declared.set(metatype, names);
+  }
+  return names;
+}
+
+/** The path of the first `constructor` or `__proto__` key at any depth (JSON bodies are at most 32 deep), or undefined. */
+function strippedKeyPath(value: unknown, path: string, depth: number): string | undefined {
+  if (typeof value !== 'object' || value === null || depth > 64) return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${path}[${k}]` : path ? `${path}.${k}` : k;
+    if (!Array.isArray(value) && (k === 'constructor' || k === '__proto__')) return at;
+    const inner = strippedKeyPath(v, at, depth + 1);
+    if (inner !== undefined) return inner;
+  }
+  return undefined;
+}
+
+/**
+ * ValidationPipe, plus: a body or query field named like an Object.prototype member (`toString`, `constructor`)
+ * that the DTO does not declare is refused as every other unknown field is, instead of slipping through unseen;
+ * and a `constructor` or `__proto__` key deeper down (which Nest would strip without a word) is refused too.
+ */
+class StrictValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const { metatype, type } = metadata;
+    if ((type === 'body' || type === 'query') && typeof metatype === 'function' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      const known = declaredProperties(metatype);
+      if (known.size > 0) {
+        const hidden = Object.keys(value).filter((k) => PROTOTYPE_NAMES.has(k) && !known.has(k));
+        const problems = hidden.map((k) => `${k}: property ${k} should not exist`);
+        // Nest deletes these two at every depth before transforming (they are how prototypes get polluted): in free-form
+        // JSON (a run's metadata) that silently lost data. Refused instead, by path.
+        const stripped = hidden.length > 0 ? undefined : strippedKeyPath(value, '', 0);
+        if (stripped !== undefined) problems.push(`${stripped}: keys named "constructor" or "__proto__" are not accepted`);
+        if (problems.length > 0) throw new AppError('VALIDATION_FAILED', problems.join('; '), { fields: { errors: problems } });
+      }
+    }
+    return super.transform(value, metadata);
+  }
+
+}
+
 /** Whitelists, rejects unknown fields, transforms types; 400 VALIDATION_FAILED naming every bad field. */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new StrictValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,
