@@ -234,7 +234,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
         // A changed BOOTSTRAP_ADMIN_KEY replaces the earlier one (e.g. after a leak): the old
         // platform key stops working instead of staying valid beside the new one.
         const replaced = (await m.query(
-          `UPDATE api_keys SET revoked_at = now() WHERE name = $1 AND org_id IS NULL AND revoked_at IS NULL AND key_hash <> $2 RETURNING id`,
+          // created_by IS NULL: only keys this start-up made; a platform admin may name a key of theirs the same.
+          `UPDATE api_keys SET revoked_at = now() WHERE name = $1 AND org_id IS NULL AND created_by IS NULL AND revoked_at IS NULL AND key_hash <> $2 RETURNING id`,
           [BOOTSTRAP_NAME, configuredRow.keyHash],
         )) as [{ id: string }[], number];
         const ids = replaced[0].map((r) => r.id);
@@ -247,7 +248,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
         }
         return {};
       }
-      if (await repo.exists({ where: { name: 'bootstrap admin (generated)', revokedAt: IsNull() } })) return {};
+      if (await repo.exists({ where: { name: 'bootstrap admin (generated)', orgId: IsNull(), createdBy: IsNull(), revokedAt: IsNull() } })) return {};
       const key = generateApiKey();
       await repo.insert(row('bootstrap admin (generated)', key));
       return { generatedKey: key };

@@ -33,7 +33,8 @@ export class AuthGuard implements CanActivate {
     const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal }>();
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return this.bodyChecked(req);
     const header = req.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/.exec(header) : null;
+    // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are Bearer.
+    const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/i.exec(header) : null;
     const principal = match ? await this.keys.authenticate(match[1]) : null;
     if (!principal) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
     const wait = this.limiter.take(principal.keyId);

@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { AppError } from '../common/errors/app-error.js';
-import { EnvelopeCipher, fingerprint } from '../common/crypto/envelope-cipher.js';
+import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { CREDENTIAL_SCHEMAS, credentialsProblem } from './credential-schemas.js';
 import { INTEGRATION_TYPES, IntegrationCredentialEntity, type IntegrationType } from './integration-credential.entity.js';
@@ -70,7 +70,7 @@ export class CredentialsService {
     const problem = credentialsProblem(type, input.config as Record<string, unknown>);
     if (problem) throw new AppError('VALIDATION_FAILED', problem);
     const env = this.cipher.encryptJson(input.config, credentialAad(orgId, type));
-    const fp = fingerprint(input.config);
+    const fp = this.cipher.fingerprint(input.config);
     const now = new Date();
     try {
       await this.ds.transaction(async (m) => {

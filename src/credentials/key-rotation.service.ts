@@ -48,15 +48,23 @@ interface TableSpec {
   kind: RotationFailure['kind'];
   /** rows not under the active key, after `cursor` in primary-key order */
   select(activeKeyId: string, cursor: StoredRow | null, limit: number): [string, unknown[]];
-  /** conditional on the row still holding what was read, so a concurrent writer wins */
-  update(row: StoredRow, env: Envelope): [string, unknown[]];
+  /** conditional on the row still holding what was read, so a concurrent writer wins; `plaintext`: what the row holds */
+  update(row: StoredRow, env: Envelope, plaintext: Buffer): [string, unknown[]];
   aad(row: StoredRow): string;
 }
 
 const COLS = 'key_id, iv, ciphertext, auth_tag';
 
-/** Tables keyed by (org_id, integration_type): credentials, and the token state of rotating grants (a lease-only row has key_id NULL). */
-function byIntegration(kind: 'credentials' | 'tokens', table: string, aad: (orgId: string, type: string) => string): TableSpec {
+/**
+ * Tables keyed by (org_id, integration_type): credentials, and the token state of rotating grants (a lease-only row has key_id NULL).
+ * `fingerprint`: the table keeps the config's fingerprint, keyed by the active master key, so it is recomputed too.
+ */
+function byIntegration(
+  kind: 'credentials' | 'tokens',
+  table: string,
+  aad: (orgId: string, type: string) => string,
+  fingerprint?: (plaintext: Buffer) => string,
+): TableSpec {
   return {
     kind,
     select: (active, cursor, limit) => [
@@ -64,16 +72,15 @@ function byIntegration(kind: 'credentials' | 'tokens', table: string, aad: (orgI
        WHERE key_id <> $1 AND (org_id, integration_type) > ($2::uuid, $3::text) ORDER BY org_id, integration_type LIMIT $4`,
       [active, cursor?.org_id ?? NIL_UUID, cursor?.sub_id ?? '', limit],
     ],
-    update: (row, env) => [
-      `UPDATE ${table} SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
+    update: (row, env, plaintext) => [
+      `UPDATE ${table} SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4${fingerprint ? ', fingerprint = $9' : ''}
        WHERE org_id = $5 AND integration_type = $6 AND key_id = $7 AND iv = $8 RETURNING org_id`,
-      [env.keyId, env.iv, env.ciphertext, env.authTag, row.org_id, row.sub_id, row.key_id, row.iv],
+      [env.keyId, env.iv, env.ciphertext, env.authTag, row.org_id, row.sub_id, row.key_id, row.iv, ...(fingerprint ? [fingerprint(plaintext)] : [])],
     ],
     aad: (row) => aad(row.org_id, row.sub_id),
   };
 }
 
-const CREDENTIALS = byIntegration('credentials', 'integration_credentials', credentialAad);
 const TOKENS = byIntegration('tokens', 'vendor_tokens', vendorTokenAad);
 
 /** Tables keyed by tool_call_id (results, pending approval inputs): same shape, own table and AAD. */
@@ -120,21 +127,24 @@ export class KeyRotationService {
     const perOrg = new Map<string, PerOrg>();
     const failures: RotationFailure[] = [];
     const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), tokens: counts(), orgsTouched: 0, failures };
+    const credentials = byIntegration('credentials', 'integration_credentials', credentialAad, (plaintext) =>
+      this.cipher.fingerprint(JSON.parse(plaintext.toString('utf8'))),
+    );
     try {
-      for (const spec of [CREDENTIALS, RESULTS, INPUTS, TOKENS]) {
+      for (const spec of [credentials, RESULTS, INPUTS, TOKENS]) {
         const tally = summary[spec.kind];
         let cursor: StoredRow | null = null;
         for (;;) {
           const [sql, params] = spec.select(toKeyId, cursor, batchSize);
           const rows = (await this.ds.query(sql, params)) as StoredRow[];
           for (const row of rows) {
-            const env = this.reencrypt(row, spec.aad(row));
-            if (!env) {
+            const opened = this.reencrypt(row, spec.aad(row));
+            if (!opened) {
               tally.failed++;
               if (failures.length < MAX_REPORTED_FAILURES) failures.push(failureOf(spec.kind, row));
               continue;
             }
-            const [upd, updParams] = spec.update(row, env);
+            const [upd, updParams] = spec.update(row, opened.env, opened.plaintext);
             if (affected(await this.ds.query(upd, updParams)) === 0) {
               tally.skipped++;
               continue;
@@ -162,13 +172,13 @@ export class KeyRotationService {
   }
 
   /** The row under the active key, or null when no loaded key opens it. */
-  private reencrypt(row: StoredRow, aad: string): Envelope | null {
+  private reencrypt(row: StoredRow, aad: string): { env: Envelope; plaintext: Buffer } | null {
     // The row's own key first; then every other one, in case a key was re-labelled.
     const candidates = [row.key_id, ...this.cipher.keyIds.filter((id) => id !== row.key_id)];
     for (const keyId of candidates) {
       try {
         const plaintext = this.cipher.decrypt({ keyId, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, aad);
-        return this.cipher.encrypt(plaintext, aad);
+        return { env: this.cipher.encrypt(plaintext, aad), plaintext };
       } catch (err) {
         if (!(err instanceof DecryptionError)) throw err;
       }

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsString, Length, Matches, ValidateIf, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsObject, IsString, Length, Matches, ValidateIf, ValidateNested } from 'class-validator';
 
 export class ToolPermissionDto {
   @ApiProperty({ example: 'order_lookup' })
@@ -28,6 +28,8 @@ export class PutToolPermissionsDto {
   @ApiProperty({ type: [ToolPermissionDto] })
   @IsArray()
   @ArrayMaxSize(1000)
+  // Each item an object: a nested array ([[{...}]]) would get past ValidateNested and be judged as "undefined.undefined".
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => ToolPermissionDto)
   items!: ToolPermissionDto[];

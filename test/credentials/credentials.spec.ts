@@ -63,7 +63,7 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
       expect(res.status, `${type}: ${JSON.stringify(res.body)}`).toBe(200);
       expect(Object.keys(res.body as object).sort()).toEqual(['fingerprint', 'integrationType', 'keyId', 'updatedAt']);
       expect(res.body).toMatchObject({ integrationType: type, keyId: 'k1' });
-      expect(res.body.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
+      expect(res.body.fingerprint).toMatch(/^hmac:[0-9a-f]{16}$/);
       expect(new Date(res.body.updatedAt as string).toISOString()).toBe(res.body.updatedAt);
       expectNoSecret(res.text, `PUT ${type} response`);
     }
@@ -263,7 +263,7 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
     ]);
     expect(events.map((e) => e.metadata.integrationType)).toEqual([...TYPES, 'nango', 'jumio']);
     for (const e of events) {
-      expect(e.metadata.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
+      expect(e.metadata.fingerprint).toMatch(/^hmac:[0-9a-f]{16}$/);
       expect(e.actor?.role).toBe('admin');
       expectNoSecret(e.text, `event ${e.type}`);
     }

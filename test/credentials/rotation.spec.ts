@@ -181,9 +181,14 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     const k2Only = new EnvelopeCipher(keyringOf([['k2', TEST_MASTER_KEY_2]], 'k2'));
     expect(k2Only.decryptJson({ keyId: token.key_id, iv: token.iv, ciphertext: token.ciphertext, authTag: token.auth_tag }, vendorTokenAad(orgA, 'shopify'))).toEqual(TOKEN_STATE);
 
-    // The listing shows the new key id; the fingerprint (of the plaintext) is unchanged.
+    // The listing shows the new key id, and the fingerprint keyed by it (recomputed from the plaintext): what a PUT
+    // of the same config under k2 would answer.
     const list = await t2.http.get(`/v1/orgs/${orgA}/integrations`).set(adminAuth);
-    expect((list.body as { items: { keyId: string }[] }).items.map((i) => i.keyId)).toEqual(['k2', 'k2']);
+    const items = (list.body as { items: { integrationType: string; keyId: string; fingerprint: string }[] }).items;
+    expect(items.map((i) => [i.integrationType, i.keyId, i.fingerprint])).toEqual([
+      ['amazon', 'k2', k2Only.fingerprint(AMAZON)],
+      ['shopify', 'k2', k2Only.fingerprint(SHOPIFY)],
+    ]);
   });
 
   it('is idempotent: a second run rewrites nothing and records no event', async () => {

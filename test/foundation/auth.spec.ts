@@ -53,6 +53,26 @@ describe('API keys, roles and org scope', () => {
     }
   });
 
+  it('reads the Bearer scheme case-insensitively (RFC 9110 §11.1), the key itself exactly', async () => {
+    const { key } = await createKey(t, orgA, 'ops');
+    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+      expect((await t.http.get(`/v1/orgs/${orgA}`).set('Authorization', `${scheme} ${key}`)).status, scheme).toBe(200);
+    }
+    expect((await t.http.get(`/v1/orgs/${orgA}`).set('Authorization', `Bearer ${key.toUpperCase()}`)).status).toBe(401);
+    expect((await t.http.get(`/v1/orgs/${orgA}`).set('Authorization', `Bearer  ${key}`)).status).toBe(401);
+  });
+
+  it('a platform key an admin names like the bootstrap key is not revoked by the next start (only keys a start made are)', async () => {
+    const created = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: null, role: 'ops', name: 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)' });
+    expect(created.status).toBe(201);
+    await t.app.get(ApiKeysService).ensureBootstrapKey(); // what every replica's start runs
+    const [row] = (await t.ds.query('SELECT revoked_at FROM api_keys WHERE id = $1', [created.body.id])) as { revoked_at: Date | null }[];
+    expect(row.revoked_at).toBeNull();
+    expect((await t.http.get('/v1/tools').set(bearer(created.body.key as string))).status).toBe(200);
+    // The configured bootstrap key still works too.
+    expect((await t.http.get('/v1/tools').set(adminAuth)).status).toBe(200);
+  });
+
   it('gives one identical 401 for missing, unknown and revoked keys', async () => {
     const { key, id } = await createKey(t, orgA, 'ops');
     expect((await t.http.get(`/v1/orgs/${orgA}`).set(bearer(key))).status).toBe(200);

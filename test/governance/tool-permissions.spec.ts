@@ -134,6 +134,7 @@ describe('tool permissions (GET/PUT /v1/orgs/:orgId/tool-permissions)', () => {
         [{ items: [allow('order_lookup', 'lookup')], replace: true }, 'replace'],
         [{ items: 'order_lookup.lookup' }, 'items'],
         [{}, 'items'],
+        [{ items: [[allow('order_lookup', 'lookup')]] }, 'each value in items must be an object'],
       ];
       for (const [body, field] of cases) {
         const res = await t.http.put(path()).set(bearer(admin.key)).send(body as object);

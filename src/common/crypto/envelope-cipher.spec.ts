@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DecryptionError, EnvelopeCipher, fingerprint, type Envelope } from './envelope-cipher.js';
+import { createHash } from 'node:crypto';
+import { DecryptionError, EnvelopeCipher, type Envelope } from './envelope-cipher.js';
 
 const KEY_1 = Buffer.alloc(32, 7);
 const KEY_2 = Buffer.alloc(32, 9);
@@ -108,11 +109,24 @@ describe('EnvelopeCipher (AES-256-GCM)', () => {
 });
 
 describe('fingerprint', () => {
+  const c = cipherWith('k1', [['k1', KEY_1]]);
+
   it('is short, stable, non-reversible and never contains the secret', () => {
-    const fp = fingerprint({ accessToken: SECRET });
-    expect(fp).toMatch(/^sha256:[0-9a-f]{16}$/);
-    expect(fingerprint({ accessToken: SECRET })).toBe(fp);
-    expect(fingerprint({ accessToken: SECRET + 'x' })).not.toBe(fp);
+    const fp = c.fingerprint({ accessToken: SECRET });
+    expect(fp).toMatch(/^hmac:[0-9a-f]{16}$/);
+    expect(c.fingerprint({ accessToken: SECRET })).toBe(fp);
+    expect(c.fingerprint({ accessToken: SECRET + 'x' })).not.toBe(fp);
     expect(fp).not.toContain(SECRET);
+  });
+
+  it('does not depend on key order, and is keyed: no one without the master key can test a guess against it', () => {
+    const config = { shopDomain: 'acme.myshopify.com', accessToken: 'hunter22' };
+    expect(c.fingerprint({ accessToken: 'hunter22', shopDomain: 'acme.myshopify.com' })).toBe(c.fingerprint(config));
+    // What an ops key could do with an unkeyed hash of the config: hash each guess and compare.
+    const guessed = (guess: string, h: (v: unknown) => string) => h({ ...config, accessToken: guess }) === c.fingerprint(config);
+    const unkeyed = (v: unknown) => 'hmac:' + createHash('sha256').update(JSON.stringify(v)).digest('hex').slice(0, 16);
+    expect(guessed('hunter22', unkeyed)).toBe(false);
+    // Another master key gives other fingerprints (the key rotation recomputes the stored ones).
+    expect(cipherWith('k2', [['k2', KEY_2]]).fingerprint(config)).not.toBe(c.fingerprint(config));
   });
 });

@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { canonicalJson } from '../canonical-json.js';
 import type { MasterKeyring } from '../../config/app-config.js';
 
 export interface Envelope {
@@ -22,6 +23,8 @@ export class DecryptionError extends Error {
  * a row copied to another org or another column fails to decrypt.
  */
 export class EnvelopeCipher {
+  private fingerprintKey?: { keyId: string; key: Buffer };
+
   constructor(private readonly keyring: MasterKeyring) {}
 
   get activeKeyId(): string {
@@ -60,12 +63,26 @@ export class EnvelopeCipher {
     return this.encrypt(JSON.stringify(value), aad);
   }
 
+  /**
+   * A short fingerprint of a secret config, safe to show and log: an HMAC under a key derived from the active
+   * master key (HKDF, info "credential-fingerprint-v1"), over its canonical JSON (key order does not matter).
+   * Keyed, so whoever reads it (an ops key reads the credentials.* events) cannot test guesses of a weak secret
+   * against it, as an unkeyed hash of the config allowed. Equal fingerprints mean equal configs under one master
+   * key; the key rotation recomputes them.
+   */
+  fingerprint(value: unknown): string {
+    const keyId = this.keyring.activeKeyId;
+    if (this.fingerprintKey?.keyId !== keyId) {
+      const master = this.keyring.keys.get(keyId);
+      if (!master) throw new Error('active master key is not loaded');
+      this.fingerprintKey = { keyId, key: Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), 'credential-fingerprint-v1', 32)) };
+    }
+    return 'hmac:' + createHmac('sha256', this.fingerprintKey.key).update(canonicalJson(value)).digest('hex').slice(0, 16);
+  }
+
   decryptJson<T = unknown>(env: Envelope, aad: string): T {
     return JSON.parse(this.decrypt(env, aad).toString('utf8')) as T;
   }
 }
 
-/** A short, non-reversible fingerprint of a secret config, safe to show and log. */
-export function fingerprint(value: unknown): string {
-  return 'sha256:' + createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 16);
-}
+
