@@ -9,6 +9,10 @@ const API_KEY_CHARS = /^[\x21-\x7e]+$/;
 
 export type NodeEnv = 'development' | 'test' | 'production';
 
+/** SP-API Orders versions the Amazon handler speaks (VENDORS.md §2.2, §2.5). */
+export const AMAZON_ORDERS_APIS = ['v0', '2026-01-01'] as const;
+export type AmazonOrdersApi = (typeof AMAZON_ORDERS_APIS)[number];
+
 interface VarSpec<T> {
   description: string;
   sensitive?: boolean;
@@ -119,6 +123,10 @@ export const CONFIG_SCHEMA = {
   SHOPIFY_API_VERSION: { description: 'default Shopify Admin API version', parse: req('2026-07') },
   AMAZON_LWA_URL: { description: 'Login with Amazon token endpoint', parse: url('https://api.amazon.com/auth/o2/token') },
   AMAZON_SPAPI_BASE_URL: { description: 'SP-API host; default https://sellingpartnerapi-{region}.amazon.com', parse: url() },
+  AMAZON_ORDERS_API: {
+    description: 'SP-API Orders version amazon_query calls: v0 (deprecated, removed 27 Mar 2027) or 2026-01-01; the tools answer the same either way',
+    parse: oneOf<AmazonOrdersApi>('v0', AMAZON_ORDERS_APIS),
+  },
   JUMIO_AUTH_BASE_URL: { description: 'Jumio auth host; default https://auth.{region}.jumio.ai', parse: url() },
   JUMIO_RETRIEVAL_BASE_URL: { description: 'Jumio retrieval host; default https://retrieval.{region}.jumio.ai', parse: url() },
   NANGO_HOST: { description: 'Nango server', parse: url('https://api.nango.dev') },

@@ -2,11 +2,14 @@
  * Emulated Login with Amazon + SP-API Orders v0 (VENDORS.md §2), with the
  * observed quirks: 403 (not 401) for every token problem, 200 {"payload":{}}
  * for a well-formed unknown order id, 429 QuotaExceeded without Retry-After.
+ * Orders v2026-01-01 getOrder reads the same fixtures (amazon.orders-v2026.ts)
+ * behind the same token checks and faults; an unknown order is a 404 there.
  */
 import { randomBytes } from 'node:crypto';
 import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emulator.types.js';
 import type { FaultResponder } from './vendor-emulator.js';
 import { AMAZON_FIXTURE_ITEMS, AMAZON_FIXTURE_ORDERS, AMAZON_ITEMS_PAGE_SIZE } from './amazon.fixtures.js';
+import { orderV2026, parseIncludedData } from './amazon.orders-v2026.js';
 
 export const AMAZON_EMULATOR_CREDENTIALS = {
   clientId: 'amzn1.application-oa2-client.emulator',
@@ -15,6 +18,7 @@ export const AMAZON_EMULATOR_CREDENTIALS = {
 } as const;
 
 const ORDER_PATH = /^\/orders\/v0\/orders\/([^/]+)(\/orderItems)?$/;
+const ORDER_PATH_V2026 = /^\/orders\/2026-01-01\/orders\/([^/]+)$/;
 const ORDER_ID = /^\d{3}-\d{7}-\d{7}$/;
 
 function spapiError(status: number, code: string, message: string, details = ''): EmuResponse {
@@ -35,7 +39,7 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
   private readonly tokens = new Map<string, { expiresAt: number; expired: boolean; revoked: boolean }>();
 
   handles(req: EmuRequest): boolean {
-    return req.path === '/auth/o2/token' || req.path.startsWith('/orders/v0/orders/');
+    return req.path === '/auth/o2/token' || req.path.startsWith('/orders/v0/orders/') || req.path.startsWith('/orders/2026-01-01/orders/');
   }
 
   handle(req: EmuRequest): EmuResponse {
@@ -125,6 +129,8 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
     if (issued.expired || Date.now() >= issued.expiresAt) {
       return spapiError(403, 'Unauthorized', denied, 'The access token you provided has expired.');
     }
+    const v2026 = ORDER_PATH_V2026.exec(req.path);
+    if (req.method === 'GET' && v2026) return this.orderV2026(v2026[1], req.query);
     const m = ORDER_PATH.exec(req.path);
     if (req.method !== 'GET' || !m) return spapiError(403, 'MissingAuthenticationToken', 'Missing Authentication Token');
     const orderId = m[1];
@@ -154,6 +160,16 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
     const payload: Record<string, unknown> = { AmazonOrderId: orderId, OrderItems: structuredClone(page) };
     if (next < all.length) payload.NextToken = Buffer.from(`${orderId}|${next}`, 'utf8').toString('base64url');
     return this.withRate({ status: 200, body: { payload } });
+  }
+
+  /** Orders v2026-01-01 getOrder: no `payload` wrapper; a bad id or includedData is a 400, an unknown order a 404 (the model). */
+  private orderV2026(orderId: string, query: URLSearchParams): EmuResponse {
+    if (!ORDER_ID.test(orderId)) return this.withRate(spapiError(400, 'InvalidInput', 'Invalid Input', `Invalid order id: ${orderId}`));
+    const want = parseIncludedData(query);
+    if (!want) return this.withRate(spapiError(400, 'InvalidInput', 'Invalid Input', 'Invalid includedData'));
+    const order = AMAZON_FIXTURE_ORDERS[orderId];
+    if (!order) return this.withRate(spapiError(404, 'NotFound', 'Resource not found.', `Order ${orderId} not found`));
+    return this.withRate({ status: 200, body: orderV2026(order, AMAZON_FIXTURE_ITEMS[orderId] ?? [], want) });
   }
 
   /** 200, 400 and 404 carry the live rate; 429 and 5xx do not [src]. */

@@ -46,6 +46,7 @@ export interface VendorEndpoints {
   shopifyApiVersion: string; // e.g. 2026-07
   amazonLwaUrl: string;
   amazonSpapiBaseUrl?: string; // default https://sellingpartnerapi-{na|eu|fe}.amazon.com
+  amazonOrdersApi?: 'v0' | '2026-01-01'; // SP-API Orders version; default v0 (AMAZON_ORDERS_API)
   jumioAuthBaseUrl?: string; // default https://auth.{region}.jumio.ai
   jumioRetrievalBaseUrl?: string; // default https://retrieval.{region}.jumio.ai
   nangoHost: string;

@@ -14,6 +14,7 @@ export function vendorEndpoints(config: AppConfig): VendorEndpoints {
     shopifyApiVersion: config.SHOPIFY_API_VERSION,
     amazonLwaUrl: config.AMAZON_LWA_URL!,
     amazonSpapiBaseUrl: config.AMAZON_SPAPI_BASE_URL,
+    amazonOrdersApi: config.AMAZON_ORDERS_API,
     jumioAuthBaseUrl: config.JUMIO_AUTH_BASE_URL,
     jumioRetrievalBaseUrl: config.JUMIO_RETRIEVAL_BASE_URL,
     nangoHost: config.NANGO_HOST!,

@@ -1,13 +1,15 @@
 /**
  * Amazon SP-API handler: `amazon_query.get_order` and `.get_order_items` on
- * Orders v0 (VENDORS.md §2). Failures come back as outcomes; a TokenFetchError
- * from LWA already carries the outcome to return.
+ * Orders v0 (VENDORS.md §2) or, with AMAZON_ORDERS_API=2026-01-01, on Orders
+ * v2026-01-01 getOrder, mapped to the same results. Failures come back as
+ * outcomes; a TokenFetchError from LWA already carries the outcome to return.
  */
 import { TokenCache, TokenFetchError } from '../auth/token-cache.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { parseAmazonCredentials } from './amazon.credentials.js';
 import { isObject, normaliseOrder, normaliseOrderItem, type AmazonOrderItem } from './amazon.normalise.js';
 import { AMAZON_ORDER_ID, AMAZON_TOOLS } from './amazon.tools.js';
+import { INCLUDED_DATA, normaliseOrderItemV2026, normaliseOrderV2026 } from './orders-v2026.normalise.js';
 import { SpapiRates, SpapiSession } from './spapi.client.js';
 
 /** getOrderItems pages are followed up to this bound; a longer list is returned as truncated. */
@@ -49,12 +51,13 @@ export class AmazonHandler implements VendorHandler {
     const orderId = ctx.params.orderId;
     if (typeof orderId !== 'string' || !AMAZON_ORDER_ID.test(orderId)) return fail('rejected', 'orderId: must be 3-7-7 digits');
     const session = new SpapiSession(this.endpoints, this.tokens, this.rates, creds, ctx.signal);
+    const v2026 = this.endpoints.amazonOrdersApi === '2026-01-01';
     try {
       switch (ctx.action) {
         case 'get_order':
-          return await this.getOrder(session, orderId);
+          return await (v2026 ? this.fromOrderV2026(session, orderId, 'get_order') : this.getOrder(session, orderId));
         case 'get_order_items':
-          return await this.getOrderItems(session, orderId, ctx.scratch);
+          return await (v2026 ? this.fromOrderV2026(session, orderId, 'get_order_items') : this.getOrderItems(session, orderId, ctx.scratch));
         default:
           return fail('rejected', 'amazon_query has no such action');
       }
@@ -73,6 +76,24 @@ export class AmazonHandler implements VendorHandler {
     if (isObject(payload) && isEmpty(payload)) return fail('not_found', 'SP-API: order not found', res.status);
     if (!isObject(payload)) return fail('bad_response', 'SP-API answered with an unexpected payload', res.status);
     return { ok: true, data: normaliseOrder(orderId, payload), vendorStatus: res.status };
+  }
+
+  /**
+   * Orders v2026-01-01: one getOrder answers both actions. Items always come
+   * with the order and GetOrderResponse has no pagination, so there is no
+   * separate items call and no NextToken loop; `includedData` asks only for
+   * the datasets the action returns.
+   */
+  private async fromOrderV2026(session: SpapiSession, orderId: string, action: keyof typeof INCLUDED_DATA): Promise<VendorOutcome> {
+    const res = await session.get('getOrder2026', `/orders/2026-01-01/orders/${orderId}?includedData=${INCLUDED_DATA[action].join(',')}`);
+    if (!res.ok) return res.outcome;
+    const order = res.body.order;
+    // An unknown id answers 404 (the model); an empty order is read like v0's {"payload":{}} quirk.
+    if (isObject(order) && isEmpty(order)) return fail('not_found', 'SP-API: order not found', res.status);
+    if (!isObject(order)) return fail('bad_response', 'SP-API answered with an unexpected order', res.status);
+    if (action === 'get_order') return { ok: true, data: normaliseOrderV2026(orderId, order), vendorStatus: res.status };
+    if (!Array.isArray(order.orderItems)) return fail('bad_response', 'SP-API answered with an order without orderItems', res.status);
+    return { ok: true, data: { orderId, items: order.orderItems.map(normaliseOrderItemV2026) }, vendorStatus: res.status };
   }
 
   private async getOrderItems(session: SpapiSession, orderId: string, scratch: Map<string, unknown>): Promise<VendorOutcome> {

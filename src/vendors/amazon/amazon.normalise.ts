@@ -2,6 +2,7 @@
  * SP-API Orders v0 payloads → the compact shapes the model sees. Only the
  * fields a support agent needs are kept (PII minimisation, VENDORS.md §5);
  * the shipping address is passed on as received and redacted downstream.
+ * Orders v2026-01-01 answers map to the same shapes (orders-v2026.normalise.ts).
  */
 
 export interface Money {
@@ -34,11 +35,11 @@ export function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function str(v: unknown): string | null {
+export function str(v: unknown): string | null {
   return typeof v === 'string' ? v : null;
 }
 
-function num(v: unknown): number | null {
+export function num(v: unknown): number | null {
   return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
 

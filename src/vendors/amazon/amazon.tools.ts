@@ -1,5 +1,6 @@
 /**
- * Amazon SP-API tools (Orders v0). Reads only, so both actions are low risk,
+ * Amazon SP-API tools (Orders v0, or v2026-01-01 with AMAZON_ORDERS_API: same
+ * schemas and results). Reads only, so both actions are low risk,
  * idempotent and retried freely by the executor (VENDORS.md §5).
  */
 import type { ToolSpec } from '../vendor-handler.js';

@@ -17,11 +17,26 @@ import { spapiBaseUrl, type AmazonCredentials } from './amazon.credentials.js';
 import { isObject, type JsonObject } from './amazon.normalise.js';
 import { fetchLwaToken, lwaCacheKey } from './lwa.client.js';
 
-/** SP-API operations the gateway calls, each with its own token bucket (VENDORS.md §2.2). */
-export type SpapiOperation = 'getOrder' | 'getOrderItems';
+/**
+ * SP-API operations the gateway calls, each with its own token bucket (VENDORS.md §2.2):
+ * Orders v0 getOrder and getOrderItems, and Orders v2026-01-01 getOrder (`getOrder2026`).
+ */
+export type SpapiOperation = 'getOrder' | 'getOrderItems' | 'getOrder2026';
 
-/** The documented usage plans' rates (requests/s), used until a response tells the live one. */
-const PLAN_RATE: Record<SpapiOperation, number> = { getOrder: 0.5, getOrderItems: 0.5 };
+interface OperationSpec {
+  /** the documented usage plan's rate (requests/s), used until a response tells the live one */
+  rate: number;
+  /** the top-level key every 2xx answer of the operation carries */
+  envelope: string;
+}
+
+const OPERATIONS: Record<SpapiOperation, OperationSpec> = {
+  // ordersV0.json: 0.5 requests/s, burst 30; every answer wrapped in `payload`.
+  getOrder: { rate: 0.5, envelope: 'payload' },
+  getOrderItems: { rate: 0.5, envelope: 'payload' },
+  // orders_2026-01-01.json getOrder: 0.5 requests/s, burst 30; no wrapper, GetOrderResponse is `{order}`.
+  getOrder2026: { rate: 0.5, envelope: 'order' },
+};
 const RATE = /^\d{1,6}(\.\d{1,6})?$/;
 
 /** `x-amzn-RateLimit-Limit` as requests/s, or undefined when absent or not a sane positive number. */
@@ -46,7 +61,7 @@ export class SpapiRates {
   constructor(private readonly maxEntries = 10_000) {}
 
   rateFor(sellerKey: string, op: SpapiOperation): number {
-    return this.rates.get(`${sellerKey}|${op}`) ?? PLAN_RATE[op];
+    return this.rates.get(`${sellerKey}|${op}`) ?? OPERATIONS[op].rate;
   }
 
   observe(sellerKey: string, op: SpapiOperation, rate: number | undefined): void {
@@ -61,7 +76,7 @@ export class SpapiRates {
   }
 }
 
-/** ok: a 2xx JSON object that has the `payload` every Orders v0 answer is wrapped in (§2.2). */
+/** ok: a 2xx JSON object that has the operation's envelope: Orders v0 `payload` (§2.2), v2026-01-01 `order`. */
 export type SpapiAnswer = { ok: true; status: number; body: JsonObject } | { ok: false; outcome: FailedOutcome };
 
 // SP-API error codes are CamelCase words; anything else stays out of messages.
@@ -110,18 +125,20 @@ const ERROR_KIND = new Map<string, VendorFailureKind>([
 ]);
 
 /**
- * A 2xx without the `payload` every Orders v0 answer is wrapped in says nothing
- * about the resource (only `{"payload":{}}` is the not-found quirk, §2.3): it
- * goes by the error it carries, if SP-API named one, else it is unusable.
+ * A 2xx without the envelope the operation answers in (v0 `payload`, v2026
+ * `order`) says nothing about the resource (only `{"payload":{}}` is the
+ * not-found quirk, §2.3): it goes by the error it carries, if SP-API named
+ * one, else it is unusable.
  */
-function withoutPayload(status: number, code: string | undefined, quotaWaitMs: number): SpapiAnswer {
+function withoutEnvelope(status: number, envelope: string, code: string | undefined, quotaWaitMs: number): SpapiAnswer {
   const kind = code === undefined ? undefined : ERROR_KIND.get(code);
   const named = code ? ` (${code})` : '';
-  if (kind === undefined) return failed('bad_response', status, `SP-API answered HTTP ${status} without a payload${named}`);
-  return failed(kind, status, `SP-API answered HTTP ${status} with an error instead of a payload${named}`, kind === 'rate_limited' ? quotaWaitMs : undefined);
+  const what = envelope === 'payload' ? 'a payload' : `"${envelope}"`;
+  if (kind === undefined) return failed('bad_response', status, `SP-API answered HTTP ${status} without ${what}${named}`);
+  return failed(kind, status, `SP-API answered HTTP ${status} with an error instead of ${what}${named}`, kind === 'rate_limited' ? quotaWaitMs : undefined);
 }
 
-function classify(res: VendorHttpResponse, err: SpapiError, quotaWaitMs: number): SpapiAnswer {
+function classify(res: VendorHttpResponse, err: SpapiError, envelope: string, quotaWaitMs: number): SpapiAnswer {
   const s = res.status;
   const code = err.code ? ` (${err.code})` : '';
   if (s >= 200 && s < 300) {
@@ -133,7 +150,7 @@ function classify(res: VendorHttpResponse, err: SpapiError, quotaWaitMs: number)
       throw e;
     }
     if (!isObject(body)) return failed('bad_response', s, 'SP-API answered with an unexpected body');
-    if (body.payload === undefined) return withoutPayload(s, errorOf(body).code, quotaWaitMs);
+    if (body[envelope] === undefined) return withoutEnvelope(s, envelope, errorOf(body).code, quotaWaitMs);
     return { ok: true, status: s, body };
   }
   if (s === 403 && err.code === 'MissingAuthenticationToken') {
@@ -195,7 +212,7 @@ export class SpapiSession {
         this.tokens.invalidate(this.cacheKey, token);
         continue;
       }
-      return classify(res, err, quotaBackoffMs(this.rates.rateFor(this.rateKey, op)));
+      return classify(res, err, OPERATIONS[op].envelope, quotaBackoffMs(this.rates.rateFor(this.rateKey, op)));
     }
   }
 }
