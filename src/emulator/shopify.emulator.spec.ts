@@ -148,4 +148,14 @@ describe('ShopifyEmulator', () => {
     expect(e.status).toBe(502);
     expect(e.text).toMatch(/^<!DOCTYPE html>/);
   });
+  it('holds a split-tender order (gift card booked first, then a card): each payment refundable up to what it took', async () => {
+    const a = await gql(ORDER, { id: 'gid://shopify/Order/1005' });
+    const txs = ((a.body.data as { order: { transactions: Array<Record<string, unknown>> } }).order.transactions).map((t) => [t.gateway, (t.amountSet as { presentmentMoney: { amount: string } }).presentmentMoney.amount]);
+    expect(txs).toEqual([['gift_card', '10.00'], ['shopify_payments', '35.00']]);
+    const overGiftCard = await gql(refundDoc('k-split-1'), refundInput('20.00', 1005, 71060, 'gift_card'));
+    expect((overGiftCard.body.data as { refundCreate: { userErrors: unknown[] } }).refundCreate.userErrors).toHaveLength(1);
+    const toCard = await gql(refundDoc('k-split-2'), refundInput('20.00', 1005, 71061));
+    expect((toCard.body.data as { refundCreate: { userErrors: unknown[] } }).refundCreate.userErrors).toEqual([]);
+    expect(shop.refundCount(1005)).toBe(1);
+  });
 });

@@ -191,6 +191,20 @@ export function seedShopifyOrders(): Map<number, EmuOrder> {
       fulfillments: [{ status: 'SUCCESS', tracking: [{ number: 'TRACK-004', company: 'DHL', url: null }] }],
       transactions: [{ id: 71050, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 5_000 }],
     }),
+    order({
+      // Split tender: part paid with a gift card, booked first as Shopify does, the rest by card.
+      id: 1005, name: '#1047', email: 'omar.haddad@example.com', phone: null,
+      displayFinancialStatus: 'PAID', displayFulfillmentStatus: 'FULFILLED', totalCents: 4_500,
+      createdAt: '2026-07-05T14:20:00Z',
+      customer: { firstName: 'Omar', lastName: 'Haddad', email: 'omar.haddad@example.com', phone: null },
+      shippingAddress: { ...SPRINGFIELD, name: 'Omar Haddad', phone: null },
+      lineItems: [{ id: 66060, name: 'Trail Cap - One size', title: 'Trail Cap', sku: 'CAP-OS', quantity: 1, priceCents: 4_500 }],
+      fulfillments: [{ status: 'SUCCESS', tracking: [{ number: 'TRACK-005', company: 'UPS', url: null }] }],
+      transactions: [
+        { id: 71060, kind: 'SALE', status: 'SUCCESS', gateway: 'gift_card', amountCents: 1_000 },
+        { id: 71061, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 3_500 },
+      ],
+    }),
   ];
   return new Map(orders.map((o) => [o.id, o]));
 }

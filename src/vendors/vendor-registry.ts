@@ -1,11 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { VendorTokenStore } from '../credentials/vendor-token.store.js';
+import { Sql } from '../db/sql.js';
 import { AmazonHandler } from './amazon/amazon.handler.js';
 import { TokenCache } from './auth/token-cache.js';
 import { JumioHandler } from './jumio/jumio.handler.js';
 import { NangoHandler } from './nango/nango.handler.js';
 import { ShopifyHandler } from './shopify/shopify.handler.js';
+import { refundLeaseTiming, SqlRefundLeases } from './shopify/shopify.refund-lease.js';
 import type { VendorEndpoints, VendorHandler, VendorKey } from './vendor-handler.js';
 
 export function vendorEndpoints(config: AppConfig): VendorEndpoints {
@@ -30,11 +32,11 @@ export function vendorEndpoints(config: AppConfig): VendorEndpoints {
 export class VendorRegistry {
   private readonly handlers: ReadonlyMap<VendorKey, VendorHandler>;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig, rotating: VendorTokenStore) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig, rotating: VendorTokenStore, sql: Sql) {
     const endpoints = vendorEndpoints(config);
     // One token cache for every OAuth vendor, so refreshes are single-flight per credential process-wide.
     const tokens = new TokenCache();
-    const all: VendorHandler[] = [new ShopifyHandler(endpoints, tokens, rotating), new AmazonHandler(endpoints, tokens), new JumioHandler(endpoints, tokens), new NangoHandler(endpoints)];
+    const all: VendorHandler[] = [new ShopifyHandler(endpoints, tokens, rotating, new SqlRefundLeases(sql, refundLeaseTiming(config.VENDOR_TIMEOUT_MS))), new AmazonHandler(endpoints, tokens), new JumioHandler(endpoints, tokens), new NangoHandler(endpoints)];
     this.handlers = new Map(all.map((h) => [h.vendor, h]));
   }
 

@@ -3,6 +3,7 @@ import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
 import type { ShopifyEmulator } from '../../src/emulator/index.js';
 import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { adminAuth } from '../support/test-app.js';
 import { call, eventsOf, rowOf } from './support.js';
 
 const READS = ['order_lookup.lookup', 'amazon_query.get_order', 'amazon_query.get_order_items', 'kyc.get_status'];
@@ -203,5 +204,21 @@ describe('vendor faults on reads, through the pipeline', () => {
     } finally {
       shop.setAccessToken('shpat_emulator_token_0001');
     }
+  });
+
+  it('HTTP 404 from graphql.json (an API version Shopify does not serve) → failed / VENDOR_ERROR naming shop or version, not VENDOR_NOT_FOUND for an order that exists', async () => {
+    const org = await fresh();
+    const shop = h.emu.vendor<ShopifyEmulator>('shopify');
+    const put = await h.t.http
+      .put(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`)
+      .set(adminAuth)
+      .send({ config: { shopDomain: 'acme-emulator.myshopify.com', accessToken: shop.accessToken, apiVersion: '2030-01' } });
+    expect(put.status).toBe(200);
+    const before = count(GRAPHQL);
+    const res = await lookup(org);
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+    expect(res.body.toolResult.content).not.toMatch(/no record/);
+    expect(count(GRAPHQL) - before).toBe(1); // a refusal: not retried
+    expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/unknown shop or API version/);
   });
 });

@@ -39,3 +39,55 @@ describe('interpretShopifyResponse: top-level errors beside a mutation payload (
     expect(errorCodeFor({ ok: false, kind: 'bad_response', vendorStatus: 200, requestSent: true, message: 'm' }, WRITE)).toBe('OUTCOME_UNKNOWN'); // … which a write reports as unknown
   });
 });
+
+describe('interpretShopifyResponse: top-level errors with no payload for a mutation (VENDORS.md §1.4, §1.9)', () => {
+  const NOTE = { sideEffect: 'write' as const, overwrite: true };
+  const failed = (body: unknown, mutation?: string) => {
+    const res = interpretShopifyResponse(answer(body), mutation);
+    if (res.ok) throw new Error('expected a failure');
+    return res;
+  };
+
+  it('an error raised by the mutation field itself (path [mutation], data null) may have taken effect → OUTCOME_UNKNOWN for any write', () => {
+    for (const error of [
+      { message: 'Timeout', locations: [{ line: 2, column: 3 }], path: ['refundCreate'] },
+      { message: 'Something went wrong', path: ['refundCreate'], extensions: { code: 'SOME_NEW_CODE' } },
+      { message: 'Cannot return null for non-nullable field', path: ['refundCreate', 'refund', 'id'], extensions: { code: 'INTERNAL_SERVER_ERROR' } },
+    ]) {
+      const f = failed({ data: { refundCreate: null }, errors: [error] }, 'refundCreate');
+      expect(f, JSON.stringify(error)).toMatchObject({ kind: 'bad_response', vendorStatus: 200, requestSent: true });
+      expect(f.message).toBe('shopify reported an error while running refundCreate: it may have taken effect');
+      expect(errorCodeFor(f, WRITE)).toBe('OUTCOME_UNKNOWN');
+      expect(errorCodeFor(f, NOTE)).toBe('OUTCOME_UNKNOWN');
+    }
+    expect(failed({ data: null, errors: [{ message: 'boom', path: ['orderUpdate'] }] }, 'orderUpdate').kind).toBe('bad_response');
+  });
+
+  it('errors without a path (parse, validation: nothing ran) stay a definite refusal', () => {
+    const f = failed({ errors: [{ message: "Argument 'input' has an invalid value", extensions: { code: 'argumentLiteralsIncompatible' } }] }, 'refundCreate');
+    expect(f).toMatchObject({ kind: 'rejected', message: 'shopify refused the GraphQL request (argumentLiteralsIncompatible)' });
+    expect(errorCodeFor(f, WRITE)).toBe('VENDOR_ERROR');
+    expect(failed({ data: { refundCreate: null }, errors: [{ message: 'The @idempotent directive with a key is required for this mutation.', extensions: { code: 'BAD_REQUEST' } }] }, 'refundCreate').kind).toBe('rejected');
+  });
+
+  it('ACCESS_DENIED on the mutation is a refusal (auth); INTERNAL_SERVER_ERROR on it is a 5xx in kind (server_error)', () => {
+    expect(failed({ data: { refundCreate: null }, errors: [{ message: 'Access denied', path: ['refundCreate'], extensions: { code: 'ACCESS_DENIED' } }] }, 'refundCreate').kind).toBe('auth');
+    expect(failed({ data: { refundCreate: null }, errors: [{ message: 'Internal error', path: ['refundCreate'], extensions: { code: 'INTERNAL_SERVER_ERROR' } }] }, 'refundCreate').kind).toBe('server_error');
+  });
+
+  it('the @idempotent codes: IDEMPOTENCY_CONCURRENT_REQUEST → in_progress (polled), IDEMPOTENCY_KEY_PARAMETER_MISMATCH → key_conflict (reconcile)', () => {
+    const concurrent = failed({ data: { refundCreate: null }, errors: [{ message: 'in progress', path: ['refundCreate'], extensions: { code: 'IDEMPOTENCY_CONCURRENT_REQUEST' } }] }, 'refundCreate');
+    expect(concurrent).toMatchObject({ kind: 'in_progress', vendorStatus: 200, requestSent: true, retryAfterMs: 1_000 });
+    const mismatch = failed({ data: { refundCreate: null }, errors: [{ message: 'mismatch', extensions: { code: 'IDEMPOTENCY_KEY_PARAMETER_MISMATCH' } }] }, 'refundCreate');
+    expect(mismatch).toMatchObject({ kind: 'key_conflict', vendorStatus: 200, requestSent: true });
+    expect(errorCodeFor(mismatch, WRITE)).toBe('OUTCOME_UNKNOWN');
+  });
+});
+
+describe('interpretShopifyResponse: HTTP status of graphql.json', () => {
+  it('404 is the endpoint missing (unknown shop or API version), not "order not found": a refusal, never VENDOR_NOT_FOUND', () => {
+    const res = interpretShopifyResponse(answer({ errors: 'Not Found' }, 404));
+    expect(res).toMatchObject({ ok: false, kind: 'rejected', vendorStatus: 404 });
+    if (!res.ok) expect(res.message).toMatch(/unknown shop or API version/);
+  });
+});

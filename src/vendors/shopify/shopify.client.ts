@@ -70,7 +70,9 @@ export function interpretShopifyResponse(res: VendorHttpResponse, mutation?: str
   const fail = (kind: FailedOutcome['kind'], message: string, retryAfterMs?: number): FailedOutcome => failedOutcome(kind, message, status, retryAfterMs);
   // An expired 24 h / 1 h token also answers 401 (VENDORS.md §1.4); 403 is a missing scope.
   if (status === 401 || status === 403) return fail('auth', `shopify refused the access token (HTTP ${status})`);
-  if (status === 404) return fail('not_found', 'shopify answered 404 (unknown shop, API version or resource)');
+  // graphql.json itself is missing: the shop or the API version is wrong. An unknown order is data.order: null (VENDORS.md §1.4),
+  // so "not found" here would tell the model that an order it may well have does not exist.
+  if (status === 404) return fail('rejected', 'shopify answered 404 for its GraphQL endpoint: unknown shop or API version (check shopDomain and apiVersion)');
   if (status === 429) return fail('rate_limited', 'shopify rate limit reached (HTTP 429)', shopify429WaitMs(res));
   if (status === 402 || status === 423) return fail('rejected', `shopify shop is frozen or locked (HTTP ${status})`);
   if (status >= 500) return fail('server_error', `shopify server error (HTTP ${status})`);
@@ -88,7 +90,7 @@ export function interpretShopifyResponse(res: VendorHttpResponse, mutation?: str
     if (mutation !== undefined && isRecord(body.data) && isRecord(body.data[mutation])) return { ok: true, data: body.data, vendorStatus: status };
     const denied = mutation === undefined ? deniedFields(body.errors, body.data) : undefined;
     if (denied) return { ok: true, data: body.data as Record<string, unknown>, vendorStatus: status, denied };
-    return graphqlErrorsOutcome(body.errors, body.extensions, status);
+    return graphqlErrorsOutcome(body.errors, body.extensions, status, mutation);
   }
   if (!isRecord(body.data)) return fail('bad_response', 'shopify answer carries no data');
   return { ok: true, data: body.data, vendorStatus: status };
@@ -117,14 +119,81 @@ function deniedFields(errors: unknown, data: unknown): string[] | undefined {
   return paths;
 }
 
-function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: number): FailedOutcome {
-  const codes = (Array.isArray(errors) ? errors : [])
-    .map((e) => (isRecord(e) && isRecord(e.extensions) ? e.extensions.code : undefined))
-    .filter((c): c is string => typeof c === 'string' && SAFE_CODE.test(c));
+/** Shopify gives no wait for "in progress"; one second keeps the poll light. */
+export const IN_PROGRESS_POLL_MS = 1_000;
+
+/**
+ * "This request is currently in progress" (IDEMPOTENCY_CONCURRENT_REQUEST): an
+ * earlier request under the same @idempotent key is still running at Shopify.
+ * Asking again with the same key is harmless and hands back its result once
+ * it is done (VENDORS.md §1.9 point 6).
+ */
+export function idempotencyInProgress(status: number): FailedOutcome {
+  return {
+    ok: false,
+    kind: 'in_progress',
+    vendorStatus: status,
+    requestSent: true,
+    retryAfterMs: IN_PROGRESS_POLL_MS,
+    message: 'shopify says an earlier attempt of this refund (same idempotency key) is still in progress',
+  };
+}
+
+/**
+ * "The same idempotency key cannot be used with different operation
+ * parameters" (IDEMPOTENCY_KEY_PARAMETER_MISMATCH): an earlier attempt under
+ * this key reached Shopify, so the refund may exist. Reconcile, never re-key:
+ * a new key would be a second refund (VENDORS.md §1.9 point 6).
+ */
+export function idempotencyKeyConflict(status: number): FailedOutcome {
+  return {
+    ok: false,
+    kind: 'key_conflict',
+    vendorStatus: status,
+    requestSent: true,
+    message: 'shopify already has a refund attempt under this idempotency key, with other parameters: reconcile',
+  };
+}
+
+function errorCode(e: Record<string, unknown>): string | undefined {
+  const code = isRecord(e.extensions) ? e.extensions.code : undefined;
+  return typeof code === 'string' && SAFE_CODE.test(code) ? code : undefined;
+}
+
+/**
+ * A field error (one with a `path`) is raised while the document executes;
+ * errors without one come from parsing and validation, before anything ran
+ * (GraphQL spec, "Errors"). For a mutation, a field error means its resolver
+ * ran, so it may have taken effect — unless its code says otherwise: refused
+ * for access at the mutation itself, or Shopify's internal error (a 5xx in
+ * kind, handled as one).
+ */
+function ranAndFailed(e: Record<string, unknown>): boolean {
+  if (!Array.isArray(e.path) || e.path.length === 0) return false;
+  const code = errorCode(e);
+  return !(e.path.length === 1 && (code === 'ACCESS_DENIED' || code === 'INTERNAL_SERVER_ERROR'));
+}
+
+/**
+ * Top-level `errors` with no usable payload. `mutation` names the mutation
+ * field the document runs, if any: an error raised while it ran leaves its
+ * outcome unknown — calling it refused would invite a retry under a new key,
+ * a second refund.
+ */
+function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: number, mutation?: string): FailedOutcome {
+  const list = (Array.isArray(errors) ? errors : []).filter(isRecord);
+  const codes = list.map(errorCode).filter((c): c is string => c !== undefined);
   const base = { ok: false as const, vendorStatus: status, requestSent: true };
+  // The codes of the other @idempotent mutations (VENDORS.md §1.9); refundCreate may raise them at the top level too.
+  if (codes.includes('IDEMPOTENCY_CONCURRENT_REQUEST')) return idempotencyInProgress(status);
+  if (codes.includes('IDEMPOTENCY_KEY_PARAMETER_MISMATCH')) return idempotencyKeyConflict(status);
   if (codes.includes('THROTTLED')) {
     const retryAfterMs = throttleWaitMs(extensions);
     return { ...base, kind: 'rate_limited', message: 'shopify query cost limit reached (THROTTLED)', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+  }
+  if (mutation !== undefined && list.some(ranAndFailed)) {
+    // A 2xx whose answer cannot tell what happened: for a write, the outcome is unknown (OUTCOME_UNKNOWN), never resent.
+    return { ...base, kind: 'bad_response', message: `shopify reported an error while running ${mutation}: it may have taken effect` };
   }
   if (codes.includes('ACCESS_DENIED')) return { ...base, kind: 'auth', message: 'shopify denied access (ACCESS_DENIED: missing scope?)' };
   if (codes.includes('INTERNAL_SERVER_ERROR')) return { ...base, kind: 'server_error', message: 'shopify GraphQL internal error' };

@@ -4,6 +4,7 @@
  * order's payments: Shopify needs the parent transaction's gateway.
  */
 import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import type { RotatingGrant, RotatingTokenStore } from '../auth/rotating-token.js';
 import { TokenCache, TokenFetchError, tokenCacheKey, type AcquiredToken } from '../auth/token-cache.js';
 import { failedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
@@ -13,6 +14,7 @@ import { resolveShopifyConnection, type ShopifyConnection } from './shopify.conn
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
 import { buildRefundInput, pickRefundParent, refundCurrency, refundCurrencyProblem, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
+import type { RefundLeaseKey, RefundLeases } from './shopify.refund-lease.js';
 import { SHOPIFY_ID_PATTERN, SHOPIFY_TOOLS } from './shopify.tools.js';
 
 const NUMERIC_ID = new RegExp(SHOPIFY_ID_PATTERN); // the schema's own pattern: one spelling per id
@@ -29,6 +31,27 @@ function gidOf(type: 'Order' | 'Product', id: unknown): string | undefined {
 function unavailable(denied: string[] | undefined, root: string): { unavailable?: string[] } {
   if (!denied || denied.length === 0) return {};
   return { unavailable: denied.map((p) => (p.startsWith(`${root}.`) ? p.slice(root.length + 1) : p)) };
+}
+
+const LEASE_HOLDER = 'shopify.refundLeaseHolder';
+
+/** The lease holder of this call: the same on every attempt (scratch), so a retry takes its own lease back instead of waiting for it. */
+function refundLeaseHolder(ctx: VendorCallContext): string {
+  const held = ctx.scratch.get(LEASE_HOLDER);
+  if (typeof held === 'string') return held;
+  const holder = randomUUID();
+  ctx.scratch.set(LEASE_HOLDER, holder);
+  return holder;
+}
+
+/**
+ * The refund left and no final answer came: lost or cut off in flight, a 5xx
+ * (an edge answers while Shopify goes on), or Shopify still running an earlier
+ * attempt under the key. It may still be in flight there.
+ */
+function mayStillRun(o: VendorOutcome): boolean {
+  if (o.ok || !o.requestSent) return false;
+  return o.kind === 'timeout' || o.kind === 'network' || o.kind === 'server_error' || o.kind === 'in_progress';
 }
 
 /** One tool call's connection, and whether it has already renewed a refused token. */
@@ -56,6 +79,11 @@ export class ShopifyHandler implements VendorHandler {
     private readonly tokens: TokenCache = new TokenCache(),
     /** Where rotating refresh tokens are kept, shared by the replicas (refresh-token credentials need it). */
     private readonly rotating?: RotatingTokenStore,
+    /**
+     * One refund in flight per order, shared by the replicas (VENDORS.md §1.9 point 6). The gateway
+     * always has it (vendor-registry.ts); without it (a handler tested alone) refunds are not serialised.
+     */
+    private readonly refundLeases?: RefundLeases,
   ) {}
 
   validate(toolName: string, action: string, params: Record<string, unknown>): string | null {
@@ -211,7 +239,7 @@ export class ShopifyHandler implements VendorHandler {
     if (context.denied) return failedOutcome('auth', 'shopify denied access to the order’s payments (ACCESS_DENIED: missing scope?)', context.vendorStatus, undefined, false);
     const currencyProblem = refundCurrencyProblem(order, ctx.params.currency);
     if (currencyProblem) return failedOutcome('rejected', currencyProblem, context.vendorStatus, undefined, false);
-    const parent = pickRefundParent(order);
+    const parent = pickRefundParent(order, amount);
     if (!parent) return failedOutcome('rejected', 'the order has no captured payment to refund', context.vendorStatus, undefined, false);
 
     // No local "still refundable" check: after an attempt that was applied but
@@ -219,6 +247,27 @@ export class ShopifyHandler implements VendorHandler {
     // original refund. Shopify enforces the ceiling itself (userErrors).
     const key = refundIdempotencyKey(ctx.orgId, ctx.idempotencyKey);
     const input = buildRefundInput(orderGid, amount, typeof note === 'string' ? note : undefined, ctx.toolCallId, parent, refundCurrency(order));
+    const lease: RefundLeaseKey = { orgId: ctx.orgId, shopDomain: call.conn.shopDomain, orderId: String(ctx.params.orderId) };
+    const holder = refundLeaseHolder(ctx);
+    if (this.refundLeases) {
+      const busy = await this.refundLeases.acquire(lease, holder, ctx.signal);
+      if (busy) return busy;
+    }
+    // Shopify may still be running it (or the handler broke): the lease stays until it expires, so no other refund of the order overlaps it.
+    let keep = true;
+    try {
+      const outcome = await this.sendRefund(ctx, call, key, input);
+      keep = mayStillRun(outcome);
+      return outcome;
+    } catch (err) {
+      keep = !(err instanceof TokenFetchError); // no token: the mutation never reached the Admin API
+      throw err;
+    } finally {
+      if (this.refundLeases && !keep) await this.refundLeases.release(lease, holder);
+    }
+  }
+
+  private async sendRefund(ctx: VendorCallContext, call: ShopifyCall, key: string, input: Record<string, unknown>): Promise<VendorOutcome> {
     const res = await this.gql(call, refundMutation(key), { input }, 'refundCreate');
     if (!res.ok) return res;
     const payload = res.data.refundCreate;

@@ -117,11 +117,17 @@ export interface NormalizedRefund {
   createdAt: string | null;
 }
 
+/**
+ * `success` only when the refund's payment transactions are all SUCCESS
+ * (VENDORS.md §1.8, §1.9 point 7). A refund record without any transaction
+ * proves nothing moved: Shopify accepted it, nothing more — `pending`, like a
+ * transaction still AWAITING_RESPONSE.
+ */
 export function normalizeRefund(orderId: string, r: Record<string, unknown>): NormalizedRefund {
   const statuses = list(r.transactions).map((t) => str(t.status));
   let status: RefundSettlement = 'success';
   if (statuses.some((s) => s === 'FAILURE' || s === 'ERROR')) status = 'failed';
-  else if (statuses.some((s) => s !== 'SUCCESS')) status = 'pending';
+  else if (statuses.length === 0 || statuses.some((s) => s !== 'SUCCESS')) status = 'pending';
   // In the currency the refund was asked in: the presentment one (the shop's
   // for most orders, where both are the same).
   const total = presentmentMoney(r.totalRefundedSet);

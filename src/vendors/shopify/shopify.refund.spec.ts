@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { IN_PROGRESS_MESSAGE, KEY_MISMATCH_MESSAGE } from '../../emulator/shopify.refund-desk.js';
-import { refundUserErrorOutcome } from './shopify.refund.js';
+import { pickRefundParent, refundUserErrorOutcome } from './shopify.refund.js';
 
 const err = (message: string) => [{ field: null, message }];
 
@@ -14,5 +14,63 @@ describe('refundUserErrorOutcome: answers that prove an earlier attempt under th
     expect(refundUserErrorOutcome(err('Refund amount 9.00 USD exceeds the maximum refundable amount 1.00 USD'))).toMatchObject({ kind: 'rejected' });
     expect(refundUserErrorOutcome(err('Order does not exist'))).toMatchObject({ kind: 'not_found' });
     expect(refundUserErrorOutcome(err('Gateway does not match the parent transaction'))).toMatchObject({ kind: 'rejected' });
+  });
+});
+
+describe('refundUserErrorOutcome: "does not exist" is "order not found" only when it is about the order', () => {
+  it('field ["orderId"], or no field and a message about the order → not_found', () => {
+    expect(refundUserErrorOutcome([{ field: ['orderId'], message: 'Order does not exist' }])).toMatchObject({ kind: 'not_found', message: 'shopify order not found' });
+    expect(refundUserErrorOutcome([{ field: null, message: 'Order not found' }])).toMatchObject({ kind: 'not_found' });
+  });
+
+  it('another missing object (the parent transaction, a line item) is a refusal that names the field, not "order not found"', () => {
+    const parent = refundUserErrorOutcome([{ field: ['transactions', '0', 'parentId'], message: 'Parent transaction does not exist' }]);
+    expect(parent).toMatchObject({ kind: 'rejected', vendorStatus: 200, requestSent: true, message: 'shopify refused the refund: something it refers to does not exist (transactions.0.parentId)' });
+    expect(refundUserErrorOutcome([{ field: null, message: 'Parent transaction does not exist' }])).toMatchObject({ kind: 'rejected' });
+    expect(refundUserErrorOutcome([{ field: ['refundLineItems', '0', 'lineItemId'], message: 'Line item does not exist' }])).toMatchObject({ kind: 'rejected' });
+    // A field that is not plain schema names is not echoed.
+    expect(refundUserErrorOutcome([{ field: ['x y'], message: 'Thing does not exist' }]).message).toBe('shopify refused the refund: something it refers to does not exist');
+  });
+});
+
+describe('pickRefundParent: which payment a refund goes back to (split tender)', () => {
+  const tx = (id: number, gateway: string, amount: string, kind = 'SALE', status = 'SUCCESS') => ({
+    id: `gid://shopify/OrderTransaction/${id}`,
+    kind,
+    status,
+    gateway,
+    amountSet: { shopMoney: { amount, currencyCode: 'USD' }, presentmentMoney: { amount, currencyCode: 'USD' } },
+  });
+  const giftThenCard = { transactions: [tx(1, 'gift_card', '10.00'), tx(2, 'shopify_payments', '35.00')] };
+
+  it('prefers a payment other than a gift card, even when the gift card was booked first', () => {
+    expect(pickRefundParent(giftThenCard, '20.00')).toEqual({ id: 'gid://shopify/OrderTransaction/2', gateway: 'shopify_payments' });
+    expect(pickRefundParent(giftThenCard, '5')).toEqual({ id: 'gid://shopify/OrderTransaction/2', gateway: 'shopify_payments' });
+  });
+
+  it('then the first payment whose amount covers the refund; none covers → the first preferred one (Shopify states the ceiling)', () => {
+    const twoCards = { transactions: [tx(1, 'shopify_payments', '10.00'), tx(2, 'paypal', '35.00'), tx(3, 'gift_card', '50.00')] };
+    expect(pickRefundParent(twoCards, '10.00')?.id).toBe('gid://shopify/OrderTransaction/1');
+    expect(pickRefundParent(twoCards, '20.00')?.id).toBe('gid://shopify/OrderTransaction/2');
+    expect(pickRefundParent(twoCards, '45.00')?.id).toBe('gid://shopify/OrderTransaction/3');
+    expect(pickRefundParent(twoCards, '99.00')?.id).toBe('gid://shopify/OrderTransaction/1');
+  });
+
+  it('reads the amount the customer paid in (presentment), and ignores what is no payment', () => {
+    const eur = {
+      transactions: [
+        tx(9, 'shopify_payments', '80.00', 'AUTHORIZATION'),
+        tx(8, 'shopify_payments', '80.00', 'SALE', 'FAILURE'),
+        { ...tx(1, 'gift_card', '10.00'), amountSet: { shopMoney: { amount: '10.80', currencyCode: 'USD' }, presentmentMoney: { amount: '10.00', currencyCode: 'EUR' } } },
+        { ...tx(2, 'shopify_payments', '40.00'), amountSet: { shopMoney: { amount: '43.20', currencyCode: 'USD' }, presentmentMoney: { amount: '40.00', currencyCode: 'EUR' } } },
+      ],
+    };
+    expect(pickRefundParent(eur, '40.00')?.id).toBe('gid://shopify/OrderTransaction/2');
+    expect(pickRefundParent({ transactions: [tx(9, 'x', '1.00', 'AUTHORIZATION')] }, '1.00')).toBeUndefined();
+  });
+
+  it('depends only on facts that never change: the same parent for every retry, whatever was refunded since', () => {
+    const later = { transactions: [...giftThenCard.transactions, { id: 'gid://shopify/OrderTransaction/3', kind: 'REFUND', status: 'SUCCESS', gateway: 'shopify_payments', amountSet: { presentmentMoney: { amount: '20.00' } } }] };
+    expect(pickRefundParent(later, '20.00')).toEqual(pickRefundParent(giftThenCard, '20.00'));
   });
 });

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FailedOutcome } from '../vendor-handler.js';
-import { isRecord } from './shopify.client.js';
+import { idempotencyInProgress, idempotencyKeyConflict, isRecord } from './shopify.client.js';
 
 // Fixed namespace of the gateway's refund keys (a random UUID, never change it:
 // keys already sent to Shopify would no longer match their retries).
@@ -37,19 +37,41 @@ export interface RefundParent {
   gateway: string;
 }
 
+/** Shopify's gateway name for gift cards. */
+const GIFT_CARD_GATEWAY = 'gift_card';
+const DECIMAL = /^\d{1,15}(\.\d{1,4})?$/;
+
+/** What a payment took, in the currency the customer paid in (the refund amount's), when Shopify said. */
+function paidAmount(t: Record<string, unknown>): number | undefined {
+  const set = isRecord(t.amountSet) ? t.amountSet : undefined;
+  const money = set && (isRecord(set.presentmentMoney) ? set.presentmentMoney : isRecord(set.shopMoney) ? set.shopMoney : undefined);
+  const amount = money?.amount;
+  return typeof amount === 'string' && DECIMAL.test(amount) ? Number(amount) : undefined;
+}
+
 /**
- * The payment the money goes back to. Chosen from the order's successful
- * SALE/CAPTURE transactions by position only — never by what is still
- * refundable — so a retry after an applied-but-unanswered attempt picks the
- * same parent and sends the same input (Shopify then replays the original).
+ * The payment the money goes back to. Chosen only from facts of the order that
+ * never change — its successful SALE/CAPTURE payments, their gateways, the
+ * amounts they took, their order — never from what is still refundable, so a
+ * retry after an applied-but-unanswered attempt picks the same parent and
+ * sends the same input (Shopify then replays the original). Split tender
+ * (a gift card and a card, say): a payment other than a gift card first, as
+ * the customer would expect the money back where they paid, then the first
+ * whose amount covers the refund; none covers it → the first preferred one,
+ * and Shopify says how much is refundable.
  */
-export function pickRefundParent(order: Record<string, unknown>): RefundParent | undefined {
+export function pickRefundParent(order: Record<string, unknown>, amount: string): RefundParent | undefined {
   const txs = Array.isArray(order.transactions) ? order.transactions : [];
+  const payments: Array<RefundParent & { paid: number | undefined }> = [];
   for (const t of txs) {
     if (!isRecord(t) || t.status !== 'SUCCESS' || (t.kind !== 'SALE' && t.kind !== 'CAPTURE')) continue;
-    if (typeof t.id === 'string' && typeof t.gateway === 'string') return { id: t.id, gateway: t.gateway };
+    if (typeof t.id === 'string' && typeof t.gateway === 'string') payments.push({ id: t.id, gateway: t.gateway, paid: paidAmount(t) });
   }
-  return undefined;
+  // Stable: equal preference keeps Shopify's order of the payments.
+  const preferred = [...payments.filter((p) => p.gateway !== GIFT_CARD_GATEWAY), ...payments.filter((p) => p.gateway === GIFT_CARD_GATEWAY)];
+  const wanted = Number(formatAmount(amount));
+  const chosen = preferred.find((p) => p.paid !== undefined && p.paid >= wanted) ?? preferred[0];
+  return chosen && { id: chosen.id, gateway: chosen.gateway };
 }
 
 /**
@@ -100,8 +122,28 @@ export function buildRefundInput(
   };
 }
 
-/** Shopify gives no wait for "in progress"; one second keeps the poll light. */
-const IN_PROGRESS_POLL_MS = 1_000;
+const FIELD_PART = /^[A-Za-z0-9_]{1,64}$/;
+const MISSING = /does not exist|not found/i;
+
+/** The userError's field as `a.b.c`, or null when there is none or it is not plain schema names. */
+function fieldOf(e: unknown): string | null {
+  if (!isRecord(e) || !Array.isArray(e.field) || e.field.length === 0) return null;
+  const parts = e.field.map(String);
+  return parts.length <= 8 && parts.every((p) => FIELD_PART.test(p)) ? parts.join('.') : null;
+}
+
+/**
+ * "Order does not exist" is a fact about the order only when it names it:
+ * field ["orderId"], or no field and a message about the order. Another
+ * missing object (the parent transaction, a line item) is a refusal of the
+ * input, not "the order does not exist" — which would tell the agent an
+ * order it has is gone.
+ */
+function orderMissing(e: unknown): boolean {
+  if (!isRecord(e) || typeof e.message !== 'string' || !MISSING.test(e.message)) return false;
+  if (Array.isArray(e.field) && e.field.length > 0) return fieldOf(e) === 'orderId';
+  return /^order\b/i.test(e.message.trim());
+}
 
 /**
  * refundCreate's userErrors carry no code (VENDORS.md §1.8), so they are told
@@ -112,18 +154,16 @@ export function refundUserErrorOutcome(userErrors: unknown[]): FailedOutcome {
   const base = { ok: false as const, vendorStatus: 200, requestSent: true };
   // Both answers prove that an earlier attempt under this key reached Shopify
   // (VENDORS.md §1.9 point 6): the refund may exist, so neither is a failure.
-  if (text.includes('same idempotency key')) {
-    // Reconcile, never re-key: a new key would be a second refund.
-    return { ...base, kind: 'key_conflict', message: 'shopify already has a refund attempt under this idempotency key, with other parameters: reconcile' };
-  }
-  if (text.includes('currently in progress')) {
-    // Still running at Shopify: asking again with the same key is harmless and
-    // hands back the original refund once it is done.
-    return { ...base, kind: 'in_progress', retryAfterMs: IN_PROGRESS_POLL_MS, message: 'shopify says an earlier attempt of this refund (same idempotency key) is still in progress' };
-  }
-  if (text.includes('does not exist')) return { ...base, kind: 'not_found', message: 'shopify order not found' };
+  if (text.includes('same idempotency key')) return idempotencyKeyConflict(200);
+  if (text.includes('currently in progress')) return idempotencyInProgress(200);
+  if (userErrors.some(orderMissing)) return { ...base, kind: 'not_found', message: 'shopify order not found' };
   if (/exceed|maximum refundable|more than|sales cap/.test(text)) {
     return { ...base, kind: 'rejected', message: 'refund amount is more than is still refundable on the order' };
+  }
+  const missing = userErrors.find((e) => isRecord(e) && typeof e.message === 'string' && MISSING.test(e.message));
+  if (missing !== undefined) {
+    const field = fieldOf(missing);
+    return { ...base, kind: 'rejected', message: `shopify refused the refund: something it refers to does not exist${field ? ` (${field})` : ''}` };
   }
   return { ...base, kind: 'rejected', message: 'shopify refused the refund (validation errors)' };
 }

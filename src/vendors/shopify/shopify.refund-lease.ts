@@ -1,0 +1,122 @@
+/**
+ * One refund in flight per Shopify order, across replicas (VENDORS.md §1.9
+ * point 6): two refunds of one order racing at Shopify can both pass its
+ * "still refundable" check. The lease is a row of `shopify_refund_leases`
+ * (org × shop × order), taken by one conditional upsert — free, expired, or
+ * already this call's — and deleted once the refund's outcome is known. No
+ * transaction and no pooled connection is held while the refund is at
+ * Shopify: each statement is one round trip (the vendor_tokens lease works the
+ * same way). A process that dies holding a lease only delays the order's
+ * next refund until the lease expires.
+ */
+import { Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isDatabaseUnavailable } from '../../common/errors/database-errors.js';
+import type { FailedOutcome } from '../vendor-handler.js';
+
+/** The database access a lease needs: single statements on the pool (db/sql.ts), never a transaction. */
+export interface LeaseSql {
+  prepared<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+}
+
+export interface RefundLeaseKey {
+  orgId: string;
+  shopDomain: string;
+  /** the numeric order id */
+  orderId: string;
+}
+
+export interface RefundLeases {
+  /**
+   * Waits until `holder` has the order's lease (null), or says why it could
+   * not (a failed outcome: nothing was sent). Honours `signal`.
+   */
+  acquire(key: RefundLeaseKey, holder: string, signal: AbortSignal): Promise<FailedOutcome | null>;
+  /** Gives the lease up if `holder` still has it; never throws (the lease then expires). */
+  release(key: RefundLeaseKey, holder: string): Promise<void>;
+}
+
+export interface RefundLeaseTiming {
+  /** How long a lease lasts unless released (each attempt of the holding call renews it). */
+  leaseMs: number;
+  /** How long a refund waits for the order's other refund before giving up (nothing sent). */
+  maxWaitMs: number;
+}
+
+/**
+ * A call's whole budget (every attempt) is the vendor timeout, and an attempt
+ * whose answer was lost may still be running at Shopify after it: the lease
+ * outlives both with room to spare. A waiting refund gives up after half the
+ * budget, keeping the other half for its own request.
+ */
+export function refundLeaseTiming(vendorTimeoutMs: number): RefundLeaseTiming {
+  return { leaseMs: 2 * vendorTimeoutMs + 5_000, maxWaitMs: Math.floor(vendorTimeoutMs / 2) };
+}
+
+const FIRST_POLL_MS = 25;
+const MAX_POLL_MS = 200;
+
+const ACQUIRE = `INSERT INTO shopify_refund_leases AS l (org_id, shop_domain, order_id, holder, lease_until)
+  VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+  ON CONFLICT (org_id, shop_domain, order_id) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until
+    WHERE l.lease_until < now() OR l.holder = EXCLUDED.holder
+  RETURNING 1 AS held`;
+const RELEASE = 'DELETE FROM shopify_refund_leases WHERE org_id = $1 AND shop_domain = $2 AND order_id = $3 AND holder = $4';
+
+export class SqlRefundLeases implements RefundLeases {
+  private readonly log = new Logger('ShopifyRefundLeases');
+
+  constructor(
+    private readonly sql: LeaseSql,
+    private readonly timing: RefundLeaseTiming,
+  ) {}
+
+  async acquire(key: RefundLeaseKey, holder: string, signal: AbortSignal): Promise<FailedOutcome | null> {
+    const deadline = Date.now() + this.timing.maxWaitMs;
+    let pollMs = FIRST_POLL_MS;
+    for (;;) {
+      if (signal.aborted) return busy();
+      try {
+        const held = await this.sql.prepared(ACQUIRE, [key.orgId, key.shopDomain, key.orderId, holder, this.timing.leaseMs / 1000]);
+        if (held.length > 0) return null;
+      } catch (err) {
+        // Without the lease the refund could race another one: it is not sent. The gateway's trouble, not Shopify's.
+        const unavailable = isDatabaseUnavailable(err);
+        this.log.warn({ orgId: key.orgId, reason: unavailable ? 'database unavailable' : 'error' }, 'refund lease not taken');
+        return {
+          ok: false,
+          kind: 'network',
+          requestSent: false,
+          local: true,
+          message: `the order's refund lease could not be taken${unavailable ? ': the database is unavailable' : ''}; the refund was not sent`,
+        };
+      }
+      if (Date.now() + pollMs > deadline) return busy();
+      try {
+        await sleep(pollMs, undefined, { signal });
+      } catch {
+        return busy(); // the call's budget ran out while waiting
+      }
+      pollMs = Math.min(MAX_POLL_MS, pollMs * 2);
+    }
+  }
+
+  async release(key: RefundLeaseKey, holder: string): Promise<void> {
+    try {
+      await this.sql.prepared(RELEASE, [key.orgId, key.shopDomain, key.orderId, holder]);
+    } catch (err) {
+      this.log.warn({ orgId: key.orgId, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'error' }, 'refund lease not released: it expires on its own');
+    }
+  }
+}
+
+/** Another refund of the order held the lease for the whole wait: a transient failure, and this one never left. */
+function busy(): FailedOutcome {
+  return {
+    ok: false,
+    kind: 'timeout',
+    requestSent: false,
+    local: true,
+    message: 'another refund of this order was still in flight at shopify: this refund was not sent',
+  };
+}

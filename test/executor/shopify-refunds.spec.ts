@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ShopifyEmulator } from '../../src/emulator/index.js';
+import { CREDENTIALS, emulatorEnv, setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { bearer, startTestApp } from '../support/test-app.js';
+import { call, eventsOf, refundKeysSince, rowOf, send } from './support.js';
+
+const RULES = [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }];
+const SHOP = CREDENTIALS.shopify.shopDomain as string;
+const REFUND = /refundCreate/;
+
+/**
+ * shopify_refund.create through the pipeline: GraphQL errors on the mutation
+ * (VENDORS.md §1.4, §1.9), split-tender orders (§1.8), and one refund in
+ * flight per order across replicas (§1.9 point 6).
+ */
+describe('shopify_refund.create, through the pipeline', () => {
+  let h: Harness;
+  let shop: ShopifyEmulator;
+  beforeAll(async () => {
+    h = await startHarness(); // VENDOR_TIMEOUT_MS 2000: a refund waits at most 1 s for the order's other one
+    shop = h.emu.vendor<ShopifyEmulator>('shopify');
+  });
+  afterEach(() => h.emu.clearFaults());
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const fresh = () => setupOrg(h.t, { tools: ['shopify_refund.create'], rules: RULES });
+  const refund = (org: OrgSetup, orderId: string, amount: string) => call(h, org, 'shopify_refund', { action: 'create', orderId, amount });
+  const refundsSince = (from: number) => h.emu.requests.slice(from).filter((r) => REFUND.test(r.body));
+  const leases = async (orgId: string) =>
+    (await h.t.ds.query('SELECT order_id, lease_until > now() AS live FROM shopify_refund_leases WHERE org_id = $1', [orgId])) as { order_id: string; live: boolean }[];
+  const graphqlAnswer = (body: object) => ({ vendor: 'shopify' as const, kind: 'status' as const, status: 200, bodyMatch: REFUND, body });
+
+  describe('top-level GraphQL errors on refundCreate', () => {
+    it('an error raised by refundCreate itself (path ["refundCreate"], data null): the resolver ran → indeterminate / OUTCOME_UNKNOWN, sent once, never resent', async () => {
+      const org = await fresh();
+      // A GraphQL field error (spec §7.1.2): the refund may or may not have been made.
+      h.emu.fault(graphqlAnswer({ data: { refundCreate: null }, errors: [{ message: 'Timeout', locations: [{ line: 2, column: 3 }], path: ['refundCreate'] }] }));
+      const from = h.emu.requests.length;
+      const res = await refund(org, '12345', '2.00');
+      expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', toolResult: { is_error: true } });
+      expect(res.body.toolResult.content).toMatch(/Do not send it again/);
+      expect(refundsSince(from)).toHaveLength(1);
+      const row = await rowOf(h, res.body.toolCallId);
+      expect(row).toMatchObject({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN', retry_count: 0, vendor_status: 200 });
+      expect(row.error_text).toMatch(/while running refundCreate/);
+    });
+
+    it('an error with no path (parse / validation: nothing ran) stays a refusal → failed / VENDOR_ERROR', async () => {
+      const org = await fresh();
+      h.emu.fault(graphqlAnswer({ errors: [{ message: "Argument 'input' has an invalid value", locations: [{ line: 2, column: 16 }], extensions: { code: 'argumentLiteralsIncompatible' } }] }));
+      const res = await refund(org, '12345', '2.00');
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+    });
+
+    it('IDEMPOTENCY_CONCURRENT_REQUEST as a top-level code is "in progress": polled with the same key → succeeded, one refund', async () => {
+      const org = await fresh();
+      const refunds = shop.refundCount(12345);
+      h.emu.fault(
+        graphqlAnswer({
+          data: { refundCreate: null },
+          errors: [{ message: 'This request is currently in progress, please try again.', path: ['refundCreate'], extensions: { code: 'IDEMPOTENCY_CONCURRENT_REQUEST' } }],
+        }),
+      );
+      const from = h.emu.requests.length;
+      const res = await refund(org, '12345', '2.50');
+      expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: '2.50' } });
+      expect(shop.refundCount(12345) - refunds).toBe(1);
+      const keys = refundKeysSince(h, from);
+      expect(keys).toHaveLength(2);
+      expect(new Set(keys).size).toBe(1);
+      const retried = (await eventsOf(h, res.body.toolCallId)).filter((e) => e.type === 'tool_call.retried').map((e) => e.metadata.reason);
+      expect(retried).toEqual(['in_progress']);
+    });
+
+    it('IDEMPOTENCY_KEY_PARAMETER_MISMATCH as a top-level code is a key conflict → indeterminate / OUTCOME_UNKNOWN, sent once, never re-keyed', async () => {
+      const org = await fresh();
+      h.emu.fault(
+        graphqlAnswer({
+          data: { refundCreate: null },
+          errors: [{ message: 'The same idempotency key cannot be used with different operation parameters.', path: ['refundCreate'], extensions: { code: 'IDEMPOTENCY_KEY_PARAMETER_MISMATCH' } }],
+        }),
+      );
+      const from = h.emu.requests.length;
+      const res = await refund(org, '12345', '2.75');
+      expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+      expect(refundsSince(from)).toHaveLength(1);
+      expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/reconcile/);
+    });
+  });
+
+  describe('split tender (a gift card booked first, then a card)', () => {
+    it('a refund the card covers goes to the card, not refused for exceeding the gift card; a small one goes to the card too', async () => {
+      const org = await fresh();
+      const order = shop.order(1005)!;
+      const [giftCard, card] = order.transactions;
+      expect(giftCard).toMatchObject({ gateway: 'gift_card', amountCents: 1_000 });
+      expect(card).toMatchObject({ gateway: 'shopify_payments', amountCents: 3_500 });
+
+      const big = await refund(org, '1005', '20.00');
+      expect(big.body).toMatchObject({ status: 'succeeded', result: { orderId: '1005', amount: '20.00', status: 'success' } });
+      const small = await refund(org, '1005', '5.00');
+      expect(small.body).toMatchObject({ status: 'succeeded', result: { amount: '5.00' } });
+      const refunded = order.transactions.filter((t) => t.kind === 'REFUND');
+      expect(refunded.map((t) => [t.parentId, t.gateway, t.amountCents])).toEqual([
+        [card.id, 'shopify_payments', 2_000],
+        [card.id, 'shopify_payments', 500],
+      ]);
+    });
+
+    it('a refund no single payment covers goes to the card and Shopify says it is more than refundable → failed, nothing refunded', async () => {
+      const org = await fresh();
+      const refunds = shop.refundCount(1005);
+      const res = await refund(org, '1005', '40.00');
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+      expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/more than is still refundable/);
+      expect(shop.refundCount(1005)).toBe(refunds);
+    });
+  });
+
+  describe('one refund in flight per order (VENDORS.md §1.9 point 6)', () => {
+    it('two refunds of one order posted at once never overlap at Shopify; both succeed and the lease is gone after', async () => {
+      const org = await fresh();
+      // The first refundCreate to arrive takes 600 ms at Shopify.
+      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 600, bodyMatch: REFUND, times: 1 });
+      const from = h.emu.requests.length;
+      const [a, b] = await Promise.all([
+        send(h, org, toolUse('shopify_refund', { action: 'create', orderId: '450789469', amount: '1.00' })),
+        send(h, org, toolUse('shopify_refund', { action: 'create', orderId: '450789469', amount: '2.00' })),
+      ]);
+      expect(a.body.status).toBe('succeeded');
+      expect(b.body.status).toBe('succeeded');
+      const [first, second] = refundsSince(from).sort((x, y) => x.receivedAt - y.receivedAt);
+      expect(refundsSince(from)).toHaveLength(2);
+      // The second refundCreate reached Shopify only once the first was answered.
+      expect(second.receivedAt).toBeGreaterThanOrEqual(first.finishedAt ?? Number.POSITIVE_INFINITY);
+      expect(await leases(org.orgId)).toEqual([]);
+    });
+
+    it('across replicas: two gateways on one database, one refund each of the same order at once → never overlapping at Shopify', async () => {
+      const org = await fresh();
+      const other = await startTestApp({ ...emulatorEnv(h.emu.url), VENDOR_TIMEOUT_MS: '2000', VENDOR_CONNECT_TIMEOUT_MS: '500' });
+      try {
+        h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 600, bodyMatch: REFUND, times: 1 });
+        const from = h.emu.requests.length;
+        const [a, b] = await Promise.all([
+          send(h, org, toolUse('shopify_refund', { action: 'create', orderId: '450789469', amount: '1.50' })),
+          other.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('shopify_refund', { action: 'create', orderId: '450789469', amount: '2.50' })),
+        ]);
+        expect([a.body.status, b.body.status]).toEqual(['succeeded', 'succeeded']);
+        const sent = refundsSince(from).sort((x, y) => x.receivedAt - y.receivedAt);
+        expect(sent).toHaveLength(2);
+        expect(sent[1].receivedAt).toBeGreaterThanOrEqual(sent[0].finishedAt ?? Number.POSITIVE_INFINITY);
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('refunds of different orders are not held up by each other', async () => {
+      const org = await fresh();
+      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 600, bodyMatch: /refundCreate[\s\S]*Order\/12345"/, times: 1 });
+      const from = h.emu.requests.length;
+      const [a, b] = await Promise.all([refund(org, '12345', '1.00'), refund(org, '450789469', '1.00')]);
+      expect([a.body.status, b.body.status]).toEqual(['succeeded', 'succeeded']);
+      const [slow, other] = [refundsSince(from).find((r) => r.body.includes('Order/12345'))!, refundsSince(from).find((r) => r.body.includes('Order/450789469'))!];
+      expect(other.receivedAt).toBeLessThan(slow.finishedAt!);
+    });
+
+    it('a lease left by a holder that died expires: the next refund of the order waits for the expiry, then goes', async () => {
+      const org = await fresh();
+      const [{ until }] = (await h.t.ds.query(
+        `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until)
+         VALUES ($1, $2, '1001', $3, now() + interval '700 milliseconds') RETURNING extract(epoch FROM lease_until) * 1000 AS until`,
+        [org.orgId, SHOP, randomUUID()],
+      )) as { until: number }[];
+      const from = h.emu.requests.length;
+      const res = await refund(org, '1001', '1.00');
+      expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: '1.00' } });
+      const [sent] = refundsSince(from);
+      expect(sent.receivedAt).toBeGreaterThanOrEqual(Number(until) - 20); // one clock, a few ms of rounding
+      expect(await leases(org.orgId)).toEqual([]);
+    });
+
+    it('a lease held past the wait bound: failed / VENDOR_TIMEOUT, nothing sent to Shopify, and the words say so', async () => {
+      const org = await fresh();
+      await h.t.ds.query(
+        `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until) VALUES ($1, $2, '1001', $3, now() + interval '1 hour')`,
+        [org.orgId, SHOP, randomUUID()],
+      );
+      const from = h.emu.requests.length;
+      const res = await refund(org, '1001', '1.00');
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT', toolResult: { is_error: true } });
+      expect(res.body.toolResult.content).toMatch(/try again/);
+      expect(refundsSince(from)).toHaveLength(0);
+      expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/another refund of this order was still in flight.*not sent/);
+    });
+
+    it('a refund whose outcome is unknown (5xx on every attempt) keeps the order leased until expiry: it may still land at Shopify', async () => {
+      const org = await fresh();
+      h.emu.fault({ vendor: 'shopify', kind: 'status', status: 500, bodyMatch: REFUND, times: Infinity });
+      const res = await refund(org, '12345', '1.00');
+      expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+      expect(await leases(org.orgId)).toEqual([{ order_id: '12345', live: true }]);
+    });
+  });
+});
