@@ -67,9 +67,12 @@ function byIntegration(
 ): TableSpec {
   return {
     kind,
+    // With a fingerprint, also rows already under the active key whose fingerprint is still the unkeyed one of
+    // earlier versions ("sha256:…", which an ops key could test guesses against): they get the keyed one.
     select: (active, cursor, limit) => [
       `SELECT org_id, integration_type AS sub_id, ${COLS} FROM ${table}
-       WHERE key_id <> $1 AND (org_id, integration_type) > ($2::uuid, $3::text) ORDER BY org_id, integration_type LIMIT $4`,
+       WHERE (key_id <> $1${fingerprint ? ` OR fingerprint LIKE 'sha256:%'` : ''}) AND (org_id, integration_type) > ($2::uuid, $3::text)
+       ORDER BY org_id, integration_type LIMIT $4`,
       [active, cursor?.org_id ?? NIL_UUID, cursor?.sub_id ?? '', limit],
     ],
     update: (row, env, plaintext) => [

@@ -404,6 +404,15 @@ describe('credential pattern cost', () => {
     ['blanks after a scheme', (n: number) => `Authorization: Basic${' '.repeat(n)}`],
     ['"Basic" with no credentials', (n: number) => 'Basic '.repeat(n / 6)],
     ['a huge base64 run', (n: number) => `Basic ${'A'.repeat(n)}`],
+    ['XML open tags and no close', (n: number) => '<a>'.repeat(n / 3) + '</'],
+    ['one open tag with endless blanks', (n: number) => `<a${' '.repeat(n)}</`],
+    ['long element names with blanks', (n: number) => `${('<' + 'a'.repeat(127) + ' ').repeat(Math.floor(n / 129))}</`],
+    ['an unclosed quoted assignment', (n: number) => `a="${'x'.repeat(n)}`],
+    ['secret name then " =" over and over', (n: number) => `token${' ='.repeat(n / 2)}`],
+    ['spaced SSN near-misses', (n: number) => '123 45 '.repeat(n / 7)],
+    ['PGP armour openings', (n: number) => '-----BEGIN '.repeat(n / 11)],
+    ['GIDs followed by digit groups', (n: number) => 'gid://shopify/Order/1 '.repeat(n / 22)],
+    ['SendGrid prefixes', (n: number) => 'SG.'.repeat(n / 3)],
     ...FIELD_HOSTILE,
   ])('%s: 10× the text costs about 10× the time (not 100×), and what follows is still redacted', (_what, make) => {
     const small = make(10_000) + TAIL;
@@ -433,6 +442,10 @@ describe('pattern cost', () => {
       'eyJ'.repeat(15_000),
       'a.'.repeat(25_000) + '@x',
       `${'x@'.repeat(25_000)}`,
+      'ä'.repeat(50_000) + '@',
+      'a@b.'.repeat(12_500),
+      '234-'.repeat(12_500),
+      '415.555.'.repeat(6_000),
     ];
     const started = Date.now();
     for (const text of hostile) {

@@ -351,23 +351,32 @@ interface DigitGroup {
 export function redactCardNumbers(text: string): string {
   if (!/\d{4}/.test(text)) return text;
   return text.replace(DIGIT_RUN, (run: string, offset: number) => {
-    // The id of a global object id (gid://shopify/Order/5927413514539) is an id whatever its digits.
-    if (offset > 8 && text[offset - 1] === '/' && GID_BEFORE.test(text.slice(Math.max(0, offset - 160), offset))) return run;
-    const groups = splitGroups(run);
-    let out = '';
-    let cursor = 0;
-    for (let i = 0; i < groups.length; ) {
-      const end = longestCardFrom(groups, i);
-      if (end < 0) {
-        i++;
-        continue;
-      }
-      out += run.slice(cursor, groups[i]!.start) + REDACTED;
-      cursor = groups[end]!.end;
-      i = end + 1;
+    // The id of a global object id (gid://shopify/Order/5927413514539) is an id whatever its digits; only the id:
+    // digits after it ("…/Order/123 4111 1111 1111 1111") are judged as any others.
+    if (offset > 8 && text[offset - 1] === '/' && GID_BEFORE.test(text.slice(Math.max(0, offset - 160), offset))) {
+      const id = /^\d+/.exec(run)![0];
+      return id + redactCardGroups(run.slice(id.length));
     }
-    return out + run.slice(cursor);
+    return redactCardGroups(run);
   });
+}
+
+/** The card numbers among a run of digit groups (see redactCardNumbers). */
+function redactCardGroups(run: string): string {
+  const groups = splitGroups(run);
+  let out = '';
+  let cursor = 0;
+  for (let i = 0; i < groups.length; ) {
+    const end = longestCardFrom(groups, i);
+    if (end < 0) {
+      i++;
+      continue;
+    }
+    out += run.slice(cursor, groups[i]!.start) + REDACTED;
+    cursor = groups[end]!.end;
+    i = end + 1;
+  }
+  return out + run.slice(cursor);
 }
 
 /** What ends just before the id of a global object id: gid://<app>/<Type>/. */

@@ -782,6 +782,16 @@ describe('redaction: gaps a review found (each was stored or shown before)', () 
     };
     expect(redactOutput(kept)).toEqual(kept);
     expect(redactInput(kept)).toEqual(kept);
+    // Only the id is exempt: a card written right after a GID (one blank or dash between) still goes.
+    for (const text of [
+      'Customer gid://shopify/Customer/123 4111 1111 1111 1111 wants a refund',
+      'see gid://shopify/Order/5927413514539 4111111111111111',
+      'see gid://shopify/Order/5927413514539-4111-1111-1111-1111',
+    ]) {
+      expect(json(redactInput({ note: text })), text).not.toMatch(/4111/);
+      expect(json(redactOutput({ note: text })), text).not.toMatch(/4111/);
+      expect(json(redactOutput({ note: text })), text).toMatch(/gid:\/\/shopify\/\w+\/\d+/);
+    }
     // Cards still go, in every length their issuers use.
     for (const card of ['4222222222222', '30569309025904', '378282246310005', '4111111111111111', '6011111111111117', '3530111333300000']) {
       expect(redactInput({ note: `card ${card}` }), card).toEqual({ note: `card ${REDACTED}` });

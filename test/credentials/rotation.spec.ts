@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -266,6 +266,27 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     const creds = app.app.get(CredentialsService);
     creds.clearCache();
     expect(await creds.load(orgB, 'nango')).toEqual(newer);
+  });
+
+  it('gives a credential already under the active key, but with the unkeyed fingerprint of earlier versions, its keyed one', async () => {
+    const app = t2!;
+    const k2 = app.app.get(EnvelopeCipher);
+    const config = { ...NANGO, connectionId: 'conn-b-newer' }; // as the test above left it
+    const env = k2.encryptJson(config, credentialAad(orgB, 'nango'));
+    const legacy = 'sha256:' + createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 16);
+    await app.ds.query(
+      `UPDATE integration_credentials SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4, fingerprint = $5 WHERE org_id = $6 AND integration_type = 'nango'`,
+      [env.keyId, env.iv, env.ciphertext, env.authTag, legacy, orgB],
+    );
+    const svc = new KeyRotationService(app.ds, k2, app.app.get(LedgerEventsService));
+    expect((await svc.rotate()).credentials).toMatchObject({ rotated: 1, failed: 0 });
+    const [row] = (await app.ds.query(`SELECT key_id, fingerprint FROM integration_credentials WHERE org_id = $1 AND integration_type = 'nango'`, [orgB])) as {
+      key_id: string;
+      fingerprint: string;
+    }[];
+    expect(row).toEqual({ key_id: 'k2', fingerprint: k2.fingerprint(config) });
+    // Nothing left to do on a second run.
+    expect((await svc.rotate()).credentials).toMatchObject({ rotated: 0, skipped: 0 });
   });
 
   it('a failure part-way is the error reported, even when recording the rotated rows then fails too', async () => {

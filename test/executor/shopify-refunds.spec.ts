@@ -204,5 +204,17 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
       expect(await leases(org.orgId)).toEqual([{ order_id: '12345', live: true }]);
     });
+
+    it('an attempt that may still land (a 5xx) keeps the lease even when the next attempt ends in a plain refusal (a 429)', async () => {
+      const org = await fresh();
+      // Attempt 1: an edge 500 (Shopify may go on and apply it). Attempt 2: a 429 with a long Retry-After (not waited for).
+      h.emu.fault({ vendor: 'shopify', kind: 'status', status: 500, bodyMatch: REFUND, times: 1 });
+      h.emu.fault({ vendor: 'shopify', kind: 'status', status: 429, headers: { 'Retry-After': '3600' }, bodyMatch: REFUND, times: 1 });
+      const res = await refund(org, '12345', '1.00');
+      expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+      expect((await rowOf(h, res.body.toolCallId)).retry_count).toBe(1);
+      // The first attempt may still be running at Shopify: the order's next refund must not overlap it.
+      expect(await leases(org.orgId)).toEqual([{ order_id: '12345', live: true }]);
+    });
   });
 });

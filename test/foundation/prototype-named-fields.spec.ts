@@ -41,10 +41,27 @@ describe('fields named like Object.prototype members', () => {
     for (const [body, path] of [
       ['{"specialistId":"support","metadata":{"a":[{"constructor":"c"}]}}', 'metadata.a[0].constructor'],
       ['{"specialistId":"support","metadata":{"__proto__":{"admin":true}}}', 'metadata.__proto__'],
+      ['{"specialistId":"support","metadata":{"keep":1,"nested":{"prototype":{"x":1}}}}', 'metadata.nested.prototype'],
     ] as const) {
       const bad = await t.http.post('/v1/runs').set(bearer(adm)).set('Content-Type', 'application/json').send(body);
-      expect([bad.status, bad.body.code, bad.body.errors], body).toEqual([400, 'VALIDATION_FAILED', [`${path}: keys named "constructor" or "__proto__" are not accepted`]]);
+      expect([bad.status, bad.body.code, bad.body.errors], body).toEqual([
+        400,
+        'VALIDATION_FAILED',
+        [`${path}: keys named "constructor", "prototype" or "__proto__" are not accepted`],
+      ]);
     }
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
+  });
+
+  it('inside a nested DTO too: a tool-permission item with an unknown toString field is refused like one with any other unknown field', async () => {
+    const item = { toolName: 'order_lookup', action: 'lookup', specialistId: null, enabled: true };
+    const path = `/v1/orgs/${org}/tool-permissions`;
+    for (const extra of ['bogus', 'toString', 'hasOwnProperty']) {
+      const res = await t.http.put(path).set(bearer(adm)).send({ items: [item, { ...item, specialistId: 'x', [extra]: 'y' }] });
+      expect([res.status, res.body.code], extra).toEqual([400, 'VALIDATION_FAILED']);
+      expect(res.body.detail, extra).toContain(`items.1.${extra}`); // the path as the validator names any other
+    }
+    // The same items without it are taken.
+    expect((await t.http.put(path).set(bearer(adm)).send({ items: [item] })).status).toBe(200);
   });
 });

@@ -34,6 +34,8 @@ function unavailable(denied: string[] | undefined, root: string): { unavailable?
 }
 
 const LEASE_HOLDER = 'shopify.refundLeaseHolder';
+/** Set once an attempt of the call may still be running at Shopify: from then on the call never gives the lease up. */
+const MAY_STILL_RUN = 'shopify.refundMayStillRun';
 
 /** The lease holder of this call: the same on every attempt (scratch), so a retry takes its own lease back instead of waiting for it. */
 function refundLeaseHolder(ctx: VendorCallContext): string {
@@ -254,15 +256,18 @@ export class ShopifyHandler implements VendorHandler {
       if (busy) return busy;
     }
     // Shopify may still be running it (or the handler broke): the lease stays until it expires, so no other refund of the order overlaps it.
+    // Sticky for the call: an earlier attempt that may still land (a 5xx, say) keeps the lease even when a later
+    // attempt ends in a plain refusal (a 429, a 401), or the order's next refund could overlap it at Shopify.
     let keep = true;
     try {
       const outcome = await this.sendRefund(ctx, call, key, input);
-      keep = mayStillRun(outcome);
+      keep = ctx.scratch.get(MAY_STILL_RUN) === true || mayStillRun(outcome);
       return outcome;
     } catch (err) {
-      keep = !(err instanceof TokenFetchError); // no token: the mutation never reached the Admin API
+      keep = ctx.scratch.get(MAY_STILL_RUN) === true || !(err instanceof TokenFetchError); // no token: the mutation never reached the Admin API
       throw err;
     } finally {
+      if (keep) ctx.scratch.set(MAY_STILL_RUN, true);
       if (this.refundLeases && !keep) await this.refundLeases.release(lease, holder);
     }
   }
