@@ -1,8 +1,48 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiProblemResponse } from '../common/http/openapi.js';
+import { RISK_LEVELS } from '../policy/policy.types.js';
 import { Roles } from '../auth/auth.decorators.js';
 import { NoQueryParameters } from './catalog.query.js';
 import { ToolCatalogService } from './tool-catalog.service.js';
+
+/** The catalog as the vendor handlers declare it (ToolSpec, ToolActionSpec in vendors/vendor-handler.ts). */
+const CATALOG_SCHEMA = {
+  type: 'object',
+  required: ['items'],
+  properties: {
+    items: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'vendor', 'description', 'actions'],
+        properties: {
+          name: { type: 'string', example: 'order_lookup' },
+          vendor: { type: 'string', enum: ['shopify', 'amazon', 'jumio', 'nango'] },
+          description: { type: 'string' },
+          actions: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['name', 'description', 'inputSchema', 'riskLevel', 'sideEffect', 'idempotent', 'costCents'],
+              properties: {
+                name: { type: 'string', example: 'lookup' },
+                description: { type: 'string' },
+                inputSchema: { type: 'object', description: 'JSON Schema of the action’s params (without `action`)' },
+                riskLevel: { type: 'string', enum: [...RISK_LEVELS] },
+                sideEffect: { type: 'string', enum: ['read', 'write'] },
+                idempotent: { type: 'boolean' },
+                overwrite: { type: 'boolean', description: 'writes only' },
+                costCents: { type: 'integer' },
+                decimalParams: { type: 'array', items: { type: 'string' } },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+};
 
 @ApiTags('tools')
 @ApiBearerAuth()
@@ -19,7 +59,9 @@ export class CatalogController {
       '`decimalParams` names params that are decimal strings (a refund amount): policy rules compare them by value in eq, ne and in ("100" matches "100.00"). ' +
       'Writes also say `overwrite`: true when a second call with the same input leaves the same state (the order note), so a write answered 5xx ' +
       'is failed; false when it would be a second side effect (a refund, a Nango POST), so a 5xx leaves it indeterminate / OUTCOME_UNKNOWN.',
+    schema: CATALOG_SCHEMA,
   })
+  @ApiProblemResponse(400, 'VALIDATION_FAILED: the route takes no query parameters; any one is refused, naming it')
   // No query parameters: an unknown one is 400 VALIDATION_FAILED, as on every route with a query DTO.
   list(@Query(NoQueryParameters) _query: Record<string, never>) {
     return { items: this.catalog.list() };

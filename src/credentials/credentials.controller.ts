@@ -1,11 +1,23 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { CREDENTIAL_SCHEMAS } from './credential-schemas.js';
 import { CredentialsService } from './credentials.service.js';
 import { INTEGRATION_TYPES } from './integration-credential.entity.js';
+
+/** CredentialsService's view of stored credentials: never the config, only which key encrypted it and its fingerprint. */
+const CREDENTIAL_VIEW_SCHEMA = {
+  type: 'object',
+  required: ['integrationType', 'keyId', 'fingerprint', 'updatedAt'],
+  properties: {
+    integrationType: { type: 'string', enum: [...INTEGRATION_TYPES] },
+    keyId: { type: 'string', description: 'the master key that encrypted the config' },
+    fingerprint: { type: 'string', example: 'hmac:0123456789abcdef', description: 'a keyed hash of the config, safe to show: under one master key, equal fingerprints mean equal configs' },
+    updatedAt: { type: 'string', format: 'date-time' },
+  },
+};
 
 @ApiTags('credentials')
 @ApiBearerAuth()
@@ -18,6 +30,11 @@ export class CredentialsController {
 
   @Get()
   @Roles('admin')
+  @ApiResponse({
+    status: 200,
+    description: 'the integrations with stored credentials, by integrationType (never a secret)',
+    schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: CREDENTIAL_VIEW_SCHEMA } } },
+  })
   async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
     return { items: await this.credentials.list(orgId) };
@@ -37,6 +54,7 @@ export class CredentialsController {
       properties: { config: { oneOf: INTEGRATION_TYPES.map((t) => ({ title: t, ...CREDENTIAL_SCHEMAS[t] })) } },
     },
   })
+  @ApiResponse({ status: 200, description: 'stored (replacing any earlier config; event credentials.updated); never echoes a secret', schema: CREDENTIAL_VIEW_SCHEMA })
   async put(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('type') type: string, @Body() body: Record<string, unknown>) {
     await this.scope.assertAccess(p, orgId);
     return this.credentials.put(p, orgId, CredentialsService.assertType(type), body);

@@ -1,9 +1,10 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { LedgerQueryService } from './ledger-query.service.js';
 import { LedgerEventsQuery, LedgerVerifyQuery } from './ops.dto.js';
+import { LEDGER_EVENT_PAGE_SCHEMA, LEDGER_VERIFY_SCHEMA } from './ops.schemas.js';
 
 @ApiTags('ledger')
 @ApiBearerAuth()
@@ -19,6 +20,7 @@ export class LedgerController {
       'Platform-level events (platform keys created and revoked, bootstrap admin keys retired) belong to no org: they are ' +
       'chained under the nil UUID 00000000-0000-0000-0000-000000000000, which a platform key may name as orgId; an org key gets 404.',
   })
+  @ApiResponse({ status: 200, description: 'one page of events, newest first', schema: LEDGER_EVENT_PAGE_SCHEMA })
   events(@CurrentPrincipal() p: Principal, @Query() q: LedgerEventsQuery) {
     return this.ledger.events(p, q);
   }
@@ -31,6 +33,11 @@ export class LedgerController {
       'Seals what is committed, then checks every sealed event: {ok, checked, headHash}, or {ok: false, brokenAt: {chainSeq, eventId, reason}} ' +
       'at the first changed, missing, reordered, off-chain or unhashable event. A platform key verifies the platform chain ' +
       '(platform keys created and revoked, bootstrap admin keys retired) by naming orgId=00000000-0000-0000-0000-000000000000; an org key gets 404.',
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'the chain is intact ({ok: true, checked, headHash}) or broken ({ok: false, checked, brokenAt}); both are 200',
+    schema: LEDGER_VERIFY_SCHEMA,
   })
   verify(@CurrentPrincipal() p: Principal, @Query() q: LedgerVerifyQuery) {
     return this.ledger.verify(p, q.orgId);

@@ -1,8 +1,9 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { ToolCallExportQuery, ToolCallListQuery } from './ops.dto.js';
+import { EXPORT_CONTENT, TOOL_CALL_DETAIL_SCHEMA, TOOL_CALL_PAGE_SCHEMA } from './ops.schemas.js';
 import { ToolCallsQueryService } from './tool-calls-query.service.js';
 
 /**
@@ -18,18 +19,25 @@ export class ToolCallsLedgerController {
 
   @Get()
   @Roles('ops', 'admin')
+  @ApiResponse({ status: 200, description: 'one page of tool calls, newest first', schema: TOOL_CALL_PAGE_SCHEMA })
   list(@CurrentPrincipal() p: Principal, @Query() q: ToolCallListQuery) {
     return this.calls.list(p, q);
   }
 
   @Get('export')
   @Roles('ops', 'admin')
-  @ApiProduces('application/x-ndjson', 'text/csv')
   @ApiOperation({
     summary: 'Stream every matching tool call as NDJSON or CSV',
     description:
       'The list filters apply. CSV: a header row of the ToolCall field names, objects as JSON cells, RFC 4180 quoting; ' +
       "a text cell starting with =, +, -, @, TAB or CR is prefixed with ' so spreadsheets do not evaluate it.",
+  })
+  // The media types are given as `content`: @ApiProduces only relabels responses documented with a `schema` or `type`,
+  // and a route with no @ApiResponse gets a bare {200: {description: ''}} (so it never reached the document).
+  @ApiResponse({
+    status: 200,
+    description: 'every matching tool call, newest first, as an attachment (tool-calls.ndjson or tool-calls.csv): the media type follows `format`',
+    content: EXPORT_CONTENT,
   })
   export(@CurrentPrincipal() p: Principal, @Query() q: ToolCallExportQuery) {
     return this.calls.export(p, q);
@@ -37,6 +45,7 @@ export class ToolCallsLedgerController {
 
   @Get(':id')
   @Roles('ops', 'admin')
+  @ApiResponse({ status: 200, description: 'the ToolCall and its story: its ledger events, policy decision and approval', schema: TOOL_CALL_DETAIL_SCHEMA })
   get(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
     return this.calls.get(p, id);
   }

@@ -1,8 +1,9 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { UsageQuery } from './ops.dto.js';
+import { USAGE_SCHEMA } from './ops.schemas.js';
 import { UsageService } from './usage.service.js';
 
 @ApiTags('ledger')
@@ -13,6 +14,7 @@ export class UsageController {
 
   @Get()
   @Roles('ops', 'admin')
+  @ApiResponse({ status: 200, description: 'calls and cost per tool and action, from the tool-call ledger; `from` ≤ createdAt < `to`', schema: USAGE_SCHEMA })
   byTool(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Query() q: UsageQuery) {
     return this.usage.byTool(p, orgId, q);
   }

@@ -3,10 +3,38 @@ import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
-import { FeatureFlagsService } from './feature-flags.service.js';
+import { FeatureFlagsService, FLAG_DEFAULTS } from './feature-flags.service.js';
 import { OrgScopeService } from './org-scope.service.js';
 import { CreateOrgDto, SetFeatureFlagDto } from './orgs.dto.js';
 import { OrgsService } from './orgs.service.js';
+
+/** An org, as OrgsService answers it (POST /v1/orgs, GET /v1/orgs/{orgId}). */
+const ORG_SCHEMA = {
+  type: 'object',
+  required: ['id', 'name', 'createdAt'],
+  properties: { id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' } },
+};
+
+/** Every flag of the org with its value, the default when never set (FeatureFlagsService.all; FLAG_DEFAULTS names them). */
+const FLAGS_SCHEMA = {
+  type: 'object',
+  required: Object.keys(FLAG_DEFAULTS),
+  properties: Object.fromEntries(
+    Object.entries(FLAG_DEFAULTS).map(([flag, value]) => [flag, { type: 'boolean', description: `default ${String(value)}` }]),
+  ),
+};
+
+/** The flag as set (FeatureFlagsService.set). */
+const FLAG_SET_SCHEMA = {
+  type: 'object',
+  required: ['flag', 'enabled', 'updatedAt', 'updatedBy'],
+  properties: {
+    flag: { type: 'string', enum: Object.keys(FLAG_DEFAULTS) },
+    enabled: { type: 'boolean' },
+    updatedAt: { type: 'string', format: 'date-time' },
+    updatedBy: { type: 'string', format: 'uuid', description: 'the id of the API key that set it' },
+  },
+};
 
 @ApiTags('orgs')
 @ApiBearerAuth()
@@ -20,15 +48,7 @@ export class OrgsController {
 
   @Post()
   @Roles('admin')
-  @ApiResponse({
-    status: 201,
-    description: 'the org',
-    schema: {
-      type: 'object',
-      required: ['id', 'name', 'createdAt'],
-      properties: { id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' } },
-    },
-  })
+  @ApiResponse({ status: 201, description: 'the org', schema: ORG_SCHEMA })
   @ApiProblemResponse(409, 'CONFLICT: an org with this id already exists')
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateOrgDto) {
     return this.orgs.create(p, dto);
@@ -36,12 +56,14 @@ export class OrgsController {
 
   @Get(':orgId')
   @Roles('admin', 'ops')
+  @ApiResponse({ status: 200, description: 'the org', schema: ORG_SCHEMA })
   get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     return this.orgs.get(p, orgId);
   }
 
   @Get(':orgId/feature-flags')
   @Roles('admin', 'ops')
+  @ApiResponse({ status: 200, description: 'every feature flag of the org: flag name → enabled (the default when never set)', schema: FLAGS_SCHEMA })
   async listFlags(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
     return this.flags.all(orgId);
@@ -49,6 +71,7 @@ export class OrgsController {
 
   @Put(':orgId/feature-flags/:flag')
   @Roles('admin')
+  @ApiResponse({ status: 200, description: 'the flag as set; a feature_flag.changed event records the old and new value', schema: FLAG_SET_SCHEMA })
   async setFlag(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('flag') flag: string, @Body() dto: SetFeatureFlagDto) {
     await this.scope.assertAccess(p, orgId);
     return this.flags.set(p, orgId, flag, dto.enabled, dto.reason);

@@ -1,10 +1,31 @@
 import { Body, Controller, Get, Param, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { PutToolPermissionsDto } from './tool-permissions.dto.js';
 import { ToolPermissionsService } from './tool-permissions.service.js';
+
+/** The org's permission rows (ToolPermissionsService.list): by toolName, action, then the org-wide row before the specialists'. */
+const PERMISSIONS_SCHEMA = {
+  type: 'object',
+  required: ['items'],
+  properties: {
+    items: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['toolName', 'action', 'specialistId', 'enabled'],
+        properties: {
+          toolName: { type: 'string', example: 'order_lookup' },
+          action: { type: 'string', example: 'lookup' },
+          specialistId: { type: 'string', nullable: true, description: 'null = every specialist of the org; a specialist row overrides the org-wide one' },
+          enabled: { type: 'boolean' },
+        },
+      },
+    },
+  },
+};
 
 @ApiTags('tool-permissions')
 @ApiBearerAuth()
@@ -17,6 +38,7 @@ export class ToolPermissionsController {
 
   @Get()
   @Roles('admin', 'ops')
+  @ApiResponse({ status: 200, description: 'the org’s permission rows, ordered by toolName, action, then specialistId (org-wide first)', schema: PERMISSIONS_SCHEMA })
   async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
     return { items: await this.permissions.list(orgId) };
@@ -24,6 +46,7 @@ export class ToolPermissionsController {
 
   @Put()
   @Roles('admin')
+  @ApiResponse({ status: 200, description: 'the new set, as GET answers it (the rows given replace every earlier row; event tool_permissions.changed)', schema: PERMISSIONS_SCHEMA })
   async replace(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Body() dto: PutToolPermissionsDto) {
     await this.scope.assertAccess(p, orgId);
     return { items: await this.permissions.replace(p, orgId, dto.items) };

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags, type SchemaObject } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
@@ -31,6 +31,53 @@ const RUN_SCHEMA = {
       description: 'null while the run is active; once completed or cancelled: when, and the reason given to the end (null when none)',
       required: ['at', 'reason'],
       properties: { at: { type: 'string', format: 'date-time' }, reason: { type: 'string', nullable: true } },
+    },
+  },
+};
+
+/** buildModelTools: one tool per toolName, `action` an enum of the permitted actions plus the union of their params. */
+const MODEL_TOOL_INPUT_SCHEMA = {
+  type: 'object',
+  required: ['type', 'properties', 'required'],
+  description: 'JSON Schema: {type: "object", properties: {action: {type: "string", enum: [...]}, ...the actions’ params}, required: ["action"]}',
+  properties: {
+    type: { type: 'string', enum: ['object'] },
+    properties: { type: 'object' },
+    required: { type: 'array', items: { type: 'string', enum: ['action'] } },
+  },
+};
+
+/** GET /v1/runs/{runId}/tools: formatTools, in the shape of the `format` asked for. */
+const RUN_TOOLS_SCHEMA: SchemaObject = {
+  type: 'object',
+  required: ['tools'],
+  properties: {
+    tools: {
+      type: 'array',
+      description: 'by tool name; empty when the manifest permits nothing',
+      items: {
+        oneOf: [
+          {
+            type: 'object',
+            title: 'anthropic',
+            required: ['name', 'description', 'input_schema'],
+            properties: { name: { type: 'string', example: 'order_lookup' }, description: { type: 'string' }, input_schema: MODEL_TOOL_INPUT_SCHEMA },
+          },
+          {
+            type: 'object',
+            title: 'openai',
+            required: ['type', 'function'],
+            properties: {
+              type: { type: 'string', enum: ['function'] },
+              function: {
+                type: 'object',
+                required: ['name', 'description', 'parameters'],
+                properties: { name: { type: 'string', example: 'order_lookup' }, description: { type: 'string' }, parameters: MODEL_TOOL_INPUT_SCHEMA },
+              },
+            },
+          },
+        ],
+      },
     },
   },
 };
@@ -100,6 +147,11 @@ export class RunsController {
 
   @Get(':runId/tools')
   @Roles('agent', 'ops', 'admin')
+  @ApiResponse({
+    status: 200,
+    description: 'the tools the run’s manifest permits, ready to hand to the model: format=anthropic {name, description, input_schema} (the default), format=openai {type: "function", function: {name, description, parameters}}',
+    schema: RUN_TOOLS_SCHEMA,
+  })
   tools(@CurrentPrincipal() p: Principal, @Param('runId') runId: string, @Query() q: ToolsQuery) {
     return this.runs.tools(p, runId, q.format ?? 'anthropic');
   }

@@ -1,0 +1,234 @@
+/**
+ * OpenAPI schemas of the ops read side (API.md §6), field by field from the code that builds each answer:
+ * toToolCallView (tool-calls/tool-call.view.ts), loadToolCallStory (tool-call-story.ts), ledgerEventView
+ * (ledger-events.sql.ts), verifyOrgChain (ledger/ledger-verifier.service.ts) and UsageService.byTool.
+ * test/foundation/openapi-response-schemas.spec.ts validates live answers against them.
+ */
+import type { SchemaObject } from '@nestjs/swagger';
+import { TOOL_CALL_STATUSES } from '../tool-calls/tool-call-status.js';
+import { POLICY_DECISIONS, RISK_LEVELS } from '../policy/policy.types.js';
+
+const uuid = { type: 'string', format: 'uuid' } as const;
+const nullableUuid = { type: 'string', format: 'uuid', nullable: true } as const;
+const dateTime = { type: 'string', format: 'date-time' } as const;
+const nullableDateTime = { type: 'string', format: 'date-time', nullable: true } as const;
+const sha256Hex = { type: 'string', pattern: '^[0-9a-f]{64}$' } as const;
+
+/** A ToolCall as ops see it: toToolCallView (API.md §6). Also each line of the NDJSON export. */
+export const TOOL_CALL_VIEW_SCHEMA = {
+  type: 'object',
+  required: [
+    'id', 'orgId', 'runId', 'specialistId', 'toolName', 'action', 'status', 'errorCode', 'errorText', 'correlationId', 'idempotencyKey',
+    'actionDigest', 'inputRedacted', 'outputRedacted', 'riskLevel', 'policyDecisionId', 'retryCount', 'durationMs', 'costCents',
+    'createdAt', 'startedAt', 'finishedAt',
+  ],
+  properties: {
+    id: uuid,
+    orgId: uuid,
+    runId: uuid,
+    specialistId: { type: 'string' },
+    toolName: { type: 'string', example: 'order_lookup' },
+    action: { type: 'string', example: 'lookup' },
+    status: { type: 'string', enum: [...TOOL_CALL_STATUSES] },
+    errorCode: { type: 'string', nullable: true, example: 'VENDOR_TIMEOUT' },
+    errorText: { type: 'string', nullable: true },
+    correlationId: { type: 'string', description: 'the X-Correlation-Id of the request that recorded the call' },
+    idempotencyKey: { type: 'string', description: 'the Idempotency-Key the client sent, or the tool_use id for the default key (scoped to the run)' },
+    actionDigest: { ...sha256Hex, description: 'sha256 hex of the canonical action (tool, action, params)' },
+    inputRedacted: { type: 'object', description: 'the params (input without `action`), redacted' },
+    outputRedacted: { description: 'the vendor result, redacted: any JSON value, null when there is none' },
+    riskLevel: { type: 'string', nullable: true, enum: [...RISK_LEVELS, null], description: 'the policy decision’s risk, else the catalog’s; null for a call to no catalog action' },
+    policyDecisionId: { ...nullableUuid, description: 'null when no policy decision was recorded for the call' },
+    retryCount: { type: 'integer', minimum: 0 },
+    durationMs: { type: 'integer', nullable: true, description: 'time spent executing; null when the call did not run (yet)' },
+    costCents: { type: 'integer' },
+    createdAt: dateTime,
+    startedAt: { ...nullableDateTime, description: 'null until execution started' },
+    finishedAt: { ...nullableDateTime, description: 'null until the call settled' },
+  },
+};
+
+/** GET /v1/tool-calls: ToolCallsQueryService.list. */
+export const TOOL_CALL_PAGE_SCHEMA = {
+  type: 'object',
+  required: ['items', 'nextCursor'],
+  properties: {
+    items: { type: 'array', items: TOOL_CALL_VIEW_SCHEMA, description: 'newest first' },
+    nextCursor: { type: 'string', nullable: true, description: 'null on the last page; pass it as `cursor`, with the same filters, for the next one' },
+  },
+};
+
+/** The actor of a ledger event: the API key that acted (ledger/ledger-event.entity.ts EventActor); null for the system. */
+const EVENT_ACTOR_SCHEMA = {
+  type: 'object',
+  nullable: true,
+  required: ['keyId', 'role'],
+  properties: { keyId: nullableUuid, role: { type: 'string', nullable: true, example: 'agent' } },
+};
+
+/** An event of a call's story: loadToolCallStory. */
+const TOOL_CALL_EVENT_SCHEMA = {
+  type: 'object',
+  required: ['id', 'type', 'actor', 'metadata', 'createdAt', 'chainSeq', 'hash'],
+  properties: {
+    id: uuid,
+    type: { type: 'string', example: 'tool_call.requested' },
+    actor: EVENT_ACTOR_SCHEMA,
+    metadata: { type: 'object', description: 'facts of the event, per type' },
+    createdAt: dateTime,
+    chainSeq: { type: 'integer', nullable: true, description: 'null until the sealer has chained it (a fraction of a second)' },
+    hash: { ...sha256Hex, nullable: true, description: 'null until sealed' },
+  },
+};
+
+const POLICY_DECISION_SCHEMA = {
+  type: 'object',
+  nullable: true,
+  description: 'the decision the call row points at (else the call’s latest); null when none was recorded',
+  required: ['id', 'decision', 'riskLevel', 'ruleId', 'reason', 'actionDigest', 'createdAt'],
+  properties: {
+    id: uuid,
+    decision: { type: 'string', enum: [...POLICY_DECISIONS] },
+    riskLevel: { type: 'string', enum: [...RISK_LEVELS] },
+    ruleId: { type: 'string', nullable: true, description: 'null when no rule matched and the risk default applied' },
+    reason: { type: 'string' },
+    actionDigest: sha256Hex,
+    createdAt: dateTime,
+  },
+};
+
+/** approvalView (approvals/approval.view.ts) without a clock: the row as stored. */
+const STORY_APPROVAL_SCHEMA = {
+  type: 'object',
+  nullable: true,
+  description: 'the call’s approval request as stored (a pending one past expiresAt stays pending until the sweep); null when it needed none',
+  required: [
+    'id', 'orgId', 'toolCallId', 'runId', 'kind', 'status', 'toolName', 'action', 'inputRedacted', 'riskLevel', 'reason', 'actionDigest',
+    'createdAt', 'expiresAt', 'decidedBy', 'decidedAt',
+  ],
+  properties: {
+    id: uuid,
+    orgId: uuid,
+    toolCallId: uuid,
+    runId: uuid,
+    kind: { type: 'string', enum: ['expert', 'client'] },
+    status: { type: 'string', enum: ['pending', 'approved', 'rejected', 'expired'] },
+    toolName: { type: 'string' },
+    action: { type: 'string' },
+    inputRedacted: { type: 'object' },
+    riskLevel: { type: 'string', enum: [...RISK_LEVELS] },
+    reason: { type: 'string' },
+    actionDigest: sha256Hex,
+    createdAt: dateTime,
+    expiresAt: dateTime,
+    decidedBy: { ...nullableUuid, description: 'the key that decided; null while pending and when it expired' },
+    decidedAt: nullableDateTime,
+  },
+};
+
+/** GET /v1/tool-calls/{id}: the ToolCall plus its whole story (ToolCallsQueryService.get). */
+export const TOOL_CALL_DETAIL_SCHEMA = {
+  type: 'object',
+  required: [...TOOL_CALL_VIEW_SCHEMA.required, 'events', 'policyDecision', 'approval'],
+  properties: {
+    ...TOOL_CALL_VIEW_SCHEMA.properties,
+    events: { type: 'array', items: TOOL_CALL_EVENT_SCHEMA, description: 'the call’s ledger events, in append order' },
+    policyDecision: POLICY_DECISION_SCHEMA,
+    approval: STORY_APPROVAL_SCHEMA,
+  },
+};
+
+/** GET /v1/ledger/events: LedgerQueryService.events (ledgerEventView). */
+export const LEDGER_EVENT_PAGE_SCHEMA = {
+  type: 'object',
+  required: ['items', 'nextCursor'],
+  properties: {
+    items: {
+      type: 'array',
+      description: 'newest first',
+      items: {
+        type: 'object',
+        required: ['id', 'orgId', 'type', 'runId', 'toolCallId', 'actor', 'metadata', 'createdAt', 'chainSeq', 'prevHash', 'hash'],
+        properties: {
+          id: uuid,
+          orgId: { ...uuid, description: 'the nil UUID for platform-level events' },
+          type: { type: 'string', example: 'tool_call.requested' },
+          runId: nullableUuid,
+          toolCallId: nullableUuid,
+          actor: EVENT_ACTOR_SCHEMA,
+          metadata: { type: 'object', description: 'facts of the event, per type' },
+          createdAt: dateTime,
+          chainSeq: { type: 'integer', nullable: true, description: 'position in the org’s hash chain; null until sealed' },
+          prevHash: { ...sha256Hex, nullable: true, description: 'null until sealed' },
+          hash: { ...sha256Hex, nullable: true, description: 'null until sealed' },
+        },
+      },
+    },
+    nextCursor: { type: 'string', nullable: true, description: 'null on the last page; pass it as `cursor`, with the same filters, for the next one' },
+  },
+};
+
+/** GET /v1/ledger/verify: VerifyResult (verifyOrgChain). */
+export const LEDGER_VERIFY_SCHEMA: SchemaObject = {
+  oneOf: [
+    {
+      type: 'object',
+      title: 'intact',
+      required: ['ok', 'checked', 'headHash'],
+      properties: {
+        ok: { type: 'boolean', enum: [true] },
+        checked: { type: 'integer', minimum: 0, description: 'sealed events checked' },
+        headHash: { ...sha256Hex, nullable: true, description: 'hash of the last chained event; null when the chain is empty' },
+      },
+    },
+    {
+      type: 'object',
+      title: 'broken',
+      required: ['ok', 'checked', 'brokenAt'],
+      properties: {
+        ok: { type: 'boolean', enum: [false] },
+        checked: { type: 'integer', minimum: 0, description: 'events found intact before the break' },
+        brokenAt: {
+          type: 'object',
+          required: ['chainSeq', 'eventId', 'reason'],
+          properties: {
+            chainSeq: { type: 'integer', minimum: 0, description: 'the position that breaks; 0 for an event outside the chain' },
+            eventId: { ...nullableUuid, description: 'null when the event at chainSeq is missing' },
+            reason: { type: 'string', example: 'event content does not match its hash' },
+          },
+        },
+      },
+    },
+  ],
+};
+
+/** GET /v1/orgs/{orgId}/usage: UsageService.byTool. */
+export const USAGE_SCHEMA = {
+  type: 'object',
+  required: ['byTool'],
+  properties: {
+    byTool: {
+      type: 'array',
+      description: 'one entry per tool and action called in the window, ordered by toolName then action',
+      items: {
+        type: 'object',
+        required: ['toolName', 'action', 'calls', 'succeeded', 'failed', 'blocked', 'costCents'],
+        properties: {
+          toolName: { type: 'string' },
+          action: { type: 'string' },
+          calls: { type: 'integer', minimum: 0, description: 'every call, whatever its status' },
+          succeeded: { type: 'integer', minimum: 0 },
+          failed: { type: 'integer', minimum: 0 },
+          blocked: { type: 'integer', minimum: 0 },
+          costCents: { type: 'integer', minimum: 0 },
+        },
+      },
+    },
+  },
+};
+
+/** GET /v1/tool-calls/export: the streamed file, one media type per `format`. */
+export const EXPORT_CONTENT = {
+  'application/x-ndjson': { schema: { type: 'string', description: 'one ToolCall (as GET /v1/tool-calls lists them) per line, as JSON' } },
+  'text/csv': { schema: { type: 'string', description: 'a header row of the ToolCall field names, then one row per call' } },
+};
