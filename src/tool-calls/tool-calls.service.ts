@@ -80,6 +80,13 @@ export interface RecordedTool {
 
 export const recordedTool = (entry: CatalogEntry): RecordedTool => ({ toolName: entry.tool.name, action: entry.action.name, costCents: entry.action.costCents });
 
+/** A batch item after one still executing: not started (see ToolCallBatchService). */
+function heldBehindEarlierItem(): AppError {
+  return new AppError('IDEMPOTENCY_IN_PROGRESS', 'an earlier tool_use of this batch is still executing, so this one was not started; send the batch again shortly', {
+    retryAfterSeconds: 1,
+  });
+}
+
 @Injectable()
 export class ToolCallsService {
   private readonly log = new Logger('ToolCalls');
@@ -298,9 +305,10 @@ export class ToolCallsService {
   /**
    * The answer for a tool_use that already has a ledger row (its replay, or 409 while it executes), without
    * ever starting it: for the items of a batch after one still executing (writes run one at a time, in order).
-   * A tool_use with no row yet is 409 IDEMPOTENCY_IN_PROGRESS, naming the batch: nothing was started.
+   * A tool_use with no row yet is answered with `notStarted` (by default 409 IDEMPOTENCY_IN_PROGRESS, naming the
+   * batch): nothing was started.
    */
-  async replayOnly(p: Principal, runId: string, body: unknown): Promise<ToolCallResponse> {
+  async replayOnly(p: Principal, runId: string, body: unknown, notStarted: () => AppError = heldBehindEarlierItem): Promise<ToolCallResponse> {
     if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
     const parsed = parseToolUse(body);
     const use = { ...parsed, params: this.catalog.canonicalParams(parsed.name, parsed.action, parsed.params) };
@@ -308,11 +316,7 @@ export class ToolCallsService {
     const idempotencyKey = idempotencyKeyFor(undefined, run.id, use.id);
     const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
     const row = await this.storedByKey(p.orgId, idempotencyKey);
-    if (!row) {
-      throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'an earlier tool_use of this batch is still executing, so this one was not started; send the batch again shortly', {
-        retryAfterSeconds: 1,
-      });
-    }
+    if (!row) throw notStarted();
     return this.replayStored(row, digest, use.id);
   }
 

@@ -29,6 +29,7 @@ export const ERROR_STATUS = {
   CONCURRENCY_LIMIT: 429,
   INTERNAL: 500,
   DATABASE_UNAVAILABLE: 503,
+  GATEWAY_STOPPING: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -60,4 +61,5 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   CONCURRENCY_LIMIT: 'Too many vendor calls in flight',
   INTERNAL: 'Internal error',
   DATABASE_UNAVAILABLE: 'Database unavailable',
+  GATEWAY_STOPPING: 'The gateway is stopping',
 };

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { Principal } from '../../auth/principal.js';
 import { ToolCatalogService } from '../../catalog/tool-catalog.service.js';
 import { AppError } from '../../common/errors/app-error.js';
@@ -10,6 +10,13 @@ import { PLATFORM_KEY_REFUSED, ToolCallsService } from '../tool-calls.service.js
 import { parseToolUse } from '../tool-use.js';
 import { fitBatchBudget } from './batch-budget.js';
 import { parseBatchRequest, runBounded, scheduleBatch, type ScheduleKind } from './batch-request.js';
+
+/** A batch item the stopping gateway did not start. */
+function gatewayStopping(): AppError {
+  return new AppError('GATEWAY_STOPPING', 'the gateway is stopping, so this tool_use was not started; send the batch again (another replica runs it)', {
+    retryAfterSeconds: 1,
+  });
+}
 
 /** Statuses of a call that has not finished: the items after it in a batch wait for it. */
 const STILL_EXECUTING = new Set(['running', 'approved', 'requested']);
@@ -32,8 +39,10 @@ export interface BatchResponse {
  * from touching the others, and applies the batch-wide budget to the answers.
  */
 @Injectable()
-export class ToolCallBatchService {
+export class ToolCallBatchService implements BeforeApplicationShutdown {
   private readonly log = new Logger('ToolCallBatch');
+  /** Set before the HTTP drain: a batch still running starts no further vendor call (see submit). */
+  private stopping = false;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -41,6 +50,15 @@ export class ToolCallBatchService {
     private readonly catalog: ToolCatalogService,
     private readonly runs: RunsService,
   ) {}
+
+  /**
+   * Before the HTTP drain, as for approved calls: the items a running batch has not started yet are not started
+   * (their answers say so; a resend replays what ran and runs the rest), so the drain waits for one vendor call
+   * per batch at most, not for the rest of the batch one write after another.
+   */
+  beforeApplicationShutdown(): void {
+    this.stopping = true;
+  }
 
   async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<BatchResponse> {
     // Agent or org admin keys (API.md §1); a platform key has no org to act in (403, as for a single call).
@@ -61,7 +79,11 @@ export class ToolCallBatchService {
       const hold = held;
       await runBounded(group, limit, async (i) => {
         try {
-          const answer = hold ? this.calls.replayOnly(p, run.id, toolUses[i]) : this.calls.submit(p, run.id, toolUses[i], undefined, correlationId);
+          const answer = this.stopping
+            ? this.calls.replayOnly(p, run.id, toolUses[i], gatewayStopping)
+            : hold
+              ? this.calls.replayOnly(p, run.id, toolUses[i])
+              : this.calls.submit(p, run.id, toolUses[i], undefined, correlationId);
           bodies[i] = (await answer).body;
         } catch (err) {
           problems[i] = this.problemFor(err, i, correlationId);
