@@ -369,7 +369,10 @@ describe('hostile input: a corpus of named cases', () => {
       const cid = await post(lookup(), { 'X-Correlation-Id': `bad id ${'x'.repeat(300)}` });
       expect(cid.status).toBe(200);
       expect(cid.headers['x-correlation-id']).toMatch(/^[0-9a-f-]{36}$/);
-      for (const auth of ['', 'Bearer', 'Bearer ', `bearer ${org.agentKey}`, org.agentKey, `Bearer  ${org.agentKey}`, `Bearer ${org.agentKey} x`, `Basic ${Buffer.from('a:b').toString('base64')}`, `Bearer ${'k'.repeat(5000)}`, 'Bearer \u00ff\u00fe']) {
+      // The scheme is case-insensitive (RFC 9110 §11.1): "bearer <key>" is the key; everything else here is not.
+      const lower = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set('Authorization', `bearer ${org.agentKey}`).send(lookup());
+      expect(lower.status).toBe(200);
+      for (const auth of ['', 'Bearer', 'Bearer ', `bearer${org.agentKey}`, `Bearer ${org.agentKey.toUpperCase()}`, org.agentKey, `Bearer  ${org.agentKey}`, `Bearer ${org.agentKey} x`, `Basic ${Buffer.from('a:b').toString('base64')}`, `Bearer ${'k'.repeat(5000)}`, 'Bearer \u00ff\u00fe']) {
         const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set('Authorization', auth).send(lookup());
         expectSane(res, auth.slice(0, 40));
         expect(res.status, auth.slice(0, 40)).toBe(401);
