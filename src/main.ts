@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createGateway } from './bootstrap.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config.schema.js';
+import { probeDatabase } from './db/database-probe.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
 
 /**
@@ -38,7 +39,21 @@ async function main(): Promise<void> {
   for (const w of config.warnings) process.stderr.write(`warning: ${w}\n`);
 
   let embedded: EmbeddedPostgres | undefined;
-  if (!config.DATABASE_URL) {
+  if (config.DATABASE_URL) {
+    // One clear line instead of the framework's retries with stack traces: a wrong password or database name at
+    // once, a database still starting after up to 30 s of waiting.
+    const problem = await probeDatabase(config.DATABASE_URL, {
+      budgetMs: 30_000,
+      intervalMs: 2_000,
+      onWait: (line) => process.stderr.write(`${line}\n`),
+      stopped: () => stopRequested !== undefined,
+    });
+    if (stopRequested) process.exit(0);
+    if (problem) {
+      process.stderr.write(`fatal: ${problem}\n`);
+      process.exit(1);
+    }
+  } else {
     embedded = await startEmbeddedPostgres(join(config.DATA_DIR, 'pg'));
     config = { ...config, DATABASE_URL: embedded.url };
     process.stderr.write(`embedded PostgreSQL started (data in ${join(config.DATA_DIR, 'pg')})\n`);

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './app-config.js';
-import { CONFIG_SCHEMA, ConfigError, SENSITIVE_VARS } from './config.schema.js';
+import { CONFIG_SCHEMA, ConfigError, parseRawConfigCollecting, SENSITIVE_VARS } from './config.schema.js';
 
 const KEY = Buffer.alloc(32, 1).toString('base64');
 
@@ -29,6 +29,18 @@ describe('config schema', () => {
     const problems = (err as ConfigError).problems.join('\n');
     for (const name of ['PORT', 'RATE_LIMIT_RPS', 'DATABASE_URL', 'BOOTSTRAP_ADMIN_KEY']) expect(problems).toContain(name);
     expect(problems).not.toContain(secret);
+  });
+
+  it('refuses a DATABASE_URL the driver could not read (an unencoded # or % in the password), naming the variable, not the value', () => {
+    for (const url of ['postgres://gateway:pa#ss-SECRET@db:5432/tool_gateway', 'postgres://gateway:50%-SECRET@db:5432/tool_gateway', 'postgres://u:p@db/x#SECRET']) {
+      const { problems } = parseRawConfigCollecting({ DATABASE_URL: url });
+      expect(problems, url).toEqual([expect.stringMatching(/^DATABASE_URL must be a valid URL: percent-encode/)]);
+      expect(problems.join('\n')).not.toContain('SECRET');
+    }
+    // Encoded, and the other forms the driver takes, are fine.
+    for (const url of ['postgres://gateway:pa%23ss@db:5432/tool_gateway', 'postgresql://db/tool_gateway', 'postgres:///tool_gateway?host=/var/run/postgresql']) {
+      expect(parseRawConfigCollecting({ DATABASE_URL: url }).problems, url).toEqual([]);
+    }
   });
 
   it('requires the master key in production', () => {

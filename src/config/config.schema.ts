@@ -72,6 +72,18 @@ export const CONFIG_SCHEMA = {
     parse: (raw: string | undefined) => {
       if (raw === undefined || raw === '') return undefined;
       if (!/^postgres(ql)?:\/\//.test(raw)) throw new Error('must be a postgres:// URL');
+      // The driver reads it as a URL, then percent-decodes the user and password: an unencoded #, %, @ or / there
+      // fails only at the first connection, with a message that names nothing. Never echo the value (the password).
+      const bad = new Error('must be a valid URL: percent-encode special characters (such as # % @ / ? :) in the user name and password');
+      let url: URL;
+      try {
+        url = new URL(raw);
+        decodeURIComponent(url.username);
+        decodeURIComponent(url.password);
+      } catch {
+        throw bad;
+      }
+      if (url.hash !== '') throw bad;
       return raw;
     },
   },

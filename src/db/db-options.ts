@@ -2,7 +2,11 @@ import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { ENTITIES } from './entities.js';
 
-/** `queryTimeoutMs` 0: no client-side query timeout (migrations). */
+/**
+ * `queryTimeoutMs` 0: no client-side query timeout, and no server-side statement timeout either (migrations: an
+ * index build over a large ledger rightly takes longer than any request; TypeORM runs them on a pooled connection
+ * of its own choosing, so the pool itself must carry the setting).
+ */
 export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): DataSourceOptions {
   return {
     type: 'postgres',
@@ -17,7 +21,7 @@ export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): 
       max: poolSize,
       // Fail fast while the database is down so callers get 503, not a hang.
       connectionTimeoutMillis: 3_000,
-      statement_timeout: 15_000,
+      statement_timeout: queryTimeoutMs === 0 ? 0 : 15_000,
       // A database that stops answering without closing the connection (a network partition, a frozen host)
       // never triggers statement_timeout, which runs on the server: the client gives up after this, and the
       // pool drops that connection. Longer than statement_timeout by default, so a slow statement is the

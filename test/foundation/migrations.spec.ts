@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { DataSource } from 'typeorm';
+import { DataSource, type MigrationInterface, type QueryRunner } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalInputs1764700000000 } from '../../migrations/1764700000000-approval-inputs.js';
 import { MIGRATIONS } from '../../migrations/index.js';
@@ -99,6 +99,31 @@ describe('migrations when several replicas start together', () => {
       await scratch.destroy();
       await holder.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     }
+  });
+});
+
+describe('migrations run without a statement timeout', () => {
+  let seen: string | undefined;
+  class ProbeStatementTimeout1799999999999 implements MigrationInterface {
+    name = 'ProbeStatementTimeout1799999999999';
+    async up(q: QueryRunner): Promise<void> {
+      seen = ((await q.query('SHOW statement_timeout')) as { statement_timeout: string }[])[0].statement_timeout;
+    }
+    async down(): Promise<void> {}
+  }
+
+  it('a migration run by runMigrations on the migrator data source (as createGateway and migrate run build it) sees statement_timeout 0', async () => {
+    // TypeORM runs the migrations on a pooled connection of its own, not the one holding the lock: the pool must carry it.
+    const ds = await new DataSource({ ...dbOptions(process.env.DATABASE_URL!, 2, 0), migrations: [...MIGRATIONS, ProbeStatementTimeout1799999999999] }).initialize();
+    try {
+      await runMigrations(ds);
+      await ds.undoLastMigration({ transaction: 'each' });
+    } finally {
+      await ds.destroy();
+    }
+    expect(seen).toBe('0');
+    // The request pools keep theirs.
+    expect((dbOptions('postgres://x@h/db').extra as { statement_timeout: number }).statement_timeout).toBe(15_000);
   });
 });
 

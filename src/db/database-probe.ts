@@ -1,0 +1,63 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+
+/** Errors that say "not yet" (the server is starting, restarting or not reachable yet) rather than "never". */
+const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P03', '53300']);
+
+export interface ProbeOptions {
+  /** how long to keep trying while the database is not reachable yet */
+  budgetMs: number;
+  intervalMs: number;
+  /** one line per failed attempt that will be tried again */
+  onWait: (line: string) => void;
+  /** asked between attempts: a stop during start-up ends the wait */
+  stopped: () => boolean;
+}
+
+/** Where the URL points, for messages: host and port, never the user or password. */
+export function databaseTarget(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || u.searchParams.get('host') || 'local socket'}:${u.port || '5432'}${u.pathname.length > 1 ? u.pathname : ''}`;
+  } catch {
+    return 'the configured database';
+  }
+}
+
+function reason(err: unknown): { text: string; transient: boolean } {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  // The server's own message for its refusals (authentication, unknown database) names no secret; a client-side
+  // error's message may quote the URL's parts, so only its code.
+  const text = code && /^[0-9A-Z]{5}$/.test(code) && typeof e?.message === 'string' ? `${e.message} (${code})` : (code ?? 'connection failed');
+  const timedOut = typeof e?.message === 'string' && /timeout/i.test(e.message);
+  return { text: timedOut && !code ? 'connection timed out' : text, transient: timedOut || (code !== undefined && TRANSIENT.has(code)) };
+}
+
+/**
+ * Connects once to the database DATABASE_URL names, before the gateway is built: a wrong password or database
+ * name stops start-up at once with one line naming DATABASE_URL, and a database not up yet (a container starting
+ * beside the gateway) is waited for, a line per attempt, instead of the framework's retries with stack traces.
+ * Answers null when it connected, else the problem.
+ */
+export async function probeDatabase(url: string, opts: ProbeOptions): Promise<string | null> {
+  const deadline = Date.now() + opts.budgetMs;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'tool-gateway' });
+    // A connection lost mid-probe is reported by connect() or end(); without a listener it would crash the process.
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.end().catch(() => undefined);
+      return null;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      const { text, transient } = reason(err);
+      const problem = `cannot connect to the database in DATABASE_URL (${databaseTarget(url)}): ${text}`;
+      if (!transient || Date.now() + opts.intervalMs > deadline || opts.stopped()) return problem;
+      opts.onWait(`${problem}; trying again`);
+      await sleep(opts.intervalMs);
+      if (opts.stopped()) return problem;
+    }
+  }
+}

@@ -1,0 +1,67 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { databaseTarget, probeDatabase } from '../../src/db/database-probe.js';
+import { teeChildToRunLog } from '../support/run-log.js';
+import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
+
+/** The URL of the test database with another database name, user and password (the password must never be shown). */
+function variant(opts: { database?: string; password?: string; port?: number }): string {
+  const u = new URL(process.env.DATABASE_URL!);
+  if (opts.database) u.pathname = `/${opts.database}`;
+  if (opts.password) u.password = opts.password;
+  if (opts.port) {
+    u.hostname = '127.0.0.1';
+    u.port = String(opts.port);
+  }
+  return u.toString();
+}
+
+const quick = (waits: string[]) => ({ budgetMs: 600, intervalMs: 150, onWait: (l: string) => waits.push(l), stopped: () => false });
+
+describe('reaching the database DATABASE_URL names, before start-up', () => {
+  it('connects: no problem', async () => {
+    expect(await probeDatabase(process.env.DATABASE_URL!, quick([]))).toBeNull();
+  });
+
+  it('a database that does not exist is a problem at once (no waiting), naming DATABASE_URL and the target, not the password', async () => {
+    const waits: string[] = [];
+    const url = variant({ database: 'no_such_database_x1', password: 'pw-SECRET-1' });
+    const problem = await probeDatabase(url, quick(waits));
+    expect(problem).toMatch(/^cannot connect to the database in DATABASE_URL \(.+:\d+\/no_such_database_x1\): .*does not exist.*\(3D000\)$/);
+    expect(waits).toEqual([]);
+    expect(problem).not.toContain('SECRET');
+  });
+
+  it('nothing listening: waited for, a line per attempt, then the problem', async () => {
+    const waits: string[] = [];
+    const problem = await probeDatabase(variant({ port: 1, password: 'pw-SECRET-2' }), quick(waits));
+    expect(problem).toBe('cannot connect to the database in DATABASE_URL (127.0.0.1:1/' + new URL(process.env.DATABASE_URL!).pathname.slice(1) + '): ECONNREFUSED');
+    expect(waits.length).toBeGreaterThanOrEqual(1);
+    expect(waits.every((l) => l.endsWith('; trying again'))).toBe(true);
+    expect(waits.join('\n')).not.toContain('SECRET');
+  });
+
+  it('names the target without the user or password', () => {
+    expect(databaseTarget('postgres://gateway:s3cret@db.internal:6543/tool_gateway')).toBe('db.internal:6543/tool_gateway');
+    expect(databaseTarget('postgres:///tool_gateway?host=/var/run/postgresql')).toBe('/var/run/postgresql:5432/tool_gateway');
+  });
+
+  it('the built gateway: a wrong database name stops start-up at once with one line naming DATABASE_URL (exit 1, no stack trace, no password)', async () => {
+    const child = spawn(process.execPath, ['dist/src/main.js'], {
+      env: {
+        PATH: process.env.PATH ?? '', NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn',
+        DATABASE_URL: variant({ database: 'no_such_database_x2', password: 'pw-SECRET-3' }), MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY, BOOTSTRAP_ADMIN_KEY: TEST_ADMIN_KEY,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    teeChildToRunLog(child, 'dist/src/main.js with a wrong database name');
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const [code] = (await once(child, 'exit')) as [number];
+    expect(code).toBe(1);
+    expect(out.trim()).toMatch(/^fatal: cannot connect to the database in DATABASE_URL \(.*no_such_database_x2\): .*\(3D000\)$/);
+    expect(out).not.toContain('SECRET');
+  }, 60_000);
+});
