@@ -35,6 +35,16 @@ async function freePort() {
   });
 }
 
+/** The last lines PostgreSQL (initdb, postgres) wrote. */
+const recent = [];
+function remember(message) {
+  for (const line of String(message ?? '').split('\n')) {
+    if (line.trim() === '') continue;
+    recent.push(line.trimEnd().slice(0, 300));
+    if (recent.length > 15) recent.shift();
+  }
+}
+
 const port = Number(process.env.PG_PORT ?? 0) || (await freePort());
 mkdirSync(dirname(dataDir), { recursive: true });
 const fresh = !existsSync(`${dataDir}/PG_VERSION`);
@@ -53,8 +63,9 @@ const pg = new EmbeddedPostgres({
     '-c', 'max_connections=200',
     ...(fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
   ],
-  onLog: () => {},
-  onError: () => {},
+  // Kept, not printed: PostgreSQL's own words are what explains a failed start (the library rejects with nothing).
+  onLog: remember,
+  onError: remember,
 });
 
 try {
@@ -62,7 +73,12 @@ try {
   await pg.start();
   if (fresh) await pg.createDatabase(database);
 } catch (err) {
-  process.stderr.write(`embedded postgres failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  const reason = err instanceof Error ? err.message : err === undefined ? '' : String(err);
+  const inUse = existsSync(`${dataDir}/postmaster.pid`)
+    ? ` (${dataDir}/postmaster.pid exists: is another gateway, or another PostgreSQL, using this data folder? Stop it, or set another DATA_DIR)`
+    : '';
+  const said = recent.length > 0 ? `\nPostgreSQL said:\n  ${recent.join('\n  ')}` : '';
+  process.stderr.write(`embedded postgres failed to start${reason ? `: ${reason}` : ''}${inUse}${said}\n`);
   process.exit(1);
 }
 process.stdout.write(JSON.stringify({ url: `postgres://postgres:postgres@127.0.0.1:${port}/${database}`, port }) + '\n');

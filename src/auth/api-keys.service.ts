@@ -220,7 +220,17 @@ export class ApiKeysService implements BeforeApplicationShutdown {
    */
   async ensureBootstrapKey(): Promise<{ generatedKey?: string }> {
     const configured = this.config.BOOTSTRAP_ADMIN_KEY;
-    if (!configured && this.config.NODE_ENV === 'production') return {};
+    if (!configured && this.config.NODE_ENV === 'production') {
+      // Production generates no key (it would be printed to a log); a new install without one would run with nobody
+      // able to create an org or a key, and say nothing.
+      const [{ exists }] = (await this.ds.query(
+        `SELECT EXISTS (SELECT 1 FROM api_keys WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL) AS exists`,
+      )) as [{ exists: boolean }];
+      if (!exists) {
+        this.log.warn('no platform admin key exists and BOOTSTRAP_ADMIN_KEY is not set (NODE_ENV=production): nobody can create orgs or API keys; set BOOTSTRAP_ADMIN_KEY and restart');
+      }
+      return {};
+    }
     return this.ds.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_KEY_LOCK]);
       const repo = m.getRepository(ApiKeyEntity);

@@ -29,6 +29,14 @@ async function main(args: string[]): Promise<number> {
     console.error('DATABASE_URL is required: rotation runs against the database the gateway uses (with every master key loaded)');
     return 2;
   }
+  if (!process.env.MASTER_ENCRYPTION_KEYS && !process.env.MASTER_ENCRYPTION_KEY) {
+    // Without them the configuration would make up a development key (DATA_DIR/master.key) that opens nothing:
+    // every row would "fail", which reads as damaged data, and a stray key file would be left behind.
+    console.error(
+      'MASTER_ENCRYPTION_KEYS (every key in use, e.g. k2:<base64>,k1:<base64>) and MASTER_ENCRYPTION_ACTIVE_KEY_ID (the new one) are required: rotation re-encrypts under the active key',
+    );
+    return 2;
+  }
   let config: AppConfig;
   try {
     config = loadConfig();

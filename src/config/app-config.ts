@@ -18,12 +18,13 @@ export const APP_CONFIG = Symbol('APP_CONFIG');
 
 const KEY_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
 
-function decodeKey(id: string, b64: string, problems: string[]): Buffer | undefined {
+/** `source`: where the key came from, for the message (the variable, or the development key file). */
+function decodeKey(source: string, b64: string, problems: string[]): Buffer | undefined {
   const buf = Buffer.from(b64.trim(), 'base64');
   // Reject anything that does not round-trip: base64 decoding is lenient and
   // would silently accept a truncated or mistyped key.
   if (buf.length !== 32 || buf.toString('base64').replace(/=+$/, '') !== b64.trim().replace(/=+$/, '')) {
-    problems.push(`master key "${id}" must be the base64 encoding of exactly 32 bytes`);
+    problems.push(`${source} must be the base64 encoding of exactly 32 bytes`);
     return undefined;
   }
   return buf;
@@ -41,7 +42,7 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
         continue;
       }
       if (keys.has(id)) problems.push(`MASTER_ENCRYPTION_KEYS lists key id "${id}" twice`);
-      const key = decodeKey(id, part.slice(idx + 1), problems);
+      const key = decodeKey(`MASTER_ENCRYPTION_KEYS entry "${id}"`, part.slice(idx + 1), problems);
       if (key) keys.set(id, key);
     }
     const active = raw.MASTER_ENCRYPTION_ACTIVE_KEY_ID ?? [...keys.keys()][0];
@@ -52,7 +53,7 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
     return { activeKeyId: active ?? 'k1', keys };
   }
   if (raw.MASTER_ENCRYPTION_KEY) {
-    const key = decodeKey('k1', raw.MASTER_ENCRYPTION_KEY, problems);
+    const key = decodeKey('MASTER_ENCRYPTION_KEY', raw.MASTER_ENCRYPTION_KEY, problems);
     if (key) keys.set('k1', key);
     if (raw.MASTER_ENCRYPTION_ACTIVE_KEY_ID && raw.MASTER_ENCRYPTION_ACTIVE_KEY_ID !== 'k1') {
       problems.push('MASTER_ENCRYPTION_ACTIVE_KEY_ID must be k1 (or unset) with MASTER_ENCRYPTION_KEY');
@@ -67,7 +68,7 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
   // embedded database, so credentials survive restarts.
   const file = resolve(raw.DATA_DIR, 'master.key');
   if (!existsSync(file)) createOnce(file, randomBytes(32).toString('base64') + '\n');
-  const key = decodeKey('k1', readFileSync(file, 'utf8').trim(), problems);
+  const key = decodeKey(`the development key file ${file} (MASTER_ENCRYPTION_KEY is not set)`, readFileSync(file, 'utf8').trim(), problems);
   if (key) keys.set('k1', key);
   warnings.push(`MASTER_ENCRYPTION_KEY is not set: using a development key kept in ${join(raw.DATA_DIR, 'master.key')}; set it in production`);
   return { activeKeyId: 'k1', keys };

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -48,9 +48,26 @@ describe('config schema', () => {
     expect(loadConfig({ NODE_ENV: 'production', MASTER_ENCRYPTION_KEY: KEY }).keyring.activeKeyId).toBe('k1');
   });
 
-  it('rejects a key that is not exactly 32 bytes', () => {
+  it('rejects a key that is not exactly 32 bytes, naming where it came from (the variable, the entry, the key file) and never the key', () => {
     const short = Buffer.alloc(31, 1).toString('base64');
-    expect(() => loadConfig({ MASTER_ENCRYPTION_KEY: short })).toThrow(/exactly 32 bytes/);
+    expect(() => loadConfig({ MASTER_ENCRYPTION_KEY: short })).toThrow(/MASTER_ENCRYPTION_KEY must be the base64 encoding of exactly 32 bytes/);
+    expect(() => loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${short},k1:${KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' })).toThrow(
+      /MASTER_ENCRYPTION_KEYS entry "k2" must be the base64 encoding of exactly 32 bytes/,
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-key-'));
+    try {
+      writeFileSync(join(dir, 'master.key'), 'not-a-key-SECRET\n');
+      let message = '';
+      try {
+        loadConfig({ NODE_ENV: 'development', DATA_DIR: dir });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toContain(`the development key file ${join(dir, 'master.key')} (MASTER_ENCRYPTION_KEY is not set) must be the base64 encoding`);
+      expect(message).not.toContain('SECRET');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('loads several keys with one active', () => {

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -231,6 +232,19 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     expect((await credentialRows(ds)).every((r) => r.key_id === 'k2')).toBe(true);
     expect((await resultRows(ds)).every((r) => r.key_id === 'k2')).toBe(true);
     expect((await rotatedEvents(ds)).at(-1)?.metadata).toEqual({ toKeyId: 'k2', credentials: 1, results: 1, inputs: 0 });
+  });
+
+  it('refuses (exit 2) without master keys instead of making up a development key that opens nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rotate-nokeys-'));
+    try {
+      const run = await runCli({ NODE_ENV: '', DATA_DIR: dir });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/MASTER_ENCRYPTION_KEYS .* and MASTER_ENCRYPTION_ACTIVE_KEY_ID .* are required/);
+      expect(run.stdout).toBe('');
+      expect(existsSync(join(dir, 'master.key'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('lets a concurrent writer win: a row rewritten between read and update is skipped, not overwritten', async () => {

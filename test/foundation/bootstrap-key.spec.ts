@@ -13,6 +13,7 @@ import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { ConfigError } from '../../src/config/config.schema.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { OrgScopeService } from '../../src/orgs/org-scope.service.js';
+import { captureLogs } from '../../src/logging/logging.js';
 import { teeChildToRunLog } from '../support/run-log.js'; // also: this file's in-process logs go to the run log
 import { TEST_MASTER_KEY } from '../support/secrets.js';
 
@@ -35,7 +36,7 @@ describe('bootstrap admin key: replicas starting together', () => {
     await admin.query(`CREATE DATABASE ${dbName}`);
     const db = new URL(server.toString());
     db.pathname = `/${dbName}`;
-    config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: db.toString(), MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY, LOG_LEVEL: 'silent', DATA_DIR: '.tmp/data-bootkey' });
+    config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: db.toString(), MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY, LOG_LEVEL: 'warn', DATA_DIR: '.tmp/data-bootkey' });
     ({ app } = await createGateway(config));
     ds = app.get(DataSource);
   });
@@ -89,6 +90,30 @@ describe('bootstrap admin key: replicas starting together', () => {
     const events = (await ds.query(`SELECT metadata FROM runtime_ledger_events WHERE type = 'api_key.revoked' AND metadata->>'apiKeyId' = $1`, [oldRow.id])) as { metadata: Record<string, unknown> }[];
     expect(events).toHaveLength(1);
     expect(events[0].metadata).toMatchObject({ reason: 'BOOTSTRAP_ADMIN_KEY changed' });
+  });
+
+  it('in production without BOOTSTRAP_ADMIN_KEY: generates nothing, and warns when no platform admin key exists (nobody could create an org or a key)', async () => {
+    const warned = async (): Promise<boolean> => {
+      const logs = captureLogs();
+      try {
+        const [result] = await race(1, { NODE_ENV: 'production', BOOTSTRAP_ADMIN_KEY: undefined });
+        expect(result).toEqual({ status: 'fulfilled', value: {} });
+      } finally {
+        logs.stop();
+      }
+      return logs.lines.some((l) => l.includes('no platform admin key exists and BOOTSTRAP_ADMIN_KEY is not set'));
+    };
+    expect(await warned()).toBe(false); // the bootstrap key of this database's gateway is one
+    const revoked = (await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL RETURNING id`)) as [
+      { id: string }[],
+      number,
+    ];
+    try {
+      expect(await warned()).toBe(true);
+      expect((await ds.query(`SELECT count(*)::int AS n FROM api_keys WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL`))[0].n).toBe(0);
+    } finally {
+      await ds.query(`UPDATE api_keys SET revoked_at = NULL WHERE id = ANY($1::uuid[])`, [revoked[0].map((r) => r.id)]);
+    }
   });
 
   it('without BOOTSTRAP_ADMIN_KEY: exactly one replica generates (and prints) a key, none crashes', async () => {

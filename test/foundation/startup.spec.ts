@@ -18,6 +18,30 @@ function startMain(env: Record<string, string>) {
   return child;
 }
 
+describe('embedded PostgreSQL already in use', () => {
+  it('a second server on the same data folder says why it cannot start (postmaster.pid, PostgreSQL\'s own words), not "undefined"', async () => {
+    const dataDir = join('.tmp', `pg-inuse-${process.pid}`, 'pg');
+    const env = { ...process.env, PG_DATA_DIR: dataDir, PG_PERSISTENT: '0', PG_FAST: '1', PG_PORT: '0' };
+    const first = spawn(process.execPath, ['scripts/pg-server.mjs'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    teeChildToRunLog(first, 'pg-server.mjs (first)');
+    try {
+      await once(createInterface({ input: first.stdout! }), 'line'); // {"url": …}: up
+      const second = spawn(process.execPath, ['scripts/pg-server.mjs'], { env: { ...env, PG_PERSISTENT: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      second.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      const [code] = (await once(second, 'exit')) as [number];
+      expect(code).toBe(1);
+      expect(err).not.toMatch(/failed to start: undefined/);
+      expect(err).toMatch(/postmaster\.pid exists: is another gateway, or another PostgreSQL, using this data folder\?/);
+      expect(err).toMatch(/PostgreSQL said:/);
+    } finally {
+      first.stdin!.end();
+      await once(first, 'exit');
+      rmSync(join('.tmp', `pg-inuse-${process.pid}`), { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
 describe('start-up', () => {
   it('exits non-zero listing every bad variable, without echoing secrets', async () => {
     const child = startMain({ NODE_ENV: 'production', PORT: 'eighty', VENDOR_TIMEOUT_MS: '-5', DATABASE_URL: 'mysql://user:pw-secret@x/db' });
