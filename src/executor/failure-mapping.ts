@@ -116,6 +116,9 @@ export function isPoll(f: Failure): boolean {
  */
 export function isRetryable(f: Failure, action: { idempotent: boolean; sideEffect: SideEffect }, retryAfterCapMs: number): boolean {
   if (!action.idempotent) return false;
+  // The gateway's own trouble (a refund lease another call holds past its wait, the token store down) is not
+  // cured by asking the vendor again within the call: a retry would only wait again, into the send's budget.
+  if (f.local) return false;
   if (f.kind === 'rate_limited' || f.kind === 'in_progress') return f.retryAfterMs === undefined || f.retryAfterMs <= retryAfterCapMs;
   if (f.kind === 'server_error') return true;
   if (f.kind !== 'timeout' && f.kind !== 'network') return false;

@@ -6,6 +6,7 @@ import { DecryptionError } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CredentialsService } from '../credentials/credentials.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { clampRetryAfterMs } from '../vendors/http/vendor-http.js';
 import type { VendorKey, VendorOutcome } from '../vendors/vendor-handler.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
@@ -119,21 +120,27 @@ export class RuntimeToolExecutor {
         breaker.onSuccess();
         return { status: 'succeeded', result: outcome.data, vendorStatus: outcome.vendorStatus, vendorReached: true, retries, durationMs: Math.round(performance.now() - started) };
       }
-      if (countsAgainstBreaker(outcome)) breaker.onFailure();
-      else breaker.onNeutral();
       // Not always the last attempt: one that may have taken effect earlier keeps a write unknown.
       const attempts = failures.at(-1) === outcome ? failures : [...failures, outcome];
       const decisive = decisiveFailure(attempts, req.entry.action);
       const errorCode = errorCodeFor(decisive, req.entry.action);
       // A connect failure or a budget spent before the first send on every attempt: nothing reached the vendor.
       const vendorReached = attempts.some(reachedVendor);
+      if (countsAgainstBreaker(outcome)) breaker.onFailure();
+      // A call that never reached the vendor (a path refused before sending, a busy refund lease, the gateway's
+      // own token store) says nothing of its health: it must not close a half-open breaker, nor reset the count.
+      else if (!vendorReached) breaker.onAbandoned();
+      else breaker.onNeutral();
       return done(
         {
           status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
           errorCode,
           errorText: (decisive === outcome ? outcome.message : `${decisive.message}; then: ${outcome.message}`).slice(0, 500),
           vendorStatus: outcome.vendorStatus ?? null,
-          ...(decisive.kind === 'rate_limited' && decisive.retryAfterMs !== undefined ? { retryAfterSeconds: Math.ceil(decisive.retryAfterMs / 1000) } : {}),
+          // Clamped again here: whatever a handler computed, the ledger's integer column and the agent get at most a day.
+          ...(decisive.kind === 'rate_limited' && decisive.retryAfterMs !== undefined
+            ? { retryAfterSeconds: Math.ceil(clampRetryAfterMs(decisive.retryAfterMs)! / 1000) }
+            : {}),
         },
         vendorReached,
       );
@@ -179,7 +186,8 @@ export class RuntimeToolExecutor {
         maxAttempts: Number.POSITIVE_INFINITY,
         backoff: new DelegateBackoff((ctx) => {
           const last = 'value' in ctx.result ? (ctx.result.value as Failure) : undefined;
-          return retryDelayMs(ctx.attempt, last?.retryAfterMs, BACKOFF);
+          // Never past the call's budget (the sleep does not heed the signal): the attempt then finds it spent.
+          return Math.max(0, Math.min(retryDelayMs(ctx.attempt, last?.retryAfterMs, BACKOFF), deadline - performance.now()));
         }),
       },
     );

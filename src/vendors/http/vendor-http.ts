@@ -167,7 +167,17 @@ export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpRespon
     request.on('response', (res) => {
       const status = res.statusCode ?? 0;
       const limit = spec.maxResponseBytes;
-      if (Number(res.headers['content-length']) > limit) {
+      // An error answer (a 5xx's HTML page, a 429) is judged by its status, which handlers read before the body:
+      // past the cap it is cut there, not turned into "too large" (which would hide a 5xx to a write, an unknown
+      // outcome, behind a plain failure). Only a 2xx body must be whole.
+      const errorAnswer = status < 200 || status >= 300;
+      const finish = (buf: Buffer): void => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        resolve(makeResponse(status, flattenHeaders(res.headers), buf));
+      };
+      if (!errorAnswer && Number(res.headers['content-length']) > limit) {
         fail('too_large', `vendor response is over the ${limit} byte limit`, status);
         return;
       }
@@ -175,16 +185,20 @@ export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpRespon
       let size = 0;
       res.on('data', (chunk: Buffer) => {
         size += chunk.length;
+        if (size <= limit) {
+          chunks.push(chunk);
+          return;
+        }
         // Destroying the request stops the read: we never buffer past the cap.
-        if (size > limit) fail('too_large', `vendor response is over the ${limit} byte limit`, status);
-        else chunks.push(chunk);
+        if (!errorAnswer) {
+          fail('too_large', `vendor response is over the ${limit} byte limit`, status);
+          return;
+        }
+        chunks.push(chunk.subarray(0, chunk.length - (size - limit)));
+        finish(Buffer.concat(chunks, limit));
+        request.destroy();
       });
-      res.on('end', () => {
-        if (settled) return;
-        settled = true;
-        cleanup();
-        resolve(makeResponse(status, flattenHeaders(res.headers), Buffer.concat(chunks, size)));
-      });
+      res.on('end', () => finish(Buffer.concat(chunks, size)));
       res.on('error', (err) => fail('reset', `vendor connection was reset during the answer (${errCode(err)})`));
       res.on('close', () => {
         if (!res.complete) fail('reset', 'vendor connection closed during the answer');
@@ -225,10 +239,19 @@ export function parseRetryAfterMs(value: string | undefined, now: number = Date.
   if (value === undefined) return undefined;
   const v = value.trim();
   if (v === '') return undefined;
-  if (SECONDS.test(v)) return Math.ceil(Number(v) * 1000);
+  if (SECONDS.test(v)) return clampRetryAfterMs(Math.ceil(Number(v) * 1000));
   // Date.parse accepts numbers and odd strings too; only accept an HTTP-date shape.
   if (!/^[A-Za-z]{3},? /.test(v)) return undefined;
   const at = Date.parse(v);
   if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - now);
+  return clampRetryAfterMs(Math.max(0, at - now));
+}
+
+/** The longest wait the gateway reports or honours: a day. "99999999999" or a date in 9999 mean "not now", not a number to store. */
+export const MAX_RETRY_AFTER_MS = 86_400_000;
+
+/** A wait in ms, finite and at most a day (undefined stays undefined: no wait was given). */
+export function clampRetryAfterMs(ms: number | undefined): number | undefined {
+  if (ms === undefined || Number.isNaN(ms)) return undefined;
+  return Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS);
 }

@@ -142,6 +142,11 @@ describe('NangoHandler errors', () => {
     expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 1500 });
   });
 
+  it('upstream 429 without a Retry-After → rate_limited with a second\'s wait, not jitter alone', async () => {
+    emu.fault({ vendor: 'nango', kind: 'status', status: 429, body: { errors: 'QuotaExceeded' } });
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 1000 });
+  });
+
   it('upstream 404 → not_found', async () => {
     expect(failure(await handler.execute(ctx('get', { path: '/missing/thing' })))).toMatchObject({ kind: 'not_found', vendorStatus: 404 });
   });

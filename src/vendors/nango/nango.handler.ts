@@ -68,6 +68,9 @@ function success(res: VendorHttpResponse): VendorOutcome {
   }
 }
 
+/** The wait after a 429 that names none. */
+export const NANGO_DEFAULT_429_WAIT_MS = 1_000;
+
 function classify(res: VendorHttpResponse): VendorOutcome {
   const s = res.status;
   if (s >= 200 && s < 300) return success(res);
@@ -80,7 +83,7 @@ function classify(res: VendorHttpResponse): VendorOutcome {
     if (nango.code === 'server_error' && /failed to get connection/i.test(nango.message)) {
       return fail('auth', 'Nango could not use the connection: server_error', s);
     }
-    if (nango.code === 'too_many_request') return fail('rate_limited', 'Nango rate limit exceeded', s, retryAfterMs);
+    if (nango.code === 'too_many_request') return fail('rate_limited', 'Nango rate limit exceeded', s, retryAfterMs ?? NANGO_DEFAULT_429_WAIT_MS);
     if (nango.code === 'plan_limit' || nango.code.startsWith('base_url_override')) return fail('rejected', `Nango refused the request: ${label}`, s);
     // Any other code: judge by status like an upstream answer (an upstream body may also carry error.code).
   }
@@ -88,7 +91,9 @@ function classify(res: VendorHttpResponse): VendorOutcome {
   // refused (revoked, expired and not refreshable) — a credentials problem retrying will not fix.
   if (s === 401) return fail('auth', 'upstream refused the connection\'s credentials: HTTP 401 (via Nango)', s);
   if (s === 404) return fail('not_found', 'upstream: not found (via Nango)', s);
-  if (s === 429) return fail('rate_limited', 'upstream rate limited (via Nango)', s, retryAfterMs);
+  // Without a Retry-After, a second's wait (as Shopify's own client does): jitter alone would spend the next
+  // attempts against a quota that refills slowly (SP-API: 0.5/s).
+  if (s === 429) return fail('rate_limited', 'upstream rate limited (via Nango)', s, retryAfterMs ?? NANGO_DEFAULT_429_WAIT_MS);
   if (s >= 500) return fail('server_error', `upstream or Nango failed: HTTP ${s}`, s);
   // Not followed. To a POST it may come after the provider acted (303 See
   // Other): the executor then calls the write's outcome unknown, by status.

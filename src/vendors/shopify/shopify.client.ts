@@ -3,7 +3,7 @@
  * VendorOutcome kind (VENDORS.md §1.4-1.6). Messages are our own words: vendor
  * bodies can echo customer data and must not reach the ledger.
  */
-import { httpErrorOutcome, parseRetryAfterMs, vendorRequest, VendorHttpError, type VendorHttpResponse } from '../http/vendor-http.js';
+import { clampRetryAfterMs, httpErrorOutcome, parseRetryAfterMs, vendorRequest, VendorHttpError, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome, type FailedOutcome, type VendorEndpoints } from '../vendor-handler.js';
 
 export type GraphqlResult =
@@ -229,5 +229,6 @@ export function throttleWaitMs(extensions: unknown): number | undefined {
   const { currentlyAvailable: available, restoreRate } = cost.throttleStatus;
   if (typeof requested !== 'number' || typeof available !== 'number' || typeof restoreRate !== 'number') return undefined;
   if (!Number.isFinite(requested) || !Number.isFinite(available) || !(restoreRate > 0)) return undefined;
-  return Math.max(0, Math.ceil(((requested - available) / restoreRate) * 1000));
+  // A tiny restoreRate would make it huge (or Infinity): at most a day, as any Retry-After.
+  return clampRetryAfterMs(Math.max(0, Math.ceil(((requested - available) / restoreRate) * 1000)));
 }
