@@ -14,6 +14,10 @@ import { generateApiKey, hashApiKey, keyPrefix, sameHash } from './api-key-hash.
 import { actorOf, type Principal } from './principal.js';
 
 const CACHE_TTL_MS = 5_000;
+/** Keys in use, cached; far more than any deployment has. */
+const KNOWN_KEYS_MAX = 50_000;
+/** Unknown (or revoked) keys remembered for CACHE_TTL_MS: enough to absorb a retry loop, not a map to flood. */
+const UNKNOWN_KEYS_MAX = 1_000;
 const TOUCH_FLUSH_MS = 30_000;
 /** Serialises ensureBootstrapKey across replicas (any constant distinct from bootstrap.ts's MIGRATION_LOCK). */
 const BOOTSTRAP_KEY_LOCK = 7_413_920_553;
@@ -64,6 +68,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
   private readonly log = new Logger('ApiKeys');
   /** hash(hex) → principal; short-lived so a revoke on another replica takes effect within seconds. */
   private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
+  private readonly unknownKeys = new Map<string, { principal: Principal | null; until: number }>();
   /**
    * Bumped by every revoke on this replica. A lookup that read its row before
    * a revoke committed may still answer its own request, but must not cache
@@ -101,7 +106,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     const hash = hashApiKey(presented);
     const cacheKey = hash.toString('hex');
     const now = performance.now();
-    const hit = this.cache.get(cacheKey);
+    const hit = this.cache.get(cacheKey) ?? this.unknownKeys.get(cacheKey);
     let principal: Principal | null;
     if (hit && hit.until > now) {
       principal = hit.principal;
@@ -109,8 +114,11 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       const revocations = this.revocations;
       const row = await this.ds.getRepository(ApiKeyEntity).findOne({ where: { keyHash: hash } });
       principal = row && !row.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId, role: row.role } : null;
-      if (this.cache.size > 50_000) this.cache.clear();
-      if (revocations === this.revocations) this.cache.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
+      // Unknown keys are remembered apart, in a small map: a flood of made-up keys must not push the keys in
+      // use out of the cache (each would go back to the database). Both maps drop their oldest entry when full.
+      const into = principal ? this.cache : this.unknownKeys;
+      if (into.size >= (principal ? KNOWN_KEYS_MAX : UNKNOWN_KEYS_MAX)) into.delete(into.keys().next().value!);
+      if (revocations === this.revocations) into.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
     }
     if (principal) this.touched.add(principal.keyId);
     return principal;

@@ -70,7 +70,7 @@ export interface OutcomeRow {
   dropInput?: boolean;
 }
 
-export type IntentResult = 'reserved' | 'exists' | 'run-ended';
+export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked';
 
 /** How long a request waits for the database to take its outcome before answering 503. */
 export const OUTCOME_WRITE_INLINE_MS = 3_000;
@@ -173,7 +173,9 @@ export class ToolCallLedger implements OnApplicationShutdown {
   /**
    * `reserved`: this request reserved the idempotency key and recorded the call; `exists`: the key
    * already existed (a replay); `run-ended`: the run is no longer active (completed or cancelled,
-   * perhaps on another replica since this one cached it), so nothing was written.
+   * perhaps on another replica since this one cached it), so nothing was written; `key-revoked`: the
+   * API key the call came with was revoked since the request was authenticated (a long batch, or
+   * another replica's revocation inside its cache window), so nothing was written.
    */
   async writeIntent(row: IntentRow, events: NewLedgerEvent[], policy: PolicyDecisionRow | null, approval: ApprovalRow | null): Promise<IntentResult> {
     const p: unknown[] = [
@@ -188,12 +190,14 @@ export class ToolCallLedger implements OnApplicationShutdown {
     // UPDATE, so it waits for intents in flight, and an intent that waited for an end re-reads the run as ended.
     const ctes = [
       `live AS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval') FOR KEY SHARE)`,
+      // The key is read here too: a revocation (on any replica) stops new calls at once, not when a cache expires.
+      `actor AS (SELECT 1 FROM api_keys WHERE id = $19 AND revoked_at IS NULL)`,
       `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
                 correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
                 started_at, finished_at)
               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb, $17, $18, $19,
                 ${running ? 'now()' : 'NULL'}, ${settled ? 'now()' : 'NULL'}
-               WHERE EXISTS (SELECT 1 FROM live)
+               WHERE EXISTS (SELECT 1 FROM live) AND EXISTS (SELECT 1 FROM actor)
               ON CONFLICT (org_id, idempotency_key) DO NOTHING RETURNING id)`,
     ];
     if (policy) {
@@ -217,12 +221,14 @@ export class ToolCallLedger implements OnApplicationShutdown {
     }
     ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
     const t0 = performance.now();
-    const [res] = await this.sql.prepared<{ id: string | null; live: boolean }>(
-      `WITH ${ctes.join(',\n')} SELECT (SELECT id FROM tc) AS id, EXISTS (SELECT 1 FROM live) AS live`,
+    const [res] = await this.sql.prepared<{ id: string | null; live: boolean; key_live: boolean }>(
+      `WITH ${ctes.join(',\n')} SELECT (SELECT id FROM tc) AS id, EXISTS (SELECT 1 FROM live) AS live, EXISTS (SELECT 1 FROM actor) AS key_live`,
       p,
     );
     this.metrics.ledgerWrite.observe({ kind: 'intent' }, (performance.now() - t0) / 1000);
-    return res.id !== null ? 'reserved' : res.live ? 'exists' : 'run-ended';
+    if (res.id !== null) return 'reserved';
+    if (!res.key_live) return 'key-revoked';
+    return res.live ? 'exists' : 'run-ended';
   }
 
   /**

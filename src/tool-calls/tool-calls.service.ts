@@ -196,6 +196,7 @@ export class ToolCallsService {
       );
       if (release) this.trackIntent(`${orgId}:${idempotencyKey}`, intent);
       const written = await intent;
+      if (written === 'key-revoked') throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
       if (written === 'run-ended') return await this.replayInEndedRun(orgId, run.id, idempotencyKey, digest, use.id);
       if (written === 'exists') return await this.replay(orgId, idempotencyKey, digest, use.id);
       if (status !== 'running') {

@@ -100,3 +100,26 @@ describe('InvalidatingCache', () => {
     expect(await c2.get('k', async () => 'ok')).toBe('ok');
   });
 });
+
+describe('InvalidatingCache: joining a load in flight', () => {
+  it('a caller arriving more than ttlMs after a load started does not join it (what the database said then is stale)', async () => {
+    let clock = 0;
+    const cache = new InvalidatingCache<string, string>({ ttlMs: 1_000, now: () => clock });
+    const answers: ((v: string) => void)[] = [];
+    let loads = 0;
+    const load = () => (loads++, new Promise<string>((r) => answers.push(r)));
+    const first = cache.get('org', load); // the database answers "enabled" as of t=0, but the reply is slow
+    clock = 500;
+    const young = cache.get('org', load); // within the bound: joins
+    expect(loads).toBe(1);
+    clock = 5_000; // the flag was turned off on another replica meanwhile; this caller comes 5 s after the ask
+    const late = cache.get('org', load);
+    expect(loads).toBe(2);
+    answers[0]!('enabled-as-of-t0');
+    answers[1]!('disabled');
+    expect([await first, await young, await late]).toEqual(['enabled-as-of-t0', 'enabled-as-of-t0', 'disabled']);
+    // The stale flight's answer is not cached over the fresh one.
+    expect(await cache.get('org', load)).toBe('disabled');
+    expect(loads).toBe(2);
+  });
+});

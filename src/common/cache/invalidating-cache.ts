@@ -37,6 +37,8 @@ export interface InvalidatingCacheOptions<V> {
 interface Flight<V> {
   current: boolean;
   promise: Promise<V>;
+  /** when the database was asked (now()), for the joining bound */
+  startedAt: number;
 }
 
 export class InvalidatingCache<K, V> {
@@ -59,8 +61,11 @@ export class InvalidatingCache<K, V> {
     const startedAt = this.now();
     const hit = this.entries.get(key);
     if (hit && hit.until > startedAt) return Promise.resolve(hit.value);
+    // A load in flight is joined only while it is young enough to serve: what the database answered more than
+    // ttlMs ago is as stale as an expired entry (a slow read on a busy database would otherwise stretch the bound).
     const joined = this.flights.get(key);
-    if (joined) return joined.promise;
+    if (joined && startedAt - joined.startedAt < this.ttlMs) return joined.promise;
+    if (joined) joined.current = false;
 
     let loading: Promise<V>;
     try {
@@ -68,7 +73,7 @@ export class InvalidatingCache<K, V> {
     } catch (err) {
       loading = Promise.reject(err as Error);
     }
-    const flight: Flight<V> = { current: true, promise: loading };
+    const flight: Flight<V> = { current: true, promise: loading, startedAt };
     flight.promise = loading.then(
       (value) => {
         if (this.flights.get(key) === flight) this.flights.delete(key);

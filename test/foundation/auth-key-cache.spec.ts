@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiKeyEntity } from '../../src/auth/api-key.entity.js';
+import { ApiKeysService } from '../../src/auth/api-keys.service.js';
+import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
+
+/**
+ * Unknown keys are cached as negative entries in the same map as valid principals, and the map is dropped
+ * whole past 50,000 entries: unauthenticated junk (no rate limit applies before a key is known) evicts every
+ * valid key's entry, so each valid key goes back to the database.
+ */
+describe('the API key cache under a flood of unknown keys', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('50,001 unknown keys do not evict a valid key that is in active use', async () => {
+    const { agentKey } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const svc = h.t.app.get(ApiKeysService, { strict: false });
+    expect(await svc.authenticate(agentKey)).not.toBeNull(); // cached now
+    const holder = svc as unknown as { ds: { getRepository(e: unknown): unknown } };
+    const real = holder.ds;
+    let dbReads = 0;
+    holder.ds = new Proxy(real, {
+      get(t, p) {
+        if (p === 'getRepository') {
+          return (e: unknown) => {
+            const repo = (t as typeof real).getRepository(e) as { findOne(o: unknown): Promise<unknown> };
+            if (e !== ApiKeyEntity) return repo;
+            return { findOne: (o: { where: { keyHash: Buffer } }) => (dbReads++, o.where.keyHash.length === 32 && !junk ? repo.findOne(o) : Promise.resolve(null)) };
+          };
+        }
+        return Reflect.get(t, p, t) as unknown;
+      },
+    }) as typeof real;
+    let junk = true;
+    try {
+      for (let i = 0; i < 50_001; i++) await svc.authenticate(`tgw_${randomBytes(16).toString('hex')}`);
+      junk = false;
+      const readsBefore = dbReads;
+      expect(await svc.authenticate(agentKey)).not.toBeNull();
+      expect(dbReads - readsBefore).toBe(0); // still cached: junk must not flush valid principals
+    } finally {
+      holder.ds = real;
+    }
+  }, 60_000);
+});

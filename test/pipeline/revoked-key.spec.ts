@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { adminAuth, bearer, startTestApp, type TestApp } from '../support/test-app.js';
+
+const addNote = (orderId: string, note: string) => toolUse('shopify_order', { action: 'add_note', orderId, note });
+const lookup = () => toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A revoked API key starts nothing new, on any replica, from the moment the revocation commits: the
+ * intent statement reads the key (a request authenticated before the revocation, a long batch, or
+ * another replica still holding the key in its 5 s cache would otherwise go on).
+ */
+describe('a revoked API key', () => {
+  let h: Harness;
+  let replica: TestApp;
+  beforeAll(async () => {
+    h = await startHarness({ VENDOR_TIMEOUT_MS: '5000' });
+    replica = await startTestApp({ ...emulatorEnv(h.emu.url), VENDOR_TIMEOUT_MS: '5000' });
+  });
+  afterAll(async () => {
+    await replica?.close();
+    await h?.close();
+  });
+
+  const agentKeyId = async (orgId: string): Promise<string> => {
+    const keys = await h.t.http.get(`/v1/api-keys?orgId=${orgId}`).set(adminAuth);
+    return (keys.body.items as { id: string; role: string }[]).find((k) => k.role === 'agent')!.id;
+  };
+
+  it('a batch running when its key is revoked starts no further write: the items after answer 401, nothing recorded for them', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_order.add_note'] });
+    const uses = Array.from({ length: 6 }, (_, i) => addNote('450789469', `revoke-race note ${i}`));
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 700, bodyMatch: /revoke-race note/, times: Infinity });
+    const from = h.emu.requests.length;
+    const notes = () => h.emu.requests.slice(from).filter((r) => /revoke-race note/.test(r.body)).length;
+    const batch = h.t.http.post(`/v1/runs/${runId}/tool-calls:batch`).set(bearer(agentKey)).send({ toolUses: uses }).then((r) => r);
+    await sleep(300); // the first write is at the vendor
+    expect((await h.t.http.delete(`/v1/api-keys/${await agentKeyId(orgId)}`).set(adminAuth)).status).toBe(204);
+    const atRevoke = notes();
+    const res = await batch;
+    h.emu.clearFaults();
+
+    expect(atRevoke).toBe(1);
+    expect(notes()).toBe(1); // the write already at the vendor finished; nothing after it left
+    expect(res.status).toBe(200);
+    expect(res.body.results).toHaveLength(6);
+    expect(res.body.results[0]).toMatchObject({ status: 'succeeded' });
+    for (const item of res.body.results.slice(1)) expect(item).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
+    const rows = (await h.t.ds.query('SELECT count(*)::int AS n FROM tool_calls WHERE run_id = $1', [runId])) as [{ n: number }];
+    expect(rows[0].n).toBe(1);
+  }, 30_000);
+
+  it('another replica that still has the key cached (5 s) refuses new calls with it at once, and records nothing', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    expect((await replica.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(lookup())).body.status).toBe('succeeded'); // cached there
+    expect((await h.t.http.delete(`/v1/api-keys/${await agentKeyId(orgId)}`).set(adminAuth)).status).toBe(204);
+    const late = await replica.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(lookup());
+    expect([late.status, late.body.code]).toEqual([401, 'UNAUTHENTICATED']);
+    const rows = (await h.t.ds.query('SELECT count(*)::int AS n FROM tool_calls WHERE run_id = $1', [runId])) as [{ n: number }];
+    expect(rows[0].n).toBe(1);
+  });
+});
