@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
-import { dbOptions } from './db/db-options.js';
+import { migratorOptions } from './db/db-options.js';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
@@ -95,7 +95,7 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
   (app.getHttpServer() as Server).on('clientError', handleClientError);
   // On connections of their own, without the client-side query timeout (DB_QUERY_TIMEOUT_MS): waiting for
   // another replica's migration, or an index build on a large table, may rightly take longer.
-  const migrator = await new DataSource(dbOptions(config.DATABASE_URL!, 2, 0)).initialize();
+  const migrator = await new DataSource(migratorOptions(config.DATABASE_URL!)).initialize();
   try {
     await runMigrations(migrator);
   } finally {

@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../bootstrap.js';
 import { projectRoot } from '../common/project-root.js';
-import { dbOptions } from '../db/db-options.js';
+import { migratorOptions } from '../db/db-options.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
@@ -73,7 +73,7 @@ async function main(cmd: string | undefined): Promise<number> {
       console.error('DATABASE_URL is required (the gateway migrates its embedded database itself at start-up)');
       return 1;
     }
-    const ds = await new DataSource(dbOptions(url, 2, 0)).initialize(); // no client-side query timeout: migrations may run long
+    const ds = await new DataSource(migratorOptions(url)).initialize(); // no query or statement timeout: migrations may run long
     try {
       if (cmd === 'run') {
         await runMigrations(ds);
@@ -95,7 +95,7 @@ async function main(cmd: string | undefined): Promise<number> {
       await admin.query(`CREATE DATABASE ${dbName}`);
       const url = new URL(serverUrl);
       url.pathname = `/${dbName}`;
-      const ds = await new DataSource(dbOptions(url.toString(), 2, 0)).initialize();
+      const ds = await new DataSource(migratorOptions(url.toString())).initialize();
       try {
         await runMigrations(ds);
         // Down then up again: every migration must be reversible.

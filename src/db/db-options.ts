@@ -34,3 +34,12 @@ export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): 
     },
   };
 }
+
+/**
+ * The data source migrations run on (start-up, `migration:run`, `migration:check`): two connections (the lock's and
+ * TypeORM's own), no client-side query timeout and no statement timeout. One definition, so none of them drifts back
+ * to a request pool's 15 s statement timeout.
+ */
+export function migratorOptions(url: string): DataSourceOptions {
+  return dbOptions(url, 2, 0);
+}

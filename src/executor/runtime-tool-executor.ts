@@ -221,6 +221,7 @@ export class RuntimeToolExecutor {
         params: req.params,
         credentials,
         signal,
+        deadline,
         attempt: attempt++,
         scratch,
       });

@@ -69,6 +69,8 @@ export interface VendorCallContext {
   credentials: Record<string, unknown>;
   /** Aborted when the whole call's time budget is spent. */
   signal: AbortSignal;
+  /** When that budget runs out, on performance.now()'s clock (a handler that waits can leave its request room). */
+  deadline?: number;
   /** 0 for the first attempt, 1.. for retries. */
   attempt: number;
   /**

@@ -32,19 +32,21 @@ describe('vendor answers at the edges: huge Retry-After, oversized error bodies,
     const org = await fresh();
     h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 429, headers: { 'retry-after': '99999999999' }, body: { message: 'slow down' }, times: Infinity });
     const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/notes' });
-    const rows = (await h.t.ds.query('SELECT status, error_code, retry_after_seconds FROM tool_calls WHERE org_id = $1', [org.orgId])) as Record<string, unknown>[];
-    expect(rows, JSON.stringify(res.body)).toEqual([expect.objectContaining({ status: 'failed', error_code: 'VENDOR_RATE_LIMITED' })]);
+    const rows = (await h.t.ds.query('SELECT status, error_code, retry_after_seconds, retry_count FROM tool_calls WHERE org_id = $1', [org.orgId])) as Record<string, unknown>[];
+    // Clamped to a day (the integer column, and what the agent is told); far beyond the cap, so never slept on.
+    expect(rows, JSON.stringify(res.body)).toEqual([{ status: 'failed', error_code: 'VENDOR_RATE_LIMITED', retry_after_seconds: 86_400, retry_count: 0 }]);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED' });
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED', retryAfterSeconds: 86_400 });
   });
 
   it('Shopify 429 with a far-future HTTP-date Retry-After: same', async () => {
     const org = await fresh();
     h.emu.fault({ vendor: 'shopify', kind: 'status', status: 429, headers: { 'retry-after': 'Fri, 31 Dec 9999 23:59:59 GMT' }, times: Infinity });
     const res = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
-    const rows = (await h.t.ds.query('SELECT status, error_code FROM tool_calls WHERE org_id = $1', [org.orgId])) as Record<string, unknown>[];
-    expect(rows, JSON.stringify(res.body)).toEqual([expect.objectContaining({ status: 'failed', error_code: 'VENDOR_RATE_LIMITED' })]);
+    const rows = (await h.t.ds.query('SELECT status, error_code, retry_after_seconds, retry_count FROM tool_calls WHERE org_id = $1', [org.orgId])) as Record<string, unknown>[];
+    expect(rows, JSON.stringify(res.body)).toEqual([{ status: 'failed', error_code: 'VENDOR_RATE_LIMITED', retry_after_seconds: 86_400, retry_count: 0 }]);
     expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ retryAfterSeconds: 86_400 });
   });
 
   it('nango_proxy.post answered 502 with a body over VENDOR_MAX_RESPONSE_BYTES (upstream then applies it) is indeterminate, not failed', async () => {
@@ -73,9 +75,10 @@ describe('vendor answers at the edges: huge Retry-After, oversized error bodies,
     h.emu.fault({ vendor: 'shopify', kind: 'status', status: 503, body: `<html>${'x'.repeat(MAX_BYTES * 2)}</html>`, times: 1 });
     const res = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
     expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'succeeded' });
+    expect((await rowOf(h, res.body.toolCallId)).retry_count).toBe(1);
   });
 
-  it('a refund that waited out its lease bound is not retried into a mutation sent with no budget left (ends indeterminate)', async () => {
+  it('a refund that waited out its lease bound is failed / VENDOR_TIMEOUT with nothing sent, and not retried into a mutation with no budget left', async () => {
     const org = await fresh();
     // Another holder's lease runs out 1.5 s into this call (budget 2 s, wait bound 1 s).
     await h.t.ds.query(
@@ -84,12 +87,28 @@ describe('vendor answers at the edges: huge Retry-After, oversized error bodies,
     );
     // Shopify takes 800 ms to run a refund.
     h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 800, bodyMatch: REFUND, times: Infinity });
+    const from = h.emu.requests.length;
     const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' });
-    // Either the refund ran inside the budget or nothing was sent; an own-goal "unknown" needs an ops reconcile.
+    // Not an own-goal "unknown" needing an ops reconcile: it waited out the bound, was not retried, and said so.
     const row = await rowOf(h, res.body.toolCallId);
-    const seen = JSON.stringify({ status: row.status, retry_count: row.retry_count, error_text: row.error_text });
-    expect(['succeeded', 'failed'], seen).toContain(row.status);
-    // Failed: it waited out the bound and was not retried (nothing sent, said so).
-    if (row.status === 'failed') expect([row.retry_count, row.error_code], seen).toEqual([0, 'VENDOR_TIMEOUT']);
+    expect([row.status, row.error_code, row.retry_count], row.error_text as string).toEqual(['failed', 'VENDOR_TIMEOUT', 0]);
+    expect(row.error_text).toMatch(/another refund of this order was still in flight.*not sent/);
+    expect(h.emu.requests.slice(from).filter((r) => REFUND.test(r.body))).toHaveLength(0);
+  });
+
+  it('a refund whose order read was slow waits only as long as leaves its own request half the budget (never an own-goal indeterminate)', async () => {
+    const org = await fresh();
+    // Another holder's lease runs out 1.5 s into this call (budget 2 s); the order read before the lease takes 0.7 s.
+    await h.t.ds.query(
+      `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until) VALUES ($1, $2, '12345', $3, now() + interval '1500 milliseconds')`,
+      [org.orgId, SHOP, randomUUID()],
+    );
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 700, bodyMatch: /^(?![\s\S]*refundCreate)/, times: 1 });
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 800, bodyMatch: REFUND, times: Infinity });
+    const from = h.emu.requests.length;
+    const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' });
+    const row = await rowOf(h, res.body.toolCallId);
+    expect([row.status, row.error_code, row.retry_count], row.error_text as string).toEqual(['failed', 'VENDOR_TIMEOUT', 0]);
+    expect(h.emu.requests.slice(from).filter((r) => REFUND.test(r.body))).toHaveLength(0);
   });
 });

@@ -64,7 +64,11 @@ describe('the executor: the call budget and the breaker', () => {
     const local = entry(async () => ({ ok: false, kind: 'rejected', requestSent: false, message: 'path: does not stay under the Nango proxy' }));
     const probe = await ex.execute(req(local));
     expect(probe).toMatchObject({ status: 'failed', vendorReached: false });
-    // Nothing was learnt about the vendor: it must not count as a healthy probe.
-    expect(ex.breakerFor('org-1', 'nango').current).not.toBe('closed');
+    // Nothing was learnt about the vendor: not a healthy probe (closed), not a failed one (open again, a new
+    // cooldown): still half-open, its probe slot given back, so the next call is the probe.
+    expect(ex.breakerFor('org-1', 'nango').current).toBe('half_open');
+    const up = entry(async () => ({ ok: true, data: { fine: true }, vendorStatus: 200 }));
+    expect(await ex.execute(req(up))).toMatchObject({ status: 'succeeded' });
+    expect(ex.breakerFor('org-1', 'nango').current).toBe('closed');
   });
 });

@@ -63,7 +63,7 @@ describe('API keys, roles and org scope', () => {
   });
 
   it('a platform key an admin names like the bootstrap key is not revoked by the next start (only keys a start made are)', async () => {
-    const created = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: null, role: 'ops', name: 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)' });
+    const created = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: null, role: 'admin', name: 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)' });
     expect(created.status).toBe(201);
     await t.app.get(ApiKeysService).ensureBootstrapKey(); // what every replica's start runs
     const [row] = (await t.ds.query('SELECT revoked_at FROM api_keys WHERE id = $1', [created.body.id])) as { revoked_at: Date | null }[];

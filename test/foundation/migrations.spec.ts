@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalInputs1764700000000 } from '../../migrations/1764700000000-approval-inputs.js';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../../src/bootstrap.js';
-import { dbOptions } from '../../src/db/db-options.js';
+import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { appendToRunLog } from '../support/run-log.js';
 import { startTestApp } from '../support/test-app.js';
 
@@ -114,7 +114,7 @@ describe('migrations run without a statement timeout', () => {
 
   it('a migration run by runMigrations on the migrator data source (as createGateway and migrate run build it) sees statement_timeout 0', async () => {
     // TypeORM runs the migrations on a pooled connection of its own, not the one holding the lock: the pool must carry it.
-    const ds = await new DataSource({ ...dbOptions(process.env.DATABASE_URL!, 2, 0), migrations: [...MIGRATIONS, ProbeStatementTimeout1799999999999] }).initialize();
+    const ds = await new DataSource({ ...migratorOptions(process.env.DATABASE_URL!), migrations: [...MIGRATIONS, ProbeStatementTimeout1799999999999] }).initialize();
     try {
       await runMigrations(ds);
       await ds.undoLastMigration({ transaction: 'each' });

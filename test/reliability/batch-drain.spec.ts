@@ -50,6 +50,7 @@ describe('SIGTERM during a batch of writes', () => {
     expect(statuses).toEqual([{ status: 'succeeded' }]);
     // The batch is still answered, every item: the one that ran, and the others say they were not started.
     expect(res.status).toBe(200);
+    expect(res.body.results).toHaveLength(5);
     expect(res.body.results[0]).toMatchObject({ status: 'succeeded' });
     for (const item of res.body.results.slice(1)) {
       expect(item).toMatchObject({ status: 503, code: 'GATEWAY_STOPPING', detail: expect.stringContaining('not started') });

@@ -34,6 +34,8 @@ function unavailable(denied: string[] | undefined, root: string): { unavailable?
 }
 
 const LEASE_HOLDER = 'shopify.refundLeaseHolder';
+/** Set once the call has taken the order's refund lease (its later attempts renew it). */
+const LEASE_TAKEN = 'shopify.refundLeaseTaken';
 /** Set once an attempt of the call may still be running at Shopify: from then on the call never gives the lease up. */
 const MAY_STILL_RUN = 'shopify.refundMayStillRun';
 
@@ -252,8 +254,12 @@ export class ShopifyHandler implements VendorHandler {
     const lease: RefundLeaseKey = { orgId: ctx.orgId, shopDomain: call.conn.shopDomain, orderId: String(ctx.params.orderId) };
     const holder = refundLeaseHolder(ctx);
     if (this.refundLeases) {
-      const busy = await this.refundLeases.acquire(lease, holder, ctx.signal);
+      // The room check is for a refund about to be sent for the first time: a retry or an "in progress" poll of this
+      // call, which held the lease already, goes on within the budget (same key: it can only pick up the original).
+      const held = ctx.scratch.get(LEASE_TAKEN) === true;
+      const busy = await this.refundLeases.acquire(lease, holder, ctx.signal, held ? undefined : ctx.deadline);
       if (busy) return busy;
+      ctx.scratch.set(LEASE_TAKEN, true);
     }
     // Shopify may still be running it (or the handler broke): the lease stays until it expires, so no other refund of the order overlaps it.
     // Sticky for the call: an earlier attempt that may still land (a 5xx, say) keeps the lease even when a later

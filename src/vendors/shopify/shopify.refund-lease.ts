@@ -31,7 +31,7 @@ export interface RefundLeases {
    * Waits until `holder` has the order's lease (null), or says why it could
    * not (a failed outcome: nothing was sent). Honours `signal`.
    */
-  acquire(key: RefundLeaseKey, holder: string, signal: AbortSignal): Promise<FailedOutcome | null>;
+  acquire(key: RefundLeaseKey, holder: string, signal: AbortSignal, deadline?: number): Promise<FailedOutcome | null>;
   /** Gives the lease up if `holder` still has it; never throws (the lease then expires). */
   release(key: RefundLeaseKey, holder: string): Promise<void>;
 }
@@ -71,11 +71,18 @@ export class SqlRefundLeases implements RefundLeases {
     private readonly timing: RefundLeaseTiming,
   ) {}
 
-  async acquire(key: RefundLeaseKey, holder: string, signal: AbortSignal): Promise<FailedOutcome | null> {
-    const deadline = Date.now() + this.timing.maxWaitMs;
+  /**
+   * `callDeadline` (performance.now() clock): the end of the call's budget. The wait ends early enough to leave the
+   * refund maxWaitMs of it (half the budget) for its own request, however long the call spent before the wait
+   * (the order read): a refund sent with almost no time left would end indeterminate for nothing.
+   */
+  async acquire(key: RefundLeaseKey, holder: string, signal: AbortSignal, callDeadline?: number): Promise<FailedOutcome | null> {
+    const leftForWait = callDeadline === undefined ? this.timing.maxWaitMs : callDeadline - this.timing.maxWaitMs - performance.now();
+    const deadline = Date.now() + Math.min(this.timing.maxWaitMs, leftForWait);
     let pollMs = FIRST_POLL_MS;
     for (;;) {
       if (signal.aborted) return busy();
+      if (Date.now() > deadline) return pollMs === FIRST_POLL_MS ? noRoom() : busy(); // no room left for the refund's own request
       try {
         const held = await this.sql.prepared(ACQUIRE, [key.orgId, key.shopDomain, key.orderId, holder, this.timing.leaseMs / 1000]);
         if (held.length > 0) return null;
@@ -108,6 +115,17 @@ export class SqlRefundLeases implements RefundLeases {
       this.log.warn({ orgId: key.orgId, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'error' }, 'refund lease not released: it expires on its own');
     }
   }
+}
+
+/** The call spent too much of its budget before the refund (a slow order read): sending it now could end unknown. */
+function noRoom(): FailedOutcome {
+  return {
+    ok: false,
+    kind: 'timeout',
+    requestSent: false,
+    local: true,
+    message: 'too little of the call\'s time budget was left to send the refund and read its answer: this refund was not sent',
+  };
 }
 
 /** Another refund of the order held the lease for the whole wait: a transient failure, and this one never left. */

@@ -72,5 +72,11 @@ describe('pickRefundParent: which payment a refund goes back to (split tender)',
   it('depends only on facts that never change: the same parent for every retry, whatever was refunded since', () => {
     const later = { transactions: [...giftThenCard.transactions, { id: 'gid://shopify/OrderTransaction/3', kind: 'REFUND', status: 'SUCCESS', gateway: 'shopify_payments', amountSet: { presentmentMoney: { amount: '20.00' } } }] };
     expect(pickRefundParent(later, '20.00')).toEqual(pickRefundParent(giftThenCard, '20.00'));
+    // A choice that subtracted earlier refunds would move a retry to another payment (and Shopify would refuse the
+    // key with other parameters): 5.00 already refunded from the first card still leaves it the parent of 10.00.
+    const cards = [tx(1, 'shopify_payments', '10.00'), tx(2, 'paypal', '35.00')];
+    const refunded = { transactions: [...cards, { ...tx(3, 'shopify_payments', '5.00', 'REFUND'), parentId: 'gid://shopify/OrderTransaction/1' }] };
+    expect(pickRefundParent({ transactions: cards }, '10.00')?.id).toBe('gid://shopify/OrderTransaction/1');
+    expect(pickRefundParent(refunded, '10.00')?.id).toBe('gid://shopify/OrderTransaction/1');
   });
 });
