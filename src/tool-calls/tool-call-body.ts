@@ -85,11 +85,13 @@ export function modelMessage(f: CallFacts): string {
     case 'CIRCUIT_OPEN':
       return 'The vendor is temporarily unavailable after repeated failures. Try again later.';
     case 'OUTCOME_UNKNOWN':
-      return 'The request reached the vendor but no usable answer came back, so it is unknown whether it took effect. Do not send it again; an operator will check and settle it.';
+      // Also a call found orphaned after a crash, which may be a read: the advice covers both.
+      return 'No usable answer was recorded for this request, so it is unknown whether it took effect. Do not send it again if it changes something (a refund, a note, any write): an operator will check and settle it. A lookup that changes nothing may be run again as a new tool call.';
     case 'EXECUTION_ERROR':
       return 'The tool failed unexpectedly. The action was not completed.';
     default:
-      return 'The vendor returned an error. The action failed; you may try again later.';
+      // VENDOR_ERROR: a refusal (the input, or the state of the order, will not do) or a failure on the vendor's side.
+      return 'The vendor refused the request or could not complete it, and the action failed. If it was refused, sending the same input again will fail the same way: check the input (for a refund: the amount still refundable, and the order\'s currency). After a temporary vendor failure it may work later, as a new tool call.';
   }
 }
 

@@ -33,6 +33,18 @@ describe('shopify_refund.create, through the pipeline', () => {
     (await h.t.ds.query('SELECT order_id, lease_until > now() AS live FROM shopify_refund_leases WHERE org_id = $1', [orgId])) as { order_id: string; live: boolean }[];
   const graphqlAnswer = (body: object) => ({ vendor: 'shopify' as const, kind: 'status' as const, status: 200, bodyMatch: REFUND, body });
 
+  it('a multi-currency order: order_lookup says the currency the customer paid in, and a refund naming it goes through', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create', 'order_lookup.lookup'], rules: RULES });
+    const order = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '1004' });
+    expect(order.body).toMatchObject({ status: 'succeeded', result: { orderId: '1004', currency: 'EUR' } });
+    const unnamed = await refund(org, '1004', '2.00');
+    expect(unnamed.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+    // What the model reads points it at the currency, instead of "try again later".
+    expect(unnamed.body.toolResult.content).toMatch(/same input again will fail the same way.*currency/);
+    const named = await call(h, org, 'shopify_refund', { action: 'create', orderId: '1004', amount: '2.00', currency: order.body.result.currency });
+    expect(named.body).toMatchObject({ status: 'succeeded' });
+  });
+
   describe('top-level GraphQL errors on refundCreate', () => {
     it('an error raised by refundCreate itself (path ["refundCreate"], data null): the resolver ran → indeterminate / OUTCOME_UNKNOWN, sent once, never resent', async () => {
       const org = await fresh();

@@ -9,6 +9,7 @@ export const ORDER_QUERY = `query OrderLookup($id: ID!) {
     name
     displayFinancialStatus
     displayFulfillmentStatus
+    presentmentCurrencyCode
     email
     phone
     customer { defaultEmailAddress { emailAddress } defaultPhoneNumber { phoneNumber } }

@@ -31,6 +31,8 @@ export interface NormalizedOrder {
   name: string | null;
   status: string | null;
   financialStatus: string | null;
+  /** the currency the customer paid in (what a refund of the order is given in) */
+  currency: string | null;
   /** first tracking number, for the common single-parcel case (API.md §4 example) */
   trackingNumber: string | null;
   trackingNumbers: string[];
@@ -57,6 +59,7 @@ export function normalizeOrder(orderId: string, o: Record<string, unknown>): Nor
     name: str(o.name),
     status: lower(o.displayFulfillmentStatus),
     financialStatus: lower(o.displayFinancialStatus),
+    currency: str(o.presentmentCurrencyCode),
     trackingNumber: trackingNumbers[0] ?? null,
     trackingNumbers,
     items: list(o.lineItems).map((li) => ({ name: str(li.name), quantity: typeof li.quantity === 'number' ? li.quantity : 0 })),

@@ -20,7 +20,7 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
   {
     name: 'order_lookup',
     vendor: 'shopify',
-    description: 'Look up a Shopify order: status, tracking, items, customer contact and shipping address.',
+    description: 'Look up a Shopify order: status, the currency the customer paid in, tracking, items, customer contact and shipping address.',
     actions: [
       {
         name: 'lookup',
@@ -83,7 +83,7 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         name: 'create',
         description:
           'Refund an amount to the original payment of the order, in the currency the customer paid in. ' +
-          'When that is not the shop\'s currency, name it in `currency`: the refund is refused otherwise. ' +
+          'When that is not the shop\'s currency, name it in `currency` (order_lookup gives the order\'s `currency`): the refund is refused otherwise. ' +
           'The result\'s `status` is `success` when Shopify reports the money returned, `pending` when Shopify accepted ' +
           'the refund but has not confirmed yet that the money moved (the refund is recorded: do not send it again).',
         inputSchema: objectSchema(
