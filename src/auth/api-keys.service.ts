@@ -280,6 +280,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     try {
       await this.ds.query('UPDATE api_keys SET last_used_at = now() WHERE id = ANY($1::uuid[])', [ids]);
     } catch (err) {
+      // Kept for the next flush (a database blip must not lose them; new uses of the same keys merge in).
+      for (const id of ids) this.touched.add(id);
       this.log.warn(`could not record lastUsedAt: ${err instanceof Error ? err.message : String(err)}`);
     }
   }

@@ -48,4 +48,29 @@ describe('the API key cache under a flood of unknown keys', () => {
       holder.ds = real;
     }
   }, 60_000);
+
+  it('a lastUsedAt flush that fails (a database blip) keeps its keys for the next flush instead of losing them', async () => {
+    const { agentKey } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const svc = h.t.app.get(ApiKeysService, { strict: false });
+    const [{ t0 }] = (await h.t.ds.query('SELECT now() AS t0')) as [{ t0: Date }];
+    const principal = await svc.authenticate(agentKey); // a use to record
+    expect(principal).not.toBeNull();
+    const holder = svc as unknown as { ds: { query: (sql: string, params?: unknown[]) => Promise<unknown> }; flushLastUsed: () => Promise<void> };
+    const real = holder.ds;
+    holder.ds = new Proxy(real, {
+      get(t, p) {
+        if (p === 'query') return async () => Promise.reject(new Error('connection terminated'));
+        return Reflect.get(t, p, t) as unknown;
+      },
+    }) as typeof real;
+    try {
+      await holder.flushLastUsed(); // fails: nothing written
+    } finally {
+      holder.ds = real;
+    }
+    await holder.flushLastUsed(); // the next one writes what the failed one held
+    const after = (await h.t.ds.query('SELECT last_used_at FROM api_keys WHERE id = $1', [principal!.keyId])) as { last_used_at: Date | null }[];
+    // Recorded after the use (lost, it would still be null or an earlier flush's time).
+    expect(after[0].last_used_at!.getTime()).toBeGreaterThanOrEqual(t0.getTime());
+  });
 });
