@@ -80,6 +80,11 @@ export interface RecordedTool {
 
 export const recordedTool = (entry: CatalogEntry): RecordedTool => ({ toolName: entry.tool.name, action: entry.action.name, costCents: entry.action.costCents });
 
+/** The key conflicted on insert, yet no row holds it: cannot happen (the row is never deleted). */
+function conflictWithoutRow(): Error {
+  return new Error('idempotency key conflict without a row');
+}
+
 /** A batch item after one still executing: not started (see ToolCallBatchService). */
 function heldBehindEarlierItem(): AppError {
   return new AppError('IDEMPOTENCY_IN_PROGRESS', 'an earlier tool_use of this batch is still executing, so this one was not started; send the batch again shortly', {
@@ -118,20 +123,12 @@ export class ToolCallsService {
   }
 
   async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<ToolCallResponse> {
-    // Agent or org admin keys (API.md §1); a platform key has no org to act in. Before the body: the key, not the request, is wrong.
-    if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
-    const orgId = p.orgId;
-    const parsed = parseToolUse(body);
-    // From here on, one spelling of the params: the policy judges what the vendor will act on.
-    const use = { ...parsed, params: this.catalog.canonicalParams(parsed.name, parsed.action, parsed.params) };
-    const run = await this.runs.snapshot(orgId, runId);
-    const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
+    const { orgId, use, run, idempotencyKey, digest } = await this.identify(p, runId, body, idempotencyHeader);
     // The one form of the model's tool name and action that reaches the row, the events and the metrics (see recorded-action.ts).
     const toolName = recordedToolName(use.name, this.catalog);
     const action = recordedAction(use.name, use.action, this.catalog);
-    const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
     // An ended run takes no new calls; a call it made before it ended is still answered (the agent may resend after a lost answer).
-    if (run.status !== 'running' && run.status !== 'waiting_approval') return await this.replayInEndedRun(orgId, run.id, idempotencyKey, digest, use.id);
+    if (run.status !== 'running' && run.status !== 'waiting_approval') return await this.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.runEnded(run.id));
 
     const [flagEnabled, rules] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
     const decision = decide({
@@ -197,8 +194,8 @@ export class ToolCallsService {
       if (release) this.trackIntent(`${orgId}:${idempotencyKey}`, intent);
       const written = await intent;
       if (written === 'key-revoked') throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
-      if (written === 'run-ended') return await this.replayInEndedRun(orgId, run.id, idempotencyKey, digest, use.id);
-      if (written === 'exists') return await this.replay(orgId, idempotencyKey, digest, use.id);
+      if (written === 'run-ended') return await this.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.runEnded(run.id));
+      if (written === 'exists') return await this.replayByKey(orgId, idempotencyKey, digest, use.id, conflictWithoutRow);
       if (status !== 'running') {
         this.count(toolName, action, status, errorCode);
         const facts2 = { id, status, errorCode, errorText, retryAfterSeconds: null, approvalKind: approval?.kind ?? null };
@@ -310,15 +307,25 @@ export class ToolCallsService {
    * batch): nothing was started.
    */
   async replayOnly(p: Principal, runId: string, body: unknown, notStarted: () => AppError = heldBehindEarlierItem): Promise<ToolCallResponse> {
+    const { orgId, use, idempotencyKey, digest } = await this.identify(p, runId, body, undefined);
+    return this.replayByKey(orgId, idempotencyKey, digest, use.id, notStarted);
+  }
+
+  /**
+   * Who asks, for which run, what (its one spelling of the params), under which idempotency key and digest: what
+   * every answer to a tool_use starts from, a new call or a replay.
+   */
+  private async identify(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown) {
+    // Agent or org admin keys (API.md §1); a platform key has no org to act in. Before the body: the key, not the request, is wrong.
     if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
+    const orgId = p.orgId;
     const parsed = parseToolUse(body);
+    // From here on, one spelling of the params: the policy judges what the vendor will act on.
     const use = { ...parsed, params: this.catalog.canonicalParams(parsed.name, parsed.action, parsed.params) };
-    const run = await this.runs.snapshot(p.orgId, runId);
-    const idempotencyKey = idempotencyKeyFor(undefined, run.id, use.id);
+    const run = await this.runs.snapshot(orgId, runId);
+    const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
     const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
-    const row = await this.storedByKey(p.orgId, idempotencyKey);
-    if (!row) throw notStarted();
-    return this.replayStored(row, digest, use.id);
+    return { orgId, use, run, idempotencyKey, digest };
   }
 
   /**
@@ -335,16 +342,13 @@ export class ToolCallsService {
     return this.respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);
   }
 
-  /** The run has ended (maybe on another replica): the replay of a call it made, or 409 RUN_NOT_ACTIVE. */
-  private async replayInEndedRun(orgId: string, runId: string, idempotencyKey: string, digest: string, toolUseId: string): Promise<ToolCallResponse> {
+  /**
+   * The replay of the call stored under the key, or `none()` when there is none: the run ended (409
+   * RUN_NOT_ACTIVE), a batch item not started, or (after a key conflict) a bug.
+   */
+  private async replayByKey(orgId: string, idempotencyKey: string, digest: string, toolUseId: string, none: () => Error): Promise<ToolCallResponse> {
     const row = await this.storedByKey(orgId, idempotencyKey);
-    if (!row) throw this.runEnded(runId);
-    return this.replayStored(row, digest, toolUseId);
-  }
-
-  private async replay(orgId: string, idempotencyKey: string, digest: string, toolUseId: string): Promise<ToolCallResponse> {
-    const row = await this.storedByKey(orgId, idempotencyKey);
-    if (!row) throw new Error('idempotency key conflict without a row');
+    if (!row) throw none();
     return this.replayStored(row, digest, toolUseId);
   }
 
@@ -381,7 +385,7 @@ export class ToolCallsService {
               EXISTS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval')) AS live`,
       [orgId, idempotencyKey, runId],
     );
-    if (exists) return this.replay(orgId, idempotencyKey, digest, toolUseId);
+    if (exists) return this.replayByKey(orgId, idempotencyKey, digest, toolUseId, conflictWithoutRow);
     // A run that ended (on another replica, since this one cached it) takes no call, now or later: not "retry shortly".
     if (!live) throw this.runEnded(runId);
     await this.events.append([{ orgId, type: 'tool_call.rejected', runId, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);
