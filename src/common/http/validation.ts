@@ -48,56 +48,50 @@ function strippedKeyPath(value: unknown, path: string, depth: number): string | 
 }
 
 /**
- * Prototype-named fields of the raw body that the nested DTO instances (class instances other than Object, with
- * validation metadata) below `dto` do not declare, by path. Walks the DTO and the raw value side by side.
+ * Prototype-named fields of the raw body that the DTO instance `dto`, or a DTO instance nested in it (a class other
+ * than Object, with validation metadata: tool-permission items), does not declare, by path. Walks the DTO and the
+ * raw value side by side; free-form JSON (plain objects, such as a run's metadata) is not judged.
  */
-function hiddenNested(raw: unknown, dto: unknown, path: string, depth: number): string[] {
-  if (typeof raw !== 'object' || raw === null || typeof dto !== 'object' || dto === null || depth > 16) return [];
+function hiddenFields(raw: unknown, dto: unknown, path: string, depth: number): string[] {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || typeof dto !== 'object' || dto === null || depth > 16) return [];
+  if (Array.isArray(dto) || dto.constructor === Object) return [];
+  const known = declaredProperties(dto.constructor);
+  if (known.size === 0) return [];
   const out: string[] = [];
+  for (const name of Object.keys(raw)) {
+    if (PROTOTYPE_NAMES.has(name) && !known.has(name)) out.push(`${path ? `${path}.${name}` : name}: property ${name} should not exist`);
+  }
   for (const [k, v] of Object.entries(dto)) {
     const rawV = (raw as Record<string, unknown>)[k];
     const at = path ? `${path}.${k}` : k;
-    const items: [unknown, unknown, string][] = Array.isArray(v) && Array.isArray(rawV) ? v.map((item, i) => [item, rawV[i], `${at}.${i}`]) : [[v, rawV, at]];
-    for (const [item, rawItem, itemPath] of items) {
-      if (typeof item !== 'object' || item === null || Array.isArray(item) || item.constructor === Object) continue;
-      if (typeof rawItem !== 'object' || rawItem === null || Array.isArray(rawItem)) continue;
-      const known = declaredProperties(item.constructor);
-      if (known.size === 0) continue;
-      for (const name of Object.keys(rawItem)) {
-        if (PROTOTYPE_NAMES.has(name) && !known.has(name)) out.push(`${itemPath}.${name}: property ${name} should not exist`);
-      }
-      out.push(...hiddenNested(rawItem, item, itemPath, depth + 1));
-    }
+    if (Array.isArray(v) && Array.isArray(rawV)) v.forEach((item, i) => out.push(...hiddenFields(rawV[i], item, `${at}.${i}`, depth + 1)));
+    else out.push(...hiddenFields(rawV, v, at, depth + 1));
   }
   return out;
 }
 
 /**
  * ValidationPipe, plus: a body or query field named like an Object.prototype member (`toString`, `constructor`)
- * that the DTO does not declare is refused as every other unknown field is, instead of slipping through unseen;
- * and a `constructor` or `__proto__` key deeper down (which Nest would strip without a word) is refused too.
+ * that the DTO (or a DTO nested in it) does not declare is refused as every other unknown field is, instead of
+ * slipping through unseen; and a `constructor`, `prototype` or `__proto__` key anywhere (which Nest would strip
+ * without a word) is refused too.
  */
 class StrictValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const { metatype, type } = metadata;
-    if ((type === 'body' || type === 'query') && typeof metatype === 'function' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      const known = declaredProperties(metatype);
-      if (known.size > 0) {
-        const hidden = Object.keys(value).filter((k) => PROTOTYPE_NAMES.has(k) && !known.has(k));
-        const problems = hidden.map((k) => `${k}: property ${k} should not exist`);
-        // Nest deletes constructor, prototype and __proto__ at every depth before transforming (they are how prototypes
-        // get polluted): in free-form JSON (a run's metadata) that silently lost data. Refused instead, by path.
-        const stripped = hidden.length > 0 ? undefined : strippedKeyPath(value, '', 0);
-        if (stripped !== undefined) problems.push(`${stripped}: keys named "constructor", "prototype" or "__proto__" are not accepted`);
-        if (problems.length > 0) throw new AppError('VALIDATION_FAILED', problems.join('; '), { fields: { errors: problems } });
-        const dto: unknown = await super.transform(value, metadata);
-        // Nested DTOs (tool-permission items) too: their unknown prototype-named fields were as invisible.
-        const nested = hiddenNested(value, dto, '', 0);
-        if (nested.length > 0) throw new AppError('VALIDATION_FAILED', nested.join('; '), { fields: { errors: nested } });
-        return dto;
-      }
+    const judged = (type === 'body' || type === 'query') && typeof metatype === 'function' && declaredProperties(metatype).size > 0;
+    if (!judged || typeof value !== 'object' || value === null || Array.isArray(value)) return super.transform(value, metadata);
+    // Before transforming: Nest deletes these keys at every depth (they are how prototypes get polluted), which in
+    // free-form JSON (a run's metadata) silently lost data.
+    const stripped = strippedKeyPath(value, '', 0);
+    if (stripped !== undefined) {
+      const problem = PROTOTYPE_NAMES.has(stripped) ? `${stripped}: property ${stripped} should not exist` : `${stripped}: keys named "constructor", "prototype" or "__proto__" are not accepted`;
+      throw new AppError('VALIDATION_FAILED', problem, { fields: { errors: [problem] } });
     }
-    return super.transform(value, metadata);
+    const dto: unknown = await super.transform(value, metadata);
+    const hidden = hiddenFields(value, dto, '', 0);
+    if (hidden.length > 0) throw new AppError('VALIDATION_FAILED', hidden.join('; '), { fields: { errors: hidden } });
+    return dto;
   }
 }
 
