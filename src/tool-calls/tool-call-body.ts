@@ -57,7 +57,8 @@ export function modelMessage(f: CallFacts): string {
     case 'FEATURE_DISABLED':
       return 'Tool calling is disabled for this organization. The action was not executed.';
     case 'NOT_IN_MANIFEST':
-      return 'This tool or action is not available in this run. The action was not executed.';
+      // errorText: which actions of the tool this run allows (null on rows written before it was recorded).
+      return `This tool or action is not available in this run${f.errorText ? ` (${f.errorText})` : ''}. The action was not executed.`;
     case 'POLICY_BLOCKED':
       return 'This action is not allowed by policy. It was not executed.';
     case 'EXPERT_REJECTED':

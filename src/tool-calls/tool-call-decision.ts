@@ -4,8 +4,10 @@ import type { PolicyDecision, PolicyRule } from '../policy/policy.types.js';
 
 /** Where the governance checks leave a call, before anything is written. */
 export type Decision =
-  | { status: 'blocked'; errorCode: 'FEATURE_DISABLED' | 'NOT_IN_MANIFEST' | 'POLICY_BLOCKED'; entry?: CatalogEntry; policy?: PolicyDecision }
-  | { status: 'failed'; errorCode: 'INVALID_INPUT'; errorText: string; entry: CatalogEntry }
+  | { status: 'blocked'; errorCode: 'FEATURE_DISABLED' | 'POLICY_BLOCKED'; entry?: CatalogEntry; policy?: PolicyDecision }
+  | { status: 'blocked'; errorCode: 'NOT_IN_MANIFEST'; errorText: string; entry?: CatalogEntry; policy?: undefined }
+  /** No entry when the tool is in the run but `input.action` is not a string. */
+  | { status: 'failed'; errorCode: 'INVALID_INPUT'; errorText: string; entry?: CatalogEntry }
   | { status: 'waiting_approval'; entry: CatalogEntry; policy: PolicyDecision; approvalKind: 'expert' | 'client' }
   | { status: 'running'; entry: CatalogEntry; policy: PolicyDecision };
 
@@ -28,7 +30,17 @@ export interface DecisionInput {
 export function decide(i: DecisionInput): Decision {
   if (!i.flagEnabled) return { status: 'blocked', errorCode: 'FEATURE_DISABLED' };
   const entry = typeof i.action === 'string' ? i.find(i.toolName, i.action) : undefined;
-  if (!entry || !i.allowedTools.has(entry.key)) return { status: 'blocked', errorCode: 'NOT_IN_MANIFEST', entry };
+  if (!entry || !i.allowedTools.has(entry.key)) {
+    const permitted = actionsInRun(i.toolName, i.allowedTools, i.find);
+    if (permitted.length && typeof i.action !== 'string') {
+      // The tool the model was given has `action` as a required enum (tool-definitions.ts): a schema
+      // violation in a tool of this run, which the model fixes by resending (422), not a refusal.
+      const errorText = i.action === undefined ? `action: is required (one of: ${permitted.join(', ')})` : `action: must be one of: ${permitted.join(', ')}`;
+      return { status: 'failed', errorCode: 'INVALID_INPUT', errorText };
+    }
+    const errorText = permitted.length ? `this run allows only these actions of this tool: ${permitted.join(', ')}` : 'this tool is not in this run';
+    return { status: 'blocked', errorCode: 'NOT_IN_MANIFEST', errorText, entry };
+  }
   const check = i.checkParams(entry, i.params);
   if (!check.ok) return { status: 'failed', errorCode: 'INVALID_INPUT', errorText: check.message, entry };
   const policy: PolicyDecision =
@@ -49,4 +61,19 @@ export function decide(i: DecisionInput): Decision {
     case 'observe':
       return { status: 'running', entry, policy };
   }
+}
+
+/**
+ * The actions of `toolName` that the run's manifest allows, as catalog names
+ * (never the model's text: the result is quoted to the model and the ledger).
+ */
+export function actionsInRun(toolName: string, allowedTools: ReadonlySet<string>, find: DecisionInput['find']): string[] {
+  const prefix = `${toolName}.`;
+  const names: string[] = [];
+  for (const key of allowedTools) {
+    if (!key.startsWith(prefix)) continue;
+    const entry = find(toolName, key.slice(prefix.length));
+    if (entry) names.push(entry.action.name);
+  }
+  return names;
 }

@@ -153,7 +153,8 @@ export class ToolCallsService {
       const status = decision.status;
       assertTransition('requested', status);
       const errorCode = status === 'blocked' || status === 'failed' ? decision.errorCode : null;
-      const errorText = status === 'failed' ? storableText(decision.errorText) : null; // names the model's parameter, redacted by the catalog (checkParams)
+      // INVALID_INPUT names the model's parameter, redacted by the catalog (checkParams); NOT_IN_MANIFEST names the run's actions of the tool.
+      const errorText = 'errorText' in decision ? storableText(decision.errorText) : null;
       const entry = decision.entry;
       const facts = { toolName, action, digest };
       const actor = { keyId: p.keyId, role: p.role };
@@ -336,7 +337,7 @@ export class ToolCallsService {
   async answerStored(row: StoredCall, toolUseId: string, replayed: boolean, budgetBytes = this.config.RESULT_BUDGET_BYTES): Promise<ToolCallResponse> {
     const result = row.status === 'succeeded' ? await this.results.load(row.org_id, row.id, this.clock.now()) : ({ found: false } as const);
     const facts = {
-      id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' ? row.error_text : null,
+      id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' || row.error_code === 'NOT_IN_MANIFEST' ? row.error_text : null,
       retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind, reconciled: row.reconciled === true,
     };
     return this.respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);

@@ -41,8 +41,35 @@ describe('the governed tool call: every way it can end', () => {
     const unknown = await post(runId, agentKey, toolUse('no_such_tool', { action: 'x' }));
     expect(unknown.status).toBe(403);
     expect(unknown.body.errorCode).toBe('NOT_IN_MANIFEST');
+    // The model reads which actions of the tool it may use, and nothing it wrote is echoed.
+    expect(other.body.toolResult.content).toBe('This tool or action is not available in this run (this tool is not in this run). The action was not executed.');
+    const typo = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookupp', orderId: '1' }));
+    expect(typo.status).toBe(403);
+    expect(typo.body.toolResult.content).toContain('(this run allows only these actions of this tool: lookup)');
+    const [row] = (await h.t.ds.query('SELECT error_code, error_text FROM tool_calls WHERE id = $1', [typo.body.toolCallId])) as unknown[];
+    expect(row).toEqual({ error_code: 'NOT_IN_MANIFEST', error_text: 'this run allows only these actions of this tool: lookup' });
+    // A replay answers exactly as the first call did.
+    const again = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookupp', orderId: '1' }, typo.body.toolResult.tool_use_id));
+    expect(again.body).toMatchObject({ replayed: true, toolResult: typo.body.toolResult });
+  });
+
+  it('a tool of the run without a string `action` → 422 INVALID_INPUT listing its actions (the tool schema requires one)', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_refund.create', 'order_lookup.lookup'] });
+    const before = h.emu.count();
     const noAction = await post(runId, agentKey, toolUse('order_lookup', { orderId: '1' }));
-    expect(noAction.status).toBe(403);
+    expect(noAction.status).toBe(422);
+    expect(noAction.body).toMatchObject({ status: 'failed', errorCode: 'INVALID_INPUT', toolResult: { is_error: true } });
+    expect(noAction.body.toolResult.content).toBe('The tool input is invalid (action: is required (one of: lookup)). Fix the input and try again.');
+    const numeric = await post(runId, agentKey, toolUse('order_lookup', { action: 7, orderId: '1' }));
+    expect(numeric.status).toBe(422);
+    expect(numeric.body.toolResult.content).toContain('(action: must be one of: lookup)');
+    const [row] = (await h.t.ds.query('SELECT status, error_code, error_text, action, vendor FROM tool_calls WHERE id = $1', [noAction.body.toolCallId])) as unknown[];
+    expect(row).toEqual({ status: 'failed', error_code: 'INVALID_INPUT', error_text: 'action: is required (one of: lookup)', action: '', vendor: null });
+    // A tool that is not in the run stays NOT_IN_MANIFEST whatever its input.
+    const notInRun = await post(runId, agentKey, toolUse('shopify_query', { productId: '1' }));
+    expect(notInRun.status).toBe(403);
+    expect(notInRun.body.errorCode).toBe('NOT_IN_MANIFEST');
+    expect(h.emu.count()).toBe(before);
   });
 
   it('bad params → 422 INVALID_INPUT naming the field, recorded as failed', async () => {

@@ -69,7 +69,13 @@ export function ApiToolCallResponses(): MethodDecorator {
       description: 'blocked (flag, manifest, policy, rejected, expired) — tool-call body (application/json); or FORBIDDEN, a wrong role or a platform key — problem+json',
       content: bodyOrProblem,
     }),
-    ApiResponse({ status: 422, description: 'INVALID_INPUT — tool-call body (application/json); or IDEMPOTENCY_KEY_REUSED — problem+json', content: bodyOrProblem }),
+    ApiResponse({
+      status: 422,
+      description:
+        'INVALID_INPUT — tool-call body (application/json), also for a tool of the run whose input has no string `action` (the content lists the actions the run allows); ' +
+        'or IDEMPOTENCY_KEY_REUSED — problem+json',
+      content: bodyOrProblem,
+    }),
     ApiProblemResponse(400, 'not a tool_use block, or a bad Idempotency-Key; nothing recorded'),
     ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)'),
     ApiProblemResponse(409, 'RUN_NOT_ACTIVE, or IDEMPOTENCY_IN_PROGRESS with Retry-After'),
