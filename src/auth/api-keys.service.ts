@@ -63,6 +63,14 @@ const view = (k: Omit<ApiKeyRow, 'created_iso'>): ApiKeyView => ({
   lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
 });
 
+/** A meter of database lookups that find no key (see authenticate). */
+export interface LookupGate {
+  /** 0 when a lookup may run, else the seconds to wait. */
+  wait(): number;
+  /** A lookup found no key (or a revoked one). */
+  failed(): void;
+}
+
 @Injectable()
 export class ApiKeysService implements BeforeApplicationShutdown {
   private readonly log = new Logger('ApiKeys');
@@ -101,8 +109,12 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     await this.flushLastUsed().catch((err: unknown) => this.log.warn(`lastUsedAt flush at shutdown failed: ${err instanceof Error ? err.message : String(err)}`));
   }
 
-  /** Resolves a presented key; null for unknown or revoked (the caller answers one 401 for both). */
-  async authenticate(presented: string): Promise<Principal | null> {
+  /**
+   * Resolves a presented key; null for unknown or revoked (the caller answers one 401 for both).
+   * `gate` meters database lookups that find no key (AuthGuard: per client address): a key the
+   * caches answer never waits, and once the gate is spent a miss is refused before the query.
+   */
+  async authenticate(presented: string, gate?: LookupGate): Promise<Principal | null> {
     const hash = hashApiKey(presented);
     const cacheKey = hash.toString('hex');
     const now = performance.now();
@@ -111,6 +123,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     if (hit && hit.until > now) {
       principal = hit.principal;
     } else {
+      const wait = gate?.wait() ?? 0;
+      if (wait > 0) throw new AppError('RATE_LIMITED', 'too many requests with unknown API keys from this address', { retryAfterSeconds: wait });
       const revocations = this.revocations;
       const row = await this.ds.getRepository(ApiKeyEntity).findOne({ where: { keyHash: hash } });
       principal = row && !row.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId, role: row.role } : null;
@@ -119,6 +133,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       const into = principal ? this.cache : this.unknownKeys;
       if (into.size >= (principal ? KNOWN_KEYS_MAX : UNKNOWN_KEYS_MAX)) into.delete(into.keys().next().value!);
       if (revocations === this.revocations) into.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
+      if (!principal) gate?.failed();
     }
     if (principal) this.touched.add(principal.keyId);
     return principal;

@@ -5,20 +5,25 @@ import { AppError } from '../common/errors/app-error.js';
 import { bodyErrorOf } from '../common/http/json-body.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { Role } from './api-key.entity.js';
-import { ApiKeysService } from './api-keys.service.js';
+import { ApiKeysService, type LookupGate } from './api-keys.service.js';
 import { PUBLIC_KEY, ROLES_KEY } from './auth.decorators.js';
+import { clientAddressKey } from './client-address.js';
 import type { Principal } from './principal.js';
 import { RateLimiter } from './rate-limiter.js';
 
 /**
  * Global guard. Order of checks (API.md §9): authenticate (401) → rate limit
  * (429) → role (403) → a body the reader refused (415, 400); org scope (404)
- * is checked by the services. A route with
- * neither @Roles nor @Public is refused: forgetting the decorator fails closed.
+ * is checked by the services. A route with neither @Roles nor @Public is
+ * refused: forgetting the decorator fails closed. Before authentication, an
+ * address whose made-up keys are over AUTH_FAILURE_RPS gets 429 for any key
+ * the caches do not know, without the database being asked.
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
   private readonly limiter: RateLimiter;
+  /** Lookups that found no key, per client address: a flood of made-up keys is refused before it reaches the database. */
+  private readonly failures: RateLimiter | null;
 
   constructor(
     private readonly reflector: Reflector,
@@ -26,6 +31,7 @@ export class AuthGuard implements CanActivate {
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.limiter = new RateLimiter(config.RATE_LIMIT_RPS);
+    this.failures = config.AUTH_FAILURE_RPS > 0 ? new RateLimiter(config.AUTH_FAILURE_RPS) : null;
   }
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -35,7 +41,7 @@ export class AuthGuard implements CanActivate {
     const header = req.headers.authorization;
     // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are Bearer.
     const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/i.exec(header) : null;
-    const principal = match ? await this.keys.authenticate(match[1]) : null;
+    const principal = match ? await this.keys.authenticate(match[1], this.lookupGate(req)) : null;
     if (!principal) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
     const wait = this.limiter.take(principal.keyId);
     if (wait > 0) throw new AppError('RATE_LIMITED', 'rate limit exceeded for this API key', { retryAfterSeconds: wait });
@@ -43,6 +49,13 @@ export class AuthGuard implements CanActivate {
     if (!roles || !roles.includes(principal.role)) throw new AppError('FORBIDDEN', 'this API key may not call this route');
     req.principal = principal;
     return this.bodyChecked(req);
+  }
+
+  private lookupGate(req: Request): LookupGate | undefined {
+    const failures = this.failures;
+    if (!failures) return undefined;
+    const address = clientAddressKey(req.ip ?? req.socket.remoteAddress);
+    return { wait: () => failures.peek(address), failed: () => void failures.take(address) };
   }
 
   /** A body the reader refused (415, 400) is answered only now, after 401 / 429 / 403. */

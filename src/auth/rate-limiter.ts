@@ -1,3 +1,6 @@
+/** Buckets kept; past that the oldest is dropped. */
+const MAX_BUCKETS = 100_000;
+
 /**
  * Per-key token bucket: `rps` tokens per second, bursts up to twice that.
  * In-memory per process (each replica enforces its own share); documented.
@@ -12,19 +15,32 @@ export class RateLimiter {
 
   /** Returns 0 when allowed, else the seconds to wait before the next token. */
   take(key: string): number {
+    return this.settle(key, true);
+  }
+
+  /** What take() would answer, without spending a token. */
+  peek(key: string): number {
+    return this.settle(key, false);
+  }
+
+  private settle(key: string, spend: boolean): number {
     if (this.rps <= 0) return 0;
     const burst = this.rps * 2;
     const t = this.now();
-    const b = this.buckets.get(key) ?? { tokens: burst, at: t };
+    let b = this.buckets.get(key);
+    if (!b) {
+      if (!spend) return 0; // a full bucket
+      // Bound memory under key churn: the oldest bucket goes (it starts again full if its key comes back).
+      if (this.buckets.size >= MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value!);
+      b = { tokens: burst, at: t };
+      this.buckets.set(key, b);
+    }
     b.tokens = Math.min(burst, b.tokens + ((t - b.at) / 1000) * this.rps);
     b.at = t;
     if (b.tokens >= 1) {
-      b.tokens -= 1;
-      this.buckets.set(key, b);
+      if (spend) b.tokens -= 1;
       return 0;
     }
-    this.buckets.set(key, b);
-    if (this.buckets.size > 100_000) this.buckets.clear(); // bound memory under key churn
     return Math.max(1, Math.ceil((1 - b.tokens) / this.rps));
   }
 }

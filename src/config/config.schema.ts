@@ -117,6 +117,10 @@ export const CONFIG_SCHEMA = {
     },
   },
   RATE_LIMIT_RPS: { description: 'per API key requests per second (burst twice that); 0 disables', parse: int(50, 0, 1_000_000) },
+  AUTH_FAILURE_RPS: {
+    description: 'per client address (IPv6: per /64), database lookups that find no API key per second (burst twice that) before 429; 0 disables',
+    parse: int(10, 0, 1_000_000),
+  },
   VENDOR_TIMEOUT_MS: { description: 'total time allowed for one vendor call', parse: int(15_000, 50, 600_000) },
   VENDOR_CONNECT_TIMEOUT_MS: { description: 'time allowed to connect to a vendor', parse: int(5_000, 10, 120_000) },
   VENDOR_CONCURRENCY_LIMIT: { description: 'vendor calls in flight per org x vendor per process', parse: int(8, 1, 10_000) },

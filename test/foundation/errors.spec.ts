@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config/app-config.js';
 import { captureLogs } from '../../src/logging/logging.js';
 import request from 'supertest';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
-import { adminAuth, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 @Controller('v1/test-boom')
 class BoomController {
@@ -189,6 +189,39 @@ describe('errors, limits and correlation ids', () => {
       expect(last!.status).toBe(429);
       expect(last!.body.code).toBe('RATE_LIMITED');
       expect(Number(last!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('an address sending made-up keys gets 429 for keys the caches do not know, before the database is asked; keys in use keep working', async () => {
+    const limited = await startTestApp({ AUTH_FAILURE_RPS: '2' }); // burst 4
+    try {
+      const org = await createOrg(limited); // the admin key is now cached
+      const fresh = await createKey(limited, org, 'ops'); // never presented yet
+      const madeUp = (i: number) => ({ Authorization: `Bearer tgw_made_up_${i}_${'x'.repeat(40)}` });
+      for (let i = 0; i < 4; i++) {
+        const res = await limited.http.get('/v1/tool-calls').set(madeUp(i));
+        expect(res.status).toBe(401);
+      }
+      const refused = await limited.http.get('/v1/tool-calls').set(madeUp(99));
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ code: 'RATE_LIMITED' });
+      expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      // A key already looked up is answered from the caches: a cached unknown key is still 401, the admin key still works.
+      expect((await limited.http.get('/v1/tool-calls').set(madeUp(0))).status).toBe(401);
+      expect((await limited.http.get(`/v1/orgs/${org}`).set(adminAuth)).status).toBe(200);
+      // A valid key not yet looked up waits too: it was refused before the lookup that would have found it.
+      const early = await limited.http.get('/v1/tool-calls').set(bearer(fresh.key));
+      expect(early.status).toBe(429);
+      await new Promise((r) => setTimeout(r, Number(early.headers['retry-after']) * 1000));
+      expect((await limited.http.get('/v1/tool-calls').set(bearer(fresh.key))).status).toBe(200);
+      // Successful lookups do not spend the budget.
+      for (let i = 0; i < 6; i++) {
+        const k = await createKey(limited, org, 'ops');
+        expect((await limited.http.get('/v1/tool-calls').set(bearer(k.key))).status).toBe(200);
+      }
     } finally {
       await limited.close();
     }

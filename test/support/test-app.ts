@@ -27,6 +27,7 @@ export async function startTestApp(env: Record<string, string | undefined> = {})
     MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY,
     BOOTSTRAP_ADMIN_KEY: TEST_ADMIN_KEY,
     RATE_LIMIT_RPS: '0',
+    AUTH_FAILURE_RPS: '0', // fuzzers send thousands of made-up keys from 127.0.0.1; errors.spec.ts tests the limit
     LOG_LEVEL: 'info',
     DATA_DIR: '.tmp/data-test',
     ...env,

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { clientAddressKey } from './client-address.js';
+import { RateLimiter } from './rate-limiter.js';
+
+describe('clientAddressKey', () => {
+  it('keeps IPv4 as it is, also IPv4-mapped', () => {
+    expect(clientAddressKey('10.1.2.3')).toBe('10.1.2.3');
+    expect(clientAddressKey('::ffff:10.1.2.3')).toBe('10.1.2.3');
+    expect(clientAddressKey('::FFFF:127.0.0.1')).toBe('127.0.0.1');
+  });
+
+  it('meters IPv6 by its /64, whatever the spelling', () => {
+    const k = '2001:db8:0:1::/64';
+    for (const ip of ['2001:db8:0:1::1', '2001:0db8:0000:0001:ffff:1:2:3', '2001:db8::1:0:0:0:9', '2001:db8:0:1::5%eth0', '2001:db8:0:1::1.2.3.4']) {
+      expect(clientAddressKey(ip), ip).toBe(k);
+    }
+    expect(clientAddressKey('2001:db8:0:2::1')).not.toBe(k);
+    expect(clientAddressKey('::1')).toBe('0:0:0:0::/64');
+    expect(clientAddressKey('1::')).toBe('1:0:0:0::/64');
+  });
+
+  it('anything else is its own key', () => {
+    expect(clientAddressKey(undefined)).toBe('unknown');
+    expect(clientAddressKey('')).toBe('unknown');
+    expect(clientAddressKey('not-an-ip')).toBe('not-an-ip');
+  });
+});
+
+describe('RateLimiter', () => {
+  it('peek answers what take would, without spending', () => {
+    let now = 0;
+    const l = new RateLimiter(2, () => now); // burst 4
+    expect(l.peek('a')).toBe(0);
+    for (let i = 0; i < 4; i++) expect(l.take('a')).toBe(0);
+    expect(l.peek('a')).toBe(1);
+    expect(l.peek('a')).toBe(1);
+    expect(l.take('a')).toBe(1);
+    now = 500; // one token back
+    expect(l.peek('a')).toBe(0);
+    expect(l.peek('a')).toBe(0);
+    expect(l.take('a')).toBe(0);
+    expect(l.take('a')).toBe(1);
+    expect(l.peek('b')).toBe(0);
+  });
+
+  it('0 disables it', () => {
+    const l = new RateLimiter(0);
+    for (let i = 0; i < 100; i++) expect(l.take('a')).toBe(0);
+  });
+
+  it('keeps at most 100,000 buckets, dropping the oldest', () => {
+    const l = new RateLimiter(1, () => 0);
+    for (let i = 0; i < 2; i++) l.take('first');
+    expect(l.take('first')).toBe(1);
+    for (let i = 0; i < 100_000; i++) l.take(`k${i}`);
+    expect(l.take('first')).toBe(0); // dropped, so full again
+    expect(l.take('k99999')).toBe(0);
+    expect(l.take('k99999')).toBe(1); // still kept: its second token was its last
+  });
+});
