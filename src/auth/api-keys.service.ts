@@ -113,12 +113,13 @@ export class ApiKeysService implements BeforeApplicationShutdown {
    * Resolves a presented key; null for unknown or revoked (the caller answers one 401 for both).
    * `gate` meters database lookups that find no key (AuthGuard: per client address): a key the
    * caches answer never waits, and once the gate is spent a miss is refused before the query.
+   * `fresh` skips the caches (a write route: see KeyCheckedInWrite).
    */
-  async authenticate(presented: string, gate?: LookupGate): Promise<Principal | null> {
+  async authenticate(presented: string, gate?: LookupGate, fresh = false): Promise<Principal | null> {
     const hash = hashApiKey(presented);
     const cacheKey = hash.toString('hex');
     const now = performance.now();
-    const hit = this.cache.get(cacheKey) ?? this.unknownKeys.get(cacheKey);
+    const hit = fresh ? undefined : (this.cache.get(cacheKey) ?? this.unknownKeys.get(cacheKey));
     let principal: Principal | null;
     if (hit && hit.until > now) {
       principal = hit.principal;

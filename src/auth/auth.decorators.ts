@@ -4,12 +4,20 @@ import type { Principal } from './principal.js';
 
 export const ROLES_KEY = 'tg:roles';
 export const PUBLIC_KEY = 'tg:public';
+export const KEY_CHECKED_IN_WRITE = 'tg:key-checked-in-write';
 
 /** The roles that may call a route. Every /v1 route must carry this (a test enforces it). */
 export const Roles = (...roles: Role[]): MethodDecorator & ClassDecorator => SetMetadata(ROLES_KEY, roles);
 
 /** Ops endpoints that need no key (health, metrics, docs). */
 export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC_KEY, true);
+
+/**
+ * A write route whose own statement re-reads the caller's key and writes nothing for a revoked one
+ * (a tool call's intent, an approval decision), so the guard may answer it from the key cache. Every
+ * other write route looks the key up afresh: a key revoked on another replica changes nothing here.
+ */
+export const KeyCheckedInWrite = (): MethodDecorator => SetMetadata(KEY_CHECKED_IN_WRITE, true);
 
 export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: ExecutionContext): Principal => {
   const req = ctx.switchToHttp().getRequest<{ principal?: Principal }>();

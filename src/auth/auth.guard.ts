@@ -6,10 +6,12 @@ import { bodyErrorOf } from '../common/http/json-body.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { Role } from './api-key.entity.js';
 import { ApiKeysService, type LookupGate } from './api-keys.service.js';
-import { PUBLIC_KEY, ROLES_KEY } from './auth.decorators.js';
+import { KEY_CHECKED_IN_WRITE, PUBLIC_KEY, ROLES_KEY } from './auth.decorators.js';
 import { clientAddressKey } from './client-address.js';
 import type { Principal } from './principal.js';
 import { RateLimiter } from './rate-limiter.js';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Global guard. Order of checks (API.md §9): authenticate (401) → rate limit
@@ -41,7 +43,10 @@ export class AuthGuard implements CanActivate {
     const header = req.headers.authorization;
     // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are Bearer.
     const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/i.exec(header) : null;
-    const principal = match ? await this.keys.authenticate(match[1], this.lookupGate(req)) : null;
+    // Reads may be answered from the key cache (a revocation reaches other replicas within its 5 s); a
+    // write looks the key up afresh unless its own statement re-checks it (KeyCheckedInWrite).
+    const fresh = !SAFE_METHODS.has(req.method) && !this.reflector.getAllAndOverride<boolean>(KEY_CHECKED_IN_WRITE, targets);
+    const principal = match ? await this.keys.authenticate(match[1], this.lookupGate(req), fresh) : null;
     if (!principal) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
     const wait = this.limiter.take(principal.keyId);
     if (wait > 0) throw new AppError('RATE_LIMITED', 'rate limit exceeded for this API key', { retryAfterSeconds: wait });

@@ -2,7 +2,7 @@ import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res 
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse, ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/openapi.js';
 import type { Request, Response } from 'express';
-import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { ReconcileDto } from '../approvals/approvals.dto.js';
 import { ReconcileService } from './reconcile.service.js';
@@ -27,6 +27,7 @@ export class ToolCallsController {
   ) {}
 
   @Post('runs/:runId/tool-calls')
+  @KeyCheckedInWrite()
   @Roles('agent', 'admin')
   @ApiOperation({
     summary: 'One tool_use block',

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
-import { adminAuth, bearer, startTestApp, type TestApp } from '../support/test-app.js';
+import { adminAuth, bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
 
 const addNote = (orderId: string, note: string) => toolUse('shopify_order', { action: 'add_note', orderId, note });
 const lookup = () => toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
@@ -59,5 +59,27 @@ describe('a revoked API key', () => {
     expect([late.status, late.body.code]).toEqual([401, 'UNAUTHENTICATED']);
     const rows = (await h.t.ds.query('SELECT count(*)::int AS n FROM tool_calls WHERE run_id = $1', [runId])) as [{ n: number }];
     expect(rows[0].n).toBe(1);
+  });
+
+  it('another replica that still has a revoked admin key cached refuses every write with it (keys, flags, credentials, runs), while reads may still pass', async () => {
+    const { orgId, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const admin = await createKey(h.t, orgId, 'admin');
+    // Cached on the replica by a read.
+    expect((await replica.http.get(`/v1/orgs/${orgId}/feature-flags`).set(bearer(admin.key))).status).toBe(200);
+    expect((await h.t.http.delete(`/v1/api-keys/${admin.id}`).set(adminAuth)).status).toBe(204);
+    const writes = [
+      replica.http.post('/v1/api-keys').set(bearer(admin.key)).send({ orgId, role: 'admin', name: 'persistence' }),
+      replica.http.put(`/v1/orgs/${orgId}/feature-flags/tool_calling_enabled`).set(bearer(admin.key)).send({ enabled: false }),
+      replica.http.delete(`/v1/orgs/${orgId}/integrations/shopify/credentials`).set(bearer(admin.key)),
+      replica.http.post(`/v1/runs/${runId}/cancel`).set(bearer(admin.key)).send({}),
+    ];
+    for (const res of await Promise.all(writes)) expect([res.status, res.body.code]).toEqual([401, 'UNAUTHENTICATED']);
+    const keys = (await h.t.ds.query(`SELECT count(*)::int AS n FROM api_keys WHERE name = 'persistence'`)) as [{ n: number }];
+    expect(keys[0].n).toBe(0);
+    expect((await h.t.http.get(`/v1/orgs/${orgId}/feature-flags`).set(adminAuth)).body).toMatchObject({ tool_calling_enabled: true });
+    expect((await h.t.http.get(`/v1/runs/${runId}`).set(adminAuth)).body.status).toBe('running');
+    // A live key's writes on the replica are looked up afresh and go through.
+    const live = await createKey(h.t, orgId, 'admin');
+    expect((await replica.http.put(`/v1/orgs/${orgId}/feature-flags/tool_calling_enabled`).set(bearer(live.key)).send({ enabled: true })).status).toBe(200);
   });
 });

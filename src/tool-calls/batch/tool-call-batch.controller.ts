@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
-import { CurrentPrincipal, Roles } from '../../auth/auth.decorators.js';
+import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../../auth/auth.decorators.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiProblemResponse, PROBLEM_SCHEMA, TOOL_CALL_BODY_SCHEMA } from '../../common/http/openapi.js';
 import { MAX_BATCH_SIZE } from './batch-request.js';
@@ -41,6 +41,7 @@ export class ToolCallBatchController {
 
   // The colon is escaped: unescaped, path-to-regexp would read ":batch" as a parameter.
   @Post('runs/:runId/tool-calls\\:batch')
+  @KeyCheckedInWrite()
   @Roles('agent', 'admin')
   @HttpCode(200)
   @ApiOperation({
