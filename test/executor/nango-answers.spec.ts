@@ -49,6 +49,42 @@ describe('Nango proxy answers through the pipeline', () => {
     expect(h.emu.count({ vendor: 'nango' }) - before).toBe(1);
   });
 
+  // An upstream's non-2xx body comes back raw (§4.2): a code Nango also uses counts as Nango's only at Nango's status.
+  it.each([
+    ['server_error, "Failed to get connection from pool"', { error: { code: 'server_error', message: 'Failed to get connection from pool' } }],
+    ['plan_limit', { error: { code: 'plan_limit', message: 'upstream busy' } }],
+    ['too_many_request', { error: { code: 'too_many_request' } }],
+    ['unknown_account', { error: { code: 'unknown_account' } }],
+  ])('a POST answered 503 by the provider with a body using Nango\'s code %s → indeterminate, sent once', async (_, body) => {
+    const posts = nango.appliedPosts;
+    const before = h.emu.count({ vendor: 'nango' });
+    h.emu.fault({ vendor: 'nango', method: 'POST', kind: 'status_then_apply', status: 503, body, delayMs: 20 });
+    const res = await call(h, org, 'nango_proxy', { action: 'post', path: 'v1/notes', body: { a: 1 } });
+    await waitFor(() => nango.appliedPosts - posts === 1, 'the provider to apply the POST');
+    expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+    expect(res.body.retryAfterSeconds).toBeUndefined();
+    expect(h.emu.count({ vendor: 'nango' }) - before).toBe(1);
+  });
+
+  it('Nango\'s own codes at Nango\'s status still count: 429 too_many_request → rate limited, 402 plan_limit → refused', async () => {
+    h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 429, body: { error: { code: 'too_many_request' } }, headers: { 'retry-after': '7' }, times: Infinity });
+    const limited = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+    expect(limited.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED', retryAfterSeconds: 7 });
+    h.emu.clearFaults();
+    h.emu.fault({ vendor: 'nango', method: 'POST', kind: 'status', status: 402, body: { error: { code: 'plan_limit' } } });
+    const capped = await call(h, org, 'nango_proxy', { action: 'post', path: 'v1/notes', body: { a: 3 } });
+    expect(capped.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+  });
+
+  it('Nango 400 base_url_override_* (the gateway sends no override: Nango refused the provider\'s redirect, after the provider had the POST) → indeterminate', async () => {
+    const posts = nango.appliedPosts;
+    const body = { error: { code: 'base_url_override_not_allowed', message: 'This base URL override is not allowed by server configuration.' } };
+    h.emu.fault({ vendor: 'nango', method: 'POST', kind: 'status_then_apply', status: 400, body, delayMs: 20 });
+    const res = await call(h, org, 'nango_proxy', { action: 'post', path: 'v1/notes', body: { a: 2 } });
+    await waitFor(() => nango.appliedPosts - posts === 1, 'the provider to apply the POST');
+    expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+  });
+
   it('the provider behind Nango receives the gateway\'s Accept and User-Agent, and no Nango credential', async () => {
     const before = nango.upstreamRequests.length;
     const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });

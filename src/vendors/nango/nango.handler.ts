@@ -37,6 +37,9 @@ const AUTH_CODES = new Set([
   'failed_to_get_connection',
 ]);
 
+/** Auth codes Nango also answers with a 5xx (a failed token refresh, §4.2), and no provider would use. */
+const REFRESH_CODES = new Set(['connection_refresh_backoff', 'failed_to_get_connection']);
+
 function parseCredentials(raw: Record<string, unknown>): NangoCredentials | { invalidField: string } {
   for (const field of ['secretKey', 'connectionId', 'providerConfigKey'] as const) {
     const v = raw[field];
@@ -75,16 +78,27 @@ function classify(res: VendorHttpResponse): VendorOutcome {
   const s = res.status;
   if (s >= 200 && s < 300) return success(res);
   const retryAfterMs = parseRetryAfterMs(res.headers['retry-after']);
+  // Nango passes an upstream's non-2xx body back raw (§4.2), and a provider's body may use a code Nango
+  // also uses: a code counts as Nango's only at the status Nango answers it with. Read at any status, an
+  // upstream 5xx saying "plan_limit" or "too_many_request" would turn a POST the provider may have
+  // applied into a refusal, inviting a second one.
   const nango = nangoError(res);
   if (nango) {
     const label = SAFE_CODE.test(nango.code) ? nango.code : 'error';
-    if (AUTH_CODES.has(nango.code) || s === 401) return fail('auth', `Nango refused the request: ${label}`, s);
-    // "Failed to get connection [credentials]": unknown connection or one needing re-auth, not transient (§4.5).
-    if (nango.code === 'server_error' && /failed to get connection/i.test(nango.message)) {
+    if (s === 401 || (AUTH_CODES.has(nango.code) && ((s >= 400 && s < 500) || REFRESH_CODES.has(nango.code)))) {
+      return fail('auth', `Nango refused the request: ${label}`, s);
+    }
+    // "Failed to get connection [credentials]" (400, or 4xx/5xx after a failed token refresh): an unknown
+    // connection or one needing re-auth, not transient (§4.5). Nango's own words, not a provider's
+    // "Failed to get connection from pool".
+    if (nango.code === 'server_error' && /^failed to get connection(?: credentials)?(?::|$)/i.test(nango.message)) {
       return fail('auth', 'Nango could not use the connection: server_error', s);
     }
-    if (nango.code === 'too_many_request') return fail('rate_limited', 'Nango rate limit exceeded', s, retryAfterMs ?? NANGO_DEFAULT_429_WAIT_MS);
-    if (nango.code === 'plan_limit' || nango.code.startsWith('base_url_override')) return fail('rejected', `Nango refused the request: ${label}`, s);
+    if (nango.code === 'too_many_request' && s === 429) return fail('rate_limited', 'Nango rate limit exceeded', s, retryAfterMs ?? NANGO_DEFAULT_429_WAIT_MS);
+    if (nango.code === 'plan_limit' && s === 402) return fail('rejected', `Nango refused the request: ${label}`, s);
+    // The gateway never sends Base-Url-Override: Nango answers this when it refuses to follow the
+    // provider's redirect to another host, so the provider already had the request (a write: unknown).
+    if (nango.code.startsWith('base_url_override')) return fail('network', `Nango did not follow the upstream's redirect: ${label}`, s);
     // Any other code: judge by status like an upstream answer (an upstream body may also carry error.code).
   }
   // Nango adds the provider's credentials itself: an upstream 401 means the connection's token was
