@@ -15,7 +15,11 @@ export function sameHash(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** Shown in listings so a human can tell keys apart; too short to help an attacker. */
+/**
+ * Shown in listings so a human can tell keys apart; too short to help an attacker. A key of ours
+ * shows its first characters after `tgw_`; any other (a BOOTSTRAP_ADMIN_KEY the operator chose)
+ * shows a bit of its hash, not the first characters of the secret itself.
+ */
 export function keyPrefix(key: string): string {
-  return key.slice(0, PREFIX.length + 6);
+  return key.startsWith(PREFIX) ? key.slice(0, PREFIX.length + 6) : `cfg:${hashApiKey(key).toString('hex').slice(0, 6)}`;
 }

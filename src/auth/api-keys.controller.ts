@@ -91,6 +91,9 @@ export class ApiKeysController {
   @Delete(':id')
   @HttpCode(204)
   @Roles('admin')
+  @ApiOperation({ summary: 'Revoke an API key', description: 'Revoking a revoked key answers 204 again. Takes effect at once on every replica for writes (tool calls, decisions, admin changes); reads may pass for up to 5 s on a replica that has the key cached.' })
+  @ApiResponse({ status: 204, description: 'revoked' })
+  @ApiResponse({ status: 409, description: 'CONFLICT: the last platform admin key (nobody could create orgs or keys again); create another first', content: PROBLEM_CONTENT })
   async revoke(@CurrentPrincipal() p: Principal, @Param('id') id: string): Promise<void> {
     await this.keys.revoke(p, id);
   }

@@ -22,6 +22,7 @@ const TOUCH_FLUSH_MS = 30_000;
 /** Serialises ensureBootstrapKey across replicas (any constant distinct from bootstrap.ts's MIGRATION_LOCK). */
 const BOOTSTRAP_KEY_LOCK = 7_413_920_553;
 const BOOTSTRAP_NAME = 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)';
+const GENERATED_NAME = 'bootstrap admin (generated)';
 
 export interface ApiKeyView {
   id: string;
@@ -219,6 +220,16 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     if (!row || (actor.orgId !== null && row.orgId !== actor.orgId)) throw new AppError('NOT_FOUND', 'api key not found');
     if (row.revokedAt) return;
     await this.ds.transaction(async (m) => {
+      if (row.orgId === null && row.role === 'admin') {
+        // Never the last platform admin key: nobody could create an org or a key again, and a restart with the
+        // same BOOTSTRAP_ADMIN_KEY does not bring a revoked key back. Under the bootstrap lock, so two revokes
+        // of the last two keys cannot both pass.
+        await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_KEY_LOCK]);
+        const [{ n }] = (await m.query(`SELECT count(*)::int AS n FROM api_keys WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL AND id <> $1`, [id])) as [
+          { n: number },
+        ];
+        if (n === 0) throw new AppError('CONFLICT', 'this is the last platform admin key; create another one before revoking it');
+      }
       const res = await m.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
       if (!res.affected) return;
       await this.events.append(
@@ -265,26 +276,40 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       if (configured) {
         const configuredRow = row(BOOTSTRAP_NAME, configured);
         await repo.createQueryBuilder().insert().into(ApiKeyEntity).values(configuredRow).orIgnore().execute();
+        // Also rewrites the listed prefix of a row stored when it was the first characters of any configured key.
+        const [updated] = (await m.query('UPDATE api_keys SET key_prefix = $2 WHERE key_hash = $1 RETURNING revoked_at', [
+          configuredRow.keyHash,
+          configuredRow.keyPrefix,
+        ])) as [{ revoked_at: Date | null }[], number];
+        if (updated[0]?.revoked_at) {
+          // A value revoked since (replaced by a newer BOOTSTRAP_ADMIN_KEY, or by an admin): an old replica
+          // restarting in a rolling deploy, or a rollback. Revoking the newer key too would leave none.
+          this.log.error('BOOTSTRAP_ADMIN_KEY names a key that has been revoked: it does not authenticate, and no other key was revoked; set a new BOOTSTRAP_ADMIN_KEY and restart');
+          return {};
+        }
         // A changed BOOTSTRAP_ADMIN_KEY replaces the earlier one (e.g. after a leak): the old
-        // platform key stops working instead of staying valid beside the new one.
+        // platform key stops working instead of staying valid beside the new one. So does a key
+        // generated before one was configured (it was printed to a log).
         const replaced = (await m.query(
           // created_by IS NULL: only keys this start-up made; a platform admin may name a key of theirs the same.
-          `UPDATE api_keys SET revoked_at = now() WHERE name = $1 AND org_id IS NULL AND created_by IS NULL AND revoked_at IS NULL AND key_hash <> $2 RETURNING id`,
-          [BOOTSTRAP_NAME, configuredRow.keyHash],
-        )) as [{ id: string }[], number];
-        const ids = replaced[0].map((r) => r.id);
-        if (ids.length > 0) {
+          `UPDATE api_keys SET revoked_at = now()
+            WHERE name IN ($1, $3) AND org_id IS NULL AND created_by IS NULL AND revoked_at IS NULL AND key_hash <> $2 RETURNING id, name`,
+          [BOOTSTRAP_NAME, configuredRow.keyHash, GENERATED_NAME],
+        )) as [{ id: string; name: string }[], number];
+        const rows = replaced[0];
+        if (rows.length > 0) {
+          const reasonOf = (name: string) => (name === GENERATED_NAME ? 'BOOTSTRAP_ADMIN_KEY set' : 'BOOTSTRAP_ADMIN_KEY changed');
           await this.events.append(
-            ids.map((apiKeyId) => ({ orgId: NIL_UUID, type: 'api_key.revoked', metadata: { apiKeyId, role: 'admin', reason: 'BOOTSTRAP_ADMIN_KEY changed' } })),
+            rows.map(({ id: apiKeyId, name }) => ({ orgId: NIL_UUID, type: 'api_key.revoked', metadata: { apiKeyId, role: 'admin', reason: reasonOf(name) } })),
             m,
           );
-          this.log.warn(`BOOTSTRAP_ADMIN_KEY changed: revoked ${ids.length} earlier bootstrap admin key(s)`);
+          this.log.warn(`BOOTSTRAP_ADMIN_KEY changed or set: revoked ${rows.length} earlier bootstrap admin key(s)`);
         }
         return {};
       }
-      if (await repo.exists({ where: { name: 'bootstrap admin (generated)', orgId: IsNull(), createdBy: IsNull(), revokedAt: IsNull() } })) return {};
+      if (await repo.exists({ where: { name: GENERATED_NAME, orgId: IsNull(), createdBy: IsNull(), revokedAt: IsNull() } })) return {};
       const key = generateApiKey();
-      await repo.insert(row('bootstrap admin (generated)', key));
+      await repo.insert(row(GENERATED_NAME, key));
       return { generatedKey: key };
     });
   }

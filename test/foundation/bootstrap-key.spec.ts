@@ -128,6 +128,73 @@ describe('bootstrap admin key: replicas starting together', () => {
       expect(live[0].n).toBe(1);
     }
   });
+
+  const liveState = async (key: string) =>
+    ((await ds.query('SELECT revoked_at IS NULL AS live, key_prefix FROM api_keys WHERE key_hash = $1', [hashApiKey(key)])) as { live: boolean; key_prefix: string }[])[0];
+
+  it('an old value restarting after a new one (rolling deploy, rollback) revokes nothing and says so: the newer key keeps working', async () => {
+    const a = `tgw_A_${randomBytes(16).toString('hex')}`;
+    const b = `tgw_B_${randomBytes(16).toString('hex')}`;
+    await race(1, { BOOTSTRAP_ADMIN_KEY: a });
+    await race(1, { BOOTSTRAP_ADMIN_KEY: b });
+    const logs = captureLogs();
+    try {
+      await race(2, { BOOTSTRAP_ADMIN_KEY: a });
+    } finally {
+      logs.stop();
+    }
+    expect([(await liveState(a)).live, (await liveState(b)).live]).toEqual([false, true]);
+    expect(logs.lines.some((l) => l.includes('BOOTSTRAP_ADMIN_KEY names a key that has been revoked'))).toBe(true);
+    expect(logs.lines.join('\n')).not.toContain(a.slice(4, 16));
+  });
+
+  it('setting BOOTSTRAP_ADMIN_KEY revokes a key generated before (it was printed to a log), with an event', async () => {
+    await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE name = 'bootstrap admin (generated)' AND revoked_at IS NULL`);
+    const [gen] = await race(1, { BOOTSTRAP_ADMIN_KEY: undefined });
+    const generated = (gen as PromiseFulfilledResult<{ generatedKey?: string }>).value.generatedKey!;
+    expect((await liveState(generated)).live).toBe(true);
+    await race(1, { BOOTSTRAP_ADMIN_KEY: `tgw_C_${randomBytes(16).toString('hex')}` });
+    expect((await liveState(generated)).live).toBe(false);
+    const [row] = (await ds.query('SELECT id FROM api_keys WHERE key_hash = $1', [hashApiKey(generated)])) as { id: string }[];
+    const events = (await ds.query(`SELECT metadata FROM runtime_ledger_events WHERE type = 'api_key.revoked' AND metadata->>'apiKeyId' = $1`, [row.id])) as {
+      metadata: Record<string, unknown>;
+    }[];
+    expect(events.map((e) => e.metadata.reason)).toEqual(['BOOTSTRAP_ADMIN_KEY set']);
+  });
+
+  it('a configured key not of our tgw_ form is listed by a bit of its hash, never its own first characters (also a row stored before)', async () => {
+    const own = `Zq8r7Lm2Xv${randomBytes(16).toString('hex')}`;
+    await race(1, { BOOTSTRAP_ADMIN_KEY: own });
+    expect((await liveState(own)).key_prefix).toMatch(/^cfg:[0-9a-f]{6}$/);
+    await ds.query('UPDATE api_keys SET key_prefix = $2 WHERE key_hash = $1', [hashApiKey(own), own.slice(0, 10)]); // as stored before
+    await race(1, { BOOTSTRAP_ADMIN_KEY: own });
+    const { key_prefix } = await liveState(own);
+    expect(key_prefix).toMatch(/^cfg:/);
+    expect(own).not.toContain(key_prefix.slice(4));
+  });
+
+  it('the last platform admin key cannot be revoked (409 CONFLICT); with another one it can', async () => {
+    const keys = app.get(ApiKeysService);
+    const lone = `tgw_lone_${randomBytes(16).toString('hex')}`;
+    await race(1, { BOOTSTRAP_ADMIN_KEY: lone });
+    const [{ id }] = (await ds.query('SELECT id FROM api_keys WHERE key_hash = $1', [hashApiKey(lone)])) as { id: string }[];
+    const others = (await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL AND id <> $1 RETURNING id`, [
+      id,
+    ])) as [{ id: string }[], number];
+    try {
+      const me = { keyId: id, orgId: null, role: 'admin' as const };
+      await expect(keys.revoke(me, id)).rejects.toMatchObject({ code: 'CONFLICT' });
+      expect((await liveState(lone)).live).toBe(true);
+      const second = await keys.create(me, { orgId: null, role: 'admin', name: 'second admin' });
+      // Two revokes at once of the last two: one passes, the other is refused.
+      const results = await Promise.allSettled([keys.revoke(me, id), keys.revoke(me, second.id)]);
+      expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+      const live = (await ds.query(`SELECT count(*)::int AS n FROM api_keys WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL`)) as { n: number }[];
+      expect(live[0].n).toBe(1);
+    } finally {
+      await ds.query(`UPDATE api_keys SET revoked_at = NULL WHERE id = ANY($1::uuid[])`, [others[0].map((r) => r.id)]);
+    }
+  });
 });
 
 describe('BOOTSTRAP_ADMIN_KEY that could never authenticate', () => {
