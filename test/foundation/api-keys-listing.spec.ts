@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -200,6 +201,18 @@ describe('GET /v1/api-keys: keyset pages and signed cursors', () => {
     }
     expect((await t.http.get('/v1/api-keys').query({ limit: '200' }).set(adminAuth)).status).toBe(200);
     expect((await t.http.get('/v1/api-keys').query({ limit: '1' }).set(adminAuth)).status).toBe(200);
+  });
+
+  it('a malformed orgId filter is 400 VALIDATION_FAILED as on the other listings; an unknown org id is 404', async () => {
+    for (const orgId of ['not-a-uuid', 'platforms', 'PLATFORM', '12345', `${randomUUID()}x`, '*']) {
+      const r = await t.http.get('/v1/api-keys').query({ orgId }).set(adminAuth);
+      expect([r.status, r.body.code], `orgId=${orgId}`).toEqual([400, 'VALIDATION_FAILED']);
+      const other = await t.http.get('/v1/tool-calls').query({ orgId }).set(adminAuth);
+      expect(other.status, `tool-calls orgId=${orgId}`).toBe(400);
+    }
+    expect((await t.http.get('/v1/api-keys').query({ orgId: randomUUID() }).set(adminAuth)).status).toBe(404);
+    expect((await t.http.get('/v1/api-keys').query({ orgId: 'platform' }).set(adminAuth)).status).toBe(200);
+    expect((await t.http.get('/v1/api-keys').query({ orgId: randomUUID().toUpperCase() }).set(adminAuth)).status).toBe(404);
   });
 
   it('OpenAPI documents limit, cursor and nextCursor', async () => {
