@@ -45,6 +45,11 @@ export class FeatureFlagsService {
     return (await this.cached(orgId))[flag];
   }
 
+  /** Forget the cached flags (the intent statement found them changed on another replica). */
+  forget(orgId: string): void {
+    this.cache.invalidate(orgId);
+  }
+
   async set(actor: Principal, orgId: string, flag: string, enabled: boolean, reason?: string) {
     if (!isFlagName(flag)) throw new AppError('NOT_FOUND', `unknown feature flag "${flag.slice(0, 64)}"`);
     const updatedAt = new Date();

@@ -12,6 +12,12 @@ import { PolicyEntity } from './policy.entity.js';
 /** Cross-replica staleness bound for the hot-path cache; local changes apply at once. */
 const CACHE_TTL_MS = 1_000;
 
+/** null rules: the stored row fails validation (evaluation fails closed). */
+export interface DecisionRules {
+  rules: PolicyRule[] | null;
+  version: number;
+}
+
 export interface PolicyView {
   rules: PolicyRule[];
   version: number;
@@ -24,7 +30,7 @@ export class PoliciesService {
    * orgId → validated rules; null (a row that fails validation) is answered but not cached.
    * A read in flight when `replace` commits is never cached nor shared with later callers (see InvalidatingCache).
    */
-  private readonly cache = new InvalidatingCache<string, PolicyRule[] | null>({ ttlMs: CACHE_TTL_MS, cacheable: (rules) => rules !== null });
+  private readonly cache = new InvalidatingCache<string, DecisionRules>({ ttlMs: CACHE_TTL_MS, cacheable: (d) => d.rules !== null });
 
   constructor(
     private readonly ds: DataSource,
@@ -37,16 +43,25 @@ export class PoliciesService {
     return { rules: (row?.rules as PolicyRule[] | undefined) ?? [], version: row?.version ?? 0, updatedAt: row?.updatedAt.toISOString() ?? null };
   }
 
-  /** The rules the pipeline evaluates. Stored rules were validated on save; they are re-validated here so a hand-edited row fails closed. */
-  async rulesFor(orgId: string): Promise<PolicyRule[] | null> {
+  /**
+   * The rules the pipeline evaluates, with the version they are (0: no policy stored). Stored rules were
+   * validated on save; they are re-validated here so a hand-edited row fails closed. The version lets
+   * the intent statement check the rules are still the org's when it commits (ToolCallLedger.writeIntent).
+   */
+  async rulesFor(orgId: string): Promise<DecisionRules> {
     return this.cache.get(orgId, () => this.loadRules(orgId));
   }
 
-  private async loadRules(orgId: string): Promise<PolicyRule[] | null> {
+  /** Forget the cached rules (the intent statement found them replaced on another replica). */
+  forget(orgId: string): void {
+    this.cache.invalidate(orgId);
+  }
+
+  private async loadRules(orgId: string): Promise<DecisionRules> {
     const row = await this.ds.getRepository(PolicyEntity).findOne({ where: { orgId } });
-    if (!row) return [];
+    if (!row) return { rules: [], version: 0 };
     const checked = validatePolicyRules(row.rules);
-    return checked.ok ? checked.rules : null;
+    return { rules: checked.ok ? checked.rules : null, version: row.version };
   }
 
   async replace(actor: Principal, orgId: string, body: unknown): Promise<PolicyView> {

@@ -30,6 +30,8 @@ export interface IntentRow {
   riskLevel: string | null;
   policyDecisionId: string | null;
   actorKeyId: string;
+  /** What the decision was made on: the intent is written only while the org's flag and policy are still these. */
+  decidedOn: { flagEnabled: boolean; policyVersion: number };
 }
 
 export interface PolicyDecisionRow {
@@ -70,7 +72,7 @@ export interface OutcomeRow {
   dropInput?: boolean;
 }
 
-export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked';
+export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' | 'governance-changed';
 
 /** How long a request waits for the database to take its outcome before answering 503. */
 export const OUTCOME_WRITE_INLINE_MS = 3_000;
@@ -175,13 +177,15 @@ export class ToolCallLedger implements OnApplicationShutdown {
    * already existed (a replay); `run-ended`: the run is no longer active (completed or cancelled,
    * perhaps on another replica since this one cached it), so nothing was written; `key-revoked`: the
    * API key the call came with was revoked since the request was authenticated (a long batch, or
-   * another replica's revocation inside its cache window), so nothing was written.
+   * another replica's revocation inside its cache window), so nothing was written; `governance-changed`:
+   * the org's flag or policy is no longer what the decision was made on (changed on another replica
+   * inside this one's cache window), so nothing was written and the call must be decided again.
    */
   async writeIntent(row: IntentRow, events: NewLedgerEvent[], policy: PolicyDecisionRow | null, approval: ApprovalRow | null): Promise<IntentResult> {
     const p: unknown[] = [
       row.id, row.orgId, row.runId, row.specialistId, row.toolName, row.action, row.vendor, row.status, row.errorCode, row.errorText,
       row.httpStatus, row.correlationId, row.idempotencyKey, row.toolUseId, row.actionDigest, JSON.stringify(row.inputRedacted),
-      row.riskLevel, row.policyDecisionId, row.actorKeyId,
+      row.riskLevel, row.policyDecisionId, row.actorKeyId, row.decidedOn.flagEnabled, row.decidedOn.policyVersion,
     ];
     const running = row.status === 'running';
     const settled = row.status === 'blocked' || row.status === 'failed';
@@ -192,12 +196,16 @@ export class ToolCallLedger implements OnApplicationShutdown {
       `live AS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval') FOR KEY SHARE)`,
       // The key is read here too: a revocation (on any replica) stops new calls at once, not when a cache expires.
       `actor AS (SELECT 1 FROM api_keys WHERE id = $19 AND revoked_at IS NULL)`,
+      // And what the decision was made on: a flag turned off or a policy replaced on another replica (whose
+      // caches here may be up to a second old) stops the call at once; the caller decides again on fresh reads.
+      `gov AS (SELECT COALESCE((SELECT enabled FROM feature_flags WHERE org_id = $2 AND flag = 'tool_calling_enabled'), false) = $20
+                  AND COALESCE((SELECT version FROM policies WHERE org_id = $2), 0) = $21 AS ok)`,
       `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
                 correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
                 started_at, finished_at)
               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb, $17, $18, $19,
                 ${running ? 'now()' : 'NULL'}, ${settled ? 'now()' : 'NULL'}
-               WHERE EXISTS (SELECT 1 FROM live) AND EXISTS (SELECT 1 FROM actor)
+               WHERE EXISTS (SELECT 1 FROM live) AND EXISTS (SELECT 1 FROM actor) AND (SELECT ok FROM gov)
               ON CONFLICT (org_id, idempotency_key) DO NOTHING RETURNING id)`,
     ];
     if (policy) {
@@ -221,14 +229,16 @@ export class ToolCallLedger implements OnApplicationShutdown {
     }
     ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
     const t0 = performance.now();
-    const [res] = await this.sql.prepared<{ id: string | null; live: boolean; key_live: boolean }>(
-      `WITH ${ctes.join(',\n')} SELECT (SELECT id FROM tc) AS id, EXISTS (SELECT 1 FROM live) AS live, EXISTS (SELECT 1 FROM actor) AS key_live`,
+    const [res] = await this.sql.prepared<{ id: string | null; live: boolean; key_live: boolean; gov_ok: boolean }>(
+      `WITH ${ctes.join(',\n')} SELECT (SELECT id FROM tc) AS id, EXISTS (SELECT 1 FROM live) AS live, EXISTS (SELECT 1 FROM actor) AS key_live,
+              (SELECT ok FROM gov) AS gov_ok`,
       p,
     );
     this.metrics.ledgerWrite.observe({ kind: 'intent' }, (performance.now() - t0) / 1000);
     if (res.id !== null) return 'reserved';
     if (!res.key_live) return 'key-revoked';
-    return res.live ? 'exists' : 'run-ended';
+    if (!res.live) return 'run-ended';
+    return res.gov_ok ? 'exists' : 'governance-changed';
   }
 
   /**

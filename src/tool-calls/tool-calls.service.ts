@@ -92,6 +92,9 @@ function heldBehindEarlierItem(): AppError {
   });
 }
 
+/** Decisions made again after the intent found the flag or policy changed (each time on fresh reads); more is a storm of admin changes. */
+const GOVERNANCE_REDECIDE_MAX = 3;
+
 @Injectable()
 export class ToolCallsService {
   private readonly log = new Logger('ToolCalls');
@@ -122,7 +125,7 @@ export class ToolCallsService {
     this.leases = new ConcurrencyLeases(config.VENDOR_CONCURRENCY_LIMIT);
   }
 
-  async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<ToolCallResponse> {
+  async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string, attempt = 0): Promise<ToolCallResponse> {
     const { orgId, use, run, idempotencyKey, digest } = await this.identify(p, runId, body, idempotencyHeader);
     // The one form of the model's tool name and action that reaches the row, the events and the metrics (see recorded-action.ts).
     const toolName = recordedToolName(use.name, this.catalog);
@@ -130,7 +133,7 @@ export class ToolCallsService {
     // An ended run takes no new calls; a call it made before it ended is still answered (the agent may resend after a lost answer).
     if (run.status !== 'running' && run.status !== 'waiting_approval') return await this.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.runEnded(run.id));
 
-    const [flagEnabled, rules] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
+    const [flagEnabled, { rules, version: policyVersion }] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
     const decision = decide({
       flagEnabled,
       toolName: use.name,
@@ -186,7 +189,7 @@ export class ToolCallsService {
           id, orgId, runId: run.id, specialistId: run.specialistId, toolName, action, vendor: entry?.vendor ?? null,
           status, errorCode, errorText, httpStatus: httpStatusFor(status, errorCode), correlationId, idempotencyKey, toolUseId: use.id,
           actionDigest: digest, inputRedacted: redactInput(use.params), riskLevel: policy?.riskLevel ?? entry?.action.riskLevel ?? null,
-          policyDecisionId, actorKeyId: p.keyId,
+          policyDecisionId, actorKeyId: p.keyId, decidedOn: { flagEnabled, policyVersion },
         },
         events,
         policy && policyDecisionId ? { id: policyDecisionId, ...policy } : null,
@@ -197,6 +200,15 @@ export class ToolCallsService {
       if (written === 'key-revoked') throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
       if (written === 'run-ended') return await this.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.runEnded(run.id));
       if (written === 'exists') return await this.replayByKey(orgId, idempotencyKey, digest, use.id, conflictWithoutRow);
+      if (written === 'governance-changed') {
+        // Changed on another replica inside this one's cache window: decide again on fresh reads, the lease given back first.
+        this.flags.forget(orgId);
+        this.policies.forget(orgId);
+        release?.();
+        release = null;
+        if (attempt >= GOVERNANCE_REDECIDE_MAX) throw new AppError('CONFLICT', "the organization's flag or policy kept changing while this call was decided; send it again");
+        return await this.submit(p, runId, body, idempotencyHeader, correlationId, attempt + 1);
+      }
       if (status !== 'running') {
         this.count(toolName, action, status, errorCode);
         const facts2 = { id, status, errorCode, errorText, retryAfterSeconds: null, approvalKind: approval?.kind ?? null };

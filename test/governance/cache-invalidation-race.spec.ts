@@ -174,8 +174,8 @@ describe('per-org caches vs. a read racing a PUT (services on a fake store)', ()
     const racing = svc.rulesFor(ORG); // snapshot: no rules
     await svc.replace(admin, ORG, { rules: BLOCK_ALL });
     gate.resolve();
-    expect(await racing).toEqual([]);
-    expect((await svc.rulesFor(ORG))?.map((r) => r.id)).toEqual(['stop']);
+    expect((await racing).rules).toEqual([]);
+    expect((await svc.rulesFor(ORG)).rules?.map((r) => r.id)).toEqual(['stop']);
   });
 
   it('policies: a caller arriving after replace() returned does not join the read that began before it', async () => {
@@ -185,10 +185,10 @@ describe('per-org caches vs. a read racing a PUT (services on a fake store)', ()
     const racing = svc.rulesFor(ORG);
     await svc.replace(admin, ORG, { rules: BLOCK_ALL });
     const after = svc.rulesFor(ORG);
-    expect((await within(after, 'a fresh rules read'))?.map((r) => r.id)).toEqual(['stop']);
+    expect((await within(after, 'a fresh rules read')).rules?.map((r) => r.id)).toEqual(['stop']);
     gate.resolve();
     await racing;
-    expect((await svc.rulesFor(ORG))?.map((r) => r.id)).toEqual(['stop']);
+    expect((await svc.rulesFor(ORG)).rules?.map((r) => r.id)).toEqual(['stop']);
   });
 });
 
