@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ShopifyEmulator } from '../../src/emulator/index.js';
+import type { NangoEmulator, ShopifyEmulator } from '../../src/emulator/index.js';
+import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
+import { NON_CANONICAL_NANGO_PATHS } from '../../src/vendors/nango/nango-path.cases.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer } from '../support/test-app.js';
 
@@ -75,6 +77,67 @@ describe('policy rules and the spellings of a value', () => {
     expect(rows.map((r) => r.input_redacted.path)).toEqual(['/v1/admin/users', '/v1/admin/users']);
     // Another path still goes through.
     expect((await get('v1/customers/42')).body.status).toBe('succeeded');
+  });
+
+  it('a block rule on a Nango path holds against a trailing "/", a ";param", an encoded "/" or ":": those spellings are refused as invalid input, nothing is sent', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['nango_proxy.get', 'nango_proxy.post'],
+      vendors: ['nango'],
+      rules: [
+        { id: 'no-admin', match: { toolName: 'nango_proxy.get', where: [{ path: 'path', op: 'eq', value: '/v1/admin/users' }] }, decision: 'block' },
+        { id: 'no-batch', match: { toolName: 'nango_proxy.post', where: [{ path: 'path', op: 'eq', value: '/v1/spreadsheets/abc:batchUpdate' }] }, decision: 'block' },
+        { id: 'posts-ok', match: { toolName: 'nango_proxy.post' }, decision: 'allow' },
+      ],
+    });
+    const send = (input: Record<string, unknown>) => h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('nango_proxy', input));
+    const nango = h.emu.vendor<NangoEmulator>('nango');
+    const before = nango.upstreamRequests.length;
+    for (const path of ['/v1/admin/users/', 'v1/admin/users/', '/v1/admin/users;x=1', '/v1/admin%2Fusers', '/v1/admin%2fusers']) {
+      const res = await send({ action: 'get', path });
+      expect([res.status, res.body.errorCode], path).toEqual([422, 'INVALID_INPUT']);
+      expect(res.body.toolResult.content, path).toMatch(/path/);
+    }
+    for (const path of ['/v1/spreadsheets/abc%3AbatchUpdate', '/v1/spreadsheets/abc%3abatchUpdate']) {
+      const res = await send({ action: 'post', path, body: {} });
+      expect([res.status, res.body.errorCode], path).toEqual([422, 'INVALID_INPUT']);
+    }
+    for (const [label, path] of NON_CANONICAL_NANGO_PATHS) {
+      expect((await send({ action: 'get', path })).body.errorCode, label).toBe('INVALID_INPUT');
+    }
+    expect((await send({ action: 'get', path: '/v1/admin/users' })).body.errorCode).toBe('POLICY_BLOCKED');
+    expect((await send({ action: 'post', path: 'v1/spreadsheets/abc:batchUpdate', body: {} })).body.errorCode).toBe('POLICY_BLOCKED');
+    expect(nango.upstreamRequests.length).toBe(before);
+    // Hex digits of an encoding are one spelling too: upper case, whatever the model wrote.
+    const res = await send({ action: 'get', path: 'v1/search/caf%c3%a9' });
+    expect(res.body.status).toBe('succeeded');
+    expect(nango.upstreamRequests.at(-1)?.path).toBe('/v1/search/caf%C3%A9');
+    const [row] = (await h.t.ds.query(`SELECT input_redacted FROM tool_calls WHERE id = $1`, [res.body.toolCallId])) as { input_redacted: { path: string } }[];
+    expect(row.input_redacted.path).toBe('/v1/search/caf%C3%A9');
+  });
+
+  it('a block rule on a Jumio workflow execution id holds for the same UUID in upper or mixed case; the ledger and Jumio see it in lower case', async () => {
+    const blocked = JUMIO_EXECUTION_IDS.processed;
+    const org = await setupOrg(h.t, {
+      tools: ['kyc.get_status'],
+      vendors: ['jumio'],
+      rules: [{ id: 'not-this-person', match: { toolName: 'kyc.get_status', where: [{ path: 'workflowExecutionId', op: 'eq', value: blocked }] }, decision: 'block' }],
+    });
+    const get = (workflowExecutionId: string) =>
+      h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('kyc', { action: 'get_status', workflowExecutionId }));
+    const executions = () => h.emu.count({ vendor: 'jumio', path: /workflow-executions/ });
+    const before = executions();
+    for (const id of [blocked, blocked.toUpperCase(), `A1B2c3d4${blocked.slice(8)}`]) {
+      const res = await get(id);
+      expect([res.status, res.body.errorCode], id).toEqual([403, 'POLICY_BLOCKED']);
+    }
+    expect(executions()).toBe(before);
+    const rows = (await h.t.ds.query(`SELECT input_redacted FROM tool_calls WHERE run_id = $1 AND error_code = 'POLICY_BLOCKED'`, [org.runId])) as { input_redacted: { workflowExecutionId: string } }[];
+    expect(rows.map((r) => r.input_redacted.workflowExecutionId)).toEqual([blocked, blocked, blocked]);
+    // Another execution in upper case goes through, to Jumio in lower case.
+    const other = JUMIO_EXECUTION_IDS.initiated;
+    const res = await get(other.toUpperCase());
+    expect(res.body.status).toBe('succeeded');
+    expect(h.emu.requests.filter((r) => r.vendor === 'jumio' && /workflow-executions/.test(r.path)).at(-1)?.path).toContain(`/workflow-executions/${other}/`);
   });
 
   it('a rule naming a tool the catalog does not have is refused when saved (it would never apply)', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TokenCache, TokenFetchError, tokenCacheKey, type FetchedToken } from './token-cache.js';
+import { REFRESH_RETRY_MIN_MS, TokenCache, TokenFetchError, tokenCacheKey, type FetchedToken } from './token-cache.js';
 
 function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
   let resolve!: (v: T) => void;
@@ -287,7 +287,7 @@ describe('TokenCache.acquire: refresh ahead of expiry without waiting', () => {
     expect(calls).toBe(1);
   });
 
-  it('a failed background refresh is not cached and raises no unhandled rejection; the next caller in the margin tries again', async () => {
+  it('a failed background refresh is not cached and raises no unhandled rejection; the next caller in the margin tries again once 1 s has passed', async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown): void => {
       unhandled.push(reason);
@@ -305,6 +305,12 @@ describe('TokenCache.acquire: refresh ahead of expiry without waiting', () => {
       };
       expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
       await settled();
+      // Within the second after the failure, the old token and no new request.
+      now += REFRESH_RETRY_MIN_MS - 1;
+      expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
+      await settled();
+      expect(calls).toBe(1);
+      now += 1;
       expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
       await settled();
       expect(calls).toBe(2);
@@ -315,5 +321,122 @@ describe('TokenCache.acquire: refresh ahead of expiry without waiting', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+});
+
+describe('TokenCache.acquire: a failed refresh in the margin is not retried at once', () => {
+  const rateLimited = (retryAfterMs?: number) =>
+    new TokenFetchError({ ok: false, kind: 'rate_limited', vendorStatus: 429, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), requestSent: false, message: 'token endpoint rate limited' });
+
+  async function inMargin(): Promise<{ cache: TokenCache; clock: { now: number } }> {
+    const clock = { now: 0 };
+    const cache = new TokenCache({ now: () => clock.now });
+    await cache.acquire('k', async () => ({ token: 'old', expiresInSec: 3600 }));
+    clock.now = 3_550_000; // inside the 60 s margin, 50 s before the real expiry
+    return { cache, clock };
+  }
+
+  it('after a 429 with Retry-After 5 s, 50 calls over the next half second send no further token request; the first call after 5 s does', async () => {
+    const { cache, clock } = await inMargin();
+    let calls = 0;
+    const failing = async (): Promise<FetchedToken> => {
+      calls += 1;
+      throw rateLimited(5_000);
+    };
+    const failedAt = clock.now;
+    for (let i = 0; i < 50; i++) {
+      expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
+      await settled();
+      clock.now += 10;
+    }
+    expect(calls).toBe(1);
+    clock.now = failedAt + 4_999;
+    await cache.acquire('k', failing);
+    await settled();
+    expect(calls).toBe(1);
+    clock.now = failedAt + 5_000;
+    const f = counter();
+    expect(await cache.acquire('k', f.fetcher)).toEqual({ token: 'old', fresh: false });
+    await settled();
+    expect(f.calls()).toBe(1);
+    expect(await cache.acquire('k', f.fetcher)).toEqual({ token: 'tok-1', fresh: false });
+  });
+
+  it('a Retry-After shorter than 1 s (or none) still waits 1 s', async () => {
+    for (const retryAfterMs of [undefined, 0, 100]) {
+      const { cache, clock } = await inMargin();
+      let calls = 0;
+      const failing = async (): Promise<FetchedToken> => {
+        calls += 1;
+        throw rateLimited(retryAfterMs);
+      };
+      await cache.acquire('k', failing);
+      await settled();
+      clock.now += 999;
+      await cache.acquire('k', failing);
+      await settled();
+      expect(calls, String(retryAfterMs)).toBe(1);
+      clock.now += 1;
+      await cache.acquire('k', failing);
+      await settled();
+      expect(calls, String(retryAfterMs)).toBe(2);
+    }
+  });
+
+  it('a Retry-After past the real expiry holds nobody up after it: an expired token is fetched (one shared fetch) as always', async () => {
+    const { cache, clock } = await inMargin();
+    let calls = 0;
+    const failing = async (): Promise<FetchedToken> => {
+      calls += 1;
+      throw rateLimited(600_000);
+    };
+    await cache.acquire('k', failing);
+    await settled();
+    clock.now = 3_599_999; // still in the margin: no new request
+    expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
+    await settled();
+    expect(calls).toBe(1);
+    clock.now = 3_600_000; // really expired
+    const gate = deferred<FetchedToken>();
+    let fetches = 0;
+    const slow = (): Promise<FetchedToken> => {
+      fetches += 1;
+      return gate.promise;
+    };
+    const both = Promise.all([cache.acquire('k', slow), cache.acquire('k', slow)]);
+    gate.resolve({ token: 'new', expiresInSec: 3600 });
+    expect(await both).toEqual([
+      { token: 'new', fresh: true },
+      { token: 'new', fresh: true },
+    ]);
+    expect(fetches).toBe(1);
+  });
+
+  it('an invalidated token is not covered by the wait: the next caller fetches at once', async () => {
+    const { cache } = await inMargin();
+    await cache.acquire('k', async () => {
+      throw rateLimited(5_000);
+    });
+    await settled();
+    cache.invalidate('k', 'old'); // the vendor refused it
+    const f = counter();
+    expect(await cache.acquire('k', f.fetcher)).toEqual({ token: 'tok-1', fresh: true });
+    expect(f.calls()).toBe(1);
+  });
+
+  it('a new token after the wait starts with no wait of its own', async () => {
+    const { cache, clock } = await inMargin();
+    await cache.acquire('k', async () => {
+      throw rateLimited(2_000);
+    });
+    await settled();
+    clock.now += 2_000;
+    await cache.acquire('k', async () => ({ token: 'new', expiresInSec: 3600 }));
+    await settled();
+    clock.now += 3_550_000; // the new token's own margin
+    const f = counter();
+    expect(await cache.acquire('k', f.fetcher)).toEqual({ token: 'new', fresh: false });
+    await settled();
+    expect(f.calls()).toBe(1);
   });
 });

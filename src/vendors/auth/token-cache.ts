@@ -11,7 +11,12 @@
  * - `invalidate` only drops the token the caller actually used, so 20 callers that
  *   all saw "expired" cause one refresh, not 20;
  * - a failed fetch is never cached: the next caller tries again (inside the
- *   margin the old, not yet expired token is used meanwhile).
+ *   margin the old, not yet expired token is used meanwhile);
+ * - but a failed refresh in the margin is not started again before
+ *   max(Retry-After, 1 s) (capped at the real expiry): without that wait every
+ *   call in the margin would ask a rate-limited token endpoint once more, each as
+ *   soon as the previous request failed. A caller whose token has really expired
+ *   does not wait for it: it fetches (one shared fetch) as before.
  */
 import { createHash } from 'node:crypto';
 import type { FailedOutcome } from '../vendor-handler.js';
@@ -54,10 +59,15 @@ export class TokenFetchError extends Error {
   }
 }
 
+/** The least wait before another refresh in the margin after one failed (the vendor gave no longer Retry-After). */
+export const REFRESH_RETRY_MIN_MS = 1_000;
+
 interface Entry {
   token: string;
   expiresAt: number;
   refreshAt: number;
+  /** No refresh in the margin starts before this (a failed one's Retry-After or REFRESH_RETRY_MIN_MS). */
+  retryAt: number;
 }
 
 /**
@@ -97,16 +107,16 @@ export class TokenCache {
     const now = this.now();
     if (entry && now < entry.refreshAt) return { token: entry.token, fresh: false };
     let pending = this.inflight.get(cacheKey);
-    if (!pending) {
-      pending = this.fetchAndStore(cacheKey, fetcher);
-      this.inflight.set(cacheKey, pending);
-    }
     if (entry && now < entry.expiresAt) {
-      // Refresh ahead, behind this call. Nobody awaits this fetch here: a
-      // failure is dropped (and not cached), so the next caller tries again.
-      pending.catch(() => undefined);
+      // Refresh ahead, behind this call, unless one runs already or the last one failed too recently.
+      // Nobody awaits this fetch here: a failure is dropped (not cached) and only delays the next try.
+      if (!pending && now >= entry.retryAt) {
+        pending = this.start(cacheKey, fetcher);
+        pending.catch((err: unknown) => this.holdOffRefresh(cacheKey, entry, err));
+      }
       return { token: entry.token, fresh: false };
     }
+    pending ??= this.start(cacheKey, fetcher);
     const issued = pending.then((token): AcquiredToken => ({ token, fresh: true }));
     return opts.signal ? raceAbort(issued, opts.signal) : issued;
   }
@@ -124,6 +134,20 @@ export class TokenCache {
     return this.entries.size;
   }
 
+  private start(cacheKey: string, fetcher: TokenFetcher): Promise<string> {
+    const pending = this.fetchAndStore(cacheKey, fetcher);
+    this.inflight.set(cacheKey, pending);
+    return pending;
+  }
+
+  /** After a failed refresh in the margin: no other one before the vendor's Retry-After (at least 1 s), nor past the expiry. */
+  private holdOffRefresh(cacheKey: string, entry: Entry, err: unknown): void {
+    // A token invalidated or replaced meanwhile is not this entry's any more: nothing to hold off.
+    if (this.entries.get(cacheKey) !== entry) return;
+    const retryAfterMs = err instanceof TokenFetchError ? (err.outcome.retryAfterMs ?? 0) : 0;
+    entry.retryAt = Math.min(this.now() + Math.max(retryAfterMs, REFRESH_RETRY_MIN_MS), entry.expiresAt);
+  }
+
   private async fetchAndStore(cacheKey: string, fetcher: TokenFetcher): Promise<string> {
     try {
       const { token, expiresInSec } = await fetcher();
@@ -133,7 +157,7 @@ export class TokenCache {
       // refetched on every call; refresh it at half its life instead.
       const margin = Math.min(this.marginMs, lifetimeMs / 2);
       this.entries.delete(cacheKey); // re-insert so Map order is age order for eviction
-      this.entries.set(cacheKey, { token, expiresAt: fetchedAt + lifetimeMs, refreshAt: fetchedAt + lifetimeMs - margin });
+      this.entries.set(cacheKey, { token, expiresAt: fetchedAt + lifetimeMs, refreshAt: fetchedAt + lifetimeMs - margin, retryAt: 0 });
       if (this.entries.size > this.maxEntries) {
         const oldest = this.entries.keys().next().value;
         if (oldest !== undefined) this.entries.delete(oldest);

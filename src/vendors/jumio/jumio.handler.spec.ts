@@ -138,6 +138,25 @@ describe('JumioHandler tokens', () => {
     expect(jumio.tokenRequests).toBe(2);
   });
 
+  it('a token endpoint that answers 429 (Retry-After: 5) in the refresh margin is not asked again for 5 s; the cached token keeps serving', async () => {
+    let now = Date.now();
+    const handler = new JumioHandler(endpoints, new TokenCache({ now: () => now }));
+    await handler.execute(ctx(processed));
+    now += 3_550_000; // inside the 60 s margin of the 3600 s token
+    emu.fault({ vendor: 'jumio', path: tokenPath, kind: 'status', status: 429, headers: { 'retry-after': '5' }, times: Infinity });
+    for (let i = 0; i < 20; i++) {
+      expect((await handler.execute(ctx(processed))).ok).toBe(true);
+      now += 100;
+    }
+    // The first token, and one refresh in 2 s (a 1 s wait, Retry-After unheeded, would have let a second through).
+    expect(emu.count({ path: tokenPath })).toBe(2);
+    now += 4_000; // past the Retry-After
+    emu.clearFaults();
+    expect((await handler.execute(ctx(processed))).ok).toBe(true);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(emu.count({ path: tokenPath })).toBe(3);
+  });
+
   it('401 on the API: refresh once, retry once', async () => {
     const handler = new JumioHandler(endpoints, new TokenCache());
     await handler.execute(ctx(processed));
@@ -208,6 +227,30 @@ describe('JumioHandler failures', () => {
   it('500 on details → server_error', async () => {
     emu.fault({ vendor: 'jumio', path: detailsPath, kind: 'status', status: 500 });
     expect(failure(await new JumioHandler(endpoints).execute(ctx(processed)))).toMatchObject({ kind: 'server_error', vendorStatus: 500 });
+  });
+
+  it('canonicalParams: a valid id in upper (or mixed) case becomes lower case; anything else is left as it is', () => {
+    const handler = new JumioHandler(endpoints);
+    const upper = JUMIO_EXECUTION_IDS.processed.toUpperCase();
+    expect(handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: upper, includeDetails: false })).toEqual({
+      workflowExecutionId: JUMIO_EXECUTION_IDS.processed,
+      includeDetails: false,
+    });
+    const mixed = `A1b2C3d4${JUMIO_EXECUTION_IDS.processed.slice(8)}`;
+    expect(handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: mixed })).toEqual({ workflowExecutionId: JUMIO_EXECUTION_IDS.processed });
+    for (const params of [processed, { workflowExecutionId: '../../ACCOUNTS' }, { workflowExecutionId: `${upper}X` }, { workflowExecutionId: 42 }, {}]) {
+      expect(handler.canonicalParams('kyc', 'get_status', params)).toBe(params);
+    }
+    const other = { workflowExecutionId: upper };
+    expect(handler.canonicalParams('kyc', 'other', other)).toBe(other);
+  });
+
+  it('the upper-case id, once canonical, asks Jumio for the lower-case one', async () => {
+    const handler = new JumioHandler(endpoints, new TokenCache());
+    const params = handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: JUMIO_EXECUTION_IDS.processed.toUpperCase() });
+    const out = await handler.execute(ctx(params));
+    expect(out.ok && out.data).toMatchObject({ workflowExecutionId: JUMIO_EXECUTION_IDS.processed, status: 'PROCESSED' });
+    expect(emu.requests.filter((r) => statusPath.test(r.path) || detailsPath.test(r.path)).map((r) => r.path.split('/').includes(JUMIO_EXECUTION_IDS.processed))).toEqual([true, true]);
   });
 
   it('a non-UUID id never leaves the gateway', async () => {

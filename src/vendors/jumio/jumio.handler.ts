@@ -54,6 +54,16 @@ export class JumioHandler implements VendorHandler {
     private readonly tokens: TokenCache = new TokenCache(),
   ) {}
 
+  /**
+   * A valid workflow execution id in lower case: Jumio reads a UUID's hex digits alike in either case, and a
+   * policy rule compares the text, so the upper-case spelling would walk around `workflowExecutionId eq "…"`.
+   */
+  canonicalParams(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown> {
+    const id = params.workflowExecutionId;
+    if (toolName !== 'kyc' || action !== 'get_status' || typeof id !== 'string' || !UUID.test(id) || id === id.toLowerCase()) return params;
+    return { ...params, workflowExecutionId: id.toLowerCase() };
+  }
+
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
     const creds = parseJumioCredentials(ctx.credentials);
     if ('invalidField' in creds) return fail('auth', `jumio credentials: ${creds.invalidField} is missing or invalid`);

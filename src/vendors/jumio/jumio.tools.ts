@@ -6,6 +6,7 @@
 import type { ToolSpec } from '../vendor-handler.js';
 
 // A regex rather than `format: uuid`: the pattern is enforced whatever ajv-formats setup the catalog uses.
+// Either case is accepted; JumioHandler.canonicalParams lower-cases it before the policy, the ledger and Jumio see it.
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 export const UUID = new RegExp(UUID_PATTERN);
 

@@ -66,6 +66,31 @@ export const SAFE_NANGO_PATHS: readonly string[] = [
   '/v1/files/.well-known',
   '/v1/items/a...b',
   '/v1/search/caf%C3%A9',
-  '/v1/items/a%2Fb',
-  "/v1/a,b;c=d/x-y_z~!$&'()*+",
+  '/v1/items/a%20b',
+  "/v1/a,b=c/x-y_z~!$&'()*+:d",
+];
+
+/**
+ * Other spellings of a path some servers read alike (and a policy rule, comparing text, would not):
+ * refused, so an `eq`/`in` rule on the one spelling holds. Each with the spelling to write instead.
+ */
+export const NON_CANONICAL_NANGO_PATHS: readonly (readonly [label: string, path: string, canonical: string])[] = [
+  ['trailing slash', '/v1/admin/users/', '/v1/admin/users'],
+  ['trailing slash without the leading one', 'v1/admin/users/', '/v1/admin/users'],
+  ['matrix parameter', '/v1/admin/users;x=1', '/v1/admin/users'],
+  ['empty matrix parameter', '/v1/admin;/users', '/v1/admin/users'],
+  ['encoded semicolon', '/v1/admin/users%3Bx=1', '/v1/admin/users'],
+  ['encoded slash, upper case', '/v1/admin%2Fusers', '/v1/admin/users'],
+  ['encoded slash, lower case', '/v1/admin%2fusers', '/v1/admin/users'],
+  ['encoded colon, upper case', '/v1/spreadsheets/abc%3AbatchUpdate', '/v1/spreadsheets/abc:batchUpdate'],
+  ['encoded colon, lower case', '/v1/spreadsheets/abc%3abatchUpdate', '/v1/spreadsheets/abc:batchUpdate'],
+  ['encoded !', '/v1/a%21', '/v1/a!'],
+  ['encoded $', '/v1/a%24', '/v1/a$'],
+  ['encoded &', '/v1/a%26b', '/v1/a&b'],
+  ["encoded '", "/v1/o'%27", "/v1/o''"],
+  ['encoded ( and )', '/v1/f%28x%29', '/v1/f(x)'],
+  ['encoded *', '/v1/a%2A', '/v1/a*'],
+  ['encoded +', '/v1/a%2bb', '/v1/a+b'],
+  ['encoded ,', '/v1/a%2Cb', '/v1/a,b'],
+  ['encoded =', '/v1/a%3Db', '/v1/a=b'],
 ];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildNangoProxyUrl, checkNangoParams, checkNangoPath, checkNangoQuery, isReservedKey } from './nango-path.js';
-import { HOSTILE_NANGO_PATHS, SAFE_NANGO_PATHS } from './nango-path.cases.js';
+import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams, checkNangoPath, checkNangoQuery, isReservedKey } from './nango-path.js';
+import { HOSTILE_NANGO_PATHS, NON_CANONICAL_NANGO_PATHS, SAFE_NANGO_PATHS } from './nango-path.cases.js';
 
 describe('checkNangoPath', () => {
   it('has a table of at least 25 hostile paths', () => {
@@ -23,6 +23,34 @@ describe('checkNangoPath', () => {
 
   it('accepts exactly 2048 characters', () => {
     expect(checkNangoPath(`v/${'a'.repeat(2046)}`)).toBeNull();
+  });
+});
+
+describe('one spelling of a path', () => {
+  it.each(NON_CANONICAL_NANGO_PATHS)('refuses %s (%s), and accepts %s', (_label, path, canonical) => {
+    expect(checkNangoPath(path)).toMatch(/^path: /);
+    expect(checkNangoPath(canonical)).toBeNull();
+  });
+
+  it('says which spelling to use', () => {
+    expect(checkNangoPath('/v1/admin/users/')).toBe("path: a trailing '/' is not allowed; give the path without it");
+    expect(checkNangoPath('/v1/admin/users;x=1')).toBe("path: ';' (path parameters) is not allowed");
+    expect(checkNangoPath('/v1/admin/users%3B')).toBe("path: ';' (path parameters) is not allowed");
+    expect(checkNangoPath('/v1/admin%2Fusers')).toBe("path: an encoded '/' (%2F) is not allowed");
+    expect(checkNangoPath('/v1/abc%3abatchUpdate')).toBe("path: write !$&'()*+,=: as themselves, not percent-encoded");
+  });
+
+  it('keeps percent-encoding of what has no literal form in a segment', () => {
+    for (const path of ['/v1/a%20b', '/v1/a%22b', '/v1/a%3Cb%3E', '/v1/a%5Bb%5D', '/v1/a%7Bb%7D', '/v1/a%7Cb', '/v1/a%5Eb', '/v1/a%60b', '/v1/caf%c3%a9']) {
+      expect(checkNangoPath(path), path).toBeNull();
+    }
+  });
+
+  it('canonicalNangoPath: one leading "/" and upper-case hex', () => {
+    expect(canonicalNangoPath('v1/search/caf%c3%a9')).toBe('/v1/search/caf%C3%A9');
+    expect(canonicalNangoPath('/v1/search/caf%C3%A9')).toBe('/v1/search/caf%C3%A9');
+    expect(canonicalNangoPath('/v1/a%2a')).toBe('/v1/a%2A'); // only ever called on a checked path
+    expect(canonicalNangoPath('/v1/Admin/Users')).toBe('/v1/Admin/Users'); // letters outside %XX keep their case
   });
 });
 

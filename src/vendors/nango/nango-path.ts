@@ -14,8 +14,13 @@ const QUERY_MAX_KEYS = 100;
 const QUERY_VALUE_MAX = 2048;
 
 // RFC 3986 pchar minus "@", plus "/" and "%": everything else must be percent-encoded.
+// (";" passes here but is refused below, in every form: see MATRIX.)
 const ALLOWED_RAW = /^[A-Za-z0-9\-._~!$&'()*+,;=:/%]*$/;
 const ENCODED_UNRESERVED = /%(?:3[0-9]|4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|2[de]|5f|7e)/i;
+// The other characters a segment may hold as themselves: sub-delims but ";" (refused), and ":".
+// "@" (refused in every form) and "%" (%25, double encoding) have their own checks.
+const ENCODED_SUB_DELIM = /%(?:2[146789abc]|3[ad])/i;
+const ENCODED_SLASH = /%2f/i;
 const BAD_PERCENT = /%(?![0-9A-Fa-f]{2})/;
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 // CR/LF/NUL and friends: header injection and truncation tricks.
@@ -51,6 +56,9 @@ function checkForm(p: string): string | null {
     if (bare === '.' || bare === '..') return "path: '.' and '..' segments are not allowed";
   }
   if (rel.includes('//')) return 'path: empty path segments are not allowed';
+  // Matrix parameters: Java servers (Tomcat, Spring, Jetty) read /users;x=1 as /users, so a rule on
+  // "/users" would not see it; other servers read it as another resource. Either way: not one spelling.
+  if (p.includes(';')) return "path: ';' (path parameters) is not allowed";
   return null;
 }
 
@@ -66,8 +74,19 @@ export function checkNangoPath(path: unknown): string | null {
   if (!ALLOWED_RAW.test(path)) return 'path: contains characters that must be percent-encoded';
   if (BAD_PERCENT.test(path)) return "path: '%' must be followed by two hex digits";
   if (/%25/i.test(path)) return 'path: double percent-encoding is not allowed';
-  // Letters, digits and -._~ mean the same encoded or not (RFC 3986 §2.3): one spelling, so a policy rule on a path holds.
+  // One spelling of each path, so a policy rule on a path holds (policy eq/in compare the text).
+  // Letters, digits and -._~ mean the same encoded or not (RFC 3986 §2.3).
   if (ENCODED_UNRESERVED.test(path)) return 'path: write letters, digits and -._~ as themselves, not percent-encoded';
+  // RFC 3986 §2.2 keeps "abc%3AbatchUpdate" apart from "abc:batchUpdate", but nearly every server decodes
+  // the segment before routing and reads them alike; whoever needs the character writes it as itself.
+  if (ENCODED_SUB_DELIM.test(path)) return "path: write !$&'()*+,=: as themselves, not percent-encoded";
+  // Servers differ on %2F: some decode it into a separator before routing (/admin%2Fusers is /admin/users
+  // to them), others keep it in the segment. Refused, as the one sure way a rule on "/admin/users" holds.
+  if (ENCODED_SLASH.test(path)) return "path: an encoded '/' (%2F) is not allowed";
+  // A trailing "/" is another resource to some providers (Django's APPEND_SLASH) and the same to others,
+  // so dropping it could send a request the model did not ask for (a redirect: a write's outcome unknown).
+  // Refused rather than rewritten: the model resends without it, or the operator allows that spelling too.
+  if (path.endsWith('/')) return "path: a trailing '/' is not allowed; give the path without it";
   let decoded: string;
   try {
     decoded = decodeURIComponent(path);
@@ -75,6 +94,15 @@ export function checkNangoPath(path: unknown): string | null {
     return 'path: percent-encoding does not decode to UTF-8';
   }
   return checkForm(decoded) ?? checkForm(decoded.normalize('NFKC'));
+}
+
+/**
+ * The one spelling of a path checkNangoPath accepted: with its leading "/" (the proxy URL drops it) and
+ * percent-encodings in upper-case hex (%c3%a9 and %C3%A9 are the same octets, RFC 3986 §6.2.2.1).
+ */
+export function canonicalNangoPath(path: string): string {
+  const upper = path.replace(/%[0-9a-f]{2}/gi, (triplet) => triplet.toUpperCase());
+  return upper.startsWith('/') ? upper : `/${upper}`;
 }
 
 /** The path as appended after `/proxy/` (one leading "/" is accepted and dropped). */

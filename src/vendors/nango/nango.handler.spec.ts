@@ -3,7 +3,7 @@ import { NANGO_EMULATOR_CREDENTIALS, NangoEmulator } from '../../emulator/nango.
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
 import type { VendorCallContext, VendorOutcome } from '../vendor-handler.js';
 import { callContext, emulatorEndpoints, failure, TEST_USER_AGENT } from '../handler.spec-support.js';
-import { HOSTILE_NANGO_PATHS } from './nango-path.cases.js';
+import { HOSTILE_NANGO_PATHS, NON_CANONICAL_NANGO_PATHS } from './nango-path.cases.js';
 import { NangoHandler } from './nango.handler.js';
 
 const CREDS: Record<string, unknown> = { ...NANGO_EMULATOR_CREDENTIALS };
@@ -172,6 +172,31 @@ describe('NangoHandler errors', () => {
     const out = failure(await handler.execute(ctx('get', { path: 'v1/x' }, { ...CREDS, connectionId: 'a\r\nX-Evil: 1' })));
     expect(out).toMatchObject({ kind: 'auth', requestSent: false });
     expect(emu.requests).toHaveLength(0);
+  });
+});
+
+describe('NangoHandler: one spelling of a path', () => {
+  const canon = (action: string, params: Record<string, unknown>) => handler.canonicalParams('nango_proxy', action, params);
+
+  it.each(NON_CANONICAL_NANGO_PATHS)('%s: %s is refused by validate() and left as it is by canonicalParams', (_label, path, canonical) => {
+    expect(handler.validate('nango_proxy', 'get', { path })).toMatch(/^path: /);
+    expect(handler.validate('nango_proxy', 'post', { path, body: {} })).toMatch(/^path: /);
+    expect(canon('get', { path })).toEqual({ path });
+    expect(handler.validate('nango_proxy', 'get', { path: canonical })).toBeNull();
+  });
+
+  it('canonicalParams: a valid path gets its leading "/" and upper-case hex; the rest of the params are kept', () => {
+    expect(canon('get', { path: 'v1/search/caf%c3%a9', query: { a: 1 } })).toEqual({ path: '/v1/search/caf%C3%A9', query: { a: 1 } });
+    expect(canon('post', { path: '/v1/search/caf%c3%A9', body: { a: 1 } })).toEqual({ path: '/v1/search/caf%C3%A9', body: { a: 1 } });
+    const same = { path: '/v1/customers/42' };
+    expect(canon('get', same)).toBe(same);
+  });
+
+  it('both hex cases of one encoding reach the provider as the same path', async () => {
+    for (const path of ['/v1/search/caf%c3%a9', '/v1/search/caf%C3%A9']) {
+      expect((await handler.execute(ctx('get', canon('get', { path })))).ok).toBe(true);
+    }
+    expect(nango.upstreamRequests.map((r) => r.path)).toEqual(['/v1/search/caf%C3%A9', '/v1/search/caf%C3%A9']);
   });
 });
 

@@ -11,7 +11,7 @@
  */
 import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
-import { buildNangoProxyUrl, checkNangoParams } from './nango-path.js';
+import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams } from './nango-path.js';
 import { NANGO_TOOLS } from './nango.tools.js';
 
 interface NangoCredentials {
@@ -126,11 +126,16 @@ export class NangoHandler implements VendorHandler {
     return checkNangoParams(action, params);
   }
 
-  /** A valid path always with its one leading "/" (the proxy URL drops it: both spellings reach the same path). */
+  /**
+   * A valid path always with its one leading "/" (the proxy URL drops it: both spellings reach the same path)
+   * and upper-case hex in its percent-encodings. Other spellings (encoded ":" or "/", a trailing "/", ";")
+   * are refused by validate(), not rewritten: see checkNangoPath.
+   */
   canonicalParams(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown> {
     const path = params.path;
-    if (typeof path !== 'string' || path.startsWith('/') || this.validate(toolName, action, params) !== null) return params;
-    return { ...params, path: `/${path}` };
+    if (typeof path !== 'string' || this.validate(toolName, action, params) !== null) return params;
+    const canonical = canonicalNangoPath(path);
+    return canonical === path ? params : { ...params, path: canonical };
   }
 
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
