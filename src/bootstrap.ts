@@ -88,8 +88,16 @@ export interface Gateway {
   generatedAdminKey?: string;
 }
 
+export interface GatewayHooks {
+  /**
+   * The generated platform admin key, as soon as it is committed and before app.init() (the start-up sweeps):
+   * a stop during them, or an init() that throws, must not lose it — no later start shows it again.
+   */
+  onGeneratedAdminKey?: (key: string) => void;
+}
+
 /** Builds the app, migrates the database and makes sure an admin key exists. Does not listen. */
-export async function createGateway(config: AppConfig, opts: AppModuleOptions = {}): Promise<Gateway> {
+export async function createGateway(config: AppConfig, opts: AppModuleOptions = {}, hooks: GatewayHooks = {}): Promise<Gateway> {
   const app = await NestFactory.create(AppModule.forRoot(config, opts), { bodyParser: false, bufferLogs: true, abortOnError: false });
   configureApp(app);
   (app.getHttpServer() as Server).on('clientError', handleClientError);
@@ -102,6 +110,14 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
     await migrator.destroy();
   }
   const { generatedKey } = await app.get(ApiKeysService).ensureBootstrapKey();
-  await app.init();
+  if (generatedKey) hooks.onGeneratedAdminKey?.(generatedKey);
+  try {
+    await app.init();
+  } catch (err) {
+    // Nobody else holds the app: what init() started (an approved call the start-up sweep sent) finishes and is
+    // recorded, and the pools close, before the error goes on.
+    await app.close().catch(() => undefined);
+    throw err;
+  }
   return { app, generatedAdminKey: generatedKey };
 }

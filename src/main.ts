@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { beginHttpDrain } from './app.setup.js';
 import { createGateway } from './bootstrap.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config.schema.js';
@@ -66,40 +67,57 @@ async function main(): Promise<void> {
     await stopEmbedded();
     process.exit(0);
   }
-  const { app, generatedAdminKey } = await createGateway(config);
-  const shutdown = async (): Promise<void> => {
-    let code = 0;
-    await app.close().catch((err: unknown) => {
-      code = 1; // a failed close (an outcome not written, say) is not a clean stop
-      process.stderr.write(`shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    });
-    await stopEmbedded();
-    process.exit(code);
-  };
+  const dataDir = config.DATA_DIR;
+  const { app } = await createGateway(config, {}, { onGeneratedAdminKey: (key) => showGeneratedKey(dataDir, key) });
+  let stopping: Promise<void> | undefined;
+  /** Drains (README "Stopping") and exits; once, whoever asks first (a signal, a failed listen). */
+  const shutdown = (exitCode = 0): Promise<void> =>
+    (stopping ??= (async () => {
+      let code = exitCode;
+      beginHttpDrain(app);
+      await app.close().catch((err: unknown) => {
+        code = 1; // a failed close (an outcome not written, say) is not a clean stop
+        process.stderr.write(`shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      });
+      await stopEmbedded();
+      process.exit(code);
+    })());
   if (stopRequested) {
     await shutdown(); // asked to stop during start-up: never start listening
     return;
   }
-  if (generatedAdminKey) {
-    // Printed once, on the start that created it, whatever happens to the copy kept (mode 600) in the data
-    // folder: the key is already in the database, and no later start shows it again.
-    const file = join(config.DATA_DIR, 'bootstrap-admin.key');
-    let saved = `also saved to ${file}`;
-    try {
-      mkdirSync(config.DATA_DIR, { recursive: true });
-      writeFileSync(file, generatedAdminKey + '\n', { mode: 0o600 });
-      chmodSync(file, 0o600);
-    } catch (err) {
-      saved = `NOT saved: ${file} could not be written (${(err as NodeJS.ErrnoException).code ?? 'error'}); copy it now`;
-    }
-    process.stdout.write(`\nNo BOOTSTRAP_ADMIN_KEY set: generated a platform admin key (shown once, ${saved}):\n\n  ${generatedAdminKey}\n\n`);
+  try {
+    await app.listen(config.PORT, config.HOST);
+  } catch (err) {
+    // A port taken, a HOST that does not resolve: start-up has run by now, and its approvals sweep may have sent
+    // approved calls to their vendors. Those finish and are recorded (app.close() waits for them) before exit 1.
+    process.stderr.write(`fatal: cannot listen on ${config.HOST}:${config.PORT}: ${err instanceof Error ? err.message : String(err)}\n`);
+    await shutdown(1);
+    return;
   }
-  await app.listen(config.PORT, config.HOST);
   const addr = app.getHttpServer().address() as { port: number } | null;
   process.stdout.write(`tool-gateway listening on http://${config.HOST}:${addr?.port ?? config.PORT} (docs at /docs)\n`);
 
   stopNow = () => void shutdown();
   if (stopRequested) void shutdown(); // arrived between the check above and now
+}
+
+/**
+ * Printed once, on the start that created it, whatever happens to the copy kept (mode 600) in the data folder
+ * or to this start (a stop, a failed init, a port taken): the key is already in the database, and no later start
+ * shows it again. So as soon as it is committed, not once the gateway is up.
+ */
+function showGeneratedKey(dataDir: string, key: string): void {
+  const file = join(dataDir, 'bootstrap-admin.key');
+  let saved = `also saved to ${file}`;
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, key + '\n', { mode: 0o600 });
+    chmodSync(file, 0o600);
+  } catch (err) {
+    saved = `NOT saved: ${file} could not be written (${(err as NodeJS.ErrnoException).code ?? 'error'}); copy it now`;
+  }
+  process.stdout.write(`\nNo BOOTSTRAP_ADMIN_KEY set: generated a platform admin key (shown once, ${saved}):\n\n  ${key}\n\n`);
 }
 
 main().catch((err: unknown) => {

@@ -55,6 +55,17 @@ export async function schemaDrift(ds: DataSource): Promise<string[]> {
   return problems;
 }
 
+/**
+ * The migrations the database has not applied, read without writing anything: TypeORM's showMigrations creates
+ * its migrations table first, so merely looking would have changed the database.
+ */
+async function pendingMigrations(ds: DataSource): Promise<string[]> {
+  const table = ds.options.migrationsTableName ?? 'migrations';
+  const [{ present }] = (await ds.query('SELECT to_regclass($1) IS NOT NULL AS present', [table])) as { present: boolean }[];
+  const applied = present ? ((await ds.query(`SELECT name FROM "${table}"`)) as { name: string }[]).map((r) => r.name) : [];
+  return ds.migrations.map((m) => m.name ?? m.constructor.name).filter((name) => !applied.includes(name));
+}
+
 async function withServer<T>(fn: (serverUrl: string) => Promise<T>): Promise<T> {
   let embedded: EmbeddedPostgres | undefined;
   const url = process.env.DATABASE_URL || // empty (as .env.example ships it) means unset, as for the gateway
@@ -78,14 +89,19 @@ async function main(cmd: string | undefined): Promise<number> {
       if (cmd === 'run') {
         await runMigrations(ds);
         console.log('migrations are up to date');
-      } else {
-        const pending = await ds.showMigrations();
-        console.log(pending ? 'there are pending migrations' : 'no pending migrations');
+        return 0;
       }
+      // Exit 1 with migrations pending, so a deploy script can check before it starts anything.
+      const pending = await pendingMigrations(ds);
+      if (pending.length === 0) {
+        console.log('no pending migrations');
+        return 0;
+      }
+      console.log(`${pending.length} pending migration(s):\n${pending.map((name) => `  - ${name}`).join('\n')}`);
+      return 1;
     } finally {
       await ds.destroy();
     }
-    return 0;
   }
   if (cmd === 'check') {
     return withServer(async (serverUrl) => {

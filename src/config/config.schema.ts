@@ -89,7 +89,9 @@ export const CONFIG_SCHEMA = {
   },
   DB_POOL_SIZE: { description: 'database connections per gateway process', parse: int(20, 2, 500) },
   DB_QUERY_TIMEOUT_MS: {
-    description: 'a statement the database does not answer within this (a network partition, a frozen host) fails as DATABASE_UNAVAILABLE and its connection is dropped',
+    description:
+      'a statement the database does not answer within this (a network partition, a frozen host) fails as DATABASE_UNAVAILABLE and its connection is dropped; ' +
+      'the server-side statement_timeout is kept below it (15 s, or 1 s less)',
     parse: int(20_000, 1_000, 600_000),
   },
   DATA_DIR: { description: 'local folder for the embedded database and generated development secrets', parse: req('.data') },

@@ -2,6 +2,20 @@ import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { ENTITIES } from './entities.js';
 
+/** The server-side statement_timeout for a request pool whose client gives up after `queryTimeoutMs`. */
+const STATEMENT_TIMEOUT_MS = 15_000;
+
+/**
+ * The server must cancel a slow statement before the client stops waiting for it: a statement the client gave up
+ * on (DATABASE_UNAVAILABLE to the caller) but the server went on with would commit behind the gateway's back —
+ * a tool call's intent left `running` that nothing executes. So 15 s, or 1 s short of a lower DB_QUERY_TIMEOUT_MS
+ * (half of it at the very least: the 1 s minimum has no second to spare). 0 (migrations) is 0: no timeout at all.
+ */
+export function statementTimeoutFor(queryTimeoutMs: number): number {
+  if (queryTimeoutMs === 0) return 0;
+  return Math.min(STATEMENT_TIMEOUT_MS, Math.max(queryTimeoutMs - 1_000, Math.ceil(queryTimeoutMs / 2)));
+}
+
 /**
  * `queryTimeoutMs` 0: no client-side query timeout, and no server-side statement timeout either (migrations: an
  * index build over a large ledger rightly takes longer than any request; TypeORM runs them on a pooled connection
@@ -21,11 +35,11 @@ export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): 
       max: poolSize,
       // Fail fast while the database is down so callers get 503, not a hang.
       connectionTimeoutMillis: 3_000,
-      statement_timeout: queryTimeoutMs === 0 ? 0 : 15_000,
+      statement_timeout: statementTimeoutFor(queryTimeoutMs),
       // A database that stops answering without closing the connection (a network partition, a frozen host)
       // never triggers statement_timeout, which runs on the server: the client gives up after this, and the
-      // pool drops that connection. Longer than statement_timeout by default, so a slow statement is the
-      // server's to end (DB_QUERY_TIMEOUT_MS).
+      // pool drops that connection. Always longer than statement_timeout (statementTimeoutFor), so a slow
+      // statement is the server's to end, and a statement the client gave up on has not gone on to commit.
       query_timeout: queryTimeoutMs,
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
