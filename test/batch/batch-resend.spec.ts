@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
-import { bearer } from '../support/test-app.js';
+import { bearer, createKey } from '../support/test-app.js';
+import { approvalFor } from '../approvals/support.js';
 
 const addNote = (orderId: string, note: string) => toolUse('shopify_order', { action: 'add_note', orderId, note });
 
@@ -68,5 +69,74 @@ describe('batch sent again while its first post still runs', () => {
     expect(batch.body.results[0]).toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_PROGRESS' });
     expect(batch.body.results[1]).toMatchObject({ status: 'succeeded', replayed: true });
     expect((await slow).body.status).toBe('succeeded');
+  });
+});
+
+/**
+ * A write waiting for approval has not run: API.md §4 "writes run one at a time in order" means the writes
+ * after it wait too (a note saying "refund issued" must not reach Shopify before the refund, which may yet be
+ * rejected). Reads after it still run.
+ */
+describe('batch with a write waiting for approval', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('holds the writes after it (409, nothing recorded, nothing sent), runs the reads; once decided and run, a resend runs them in order', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_refund.create', 'shopify_order.add_note', 'order_lookup.lookup'] });
+    const expert = await createKey(h.t, orgId, 'expert');
+    const uses = [
+      toolUse('shopify_refund', { action: 'create', orderId: '12345', amount: '2.00' }),
+      addNote('12345', 'held: refund issued'),
+      toolUse('order_lookup', { action: 'lookup', orderId: '12345' }),
+    ];
+    const from = h.emu.requests.length;
+    const post = () => h.t.http.post(`/v1/runs/${runId}/tool-calls:batch`).set(bearer(agentKey)).send({ toolUses: uses });
+    const first = await post();
+    expect(first.status).toBe(200);
+    const [refund, note, lookup] = first.body.results as Record<string, unknown>[];
+    expect(refund).toMatchObject({ status: 'waiting_approval' });
+    expect(note).toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_PROGRESS' });
+    expect(String(note.detail)).toMatch(/waiting for approval/);
+    expect(lookup).toMatchObject({ status: 'succeeded' });
+    expect(h.emu.requests.slice(from).filter((r) => /held: refund issued/.test(r.body))).toHaveLength(0);
+    const rows = (await h.t.ds.query(`SELECT action FROM tool_calls WHERE run_id = $1 ORDER BY created_at`, [runId])) as { action: string }[];
+    expect(rows.map((r) => r.action)).toEqual(['create', 'lookup']);
+
+    // Sent again while still pending: still held.
+    expect((await post()).body.results[1]).toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_PROGRESS' });
+
+    const approval = await approvalFor(h, expert.key, refund.toolCallId as string);
+    const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
+    expect(decided.status).toBe(200);
+    const ran = await h.t.http.get(`/v1/tool-calls/${refund.toolCallId as string}/result?waitMs=10000`).set(bearer(agentKey));
+    expect(ran.body.status).toBe('succeeded');
+
+    const after = await post();
+    expect(after.body.results.map((r: { status: string }) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    const refundAt = h.emu.requests.slice(from).find((r) => /refundCreate/.test(r.body))!;
+    const noteAt = h.emu.requests.slice(from).filter((r) => /held: refund issued/.test(r.body));
+    expect(noteAt).toHaveLength(1);
+    expect(noteAt[0]!.receivedAt).toBeGreaterThanOrEqual(refundAt.finishedAt!);
+  });
+
+  it('a rejected refund releases the writes after it too (they run on the resend; the refund stays blocked)', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_refund.create', 'shopify_order.add_note'] });
+    const expert = await createKey(h.t, orgId, 'expert');
+    const uses = [toolUse('shopify_refund', { action: 'create', orderId: '12345', amount: '3.00' }), addNote('12345', 'after a rejected refund')];
+    const post = () => h.t.http.post(`/v1/runs/${runId}/tool-calls:batch`).set(bearer(agentKey)).send({ toolUses: uses });
+    const first = await post();
+    expect(first.body.results[1]).toMatchObject({ status: 409 });
+    const approval = await approvalFor(h, expert.key, first.body.results[0].toolCallId as string);
+    await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'reject', actionDigest: approval.actionDigest });
+    const after = await post();
+    expect(after.body.results.map((r: { status: string; errorCode: string | null }) => [r.status, r.errorCode])).toEqual([
+      ['blocked', 'EXPERT_REJECTED'],
+      ['succeeded', null],
+    ]);
   });
 });

@@ -53,7 +53,9 @@ export class ToolCallBatchController {
       'truncates the largest results first; a truncated one says so and stays whole at GET /v1/tool-calls/{id}/result. ' +
       'Re-posting the same batch replays every item. Re-posted while an item is still executing (the first post still runs), ' +
       'that item and every item after it that has not run yet answer 409 IDEMPOTENCY_IN_PROGRESS (nothing after it starts: writes stay ' +
-      'one at a time, in order); items after it that already ran are replayed. When the gateway starts stopping (SIGTERM) during a ' +
+      'one at a time, in order); items after it that already ran are replayed. A write waiting for approval has not run either: ' +
+      'the writes after it answer 409 IDEMPOTENCY_IN_PROGRESS (not started, nothing recorded; reads still run) until it has been decided ' +
+      'and has run: re-post the batch then. When the gateway starts stopping (SIGTERM) during a ' +
       'batch, the items it has not started answer 503 GATEWAY_STOPPING (with Retry-After): send the batch again. ' +
       'For agent keys and admin keys of the run’s org; a platform key (orgId null) has no org: 403 FORBIDDEN.',
   })

@@ -18,6 +18,15 @@ function gatewayStopping(): AppError {
   });
 }
 
+/** A write after one of the same batch still awaiting approval: not started, so writes reach vendors in the order given. */
+function heldBehindApproval(): AppError {
+  return new AppError(
+    'IDEMPOTENCY_IN_PROGRESS',
+    'an earlier write of this batch is waiting for approval, so this write was not started (writes run in the order given); send the batch again once that one has been decided',
+    { retryAfterSeconds: 5 },
+  );
+}
+
 /** Statuses of a call that has not finished: the items after it in a batch wait for it. */
 const STILL_EXECUTING = new Set(['running', 'approved', 'requested']);
 
@@ -35,7 +44,8 @@ export interface BatchResponse {
  * POST /v1/runs/:runId/tool-calls:batch. Every tool_use goes through
  * ToolCallsService.submit exactly as if posted alone (own ledger row, own
  * idempotency key run id + tool_use id); this service only decides the order
- * (and holds what follows an item still executing), keeps one item's failure
+ * (and holds what follows an item still executing, and the writes after one
+ * waiting for approval), keeps one item's failure
  * from touching the others, and applies the batch-wide budget to the answers.
  */
 @Injectable()
@@ -75,21 +85,30 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     // after it starts: the items after it are answered from the ledger, or 409, so a resend cannot put a later
     // write at the vendor beside (or ahead of) an earlier one.
     let held = false;
-    for (const group of scheduleBatch(toolUses.map((u) => this.kindOf(u)))) {
+    // Once a write is found waiting for approval, no write after it starts until it has been decided and has run
+    // (reads still do: they change nothing). Its approval may take hours: the later writes answer 409 meanwhile.
+    let writeAwaits = false;
+    const kinds = toolUses.map((u) => this.kindOf(u));
+    for (const group of scheduleBatch(kinds.map((k) => (k === 'write' ? 'alone' : k)))) {
       const hold = held;
+      const holdWrite = writeAwaits && kinds[group[0]] === 'write';
       await runBounded(group, limit, async (i) => {
         try {
           const answer = this.stopping
             ? this.calls.replayOnly(p, run.id, toolUses[i], gatewayStopping)
             : hold
               ? this.calls.replayOnly(p, run.id, toolUses[i])
-              : this.calls.submit(p, run.id, toolUses[i], undefined, correlationId);
+              : holdWrite
+                ? this.calls.replayOnly(p, run.id, toolUses[i], heldBehindApproval)
+                : this.calls.submit(p, run.id, toolUses[i], undefined, correlationId);
           bodies[i] = (await answer).body;
         } catch (err) {
           problems[i] = this.problemFor(err, i, correlationId);
         }
       });
-      held ||= group.some((i) => problems[i]?.code === 'IDEMPOTENCY_IN_PROGRESS' || STILL_EXECUTING.has(bodies[i]?.status ?? ''));
+      // A write held behind an approval holds nothing more than the approval already does.
+      held ||= group.some((i) => (problems[i]?.code === 'IDEMPOTENCY_IN_PROGRESS' && !holdWrite) || STILL_EXECUTING.has(bodies[i]?.status ?? ''));
+      writeAwaits ||= group.some((i) => kinds[i] === 'write' && bodies[i]?.status === 'waiting_approval');
     }
     // Nothing in it was a call the run made before it ended: one 409 for the batch, as for a single call.
     if (problems.every((x) => x?.code === 'RUN_NOT_ACTIVE')) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
@@ -97,12 +116,13 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     return { results: fitted.map((b, i) => b ?? problems[i]!) };
   }
 
-  /** Reads by the catalog's side effect; a write, an unknown tool or an unparseable item runs alone. */
-  private kindOf(item: unknown): ScheduleKind {
+  /** By the catalog's side effect; a write, an unknown tool or an unparseable item runs alone. */
+  private kindOf(item: unknown): ScheduleKind | 'write' {
     try {
       const use = parseToolUse(item);
       if (typeof use.action !== 'string') return 'alone';
-      return this.catalog.find(use.name, use.action)?.action.sideEffect === 'read' ? 'read' : 'alone';
+      const effect = this.catalog.find(use.name, use.action)?.action.sideEffect;
+      return effect === 'read' ? 'read' : effect === 'write' ? 'write' : 'alone';
     } catch {
       return 'alone';
     }
