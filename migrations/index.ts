@@ -4,6 +4,7 @@ import { ApprovalInputs1764700000000 } from './1764700000000-approval-inputs.js'
 import { ApprovedCallsIndex1764800000000 } from './1764800000000-approved-calls-index.js';
 import { VendorTokens1764900000000 } from './1764900000000-vendor-tokens.js';
 import { ShopifyRefundLeases1765000000000 } from './1765000000000-shopify-refund-leases.js';
+import { LedgerSeqIdentity1765100000000 } from './1765100000000-ledger-seq-identity.js';
 
 /** Every migration, in order. Listed explicitly so the same array loads under vitest and the built app. */
-export const MIGRATIONS = [InitialSchema1764500000000, LedgerQueryIndexes1764600000000, ApprovalInputs1764700000000, ApprovedCallsIndex1764800000000, VendorTokens1764900000000, ShopifyRefundLeases1765000000000];
+export const MIGRATIONS = [InitialSchema1764500000000, LedgerQueryIndexes1764600000000, ApprovalInputs1764700000000, ApprovedCallsIndex1764800000000, VendorTokens1764900000000, ShopifyRefundLeases1765000000000, LedgerSeqIdentity1765100000000];

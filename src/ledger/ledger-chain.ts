@@ -16,8 +16,11 @@ export interface ChainedEventFields {
 
 export const GENESIS_HASH = '0'.repeat(64);
 
+/** Exact text of a timestamptz column, UTC with microseconds (it reads back as the same instant). */
+export const isoSql = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
 /** Exact text of created_at, so the hash does not depend on JS Date's millisecond rounding. */
-export const CREATED_ISO_SQL = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+export const CREATED_ISO_SQL = isoSql('created_at');
 
 export function eventHash(prevHash: string, e: ChainedEventFields): string {
   return sha256Hex(

@@ -8,7 +8,8 @@ export interface EventActor {
 /** Append-only (enforced by a trigger); hash-chained per org by the sealer. */
 @Entity('runtime_ledger_events')
 export class LedgerEventEntity {
-  @PrimaryGeneratedColumn('increment', { type: 'bigint' }) seq!: string;
+  /** The database's alone: an insert naming it fails (see SealFrontier for why). */
+  @PrimaryGeneratedColumn('identity', { type: 'bigint', generatedIdentity: 'ALWAYS' }) seq!: string;
   @Column('uuid', { unique: true }) id!: string;
   @Column('uuid', { name: 'org_id' }) orgId!: string;
   @Column('text') type!: string;

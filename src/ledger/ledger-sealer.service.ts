@@ -23,11 +23,12 @@ interface UnsealedRow {
   created_iso: string;
 }
 
-/** One batch: the seqs it sealed (ascending), how many unsealed rows it read, and the last seq read. */
+/** One batch: the seqs it sealed (ascending), how many unsealed rows it read, the last seq read, and the sequence's last value once read. */
 interface BatchResult {
   sealed: number[];
   read: number;
   lastSeq: number;
+  ceiling: number;
 }
 
 /**
@@ -88,7 +89,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
     for (;;) {
       const batch = await this.sealBatch(start);
       if (batch === null) return total; // another replica is sealing
-      this.frontier.sealed(batch.sealed, Date.now());
+      this.frontier.sealed(batch.sealed, Date.now(), batch.ceiling);
       total += batch.sealed.length;
       // Rows read, not rows sealed: a batch of events waiting behind a stop seals nothing, and the rest still need a pass.
       if (batch.read < BATCH) {
@@ -115,7 +116,12 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
            FROM runtime_ledger_events WHERE hash IS NULL AND seq >= $1 ORDER BY seq LIMIT ${BATCH}`,
         [start],
       )) as UnsealedRow[];
-      if (rows.length === 0) return { sealed: [], read: 0, lastSeq: start };
+      if (rows.length === 0) return { sealed: [], read: 0, lastSeq: start, ceiling: 0 };
+      // Read after the rows: every seq the sequence handed out to one of them is at most this. A row
+      // above it named its own seq (an insert around the gateway), and must not move the frontier.
+      const [{ ceiling }] = (await m.query(
+        `SELECT pg_sequence_last_value(pg_get_serial_sequence('runtime_ledger_events', 'seq')::regclass) AS ceiling`,
+      )) as [{ ceiling: string | null }];
       const orgs = [...new Set(rows.map((r) => r.org_id))];
       // One backward step on ledger_events_chain_uq per org. (A DISTINCT ON over the orgs' events
       // read every sealed event of the org on each pass: cost grew with the ledger.)
@@ -159,7 +165,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
         hashes.push(hash);
         head.set(r.org_id, { seq: chainSeq, hash });
       }
-      const read = { read: rows.length, lastSeq: Number(rows[rows.length - 1].seq) };
+      const read = { read: rows.length, lastSeq: Number(rows[rows.length - 1].seq), ceiling: Number(ceiling ?? 0) };
       if (seqs.length === 0) return { sealed: [], ...read };
       await m.query(
         `UPDATE runtime_ledger_events e SET chain_seq = v.chain_seq, prev_hash = v.prev_hash, hash = v.hash, sealed_at = clock_timestamp()

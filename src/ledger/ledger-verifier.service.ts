@@ -2,10 +2,16 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, type ChainedEventFields } from './ledger-chain.js';
 import { LedgerSealerService } from './ledger-sealer.service.js';
+import { SharedRuns } from './shared-runs.js';
+import { firstCallOffLedger } from './tool-call-check.js';
 
-export type VerifyResult =
-  | { ok: true; checked: number; headHash: string | null }
-  | { ok: false; checked: number; brokenAt: { chainSeq: number; eventId: string | null; reason: string } };
+export interface VerifyBreak {
+  chainSeq: number;
+  eventId: string | null;
+  reason: string;
+}
+
+export type VerifyResult = { ok: true; checked: number; headHash: string | null } | { ok: false; checked: number; brokenAt: VerifyBreak };
 
 const PAGE = 5_000;
 
@@ -29,7 +35,8 @@ const hashed = (r: EventRow, chainSeq: number): ChainedEventFields => ({
 /**
  * Recomputes an org's sealed hash chain from the stored events, page by page,
  * and reports the first position where it breaks (a changed, missing or
- * reordered event). Pure of Nest, so the ledger:verify CLI runs the same code.
+ * reordered event); then that every tool call of the org agrees with its
+ * events. Pure of Nest, so the ledger:verify CLI runs the same code.
  */
 export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<VerifyResult> {
   let prev = GENESIS_HASH;
@@ -63,6 +70,8 @@ export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<Ve
   }
   const off = await firstOffChain(db, orgId);
   if (off) return { ok: false, checked, brokenAt: { chainSeq: 0, ...off } };
+  const call = await firstCallOffLedger(db, orgId);
+  if (call) return { ok: false, checked, brokenAt: call };
   return { ok: true, checked, headHash: checked ? prev : null };
 }
 
@@ -94,17 +103,31 @@ async function firstOffChain(db: ChainReader, orgId: string): Promise<{ eventId:
   }
 }
 
-/** Seals what is committed, then recomputes an org's hash chain. */
+/** How many verifies walk a chain at once in a process (across orgs); more wait their turn. */
+export const VERIFY_CONCURRENCY = 2;
+
+/**
+ * Seals what is committed, then recomputes an org's hash chain. A walk is CPU on
+ * the event loop for every event of the org, so concurrent requests for one org
+ * share one run (a request arriving while it runs gets its answer, which covers
+ * what was committed when that run began), and at most VERIFY_CONCURRENCY orgs'
+ * run at once.
+ */
 @Injectable()
 export class LedgerVerifierService {
   private readonly log = new Logger('LedgerVerifier');
+  private readonly runs = new SharedRuns<VerifyResult>(VERIFY_CONCURRENCY);
 
   constructor(
     private readonly ds: DataSource,
     private readonly sealer: LedgerSealerService,
   ) {}
 
-  async verify(orgId: string): Promise<VerifyResult> {
+  verify(orgId: string): Promise<VerifyResult> {
+    return this.runs.run(orgId, () => this.sealAndWalk(orgId));
+  }
+
+  private async sealAndWalk(orgId: string): Promise<VerifyResult> {
     // Sealing first makes the answer cover everything committed. When a pass fails, what is sealed
     // can still be checked (read-only): an auditor asking is when an answer matters most.
     await this.sealer.sealNow().catch((err: unknown) => {

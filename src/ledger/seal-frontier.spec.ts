@@ -84,6 +84,27 @@ describe('SealFrontier', () => {
     expect(f.startSeq(1_200, false)).toBe(0);
   });
 
+  it('a sealed seq above the sequence’s last value (an explicit insert around the gateway) does not move the frontier', () => {
+    const f = settled(10);
+    f.sealed([11, 12, 2 ** 50], 100, 12);
+    expect(f.startSeq(200, false)).toBe(13); // not 2^50 + 1: the sequence's next events are still read
+    expect(f.openGaps()).toEqual([]);
+    f.sealed([13, 2 ** 50 + 7], 200, 13); // nothing of the sequence's but 13 moves it, however high the rest
+    expect(f.startSeq(300, false)).toBe(14);
+    f.sealed([2 ** 50 + 9], 300, 13); // a batch of nothing but such rows moves nothing
+    expect(f.startSeq(400, false)).toBe(14);
+    expect(f.openGaps()).toEqual([]);
+  });
+
+  it('records gaps only up to the highest seq the sequence handed out', () => {
+    const f = settled(10);
+    f.sealed([11, 14, 500], 100, 15); // 15 is still in flight: not a gap, the next pass starts at it anyway
+    expect(f.openGaps()).toEqual([12, 13]);
+    expect(f.startSeq(200, false)).toBe(12);
+    f.sealed([12, 13, 15], 200, 15);
+    expect(f.startSeq(300, false)).toBe(16);
+  });
+
   describe('against a model of the sealer (random schedules of inserts, commits, rollbacks, passes and time)', () => {
     /** An insert: its seq is taken when it starts; it commits (visible to passes) or rolls back later. */
     interface Ev {

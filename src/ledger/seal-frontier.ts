@@ -12,7 +12,8 @@ export const FULL_SCAN_EVERY_MS = 60_000;
  * VACUUM, and `WHERE hash IS NULL ORDER BY seq` walks every one of them from the
  * oldest: under load that was ~40,000 index entries per pass (5 passes a second),
  * growing with the table. So a pass starts at the frontier (the highest seq this
- * process has sealed) or at the oldest gap below it, whichever is lower.
+ * process has sealed that the seq sequence handed out, see sealed()) or at the
+ * oldest gap below it, whichever is lower.
  *
  * A gap is a seq below the frontier that was not there when the frontier passed
  * it: an insert whose transaction had not committed yet (seqs are taken at insert,
@@ -42,10 +43,16 @@ export class SealFrontier {
     return start;
   }
 
-  /** Records one batch of a pass: the seqs it sealed, ascending. */
-  sealed(seqs: number[], nowMs: number): void {
+  /**
+   * Records one batch of a pass: the seqs it sealed, ascending, and `ceiling`, the last value the
+   * seq sequence had handed out when the batch was read. A seq above it was not the sequence's: a
+   * row inserted around the gateway with an explicit seq (OVERRIDING SYSTEM VALUE). It is sealed,
+   * but does not move the frontier: one such row at 2^50 made every later pass start past every
+   * event the sequence would ever hand out, and all orgs' new events waited for a full scan.
+   */
+  sealed(seqs: number[], nowMs: number, ceiling = Number.POSITIVE_INFINITY): void {
     for (const seq of seqs) this.gaps.delete(seq);
-    const top = seqs.length > 0 ? seqs[seqs.length - 1] : 0;
+    const top = seqs.findLast((seq) => seq <= ceiling) ?? 0;
     if (top <= this.frontier) return;
     if (this.frontier > 0) {
       // Only between the old frontier and the new one: below it, a missing seq was sealed before or is a known gap.

@@ -39,7 +39,10 @@ export class LedgerQueryService {
     return { items: items.map(ledgerEventView), nextCursor };
   }
 
-  /** Recomputes one org's hash chain: an org key its own org, a platform key the org (or the platform chain) it names (required). */
+  /**
+   * Recomputes one org's hash chain: an org key its own org, a platform key the org (or the platform chain) it names (required).
+   * Requests for the same org share one run in this process, and only a few orgs' run at once (LedgerVerifierService).
+   */
   async verify(p: Principal, orgId: string | undefined): Promise<VerifyResult> {
     return this.verifier.verify(await this.scope.resolveOrg(p, orgId, { platformChain: true }));
   }

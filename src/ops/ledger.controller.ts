@@ -31,7 +31,9 @@ export class LedgerController {
     summary: "Recompute an org's hash chain",
     description:
       'Seals what is committed, then checks every sealed event: {ok, checked, headHash}, or {ok: false, brokenAt: {chainSeq, eventId, reason}} ' +
-      'at the first changed, missing, reordered, off-chain or unhashable event. A platform key verifies the platform chain ' +
+      'at the first changed, missing, reordered, off-chain or unhashable event; then that every tool call row agrees with its events ' +
+      '(a settled call\'s last settling event has its status, error code and digest; a row deleted or an outcome edited is a break, ' +
+      'chainSeq 0 when the call has no event). Concurrent verifies of one org share one run. A platform key verifies the platform chain ' +
       '(platform keys created and revoked, bootstrap admin keys retired) by naming orgId=00000000-0000-0000-0000-000000000000; an org key gets 404.',
   })
   @ApiResponse({
