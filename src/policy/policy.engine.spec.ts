@@ -376,3 +376,31 @@ describe('decimal params (declared by the catalog) compare by value in eq, ne an
     expect(input(' 100', ['100'], 'in', ['amount'])).not.toBe('block');
   });
 });
+
+describe('path params (declared by the catalog) compare ignoring one trailing "/" in eq, ne and in', () => {
+  const decide = (path: unknown, value: unknown, op: 'eq' | 'ne' | 'in', pathParams?: string[]) =>
+    evaluatePolicy({
+      rules: [{ id: 'r', match: { toolName: 'nango_proxy.get', where: [{ path: 'path', op, value }] }, decision: 'block' }],
+      toolName: 'nango_proxy',
+      action: 'get',
+      catalogRisk: 'medium',
+      params: { path },
+      ...(pathParams ? { pathParams } : {}),
+    }).decision;
+
+  it('"/v1/admin/users/" and "/v1/admin/users" are one path to a rule, whichever side has the slash', () => {
+    for (const [path, value] of [['/v1/admin/users/', '/v1/admin/users'], ['/v1/admin/users', '/v1/admin/users/'], ['/v1/admin/users', '/v1/admin/users']]) {
+      expect(decide(path, value, 'eq', ['path']), `${path} eq ${value}`).toBe('block');
+      expect(decide(path, [value], 'in', ['path']), `${path} in ${value}`).toBe('block');
+      expect(decide(path, value, 'ne', ['path']), `${path} ne ${value}`).not.toBe('block');
+    }
+  });
+
+  it('only one slash, only for declared params, and never more than that: other paths stay other paths', () => {
+    expect(decide('/v1/admin/users//', '/v1/admin/users', 'eq', ['path'])).not.toBe('block');
+    expect(decide('/v1/admin/users/x', '/v1/admin/users', 'eq', ['path'])).not.toBe('block');
+    expect(decide('/', '', 'eq', ['path'])).not.toBe('block');
+    expect(decide('/v1/admin/users/', '/v1/admin/users', 'eq')).not.toBe('block'); // not declared: text
+    expect(decide(5, '5/', 'eq', ['path'])).not.toBe('block'); // not a string: JSON
+  });
+});

@@ -33,7 +33,7 @@ export function evaluatePolicy(input: PolicyEvaluationInput): PolicyDecision {
     const qualified = `${input.toolName}.${input.action}`;
     for (const rule of input.rules) {
       current = rule;
-      if (!ruleMatches(rule, input.toolName, qualified, risk, input.params, input.decimalParams ?? [])) continue;
+      if (!ruleMatches(rule, input.toolName, qualified, risk, input.params, { decimals: input.decimalParams ?? [], paths: input.pathParams ?? [] })) continue;
       return {
         decision: rule.decision,
         riskLevel: rule.riskLevel ?? risk,
@@ -56,7 +56,13 @@ export function evaluatePolicy(input: PolicyEvaluationInput): PolicyDecision {
   }
 }
 
-function ruleMatches(rule: unknown, toolName: string, qualified: string, risk: RiskLevel, params: unknown, decimals: readonly string[]): boolean {
+/** Top-level params compared otherwise than as JSON (PolicyEvaluationInput). */
+interface ParamKinds {
+  decimals: readonly string[];
+  paths: readonly string[];
+}
+
+function ruleMatches(rule: unknown, toolName: string, qualified: string, risk: RiskLevel, params: unknown, kinds: ParamKinds): boolean {
   if (!isRecord(rule) || typeof rule.id !== 'string') throw new Unevaluable('malformed rule');
   if (!(POLICY_DECISIONS as readonly unknown[]).includes(rule.decision)) throw new Unevaluable('unknown decision');
   if (rule.riskLevel !== undefined && !isRiskLevel(rule.riskLevel)) throw new Unevaluable('unknown risk level');
@@ -73,7 +79,7 @@ function ruleMatches(rule: unknown, toolName: string, qualified: string, risk: R
   // In order, stopping at the first false: an `exists` guard placed before a numeric comparison
   // makes an optional param safe to compare (the comparison is never reached when it is absent).
   for (let i = 0; i < where.length; i++) {
-    if (!conditionHolds(where[i], params, `where[${i}]`, decimals)) return false;
+    if (!conditionHolds(where[i], params, `where[${i}]`, kinds)) return false;
   }
   return true;
 }
@@ -83,14 +89,17 @@ function toolNameMatches(pattern: unknown, toolName: string, qualified: string):
   return pattern.endsWith('.*') ? pattern.slice(0, -2) === toolName : pattern === qualified;
 }
 
-function conditionHolds(condition: unknown, params: unknown, label: string, decimals: readonly string[]): boolean {
+function conditionHolds(condition: unknown, params: unknown, label: string, kinds: ParamKinds): boolean {
   if (!isRecord(condition)) throw new Unevaluable(`${label} is malformed`);
   const { path, op, value } = condition as Partial<PolicyCondition>;
   const where = `${label} (${typeof path === 'string' ? path : '?'} ${typeof op === 'string' ? op : '?'})`;
   const found = resolvePath(params, path, where);
-  // A declared decimal param equals a rule value of the same amount, however either is written.
-  const byValue = typeof path === 'string' && decimals.includes(path);
-  const jsonEqual = (a: unknown, b: unknown): boolean => (byValue ? sameDecimal(a, b) : null) ?? jsonEqualDeep(a, b);
+  // A declared decimal param equals a rule value of the same amount, however either is written; a declared
+  // URL path equals a rule value that differs only by a trailing "/".
+  const byValue = typeof path === 'string' && kinds.decimals.includes(path);
+  const byPath = typeof path === 'string' && kinds.paths.includes(path);
+  const jsonEqual = (a: unknown, b: unknown): boolean =>
+    (byValue ? sameDecimal(a, b) : null) ?? (byPath ? samePath(a, b) : null) ?? jsonEqualDeep(a, b);
   switch (op) {
     case 'exists': {
       const wanted = value === undefined ? true : value;
@@ -146,6 +155,13 @@ function resolvePath(root: unknown, path: unknown, where: string): Lookup {
     node = descriptor.value;
   }
   return { present: true, value: node };
+}
+
+/** Whether two URL paths are the same but for one trailing "/" ("/v1/users/" and "/v1/users"); null unless both are strings. */
+function samePath(a: unknown, b: unknown): boolean | null {
+  if (typeof a !== 'string' || typeof b !== 'string') return null;
+  const bare = (p: string): string => (p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p);
+  return bare(a) === bare(b);
 }
 
 /** Whether two values are the same decimal amount; null when either is not a decimal (then they compare as JSON). */

@@ -64,6 +64,12 @@ export interface PolicyEvaluationInput {
    * amount the vendor is sent. Other strings compare as text (ids like "00123" and "123" differ).
    */
   decimalParams?: readonly string[];
+  /**
+   * Top-level params that are URL paths (a Nango proxy path): eq, ne and in ignore one trailing "/",
+   * so a rule on "/v1/admin/users" also holds for "/v1/admin/users/" (the same resource to many
+   * servers, another one to some: the path itself is sent as the model gave it).
+   */
+  pathParams?: readonly string[];
 }
 
 export const POLICY_LIMITS = {

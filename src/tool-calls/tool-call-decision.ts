@@ -49,6 +49,7 @@ export function decide(i: DecisionInput): Decision {
       : evaluatePolicy({
           rules: i.rules, toolName: entry.tool.name, action: entry.action.name, catalogRisk: entry.action.riskLevel, params: i.params,
           decimalParams: entry.action.decimalParams,
+          pathParams: entry.action.pathParams,
         });
   switch (policy.decision) {
     case 'block':

@@ -31,6 +31,8 @@ export interface ToolActionSpec {
   costCents: number;
   /** Top-level params that are decimal strings (amounts): policy rules compare them by value (eq, ne, in). */
   decimalParams?: readonly string[];
+  /** Top-level params that are URL paths: policy rules compare them ignoring one trailing "/" (eq, ne, in). */
+  pathParams?: readonly string[];
 }
 
 export interface ToolSpec {

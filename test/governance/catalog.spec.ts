@@ -11,6 +11,7 @@ interface CatalogAction {
   idempotent: boolean;
   overwrite?: boolean;
   decimalParams?: string[];
+  pathParams?: string[];
   costCents: number;
 }
 
@@ -99,6 +100,10 @@ describe('GET /v1/tools — the tool catalog', () => {
       if (action.decimalParams !== undefined) {
         fields.push('decimalParams');
         for (const p of action.decimalParams) expect(action.inputSchema.properties, `${key} decimal param ${p}`).toHaveProperty(p);
+      }
+      if (action.pathParams !== undefined) {
+        fields.push('pathParams');
+        for (const p of action.pathParams) expect(action.inputSchema.properties, `${key} path param ${p}`).toHaveProperty(p);
       }
       expect(Object.keys(action).sort(), key).toEqual(fields.sort());
       if (action.sideEffect === 'write') expect(typeof action.overwrite, key).toBe('boolean');

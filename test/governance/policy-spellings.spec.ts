@@ -79,7 +79,7 @@ describe('policy rules and the spellings of a value', () => {
     expect((await get('v1/customers/42')).body.status).toBe('succeeded');
   });
 
-  it('a block rule on a Nango path holds against a trailing "/", a ";param", an encoded "/" or ":": those spellings are refused as invalid input, nothing is sent', async () => {
+  it('a block rule on a Nango path holds against a ";param", an encoded "/" or ":" (refused as invalid input) and a trailing "/" (the rule ignores it); nothing is sent', async () => {
     const org = await setupOrg(h.t, {
       tools: ['nango_proxy.get', 'nango_proxy.post'],
       vendors: ['nango'],
@@ -92,10 +92,14 @@ describe('policy rules and the spellings of a value', () => {
     const send = (input: Record<string, unknown>) => h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('nango_proxy', input));
     const nango = h.emu.vendor<NangoEmulator>('nango');
     const before = nango.upstreamRequests.length;
-    for (const path of ['/v1/admin/users/', 'v1/admin/users/', '/v1/admin/users;x=1', '/v1/admin%2Fusers', '/v1/admin%2fusers']) {
+    for (const path of ['/v1/admin/users;x=1', '/v1/admin%2Fusers', '/v1/admin%2fusers']) {
       const res = await send({ action: 'get', path });
       expect([res.status, res.body.errorCode], path).toEqual([422, 'INVALID_INPUT']);
       expect(res.body.toolResult.content, path).toMatch(/path/);
+    }
+    for (const path of ['/v1/admin/users/', 'v1/admin/users/']) {
+      const res = await send({ action: 'get', path });
+      expect([res.status, res.body.errorCode], path).toEqual([403, 'POLICY_BLOCKED']);
     }
     for (const path of ['/v1/spreadsheets/abc%3AbatchUpdate', '/v1/spreadsheets/abc%3abatchUpdate']) {
       const res = await send({ action: 'post', path, body: {} });
@@ -113,6 +117,10 @@ describe('policy rules and the spellings of a value', () => {
     expect(nango.upstreamRequests.at(-1)?.path).toBe('/v1/search/caf%C3%A9');
     const [row] = (await h.t.ds.query(`SELECT input_redacted FROM tool_calls WHERE id = $1`, [res.body.toolCallId])) as { input_redacted: { path: string } }[];
     expect(row.input_redacted.path).toBe('/v1/search/caf%C3%A9');
+    // A trailing "/" the rule does not cover is sent as given (a Django REST API needs it).
+    const lead = await send({ action: 'post', path: 'api/v1/lead/', body: { name: 'x' } });
+    expect(lead.body.status).toBe('succeeded');
+    expect(nango.upstreamRequests.at(-1)?.path).toBe('/api/v1/lead/');
   });
 
   it('a block rule on a Jumio workflow execution id holds for the same UUID in upper or mixed case; the ledger and Jumio see it in lower case', async () => {

@@ -83,10 +83,8 @@ export function checkNangoPath(path: unknown): string | null {
   // Servers differ on %2F: some decode it into a separator before routing (/admin%2Fusers is /admin/users
   // to them), others keep it in the segment. Refused, as the one sure way a rule on "/admin/users" holds.
   if (ENCODED_SLASH.test(path)) return "path: an encoded '/' (%2F) is not allowed";
-  // A trailing "/" is another resource to some providers (Django's APPEND_SLASH) and the same to others,
-  // so dropping it could send a request the model did not ask for (a redirect: a write's outcome unknown).
-  // Refused rather than rewritten: the model resends without it, or the operator allows that spelling too.
-  if (path.endsWith('/')) return "path: a trailing '/' is not allowed; give the path without it";
+  // A trailing "/" stays: it is another resource to some providers (Django REST APIs need it) and the same to
+  // others, so it is sent as given, and policy rules compare the path ignoring it (the action's pathParams).
   let decoded: string;
   try {
     decoded = decodeURIComponent(path);

@@ -128,7 +128,7 @@ export class NangoHandler implements VendorHandler {
 
   /**
    * A valid path always with its one leading "/" (the proxy URL drops it: both spellings reach the same path)
-   * and upper-case hex in its percent-encodings. Other spellings (encoded ":" or "/", a trailing "/", ";")
+   * and upper-case hex in its percent-encodings. Other spellings (encoded ":" or "/", ";")
    * are refused by validate(), not rewritten: see checkNangoPath.
    */
   canonicalParams(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown> {

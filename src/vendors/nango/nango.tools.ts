@@ -41,6 +41,7 @@ export const NANGO_TOOLS: ToolSpec[] = [
         sideEffect: 'read',
         idempotent: true,
         costCents: 0,
+        pathParams: ['path'],
       },
       {
         name: 'post',
@@ -56,6 +57,7 @@ export const NANGO_TOOLS: ToolSpec[] = [
         idempotent: false,
         overwrite: false,
         costCents: 0,
+        pathParams: ['path'],
       },
     ],
   },
