@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
 import { PeriodicTask } from '../common/periodic-task.js';
-import { EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
+import { DecryptionError, EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import type { StoredResult } from './tool-call-body.js';
@@ -21,10 +21,13 @@ export interface EncryptedResult extends Envelope {
  * ToolCallLedger); this reads them back and purges expired ones.
  */
 const PURGE_EVERY_MS = 10 * 60_000;
+/** Rows one purge statement deletes. */
+const PURGE_BATCH = 5_000;
 
 @Injectable()
 export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly task = new PeriodicTask('purge of expired results', PURGE_EVERY_MS, () => this.purgeExpired(this.clock.now()), new Logger('ResultsStore'));
+  private readonly log = new Logger('ResultsStore');
+  private readonly task = new PeriodicTask('purge of expired results', PURGE_EVERY_MS, () => this.purgeExpired(this.clock.now()), this.log);
 
   constructor(
     private readonly sql: Sql,
@@ -55,16 +58,31 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
     );
     if (rows.length === 0) return { found: false };
     const r = rows[0];
-    const json = this.cipher.decrypt({ keyId: r.key_id, iv: r.iv, ciphertext: r.ciphertext, authTag: r.auth_tag }, resultAad(orgId, toolCallId));
-    const text = json.toString('utf8');
-    return { found: true, value: JSON.parse(text) as unknown, json: text };
+    try {
+      const json = this.cipher.decrypt({ keyId: r.key_id, iv: r.iv, ciphertext: r.ciphertext, authTag: r.auth_tag }, resultAad(orgId, toolCallId));
+      const text = json.toString('utf8');
+      return { found: true, value: JSON.parse(text) as unknown, json: text };
+    } catch (err) {
+      // Under a master key no longer loaded (removed before rotation covered it), moved or damaged: the call
+      // still succeeded, and its replay or pick-up says so instead of failing with a 500.
+      if (!(err instanceof DecryptionError) && !(err instanceof SyntaxError)) throw err;
+      this.log.warn({ toolCallId, keyId: r.key_id }, 'stored result cannot be read (no loaded master key opens it, or it is damaged)');
+      return { found: false, unreadable: true };
+    }
   }
 
-  async purgeExpired(now: Date): Promise<number> {
-    const [{ n }] = await this.sql.query<{ n: number }>(
-      'WITH d AS (DELETE FROM tool_call_results WHERE expires_at <= $1 RETURNING 1) SELECT count(*)::int AS n FROM d',
-      [now],
-    );
-    return n;
+  /** In batches: one DELETE of a large backlog could outlast the statement timeout every time, and never catch up. */
+  async purgeExpired(now: Date, batch = PURGE_BATCH): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const [{ n }] = await this.sql.query<{ n: number }>(
+        `WITH d AS (DELETE FROM tool_call_results WHERE tool_call_id IN
+                      (SELECT tool_call_id FROM tool_call_results WHERE expires_at <= $1 LIMIT $2) RETURNING 1)
+         SELECT count(*)::int AS n FROM d`,
+        [now, batch],
+      );
+      total += n;
+      if (n < batch) return total;
+    }
   }
 }

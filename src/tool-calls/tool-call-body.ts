@@ -26,7 +26,7 @@ export interface ToolCallBody {
 }
 
 /** A full result, with the JSON text it was stored as (rendering reuses it rather than serializing again). */
-export type StoredResult = { found: true; value: unknown; json: string } | { found: false };
+export type StoredResult = { found: true; value: unknown; json: string } | { found: false; unreadable?: true };
 
 /** HTTP status for a recorded outcome (API.md §4 table). */
 export function httpStatusFor(status: ToolCallStatus, errorCode: string | null): number {
@@ -116,6 +116,8 @@ export function buildToolCallBody(
     content =
       'It was unknown whether this action took effect; an operator has since checked with the vendor and confirmed that it succeeded. ' +
       'No result is available for it (the vendor\'s answer never reached the gateway). Do not send it again.';
+  } else if (f.status === 'succeeded' && !result.found && result.unreadable) {
+    content = 'The action succeeded. Its result is stored but cannot be read at the moment (an operator has been told). Do not send it again.';
   } else if (f.status === 'succeeded') {
     content = 'The action succeeded. Its full result is no longer stored (the result retention period has passed).';
   } else {
