@@ -4,6 +4,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { AppError } from './common/errors/app-error.js';
+import { APP_CONFIG, type AppConfig } from './config/app-config.js';
 import { sendProblem } from './common/errors/problem.filter.js';
 import { correlationMiddleware } from './common/http/correlation.js';
 import { jsonBodyMiddleware } from './common/http/json-body.js';
@@ -40,6 +41,9 @@ export function configureApp(app: INestApplication): void {
   const express = app.getHttpAdapter().getInstance() as Express;
   express.disable('x-powered-by');
   express.set('query parser', 'simple');
+  // req.ip: the client's address as the last TRUST_PROXY_HOPS proxies report it (X-Forwarded-For), else the peer's.
+  const hops = app.get<AppConfig>(APP_CONFIG).TRUST_PROXY_HOPS;
+  if (hops > 0) express.set('trust proxy', hops);
   app.useLogger(app.get(Logger));
   const metrics = app.get(MetricsService);
   const drain: HttpDrain = { stopping: false, inFlight: new Set() };

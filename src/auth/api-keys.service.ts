@@ -66,10 +66,10 @@ const view = (k: Omit<ApiKeyRow, 'created_iso'>): ApiKeyView => ({
 
 /** A meter of database lookups that find no key (see authenticate). */
 export interface LookupGate {
-  /** 0 when a lookup may run, else the seconds to wait. */
-  wait(): number;
-  /** A lookup found no key (or a revoked one). */
-  failed(): void;
+  /** Spends one lookup: 0 when it may run, else the seconds to wait (nothing spent). */
+  take(): number;
+  /** The lookup found a live key: its lookup is given back. */
+  refund(): void;
 }
 
 @Injectable()
@@ -113,7 +113,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
   /**
    * Resolves a presented key; null for unknown or revoked (the caller answers one 401 for both).
    * `gate` meters database lookups that find no key (AuthGuard: per client address): a key the
-   * caches answer never waits, and once the gate is spent a miss is refused before the query.
+   * caches know as valid never waits, and once the gate is spent a lookup of any other key is
+   * refused before the query.
    * `fresh` skips the caches (a write route: see KeyCheckedInWrite).
    */
   async authenticate(presented: string, gate?: LookupGate, fresh = false): Promise<Principal | null> {
@@ -125,7 +126,11 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     if (hit && hit.until > now) {
       principal = hit.principal;
     } else {
-      const wait = gate?.wait() ?? 0;
+      // A key found valid before (its entry expired, or a write route looks it up afresh) is not metered: only
+      // keys no cache knows as valid spend the address's budget, each before its lookup (so lookups sent
+      // together cannot all pass), given back when the key is found.
+      const metered = this.cache.has(cacheKey) ? undefined : gate;
+      const wait = metered?.take() ?? 0;
       if (wait > 0) throw new AppError('RATE_LIMITED', 'too many requests with unknown API keys from this address', { retryAfterSeconds: wait });
       const revocations = this.revocations;
       const row = await this.ds.getRepository(ApiKeyEntity).findOne({ where: { keyHash: hash } });
@@ -135,7 +140,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       const into = principal ? this.cache : this.unknownKeys;
       if (into.size >= (principal ? KNOWN_KEYS_MAX : UNKNOWN_KEYS_MAX)) into.delete(into.keys().next().value!);
       if (revocations === this.revocations) into.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
-      if (!principal) gate?.failed();
+      if (principal) metered?.refund();
+      else this.cache.delete(cacheKey); // revoked (on another replica): no longer a key found valid
     }
     if (principal) this.touched.add(principal.keyId);
     return principal;

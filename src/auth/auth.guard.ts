@@ -60,7 +60,7 @@ export class AuthGuard implements CanActivate {
     const failures = this.failures;
     if (!failures) return undefined;
     const address = clientAddressKey(req.ip ?? req.socket.remoteAddress);
-    return { wait: () => failures.peek(address), failed: () => void failures.take(address) };
+    return { take: () => failures.take(address), refund: () => failures.refund(address) };
   }
 
   /** A body the reader refused (415, 400) is answered only now, after 401 / 429 / 403. */

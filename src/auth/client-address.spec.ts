@@ -27,20 +27,23 @@ describe('clientAddressKey', () => {
 });
 
 describe('RateLimiter', () => {
-  it('peek answers what take would, without spending', () => {
+  it('take spends a token or says how long to wait (spending nothing); refund gives one back, up to the burst', () => {
     let now = 0;
     const l = new RateLimiter(2, () => now); // burst 4
-    expect(l.peek('a')).toBe(0);
     for (let i = 0; i < 4; i++) expect(l.take('a')).toBe(0);
-    expect(l.peek('a')).toBe(1);
-    expect(l.peek('a')).toBe(1);
     expect(l.take('a')).toBe(1);
-    now = 500; // one token back
-    expect(l.peek('a')).toBe(0);
-    expect(l.peek('a')).toBe(0);
+    expect(l.take('a')).toBe(1);
+    l.refund('a');
     expect(l.take('a')).toBe(0);
     expect(l.take('a')).toBe(1);
-    expect(l.peek('b')).toBe(0);
+    now = 500; // one token back
+    expect(l.take('a')).toBe(0);
+    expect(l.take('a')).toBe(1);
+    for (let i = 0; i < 10; i++) l.refund('a');
+    for (let i = 0; i < 4; i++) expect(l.take('a')).toBe(0); // never more than the burst
+    expect(l.take('a')).toBe(1);
+    l.refund('never-seen'); // no bucket: nothing to give back
+    expect(l.take('never-seen')).toBe(0);
   });
 
   it('0 disables it', () => {

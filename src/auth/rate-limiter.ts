@@ -13,23 +13,13 @@ export class RateLimiter {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Returns 0 when allowed, else the seconds to wait before the next token. */
+  /** Returns 0 when allowed (a token spent), else the seconds to wait before the next token (nothing spent). */
   take(key: string): number {
-    return this.settle(key, true);
-  }
-
-  /** What take() would answer, without spending a token. */
-  peek(key: string): number {
-    return this.settle(key, false);
-  }
-
-  private settle(key: string, spend: boolean): number {
     if (this.rps <= 0) return 0;
     const burst = this.rps * 2;
     const t = this.now();
     let b = this.buckets.get(key);
     if (!b) {
-      if (!spend) return 0; // a full bucket
       // Bound memory under key churn: the oldest bucket goes (it starts again full if its key comes back).
       if (this.buckets.size >= MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value!);
       b = { tokens: burst, at: t };
@@ -38,9 +28,15 @@ export class RateLimiter {
     b.tokens = Math.min(burst, b.tokens + ((t - b.at) / 1000) * this.rps);
     b.at = t;
     if (b.tokens >= 1) {
-      if (spend) b.tokens -= 1;
+      b.tokens -= 1;
       return 0;
     }
     return Math.max(1, Math.ceil((1 - b.tokens) / this.rps));
+  }
+
+  /** Gives back a token take() spent (the work it paid for turned out not to count). */
+  refund(key: string): void {
+    const b = this.buckets.get(key);
+    if (b) b.tokens = Math.min(this.rps * 2, b.tokens + 1);
   }
 }

@@ -119,6 +119,11 @@ export const CONFIG_SCHEMA = {
     },
   },
   RATE_LIMIT_RPS: { description: 'per API key requests per second (burst twice that); 0 disables', parse: int(50, 0, 1_000_000) },
+  TRUST_PROXY_HOPS: {
+    description:
+      'reverse proxies in front of the gateway whose X-Forwarded-For it trusts for the client address (AUTH_FAILURE_RPS meters per client); 0: the peer address',
+    parse: int(0, 0, 10),
+  },
   AUTH_FAILURE_RPS: {
     description: 'per client address (IPv6: per /64), database lookups that find no API key per second (burst twice that) before 429; 0 disables',
     parse: int(10, 0, 1_000_000),

@@ -209,9 +209,11 @@ describe('errors, limits and correlation ids', () => {
       expect(refused.body).toMatchObject({ code: 'RATE_LIMITED' });
       expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-      // A key already looked up is answered from the caches: a cached unknown key is still 401, the admin key still works.
+      // A key already looked up is answered from the caches: a cached unknown key is still 401; the admin key, known
+      // valid, still works, for writes too (looked up afresh, but not metered).
       expect((await limited.http.get('/v1/tool-calls').set(madeUp(0))).status).toBe(401);
       expect((await limited.http.get(`/v1/orgs/${org}`).set(adminAuth)).status).toBe(200);
+      expect((await limited.http.post('/v1/orgs').set(adminAuth).send({ name: 'during a flood' })).status).toBe(201);
       // A valid key not yet looked up waits too: it was refused before the lookup that would have found it.
       const early = await limited.http.get('/v1/tool-calls').set(bearer(fresh.key));
       expect(early.status).toBe(429);
@@ -222,8 +224,33 @@ describe('errors, limits and correlation ids', () => {
         const k = await createKey(limited, org, 'ops');
         expect((await limited.http.get('/v1/tool-calls').set(bearer(k.key))).status).toBe(200);
       }
+      // Lookups sent together cannot all pass: each spends before it is made. Burst 4 (spent again by the
+      // wait above, refilled since): of 30 made-up keys at once at most 4 reach the database.
+      await new Promise((r) => setTimeout(r, 2_000));
+      const together = await Promise.all(Array.from({ length: 30 }, (_, i) => limited.http.get('/v1/tool-calls').set(madeUp(1000 + i))));
+      const statuses = together.map((r) => r.status);
+      expect(statuses.filter((st) => st === 401).length).toBeLessThanOrEqual(4);
+      expect(statuses.filter((st) => st === 429).length).toBeGreaterThanOrEqual(26);
     } finally {
       await limited.close();
+    }
+  });
+
+  it('behind TRUST_PROXY_HOPS proxies, made-up keys are metered per client (X-Forwarded-For), not per proxy', async () => {
+    const proxied = await startTestApp({ AUTH_FAILURE_RPS: '2', TRUST_PROXY_HOPS: '1' });
+    const direct = await startTestApp({ AUTH_FAILURE_RPS: '2' });
+    try {
+      const madeUp = (i: number) => `Bearer tgw_made_up_${i}_${'y'.repeat(40)}`;
+      const from = (t: TestApp, ip: string, i: number) => t.http.get('/v1/tool-calls').set('Authorization', madeUp(i)).set('X-Forwarded-For', ip);
+      for (let i = 0; i < 4; i++) expect((await from(proxied, '203.0.113.5', i)).status).toBe(401);
+      expect((await from(proxied, '203.0.113.5', 4)).status).toBe(429);
+      expect((await from(proxied, '203.0.113.6', 5)).status).toBe(401); // another client behind the same proxy
+      // Without it the header is not believed: a client cannot escape its budget by naming another address.
+      for (let i = 0; i < 4; i++) expect((await from(direct, `198.51.100.${i}`, i)).status).toBe(401);
+      expect((await from(direct, '198.51.100.99', 4)).status).toBe(429);
+    } finally {
+      await proxied.close();
+      await direct.close();
     }
   });
 
