@@ -80,7 +80,7 @@ describe('batch sent again while its first post still runs', () => {
 describe('batch with a write waiting for approval', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
+    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600', VENDOR_TIMEOUT_MS: '5000' });
   });
   afterAll(async () => {
     await h?.close();
@@ -122,6 +122,27 @@ describe('batch with a write waiting for approval', () => {
     const noteAt = h.emu.requests.slice(from).filter((r) => /held: refund issued/.test(r.body));
     expect(noteAt).toHaveLength(1);
     expect(noteAt[0]!.receivedAt).toBeGreaterThanOrEqual(refundAt.finishedAt!);
+  });
+
+  it('a write behind it whose own call is still at the vendor (a resend) still holds everything after it, reads too', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_refund.create', 'shopify_order.add_note', 'order_lookup.lookup'] });
+    const refund = toolUse('shopify_refund', { action: 'create', orderId: '12345', amount: '2.00' });
+    const note = addNote('450789469', 'slow note behind an approval');
+    const lookup = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    expect((await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(refund)).status).toBe(202);
+    // The note is at the vendor (slow): an earlier post whose answer the runtime lost.
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 2000, bodyMatch: /slow note behind an approval/ });
+    const slow = h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(note).then((r) => r);
+    await new Promise((r) => setTimeout(r, 500));
+    const from = h.emu.requests.length;
+    const batch = await h.t.http.post(`/v1/runs/${runId}/tool-calls:batch`).set(bearer(agentKey)).send({ toolUses: [refund, note, lookup] });
+    expect(batch.body.results.map((r: { status: unknown; code?: string }) => [r.status, r.code ?? null])).toEqual([
+      ['waiting_approval', null],
+      [409, 'IDEMPOTENCY_IN_PROGRESS'],
+      [409, 'IDEMPOTENCY_IN_PROGRESS'],
+    ]);
+    expect(h.emu.requests.slice(from).filter((r) => /OrderLookup/.test(r.body))).toHaveLength(0);
+    expect((await slow).body.status).toBe('succeeded');
   });
 
   it('a rejected refund releases the writes after it too (they run on the resend; the refund stays blocked)', async () => {

@@ -88,6 +88,8 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     // Once a write is found waiting for approval, no write after it starts until it has been decided and has run
     // (reads still do: they change nothing). Its approval may take hours: the later writes answer 409 meanwhile.
     let writeAwaits = false;
+    /** Items answered 409 only because a write before them awaits approval (not because their own call still runs). */
+    const heldForApproval = new Set<number>();
     const kinds = toolUses.map((u) => this.kindOf(u));
     for (const group of scheduleBatch(kinds.map((k) => (k === 'write' ? 'alone' : k)))) {
       const hold = held;
@@ -99,15 +101,16 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
             : hold
               ? this.calls.replayOnly(p, run.id, toolUses[i])
               : holdWrite
-                ? this.calls.replayOnly(p, run.id, toolUses[i], heldBehindApproval)
+                ? this.calls.replayOnly(p, run.id, toolUses[i], () => (heldForApproval.add(i), heldBehindApproval()))
                 : this.calls.submit(p, run.id, toolUses[i], undefined, correlationId);
           bodies[i] = (await answer).body;
         } catch (err) {
           problems[i] = this.problemFor(err, i, correlationId);
         }
       });
-      // A write held behind an approval holds nothing more than the approval already does.
-      held ||= group.some((i) => (problems[i]?.code === 'IDEMPOTENCY_IN_PROGRESS' && !holdWrite) || STILL_EXECUTING.has(bodies[i]?.status ?? ''));
+      // A write held behind an approval holds nothing more than the approval already does; one whose own
+      // call still runs (a resend) holds everything after it, as always.
+      held ||= group.some((i) => (problems[i]?.code === 'IDEMPOTENCY_IN_PROGRESS' && !heldForApproval.has(i)) || STILL_EXECUTING.has(bodies[i]?.status ?? ''));
       writeAwaits ||= group.some((i) => kinds[i] === 'write' && bodies[i]?.status === 'waiting_approval');
     }
     // Nothing in it was a call the run made before it ended: one 409 for the batch, as for a single call.
