@@ -7,7 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CredentialsService } from '../credentials/credentials.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { clampRetryAfterMs } from '../vendors/http/vendor-http.js';
-import type { VendorKey, VendorOutcome } from '../vendors/vendor-handler.js';
+import { failedOutcome as fail, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
 import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isPoll, isRetryable } from './failure-mapping.js';
@@ -114,7 +114,7 @@ export class RuntimeToolExecutor {
       }
       pending = breaker;
       const { failures } = progress;
-      const outcome = await this.callWithRetries(req, credentials, retries, progress);
+      const outcome = await this.callWithRetries(req, credentials, retries, progress, started);
       pending = undefined;
       if (outcome.ok) {
         breaker.onSuccess();
@@ -164,11 +164,28 @@ export class RuntimeToolExecutor {
     }
   }
 
-  /** `progress.failures` receives every failed attempt, in order; `progress.inHandler` is true while an attempt runs. */
-  private async callWithRetries(req: ExecuteRequest, credentials: Record<string, unknown>, retries: RetryRecord[], progress: Progress): Promise<VendorOutcome> {
+  /**
+   * `progress.failures` receives every failed attempt, in order; `progress.inHandler` is true while an attempt runs.
+   * The budget runs from `startedAt`, when execution began: time spent loading credentials is spent from it, so
+   * no request leaves after VENDOR_TIMEOUT_MS (the orphan sweeper presumes a call that old has ended).
+   */
+  private async callWithRetries(
+    req: ExecuteRequest,
+    credentials: Record<string, unknown>,
+    retries: RetryRecord[],
+    progress: Progress,
+    startedAt: number,
+  ): Promise<VendorOutcome> {
     const { entry } = req;
-    const signal = AbortSignal.timeout(this.config.VENDOR_TIMEOUT_MS);
-    const deadline = performance.now() + this.config.VENDOR_TIMEOUT_MS;
+    const deadline = startedAt + this.config.VENDOR_TIMEOUT_MS;
+    const left = deadline - performance.now();
+    if (left <= 0) {
+      // The gateway's own slowness (its database): nothing was sent, and it says nothing of the vendor's health.
+      const spent = { ...fail('timeout', 'the call\'s time budget was spent before its request was sent', undefined, undefined, false), local: true };
+      progress.failures.push(spent);
+      return spent;
+    }
+    const signal = AbortSignal.timeout(Math.ceil(left));
     const cap = this.config.VENDOR_RETRY_AFTER_CAP_MS;
     const maxRetries = entry.action.idempotent ? this.config.VENDOR_MAX_RETRIES : 0;
     // A wait the vendor asked for that outlasts the call's budget is handed back

@@ -71,4 +71,27 @@ describe('the executor: the call budget and the breaker', () => {
     expect(await ex.execute(req(up))).toMatchObject({ status: 'succeeded' });
     expect(ex.breakerFor('org-1', 'nango').current).toBe('closed');
   });
+
+  it('the budget runs from the start of execution: credentials that took it all (a slow database) send nothing, and the breaker learns nothing', async () => {
+    const slowCredentials = {
+      load: async () => {
+        await new Promise((r) => setTimeout(r, 400));
+        return { any: 'thing' };
+      },
+    } as unknown as CredentialsService;
+    const config = { VENDOR_TIMEOUT_MS: 300, VENDOR_MAX_RETRIES: 3, VENDOR_RETRY_AFTER_CAP_MS: 2_000, CIRCUIT_BREAKER_THRESHOLD: 1, CIRCUIT_BREAKER_COOLDOWN_MS: 1_000 } as AppConfig;
+    const ex = new RuntimeToolExecutor(config, slowCredentials, new Clock(), metrics);
+    let sent = 0;
+    const write = entry(
+      async () => {
+        sent++;
+        return { ok: true, data: {}, vendorStatus: 200 };
+      },
+      { sideEffect: 'write', idempotent: false, overwrite: false },
+    );
+    const out = await ex.execute(req(write));
+    expect(out).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT', vendorReached: false });
+    expect(sent).toBe(0);
+    expect(ex.breakerFor('org-1', 'nango').current).toBe('closed'); // threshold 1: one counted failure would open it
+  });
 });
