@@ -85,6 +85,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
    * would be accepted here for another CACHE_TTL_MS.
    */
   private revocations = 0;
+  /** Lookups in flight, by revocation count and key hash (see authenticate). */
+  private readonly lookups = new Map<string, Promise<Principal | null>>();
   private readonly touched = new Set<string>();
   private readonly cursors: LedgerCursorCodec;
   private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.flushLastUsed(), this.log);
@@ -126,24 +128,38 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     if (hit && hit.until > now) {
       principal = hit.principal;
     } else {
-      // A key found valid before (its entry expired, or a write route looks it up afresh) is not metered: only
-      // keys no cache knows as valid spend the address's budget, each before its lookup (so lookups sent
-      // together cannot all pass), given back when the key is found.
-      const metered = this.cache.has(cacheKey) ? undefined : gate;
-      const wait = metered?.take() ?? 0;
-      if (wait > 0) throw new AppError('RATE_LIMITED', 'too many requests with unknown API keys from this address', { retryAfterSeconds: wait });
-      const revocations = this.revocations;
-      const row = await this.ds.getRepository(ApiKeyEntity).findOne({ where: { keyHash: hash } });
-      principal = row && !row.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId, role: row.role } : null;
-      // Unknown keys are remembered apart, in a small map: a flood of made-up keys must not push the keys in
-      // use out of the cache (each would go back to the database). Both maps drop their oldest entry when full.
-      const into = principal ? this.cache : this.unknownKeys;
-      if (into.size >= (principal ? KNOWN_KEYS_MAX : UNKNOWN_KEYS_MAX)) into.delete(into.keys().next().value!);
-      if (revocations === this.revocations) into.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
-      if (principal) metered?.refund();
-      else this.cache.delete(cacheKey); // revoked (on another replica): no longer a key found valid
+      // Requests presenting one key at once share one lookup (a burst from a runtime whose key this replica
+      // has not seen yet, or a flood of one made-up key): one query, and one unit of the address's budget.
+      // Not across a revocation here: a request after it must not get the answer of a lookup begun before.
+      const flightKey = `${this.revocations}:${cacheKey}`;
+      let flight = this.lookups.get(flightKey);
+      if (!flight) {
+        // A key found valid before (its entry expired, or a write route looks it up afresh) is not metered: only
+        // keys no cache knows as valid spend the address's budget, each before its lookup (so lookups sent
+        // together cannot all pass), given back when the key is found.
+        const metered = this.cache.has(cacheKey) ? undefined : gate;
+        const wait = metered?.take() ?? 0;
+        if (wait > 0) throw new AppError('RATE_LIMITED', 'too many requests with unknown API keys from this address', { retryAfterSeconds: wait });
+        flight = this.lookUp(hash, cacheKey, now, metered).finally(() => this.lookups.delete(flightKey));
+        this.lookups.set(flightKey, flight);
+      }
+      principal = await flight;
     }
     if (principal) this.touched.add(principal.keyId);
+    return principal;
+  }
+
+  private async lookUp(hash: Buffer, cacheKey: string, now: number, metered: LookupGate | undefined): Promise<Principal | null> {
+    const revocations = this.revocations;
+    const row = await this.ds.getRepository(ApiKeyEntity).findOne({ where: { keyHash: hash } });
+    const principal = row && !row.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId, role: row.role } : null;
+    // Unknown keys are remembered apart, in a small map: a flood of made-up keys must not push the keys in
+    // use out of the cache (each would go back to the database). Both maps drop their oldest entry when full.
+    const into = principal ? this.cache : this.unknownKeys;
+    if (into.size >= (principal ? KNOWN_KEYS_MAX : UNKNOWN_KEYS_MAX)) into.delete(into.keys().next().value!);
+    if (revocations === this.revocations) into.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
+    if (principal) metered?.refund();
+    else this.cache.delete(cacheKey); // revoked (on another replica): no longer a key found valid
     return principal;
   }
 

@@ -224,6 +224,14 @@ describe('errors, limits and correlation ids', () => {
         const k = await createKey(limited, org, 'ops');
         expect((await limited.http.get('/v1/tool-calls').set(bearer(k.key))).status).toBe(200);
       }
+      // Requests presenting one key at once share one lookup: a burst with a valid key this replica has not
+      // seen yet all pass, and a burst of one made-up key spends one unit (then its answer is cached).
+      await new Promise((r) => setTimeout(r, 2_000));
+      const burstKey = await createKey(limited, org, 'ops');
+      const burst = await Promise.all(Array.from({ length: 40 }, () => limited.http.get('/v1/tool-calls').set(bearer(burstKey.key))));
+      expect(burst.map((r) => r.status).filter((st) => st !== 200)).toEqual([]);
+      const oneMadeUp = await Promise.all(Array.from({ length: 40 }, () => limited.http.get('/v1/tool-calls').set(madeUp(777))));
+      expect(oneMadeUp.map((r) => r.status).filter((st) => st !== 401)).toEqual([]);
       // Lookups sent together cannot all pass: each spends before it is made. Burst 4 (spent again by the
       // wait above, refilled since): of 30 made-up keys at once at most 4 reach the database.
       await new Promise((r) => setTimeout(r, 2_000));
