@@ -229,13 +229,21 @@ export class ToolCallLedger implements OnApplicationShutdown {
     }
     ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
     const t0 = performance.now();
-    const [res] = await this.sql.prepared<{ id: string | null; live: boolean; key_live: boolean; gov_ok: boolean }>(
+    // `mine`: this very call's row, committed by an earlier attempt of this statement whose answer was lost (the
+    // statement's snapshot sees committed rows only, never the one its own INSERT makes). It is this request's
+    // intent, recorded once: the INSERT and everything hanging off it found the key taken and wrote nothing.
+    const [res] = await this.sql.prepared<{ id: string | null; live: boolean; key_live: boolean; gov_ok: boolean; mine: boolean }>(
       `WITH ${ctes.join(',\n')} SELECT (SELECT id FROM tc) AS id, EXISTS (SELECT 1 FROM live) AS live, EXISTS (SELECT 1 FROM actor) AS key_live,
-              (SELECT ok FROM gov) AS gov_ok`,
+              (SELECT ok FROM gov) AS gov_ok, EXISTS (SELECT 1 FROM tool_calls WHERE id = $1) AS mine`,
       p,
     );
     this.metrics.ledgerWrite.observe({ kind: 'intent' }, (performance.now() - t0) / 1000);
     if (res.id !== null) return 'reserved';
+    if (res.mine) {
+      // The orphan sweep's clock starts again: the vendor call starts only now.
+      if (running) await this.sql.query(`UPDATE tool_calls SET started_at = now() WHERE id = $1 AND status = 'running'`, [row.id]);
+      return 'reserved';
+    }
     if (!res.key_live) return 'key-revoked';
     if (!res.live) return 'run-ended';
     return res.gov_ok ? 'exists' : 'governance-changed';

@@ -8,6 +8,7 @@ import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { AppError } from '../common/errors/app-error.js';
 import { newId } from '../common/ids.js';
 import { storableText } from '../common/storable-text.js';
+import { retryWhileUnavailable } from './outcome-retry.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import { ConcurrencyLeases } from '../executor/concurrency-lease.js';
@@ -91,6 +92,9 @@ function heldBehindEarlierItem(): AppError {
     retryAfterSeconds: 1,
   });
 }
+
+/** How long an intent write is sent again while the database is unavailable (far below the orphan sweep's margin). */
+const INTENT_WRITE_RETRY_MS = 3_000;
 
 /** Decisions made again after the intent found the flag or policy changed (each time on fresh reads); more is a storm of admin changes. */
 const GOVERNANCE_REDECIDE_MAX = 3;
@@ -184,7 +188,9 @@ export class ToolCallsService {
               input: this.cipher.encryptJson(use.params, inputAad(orgId, id)),
             }
           : null;
-      const intent = this.ledger.writeIntent(
+      // Sent again while the database is briefly unavailable: an attempt that committed with its answer lost is
+      // found as this call's own row (writeIntent), so the call is recorded once and still runs.
+      const intent = retryWhileUnavailable(() => this.ledger.writeIntent(
         {
           id, orgId, runId: run.id, specialistId: run.specialistId, toolName, action, vendor: entry?.vendor ?? null,
           status, errorCode, errorText, httpStatus: httpStatusFor(status, errorCode), correlationId, idempotencyKey, toolUseId: use.id,
@@ -194,7 +200,7 @@ export class ToolCallsService {
         events,
         policy && policyDecisionId ? { id: policyDecisionId, ...policy } : null,
         approval,
-      );
+      ), { budgetMs: INTENT_WRITE_RETRY_MS, capMs: 500 });
       if (release) this.trackIntent(`${orgId}:${idempotencyKey}`, intent);
       const written = await intent;
       if (written === 'key-revoked') throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
