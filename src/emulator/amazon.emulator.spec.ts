@@ -99,3 +99,13 @@ describe('emulated Orders v2026-01-01 getOrder', () => {
     expect(emu.count({ path: /^\/orders\/2026-01-01\//, applied: false })).toBe(1);
   });
 });
+
+describe('emulated Orders v0 getOrder', () => {
+  it('answers as to a caller without a Restricted Data Token: no name, street, phone or buyer name (VENDORS.md §2.2)', async () => {
+    const res = await get(`/orders/v0/orders/${AMAZON_ORDER_IDS.shipped}`);
+    expect(res.status).toBe(200);
+    expect(res.body.payload.ShippingAddress).toEqual({ City: 'Seattle', StateOrRegion: 'WA', PostalCode: '98101-1234', CountryCode: 'US' });
+    expect(res.body.payload.BuyerInfo).toEqual({ BuyerEmail: 'q4w8e2r6t0y3u7i1@marketplace.amazon.com' });
+    expect(res.body.payload).toMatchObject({ AmazonOrderId: AMAZON_ORDER_IDS.shipped, OrderStatus: 'Shipped', OrderTotal: { Amount: '64.98' } });
+  });
+});

@@ -2,6 +2,9 @@
  * Emulated Login with Amazon + SP-API Orders v0 (VENDORS.md §2), with the
  * observed quirks: 403 (not 401) for every token problem, 200 {"payload":{}}
  * for a well-formed unknown order id, 429 QuotaExceeded without Retry-After.
+ * getOrder answers as it does to a caller without a Restricted Data Token
+ * (the gateway never asks for one): the restricted address and buyer parts
+ * of the fixtures are left out.
  * Orders v2026-01-01 getOrder reads the same fixtures (amazon.orders-v2026.ts)
  * behind the same token checks and faults; an unknown order is a 404 there.
  */
@@ -21,6 +24,25 @@ const ORDER_PATH = /^\/orders\/v0\/orders\/([^/]+)(\/orderItems)?$/;
 const ORDER_PATH_V2026 = /^\/orders\/2026-01-01\/orders\/([^/]+)$/;
 const ORDER_ID = /^\d{3}-\d{7}-\d{7}$/;
 
+/** What getOrder's ShippingAddress keeps without an RDT (VENDORS.md §2.2). */
+const ADDRESS_WITHOUT_RDT = ['City', 'StateOrRegion', 'PostalCode', 'CountryCode'];
+/** BuyerInfo parts that need an RDT (VENDORS.md §2.2); BuyerEmail (anonymised) does not. */
+const BUYER_NEEDS_RDT = ['BuyerName', 'BuyerTaxInfo', 'PurchaseOrderNumber'];
+
+/** A v0 fixture order as getOrder returns it to a caller without an RDT. */
+function withoutRdt(order: Record<string, unknown>): Record<string, unknown> {
+  const out = structuredClone(order);
+  const address = out.ShippingAddress;
+  if (typeof address === 'object' && address !== null) {
+    out.ShippingAddress = Object.fromEntries(Object.entries(address).filter(([k]) => ADDRESS_WITHOUT_RDT.includes(k)));
+  }
+  const buyer = out.BuyerInfo;
+  if (typeof buyer === 'object' && buyer !== null) {
+    out.BuyerInfo = Object.fromEntries(Object.entries(buyer).filter(([k]) => !BUYER_NEEDS_RDT.includes(k)));
+  }
+  return out;
+}
+
 function spapiError(status: number, code: string, message: string, details = ''): EmuResponse {
   return { status, headers: { 'x-amzn-requestid': randomBytes(8).toString('hex') }, body: { errors: [{ code, message, details }] } };
 }
@@ -37,6 +59,8 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
   /** What `x-amzn-RateLimit-Limit` says on 200/400/404 (the Orders v0 plan: 0.5 requests/s). */
   private rateLimit = '0.5';
   private readonly tokens = new Map<string, { expiresAt: number; expired: boolean; revoked: boolean }>();
+  /** getOrderItems pagination bug, when set: the page at `from` answers the NextToken of the page at `to`. */
+  private itemsLoop: { from: number; to: number } | undefined;
 
   handles(req: EmuRequest): boolean {
     return req.path === '/auth/o2/token' || req.path.startsWith('/orders/v0/orders/') || req.path.startsWith('/orders/2026-01-01/orders/');
@@ -51,6 +75,7 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
     this.tokenLifetimeSec = 3600;
     this.rateLimit = '0.5';
     this.tokens.clear();
+    this.itemsLoop = undefined;
   }
 
   setTokenLifetime(sec: number): void {
@@ -68,6 +93,16 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
    */
   revokeAllTokens(): void {
     for (const t of this.tokens.values()) t.revoked = true;
+  }
+
+  /**
+   * A getOrderItems pagination bug seen in the wild: the page at item offset
+   * `from` answers the NextToken of the page at `to` (<= from), one already
+   * handed out, instead of the next page's. {from: 2, to: 2}: the second
+   * page answers its own token again, forever. Undefined: pages as normal.
+   */
+  loopItemsPages(loop: { from: number; to: number } | undefined): void {
+    this.itemsLoop = loop;
   }
 
   /** The live rate (requests/s) answers report in `x-amzn-RateLimit-Limit`. */
@@ -141,7 +176,7 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
   private order(orderId: string): EmuResponse {
     const order = AMAZON_FIXTURE_ORDERS[orderId];
     // Observed live: a well-formed unknown id answers 200 with an empty payload.
-    return this.withRate({ status: 200, body: { payload: order ? structuredClone(order) : {} } });
+    return this.withRate({ status: 200, body: { payload: order ? withoutRdt(order) : {} } });
   }
 
   private orderItems(orderId: string, nextToken: string | null): EmuResponse {
@@ -156,7 +191,7 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
       }
     }
     const page = all.slice(offset, offset + AMAZON_ITEMS_PAGE_SIZE);
-    const next = offset + AMAZON_ITEMS_PAGE_SIZE;
+    const next = offset === this.itemsLoop?.from ? this.itemsLoop.to : offset + AMAZON_ITEMS_PAGE_SIZE;
     const payload: Record<string, unknown> = { AmazonOrderId: orderId, OrderItems: structuredClone(page) };
     if (next < all.length) payload.NextToken = Buffer.from(`${orderId}|${next}`, 'utf8').toString('base64url');
     return this.withRate({ status: 200, body: { payload } });

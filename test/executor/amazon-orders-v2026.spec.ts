@@ -68,6 +68,19 @@ describe('amazon_query on SP-API Orders v2026-01-01', () => {
     expect((await rowOf(v2026, shipped.body.toolCallId)).output_redacted).toMatchObject({ shippingAddress: { PostalCode: '98101-1234' } });
   });
 
+  it('get_order carries no more PII than v0 without an RDT, on either version: no name, street or phone in the result, the model text or the ledger', async () => {
+    for (const [h, o] of [[v0, org0], [v2026, org]] as const) {
+      const res = await amazonCall(h, o, 'get_order', AMAZON_ORDER_IDS.shipped);
+      expect(res.body.status).toBe('succeeded');
+      expect(res.body.result).toMatchObject({ shippingAddress: { City: 'Seattle', StateOrRegion: 'WA', PostalCode: '98101-1234', CountryCode: 'US' } });
+      expect(Object.keys((res.body.result as { shippingAddress: object }).shippingAddress).sort()).toEqual(['City', 'CountryCode', 'PostalCode', 'StateOrRegion']);
+      const row = await rowOf(h, res.body.toolCallId);
+      for (const text of [JSON.stringify(res.body.result), res.body.toolResult.content, JSON.stringify(row.output_redacted)]) {
+        expect(text).not.toMatch(/Marcus|Webb|Fake Harbor|555-0199/);
+      }
+    }
+  });
+
   it('the tool catalog is the same on both', async () => {
     const tools = async (h: Harness, o: OrgSetup) => (await h.t.http.get('/v1/tools').set(bearer(o.agentKey))).body as { items: { name: string }[] };
     const [a, b] = [await tools(v0, org0), await tools(v2026, org)];

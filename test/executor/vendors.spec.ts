@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
-import type { NangoEmulator, ShopifyEmulator } from '../../src/emulator/index.js';
+import type { AmazonEmulator, NangoEmulator, ShopifyEmulator } from '../../src/emulator/index.js';
 import { JUMIO_EXECUTION_IDS, JUMIO_FIXTURE_PII } from '../../src/emulator/jumio.emulator.js';
 import { NANGO_EMULATOR_CREDENTIALS } from '../../src/emulator/nango.emulator.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
@@ -107,6 +107,22 @@ describe('every tool of every vendor, through the full pipeline against the emul
     expect(result.orderId).toBe(AMAZON_ORDER_IDS.paged);
     expect(result.items.map((i) => i.sku)).toEqual(['EMU-SKU-101', 'EMU-SKU-102', 'EMU-SKU-103', 'EMU-SKU-104', 'EMU-SKU-105']);
     expect(h.emu.count({ vendor: 'amazon', path: /orderItems$/ }) - before).toBe(3);
+  });
+
+  it('amazon_query.get_order_items stops at a NextToken SP-API answers again: each item once, truncated', async () => {
+    const amazon = h.emu.vendor<AmazonEmulator>('amazon');
+    amazon.loopItemsPages({ from: 2, to: 2 }); // page 2 answers its own NextToken again
+    try {
+      const before = h.emu.count({ vendor: 'amazon', path: /orderItems$/ });
+      const res = await call(h, org, 'amazon_query', { action: 'get_order_items', orderId: AMAZON_ORDER_IDS.paged });
+      await succeeded(res, 0);
+      const result = res.body.result as { items: { sku: string }[]; truncated?: boolean };
+      expect(result.items.map((i) => i.sku)).toEqual(['EMU-SKU-101', 'EMU-SKU-102']);
+      expect(result.truncated).toBe(true);
+      expect(h.emu.count({ vendor: 'amazon', path: /orderItems$/ }) - before).toBe(2);
+    } finally {
+      amazon.loopItemsPages(undefined);
+    }
   });
 
   it('kyc.get_status returns decisions only: no document number, date of birth, names, address or image links anywhere', async () => {

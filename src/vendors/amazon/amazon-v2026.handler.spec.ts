@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AMAZON_EMULATOR_CREDENTIALS, AmazonEmulator } from '../../emulator/amazon.emulator.js';
-import { AMAZON_ORDER_IDS } from '../../emulator/amazon.fixtures.js';
+import { AMAZON_FIXTURE_ORDERS, AMAZON_ORDER_IDS } from '../../emulator/amazon.fixtures.js';
+import { orderV2026 } from '../../emulator/amazon.orders-v2026.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
 import { TokenCache } from '../auth/token-cache.js';
 import type { VendorCallContext, VendorEndpoints } from '../vendor-handler.js';
@@ -46,6 +47,19 @@ describe('Orders v2026-01-01: same results as v0', () => {
       expect(calls().map((r) => r.path), id).toEqual([`/orders/2026-01-01/orders/${id}`]);
       expect(emu.count({ path: anyV0 }), id).toBe(0);
     }
+  });
+
+  it('the shared result is the no-RDT one: v0 gets no restricted parts from the emulator, v2026 gets them (PII role) and drops them', async () => {
+    const id = AMAZON_ORDER_IDS.shipped;
+    const old = await new AmazonHandler(v0).execute(ctx('get_order', id));
+    // What the emulated v2026 answer carries for an app with the PII role.
+    const { order } = orderV2026(AMAZON_FIXTURE_ORDERS[id], [], new Set(['BUYER', 'RECIPIENT']));
+    expect(order).toMatchObject({ buyer: { buyerName: 'Marcus Webb' }, recipient: { deliveryAddress: { name: 'Marcus Webb', addressLine1: '1600 Fake Harbor Blvd' } } });
+    const now = await new AmazonHandler(v2026).execute(ctx('get_order', id));
+    const address = { City: 'Seattle', StateOrRegion: 'WA', PostalCode: '98101-1234', CountryCode: 'US' };
+    expect(old).toMatchObject({ ok: true, data: { shippingAddress: address } });
+    expect(now).toMatchObject({ ok: true, data: { shippingAddress: address } });
+    for (const out of [old, now]) expect(JSON.stringify(out)).not.toMatch(/Marcus|Webb|Fake Harbor|555-0199/);
   });
 
   it('get_order_items gives exactly the v0 result, in one request and no NextToken loop', async () => {

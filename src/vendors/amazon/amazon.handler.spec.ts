@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AMAZON_EMULATOR_CREDENTIALS, AmazonEmulator } from '../../emulator/amazon.emulator.js';
 import { AMAZON_ORDER_IDS } from '../../emulator/amazon.fixtures.js';
@@ -44,7 +46,8 @@ describe('AmazonHandler happy paths', () => {
         fulfillmentChannel: 'MFN',
         orderTotal: { currency: 'USD', amount: '64.98' },
         buyerEmail: 'q4w8e2r6t0y3u7i1@marketplace.amazon.com',
-        shippingAddress: expect.objectContaining({ PostalCode: '98101-1234', City: 'Seattle' }),
+        // Only what getOrder gives without an RDT (VENDORS.md §2.2): no name, street or phone.
+        shippingAddress: { City: 'Seattle', StateOrRegion: 'WA', PostalCode: '98101-1234', CountryCode: 'US' },
       },
     });
     const lwa = emu.requests.find((r) => r.path === '/auth/o2/token')!;
@@ -83,6 +86,68 @@ describe('AmazonHandler happy paths', () => {
     expect(emu.count({ path: itemsPath })).toBe(MAX_ORDER_ITEM_PAGES);
     expect(out.ok && out.data).toMatchObject({ truncated: true });
     expect(out.ok && (out.data as { items: unknown[] }).items).toHaveLength(MAX_ORDER_ITEM_PAGES * 2);
+  });
+});
+
+describe('AmazonHandler getOrderItems with a NextToken that repeats', () => {
+  const skus = (out: unknown): string[] => (out as { data: { items: { sku: string }[] } }).data.items.map((i) => i.sku);
+
+  it('a page that answers its own NextToken again: stops at once, the items so far once, truncated', async () => {
+    amazon.loopItemsPages({ from: 2, to: 2 }); // page 2 says "next: page 2"
+    const out = await new AmazonHandler(endpoints).execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.paged }));
+    // Not MAX_ORDER_ITEM_PAGES requests with page 2 appended each time: page 1, page 2, stop.
+    expect(emu.count({ path: itemsPath })).toBe(2);
+    expect(skus(out)).toEqual(['EMU-SKU-101', 'EMU-SKU-102']);
+    expect(out).toMatchObject({ ok: true, data: { truncated: true } });
+  });
+
+  it('a NextToken asked for before, further back: not followed again', async () => {
+    amazon.loopItemsPages({ from: 6, to: 2 }); // page 4 says "next: page 2"
+    const out = await new AmazonHandler(endpoints).execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.manyPages }));
+    expect(emu.count({ path: itemsPath })).toBe(4);
+    expect(skus(out)).toHaveLength(6);
+    expect(new Set(skus(out)).size).toBe(6);
+    expect(out).toMatchObject({ ok: true, data: { truncated: true } });
+  });
+
+  it('a repeat of a token asked for by an earlier attempt of the same call is seen too (429 on page 3, then resumed)', async () => {
+    amazon.loopItemsPages({ from: 4, to: 2 }); // page 3 says "next: page 2"
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'delay', delayMs: 0, times: 2 });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 429, times: 1 });
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    const call = ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.manyPages });
+    expect(failure(await handler.execute(call))).toMatchObject({ kind: 'rate_limited' });
+    const out = await handler.execute({ ...call, attempt: 1 });
+    expect(emu.count({ path: itemsPath })).toBe(4); // 1, 2, 3 (429), 3
+    expect(skus(out)).toEqual(['EMU-SKU-300', 'EMU-SKU-301', 'EMU-SKU-302', 'EMU-SKU-303']);
+    expect(out).toMatchObject({ ok: true, data: { truncated: true } });
+    expect(call.scratch.size).toBe(0);
+  });
+
+  it('a server that answers the same NextToken on every page, page 1 included (the reviewer case)', async () => {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.url?.startsWith('/auth/o2/token')) {
+        res.end(JSON.stringify({ access_token: 'Atza|x', token_type: 'bearer', expires_in: 3600 }));
+        return;
+      }
+      seen.push(req.url ?? '');
+      res.setHeader('x-amzn-ratelimit-limit', '0.5');
+      res.end(JSON.stringify({ payload: { AmazonOrderId: AMAZON_ORDER_IDS.shipped, NextToken: 'SAME', OrderItems: [{ ASIN: 'B0DUP00001', OrderItemId: '1', SellerSKU: 'SKU-1', QuantityOrdered: 1 }] } }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const out = await new AmazonHandler(emulatorEndpoints(url), new TokenCache()).execute(
+        ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped }, { clientId: 'c', clientSecret: 's', refreshToken: 'Atzr|r', region: 'na' }),
+      );
+      expect(seen).toHaveLength(2);
+      expect(skus(out)).toEqual(['SKU-1']);
+      expect(out).toMatchObject({ ok: true, data: { truncated: true } });
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 });
 

@@ -12,7 +12,7 @@ import { AMAZON_ORDER_ID, AMAZON_TOOLS } from './amazon.tools.js';
 import { INCLUDED_DATA, normaliseOrderItemV2026, normaliseOrderV2026 } from './orders-v2026.normalise.js';
 import { SpapiRates, SpapiSession } from './spapi.client.js';
 
-/** getOrderItems pages are followed up to this bound; a longer list is returned as truncated. */
+/** getOrderItems pages are followed up to this bound; a longer list is returned as truncated (as is one whose NextToken repeats). */
 export const MAX_ORDER_ITEM_PAGES = 10;
 
 /**
@@ -25,6 +25,8 @@ interface ItemsProgress {
   /** the page to ask for next; absent: page 1 */
   nextToken?: string;
   pages: number;
+  /** every NextToken already asked for, so a resumed attempt still knows a repeat */
+  requested: string[];
   /** set once a resumed NextToken was refused and the listing started over */
   restarted: boolean;
 }
@@ -101,14 +103,16 @@ export class AmazonHandler implements VendorHandler {
     const items: AmazonOrderItem[] = saved ? [...saved.items] : [];
     let nextToken: string | undefined = saved?.nextToken;
     let pages = saved?.pages ?? 0;
+    const requested = new Set(saved?.requested);
     let status: number;
     do {
+      if (nextToken !== undefined) requested.add(nextToken);
       const query = nextToken ? `?NextToken=${encodeURIComponent(nextToken)}` : '';
       const res = await session.get('getOrderItems', `/orders/v0/orders/${orderId}/orderItems${query}`);
       if (!res.ok) {
         if (saved && pages === saved.pages && res.outcome.kind === 'rejected' && !saved.restarted) {
           // The saved NextToken was refused (too old?): start over from page 1, once.
-          scratch.set(ITEMS_PROGRESS, { items: [], pages: 0, restarted: true } satisfies ItemsProgress);
+          scratch.set(ITEMS_PROGRESS, { items: [], pages: 0, requested: [], restarted: true } satisfies ItemsProgress);
           return this.getOrderItems(session, orderId, scratch);
         }
         return res.outcome;
@@ -121,11 +125,17 @@ export class AmazonHandler implements VendorHandler {
       if (!isObject(payload) || !Array.isArray(payload.OrderItems)) {
         return fail('bad_response', 'SP-API answered with an unexpected order items payload', status);
       }
+      nextToken = typeof payload.NextToken === 'string' && payload.NextToken !== '' ? payload.NextToken : undefined;
+      if (nextToken !== undefined && requested.has(nextToken)) {
+        // The listing loops (seen live: the same NextToken answered again). The page that
+        // says so is not known to be new - the loop serves the same page - so it is not
+        // added; the items so far are the answer, truncated like a listing over the page bound.
+        break;
+      }
       pages += 1;
       items.push(...payload.OrderItems.map(normaliseOrderItem));
-      nextToken = typeof payload.NextToken === 'string' && payload.NextToken !== '' ? payload.NextToken : undefined;
       if (nextToken !== undefined) {
-        scratch.set(ITEMS_PROGRESS, { items: [...items], nextToken, pages, restarted: saved?.restarted ?? false } satisfies ItemsProgress);
+        scratch.set(ITEMS_PROGRESS, { items: [...items], nextToken, pages, requested: [...requested], restarted: saved?.restarted ?? false } satisfies ItemsProgress);
       }
     } while (nextToken !== undefined && pages < MAX_ORDER_ITEM_PAGES);
     scratch.delete(ITEMS_PROGRESS);

@@ -1,7 +1,9 @@
 /**
  * SP-API Orders v0 payloads → the compact shapes the model sees. Only the
- * fields a support agent needs are kept (PII minimisation, VENDORS.md §5);
- * the shipping address is passed on as received and redacted downstream.
+ * fields a support agent needs are kept (PII minimisation, VENDORS.md §5).
+ * The gateway never asks for a Restricted Data Token, so the result carries
+ * only what getOrder gives without one (VENDORS.md §2.2): the buyer's
+ * anonymised email and the address's City/StateOrRegion/PostalCode/CountryCode.
  * Orders v2026-01-01 answers map to the same shapes (orders-v2026.normalise.ts).
  */
 
@@ -50,6 +52,21 @@ function money(v: unknown): Money | null {
   return currency !== null && amount !== null ? { currency, amount } : null;
 }
 
+/**
+ * The ShippingAddress parts getOrder returns without an RDT (VENDORS.md §2.2);
+ * name, company, street lines, phone, AddressType and the rest are restricted
+ * or need the restricted role. Kept by allowlist: a payload that does carry
+ * more (an RDT-backed answer, a new field) still yields no more than this.
+ */
+export const UNRESTRICTED_ADDRESS_KEYS = ['City', 'StateOrRegion', 'PostalCode', 'CountryCode'] as const;
+
+/** The unrestricted parts of a v0-shaped address, string values only. */
+export function unrestrictedAddress(v: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const k of UNRESTRICTED_ADDRESS_KEYS) if (typeof v[k] === 'string') out[k] = v[k];
+  return out;
+}
+
 export function normaliseOrder(orderId: string, payload: JsonObject): AmazonOrder {
   const buyer = isObject(payload.BuyerInfo) ? payload.BuyerInfo : {};
   return {
@@ -58,8 +75,9 @@ export function normaliseOrder(orderId: string, payload: JsonObject): AmazonOrde
     purchaseDate: str(payload.PurchaseDate),
     fulfillmentChannel: str(payload.FulfillmentChannel),
     orderTotal: money(payload.OrderTotal),
+    // The anonymised @marketplace.amazon.com address; BuyerName/BuyerTaxInfo need an RDT and are not read.
     buyerEmail: str(buyer.BuyerEmail),
-    shippingAddress: isObject(payload.ShippingAddress) ? { ...payload.ShippingAddress } : null,
+    shippingAddress: isObject(payload.ShippingAddress) ? unrestrictedAddress(payload.ShippingAddress) : null,
   };
 }
 

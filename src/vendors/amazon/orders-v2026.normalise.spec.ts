@@ -59,7 +59,7 @@ const MODEL_EXAMPLE = {
 };
 
 describe('Orders v2026-01-01 order → the v0-shaped AmazonOrder', () => {
-  it('maps the model example field by field, in v0 spelling', () => {
+  it('maps the model example field by field, in v0 spelling, keeping only what v0 gives without an RDT', () => {
     expect(normaliseOrderV2026('202-1234567-8901234', MODEL_EXAMPLE)).toEqual({
       orderId: '202-1234567-8901234',
       status: 'Shipped',
@@ -67,21 +67,8 @@ describe('Orders v2026-01-01 order → the v0-shaped AmazonOrder', () => {
       fulfillmentChannel: 'MFN',
       orderTotal: { currency: 'GBP', amount: '103.97' },
       buyerEmail: 'buyer-email@marketplace.amazon.co.uk',
-      shippingAddress: {
-        Name: 'James Wilson',
-        CompanyName: 'Wilson Electronics Ltd',
-        AddressLine1: '123 High Street',
-        AddressLine2: 'Unit 4B',
-        AddressLine3: '',
-        City: 'Manchester',
-        County: 'Greater Manchester',
-        StateOrRegion: 'England',
-        Municipality: '',
-        PostalCode: 'M1 2AB',
-        CountryCode: 'GB',
-        Phone: '+44 161 123 4567',
-        AddressType: 'Commercial',
-      },
+      // No name, company, street lines, phone, county or address type: v0 getOrder without an RDT has none (VENDORS.md §2.2).
+      shippingAddress: { City: 'Manchester', StateOrRegion: 'England', PostalCode: 'M1 2AB', CountryCode: 'GB' },
     });
   });
 
@@ -112,22 +99,31 @@ describe('Orders v2026-01-01 order → the v0-shaped AmazonOrder', () => {
     expect(normaliseOrderV2026('111-1111111-1111111', {}).orderId).toBe('111-1111111-1111111');
   });
 
-  it('the address keeps only CustomerAddress fields: Brazil extendedFields renamed, PICKUP_POINT kept, unknown keys and non-strings dropped', () => {
+  it('the address keeps only City/StateOrRegion/PostalCode/CountryCode: restricted parts, Brazil extendedFields, unknown keys and non-strings are dropped', () => {
     const deliveryAddress = {
       name: 'Carlos Oliveira',
+      companyName: 'Oliveira Ltda',
+      addressLine1: 'Avenida Paulista 1000',
+      addressLine2: 'Sala 301',
+      addressLine3: 'Bela Vista',
+      phone: '+55 11 5555-0100',
+      districtOrCounty: 'Bela Vista',
+      municipality: 'São Paulo',
       postalCode: '01310-100',
+      countryCode: 'BR',
       extendedFields: { streetName: 'Avenida Paulista', streetNumber: '1000', complement: 'Sala 301', neighborhood: 'Bela Vista' },
       addressType: 'PICKUP_POINT',
       latitude: 12.5,
       notAModelField: 'x',
       city: { nested: true },
     };
-    expect(normaliseOrderV2026('x', { recipient: { deliveryAddress } }).shippingAddress).toEqual({
-      Name: 'Carlos Oliveira',
-      PostalCode: '01310-100',
-      ExtendedFields: { StreetName: 'Avenida Paulista', StreetNumber: '1000', Complement: 'Sala 301', Neighborhood: 'Bela Vista' },
-      AddressType: 'PICKUP_POINT',
-    });
+    expect(normaliseOrderV2026('x', { recipient: { deliveryAddress } }).shippingAddress).toEqual({ PostalCode: '01310-100', CountryCode: 'BR' });
+  });
+
+  it('never returns the buyer name the BUYER dataset carries, only the anonymised email (as v0 without an RDT)', () => {
+    const out = normaliseOrderV2026('x', MODEL_EXAMPLE);
+    expect(out.buyerEmail).toBe('buyer-email@marketplace.amazon.co.uk');
+    expect(JSON.stringify(out)).not.toMatch(/James|Wilson|High Street|161 123/);
   });
 });
 
@@ -155,7 +151,7 @@ describe('Orders v2026-01-01 orderItems[] → the v0-shaped AmazonOrderItem', ()
 describe('includedData', () => {
   const MODEL_ENUM = ['BUYER', 'RECIPIENT', 'PROCEEDS', 'EXPENSE', 'PROMOTION', 'CANCELLATION', 'FULFILLMENT', 'PACKAGES', 'TAX', 'PAYMENT', 'FULFILLMENT_ORDERS'];
 
-  it('asks only for datasets in the model enum, and for buyer / recipient PII only where the result returns it', () => {
+  it('asks only for datasets in the model enum, and for buyer / recipient only where the result returns their unrestricted parts', () => {
     for (const sets of Object.values(INCLUDED_DATA)) for (const s of sets) expect(MODEL_ENUM).toContain(s);
     expect([...INCLUDED_DATA.get_order].sort()).toEqual(['BUYER', 'FULFILLMENT', 'PROCEEDS', 'RECIPIENT']);
     expect([...INCLUDED_DATA.get_order_items].sort()).toEqual(['FULFILLMENT', 'PROCEEDS']);

@@ -5,18 +5,21 @@
  * amzn/selling-partner-api-models models/orders-api-model/orders_2026-01-01.json
  * (definitions Order, OrderItem, ItemProduct, ItemFulfillment, ItemProceeds,
  * OrderFulfillment, OrderProceeds, Buyer, Recipient, CustomerAddress, Money);
- * values keep v0's spelling (`Shipped`, `Canceled`, `MFN`, `Residential`,
- * PascalCase address keys) so the answer does not change across the switch.
+ * values keep v0's spelling (`Shipped`, `Canceled`, `MFN`, PascalCase
+ * address keys) so the answer does not change across the switch, and carry
+ * no PII v0 would not give without a Restricted Data Token.
  */
 import { isObject, num, str, type AmazonOrder, type AmazonOrderItem, type JsonObject, type Money } from './amazon.normalise.js';
 
 /**
  * The getOrder `includedData` datasets each action needs, and no more: the
  * buyer and recipient (PII) only for get_order, whose result carries the
- * buyer email and the address; items and products come without asking.
+ * buyer email and the city/region/postcode/country of the address (v2026 has
+ * no other source for those, so RECIPIENT stays; its restricted parts are
+ * dropped on reading); items and products come without asking.
  */
 export const INCLUDED_DATA = {
-  // buyer.buyerEmail, recipient.deliveryAddress, proceeds.grandTotal, fulfillment.fulfillmentStatus / fulfilledBy
+  // buyer.buyerEmail, recipient.deliveryAddress (unrestricted parts), proceeds.grandTotal, fulfillment.fulfillmentStatus / fulfilledBy
   get_order: ['BUYER', 'RECIPIENT', 'PROCEEDS', 'FULFILLMENT'],
   // orderItems[].proceeds.breakdowns (ITEM), orderItems[].fulfillment.quantityFulfilled
   get_order_items: ['PROCEEDS', 'FULFILLMENT'],
@@ -39,37 +42,17 @@ const FULFILLMENT_CHANNEL = new Map([
   ['AMAZON', 'AFN'],
 ]);
 
-/** CustomerAddress.addressType → v0 Address.AddressType; PICKUP_POINT has no v0 value and is passed as is. */
-const ADDRESS_TYPE = new Map([
-  ['RESIDENTIAL', 'Residential'],
-  ['COMMERCIAL', 'Commercial'],
-]);
-
 /**
- * CustomerAddress → v0 Address keys. v2026 folds v0's County and District
- * into districtOrCounty; it comes back as County.
+ * CustomerAddress → v0 Address keys, only those v0 getOrder returns without
+ * an RDT (UNRESTRICTED_ADDRESS_KEYS). v2026 hands name, companyName,
+ * addressLine1-3, phone and extendedFields to any app with the PII role; the
+ * gateway's v0 results never had them, so they are not copied (VENDORS.md §2.2, §5).
  */
-const ADDRESS_KEYS = new Map([
-  ['name', 'Name'],
-  ['companyName', 'CompanyName'],
-  ['addressLine1', 'AddressLine1'],
-  ['addressLine2', 'AddressLine2'],
-  ['addressLine3', 'AddressLine3'],
+const ADDRESS_KEYS = new Map<string, string>([
   ['city', 'City'],
-  ['districtOrCounty', 'County'],
   ['stateOrRegion', 'StateOrRegion'],
-  ['municipality', 'Municipality'],
   ['postalCode', 'PostalCode'],
   ['countryCode', 'CountryCode'],
-  ['phone', 'Phone'],
-]);
-
-/** AddressExtendedFields (Brazil only) → v0 AddressExtendedFields. */
-const EXTENDED_KEYS = new Map([
-  ['streetName', 'StreetName'],
-  ['streetNumber', 'StreetNumber'],
-  ['complement', 'Complement'],
-  ['neighborhood', 'Neighborhood'],
 ]);
 
 function obj(v: unknown): JsonObject {
@@ -90,22 +73,14 @@ function money(v: unknown): Money | null {
   return currency !== null && amount !== null ? { currency, amount } : null;
 }
 
-function renamed(v: JsonObject, keys: ReadonlyMap<string, string>): JsonObject {
-  const out: JsonObject = {};
-  for (const [k, value] of Object.entries(v)) {
-    const to = keys.get(k);
-    if (to !== undefined && typeof value === 'string') out[to] = value;
-  }
-  return out;
-}
-
-/** recipient.deliveryAddress in v0's ShippingAddress form; only the model's fields are kept. */
+/**
+ * recipient.deliveryAddress in v0's no-RDT ShippingAddress form, string
+ * values only, in v0's key order whatever order the answer uses.
+ */
 function shippingAddress(v: unknown): JsonObject | null {
   if (!isObject(v)) return null;
-  const out = renamed(v, ADDRESS_KEYS);
-  if (isObject(v.extendedFields)) out.ExtendedFields = renamed(v.extendedFields, EXTENDED_KEYS);
-  const type = v0Value(ADDRESS_TYPE, v.addressType);
-  if (type !== null) out.AddressType = type;
+  const out: JsonObject = {};
+  for (const [from, to] of ADDRESS_KEYS) if (typeof v[from] === 'string') out[to] = v[from];
   return out;
 }
 
