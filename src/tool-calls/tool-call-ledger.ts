@@ -327,13 +327,17 @@ export class ToolCallLedger implements OnApplicationShutdown {
                 retry_count = $7, retry_after_seconds = $8, vendor_status = $9, duration_ms = $10, cost_cents = $11, truncated = $12,
                 finished_at = now(), updated_at = now()
               WHERE id = $1 AND status = $13 RETURNING id, org_id)`,
-      // Reads the row as it was before this statement: only when the update above found it swept.
+      // Reads the row as it was before this statement: only when the update above found it swept (no duration:
+      // the sweep's verdict, not an outcome of ours), and also once ops have reconciled it since — the vendor's
+      // real answer is then the evidence for or against that finding.
       `late AS (INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
                 SELECT gen_random_uuid(), t.org_id, 'tool_call.outcome_after_sweep', t.run_id, t.id,
                        jsonb_build_object('toolName', t.tool_name, 'action', t.action, 'digest', t.action_digest, 'status', $2::text,
-                                          'errorCode', $3::text, 'vendorStatus', $9::int, 'durationMs', $10::int)
+                                          'errorCode', $3::text, 'vendorStatus', $9::int, 'durationMs', $10::int,
+                                          'reconciled', t.note IS NOT NULL)
                   FROM tool_calls t
-                 WHERE t.id = $1 AND $13 = 'running' AND t.status = 'indeterminate' AND t.error_text = $14 AND t.note IS NULL
+                 WHERE t.id = $1 AND $13 = 'running' AND t.duration_ms IS NULL
+                   AND ((t.status = 'indeterminate' AND t.error_text = $14 AND t.note IS NULL) OR t.note IS NOT NULL)
                    AND NOT EXISTS (SELECT 1 FROM tc))`,
     ];
     if (o.result) {

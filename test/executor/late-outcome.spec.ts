@@ -42,11 +42,11 @@ describe('an outcome that arrives after the orphan sweep gave up on the call', (
     expect((await rowOf(h, id)).status).toBe('indeterminate');
     const events = await eventsOf(h, id);
     expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.outcome_after_sweep']);
-    expect(events[3].metadata).toMatchObject({ toolName: 'order_lookup', action: 'lookup', status: 'succeeded', errorCode: null, vendorStatus: 200 });
+    expect(events[3].metadata).toMatchObject({ toolName: 'order_lookup', action: 'lookup', status: 'succeeded', errorCode: null, vendorStatus: 200, reconciled: false });
     expect(events[3].metadata.durationMs).toEqual(expect.any(Number));
   });
 
-  it('a call ops reconciled meanwhile gets no such event and keeps the reconcile', async () => {
+  it('a call ops reconciled meanwhile keeps the reconcile, and the ledger still records what the vendor answered (the evidence for or against it)', async () => {
     const { org, id, res } = await sweptWhileAtVendor(async (callId) => {
       const ops = await createKey(h.t, (await rowOf(h, callId)).org_id as string, 'ops');
       const rec = await h.t.http.post(`/v1/tool-calls/${callId}/reconcile`).set(bearer(ops.key)).send({ status: 'failed', note: 'merchant says no order was looked up' });
@@ -55,6 +55,8 @@ describe('an outcome that arrives after the orphan sweep gave up on the call', (
     expect(org.runId).toBeTruthy();
     expect(res.body).toMatchObject({ toolCallId: id, status: 'failed' });
     expect((await rowOf(h, id)).status).toBe('failed');
-    expect((await eventsOf(h, id)).map((e) => e.type)).not.toContain('tool_call.outcome_after_sweep');
+    const events = await eventsOf(h, id);
+    expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.reconciled', 'tool_call.outcome_after_sweep']);
+    expect(events[4].metadata).toMatchObject({ status: 'succeeded', vendorStatus: 200, reconciled: true });
   });
 });
