@@ -11,6 +11,20 @@ describe('what the model is told', () => {
     expect(text).not.toMatch(/you may try again later\./);
   });
 
+  it('VENDOR_ERROR with the vendor\'s status: below 500 a refusal (do not resend the same input), 5xx a failure on its side (later, as a new call)', () => {
+    const withStatus = (vendorStatus: number | null) =>
+      modelMessage({ id: 'x', status: 'failed', errorCode: 'VENDOR_ERROR', errorText: null, retryAfterSeconds: null, vendorStatus });
+    for (const st of [200, 400, 409, 422]) {
+      expect(withStatus(st), String(st)).toMatch(/^The vendor refused the request, and the action failed\. Sending the same input again will fail the same way/);
+      expect(withStatus(st)).not.toMatch(/later/);
+    }
+    for (const st of [500, 502, 503]) {
+      expect(withStatus(st), String(st)).toBe('The vendor failed on its side, and the action failed. It may work later, as a new tool call.');
+    }
+    // No answer to go by (a network failure, or refused before anything was sent): both possibilities, as before.
+    expect(withStatus(null)).toBe(failed('VENDOR_ERROR'));
+  });
+
   it('OUTCOME_UNKNOWN: never resend a change; a lookup (a call swept after a crash may be one) may run again', () => {
     const text = failed('OUTCOME_UNKNOWN', 'indeterminate');
     expect(text).toMatch(/Do not send it again if it changes something/);

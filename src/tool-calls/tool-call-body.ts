@@ -11,6 +11,11 @@ export interface CallFacts {
   approvalKind?: 'expert' | 'client' | null;
   /** Settled by ops from `indeterminate` (POST /v1/tool-calls/:id/reconcile): the outcome is an operator's finding. */
   reconciled?: boolean;
+  /**
+   * The vendor's last HTTP status (null: no answer, or nothing sent). For VENDOR_ERROR it tells a refusal (an
+   * answer below 500: a 4xx, or a 200 carrying errors such as Shopify's userErrors) from a 5xx.
+   */
+  vendorStatus?: number | null;
 }
 
 export interface ToolCallBody {
@@ -92,6 +97,11 @@ export function modelMessage(f: CallFacts): string {
       return 'The tool failed unexpectedly. The action was not completed.';
     default:
       // VENDOR_ERROR: a refusal (the input, or the state of the order, will not do) or a failure on the vendor's side.
+      if (typeof f.vendorStatus === 'number' && f.vendorStatus < 500) {
+        return 'The vendor refused the request, and the action failed. Sending the same input again will fail the same way: check the input (for a refund: the amount still refundable, and the order\'s currency).';
+      }
+      if (typeof f.vendorStatus === 'number') return 'The vendor failed on its side, and the action failed. It may work later, as a new tool call.';
+      // No answer to go by: a network failure, or a refusal before anything was sent (a refund in the wrong currency).
       return 'The vendor refused the request or could not complete it, and the action failed. If it was refused, sending the same input again will fail the same way: check the input (for a refund: the amount still refundable, and the order\'s currency). After a temporary vendor failure it may work later, as a new tool call.';
   }
 }

@@ -47,6 +47,7 @@ export interface StoredCall {
   http_status: number;
   action_digest: string;
   retry_after_seconds: number | null;
+  vendor_status: number | null;
   idempotency_key: string;
   tool_use_id: string;
   approval_kind: 'expert' | 'client' | null;
@@ -55,7 +56,7 @@ export interface StoredCall {
 }
 
 export const STORED_CALL_COLUMNS = `t.id, t.org_id, t.run_id, t.tool_name, t.action, t.status, t.error_code, t.error_text, t.http_status,
-  t.action_digest, t.retry_after_seconds, t.idempotency_key, t.tool_use_id, (t.note IS NOT NULL) AS reconciled,
+  t.action_digest, t.retry_after_seconds, t.vendor_status, t.idempotency_key, t.tool_use_id, (t.note IS NOT NULL) AS reconciled,
   (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind`;
 
 /** Emits the id of every call this process settles (long-polls listen). */
@@ -309,7 +310,7 @@ export class ToolCallsService {
       return this.answerStored(stored!, c.toolUseId, false);
     }
     settled();
-    const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds };
+    const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds, vendorStatus: outcome.status === 'succeeded' ? null : outcome.vendorStatus };
     const result: StoredResult = outcome.status === 'succeeded' && json !== null ? { found: true, value: outcome.result, json } : { found: false };
     return this.respond(buildToolCallBody(facts, result, c.toolUseId, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
   }
@@ -356,7 +357,7 @@ export class ToolCallsService {
     const result = row.status === 'succeeded' ? await this.results.load(row.org_id, row.id, this.clock.now()) : ({ found: false } as const);
     const facts = {
       id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' || row.error_code === 'NOT_IN_MANIFEST' ? row.error_text : null,
-      retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind, reconciled: row.reconciled === true,
+      retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind, reconciled: row.reconciled === true, vendorStatus: row.vendor_status,
     };
     return this.respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);
   }

@@ -129,6 +129,8 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
       expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/more than is still refundable/);
       expect(shop.refundCount(1005)).toBe(refunds);
+      // Shopify answered (userErrors in a 200): a refusal, which the model reads as one, not "try later".
+      expect(res.body.toolResult.content).toMatch(/^The vendor refused the request, and the action failed\. Sending the same input again will fail the same way/);
     });
   });
 

@@ -127,6 +127,10 @@ describe('the governed tool call: every way it can end', () => {
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR', toolResult: { is_error: true } });
       expect(JSON.stringify(res.body)).not.toContain('kaboom');
+      // A 5xx is the vendor's failure, not a refusal of the input: the model may try later, and a replay says the same.
+      expect(res.body.toolResult.content).toBe('The vendor failed on its side, and the action failed. It may work later, as a new tool call.');
+      const replay = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, res.body.toolResult.tool_use_id));
+      expect(replay.body).toMatchObject({ replayed: true, toolResult: { content: res.body.toolResult.content } });
       const run = await h.t.http.get(`/v1/runs/${runId}`).set(bearer(agentKey));
       expect(run.body.status).toBe('running');
       const next = await h.t.http.get('/healthz');
