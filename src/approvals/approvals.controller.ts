@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/http/openapi.js';
-import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../auth/auth.decorators.js';
+import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
 import { ApprovalsService } from './approvals.service.js';
@@ -25,7 +25,6 @@ export class ApprovalsController {
   }
 
   @Post(':id/decision')
-  @KeyCheckedInWrite()
   @HttpCode(200)
   @Roles('expert', 'admin', 'agent')
   @ApiResponse({ status: 200, description: 'the approval, decided; an approved call runs next (the agent reads its result at GET /v1/tool-calls/{id}/result)' })

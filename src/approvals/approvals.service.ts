@@ -81,12 +81,7 @@ export class ApprovalsService {
     if (dto.actionDigest !== a.action_digest) throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
     const now = this.clock.now();
     const settled = await this.settle([id, dto.decision === 'approve' ? 'approved' : 'rejected', now, p.keyId, p.role, dto.reason ?? null]);
-    if (!settled) {
-      // Nothing settled: decided first by someone else, or this key was revoked (perhaps on another replica).
-      const [live] = await this.sql.query<{ id: string }>('SELECT id FROM api_keys WHERE id = $1 AND revoked_at IS NULL', [p.keyId]);
-      if (!live) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
-      throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
-    }
+    if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
     // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
     if (settled.status === 'approved') void this.runner.runSoon(settled.tool_call_id); // it logs its own errors

@@ -14,8 +14,8 @@ export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC
 
 /**
  * A write route whose own statement re-reads the caller's key and writes nothing for a revoked one
- * (a tool call's intent, an approval decision), so the guard may answer it from the key cache. Every
- * other write route looks the key up afresh: a key revoked on another replica changes nothing here.
+ * (a tool call's intent: the hot path), so the guard may answer it from the key cache. Every other
+ * write route looks the key up afresh: a key revoked on another replica changes nothing there.
  */
 export const KeyCheckedInWrite = (): MethodDecorator => SetMetadata(KEY_CHECKED_IN_WRITE, true);
 

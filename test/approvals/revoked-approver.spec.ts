@@ -4,8 +4,9 @@ import { adminAuth, bearer, createKey, startTestApp, type TestApp } from '../sup
 import { approvalFor, refundUse, refunds } from './support.js';
 
 /**
- * A key revoked on one replica decides nothing on another that still has it cached (5 s), as the intent
- * statement starts no tool call for it (test/pipeline/revoked-key.spec.ts): approving is what lets a refund run.
+ * A key revoked on one replica decides nothing on another that still has it cached (5 s): the decision is a
+ * write, and write routes look the key up afresh (test/pipeline/revoked-key.spec.ts). Approving is what lets a
+ * refund run.
  */
 describe('approvals: a revoked approver key', () => {
   let h: Harness;

@@ -38,7 +38,8 @@ export function parseBatchRequest(body: unknown, idempotencyHeader: unknown): un
   return toolUses;
 }
 
-export type ScheduleKind = 'read' | 'alone';
+/** A write (or an unknown tool, or an unparseable item: 'alone') runs alone; consecutive reads together. */
+export type ScheduleKind = 'read' | 'write' | 'alone';
 
 /**
  * Groups in execution order: consecutive reads share a group (run

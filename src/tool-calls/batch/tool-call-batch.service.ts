@@ -91,7 +91,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     /** Items answered 409 only because a write before them awaits approval (not because their own call still runs). */
     const heldForApproval = new Set<number>();
     const kinds = toolUses.map((u) => this.kindOf(u));
-    for (const group of scheduleBatch(kinds.map((k) => (k === 'write' ? 'alone' : k)))) {
+    for (const group of scheduleBatch(kinds)) {
       const hold = held;
       const holdWrite = writeAwaits && kinds[group[0]] === 'write';
       await runBounded(group, limit, async (i) => {
@@ -120,7 +120,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
   }
 
   /** By the catalog's side effect; a write, an unknown tool or an unparseable item runs alone. */
-  private kindOf(item: unknown): ScheduleKind | 'write' {
+  private kindOf(item: unknown): ScheduleKind {
     try {
       const use = parseToolUse(item);
       if (typeof use.action !== 'string') return 'alone';

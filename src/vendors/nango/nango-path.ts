@@ -14,7 +14,7 @@ const QUERY_MAX_KEYS = 100;
 const QUERY_VALUE_MAX = 2048;
 
 // RFC 3986 pchar minus "@", plus "/" and "%": everything else must be percent-encoded.
-// (";" passes here but is refused below, in every form: see MATRIX.)
+// (";" passes here but is refused in every form by checkForm, which reads the decoded path.)
 const ALLOWED_RAW = /^[A-Za-z0-9\-._~!$&'()*+,;=:/%]*$/;
 const ENCODED_UNRESERVED = /%(?:3[0-9]|4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a]|2[de]|5f|7e)/i;
 // The other characters a segment may hold as themselves: sub-delims but ";" (refused), and ":".
