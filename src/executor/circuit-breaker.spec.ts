@@ -1,87 +1,119 @@
 import { describe, expect, it } from 'vitest';
-import { CircuitBreaker } from './circuit-breaker.js';
+import { CircuitBreaker, type BreakerPass } from './circuit-breaker.js';
 
-function setup() {
+function setup(threshold = 3) {
   let t = 0;
-  const b = new CircuitBreaker(3, 1_000, () => t);
-  return { b, advance: (ms: number) => (t += ms) };
+  const b = new CircuitBreaker(threshold, 1_000, () => t);
+  /** A call let through now (it must be). */
+  const pass = (): BreakerPass => {
+    const p = b.tryAcquire();
+    expect(p).not.toBeNull();
+    return p!;
+  };
+  const fail = (n: number) => {
+    for (let i = 0; i < n; i++) b.onFailure(pass());
+  };
+  return { b, pass, fail, advance: (ms: number) => (t += ms) };
 }
 
 describe('CircuitBreaker', () => {
   it('opens after the threshold of consecutive failures', () => {
-    const { b } = setup();
-    for (let i = 0; i < 2; i++) {
-      expect(b.tryAcquire()).toBe(true);
-      b.onFailure();
-    }
+    const { b, fail } = setup();
+    fail(2);
     expect(b.current).toBe('closed');
-    b.tryAcquire();
-    b.onFailure();
+    fail(1);
     expect(b.current).toBe('open');
-    expect(b.tryAcquire()).toBe(false);
+    expect(b.tryAcquire()).toBeNull();
   });
 
   it('a success or a neutral outcome resets the count', () => {
-    const { b } = setup();
-    b.onFailure();
-    b.onFailure();
-    b.onSuccess();
-    b.onFailure();
-    b.onFailure();
-    b.onNeutral();
-    b.onFailure();
-    b.onFailure();
+    const { b, pass, fail } = setup();
+    fail(2);
+    b.onSuccess(pass());
+    fail(2);
+    b.onNeutral(pass());
+    fail(2);
     expect(b.current).toBe('closed');
   });
 
   it('lets exactly one probe through after the cooldown', () => {
-    const { b, advance } = setup();
-    for (let i = 0; i < 3; i++) b.onFailure();
+    const { b, fail, advance } = setup();
+    fail(3);
     advance(999);
-    expect(b.tryAcquire()).toBe(false);
+    expect(b.tryAcquire()).toBeNull();
     advance(1);
     expect(b.current).toBe('half_open');
-    expect(b.tryAcquire()).toBe(true);
-    expect(b.tryAcquire()).toBe(false);
-    expect(b.tryAcquire()).toBe(false);
-    b.onSuccess();
+    const probe = b.tryAcquire();
+    expect(probe).not.toBeNull();
+    expect(b.tryAcquire()).toBeNull();
+    expect(b.tryAcquire()).toBeNull();
+    b.onSuccess(probe!);
     expect(b.current).toBe('closed');
-    expect(b.tryAcquire()).toBe(true);
+    expect(b.tryAcquire()).not.toBeNull();
   });
 
   it('a failed probe opens it again for another cooldown', () => {
-    const { b, advance } = setup();
-    for (let i = 0; i < 3; i++) b.onFailure();
+    const { b, pass, fail, advance } = setup();
+    fail(3);
     advance(1_000);
-    expect(b.tryAcquire()).toBe(true);
-    b.onFailure();
+    b.onFailure(pass());
     expect(b.current).toBe('open');
     advance(500);
-    expect(b.tryAcquire()).toBe(false);
+    expect(b.tryAcquire()).toBeNull();
     advance(500);
-    expect(b.tryAcquire()).toBe(true);
+    expect(b.tryAcquire()).not.toBeNull();
   });
 
   it('a probe abandoned without a verdict frees the slot for the next probe', () => {
-    const { b, advance } = setup();
-    for (let i = 0; i < 3; i++) b.onFailure();
+    const { b, pass, fail, advance } = setup();
+    fail(3);
     advance(1_000);
-    expect(b.tryAcquire()).toBe(true);
-    expect(b.tryAcquire()).toBe(false);
-    b.onAbandoned();
+    const probe = pass();
+    expect(b.tryAcquire()).toBeNull();
+    b.onAbandoned(probe);
     expect(b.current).toBe('half_open');
-    expect(b.tryAcquire()).toBe(true);
-    expect(b.tryAcquire()).toBe(false);
-    b.onSuccess();
+    const next = pass();
+    expect(b.tryAcquire()).toBeNull();
+    b.onSuccess(next);
     expect(b.current).toBe('closed');
   });
 
   it('abandoning a call while closed changes nothing', () => {
-    const { b } = setup();
-    b.onFailure();
-    b.onFailure();
-    b.onAbandoned();
-    b.onFailure();
+    const { b, pass, fail } = setup();
+    fail(2);
+    b.onAbandoned(pass());
+    fail(1);
     expect(b.current).toBe('open');
+  });
+
+  it('a call let through before the breaker opened cannot free the half-open probe slot when it reports late', () => {
+    const { b, pass, fail, advance } = setup();
+    const early = pass(); // still in flight (waiting for a token store or a refund lease, say)
+    fail(3);
+    advance(1_000);
+    const probe = pass();
+    b.onAbandoned(early);
+    expect(b.tryAcquire()).toBeNull(); // the probe is still out: no second one
+    b.onSuccess(early);
+    expect(b.current).toBe('half_open'); // nor does its late success close the breaker
+    b.onSuccess(probe);
+    expect(b.current).toBe('closed');
+  });
+
+  it('late failures of calls let through before it opened do not push the cooldown back, nor count after it closes', () => {
+    const { b, pass, fail, advance } = setup(2);
+    const early = [pass(), pass(), pass()];
+    fail(2);
+    expect(b.current).toBe('open');
+    advance(900);
+    b.onFailure(early[0]);
+    b.onFailure(early[1]);
+    advance(100);
+    expect(b.current).toBe('half_open'); // 1 s after it opened, not after the late failures
+    b.onSuccess(pass());
+    expect(b.current).toBe('closed');
+    b.onFailure(early[2]);
+    fail(1);
+    expect(b.current).toBe('closed'); // one fresh failure of two: the stale one did not count
   });
 });

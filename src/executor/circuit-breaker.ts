@@ -1,6 +1,16 @@
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
 /**
+ * What tryAcquire hands a call it lets through; the call reports its outcome with it. The pass names the phase
+ * the breaker was in: a report from an earlier phase (a call let through before the breaker opened, reporting
+ * after it opened or went half-open) is stale and changes nothing, so it can neither free the half-open probe
+ * slot while the probe is out nor push an open breaker's cooldown back.
+ */
+export interface BreakerPass {
+  readonly generation: number;
+}
+
+/**
  * A consecutive-failure breaker with an injected clock. Closed: counts
  * consecutive failures, opens at the threshold. Open: refuses until the
  * cooldown has passed, then lets exactly one probe through (half-open); the
@@ -11,6 +21,8 @@ export class CircuitBreaker {
   private failures = 0;
   private openedAt = 0;
   private probeInFlight = false;
+  /** Bumped when the breaker opens and when it goes half-open: the phase a pass belongs to. */
+  private generation = 0;
 
   constructor(
     private readonly threshold: number,
@@ -23,26 +35,29 @@ export class CircuitBreaker {
     return this.state;
   }
 
-  /** May a call go out now? In half-open, true exactly once until that probe reports back. */
-  tryAcquire(): boolean {
-    if (this.state === 'closed') return true;
+  /** May a call go out now (a pass), or not (null)? In half-open, exactly once until that probe reports back. */
+  tryAcquire(): BreakerPass | null {
+    if (this.state === 'closed') return { generation: this.generation };
     if (this.state === 'open') {
-      if (this.now() - this.openedAt < this.cooldownMs) return false;
+      if (this.now() - this.openedAt < this.cooldownMs) return null;
       this.state = 'half_open';
+      this.generation++;
       this.probeInFlight = false;
     }
-    if (this.probeInFlight) return false;
+    if (this.probeInFlight) return null;
     this.probeInFlight = true;
-    return true;
+    return { generation: this.generation };
   }
 
-  onSuccess(): void {
+  onSuccess(pass: BreakerPass): void {
+    if (this.stale(pass)) return;
     this.state = 'closed';
     this.failures = 0;
     this.probeInFlight = false;
   }
 
-  onFailure(): void {
+  onFailure(pass: BreakerPass): void {
+    if (this.stale(pass)) return;
     if (this.state === 'half_open') {
       this.open();
       return;
@@ -52,22 +67,29 @@ export class CircuitBreaker {
   }
 
   /** A call that neither proved nor disproved the vendor's health (e.g. a 404). */
-  onNeutral(): void {
-    if (this.state === 'half_open') this.onSuccess();
+  onNeutral(pass: BreakerPass): void {
+    if (this.stale(pass)) return;
+    if (this.state === 'half_open') this.onSuccess(pass);
     else this.failures = 0;
   }
 
   /**
    * A call that ended without saying anything about the vendor (our own code
-   * threw). It still has to give back the half-open probe slot, or every later
-   * call would be refused forever.
+   * threw, or nothing reached it). The probe still has to give back the
+   * half-open slot, or every later call would be refused forever.
    */
-  onAbandoned(): void {
+  onAbandoned(pass: BreakerPass): void {
+    if (this.stale(pass)) return;
     this.probeInFlight = false;
+  }
+
+  private stale(pass: BreakerPass): boolean {
+    return pass.generation !== this.generation;
   }
 
   private open(): void {
     this.state = 'open';
+    this.generation++;
     this.openedAt = this.now();
     this.probeInFlight = false;
     this.failures = 0;

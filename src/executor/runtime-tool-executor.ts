@@ -8,7 +8,7 @@ import { CredentialsService } from '../credentials/credentials.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { clampRetryAfterMs } from '../vendors/http/vendor-http.js';
 import { failedOutcome as fail, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
-import { CircuitBreaker } from './circuit-breaker.js';
+import { CircuitBreaker, type BreakerPass } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
 import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isPoll, isRetryable } from './failure-mapping.js';
 import { retryDelayMs } from './retry-math.js';
@@ -33,6 +33,13 @@ export interface ExecuteRequest {
 }
 
 const BACKOFF = { baseMs: 100, maxMs: 2_000 };
+/**
+ * A retry is only started with at least this much of the call's budget left. The backoff sleep is cut at the
+ * deadline, and the timer ending it and the budget's abort timer fall due together: deciding on the clock, not
+ * on which timer fired first, keeps a retry from leaving with no time to be answered (a write's 429 would turn
+ * into "sent, answer lost").
+ */
+const RETRY_FLOOR_MS = 20;
 
 /**
  * Runs one vendor action: credentials, circuit breaker, timeout, retries of
@@ -93,7 +100,7 @@ export class RuntimeToolExecutor {
       durationMs: Math.round(performance.now() - started),
     });
     // A breaker this call acquired and has not yet reported to (released if the call throws).
-    let pending: CircuitBreaker | undefined;
+    let pending: { breaker: CircuitBreaker; pass: BreakerPass } | undefined;
     const progress: Progress = { failures: [], inHandler: false };
     try {
       let credentials: Record<string, unknown> | null;
@@ -109,15 +116,16 @@ export class RuntimeToolExecutor {
         return done({ status: 'failed', errorCode: 'CREDENTIALS_NOT_FOUND', errorText: `no ${req.entry.vendor} credentials for this org`, vendorStatus: null }, false);
       }
       const breaker = this.breakerFor(req.orgId, req.entry.vendor);
-      if (!breaker.tryAcquire()) {
+      const pass = breaker.tryAcquire();
+      if (!pass) {
         return done({ status: 'failed', errorCode: 'CIRCUIT_OPEN', errorText: `${req.entry.vendor} circuit breaker is open`, vendorStatus: null }, false);
       }
-      pending = breaker;
+      pending = { breaker, pass };
       const { failures } = progress;
       const outcome = await this.callWithRetries(req, credentials, retries, progress, started);
       pending = undefined;
       if (outcome.ok) {
-        breaker.onSuccess();
+        breaker.onSuccess(pass);
         return { status: 'succeeded', result: outcome.data, vendorStatus: outcome.vendorStatus, vendorReached: true, retries, durationMs: Math.round(performance.now() - started) };
       }
       // Not always the last attempt: one that may have taken effect earlier keeps a write unknown.
@@ -126,11 +134,11 @@ export class RuntimeToolExecutor {
       const errorCode = errorCodeFor(decisive, req.entry.action);
       // A connect failure or a budget spent before the first send on every attempt: nothing reached the vendor.
       const vendorReached = attempts.some(reachedVendor);
-      if (countsAgainstBreaker(outcome)) breaker.onFailure();
+      if (countsAgainstBreaker(outcome)) breaker.onFailure(pass);
       // A call that never reached the vendor (a path refused before sending, a busy refund lease, the gateway's
       // own token store) says nothing of its health: it must not close a half-open breaker, nor reset the count.
-      else if (!vendorReached) breaker.onAbandoned();
-      else breaker.onNeutral();
+      else if (!vendorReached) breaker.onAbandoned(pass);
+      else breaker.onNeutral(pass);
       return done(
         {
           status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
@@ -145,7 +153,7 @@ export class RuntimeToolExecutor {
         vendorReached,
       );
     } catch (err) {
-      pending?.onAbandoned();
+      pending?.breaker.onAbandoned(pending.pass);
       this.log.error({ toolCallId: req.toolCallId, err: err instanceof Error ? err.message : String(err) }, 'tool execution threw');
       // A handler that threw may have sent its request: that counts as sent. An
       // exception before any request (loading credentials, say) sent nothing.
@@ -190,7 +198,7 @@ export class RuntimeToolExecutor {
     const maxRetries = entry.action.idempotent ? this.config.VENDOR_MAX_RETRIES : 0;
     // A wait the vendor asked for that outlasts the call's budget is handed back
     // to the agent (VENDOR_RATE_LIMITED + retryAfterSeconds), not slept on.
-    const fitsBudget = (f: Failure): boolean => f.retryAfterMs === undefined || performance.now() + f.retryAfterMs < deadline;
+    const fitsBudget = (f: Failure): boolean => f.retryAfterMs === undefined || performance.now() + f.retryAfterMs + RETRY_FLOOR_MS < deadline;
     // Polls of an "in progress" answer are bounded by the budget alone: the
     // request under that key may complete, and then the vendor hands back its
     // result. Every other retry counts against VENDOR_MAX_RETRIES.
@@ -203,7 +211,7 @@ export class RuntimeToolExecutor {
         maxAttempts: Number.POSITIVE_INFINITY,
         backoff: new DelegateBackoff((ctx) => {
           const last = 'value' in ctx.result ? (ctx.result.value as Failure) : undefined;
-          // Never past the call's budget (the sleep does not heed the signal): the attempt then finds it spent.
+          // Never past the call's budget (the sleep does not heed the signal): the attempt then finds it spent (RETRY_FLOOR_MS).
           return Math.max(0, Math.min(retryDelayMs(ctx.attempt, last?.retryAfterMs, BACKOFF), deadline - performance.now()));
         }),
       },
@@ -223,7 +231,7 @@ export class RuntimeToolExecutor {
       // write, because the vendor answered it (429, 5xx, "in progress") or it
       // never left — calling that "sent, answer lost" would make a refusal
       // look indeterminate (an "in progress" stays unknown on its own).
-      if (signal.aborted) {
+      if (signal.aborted || (attempt > 0 && deadline - performance.now() < RETRY_FLOOR_MS)) {
         if (attempt > 0) retries.pop();
         return last ?? ({ ok: false, kind: 'timeout', requestSent: false, message: 'vendor call timed out before it was sent' } satisfies Failure);
       }

@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { CatalogEntry } from '../../src/catalog/tool-catalog.service.js';
 import { Clock } from '../../src/common/clock.js';
@@ -6,7 +8,8 @@ import type { AppConfig } from '../../src/config/app-config.js';
 import type { CredentialsService } from '../../src/credentials/credentials.service.js';
 import type { MetricsService } from '../../src/metrics/metrics.service.js';
 import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js';
-import type { ToolActionSpec, VendorCallContext, VendorHandler, VendorOutcome } from '../../src/vendors/vendor-handler.js';
+import { NangoHandler } from '../../src/vendors/nango/nango.handler.js';
+import type { ToolActionSpec, VendorCallContext, VendorEndpoints, VendorHandler, VendorOutcome } from '../../src/vendors/vendor-handler.js';
 
 const metrics = {
   onScrape: () => undefined,
@@ -93,5 +96,67 @@ describe('the executor: the call budget and the breaker', () => {
     expect(out).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT', vendorReached: false });
     expect(sent).toBe(0);
     expect(ex.breakerFor('org-1', 'nango').current).toBe('closed'); // threshold 1: one counted failure would open it
+  });
+
+  it('a retry due at the edge of the budget is not started: a write refused with 429 stays a refusal, not "sent, answer lost"', async () => {
+    // The largest jitter puts the retry past the deadline; the backoff is cut to end at it, and that timer and
+    // the budget's abort fall due together. Whichever fires first, no attempt may start with no time left.
+    vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    const ex = executor({ VENDOR_TIMEOUT_MS: 200, VENDOR_MAX_RETRIES: 3, CIRCUIT_BREAKER_THRESHOLD: 1_000 });
+    const late: number[] = [];
+    const write = entry(
+      async (ctx) => {
+        if (ctx.attempt === 0) return { ok: false, kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 150, requestSent: true, message: '429' };
+        late.push(ctx.deadline! - performance.now());
+        // What vendorRequest does on a pooled socket when the call's signal aborts it: sent, no answer.
+        if (!ctx.signal.aborted) await new Promise<void>((r) => ctx.signal.addEventListener('abort', () => r(), { once: true }));
+        return { ok: false, kind: 'timeout', requestSent: true, message: 'vendor call aborted' };
+      },
+      { name: 'add_note', sideEffect: 'write', idempotent: true, overwrite: false },
+    );
+    const codes: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const out = await ex.execute({ ...req(write), toolCallId: `t${i}`, idempotencyKey: `k${i}` });
+      codes.push(out.status === 'succeeded' ? 'ok' : out.errorCode);
+    }
+    expect(late).toEqual([]);
+    expect(codes).toEqual(Array(10).fill('VENDOR_RATE_LIMITED'));
+  });
+
+  it('over real HTTP: a read rate-limited until its budget ends is VENDOR_RATE_LIMITED, sends nothing after the budget, and leaves the breaker closed', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    let requests = 0;
+    const server = http.createServer((_rq, rs) => {
+      requests++;
+      setTimeout(() => {
+        rs.writeHead(429, { 'Retry-After': '0.15', 'Content-Type': 'application/json' });
+        rs.end('{}');
+      }, 5);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const config = { VENDOR_TIMEOUT_MS: 200, VENDOR_MAX_RETRIES: 3, VENDOR_RETRY_AFTER_CAP_MS: 2_000, CIRCUIT_BREAKER_THRESHOLD: 5, CIRCUIT_BREAKER_COOLDOWN_MS: 30_000 } as AppConfig;
+      const nangoCredentials = { load: async () => ({ secretKey: 'sk-test-123456', connectionId: 'conn-1', providerConfigKey: 'github' }) } as unknown as CredentialsService;
+      const ex = new RuntimeToolExecutor(config, nangoCredentials, new Clock(), metrics);
+      const handler = new NangoHandler({
+        nangoHost: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs: 10_000, connectTimeoutMs: 1_000, maxResponseBytes: 1 << 20, userAgent: 'test',
+      } as VendorEndpoints);
+      const spec = handler.tools[0].actions.find((a) => a.name === 'get')!;
+      const nangoGet = { tool: handler.tools[0], action: spec, vendor: 'nango', handler, key: 'nango_proxy.get' } as unknown as CatalogEntry;
+      const codes: string[] = [];
+      let sentAfterBudget = 0;
+      for (let i = 0; i < 5; i++) {
+        const before = requests;
+        const out = await ex.execute({ entry: nangoGet, orgId: 'org-a', toolCallId: `t${i}`, idempotencyKey: `k${i}`, params: { path: '/repos/x' } });
+        codes.push(out.status === 'succeeded' ? 'ok' : out.errorCode);
+        sentAfterBudget += requests - before - 1;
+      }
+      expect(codes).toEqual(Array(5).fill('VENDOR_RATE_LIMITED'));
+      expect(sentAfterBudget).toBe(0);
+      expect(ex.breakerFor('org-a', 'nango').current).toBe('closed');
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 });

@@ -171,6 +171,22 @@ describe('vendorRequest', () => {
     expect(ports.size).toBe(1);
   });
 
+  it('retires an idle socket 1 s ahead of the server\'s Keep-Alive: timeout hint (a write on it would be "sent, answer lost")', async () => {
+    const ports: number[] = [];
+    const url = await serve((rq, rs) => {
+      ports.push(rq.socket.remotePort ?? 0);
+      rs.setHeader('Keep-Alive', 'timeout=2'); // the server closes idle connections after 2 s
+      rs.end('{}');
+    });
+    await vendorRequest(req(url));
+    await vendorRequest(req(url)); // at once: the same socket
+    await new Promise((r) => setTimeout(r, 1_300)); // past the hint minus Node's 1 s margin
+    await vendorRequest(req(url));
+    expect(ports).toHaveLength(3);
+    expect(ports[1]).toBe(ports[0]);
+    expect(ports[2]).not.toBe(ports[0]);
+  });
+
   it('counts a reset on a reused keep-alive socket as sent', async () => {
     let n = 0;
     const url = await serve((rq, rs) => {

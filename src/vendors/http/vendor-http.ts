@@ -49,10 +49,17 @@ export class VendorHttpError extends Error {
 }
 
 // Shared keep-alive pools: a TCP (and TLS) handshake per call would cost more
-// than most vendor answers. Node's agent retires idle sockets ahead of the
-// server's `Keep-Alive: timeout` hint, which avoids most stale-socket resets.
-const httpAgent = new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' });
-const httpsAgent = new https.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: 'lifo' });
+// than most vendor answers. A reset on a reused socket counts as sent (a write
+// then ends unknown), so idle sockets are retired before the server closes
+// them: after IDLE_SOCKET_MS, or 1 s ahead of the server's `Keep-Alive:
+// timeout` hint when that is sooner. Node applies the hint only when the agent
+// has a `timeout` of its own (without one, idle sockets were kept until the
+// server closed them). On a socket in use the timeout does nothing: the
+// request's own timers govern it.
+const IDLE_SOCKET_MS = 4_000;
+const AGENT_OPTIONS = { keepAlive: true, timeout: IDLE_SOCKET_MS, maxFreeSockets: 256, scheduling: 'lifo' } as const;
+const httpAgent = new http.Agent(AGENT_OPTIONS);
+const httpsAgent = new https.Agent(AGENT_OPTIONS);
 
 const SAFE_CODE = /^[A-Z0-9_]{2,40}$/;
 
