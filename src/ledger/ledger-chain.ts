@@ -10,8 +10,8 @@ export interface ChainedEventFields {
   toolCallId: string | null;
   actor: unknown;
   metadata: unknown;
-  /** created_at as text with microseconds, UTC (see CREATED_ISO_SQL) */
-  createdIso: string;
+  /** created_at as text with microseconds, UTC (see CREATED_ISO_SQL); null for ±infinity, which has no such text */
+  createdIso: string | null;
 }
 
 export const GENESIS_HASH = '0'.repeat(64);
@@ -41,10 +41,14 @@ export function eventHash(prevHash: string, e: ChainedEventFields): string {
 
 /**
  * eventHash, or null for an event that has no canonical JSON form: jsonb keeps numbers past the
- * double range (`1e400`), which JSON.parse reads as Infinity. The gateway never writes one; an
- * insert around it can. Sealer and verifier report such an event instead of failing every org's work.
+ * double range (`1e400`), which JSON.parse reads as Infinity; created_at can be ±infinity, which
+ * has no text (CREATED_ISO_SQL gives NULL; since migration 1765200000000 a CHECK refuses it, but
+ * rows from before remain). The gateway never writes either; an insert around it can. Sealer and
+ * verifier report such an event instead of failing every org's work. (Hashing a null createdAt
+ * sealed it, so verify said intact while listing it failed.)
  */
 export function eventHashOrNull(prevHash: string, e: ChainedEventFields): string | null {
+  if (e.createdIso === null) return null;
   try {
     return eventHash(prevHash, e);
   } catch (err) {

@@ -14,6 +14,7 @@ export interface VerifyBreak {
 export type VerifyResult = { ok: true; checked: number; headHash: string | null } | { ok: false; checked: number; brokenAt: VerifyBreak };
 
 const PAGE = 5_000;
+const MIN_BIGINT = '-9223372036854775808';
 
 /** Anything that runs a parameterised query: a DataSource, an EntityManager, a pg client wrapper. */
 export interface ChainReader {
@@ -24,7 +25,7 @@ const EVENT_COLUMNS = `seq, id, org_id, chain_seq, type, run_id, tool_call_id, a
 
 interface EventRow {
   seq: string; id: string; org_id: string; chain_seq: string | null; type: string; run_id: string | null; tool_call_id: string | null;
-  actor: unknown; metadata: unknown; prev_hash: string | null; hash: string | null; created_iso: string;
+  actor: unknown; metadata: unknown; prev_hash: string | null; hash: string | null; created_iso: string | null;
 }
 
 const hashed = (r: EventRow, chainSeq: number): ChainedEventFields => ({
@@ -78,21 +79,24 @@ export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<Ve
 /**
  * Rows the walk above cannot see, which the sealer never produces: sealed-looking rows off the
  * chain (a hash or link without a position, a position below 1), which would still show in
- * listings and a call's history, and unsealed rows the sealer cannot hash, where it stops the
- * org's chain. Only a write around the gateway makes them. (A row with a position but no hash or
+ * listings and a call's history, unsealed rows the sealer cannot hash, where it stops the
+ * org's chain, and unsealed rows below seq 0, which it never reads (it reads from 0 up).
+ * Only a write around the gateway makes them. (A row with a position but no hash or
  * link breaks the walk.) The predicate names positions only, so the planner reads the org's
  * off-chain rows from ledger_events_chain_uq; `(chain_seq IS NULL) <> (hash IS NULL)` could not
  * be estimated and made it walk every org's events in seq order.
  */
 async function firstOffChain(db: ChainReader, orgId: string): Promise<{ eventId: string; reason: string } | null> {
-  for (let after = '0'; ;) {
+  // From the lowest bigint, inclusive: a seq below 0 (OVERRIDING SYSTEM VALUE, refused since migration 1765200000000) is read too.
+  for (let after = MIN_BIGINT, op = '>='; ; op = '>') {
     const rows = (await db.query(
       `SELECT ${EVENT_COLUMNS} FROM runtime_ledger_events
-        WHERE org_id = $1 AND (chain_seq IS NULL OR chain_seq < 1) AND seq > $2 ORDER BY seq LIMIT ${PAGE}`,
+        WHERE org_id = $1 AND (chain_seq IS NULL OR chain_seq < 1) AND seq ${op} $2 ORDER BY seq LIMIT ${PAGE}`,
       [orgId, after],
     )) as EventRow[];
     for (const r of rows) {
       if (r.chain_seq !== null || r.hash !== null || r.prev_hash !== null) return { eventId: r.id, reason: 'event outside the chain' };
+      if (BigInt(r.seq) < 0n) return { eventId: r.id, reason: 'unsealed event below seq 0, where the sealer never reads; it stays outside the chain' };
       // Whether a row has a hash does not depend on where it would go in the chain.
       if (eventHashOrNull(GENESIS_HASH, hashed(r, 0)) === null) {
         return { eventId: r.id, reason: 'unsealed event cannot be hashed (a value with no canonical JSON form); later events of the org wait behind it' };

@@ -66,7 +66,11 @@ export class ReconcileService {
        SELECT id FROM tc`,
       [id, input.status, input.note, JSON.stringify({ keyId: p.keyId, role: p.role }), errorCode, httpStatusFor(input.status, errorCode), RECONCILED_FAILED_TEXT],
     );
-    if (rows.length === 0) throw new AppError('NOT_RECONCILABLE', `only an indeterminate call can be reconciled (this one is ${existing.status})`);
+    if (rows.length === 0) {
+      // The status as it is now: read before the UPDATE, it still said indeterminate when another reconcile won the race.
+      const [current] = await this.sql.query<{ status: string }>('SELECT status FROM tool_calls WHERE id = $1', [id]);
+      throw new AppError('NOT_RECONCILABLE', `only an indeterminate call can be reconciled (this one is ${current?.status ?? existing.status})`);
+    }
     return { id, status: input.status, note: input.note };
   }
 }
