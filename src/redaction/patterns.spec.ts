@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isCardNumber, luhnValid, REDACTED, redactCardNumbers, redactContactsInText, redactSecretsInText } from './patterns.js';
+import { isCardNumber, isIban, luhnValid, REDACTED, redactCardNumbers, redactContactsInText, redactSecretsInText } from './patterns.js';
 
 const secrets = (text: string): string => redactSecretsInText(text, { cards: true });
 
@@ -29,6 +29,10 @@ describe('redactCardNumbers', () => {
     ['3782 822463 10005'],
     ['6011 0009 9013 9424'],
     ['4222222222222'],
+    ['4111\u00a01111\u00a01111\u00a01111'], // no-break spaces
+    ['4111\u202f1111\u202f1111\u202f1111'], // narrow no-break spaces
+    ['4111.1111.1111.1111'],
+    ['3782.822463.10005'],
   ])('redacts %s', (card) => {
     expect(redactCardNumbers(`pay with ${card} today`)).toBe(`pay with ${REDACTED} today`);
   });
@@ -50,6 +54,16 @@ describe('redactCardNumbers', () => {
     ['an amount', '100.00'],
     ['a date', '2026-08-02T14:05:11Z'],
     ['a short order id', '12345'],
+    // Dots join groups now: the dotted numbers that are not cards stay.
+    ['an IP address', '192.168.100.200'],
+    ['IP addresses in a list', '10.0.0.1, 172.16.254.1 and 8.8.8.8'],
+    ['a version', '1.2.3.4'],
+    ['a long version', '2026.1111.1111.1112'],
+    ['a decimal amount', '4111.11'],
+    ['an amount with a thousands separator', '1,234,567.89'],
+    ['a dotted date', '02.08.2026'],
+    ['a dotted Luhn-valid card number in an odd grouping', '41.1111.1111.1111.11'],
+    ['mixed dots and spaces', '4111.1111 1111.1111'],
   ])('keeps %s', (_what, text) => {
     expect(redactCardNumbers(text)).toBe(text);
   });
@@ -77,6 +91,8 @@ describe('redactSecretsInText', () => {
     ['a card', 'card 4111 1111 1111 1111', `card ${REDACTED}`],
     ['a PEM private key', 'k=-----BEGIN RSA PRIVATE KEY-----\nMIIabc\n-----END RSA PRIVATE KEY-----!', `k=${REDACTED}!`],
     ['a cut PEM private key', '-----BEGIN PRIVATE KEY-----\nMIIabc', REDACTED],
+    ['a Shopify refresh token', 'refresh with shprt_9c1f0e5b7a3d4c2e8f6a0b1c2d3e4f5a now', `refresh with ${REDACTED} now`],
+    ["this gateway's API key", 'agent key tgw_oebLwwsOEBdxZ3LeHqDuYeG7nMfTTL5sQx1Yk2Zw9Ab.', `agent key ${REDACTED}.`],
   ])('redacts %s', (_what, text, expected) => {
     expect(secrets(text)).toBe(expected);
   });
@@ -101,12 +117,45 @@ describe('redactSecretsInText', () => {
     'shpat_short',
     'Atz',
     'eyJ.not.a.token',
+    'shprt_short',
+    'tgw_oebLwwsOEBdxZ3LeHqDuYeG7nM', // too short for a key of ours
+    'mytgw_oebLwwsOEBdxZ3LeHqDuYeG7nMfTTL5sQx1Yk2Zw9Ab', // inside a word
+    'xshpat_0123456789abcdef0123456789abcdef',
+    'Atza%7',
   ])('keeps %j', (text) => {
     expect(secrets(text)).toBe(text);
   });
 
   it('can leave card-like digits alone when asked', () => {
     expect(redactSecretsInText('4111111111111111', { cards: false })).toBe('4111111111111111');
+  });
+});
+
+describe('redactSecretsInText: tokens right after an escape or a "_"', () => {
+  const SHPAT = 'shpat_0123456789abcdef0123456789abcdef';
+  const ATZA = 'Atza|IwEBIOrtjG3-cMo0xXr8Ab_QwQ';
+  const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';
+  it.each([
+    ['after an escaped \\n (text encoded twice)', `log line 1\\n${SHPAT}`, `log line 1\\n${REDACTED}`],
+    ['an LWA token after an escaped \\r', `line\\r${ATZA}`, `line\\r${REDACTED}`],
+    ['a JWT after an escaped \\t', `a\\t${JWT}`, `a\\t${REDACTED}`],
+    ['after a \\u escape', `a\\u0026${SHPAT}`, `a\\u0026${REDACTED}`],
+    ['inside a percent-encoded nested URL', `https://app/cb?next=%2Fx%3Ftoken%3D${SHPAT}`, `https://app/cb?next=%2Fx%3Ftoken%3D${REDACTED}`],
+    ['a percent-encoded LWA token, up to the next parameter', 'code=Atza%7CIwEBIOrtjG3-cMo0xXr8Ab_QwQ&state=s1', `code=${REDACTED}&state=s1`],
+    ['a lower-case percent-encoded one', 'Atzr%7cIwEBIB-sSEjW9kZ0mGw', REDACTED],
+    ['a Stripe key after "_"', 'STRIPE_KEY_sk_live_51Habcdefghijklmn', `STRIPE_KEY_${REDACTED}`],
+    ['a refresh token after "_"', 'token_shprt_9c1f0e5b7a3d4c2e8f6a0b1c2d3e4f5a', `token_${REDACTED}`],
+  ])('redacts a token %s', (_what, text, expected) => {
+    expect(secrets(text)).toBe(expected);
+  });
+
+  it.each([
+    ['inside a word', 'xshpat_0123456789abcdef0123456789abcdef'],
+    ['a JWT inside a base64url run', `abc_${JWT}`],
+    ['a letter that is not an escape', `an${SHPAT}`],
+    ['"%" without two hex digits', `%G1${SHPAT}`],
+  ])('keeps %s', (_what, text) => {
+    expect(secrets(text)).toBe(text);
   });
 });
 
@@ -313,6 +362,15 @@ describe('redactContactsInText', () => {
     ['a phone with a bracketed area code', '+1 (206) 555-0199', REDACTED],
     ['a US phone in brackets', '(555) 555-0142', REDACTED],
     ['a dotted phone', '+33.1.23.45.67.89', REDACTED],
+    ['a UK phone with its trunk 0 in brackets', 'call +44 (0)20 7946 0958 today', `call ${REDACTED} today`],
+    ['a US phone with its country code 1-', 'call 1-415-555-2671 today', `call ${REDACTED} today`],
+    ['a toll-free number', '1-800-555-0199', REDACTED],
+    ['the international prefix 00', 'call 0044 20 7946 0958 today', `call ${REDACTED} today`],
+    ['a dashed 00 phone', '0033-1-23-45-67-89', REDACTED],
+    ['an IBAN in groups', 'refund to IBAN DE89 3704 0044 0532 0130 00 please', `refund to IBAN ${REDACTED} please`],
+    ['an IBAN written whole', 'GB29NWBK60161331926819', REDACTED],
+    ['an IBAN followed by a number', 'BE68 5390 0754 7034 2026 refund', `${REDACTED} 2026 refund`],
+    ['a short IBAN (Norway)', 'NO93 8601 1117 947', REDACTED],
   ])('redacts %s', (_what, text, expected) => {
     expect(redactContactsInText(text)).toBe(expected);
   });
@@ -332,8 +390,24 @@ describe('redactContactsInText', () => {
     '+1 206',
     'user at example dot com',
     '@handle',
+    '1.415.555.2671',
+    '0012.50',
+    '001.002.003.004',
+    '0001-01-01',
+    'version 2026.08.02',
+    '192.168.100.200',
+    'DE89 3704 0044 0532 0130 01', // an IBAN with a wrong check
+    'AB12CDEF34567890', // a product code of an IBAN's shape
+    'SKU-AB12-3456-7890-1234',
   ])('keeps %j', (text) => {
     expect(redactContactsInText(text)).toBe(text);
+  });
+
+  it('isIban: the ISO 13616 check', () => {
+    for (const iban of ['DE89370400440532013000', 'GB29NWBK60161331926819', 'FR1420041010050500013M02606', 'NL91ABNA0417164300', 'NO9386011117947']) {
+      expect(isIban(iban), iban).toBe(true);
+    }
+    for (const text of ['DE89370400440532013001', 'DE00370400440532013000', 'GB29NWBK6016133192681', 'NO938601111794']) expect(isIban(text), text).toBe(false);
   });
 });
 
@@ -413,6 +487,11 @@ describe('credential pattern cost', () => {
     ['PGP armour openings', (n: number) => '-----BEGIN '.repeat(n / 11)],
     ['GIDs followed by digit groups', (n: number) => 'gid://shopify/Order/1 '.repeat(n / 22)],
     ['SendGrid prefixes', (n: number) => 'SG.'.repeat(n / 3)],
+    ['escaped line ends before token heads', (n: number) => '\\nshp\\tAtz\\reyJ'.repeat(n / 16)],
+    ['percent escapes before token heads', (n: number) => '%3Dshpat_%7CAtza%7C%3DeyJ'.repeat(n / 25)],
+    ['\\u escapes before near-miss tokens', (n: number) => '\\u0026tgw_abc'.repeat(n / 13)],
+    ['an endless percent-encoded LWA token', (n: number) => `Atza%7C${'A'.repeat(n)}`],
+    ['one long name of short secret words, each spared by the last', (n: number) => `${'pin_'.repeat(n / 4)}id=x`],
     ...FIELD_HOSTILE,
   ])('%s: 10× the text costs about 10× the time (not 100×), and what follows is still redacted', (_what, make) => {
     const small = make(10_000) + TAIL;
@@ -446,6 +525,14 @@ describe('pattern cost', () => {
       'a@b.'.repeat(12_500),
       '234-'.repeat(12_500),
       '415.555.'.repeat(6_000),
+      '1.'.repeat(25_000),
+      '4111\u00a0'.repeat(10_000),
+      '0044 '.repeat(10_000),
+      '1-415-'.repeat(8_000),
+      '+44 (0)'.repeat(7_000),
+      'DE89 '.repeat(10_000),
+      'DE89 3704 0044 0532 '.repeat(2_500),
+      'DE89'.repeat(12_500),
     ];
     const started = Date.now();
     for (const text of hostile) {

@@ -3,48 +3,78 @@
  * Every pattern is anchored on a boundary so it starts at most once per token:
  * the text can be 10,000 characters of vendor output and must not cost quadratic time.
  */
-import { isSecretFieldName, isSecretKey, normalizeKey, SECRET_NAME_MIN_LETTERS } from './redaction-keys.js';
+import { isSecretFieldName, isSecretName, normalizeKey, SECRET_NAME_MIN_LETTERS } from './redaction-keys.js';
 
 export const REDACTED = '[REDACTED]';
 
 /** PEM (RSA, EC, PKCS#8, OpenSSH) and PGP armour ("… PRIVATE KEY BLOCK-----"); an unterminated block goes to the end. */
 const PRIVATE_KEY_BLOCK = /-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)/g;
 const BEARER = /\b(Bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*/gi;
-const JWT = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g;
+/**
+ * Where a token may start: not inside a run of letters and digits ("_" is a separator: key_sk_live_…), or right after
+ * an escape that ends in one: \n, \r, \t or \u0026 of text encoded twice, %3D of a percent-encoded URL.
+ * The check is a lookbehind placed after the token's fixed head, not before it: a pattern that opens with its
+ * literal head is searched for at native speed, one opening with a lookbehind is tried at every position, many times slower.
+ * Each lookbehind reads at most the head and six characters back, so every position is still tried once.
+ */
+const AFTER_ESCAPE = String.raw`(?<=\\[nrt]|\\u[0-9A-Fa-f]{4}|%[0-9A-Fa-f]{2})`;
+function token(head: RegExp, tail: RegExp, notAfter = '[A-Za-z0-9]'): RegExp {
+  return new RegExp(`${head.source}(?<=(?:(?<!${notAfter})|${AFTER_ESCAPE})${head.source})${tail.source}`, 'g');
+}
+/** Not after "_" or "-" either: those are base64url characters, and a JWT does not start inside a run of them. */
+const JWT = token(/eyJ/, /[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/, '[A-Za-z0-9_-]');
 const VENDOR_TOKENS: readonly RegExp[] = [
-  /\bshp(?:at|ca|pa|ss|ua)_[A-Za-z0-9]{16,}/g, // Shopify access / custom app / private app / shared secret
-  /\bAtz[ar]\|[^\s"'<>,;]+/g, // Login with Amazon access (Atza|) and refresh (Atzr|) tokens
-  /\bamzn1\.oa2-cs\.v1\.[A-Za-z0-9]{16,}/g, // Login with Amazon client secrets
-  /\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}/g, // Stripe secret and restricted keys
-  /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})/g, // GitHub tokens, classic and fine-grained
-  /\bxox[abprs]-[A-Za-z0-9-]{10,}/g, // Slack tokens
-  /\bA(?:KIA|SIA)[0-9A-Z]{16}\b/g, // AWS access key ids, long-term and temporary
-  /\bAIza[0-9A-Za-z_-]{35}/g, // Google API keys
-  /\bsk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}/g, // OpenAI project / service-account / admin keys, Anthropic keys
-  /\bglpat-[A-Za-z0-9_-]{20,}/g, // GitLab personal access tokens
-  /\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/g, // SendGrid API keys
-  /\bwhsec_[A-Za-z0-9+/=]{20,}/g, // Stripe (and Svix) webhook signing secrets
-  /\bnpm_[A-Za-z0-9]{36}\b/g, // npm access tokens
+  token(/shp(?:at|ca|pa|ss|ua|rt)_/, /[A-Za-z0-9]{16,}/), // Shopify access / custom app / private app / shared secret / refresh
+  token(/Atz[ar]/, /(?:\|[^\s"'<>,;]+|%7[Cc][^\s"'<>,;&]+)/), // Login with Amazon access (Atza|) and refresh (Atzr|) tokens, "|" perhaps as %7C
+  token(/amzn1\.oa2-cs\.v1\./, /[A-Za-z0-9]{16,}/), // Login with Amazon client secrets
+  token(/[sr]k_(?:live|test)_/, /[A-Za-z0-9]{10,}/), // Stripe secret and restricted keys
+  token(/gh[pousr]_/, /[A-Za-z0-9]{20,}/), // GitHub tokens, classic
+  token(/github_pat_/, /[A-Za-z0-9_]{22,}/), // GitHub fine-grained tokens
+  token(/xox[abprs]-/, /[A-Za-z0-9-]{10,}/), // Slack tokens
+  token(/A(?:KIA|SIA)/, /[0-9A-Z]{16}\b/), // AWS access key ids, long-term and temporary
+  token(/AIza/, /[0-9A-Za-z_-]{35}/), // Google API keys
+  token(/sk-(?:proj|ant|svcacct|admin)-/, /[A-Za-z0-9_-]{20,}/), // OpenAI project / service-account / admin keys, Anthropic keys
+  token(/glpat-/, /[A-Za-z0-9_-]{20,}/), // GitLab personal access tokens
+  token(/SG\./, /[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/), // SendGrid API keys
+  token(/whsec_/, /[A-Za-z0-9+/=]{20,}/), // Stripe (and Svix) webhook signing secrets
+  token(/npm_/, /[A-Za-z0-9]{36}\b/), // npm access tokens
+  token(/tgw_/, /[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/), // this gateway's own API keys (src/auth/api-key-hash.ts): 32 random bytes, base64url
 ];
 /** US SSN 123-45-6789 and EIN 12-3456789, not when part of a longer dash-joined number (Amazon 112-0000001-1234567). */
 const TAX_ID = /(?<!\d)(?<!\d-)(?:\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?!\d)(?!-\d)/g;
 /** The SSN written with spaces (123 45 6789), not inside a longer run of space-separated digit groups. */
 const TAX_ID_SPACED = /(?<!\d)(?<!\d )\d{3} \d{2} \d{4}(?!\d)(?! \d)/g;
-/** Digit groups joined by single spaces or dashes, not glued to a preceding letter (UPS 1Z999AA10123456784). */
-const DIGIT_RUN = /(?<![A-Za-z0-9])\d+(?:[ -]\d+)*/g;
+/**
+ * Digit groups joined by single spaces, no-break spaces (U+00A0, U+202F), dashes or dots, not glued to a preceding
+ * letter (UPS 1Z999AA10123456784).
+ */
+const DIGIT_RUN = /(?<![A-Za-z0-9])\d+(?:[ \u00a0\u202f.-]\d+)*/g;
 /** Internationalised too: letters and digits of any script in the local part and the domain (jöhn@exämple.com). */
 const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+/gu;
 /**
- * Only unmistakable phone shapes: "+" then a country code, or a parenthesised area code.
+ * Only unmistakable phone shapes: "+" then a country code, or a parenthesised area code. A parenthesised trunk
+ * or area code may be glued to the next group (+44 (0)20 7946 0958).
  * Bare digit strings are left alone: they are far more often order ids, amounts or dates.
  */
 const PHONE =
-  /(?<![A-Za-z0-9+])(?:\+[1-9]\d{0,2}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]\d{1,4}){2,5}|\+[1-9]\d{7,14}|\(\d{2,4}\)[ .-]?\d{3,4}[ .-]?\d{4})(?!\d)/g;
+  /(?<![A-Za-z0-9+])(?:\+[1-9]\d{0,2}(?:[ .-]?\(\d{1,4}\)[ .-]?\d{1,4}(?:[ .-]\d{1,4}){1,4}|(?:[ .-]\d{1,4}){2,5})|\+[1-9]\d{7,14}|\(\d{2,4}\)[ .-]?\d{3,4}[ .-]?\d{4})(?!\d)/g;
+/**
+ * The international prefix written 00 instead of "+" (0044 20 7946 0958): at least two more groups, joined by
+ * spaces or dashes only, not dots (001.002.003.004 is a padded address, not a phone), and not a group inside a
+ * longer run of digit groups (an account number, a card).
+ */
+const PHONE_00 = /(?<![\w.+-])(?<!\d[ -])00[1-9]\d{0,2}(?:[ -]?\(\d{1,4}\)[ -]?\d{1,4}(?:[ -]\d{1,4}){1,4}|(?:[ -]\d{1,4}){2,5})(?!\d)/g;
 /**
  * A North American number written 415-555-2671 or 415.555.2671: three groups, one separator used twice, an area
- * code that cannot start with 0 or 1. Not part of a longer dotted or dashed number (an Amazon 3-7-7 id, a version).
+ * code that cannot start with 0 or 1; perhaps after the country code written 1- (1-415-555-2671, not 1.415.555.2671,
+ * a version). Not part of a longer dotted or dashed number (an Amazon 3-7-7 id, a version).
  */
-const NANP_PHONE = /(?<![\w.+-])[2-9]\d{2}([-.])\d{3}\1\d{4}(?!\w|[-.]\d)/g;
+const NANP_PHONE = /(?<![\w.+-])(?:1-(?=\d{3}-))?[2-9]\d{2}([-.])\d{3}\1\d{4}(?!\w|[-.]\d)/g;
+/**
+ * An IBAN: country, two check digits, then 11 to 30 letters and digits, contiguous or in the printed groups of four.
+ * Only one whose check digits hold (ISO 13616 mod 97) goes: a product code of that shape passes one time in 97.
+ */
+const IBAN = /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])/g;
 
 /** Secrets: what input redaction looks for in every string (and output redaction too). */
 export function redactSecretsInText(text: string, options: { cards: boolean }): string {
@@ -91,7 +121,7 @@ const SECRET_PARAM = /(?<![\w.%[\]-])([\w.%[\]-]+)([ \t]*=[ \t]*)(?:"[^"\r\n]*"|
 function redactParam(match: string, name: string, equals: string): string {
   // authorization=… was handled by redactAuthorizationValues, which keeps the scheme.
   if (AUTHORIZATION_NAME.test(name)) return match;
-  if (!isSecretKey(normalizeKey(name.includes('%') ? percentDecoded(name) : name))) return match;
+  if (!isSecretName(name.includes('%') ? percentDecoded(name) : name)) return match;
   const value = match.slice(name.length + equals.length);
   const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
   if (quote !== '' && value.length === 2) return match;
@@ -328,11 +358,41 @@ function indexOf(pattern: RegExp, text: string, from: number): number {
 /** Contact details: what output redaction adds for vendor results. */
 export function redactContactsInText(text: string): string {
   let out = text.includes('@') ? text.replace(EMAIL, REDACTED) : text;
-  out = out.replace(PHONE, (match) => {
-    const digits = match.replace(/\D/g, '').length;
-    return digits >= 8 && digits <= 15 ? REDACTED : match;
-  });
+  if (/[A-Z]{2}\d{2}/.test(out)) out = out.replace(IBAN, redactIban);
+  out = out.replace(PHONE, redactPhone);
+  if (out.includes('00')) out = out.replace(PHONE_00, (match) => redactPhone(match.slice(2)));
   return out.replace(NANP_PHONE, REDACTED);
+}
+
+/** A phone shape with as many digits as a phone number has (E.164: at most 15, the country code included). */
+function redactPhone(match: string): string {
+  const digits = match.replace(/\D/g, '').length;
+  return digits >= 8 && digits <= 15 ? REDACTED : match;
+}
+
+/**
+ * The longest valid IBAN the match starts with, ending where a group ends: the pattern may have taken a group of
+ * the text after it ("BE68 5390 0754 7034 2026 refund"). At most ten checks of 34 characters.
+ */
+function redactIban(match: string): string {
+  for (let end = match.length; end >= 15; end = match.lastIndexOf(' ', end - 1)) {
+    if (isIban(match.slice(0, end).replaceAll(' ', ''))) return REDACTED + match.slice(end);
+  }
+  return match;
+}
+
+export function isIban(compact: string): boolean {
+  if (compact.length < 15 || compact.length > 34) return false;
+  const check = Number(compact.slice(2, 4));
+  if (check < 2 || check > 98) return false;
+  // The country and check digits move to the end, letters become 10-35; the number mod 97 is 1.
+  const rearranged = compact.slice(4) + compact.slice(0, 4);
+  let rest = 0;
+  for (const ch of rearranged) {
+    const value = parseInt(ch, 36);
+    rest = value > 9 ? (rest * 100 + value) % 97 : (rest * 10 + value) % 97;
+  }
+  return rest === 1;
 }
 
 interface DigitGroup {
@@ -412,7 +472,7 @@ export function luhnValid(digits: string): boolean {
 
 function splitGroups(run: string): DigitGroup[] {
   const groups: DigitGroup[] = [];
-  const re = /(^|[ -])(\d+)/g;
+  const re = /(^|[ \u00a0\u202f.-])(\d+)/g;
   for (let m = re.exec(run); m !== null; m = re.exec(run)) {
     const sep = m[1] ?? '';
     const digits = m[2] ?? '';

@@ -80,14 +80,73 @@ const SECRET_PARTS = [
  */
 const SECRET_PART = new RegExp(SECRET_PARTS.join('|'));
 
-/** Every secret name has at least this many letters (pin, ssn, otp): a scanner of text turns shorter words ("14" of "14:05") away unasked. */
-export const SECRET_NAME_MIN_LETTERS = Math.min(...[...SECRET_EXACT, ...SECRET_PARTS, 'ssn'].map((word) => word.replace(/[^a-z]/g, '').length));
+/**
+ * Short secret words that are secret as any one word of a longer name too, not only as the whole of it:
+ * DB_PASS, MYSQL_PWD, smtpPwd, user_pw, card[cvc], cardCvv, cvv_code, otpCode, vendor_tin, customer_ssn_last4.
+ * Whole words only (see keyWords), so shipping, bypass, passenger, compass, pinned, spinner and einstein stay.
+ * Not here, whole-key only: auth (auth_type, oauth_provider), session and sid (sessionCount; Twilio's AccountSid
+ * and MessageSid are ids), sig.
+ */
+const SECRET_WORDS = new Set(['pass', 'pwd', 'pw', 'pin', 'otp', 'cvv', 'cvc', 'csc', 'ssn', 'ein', 'tin', 'itin', 'sin']);
+/**
+ * A word after the secret word that makes the value a fact about the secret rather than the secret: the verdict of a
+ * check (Stripe cvc_check "pass", Shopify cvv_result_code "M"), its settings, an id (Pinterest pin_id). Only these
+ * spare a name: a word not listed leaves it secret, so an unforeseen name is over-redacted rather than leaked.
+ */
+const ABOUT_SECRET_WORDS = new Set([
+  'check', 'checks', 'result', 'response', 'status', 'match', 'enabled', 'required', 'length', 'attempts', 'retries', 'id', 'ids',
+]);
+/**
+ * India's postal code is the "PIN code": pin then code, in a name that says it is part of an address (shipping_pin_code,
+ * billingPinCode), is a postcode. Anything else with the word pin is a PIN, pin_code and pinCode too: a postcode
+ * over-redacted costs little, a card or device PIN leaked costs a lot. ("pincode", one word, is not the word pin.)
+ */
+const ADDRESS_WORDS = new Set(['address', 'shipping', 'billing', 'delivery', 'postal', 'pickup', 'ship', 'destination']);
+/** Cheap first test: only a name that contains one of the short words somewhere is split into words. */
+const SECRET_WORD_HINT = /p(?:ass|in|wd?)|otp|cv[vc]|csc|ssn|ein|tin|sin/;
 
+/** Every secret name has at least this many letters (pin, ssn, otp): a scanner of text turns shorter words ("14" of "14:05") away unasked. */
+export const SECRET_NAME_MIN_LETTERS = Math.min(
+  ...[...SECRET_EXACT, ...SECRET_WORDS, ...SECRET_PARTS, 'ssn'].map((word) => word.replace(/[^a-z]/g, '').length),
+);
+
+/** Whether a normalised name (normalizeKey) is secret as a whole. isSecretName also looks at its words. */
 export function isSecretKey(norm: string): boolean {
   if (SECRET_EXACT.has(norm)) return true;
   // "ssn" only at an edge: "customerSsn", "ssnLast4", but not "className".
   if (norm.startsWith('ssn') || norm.endsWith('ssn')) return true;
   return SECRET_PART.test(norm);
+}
+
+/** Whether a name as written (a property, parameter or header name) names a secret: as a whole, or by one of its words. */
+export function isSecretName(key: string, norm: string = normalizeKey(key)): boolean {
+  return isSecretKey(norm) || (SECRET_WORD_HINT.test(norm) && hasSecretWord(keyWords(key)));
+}
+
+/** One pass each way, however many words: a name can be as long as a vendor makes it. */
+function hasSecretWord(words: readonly string[]): boolean {
+  const lastAbout = words.findLastIndex((word) => ABOUT_SECRET_WORDS.has(word));
+  const firstAddress = words.findIndex((word) => ADDRESS_WORDS.has(word));
+  for (let i = lastAbout + 1; i < words.length; i++) {
+    const word = words[i]!;
+    if (!SECRET_WORDS.has(word)) continue;
+    if (word === 'pin' && words[i + 1] === 'code' && firstAddress >= 0 && firstAddress < i) continue;
+    return true;
+  }
+  return false;
+}
+
+/**
+ * The words of a name, lower-cased: split at anything not a letter or digit (DB_PASS, card[cvc], X-Api-Key), at
+ * camelCase (smtpPwd, userPIN, PINCode) and between letters and digits (cvv2, pass1).
+ */
+export function keyWords(key: string): string[] {
+  const folded = NON_ASCII.test(key) ? key.normalize('NFKC') : key;
+  return folded
+    .replace(/[a-z](?=[A-Z])|[A-Z](?=[A-Z][a-z])|[A-Za-z](?=\d)|\d(?=[A-Za-z])/g, '$& ')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((word) => word !== '');
 }
 
 /** What a header or parameter name looks like: no blanks, so "Token Pack" (a product option) is not one. */
@@ -98,7 +157,7 @@ const FIELD_NAME = /^[\w.:[\]-]{1,128}$/;
  * ["Authorization", value]) or written in text before a colon ("X-Api-Key: …", {"api_key": …} inside a string).
  */
 export function isSecretFieldName(name: string): boolean {
-  return FIELD_NAME.test(name) && isSecretKey(normalizeKey(name));
+  return FIELD_NAME.test(name) && isSecretName(name);
 }
 
 /** Where a name/value pair keeps the name: HAR and fetch headers, Postman and AWS key/value, form fields, metafields. */

@@ -798,3 +798,56 @@ describe('redaction: gaps a review found (each was stored or shown before)', () 
     }
   });
 });
+
+describe('redaction: short secret words inside longer names (pass, pwd, pw, pin, otp, cvc, cvv, tax ids)', () => {
+  const secretNames = [
+    'card[cvc]', 'card_cvc', 'cardCvv', 'cvv_code', 'cvv2', 'CVC2', 'card_csc', 'DB_PASS', 'SMTP_PASS', 'ftpPass', 'pass1', 'MYSQL_PWD', 'smtpPwd', 'pwd_hash',
+    'user_pw', 'otp_code', 'otpCode', 'OTPCode', 'userPIN', 'card_pin', 'pin_block', 'pin_code', 'pinCode', 'company_ein', 'vendor_tin', 'customer_ssn_last4',
+    'boarding_pass', 'ｄｂ＿ｐａｓｓ',
+  ];
+  it.each(secretNames)('{%j: …} is redacted, in params and in vendor results', (key) => {
+    expect(redactInput({ [key]: 'k-7f3a9c1e2b', other: 'x' })).toEqual({ [key]: REDACTED, other: 'x' });
+    expect(redactOutput({ [key]: '7f3a', other: 'x' })).toEqual({ [key]: REDACTED, other: 'x' });
+  });
+
+  // Whole words only: the letters inside another word, or a fact about the secret (the verdict of a CVC check,
+  // Shopify's cvv_result_code "M", Pinterest's pin_id, a code length), are not the secret.
+  const keptNames = [
+    'shipping', 'bypass', 'passenger', 'passengers', 'compass', 'pinned', 'pinned_at', 'spinner', 'sidebar', 'opinion', 'pinterest', 'passthrough', 'einstein',
+    'tinted', 'position', 'className', 'sinceId', 'setting', 'single', 'order_id', 'shop_domain', 'tracking_number', 'postal_code', 'zip', 'city', 'account_id',
+    'status', 'cvc_check', 'cvv_result_code', 'cvvResultCode', 'pin_id', 'Pinterest_pin_id', 'otp_length', 'otpEnabled', 'auth_type', 'sessionCount',
+    'AccountSid', 'MessageSid', 'account_sid',
+    // India's "PIN code" is its postal code: with an address word it is one; "pincode" (one word) is not the word pin.
+    'shipping_pin_code', 'billingPinCode', 'delivery_pin_code', 'pincode',
+  ];
+  it.each(keptNames)('{%j: …} stays', (key) => {
+    expect(redactInput({ [key]: 'visible' })).toEqual({ [key]: 'visible' });
+  });
+
+  it('in text: env files, YAML, a Stripe form body, a query string, XML and a {name, value} pair', () => {
+    const params = {
+      env: 'DB_HOST=db\nDB_PASS=hunter5x\nMYSQL_PWD=hunter6x',
+      encodedEnv: 'DB_HOST=db\\nDB_PASS=hunter8x',
+      yaml: 'db_pass: hunter7x\ndb_host: db',
+      form: 'card[number]=4242424242424242&card[exp_month]=12&card[cvc]=333&amount=100',
+      url: '/v1/verify?otp_code=918273&user=ann',
+      xml: '<Card><CardCvv>321</CardCvv><Brand>visa</Brand></Card>',
+      header: { name: 'X-Otp-Code', value: '564738' },
+    };
+    expect(redactInput(params)).toEqual({
+      env: `DB_HOST=db\nDB_PASS=${REDACTED}\nMYSQL_PWD=${REDACTED}`,
+      encodedEnv: `DB_HOST=db\\nDB_PASS=${REDACTED}`,
+      yaml: `db_pass: ${REDACTED}\ndb_host: db`,
+      form: `card[number]=${REDACTED}&card[exp_month]=12&card[cvc]=${REDACTED}&amount=100`,
+      url: `/v1/verify?otp_code=${REDACTED}&user=ann`,
+      xml: `<Card><CardCvv>${REDACTED}</CardCvv><Brand>visa</Brand></Card>`,
+      header: { name: 'X-Otp-Code', value: REDACTED },
+    });
+  });
+
+  it('in text, the same names stay where they are not the secret', () => {
+    for (const text of ['shipping_pin_code=560001&passengers=2', 'cvc_check: pass', 'bypass=true', 'pinned: yes', 'compass = N']) {
+      expect(redactInput({ note: text }), text).toEqual({ note: text });
+    }
+  });
+});

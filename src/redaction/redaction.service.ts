@@ -17,7 +17,7 @@ import {
   isPhoneKey,
   isPostalKey,
   isSecretFieldName,
-  isSecretKey,
+  isSecretName,
   looksLikeAddress,
   normalizeKey,
 } from './redaction-keys.js';
@@ -119,7 +119,7 @@ class Walker {
   /** Redaction decided by the property name alone; null and booleans carry no secret and stay. */
   private byKey(value: unknown, ctx: Ctx): unknown {
     if (ctx.norm === '' || !carriesData(value)) return undefined;
-    if (isSecretKey(ctx.norm)) return REDACTED;
+    if (isSecretName(ctx.key, ctx.norm)) return REDACTED;
     if (this.mode === 'input') return undefined;
     const { norm } = ctx;
     if (isEmailKey(norm) || isPhoneKey(norm) || isPaymentKey(norm) || isPersonalKey(norm)) return REDACTED;
