@@ -37,6 +37,15 @@ async function main(args: string[]): Promise<number> {
     );
     return 2;
   }
+  if (process.env.MASTER_ENCRYPTION_KEYS && !process.env.MASTER_ENCRYPTION_ACTIVE_KEY_ID) {
+    // The configuration would make the first listed key active: with "k1:<old>,k2:<new>" the run would re-encrypt
+    // everything back under the old key, and removing it afterwards would strand every row. (MASTER_ENCRYPTION_KEY
+    // alone is one key, k1: nothing to choose between.)
+    console.error(
+      'MASTER_ENCRYPTION_ACTIVE_KEY_ID is required with MASTER_ENCRYPTION_KEYS: name the key to re-encrypt under (the new one), e.g. MASTER_ENCRYPTION_ACTIVE_KEY_ID=k2',
+    );
+    return 2;
+  }
   let config: AppConfig;
   try {
     config = loadConfig();

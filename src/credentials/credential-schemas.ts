@@ -1,5 +1,8 @@
 import type { IntegrationType } from './integration-credential.entity.js';
 
+/** Some character other than whitespace: the Amazon and Jumio handlers' nonEmpty. */
+const NOT_BLANK = '\\S';
+
 /** The config each integration type accepts (API.md §7). Unknown fields are refused. */
 export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>> = {
   // An Admin API token, or an app's client id and secret (the gateway buys its tokens): exactly one of
@@ -24,9 +27,10 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
     additionalProperties: false,
     required: ['clientId', 'clientSecret', 'refreshToken', 'region'],
     properties: {
-      clientId: { type: 'string', minLength: 1, maxLength: 256 },
-      clientSecret: { type: 'string', minLength: 1, maxLength: 512 },
-      refreshToken: { type: 'string', minLength: 1, maxLength: 2048 },
+      // Not blank: the handler refuses a value that is only whitespace (JS \s is what String#trim removes).
+      clientId: { type: 'string', minLength: 1, maxLength: 256, pattern: NOT_BLANK },
+      clientSecret: { type: 'string', minLength: 1, maxLength: 512, pattern: NOT_BLANK },
+      refreshToken: { type: 'string', minLength: 1, maxLength: 2048, pattern: NOT_BLANK },
       region: { enum: ['na', 'eu', 'fe'] },
       marketplaceId: { type: 'string', pattern: '^[A-Z0-9]{1,32}$' },
     },
@@ -36,8 +40,8 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
     additionalProperties: false,
     required: ['clientId', 'clientSecret', 'region', 'accountId'],
     properties: {
-      clientId: { type: 'string', minLength: 1, maxLength: 256 },
-      clientSecret: { type: 'string', minLength: 1, maxLength: 512 },
+      clientId: { type: 'string', minLength: 1, maxLength: 256, pattern: NOT_BLANK },
+      clientSecret: { type: 'string', minLength: 1, maxLength: 512, pattern: NOT_BLANK },
       region: { enum: ['amer-1', 'emea-1', 'apac-1'] },
       accountId: { type: 'string', pattern: '^[0-9a-fA-F-]{36}$' },
     },
@@ -47,7 +51,8 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
     additionalProperties: false,
     required: ['secretKey', 'connectionId', 'providerConfigKey'],
     properties: {
-      secretKey: { type: 'string', minLength: 8, maxLength: 256 },
+      // Sent as a header: printable ASCII, inner blanks only (the handler checks the same).
+      secretKey: { type: 'string', minLength: 8, maxLength: 256, pattern: '^[\\x21-\\x7e](?:[\\x20-\\x7e]{0,254}[\\x21-\\x7e])?$' },
       connectionId: { type: 'string', pattern: '^[A-Za-z0-9._:@-]{1,255}$' },
       providerConfigKey: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,255}$' },
     },

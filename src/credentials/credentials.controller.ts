@@ -14,7 +14,11 @@ const CREDENTIAL_VIEW_SCHEMA = {
   properties: {
     integrationType: { type: 'string', enum: [...INTEGRATION_TYPES] },
     keyId: { type: 'string', description: 'the master key that encrypted the config' },
-    fingerprint: { type: 'string', example: 'hmac:0123456789abcdef', description: 'a keyed hash of the config, safe to show: under one master key, equal fingerprints mean equal configs' },
+    fingerprint: {
+      type: 'string',
+      example: 'hmac-v2:0123456789abcdef',
+      description: 'a keyed hash of the config, bound to the org and integration, safe to show: under one master key, equal fingerprints of one org and integration mean equal configs',
+    },
     updatedAt: { type: 'string', format: 'date-time' },
   },
 };

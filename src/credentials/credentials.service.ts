@@ -6,6 +6,8 @@ import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { AppError } from '../common/errors/app-error.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
+import { shopifyGrant } from '../vendors/shopify/shopify.auth.js';
+import type { ShopifyConnection } from '../vendors/shopify/shopify.connection.js';
 import { CREDENTIAL_SCHEMAS, credentialsProblem } from './credential-schemas.js';
 import { INTEGRATION_TYPES, IntegrationCredentialEntity, type IntegrationType } from './integration-credential.entity.js';
 
@@ -18,6 +20,17 @@ export interface CredentialView {
 
 /** Associated data: a ciphertext only decrypts for the org and integration it was written for. */
 export const credentialAad = (orgId: string, type: string): string => `credentials:${orgId}:${type}`;
+
+/**
+ * The rotating grant (vendor_tokens) a valid config sets up, by the id the handler gives it, or null when it sets
+ * up none: Shopify's refresh-token grant, whose id is a digest of the shop, the app and the configured refresh token.
+ */
+function rotatingGrantId(orgId: string, type: IntegrationType, config: Record<string, unknown>): string | null {
+  if (type !== 'shopify' || config.accessToken !== undefined || config.refreshToken === undefined) return null;
+  const { shopDomain, clientId, clientSecret, refreshToken } = config as Record<string, string>;
+  // shopifyGrant reads only the shop domain of the connection.
+  return shopifyGrant(orgId, { shopDomain } as ShopifyConnection, { kind: 'refresh', clientId, clientSecret, refreshToken }).grantId;
+}
 
 const view = (r: IntegrationCredentialEntity): CredentialView => ({
   integrationType: r.integrationType,
@@ -67,10 +80,12 @@ export class CredentialsService {
         : e.instancePath.slice(1) || 'config';
       throw new AppError('VALIDATION_FAILED', `config.${field.slice(0, 64)}: ${e.keyword === 'additionalProperties' ? 'is not allowed' : e.message ?? 'is invalid'}`);
     }
-    const problem = credentialsProblem(type, input.config as Record<string, unknown>);
+    const config = input.config as Record<string, unknown>;
+    const problem = credentialsProblem(type, config);
     if (problem) throw new AppError('VALIDATION_FAILED', problem);
-    const env = this.cipher.encryptJson(input.config, credentialAad(orgId, type));
-    const fp = this.cipher.fingerprint(input.config);
+    const env = this.cipher.encryptJson(config, credentialAad(orgId, type));
+    // Bound to the org and integration: equal configs elsewhere have other fingerprints.
+    const fp = this.cipher.fingerprint(config, credentialAad(orgId, type));
     const now = new Date();
     try {
       await this.ds.transaction(async (m) => {
@@ -81,6 +96,13 @@ export class CredentialsService {
              auth_tag = EXCLUDED.auth_tag, fingerprint = EXCLUDED.fingerprint, updated_at = EXCLUDED.updated_at`,
           [orgId, type, env.keyId, env.iv, env.ciphertext, env.authTag, fp, now],
         );
+        // The token state of another grant (a replaced refresh token, or none any more) goes with the config it came
+        // from: its live rotated refresh token must not outlive it. The same grant (a new clientSecret or apiVersion) keeps it.
+        await m.query('DELETE FROM vendor_tokens WHERE org_id = $1 AND integration_type = $2 AND grant_id IS DISTINCT FROM $3', [
+          orgId,
+          type,
+          rotatingGrantId(orgId, type, config),
+        ]);
         await this.events.append([{ orgId, type: 'credentials.updated', actor: actorOf(actor), metadata: { integrationType: type, keyId: env.keyId, fingerprint: fp } }], m);
       });
     } finally {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DecryptionError, EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
+import { DecryptionError, EnvelopeCipher, FINGERPRINT_PREFIX, type Envelope } from '../common/crypto/envelope-cipher.js';
 import { NIL_UUID } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { resultAad } from '../tool-calls/results.store.js';
@@ -57,28 +57,30 @@ const COLS = 'key_id, iv, ciphertext, auth_tag';
 
 /**
  * Tables keyed by (org_id, integration_type): credentials, and the token state of rotating grants (a lease-only row has key_id NULL).
- * `fingerprint`: the table keeps the config's fingerprint, keyed by the active master key, so it is recomputed too.
+ * `fingerprint`: the table keeps the config's fingerprint, keyed by the active master key and bound to the row's
+ * AAD (org + integration), so it is recomputed too.
  */
 function byIntegration(
   kind: 'credentials' | 'tokens',
   table: string,
   aad: (orgId: string, type: string) => string,
-  fingerprint?: (plaintext: Buffer) => string,
+  fingerprint?: (plaintext: Buffer, aad: string) => string,
 ): TableSpec {
   return {
     kind,
-    // With a fingerprint, also rows already under the active key whose fingerprint is still the unkeyed one of
-    // earlier versions ("sha256:…", which an ops key could test guesses against): they get the keyed one.
+    // With a fingerprint, also rows already under the active key whose fingerprint is in a form of earlier versions:
+    // unkeyed ("sha256:…", which an ops key could test guesses against) or keyed but not bound to the org and
+    // integration ("hmac:…", equal across orgs): they get the current one.
     select: (active, cursor, limit) => [
       `SELECT org_id, integration_type AS sub_id, ${COLS} FROM ${table}
-       WHERE (key_id <> $1${fingerprint ? ` OR fingerprint LIKE 'sha256:%'` : ''}) AND (org_id, integration_type) > ($2::uuid, $3::text)
+       WHERE (key_id <> $1${fingerprint ? ` OR fingerprint NOT LIKE '${FINGERPRINT_PREFIX}%'` : ''}) AND (org_id, integration_type) > ($2::uuid, $3::text)
        ORDER BY org_id, integration_type LIMIT $4`,
       [active, cursor?.org_id ?? NIL_UUID, cursor?.sub_id ?? '', limit],
     ],
     update: (row, env, plaintext) => [
       `UPDATE ${table} SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4${fingerprint ? ', fingerprint = $9' : ''}
        WHERE org_id = $5 AND integration_type = $6 AND key_id = $7 AND iv = $8 RETURNING org_id`,
-      [env.keyId, env.iv, env.ciphertext, env.authTag, row.org_id, row.sub_id, row.key_id, row.iv, ...(fingerprint ? [fingerprint(plaintext)] : [])],
+      [env.keyId, env.iv, env.ciphertext, env.authTag, row.org_id, row.sub_id, row.key_id, row.iv, ...(fingerprint ? [fingerprint(plaintext, aad(row.org_id, row.sub_id))] : [])],
     ],
     aad: (row) => aad(row.org_id, row.sub_id),
   };
@@ -130,8 +132,8 @@ export class KeyRotationService {
     const perOrg = new Map<string, PerOrg>();
     const failures: RotationFailure[] = [];
     const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), tokens: counts(), orgsTouched: 0, failures };
-    const credentials = byIntegration('credentials', 'integration_credentials', credentialAad, (plaintext) =>
-      this.cipher.fingerprint(JSON.parse(plaintext.toString('utf8'))),
+    const credentials = byIntegration('credentials', 'integration_credentials', credentialAad, (plaintext, aad) =>
+      this.cipher.fingerprint(JSON.parse(plaintext.toString('utf8')), aad),
     );
     try {
       for (const spec of [credentials, RESULTS, INPUTS, TOKENS]) {

@@ -44,7 +44,7 @@ const COLUMNS = `grant_id, key_id, iv, ciphertext, auth_tag, extract(epoch FROM 
 
 /**
  * Rotating refresh-token grants, shared by the replicas through `vendor_tokens`
- * (one row per org × integration, deleted with the credentials):
+ * (one row per org × integration, deleted with the credentials, or by a PUT of credentials of another grant):
  * - the access token is read from the row while it has more than a minute left;
  * - to refresh, a replica takes the row's lease (one conditional upsert), calls
  *   the vendor with no transaction open, then stores the replacement refresh

@@ -16,6 +16,10 @@ import {
   SHOPIFY_TOKEN,
   TEST_MASTER_KEY,
 } from '../support/secrets.js';
+import { callContext, emulatorEndpoints, failure } from '../../src/vendors/handler.spec-support.js';
+import { parseAmazonCredentials } from '../../src/vendors/amazon/amazon.credentials.js';
+import { parseJumioCredentials } from '../../src/vendors/jumio/jumio.credentials.js';
+import { NangoHandler } from '../../src/vendors/nango/nango.handler.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 /** A valid config per integration type (API.md §7), each carrying test secrets. */
@@ -63,7 +67,7 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
       expect(res.status, `${type}: ${JSON.stringify(res.body)}`).toBe(200);
       expect(Object.keys(res.body as object).sort()).toEqual(['fingerprint', 'integrationType', 'keyId', 'updatedAt']);
       expect(res.body).toMatchObject({ integrationType: type, keyId: 'k1' });
-      expect(res.body.fingerprint).toMatch(/^hmac:[0-9a-f]{16}$/);
+      expect(res.body.fingerprint).toMatch(/^hmac-v2:[0-9a-f]{16}$/);
       expect(new Date(res.body.updatedAt as string).toISOString()).toBe(res.body.updatedAt);
       expectNoSecret(res.text, `PUT ${type} response`);
     }
@@ -263,7 +267,7 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
     ]);
     expect(events.map((e) => e.metadata.integrationType)).toEqual([...TYPES, 'nango', 'jumio']);
     for (const e of events) {
-      expect(e.metadata.fingerprint).toMatch(/^hmac:[0-9a-f]{16}$/);
+      expect(e.metadata.fingerprint).toMatch(/^hmac-v2:[0-9a-f]{16}$/);
       expect(e.actor?.role).toBe('admin');
       expectNoSecret(e.text, `event ${e.type}`);
     }
@@ -313,6 +317,72 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
     expect(await svc.load(org, 'shopify')).toEqual(CONFIGS.shopify);
     // A malformed escape is the router's to refuse (never a 500).
     expect((await t.http.get(`/v1/orgs/%E0%A4%A/integrations`).set(adminAuth)).status).toBeLessThan(500);
+  });
+
+  it('fingerprints are bound to the org and integration: an equal config in another org (a guess PUT there) shows another one', async () => {
+    const victim = await createOrg(t, 'Fingerprint victim');
+    const scratch = await createOrg(t, 'Fingerprint scratch');
+    const config = { ...CONFIGS.jumio, clientSecret: 'Summer2026!' };
+    const put = await t.http.put(url(victim, 'jumio')).set(adminAuth).send({ config });
+    expect(put.status).toBe(200);
+    const fp = put.body.fingerprint as string;
+    // Stable for the org: the same config again, the listing and the event all show the same one.
+    expect((await t.http.put(url(victim, 'jumio')).set(adminAuth).send({ config })).body.fingerprint).toBe(fp);
+    const list = await t.http.get(`/v1/orgs/${victim}/integrations`).set(adminAuth);
+    expect((list.body as { items: { fingerprint: string }[] }).items.map((i) => i.fingerprint)).toEqual([fp]);
+    const [event] = (await t.ds.query(`SELECT metadata FROM runtime_ledger_events WHERE org_id = $1 AND type = 'credentials.updated' ORDER BY seq LIMIT 1`, [victim])) as {
+      metadata: { fingerprint: string };
+    }[];
+    expect(event.metadata.fingerprint).toBe(fp);
+    // The right guess, PUT into an org the guesser controls, does not reproduce the victim's fingerprint.
+    const guess = await t.http.put(url(scratch, 'jumio')).set(adminAuth).send({ config });
+    expect(guess.status).toBe(200);
+    expect(guess.body.fingerprint).toMatch(/^hmac-v2:[0-9a-f]{16}$/);
+    expect(guess.body.fingerprint).not.toBe(fp);
+  });
+
+  it('refuses what every call would refuse: a Nango secretKey that is no header value, a blank Amazon / Jumio id, secret or token', async () => {
+    const org = await createOrg(t, 'Config checks');
+    const ep = emulatorEndpoints('http://127.0.0.1:9'); // nothing listens: a call that passes the handler's checks fails as "network"
+    const nangoCall = async (config: Record<string, unknown>) =>
+      new NangoHandler(ep).execute(callContext({ toolName: 'nango_proxy', action: 'get', params: { path: '/crm/v3/objects/contacts' }, credentials: config }));
+    const cases: { type: IntegrationType; field: string; value: string; ok: boolean }[] = [
+      // A trailing newline or blank pasted with the key, a leading blank, a tab, non-ASCII: never a header value.
+      ...['\n', ' ', '\r\n', '\u00a0'].map((tail) => ({ type: 'nango' as const, field: 'secretKey', value: `nango-secret-${SHORT_MARKER}${tail}`, ok: false })),
+      { type: 'nango', field: 'secretKey', value: ` nango-secret-${SHORT_MARKER}`, ok: false },
+      { type: 'nango', field: 'secretKey', value: `nango\tsecret-${SHORT_MARKER}`, ok: false },
+      { type: 'nango', field: 'secretKey', value: `nängo-secret-${SHORT_MARKER}`, ok: false },
+      // Blanks inside are a header value the handler sends.
+      { type: 'nango', field: 'secretKey', value: `nango secret ${SHORT_MARKER}`, ok: true },
+      ...(['clientId', 'clientSecret', 'refreshToken'] as const).flatMap((field) => [
+        { type: 'amazon' as const, field, value: '   ', ok: false },
+        { type: 'amazon' as const, field, value: '\t\n\u00a0\u2028', ok: false },
+        { type: 'amazon' as const, field, value: ` ${SHORT_MARKER} `, ok: true },
+      ]),
+      ...(['clientId', 'clientSecret'] as const).flatMap((field) => [
+        { type: 'jumio' as const, field, value: ' ', ok: false },
+        { type: 'jumio' as const, field, value: '\ufeff\r\n', ok: false },
+        { type: 'jumio' as const, field, value: `${SHORT_MARKER} x`, ok: true },
+      ]),
+    ];
+    for (const c of cases) {
+      const config = { ...CONFIGS[c.type], [c.field]: c.value };
+      const what = `${c.type}.${c.field} = ${JSON.stringify(c.value)}`;
+      // What the handler makes of the config: the PUT must agree with it.
+      const handlerOk =
+        c.type === 'amazon' ? !('invalidField' in parseAmazonCredentials(config))
+        : c.type === 'jumio' ? !('invalidField' in parseJumioCredentials(config))
+        : failure(await nangoCall(config)).kind !== 'auth';
+      expect(handlerOk, what).toBe(c.ok);
+      const res = await t.http.put(url(org, c.type)).set(adminAuth).send({ config });
+      if (c.ok) {
+        expect(res.status, what).toBe(200);
+        continue;
+      }
+      expect([res.status, res.body.code], what).toEqual([400, 'VALIDATION_FAILED']);
+      expect(res.body.detail, what).toContain(`config.${c.field}`);
+      expect(res.text, what).not.toContain(SHORT_MARKER);
+    }
   });
 
   it('never writes a secret or a refused value to the logs', () => {

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, createHmac, hkdfSync, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/common/canonical-json.js';
 import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
 import { projectRoot } from '../../src/common/project-root.js';
 import type { MasterKeyring } from '../../src/config/app-config.js';
@@ -187,8 +188,8 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     const list = await t2.http.get(`/v1/orgs/${orgA}/integrations`).set(adminAuth);
     const items = (list.body as { items: { integrationType: string; keyId: string; fingerprint: string }[] }).items;
     expect(items.map((i) => [i.integrationType, i.keyId, i.fingerprint])).toEqual([
-      ['amazon', 'k2', k2Only.fingerprint(AMAZON)],
-      ['shopify', 'k2', k2Only.fingerprint(SHOPIFY)],
+      ['amazon', 'k2', k2Only.fingerprint(AMAZON, credentialAad(orgA, 'amazon'))],
+      ['shopify', 'k2', k2Only.fingerprint(SHOPIFY, credentialAad(orgA, 'shopify'))],
     ]);
   });
 
@@ -247,6 +248,20 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     }
   });
 
+  it('refuses (exit 2) several keys without MASTER_ENCRYPTION_ACTIVE_KEY_ID instead of re-encrypting under the first one listed', async () => {
+    const before = await credentialRows(t2!.ds);
+    expect(before.map((r) => r.key_id)).toEqual(['k2', 'k2', 'k2']);
+    // The old key listed first: the configuration alone would make it the active one.
+    const run = await runCli({ MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k1:${TEST_MASTER_KEY},k2:${TEST_MASTER_KEY_2}` });
+    expect(run.code, run.stdout).toBe(2);
+    expect(run.stderr).toMatch(/MASTER_ENCRYPTION_ACTIVE_KEY_ID is required with MASTER_ENCRYPTION_KEYS/);
+    expect(run.stderr).not.toContain(TEST_MASTER_KEY);
+    expect(run.stdout).toBe('');
+    const after = await credentialRows(t2!.ds);
+    expect(after.map((r) => [r.key_id, r.iv.toString('hex')])).toEqual(before.map((r) => [r.key_id, r.iv.toString('hex')]));
+    expect((await resultRows(t2!.ds)).every((r) => r.key_id === 'k2')).toBe(true);
+  });
+
   it('lets a concurrent writer win: a row rewritten between read and update is skipped, not overwritten', async () => {
     const app = t2!;
     const env = k1Only.encryptJson(NANGO, credentialAad(orgB, 'nango'));
@@ -298,9 +313,51 @@ describe('master key rotation (npm run credentials:rotate)', () => {
       key_id: string;
       fingerprint: string;
     }[];
-    expect(row).toEqual({ key_id: 'k2', fingerprint: k2.fingerprint(config) });
+    expect(row).toEqual({ key_id: 'k2', fingerprint: k2.fingerprint(config, credentialAad(orgB, 'nango')) });
     // Nothing left to do on a second run.
     expect((await svc.rotate()).credentials).toMatchObject({ rotated: 0, skipped: 0 });
+  });
+
+  it('gives credentials already under the active key, but with the keyed fingerprint of earlier versions not bound to the org, the bound one', async () => {
+    const app = t2!;
+    const k2 = app.app.get(EnvelopeCipher);
+    // The earlier keyed form: an HMAC of the config alone, equal across orgs (so the same for orgA's copy below).
+    const unboundKey = Buffer.from(hkdfSync('sha256', Buffer.from(TEST_MASTER_KEY_2, 'base64'), Buffer.alloc(0), 'credential-fingerprint-v1', 32));
+    const unbound = (v: unknown) => 'hmac:' + createHmac('sha256', unboundKey).update(canonicalJson(v)).digest('hex').slice(0, 16);
+    const config = { ...NANGO, connectionId: 'conn-b-newer' }; // as the tests above left it
+    for (const org of [orgA, orgB]) {
+      const env = k2.encryptJson(config, credentialAad(org, 'nango'));
+      await app.ds.query(
+        `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)
+         ON CONFLICT (org_id, integration_type) DO UPDATE SET key_id = EXCLUDED.key_id, iv = EXCLUDED.iv, ciphertext = EXCLUDED.ciphertext,
+           auth_tag = EXCLUDED.auth_tag, fingerprint = EXCLUDED.fingerprint`,
+        [org, env.keyId, env.iv, env.ciphertext, env.authTag, unbound(config)],
+      );
+    }
+    try {
+      const svc = new KeyRotationService(app.ds, k2, app.app.get(LedgerEventsService));
+      const summary = await svc.rotate();
+      expect(summary.credentials.failed).toBe(0);
+      expect(summary.credentials.rotated).toBeGreaterThanOrEqual(2);
+      const rows = (await app.ds.query(`SELECT org_id, key_id, fingerprint FROM integration_credentials WHERE org_id IN ($1, $2) AND integration_type = 'nango'`, [
+        orgA,
+        orgB,
+      ])) as { org_id: string; key_id: string; fingerprint: string }[];
+      expect(Object.fromEntries(rows.map((r) => [r.org_id, [r.key_id, r.fingerprint]]))).toEqual({
+        [orgA]: ['k2', k2.fingerprint(config, credentialAad(orgA, 'nango'))],
+        [orgB]: ['k2', k2.fingerprint(config, credentialAad(orgB, 'nango'))],
+      });
+      expect(rows[0].fingerprint).not.toBe(rows[1].fingerprint);
+      // Every row of these orgs is in the current form now, and a second run has nothing left to do.
+      const [{ n }] = (await app.ds.query(`SELECT count(*)::int AS n FROM integration_credentials WHERE org_id IN ($1, $2) AND fingerprint NOT LIKE 'hmac-v2:%'`, [
+        orgA,
+        orgB,
+      ])) as [{ n: number }];
+      expect(n).toBe(0);
+      expect((await svc.rotate()).credentials).toMatchObject({ rotated: 0, skipped: 0 });
+    } finally {
+      await app.ds.query(`DELETE FROM integration_credentials WHERE org_id = $1 AND integration_type = 'nango'`, [orgA]);
+    }
   });
 
   it('a failure part-way is the error reported, even when recording the rotated rows then fails too', async () => {

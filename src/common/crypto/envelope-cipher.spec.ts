@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, hkdfSync } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.js';
-import { DecryptionError, EnvelopeCipher, type Envelope } from './envelope-cipher.js';
+import { DecryptionError, EnvelopeCipher, FINGERPRINT_PREFIX, type Envelope } from './envelope-cipher.js';
 
 const KEY_1 = Buffer.alloc(32, 7);
 const KEY_2 = Buffer.alloc(32, 9);
@@ -111,24 +111,36 @@ describe('EnvelopeCipher (AES-256-GCM)', () => {
 
 describe('fingerprint', () => {
   const c = cipherWith('k1', [['k1', KEY_1]]);
+  const OTHER_ORG = 'credentials:00000000-0000-4000-8000-000000000000:shopify';
 
   it('is short, stable, non-reversible and never contains the secret', () => {
-    const fp = c.fingerprint({ accessToken: SECRET });
-    expect(fp).toMatch(/^hmac:[0-9a-f]{16}$/);
-    expect(c.fingerprint({ accessToken: SECRET })).toBe(fp);
-    expect(c.fingerprint({ accessToken: SECRET + 'x' })).not.toBe(fp);
+    const fp = c.fingerprint({ accessToken: SECRET }, AAD);
+    expect(fp).toMatch(/^hmac-v2:[0-9a-f]{16}$/);
+    expect(fp.startsWith(FINGERPRINT_PREFIX)).toBe(true);
+    expect(c.fingerprint({ accessToken: SECRET }, AAD)).toBe(fp);
+    expect(c.fingerprint({ accessToken: SECRET + 'x' }, AAD)).not.toBe(fp);
     expect(fp).not.toContain(SECRET);
   });
 
   it('does not depend on key order, and is keyed: no one without the master key can test a guess against it', () => {
     const config = { shopDomain: 'acme.myshopify.com', accessToken: 'hunter22' };
-    expect(c.fingerprint({ accessToken: 'hunter22', shopDomain: 'acme.myshopify.com' })).toBe(c.fingerprint(config));
+    expect(c.fingerprint({ accessToken: 'hunter22', shopDomain: 'acme.myshopify.com' }, AAD)).toBe(c.fingerprint(config, AAD));
     // What an ops key could do with an unkeyed hash of the config: hash each guess (in the same canonical form) and compare.
-    const unkeyed = (v: unknown) => 'hmac:' + createHash('sha256').update(canonicalJson(v)).digest('hex').slice(0, 16);
-    expect(unkeyed(config)).not.toBe(c.fingerprint(config));
+    const unkeyed = (v: unknown) => FINGERPRINT_PREFIX + createHash('sha256').update(canonicalJson([AAD, v])).digest('hex').slice(0, 16);
+    expect(unkeyed(config)).not.toBe(c.fingerprint(config, AAD));
     // Keyed by the master key's bytes, not by anything public such as its id: the same id with other bytes differs.
-    expect(cipherWith('k1', [['k1', KEY_2]]).fingerprint(config)).not.toBe(c.fingerprint(config));
+    expect(cipherWith('k1', [['k1', KEY_2]]).fingerprint(config, AAD)).not.toBe(c.fingerprint(config, AAD));
     // Another master key gives other fingerprints (the key rotation recomputes the stored ones).
-    expect(cipherWith('k2', [['k2', KEY_2]]).fingerprint(config)).not.toBe(c.fingerprint(config));
+    expect(cipherWith('k2', [['k2', KEY_2]]).fingerprint(config, AAD)).not.toBe(c.fingerprint(config, AAD));
+  });
+
+  it('is bound to the org and integration: an equal config elsewhere has another fingerprint (no cross-org oracle)', () => {
+    const config = { shopDomain: 'acme.myshopify.com', accessToken: 'hunter22' };
+    const fp = c.fingerprint(config, AAD);
+    expect(c.fingerprint(config, OTHER_ORG)).not.toBe(fp);
+    expect(c.fingerprint(config, AAD.replace(':shopify', ':nango'))).not.toBe(fp);
+    // Nor the form of earlier versions (keyed, over the config alone): a stored "hmac:" fingerprint is told apart by its prefix.
+    const unbound = 'hmac:' + createHmac('sha256', Buffer.from(hkdfSync('sha256', KEY_1, Buffer.alloc(0), 'credential-fingerprint-v1', 32))).update(canonicalJson(config)).digest('hex').slice(0, 16);
+    expect(fp.slice(FINGERPRINT_PREFIX.length)).not.toBe(unbound.slice('hmac:'.length));
   });
 });

@@ -9,6 +9,12 @@ export interface Envelope {
   authTag: Buffer;
 }
 
+/**
+ * The prefix of the current fingerprint form (bound to org + integration). Earlier forms: "sha256:" (unkeyed) and
+ * "hmac:" (keyed, unbound); the key rotation replaces both.
+ */
+export const FINGERPRINT_PREFIX = 'hmac-v2:';
+
 export class DecryptionError extends Error {
   constructor() {
     // Deliberately vague: the reason (wrong key, tampering, wrong binding) is not the caller's business.
@@ -65,19 +71,22 @@ export class EnvelopeCipher {
 
   /**
    * A short fingerprint of a secret config, safe to show and log: an HMAC under a key derived from the active
-   * master key (HKDF, info "credential-fingerprint-v1"), over its canonical JSON (key order does not matter).
-   * Keyed, so whoever reads it (an ops key reads the credentials.* events) cannot test guesses of a weak secret
-   * against it, as an unkeyed hash of the config allowed. Equal fingerprints mean equal configs under one master
-   * key; the key rotation recomputes them.
+   * master key (HKDF, info "credential-fingerprint-v2") over `binding` (the config's associated data: org +
+   * integration) and its canonical JSON (key order does not matter). Keyed, so whoever reads it (an ops key reads
+   * the credentials.* events) cannot test guesses of a weak secret against it; bound, so equal configs of two
+   * orgs (or integrations) differ and a PUT into one org is no oracle for another's secret. Equal fingerprints
+   * mean equal configs of one org and integration under one master key; the key rotation recomputes them.
+   * Rows written before the binding keep their unbound "hmac:" fingerprint until the rotation recomputes it.
    */
-  fingerprint(value: unknown): string {
+  fingerprint(value: unknown, binding: string): string {
     const keyId = this.keyring.activeKeyId;
     if (this.fingerprintKey?.keyId !== keyId) {
       const master = this.keyring.keys.get(keyId);
       if (!master) throw new Error('active master key is not loaded');
-      this.fingerprintKey = { keyId, key: Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), 'credential-fingerprint-v1', 32)) };
+      this.fingerprintKey = { keyId, key: Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), 'credential-fingerprint-v2', 32)) };
     }
-    return 'hmac:' + createHmac('sha256', this.fingerprintKey.key).update(canonicalJson(value)).digest('hex').slice(0, 16);
+    // An array: the binding and the config cannot run into each other.
+    return FINGERPRINT_PREFIX + createHmac('sha256', this.fingerprintKey.key).update(canonicalJson([binding, value])).digest('hex').slice(0, 16);
   }
 
   decryptJson<T = unknown>(env: Envelope, aad: string): T {
