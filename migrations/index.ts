@@ -6,6 +6,7 @@ import { VendorTokens1764900000000 } from './1764900000000-vendor-tokens.js';
 import { ShopifyRefundLeases1765000000000 } from './1765000000000-shopify-refund-leases.js';
 import { LedgerSeqIdentity1765100000000 } from './1765100000000-ledger-seq-identity.js';
 import { LedgerFiniteChecks1765200000000 } from './1765200000000-ledger-finite-checks.js';
+import { ShopifyRefundLeasePerShop1765300000000 } from './1765300000000-shopify-refund-lease-per-shop.js';
 
 /** Every migration, in order. Listed explicitly so the same array loads under vitest and the built app. */
-export const MIGRATIONS = [InitialSchema1764500000000, LedgerQueryIndexes1764600000000, ApprovalInputs1764700000000, ApprovedCallsIndex1764800000000, VendorTokens1764900000000, ShopifyRefundLeases1765000000000, LedgerSeqIdentity1765100000000, LedgerFiniteChecks1765200000000];
+export const MIGRATIONS = [InitialSchema1764500000000, LedgerQueryIndexes1764600000000, ApprovalInputs1764700000000, ApprovedCallsIndex1764800000000, VendorTokens1764900000000, ShopifyRefundLeases1765000000000, LedgerSeqIdentity1765100000000, LedgerFiniteChecks1765200000000, ShopifyRefundLeasePerShop1765300000000];

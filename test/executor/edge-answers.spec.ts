@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NangoEmulator, ShopifyEmulator } from '../../src/emulator/index.js';
-import { CREDENTIALS, setupOrg, startHarness, type Harness } from '../support/scenario.js';
+import { setupOrg, shopDomainOf, startHarness, type Harness } from '../support/scenario.js';
 import { call, rowOf } from './support.js';
 
 const MAX_BYTES = 4 * 1024;
@@ -10,7 +10,6 @@ const RULES = [
   { id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' },
   { id: 'allow-nango-post', match: { toolName: 'nango_proxy.post' }, decision: 'allow' },
 ];
-const SHOP = CREDENTIALS.shopify.shopDomain as string;
 const REFUND = /refundCreate/;
 
 describe('vendor answers at the edges: huge Retry-After, oversized error bodies, a refund lease waited out', () => {
@@ -83,7 +82,7 @@ describe('vendor answers at the edges: huge Retry-After, oversized error bodies,
     // Another holder's lease runs out 1.5 s into this call (budget 2 s, wait bound 1 s).
     await h.t.ds.query(
       `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until) VALUES ($1, $2, '12345', $3, now() + interval '1500 milliseconds')`,
-      [org.orgId, SHOP, randomUUID()],
+      [org.orgId, shopDomainOf(org.orgId), randomUUID()],
     );
     // Shopify takes 800 ms to run a refund.
     h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 800, bodyMatch: REFUND, times: Infinity });
@@ -101,7 +100,7 @@ describe('vendor answers at the edges: huge Retry-After, oversized error bodies,
     // Another holder's lease runs out 1.5 s into this call (budget 2 s); the order read before the lease takes 0.7 s.
     await h.t.ds.query(
       `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until) VALUES ($1, $2, '12345', $3, now() + interval '1500 milliseconds')`,
-      [org.orgId, SHOP, randomUUID()],
+      [org.orgId, shopDomainOf(org.orgId), randomUUID()],
     );
     h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 700, bodyMatch: /^(?![\s\S]*refundCreate)/, times: 1 });
     h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 800, bodyMatch: REFUND, times: Infinity });

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ShopifyEmulator } from '../../src/emulator/index.js';
-import { CREDENTIALS, emulatorEnv, setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
-import { bearer, startTestApp } from '../support/test-app.js';
+import { CREDENTIALS, emulatorEnv, setupOrg, shopDomainOf, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { adminAuth, bearer, startTestApp } from '../support/test-app.js';
 import { call, eventsOf, refundKeysSince, rowOf, send } from './support.js';
 
 const RULES = [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }];
-const SHOP = CREDENTIALS.shopify.shopDomain as string;
 const REFUND = /refundCreate/;
 
 /**
@@ -60,11 +59,25 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(row.error_text).toMatch(/while running refundCreate/);
     });
 
-    it('an error with no path (parse / validation: nothing ran) stays a refusal → failed / VENDOR_ERROR', async () => {
+    it('an error with no path and with `locations` (parse / validation: nothing ran) stays a refusal → failed / VENDOR_ERROR', async () => {
       const org = await fresh();
       h.emu.fault(graphqlAnswer({ errors: [{ message: "Argument 'input' has an invalid value", locations: [{ line: 2, column: 16 }], extensions: { code: 'argumentLiteralsIncompatible' } }] }));
       const res = await refund(org, '12345', '2.00');
       expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+    });
+
+    it('an error with no path and nothing placing it before execution (Shopify\'s execution "Timeout") → indeterminate / OUTCOME_UNKNOWN, sent once, the order kept leased', async () => {
+      const org = await fresh();
+      h.emu.fault(graphqlAnswer({ errors: [{ message: 'Timeout' }] }));
+      const from = h.emu.requests.length;
+      const res = await refund(org, '12345', '2.00');
+      expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', toolResult: { is_error: true } });
+      expect(refundsSince(from)).toHaveLength(1);
+      const row = await rowOf(h, res.body.toolCallId);
+      expect(row).toMatchObject({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN', retry_count: 0, vendor_status: 200 });
+      expect(row.error_text).toMatch(/does not say whether it ran/);
+      // The run may still be going at Shopify: no other refund of the order may overlap it.
+      expect(await leases(org.orgId)).toEqual([{ order_id: '12345', live: true }]);
     });
 
     it('IDEMPOTENCY_CONCURRENT_REQUEST as a top-level code is "in progress": polled with the same key → succeeded, one refund', async () => {
@@ -85,6 +98,8 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(new Set(keys).size).toBe(1);
       const retried = (await eventsOf(h, res.body.toolCallId)).filter((e) => e.type === 'tool_call.retried').map((e) => e.metadata.reason);
       expect(retried).toEqual(['in_progress']);
+      // Shopify answered the key with its refund: nothing is still running, the order is free again.
+      expect(await leases(org.orgId)).toEqual([]);
     });
 
     it('IDEMPOTENCY_KEY_PARAMETER_MISMATCH as a top-level code is a key conflict → indeterminate / OUTCOME_UNKNOWN, sent once, never re-keyed', async () => {
@@ -172,6 +187,48 @@ describe('shopify_refund.create, through the pipeline', () => {
       }
     });
 
+    it('two orgs connected to the same shop, one refund each of the same order at once → never overlapping at Shopify (the lease is the order\'s)', async () => {
+      const [a, b] = [await fresh(), await fresh()];
+      const shared = shopDomainOf(a.orgId); // b connects a's shop too
+      const put = await h.t.http.put(`/v1/orgs/${b.orgId}/integrations/shopify/credentials`).set(adminAuth).send({ config: { ...CREDENTIALS.shopify, shopDomain: shared } });
+      expect(put.status).toBe(200);
+      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 600, bodyMatch: REFUND, times: 1 });
+      const from = h.emu.requests.length;
+      const [ra, rb] = await Promise.all([refund(a, '450789469', '1.25'), refund(b, '450789469', '2.25')]);
+      expect([ra.body.status, rb.body.status]).toEqual(['succeeded', 'succeeded']);
+      const sent = refundsSince(from).sort((x, y) => x.receivedAt - y.receivedAt);
+      expect(sent).toHaveLength(2);
+      expect(sent[1].receivedAt).toBeGreaterThanOrEqual(sent[0].finishedAt ?? Number.POSITIVE_INFINITY);
+      expect(await h.t.ds.query('SELECT 1 FROM shopify_refund_leases WHERE shop_domain = $1 AND order_id = $2', [shared, '450789469'])).toEqual([]);
+    });
+
+    it('a refund that succeeds on its retry (after a 503) gives the order back: its next refund goes at once', async () => {
+      const org = await fresh();
+      h.emu.fault({ vendor: 'shopify', kind: 'status', status: 503, bodyMatch: REFUND, times: 1 });
+      const first = await refund(org, '12345', '1.00');
+      expect(first.body.status).toBe('succeeded');
+      expect((await rowOf(h, first.body.toolCallId)).retry_count).toBe(1);
+      expect(await leases(org.orgId)).toEqual([]);
+      const from = h.emu.requests.length;
+      const next = await refund(org, '12345', '1.00');
+      expect(next.body).toMatchObject({ status: 'succeeded', result: { amount: '1.00' } });
+      expect(refundsSince(from)).toHaveLength(1);
+    });
+
+    it('after a 429 the lease is given up, and the retry takes it anew with the room check: too little of the budget left → not sent', async () => {
+      const org = await fresh();
+      // Retried 1.2 s into a 2 s budget: less than the half the refund's own request is kept.
+      h.emu.fault({ vendor: 'shopify', kind: 'status', status: 429, headers: { 'Retry-After': '1.2' }, bodyMatch: REFUND, times: 1 });
+      const from = h.emu.requests.length;
+      const res = await refund(org, '12345', '1.00');
+      expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT' });
+      const row = await rowOf(h, res.body.toolCallId);
+      expect(row.retry_count).toBe(1);
+      expect(row.error_text).toMatch(/too little of the call's time budget was left.*not sent/);
+      expect(refundsSince(from)).toHaveLength(1); // the 429'd one only
+      expect(await leases(org.orgId)).toEqual([]);
+    });
+
     it('refunds of different orders are not held up by each other', async () => {
       const org = await fresh();
       h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 600, bodyMatch: /refundCreate[\s\S]*Order\/12345"/, times: 1 });
@@ -187,7 +244,7 @@ describe('shopify_refund.create, through the pipeline', () => {
       const [{ until }] = (await h.t.ds.query(
         `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until)
          VALUES ($1, $2, '1001', $3, now() + interval '700 milliseconds') RETURNING extract(epoch FROM lease_until) * 1000 AS until`,
-        [org.orgId, SHOP, randomUUID()],
+        [org.orgId, shopDomainOf(org.orgId), randomUUID()],
       )) as { until: number }[];
       const from = h.emu.requests.length;
       const res = await refund(org, '1001', '1.00');
@@ -201,7 +258,7 @@ describe('shopify_refund.create, through the pipeline', () => {
       const org = await fresh();
       await h.t.ds.query(
         `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until) VALUES ($1, $2, '1001', $3, now() + interval '1 hour')`,
-        [org.orgId, SHOP, randomUUID()],
+        [org.orgId, shopDomainOf(org.orgId), randomUUID()],
       );
       const from = h.emu.requests.length;
       const res = await refund(org, '1001', '1.00');

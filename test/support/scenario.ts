@@ -8,6 +8,12 @@ import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } f
 
 export type Vendor = 'shopify' | 'amazon' | 'jumio' | 'nango';
 
+/**
+ * Each scenario org connects its own shop (the emulator serves every shop alike): the one-refund-per-order lease
+ * is per shop, so orgs sharing one would hold each other's refunds up across tests.
+ */
+export const shopDomainOf = (orgId: string): string => `org-${orgId.replace(/-/g, '')}.myshopify.com`;
+
 export const CREDENTIALS: Record<Vendor, Record<string, unknown>> = {
   shopify: { shopDomain: 'acme-emulator.myshopify.com', accessToken: SHOPIFY_TOKEN },
   amazon: { clientId: AMAZON_CLIENT_ID, clientSecret: AMAZON_CLIENT_SECRET, refreshToken: AMAZON_REFRESH_TOKEN, region: 'na' },
@@ -75,7 +81,8 @@ export async function setupOrg(
   });
   ok(await t.http.put(`/v1/orgs/${orgId}/tool-permissions`).set(adminAuth).send({ items }), 'permissions');
   for (const v of opts.vendors ?? ['shopify']) {
-    ok(await t.http.put(`/v1/orgs/${orgId}/integrations/${v}/credentials`).set(adminAuth).send({ config: CREDENTIALS[v] }), `credentials ${v}`);
+    const config = v === 'shopify' ? { ...CREDENTIALS.shopify, shopDomain: shopDomainOf(orgId) } : CREDENTIALS[v];
+    ok(await t.http.put(`/v1/orgs/${orgId}/integrations/${v}/credentials`).set(adminAuth).send({ config }), `credentials ${v}`);
   }
   if (opts.rules) ok(await t.http.put(`/v1/orgs/${orgId}/policies`).set(adminAuth).send({ rules: opts.rules }), 'policies');
   const run = await t.http.post('/v1/runs').set(bearer(agent.key)).send({ specialistId: opts.specialistId ?? 'support' });

@@ -63,11 +63,38 @@ describe('interpretShopifyResponse: top-level errors with no payload for a mutat
     expect(failed({ data: null, errors: [{ message: 'boom', path: ['orderUpdate'] }] }, 'orderUpdate').kind).toBe('bad_response');
   });
 
-  it('errors without a path (parse, validation: nothing ran) stay a definite refusal', () => {
-    const f = failed({ errors: [{ message: "Argument 'input' has an invalid value", extensions: { code: 'argumentLiteralsIncompatible' } }] }, 'refundCreate');
+  it('errors positively from before execution (parse / validation, with `locations`; a refusal of the whole request) stay a definite refusal', () => {
+    const f = failed({ errors: [{ message: "Argument 'input' has an invalid value", locations: [{ line: 2, column: 16 }], extensions: { code: 'argumentLiteralsIncompatible' } }] }, 'refundCreate');
     expect(f).toMatchObject({ kind: 'rejected', message: 'shopify refused the GraphQL request (argumentLiteralsIncompatible)' });
     expect(errorCodeFor(f, WRITE)).toBe('VENDOR_ERROR');
-    expect(failed({ data: { refundCreate: null }, errors: [{ message: 'The @idempotent directive with a key is required for this mutation.', extensions: { code: 'BAD_REQUEST' } }] }, 'refundCreate').kind).toBe('rejected');
+    expect(failed({ errors: [{ message: 'Parse error on "}" (RCURLY)', locations: [{ line: 1, column: 9 }] }] }, 'refundCreate').kind).toBe('rejected');
+    for (const code of ['MAX_COST_EXCEEDED', 'SHOP_INACTIVE']) {
+      expect(failed({ errors: [{ message: 'refused', extensions: { code } }] }, 'refundCreate').kind, code).toBe('rejected');
+    }
+    expect(failed({ errors: [{ message: 'Access denied', extensions: { code: 'ACCESS_DENIED' } }] }, 'refundCreate').kind).toBe('auth');
+  });
+
+  it('a path-less error that is not positively from before execution (an execution "Timeout", an unknown code) may have taken effect → OUTCOME_UNKNOWN for a write', () => {
+    for (const body of [
+      { errors: [{ message: 'Timeout' }] },
+      { data: { refundCreate: null }, errors: [{ message: 'Timeout' }] },
+      { data: null, errors: [{ message: 'Something went wrong', extensions: { code: 'SOME_NEW_CODE' } }] },
+      { data: { refundCreate: null }, errors: [{ message: 'The @idempotent directive with a key is required for this mutation.', extensions: { code: 'BAD_REQUEST' } }] },
+      // one unplaced error among refusals is enough
+      { errors: [{ message: 'bad', locations: [{ line: 1, column: 1 }], extensions: { code: 'undefinedField' } }, { message: 'Timeout' }] },
+      { errors: [] },
+      { errors: 'Internal error' },
+    ]) {
+      const f = failed(body, 'refundCreate');
+      expect(f, JSON.stringify(body)).toMatchObject({ kind: 'bad_response', vendorStatus: 200, requestSent: true });
+      expect(f.message).toBe('shopify answered refundCreate with an error that does not say whether it ran: it may have taken effect');
+      expect(errorCodeFor(f, WRITE)).toBe('OUTCOME_UNKNOWN');
+      expect(errorCodeFor(f, NOTE)).toBe('OUTCOME_UNKNOWN');
+    }
+    // Shopify's internal error is a 5xx in kind, with or without a path (a refund is then retried under its key).
+    expect(failed({ errors: [{ message: 'Internal error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] }, 'refundCreate').kind).toBe('server_error');
+    // A read that failed is just a failure: nothing to be unsure about.
+    expect(failed({ errors: [{ message: 'Timeout' }] }).kind).toBe('rejected');
   });
 
   it('ACCESS_DENIED on the mutation is a refusal (auth); INTERNAL_SERVER_ERROR on it is a 5xx in kind (server_error)', () => {

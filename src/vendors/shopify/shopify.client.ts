@@ -161,8 +161,7 @@ function errorCode(e: Record<string, unknown>): string | undefined {
 }
 
 /**
- * A field error (one with a `path`) is raised while the document executes;
- * errors without one come from parsing and validation, before anything ran
+ * A field error (one with a `path`) is raised while the document executes
  * (GraphQL spec, "Errors"). For a mutation, a field error means its resolver
  * ran, so it may have taken effect — unless its code says otherwise: refused
  * for access at the mutation itself, or Shopify's internal error (a 5xx in
@@ -174,14 +173,43 @@ function ranAndFailed(e: Record<string, unknown>): boolean {
   return !(e.path.length === 1 && (code === 'ACCESS_DENIED' || code === 'INTERNAL_SERVER_ERROR'));
 }
 
+/** Codes that refuse the request as a whole, before it runs: its cost, the app's access, the shop (VENDORS.md §1.4). */
+const BEFORE_EXECUTION_CODES = new Set(['THROTTLED', 'MAX_COST_EXCEEDED', 'ACCESS_DENIED', 'SHOP_INACTIVE']);
+
+/**
+ * An error positively raised before the document ran: parse and validation
+ * errors point into the document (`locations`, which they always carry), or
+ * the code refuses the request as a whole. A missing path proves nothing on
+ * its own: Shopify answers an execution that timed out as 200
+ * {"errors":[{"message":"Timeout"}]}.
+ */
+function beforeExecution(e: Record<string, unknown>): boolean {
+  if (Array.isArray(e.path) && e.path.length > 0) return false;
+  const code = errorCode(e);
+  return (Array.isArray(e.locations) && e.locations.length > 0) || (code !== undefined && BEFORE_EXECUTION_CODES.has(code));
+}
+
+const UNPLACED = new WeakSet<FailedOutcome>();
+
+/**
+ * An answer to a mutation whose error cannot be placed, before or in the run
+ * ({"errors":[{"message":"Timeout"}]}): it may come from outside the executor,
+ * a request timed out while its run goes on, so the run may still be going at
+ * Shopify. A cut-off or unusable answer, or a field error, came after the run.
+ */
+export function mayStillBeRunning(outcome: FailedOutcome): boolean {
+  return UNPLACED.has(outcome);
+}
+
 /**
  * Top-level `errors` with no usable payload. `mutation` names the mutation
  * field the document runs, if any: an error raised while it ran leaves its
  * outcome unknown — calling it refused would invite a retry under a new key,
- * a second refund.
+ * a second refund. So does an error that cannot be placed before execution.
  */
 function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: number, mutation?: string): FailedOutcome {
-  const list = (Array.isArray(errors) ? errors : []).filter(isRecord);
+  const all = Array.isArray(errors) ? errors : [];
+  const list = all.filter(isRecord);
   const codes = list.map(errorCode).filter((c): c is string => c !== undefined);
   const base = { ok: false as const, vendorStatus: status, requestSent: true };
   // The codes of the other @idempotent mutations (VENDORS.md §1.9); refundCreate may raise them at the top level too.
@@ -191,9 +219,17 @@ function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: numb
     const retryAfterMs = throttleWaitMs(extensions);
     return { ...base, kind: 'rate_limited', message: 'shopify query cost limit reached (THROTTLED)', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
+  // A 2xx whose answer cannot tell what happened: for a write, the outcome is unknown (OUTCOME_UNKNOWN), never resent.
   if (mutation !== undefined && list.some(ranAndFailed)) {
-    // A 2xx whose answer cannot tell what happened: for a write, the outcome is unknown (OUTCOME_UNKNOWN), never resent.
     return { ...base, kind: 'bad_response', message: `shopify reported an error while running ${mutation}: it may have taken effect` };
+  }
+  // The rest is a refusal only if every error is positively from before execution, ACCESS_DENIED on the mutation
+  // itself, or INTERNAL_SERVER_ERROR (a 5xx in kind, handled as one): a path-less "Timeout" may come from a run.
+  const placed = (e: unknown) => isRecord(e) && (beforeExecution(e) || (Array.isArray(e.path) && e.path.length > 0) || errorCode(e) === 'INTERNAL_SERVER_ERROR');
+  if (mutation !== undefined && (all.length === 0 || !all.every(placed))) {
+    const unplaced: FailedOutcome = { ...base, kind: 'bad_response', message: `shopify answered ${mutation} with an error that does not say whether it ran: it may have taken effect` };
+    UNPLACED.add(unplaced);
+    return unplaced;
   }
   if (codes.includes('ACCESS_DENIED')) return { ...base, kind: 'auth', message: 'shopify denied access (ACCESS_DENIED: missing scope?)' };
   if (codes.includes('INTERNAL_SERVER_ERROR')) return { ...base, kind: 'server_error', message: 'shopify GraphQL internal error' };

@@ -93,6 +93,10 @@ describe('ShopifyHandler reads', () => {
     const h = new ShopifyHandler(endpoints({ shopifyBaseUrl: undefined }));
     const out = failure(await h.execute(lookup('12345', { credentials: { shopDomain: 'evil.example.com/x?', accessToken: SHOPIFY_EMULATOR_TOKEN } })));
     expect(out).toMatchObject({ kind: 'auth', requestSent: false });
+    // One spelling per shop: the order's refund lease is keyed on it.
+    for (const shopDomain of ['Acme.myshopify.com', 'acme.myshopify.com.', 'https://acme.myshopify.com', ' acme.myshopify.com']) {
+      expect(failure(await h.execute(lookup('12345', { credentials: { shopDomain, accessToken: SHOPIFY_EMULATOR_TOKEN } }))), shopDomain).toMatchObject({ kind: 'auth' });
+    }
     expect(emu.requests).toHaveLength(0);
   });
 

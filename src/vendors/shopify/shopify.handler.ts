@@ -9,7 +9,7 @@ import type { RotatingGrant, RotatingTokenStore } from '../auth/rotating-token.j
 import { TokenCache, TokenFetchError, tokenCacheKey, type AcquiredToken } from '../auth/token-cache.js';
 import { failedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchShopifyToken, refreshShopifyToken, shopifyCacheKey, shopifyGrant } from './shopify.auth.js';
-import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
+import { isRecord, mayStillBeRunning, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
@@ -50,11 +50,13 @@ function refundLeaseHolder(ctx: VendorCallContext): string {
 
 /**
  * The refund left and no final answer came: lost or cut off in flight, a 5xx
- * (an edge answers while Shopify goes on), or Shopify still running an earlier
- * attempt under the key. It may still be in flight there.
+ * (an edge answers while Shopify goes on), an error answer that may come from
+ * outside the run, or Shopify still running an earlier attempt under the key.
+ * It may still be in flight there.
  */
 function mayStillRun(o: VendorOutcome): boolean {
   if (o.ok || !o.requestSent) return false;
+  if (o.kind === 'bad_response') return mayStillBeRunning(o); // a path-less "Timeout", say: no final answer either
   return o.kind === 'timeout' || o.kind === 'network' || o.kind === 'server_error' || o.kind === 'in_progress';
 }
 
@@ -264,17 +266,22 @@ export class ShopifyHandler implements VendorHandler {
     // Shopify may still be running it (or the handler broke): the lease stays until it expires, so no other refund of the order overlaps it.
     // Sticky for the call: an earlier attempt that may still land (a 5xx, say) keeps the lease even when a later
     // attempt ends in a plain refusal (a 429, a 401), or the order's next refund could overlap it at Shopify.
+    // A success ends it: Shopify answered the key with its refund, so no attempt of the call is still running there.
     let keep = true;
     try {
       const outcome = await this.sendRefund(ctx, call, key, input);
-      keep = ctx.scratch.get(MAY_STILL_RUN) === true || mayStillRun(outcome);
+      keep = !outcome.ok && (ctx.scratch.get(MAY_STILL_RUN) === true || mayStillRun(outcome));
       return outcome;
     } catch (err) {
       keep = ctx.scratch.get(MAY_STILL_RUN) === true || !(err instanceof TokenFetchError); // no token: the mutation never reached the Admin API
       throw err;
     } finally {
       if (keep) ctx.scratch.set(MAY_STILL_RUN, true);
-      if (this.refundLeases && !keep) await this.refundLeases.release(lease, holder);
+      else if (this.refundLeases) {
+        await this.refundLeases.release(lease, holder);
+        // A retry (after a 429, say) takes the lease anew, room check included: nothing of this call is at Shopify.
+        ctx.scratch.delete(LEASE_TAKEN);
+      }
     }
   }
 

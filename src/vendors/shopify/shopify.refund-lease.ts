@@ -2,8 +2,9 @@
  * One refund in flight per Shopify order, across replicas (VENDORS.md §1.9
  * point 6): two refunds of one order racing at Shopify can both pass its
  * "still refundable" check. The lease is a row of `shopify_refund_leases`
- * (org × shop × order), taken by one conditional upsert — free, expired, or
- * already this call's — and deleted once the refund's outcome is known. No
+ * (shop × order: an order is the shop's, whichever org's credentials reach
+ * it), taken by one conditional upsert — free, expired, or already this
+ * call's — and deleted once the refund's outcome is known. No
  * transaction and no pooled connection is held while the refund is at
  * Shopify: each statement is one round trip (the vendor_tokens lease works the
  * same way). A process that dies holding a lease only delays the order's
@@ -20,7 +21,9 @@ export interface LeaseSql {
 }
 
 export interface RefundLeaseKey {
+  /** the org whose call holds it (not part of the key: two orgs on one shop share the order's lease) */
   orgId: string;
+  /** as resolveShopifyConnection accepted it: one spelling per shop (lower case, <shop>.myshopify.com) */
   shopDomain: string;
   /** the numeric order id */
   orderId: string;
@@ -58,10 +61,10 @@ const MAX_POLL_MS = 200;
 
 const ACQUIRE = `INSERT INTO shopify_refund_leases AS l (org_id, shop_domain, order_id, holder, lease_until)
   VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
-  ON CONFLICT (org_id, shop_domain, order_id) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until
+  ON CONFLICT (shop_domain, order_id) DO UPDATE SET org_id = EXCLUDED.org_id, holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until
     WHERE l.lease_until < now() OR l.holder = EXCLUDED.holder
   RETURNING 1 AS held`;
-const RELEASE = 'DELETE FROM shopify_refund_leases WHERE org_id = $1 AND shop_domain = $2 AND order_id = $3 AND holder = $4';
+const RELEASE = 'DELETE FROM shopify_refund_leases WHERE shop_domain = $1 AND order_id = $2 AND holder = $3';
 
 export class SqlRefundLeases implements RefundLeases {
   private readonly log = new Logger('ShopifyRefundLeases');
@@ -110,7 +113,7 @@ export class SqlRefundLeases implements RefundLeases {
 
   async release(key: RefundLeaseKey, holder: string): Promise<void> {
     try {
-      await this.sql.prepared(RELEASE, [key.orgId, key.shopDomain, key.orderId, holder]);
+      await this.sql.prepared(RELEASE, [key.shopDomain, key.orderId, holder]);
     } catch (err) {
       this.log.warn({ orgId: key.orgId, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'error' }, 'refund lease not released: it expires on its own');
     }
