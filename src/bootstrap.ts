@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import type { NextFunction, Request, Response } from 'express';
 import { DataSource } from 'typeorm';
 import { migratorOptions } from './db/db-options.js';
 import { AppModule, type AppModuleOptions } from './app.module.js';
@@ -10,7 +11,8 @@ import { configureApp } from './app.setup.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
 import { AppError } from './common/errors/app-error.js';
 import type { ErrorCode } from './common/errors/error-codes.js';
-import { problemBody } from './common/errors/problem.filter.js';
+import { problemBody, sendProblem } from './common/errors/problem.filter.js';
+import { CORRELATION_ID, correlationMiddleware } from './common/http/correlation.js';
 import type { AppConfig } from './config/app-config.js';
 
 const MIGRATION_LOCK = 7_413_920_552;
@@ -56,6 +58,41 @@ function clientErrorProblem(code: string | undefined): { status: number; errorCo
   }
 }
 
+/** The body every other error has; only the HTTP status is Node's (431, 408 and 417 have no code of their own). */
+function statusProblem(status: number, errorCode: ErrorCode, detail: string, correlationId: string): string {
+  return JSON.stringify({ ...problemBody(new AppError(errorCode, detail), correlationId), status });
+}
+
+/**
+ * Node's 'checkExpectation': an Expect other than 100-continue (which Node answers with 100 Continue itself).
+ * 417 problem+json instead of Node's bare 417; the request is not run, and the connection closes after the
+ * answer (the body a client holds back until its expectation is met would otherwise be read as the next request).
+ */
+export function refuseExpectation(req: IncomingMessage, res: ServerResponse): void {
+  const given = req.headers['x-correlation-id'];
+  const correlationId = typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
+  const body = statusProblem(417, 'BAD_REQUEST', 'the Expect header can only be 100-continue', correlationId);
+  res.writeHead(417, {
+    'Content-Type': 'application/problem+json',
+    'Content-Length': Buffer.byteLength(body),
+    'X-Correlation-Id': correlationId,
+    Connection: 'close',
+  });
+  res.end(body);
+}
+
+/**
+ * HTTP/1.1 requires Host (RFC 9112 §3.2): the first middleware refuses a request without one, with problem+json
+ * and its correlation id. Node's own check (requireHostHeader, off in createGateway) answers a bare 400.
+ */
+export function hostRequired(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1 || req.headers.host !== undefined) return next();
+  correlationMiddleware(req, res, () => {
+    res.setHeader('Connection', 'close');
+    sendProblem(res, new AppError('BAD_REQUEST', 'an HTTP/1.1 request must carry a Host header'), req.correlationId ?? 'unknown');
+  });
+}
+
 /**
  * Node's 'clientError': answers a minimal problem+json (like every other error,
  * API.md §8) and closes the connection. Writes nothing to a socket that is
@@ -69,8 +106,7 @@ export function handleClientError(err: Error & { code?: string }, socket: Duplex
   }
   const { status, errorCode, detail } = clientErrorProblem(err.code);
   const correlationId = randomUUID();
-  // The body every other error has; only the HTTP status is the parser's (431 and 408 have no code of their own).
-  const body = JSON.stringify({ ...problemBody(new AppError(errorCode, detail), correlationId), status });
+  const body = statusProblem(status, errorCode, detail, correlationId);
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
       'Content-Type: application/problem+json\r\n' +
@@ -99,8 +135,12 @@ export interface GatewayHooks {
 /** Builds the app, migrates the database and makes sure an admin key exists. Does not listen. */
 export async function createGateway(config: AppConfig, opts: AppModuleOptions = {}, hooks: GatewayHooks = {}): Promise<Gateway> {
   const app = await NestFactory.create(AppModule.forRoot(config, opts), { bodyParser: false, bufferLogs: true, abortOnError: false });
+  const server = app.getHttpServer() as Server & { requireHostHeader: boolean };
+  server.requireHostHeader = false; // hostRequired answers instead, with problem+json
+  app.use(hostRequired); // ahead of configureApp's middleware
   configureApp(app);
-  (app.getHttpServer() as Server).on('clientError', handleClientError);
+  server.on('clientError', handleClientError);
+  server.on('checkExpectation', refuseExpectation);
   // On connections of their own, without the client-side query timeout (DB_QUERY_TIMEOUT_MS): waiting for
   // another replica's migration, or an index build on a large table, may rightly take longer.
   const migrator = await new DataSource(migratorOptions(config.DATABASE_URL!)).initialize();

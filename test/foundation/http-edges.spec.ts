@@ -46,6 +46,12 @@ function rawRequest(port: number, bytes: string): Promise<RawResponse> {
 
 const hugeHeaders = `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`;
 const garbage = 'THIS IS NOT HTTP\r\n\r\n';
+const noHost = 'GET /healthz HTTP/1.1\r\n\r\n';
+const orgBody = (name: string) => JSON.stringify({ name });
+/** POST /v1/orgs (platform admin) with an Expect header, its body sent along. */
+const expecting = (expect: string, name: string) =>
+  `POST /v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nContent-Type: application/json\r\n` +
+  `Expect: ${expect}\r\nContent-Length: ${orgBody(name).length}\r\n\r\n${orgBody(name)}`;
 
 function expectProblem(res: RawResponse, status: number, code: string): void {
   expect(res.status).toBe(status);
@@ -93,6 +99,57 @@ describe('HTTP edges: readiness, unparsable requests, reserved org id', () => {
 
   it('a request that is not HTTP: 400 problem+json BAD_REQUEST, then the connection is closed', async () => {
     expectProblem(await rawRequest(port, garbage), 400, 'BAD_REQUEST');
+  });
+
+  const orgsNamed = async (name: string) => ((await t.ds.query('SELECT count(*)::int AS n FROM orgs WHERE name = $1', [name])) as { n: number }[])[0].n;
+
+  it('HTTP/1.1 without Host: 400 problem+json BAD_REQUEST (not Node\'s bare 400), the correlation id echoed, nothing run', async () => {
+    const res = await rawRequest(port, noHost);
+    expectProblem(res, 400, 'BAD_REQUEST');
+    expect(JSON.parse(res.body).detail).toMatch(/Host/);
+    const withId = await rawRequest(port, 'GET /healthz HTTP/1.1\r\nX-Correlation-Id: no-host-1\r\n\r\n');
+    expectProblem(withId, 400, 'BAD_REQUEST');
+    expect(withId.headers['x-correlation-id']).toBe('no-host-1');
+    const name = `no host ${crypto.randomUUID()}`;
+    const post = `POST /v1/orgs HTTP/1.1\r\nAuthorization: ${adminAuth.Authorization}\r\nContent-Type: application/json\r\nContent-Length: ${orgBody(name).length}\r\n\r\n${orgBody(name)}`;
+    expectProblem(await rawRequest(port, post), 400, 'BAD_REQUEST');
+    expect(await orgsNamed(name)).toBe(0);
+    // HTTP/1.0 has no Host requirement
+    expect((await rawRequest(port, 'GET /healthz HTTP/1.0\r\n\r\n')).status).toBe(200);
+  });
+
+  it('an Expect other than 100-continue: 417 problem+json (not Node\'s bare 417), the connection closed, nothing run', async () => {
+    const name = `expects ${crypto.randomUUID()}`;
+    const res = await rawRequest(port, expecting('200-ok', name));
+    expectProblem(res, 417, 'BAD_REQUEST');
+    expect(res.headers.connection).toBe('close');
+    expect(JSON.parse(res.body).detail).toMatch(/100-continue/);
+    expect(await orgsNamed(name)).toBe(0);
+  });
+
+  it('Expect: 100-continue still gets 100 Continue, then the request runs', async () => {
+    const name = `continues ${crypto.randomUUID()}`;
+    const [head, body] = expecting('100-continue', name).split('\r\n\r\n');
+    const answer = await new Promise<string>((resolve, reject) => {
+      const s = connect(port, '127.0.0.1');
+      let got = '';
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(new Error(`no final answer; got: ${got}`));
+      }, 5_000);
+      s.on('data', (c: Buffer) => {
+        got += c.toString('utf8');
+        if (got === 'HTTP/1.1 100 Continue\r\n\r\n') s.write(body); // the body only once the server asked for it
+      });
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        clearTimeout(timer);
+        resolve(got);
+      });
+      s.write(`${head}\r\nConnection: close\r\n\r\n`);
+    });
+    expect(answer.startsWith('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 ')).toBe(true);
+    expect(await orgsNamed(name)).toBe(1);
   });
 
   it('the server keeps serving after a client resets its connection mid-request', async () => {
@@ -156,12 +213,14 @@ describe('clientError handler on a socket that cannot take an answer', () => {
 });
 
 describe('the gateway process (npm start, built dist/) answers unparsable requests with problem+json', () => {
-  it('431 for oversized headers and 400 for garbage', async () => {
+  it('431 for oversized headers, 400 for garbage or a missing Host, 417 for an unknown Expect', async () => {
     const gw = await startGatewayProcess({ LOG_LEVEL: 'warn' });
     try {
       const port = Number(new URL(gw.url).port);
       expectProblem(await rawRequest(port, hugeHeaders), 431, 'PAYLOAD_TOO_LARGE');
       expectProblem(await rawRequest(port, garbage), 400, 'BAD_REQUEST');
+      expectProblem(await rawRequest(port, noHost), 400, 'BAD_REQUEST');
+      expectProblem(await rawRequest(port, expecting('200-ok', 'never created')), 417, 'BAD_REQUEST');
       expect((await gw.http.get('/healthz')).status).toBe(200);
     } finally {
       await gw.stop();

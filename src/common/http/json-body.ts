@@ -46,11 +46,12 @@ export function jsonDepth(text: string): number {
 type BodyRequest = Request & { correlationId?: string; bodyError?: AppError };
 
 /**
- * What was wrong with the body (415, 400), for the auth guard to throw once the
- * caller is authenticated and may call the route: the order of checks is
- * authenticate (401) → role (403) → the rest (API.md §9), so an anonymous
- * caller learns nothing from a body check. Only the size limit (413) answers at
- * once: it protects the reader, whoever sent the body.
+ * What was wrong with the body (415, 400) or a repeated Idempotency-Key (400),
+ * for the auth guard to throw once the caller is authenticated and may call the
+ * route: the order of checks is authenticate (401) → role (403) → the rest
+ * (API.md §9), so an anonymous caller learns nothing from a body check. Only
+ * the size limit (413) answers at once: it protects the reader, whoever sent
+ * the body.
  */
 export function bodyErrorOf(req: Request): AppError | undefined {
   return (req as BodyRequest).bodyError;
@@ -64,7 +65,8 @@ export function bodyErrorOf(req: Request): AppError | undefined {
 export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFunction): void {
   const method = req.method;
   if (method === 'GET' || method === 'HEAD' || method === 'DELETE' || method === 'OPTIONS') return next();
-  const toolCalls = TOOL_CALL_PATH.test(req.path);
+  const toolCallPath = TOOL_CALL_PATH.exec(req.path);
+  const toolCalls = toolCallPath !== null;
   const limit = toolCalls ? TOOL_CALL_BODY_LIMIT : ADMIN_BODY_LIMIT;
   const cid = req.correlationId ?? 'unknown';
   const declared = Number(req.headers['content-length'] ?? 0);
@@ -94,6 +96,11 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
       req.bodyError = error;
       next();
     };
+    // Node joins a repeated field into "k1, k2", itself a valid key: a retry sending only k1 would then be
+    // another call. One tool_use has one key (idempotencyKeyFor); a batch refuses the header outright.
+    if (toolCallPath && !toolCallPath[1] && (req.headersDistinct['idempotency-key']?.length ?? 0) > 1) {
+      return refuse(new AppError('BAD_REQUEST', 'Idempotency-Key must be sent once, not in several header fields'));
+    }
     const text = Buffer.concat(chunks).toString('utf8');
     if (text.trim() === '') {
       (req as { body?: unknown }).body = undefined;
@@ -123,9 +130,14 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
       return refuse(new AppError('BAD_REQUEST', 'body is not valid JSON'));
     }
     // A number literal too big for a double (1e309, 400 digits) parses to ±Infinity, which no JSON
-    // can carry on (JSON.stringify writes null) and the action digest refuses: refused here.
-    if (hasNonFiniteNumber(body)) {
+    // can carry on (JSON.stringify writes null) and the action digest refuses: refused here. So is an
+    // integer past 2^53 the double rounds (a 64-bit id): the vendor would get another number.
+    const numberProblem = unrepresentableNumber(body, text);
+    if (numberProblem === 'infinite') {
       return refuse(new AppError('BAD_REQUEST', 'a number in the body is too large to represent'));
+    }
+    if (numberProblem === 'rounded') {
+      return refuse(new AppError('BAD_REQUEST', 'a number in the body would be rounded (an integer beyond 2^53 loses digits): send it as a string'));
     }
     // Only a \u escape can put NUL or an unpaired surrogate into parsed JSON. Tool calls
     // record the model's text repaired (redaction, storableText); everything else is refused.
@@ -137,18 +149,84 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
   });
 }
 
-/** True when a parsed JSON value holds ±Infinity anywhere (iterative: no recursion to blow). */
-export function hasNonFiniteNumber(value: unknown): boolean {
-  const stack: unknown[] = [value];
+/**
+ * What JSON.parse lost of a body's numbers: 'infinite' when a value is ±Infinity, 'rounded' when a literal
+ * beyond 2^53 does not come back from its double as the same number (1234567890123456789 is written on as
+ * 1234567890123456800). One that does (1e308, 9007199254740992, 6.02214076e23) is passed on unchanged. The
+ * walk is iterative (no recursion to blow); the text is read again only when a number past 2^53 turned up.
+ */
+export function unrepresentableNumber(value: unknown, text: string): 'infinite' | 'rounded' | undefined {
+  let large = false;
+  // Only containers are stacked: a flat array of 100k numbers is read in place, not pushed item by item.
+  const stack: object[] = [[value]];
   while (stack.length) {
-    const v = stack.pop();
-    if (typeof v === 'number') {
-      if (!Number.isFinite(v)) return true;
-    } else if (Array.isArray(v)) {
-      for (const item of v) stack.push(item);
-    } else if (v !== null && typeof v === 'object') {
-      for (const item of Object.values(v)) stack.push(item);
+    const container = stack.pop()!;
+    for (const item of Array.isArray(container) ? (container as unknown[]) : Object.values(container)) {
+      if (typeof item === 'number') {
+        if (!Number.isFinite(item)) return 'infinite';
+        if (item > Number.MAX_SAFE_INTEGER || item < -Number.MAX_SAFE_INTEGER) large = true;
+      } else if (item !== null && typeof item === 'object') stack.push(item);
+    }
+  }
+  return large && hasRoundedLiteral(text) ? 'rounded' : undefined;
+}
+
+/**
+ * True when a number literal of a (valid) JSON text is beyond 2^53 and not the number its double writes back.
+ * A literal of at most 15 significant digits always comes back the same (a double holds 15 decimal digits), so
+ * only longer ones are parsed again: a body of many large numbers costs no more than one more pass.
+ */
+function hasRoundedLiteral(text: string): boolean {
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped char
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 45 || (c >= 48 && c <= 57)) {
+      // '-' or a digit outside a string starts a number literal: read to its end, noting its significant digits.
+      let end = i;
+      let first = -1; // first and last non-zero digit before the exponent
+      let last = -1;
+      let dot = -1;
+      let exponent = false;
+      for (let d = c; ; d = text.charCodeAt(++end)) {
+        const digit = d >= 48 && d <= 57;
+        if (digit && d !== 48 && !exponent) {
+          if (first < 0) first = end;
+          last = end;
+        } else if (d === 46) dot = end;
+        else if (d === 101 || d === 69) exponent = true;
+        else if (!digit && d !== 43 && d !== 45) break; // the end of the literal
+      }
+      const significant = first < 0 ? 0 : last - first + 1 - (dot > first && dot < last ? 1 : 0);
+      if (significant > 15) {
+        const literal = text.slice(i, end);
+        const parsed = Number(literal);
+        const back = String(parsed);
+        if (Math.abs(parsed) > Number.MAX_SAFE_INTEGER && back !== literal && decimalValue(literal) !== decimalValue(back)) return true;
+      }
+      i = end - 1;
     }
   }
   return false;
+}
+
+/** A JSON number's exact value, spelled one way: sign, significant digits, power of ten ("-1.50e3" → "-15e2"). Not zero. */
+function decimalValue(num: string): string {
+  const negative = num.charCodeAt(0) === 45;
+  const from = negative ? 1 : 0;
+  let e = num.indexOf('e');
+  if (e < 0) e = num.indexOf('E');
+  if (e < 0) e = num.length;
+  const dot = num.indexOf('.');
+  const fraction = dot >= 0 && dot < e;
+  const digits = fraction ? num.slice(from, dot) + num.slice(dot + 1, e) : num.slice(from, e);
+  let start = 0;
+  while (digits.charCodeAt(start) === 48) start++;
+  let end = digits.length;
+  while (end > start && digits.charCodeAt(end - 1) === 48) end--;
+  const exponent = (e < num.length ? Number(num.slice(e + 1)) : 0) - (fraction ? e - dot - 1 : 0) + (digits.length - end);
+  return `${negative ? '-' : ''}${digits.slice(start, end)}e${exponent}`;
 }
