@@ -16,7 +16,7 @@ import { orderV2026, parseIncludedData } from './amazon.orders-v2026.js';
 
 export const AMAZON_EMULATOR_CREDENTIALS = {
   clientId: 'amzn1.application-oa2-client.emulator',
-  clientSecret: 'amzn-emulator-client-secret-0001',
+  clientSecret: 'amzn1.oa2-cs.v1.7f3e9a2c5b1d4e6f8091a2b3c4d5e6f7081928374655647382910a1b2c3d0001',
   refreshToken: 'Atzr|emulator-refresh-token-0001',
 } as const;
 

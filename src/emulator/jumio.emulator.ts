@@ -10,7 +10,7 @@ import type { FaultResponder } from './vendor-emulator.js';
 
 export const JUMIO_EMULATOR_CREDENTIALS = {
   clientId: 'jumio-emulator-client',
-  clientSecret: 'jumio-emulator-secret-0001',
+  clientSecret: 'JumioEmuSecret7qR2vX9mB4nL8pW3tY',
   accountId: 'f3b1c2d4-5e6f-4a70-8b9c-0d1e2f3a4b5c',
 } as const;
 

@@ -3,7 +3,7 @@
  * refund ceiling maths is exact. `seedShopifyOrders()` builds fresh objects on
  * every call: reset() must not inherit mutations (notes, refunds).
  */
-export const SHOPIFY_EMULATOR_TOKEN = 'shpat_emulator_token_0001';
+export const SHOPIFY_EMULATOR_TOKEN = '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';
 /** A Dev Dashboard app of the emulated shop: the client-credentials grant exchanges these for ~24 h tokens. */
 export const SHOPIFY_EMULATOR_CLIENT_ID = '8f14e45fceea167a5a36dedd4bea2543';
 export const SHOPIFY_EMULATOR_CLIENT_SECRET = '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';
@@ -11,7 +11,7 @@ export const SHOPIFY_EMULATOR_CLIENT_SECRET = 'shpss_5d41402abc4b2a76b9719d91101
  * A public app's expiring offline token grant on the emulated shop: the refresh token its OAuth
  * install handed out. Each use rotates it (VENDORS.md §1.1).
  */
-export const SHOPIFY_EMULATOR_REFRESH_TOKEN = 'shprt_emulator_refresh_token_0001';
+export const SHOPIFY_EMULATOR_REFRESH_TOKEN = 'shprt_9c2e5b1f7a3d4e6081b2c3d4e5f60001';
 
 export interface EmuAddress {
   name: string;

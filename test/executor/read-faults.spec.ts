@@ -5,6 +5,7 @@ import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth } from '../support/test-app.js';
 import { call, eventsOf, rowOf } from './support.js';
+import { SHOPIFY_TOKEN } from '../support/secrets.js';
 
 const READS = ['order_lookup.lookup', 'amazon_query.get_order', 'amazon_query.get_order_items', 'kyc.get_status'];
 const GRAPHQL = /graphql\.json$/;
@@ -202,7 +203,7 @@ describe('vendor faults on reads, through the pipeline', () => {
       expect(again.body).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
       expect(count(GRAPHQL) - before).toBe(2);
     } finally {
-      shop.setAccessToken('shpat_emulator_token_0001');
+      shop.setAccessToken(SHOPIFY_TOKEN);
     }
   });
 

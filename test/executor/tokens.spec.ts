@@ -3,7 +3,7 @@ import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
 import type { AmazonEmulator, JumioEmulator, ShopifyEmulator } from '../../src/emulator/index.js';
 import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
-import { SHOPIFY_CLIENT_ID, SHOPIFY_CLIENT_SECRET } from '../support/secrets.js';
+import { AMAZON_CLIENT_SECRET, SHOPIFY_CLIENT_ID, SHOPIFY_CLIENT_SECRET } from '../support/secrets.js';
 import { call } from './support.js';
 
 /**
@@ -76,7 +76,7 @@ describe('vendor access tokens through the pipeline', () => {
     const put = await h.t.http
       .put(`/v1/orgs/${bad.orgId}/integrations/amazon/credentials`)
       .set({ Authorization: `Bearer ${bad.adminKey}` })
-      .send({ config: { clientId: 'amzn1.application-oa2-client.emulator', clientSecret: 'amzn-emulator-client-secret-0001', refreshToken: 'Atzr|revoked', region: 'na' } });
+      .send({ config: { clientId: 'amzn1.application-oa2-client.emulator', clientSecret: AMAZON_CLIENT_SECRET, refreshToken: 'Atzr|revoked', region: 'na' } });
     expect(put.status).toBeLessThan(300);
     const tokensBefore = amazon.tokenRequests;
     const res = await call(h, bad, 'amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped });

@@ -5,6 +5,7 @@ import { JUMIO_EXECUTION_IDS, JUMIO_FIXTURE_PII } from '../../src/emulator/jumio
 import { NANGO_EMULATOR_CREDENTIALS } from '../../src/emulator/nango.emulator.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { call, eventsOf, rowOf, send } from './support.js';
+import { SHOPIFY_TOKEN } from '../support/secrets.js';
 
 const ALL_TOOLS = [
   'order_lookup.lookup', 'shopify_query.get_product', 'shopify_order.add_note', 'shopify_refund.create',
@@ -46,7 +47,7 @@ describe('every tool of every vendor, through the full pipeline against the emul
     const sent = h.emu.requests.slice(before);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ vendor: 'shopify', method: 'POST', path: '/admin/api/2026-07/graphql.json' });
-    expect(sent[0].headers['x-shopify-access-token']).toBe('shpat_emulator_token_0001');
+    expect(sent[0].headers['x-shopify-access-token']).toBe(SHOPIFY_TOKEN);
     expect(JSON.parse(sent[0].body)).toMatchObject({ variables: { id: 'gid://shopify/Order/12345' } });
   });
 

@@ -3,21 +3,25 @@ import type pg from 'pg';
 import type { Response } from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
+import { createFullEmulator, type RecordedRequest, type ShopifyEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, type GatewayProcess } from '../support/gateway-process.js';
 import { CREDENTIALS, emulatorEnv, setupOrg, toolUse, type OrgSetup } from '../support/scenario.js';
 import {
-  AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, JUMIO_CLIENT_SECRET, NANGO_SECRET_KEY, SHOPIFY_TOKEN, TEST_ADMIN_KEY, TEST_MASTER_KEY,
+  AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, JUMIO_CLIENT_SECRET, NANGO_SECRET_KEY, SHOPIFY_CLIENT_ID, SHOPIFY_CLIENT_SECRET, SHOPIFY_REFRESH_TOKEN,
+  SHOPIFY_TOKEN, TEST_ADMIN_KEY, TEST_MASTER_KEY,
 } from '../support/secrets.js';
 import { RUN_LOG_ENV } from '../support/run-log.js';
 import { adminAuth, bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
 import { leakedIn, openDb, rows, secretNeedles } from './support.js';
 
-/** Wrong credentials used on purpose: as secret as the right ones. */
-const BAD_SHOPIFY_TOKEN = 'shpat_wrong_token_for_leak_scan_0001';
+/** Wrong credentials used on purpose: as secret as the right ones (and shaped like them). */
+const BAD_SHOPIFY_TOKEN = 'shpat_0bad7c0de1eac5ca4e5c0d3000000001';
 const BAD_AMAZON_REFRESH = 'Atzr|wrong-refresh-token-for-leak-scan';
-const BAD_JUMIO_SECRET = 'jumio-wrong-secret-for-leak-scan';
+const BAD_JUMIO_SECRET = 'WrongJumioSecret4LeakScan9xQ2mZ7';
 const BAD_NANGO_KEY = '2c5e4d3b-9e8f-4a7b-8c1d-3e4f5a6b7c8d';
+/** Secrets in free text, where no key names them: redaction must know them by their vendor's format. */
+const FORMAT_SHAPED = [SHOPIFY_TOKEN, SHOPIFY_REFRESH_TOKEN, SHOPIFY_CLIENT_SECRET, AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN];
+const freeText = (secrets: string[]): string => `Customer pasted these into the chat, please ignore: ${secrets.join(', ')}; call back after 5pm`;
 /** What a careless vendor might echo back in an error body. */
 const ECHO = `upstream failure; request had token=${SHOPIFY_TOKEN} secret=${AMAZON_CLIENT_SECRET} refresh=${AMAZON_REFRESH_TOKEN} jumio=${JUMIO_CLIENT_SECRET} nango=${NANGO_SECRET_KEY} master=${TEST_MASTER_KEY}`;
 
@@ -35,6 +39,10 @@ describe('leak scan: secrets never leave the encrypted columns', () => {
   let db: pg.Pool;
   const responses: Response[] = [];
   const apiKeys: string[] = [];
+  /** access_token / refresh_token values the emulator answered with (emu.requests records requests only). */
+  const answeredTokens: string[] = [];
+  /** Calls whose result holds secrets the agent itself sent: the agent may read them back. */
+  const agentsOwnText = new Set<string>();
   const record = async (p: PromiseLike<Response>): Promise<Response> => {
     const res = await p;
     responses.push(res);
@@ -43,6 +51,15 @@ describe('leak scan: secrets never leave the encrypted columns', () => {
 
   beforeAll(async () => {
     emu = createFullEmulator();
+    for (const vendor of ['shopify', 'amazon', 'jumio'] as const) {
+      const v = emu.vendor(vendor);
+      const handle = v.handle.bind(v);
+      v.handle = async (req) => {
+        const res = await handle(req);
+        answeredTokens.push(...tokenFields(res.body));
+        return res;
+      };
+    }
     await emu.start();
     db = openDb();
     const env = { ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '2000', VENDOR_CONNECT_TIMEOUT_MS: '500', VENDOR_MAX_RETRIES: '1', CIRCUIT_BREAKER_THRESHOLD: '1000' };
@@ -100,6 +117,33 @@ describe('leak scan: secrets never leave the encrypted columns', () => {
     }
     // Secrets offered as params (by name and by vendor format) are redacted in the ledger.
     await call('order_lookup', { action: 'lookup', orderId: '12345', apiKey: NANGO_SECRET_KEY, token: SHOPIFY_TOKEN });
+    // … and in free text, known by their format alone: the ledger keeps the note redacted (each secret and nothing
+    // else) as sent and in the vendor's answer. The vendor gets the note as written, and the agent the vendor's
+    // answer as is: its own text, so those two answers are left out of `responses`.
+    const noted = await http
+      .post(`/v1/runs/${org.runId}/tool-calls`)
+      .set(bearer(org.agentKey))
+      .send(toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: freeText(FORMAT_SHAPED) }));
+    expect(noted.body.status, JSON.stringify(noted.body).slice(0, 300)).toBe('succeeded');
+    agentsOwnText.add(noted.body.toolCallId as string);
+    expect(emu.vendor<ShopifyEmulator>('shopify').order(1001)?.note).toBe(freeText(FORMAT_SHAPED));
+    const redactedNote = freeText(FORMAT_SHAPED.map(() => '[REDACTED]'));
+    const [stored] = await rows<{ input: { note: string }; output: { note: string } }>(
+      db, 'SELECT input_redacted AS input, output_redacted AS output FROM tool_calls WHERE id = $1', [noted.body.toolCallId],
+    );
+    expect(stored).toEqual({ input: { orderId: '1001', note: redactedNote }, output: { orderId: '1001', note: redactedNote } });
+
+    // Shopify's own rotating tokens: a public app's refresh grant (the refresh token is replaced on every use) and
+    // a Dev Dashboard app's client-credentials grant. needles() looks for every token they handed out.
+    const shopDomain = CREDENTIALS.shopify.shopDomain;
+    for (const config of [
+      { shopDomain, clientId: SHOPIFY_CLIENT_ID, clientSecret: SHOPIFY_CLIENT_SECRET, refreshToken: SHOPIFY_REFRESH_TOKEN },
+      { shopDomain, clientId: SHOPIFY_CLIENT_ID, clientSecret: SHOPIFY_CLIENT_SECRET },
+    ]) {
+      expect((await record(http.put(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`).set(orgAdmin).send({ config }))).status).toBe(200);
+      const res = await call('order_lookup', { action: 'lookup', orderId: '12345' });
+      expect(res.body.status, JSON.stringify(res.body).slice(0, 300)).toBe('succeeded');
+    }
 
     // Wrong credentials at every vendor.
     const bad = {
@@ -136,7 +180,7 @@ describe('leak scan: secrets never leave the encrypted columns', () => {
     const calls = await record(http.get(`/v1/tool-calls?runId=${org.runId}&limit=200`).set(bearer(ops.key)));
     for (const c of calls.body.items as { id: string }[]) {
       await record(http.get(`/v1/tool-calls/${c.id}`).set(bearer(ops.key)));
-      await record(http.get(`/v1/tool-calls/${c.id}/result`).set(bearer(org.agentKey)));
+      if (!agentsOwnText.has(c.id)) await record(http.get(`/v1/tool-calls/${c.id}/result`).set(bearer(org.agentKey)));
     }
     await record(http.get(`/v1/ledger/events?runId=${org.runId}&limit=200`).set(bearer(ops.key)));
     await record(http.get(`/v1/tool-calls/export?format=ndjson&runId=${org.runId}`).set(bearer(ops.key)));
@@ -157,22 +201,36 @@ describe('leak scan: secrets never leave the encrypted columns', () => {
     expect(responses.length).toBeGreaterThan(100);
   }, 120_000);
 
-  /** Every secret the flow handled, including the vendors' own access tokens seen at the emulator. */
+  /** Every secret the flow handled, including the vendors' own tokens seen at the emulator. */
   const needles = (): string[] => {
-    // Issued access tokens (Amazon, Jumio) and the Basic credentials of Jumio's token exchange.
+    // Access tokens in use (Amazon, Jumio, Shopify's granted and refreshed ones), the Basic credentials of Jumio's
+    // token exchange, the secrets sent to the token endpoints (Shopify's rotated refresh tokens) and what they answered.
     const issued = emu.requests
-      .flatMap((r) => [r.headers['x-amz-access-token'], /^(?:Bearer|Basic) (.+)$/.exec(r.headers.authorization ?? '')?.[1]])
+      .flatMap((r) => [
+        r.headers['x-amz-access-token'],
+        r.headers['x-shopify-access-token'],
+        /^(?:Bearer|Basic) (.+)$/.exec(r.headers.authorization ?? '')?.[1],
+        ...tokenFields(tokenRequestBody(r)),
+      ])
       .filter((v): v is string => !!v);
-    return secretNeedles([...apiKeys, BAD_SHOPIFY_TOKEN, BAD_AMAZON_REFRESH, BAD_JUMIO_SECRET, BAD_NANGO_KEY, ...issued]);
+    return [...new Set(secretNeedles([...apiKeys, BAD_SHOPIFY_TOKEN, BAD_AMAZON_REFRESH, BAD_JUMIO_SECRET, BAD_NANGO_KEY, ...issued, ...answeredTokens]))];
   };
 
   it('knows what it is looking for', () => {
     const n = needles();
     expect(n).toEqual(expect.arrayContaining([SHOPIFY_TOKEN, AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, JUMIO_CLIENT_SECRET, NANGO_SECRET_KEY, TEST_MASTER_KEY, TEST_ADMIN_KEY]));
     expect(n.length).toBeGreaterThan(15); // API keys and issued vendor tokens included
+    // Shopify's rotated tokens: each flow's refresh grant handed out a new refresh and access token (issuedSecrets),
+    // and its client-credentials grant an access token.
+    const shop = emu.vendor<ShopifyEmulator>('shopify');
+    expect(shop.issuedSecrets.filter((s) => s.startsWith('shprt_'))).toHaveLength(2);
+    expect(n).toEqual(expect.arrayContaining(shop.issuedSecrets));
+    expect(n.filter((s) => s.startsWith('shpat_') && s !== SHOPIFY_TOKEN && s !== BAD_SHOPIFY_TOKEN).length).toBeGreaterThanOrEqual(4);
     // The emulator did receive the secrets: the scan below is not vacuous.
     const sent = emu.requests.map((r) => JSON.stringify(r.headers) + decodeURIComponent(r.body)).join('\n');
-    for (const s of [SHOPIFY_TOKEN, AMAZON_REFRESH_TOKEN, AMAZON_CLIENT_SECRET, NANGO_SECRET_KEY, BAD_SHOPIFY_TOKEN, BAD_AMAZON_REFRESH]) expect(sent.includes(s), s).toBe(true);
+    for (const s of [SHOPIFY_TOKEN, SHOPIFY_REFRESH_TOKEN, SHOPIFY_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, AMAZON_CLIENT_SECRET, NANGO_SECRET_KEY, BAD_SHOPIFY_TOKEN, BAD_AMAZON_REFRESH]) {
+      expect(sent.includes(s), s).toBe(true);
+    }
   });
 
   it('no secret in any response body or header', () => {
@@ -233,3 +291,20 @@ describe('leak scan: secrets never leave the encrypted columns', () => {
     }
   });
 });
+
+/** The secrets named in a token request or answer: OAuth's access_token, refresh_token and client_secret. */
+function tokenFields(body: unknown): string[] {
+  if (typeof body !== 'object' || body === null) return [];
+  const fields = body as Record<string, unknown>;
+  return ['access_token', 'refresh_token', 'client_secret'].map((k) => fields[k]).filter((v): v is string => typeof v === 'string');
+}
+
+/** The body of a request to a token endpoint (Shopify's JSON, Login with Amazon's form), parsed. */
+function tokenRequestBody(r: RecordedRequest): Record<string, string> | undefined {
+  if (!/\/(?:auth\/o2\/token|oauth2\/token|admin\/oauth\/access_token)$/.test(r.path)) return undefined;
+  try {
+    return JSON.parse(r.body) as Record<string, string>;
+  } catch {
+    return Object.fromEntries(new URLSearchParams(r.body));
+  }
+}
