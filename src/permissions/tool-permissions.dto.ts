@@ -14,9 +14,15 @@ export class ToolPermissionDto {
   action!: string;
 
   @ApiProperty({ type: String, nullable: true, description: 'null = every specialist of the org; a specialist row overrides the org-wide one' })
-  @ValidateIf((o: ToolPermissionDto) => o.specialistId !== null && o.specialistId !== undefined)
-  @IsString()
-  @Matches(/^[A-Za-z0-9._:-]{1,128}$/)
+  // Required (API.md §2): left out, it is refused, not taken as null — a forgotten field must not grant every specialist.
+  // (Matches also refuses a non-string; one message each way.)
+  @ValidateIf((o: ToolPermissionDto) => o.specialistId !== null)
+  @Matches(/^[A-Za-z0-9._:-]{1,128}$/, {
+    message: ({ value }) =>
+      value === undefined
+        ? 'required: a specialist id, or null for a row that applies to every specialist of the org'
+        : 'specialistId must match /^[A-Za-z0-9._:-]{1,128}$/ regular expression (or be null: every specialist of the org)',
+  })
   specialistId!: string | null;
 
   @ApiProperty()

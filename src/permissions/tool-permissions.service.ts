@@ -68,7 +68,7 @@ export class ToolPermissionsService {
       await m.getRepository(ToolPermissionEntity).delete({ orgId });
       if (items.length) {
         await m.getRepository(ToolPermissionEntity).insert(
-          items.map((it) => ({ id: newId(), orgId, toolName: it.toolName, action: it.action, specialistId: it.specialistId ?? null, enabled: it.enabled, updatedAt: new Date() })),
+          items.map((it) => ({ id: newId(), orgId, toolName: it.toolName, action: it.action, specialistId: it.specialistId, enabled: it.enabled, updatedAt: new Date() })),
         );
       }
       await this.events.append(

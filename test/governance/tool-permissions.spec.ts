@@ -70,10 +70,24 @@ describe('tool permissions (GET/PUT /v1/orgs/:orgId/tool-permissions)', () => {
     expect((await t.http.get(path()).set(bearer(ops.key))).body).toEqual({ items: sorted });
   });
 
-  it('treats a missing specialistId as org-wide (null)', async () => {
-    const res = await t.http.put(path()).set(bearer(admin.key)).send({ items: [{ toolName: 'order_lookup', action: 'lookup', enabled: true }] });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ items: [allow('order_lookup', 'lookup')] });
+  // API.md §2: every item is {toolName, action, specialistId|null, enabled}. An admin who forgets the field must
+  // not grant the action to every specialist: only an explicit null means org-wide.
+  it('refuses an item without specialistId (400 naming it) and keeps the old set; null is org-wide', async () => {
+    const before = [allow('kyc', 'get_status', 'kyc-bot')];
+    await putPermissions(t, org, admin.key, before);
+    const events = (await eventsOf(t, org, 'tool_permissions.changed')).length;
+    const res = await t.http
+      .put(path())
+      .set(bearer(admin.key))
+      .send({ items: [allow('kyc', 'get_status', 'kyc-bot'), { toolName: 'order_lookup', action: 'lookup', enabled: true }] });
+    expectProblem(res, 400, 'VALIDATION_FAILED');
+    expect(res.body.detail).toContain('items.1.specialistId: required');
+    expect((await t.http.get(path()).set(bearer(admin.key))).body).toEqual({ items: before });
+    expect(await eventsOf(t, org, 'tool_permissions.changed')).toHaveLength(events);
+
+    const orgWide = await t.http.put(path()).set(bearer(admin.key)).send({ items: [{ toolName: 'order_lookup', action: 'lookup', specialistId: null, enabled: true }] });
+    expect(orgWide.status).toBe(200);
+    expect(orgWide.body).toEqual({ items: [allow('order_lookup', 'lookup')] });
   });
 
   describe('refuses a bad set with 400 naming the entry, and keeps the old set', () => {
