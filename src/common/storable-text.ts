@@ -38,3 +38,22 @@ export function findUnstorableText(value: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * How many characters PostgreSQL prints for a finite number stored in jsonb. jsonb keeps a number
+ * as an exact decimal and prints every digit: 1e308 (6 characters of JSON) comes back as 309, and
+ * 5e-324 as 326. String(value) is the text JSON.stringify sends; its exponent is written out here.
+ */
+export function jsonbNumberLength(value: number): number {
+  const text = String(value);
+  const e = text.indexOf('e');
+  if (e < 0) return text.length;
+  const sign = text.startsWith('-') ? 1 : 0;
+  const dot = text.indexOf('.');
+  const whole = (dot < 0 ? e : dot) - sign;
+  const digits = dot < 0 ? whole : e - sign - 1;
+  const point = whole + Number(text.slice(e + 1));
+  if (point <= 0) return sign + 2 - point + digits; // 0.000ddd
+  if (point >= digits) return sign + point; // ddd000
+  return sign + digits + 1; // ddd.ddd
+}

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { jsonbNumberLength } from '../common/storable-text.js';
 import { CIRCULAR, REDACTED, REDACTION_LIMITS, RedactionService, redactInput, redactOutput, TRUNCATED } from './redaction.service.js';
 
 const json = (value: unknown): string => JSON.stringify(value);
@@ -610,9 +611,9 @@ describe('redaction safety', () => {
     expect(json(redactInput(wide)).length).toBeLessThan(300 * 1024);
   });
 
-  it('strips NUL from strings and keys, and repairs lone surrogates', () => {
+  it('replaces NUL in strings and keys with U+FFFD (never drops it), and repairs lone surrogates', () => {
     const out = redactInput({ 'na\u0000me': 'a\u0000b', list: ['\u0000'], bad: 'x\ud800y', pair: '😀' });
-    expect(out).toEqual({ name: 'ab', list: [''], bad: 'x\ufffdy', pair: '😀' });
+    expect(out).toEqual({ 'na\ufffdme': 'a\ufffdb', list: ['\ufffd'], bad: 'x\ufffdy', pair: '😀' });
     expect(json(out)).not.toContain('\\u0000');
   });
 
@@ -849,5 +850,103 @@ describe('redaction: short secret words inside longer names (pass, pwd, pw, pin,
     for (const text of ['shipping_pin_code=560001&passengers=2', 'cvc_check: pass', 'bypass=true', 'pinned: yes', 'compass = N']) {
       expect(redactInput({ note: text }), text).toEqual({ note: text });
     }
+  });
+});
+
+/** Object.defineProperty: a "__proto__" key stays a plain key, as JSON.parse makes it. */
+function paramsOf(entries: readonly (readonly [string, unknown])[]): Record<string, unknown> {
+  const params: Record<string, unknown> = {};
+  for (const [k, v] of entries) Object.defineProperty(params, k, { value: v, enumerable: true, writable: true, configurable: true });
+  return params;
+}
+
+describe('redaction: what the copy shows under a name is what the vendor gets under it', () => {
+  it('a key with a NUL never takes the name of the key it spells without it (the approval view showed amount "1", the vendor got "5000")', () => {
+    for (const params of [JSON.parse('{"amount":"5000","amou\\u0000nt":"1"}'), JSON.parse('{"amou\\u0000nt":"1","amount":"5000"}')] as Record<string, unknown>[]) {
+      const out = redactInput({ body: params }) as { body: Record<string, unknown> };
+      expect(out.body).toEqual({ amount: '5000', 'amou\ufffdnt': '1' });
+    }
+  });
+
+  it('two keys recorded alike keep both values, and a key sent as written keeps its own name', () => {
+    // "a\0b" is recorded as "a\uFFFDb", which is also a key as sent: that one keeps the name.
+    expect(redactInput(paramsOf([['a\u0000b', 1], ['a\ufffdb', 2], ['a\ufffdb (2)', 3]]))).toEqual({ 'a\ufffdb': 2, 'a\ufffdb (2)': 3, 'a\ufffdb (3)': 1 });
+    // Keys that are secrets are redacted; the redacted names do not overwrite one another.
+    const out = redactInput(paramsOf([['Bearer abcdefgh1234', 'one'], ['Bearer zyxwvuts9876', 'two'], ['Bearer [REDACTED]', 'three']])) as Record<string, unknown>;
+    expect(json(out)).not.toMatch(/abcdefgh|zyxwvuts/);
+    expect(Object.values(out).sort()).toEqual(['one', 'three', 'two']);
+    expect(out['Bearer [REDACTED]']).toBe('three');
+    // The marker of an exhausted budget does not overwrite a member named like it.
+    const wide = paramsOf([['[Truncated]', 'real'], ...Array.from({ length: 40_000 }, (_, i) => [`key${i}`, 'v'.repeat(20)] as const)]);
+    const cut = redactInput(wide) as Record<string, unknown>;
+    expect(cut['[Truncated]']).toBe('real');
+    expect(cut['[Truncated] (2)']).toBe(true);
+  });
+
+  it('a NUL key is still matched as the secret name it spells', () => {
+    expect(redactInput({ 'pass\u0000word': 'hunter2', headers: [{ name: 'Author\u0000ization', value: 'Basic dXNlcjpwYXNz' }] })).toEqual({
+      'pass\ufffdword': REDACTED,
+      headers: [{ name: 'Author\ufffdization', value: REDACTED }],
+    });
+  });
+
+  it('text with a NUL is shown with U+FFFD where the NUL was; a secret a NUL splits is still hidden', () => {
+    expect(redactInput({ amount: '5\u0000000' })).toEqual({ amount: '5\ufffd000' });
+    // Redaction around a NUL that does not touch it: the NUL stays visible, the card goes.
+    const note = (redactInput({ note: 'call\u0000back, card 4111 1111 1111 1111' }) as { note: string }).note;
+    expect(note).toMatch(/^call\ufffdback, card /);
+    expect(note).not.toContain('1111');
+    // A NUL inside the secret: without it the text is a card / a Stripe key, which the vendor may well read.
+    for (const text of ['41111111\u000011111111', 'key sk_live_abcdef\u0000ghijklmnop', 'card 4111 1111\u0000 1111 1111 and 5\u0000000']) {
+      expect(redactInput({ note: text }), JSON.stringify(text)).toEqual({ note: REDACTED });
+    }
+    expect(redactOutput({ note: 'mail jane.doe@exam\u0000ple.com' })).toEqual({ note: REDACTED });
+  });
+
+  it('property: distinct keys stay distinct, and a name recorded as sent holds the value sent under it (or [REDACTED])', () => {
+    const piece = fc.constantFrom('amount', 'to', 'a', '\u0000', '\ufffd', '\ud800', ' (2)', '[Truncated]', 'token', 'Bearer abcdefgh12', '__proto__', '');
+    const key = fc.oneof(fc.array(piece, { maxLength: 3 }).map((p) => p.join('')), fc.string({ maxLength: 6 }));
+    fc.assert(
+      fc.property(fc.uniqueArray(key, { maxLength: 8 }), (keys) => {
+        const params = paramsOf(keys.map((k, i) => [k, `v${i}`]));
+        for (const fn of [redactInput, redactOutput]) {
+          const out = fn(params) as Record<string, unknown>;
+          const label = JSON.stringify(keys);
+          expect(Object.keys(out), label).toHaveLength(keys.length);
+          for (const k of keys) if (Object.hasOwn(out, k)) expect([params[k], REDACTED], label).toContain(out[k]);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('redaction: the output budget holds for what PostgreSQL prints', () => {
+  /** The copy's length as jsonb text comes back from PostgreSQL: every number written out in full. */
+  function printedLength(value: unknown): number {
+    let extra = 0;
+    const text = JSON.stringify(value, (_k, v: unknown) => {
+      if (typeof v === 'number') extra += jsonbNumberLength(v) - JSON.stringify(v).length;
+      return v;
+    });
+    return text.length + extra;
+  }
+
+  it('32 × 1000 × 1e308 (192 KB of JSON, 9.9 MB printed in full) is cut to the budget', () => {
+    const params = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`p${i}`, Array.from({ length: 1_000 }, () => 1e308)]));
+    expect(printedLength(params)).toBeGreaterThan(9_000_000);
+    for (const fn of [redactInput, redactOutput]) {
+      const out = fn(params);
+      // The budget is rough (separators are not counted), as in 'bounds the total output size' above.
+      expect(printedLength(out)).toBeLessThan(300 * 1024);
+      expect(json(out)).toContain(TRUNCATED);
+    }
+    // Tiny numbers print long too: 5e-324 is "0.000…5", 326 characters.
+    expect(printedLength(redactInput({ xs: Array.from({ length: 1_000 }, () => [5e-324]) }))).toBeLessThan(300 * 1024);
+  });
+
+  it('ordinary numbers cost what they did: 1000 of them are all kept', () => {
+    const xs = Array.from({ length: 1_000 }, (_, i) => i * 1.25);
+    expect(redactInput({ a: xs, b: xs, c: xs })).toEqual({ a: xs, b: xs, c: xs });
   });
 });

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { jsonbNumberLength } from '../common/storable-text.js';
 import { REDACTED, redactContactsInText, redactCardNumbers, redactSecretsInText } from './patterns.js';
 import {
   isAddressContainer,
@@ -180,11 +181,13 @@ class Walker {
     const payment = ctx.payment || isPaymentContainer(ctx.norm);
     const kyc = ctx.kyc || isKycContainer(ctx.norm);
     const secretPair = isSecretPair(value, keys);
+    const names = new RecordedNames(keys, out);
     for (const rawKey of keys) {
       if (this.exhausted) {
-        define(out, TRUNCATED, true);
+        define(out, names.unique(TRUNCATED), true);
         break;
       }
+      // Matched without its NULs ("pass\u0000word" is still a password), recorded with them replaced.
       const key = stripNul(rawKey);
       const norm = normalizeKey(key);
       const raw = value[rawKey];
@@ -192,7 +195,7 @@ class Walker {
         secretPair && isPairValueKey(norm) && carriesData(raw)
           ? this.charge(REDACTED)
           : this.value(raw, { key, norm, depth: ctx.depth + 1, person, payment, kyc });
-      if (child !== undefined) define(out, this.key(key), child);
+      if (child !== undefined) define(out, names.of(rawKey, this.key(rawKey, key)), child);
     }
     return out;
   }
@@ -201,42 +204,69 @@ class Walker {
   private address(value: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
     this.spend(2);
     const out: Record<string, unknown> = {};
+    const names = new RecordedNames(keys, out);
     for (const rawKey of keys) {
       const key = stripNul(rawKey);
       if (!isPostalKey(normalizeKey(key))) continue;
       const postal = value[rawKey];
       const kept = typeof postal === 'string' ? this.text(postal, key) : typeof postal === 'number' || postal === null ? postal : REDACTED;
-      define(out, this.key(key), this.charge(kept));
+      define(out, names.of(rawKey, this.key(rawKey, key)), this.charge(kept));
     }
     return out;
   }
 
-  private key(key: string): string {
-    this.spend(key.length + 3);
-    return this.text(key, key);
+  /** A property name as recorded: redacted like any text; `key` is its NUL-less form that redaction matched on. */
+  private key(rawKey: string, key: string): string {
+    this.spend(rawKey.length + 3);
+    return this.text(rawKey, key);
   }
 
   private text(raw: string, key: string): string {
-    let text = stripNul(raw);
-    const cut = text.length > REDACTION_LIMITS.maxStringLength;
-    if (cut) text = text.slice(0, REDACTION_LIMITS.maxStringLength + CUT_LOOKAHEAD);
-    // An identifier key exempts a bare digit id that happens to pass Luhn, not a card written in its text
-    // ("card 4111-1111-1111-1111" under customerId) nor a key that merely ends in "_id".
-    text = redactSecretsInText(text, { cards: !(isIdentifierKey(key) && BARE_DIGITS.test(text)) });
-    if (this.mode === 'output') text = redactContactsInText(text);
+    const cut = raw.length > REDACTION_LIMITS.maxStringLength;
+    let text = cut ? raw.slice(0, REDACTION_LIMITS.maxStringLength + CUT_LOOKAHEAD) : raw;
+    text = text.includes('\u0000') ? this.redactAroundNul(text, key) : this.redact(text, key);
     if (cut) text = `${text.slice(0, REDACTION_LIMITS.maxStringLength)}…${TRUNCATED}`;
     return toWellFormed(text);
   }
 
-  /** Counts a value towards the output budget, roughly as many characters as its JSON takes. */
+  private redact(text: string, key: string): string {
+    // An identifier key exempts a bare digit id that happens to pass Luhn, not a card written in its text
+    // ("card 4111-1111-1111-1111" under customerId) nor a key that merely ends in "_id".
+    const out = redactSecretsInText(text, { cards: !(isIdentifierKey(key) && BARE_DIGITS.test(text)) });
+    return this.mode === 'output' ? redactContactsInText(out) : out;
+  }
+
+  /**
+   * Text with NUL (jsonb refuses it) is recorded with each NUL replaced by U+FFFD, not dropped: "5\u0000000" is
+   * not what the vendor gets as "5000", and must not be shown as that. A NUL must not hide a secret either
+   * ("sk_live_…" split by one), so the text is also redacted without its NULs: when that finds more than
+   * the replaced text shows redacted, the whole text is [REDACTED].
+   */
+  private redactAroundNul(text: string, key: string): string {
+    const replaced = this.redact(text.replaceAll('\u0000', '\uFFFD'), key);
+    const stripped = stripNul(text);
+    const strippedRedacted = this.redact(stripped, key);
+    if (strippedRedacted === stripped) return replaced;
+    return replaced.replaceAll('\uFFFD', '') === strippedRedacted.replaceAll('\uFFFD', '') ? replaced : REDACTED;
+  }
+
+  /**
+   * Counts a value towards the output budget, roughly as many characters as its JSON takes — as PostgreSQL
+   * prints it: a jsonb number comes back digit by digit (1e308 is 309 characters).
+   */
   private charge<T>(value: T): T {
-    this.spend(typeof value === 'string' ? value.length + 2 : typeof value === 'number' ? 8 : 5);
+    this.spend(typeof value === 'string' ? value.length + 2 : typeof value === 'number' ? numberCost(value) : 5);
     return value;
   }
 
   private spend(chars: number): void {
     this.used += chars;
   }
+}
+
+/** 8 for an ordinary number, as many characters as PostgreSQL prints for a longer one (an id of up to 8 digits takes no String()). */
+function numberCost(value: number): number {
+  return Number.isInteger(value) && value > -1e7 && value < 1e8 ? 8 : Math.max(8, jsonbNumberLength(value));
 }
 
 /** null and booleans carry no secret: they stay even where a secret would be redacted. */
@@ -274,7 +304,38 @@ function define(target: Record<string, unknown>, key: string, value: unknown): v
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-/** PostgreSQL jsonb rejects \u0000 in text. */
+/**
+ * The names members of one object are recorded under. A name recorded as sent is its own; one the copy
+ * changed (NUL replaced, a secret redacted, a cut) never takes a name another member has or was sent
+ * under: two members never collapse into one, and no name shows a value the vendor gets under another
+ * ("amou\u0000nt" recorded as "amount" would hide the real amount). A clash gets " (2)", " (3)", ….
+ */
+class RecordedNames {
+  // Built on the first changed name only: most objects have none.
+  private sent?: Set<string>;
+  private next?: Map<string, number>;
+
+  constructor(
+    private readonly keys: readonly string[],
+    private readonly out: Record<string, unknown>,
+  ) {}
+
+  of(rawKey: string, recorded: string): string {
+    return recorded === rawKey ? recorded : this.unique(recorded);
+  }
+
+  unique(name: string): string {
+    this.sent ??= new Set(this.keys);
+    this.next ??= new Map();
+    let n = this.next.get(name) ?? 1;
+    let candidate = name;
+    while (this.sent.has(candidate) || Object.hasOwn(this.out, candidate)) candidate = `${name} (${++n})`;
+    this.next.set(name, n);
+    return candidate;
+  }
+}
+
+/** PostgreSQL jsonb rejects \u0000 in text; redaction matches on text without it. */
 function stripNul(text: string): string {
   return text.includes('\u0000') ? text.replaceAll('\u0000', '') : text;
 }

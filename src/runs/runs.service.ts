@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
+import { settleApprovalsSql } from '../approvals/approval-settle.sql.js';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
 import { isUuid, newId } from '../common/ids.js';
+import { jsonbNumberLength } from '../common/storable-text.js';
 import { insertEventsSql } from '../ledger/ledger-events.service.js';
 import { ToolPermissionsService } from '../permissions/tool-permissions.service.js';
 import { AgentRunEntity, type RunStatus } from './agent-run.entity.js';
@@ -23,6 +26,16 @@ export interface RunSnapshot {
 const MAX_METADATA_BYTES = 16 * 1024;
 const SNAPSHOT_CACHE_MAX = 50_000;
 
+/** Bytes of JSON as PostgreSQL gives the metadata back: a jsonb number is printed in full (1e308 is 309 digits). */
+function metadataBytes(metadata: object): number {
+  let longer = 0;
+  const text = JSON.stringify(metadata, (_key, value: unknown) => {
+    if (typeof value === 'number' && Number.isFinite(value)) longer += jsonbNumberLength(value) - String(value).length;
+    return value;
+  });
+  return Buffer.byteLength(text) + longer;
+}
+
 /** When and why an ended run ended (runs ended before `at` was kept: the row's last update, which was the end). */
 function endedView(r: AgentRunEntity): { at: string; reason: string | null } {
   const ended = r.metadata.ended;
@@ -37,12 +50,13 @@ export class RunsService {
     private readonly ds: DataSource,
     private readonly permissions: ToolPermissionsService,
     private readonly catalog: ToolCatalogService,
+    private readonly clock: Clock,
   ) {}
 
   async create(actor: Principal, dto: CreateRunDto) {
     // Agent or org admin keys (API.md §1); a platform key has no org to create the run in.
     if (!actor.orgId) throw new AppError('FORBIDDEN', 'runs are created with an agent or admin key of an org; a platform key (orgId null) belongs to no org');
-    if (dto.metadata && Buffer.byteLength(JSON.stringify(dto.metadata)) > MAX_METADATA_BYTES) {
+    if (dto.metadata && metadataBytes(dto.metadata) > MAX_METADATA_BYTES) {
       throw new AppError('VALIDATION_FAILED', `metadata: at most ${MAX_METADATA_BYTES} bytes of JSON`);
     }
     // The manifest is a snapshot: later permission changes do not widen or narrow a running run.
@@ -68,8 +82,13 @@ export class RunsService {
 
   /** A run the principal may see, or 404 (another org's run looks missing). */
   async get(actor: Principal, runId: string, notFound: 'NOT_FOUND' | 'RUN_NOT_FOUND' = 'NOT_FOUND') {
-    const run = isUuid(runId) ? await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } }) : null;
+    let run = isUuid(runId) ? await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } }) : null;
     if (!run || (actor.orgId !== null && run.orgId !== actor.orgId)) throw new AppError(notFound, 'run not found');
+    // Its status and pending count are counters the settle keeps: an approval past its expiry is written down
+    // first (nothing more to read for a run with none pending), so the run does not show it pending until the sweep.
+    if (run.pendingApprovalCount > 0 && (await this.expireOverdueApprovals({ runId: run.id }, this.clock.now())).length > 0) {
+      run = (await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } })) ?? run;
+    }
     const [{ total }] = (await this.ds.query('SELECT coalesce(sum(cost_cents), 0)::bigint AS total FROM tool_calls WHERE run_id = $1', [runId])) as [
       { total: string },
     ];
@@ -136,6 +155,30 @@ export class RunsService {
       [runId, to, by.keyId, by.role, reason, to === 'completed' ? 'run.completed' : 'run.cancelled', JSON.stringify(by)],
     );
     return true;
+  }
+
+  /**
+   * Writes down now the expiry of the pending approvals past `now` — of one call, or of one run — for a read
+   * that finds one before the approvals sweep (every few seconds) does: README "reads show it expired from the
+   * moment it passes". The statement a decision and the sweep settle with (approval-settle.sql.ts: the call
+   * blocked / APPROVAL_EXPIRED, the run's pending count and status, the raw input dropped, one tool_call.blocked
+   * event). It settles an approval only while still pending, so racing the sweep, a decision, a run's end or
+   * another read, each expiry is recorded once. Returns the ids of the calls this settled.
+   */
+  async expireOverdueApprovals(scope: { toolCallId: string } | { runId: string }, now: Date): Promise<string[]> {
+    const [column, id] = 'toolCallId' in scope ? ['tool_call_id', scope.toolCallId] : ['run_id', scope.runId];
+    const overdue = (await this.ds.query(`SELECT id FROM approval_requests WHERE ${column} = $1 AND status = 'pending' AND expires_at <= $2 ORDER BY id`, [
+      id,
+      now,
+    ])) as { id: string }[];
+    const settled: string[] = [];
+    for (const a of overdue) {
+      // Past its expiry at `now`, the statement settles it expired whatever $2 says; like a decision, sent again if it
+      // lost a deadlock to a run ending at the same moment (rolled back whole, so safe to resend).
+      const rows = await retryOnDeadlock(() => this.ds.query(settleApprovalsSql('by-id'), [a.id, 'expired', now, null, null, null]) as Promise<{ tool_call_id: string }[]>);
+      settled.push(...rows.map((r) => r.tool_call_id));
+    }
+    return settled;
   }
 
   /** Drops a cached snapshot (the run ended, here or on another replica). */

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid } from '../common/ids.js';
 import { Sql } from '../db/sql.js';
@@ -23,6 +24,7 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
   constructor(
     private readonly sql: Sql,
     private readonly calls: ToolCallsService,
+    private readonly clock: Clock,
   ) {
     setMaxListeners(0, this.closing.signal); // one listener per open long-poll, removed when it ends
   }
@@ -58,7 +60,9 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
     let row = await this.load(p, id);
     const deadline = performance.now() + waitMs;
     while (PENDING.has(row.status) && performance.now() < deadline && !signal?.aborted) {
-      await this.waitForSettle(id, Math.min(POLL_MS, deadline - performance.now()), signal);
+      // Waiting for an approval: woken when it expires too, which the next load writes down.
+      const untilExpiry = row.approval_expires_at ? row.approval_expires_at.getTime() - this.clock.nowMs() : 0;
+      await this.waitForSettle(id, Math.min(POLL_MS, deadline - performance.now(), untilExpiry > 0 ? untilExpiry : POLL_MS), signal);
       if (signal?.aborted) break; // still pending: the answer below reads nothing more (no one is listening)
       row = await this.load(p, id);
     }
@@ -72,7 +76,8 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'tool call not found');
     const [row] = await this.sql.query<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.id = $1`, [id]);
     if (!row || (p.orgId !== null && row.org_id !== p.orgId)) throw new AppError('NOT_FOUND', 'tool call not found');
-    return row;
+    // An approval past its expiry ends the call now (blocked / APPROVAL_EXPIRED), not at the next sweep.
+    return this.calls.expireIfOverdue(row);
   }
 
   /** Until the call settles in this process, `ms` pass, or `signal` aborts; leaves no timer or listener behind. */

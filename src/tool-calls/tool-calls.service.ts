@@ -51,13 +51,17 @@ export interface StoredCall {
   idempotency_key: string;
   tool_use_id: string;
   approval_kind: 'expert' | 'client' | null;
+  /** While waiting_approval: when its pending approval expires (null for every other status — nothing read for them). */
+  approval_expires_at: Date | null;
   /** Settled by ops (reconcile is the only writer of `note`). */
   reconciled: boolean;
 }
 
 export const STORED_CALL_COLUMNS = `t.id, t.org_id, t.run_id, t.tool_name, t.action, t.status, t.error_code, t.error_text, t.http_status,
   t.action_digest, t.retry_after_seconds, t.vendor_status, t.idempotency_key, t.tool_use_id, (t.note IS NOT NULL) AS reconciled,
-  (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind`;
+  (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind,
+  CASE WHEN t.status = 'waiting_approval' THEN (SELECT expires_at FROM approval_requests a WHERE a.tool_call_id = t.id AND a.status = 'pending') END
+    AS approval_expires_at`;
 
 /** Emits the id of every call this process settles (long-polls listen). */
 export const settledCalls = new EventEmitter().setMaxListeners(0);
@@ -321,6 +325,20 @@ export class ToolCallsService {
   }
 
   /**
+   * The row as it stands now: a call waiting for an approval past its expiry is settled first (blocked /
+   * APPROVAL_EXPIRED, see RunsService.expireOverdueApprovals) rather than answered waiting_approval — "do not
+   * send it again, it will be decided" — for an approval nobody can decide any more. No statement for any
+   * other call: the expiry comes with the row (STORED_CALL_COLUMNS).
+   */
+  async expireIfOverdue(row: StoredCall): Promise<StoredCall> {
+    if (row.status !== 'waiting_approval' || row.approval_expires_at === null || row.approval_expires_at.getTime() > this.clock.nowMs()) return row;
+    const settled = await this.runs.expireOverdueApprovals({ toolCallId: row.id }, this.clock.now());
+    if (settled.includes(row.id)) settledCalls.emit('settled', row.id);
+    // Settled here or by someone else meanwhile (the sweep, a decision, the run's end): the row as they left it.
+    return (await this.findById(row.org_id, row.id)) ?? row;
+  }
+
+  /**
    * The answer for a tool_use that already has a ledger row (its replay, or 409 while it executes), without
    * ever starting it: for the items of a batch after one still executing (writes run one at a time, in order).
    * A tool_use with no row yet is answered with `notStarted` (by default 409 IDEMPOTENCY_IN_PROGRESS, naming the
@@ -377,10 +395,11 @@ export class ToolCallsService {
     return row;
   }
 
-  private replayStored(row: StoredCall, digest: string, toolUseId: string): Promise<ToolCallResponse> {
-    if (row.action_digest !== digest) {
+  private async replayStored(stored: StoredCall, digest: string, toolUseId: string): Promise<ToolCallResponse> {
+    if (stored.action_digest !== digest) {
       throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action');
     }
+    const row = await this.expireIfOverdue(stored);
     if (row.status === 'running' || row.status === 'approved' || row.status === 'requested') {
       throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'a call with this idempotency key is still executing', { retryAfterSeconds: 1 });
     }
