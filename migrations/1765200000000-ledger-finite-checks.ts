@@ -14,15 +14,14 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   other row (with `seq > 0` an unsealed seq-0 row from before would fail the sealer's
  *   batch UPDATE, which re-checks the constraint, on every pass, for every org).
  *
- * NOT VALID: rows from before (writes around the gateway) do not block the deploy, and are
- * left as they are (the ledger is append-only). Verify reports such events: one it cannot
- * hash (created_at infinite) or that lies below seq 0. PostgreSQL still checks a NOT VALID
- * constraint on every UPDATE of a row, so a tool call from before with an infinite timestamp
- * fails any statement that updates it (the orphan sweep included) until it is corrected. To
- * find them, and then validate the constraints:
- *   SELECT id FROM tool_calls WHERE NOT (isfinite(created_at) AND isfinite(updated_at)
- *     AND coalesce(isfinite(started_at), true) AND coalesce(isfinite(finished_at), true));
- *   ALTER TABLE tool_calls VALIDATE CONSTRAINT tool_calls_times_finite;
+ * tool_calls is a mutable table: rows from before (writes around the gateway) are repaired
+ * first (an infinite time becomes the migration's now()) and the constraint is validated.
+ * Left NOT VALID, PostgreSQL would still check it on every UPDATE of such a row, and the
+ * orphan sweep, one UPDATE across every org, would fail on every pass because of one row.
+ *
+ * The ledger is append-only, so its constraints are NOT VALID: rows from before stay as they
+ * are, and verify reports them (one it cannot hash, created_at infinite, or one below seq 0).
+ * The sealer never updates either kind, so the NOT VALID checks never stop it.
  */
 export class LedgerFiniteChecks1765200000000 implements MigrationInterface {
   name = 'LedgerFiniteChecks1765200000000';
@@ -33,9 +32,16 @@ export class LedgerFiniteChecks1765200000000 implements MigrationInterface {
         ADD CONSTRAINT ledger_events_created_at_finite CHECK (isfinite(created_at)) NOT VALID,
         ADD CONSTRAINT ledger_events_seq_not_negative CHECK (seq >= 0) NOT VALID`);
     await q.query(`
+      UPDATE tool_calls SET
+        created_at = CASE WHEN isfinite(created_at) THEN created_at ELSE now() END,
+        updated_at = CASE WHEN isfinite(updated_at) THEN updated_at ELSE now() END,
+        started_at = CASE WHEN isfinite(started_at) IS NOT FALSE THEN started_at ELSE now() END,
+        finished_at = CASE WHEN isfinite(finished_at) IS NOT FALSE THEN finished_at ELSE now() END
+      WHERE NOT (isfinite(created_at) AND isfinite(updated_at) AND isfinite(started_at) IS NOT FALSE AND isfinite(finished_at) IS NOT FALSE)`);
+    await q.query(`
       ALTER TABLE tool_calls
         ADD CONSTRAINT tool_calls_times_finite
-        CHECK (isfinite(created_at) AND isfinite(updated_at) AND isfinite(started_at) AND isfinite(finished_at)) NOT VALID`);
+        CHECK (isfinite(created_at) AND isfinite(updated_at) AND isfinite(started_at) AND isfinite(finished_at))`);
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -102,8 +102,9 @@ describe('ledger rows forged before the finite-checks migration', () => {
   let dbName: string;
   let url: string;
   let t: TestApp | undefined;
-  const orgs = { unsealedInfinite: randomUUID(), sealedInfinite: randomUUID(), negativeSeq: randomUUID(), zeroSeq: randomUUID() };
+  const orgs = { unsealedInfinite: randomUUID(), sealedInfinite: randomUUID(), negativeSeq: randomUUID(), zeroSeq: randomUUID(), callInfinite: randomUUID(), callOrphan: randomUUID() };
   const ids = { unsealedInfinite: randomUUID(), sealedInfinite: randomUUID(), negativeSeq: randomUUID(), zeroSeq: randomUUID() };
+  const calls = { infinite: randomUUID(), orphan: randomUUID() };
 
   beforeAll(async () => {
     holder = new pg.Client({ connectionString: process.env.DATABASE_URL });
@@ -131,6 +132,11 @@ describe('ledger rows forged before the finite-checks migration', () => {
       const forcedSeq = `INSERT INTO runtime_ledger_events (seq, id, org_id, type, metadata) OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, 'test.forged', '{}')`;
       await old.query(forcedSeq, [-5, ids.negativeSeq, orgs.negativeSeq]);
       await old.query(forcedSeq, [0, ids.zeroSeq, orgs.zeroSeq]);
+      // A running call with an infinite start, and a real orphan of another org (its process died an hour ago).
+      const call = `INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, status, correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, started_at, finished_at)
+        VALUES ($1::uuid, $2, $3, 'support', 't', 'a', 'running', 'c', $1::text, $1::text, 'd', '{}', $4::timestamptz, $5::timestamptz)`;
+      await old.query(call, [calls.infinite, orgs.callInfinite, await insertRun(old, orgs.callInfinite), '-infinity', 'infinity']);
+      await old.query(call, [calls.orphan, orgs.callOrphan, await insertRun(old, orgs.callOrphan), new Date(Date.now() - 3_600_000).toISOString(), null]);
     } finally {
       await old.destroy();
     }
@@ -154,6 +160,20 @@ describe('ledger rows forged before the finite-checks migration', () => {
     await expect(
       t!.ds.query(`INSERT INTO runtime_ledger_events (id, org_id, type, metadata, created_at) VALUES ($1, $2, 'test.forged', '{}', 'infinity')`, [randomUUID(), orgs.zeroSeq]),
     ).rejects.toMatchObject({ code: '23514' });
+  });
+
+  it('tool calls with infinite times are repaired and the constraint validated: one such row cannot stop the orphan sweep of every org', async () => {
+    const rows = (await t!.ds.query(
+      `SELECT id, status, isfinite(started_at) AND isfinite(finished_at) AS finite FROM tool_calls WHERE id IN ($1, $2)`,
+      [calls.infinite, calls.orphan],
+    )) as { id: string; status: string; finite: boolean | null }[];
+    expect(rows.find((r) => r.id === calls.infinite)).toMatchObject({ finite: true });
+    // The start-up sweep (one UPDATE across every org) marked the real orphan.
+    expect(rows.find((r) => r.id === calls.orphan)?.status).toBe('indeterminate');
+    const [{ validated }] = (await t!.ds.query(`SELECT convalidated AS validated FROM pg_constraint WHERE conname = 'tool_calls_times_finite'`)) as {
+      validated: boolean;
+    }[];
+    expect(validated).toBe(true);
   });
 
   it('an unsealed event with created_at infinity is never sealed, and verify reports it (API and CLI)', async () => {
