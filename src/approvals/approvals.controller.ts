@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/http/openapi.js';
+import { APPROVAL_PAGE_SCHEMA, APPROVAL_SCHEMA } from '../ops/ops.schemas.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
@@ -14,12 +15,14 @@ export class ApprovalsController {
 
   @Get()
   @Roles('expert', 'admin', 'ops', 'agent')
+  @ApiResponse({ status: 200, description: 'one page of approvals, newest first (an agent key sees the client ones only)', schema: APPROVAL_PAGE_SCHEMA })
   list(@CurrentPrincipal() p: Principal, @Query() q: ListApprovalsQuery) {
     return this.approvals.list(p, q);
   }
 
   @Get(':id')
   @Roles('expert', 'admin', 'ops', 'agent')
+  @ApiResponse({ status: 200, description: 'the approval', schema: APPROVAL_SCHEMA })
   get(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
     return this.approvals.get(p, id);
   }
@@ -27,7 +30,7 @@ export class ApprovalsController {
   @Post(':id/decision')
   @HttpCode(200)
   @Roles('expert', 'admin', 'agent')
-  @ApiResponse({ status: 200, description: 'the approval, decided; an approved call runs next (the agent reads its result at GET /v1/tool-calls/{id}/result)' })
+  @ApiResponse({ status: 200, description: 'the approval, decided; an approved call runs next (the agent reads its result at GET /v1/tool-calls/{id}/result)', schema: APPROVAL_SCHEMA })
   @ApiProblemResponse(403, 'FORBIDDEN: a client approval decided with an expert key (expert approvals: expert or admin keys; client approvals: agent or admin keys)')
   @ApiProblemResponse(404, 'NOT_FOUND: no such approval in the key’s org, or one the key may not see (an expert approval, to an agent key)')
   @ApiProblemResponse(

@@ -1,12 +1,26 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiProblemResponse, PROBLEM_CONTENT } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from './auth.decorators.js';
 import { API_KEYS_DEFAULT_PAGE, API_KEYS_MAX_PAGE, CreateApiKeyDto, ListApiKeysQuery } from './api-keys.dto.js';
 import { ApiKeysService, type ApiKeyPage } from './api-keys.service.js';
 import type { Principal } from './principal.js';
 
-/** problem+json, the Problem schema withProblemResponses adds to the components (API.md §9). */
-const PROBLEM_CONTENT = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
+/** An API key as ApiKeysService answers it (its `view`); the key text itself is never part of it. */
+const API_KEY_SCHEMA = {
+  type: 'object',
+  required: ['id', 'orgId', 'role', 'name', 'keyPrefix', 'createdAt', 'revokedAt', 'lastUsedAt'],
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    orgId: { type: 'string', format: 'uuid', nullable: true },
+    role: { type: 'string', enum: ['agent', 'expert', 'ops', 'admin'] },
+    name: { type: 'string' },
+    keyPrefix: { type: 'string', example: 'tgw_ab12' },
+    createdAt: { type: 'string', format: 'date-time' },
+    revokedAt: { type: 'string', format: 'date-time', nullable: true },
+    lastUsedAt: { type: 'string', format: 'date-time', nullable: true },
+  },
+};
 
 @ApiTags('api-keys')
 @ApiBearerAuth()
@@ -21,17 +35,12 @@ export class ApiKeysController {
     description: 'the key; `key` is shown this once and never again (only its hash is stored)',
     schema: {
       type: 'object',
-      required: ['id', 'key', 'orgId', 'role', 'name', 'createdAt'],
-      properties: {
-        id: { type: 'string', format: 'uuid' },
-        key: { type: 'string', example: 'tgw_…' },
-        orgId: { type: 'string', format: 'uuid', nullable: true },
-        role: { type: 'string', enum: ['agent', 'expert', 'ops', 'admin'] },
-        name: { type: 'string' },
-        createdAt: { type: 'string', format: 'date-time' },
-      },
+      required: [...API_KEY_SCHEMA.required, 'key'],
+      properties: { ...API_KEY_SCHEMA.properties, key: { type: 'string', example: 'tgw_…' } },
     },
   })
+  @ApiProblemResponse(403, 'FORBIDDEN: not an admin key, or an org admin asking for a platform key (orgId null)')
+  @ApiProblemResponse(404, 'NOT_FOUND: orgId names an unknown org, or (org admins) another org')
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateApiKeyDto) {
     return this.keys.create(p, dto);
   }
@@ -53,23 +62,7 @@ export class ApiKeysController {
       type: 'object',
       required: ['items', 'nextCursor'],
       properties: {
-        items: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['id', 'orgId', 'role', 'name', 'keyPrefix', 'createdAt', 'revokedAt', 'lastUsedAt'],
-            properties: {
-              id: { type: 'string', format: 'uuid' },
-              orgId: { type: 'string', format: 'uuid', nullable: true },
-              role: { type: 'string', enum: ['agent', 'expert', 'ops', 'admin'] },
-              name: { type: 'string' },
-              keyPrefix: { type: 'string', example: 'tgw_ab12' },
-              createdAt: { type: 'string', format: 'date-time' },
-              revokedAt: { type: 'string', format: 'date-time', nullable: true },
-              lastUsedAt: { type: 'string', format: 'date-time', nullable: true },
-            },
-          },
-        },
+        items: { type: 'array', items: API_KEY_SCHEMA },
         nextCursor: { type: 'string', nullable: true, description: 'null on the last page' },
       },
     },

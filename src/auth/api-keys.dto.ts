@@ -34,7 +34,7 @@ export class CreateApiKeyDto {
 
 /** `orgId`, plus `cursor` as in every keyset listing and `limit` with this listing's default (newest first). */
 export class ListApiKeysQuery extends OmitType(PageQuery, ['limit'] as const) {
-  @ApiProperty({ required: false, minimum: 1, maximum: API_KEYS_MAX_PAGE, default: API_KEYS_DEFAULT_PAGE })
+  @ApiProperty({ type: 'integer', required: false, minimum: 1, maximum: API_KEYS_MAX_PAGE, default: API_KEYS_DEFAULT_PAGE })
   @IsOptional()
   @Transform(toInt)
   @IsInt()

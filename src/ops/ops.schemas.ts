@@ -1,7 +1,8 @@
 /**
- * OpenAPI schemas of the ops read side (API.md §6), field by field from the code that builds each answer:
- * toToolCallView (tool-calls/tool-call.view.ts), loadToolCallStory (tool-call-story.ts), ledgerEventView
- * (ledger-events.sql.ts), verifyOrgChain (ledger/ledger-verifier.service.ts) and UsageService.byTool.
+ * OpenAPI schemas of the ops read side (API.md §6) and of approvals (§5), field by field from the code that builds
+ * each answer: approvalView (approvals/approval.view.ts), ReconcileService.reconcile, toToolCallView
+ * (tool-calls/tool-call.view.ts), loadToolCallStory (tool-call-story.ts), ledgerEventView (ledger-events.sql.ts),
+ * verifyOrgChain (ledger/ledger-verifier.service.ts) and UsageService.byTool.
  * test/foundation/openapi-response-schemas.spec.ts validates live answers against them.
  */
 import type { SchemaObject } from '@nestjs/swagger';
@@ -97,11 +98,12 @@ const POLICY_DECISION_SCHEMA = {
   },
 };
 
-/** approvalView (approvals/approval.view.ts) without a clock: the row as stored. */
-const STORY_APPROVAL_SCHEMA = {
+/**
+ * An approval as approvalView (approvals/approval.view.ts) answers it (API.md §5): GET /v1/approvals (each item),
+ * GET /v1/approvals/{id} and POST /v1/approvals/{id}/decision.
+ */
+export const APPROVAL_SCHEMA = {
   type: 'object',
-  nullable: true,
-  description: 'the call’s approval request as stored (a pending one past expiresAt stays pending until the sweep); null when it needed none',
   required: [
     'id', 'orgId', 'toolCallId', 'runId', 'kind', 'status', 'toolName', 'action', 'inputRedacted', 'riskLevel', 'reason', 'actionDigest',
     'createdAt', 'expiresAt', 'decidedBy', 'decidedAt',
@@ -111,18 +113,50 @@ const STORY_APPROVAL_SCHEMA = {
     orgId: uuid,
     toolCallId: uuid,
     runId: uuid,
-    kind: { type: 'string', enum: ['expert', 'client'] },
-    status: { type: 'string', enum: ['pending', 'approved', 'rejected', 'expired'] },
+    kind: { type: 'string', enum: ['expert', 'client'], description: 'expert: decided by expert or admin keys; client: by the run’s agent key (or an admin key)' },
+    status: { type: 'string', enum: ['pending', 'approved', 'rejected', 'expired'], description: 'a pending approval past expiresAt reads expired' },
     toolName: { type: 'string' },
     action: { type: 'string' },
-    inputRedacted: { type: 'object' },
+    inputRedacted: { type: 'object', description: 'the params of the action awaiting approval, redacted' },
     riskLevel: { type: 'string', enum: [...RISK_LEVELS] },
-    reason: { type: 'string' },
-    actionDigest: sha256Hex,
+    reason: { type: 'string', description: 'why it needs approval (the policy’s reason)' },
+    actionDigest: { ...sha256Hex, description: 'send it back with the decision: it proves what exactly is being approved' },
     createdAt: dateTime,
     expiresAt: dateTime,
     decidedBy: { ...nullableUuid, description: 'the key that decided; null while pending and when it expired' },
     decidedAt: nullableDateTime,
+  },
+};
+
+/** GET /v1/approvals: ApprovalsService.list. */
+export const APPROVAL_PAGE_SCHEMA = {
+  type: 'object',
+  required: ['items', 'nextCursor'],
+  properties: {
+    items: { type: 'array', items: APPROVAL_SCHEMA, description: 'newest first' },
+    nextCursor: { type: 'string', nullable: true, description: 'null on the last page; pass it as `cursor`, with the same filters, for the next one' },
+  },
+};
+
+/** The approval of a call's story: approvalView without a clock, the row as stored. */
+const STORY_APPROVAL_SCHEMA = {
+  ...APPROVAL_SCHEMA,
+  nullable: true,
+  description: 'the call’s approval request as stored (a pending one past expiresAt stays pending until the sweep); null when it needed none',
+  properties: {
+    ...APPROVAL_SCHEMA.properties,
+    status: { type: 'string', enum: ['pending', 'approved', 'rejected', 'expired'] },
+  },
+};
+
+/** POST /v1/tool-calls/{id}/reconcile: ReconcileService.reconcile (API.md §6). */
+export const RECONCILE_SCHEMA = {
+  type: 'object',
+  required: ['id', 'status', 'note'],
+  properties: {
+    id: { ...uuid, description: 'the tool call' },
+    status: { type: 'string', enum: ['succeeded', 'failed'], description: 'the status the call now has' },
+    note: { type: 'string', description: 'what ops found at the vendor, as given' },
   },
 };
 

@@ -5,6 +5,7 @@ import type { Request, Response } from 'express';
 import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { ReconcileDto } from '../approvals/approvals.dto.js';
+import { RECONCILE_SCHEMA } from '../ops/ops.schemas.js';
 import { ReconcileService } from './reconcile.service.js';
 import { ToolCallResultsService } from './tool-call-results.service.js';
 import { ToolCallResultQuery } from './tool-calls.dto.js';
@@ -52,7 +53,7 @@ export class ToolCallsController {
   @Post('tool-calls/:id/reconcile')
   @HttpCode(200)
   @Roles('ops', 'admin')
-  @ApiResponse({ status: 200, description: '{id, status, note}: the call is now succeeded or failed' })
+  @ApiResponse({ status: 200, description: '{id, status, note}: the call is now succeeded or failed', schema: RECONCILE_SCHEMA })
   @ApiProblemResponse(409, 'NOT_RECONCILABLE: only an indeterminate call can be reconciled')
   reconcile(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() dto: ReconcileDto) {
     return this.reconciler.reconcile(p, id, dto);

@@ -5,12 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
-import { adminAuth, bearer, createKey } from '../support/test-app.js';
+import { beginHttpDrain } from '../../src/app.setup.js';
+import { adminAuth, bearer, createKey, startTestApp } from '../support/test-app.js';
 import { approvalFor, refundUse } from '../approvals/support.js';
 
 interface Response {
   description: string;
   content?: Record<string, { schema?: { $ref?: string; required?: string[] } }>;
+  headers?: Record<string, unknown>;
 }
 interface Operation {
   parameters?: { name: string; in: string }[];
@@ -163,5 +165,55 @@ describe('OpenAPI document matches the live answers', () => {
     }
     expect(doc.info.description).toMatch(/method it does not support.*404 NOT_FOUND.*"no such route".*no 405/);
     expect(operation('get', '/v1/approvals/{id}').responses['404'].description).toContain('no such route');
+  });
+  it('POST /v1/api-keys documents the 404 of an unknown org or (org admins) another org, and the 403 of an org admin asking for a platform key', async () => {
+    const unknown = await h.t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: randomUUID(), role: 'agent', name: 'x' });
+    expect([unknown.status, unknown.body.code]).toEqual([404, 'NOT_FOUND']);
+    expect(expectDocumented('post', '/v1/api-keys', unknown).description).toContain('unknown org');
+    const other = (await h.t.http.post('/v1/orgs').set(adminAuth).send({ name: 'other' })).body.id as string;
+    const foreign = await h.t.http.post('/v1/api-keys').set(bearer(o.adminKey)).send({ orgId: other, role: 'agent', name: 'x' });
+    expect([foreign.status, foreign.body.code]).toEqual([404, 'NOT_FOUND']);
+    expectDocumented('post', '/v1/api-keys', foreign);
+    const platform = await h.t.http.post('/v1/api-keys').set(bearer(o.adminKey)).send({ orgId: null, role: 'ops', name: 'x' });
+    expect([platform.status, platform.body.code]).toEqual([403, 'FORBIDDEN']);
+    expect(expectDocumented('post', '/v1/api-keys', platform).description).toContain('platform key');
+  });
+
+  it('documents the headers: X-Correlation-Id on every answer, Retry-After on every 429 and 503, Idempotent-Replayed on a tool call’s replay', async () => {
+    const missing = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([method, op]) =>
+        Object.entries(op.responses)
+          .filter(([status, res]) => res.headers?.['X-Correlation-Id'] === undefined || (['429', '503'].includes(status) && res.headers['Retry-After'] === undefined))
+          .map(([status]) => `${method.toUpperCase()} ${path} ${status}`),
+      ),
+    );
+    expect(missing).toEqual([]);
+
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const first = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).set('X-Correlation-Id', 'contract-headers').send(use);
+    expect([first.status, first.headers['x-correlation-id'], first.headers['idempotent-replayed']]).toEqual([200, 'contract-headers', undefined]);
+    const replay = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).send(use);
+    expect([replay.status, replay.headers['idempotent-replayed']]).toEqual([200, 'true']);
+    expect(Object.keys(expectDocumented('post', '/v1/runs/{runId}/tool-calls', replay).headers ?? {})).toEqual(expect.arrayContaining(['X-Correlation-Id', 'Idempotent-Replayed']));
+  });
+});
+
+describe('OpenAPI: a stopping gateway', () => {
+  it('answers 503 GATEWAY_STOPPING with Retry-After, as every operation documents', async () => {
+    const t = await startTestApp();
+    try {
+      const doc = (await t.http.get('/openapi.json')).body as Doc;
+      beginHttpDrain(t.app);
+      const res = await t.http.get('/v1/tools').set(adminAuth);
+      expect([res.status, res.body.code, res.headers['retry-after']]).toEqual([503, 'GATEWAY_STOPPING', '1']);
+      const silent = Object.entries(doc.paths).flatMap(([path, item]) =>
+        Object.entries(item)
+          .filter(([, op]) => !op.responses['503']?.description.includes('GATEWAY_STOPPING') || op.responses['503'].headers?.['Retry-After'] === undefined)
+          .map(([method]) => `${method.toUpperCase()} ${path}`),
+      );
+      expect(silent).toEqual([]);
+    } finally {
+      await t.close();
+    }
   });
 });

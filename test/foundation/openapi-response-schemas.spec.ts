@@ -9,8 +9,9 @@ import addFormats from 'ajv-formats';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NIL_UUID } from '../../src/common/ids.js';
+import { Sql } from '../../src/db/sql.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
-import { approvalFor, refundUse } from '../approvals/support.js';
+import { approvalFor, aroundStatements, connectionLost, refundUse } from '../approvals/support.js';
 import { CREDENTIALS, setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth, bearer, createKey, createOrg } from '../support/test-app.js';
 
@@ -20,10 +21,14 @@ interface Response {
   content?: Record<string, { schema?: Schema }>;
 }
 interface Doc {
+  components: { schemas: Record<string, Schema> };
   paths: Record<string, Record<string, { responses: Record<string, Response> }>>;
 }
 
-/** The routes whose success answer must document an application/json schema: [method, path, status]. */
+/**
+ * The answers that must document an application/json schema: [method, path, status]. Every success with a
+ * body, and the 403 and 422 a tool call answers with the tool-call body (problem+json has its own check).
+ */
 const JSON_SUCCESSES: [method: string, path: string, status: string][] = [
   ['get', '/v1/tool-calls', '200'],
   ['get', '/v1/tool-calls/{id}', '200'],
@@ -41,6 +46,23 @@ const JSON_SUCCESSES: [method: string, path: string, status: string][] = [
   ['put', '/v1/orgs/{orgId}/integrations/{type}/credentials', '200'],
   ['get', '/v1/runs/{runId}/tools', '200'],
   ['get', '/v1/tools', '200'],
+  ['post', '/v1/api-keys', '201'],
+  ['get', '/v1/api-keys', '200'],
+  ['post', '/v1/orgs', '201'],
+  ['post', '/v1/runs', '201'],
+  ['get', '/v1/runs/{runId}', '200'],
+  ['post', '/v1/runs/{runId}/complete', '200'],
+  ['post', '/v1/runs/{runId}/cancel', '200'],
+  ['post', '/v1/runs/{runId}/tool-calls', '200'],
+  ['post', '/v1/runs/{runId}/tool-calls', '202'],
+  ['post', '/v1/runs/{runId}/tool-calls', '403'],
+  ['post', '/v1/runs/{runId}/tool-calls', '422'],
+  ['get', '/v1/tool-calls/{id}/result', '200'],
+  ['post', '/v1/runs/{runId}/tool-calls:batch', '200'],
+  ['get', '/v1/approvals', '200'],
+  ['get', '/v1/approvals/{id}', '200'],
+  ['post', '/v1/approvals/{id}/decision', '200'],
+  ['post', '/v1/tool-calls/{id}/reconcile', '200'],
 ];
 
 /**
@@ -65,7 +87,8 @@ describe('OpenAPI 200 schemas match the live answers', () => {
   const compiled = new Map<string, ValidateFunction>();
 
   beforeAll(async () => {
-    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
+    // No retries: a write whose answer is lost stays indeterminate (the reconcile below needs one).
+    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600', VENDOR_MAX_RETRIES: '0' });
     o = await setupOrg(h.t, { tools: ['order_lookup.lookup', 'shopify_refund.create'] });
     ops = (await createKey(h.t, o.orgId, 'ops')).key;
     doc = (await h.t.http.get('/openapi.json')).body as Doc;
@@ -105,13 +128,33 @@ describe('OpenAPI 200 schemas match the live answers', () => {
     expect(ok ? [] : validate.errors, `${method.toUpperCase()} ${path} answer ${JSON.stringify(res.body).slice(0, 2000)}`).toEqual([]);
   }
 
+  /** The problem+json body is what the Problem schema allows (with nothing undocumented). */
+  function expectProblem(res: { status: number; body: unknown; headers: Record<string, string> }, code: string): void {
+    expect((res.body as { code?: string }).code, JSON.stringify(res.body)).toBe(code);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const validate = validator('Problem', doc.components.schemas.Problem);
+    const ok = validate(res.body);
+    expect(ok ? [] : validate.errors, `${code} answer ${JSON.stringify(res.body)}`).toEqual([]);
+  }
+
+  it('every answer documented with an application/json body is listed above, so checked', () => {
+    const documentedJson = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([method, op]) =>
+        Object.entries(op.responses)
+          .filter(([, res]) => res.content?.['application/json'] !== undefined)
+          .map(([status]) => `${method} ${path} ${status}`),
+      ),
+    );
+    expect(documentedJson.sort()).toEqual(JSON_SUCCESSES.map((r) => r.join(' ')).sort());
+  });
+
   it('GET /v1/tool-calls/export documents its 200 as exactly NDJSON and CSV text', () => {
     const content = documented('get', '/v1/tool-calls/export', '200').content ?? {};
     expect(Object.keys(content).sort()).toEqual(['application/x-ndjson', 'text/csv']);
     for (const media of Object.values(content)) expect(media.schema?.type).toBe('string');
   });
 
-  it('each listed success documents an application/json schema that compiles', () => {
+  it('each listed answer documents an application/json schema that compiles', () => {
     for (const [method, path, status] of JSON_SUCCESSES) {
       const schema = jsonSchema(method, path, status);
       expect(schema.type ?? schema.oneOf, `${method.toUpperCase()} ${path} ${status} schema`).toBeDefined();
@@ -267,4 +310,107 @@ describe('OpenAPI 200 schemas match the live answers', () => {
     }
     expectMatches('get', '/v1/tools', await h.t.http.get('/v1/tools').set(bearer(o.agentKey)));
   });
+
+  it('api keys, orgs and runs match their schemas', async () => {
+    const created = await h.t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: o.orgId, role: 'agent', name: 'schemas' });
+    expectMatches('post', '/v1/api-keys', created, '201');
+    const platform = await h.t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: null, role: 'ops', name: 'schemas platform' });
+    expectMatches('post', '/v1/api-keys', platform, '201');
+    // One revoked: the listing shows revokedAt set as well as null.
+    expect((await h.t.http.delete(`/v1/api-keys/${platform.body.id}`).set(adminAuth)).status).toBe(204);
+    expectMatches('get', '/v1/api-keys', await h.t.http.get('/v1/api-keys').query({ orgId: o.orgId }).set(adminAuth));
+    const every = await h.t.http.get('/v1/api-keys').query({ limit: 200 }).set(adminAuth);
+    expectMatches('get', '/v1/api-keys', every);
+    expect((every.body.items as { id: string; revokedAt: string | null }[]).find((k) => k.id === platform.body.id)?.revokedAt).toEqual(expect.any(String));
+
+    expectMatches('post', '/v1/orgs', await h.t.http.post('/v1/orgs').set(adminAuth).send({ name: 'Schemas org' }), '201');
+
+    const A = bearer(o.agentKey);
+    for (const end of ['complete', 'cancel']) {
+      const run = await h.t.http.post('/v1/runs').set(A).send({ specialistId: 'support', conversationId: 'c-1', metadata: { channel: 'chat' } });
+      expectMatches('post', '/v1/runs', run, '201');
+      expectMatches('get', '/v1/runs/{runId}', await h.t.http.get(`/v1/runs/${run.body.id}`).set(A));
+      const ended = await h.t.http.post(`/v1/runs/${run.body.id}/${end}`).set(A).send({ reason: 'done' });
+      expectMatches('post', `/v1/runs/{runId}/${end}`, ended);
+      expect(ended.body.ended).not.toBeNull();
+      expectMatches('get', '/v1/runs/{runId}', await h.t.http.get(`/v1/runs/${run.body.id}`).set(A));
+    }
+  });
+
+  it('tool calls: each status the pipeline answers with the tool-call body, a replay, the result route and a batch match it', async () => {
+    const A = bearer(o.agentKey);
+    const path = '/v1/runs/{runId}/tool-calls';
+    const call = (body: object) => h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(A).send(body);
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const ok = await call(use);
+    expectMatches('post', path, ok);
+    const replay = await call(use);
+    expectMatches('post', path, replay);
+    expect([replay.body.replayed, replay.headers['idempotent-replayed']]).toEqual([true, 'true']);
+    expectMatches('post', path, await call(refundUse('5.00')), '202');
+    expectMatches('post', path, await call(toolUse('shopify_order', { action: 'add_note', orderId: '1', note: 'x' })), '403');
+    expectMatches('post', path, await call(toolUse('order_lookup', { action: 'lookup' })), '422');
+    expectMatches('get', '/v1/tool-calls/{id}/result', await h.t.http.get(`/v1/tool-calls/${ok.body.toolCallId}/result`).set(A));
+
+    // Every item kind of a batch: a tool-call body, and problem+json (VALIDATION_FAILED) for one that is not a tool_use.
+    const batch = await h.t.http
+      .post(`/v1/runs/${o.runId}/tool-calls:batch`)
+      .set(A)
+      .send({ toolUses: [toolUse('order_lookup', { action: 'lookup', orderId: '12345' }), refundUse('6.00'), { type: 'tool_use', id: 'toolu_bad' }] });
+    expectMatches('post', '/v1/runs/{runId}/tool-calls:batch', batch);
+    expect((batch.body.results as { code?: string }[]).some((r) => r.code !== undefined)).toBe(true);
+  });
+
+  it('approvals: the listing, one approval and each decision match the approval schema', async () => {
+    const expert = (await createKey(h.t, o.orgId, 'expert')).key;
+    const E = bearer(expert);
+    const decided = [];
+    for (const decision of ['approve', 'reject', null]) {
+      const waiting = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).send(refundUse('7.00'));
+      expect(waiting.status).toBe(202);
+      const a = await approvalFor(h, expert, waiting.body.toolCallId as string);
+      expectMatches('get', '/v1/approvals/{id}', await h.t.http.get(`/v1/approvals/${a.id}`).set(E));
+      if (decision === null) continue; // left pending
+      const res = await h.t.http.post(`/v1/approvals/${a.id}/decision`).set(E).send({ decision, actionDigest: a.actionDigest, reason: 'schemas' });
+      expectMatches('post', '/v1/approvals/{id}/decision', res);
+      decided.push(res.body.status);
+    }
+    expect(decided).toEqual(['approved', 'rejected']);
+    const all = await h.t.http.get('/v1/approvals').set(E);
+    expectMatches('get', '/v1/approvals', all);
+    const statuses = new Set((all.body.items as { status: string }[]).map((a) => a.status));
+    expect(['pending', 'approved', 'rejected'].every((s) => statuses.has(s))).toBe(true);
+    const first = await h.t.http.get('/v1/approvals').query({ limit: 1 }).set(E);
+    expectMatches('get', '/v1/approvals', first);
+    expect(typeof first.body.nextCursor).toBe('string');
+  });
+
+  it('reconcile answers {id, status, note} as documented', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_order.add_note'] });
+    h.emu.fault({ vendor: 'shopify', kind: 'reset_after' });
+    const lost = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('shopify_order', { action: 'add_note', orderId: '12345', note: 'n' }));
+    expect(lost.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+    const orgOps = (await createKey(h.t, org.orgId, 'ops')).key;
+    const rec = await h.t.http.post(`/v1/tool-calls/${lost.body.toolCallId}/reconcile`).set(bearer(orgOps)).send({ status: 'succeeded', note: 'checked at Shopify' });
+    expectMatches('post', '/v1/tool-calls/{id}/reconcile', rec);
+  });
+
+  it('problem+json answers carry only what the Problem schema documents: errors, retryAfterSeconds, toolCallId, outcomeConfirmed', async () => {
+    expectProblem(await h.t.http.post('/v1/orgs').set(adminAuth).send({ name: 'x', foo: 1 }), 'VALIDATION_FAILED');
+    expectProblem(await h.t.http.get(`/v1/approvals/${NIL_UUID}`).set(adminAuth), 'NOT_FOUND');
+
+    // A call that ran whose outcome cannot be written for longer than the request waits: 503 naming the call.
+    const undo = aroundStatements(h.t.app.get(Sql), async (text, _params, send) => {
+      if (text.includes('tc AS (UPDATE tool_calls SET status = $2')) throw connectionLost();
+      return send();
+    });
+    let unavailable;
+    try {
+      unavailable = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    } finally {
+      undo();
+    }
+    expectProblem(unavailable, 'DATABASE_UNAVAILABLE');
+    expect(unavailable.body).toMatchObject({ outcomeConfirmed: false, toolCallId: expect.any(String), retryAfterSeconds: 1 });
+  }, 20_000);
 });

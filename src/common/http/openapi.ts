@@ -12,9 +12,36 @@ export const PROBLEM_SCHEMA = {
     detail: { type: 'string' },
     code: { type: 'string', example: 'VALIDATION_FAILED' },
     correlationId: { type: 'string' },
-    retryAfterSeconds: { type: 'integer', description: 'with 429 and 409 IDEMPOTENCY_IN_PROGRESS (also in Retry-After)' },
+    retryAfterSeconds: { type: 'integer', description: 'with 429, 503 and 409 IDEMPOTENCY_IN_PROGRESS (also in Retry-After)' },
+    errors: { type: 'array', items: { type: 'string' }, description: 'VALIDATION_FAILED: one message per problem found (the detail joins them)' },
+    toolCallId: {
+      type: 'string',
+      format: 'uuid',
+      description: 'a tool call’s 503 DATABASE_UNAVAILABLE: the call that was recorded and ran, but whose outcome may not be written yet',
+    },
+    outcomeConfirmed: { type: 'boolean', description: 'with toolCallId: false, the outcome may not be recorded yet; send the same tool_use again to read it' },
   },
 };
+
+/** Retry-After, on every answer that carries retryAfterSeconds. */
+const RETRY_AFTER_HEADER = { description: 'seconds to wait before sending it again', schema: { type: 'integer' } };
+
+/** Idempotent-Replayed, on the tool-call body that answers a repeat of an earlier request. */
+const IDEMPOTENT_REPLAYED_HEADER = {
+  description: '"true" when this answers a repeat of an earlier request (the body says replayed: true); absent otherwise',
+  schema: { type: 'string', enum: ['true'] },
+};
+
+/** X-Correlation-Id, echoed on every answer. */
+const CORRELATION_ID_HEADER = {
+  description: 'the X-Correlation-Id the request carried when it is 1-255 printable ASCII without blanks, else a fresh UUID',
+  schema: { type: 'string' },
+};
+
+/** Every 503: the database is unavailable, or the gateway is stopping (README "Stopping"). */
+const UNAVAILABLE =
+  'GATEWAY_STOPPING, with Retry-After and Connection: close: the gateway is stopping (SIGTERM) and started nothing; send it again ' +
+  '(another replica answers it). DATABASE_UNAVAILABLE, with Retry-After';
 
 /** The tool-call body (API.md §4), answered for every outcome that reached the ledger, whatever the HTTP status. */
 export const TOOL_CALL_BODY_SCHEMA = {
@@ -61,13 +88,16 @@ export function ApiProblemResponse(status: number, description: string): MethodD
 export function ApiToolCallResponses(): MethodDecorator {
   // 403 and 422 are the tool-call body (application/json) when the call reached the ledger, problem+json otherwise.
   const bodyOrProblem = { 'application/json': { schema: TOOL_CALL_BODY_SCHEMA }, ...PROBLEM_CONTENT };
+  // A stored call's answer (first or replayed) is the tool-call body; a replay says so in Idempotent-Replayed.
+  const replayed = { 'Idempotent-Replayed': IDEMPOTENT_REPLAYED_HEADER };
   return applyDecorators(
-    ApiResponse({ status: 200, description: 'succeeded, failed at the vendor, or indeterminate', schema: TOOL_CALL_BODY_SCHEMA }),
-    ApiResponse({ status: 202, description: 'waiting for approval', schema: TOOL_CALL_BODY_SCHEMA }),
+    ApiResponse({ status: 200, description: 'succeeded, failed at the vendor, or indeterminate', schema: TOOL_CALL_BODY_SCHEMA, headers: replayed }),
+    ApiResponse({ status: 202, description: 'waiting for approval', schema: TOOL_CALL_BODY_SCHEMA, headers: replayed }),
     ApiResponse({
       status: 403,
       description: 'blocked (flag, manifest, policy, rejected, expired) — tool-call body (application/json); or FORBIDDEN, a wrong role or a platform key — problem+json',
       content: bodyOrProblem,
+      headers: replayed,
     }),
     ApiResponse({
       status: 422,
@@ -75,14 +105,15 @@ export function ApiToolCallResponses(): MethodDecorator {
         'INVALID_INPUT — tool-call body (application/json), also for a tool of the run whose input has no string `action` (the content lists the actions the run allows); ' +
         'or IDEMPOTENCY_KEY_REUSED — problem+json',
       content: bodyOrProblem,
+      headers: replayed,
     }),
     ApiProblemResponse(400, 'not a tool_use block, or a bad Idempotency-Key; nothing recorded'),
     ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)'),
-    ApiProblemResponse(409, 'RUN_NOT_ACTIVE, or IDEMPOTENCY_IN_PROGRESS with Retry-After'),
+    ApiResponse({ status: 409, description: 'RUN_NOT_ACTIVE, or IDEMPOTENCY_IN_PROGRESS with Retry-After', content: PROBLEM_CONTENT, headers: { 'Retry-After': RETRY_AFTER_HEADER } }),
     ApiProblemResponse(429, 'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After'),
     ApiProblemResponse(
       503,
-      'DATABASE_UNAVAILABLE, with Retry-After. Without `toolCallId`: nothing was recorded or executed. With `toolCallId` and ' +
+      `${UNAVAILABLE}. Without \`toolCallId\`: nothing was recorded or executed. With \`toolCallId\` and ` +
         '`outcomeConfirmed: false`: the call was recorded and ran (the detail says whether the vendor was called), but its outcome ' +
         'may not be written yet; the gateway keeps it and retries. Send the same tool_use again (same id or Idempotency-Key) to read ' +
         'it (409 IDEMPOTENCY_IN_PROGRESS until then) — never under a new id',
@@ -113,13 +144,13 @@ const COMMON_ERRORS: [status: string, description: string, when: (path: string, 
   ['413', 'PAYLOAD_TOO_LARGE', (_path, op) => op.requestBody !== undefined],
   ['415', 'UNSUPPORTED_MEDIA_TYPE: send the body as application/json', (_path, op) => op.requestBody !== undefined],
   ['429', 'RATE_LIMITED (per API key), with Retry-After', () => true],
-  ['503', 'DATABASE_UNAVAILABLE, with Retry-After', () => true],
+  ['503', UNAVAILABLE, () => true],
 ];
 
 interface OpenApiOperation {
   parameters?: unknown[];
   requestBody?: unknown;
-  responses?: Record<string, unknown>;
+  responses?: Record<string, { description?: string; content?: unknown; headers?: Record<string, unknown> }>;
 }
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
@@ -128,7 +159,8 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
  * Adds to every operation the problem+json errors it can answer but does not
  * document itself (a route's own description of a status wins), and the
  * Problem schema they refer to; says in the description that a wrong method is
- * a 404 "no such route", not a 405.
+ * a 404 "no such route", not a 405. Every answer documents X-Correlation-Id,
+ * every 429 and 503 Retry-After.
  */
 export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
   doc.info = { ...doc.info, description: doc.info.description ? `${doc.info.description} ${NO_SUCH_ROUTE}` : NO_SUCH_ROUTE };
@@ -142,6 +174,10 @@ export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
         if (responses[status] === undefined && applies(path, op)) {
           responses[status] = { description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
         }
+      }
+      for (const [status, res] of Object.entries(responses)) {
+        const retry = status === '429' || status === '503' ? { 'Retry-After': RETRY_AFTER_HEADER } : {};
+        res.headers = { 'X-Correlation-Id': CORRELATION_ID_HEADER, ...retry, ...res.headers };
       }
     }
   }

@@ -7,7 +7,7 @@ export const toInt = ({ value }: { value: unknown }): unknown => (typeof value =
 
 /** `limit` and `cursor` of every keyset-paginated listing. */
 export class PageQuery {
-  @ApiProperty({ required: false, minimum: 1, maximum: 200, default: 50 })
+  @ApiProperty({ type: 'integer', required: false, minimum: 1, maximum: 200, default: 50 })
   @IsOptional()
   @Transform(toInt)
   @IsInt()
