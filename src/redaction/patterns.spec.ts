@@ -367,6 +367,8 @@ describe('redactContactsInText', () => {
     ['a toll-free number', '1-800-555-0199', REDACTED],
     ['the international prefix 00', 'call 0044 20 7946 0958 today', `call ${REDACTED} today`],
     ['a dashed 00 phone', '0033-1-23-45-67-89', REDACTED],
+    ['00 and a one-digit country code', 'ring 001 415 555 2671', `ring ${REDACTED}`],
+    ['00 and a three-digit country code', '00353 1 234 5678', REDACTED],
     ['an IBAN in groups', 'refund to IBAN DE89 3704 0044 0532 0130 00 please', `refund to IBAN ${REDACTED} please`],
     ['an IBAN written whole', 'GB29NWBK60161331926819', REDACTED],
     ['an IBAN followed by a number', 'BE68 5390 0754 7034 2026 refund', `${REDACTED} 2026 refund`],
@@ -393,6 +395,8 @@ describe('redactContactsInText', () => {
     '1.415.555.2671',
     '0012.50',
     '001.002.003.004',
+    'Ref 0012-3456-7890', // 00 then no country code: a zero-padded reference
+    '0099 1234 5678',
     '0001-01-01',
     'version 2026.08.02',
     '192.168.100.200',

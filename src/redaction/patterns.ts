@@ -360,8 +360,23 @@ export function redactContactsInText(text: string): string {
   let out = text.includes('@') ? text.replace(EMAIL, REDACTED) : text;
   if (/[A-Z]{2}\d{2}/.test(out)) out = out.replace(IBAN, redactIban);
   out = out.replace(PHONE, redactPhone);
-  if (out.includes('00')) out = out.replace(PHONE_00, (match) => redactPhone(match.slice(2)));
+  if (out.includes('00')) out = out.replace(PHONE_00, (match) => (isCountryCode(/^\d+/.exec(match.slice(2))![0]) ? redactPhone(match.slice(2)) : match));
   return out.replace(NANP_PHONE, REDACTED);
+}
+
+/** ITU-T E.164 country codes of two digits, and the first two digits of the three-digit ones (1 and 7 stand alone). */
+const CC_TWO = new Set([20, 27, 30, 31, 32, 33, 34, 36, 39, 40, 41, 43, 44, 45, 46, 47, 48, 49, 51, 52, 53, 54, 55, 56, 57, 58, 60, 61, 62, 63, 64, 65, 66, 81, 82, 84, 86, 90, 91, 92, 93, 94, 95, 98]);
+const CC_THREE_ZONES = new Set([21, 22, 23, 24, 25, 26, 29, 35, 37, 38, 42, 50, 59, 67, 68, 69, 80, 85, 87, 88, 96, 97, 99]);
+
+/**
+ * Whether the digits written after an international 00 are a country code: "0044 20 …" is a UK number, but
+ * "0012-3456-7890" (no country 12) is a zero-padded reference.
+ */
+function isCountryCode(digits: string): boolean {
+  const n = Number(digits);
+  if (digits.length === 1) return n === 1 || n === 7;
+  if (digits.length === 2) return CC_TWO.has(n);
+  return CC_THREE_ZONES.has(Math.floor(n / 10));
 }
 
 /** A phone shape with as many digits as a phone number has (E.164: at most 15, the country code included). */
