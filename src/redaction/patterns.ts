@@ -9,7 +9,8 @@ export const REDACTED = '[REDACTED]';
 
 /** PEM (RSA, EC, PKCS#8, OpenSSH) and PGP armour ("… PRIVATE KEY BLOCK-----"); an unterminated block goes to the end. */
 const PRIVATE_KEY_BLOCK = /-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)/g;
-const BEARER = /\b(Bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*/gi;
+// Also right after an escaped line end (\\n in text encoded twice), where \b sees no word start.
+const BEARER = /(?:\b|(?<=\\[nrt]))(Bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*/gi;
 /**
  * Where a token may start: not inside a run of letters and digits ("_" is a separator: key_sk_live_…), or right after
  * an escape that ends in one: \n, \r, \t or \u0026 of text encoded twice, %3D of a percent-encoded URL.
@@ -271,9 +272,9 @@ const URL_PASSWORD = /(?<![A-Za-z0-9+.-])((?:[A-Za-z][A-Za-z0-9+.-]*:)?\/\/[^\s/
  * "Basic <base64 of user:password>" outside an Authorization header: "Basic" is also an English word,
  * so the credential must decode to printable "user:password".
  */
-const BASIC = /\b(Basic)[ \t]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])/gi;
+const BASIC = /(?:\b|(?<=\\[nrt]))(Basic)[ \t]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])/gi;
 /** A replace with a function costs even when nothing matches; this test does not. */
-const HAS_BASIC = /\bBasic[ \t]+[A-Za-z0-9+/]{4}/i;
+const HAS_BASIC = /(?:\b|(?<=\\[nrt]))Basic[ \t]+[A-Za-z0-9+/]{4}/i;
 
 function redactBasic(match: string, scheme: string, credential: string): string {
   return /^[\x20-\x7e]*:[\x20-\x7e]*$/.test(Buffer.from(credential, 'base64').toString('latin1')) ? `${scheme} ${REDACTED}` : match;
