@@ -370,6 +370,8 @@ describe('redactContactsInText', () => {
     ['the international prefix 00', 'call 0044 20 7946 0958 today', `call ${REDACTED} today`],
     ['a dashed 00 phone', '0033-1-23-45-67-89', REDACTED],
     ['00 and a one-digit country code', 'ring 001 415 555 2671', `ring ${REDACTED}`],
+    ['a phone split by no-break spaces', 'tél. +33\u00a01\u00a023\u00a045\u00a067\u00a089', `tél. ${REDACTED}`],
+    ['a phone split by narrow no-break spaces', '(020)\u202f7946\u202f0958', REDACTED],
     ['00 and a three-digit country code', '00353 1 234 5678', REDACTED],
     ['an IBAN in groups', 'refund to IBAN DE89 3704 0044 0532 0130 00 please', `refund to IBAN ${REDACTED} please`],
     ['an IBAN written whole', 'GB29NWBK60161331926819', REDACTED],

@@ -54,11 +54,12 @@ const DIGIT_RUN = /(?<![A-Za-z0-9])\d+(?:[ \u00a0\u202f.-]\d+)*/g;
 const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+/gu;
 /**
  * Only unmistakable phone shapes: "+" then a country code, or a parenthesised area code. A parenthesised trunk
- * or area code may be glued to the next group (+44 (0)20 7946 0958).
+ * or area code may be glued to the next group (+44 (0)20 7946 0958). Groups may be split by no-break spaces
+ * (U+00A0, U+202F), as French typesetting does.
  * Bare digit strings are left alone: they are far more often order ids, amounts or dates.
  */
 const PHONE =
-  /(?<![A-Za-z0-9+])(?:\+[1-9]\d{0,2}(?:[ .-]?\(\d{1,4}\)[ .-]?\d{1,4}(?:[ .-]\d{1,4}){1,4}|(?:[ .-]\d{1,4}){2,5})|\+[1-9]\d{7,14}|\(\d{2,4}\)[ .-]?\d{3,4}[ .-]?\d{4})(?!\d)/g;
+  /(?<![A-Za-z0-9+])(?:\+[1-9]\d{0,2}(?:[ \u00a0\u202f.-]?\(\d{1,4}\)[ \u00a0\u202f.-]?\d{1,4}(?:[ \u00a0\u202f.-]\d{1,4}){1,4}|(?:[ \u00a0\u202f.-]\d{1,4}){2,5})|\+[1-9]\d{7,14}|\(\d{2,4}\)[ \u00a0\u202f.-]?\d{3,4}[ \u00a0\u202f.-]?\d{4})(?!\d)/g;
 /**
  * The international prefix written 00 instead of "+" (0044 20 7946 0958): at least two more groups, joined by
  * spaces or dashes only, not dots (001.002.003.004 is a padded address, not a phone), and not a group inside a
