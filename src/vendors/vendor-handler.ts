@@ -115,6 +115,11 @@ export type VendorOutcome =
       message: string;
       /** The gateway's own failure (its database), not the vendor's: never counts against the vendor's breaker. */
       local?: boolean;
+      /**
+       * An answer that cannot be placed before or in the run (Shopify's 200 {"errors":[{"message":"Timeout"}]}):
+       * the request may still be running at the vendor, as after a lost answer.
+       */
+      mayStillRun?: boolean;
     };
 
 export type FailedOutcome = Extract<VendorOutcome, { ok: false }>;

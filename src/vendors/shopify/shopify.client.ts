@@ -189,18 +189,6 @@ function beforeExecution(e: Record<string, unknown>): boolean {
   return (Array.isArray(e.locations) && e.locations.length > 0) || (code !== undefined && BEFORE_EXECUTION_CODES.has(code));
 }
 
-const UNPLACED = new WeakSet<FailedOutcome>();
-
-/**
- * An answer to a mutation whose error cannot be placed, before or in the run
- * ({"errors":[{"message":"Timeout"}]}): it may come from outside the executor,
- * a request timed out while its run goes on, so the run may still be going at
- * Shopify. A cut-off or unusable answer, or a field error, came after the run.
- */
-export function mayStillBeRunning(outcome: FailedOutcome): boolean {
-  return UNPLACED.has(outcome);
-}
-
 /**
  * Top-level `errors` with no usable payload. `mutation` names the mutation
  * field the document runs, if any: an error raised while it ran leaves its
@@ -227,9 +215,9 @@ function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: numb
   // itself, or INTERNAL_SERVER_ERROR (a 5xx in kind, handled as one): a path-less "Timeout" may come from a run.
   const placed = (e: unknown) => isRecord(e) && (beforeExecution(e) || (Array.isArray(e.path) && e.path.length > 0) || errorCode(e) === 'INTERNAL_SERVER_ERROR');
   if (mutation !== undefined && (all.length === 0 || !all.every(placed))) {
-    const unplaced: FailedOutcome = { ...base, kind: 'bad_response', message: `shopify answered ${mutation} with an error that does not say whether it ran: it may have taken effect` };
-    UNPLACED.add(unplaced);
-    return unplaced;
+    // It may come from outside the executor (a request timed out while its run goes on), so the run may still be
+    // going at Shopify. A cut-off or unusable answer, or a field error, came after the run.
+    return { ...base, kind: 'bad_response', mayStillRun: true, message: `shopify answered ${mutation} with an error that does not say whether it ran: it may have taken effect` };
   }
   if (codes.includes('ACCESS_DENIED')) return { ...base, kind: 'auth', message: 'shopify denied access (ACCESS_DENIED: missing scope?)' };
   if (codes.includes('INTERNAL_SERVER_ERROR')) return { ...base, kind: 'server_error', message: 'shopify GraphQL internal error' };

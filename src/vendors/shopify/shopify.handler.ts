@@ -9,7 +9,7 @@ import type { RotatingGrant, RotatingTokenStore } from '../auth/rotating-token.j
 import { TokenCache, TokenFetchError, tokenCacheKey, type AcquiredToken } from '../auth/token-cache.js';
 import { failedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchShopifyToken, refreshShopifyToken, shopifyCacheKey, shopifyGrant } from './shopify.auth.js';
-import { isRecord, mayStillBeRunning, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
+import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
@@ -56,7 +56,7 @@ function refundLeaseHolder(ctx: VendorCallContext): string {
  */
 function mayStillRun(o: VendorOutcome): boolean {
   if (o.ok || !o.requestSent) return false;
-  if (o.kind === 'bad_response') return mayStillBeRunning(o); // a path-less "Timeout", say: no final answer either
+  if (o.kind === 'bad_response') return o.mayStillRun === true; // a path-less "Timeout", say: no final answer either
   return o.kind === 'timeout' || o.kind === 'network' || o.kind === 'server_error' || o.kind === 'in_progress';
 }
 
