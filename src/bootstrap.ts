@@ -81,15 +81,27 @@ export function refuseExpectation(req: IncomingMessage, res: ServerResponse): vo
   res.end(body);
 }
 
+/** How many Host fields a request carries: Node keeps only the first in req.headers and drops the others. */
+function hostFieldCount(rawHeaders: string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === 'host') count++;
+  return count;
+}
+
 /**
- * HTTP/1.1 requires Host (RFC 9112 §3.2): the first middleware refuses a request without one, with problem+json
- * and its correlation id. Node's own check (requireHostHeader, off in createGateway) answers a bare 400.
+ * RFC 9112 §3.2: an HTTP/1.1 request must carry exactly one Host field, and a server must answer 400 to one
+ * without it or with several (a proxy in front may have read another one than ours). The first middleware
+ * refuses both with problem+json and the correlation id; Node's own check (requireHostHeader, off in
+ * createGateway) answers a bare 400 to a missing Host only.
  */
 export function hostRequired(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
-  if (req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1 || req.headers.host !== undefined) return next();
+  const count = hostFieldCount(req.rawHeaders);
+  const http11 = req.httpVersionMajor === 1 && req.httpVersionMinor === 1;
+  if (count === 1 || (count === 0 && !http11)) return next();
+  const detail = count === 0 ? 'an HTTP/1.1 request must carry a Host header' : 'a request must carry one Host header, not several';
   correlationMiddleware(req, res, () => {
     res.setHeader('Connection', 'close');
-    sendProblem(res, new AppError('BAD_REQUEST', 'an HTTP/1.1 request must carry a Host header'), req.correlationId ?? 'unknown');
+    sendProblem(res, new AppError('BAD_REQUEST', detail), req.correlationId ?? 'unknown');
   });
 }
 

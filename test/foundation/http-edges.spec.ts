@@ -118,6 +118,17 @@ describe('HTTP edges: readiness, unparsable requests, reserved org id', () => {
     expect((await rawRequest(port, 'GET /healthz HTTP/1.0\r\n\r\n')).status).toBe(200);
   });
 
+  it('several Host fields: 400 problem+json BAD_REQUEST, in HTTP/1.1 and 1.0, whatever their case, nothing run', async () => {
+    const name = `two hosts ${crypto.randomUUID()}`;
+    const post = `POST /v1/orgs HTTP/1.1\r\nHost: gateway.example\r\nhost: other.example\r\nAuthorization: ${adminAuth.Authorization}\r\nContent-Type: application/json\r\nContent-Length: ${orgBody(name).length}\r\n\r\n${orgBody(name)}`;
+    const res = await rawRequest(port, post);
+    expectProblem(res, 400, 'BAD_REQUEST');
+    expect(JSON.parse(res.body).detail).toMatch(/one Host/);
+    expect(await orgsNamed(name)).toBe(0);
+    expectProblem(await rawRequest(port, 'GET /healthz HTTP/1.0\r\nHost: a\r\nHOST: a\r\n\r\n'), 400, 'BAD_REQUEST');
+    expect((await rawRequest(port, 'GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')).status).toBe(200);
+  });
+
   it('an Expect other than 100-continue: 417 problem+json (not Node\'s bare 417), the connection closed, nothing run', async () => {
     const name = `expects ${crypto.randomUUID()}`;
     const res = await rawRequest(port, expecting('200-ok', name));
