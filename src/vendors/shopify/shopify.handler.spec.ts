@@ -158,6 +158,21 @@ describe('ShopifyHandler writes', () => {
     expect(failure(await handler.execute(ctx('shopify_order', 'add_note', { orderId: '999999', note: 'x' }))).kind).toBe('not_found');
   });
 
+  it('a note refused because something other than the order is missing is a refusal, not "order not found"', async () => {
+    const refusedWith = (userErrors: unknown[]) =>
+      emu.fault({ vendor: 'shopify', bodyMatch: /orderUpdate/, kind: 'status', status: 200, body: { data: { orderUpdate: { order: null, userErrors } } } });
+    const note = () => handler.execute(ctx('shopify_order', 'add_note', { orderId: '12345', note: 'x' }));
+    refusedWith([{ field: ['metafields', '0', 'namespace'], message: 'Metafield definition not found' }]);
+    expect(failure(await note())).toMatchObject({ kind: 'rejected' });
+    refusedWith([{ message: 'Staff member not found' }]);
+    expect(failure(await note())).toMatchObject({ kind: 'rejected' });
+    // the order itself: by its field, or by a message about it
+    refusedWith([{ field: ['id'], message: 'Order does not exist' }]);
+    expect(failure(await note())).toMatchObject({ kind: 'not_found' });
+    refusedWith([{ message: 'Order not found' }]);
+    expect(failure(await note())).toMatchObject({ kind: 'not_found' });
+  });
+
   it('refunds once even when the same call is sent twice', async () => {
     const call = refund({ orderId: '12345', amount: '20', note: 'Damaged box' });
     const first = await handler.execute(call);

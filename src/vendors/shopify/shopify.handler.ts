@@ -13,7 +13,7 @@ import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.clie
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
-import { buildRefundInput, pickRefundParent, refundCurrency, refundCurrencyProblem, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
+import { buildRefundInput, orderMissing, pickRefundParent, refundCurrency, refundCurrencyProblem, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
 import type { RefundLeaseKey, RefundLeases } from './shopify.refund-lease.js';
 import { SHOPIFY_ID_PATTERN, SHOPIFY_TOOLS } from './shopify.tools.js';
 
@@ -221,8 +221,8 @@ export class ShopifyHandler implements VendorHandler {
     if (!isRecord(payload)) return failedOutcome('bad_response', 'shopify orderUpdate answer has an unexpected shape', res.vendorStatus);
     const errors = Array.isArray(payload.userErrors) ? payload.userErrors : [];
     if (errors.length > 0) {
-      const missing = errors.some((e) => isRecord(e) && typeof e.message === 'string' && /does not exist|not found/i.test(e.message));
-      return missing
+      // OrderInput carries the order's id as `id`; a missing anything else is a refusal of the input.
+      return errors.some((e) => orderMissing(e, 'id'))
         ? failedOutcome('not_found', 'shopify order not found', res.vendorStatus)
         : failedOutcome('rejected', 'shopify refused the note update (validation errors)', res.vendorStatus);
     }

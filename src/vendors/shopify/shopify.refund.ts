@@ -134,14 +134,15 @@ function fieldOf(e: unknown): string | null {
 
 /**
  * "Order does not exist" is a fact about the order only when it names it:
- * field ["orderId"], or no field and a message about the order. Another
- * missing object (the parent transaction, a line item) is a refusal of the
- * input, not "the order does not exist" — which would tell the agent an
- * order it has is gone.
+ * the field that carries the order's id (`orderField`: "orderId" for
+ * refundCreate, "id" for orderUpdate), or no field and a message about the
+ * order. Another missing object (the parent transaction, a line item) is a
+ * refusal of the input, not "the order does not exist" — which would tell
+ * the agent an order it has is gone.
  */
-function orderMissing(e: unknown): boolean {
+export function orderMissing(e: unknown, orderField: string): boolean {
   if (!isRecord(e) || typeof e.message !== 'string' || !MISSING.test(e.message)) return false;
-  if (Array.isArray(e.field) && e.field.length > 0) return fieldOf(e) === 'orderId';
+  if (Array.isArray(e.field) && e.field.length > 0) return fieldOf(e) === orderField;
   return /^order\b/i.test(e.message.trim());
 }
 
@@ -156,7 +157,7 @@ export function refundUserErrorOutcome(userErrors: unknown[]): FailedOutcome {
   // (VENDORS.md §1.9 point 6): the refund may exist, so neither is a failure.
   if (text.includes('same idempotency key')) return idempotencyKeyConflict(200);
   if (text.includes('currently in progress')) return idempotencyInProgress(200);
-  if (userErrors.some(orderMissing)) return { ...base, kind: 'not_found', message: 'shopify order not found' };
+  if (userErrors.some((e) => orderMissing(e, 'orderId'))) return { ...base, kind: 'not_found', message: 'shopify order not found' };
   if (/exceed|maximum refundable|more than|sales cap/.test(text)) {
     return { ...base, kind: 'rejected', message: 'refund amount is more than is still refundable on the order' };
   }
