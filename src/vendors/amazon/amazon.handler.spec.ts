@@ -403,6 +403,49 @@ describe('AmazonHandler re-auth on Unauthorized after a cached token (VENDORS.md
     expect(out.message).toContain('AMAZON_SPAPI_BASE_URL');
     expect(amazon.tokenRequests).toBe(1);
   });
+
+  it('the same MissingAuthenticationToken given only in x-amzn-ErrorType, with an empty body (amzn/selling-partner-api-models#749): rejected, no refresh', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    expect((await handler.execute(order())).ok).toBe(true);
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 403, body: '', headers: { 'x-amzn-ErrorType': 'MissingAuthenticationTokenException' } });
+    const out = failure(await handler.execute(order()));
+    expect(out).toMatchObject({ kind: 'rejected', vendorStatus: 403 });
+    expect(out.message).toContain('AMAZON_SPAPI_BASE_URL');
+    expect(amazon.tokenRequests).toBe(1);
+  });
+});
+
+describe('AmazonHandler re-auth on a 401 (read like 403 Unauthorized, VENDORS.md §2.5)', () => {
+  const order = (): VendorCallContext => ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped });
+  const expired = { errors: [{ code: 'Unauthorized', message: 'Access to requested resource is denied.', details: 'The access token you provided has expired.' }] };
+  const tokensUsed = (): string[] => emu.requests.filter((r) => orderPath.test(r.path)).map((r) => r.headers['x-amz-access-token']);
+
+  it('a cached token refused with 401: dropped, one refresh, one retry, success; later calls keep the new token', async () => {
+    const handler = new AmazonHandler(endpoints, new TokenCache());
+    expect((await handler.execute(order())).ok).toBe(true);
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 401, body: expired });
+    expect((await handler.execute(order())).ok).toBe(true);
+    expect((await handler.execute(order())).ok).toBe(true);
+    expect(amazon.tokenRequests).toBe(2);
+    const [first, refused, retried, later] = tokensUsed();
+    expect(refused).toBe(first);
+    expect(retried).not.toBe(first);
+    expect(later).toBe(retried);
+  });
+
+  it('a fresh token refused with 401 "expired": one refresh, then auth', async () => {
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 401, body: expired, times: 2 });
+    expect(failure(await new AmazonHandler(endpoints, new TokenCache()).execute(order()))).toMatchObject({ kind: 'auth', vendorStatus: 401 });
+    expect(amazon.tokenRequests).toBe(2);
+    expect(emu.count({ path: orderPath })).toBe(2);
+  });
+
+  it('a fresh token refused with a 401 that does not say "expired": auth at once, no refresh', async () => {
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 401 });
+    expect(failure(await new AmazonHandler(endpoints, new TokenCache()).execute(order()))).toMatchObject({ kind: 'auth', vendorStatus: 401 });
+    expect(amazon.tokenRequests).toBe(1);
+    expect(emu.count({ path: orderPath })).toBe(1);
+  });
 });
 
 describe('AmazonHandler getOrderItems resumes a retried call at the page that failed', () => {
@@ -465,5 +508,16 @@ describe('AmazonHandler getOrderItems resumes a retried call at the page that fa
     failure(await handler.execute(call));
     expect(failure(await handler.execute({ ...call, attempt: 1 }))).toMatchObject({ kind: 'rejected', vendorStatus: 400 });
     expect(pageRequests()).toHaveLength(4);
+  });
+});
+
+describe('AmazonHandler getOrderItems with a NextToken no URL can carry', () => {
+  it('a NextToken with a lone surrogate (JSON "\\ud800") is a bad_response outcome, not a thrown URIError; nothing more is asked', async () => {
+    const page = `{"payload":{"AmazonOrderId":"${AMAZON_ORDER_IDS.paged}","OrderItems":[{"ASIN":"B0X","OrderItemId":"1","QuantityOrdered":1}],"NextToken":"abc\\ud800"}}`;
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 200, body: page });
+    const call = ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.paged });
+    expect(failure(await new AmazonHandler(endpoints, new TokenCache()).execute(call))).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
+    expect(emu.count({ path: itemsPath })).toBe(1);
+    expect(call.scratch.size).toBe(0);
   });
 });

@@ -16,6 +16,12 @@ import { SpapiRates, SpapiSession } from './spapi.client.js';
 export const MAX_ORDER_ITEM_PAGES = 10;
 
 /**
+ * A lone UTF-16 surrogate: JSON.parse accepts `"\ud800"`, encodeURIComponent throws
+ * on it. String.prototype.isWellFormed is ES2024, past the ES2023 lib we compile against.
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/**
  * How far one call's item listing got, kept across its attempts (ctx.scratch):
  * a retry after a 429 on page 4 asks for page 4, not pages 1-3 again, which
  * would only spend more of the 0.5 requests/s the operation has.
@@ -126,6 +132,10 @@ export class AmazonHandler implements VendorHandler {
         return fail('bad_response', 'SP-API answered with an unexpected order items payload', status);
       }
       nextToken = typeof payload.NextToken === 'string' && payload.NextToken !== '' ? payload.NextToken : undefined;
+      if (nextToken !== undefined && LONE_SURROGATE.test(nextToken)) {
+        // No URL can carry it, so the listing cannot go on.
+        return fail('bad_response', 'SP-API answered a NextToken that is not well-formed text', status);
+      }
       if (nextToken !== undefined && requested.has(nextToken)) {
         // The listing loops (seen live: the same NextToken answered again). The page that
         // says so is not known to be new - the loop serves the same page - so it is not

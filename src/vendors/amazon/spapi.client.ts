@@ -1,10 +1,12 @@
 /**
  * One tool call's conversation with SP-API: LWA token from the shared cache,
  * the request, and the single refresh-and-retry the vendor contract allows.
- * SP-API signals a bad token with 403 `Unauthorized`, not 401. A cached token
- * refused that way may have been revoked early, so it earns one refresh; a
- * token fetched for this very request earns one only when the answer says
- * "expired" - a revoked or malformed fresh token would fail again (VENDORS.md §2.3, §2.5).
+ * SP-API signals a bad token with 403 `Unauthorized`, not 401; a 401 (from an
+ * edge in front of it, or should SP-API start sending one) refuses the token
+ * just as plainly and is read the same way. A cached token refused may have
+ * been revoked early, so it earns one refresh; a token fetched for this very
+ * request earns one only when the answer says "expired" - a revoked or
+ * malformed fresh token would fail again (VENDORS.md §2.3, §2.5).
  *
  * A 429 carries no Retry-After and no rate header: the wait handed to the
  * executor is 1/rate seconds, the rate being the last `x-amzn-RateLimit-Limit`
@@ -90,14 +92,22 @@ interface SpapiError {
 
 const NO_ERROR: SpapiError = { expired: false };
 
+// API Gateway has been seen to answer 403 with an empty body and only
+// `x-amzn-ErrorType: MissingAuthenticationTokenException` (amzn/selling-partner-api-models#749).
+const MISSING_TOKEN_TYPE = /^MissingAuthenticationToken/;
+
 function readError(res: VendorHttpResponse): SpapiError {
   let body: unknown;
   try {
     body = JSON.parse(res.text());
   } catch {
-    return { expired: false };
+    // not JSON, or empty: the body names no error
   }
-  return errorOf(body);
+  const err = errorOf(body);
+  if (err.code === undefined && MISSING_TOKEN_TYPE.test(res.headers['x-amzn-errortype'] ?? '')) {
+    return { code: 'MissingAuthenticationToken', expired: false };
+  }
+  return err;
 }
 
 function errorOf(body: unknown): SpapiError {
@@ -205,7 +215,8 @@ export class SpapiSession {
       // Sent on 200/400/404, never on 429/5xx [src].
       this.rates.observe(this.rateKey, op, parseRateLimit(res.headers['x-amzn-ratelimit-limit']));
       const err = res.status >= 400 ? readError(res) : NO_ERROR;
-      if (res.status === 403 && err.code === 'Unauthorized' && (err.expired || !fresh) && !this.refreshed) {
+      const refused = res.status === 401 || (res.status === 403 && err.code === 'Unauthorized');
+      if (refused && (err.expired || !fresh) && !this.refreshed) {
         // Drop only the token we used: concurrent callers that saw the same
         // refusal then share one refresh instead of each forcing their own.
         this.refreshed = true;
