@@ -41,7 +41,7 @@ describe('one spelling of a path', () => {
   });
 
   it('keeps percent-encoding of what has no literal form in a segment', () => {
-    for (const path of ['/v1/a%20b', '/v1/a%22b', '/v1/a%3Cb%3E', '/v1/a%5Bb%5D', '/v1/a%7Bb%7D', '/v1/a%7Cb', '/v1/a%5Eb', '/v1/a%60b', '/v1/caf%c3%a9']) {
+    for (const path of ['/v1/a%20b', '/v1/a%22b', '/v1/a%3Cb%3E', '/v1/a%5Bb%5D', '/v1/a%7Cb', '/v1/users/auth0%7C123', '/v1/a%5Eb', '/v1/a%60b', '/v1/caf%c3%a9']) {
       expect(checkNangoPath(path), path).toBeNull();
     }
   });
@@ -51,6 +51,21 @@ describe('one spelling of a path', () => {
     expect(canonicalNangoPath('/v1/search/caf%C3%A9')).toBe('/v1/search/caf%C3%A9');
     expect(canonicalNangoPath('/v1/a%2a')).toBe('/v1/a%2A'); // only ever called on a checked path
     expect(canonicalNangoPath('/v1/Admin/Users')).toBe('/v1/Admin/Users'); // letters outside %XX keep their case
+  });
+});
+
+describe('what a Nango decoding the path would read as a query, fragment or template', () => {
+  it.each([
+    ['?', ['v1/x?a=1', 'v1/x%3Fa=1', 'v1/x%3fa=1', 'v1/x%EF%BC%9Fa=1'], 'path: put query parameters in `query`, not in the path (neither ? nor %3F)'],
+    ['#', ['v1/x#f', 'v1/x%23f', 'v1/x%EF%B9%9F'], 'path: fragments (# or %23) are not allowed'],
+    ['{ }', ['v1/${access_token}', 'v1/$%7Baccess_token%7D', 'v1/$%7baccess_token%7d', 'v1/a%7D', 'v1/$%EF%BD%9Baccess_token%EF%BD%9D'], "path: '{' and '}' (or %7B, %7D) are not allowed: Nango reads ${...} in a path as a template"],
+    ['||', ['v1/admin/users%7C%7Cx', 'v1/a%7c%7cb', 'v1/a%EF%BD%9C%EF%BD%9Cb'], "path: '||' (or %7C%7C) is not allowed: Nango cuts a templated URL there"],
+  ] as const)('refuses %s raw, percent-encoded in either hex case and as its NFKC look-alike, with one message', (_char, paths, message) => {
+    for (const path of paths) expect(checkNangoPath(path), path).toBe(message);
+  });
+
+  it('keeps a single "|" (Auth0 user ids are auth0|123) and a "$" not followed by a brace', () => {
+    for (const path of ['/v1/users/auth0%7C123', '/v1/a%7Cb%7Cc', '/v1/prices/$100']) expect(checkNangoPath(path), path).toBeNull();
   });
 });
 

@@ -3,8 +3,10 @@
  * path comes from a model, which may be steered by prompt injection, and Nango
  * appends it to the provider's base URL with the org's credentials attached:
  * a path that escapes its prefix (dot segments in any encoding), names another
- * host (scheme, `//host`, `@`, backslash) or smuggles headers (CR/LF) would
- * turn the proxy into a credentialed request to wherever the model likes.
+ * host (scheme, `//host`, `@`, backslash), smuggles headers (CR/LF) or that
+ * Nango reads as a query, fragment or template (`?`, `#`, `${...}`) would turn
+ * the proxy into a credentialed request to wherever the model likes, or put
+ * the credentials themselves in the request.
  * Checks run on the raw text AND on its decoded (and NFKC-normalised) form,
  * because upstream servers decode again; double encoding is refused outright.
  */
@@ -42,8 +44,19 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Checks that hold for the raw path and for every decoded form of it. */
+/**
+ * Checks that hold for the raw path and for every decoded form of it. Some Nango releases take the path
+ * from Express's already-decoded `req.params[0]` and build `${path}?${query}` from it, so the decoded form
+ * is what they send: there "?" starts a query (past checkNangoQuery), "#" a fragment (cut off: "/users%23"
+ * reaches "/users", around a rule on it), and buildProxyURL runs interpolateIfNeeded over base URL + path
+ * with the connection's credentials: "${access_token}" becomes the secret, and once the provider's base URL
+ * is a template (`${connectionConfig.subdomain}`) everything after "||" is dropped.
+ */
 function checkForm(p: string): string | null {
+  if (p.includes('?')) return 'path: put query parameters in `query`, not in the path (neither ? nor %3F)';
+  if (p.includes('#')) return 'path: fragments (# or %23) are not allowed';
+  if (p.includes('{') || p.includes('}')) return "path: '{' and '}' (or %7B, %7D) are not allowed: Nango reads ${...} in a path as a template";
+  if (p.includes('||')) return "path: '||' (or %7C%7C) is not allowed: Nango cuts a templated URL there";
   if (CONTROL.test(p)) return 'path: control characters (CR, LF, NUL, ...) are not allowed';
   if (p.includes('\\')) return 'path: backslashes are not allowed';
   if (p.includes('@')) return "path: '@' is not allowed";
@@ -67,8 +80,6 @@ export function checkNangoPath(path: unknown): string | null {
   if (typeof path !== 'string') return 'path: must be a string';
   if (path.length > NANGO_PATH_MAX) return `path: longer than ${NANGO_PATH_MAX} characters`;
   if (path === '' || path === '/') return 'path: must not be empty';
-  if (path.includes('?')) return 'path: put query parameters in `query`, not in the path';
-  if (path.includes('#')) return 'path: fragments (#) are not allowed';
   const raw = checkForm(path);
   if (raw) return raw;
   if (!ALLOWED_RAW.test(path)) return 'path: contains characters that must be percent-encoded';

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { NANGO_EMULATOR_CREDENTIALS, NangoEmulator } from '../../emulator/nango.emulator.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
 import type { VendorCallContext, VendorOutcome } from '../vendor-handler.js';
@@ -121,6 +121,31 @@ describe('NangoHandler errors', () => {
     const out = failure(await handler.execute(ctx('get', { path: 'v1/x' })));
     expect(out).toMatchObject({ kind: 'auth', vendorStatus: 400 });
     expect(out.message).toContain('failed_to_get_connection');
+  });
+
+  it("Nango's \"Failed to get connection credentials: '<reason>'\" at the failed refresh's status, 4xx or 5xx → auth", async () => {
+    const message = "Failed to get connection credentials: 'The external API returned an error when trying to refresh the access token. Please try again later.'";
+    for (const status of [424, 500, 503]) {
+      emu.fault({ vendor: 'nango', kind: 'status', status, body: { error: { code: 'server_error', message } } });
+      expect(failure(await handler.execute(ctx('post', { path: 'v1/notes', body: { a: 1 } }))), String(status)).toMatchObject({ kind: 'auth', vendorStatus: status });
+    }
+  });
+
+  it.each([
+    [503, 'Failed to get connection'],
+    [503, 'Failed to get connection: timeout acquiring client'],
+    [500, 'failed to get connection credentials: \'x\''],
+    [502, 'Failed to get connection credentials'],
+  ])('a POST the provider applied, answered %i server_error "%s" (its body, passed back raw, not Nango\'s words) → server_error, not auth', async (status, message) => {
+    emu.fault({ vendor: 'nango', method: 'POST', kind: 'status_then_apply', status, body: { error: { code: 'server_error', message } } });
+    const out = failure(await handler.execute(ctx('post', { path: 'v1/notes', body: { a: 1 } })));
+    expect(out).toMatchObject({ kind: 'server_error', vendorStatus: status, requestSent: true });
+    await vi.waitFor(() => expect(nango.appliedPosts).toBe(1));
+  });
+
+  it('"Failed to get connection" with a reason, at 400, is not Nango\'s (it says that only plain) → rejected', async () => {
+    emu.fault({ vendor: 'nango', kind: 'status', status: 400, body: { error: { code: 'server_error', message: 'Failed to get connection: pool exhausted' } } });
+    expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rejected', vendorStatus: 400 });
   });
 
   it('a redirect is not followed: a failure that keeps its 3xx status (which makes a POST an unknown outcome in the executor)', async () => {

@@ -40,6 +40,17 @@ const AUTH_CODES = new Set([
 /** Auth codes Nango also answers with a 5xx (a failed token refresh, §4.2), and no provider would use. */
 const REFRESH_CODES = new Set(['connection_refresh_backoff', 'failed_to_get_connection']);
 
+/**
+ * `server_error` in Nango's own words (§4.2, allProxy.ts): "Failed to get connection" only with 400 (an
+ * unknown Connection-Id), and "Failed to get connection credentials: '<reason>'" at the failed refresh's
+ * status, 4xx or 5xx. Nothing looser: at a 5xx the body may be the provider's ("Failed to get connection:
+ * timeout", from its database pool), and calling that a refusal would invite a second send of a POST the
+ * provider may have applied.
+ */
+function isNangoConnectionFailure(status: number, message: string): boolean {
+  return (status === 400 && message === 'Failed to get connection') || (status >= 400 && /^Failed to get connection credentials: '.*'$/s.test(message));
+}
+
 function parseCredentials(raw: Record<string, unknown>): NangoCredentials | { invalidField: string } {
   for (const field of ['secretKey', 'connectionId', 'providerConfigKey'] as const) {
     const v = raw[field];
@@ -88,10 +99,8 @@ function classify(res: VendorHttpResponse): VendorOutcome {
     if (s === 401 || (AUTH_CODES.has(nango.code) && ((s >= 400 && s < 500) || REFRESH_CODES.has(nango.code)))) {
       return fail('auth', `Nango refused the request: ${label}`, s);
     }
-    // "Failed to get connection [credentials]" (400, or 4xx/5xx after a failed token refresh): an unknown
-    // connection or one needing re-auth, not transient (§4.5). Nango's own words, not a provider's
-    // "Failed to get connection from pool".
-    if (nango.code === 'server_error' && /^failed to get connection(?: credentials)?(?::|$)/i.test(nango.message)) {
+    // An unknown connection or one needing re-auth: not transient (§4.5).
+    if (nango.code === 'server_error' && isNangoConnectionFailure(s, nango.message)) {
       return fail('auth', 'Nango could not use the connection: server_error', s);
     }
     if (nango.code === 'too_many_request' && s === 429) return fail('rate_limited', 'Nango rate limit exceeded', s, retryAfterMs ?? NANGO_DEFAULT_429_WAIT_MS);
