@@ -36,6 +36,7 @@ const CATALOG_SCHEMA = {
                 costCents: { type: 'integer' },
                 decimalParams: { type: 'array', items: { type: 'string' } },
                 pathParams: { type: 'array', items: { type: 'string' } },
+                textParams: { type: 'array', items: { type: 'string' } },
               },
             },
           },
@@ -56,9 +57,10 @@ export class CatalogController {
   @ApiResponse({
     status: 200,
     description:
-      '{items: [{name, vendor, description, actions: [{name, description, inputSchema, riskLevel, sideEffect, idempotent, costCents, overwrite?, decimalParams?, pathParams?}]}]}. ' +
+      '{items: [{name, vendor, description, actions: [{name, description, inputSchema, riskLevel, sideEffect, idempotent, costCents, overwrite?, decimalParams?, pathParams?, textParams?}]}]}. ' +
       '`decimalParams` names params that are decimal strings (a refund amount): policy rules compare them by value in eq, ne and in ("100" matches "100.00"). ' +
       '`pathParams` names params that are URL paths (a Nango path): eq, ne and in ignore one trailing "/". ' +
+      '`textParams` names params whose values are sent as text (a Nango query): eq, ne and in also match the same text (false and "false"). ' +
       'Writes also say `overwrite`: true when a second call with the same input leaves the same state (the order note), so a write answered 5xx ' +
       'is failed; false when it would be a second side effect (a refund, a Nango POST), so a 5xx leaves it indeterminate / OUTCOME_UNKNOWN.',
     schema: CATALOG_SCHEMA,

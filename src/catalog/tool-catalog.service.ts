@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { PolicyEvaluationInput } from '../policy/policy.types.js';
 import type { ToolActionSpec, ToolSpec, VendorHandler, VendorKey } from '../vendors/vendor-handler.js';
 import { VendorRegistry } from '../vendors/vendor-registry.js';
 import { MESSAGE_NAME_MAX, redactedModelText, redactedParamMessage } from './model-text.js';
@@ -14,6 +15,29 @@ export interface CatalogEntry {
 }
 
 export type ParamCheck = { ok: true } | { ok: false; message: string };
+
+/** What the policy engine reads of the catalog to compare a rule's values with one call's params. */
+export type PolicyParamFacts = Pick<PolicyEvaluationInput, 'decimalParams' | 'pathParams' | 'textParams' | 'canonicalValue'>;
+
+/**
+ * The call's param kinds, and its vendor's canonicaliser for a rule's value: a stored rule (whatever its
+ * toolName, "tool.*" or none) is spelled as the admin typed it, while the params were rewritten before the
+ * policy ran (ToolCatalogService.canonicalParams), so a rule written "v1/admin/users" would never meet the
+ * "/v1/admin/users" it names. The value is canonicalised in place of the param within the call's own
+ * (valid) params, since a handler rewrites only params it finds valid as a whole (Nango).
+ */
+export function policyParamFacts(entry: CatalogEntry, params: Record<string, unknown>): PolicyParamFacts {
+  const { tool, action, handler } = entry;
+  return {
+    decimalParams: action.decimalParams,
+    pathParams: action.pathParams,
+    textParams: action.textParams,
+    canonicalValue: (param, value) => {
+      const spelled = handler.canonicalParams?.(tool.name, action.name, { ...params, [param]: value });
+      return spelled !== undefined && Object.hasOwn(spelled, param) ? spelled[param] : value;
+    },
+  };
+}
 
 /**
  * An ajv error as "name: problem". The name is built from the model's input

@@ -404,3 +404,85 @@ describe('path params (declared by the catalog) compare ignoring one trailing "/
     expect(decide(5, '5/', 'eq', ['path'])).not.toBe('block'); // not a string: JSON
   });
 });
+
+describe('a rule value for a top-level param is compared in the spelling the params were rewritten into (canonicalValue)', () => {
+  /** A stand-in for the vendor's canonicaliser: a path gets its leading "/" and upper-case hex, as Nango's does. */
+  const canonicalValue = (param: string, value: unknown): unknown =>
+    param === 'path' && typeof value === 'string' ? `/${value.replace(/^\//, '')}`.replace(/%[0-9a-f]{2}/gi, (t) => t.toUpperCase()) : value;
+  const decide = (params: Record<string, unknown>, condition: PolicyCondition, over: Partial<PolicyEvaluationInput> = { canonicalValue }) =>
+    evaluatePolicy({
+      rules: [{ id: 'r', match: { toolName: 'nango_proxy.*', where: [condition] }, decision: 'block' }],
+      toolName: 'nango_proxy',
+      action: 'get',
+      catalogRisk: 'medium',
+      params,
+      pathParams: ['path'],
+      ...over,
+    }).decision;
+
+  it('eq, in and ne read the rule value canonicalised: "v1/admin/users" and "/v1/search/caf%c3%a9" name the calls they spell', () => {
+    expect(decide({ path: '/v1/admin/users' }, { path: 'path', op: 'eq', value: 'v1/admin/users' })).toBe('block');
+    expect(decide({ path: '/v1/search/caf%C3%A9' }, { path: 'path', op: 'in', value: ['/v1/x', '/v1/search/caf%c3%a9'] })).toBe('block');
+    expect(decide({ path: '/v1/admin/users' }, { path: 'path', op: 'ne', value: 'v1/admin/users' })).not.toBe('block');
+    // The trailing "/" of a declared path still does not count, on either side.
+    expect(decide({ path: '/v1/admin/users/' }, { path: 'path', op: 'eq', value: 'v1/admin/users' })).toBe('block');
+  });
+
+  it('another path stays another path once canonicalised, and without a canonicaliser values compare as written', () => {
+    expect(decide({ path: '/v1/admin/users2' }, { path: 'path', op: 'eq', value: 'v1/admin/users' })).not.toBe('block');
+    expect(decide({ path: '/v1/search/caf%C3%A8' }, { path: 'path', op: 'in', value: ['/v1/search/caf%c3%a9'] })).not.toBe('block');
+    expect(decide({ path: '/v1/admin/users' }, { path: 'path', op: 'eq', value: 'v1/admin/users' }, {})).not.toBe('block');
+  });
+
+  it('only a top-level param is canonicalised (the canonicaliser spells params, not their members), and only for eq, ne and in', () => {
+    const seen: string[] = [];
+    const spy = (param: string, value: unknown): unknown => (seen.push(param), value);
+    decide({ path: '/a', query: { path: 'b' } }, { path: 'query.path', op: 'eq', value: 'b' }, { canonicalValue: spy });
+    decide({ path: '/a' }, { path: 'path', op: 'exists' }, { canonicalValue: spy });
+    expect(seen).toEqual([]);
+    decide({ path: '/a' }, { path: 'path', op: 'in', value: ['x', 'y'] }, { canonicalValue: spy });
+    expect(seen).toEqual(['path', 'path']);
+  });
+
+  it('a canonicaliser that throws fails closed: the rule blocks', () => {
+    const d = evaluatePolicy({
+      rules: [{ id: 'r', match: { where: [{ path: 'path', op: 'eq', value: 'x' }] }, decision: 'allow' }],
+      toolName: 'nango_proxy', action: 'get', catalogRisk: 'low', params: { path: '/x' },
+      canonicalValue: () => {
+        throw new Error('bug');
+      },
+    });
+    expect(d).toMatchObject({ decision: 'block', ruleId: 'r' });
+  });
+});
+
+describe('members of a param the vendor sends as text (textParams) also match a rule value of the same text', () => {
+  const decide = (query: Record<string, unknown>, condition: PolicyCondition, textParams: string[] | null = ['query']) =>
+    evaluatePolicy({
+      rules: [{ id: 'r', match: { toolName: 'nango_proxy.get', where: [condition] }, decision: 'block' }],
+      toolName: 'nango_proxy',
+      action: 'get',
+      catalogRisk: 'medium',
+      params: { path: '/v1/x', query },
+      ...(textParams ? { textParams } : {}),
+    }).decision;
+
+  it('false and "false", true and "true", 1e21 and "1e+21" are one query value, whichever side has which', () => {
+    for (const [sent, value] of [[false, false], ['false', false], [false, 'false'], [true, 'true'], [1e21, '1e+21'], [7, '7']] as const) {
+      expect(decide({ dryRun: sent }, { path: 'query.dryRun', op: 'eq', value }), `${String(sent)} eq ${String(value)}`).toBe('block');
+      expect(decide({ dryRun: sent }, { path: 'query.dryRun', op: 'in', value: ['x', value] }), `${String(sent)} in`).toBe('block');
+      expect(decide({ dryRun: sent }, { path: 'query.dryRun', op: 'ne', value }), `${String(sent)} ne`).not.toBe('block');
+    }
+    // The whole query compared at once reads its members as text too.
+    expect(decide({ dryRun: 'false', limit: 5 }, { path: 'query', op: 'eq', value: { dryRun: false, limit: '5' } })).toBe('block');
+  });
+
+  it('other text stays other text, decimals still compare by value, and a param not sent as text keeps its types', () => {
+    expect(decide({ dryRun: 'true' }, { path: 'query.dryRun', op: 'eq', value: false })).not.toBe('block');
+    expect(decide({ dryRun: 'False' }, { path: 'query.dryRun', op: 'eq', value: 'false' })).not.toBe('block');
+    expect(decide({ dryRun: 1 }, { path: 'query.dryRun', op: 'eq', value: true })).not.toBe('block');
+    expect(decide({ limit: '100.00' }, { path: 'query.limit', op: 'eq', value: 100 })).toBe('block');
+    expect(decide({ dryRun: 'false' }, { path: 'query.dryRun', op: 'eq', value: false }, null)).not.toBe('block');
+    expect(decide({ dryRun: 'false' }, { path: 'query.dryRun', op: 'eq', value: false }, ['body'])).not.toBe('block');
+  });
+});

@@ -31,9 +31,15 @@ export function evaluatePolicy(input: PolicyEvaluationInput): PolicyDecision {
     if (!isRiskLevel(input.catalogRisk)) throw new Unevaluable('the catalog risk level is unknown');
     risk = input.catalogRisk;
     const qualified = `${input.toolName}.${input.action}`;
+    const kinds: ParamKinds = {
+      decimals: input.decimalParams ?? [],
+      paths: input.pathParams ?? [],
+      texts: input.textParams ?? [],
+      canonical: input.canonicalValue ?? ((_param, value) => value),
+    };
     for (const rule of input.rules) {
       current = rule;
-      if (!ruleMatches(rule, input.toolName, qualified, risk, input.params, { decimals: input.decimalParams ?? [], paths: input.pathParams ?? [] })) continue;
+      if (!ruleMatches(rule, input.toolName, qualified, risk, input.params, kinds)) continue;
       return {
         decision: rule.decision,
         riskLevel: rule.riskLevel ?? risk,
@@ -56,10 +62,12 @@ export function evaluatePolicy(input: PolicyEvaluationInput): PolicyDecision {
   }
 }
 
-/** Top-level params compared otherwise than as JSON (PolicyEvaluationInput). */
+/** How eq, ne and in compare a param with a rule's value, beyond JSON equality (PolicyEvaluationInput). */
 interface ParamKinds {
   decimals: readonly string[];
   paths: readonly string[];
+  texts: readonly string[];
+  canonical: (param: string, value: unknown) => unknown;
 }
 
 function ruleMatches(rule: unknown, toolName: string, qualified: string, risk: RiskLevel, params: unknown, kinds: ParamKinds): boolean {
@@ -94,12 +102,7 @@ function conditionHolds(condition: unknown, params: unknown, label: string, kind
   const { path, op, value } = condition as Partial<PolicyCondition>;
   const where = `${label} (${typeof path === 'string' ? path : '?'} ${typeof op === 'string' ? op : '?'})`;
   const found = resolvePath(params, path, where);
-  // A declared decimal param equals a rule value of the same amount, however either is written; a declared
-  // URL path equals a rule value that differs only by a trailing "/".
-  const byValue = typeof path === 'string' && kinds.decimals.includes(path);
-  const byPath = typeof path === 'string' && kinds.paths.includes(path);
-  const jsonEqual = (a: unknown, b: unknown): boolean =>
-    (byValue ? sameDecimal(a, b) : null) ?? (byPath ? samePath(a, b) : null) ?? jsonEqualDeep(a, b);
+  const jsonEqual = equalityAt(path as string, kinds); // resolvePath refused any other path
   switch (op) {
     case 'exists': {
       const wanted = value === undefined ? true : value;
@@ -129,6 +132,27 @@ function conditionHolds(condition: unknown, params: unknown, label: string, kind
     default:
       throw new Unevaluable(`${where}: unknown operator`);
   }
+}
+
+/**
+ * Whether a param equals a rule's value, for eq, ne and in. The value of a top-level param is first put in the
+ * spelling the call's params were rewritten into (the admin's "v1/x" is the call's "/v1/x"). Then a declared
+ * decimal param equals the same amount however either is written; a declared URL path equals a value that
+ * differs only by a trailing "/"; within a param sent as text, the same text is equal too (false, "false").
+ */
+function equalityAt(path: string, kinds: ParamKinds): (param: unknown, ruleValue: unknown) => boolean {
+  const topLevel = !path.includes('.');
+  const byValue = kinds.decimals.includes(path);
+  const byPath = kinds.paths.includes(path);
+  const byText = kinds.texts.includes(path.split('.')[0]);
+  return (param, ruleValue) => {
+    const value = topLevel ? kinds.canonical(path, ruleValue) : ruleValue;
+    return (
+      (byValue ? sameDecimal(param, value) : null) ??
+      (byPath ? samePath(param, value) : null) ??
+      ((byText && sameText(param, value)) || jsonEqualDeep(param, value))
+    );
+  };
 }
 
 function requireValue(value: unknown, where: string): unknown {
@@ -162,6 +186,19 @@ function samePath(a: unknown, b: unknown): boolean | null {
   if (typeof a !== 'string' || typeof b !== 'string') return null;
   const bare = (p: string): string => (p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p);
   return bare(a) === bare(b);
+}
+
+/** Whether two values are sent as the same text: every scalar as String(v), so false and "false" are one ?dryRun=false. */
+function sameText(a: unknown, b: unknown): boolean {
+  return jsonEqualDeep(asText(a), asText(b));
+}
+
+function asText(value: unknown, depth = 0): unknown {
+  if (depth > 64) throw new Unevaluable('value nested too deeply');
+  if (typeof value === 'boolean' || typeof value === 'number') return String(value);
+  if (Array.isArray(value)) return value.map((item: unknown) => asText(item, depth + 1));
+  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asText(v, depth + 1)]));
+  return value;
 }
 
 /** Whether two values are the same decimal amount; null when either is not a decimal (then they compare as JSON). */

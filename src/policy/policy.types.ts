@@ -70,6 +70,18 @@ export interface PolicyEvaluationInput {
    * servers, another one to some: the path itself is sent as the model gave it).
    */
   pathParams?: readonly string[];
+  /**
+   * Top-level params the vendor sends as text, members included (a Nango query: false and "false" are both
+   * ?dryRun=false): eq, ne and in also hold there between two values of the same text, so a rule on false
+   * also holds for "false".
+   */
+  textParams?: readonly string[];
+  /**
+   * A rule's value for a top-level param, in the one spelling the call's params were rewritten into before
+   * the policy ran (VendorHandler.canonicalParams): eq, ne and in compare that, so a rule written
+   * "v1/admin/users" holds for the "/v1/admin/users" the call became. Absent: values compare as written.
+   */
+  canonicalValue?: (param: string, value: unknown) => unknown;
 }
 
 export const POLICY_LIMITS = {

@@ -1,4 +1,4 @@
-import type { CatalogEntry, ParamCheck } from '../catalog/tool-catalog.service.js';
+import { policyParamFacts, type CatalogEntry, type ParamCheck } from '../catalog/tool-catalog.service.js';
 import { evaluatePolicy } from '../policy/policy.engine.js';
 import type { PolicyDecision, PolicyRule } from '../policy/policy.types.js';
 
@@ -48,8 +48,7 @@ export function decide(i: DecisionInput): Decision {
       ? { decision: 'block', riskLevel: entry.action.riskLevel, ruleId: null, reason: 'stored policy cannot be evaluated (fail closed)' }
       : evaluatePolicy({
           rules: i.rules, toolName: entry.tool.name, action: entry.action.name, catalogRisk: entry.action.riskLevel, params: i.params,
-          decimalParams: entry.action.decimalParams,
-          pathParams: entry.action.pathParams,
+          ...policyParamFacts(entry, i.params),
         });
   switch (policy.decision) {
     case 'block':

@@ -33,6 +33,8 @@ export interface ToolActionSpec {
   decimalParams?: readonly string[];
   /** Top-level params that are URL paths: policy rules compare them ignoring one trailing "/" (eq, ne, in). */
   pathParams?: readonly string[];
+  /** Top-level params whose values the vendor sends as text (a query string): policy rules also equate the same text, false and "false" (eq, ne, in). */
+  textParams?: readonly string[];
 }
 
 export interface ToolSpec {

@@ -12,6 +12,7 @@ interface CatalogAction {
   overwrite?: boolean;
   decimalParams?: string[];
   pathParams?: string[];
+  textParams?: string[];
   costCents: number;
 }
 
@@ -104,6 +105,10 @@ describe('GET /v1/tools — the tool catalog', () => {
       if (action.pathParams !== undefined) {
         fields.push('pathParams');
         for (const p of action.pathParams) expect(action.inputSchema.properties, `${key} path param ${p}`).toHaveProperty(p);
+      }
+      if (action.textParams !== undefined) {
+        fields.push('textParams');
+        for (const p of action.textParams) expect(action.inputSchema.properties, `${key} text param ${p}`).toHaveProperty(p);
       }
       expect(Object.keys(action).sort(), key).toEqual(fields.sort());
       if (action.sideEffect === 'write') expect(typeof action.overwrite, key).toBe('boolean');

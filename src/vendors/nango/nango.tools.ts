@@ -42,6 +42,8 @@ export const NANGO_TOOLS: ToolSpec[] = [
         idempotent: true,
         costCents: 0,
         pathParams: ['path'],
+        // buildNangoProxyUrl sends every query value as String(v): false and "false" are one ?dryRun=false.
+        textParams: ['query'],
       },
       {
         name: 'post',

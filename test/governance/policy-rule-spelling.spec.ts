@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NangoEmulator } from '../../src/emulator/index.js';
+import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
+
+/**
+ * The gateway rewrites some params into one spelling before the policy runs (a Nango path gets its leading "/"
+ * and upper-case hex, a Jumio id is lower-cased), while a rule keeps the value as the admin typed it. The rule's
+ * value is compared in the params' spelling, whatever the rule's toolName ("tool.action", "tool.*" or none);
+ * and a Nango query value, sent as text, matches a rule on the same text (false and "false").
+ */
+describe('policy rules compare their values in the spelling the params are sent in', () => {
+  let h: Harness;
+  let nango: NangoEmulator;
+  beforeAll(async () => {
+    h = await startHarness();
+    nango = h.emu.vendor<NangoEmulator>('nango');
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const call = (org: OrgSetup, tool: string, input: Record<string, unknown>) =>
+    h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse(tool, input));
+  const outcome = (res: { status: number; body: { status: string; errorCode: string | null } }) => [res.status, res.body.status, res.body.errorCode];
+  const BLOCKED = [403, 'blocked', 'POLICY_BLOCKED'];
+  const SUCCEEDED = [200, 'succeeded', null];
+  const upstreamPathsSince = (from: number) => nango.upstreamRequests.slice(from).map((r) => r.path);
+
+  it('a Nango path rule written relative ("v1/admin/users", under nango_proxy.*) blocks that path in every spelling, for get and post; other paths go through', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['nango_proxy.get', 'nango_proxy.post'],
+      vendors: ['nango'],
+      rules: [
+        { id: 'no-admin', match: { toolName: 'nango_proxy.*', where: [{ path: 'path', op: 'eq', value: 'v1/admin/users' }] }, decision: 'block' },
+        { id: 'posts-ok', match: { toolName: 'nango_proxy.post' }, decision: 'allow' },
+      ],
+    });
+    const from = nango.upstreamRequests.length;
+    for (const path of ['v1/admin/users', '/v1/admin/users', '/v1/admin/users/']) {
+      expect(outcome(await call(org, 'nango_proxy', { action: 'get', path })), `get ${path}`).toEqual(BLOCKED);
+    }
+    // A post's params are valid only with its body: the rule's value is canonicalised within the call's own params.
+    expect(outcome(await call(org, 'nango_proxy', { action: 'post', path: 'v1/admin/users', body: { role: 'owner' } }))).toEqual(BLOCKED);
+    expect(upstreamPathsSince(from)).toEqual([]);
+
+    expect(outcome(await call(org, 'nango_proxy', { action: 'get', path: 'v1/admin/users2' }))).toEqual(SUCCEEDED);
+    expect(outcome(await call(org, 'nango_proxy', { action: 'get', path: 'v1/admin' }))).toEqual(SUCCEEDED);
+    expect(upstreamPathsSince(from)).toEqual(['/v1/admin/users2', '/v1/admin']);
+  });
+
+  it('a Nango path rule with lower-case percent-encoding blocks that path in either case of hex; another character is another path', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['nango_proxy.get'],
+      vendors: ['nango'],
+      rules: [{ id: 'no-cafe', match: { toolName: 'nango_proxy.get', where: [{ path: 'path', op: 'in', value: ['/v1/search/caf%c3%a9'] }] }, decision: 'block' }],
+    });
+    const from = nango.upstreamRequests.length;
+    for (const path of ['/v1/search/caf%c3%a9', 'v1/search/caf%C3%A9']) {
+      expect(outcome(await call(org, 'nango_proxy', { action: 'get', path })), path).toEqual(BLOCKED);
+    }
+    expect(nango.upstreamRequests.length - from).toBe(0);
+    expect(outcome(await call(org, 'nango_proxy', { action: 'get', path: '/v1/search/caf%c3%a8' }))).toEqual(SUCCEEDED); // è, not é
+    expect(nango.upstreamRequests.length - from).toBe(1);
+  });
+
+  it('a Jumio rule with the id in upper case (a rule with no toolName) blocks that id in either case; another id goes through', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['kyc.get_status'],
+      vendors: ['jumio'],
+      rules: [{ id: 'not-this-person', match: { where: [{ path: 'workflowExecutionId', op: 'eq', value: JUMIO_EXECUTION_IDS.processed.toUpperCase() }] }, decision: 'block' }],
+    });
+    const sent = () => h.emu.count({ vendor: 'jumio', path: /workflow-executions/ });
+    const before = sent();
+    for (const id of [JUMIO_EXECUTION_IDS.processed.toUpperCase(), JUMIO_EXECUTION_IDS.processed]) {
+      expect(outcome(await call(org, 'kyc', { action: 'get_status', workflowExecutionId: id })), id).toEqual(BLOCKED);
+    }
+    expect(sent() - before).toBe(0);
+    const other = await call(org, 'kyc', { action: 'get_status', workflowExecutionId: JUMIO_EXECUTION_IDS.initiated.toUpperCase() });
+    expect(outcome(other)).toEqual(SUCCEEDED);
+    expect(sent() - before).toBe(1);
+  });
+
+  it('a Nango query rule matches the same text however it is typed (false and "false"; "true" and true); other values go through', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['nango_proxy.get'],
+      vendors: ['nango'],
+      rules: [
+        { id: 'no-live', match: { toolName: 'nango_proxy.get', where: [{ path: 'query.dryRun', op: 'eq', value: false }] }, decision: 'block' },
+        { id: 'no-force', match: { toolName: 'nango_proxy.get', where: [{ path: 'query.force', op: 'in', value: ['true'] }] }, decision: 'block' },
+      ],
+    });
+    const get = (query: Record<string, unknown>) => call(org, 'nango_proxy', { action: 'get', path: '/v1/customers/42', query });
+    const from = nango.upstreamRequests.length;
+    for (const query of [{ dryRun: false }, { dryRun: 'false' }, { force: true }, { force: 'true' }]) {
+      expect(outcome(await get(query)), JSON.stringify(query)).toEqual(BLOCKED);
+    }
+    expect(nango.upstreamRequests.length - from).toBe(0);
+    for (const query of [{ dryRun: true }, { dryRun: 'true' }, { force: false }]) {
+      const res = await get(query);
+      expect(outcome(res), JSON.stringify(query)).toEqual(SUCCEEDED);
+      // What the provider saw: the same text, whichever type the model used.
+      expect((res.body as { result: { query: Record<string, string> } }).result.query).toEqual(Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)])));
+    }
+    expect(nango.upstreamRequests.length - from).toBe(3);
+  });
+
+  it('a batch is judged the same way: the relative-path rule blocks its item, the other item runs', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['nango_proxy.get'],
+      vendors: ['nango'],
+      rules: [{ id: 'no-admin', match: { toolName: 'nango_proxy.get', where: [{ path: 'path', op: 'eq', value: 'v1/admin/users' }] }, decision: 'block' }],
+    });
+    const from = nango.upstreamRequests.length;
+    const res = await h.t.http
+      .post(`/v1/runs/${org.runId}/tool-calls:batch`)
+      .set(bearer(org.agentKey))
+      .send({ toolUses: [toolUse('nango_proxy', { action: 'get', path: 'v1/admin/users' }), toolUse('nango_proxy', { action: 'get', path: 'v1/customers/42' })] });
+    expect(res.status).toBe(200);
+    expect((res.body as { results: { status: string; errorCode: string | null }[] }).results.map((r) => [r.status, r.errorCode])).toEqual([
+      ['blocked', 'POLICY_BLOCKED'],
+      ['succeeded', null],
+    ]);
+    expect(upstreamPathsSince(from)).toEqual(['/v1/customers/42']);
+  });
+});
