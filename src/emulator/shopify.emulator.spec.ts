@@ -123,6 +123,43 @@ describe('ShopifyEmulator', () => {
     });
   });
 
+  it('keeps money in the minor units of the currency the customer paid in: KWD in fils, JPY in whole yen', async () => {
+    const money = async (id: number): Promise<unknown> => {
+      const a = await gql(ORDER, { id: `gid://shopify/Order/${id}` });
+      const order = (a.body.data as { order: { totalPriceSet: unknown; transactions: Array<{ maximumRefundableV2: unknown }> } }).order;
+      return [order.totalPriceSet, order.transactions[0].maximumRefundableV2];
+    };
+    expect(await money(1006)).toEqual([
+      { shopMoney: { amount: '147.06', currencyCode: 'USD' }, presentmentMoney: { amount: '45.250', currencyCode: 'KWD' } },
+      { amount: '45.250', currencyCode: 'KWD' },
+    ]);
+    expect(await money(1007)).toEqual([
+      { shopMoney: { amount: '80.40', currencyCode: 'USD' }, presentmentMoney: { amount: '12000', currencyCode: 'JPY' } },
+      { amount: '12000', currencyCode: 'JPY' },
+    ]);
+  });
+
+  it('refunds a KWD order to the fils, and refuses an amount with more decimals than the currency has, without using the key', async () => {
+    const kwd = (amount: string): Record<string, unknown> => ({ input: { ...(refundInput(amount, 1006, 71070).input as Record<string, unknown>), currency: 'KWD' } });
+    const userErrors = (a: Answer): unknown => (a.body.data as { refundCreate: { userErrors: unknown } }).refundCreate.userErrors;
+    const tooPrecise = await gql(refundDoc('k-kwd'), kwd('12.3456'));
+    expect(userErrors(tooPrecise)).toEqual([{ field: ['transactions', '0', 'amount'], message: 'Amount has too many decimal places for KWD' }]);
+    expect(userErrors(await gql(refundDoc('k-kwd'), kwd('12.345')))).toEqual([]);
+    expect(shop.order(1006)?.refunds.map((r) => r.amountCents)).toEqual([12_345]);
+    const over = await gql(refundDoc('k-kwd-2'), kwd('32.906'));
+    expect(userErrors(over)).toEqual([
+      { field: ['transactions', '0', 'amount'], message: 'Refund amount 32.906 KWD exceeds the maximum refundable amount 32.905 KWD' },
+    ]);
+    // yen have no decimals; trailing zeros are the same amount
+    const jpy = (amount: string): Record<string, unknown> => ({ input: { ...(refundInput(amount, 1007, 71080).input as Record<string, unknown>), currency: 'JPY' } });
+    expect(userErrors(await gql(refundDoc('k-jpy'), jpy('100.5')))).toEqual([{ field: ['transactions', '0', 'amount'], message: 'Amount has too many decimal places for JPY' }]);
+    expect(userErrors(await gql(refundDoc('k-jpy'), jpy('100.00')))).toEqual([]);
+    expect(shop.order(1007)?.refunds.map((r) => r.amountCents)).toEqual([100]);
+    // and cents have 2
+    expect(userErrors(await gql(refundDoc('k-usd'), refundInput('12.345')))).toMatchObject([{ field: ['transactions', '0', 'amount'] }]);
+    expect(shop.refundCount(12345)).toBe(0);
+  });
+
   it('updates the note with orderUpdate', async () => {
     const a = await gql('mutation($input: OrderInput!) { orderUpdate(input: $input) { order { id note } userErrors { field message } } }', {
       input: { id: 'gid://shopify/Order/450789469', note: 'Leave at the door' },

@@ -1,8 +1,12 @@
 /**
- * Seed data of the Shopify emulator (fictional). Money is kept in cents so the
- * refund ceiling maths is exact. `seedShopifyOrders()` builds fresh objects on
- * every call: reset() must not inherit mutations (notes, refunds).
+ * Seed data of the Shopify emulator (fictional). Money is kept in integer minor
+ * units of its currency so the refund ceiling maths is exact: the `*Cents` fields
+ * hold cents for USD or EUR, but fils (1/1000) for KWD and whole yen for JPY.
+ * `seedShopifyOrders()` builds fresh objects on every call: reset() must not
+ * inherit mutations (notes, refunds).
  */
+/** The emulated shop's currency: every shopMoney amount and product price. */
+export const SHOP_CURRENCY = 'USD';
 export const SHOPIFY_EMULATOR_TOKEN = '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';
 /** A Dev Dashboard app of the emulated shop: the client-credentials grant exchanges these for ~24 h tokens. */
 export const SHOPIFY_EMULATOR_CLIENT_ID = '8f14e45fceea167a5a36dedd4bea2543';
@@ -52,7 +56,7 @@ export interface EmuOrder {
   displayFulfillmentStatus: string;
   /** the shop's currency: every shopMoney amount */
   currencyCode: string;
-  /** the currency the customer paid in; every *Cents amount of the order is in it */
+  /** the currency the customer paid in; every *Cents amount of the order is in its minor units */
   presentmentCurrencyCode: string;
   /** shop-currency units per presentment unit (1 when the two currencies are the same) */
   shopPerPresentment: number;
@@ -108,7 +112,7 @@ type Seed = Omit<EmuOrder, 'note' | 'refunds' | 'currencyCode' | 'presentmentCur
   Partial<Pick<EmuOrder, 'note' | 'refunds' | 'presentmentCurrencyCode' | 'shopPerPresentment'>>;
 
 function order(o: Seed): EmuOrder {
-  return { note: null, refunds: [], currencyCode: 'USD', presentmentCurrencyCode: 'USD', shopPerPresentment: 1, ...o };
+  return { note: null, refunds: [], currencyCode: SHOP_CURRENCY, presentmentCurrencyCode: SHOP_CURRENCY, shopPerPresentment: 1, ...o };
 }
 
 export function seedShopifyOrders(): Map<number, EmuOrder> {
@@ -204,6 +208,30 @@ export function seedShopifyOrders(): Map<number, EmuOrder> {
         { id: 71060, kind: 'SALE', status: 'SUCCESS', gateway: 'gift_card', amountCents: 1_000 },
         { id: 71061, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 3_500 },
       ],
+    }),
+    order({
+      // Paid in Kuwaiti dinars, a currency of 3 decimals (ISO 4217): amounts in fils, 45.250 KWD.
+      id: 1006, name: '#1048', email: 'yousef.alsabah@example.com', phone: null,
+      displayFinancialStatus: 'PAID', displayFulfillmentStatus: 'FULFILLED', totalCents: 45_250,
+      presentmentCurrencyCode: 'KWD', shopPerPresentment: 3.25,
+      createdAt: '2026-07-06T08:30:00Z',
+      customer: { firstName: 'Yousef', lastName: 'Al-Sabah', email: 'yousef.alsabah@example.com', phone: null },
+      shippingAddress: null,
+      lineItems: [{ id: 66070, name: 'Summit Rain Jacket - M / Green', title: 'Summit Rain Jacket', sku: 'SRJ-M-GRN', quantity: 1, priceCents: 45_250 }],
+      fulfillments: [{ status: 'SUCCESS', tracking: [{ number: 'TRACK-006', company: 'DHL', url: null }] }],
+      transactions: [{ id: 71070, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 45_250 }],
+    }),
+    order({
+      // Paid in yen, a currency without decimals: amounts in whole yen, 12000 JPY.
+      id: 1007, name: '#1049', email: 'haruto.sato@example.com', phone: null,
+      displayFinancialStatus: 'PAID', displayFulfillmentStatus: 'FULFILLED', totalCents: 12_000,
+      presentmentCurrencyCode: 'JPY', shopPerPresentment: 0.0067,
+      createdAt: '2026-07-07T02:00:00Z',
+      customer: { firstName: 'Haruto', lastName: 'Sato', email: 'haruto.sato@example.com', phone: null },
+      shippingAddress: null,
+      lineItems: [{ id: 66080, name: 'Trail Cap - One size', title: 'Trail Cap', sku: 'CAP-OS', quantity: 2, priceCents: 6_000 }],
+      fulfillments: [{ status: 'SUCCESS', tracking: [{ number: 'TRACK-007', company: 'Yamato', url: null }] }],
+      transactions: [{ id: 71080, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 12_000 }],
     }),
   ];
   return new Map(orders.map((o) => [o.id, o]));

@@ -3,14 +3,27 @@
  * emulator does not parse selection sets, so a view always carries every field
  * the gateway may select; clients must ignore what they did not ask for.
  */
-import type { EmuOrder, EmuProduct, EmuRefund, EmuTransaction } from './shopify.fixtures.js';
+import { SHOP_CURRENCY, type EmuOrder, type EmuProduct, type EmuRefund, type EmuTransaction } from './shopify.fixtures.js';
 
 export function gid(type: string, id: number): string {
   return `gid://shopify/${type}/${id}`;
 }
 
-export function formatCents(cents: number): string {
-  return (cents / 100).toFixed(2);
+// ISO 4217 minor units of the currencies that do not have 2, as Shopify keeps money in them. The emulator's own
+// table, not the gateway's: it plays Shopify, so it must not agree with the gateway by construction.
+const NO_DECIMALS = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
+const THREE_DECIMALS = new Set(['BHD', 'IQD', 'JOD', 'KWD', 'LYD', 'OMR', 'TND']);
+
+export function currencyDecimals(currency: string): number {
+  return NO_DECIMALS.has(currency) ? 0 : THREE_DECIMALS.has(currency) ? 3 : 2;
+}
+
+/** An amount in minor units of the currency (cents, fils, yen) as a decimal string: 12345 KWD → "12.345". */
+export function formatMinor(minor: number, currency: string): string {
+  const decimals = currencyDecimals(currency);
+  if (decimals === 0) return String(minor);
+  const unit = 10 ** decimals;
+  return `${Math.trunc(minor / unit)}.${String(minor % unit).padStart(decimals, '0')}`;
 }
 
 interface MoneyBag {
@@ -18,16 +31,17 @@ interface MoneyBag {
   presentmentMoney: { amount: string; currencyCode: string };
 }
 
-/** A MoneyBag of an amount in the order's presentment currency. */
-function money(cents: number, order: EmuOrder): MoneyBag {
+/** A MoneyBag of an amount in minor units of the order's presentment currency. */
+function money(minor: number, order: EmuOrder): MoneyBag {
+  const shopMinorPerPresentmentMinor = order.shopPerPresentment * 10 ** (currencyDecimals(order.currencyCode) - currencyDecimals(order.presentmentCurrencyCode));
   return {
-    shopMoney: { amount: formatCents(Math.round(cents * order.shopPerPresentment)), currencyCode: order.currencyCode },
-    presentmentMoney: { amount: formatCents(cents), currencyCode: order.presentmentCurrencyCode },
+    shopMoney: { amount: formatMinor(Math.round(minor * shopMinorPerPresentmentMinor), order.currencyCode), currencyCode: order.currencyCode },
+    presentmentMoney: { amount: formatMinor(minor, order.presentmentCurrencyCode), currencyCode: order.presentmentCurrencyCode },
   };
 }
 
-/** What is still refundable on a SALE/CAPTURE: its amount minus the refunds booked against it. */
-export function refundableCents(order: EmuOrder, tx: EmuTransaction): number {
+/** What is still refundable on a SALE/CAPTURE, in minor units: its amount minus the refunds booked against it. */
+export function refundableMinor(order: EmuOrder, tx: EmuTransaction): number {
   if (tx.kind !== 'SALE' && tx.kind !== 'CAPTURE') return 0;
   if (tx.status !== 'SUCCESS') return 0;
   let refunded = 0;
@@ -42,7 +56,7 @@ export function transactionView(order: EmuOrder, tx: EmuTransaction): Record<str
     status: tx.status,
     gateway: tx.gateway,
     amountSet: money(tx.amountCents, order),
-    maximumRefundableV2: { amount: formatCents(refundableCents(order, tx)), currencyCode: order.presentmentCurrencyCode },
+    maximumRefundableV2: { amount: formatMinor(refundableMinor(order, tx), order.presentmentCurrencyCode), currencyCode: order.presentmentCurrencyCode },
     parentTransaction: tx.parentId === undefined ? null : { id: gid('OrderTransaction', tx.parentId) },
   };
 }
@@ -114,7 +128,7 @@ export function productView(p: EmuProduct): Record<string, unknown> {
         id: gid('ProductVariant', v.id),
         title: v.title,
         sku: v.sku,
-        price: formatCents(v.priceCents),
+        price: formatMinor(v.priceCents, SHOP_CURRENCY),
         inventoryQuantity: v.inventoryQuantity,
       })),
     },

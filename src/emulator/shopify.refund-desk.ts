@@ -7,7 +7,7 @@
  * (one emulated shop).
  */
 import type { EmuOrder, EmuRefund, EmuTransaction } from './shopify.fixtures.js';
-import { formatCents, gid, refundableCents, refundView } from './shopify.graphql-view.js';
+import { currencyDecimals, formatMinor, gid, refundableMinor, refundView } from './shopify.graphql-view.js';
 
 export interface UserError {
   field: string[] | null;
@@ -23,7 +23,9 @@ export interface RefundPayload {
 export const KEY_MISMATCH_MESSAGE = 'The same idempotency key cannot be used with different operation parameters.';
 /** IDEMPOTENCY_CONCURRENT_REQUEST of the other @idempotent mutations; refundCreate's userErrors carry no code. */
 export const IN_PROGRESS_MESSAGE = 'This request is currently in progress, please try again.';
-const AMOUNT = /^\d{1,12}(\.\d{1,2})?$/;
+// Shopify's Decimal takes any precision: whether the digits fit the currency is checked after (TOO_PRECISE).
+const AMOUNT = /^(\d{1,12})(?:\.(\d{1,12}))?$/;
+const TOO_PRECISE = 'too precise';
 const ORDER_GID = /^gid:\/\/shopify\/Order\/(\d+)$/;
 const TX_GID = /^gid:\/\/shopify\/OrderTransaction\/(\d+)$/;
 
@@ -37,11 +39,18 @@ function canonical(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-function toCents(amount: unknown): number | undefined {
+/**
+ * The amount in minor units of the currency (KWD "12.345" → 12345 fils), undefined when it is no amount,
+ * TOO_PRECISE when it has a digit other than 0 beyond the currency's minor unit ("100.5" JPY).
+ */
+function toMinor(amount: unknown, currency: string): number | typeof TOO_PRECISE | undefined {
   const text = typeof amount === 'number' ? String(amount) : amount;
-  if (typeof text !== 'string' || !AMOUNT.test(text)) return undefined;
-  const [whole, frac = ''] = text.split('.');
-  return Number(whole) * 100 + Number(frac.padEnd(2, '0'));
+  const m = typeof text === 'string' ? AMOUNT.exec(text) : null;
+  if (!m) return undefined;
+  const decimals = currencyDecimals(currency);
+  const frac = m[2] ?? '';
+  if (/[1-9]/.test(frac.slice(decimals))) return TOO_PRECISE;
+  return Number(m[1]) * 10 ** decimals + Number(frac.padEnd(decimals, '0').slice(0, decimals));
 }
 
 function refused(userErrors: UserError[]): RefundPayload {
@@ -94,11 +103,14 @@ export class ShopifyRefundDesk {
     }
 
     const lines = Array.isArray(inp.transactions) ? (inp.transactions as Array<Record<string, unknown>>) : [];
-    const planned: Array<{ parent: EmuTransaction; cents: number; gateway: string }> = [];
+    const paidIn = order.presentmentCurrencyCode;
+    const planned: Array<{ parent: EmuTransaction; minor: number; gateway: string }> = [];
     for (const [i, line] of lines.entries()) {
       const field = (name: string): string[] => ['transactions', String(i), name];
-      const cents = toCents(line.amount);
-      if (cents === undefined || cents <= 0) return refused([{ field: field('amount'), message: 'Amount must be greater than 0' }]);
+      const minor = toMinor(line.amount, paidIn);
+      // Wording assumed: Shopify's message for it is not documented.
+      if (minor === TOO_PRECISE) return refused([{ field: field('amount'), message: `Amount has too many decimal places for ${paidIn}` }]);
+      if (minor === undefined || minor <= 0) return refused([{ field: field('amount'), message: 'Amount must be greater than 0' }]);
       if (line.kind !== 'REFUND') return refused([{ field: field('kind'), message: 'Kind is not supported for refunds' }]);
       const parentMatch = typeof line.parentId === 'string' ? TX_GID.exec(line.parentId) : null;
       const parent = order.transactions.find((t) =>
@@ -106,28 +118,28 @@ export class ShopifyRefundDesk {
       );
       if (!parent) return refused([{ field: field('parentId'), message: 'Parent transaction does not exist' }]);
       if (line.gateway !== parent.gateway) return refused([{ field: field('gateway'), message: 'Gateway does not match the parent transaction' }]);
-      const already = planned.filter((p) => p.parent === parent).reduce((s, p) => s + p.cents, 0);
-      const left = refundableCents(order, parent) - already;
-      if (cents > left) {
+      const already = planned.filter((p) => p.parent === parent).reduce((s, p) => s + p.minor, 0);
+      const left = refundableMinor(order, parent) - already;
+      if (minor > left) {
         return refused([
           {
             field: field('amount'),
-            message: `Refund amount ${formatCents(cents)} ${order.presentmentCurrencyCode} exceeds the maximum refundable amount ${formatCents(Math.max(0, left))} ${order.presentmentCurrencyCode}`,
+            message: `Refund amount ${formatMinor(minor, paidIn)} ${paidIn} exceeds the maximum refundable amount ${formatMinor(Math.max(0, left), paidIn)} ${paidIn}`,
           },
         ]);
       }
-      planned.push({ parent, cents, gateway: parent.gateway });
+      planned.push({ parent, minor, gateway: parent.gateway });
     }
 
     const refund: EmuRefund = {
       id: this.nextRefundId++,
       note: typeof inp.note === 'string' ? inp.note : null,
-      amountCents: planned.reduce((s, p) => s + p.cents, 0),
+      amountCents: planned.reduce((s, p) => s + p.minor, 0),
       createdAt: new Date().toISOString(),
       transactionIds: [],
     };
     for (const p of planned) {
-      const tx: EmuTransaction = { id: this.nextTxId++, kind: 'REFUND', status: 'SUCCESS', gateway: p.gateway, amountCents: p.cents, parentId: p.parent.id };
+      const tx: EmuTransaction = { id: this.nextTxId++, kind: 'REFUND', status: 'SUCCESS', gateway: p.gateway, amountCents: p.minor, parentId: p.parent.id };
       order.transactions.push(tx);
       refund.transactionIds.push(tx.id);
     }

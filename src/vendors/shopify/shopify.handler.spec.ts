@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Ajv } from 'ajv';
 import { Logger } from '@nestjs/common';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ShopifyEmulator } from '../../emulator/shopify.emulator.js';
@@ -8,6 +9,7 @@ import type { VendorCallContext, VendorEndpoints } from '../vendor-handler.js';
 import { callContext, emulatorEndpoints, failure } from '../handler.spec-support.js';
 import { ShopifyHandler } from './shopify.handler.js';
 import { refundIdempotencyKey } from './shopify.refund.js';
+import { SHOPIFY_TOOLS } from './shopify.tools.js';
 
 const emu = new VendorEmulator([new ShopifyEmulator()]);
 const shop = (): ShopifyEmulator => emu.vendor<ShopifyEmulator>('shopify');
@@ -250,6 +252,73 @@ describe('ShopifyHandler writes', () => {
     emu.fault({ vendor: 'shopify', kind: 'reset_before', bodyMatch: /RefundContext/ });
     expect(failure(await handler.execute(refund({ orderId: '12345', amount: '5' })))).toMatchObject({ kind: 'network', requestSent: false });
     expect(emu.count({ vendor: 'shopify', applied: true })).toBe(0);
+  });
+
+  describe('amounts in the decimals of the currency the customer paid in (ISO 4217 minor unit)', () => {
+    // The gateway checks the params against the catalog's schema before the handler runs (tool-catalog.service.ts).
+    const schemaAccepts = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true }).compile(
+      SHOPIFY_TOOLS.find((t) => t.name === 'shopify_refund')!.actions.find((a) => a.name === 'create')!.inputSchema,
+    );
+    const refundCreates = () => emu.requests.filter((r) => r.body.includes('refundCreate'));
+    const sentAmounts = () => refundCreates().map((r) => (JSON.parse(r.body) as { variables: { input: { transactions: Array<{ amount: string }> } } }).variables.input.transactions[0].amount);
+
+    it('refunds 12.345 KWD exactly (3 decimals), and the retry sends the same input', async () => {
+      const call = refund({ orderId: '1006', amount: '12.345', currency: 'KWD' });
+      expect(schemaAccepts(call.params)).toBe(true);
+      const first = await handler.execute(call);
+      expect(first).toMatchObject({ ok: true, data: { orderId: '1006', amount: '12.345', currency: 'KWD', status: 'success' } });
+      expect(shop().order(1006)?.refunds.map((r) => r.amountCents)).toEqual([12_345]); // fils: exactly 12.345
+      expect(await handler.execute({ ...call, attempt: 1 })).toEqual(first);
+      expect(shop().refundCount(1006)).toBe(1);
+      const [a, b] = refundCreates().map((r) => JSON.parse(r.body) as unknown);
+      expect(b).toEqual(a);
+      expect(sentAmounts()).toEqual(['12.345', '12.345']);
+    });
+
+    it('writes the amount sent with exactly the currency\'s decimals: one spelling per amount', async () => {
+      const cases: [orderId: string, currency: string, amount: string, sent: string][] = [
+        ['1006', 'KWD', '12.5', '12.500'],
+        ['1007', 'JPY', '100', '100'],
+        ['1007', 'JPY', '0100.00', '100'],
+        ['12345', 'USD', '12.5', '12.50'],
+        ['12345', 'USD', '12.340', '12.34'],
+      ];
+      for (const [orderId, currency, amount, sent] of cases) {
+        emu.reset();
+        expect(await handler.execute(refund({ orderId, amount, currency })), `${amount} ${currency}`).toMatchObject({ ok: true, data: { currency } });
+        expect(sentAmounts(), `${amount} ${currency}`).toEqual([sent]);
+      }
+      expect(shop().order(12345)?.refunds.map((r) => r.amountCents)).toEqual([1_234]);
+    });
+
+    it('refuses, before the mutation, an amount with more decimals than the currency has', async () => {
+      const cases: [params: Record<string, unknown>, message: string][] = [
+        [{ orderId: '1007', amount: '100.5', currency: 'JPY' }, 'JPY has no decimals: the refund amount "100.5" must be a whole number'],
+        [{ orderId: '1007', amount: '0.001', currency: 'JPY' }, 'JPY has no decimals: the refund amount "0.001" must be a whole number'],
+        [{ orderId: '12345', amount: '12.345' }, 'USD has 2 decimals: the refund amount "12.345" has more'],
+        [{ orderId: '1004', amount: '10.001', currency: 'EUR' }, 'EUR has 2 decimals: the refund amount "10.001" has more'],
+      ];
+      for (const [params, message] of cases) {
+        expect(failure(await handler.execute(refund(params)))).toMatchObject({ kind: 'rejected', requestSent: false, message });
+      }
+      expect(refundCreates()).toHaveLength(0);
+      // an order whose currency Shopify does not give: 2 decimals
+      emu.fault({
+        vendor: 'shopify',
+        bodyMatch: /RefundContext/,
+        kind: 'status',
+        status: 200,
+        body: { data: { order: { id: 'gid://shopify/Order/12345', transactions: [{ id: 'gid://shopify/OrderTransaction/71001', kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments' }] } } },
+      });
+      expect(failure(await handler.execute(refund({ orderId: '12345', amount: '1.005' })))).toMatchObject({ kind: 'rejected', requestSent: false, message: expect.stringMatching(/2 decimals/) });
+      expect(refundCreates()).toHaveLength(0);
+      expect(shop().refundCount(1007) + shop().refundCount(12345) + shop().refundCount(1004)).toBe(0);
+    });
+
+    it('the schema takes up to 3 decimals, the most any currency has', () => {
+      for (const amount of ['12.345', '100', '19.99', '0.5']) expect(schemaAccepts({ orderId: '1006', amount }), amount).toBe(true);
+      for (const amount of ['12.3456', '1.', '.5', '1e3']) expect(schemaAccepts({ orderId: '1006', amount }), amount).toBe(false);
+    });
   });
 
   it('refuses a refund of zero before sending', () => {

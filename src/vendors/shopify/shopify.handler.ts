@@ -13,7 +13,7 @@ import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.clie
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
-import { buildRefundInput, orderMissing, pickRefundParent, refundCurrency, refundCurrencyProblem, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
+import { buildRefundInput, orderMissing, pickRefundParent, refundAmountProblem, refundCurrency, refundCurrencyProblem, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
 import type { RefundLeaseKey, RefundLeases } from './shopify.refund-lease.js';
 import { SHOPIFY_ID_PATTERN, SHOPIFY_TOOLS } from './shopify.tools.js';
 
@@ -245,6 +245,9 @@ export class ShopifyHandler implements VendorHandler {
     if (context.denied) return failedOutcome('auth', 'shopify denied access to the order’s payments (ACCESS_DENIED: missing scope?)', context.vendorStatus, undefined, false);
     const currencyProblem = refundCurrencyProblem(order, ctx.params.currency);
     if (currencyProblem) return failedOutcome('rejected', currencyProblem, context.vendorStatus, undefined, false);
+    const currency = refundCurrency(order);
+    const amountProblem = refundAmountProblem(amount, currency);
+    if (amountProblem) return failedOutcome('rejected', amountProblem, context.vendorStatus, undefined, false);
     const parent = pickRefundParent(order, amount);
     if (!parent) return failedOutcome('rejected', 'the order has no captured payment to refund', context.vendorStatus, undefined, false);
 
@@ -252,7 +255,7 @@ export class ShopifyHandler implements VendorHandler {
     // unanswered it would refuse the retry that Shopify answers with the
     // original refund. Shopify enforces the ceiling itself (userErrors).
     const key = refundIdempotencyKey(ctx.orgId, ctx.idempotencyKey);
-    const input = buildRefundInput(orderGid, amount, typeof note === 'string' ? note : undefined, ctx.toolCallId, parent, refundCurrency(order));
+    const input = buildRefundInput(orderGid, amount, typeof note === 'string' ? note : undefined, ctx.toolCallId, parent, currency);
     const lease: RefundLeaseKey = { orgId: ctx.orgId, shopDomain: call.conn.shopDomain, orderId: String(ctx.params.orderId) };
     const holder = refundLeaseHolder(ctx);
     if (this.refundLeases) {

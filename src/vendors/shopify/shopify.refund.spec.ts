@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { IN_PROGRESS_MESSAGE, KEY_MISMATCH_MESSAGE } from '../../emulator/shopify.refund-desk.js';
-import { pickRefundParent, refundUserErrorOutcome } from './shopify.refund.js';
+import { currencyDecimals, formatAmount, pickRefundParent, refundAmountProblem, refundUserErrorOutcome } from './shopify.refund.js';
 
 const err = (message: string) => [{ field: null, message }];
 
@@ -78,5 +78,53 @@ describe('pickRefundParent: which payment a refund goes back to (split tender)',
     const refunded = { transactions: [...cards, { ...tx(3, 'shopify_payments', '5.00', 'REFUND'), parentId: 'gid://shopify/OrderTransaction/1' }] };
     expect(pickRefundParent({ transactions: cards }, '10.00')?.id).toBe('gid://shopify/OrderTransaction/1');
     expect(pickRefundParent(refunded, '10.00')?.id).toBe('gid://shopify/OrderTransaction/1');
+  });
+});
+
+describe('refund amounts in the decimals of their currency (ISO 4217 minor unit)', () => {
+  it('currencyDecimals: 0 for JPY and its like, 3 for KWD and its like, 2 for the others and for an unknown or unsaid currency', () => {
+    for (const c of ['JPY', 'KRW', 'VND', 'CLP', 'ISK', 'UGX', 'XAF', 'XOF', 'XPF', 'PYG', 'RWF', 'KMF', 'GNF', 'DJF', 'BIF', 'VUV']) expect(currencyDecimals(c), c).toBe(0);
+    for (const c of ['BHD', 'IQD', 'JOD', 'KWD', 'LYD', 'OMR', 'TND']) expect(currencyDecimals(c), c).toBe(3);
+    for (const c of ['USD', 'EUR', 'GBP', 'ZZZ', undefined]) expect(currencyDecimals(c), String(c)).toBe(2);
+  });
+
+  it('formatAmount writes exactly the currency\'s decimals: one spelling per amount', () => {
+    expect(formatAmount('12.5', 3)).toBe('12.500');
+    expect(formatAmount('12.345', 3)).toBe('12.345');
+    expect(formatAmount('12', 3)).toBe('12.000');
+    expect(formatAmount('100', 0)).toBe('100');
+    expect(formatAmount('100.00', 0)).toBe('100');
+    expect(formatAmount('0100.0', 0)).toBe('100');
+    expect(formatAmount('12.5', 2)).toBe('12.50');
+    expect(formatAmount('12.340', 2)).toBe('12.34');
+    expect(formatAmount('0100', 2)).toBe('100.00');
+    expect(formatAmount('0.05', 2)).toBe('0.05');
+  });
+
+  it('formatAmount never rounds: a digit beyond the decimals is a bug of the caller, not a smaller refund', () => {
+    expect(() => formatAmount('100.5', 0)).toThrow();
+    expect(() => formatAmount('12.345', 2)).toThrow();
+  });
+
+  it('refundAmountProblem: a digit other than 0 beyond the minor unit, naming the currency and its decimals', () => {
+    expect(refundAmountProblem('100.5', 'JPY')).toBe('JPY has no decimals: the refund amount "100.5" must be a whole number');
+    expect(refundAmountProblem('12.345', 'USD')).toBe('USD has 2 decimals: the refund amount "12.345" has more');
+    expect(refundAmountProblem('12.345', undefined)).toMatch(/2 decimals/);
+    for (const [amount, currency] of [['100.00', 'JPY'], ['100', 'JPY'], ['12.340', 'USD'], ['12.345', 'KWD'], ['12.5', 'KWD'], ['12.34', undefined]] as const) {
+      expect(refundAmountProblem(amount, currency), `${amount} ${currency}`).toBeNull();
+    }
+  });
+
+  it('pickRefundParent compares 3-decimal amounts exactly', () => {
+    const kwd = (id: number, amount: string) => ({
+      id: `gid://shopify/OrderTransaction/${id}`,
+      kind: 'SALE',
+      status: 'SUCCESS',
+      gateway: id === 1 ? 'shopify_payments' : 'paypal',
+      amountSet: { presentmentMoney: { amount, currencyCode: 'KWD' } },
+    });
+    const order = { transactions: [kwd(1, '12.345'), kwd(2, '50.000')] };
+    expect(pickRefundParent(order, '12.345')?.id).toBe('gid://shopify/OrderTransaction/1');
+    expect(pickRefundParent(order, '12.346')?.id).toBe('gid://shopify/OrderTransaction/2');
   });
 });

@@ -26,10 +26,45 @@ export function refundIdempotencyKey(orgId: string, idempotencyKey: string): str
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** "12.5" → "12.50": one spelling per amount, so equal amounts give equal inputs. */
-export function formatAmount(amount: string): string {
+// ISO 4217 minor units of the currencies that do not have 2 (CLF and UYW, with 4, are no currency a customer pays in).
+const NO_DECIMALS = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
+const THREE_DECIMALS = new Set(['BHD', 'IQD', 'JOD', 'KWD', 'LYD', 'OMR', 'TND']);
+
+/** How many decimals an amount in the currency has; an unknown or unsaid currency has 2, like most. */
+export function currencyDecimals(currency: string | undefined): number {
+  if (currency === undefined) return 2;
+  return NO_DECIMALS.has(currency) ? 0 : THREE_DECIMALS.has(currency) ? 3 : 2;
+}
+
+/**
+ * Why the amount cannot be refunded exactly in the currency, or null: a digit
+ * other than 0 beyond its minor unit ("100.5" JPY, "12.345" USD). Trailing
+ * zeros are the same amount ("100.00" JPY is 100). Refused before sending:
+ * Shopify may refuse it or round it to the minor unit, and a rounded refund is
+ * another amount than the one the policy and the approver saw.
+ */
+export function refundAmountProblem(amount: string, currency: string | undefined): string | null {
+  const decimals = currencyDecimals(currency);
+  const frac = amount.split('.')[1] ?? '';
+  if (!/[1-9]/.test(frac.slice(decimals))) return null;
+  const which = currency ?? 'the order\'s currency (Shopify did not say which)';
+  return decimals === 0
+    ? `${which} has no decimals: the refund amount "${amount}" must be a whole number`
+    : `${which} has ${decimals} decimals: the refund amount "${amount}" has more`;
+}
+
+/**
+ * The amount written with exactly the currency's `decimals` ("12.5" → "12.50",
+ * "12.500" with 3, "100.00" → "100" with 0): one spelling per amount and
+ * currency, so equal amounts give equal inputs and a resend under the same
+ * @idempotent key sends the same input. Only the zeros refundAmountProblem
+ * allows are dropped: anything else would refund another amount.
+ */
+export function formatAmount(amount: string, decimals: number): string {
   const [whole, frac = ''] = amount.split('.');
-  return `${String(Number(whole))}.${frac.padEnd(2, '0')}`;
+  if (/[1-9]/.test(frac.slice(decimals))) throw new Error(`formatAmount: ${amount} has more than ${decimals} decimals`);
+  const units = String(Number(whole));
+  return decimals === 0 ? units : `${units}.${frac.padEnd(decimals, '0').slice(0, decimals)}`;
 }
 
 export interface RefundParent {
@@ -69,7 +104,7 @@ export function pickRefundParent(order: Record<string, unknown>, amount: string)
   }
   // Stable: equal preference keeps Shopify's order of the payments.
   const preferred = [...payments.filter((p) => p.gateway !== GIFT_CARD_GATEWAY), ...payments.filter((p) => p.gateway === GIFT_CARD_GATEWAY)];
-  const wanted = Number(formatAmount(amount));
+  const wanted = Number(amount); // a plain decimal (the schema's pattern): "0100.50" is 100.5
   const chosen = preferred.find((p) => p.paid !== undefined && p.paid >= wanted) ?? preferred[0];
   return chosen && { id: chosen.id, gateway: chosen.gateway };
 }
@@ -118,7 +153,7 @@ export function buildRefundInput(
     note: note ? `${note} ${marker}` : marker,
     notify: false,
     ...(currency === undefined ? {} : { currency }),
-    transactions: [{ orderId: orderGid, parentId: parent.id, amount: formatAmount(amount), gateway: parent.gateway, kind: 'REFUND' }],
+    transactions: [{ orderId: orderGid, parentId: parent.id, amount: formatAmount(amount, currencyDecimals(currency)), gateway: parent.gateway, kind: 'REFUND' }],
   };
 }
 

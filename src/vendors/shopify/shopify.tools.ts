@@ -6,7 +6,8 @@ import type { JsonSchema, ToolSpec } from '../vendor-handler.js';
 
 // One spelling per id: Shopify reads "012345" as order 12345, so a policy comparing ids as text would see another order than the one acted on.
 export const SHOPIFY_ID_PATTERN = '^[1-9][0-9]{0,19}$';
-export const REFUND_AMOUNT_PATTERN = '^\\d{1,9}(\\.\\d{1,2})?$';
+// Up to 3 decimals, the most a currency has (KWD, BHD...): the handler holds the amount to its currency's own (currencyDecimals).
+export const REFUND_AMOUNT_PATTERN = '^\\d{1,9}(\\.\\d{1,3})?$';
 export const NOTE_MAX_LENGTH = 5000;
 export const REFUND_NOTE_MAX_LENGTH = 500;
 
@@ -89,7 +90,13 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         inputSchema: objectSchema(
           {
             orderId,
-            amount: { type: 'string', pattern: REFUND_AMOUNT_PATTERN, description: 'Decimal amount in the currency the customer paid in, e.g. "19.99"' },
+            amount: {
+              type: 'string',
+              pattern: REFUND_AMOUNT_PATTERN,
+              description:
+                'Decimal amount in the currency the customer paid in, with at most that currency\'s decimals: ' +
+                '2 for most ("19.99" EUR), 0 for some ("2500" JPY), 3 for some ("12.345" KWD). More is refused.',
+            },
             currency: {
               type: 'string',
               pattern: '^[A-Z]{3}$',
@@ -111,7 +118,7 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         // A new call is a new key: a second refund.
         overwrite: false,
         costCents: 5,
-        // "100", "100.0" and "0100" are one refund of 100.00 (formatAmount): a rule's amount matches by value.
+        // "100", "100.0" and "0100" are one refund of 100 (formatAmount): a rule's amount matches by value.
         decimalParams: ['amount'],
       },
     ],
