@@ -49,13 +49,18 @@ export class ToolCallBatchController {
     description:
       `Up to ${MAX_BATCH_SIZE} tool_uses, each through the full pipeline as if posted alone (own ledger row, idempotency key = run id + tool_use id). ` +
       'Consecutive read-only actions run concurrently (at most 8 at once); a write, an unknown or an invalid call runs alone, in order. ' +
-      'One failing item never stops the others. A batch-wide budget (BATCH_BUDGET_BYTES, default 200 KB) over every toolResult.content ' +
+      'One failing item never stops the others (only a write that has not run holds the writes after it, below). A batch-wide budget (BATCH_BUDGET_BYTES, default 200 KB) over every toolResult.content ' +
       'truncates the largest results first; a truncated one says so and stays whole at GET /v1/tool-calls/{id}/result. ' +
       'Re-posting the same batch replays every item. Re-posted while an item is still executing (the first post still runs), ' +
       'that item and every item after it that has not run yet answer 409 IDEMPOTENCY_IN_PROGRESS (nothing after it starts: writes stay ' +
       'one at a time, in order); items after it that already ran are replayed. A write waiting for approval has not run either: ' +
       'the writes after it answer 409 IDEMPOTENCY_IN_PROGRESS (not started, nothing recorded; reads still run) until it has been decided ' +
-      'and has run: re-post the batch then. When the gateway starts stopping (SIGTERM) during a ' +
+      'and has run: re-post the batch then. Nor has a write refused before it had an outcome, for a reason a re-post may overcome ' +
+      '(429 CONCURRENCY_LIMIT or RATE_LIMITED, 503 DATABASE_UNAVAILABLE, 409 CONFLICT, 500): the writes after it answer the same 409 ' +
+      '(its detail names that item; nothing recorded, nothing sent; reads still run) until a re-post has run it, before them. ' +
+      'A write refused for good (blocked, failed INVALID_INPUT, 422 IDEMPOTENCY_KEY_REUSED, 409 RUN_NOT_ACTIVE) or with a recorded ' +
+      'outcome (succeeded, failed at the vendor, indeterminate) holds nothing: a re-post replays or refuses it, never runs it, so no ' +
+      'later write can overtake it; the writes after it run. When the gateway starts stopping (SIGTERM) during a ' +
       'batch, the items it has not started answer 503 GATEWAY_STOPPING (with Retry-After): send the batch again. ' +
       'For agent keys and admin keys of the run’s org; a platform key (orgId null) has no org: 403 FORBIDDEN.',
   })

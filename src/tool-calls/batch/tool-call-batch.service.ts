@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import type { Principal } from '../../auth/principal.js';
 import { ToolCatalogService } from '../../catalog/tool-catalog.service.js';
 import { AppError } from '../../common/errors/app-error.js';
+import type { ErrorCode } from '../../common/errors/error-codes.js';
 import { problemBody, toAppError } from '../../common/errors/problem.filter.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { RunsService } from '../../runs/runs.service.js';
@@ -9,6 +10,7 @@ import type { ToolCallBody } from '../tool-call-body.js';
 import { PLATFORM_KEY_REFUSED, ToolCallsService } from '../tool-calls.service.js';
 import { parseToolUse } from '../tool-use.js';
 import { fitBatchBudget } from './batch-budget.js';
+import { mayRunOnResend } from './batch-order.js';
 import { parseBatchRequest, runBounded, scheduleBatch, type ScheduleKind } from './batch-request.js';
 
 /** A batch item the stopping gateway did not start. */
@@ -25,6 +27,30 @@ function heldBehindApproval(): AppError {
     'an earlier write of this batch is waiting for approval, so this write was not started (writes run in the order given); send the batch again once that one has been decided',
     { retryAfterSeconds: 5 },
   );
+}
+
+/** A write after one of the same batch refused before it had an outcome, which a resend may run: not started, for the same reason. */
+function heldBehindRefusal(index: number, code: ErrorCode): AppError {
+  return new AppError(
+    'IDEMPOTENCY_IN_PROGRESS',
+    `an earlier write of this batch (toolUses[${index}]) has no outcome yet (${code}), so this write was not started (writes run in the order given); send the batch again: it runs after that one`,
+    { retryAfterSeconds: 1 },
+  );
+}
+
+/**
+ * What an earlier write of this group that has not run puts on the writes after it: the "not started" answer, or
+ * null when it ran or never will. One that awaits approval, or was refused for a reason a resend may overcome
+ * (mayRunOnResend), would otherwise reach its vendor after them. Reads hold nothing: they change nothing.
+ */
+function writeHoldOf(group: number[], kinds: ScheduleKind[], bodies: (ToolCallBody | null)[], refusals: (AppError | null)[]): (() => AppError) | null {
+  for (const i of group) {
+    if (kinds[i] !== 'write') continue;
+    if (bodies[i]?.status === 'waiting_approval') return heldBehindApproval;
+    const refusal = refusals[i];
+    if (refusal && mayRunOnResend(refusal.code)) return () => heldBehindRefusal(i, refusal.code);
+  }
+  return null;
 }
 
 /** Statuses of a call that has not finished: the items after it in a batch wait for it. */
@@ -45,7 +71,8 @@ export interface BatchResponse {
  * ToolCallsService.submit exactly as if posted alone (own ledger row, own
  * idempotency key run id + tool_use id); this service only decides the order
  * (and holds what follows an item still executing, and the writes after one
- * waiting for approval), keeps one item's failure
+ * that has not run: waiting for approval, or refused in a way a resend may
+ * overcome), keeps one item's failure
  * from touching the others, and applies the batch-wide budget to the answers.
  */
 @Injectable()
@@ -79,21 +106,22 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     const run = await this.runs.snapshot(p.orgId, runId);
 
     const bodies: (ToolCallBody | null)[] = toolUses.map(() => null);
-    const problems: (Record<string, unknown> | null)[] = toolUses.map(() => null);
+    const refusals: (AppError | null)[] = toolUses.map(() => null);
     const limit = Math.min(READ_CONCURRENCY, this.config.VENDOR_CONCURRENCY_LIMIT);
     // Once an item is found still executing (the batch was sent again while its first post still runs), nothing
     // after it starts: the items after it are answered from the ledger, or 409, so a resend cannot put a later
     // write at the vendor beside (or ahead of) an earlier one.
     let held = false;
-    // Once a write is found waiting for approval, no write after it starts until it has been decided and has run
-    // (reads still do: they change nothing). Its approval may take hours: the later writes answer 409 meanwhile.
-    let writeAwaits = false;
-    /** Items answered 409 only because a write before them awaits approval (not because their own call still runs). */
-    const heldForApproval = new Set<number>();
+    // Once a write has not run (waiting for approval, or refused with 429, 503, ... before its outcome was
+    // recorded), no write after it starts until a resend finds it run: run now, they would reach their vendors
+    // before it (reads still do: they change nothing). An approval may take hours: the later writes answer 409 meanwhile.
+    let writeHold: (() => AppError) | null = null;
+    /** Items answered 409 only because a write before them has not run (not because their own call still runs). */
+    const heldBehindWrite = new Set<number>();
     const kinds = toolUses.map((u) => this.kindOf(u));
     for (const group of scheduleBatch(kinds)) {
       const hold = held;
-      const holdWrite = writeAwaits && kinds[group[0]] === 'write';
+      const holdWrite = kinds[group[0]] === 'write' ? writeHold : null;
       await runBounded(group, limit, async (i) => {
         try {
           const answer = this.stopping
@@ -101,22 +129,22 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
             : hold
               ? this.calls.replayOnly(p, run.id, toolUses[i])
               : holdWrite
-                ? this.calls.replayOnly(p, run.id, toolUses[i], () => (heldForApproval.add(i), heldBehindApproval()))
+                ? this.calls.replayOnly(p, run.id, toolUses[i], () => (heldBehindWrite.add(i), holdWrite()))
                 : this.calls.submit(p, run.id, toolUses[i], undefined, correlationId);
           bodies[i] = (await answer).body;
         } catch (err) {
-          problems[i] = this.problemFor(err, i, correlationId);
+          refusals[i] = this.refusal(err, i, correlationId);
         }
       });
-      // A write held behind an approval holds nothing more than the approval already does; one whose own
+      // A write held behind an unrun one holds nothing more than that one already does; one whose own
       // call still runs (a resend) holds everything after it, as always.
-      held ||= group.some((i) => (problems[i]?.code === 'IDEMPOTENCY_IN_PROGRESS' && !heldForApproval.has(i)) || STILL_EXECUTING.has(bodies[i]?.status ?? ''));
-      writeAwaits ||= group.some((i) => kinds[i] === 'write' && bodies[i]?.status === 'waiting_approval');
+      held ||= group.some((i) => (refusals[i]?.code === 'IDEMPOTENCY_IN_PROGRESS' && !heldBehindWrite.has(i)) || STILL_EXECUTING.has(bodies[i]?.status ?? ''));
+      writeHold ??= writeHoldOf(group, kinds, bodies, refusals);
     }
     // Nothing in it was a call the run made before it ended: one 409 for the batch, as for a single call.
-    if (problems.every((x) => x?.code === 'RUN_NOT_ACTIVE')) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
+    if (refusals.every((x) => x?.code === 'RUN_NOT_ACTIVE')) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
     const fitted = fitBatchBudget(bodies, this.config.BATCH_BUDGET_BYTES);
-    return { results: fitted.map((b, i) => b ?? problems[i]!) };
+    return { results: fitted.map((b, i) => b ?? problemBody(refusals[i]!, correlationId)) };
   }
 
   /** By the catalog's side effect; a write, an unknown tool or an unparseable item runs alone. */
@@ -131,7 +159,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     }
   }
 
-  private problemFor(err: unknown, index: number, correlationId: string): Record<string, unknown> {
+  private refusal(err: unknown, index: number, correlationId: string): AppError {
     const e = toAppError(err);
     if (e.code === 'INTERNAL') {
       // As the exception filter does for a single call: the stack to the log, nothing inside to the caller.
@@ -140,6 +168,6 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     } else if (e.code === 'DATABASE_UNAVAILABLE') {
       this.log.warn({ correlationId, index }, 'database unavailable');
     }
-    return problemBody(e, correlationId);
+    return e;
   }
 }

@@ -1,0 +1,49 @@
+import type { ErrorCode } from '../../common/errors/error-codes.js';
+
+/**
+ * Whether a batch item answered with this problem (no outcome recorded for it) may still reach its vendor when
+ * the batch is sent again. A write that may holds the writes after it (ToolCallBatchService): run now, a later
+ * write would reach its vendor first, and the resend would run the earlier one after it. A write refused for
+ * good is refused again on every resend, so nothing can overtake it: it holds nothing, like a recorded outcome
+ * (blocked, failed), which a resend replays and never runs.
+ *
+ * An exhaustive switch: a new error code needs a decision here before it compiles.
+ */
+export function mayRunOnResend(code: ErrorCode): boolean {
+  switch (code) {
+    // Refused for a while, before anything was recorded: the org × vendor slot, the database (its intent, or its
+    // outcome: then it ran and a resend finds it still executing), governance changing under it, the shutdown.
+    // Or still executing (a resend), not started behind another item, or nobody knows (INTERNAL): the safe side.
+    case 'CONCURRENCY_LIMIT':
+    case 'RATE_LIMITED':
+    case 'DATABASE_UNAVAILABLE':
+    case 'CONFLICT':
+    case 'GATEWAY_STOPPING':
+    case 'IDEMPOTENCY_IN_PROGRESS':
+    case 'INTERNAL':
+      return true;
+    // Refused for good: the same tool_use gets the same answer every time (an ended run, a revoked key, an id
+    // already used for another action, not a tool_use at all), or the code is never a batch item's.
+    case 'BAD_REQUEST':
+    case 'VALIDATION_FAILED':
+    case 'UNAUTHENTICATED':
+    case 'FORBIDDEN':
+    case 'FEATURE_DISABLED':
+    case 'NOT_IN_MANIFEST':
+    case 'POLICY_BLOCKED':
+    case 'EXPERT_REJECTED':
+    case 'CLIENT_REJECTED':
+    case 'APPROVAL_EXPIRED':
+    case 'NOT_FOUND':
+    case 'RUN_NOT_FOUND':
+    case 'RUN_NOT_ACTIVE':
+    case 'APPROVAL_ALREADY_DECIDED':
+    case 'ACTION_DIGEST_MISMATCH':
+    case 'NOT_RECONCILABLE':
+    case 'PAYLOAD_TOO_LARGE':
+    case 'UNSUPPORTED_MEDIA_TYPE':
+    case 'INVALID_INPUT':
+    case 'IDEMPOTENCY_KEY_REUSED':
+      return false;
+  }
+}
