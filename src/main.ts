@@ -23,8 +23,10 @@ const onSignal = (signal: string): void => {
   process.stderr.write(`${signal} received, shutting down\n`);
   stopNow?.(signal);
 };
-process.once('SIGTERM', () => onSignal('SIGTERM'));
-process.once('SIGINT', () => onSignal('SIGINT'));
+// `on`, not `once`: a repeated signal (a second Ctrl-C, a supervisor sending again) must find a handler that
+// ignores it, not Node's default action, which would kill the drain with calls still at their vendors.
+process.on('SIGTERM', () => onSignal('SIGTERM'));
+process.on('SIGINT', () => onSignal('SIGINT'));
 
 async function main(): Promise<void> {
   let config: AppConfig;

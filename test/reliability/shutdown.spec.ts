@@ -122,6 +122,27 @@ describe('graceful shutdown', () => {
     expect(row?.status).toBe('succeeded'); // not left running for the orphan sweep to call indeterminate
   }, 60_000);
 
+  it('a stop signal repeated during the drain (a second Ctrl-C, a supervisor sending again) is ignored: the call at the vendor is still answered and recorded', async () => {
+    gw = await startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '10000' });
+    const org = await setupOrgVia(gw, { tools: ['shopify_order.add_note'] });
+    emu.reset();
+    emu.fault({ vendor: 'shopify', bodyMatch: /orderUpdate/, kind: 'delay_after', delayMs: 1_500, times: 1 });
+    const use = toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'written while stop is pressed twice' });
+    const answer = postToolUse(gw.http, org.runId, org.agentKey, use).then(
+      (r) => r.status,
+      () => 0,
+    );
+    await waitFor(() => emu.requests.some((r) => r.body.includes('orderUpdate')), 'the note to reach the vendor');
+    gw.kill('SIGINT');
+    await sleep(100);
+    gw.kill('SIGINT');
+    gw.kill('SIGTERM');
+    const exit = await within(gw.waitExit(), 20_000, 'the gateway to exit');
+    expect({ exit, status: await answer }).toEqual({ exit: { code: 0, signal: null }, status: 200 });
+    const [row] = await rows<{ status: string }>(db, 'SELECT status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2', [org.runId, use.id]);
+    expect(row?.status).toBe('succeeded');
+  }, 60_000);
+
   it('an open long-poll does not hold the shutdown: it is answered at once with the call as it stands', async () => {
     gw = await startGatewayProcess({ ...emulatorEnv(emu.url) });
     const org = await setupOrgVia(gw, { tools: ['shopify_refund.create'] });
