@@ -17,7 +17,9 @@ describe('AMAZON_ORDERS_API', () => {
   });
 
   it('refuses anything else, naming the variable and the accepted values', () => {
-    for (const bad of ['v1', '2026-01-01 ', 'latest']) {
+    // the spaces around a value are not part of it
+    expect(vendorEndpoints(load({ AMAZON_ORDERS_API: ' 2026-01-01 ' })).amazonOrdersApi).toBe('2026-01-01');
+    for (const bad of ['v1', '2026-01-02', 'latest']) {
       let err: unknown;
       try {
         load({ AMAZON_ORDERS_API: bad });

@@ -31,6 +31,17 @@ describe('config schema', () => {
     expect(problems).not.toContain(secret);
   });
 
+  it('reads values without the spaces around them (a .env line "X= v ", a pasted newline), and checks the Shopify API version', () => {
+    const { raw: config, problems } = parseRawConfigCollecting({ SHOPIFY_BASE_URL: ' http://127.0.0.1:9/shop/ ', SHOPIFY_API_VERSION: ' 2026-04\n', LOG_LEVEL: 'warn ', HOST: ' 127.0.0.1 ' });
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({ SHOPIFY_BASE_URL: 'http://127.0.0.1:9/shop', SHOPIFY_API_VERSION: '2026-04', LOG_LEVEL: 'warn', HOST: '127.0.0.1' });
+    expect(parseRawConfigCollecting({ SHOPIFY_API_VERSION: '   ' }).raw).toMatchObject({ SHOPIFY_API_VERSION: '2026-07' });
+    expect(parseRawConfigCollecting({ SHOPIFY_API_VERSION: 'unstable' }).problems).toEqual([]);
+    for (const bad of ['2026-13', '2026-02', 'latest', '2026-07/../x']) {
+      expect(parseRawConfigCollecting({ SHOPIFY_API_VERSION: bad }).problems, bad).toEqual([expect.stringMatching(/^SHOPIFY_API_VERSION must be a Shopify API version/)]);
+    }
+  });
+
   it('refuses a DATABASE_URL the driver could not read (an unencoded # or % in the password), naming the variable, not the value', () => {
     for (const url of ['postgres://gateway:pa#ss-SECRET@db:5432/tool_gateway', 'postgres://gateway:50%-SECRET@db:5432/tool_gateway', 'postgres://u:p@db/x#SECRET']) {
       const { problems } = parseRawConfigCollecting({ DATABASE_URL: url });
@@ -77,7 +88,9 @@ describe('config schema', () => {
     expect([...cfg.keyring.keys.keys()].sort()).toEqual(['k1', 'k2']);
     expect(() => loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${k2}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k9' })).toThrow(/k9/);
     // A list with no key in it would start a service that can neither encrypt nor decrypt.
-    for (const blank of [' ', ',', ' , ,']) {
+    // Only spaces is no value at all, as for every variable: then the production key is missing.
+    expect(() => loadConfig({ NODE_ENV: 'production', MASTER_ENCRYPTION_KEYS: ' ' })).toThrow(/MASTER_ENCRYPTION_KEY is required/);
+    for (const blank of [',', ' , ,']) {
       expect(() => loadConfig({ NODE_ENV: 'production', MASTER_ENCRYPTION_KEYS: blank }), JSON.stringify(blank)).toThrow(/MASTER_ENCRYPTION_KEYS lists no key/);
     }
   });

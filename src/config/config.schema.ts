@@ -20,12 +20,21 @@ interface VarSpec<T> {
   parse: (raw: string | undefined, env: NodeJS.ProcessEnv) => T;
 }
 
+/**
+ * The value as given, without the spaces around it (a .env line "X= value ", a value pasted with its newline),
+ * or the default when there is none. `new URL` would drop them silently while the raw value kept them: a base
+ * URL's trailing "/" then stayed, and every vendor path began "/%20/".
+ */
+function given(raw: string | undefined, def?: string): string | undefined {
+  const v = raw?.trim();
+  return v === undefined || v === '' ? def : v;
+}
 function str(def?: string) {
-  return (raw: string | undefined): string | undefined => (raw === undefined || raw === '' ? def : raw);
+  return (raw: string | undefined): string | undefined => given(raw, def);
 }
 function req(def?: string) {
   return (raw: string | undefined): string => {
-    const v = raw === undefined || raw === '' ? def : raw;
+    const v = given(raw, def);
     if (v === undefined) throw new Error('is required');
     return v;
   };
@@ -41,14 +50,14 @@ function int(def: number, min: number, max: number) {
 }
 function oneOf<T extends string>(def: T, values: readonly T[]) {
   return (raw: string | undefined): T => {
-    const v = (raw === undefined || raw === '' ? def : raw) as T;
+    const v = given(raw, def) as T;
     if (!values.includes(v)) throw new Error(`must be one of ${values.join(', ')}, got "${raw}"`);
     return v;
   };
 }
 function url(def?: string) {
   return (raw: string | undefined): string | undefined => {
-    const v = raw === undefined || raw === '' ? def : raw;
+    const v = given(raw, def);
     if (v === undefined) return undefined;
     let parsed: URL;
     try {
@@ -143,7 +152,15 @@ export const CONFIG_SCHEMA = {
   STALE_RUNNING_MARGIN_MS: { description: 'a call running longer than VENDOR_TIMEOUT_MS + this is presumed orphaned', parse: int(60_000, 0, 3_600_000) },
   LEDGER_SEAL_INTERVAL_MS: { description: 'how often the hash-chain sealer runs', parse: int(200, 10, 60_000) },
   SHOPIFY_BASE_URL: { description: 'replaces https://{shopDomain} for Shopify calls', parse: url() },
-  SHOPIFY_API_VERSION: { description: 'default Shopify Admin API version', parse: req('2026-07') },
+  SHOPIFY_API_VERSION: {
+    description: 'default Shopify Admin API version',
+    parse: (raw: string | undefined) => {
+      const v = req('2026-07')(raw);
+      // It is a path segment of every Admin API URL: a quarterly release ("2026-07") or "unstable".
+      if (!/^(\d{4}-(01|04|07|10)|unstable)$/.test(v)) throw new Error(`must be a Shopify API version such as 2026-07, got "${raw}"`);
+      return v;
+    },
+  },
   AMAZON_LWA_URL: { description: 'Login with Amazon token endpoint', parse: url('https://api.amazon.com/auth/o2/token') },
   AMAZON_SPAPI_BASE_URL: { description: 'SP-API host; default https://sellingpartnerapi-{region}.amazon.com', parse: url() },
   AMAZON_ORDERS_API: {
