@@ -157,7 +157,7 @@ export class ToolCallsService {
     let release: (() => void) | null = null;
     if (decision.status === 'running') {
       release = this.leaseFor(orgId, decision.entry.vendor);
-      if (!release) return this.concurrencyLimited(orgId, run.id, idempotencyKey, digest, use.id, decision.entry);
+      if (!release) return this.concurrencyLimited(orgId, { keyId: p.keyId, role: p.role }, run.id, idempotencyKey, digest, use.id, decision.entry);
     }
     try {
       const id = newId();
@@ -415,9 +415,18 @@ export class ToolCallsService {
   /**
    * The org × vendor lease is full. A duplicate of an existing call still gets
    * its replay; a new call gets 429 and keeps its idempotency key unused, with
-   * an event so the refusal is on the record.
+   * an event so the refusal is on the record, with the key that was refused
+   * (no row or other event of the call names it).
    */
-  private async concurrencyLimited(orgId: string, runId: string, idempotencyKey: string, digest: string, toolUseId: string, entry: CatalogEntry): Promise<ToolCallResponse> {
+  private async concurrencyLimited(
+    orgId: string,
+    actor: { keyId: string; role: string },
+    runId: string,
+    idempotencyKey: string,
+    digest: string,
+    toolUseId: string,
+    entry: CatalogEntry,
+  ): Promise<ToolCallResponse> {
     await this.intentsInFlight.get(`${orgId}:${idempotencyKey}`);
     const [{ exists, live }] = await this.sql.query<{ exists: boolean; live: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2) AS exists,
@@ -427,7 +436,7 @@ export class ToolCallsService {
     if (exists) return this.replayByKey(orgId, idempotencyKey, digest, toolUseId, conflictWithoutRow);
     // A run that ended (on another replica, since this one cached it) takes no call, now or later: not "retry shortly".
     if (!live) throw this.runEnded(runId);
-    await this.events.append([{ orgId, type: 'tool_call.rejected', runId, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);
+    await this.events.append([{ orgId, type: 'tool_call.rejected', runId, actor, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);
     this.count(entry.tool.name, entry.action.name, 'rejected', 'CONCURRENCY_LIMIT');
     throw new AppError('CONCURRENCY_LIMIT', `too many ${entry.vendor} calls in flight for this org; retry shortly`, { retryAfterSeconds: 1 });
   }

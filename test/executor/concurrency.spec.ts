@@ -43,10 +43,14 @@ describe('concurrency lease through the pipeline', () => {
 
     const rows = (await h.t.ds.query('SELECT id FROM tool_calls WHERE org_id = $1 AND tool_use_id = $2', [org.orgId, third.id])) as unknown[];
     expect(rows).toHaveLength(0);
-    const events = (await h.t.ds.query(`SELECT metadata FROM runtime_ledger_events WHERE org_id = $1 AND type = 'tool_call.rejected'`, [org.orgId])) as {
+    const events = (await h.t.ds.query(`SELECT actor, metadata FROM runtime_ledger_events WHERE org_id = $1 AND type = 'tool_call.rejected'`, [org.orgId])) as {
+      actor: unknown;
       metadata: Record<string, unknown>;
     }[];
-    expect(events).toEqual([{ metadata: expect.objectContaining({ errorCode: 'CONCURRENCY_LIMIT', toolName: 'order_lookup', action: 'lookup', vendor: 'shopify' }) }]);
+    // The key that was refused is on the record (no row or other event of the call names it).
+    const [{ actor: requester }] = (await h.t.ds.query(`SELECT actor FROM runtime_ledger_events WHERE org_id = $1 AND type = 'tool_call.requested' LIMIT 1`, [org.orgId])) as { actor: unknown }[];
+    expect(requester).toMatchObject({ role: 'agent', keyId: expect.any(String) });
+    expect(events).toEqual([{ actor: requester, metadata: expect.objectContaining({ errorCode: 'CONCURRENCY_LIMIT', toolName: 'order_lookup', action: 'lookup', vendor: 'shopify' }) }]);
 
     expect((await Promise.all(inFlight)).map((r) => r.body.status)).toEqual(['succeeded', 'succeeded']);
     // The idempotency key was not used up: the same tool_use now runs.
