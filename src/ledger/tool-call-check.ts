@@ -23,12 +23,13 @@ const SETTLING_EVENTS = [...[...SETTLED].map((s) => `tool_call.${s}`), 'tool_cal
 interface CallRow {
   id: string; status: string; error_code: string | null; action_digest: string; created_iso: string;
   event_id: string | null; event_chain_seq: string | null; event_type: string | null; event_to: string | null;
-  event_error_code: string | null; event_digest: string | null;
+  event_error_code: string | null; event_digest: string | null; note_digest: string | null; event_note_digest: string | null;
 }
 
 /**
  * The org's first call whose row disagrees with its events: a settled call's last settling event
- * must agree on status, error code and action digest; a call not settled must have none. Row and
+ * must agree on status, error code and action digest (and a reconciled call's note on its digest,
+ * when the event has one: events from before it was recorded do not); a call not settled must have none. Row and
  * events are read in one statement, as the gateway writes a call's status and its event in one: a
  * call settling meanwhile is never half seen. (A forged event INSERTed to match an edit still
  * passes: inserting is what an append-only ledger allows.)
@@ -38,7 +39,9 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
     const rows = (await db.query(
       `SELECT t.id, t.status, t.error_code, t.action_digest, ${isoSql('t.created_at')} AS created_iso,
               e.id AS event_id, e.chain_seq AS event_chain_seq, e.type AS event_type, e.metadata->>'to' AS event_to,
-              e.metadata->>'errorCode' AS event_error_code, e.metadata->>'digest' AS event_digest
+              e.metadata->>'errorCode' AS event_error_code, e.metadata->>'digest' AS event_digest,
+              e.metadata->>'noteDigest' AS event_note_digest,
+              CASE WHEN e.metadata ? 'noteDigest' THEN encode(sha256(convert_to(t.note, 'UTF8')), 'hex') END AS note_digest
          FROM tool_calls t
          LEFT JOIN LATERAL (SELECT e.id, e.chain_seq, e.type, e.metadata FROM runtime_ledger_events e
                              WHERE e.tool_call_id = t.id AND e.org_id = t.org_id AND e.type = ANY($4::text[])
@@ -67,6 +70,7 @@ function callMismatch(r: CallRow): string | null {
   }
   if (r.error_code !== r.event_error_code) return `tool call ${r.id}: its error code differs from its last settling event's`;
   if (r.action_digest !== r.event_digest) return `tool call ${r.id}: its action digest differs from its events'`;
+  if (r.event_note_digest !== null && r.note_digest !== r.event_note_digest) return `tool call ${r.id}: its reconcile note differs from the one its event recorded`;
   return null;
 }
 

@@ -32,7 +32,9 @@ export const RECONCILED_FAILED_TEXT = 'settled as failed by an operator after ch
  * Ops settle an `indeterminate` call after checking with the vendor. The only
  * change a terminal-ish state allows (indeterminate → succeeded | failed); the
  * note is kept on the row (a non-null `note` is how the tool-call body knows
- * a call was reconciled), the event records who and what, not the note.
+ * a call was reconciled), the event records who and what, and the note's
+ * SHA-256 (`noteDigest`): the note is the operator's evidence, and ledger
+ * verify finds it rewritten, without free text entering the chain.
  * POST /v1/tool-calls/:id/reconcile: `failed` → errorCode VENDOR_ERROR with an
  * errorText saying an operator settled it; `succeeded` → errorCode and
  * errorText null (see RECONCILED_FAILED_CODE).
@@ -61,7 +63,7 @@ export class ReconcileService {
          INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
          SELECT gen_random_uuid(), org_id, 'tool_call.reconciled', run_id, id, $4::jsonb,
                 jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'from', 'indeterminate', 'to', $2::text,
-                                   'errorCode', $5::text)
+                                   'errorCode', $5::text, 'noteDigest', encode(sha256(convert_to($3::text, 'UTF8')), 'hex'))
            FROM tc)
        SELECT id FROM tc`,
       [id, input.status, input.note, JSON.stringify({ keyId: p.keyId, role: p.role }), errorCode, httpStatusFor(input.status, errorCode), RECONCILED_FAILED_TEXT],

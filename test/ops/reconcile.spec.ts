@@ -5,9 +5,10 @@
  * OUTCOME_UNKNOWN (§4: indeterminate only), no "an operator will check", no
  * "retention period passed" for a result that was never stored.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
-import { bearer, createKey } from '../support/test-app.js';
+import { adminAuth, bearer, createKey } from '../support/test-app.js';
 
 describe('reconciling an indeterminate call', () => {
   let h: Harness;
@@ -107,5 +108,20 @@ describe('reconciling an indeterminate call', () => {
     expect(view.body).toMatchObject({ status: 'succeeded', errorCode: null, errorText: null });
     const evs = await events(id);
     expect(evs.at(-1)).toMatchObject({ type: 'tool_call.reconciled', metadata: { from: 'indeterminate', to: 'succeeded', errorCode: null } });
+  });
+
+  it('the note is the evidence: the event records its SHA-256 (not its text), and verify finds it rewritten afterwards', async () => {
+    const { org, ops, id } = await indeterminateNote();
+    const note = 'checked in the Shopify admin: note présent';
+    expect((await h.t.http.post(`/v1/tool-calls/${id}/reconcile`).set(bearer(ops)).send({ status: 'succeeded', note })).status).toBe(200);
+    const reconciled = (await events(id)).at(-1)!;
+    expect(reconciled.metadata.noteDigest).toBe(createHash('sha256').update(note, 'utf8').digest('hex'));
+    expect(JSON.stringify(reconciled)).not.toContain('Shopify admin');
+    const verify = async () => (await h.t.http.get(`/v1/ledger/verify?orgId=${org.orgId}`).set(adminAuth)).body as { ok: boolean };
+    expect(await verify()).toMatchObject({ ok: true });
+    await h.t.ds.query(`UPDATE tool_calls SET note = 'did not check anything' WHERE id = $1`, [id]);
+    expect(await verify()).toMatchObject({ ok: false, brokenAt: { reason: expect.stringMatching(/reconcile note differs/) } });
+    await h.t.ds.query(`UPDATE tool_calls SET note = $2 WHERE id = $1`, [id, note]);
+    expect(await verify()).toMatchObject({ ok: true });
   });
 });
