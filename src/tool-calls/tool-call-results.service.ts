@@ -72,10 +72,21 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
     return { ...answer, httpStatus: 200 };
   }
 
+  /**
+   * The call as it stands, read with the caller's key: the guard checked the key once, when the request came,
+   * and a long-poll then reads for up to 30 s. A key revoked meanwhile (here or on another replica) gets its
+   * 401 at the next read, not the result the call settles with.
+   */
   private async load(p: Principal, id: string): Promise<StoredCall> {
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'tool call not found');
-    const [row] = await this.sql.query<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.id = $1`, [id]);
-    if (!row || (p.orgId !== null && row.org_id !== p.orgId)) throw new AppError('NOT_FOUND', 'tool call not found');
+    const [found] = await this.sql.query<StoredCall & { key_live: boolean }>(
+      `SELECT ${STORED_CALL_COLUMNS}, EXISTS (SELECT 1 FROM api_keys k WHERE k.id = $2 AND k.revoked_at IS NULL) AS key_live
+         FROM tool_calls t WHERE t.id = $1`,
+      [id, p.keyId],
+    );
+    if (!found || (p.orgId !== null && found.org_id !== p.orgId)) throw new AppError('NOT_FOUND', 'tool call not found');
+    const { key_live: keyLive, ...row } = found;
+    if (!keyLive) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
     // An approval past its expiry ends the call now (blocked / APPROVAL_EXPIRED), not at the next sweep.
     return this.calls.expireIfOverdue(row);
   }
