@@ -19,10 +19,10 @@ describe('clientAddressKey', () => {
     expect(clientAddressKey('1::')).toBe('1:0:0:0::/64');
   });
 
-  it('anything else is its own key', () => {
+  it('anything else shares one key: a made-up X-Forwarded-For value gets no allowance of its own', () => {
     expect(clientAddressKey(undefined)).toBe('unknown');
     expect(clientAddressKey('')).toBe('unknown');
-    expect(clientAddressKey('not-an-ip')).toBe('not-an-ip');
+    for (const made of ['not-an-ip', 'x'.repeat(16_000), '10.0.0.1, 10.0.0.2', '999.1.1.1', '2001:db8::g']) expect(clientAddressKey(made), made.slice(0, 20)).toBe('invalid');
   });
 });
 
