@@ -1,6 +1,7 @@
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { ENTITIES } from './entities.js';
+import { QueryTimeoutClient } from './pg-client.js';
 
 /** The server-side statement_timeout for a request pool whose client gives up after `queryTimeoutMs`. */
 const STATEMENT_TIMEOUT_MS = 15_000;
@@ -37,10 +38,16 @@ export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): 
       connectionTimeoutMillis: 3_000,
       statement_timeout: statementTimeoutFor(queryTimeoutMs),
       // A database that stops answering without closing the connection (a network partition, a frozen host)
-      // never triggers statement_timeout, which runs on the server: the client gives up after this, and the
-      // pool drops that connection. Always longer than statement_timeout (statementTimeoutFor), so a slow
-      // statement is the server's to end, and a statement the client gave up on has not gone on to commit.
+      // never triggers statement_timeout, which runs on the server: the client gives up after this, and
+      // QueryTimeoutClient closes that connection, whichever path ran the statement. Always longer than
+      // statement_timeout (statementTimeoutFor), so a slow statement is the server's to end, and a statement
+      // the client gave up on has not gone on to commit.
       query_timeout: queryTimeoutMs,
+      Client: QueryTimeoutClient,
+      // The gateway's transactions pause between statements only for work in this process: one left idle longer
+      // than the client waits for any answer is one it lost track of, and would hold its locks and swallow the
+      // statements of whatever next used the connection. The server ends it. 0 (migrations): no limit.
+      idle_in_transaction_session_timeout: queryTimeoutMs,
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
       idleTimeoutMillis: 30_000,

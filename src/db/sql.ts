@@ -37,19 +37,30 @@ export class Sql {
     return res.rows as T[];
   }
 
-  /** BEGIN … COMMIT on one connection; rolls back on any error. */
+  /**
+   * BEGIN … COMMIT on one connection; on any error, rolls back and drops the connection, as pool.query does: after
+   * a failure the connection may still be running a statement, or be inside the transaction, and must not be reused.
+   */
   async transaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    // The server ending the session while it is checked out (idle_in_transaction_session_timeout, a restart) is
+    // heard by the next statement; unheard, the event would end the process.
+    client.on('error', ignore);
+    let failed = false;
     try {
       await client.query('BEGIN');
       const out = await fn(client);
       await client.query('COMMIT');
       return out;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      failed = true;
+      await client.query('ROLLBACK').catch(ignore);
       throw err;
     } finally {
-      client.release();
+      client.off('error', ignore);
+      client.release(failed);
     }
   }
 }
+
+const ignore = (): undefined => undefined;

@@ -12,6 +12,7 @@ describe('isDatabaseUnavailable', () => {
       expect(isDatabaseUnavailable(wrapped(pgError(code))), `wrapped ${code}`).toBe(true);
     }
     expect(isDatabaseUnavailable(new Error('Connection terminated unexpectedly'))).toBe(true);
+    expect(isDatabaseUnavailable(new Error('Client was closed and is not queryable'))).toBe(true);
     expect(isDatabaseUnavailable(wrapped(new Error('canceling statement due to statement timeout')))).toBe(false); // no code: not guessed from text
   });
 

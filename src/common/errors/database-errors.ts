@@ -24,6 +24,7 @@ const UNAVAILABLE_MESSAGES = [
   'the database system is starting up',
   'Connection terminated unexpectedly',
   'Query read timeout', // pg's query_timeout: the database did not answer in time (db-options.ts)
+  'Client was closed and is not queryable', // a statement after that timeout, on the connection it closed (pg-client.ts)
 ];
 
 /** True when an error means "the database cannot be reached right now" (answer 503, not 500). */
