@@ -30,7 +30,13 @@ export class ApprovalsController {
   @Post(':id/decision')
   @HttpCode(200)
   @Roles('expert', 'admin', 'agent')
-  @ApiResponse({ status: 200, description: 'the approval, decided; an approved call runs next (the agent reads its result at GET /v1/tool-calls/{id}/result)', schema: APPROVAL_SCHEMA })
+  @ApiResponse({
+    status: 200,
+    description:
+      'the approval, decided; an approved call runs next (the agent reads its result at GET /v1/tool-calls/{id}/result) unless the org now refuses it: ' +
+      'tool_calling_enabled turned off → blocked / FEATURE_DISABLED; its current policy blocks the action → blocked / POLICY_BLOCKED',
+    schema: APPROVAL_SCHEMA,
+  })
   @ApiProblemResponse(403, 'FORBIDDEN: a client approval decided with an expert key (expert approvals: expert or admin keys; client approvals: agent or admin keys)')
   @ApiProblemResponse(404, 'NOT_FOUND: no such approval in the key’s org, or one the key may not see (an expert approval, to an agent key)')
   @ApiProblemResponse(

@@ -7,10 +7,17 @@
  * - The org's `tool_calling_enabled` flag is re-read here: turned off since the
  *   call was submitted, the call ends blocked / FEATURE_DISABLED (its raw input
  *   deleted) and nothing reaches the vendor.
- * - The encrypted raw input comes back with the claim: no statement stands
- *   between a committed claim and the vendor call, so no database error can
- *   leave a claimed call `running` with no request sent (the orphan sweep would
- *   then call it indeterminate, "the request may have reached the vendor").
+ * - The org's policy was decided again by the caller, on the call's approved
+ *   params, and the claim holds only while that policy version ($5) is still
+ *   the org's: a block ends the call blocked / POLICY_BLOCKED (its raw input
+ *   deleted, the blocking decision recorded and the call pointed at it); a
+ *   policy replaced since (on any replica) claims nothing and answers the row
+ *   as still `approved`, for the caller to decide again.
+ * - The encrypted raw input is read, and the policy decided on it, before the
+ *   claim: no statement stands between a committed claim and the vendor call,
+ *   so no database error can leave a claimed call `running` with no request
+ *   sent (the orphan sweep would then call it indeterminate, "the request may
+ *   have reached the vendor").
  * - The claim's event carries the id the caller chose ($3), its claim token.
  *   A resend after a lost answer (the first attempt may have committed) finds
  *   the call no longer approved, but finds that event: the claim is ours, and
@@ -20,41 +27,55 @@
  * - $4 false: only that resumption, no new claim (the gateway began stopping
  *   between the attempts).
  *
- * The tc and re updates cannot both touch the row: on the statement's snapshot
- * it is either approved (tc) or running with our event (re), never both.
+ * The tc, re and stale parts cannot answer for the same row: on the
+ * statement's snapshot it is either approved (tc on the current policy, stale
+ * on a replaced one) or running with our event (re).
  *
  * $1 the call, $2 the HTTP status of a FEATURE_DISABLED block, $3 the claim
  * token (a fresh uuid per claim, resends included), $4 whether a new claim may
- * be made.
+ * be made, $5 the policy version the caller decided on (0: none stored), $6
+ * the id of the policy decision that blocks the call (null: it does not) with
+ * $7 its risk level, $8 its rule id and $9 its reason, $10 the HTTP status of
+ * a POLICY_BLOCKED block.
  */
 export const CLAIM_APPROVED_CALL_SQL = `
   WITH f AS (
-    SELECT COALESCE((SELECT ff.enabled FROM feature_flags ff
-                      WHERE ff.org_id = t.org_id AND ff.flag = 'tool_calling_enabled'), false) AS enabled
+    SELECT CASE WHEN NOT COALESCE((SELECT ff.enabled FROM feature_flags ff
+                                    WHERE ff.org_id = t.org_id AND ff.flag = 'tool_calling_enabled'), false) THEN 'FEATURE_DISABLED'
+                WHEN $6::uuid IS NOT NULL THEN 'POLICY_BLOCKED' END AS blocked_by,
+           COALESCE((SELECT p.version FROM policies p WHERE p.org_id = t.org_id), 0) = $5::int AS policy_current
       FROM tool_calls t WHERE t.id = $1),
   tc AS (
     UPDATE tool_calls SET
-      status = CASE WHEN f.enabled THEN 'running' ELSE 'blocked' END,
-      error_code = CASE WHEN f.enabled THEN NULL ELSE 'FEATURE_DISABLED' END,
-      http_status = CASE WHEN f.enabled THEN 200 ELSE $2 END,
-      started_at = CASE WHEN f.enabled THEN now() END,
-      finished_at = CASE WHEN f.enabled THEN NULL ELSE now() END,
+      status = CASE WHEN f.blocked_by IS NULL THEN 'running' ELSE 'blocked' END,
+      error_code = f.blocked_by,
+      http_status = CASE f.blocked_by WHEN 'FEATURE_DISABLED' THEN $2 WHEN 'POLICY_BLOCKED' THEN $10 ELSE 200 END,
+      policy_decision_id = CASE WHEN f.blocked_by = 'POLICY_BLOCKED' THEN $6::uuid ELSE policy_decision_id END,
+      risk_level = CASE WHEN f.blocked_by = 'POLICY_BLOCKED' THEN $7::text ELSE risk_level END,
+      started_at = CASE WHEN f.blocked_by IS NULL THEN now() END,
+      finished_at = CASE WHEN f.blocked_by IS NULL THEN NULL ELSE now() END,
       updated_at = now()
-     FROM f WHERE id = $1 AND status = 'approved' AND $4::boolean
-     RETURNING id, org_id, run_id, tool_name, action, action_digest, idempotency_key, tool_use_id, status),
+     FROM f WHERE id = $1 AND status = 'approved' AND $4::boolean AND f.policy_current
+     RETURNING id, org_id, run_id, tool_name, action, action_digest, idempotency_key, tool_use_id, status, error_code),
   ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id AND tc.status = 'blocked'),
+  pd AS (
+    INSERT INTO policy_decisions (id, org_id, tool_call_id, decision, risk_level, rule_id, reason, action_digest)
+    SELECT $6::uuid, org_id, id, 'block', $7::text, $8::text, $9::text, action_digest FROM tc WHERE error_code = 'POLICY_BLOCKED'),
   ev AS (
     INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
     SELECT $3::uuid, org_id, CASE status WHEN 'running' THEN 'tool_call.started' ELSE 'tool_call.blocked' END, run_id, id,
            jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'afterApproval', true)
-             || CASE status WHEN 'running' THEN '{}'::jsonb ELSE '{"errorCode": "FEATURE_DISABLED", "reason": "feature_disabled"}'::jsonb END
+             || CASE error_code
+                  WHEN 'FEATURE_DISABLED' THEN '{"errorCode": "FEATURE_DISABLED", "reason": "feature_disabled"}'::jsonb
+                  WHEN 'POLICY_BLOCKED' THEN jsonb_build_object('errorCode', 'POLICY_BLOCKED', 'reason', 'policy', 'ruleId', $8::text)
+                  ELSE '{}'::jsonb END
       FROM tc),
   re AS (
     UPDATE tool_calls t SET started_at = now(), updated_at = now()
      WHERE t.id = $1 AND t.status = 'running'
        AND EXISTS (SELECT 1 FROM runtime_ledger_events e WHERE e.id = $3::uuid AND e.tool_call_id = $1)
-     RETURNING t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.idempotency_key, t.tool_use_id, t.status),
-  claimed AS (SELECT * FROM tc UNION ALL SELECT * FROM re)
-  SELECT c.*, i.key_id, i.iv, i.ciphertext, i.auth_tag
-    FROM claimed c
-    LEFT JOIN tool_call_inputs i ON i.tool_call_id = c.id AND i.org_id = c.org_id AND c.status = 'running'`;
+     RETURNING t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.idempotency_key, t.tool_use_id, t.status, t.error_code),
+  stale AS (
+    SELECT t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.idempotency_key, t.tool_use_id, t.status, t.error_code
+      FROM tool_calls t, f WHERE t.id = $1 AND t.status = 'approved' AND $4::boolean AND NOT f.policy_current)
+  SELECT * FROM tc UNION ALL SELECT * FROM re UNION ALL SELECT * FROM stale`;

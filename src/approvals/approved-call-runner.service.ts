@@ -1,37 +1,31 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
-import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import type { ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
-import { retryWhileUnavailable } from '../tool-calls/outcome-retry.js';
-import { httpStatusFor } from '../tool-calls/tool-call-body.js';
 import { inputAad, recordedTool, settledCalls, ToolCallsService, type RecordedTool } from '../tool-calls/tool-calls.service.js';
-import { CLAIM_APPROVED_CALL_SQL } from './approved-call-claim.sql.js';
+import { ApprovedCallClaimer } from './approved-call-claimer.js';
 import { settleApprovalsSql } from './approval-settle.sql.js';
 
 const SWEEP_EVERY_MS = 5_000;
 
-/** A claimed call as the claim returns it, with its encrypted approved input (absent once blocked or deleted). */
-interface ClaimedCall {
-  id: string;
+/** An approved call as looked up before it takes a vendor slot. */
+interface ApprovedCall {
   org_id: string;
-  run_id: string;
   tool_name: string;
   action: string;
-  action_digest: string;
-  idempotency_key: string;
-  tool_use_id: string;
-  status: 'running' | 'blocked';
-  key_id: string | null;
-  iv: Buffer | null;
-  ciphertext: Buffer | null;
-  auth_tag: Buffer | null;
+}
+
+/** Its encrypted approved input, as stored until the call has run or been refused. */
+interface StoredInput {
+  key_id: string;
+  iv: Buffer;
+  ciphertext: Buffer;
+  auth_tag: Buffer;
 }
 
 interface Ready {
@@ -68,6 +62,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     private readonly catalog: ToolCatalogService,
     private readonly executor: RuntimeToolExecutor,
     private readonly calls: ToolCallsService,
+    private readonly claimer: ApprovedCallClaimer,
     private readonly cipher: EnvelopeCipher,
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -148,10 +143,13 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * Claims (approved → running) and executes one call; a no-op if someone else
    * claimed it. Approval does not bypass the gates an approval cannot speak
    * for: the call takes a slot of the org × vendor concurrency limit (when
-   * they are all taken it stays approved and a later sweep runs it), and the
+   * they are all taken it stays approved and a later sweep runs it); the
    * org's `tool_calling_enabled` flag is re-read in the claim itself — turned
    * off since the call was submitted, the call ends approved → blocked
-   * FEATURE_DISABLED and nothing reaches the vendor (the kill switch holds).
+   * FEATURE_DISABLED (the kill switch holds); and the org's current policy is
+   * decided again on the approved params, the claim holding only while that
+   * policy is still the org's — a block added since (a fraud incident) ends
+   * the call approved → blocked POLICY_BLOCKED. Blocked, nothing reaches the vendor.
    */
   async run(toolCallId: string): Promise<void> {
     if (this.running.has(toolCallId)) return; // this process has it already
@@ -164,7 +162,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   }
 
   private async runOnce(toolCallId: string): Promise<void> {
-    const [pending] = await this.sql.query<{ org_id: string; tool_name: string; action: string }>(
+    const [pending] = await this.sql.query<ApprovedCall>(
       `SELECT org_id, tool_name, action FROM tool_calls WHERE id = $1 AND status = 'approved'`,
       [toolCallId],
     );
@@ -176,38 +174,45 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       return;
     }
     try {
-      await this.claimAndExecute(toolCallId, release);
+      await this.claimAndExecute(toolCallId, pending, release);
     } finally {
       release();
     }
   }
 
-  private async claimAndExecute(toolCallId: string, release: () => void): Promise<void> {
+  private async claimAndExecute(toolCallId: string, pending: ApprovedCall, release: () => void): Promise<void> {
     // Shutdown may have begun while this run was between its SELECT and here (a sweep's page, a lease):
     // a draining gateway starts no new vendor call, the call stays approved for a live replica's sweep.
     if (this.stopping) {
       this.log.log({ toolCallId }, 'approved call not claimed: the gateway is stopping; a sweep (another replica, or after the restart) runs it');
       return;
     }
-    const call = await this.claim(toolCallId);
+    // The approved input is read and prepared before the claim: the policy is decided on it, and no statement
+    // stands between a committed claim and the vendor call. A call that cannot be prepared is claimed all the same
+    // (the flag still applies) and ends running → failed / EXECUTION_ERROR, recorded as not executed (running →
+    // approved, to let a later pass try again, is not a transition ARCHITECTURE.md allows; left running, the
+    // orphan sweep would call it indeterminate though nothing was sent).
+    const [input] = await this.sql.query<StoredInput>(
+      'SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_inputs WHERE tool_call_id = $1 AND org_id = $2',
+      [toolCallId, pending.org_id],
+    );
+    let ready: Ready | NotExecuted;
+    try {
+      ready = this.prepare(toolCallId, pending, input);
+    } catch (err) {
+      this.log.error({ toolCallId, err: err instanceof Error ? err.message : String(err) }, 'approved call could not be prepared: it is not executed');
+      ready = { notExecuted: 'the approved call could not be prepared for execution' };
+    }
+    const approved = 'notExecuted' in ready ? null : ready;
+    const call = await this.claimer.claim(pending.org_id, toolCallId, approved, { mayClaim: () => !this.stopping, closing: this.closing.signal });
     if (!call) return;
     if (call.status === 'blocked') {
-      this.log.warn({ toolCallId }, 'approved call blocked: tool calling was turned off for the org after it was submitted');
+      const why = call.error_code === 'POLICY_BLOCKED' ? "the org's current policy blocks it" : 'tool calling was turned off for the org after it was submitted';
+      this.log.warn({ toolCallId, errorCode: call.error_code }, `approved call blocked: ${why}`);
       settledCalls.emit('settled', call.id);
       return;
     }
     const base = { id: call.id, orgId: call.org_id, runId: call.run_id, toolUseId: call.tool_use_id, digest: call.action_digest, from: 'running' as const };
-    // The call is `running` from here: an error escaping before the executor is called would leave it so, and
-    // the orphan sweep would call it indeterminate ("may have reached the vendor") though nothing was sent.
-    // Whatever goes wrong before then ends running → failed / EXECUTION_ERROR, recorded as not executed
-    // (running → approved, to let a later pass try again, is not a transition ARCHITECTURE.md allows).
-    let ready: Ready | NotExecuted;
-    try {
-      ready = this.prepare(call);
-    } catch (err) {
-      this.log.error({ toolCallId, err: err instanceof Error ? err.message : String(err) }, 'approved call could not be prepared: recorded failed, not executed');
-      ready = { notExecuted: 'the approved call could not be prepared for execution' };
-    }
     let outcome: ExecutionOutcome;
     let tool: RecordedTool;
     if ('notExecuted' in ready) {
@@ -227,46 +232,18 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     await this.calls.recordOutcome({ ...base, tool, dropInput: true }, outcome);
   }
 
-  /**
-   * The claim (approved-call-claim.sql.ts), sent again while the database is unavailable. A resend is safe
-   * however the first attempt ended — not committed (the call is still approved: a fresh claim), or committed
-   * with its answer lost (the claim token finds it ours: resumed, as resumableWrite does for outcome writes) —
-   * and it is what keeps a committed claim from being left running with no vendor request: the budget is the
-   * time after which the orphan sweep may take the call anyway. Left unconfirmed (the database out longer, or
-   * the gateway stopping), the call is either still approved (a later sweep runs it) or running with nothing
-   * sent, which the orphan sweep will mark indeterminate: the one case the gateway cannot tell apart from a
-   * crash at the vendor, and it needs the database gone for that long.
-   */
-  private async claim(toolCallId: string): Promise<ClaimedCall | undefined> {
-    const token = randomUUID();
-    const blockedStatus = httpStatusFor('blocked', 'FEATURE_DISABLED');
-    try {
-      const [call] = await retryWhileUnavailable(
-        // Once the gateway is stopping, a resend only resumes a claim that may have committed: it makes no new one.
-        () => this.sql.query<ClaimedCall>(CLAIM_APPROVED_CALL_SQL, [toolCallId, blockedStatus, token, !this.stopping]),
-        { budgetMs: this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS, capMs: 1_000, signal: this.closing.signal },
-      );
-      return call;
-    } catch (err) {
-      // Any other error is the statement's own: it rolled back, the call is still approved, a later sweep retries.
-      if (!isDatabaseUnavailable(err)) throw err;
-      this.log.warn({ toolCallId }, 'approved call claim unconfirmed (database unavailable): a later sweep runs it if it is still approved; if the claim committed, the orphan sweep will mark it indeterminate');
-      return undefined;
-    }
-  }
-
   /** The catalog entry and the decrypted approved input, or why the call cannot be executed. */
-  private prepare(call: ClaimedCall): Ready | NotExecuted {
+  private prepare(toolCallId: string, call: ApprovedCall, input: StoredInput | undefined): Ready | NotExecuted {
     const entry = this.catalog.find(call.tool_name, call.action);
     if (!entry) {
-      this.log.error({ toolCallId: call.id }, 'approved call refers to an action no longer in the catalog');
+      this.log.error({ toolCallId }, 'approved call refers to an action no longer in the catalog');
       return { notExecuted: 'the approved action is no longer in the catalog' };
     }
-    if (!call.key_id || !call.iv || !call.ciphertext || !call.auth_tag) return { notExecuted: 'the approved input is no longer available' };
+    if (!input) return { notExecuted: 'the approved input is no longer available' };
     let params: Record<string, unknown>;
     try {
-      const envelope = { keyId: call.key_id, iv: call.iv, ciphertext: call.ciphertext, authTag: call.auth_tag };
-      params = this.cipher.decryptJson<Record<string, unknown>>(envelope, inputAad(call.org_id, call.id));
+      const envelope = { keyId: input.key_id, iv: input.iv, ciphertext: input.ciphertext, authTag: input.auth_tag };
+      params = this.cipher.decryptJson<Record<string, unknown>>(envelope, inputAad(call.org_id, toolCallId));
     } catch {
       return { notExecuted: 'the approved input is no longer available' };
     }

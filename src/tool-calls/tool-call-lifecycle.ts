@@ -7,8 +7,9 @@ export { TOOL_CALL_STATUSES, type ToolCallStatus };
  * is a bug in the caller, never a user error, so it throws.
  *
  * - requested → failed is only for INVALID_INPUT: nothing ran, but the call was not refused either.
- * - waiting_approval / approved → blocked covers rejection and expiry, and the re-check of
- *   the org's tool_calling_enabled flag between approval and execution. Permissions are
+ * - waiting_approval / approved → blocked covers rejection and expiry, and the re-checks
+ *   between approval and execution: the org's tool_calling_enabled flag, and its current
+ *   policy decided again on the approved params (a block added since). Permissions are
  *   not re-checked then: the run's manifest is a snapshot taken when the run started
  *   (API.md §3), and the call was inside it.
  * - indeterminate → succeeded | failed happens only through an explicit ops reconcile (an outcome
