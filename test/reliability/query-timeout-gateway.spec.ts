@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { emulatorEnv, setupOrg, toolUse, type OrgSetup } from '../support/scenario.js';
-import { startStallingProxy, viaProxy, type StallingProxy } from '../support/stalling-proxy.js';
+import { startTcpProxy, viaProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { adminAuth, bearer, startTestApp, type TestApp } from '../support/test-app.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -18,7 +18,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe('a partition during a TypeORM transaction, past DB_QUERY_TIMEOUT_MS', () => {
   const env = (emuUrl: string) => ({ ...emulatorEnv(emuUrl), LEDGER_SEAL_INTERVAL_MS: '60000', VENDOR_TIMEOUT_MS: '5000' });
   let emu: VendorEmulator;
-  let proxy: StallingProxy;
+  let proxy: TcpProxy;
   let t: TestApp;
   let org: OrgSetup;
   let direct: pg.Client;
@@ -27,7 +27,7 @@ describe('a partition during a TypeORM transaction, past DB_QUERY_TIMEOUT_MS', (
     emu = createFullEmulator();
     await emu.start();
     const db = new URL(process.env.DATABASE_URL!);
-    proxy = await startStallingProxy(db.hostname, Number(db.port || 5432));
+    proxy = await startTcpProxy(db.hostname, Number(db.port || 5432));
     // Two connections, so the cut-off one is soon reused; the lowest timeout, so the test is quick.
     t = await startTestApp({ ...env(emu.url), DATABASE_URL: viaProxy(proxy), DB_POOL_SIZE: '2', DB_QUERY_TIMEOUT_MS: '1000' });
     org = await setupOrg(t, { tools: ['shopify_order.add_note'] });

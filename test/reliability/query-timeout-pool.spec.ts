@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { Sql } from '../../src/db/sql.js';
-import { startStallingProxy, viaProxy, type StallingProxy } from '../support/stalling-proxy.js';
+import { startTcpProxy, viaProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -17,7 +17,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 describe('a transaction cut off by a partition past DB_QUERY_TIMEOUT_MS', () => {
   const table = `query_timeout_pool_${process.pid}`;
-  let proxy: StallingProxy;
+  let proxy: TcpProxy;
   let ds: DataSource;
   let direct: pg.Client;
 
@@ -26,7 +26,7 @@ describe('a transaction cut off by a partition past DB_QUERY_TIMEOUT_MS', () => 
     await direct.connect();
     await direct.query(`CREATE TABLE ${table} (v text)`);
     const db = new URL(process.env.DATABASE_URL!);
-    proxy = await startStallingProxy(db.hostname, Number(db.port || 5432));
+    proxy = await startTcpProxy(db.hostname, Number(db.port || 5432));
     ds = await new DataSource(dbOptions(viaProxy(proxy), 2, 1_000)).initialize(); // the request pool, at the lowest setting
   });
   afterAll(async () => {

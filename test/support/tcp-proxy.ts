@@ -7,10 +7,18 @@ import net from 'node:net';
  * disappears. Bytes are held, not lost (TCP retransmits them), and delivered
  * in order when the partition heals. New connections are accepted and then
  * hear nothing.
+ *
+ * The partition can also be started by the traffic itself (stallOn): the proxy
+ * goes silent as the first client→server chunk containing a chosen text
+ * passes, and holds that chunk. So a test can cut the network in the middle of
+ * a transaction, after its BEGIN, with exactly the statement it chose in flight.
  */
 export interface TcpProxy {
   port: number;
   blackhole(on: boolean): void;
+  /** Goes silent when a client→server chunk contains `trigger` (once). */
+  stallOn(trigger: string): void;
+  silent(): boolean;
   close(): Promise<void>;
 }
 
@@ -21,12 +29,17 @@ interface Link {
 
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   let silent = false;
+  let trigger: string | null = null;
   const sockets = new Set<net.Socket>();
   const links = new Set<Link>();
-  const forward = (from: net.Socket, to: net.Socket): void => {
+  const forward = (from: net.Socket, to: net.Socket, upstream: boolean): void => {
     const link: Link = { to, held: [] };
     links.add(link);
     from.on('data', (chunk: Buffer) => {
+      if (upstream && trigger !== null && chunk.includes(trigger)) {
+        trigger = null;
+        silent = true;
+      }
       if (silent) link.held.push(chunk);
       else to.write(chunk);
     });
@@ -39,14 +52,18 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       s.on('close', () => sockets.delete(s));
       s.on('error', () => s.destroy());
     }
-    forward(client, upstream);
-    forward(upstream, client);
+    forward(client, upstream, true);
+    forward(upstream, client, false);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as net.AddressInfo).port,
+    stallOn(t) {
+      trigger = t;
+    },
+    silent: () => silent,
     blackhole(on: boolean) {
       silent = on;
       if (on) return;
@@ -59,4 +76,12 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** DATABASE_URL, through `proxy`. */
+export function viaProxy(proxy: { port: number }, url = process.env.DATABASE_URL!): string {
+  const via = new URL(url);
+  via.hostname = '127.0.0.1';
+  via.port = String(proxy.port);
+  return via.toString();
 }
