@@ -19,7 +19,7 @@ export function policyBlockAfterApproval(entry: CatalogEntry, params: Record<str
       ? { decision: 'block', riskLevel: entry.action.riskLevel, ruleId: null, reason: 'stored policy cannot be evaluated (fail closed)' }
       : evaluatePolicy({
           rules, toolName: entry.tool.name, action: entry.action.name, catalogRisk: entry.action.riskLevel, params,
-          ...policyParamFacts(entry, params),
+          ...policyParamFacts(entry),
         });
   return policy.decision === 'block' ? policy : null;
 }

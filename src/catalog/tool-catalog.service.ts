@@ -20,22 +20,44 @@ export type ParamCheck = { ok: true } | { ok: false; message: string };
 export type PolicyParamFacts = Pick<PolicyEvaluationInput, 'decimalParams' | 'pathParams' | 'textParams' | 'canonicalValue'>;
 
 /**
+ * Rule values already canonicalised, by "tool.action" and param, then value: rules are the same call after
+ * call. Keyed by the value itself (its hash is kept with the string), not by a key built per comparison.
+ */
+const canonicalRuleValues = new Map<string, Map<string, unknown>>();
+let canonicalRuleValueCount = 0;
+const CANONICAL_MEMO_MAX = 50_000;
+const CANONICAL_MEMO_TEXT_MAX = 2_048;
+
+/**
  * The call's param kinds, and its vendor's canonicaliser for a rule's value: a stored rule (whatever its
  * toolName, "tool.*" or none) is spelled as the admin typed it, while the params were rewritten before the
  * policy ran (ToolCatalogService.canonicalParams), so a rule written "v1/admin/users" would never meet the
- * "/v1/admin/users" it names. The value is canonicalised in place of the param within the call's own
- * (valid) params, since a handler rewrites only params it finds valid as a whole (Nango).
+ * "/v1/admin/users" it names. Each value a rule compares goes through the handler's canonicalParam (one
+ * param, not the whole call: a policy may hold thousands of values), remembered for the next call.
  */
-export function policyParamFacts(entry: CatalogEntry, params: Record<string, unknown>): PolicyParamFacts {
+export function policyParamFacts(entry: CatalogEntry): PolicyParamFacts {
   const { tool, action, handler } = entry;
+  const canonicalParam = handler.canonicalParam?.bind(handler);
   return {
     decimalParams: action.decimalParams,
     pathParams: action.pathParams,
     textParams: action.textParams,
-    canonicalValue: (param, value) => {
-      const spelled = handler.canonicalParams?.(tool.name, action.name, { ...params, [param]: value });
-      return spelled !== undefined && Object.hasOwn(spelled, param) ? spelled[param] : value;
-    },
+    canonicalValue: canonicalParam && ((param, value) => {
+      if (typeof value !== 'string' || value.length > CANONICAL_MEMO_TEXT_MAX) return canonicalParam(tool.name, action.name, param, value);
+      const where = `${entry.key}.${param}`;
+      let known = canonicalRuleValues.get(where);
+      if (known?.has(value)) return known.get(value);
+      const canonical = canonicalParam(tool.name, action.name, param, value);
+      if (canonicalRuleValueCount >= CANONICAL_MEMO_MAX) {
+        canonicalRuleValues.clear();
+        canonicalRuleValueCount = 0;
+        known = undefined;
+      }
+      if (!known) canonicalRuleValues.set(where, (known = new Map()));
+      known.set(value, canonical);
+      canonicalRuleValueCount++;
+      return canonical;
+    }),
   };
 }
 

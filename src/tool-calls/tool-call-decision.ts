@@ -48,7 +48,7 @@ export function decide(i: DecisionInput): Decision {
       ? { decision: 'block', riskLevel: entry.action.riskLevel, ruleId: null, reason: 'stored policy cannot be evaluated (fail closed)' }
       : evaluatePolicy({
           rules: i.rules, toolName: entry.tool.name, action: entry.action.name, catalogRisk: entry.action.riskLevel, params: i.params,
-          ...policyParamFacts(entry, i.params),
+          ...policyParamFacts(entry),
         });
   switch (policy.decision) {
     case 'block':

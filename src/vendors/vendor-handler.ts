@@ -162,5 +162,11 @@ export interface VendorHandler {
    * cannot be walked around by another spelling. Only valid params are rewritten; others come back as they are.
    */
   canonicalParams?(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * One param's value in the spelling canonicalParams gives it, when the value is valid on its own; anything
+   * else as it is. For a policy rule's values, which are spelled as the admin typed them: cheap, as it runs
+   * for every value a rule compares (canonicalParams may check the whole call). Needed with canonicalParams.
+   */
+  canonicalParam?(toolName: string, action: string, param: string, value: unknown): unknown;
   execute(ctx: VendorCallContext): Promise<VendorOutcome>;
 }

@@ -60,8 +60,13 @@ export class JumioHandler implements VendorHandler {
    */
   canonicalParams(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown> {
     const id = params.workflowExecutionId;
-    if (toolName !== 'kyc' || action !== 'get_status' || typeof id !== 'string' || !UUID.test(id) || id === id.toLowerCase()) return params;
-    return { ...params, workflowExecutionId: id.toLowerCase() };
+    const canonical = this.canonicalParam(toolName, action, 'workflowExecutionId', id);
+    return canonical === id ? params : { ...params, workflowExecutionId: canonical };
+  }
+
+  canonicalParam(toolName: string, action: string, param: string, value: unknown): unknown {
+    if (toolName !== 'kyc' || action !== 'get_status' || param !== 'workflowExecutionId' || typeof value !== 'string' || !UUID.test(value)) return value;
+    return value.toLowerCase();
   }
 
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {

@@ -11,7 +11,7 @@
  */
 import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
-import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams } from './nango-path.js';
+import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams, checkNangoPath } from './nango-path.js';
 import { NANGO_TOOLS } from './nango.tools.js';
 
 interface NangoCredentials {
@@ -145,6 +145,11 @@ export class NangoHandler implements VendorHandler {
     if (typeof path !== 'string' || this.validate(toolName, action, params) !== null) return params;
     const canonical = canonicalNangoPath(path);
     return canonical === path ? params : { ...params, path: canonical };
+  }
+
+  canonicalParam(toolName: string, action: string, param: string, value: unknown): unknown {
+    if (toolName !== 'nango_proxy' || param !== 'path' || typeof value !== 'string' || checkNangoPath(value) !== null) return value;
+    return canonicalNangoPath(value);
   }
 
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
