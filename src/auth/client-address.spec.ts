@@ -19,6 +19,14 @@ describe('clientAddressKey', () => {
     expect(clientAddressKey('1::')).toBe('1:0:0:0::/64');
   });
 
+  it('reads an address a proxy wrote with its port (Azure App Service) without it: one client, one key', () => {
+    expect(clientAddressKey('203.0.113.7:51234')).toBe('203.0.113.7');
+    expect(clientAddressKey('203.0.113.8:443')).toBe('203.0.113.8');
+    expect(clientAddressKey('[2001:db8:0:1::1]:443')).toBe('2001:db8:0:1::/64');
+    expect(clientAddressKey('[2001:db8:0:1::1]')).toBe('2001:db8:0:1::/64');
+    expect(clientAddressKey('203.0.113.7:port')).toBe('invalid');
+  });
+
   it('anything else shares one key: a made-up X-Forwarded-For value gets no allowance of its own', () => {
     expect(clientAddressKey(undefined)).toBe('unknown');
     expect(clientAddressKey('')).toBe('unknown');

@@ -7,10 +7,13 @@ import { isIPv4, isIPv6 } from 'node:net';
  * pick a fresh one for every request. Anything else shares one key: with
  * TRUST_PROXY_HOPS above the proxies a request really passed, the address is
  * the client's own X-Forwarded-For text, and every made-up value would get its
- * own allowance (and its own bucket, up to 16 KB of key).
+ * own allowance (and its own bucket, up to 16 KB of key). Some proxies write
+ * the client's port too (`203.0.113.7:51234`, `[2001:db8::1]:443`): the
+ * address is read without it.
  */
-export function clientAddressKey(ip: string | undefined): string {
-  if (!ip) return 'unknown';
+export function clientAddressKey(raw: string | undefined): string {
+  if (!raw) return 'unknown';
+  const ip = withoutPort(raw);
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
   if (mapped && isIPv4(mapped[1])) return mapped[1];
   if (isIPv4(ip)) return ip;
@@ -26,4 +29,12 @@ export function clientAddressKey(ip: string | undefined): string {
     .slice(0, 4)
     .map((g) => parseInt(g, 16).toString(16))
     .join(':')}::/64`;
+}
+
+/** "a.b.c.d:port" → "a.b.c.d", "[v6]:port" or "[v6]" → "v6"; anything else as it is. */
+function withoutPort(ip: string): string {
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(ip);
+  if (v4) return v4[1];
+  const v6 = /^\[([0-9a-fA-F:.%\w]+)\](?::\d{1,5})?$/.exec(ip);
+  return v6 ? v6[1] : ip;
 }
