@@ -1,4 +1,5 @@
 import { NIL_UUID } from '../common/ids.js';
+import type { ToolCallStatus } from '../tool-calls/tool-call-status.js';
 import { CREATED_ISO_SQL, isoSql } from './ledger-chain.js';
 import type { ChainReader, VerifyBreak } from './ledger-verifier.service.js';
 
@@ -16,43 +17,91 @@ export async function firstCallOffLedger(db: ChainReader, orgId: string): Promis
 }
 
 /** The statuses a call ends in, each recorded by an event of the same name (or a reconcile). */
-const SETTLED = new Set(['blocked', 'succeeded', 'failed', 'indeterminate']);
-/** The events that settle a call; its last one says how it ended. (tool_call.outcome_after_sweep only reports.) */
-const SETTLING_EVENTS = [...[...SETTLED].map((s) => `tool_call.${s}`), 'tool_call.reconciled'];
+const SETTLED: ReadonlySet<string> = new Set<ToolCallStatus>(['blocked', 'succeeded', 'failed', 'indeterminate']);
+
+/**
+ * The step each event of a call records: the statuses it may follow (null: it opens the trail) and
+ * the status it leads to (null: the status stays; a reconcile's is its metadata's `to`). Taken from
+ * every writer of a call's events — ToolCallsService.submit (requested with blocked, failed,
+ * approval_requested or started, in the intent's statement) and recordOutcome (retried, then the
+ * outcome, in one statement), approval-settle.sql.ts (approved, or blocked on a rejection or expiry),
+ * approved-call-claim.sql.ts (started, or blocked by the flag or policy), RunsService.endRun
+ * (blocked), OrphanSweeperService (indeterminate), ReconcileService (reconciled) and
+ * ToolCallLedger.writeOutcome (outcome_after_sweep) — each conditional on the row's status in the
+ * same statement. A trail off this table is the gateway acting on a row edited around it: a call
+ * set to `approved` with SQL is started by the approvals sweep with no approval on the ledger.
+ */
+interface Step {
+  after: readonly (ToolCallStatus | null)[];
+  to: ToolCallStatus | null;
+  /** Also once reconciled: the vendor's answer to a swept call may arrive after ops settled it. */
+  afterReconcile?: true;
+}
+const STEPS: Readonly<Record<string, Step>> = {
+  'tool_call.requested': { after: [null], to: 'requested' },
+  'tool_call.approval_requested': { after: ['requested'], to: 'waiting_approval' },
+  'tool_call.approved': { after: ['waiting_approval'], to: 'approved' },
+  'tool_call.started': { after: ['requested', 'approved'], to: 'running' },
+  'tool_call.blocked': { after: ['requested', 'waiting_approval', 'approved'], to: 'blocked' },
+  'tool_call.failed': { after: ['requested', 'running'], to: 'failed' },
+  'tool_call.succeeded': { after: ['running'], to: 'succeeded' },
+  'tool_call.indeterminate': { after: ['running'], to: 'indeterminate' },
+  'tool_call.reconciled': { after: ['indeterminate'], to: null },
+  'tool_call.retried': { after: ['running'], to: null },
+  'tool_call.outcome_after_sweep': { after: ['indeterminate'], to: null, afterReconcile: true },
+};
+const RECONCILED_TO: ReadonlySet<string> = new Set<ToolCallStatus>(['succeeded', 'failed']);
+
+/** One event of a call, as the check reads it. */
+interface CallEvent {
+  id: string;
+  chainSeq: number | null;
+  type: string;
+  to: string | null;
+  errorCode: string | null;
+  noteDigest: string | null;
+  /** The first of the row's run, tool name, action and action digest this event disagrees on; null when none. */
+  differs: string | null;
+}
 
 interface CallRow {
-  id: string; status: string; error_code: string | null; action_digest: string; created_iso: string;
-  event_id: string | null; event_chain_seq: string | null; event_type: string | null; event_to: string | null;
-  event_error_code: string | null; event_digest: string | null; note_digest: string | null; event_note_digest: string | null;
+  id: string; status: string; error_code: string | null; note_digest: string | null; created_iso: string;
+  events: CallEvent[] | null;
 }
 
 /**
- * The org's first call whose row disagrees with its events: a settled call's last settling event
- * must agree on status, error code and action digest (and a reconciled call's note on its digest,
- * when the event has one: events from before it was recorded do not); a call not settled must have none. Row and
- * events are read in one statement, as the gateway writes a call's status and its event in one: a
- * call settling meanwhile is never half seen. (A forged event INSERTed to match an edit still
- * passes: inserting is what an append-only ledger allows.)
+ * The org's first call whose row disagrees with its events, all read with it: its trail must follow
+ * STEPS from a tool_call.requested; its status must be the one the trail leads to, and its error
+ * code the one the event that led there recorded (and a reconciled call's note the digest its event
+ * recorded, when it has one: events from before it was recorded do not); every event must name the
+ * row's run, tool, action and action digest. Row and events are read in one statement, as the
+ * gateway writes a call's status and its events in one: a call moving meanwhile is never half seen.
+ * (A forged event INSERTed to match an edit still passes: inserting is what an append-only ledger
+ * allows. cost_cents is on no event, so a rewrite of it alone is not found.)
  */
 async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
   for (let after = { iso: '-infinity', id: NIL_UUID }; ;) {
     const rows = (await db.query(
-      `SELECT t.id, t.status, t.error_code, t.action_digest, ${isoSql('t.created_at')} AS created_iso,
-              e.id AS event_id, e.chain_seq AS event_chain_seq, e.type AS event_type, e.metadata->>'to' AS event_to,
-              e.metadata->>'errorCode' AS event_error_code, e.metadata->>'digest' AS event_digest,
-              e.metadata->>'noteDigest' AS event_note_digest,
-              CASE WHEN e.metadata ? 'noteDigest' THEN encode(sha256(convert_to(t.note, 'UTF8')), 'hex') END AS note_digest
+      `SELECT t.id, t.status, t.error_code, ${isoSql('t.created_at')} AS created_iso,
+              encode(sha256(convert_to(t.note, 'UTF8')), 'hex') AS note_digest, e.events
          FROM tool_calls t
-         LEFT JOIN LATERAL (SELECT e.id, e.chain_seq, e.type, e.metadata FROM runtime_ledger_events e
-                             WHERE e.tool_call_id = t.id AND e.org_id = t.org_id AND e.type = ANY($4::text[])
-                             ORDER BY e.seq DESC LIMIT 1) e ON true
+         LEFT JOIN LATERAL (
+           SELECT jsonb_agg(jsonb_build_object(
+                    'id', e.id, 'chainSeq', e.chain_seq, 'type', e.type, 'to', e.metadata->>'to',
+                    'errorCode', e.metadata->>'errorCode', 'noteDigest', e.metadata->>'noteDigest',
+                    'differs', CASE WHEN e.run_id IS DISTINCT FROM t.run_id THEN 'run'
+                                    WHEN e.metadata->>'toolName' IS DISTINCT FROM t.tool_name THEN 'tool name'
+                                    WHEN e.metadata->>'action' IS DISTINCT FROM t.action THEN 'action'
+                                    WHEN e.metadata->>'digest' IS DISTINCT FROM t.action_digest THEN 'action digest' END)
+                  ORDER BY e.seq) AS events
+             FROM runtime_ledger_events e WHERE e.tool_call_id = t.id AND e.org_id = t.org_id) e ON true
         WHERE t.org_id = $1 AND (t.created_at, t.id) > ($2::timestamptz, $3::uuid)
         ORDER BY t.created_at, t.id LIMIT ${PAGE}`,
-      [orgId, after.iso, after.id, SETTLING_EVENTS],
+      [orgId, after.iso, after.id],
     )) as CallRow[];
     for (const r of rows) {
-      const reason = callMismatch(r);
-      if (reason) return { chainSeq: Number(r.event_chain_seq ?? 0), eventId: r.event_id, reason };
+      const off = callMismatch(r);
+      if (off) return { chainSeq: Number(off.at?.chainSeq ?? 0), eventId: off.at?.id ?? null, reason: off.reason };
     }
     if (rows.length < PAGE) return null;
     const last = rows[rows.length - 1];
@@ -60,18 +109,59 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
   }
 }
 
-/** Why a call row disagrees with its last settling event, or null. Ids and known statuses only: an edited row may hold anything. */
-function callMismatch(r: CallRow): string | null {
+interface Mismatch {
+  at: CallEvent | null;
+  reason: string;
+}
+
+/** Why a call row disagrees with its events, or null. Ids and known values only in the reason: an edited row may hold anything. */
+function callMismatch(r: CallRow): Mismatch | null {
+  const events = r.events ?? [];
   const settled = SETTLED.has(r.status); // status itself is one of the CHECK constraint's
-  if (r.event_type === null) return settled ? `tool call ${r.id} is ${r.status}, but no event in the ledger settled it` : null;
-  const said = r.event_type === 'tool_call.reconciled' ? r.event_to : r.event_type.slice('tool_call.'.length);
-  if (!settled || said !== r.status) {
-    return `tool call ${r.id} is ${r.status}, but its last settling event says ${said !== null && SETTLED.has(said) ? said : 'otherwise'}`;
+  if (events.length === 0) {
+    return { at: null, reason: settled ? `tool call ${r.id} is ${r.status}, but no event in the ledger settled it` : `tool call ${r.id} has no tool_call.requested event in the ledger` };
   }
-  if (r.error_code !== r.event_error_code) return `tool call ${r.id}: its error code differs from its last settling event's`;
-  if (r.action_digest !== r.event_digest) return `tool call ${r.id}: its action digest differs from its events'`;
-  if (r.event_note_digest !== null && r.note_digest !== r.event_note_digest) return `tool call ${r.id}: its reconcile note differs from the one its event recorded`;
+  const trail = walk(r.id, events);
+  if ('reason' in trail) return trail;
+  const { status, by } = trail;
+  const settling = SETTLED.has(status);
+  if (status !== r.status) {
+    if (settled && !settling) return { at: null, reason: `tool call ${r.id} is ${r.status}, but no event in the ledger settled it` };
+    return { at: by, reason: settling ? `tool call ${r.id} is ${r.status}, but its last settling event says ${status}` : `tool call ${r.id} is ${r.status}, but its last event (${by.type}) says ${status}` };
+  }
+  if (r.error_code !== by.errorCode) return { at: by, reason: `tool call ${r.id}: its error code differs from its last ${settling ? 'settling ' : ''}event's` };
+  const differs = events.findLast((e) => e.differs !== null);
+  if (differs) return { at: differs, reason: `tool call ${r.id}: its ${differs.differs} differs from its events'` };
+  // A note is what tells the agent an operator checked with the vendor (tool-call-body.ts): only a reconcile writes one.
+  if (by.type !== 'tool_call.reconciled') return r.note_digest === null ? null : { at: by, reason: `tool call ${r.id} has a reconcile note, but no reconcile on the ledger` };
+  if (by.noteDigest !== null && r.note_digest !== by.noteDigest) return { at: by, reason: `tool call ${r.id}: its reconcile note differs from the one its event recorded` };
   return null;
+}
+
+/** The status a call's events lead to and the event that led there, or where they leave STEPS. */
+function walk(id: string, events: CallEvent[]): { status: ToolCallStatus; by: CallEvent } | Mismatch {
+  let status: ToolCallStatus | null = null;
+  let by = events[0];
+  let reconciled = false;
+  for (const e of events) {
+    const step = Object.hasOwn(STEPS, e.type) ? STEPS[e.type] : undefined;
+    // The type is not quoted: an event of another type was inserted around the gateway, and may hold anything.
+    if (!step) return { at: e, reason: `tool call ${id}: one of its events is of a type the gateway never writes for a call` };
+    if (!step.after.includes(status) && !(step.afterReconcile && reconciled)) return { at: e, reason: offTrail(id, status, e.type) };
+    if (e.type === 'tool_call.reconciled') {
+      if (e.to === null || !RECONCILED_TO.has(e.to)) return { at: e, reason: `tool call ${id}: its reconcile event names no outcome` };
+      reconciled = true;
+    }
+    const to = e.type === 'tool_call.reconciled' ? (e.to as ToolCallStatus) : step.to;
+    if (to !== null) [status, by] = [to, e];
+  }
+  return { status: status!, by };
+}
+
+function offTrail(id: string, status: ToolCallStatus | null, type: string): string {
+  if (status === null) return `tool call ${id}: its first event is ${type}, not tool_call.requested`;
+  if (status === 'waiting_approval' && type === 'tool_call.started') return `tool call ${id} started after an approval request, with no approval on the ledger`;
+  return `tool call ${id}: ${type} follows ${status}, a step the gateway never writes`;
 }
 
 /** The org's first call (oldest first) that has events but no row: a DELETE of the row the views read. */
