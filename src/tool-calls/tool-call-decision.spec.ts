@@ -3,7 +3,7 @@ import type { CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { actionsInRun, decide, type DecisionInput } from './tool-call-decision.js';
 
 const entry = (tool: string, action: string): CatalogEntry =>
-  ({ key: `${tool}.${action}`, vendor: 'shopify', tool: { name: tool }, action: { name: action, riskLevel: 'low' } }) as unknown as CatalogEntry;
+  ({ key: `${tool}.${action}`, vendor: 'shopify', tool: { name: tool }, action: { name: action, riskLevel: 'low' }, handler: { vendor: 'shopify', tools: [] } }) as unknown as CatalogEntry;
 const CATALOG = new Map(['order_lookup.lookup', 'shopify_refund.create', 'shopify_refund.preview'].map((k) => [k, entry(...(k.split('.') as [string, string]))]));
 
 const input = (over: Partial<DecisionInput>): DecisionInput => ({
