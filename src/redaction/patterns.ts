@@ -24,23 +24,47 @@ function token(head: RegExp, tail: RegExp, notAfter = '[A-Za-z0-9]'): RegExp {
 }
 /** Not after "_" or "-" either: those are base64url characters, and a JWT does not start inside a run of them. */
 const JWT = token(/eyJ/, /[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/, '[A-Za-z0-9_-]');
-const VENDOR_TOKENS: readonly RegExp[] = [
-  token(/shp(?:at|ca|pa|ss|ua|rt)_/, /[A-Za-z0-9]{16,}/), // Shopify access / custom app / private app / shared secret / refresh
-  token(/Atz[ar]/, /(?:\|[^\s"'<>,;]+|%7[Cc][^\s"'<>,;&]+)/), // Login with Amazon access (Atza|) and refresh (Atzr|) tokens, "|" perhaps as %7C
-  token(/amzn1\.oa2-cs\.v1\./, /[A-Za-z0-9]{16,}/), // Login with Amazon client secrets
-  token(/[sr]k_(?:live|test)_/, /[A-Za-z0-9]{10,}/), // Stripe secret and restricted keys
-  token(/gh[pousr]_/, /[A-Za-z0-9]{20,}/), // GitHub tokens, classic
-  token(/github_pat_/, /[A-Za-z0-9_]{22,}/), // GitHub fine-grained tokens
-  token(/xox[abprs]-/, /[A-Za-z0-9-]{10,}/), // Slack tokens
-  token(/A(?:KIA|SIA)/, /[0-9A-Z]{16}\b/), // AWS access key ids, long-term and temporary
-  token(/AIza/, /[0-9A-Za-z_-]{35}/), // Google API keys
-  token(/sk-(?:proj|ant|svcacct|admin)-/, /[A-Za-z0-9_-]{20,}/), // OpenAI project / service-account / admin keys, Anthropic keys
-  token(/glpat-/, /[A-Za-z0-9_-]{20,}/), // GitLab personal access tokens
-  token(/SG\./, /[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/), // SendGrid API keys
-  token(/whsec_/, /[A-Za-z0-9+/=]{20,}/), // Stripe (and Svix) webhook signing secrets
-  token(/npm_/, /[A-Za-z0-9]{36}\b/), // npm access tokens
-  token(/tgw_/, /[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/), // this gateway's own API keys (src/auth/api-key-hash.ts): 32 random bytes, base64url
+/** [head, tail] of each vendor token: the head is a fixed prefix the vendor puts on every one. */
+const VENDOR_TOKEN_SHAPES: readonly (readonly [RegExp, RegExp])[] = [
+  [/shp(?:at|ca|pa|ss|ua|rt)_/, /[A-Za-z0-9]{16,}/], // Shopify access / custom app / private app / shared secret / refresh
+  [/Atz[ar]/, /(?:\|[^\s"'<>,;]+|%7[Cc][^\s"'<>,;&]+)/], // Login with Amazon access (Atza|) and refresh (Atzr|) tokens, "|" perhaps as %7C
+  [/amzn1\.oa2-cs\.v1\./, /[A-Za-z0-9]{16,}/], // Login with Amazon client secrets
+  [/[sr]k_(?:live|test)_/, /[A-Za-z0-9]{10,}/], // Stripe secret and restricted keys
+  [/gh[pousr]_/, /[A-Za-z0-9]{20,}/], // GitHub tokens, classic
+  [/github_pat_/, /[A-Za-z0-9_]{22,}/], // GitHub fine-grained tokens
+  // Slack bot, user, client and configuration tokens (xoxb-, xoxp-, xoxc-, xoxe-1-), rotating refresh tokens (xoxe.xoxp-1-…)
+  // and app-level tokens (xapp-1-…)
+  [/xox/, /(?:[abcdeprs]|e\.xox[a-z])-[A-Za-z0-9-]{10,}/],
+  [/xapp-/, /\d-[A-Za-z0-9-]{10,}/],
+  [/A(?:KIA|SIA)/, /[0-9A-Z]{16}\b/], // AWS access key ids, long-term and temporary
+  [/AIza/, /[0-9A-Za-z_-]{35}/], // Google API keys
+  [/ya29\./, /[A-Za-z0-9_.-]{20,}/], // Google OAuth access tokens
+  [/GOCSPX-/, /[A-Za-z0-9_-]{20,}/], // Google OAuth client secrets
+  [/sk-(?:proj|ant|svcacct|admin)-/, /[A-Za-z0-9_-]{20,}/], // OpenAI project / service-account / admin keys, Anthropic keys
+  // OpenAI user keys of before project keys: "sk-" then exactly 48 letters and digits (a short head, so the whole length is asked)
+  [/sk-/, /[A-Za-z0-9]{48}(?![A-Za-z0-9_-])/],
+  [/glpat-/, /[A-Za-z0-9_-]{20,}/], // GitLab personal access tokens
+  [/SG\./, /[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/], // SendGrid API keys
+  [/whsec_/, /[A-Za-z0-9+/=]{20,}/], // Stripe (and Svix) webhook signing secrets
+  [/npm_/, /[A-Za-z0-9]{36}\b/], // npm access tokens
+  [/hf_/, /[A-Za-z0-9]{34}(?![A-Za-z0-9_-])/], // Hugging Face access tokens: a short head, so the whole length is asked
+  [/pypi-/, /AgE[A-Za-z0-9_-]{50,}/], // PyPI API tokens (a macaroon, always "AgE…" once base64-encoded)
+  [/tgw_/, /[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/], // this gateway's own API keys (src/auth/api-key-hash.ts): 32 random bytes, base64url
 ];
+const VENDOR_TOKENS = VENDOR_TOKEN_SHAPES.map(([head, tail]) => token(head, tail));
+/**
+ * Every head as one pattern: most strings hold none, and one search for all of them costs a fraction of a replace per
+ * shape, which costs even when nothing matches.
+ */
+const VENDOR_TOKEN_HEAD = new RegExp(VENDOR_TOKEN_SHAPES.map(([head]) => head.source).join('|'));
+/**
+ * A Telegram bot token, 123456789:AAH…: the bot's id (public), a colon, then 35 characters that start with "A" (34 in
+ * the examples of Telegram's own documentation, copied into many configs). The colon and "A" are the head searched
+ * for; the id is only looked back at, and stays.
+ */
+const TELEGRAM_BOT_TOKEN = /:A(?<=(?<!\d)\d{5,16}:A)[A-Za-z0-9_-]{33,34}(?![A-Za-z0-9_-])/g;
+/** A Slack incoming webhook (or workflow trigger) URL: its path is the credential, anyone holding it can post. */
+const SLACK_WEBHOOK = /(hooks\.slack\.com(?:\/|%2[Ff])(?:services|workflows|triggers)(?:\/|%2[Ff]))(?:[A-Za-z0-9_-]|\/|%2[Ff])+/g;
 /** US SSN 123-45-6789 and EIN 12-3456789, not when part of a longer dash-joined number (Amazon 112-0000001-1234567). */
 const TAX_ID = /(?<!\d)(?<!\d-)(?:\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?!\d)(?!-\d)/g;
 /** The SSN written with spaces (123 45 6789), not inside a longer run of space-separated digit groups. */
@@ -86,10 +110,13 @@ export function redactSecretsInText(text: string, options: { cards: boolean }): 
   out = out.replace(BEARER, `$1 ${REDACTED}`);
   if (HAS_BASIC.test(out)) out = out.replace(BASIC, redactBasic);
   if (out.includes('eyJ')) out = out.replace(JWT, REDACTED);
-  for (const pattern of VENDOR_TOKENS) out = out.replace(pattern, REDACTED);
+  if (VENDOR_TOKEN_HEAD.test(out)) for (const pattern of VENDOR_TOKENS) out = out.replace(pattern, REDACTED);
+  if (out.includes(':A')) out = out.replace(TELEGRAM_BOT_TOKEN, `:${REDACTED}`);
+  if (out.includes('hooks.slack.com')) out = out.replace(SLACK_WEBHOOK, `$1${REDACTED}`);
   if (out.includes('@') && out.includes('//')) out = out.replace(URL_PASSWORD, `$1${REDACTED}@`);
   if (out.length > 4 && out.includes(':')) out = redactSecretFields(out);
   if (out.includes('=')) out = out.replace(SECRET_PARAM, redactParam);
+  if (out.includes('%') && ENCODED_EQUALS.test(out)) out = out.replace(ENCODED_SECRET_PARAM, redactEncodedParam);
   if (out.includes('</')) out = out.replace(XML_ELEMENT, redactXmlElement);
   if (options.cards) out = redactCardNumbers(out);
   return out.replace(TAX_ID, REDACTED).replace(TAX_ID_SPACED, REDACTED);
@@ -128,6 +155,20 @@ function redactParam(match: string, name: string, equals: string): string {
   const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
   if (quote !== '' && value.length === 2) return match;
   return `${name}${equals}${quote}${REDACTED}${quote}`;
+}
+
+/**
+ * The same inside a percent-encoded URL, a redirect or "next" parameter that carries a whole URL
+ * (next=https%3A%2F%2Fapi.x%2Fv1%3Fapi_key%3D…): a name after an encoded (or plain) "?", "&", "#", ";" or "=",
+ * an encoded "=", and a value running to the next encoded "&", "#" or ";". Encoded twice (%253D) too. A name
+ * starts only at a delimiter and holds none, so each character is read by one attempt.
+ */
+const ENCODED_SECRET_PARAM =
+  /(%(?:25)?(?:3[Ff]|26|23|3[Bb])|[?&#;=]|^)((?:[\w.-]|%(?:25)?5[BbDdFf])+)(%(?:25)?3[Dd])(?:[^\s&#;"'<>\\%]|%(?!(?:25)?(?:26|23|3[Bb])))+/g;
+const ENCODED_EQUALS = /%(?:25)?3[Dd]/;
+
+function redactEncodedParam(match: string, delimiter: string, name: string, equals: string): string {
+  return isSecretName(percentDecoded(percentDecoded(name))) ? `${delimiter}${name}${equals}${REDACTED}` : match;
 }
 
 function percentDecoded(text: string): string {

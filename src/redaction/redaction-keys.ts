@@ -68,11 +68,23 @@ const SECRET_PARTS = [
   'signingkey',
   'masterkey',
   'hmackey',
-  // SSN / tax ids, whatever the spelling: social_security_number, taxId, tax_identification_number, taxpayerId, national_id
+  // the key of an account or an app under another name: Azure Storage AccountKey=, Cloudflare X-Auth-Key,
+  // Datadog DD-APPLICATION-KEY / application_key, Azure API Management Ocp-Apim-Subscription-Key
+  'accountkey',
+  'authkey',
+  'applicationkey',
+  'appkey',
+  'subscriptionkey',
+  // SSN / tax ids, whatever the spelling: social_security_number, taxId, tax_identification_number, taxpayerId, national_id,
+  // TaxNumber (Xero), VATNumber, national_insurance_number (UK), social_insurance_number (Canada)
   'socialsecurity',
   'taxid',
   'taxpayer',
+  'taxnumber',
+  'vatnumber',
   'nationalid',
+  'nationalinsurance',
+  'socialinsurance',
 ];
 /**
  * The parts as one pattern (they are plain lower-case words): every key of every value and every
@@ -87,7 +99,14 @@ const SECRET_PART = new RegExp(SECRET_PARTS.join('|'));
  * Not here, whole-key only: auth (auth_type, oauth_provider), session and sid (sessionCount; Twilio's AccountSid
  * and MessageSid are ids), sig.
  */
-const SECRET_WORDS = new Set(['pass', 'pwd', 'pw', 'pin', 'otp', 'cvv', 'cvc', 'csc', 'ssn', 'ein', 'tin', 'itin', 'sin']);
+const SECRET_WORDS = new Set(['pass', 'pwd', 'pw', 'pin', 'otp', 'cvv', 'cvc', 'csc', 'ssn', 'ein', 'tin', 'itin', 'sin', 'cpf', 'nino']);
+/**
+ * A tax number written as two words, the second saying "number": tax_no, TaxNr, vat_id, VAT-No. Here "id" is the
+ * number itself, not a word about it (TaxNumber and VATNumber are parts above, whole).
+ */
+const TAX_WORDS = new Set(['tax', 'vat']);
+/** Words for "number" after an account or a tax word: account_no, acct_num, routing_nr, TaxNr. */
+const NUMBER_WORDS = new Set(['no', 'nr', 'num', 'number']);
 /**
  * A word after the secret word that makes the value a fact about the secret rather than the secret: the verdict of a
  * check (Stripe cvc_check "pass", Shopify cvv_result_code "M"), its settings, an id (Pinterest pin_id). Only these
@@ -103,7 +122,7 @@ const ABOUT_SECRET_WORDS = new Set([
  */
 const ADDRESS_WORDS = new Set(['address', 'shipping', 'billing', 'delivery', 'postal', 'pickup', 'ship', 'destination']);
 /** Cheap first test: only a name that contains one of the short words somewhere is split into words. */
-const SECRET_WORD_HINT = /p(?:ass|in|wd?)|otp|cv[vc]|csc|ssn|ein|tin|sin/;
+const SECRET_WORD_HINT = /p(?:ass|in|wd?)|otp|cv[vc]|csc|ssn|ein|tin|sin|cpf|nino|taxn|vat(?:id|n)/;
 
 /** Every secret name has at least this many letters (pin, ssn, otp): a scanner of text turns shorter words ("14" of "14:05") away unasked. */
 export const SECRET_NAME_MIN_LETTERS = Math.min(
@@ -127,9 +146,12 @@ export function isSecretName(key: string, norm: string = normalizeKey(key)): boo
 function hasSecretWord(words: readonly string[]): boolean {
   const lastAbout = words.findLastIndex((word) => ABOUT_SECRET_WORDS.has(word));
   const firstAddress = words.findIndex((word) => ADDRESS_WORDS.has(word));
-  for (let i = lastAbout + 1; i < words.length; i++) {
+  // From the word before the last word about a secret: the "id" of vat_id is the number, not a word about it.
+  for (let i = Math.max(0, lastAbout - 1); i < words.length; i++) {
     const word = words[i]!;
-    if (!SECRET_WORDS.has(word)) continue;
+    const next = words[i + 1] ?? '';
+    if (TAX_WORDS.has(word) && (NUMBER_WORDS.has(next) || next === 'id')) return true;
+    if (i <= lastAbout || !SECRET_WORDS.has(word)) continue;
     if (word === 'pin' && words[i + 1] === 'code' && firstAddress >= 0 && firstAddress < i) continue;
     return true;
   }
@@ -197,11 +219,6 @@ const PAYMENT_KEYS = new Set([
   'iban',
   'bic',
   'swift',
-  'accountnumber',
-  'bankaccount',
-  'bankaccountnumber',
-  'routingnumber',
-  'sortcode',
   'last4',
   'lastfour',
   'last4digits',
@@ -221,6 +238,24 @@ const PAYMENT_KEYS = new Set([
 
 export function isPaymentKey(norm: string): boolean {
   return PAYMENT_KEYS.has(norm);
+}
+
+/**
+ * Bank account and identity-document numbers under the many names vendors give them: BankAccountDetails (Xero),
+ * bank_account_number, routingNumber, sort_code, passportNo, drivers_license anywhere in the name; account_no,
+ * accountNo, acct_num, routing_nr and bsb (Australia) as words. A name ending in a word about the number
+ * (bank_account_id, passport_status, see ABOUT_SECRET_WORDS) names a fact about it, and stays.
+ */
+const ACCOUNT_NUMBER_PART = /accountnumber|bankaccount|bankdetails|routingnumber|sortcode|passport|dri(?:ver|ving)s?licen[cs]e/;
+const ACCOUNT_NUMBER_HINT = /ac(?:coun|c)tn|routingn|bsb/;
+const ACCOUNT_WORDS = new Set(['account', 'acct', 'routing']);
+
+export function isAccountNumberName(key: string, norm: string): boolean {
+  const part = ACCOUNT_NUMBER_PART.test(norm);
+  if (!part && !ACCOUNT_NUMBER_HINT.test(norm)) return false;
+  const words = keyWords(key);
+  if (ABOUT_SECRET_WORDS.has(words[words.length - 1] ?? '')) return false;
+  return part || words.some((word, i) => word === 'bsb' || (ACCOUNT_WORDS.has(word) && NUMBER_WORDS.has(words[i + 1] ?? '')));
 }
 
 /** Objects holding card or bank details: everything inside is redacted except the harmless facts below. */
@@ -267,16 +302,12 @@ const PERSONAL_KEYS = new Set([
   'birthday',
   'documentnumber',
   'personalnumber',
-  'passportnumber',
   'nationalid',
   'nationalidnumber',
   'idnumber',
-  'driverlicensenumber',
-  'driverslicensenumber',
   'taxid',
   'taxidentifier',
   'buyertaxinfo',
-  'vatnumber',
   'firstname',
   'lastname',
   'middlename',
@@ -288,6 +319,14 @@ const PERSONAL_KEYS = new Set([
   'buyername',
   'customername',
   'recipientname',
+  // Slack real_name (and its normalised form), Stripe bank accounts' account_holder_name, Mailchimp FNAME / LNAME
+  'realname',
+  'realnamenormalized',
+  'displaynamenormalized',
+  'accountholdername',
+  'holdername',
+  'fname',
+  'lname',
   'address1',
   'address2',
   'address3',
@@ -298,6 +337,9 @@ const PERSONAL_KEYS = new Set([
   'street1',
   'street2',
   'streetaddress',
+  'streetname',
+  'streetnumber',
+  'housenumber',
   'ip',
   'ipaddress',
   'browserip',
@@ -309,14 +351,45 @@ export function isPersonalKey(norm: string): boolean {
   return PERSONAL_KEYS.has(norm) || isStreetKey(norm);
 }
 
-/** A street line kept flat beside other fields (Salesforce MailingStreet, BillingStreet) or as a list (Google addressLines). */
+/**
+ * A street line kept flat beside other fields (Salesforce MailingStreet, BillingStreet, Stripe line1) or as a list
+ * (Google addressLines).
+ */
 function isStreetKey(norm: string): boolean {
-  return norm.endsWith('street') || norm.endsWith('streetaddress') || /addresslines?\d?$/.test(norm);
+  return norm.endsWith('streetaddress') || /street\d?$|addresslines?\d?$|^line\d$/.test(norm);
 }
 
-/** Objects that describe a person: their plain `name` is a personal name, unlike a line item's or a product's. */
+/**
+ * Objects that describe a person: their plain `name` is a personal name, unlike a line item's or a product's. By the
+ * key they are under: customer, contact, … anywhere in it; user, owner, author, … at its end (created_by_user, a
+ * repository's owner, a commit's author and committer, Salesforce CreatedBy); a charge's billing_details, an
+ * order's shipping (Stripe), whole. Not billing_plan or shipping_method: those name products.
+ */
+const PERSON_CONTAINER =
+  /customer|buyer|recipient|shopper|cardholder|person|contact|requester|submitter|assignee|committer|accountholder|(?:user|owner|author|creator|reporter|reviewer|approver|sender|member|employee|attendee|participant|subscriber|payer|createdby|modifiedby)s?$|^(?:billing|shipping)(?:details)?$/;
+
 export function isPersonContainer(norm: string): boolean {
-  return ['customer', 'buyer', 'recipient', 'shopper', 'cardholder', 'person', 'contact'].some((w) => norm.includes(w));
+  return PERSON_CONTAINER.test(norm);
+}
+
+/** What a record says it is: Stripe `object`, GitHub `type`, GraphQL `__typename`, Salesforce `attributes.type`. */
+const PERSON_TYPES = new Set(['customer', 'contact', 'lead', 'user', 'person', 'individual', 'member', 'employee', 'candidate', 'subscriber']);
+/** Organisations and bots: a GitHub organisation or bot has a login too, but its name is nobody's. */
+const NON_PERSON_TYPES = new Set(['organization', 'organisation', 'company', 'business', 'account', 'shop', 'team', 'bot']);
+
+/** true when a record's type says it is a person, false when it says it is not one, undefined when it does not say. */
+export function isPersonType(type: unknown): boolean | undefined {
+  if (typeof type !== 'string' || type.length > 12) return undefined;
+  const lower = type.toLowerCase();
+  return PERSON_TYPES.has(lower) ? true : NON_PERSON_TYPES.has(lower) ? false : undefined;
+}
+
+/** Members only a person, or a person's account, has beside its name: GitHub's login, a username, a first or last name. */
+const PERSON_SIGNAL_KEYS = new Set(['login', 'username', 'firstname', 'lastname', 'givenname', 'familyname', 'realname']);
+
+/** Takes the raw key: asked of every member of a record with a name, so most keys are turned away by their length. */
+export function isPersonSignalKey(key: string): boolean {
+  return key.length <= 12 && PERSON_SIGNAL_KEYS.has(normalizeKey(key));
 }
 
 export function isPersonNameKey(norm: string): boolean {
@@ -330,15 +403,70 @@ export function isAddressContainer(norm: string): boolean {
 }
 
 const ADDRESS_LINE_KEYS = new Set(['address1', 'addressline1', 'line1', 'street', 'street1', 'streetaddress']);
+const POSTAL_KEYS = new Set(['zip', 'zipcode', 'postalcode', 'postcode']);
+/** The members of a postal address (Shopify, Stripe, Amazon, Google spellings): what an address kept under an unrelated key is made of. */
+const ADDRESS_FIELD_KEYS = new Set([
+  ...ADDRESS_LINE_KEYS,
+  ...POSTAL_KEYS,
+  'address2',
+  'address3',
+  'addressline2',
+  'addressline3',
+  'line2',
+  'line3',
+  'street2',
+  'street3',
+  'streetname',
+  'streetnumber',
+  'housenumber',
+  'city',
+  'town',
+  'locality',
+  'district',
+  'county',
+  'state',
+  'statecode',
+  'stateorregion',
+  'province',
+  'provincecode',
+  'region',
+  'regioncode',
+  'country',
+  'countrycode',
+  'countrycodev2',
+  'countryname',
+  'latitude',
+  'longitude',
+]);
 
+/**
+ * An address under an unrelated key ({location: {street, city, postal_code}}): a street line, and mostly address
+ * fields. A record that merely has a street among other fields (a Salesforce Lead: Id, Company, Status, Street,
+ * PostalCode) is not one: it keeps its other members, and its street goes as a personal key.
+ */
 export function looksLikeAddress(keys: readonly string[]): boolean {
-  return keys.some((key) => ADDRESS_LINE_KEYS.has(normalizeKey(key)));
+  let line = false;
+  let fields = 0;
+  for (const key of keys) {
+    const norm = normalizeKey(key);
+    if (ADDRESS_LINE_KEYS.has(norm)) line = true;
+    if (ADDRESS_FIELD_KEYS.has(norm)) fields++;
+  }
+  return line && fields * 2 > keys.length;
 }
 
-const POSTAL_KEYS = new Set(['zip', 'zipcode', 'postalcode', 'postcode']);
+/** A record with a street line: its plain name is whoever lives or works there. */
+export function hasStreetLine(keys: readonly string[]): boolean {
+  return keys.some((key) => key.length <= 14 && ADDRESS_LINE_KEYS.has(normalizeKey(key)));
+}
 
 export function isPostalKey(norm: string): boolean {
   return POSTAL_KEYS.has(norm);
+}
+
+/** What output redaction hides by the name alone, besides secrets (isSecretName) and addresses (isAddressContainer). */
+export function isPersonalDataName(key: string, norm: string): boolean {
+  return isEmailKey(norm) || isPhoneKey(norm) || isPaymentKey(norm) || isPersonalKey(norm) || isAccountNumberName(key, norm);
 }
 
 /** Identity-document extraction (Jumio `capabilities.extraction[]`): only these facts are kept. */

@@ -2,20 +2,20 @@ import { Injectable } from '@nestjs/common';
 import { jsonbNumberLength } from '../common/storable-text.js';
 import { REDACTED, redactContactsInText, redactCardNumbers, redactSecretsInText } from './patterns.js';
 import {
+  hasStreetLine,
   isAddressContainer,
-  isEmailKey,
   isIdentifierKey,
   isKycContainer,
   isKycSafeLeaf,
   isPairNameKey,
   isPairValueKey,
   isPaymentContainer,
-  isPaymentKey,
   isPaymentSafeLeaf,
-  isPersonalKey,
+  isPersonalDataName,
   isPersonContainer,
   isPersonNameKey,
-  isPhoneKey,
+  isPersonSignalKey,
+  isPersonType,
   isPostalKey,
   isSecretFieldName,
   isSecretName,
@@ -65,8 +65,8 @@ interface Ctx {
   key: string;
   norm: string;
   depth: number;
-  /** direct child of an object that describes a person */
-  person: boolean;
+  /** the plain name (name, displayName) of an object that describes a person */
+  personName: boolean;
   /** somewhere under card or bank details */
   payment: boolean;
   /** somewhere under identity-document extraction */
@@ -87,7 +87,7 @@ class Walker {
   constructor(private readonly mode: Mode) {}
 
   root(value: unknown): unknown {
-    const out = this.value(value, { key: '', norm: '', depth: 0, person: false, payment: false, kyc: false });
+    const out = this.value(value, { key: '', norm: '', depth: 0, personName: false, payment: false, kyc: false });
     return out === undefined ? null : out;
   }
 
@@ -123,8 +123,8 @@ class Walker {
     if (isSecretName(ctx.key, ctx.norm)) return REDACTED;
     if (this.mode === 'input') return undefined;
     const { norm } = ctx;
-    if (isEmailKey(norm) || isPhoneKey(norm) || isPaymentKey(norm) || isPersonalKey(norm)) return REDACTED;
-    if (ctx.person && isPersonNameKey(norm)) return REDACTED;
+    if (isPersonalDataName(ctx.key, norm)) return REDACTED;
+    if (ctx.personName) return REDACTED;
     if (typeof value === 'object') return undefined;
     if (isAddressContainer(norm)) return REDACTED;
     if (ctx.payment && !isPaymentSafeLeaf(norm)) return REDACTED;
@@ -177,10 +177,11 @@ class Walker {
   private record(value: Record<string, unknown>, keys: readonly string[], ctx: Ctx): Record<string, unknown> {
     this.spend(2);
     const out: Record<string, unknown> = {};
-    const person = isPersonContainer(ctx.norm);
+    // Both asked only once a member needs the answer: most records have no name, and no value field.
+    let person: boolean | undefined = isPersonContainer(ctx.norm) || undefined;
+    let sensitivePair: boolean | undefined;
     const payment = ctx.payment || isPaymentContainer(ctx.norm);
     const kyc = ctx.kyc || isKycContainer(ctx.norm);
-    const secretPair = isSecretPair(value, keys);
     const names = new RecordedNames(keys, out);
     for (const rawKey of keys) {
       if (this.exhausted) {
@@ -191,10 +192,9 @@ class Walker {
       const key = stripNul(rawKey);
       const norm = normalizeKey(key);
       const raw = value[rawKey];
-      const child =
-        secretPair && isPairValueKey(norm) && carriesData(raw)
-          ? this.charge(REDACTED)
-          : this.value(raw, { key, norm, depth: ctx.depth + 1, person, payment, kyc });
+      const pairValue = isPairValueKey(norm) && carriesData(raw) && (sensitivePair ??= this.isSensitivePair(value, keys));
+      const personName = this.mode === 'output' && isPersonNameKey(norm) && (person ??= describesPerson(value, keys));
+      const child = pairValue ? this.charge(REDACTED) : this.value(raw, { key, norm, depth: ctx.depth + 1, personName, payment, kyc });
       if (child !== undefined) define(out, names.of(rawKey, this.key(rawKey, key)), child);
     }
     return out;
@@ -215,6 +215,23 @@ class Walker {
     return out;
   }
 
+  /**
+   * {name: "Authorization", value: "Basic …"} (HAR, fetch, Postman, AWS tags), {name: "Phone", value: …} (Shopify
+   * note_attributes), {key: "customer_phone", value: …} (metafields): the name field says what the value is, as a
+   * property name would, so the value fields are redacted. Output judges the name as it judges a property name.
+   */
+  private isSensitivePair(value: Record<string, unknown>, keys: readonly string[]): boolean {
+    for (const key of keys) {
+      if (!isPairNameKey(key)) continue;
+      const raw = value[key];
+      if (typeof raw !== 'string') continue;
+      const name = stripNul(raw);
+      if (isSecretFieldName(name)) return true;
+      if (this.mode === 'output' && name.length <= 128 && isPersonalDataOrAddressName(name)) return true;
+    }
+    return false;
+  }
+
   /** A property name as recorded: redacted like any text; `key` is its NUL-less form that redaction matched on. */
   private key(rawKey: string, key: string): string {
     this.spend(rawKey.length + 3);
@@ -222,11 +239,29 @@ class Walker {
   }
 
   private text(raw: string, key: string): string {
-    const cut = raw.length > REDACTION_LIMITS.maxStringLength;
-    let text = cut ? raw.slice(0, REDACTION_LIMITS.maxStringLength + CUT_LOOKAHEAD) : raw;
-    text = text.includes('\u0000') ? this.redactAroundNul(text, key) : this.redact(text, key);
-    if (cut) text = `${text.slice(0, REDACTION_LIMITS.maxStringLength)}…${TRUNCATED}`;
-    return toWellFormed(text);
+    if (raw.length <= REDACTION_LIMITS.maxStringLength) return toWellFormed(this.redactText(raw, key));
+    return toWellFormed(`${this.redactedHead(raw, key)}…${TRUNCATED}`);
+  }
+
+  /**
+   * The first maxStringLength characters of a longer text, redacted. Redaction reads CUT_LOOKAHEAD characters past
+   * the cut, so that a secret straddling the cut is seen whole. A text that goes on past that window can have a secret
+   * straddling the window's end, never seen whole either, and an earlier redaction that shortened the text (a PEM
+   * block to [REDACTED]) brings it under the cut. So the window's redaction is kept only as far as the head's alone
+   * agrees with it: the head's holds nothing from past the cut. Where they part because the window's hid a secret the
+   * head's saw only in part, that [REDACTED] stays.
+   */
+  private redactedHead(raw: string, key: string): string {
+    const max = REDACTION_LIMITS.maxStringLength;
+    const window = this.redactText(raw.slice(0, max + CUT_LOOKAHEAD), key);
+    if (raw.length <= max + CUT_LOOKAHEAD) return window.slice(0, max);
+    const agreed = commonPrefixLength(window, this.redactText(raw.slice(0, max), key));
+    const kept = window.startsWith(REDACTED, agreed) ? agreed + REDACTED.length : agreed;
+    return window.slice(0, Math.min(max, kept));
+  }
+
+  private redactText(text: string, key: string): string {
+    return text.includes('\u0000') ? this.redactAroundNul(text, key) : this.redact(text, key);
   }
 
   private redact(text: string, key: string): string {
@@ -275,16 +310,31 @@ function carriesData(value: unknown): boolean {
 }
 
 /**
- * {name: "Authorization", value: "Basic …"} (HAR, fetch, Postman, AWS tags, metafields): the name field
- * says what the value is, as a property name would, so the value fields are redacted.
+ * A record that describes a person without being under a person's key: it says so (Stripe `object: "customer"`,
+ * Salesforce `attributes.type: "Contact"`, GitHub `type: "User"`), or has what only a person has beside its name
+ * (GitHub's login, a first name, a street line).
  */
-function isSecretPair(value: Record<string, unknown>, keys: readonly string[]): boolean {
-  for (const key of keys) {
-    if (!isPairNameKey(key)) continue;
-    const name = value[key];
-    if (typeof name === 'string' && isSecretFieldName(stripNul(name))) return true;
+function describesPerson(value: Record<string, unknown>, keys: readonly string[]): boolean {
+  for (const key of ['object', 'type', '__typename'] as const) {
+    const said = Object.hasOwn(value, key) ? isPersonType(value[key]) : undefined;
+    if (said !== undefined) return said;
   }
-  return false;
+  const attributes = Object.hasOwn(value, 'attributes') ? value['attributes'] : undefined;
+  const said = typeof attributes === 'object' && attributes !== null ? isPersonType((attributes as Record<string, unknown>)['type']) : undefined;
+  return said ?? (keys.some(isPersonSignalKey) || hasStreetLine(keys));
+}
+
+function isPersonalDataOrAddressName(name: string): boolean {
+  const norm = normalizeKey(name);
+  return isPersonalDataName(name, norm) || isAddressContainer(norm);
+}
+
+/** The length of the longest common prefix of two texts. */
+function commonPrefixLength(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
 }
 
 /** ["X-Shopify-Access-Token", "shpat_…"], an entry of a header or parameter list: the first item names the second. */
