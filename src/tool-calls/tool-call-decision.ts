@@ -43,13 +43,7 @@ export function decide(i: DecisionInput): Decision {
   }
   const check = i.checkParams(entry, i.params);
   if (!check.ok) return { status: 'failed', errorCode: 'INVALID_INPUT', errorText: check.message, entry };
-  const policy: PolicyDecision =
-    i.rules === null
-      ? { decision: 'block', riskLevel: entry.action.riskLevel, ruleId: null, reason: 'stored policy cannot be evaluated (fail closed)' }
-      : evaluatePolicy({
-          rules: i.rules, toolName: entry.tool.name, action: entry.action.name, catalogRisk: entry.action.riskLevel, params: i.params,
-          ...policyParamFacts(entry),
-        });
+  const policy = policyFor(entry, i.params, i.rules);
   switch (policy.decision) {
     case 'block':
       return { status: 'blocked', errorCode: 'POLICY_BLOCKED', entry, policy };
@@ -61,6 +55,19 @@ export function decide(i: DecisionInput): Decision {
     case 'observe':
       return { status: 'running', entry, policy };
   }
+}
+
+/**
+ * The policy step: the org's rules on a catalog action's params, with the catalog's facts about them
+ * (policyParamFacts); stored rules that cannot be evaluated (null) block, fail closed. Taken at submit
+ * (decide) and again when an approved call is claimed (approved-call-policy.ts).
+ */
+export function policyFor(entry: CatalogEntry, params: Record<string, unknown>, rules: PolicyRule[] | null): PolicyDecision {
+  if (rules === null) return { decision: 'block', riskLevel: entry.action.riskLevel, ruleId: null, reason: 'stored policy cannot be evaluated (fail closed)' };
+  return evaluatePolicy({
+    rules, toolName: entry.tool.name, action: entry.action.name, catalogRisk: entry.action.riskLevel, params,
+    ...policyParamFacts(entry),
+  });
 }
 
 /**
