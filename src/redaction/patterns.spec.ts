@@ -1,6 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isCardNumber, isIban, luhnValid, REDACTED, redactCardNumbers, redactContactsInText, redactSecretsInText } from './patterns.js';
+import { redactContactsInText } from './contacts-in-text.js';
+import { REDACTED } from './markers.js';
+import { redactSecretsInText } from './patterns.js';
+import { isCardNumber, isIban, luhnValid, redactCardNumbers } from './payment-numbers.js';
 
 const secrets = (text: string): string => redactSecretsInText(text, { cards: true });
 

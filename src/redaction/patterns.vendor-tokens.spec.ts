@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { REDACTED, redactSecretsInText } from './patterns.js';
+import { REDACTED } from './markers.js';
+import { redactSecretsInText } from './patterns.js';
 
 const secrets = (text: string): string => redactSecretsInText(text, { cards: true });
 

@@ -1,0 +1,55 @@
+import { REDACTED } from './markers.js';
+import { IBAN, redactIban } from './payment-numbers.js';
+
+/** Internationalised too: letters and digits of any script in the local part and the domain (jöhn@exämple.com). */
+const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+/gu;
+/**
+ * Only unmistakable phone shapes: "+" then a country code, or a parenthesised area code. A parenthesised trunk
+ * or area code may be glued to the next group (+44 (0)20 7946 0958). Groups may be split by no-break spaces
+ * (U+00A0, U+202F), as French typesetting does.
+ * Bare digit strings are left alone: they are far more often order ids, amounts or dates.
+ */
+const PHONE =
+  /(?<![A-Za-z0-9+])(?:\+[1-9]\d{0,2}(?:[ \u00a0\u202f.-]?\(\d{1,4}\)[ \u00a0\u202f.-]?\d{1,4}(?:[ \u00a0\u202f.-]\d{1,4}){1,4}|(?:[ \u00a0\u202f.-]\d{1,4}){2,5})|\+[1-9]\d{7,14}|\(\d{2,4}\)[ \u00a0\u202f.-]?\d{3,4}[ \u00a0\u202f.-]?\d{4})(?!\d)/g;
+/**
+ * The international prefix written 00 instead of "+" (0044 20 7946 0958): at least two more groups, joined by
+ * spaces or dashes only, not dots (001.002.003.004 is a padded address, not a phone), and not a group inside a
+ * longer run of digit groups (an account number, a card).
+ */
+const PHONE_00 = /(?<![\w.+-])(?<!\d[ -])00[1-9]\d{0,2}(?:[ -]?\(\d{1,4}\)[ -]?\d{1,4}(?:[ -]\d{1,4}){1,4}|(?:[ -]\d{1,4}){2,5})(?!\d)/g;
+/**
+ * A North American number written 415-555-2671 or 415.555.2671: three groups, one separator used twice, an area
+ * code that cannot start with 0 or 1; perhaps after the country code written 1- (1-415-555-2671, not 1.415.555.2671,
+ * a version). Not part of a longer dotted or dashed number (an Amazon 3-7-7 id, a version).
+ */
+const NANP_PHONE = /(?<![\w.+-])(?:1-(?=\d{3}-))?[2-9]\d{2}([-.])\d{3}\1\d{4}(?!\w|[-.]\d)/g;
+
+/** Contact details: what output redaction adds for vendor results. */
+export function redactContactsInText(text: string): string {
+  let out = text.includes('@') ? text.replace(EMAIL, REDACTED) : text;
+  if (/[A-Z]{2}\d{2}/.test(out)) out = out.replace(IBAN, redactIban);
+  out = out.replace(PHONE, redactPhone);
+  if (out.includes('00')) out = out.replace(PHONE_00, (match) => (isCountryCode(/^\d+/.exec(match.slice(2))![0]) ? redactPhone(match.slice(2)) : match));
+  return out.replace(NANP_PHONE, REDACTED);
+}
+
+/** ITU-T E.164 country codes of two digits, and the first two digits of the three-digit ones (1 and 7 stand alone). */
+const CC_TWO = new Set([20, 27, 30, 31, 32, 33, 34, 36, 39, 40, 41, 43, 44, 45, 46, 47, 48, 49, 51, 52, 53, 54, 55, 56, 57, 58, 60, 61, 62, 63, 64, 65, 66, 81, 82, 84, 86, 90, 91, 92, 93, 94, 95, 98]);
+const CC_THREE_ZONES = new Set([21, 22, 23, 24, 25, 26, 29, 35, 37, 38, 42, 50, 59, 67, 68, 69, 80, 85, 87, 88, 96, 97, 99]);
+
+/**
+ * Whether the digits written after an international 00 are a country code: "0044 20 …" is a UK number, but
+ * "0012-3456-7890" (no country 12) is a zero-padded reference.
+ */
+function isCountryCode(digits: string): boolean {
+  const n = Number(digits);
+  if (digits.length === 1) return n === 1 || n === 7;
+  if (digits.length === 2) return CC_TWO.has(n);
+  return CC_THREE_ZONES.has(Math.floor(n / 10));
+}
+
+/** A phone shape with as many digits as a phone number has (E.164: at most 15, the country code included). */
+function redactPhone(match: string): string {
+  const digits = match.replace(/\D/g, '').length;
+  return digits >= 8 && digits <= 15 ? REDACTED : match;
+}

@@ -1,0 +1,92 @@
+import { REDACTED } from './markers.js';
+
+/** scheme://user:password@host (and //user:password@host): the password goes, the user and host stay. */
+export const URL_PASSWORD = /(?<![A-Za-z0-9+.-])((?:[A-Za-z][A-Za-z0-9+.-]*:)?\/\/[^\s/?#@:"'<>\\]*:)[^\s/?#"'<>\\]+@/g;
+
+/**
+ * "Basic <base64 of user:password>" outside an Authorization header: "Basic" is also an English word,
+ * so the credential must decode to printable "user:password".
+ */
+export const BASIC = /(?:\b|(?<=\\[nrt]))(Basic)[ \t]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])/gi;
+/** A replace with a function costs even when nothing matches; this test does not. */
+export const HAS_BASIC = /(?:\b|(?<=\\[nrt]))Basic[ \t]+[A-Za-z0-9+/]{4}/i;
+
+export function redactBasic(match: string, scheme: string, credential: string): string {
+  return /^[\x20-\x7e]*:[\x20-\x7e]*$/.test(Buffer.from(credential, 'base64').toString('latin1')) ? `${scheme} ${REDACTED}` : match;
+}
+
+/**
+ * An Authorization (or Proxy-Authorization, X-Authorization, HTTP_AUTHORIZATION) header written out
+ * in text: a header dump, a curl command, JSON or code inside a string. Whatever the scheme (Basic,
+ * Token, Digest, AWS4-HMAC-SHA256, none), the credentials after it are redacted; the scheme stays.
+ * Captures the quote that opens the value, if any.
+ */
+const AUTHORIZATION = /(?<![A-Za-z0-9])authorization(?:\\?["'])?[ \t]*[:=][ \t]*(?:(\\?["'])[ \t]*)?/gi;
+export const AUTHORIZATION_NAME = /(?<![A-Za-z0-9])authorization$/i;
+/** An auth scheme: letters (one trailing digit, as AWS4), then hyphenated parts, then blanks. Longer words are credentials. */
+const AUTH_SCHEME = /[A-Za-z]{1,30}\d?(?:-[A-Za-z0-9]{1,20}){0,4}[ \t]+/y;
+/**
+ * auth-params (Digest username="x", Token token=abc) rather than a single token68: a name, "=", then a
+ * token or a whole quoted string. Base64 padding before a closing quote (Basic dXNlcjpwYXNz=") is not one.
+ */
+const AUTH_PARAM = /[A-Za-z0-9!#$%*+.^_`|~-]+[ \t]*=[ \t]*(?:"[^"\r\n]*"|[A-Za-z0-9!#$%*+.^_`|~-])/y;
+/** Where a token68 credential ends when the value is not quoted. */
+const TOKEN_END = /[\s"'\\;&<>]/g;
+const LINE_END = /[\r\n]/g;
+
+export function redactAuthorizationValues(text: string): string {
+  let out = '';
+  let cursor = 0;
+  AUTHORIZATION.lastIndex = 0;
+  for (let m = AUTHORIZATION.exec(text); m !== null; m = AUTHORIZATION.exec(text)) {
+    let start = AUTHORIZATION.lastIndex;
+    AUTH_SCHEME.lastIndex = start;
+    if (AUTH_SCHEME.test(text) && isCredentialStart(text, AUTH_SCHEME.lastIndex)) start = AUTH_SCHEME.lastIndex;
+    const end = credentialEnd(text, start, m[1]);
+    if (end > start) {
+      out += text.slice(cursor, start) + REDACTED;
+      cursor = end;
+      AUTHORIZATION.lastIndex = end;
+    }
+  }
+  return cursor === 0 ? text : out + text.slice(cursor);
+}
+
+function isCredentialStart(text: string, at: number): boolean {
+  return at < text.length && !/[\s"'\\,;]/.test(text[at]!);
+}
+
+/**
+ * Inside quotes the credentials run to the closing quote; unquoted, a token68 runs to the next
+ * delimiter and auth-params to the end of the line. Never past a line end. Each scan is consumed by
+ * the caller, so the whole pass stays linear.
+ */
+function credentialEnd(text: string, start: number, quote: string | undefined): number {
+  if (quote !== undefined) return closingQuote(text, start, quote);
+  AUTH_PARAM.lastIndex = start;
+  return indexOf(AUTH_PARAM.test(text) ? LINE_END : TOKEN_END, text, start);
+}
+
+/** The quote closing a value opened by `quote`: a plain quote, or an escaped one (JSON encoded inside the string). */
+export function closingQuote(text: string, start: number, quote: string): number {
+  const q = quote[quote.length - 1];
+  const escaped = quote.length > 1;
+  for (let i = start; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '\n' || ch === '\r') return i;
+    if (escaped) {
+      if (ch === '\\' && text[i + 1] === q && text[i - 1] !== '\\') return i;
+    } else if (ch === '\\') {
+      i++;
+    } else if (ch === q) {
+      return i;
+    }
+  }
+  return text.length;
+}
+
+export function indexOf(pattern: RegExp, text: string, from: number): number {
+  pattern.lastIndex = from;
+  const m = pattern.exec(text);
+  return m === null ? text.length : m.index;
+}

@@ -1,0 +1,144 @@
+import { REDACTED } from './markers.js';
+
+/**
+ * Digit groups joined by single spaces, no-break spaces (U+00A0, U+202F), dashes or dots, not glued to a preceding
+ * letter (UPS 1Z999AA10123456784).
+ */
+const DIGIT_RUN = /(?<![A-Za-z0-9])\d+(?:[ \u00a0\u202f.-]\d+)*/g;
+/**
+ * An IBAN: country, two check digits, then 11 to 30 letters and digits, contiguous or in the printed groups of four.
+ * Only one whose check digits hold (ISO 13616 mod 97) goes: a product code of that shape passes one time in 97.
+ */
+export const IBAN = /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])/g;
+
+/**
+ * The longest valid IBAN the match starts with, ending where a group ends: the pattern may have taken a group of
+ * the text after it ("BE68 5390 0754 7034 2026 refund"). At most ten checks of 34 characters.
+ */
+export function redactIban(match: string): string {
+  for (let end = match.length; end >= 15; end = match.lastIndexOf(' ', end - 1)) {
+    if (isIban(match.slice(0, end).replaceAll(' ', ''))) return REDACTED + match.slice(end);
+  }
+  return match;
+}
+
+export function isIban(compact: string): boolean {
+  if (compact.length < 15 || compact.length > 34) return false;
+  const check = Number(compact.slice(2, 4));
+  if (check < 2 || check > 98) return false;
+  // The country and check digits move to the end, letters become 10-35; the number mod 97 is 1.
+  const rearranged = compact.slice(4) + compact.slice(0, 4);
+  let rest = 0;
+  for (const ch of rearranged) {
+    const value = parseInt(ch, 36);
+    rest = value > 9 ? (rest * 100 + value) % 97 : (rest * 10 + value) % 97;
+  }
+  return rest === 1;
+}
+
+interface DigitGroup {
+  start: number;
+  end: number;
+  digits: string;
+  /** separator before this group ('' for the first) */
+  sep: string;
+}
+
+/**
+ * Card numbers: 13-19 digits, contiguous or in the printed groupings (4-4-4-4[-3], Amex 4-6-5,
+ * Diners 4-6-4), a card-issuer first digit (2-6) and a valid Luhn check digit. The grouping
+ * rule is what keeps dash-joined ids such as Amazon's 3-7-7 order numbers out.
+ */
+export function redactCardNumbers(text: string): string {
+  if (!/\d{4}/.test(text)) return text;
+  return text.replace(DIGIT_RUN, (run: string, offset: number) => {
+    // The id of a global object id (gid://shopify/Order/5927413514539) is an id whatever its digits; only the id:
+    // digits after it ("…/Order/123 4111 1111 1111 1111") are judged as any others.
+    if (offset > 8 && text[offset - 1] === '/' && GID_BEFORE.test(text.slice(Math.max(0, offset - 160), offset))) {
+      const id = /^\d+/.exec(run)![0];
+      return id + redactCardGroups(run.slice(id.length));
+    }
+    return redactCardGroups(run);
+  });
+}
+
+/** The card numbers among a run of digit groups (see redactCardNumbers). */
+function redactCardGroups(run: string): string {
+  const groups = splitGroups(run);
+  let out = '';
+  let cursor = 0;
+  for (let i = 0; i < groups.length; ) {
+    const end = longestCardFrom(groups, i);
+    if (end < 0) {
+      i++;
+      continue;
+    }
+    out += run.slice(cursor, groups[i]!.start) + REDACTED;
+    cursor = groups[end]!.end;
+    i = end + 1;
+  }
+  return out + run.slice(cursor);
+}
+
+/** What ends just before the id of a global object id: gid://<app>/<Type>/. */
+const GID_BEFORE = /gid:\/\/[\w-]{1,64}\/[\w-]{1,64}\/$/;
+
+/**
+ * A card issuer's number: Luhn-valid, and a length the issuer of its first digits uses. 16 to 19 digits for the
+ * 2-6 issuers (Mastercard, Visa, Discover, JCB, UnionPay, Maestro); 15 only Amex (34, 37) and JCB's old 2131;
+ * 14 only Diners (30, 36, 38, 39); 13 only Visa's old numbers (4). Shopify's 13-digit order ids start with 5
+ * or 6, and one in ten passes Luhn: those are ids, not cards.
+ */
+export function isCardNumber(digits: string): boolean {
+  const n = digits.length;
+  if (n < 13 || n > 19 || !/^[2-6]\d+$/.test(digits)) return false;
+  if (n === 13 && digits[0] !== '4') return false;
+  if (n === 14 && !/^3[0689]/.test(digits)) return false;
+  if (n === 15 && !/^(?:3[47]|2131)/.test(digits)) return false;
+  return luhnValid(digits);
+}
+
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+function splitGroups(run: string): DigitGroup[] {
+  const groups: DigitGroup[] = [];
+  const re = /(^|[ \u00a0\u202f.-])(\d+)/g;
+  for (let m = re.exec(run); m !== null; m = re.exec(run)) {
+    const sep = m[1] ?? '';
+    const digits = m[2] ?? '';
+    groups.push({ start: m.index + sep.length, end: m.index + m[0].length, digits, sep });
+  }
+  return groups;
+}
+
+/** Index of the last group of the longest card starting at group i, or -1. */
+function longestCardFrom(groups: readonly DigitGroup[], i: number): number {
+  let best = -1;
+  let digits = '';
+  for (let j = i; j < groups.length; j++) {
+    digits += groups[j]!.digits;
+    if (digits.length > 19) break;
+    if (j > i && groups[j]!.sep !== groups[i + 1]!.sep) break;
+    if (isCardNumber(digits) && validLayout(groups.slice(i, j + 1).map((g) => g.digits.length))) best = j;
+  }
+  return best;
+}
+
+function validLayout(lengths: readonly number[]): boolean {
+  if (lengths.length === 1) return true;
+  const layout = lengths.join('-');
+  if (layout === '4-6-5' || layout === '4-6-4') return true;
+  const last = lengths[lengths.length - 1]!;
+  return lengths.slice(0, -1).every((n) => n === 4) && last >= 1 && last <= 4;
+}

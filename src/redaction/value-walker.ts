@@ -1,0 +1,269 @@
+import { isAddressContainer, isPostalKey, looksLikeAddress } from './address-keys.js';
+import { redactContactsInText } from './contacts-in-text.js';
+import { define, numberCost, RecordedNames, stripNul, toWellFormed } from './jsonb-copy.js';
+import { CIRCULAR, REDACTED, TRUNCATED } from './markers.js';
+import { redactSecretsInText } from './patterns.js';
+import { isPaymentContainer, isPaymentSafeLeaf } from './payment-keys.js';
+import { isKycContainer, isKycSafeLeaf, isPersonalDataName, isPersonContainer, isPersonNameKey } from './personal-keys.js';
+import { isIdentifierKey, isPairNameKey, isPairValueKey, normalizeKey } from './redaction-keys.js';
+import { isSecretFieldName, isSecretName } from './secret-keys.js';
+import { carriesData, describesPerson, isPersonalDataOrAddressName, isSecretEntry, looksLikeCard } from './value-signals.js';
+
+export const REDACTION_LIMITS = {
+  maxDepth: 32,
+  maxStringLength: 10_000,
+  maxArrayItems: 1_000,
+  /** Rough JSON size of the whole output, in UTF-16 code units. */
+  maxOutputChars: 256 * 1024,
+} as const;
+
+/** A value that is one run of digits and nothing else: what an identifier key may hold without being taken for a card. */
+const BARE_DIGITS = /^\s*\d+\s*$/;
+
+type Mode = 'input' | 'output';
+
+interface Ctx {
+  key: string;
+  norm: string;
+  depth: number;
+  /** the plain name (name, displayName) of an object that describes a person */
+  personName: boolean;
+  /** somewhere under card or bank details */
+  payment: boolean;
+  /** somewhere under identity-document extraction */
+  kyc: boolean;
+}
+
+/** Lookahead kept past the cut so a secret straddling it is still recognised whole. */
+const CUT_LOOKAHEAD = 1024;
+
+/**
+ * One pass over the value building a fresh copy: the caller's value is only read (the
+ * model gets it unredacted), and the copy is plain JSON that PostgreSQL jsonb accepts.
+ */
+export class Walker {
+  private readonly ancestors = new Set<object>();
+  private used = 0;
+
+  constructor(private readonly mode: Mode) {}
+
+  root(value: unknown): unknown {
+    const out = this.value(value, { key: '', norm: '', depth: 0, personName: false, payment: false, kyc: false });
+    return out === undefined ? null : out;
+  }
+
+  private get exhausted(): boolean {
+    return this.used > REDACTION_LIMITS.maxOutputChars;
+  }
+
+  /** undefined means "leave the member out", as JSON.stringify would. */
+  private value(value: unknown, ctx: Ctx): unknown {
+    if (ctx.depth > REDACTION_LIMITS.maxDepth || this.exhausted) return this.charge(TRUNCATED);
+    const byKey = this.byKey(value, ctx);
+    if (byKey !== undefined) return this.charge(byKey);
+    switch (typeof value) {
+      case 'string':
+        return this.charge(this.text(value, ctx.key));
+      case 'number':
+        if (!Number.isFinite(value)) return this.charge(null);
+        return this.charge(looksLikeCard(value, ctx.key) ? REDACTED : value);
+      case 'bigint':
+        return this.charge(this.text(String(value), ctx.key));
+      case 'boolean':
+        return this.charge(value);
+      case 'object':
+        return value === null ? this.charge(null) : this.object(value, ctx);
+      default:
+        return undefined; // functions, symbols, undefined
+    }
+  }
+
+  /** Redaction decided by the property name alone; null and booleans carry no secret and stay. */
+  private byKey(value: unknown, ctx: Ctx): unknown {
+    if (ctx.norm === '' || !carriesData(value)) return undefined;
+    if (isSecretName(ctx.key, ctx.norm)) return REDACTED;
+    if (this.mode === 'input') return undefined;
+    const { norm } = ctx;
+    if (isPersonalDataName(ctx.key, norm)) return REDACTED;
+    if (ctx.personName) return REDACTED;
+    if (typeof value === 'object') return undefined;
+    if (isAddressContainer(norm)) return REDACTED;
+    if (ctx.payment && !isPaymentSafeLeaf(norm)) return REDACTED;
+    if (ctx.kyc && !isKycSafeLeaf(norm)) return REDACTED;
+    return undefined;
+  }
+
+  private object(value: object, ctx: Ctx): unknown {
+    if (this.ancestors.has(value)) return this.charge(CIRCULAR);
+    this.ancestors.add(value);
+    try {
+      if (value instanceof Date) return this.charge(Number.isNaN(value.getTime()) ? null : value.toISOString());
+      if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return this.charge('[Binary]');
+      const toJSON = (value as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === 'function' && !Array.isArray(value)) {
+        return this.value((toJSON as () => unknown).call(value), { ...ctx, depth: ctx.depth + 1 });
+      }
+      if (Array.isArray(value)) return this.array(value, ctx);
+      const keys = Object.keys(value);
+      if (this.mode === 'output' && (isAddressContainer(ctx.norm) || looksLikeAddress(keys))) {
+        return this.address(value as Record<string, unknown>, keys);
+      }
+      return this.record(value as Record<string, unknown>, keys, ctx);
+    } catch {
+      return this.charge('[Unreadable]');
+    } finally {
+      this.ancestors.delete(value);
+    }
+  }
+
+  private array(items: readonly unknown[], ctx: Ctx): unknown[] {
+    this.spend(2);
+    const out: unknown[] = [];
+    const n = Math.min(items.length, REDACTION_LIMITS.maxArrayItems);
+    // Items keep the array's key: "phones": [...] or "addresses": [...] say what each item is.
+    const itemCtx = { ...ctx, depth: ctx.depth + 1 };
+    const secretEntry = isSecretEntry(items);
+    for (let i = 0; i < n; i++) {
+      if (this.exhausted) {
+        out.push(this.charge(`${TRUNCATED} ${items.length - i} more items`));
+        return out;
+      }
+      const item = secretEntry && i === 1 ? this.charge(REDACTED) : this.value(items[i], itemCtx);
+      out.push(item === undefined ? null : item);
+    }
+    if (items.length > n) out.push(this.charge(`${TRUNCATED} ${items.length - n} more items`));
+    return out;
+  }
+
+  private record(value: Record<string, unknown>, keys: readonly string[], ctx: Ctx): Record<string, unknown> {
+    this.spend(2);
+    const out: Record<string, unknown> = {};
+    // Both asked only once a member needs the answer: most records have no name, and no value field.
+    let person: boolean | undefined = isPersonContainer(ctx.norm) || undefined;
+    let sensitivePair: boolean | undefined;
+    const payment = ctx.payment || isPaymentContainer(ctx.norm);
+    const kyc = ctx.kyc || isKycContainer(ctx.norm);
+    const names = new RecordedNames(keys, out);
+    for (const rawKey of keys) {
+      if (this.exhausted) {
+        define(out, names.unique(TRUNCATED), true);
+        break;
+      }
+      // Matched without its NULs ("pass\u0000word" is still a password), recorded with them replaced.
+      const key = stripNul(rawKey);
+      const norm = normalizeKey(key);
+      const raw = value[rawKey];
+      const pairValue = isPairValueKey(norm) && carriesData(raw) && (sensitivePair ??= this.isSensitivePair(value, keys));
+      const personName = this.mode === 'output' && isPersonNameKey(norm) && (person ??= describesPerson(value, keys));
+      const child = pairValue ? this.charge(REDACTED) : this.value(raw, { key, norm, depth: ctx.depth + 1, personName, payment, kyc });
+      if (child !== undefined) define(out, names.of(rawKey, this.key(rawKey, key)), child);
+    }
+    return out;
+  }
+
+  /** An address keeps its postal code only: enough for ops to reason about shipping, not enough to find a person. */
+  private address(value: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+    this.spend(2);
+    const out: Record<string, unknown> = {};
+    const names = new RecordedNames(keys, out);
+    for (const rawKey of keys) {
+      const key = stripNul(rawKey);
+      if (!isPostalKey(normalizeKey(key))) continue;
+      const postal = value[rawKey];
+      const kept = typeof postal === 'string' ? this.text(postal, key) : typeof postal === 'number' || postal === null ? postal : REDACTED;
+      define(out, names.of(rawKey, this.key(rawKey, key)), this.charge(kept));
+    }
+    return out;
+  }
+
+  /**
+   * {name: "Authorization", value: "Basic …"} (HAR, fetch, Postman, AWS tags), {name: "Phone", value: …} (Shopify
+   * note_attributes), {key: "customer_phone", value: …} (metafields): the name field says what the value is, as a
+   * property name would, so the value fields are redacted. Output judges the name as it judges a property name.
+   */
+  private isSensitivePair(value: Record<string, unknown>, keys: readonly string[]): boolean {
+    for (const key of keys) {
+      if (!isPairNameKey(key)) continue;
+      const raw = value[key];
+      if (typeof raw !== 'string') continue;
+      const name = stripNul(raw);
+      if (isSecretFieldName(name)) return true;
+      if (this.mode === 'output' && name.length <= 128 && isPersonalDataOrAddressName(name)) return true;
+    }
+    return false;
+  }
+
+  /** A property name as recorded: redacted like any text; `key` is its NUL-less form that redaction matched on. */
+  private key(rawKey: string, key: string): string {
+    this.spend(rawKey.length + 3);
+    return this.text(rawKey, key);
+  }
+
+  private text(raw: string, key: string): string {
+    if (raw.length <= REDACTION_LIMITS.maxStringLength) return toWellFormed(this.redactText(raw, key));
+    return toWellFormed(`${this.redactedHead(raw, key)}…${TRUNCATED}`);
+  }
+
+  /**
+   * The first maxStringLength characters of a longer text, redacted. Redaction reads CUT_LOOKAHEAD characters past
+   * the cut, so that a secret straddling the cut is seen whole. A text that goes on past that window can have a secret
+   * straddling the window's end, never seen whole either, and an earlier redaction that shortened the text (a PEM
+   * block to [REDACTED]) brings it under the cut. So the window's redaction is kept only as far as the head's alone
+   * agrees with it: the head's holds nothing from past the cut. Where they part because the window's hid a secret the
+   * head's saw only in part, that [REDACTED] stays.
+   */
+  private redactedHead(raw: string, key: string): string {
+    const max = REDACTION_LIMITS.maxStringLength;
+    const window = this.redactText(raw.slice(0, max + CUT_LOOKAHEAD), key);
+    if (raw.length <= max + CUT_LOOKAHEAD) return window.slice(0, max);
+    const agreed = commonPrefixLength(window, this.redactText(raw.slice(0, max), key));
+    const kept = window.startsWith(REDACTED, agreed) ? agreed + REDACTED.length : agreed;
+    return window.slice(0, Math.min(max, kept));
+  }
+
+  private redactText(text: string, key: string): string {
+    return text.includes('\u0000') ? this.redactAroundNul(text, key) : this.redact(text, key);
+  }
+
+  private redact(text: string, key: string): string {
+    // An identifier key exempts a bare digit id that happens to pass Luhn, not a card written in its text
+    // ("card 4111-1111-1111-1111" under customerId) nor a key that merely ends in "_id".
+    const out = redactSecretsInText(text, { cards: !(isIdentifierKey(key) && BARE_DIGITS.test(text)) });
+    return this.mode === 'output' ? redactContactsInText(out) : out;
+  }
+
+  /**
+   * Text with NUL (jsonb refuses it) is recorded with each NUL replaced by U+FFFD, not dropped: "5\u0000000" is
+   * not what the vendor gets as "5000", and must not be shown as that. A NUL must not hide a secret either
+   * ("sk_live_…" split by one), so the text is also redacted without its NULs: when that finds more than
+   * the replaced text shows redacted, the whole text is [REDACTED].
+   */
+  private redactAroundNul(text: string, key: string): string {
+    const replaced = this.redact(text.replaceAll('\u0000', '\uFFFD'), key);
+    const stripped = stripNul(text);
+    const strippedRedacted = this.redact(stripped, key);
+    if (strippedRedacted === stripped) return replaced;
+    return replaced.replaceAll('\uFFFD', '') === strippedRedacted.replaceAll('\uFFFD', '') ? replaced : REDACTED;
+  }
+
+  /**
+   * Counts a value towards the output budget, roughly as many characters as its JSON takes — as PostgreSQL
+   * prints it: a jsonb number comes back digit by digit (1e308 is 309 characters).
+   */
+  private charge<T>(value: T): T {
+    this.spend(typeof value === 'string' ? value.length + 2 : typeof value === 'number' ? numberCost(value) : 5);
+    return value;
+  }
+
+  private spend(chars: number): void {
+    this.used += chars;
+  }
+}
+
+/** The length of the longest common prefix of two texts. */
+function commonPrefixLength(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
