@@ -1,15 +1,17 @@
 /**
- * The processes the gateway benchmark runs (PostgreSQL, the vendor emulator,
- * the gateway as built for production), their clean-up, and what we read
- * about them from /proc (CPU time, RSS).
+ * The processes the gateway benchmark runs (the vendor emulator, the gateway as
+ * built for production, the reference server) and their clean-up. PostgreSQL is
+ * in gateway-bench.database.ts, what we read about processes from /proc (CPU
+ * time, RSS) in gateway-bench.sampling.ts; both are re-exported from here.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import pg from 'pg';
-import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
+
+export { startDatabase, type BenchDatabase } from './gateway-bench.database.js';
+export { cpuDelta, cpuMs, cpuMsOf, descendants, machineBusyMs, rssKb, ticksPerSecond, treeCpuMs, treeRssKb } from './gateway-bench.sampling.js';
 
 const log = (line: string): void => {
   process.stdout.write(`${line}\n`);
@@ -58,84 +60,6 @@ async function stopChild(c: ChildProcess, graceMs = 10_000): Promise<void> {
   }, graceMs);
   await exited;
   clearTimeout(timer);
-}
-
-export interface BenchDatabase {
-  /** URL of the fresh database the gateway uses */
-  url: string;
-  kind: 'embedded (durable: fsync on)' | 'DATABASE_URL server';
-  /**
-   * PostgreSQL processes whose CPU we can count: the whole embedded server, or
-   * on a DATABASE_URL server the backends serving our database (when that
-   * server runs on this machine; none otherwise).
-   */
-  serverPids(): Promise<number[]>;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * DATABASE_URL set: a fresh database on that server, dropped at the end.
- * Unset: an embedded PostgreSQL with durable settings in .tmp/bench-pg (deleted at the end),
- * and a fresh database on it.
- */
-export async function startDatabase(root: string, cleanup: Cleanup): Promise<BenchDatabase> {
-  let serverUrl = process.env.DATABASE_URL;
-  const kind: BenchDatabase['kind'] = serverUrl ? 'DATABASE_URL server' : 'embedded (durable: fsync on)';
-  let embeddedPid: number | undefined;
-  if (!serverUrl) {
-    const dir = join(root, '.tmp', 'bench-pg');
-    const pidFile = join(dir, 'postmaster.pid');
-    if (existsSync(pidFile)) {
-      const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-      if (Number.isInteger(pid) && pid > 0 && pidAlive(pid)) throw new Error(`${dir} is in use by a running PostgreSQL (pid ${pid}): is another benchmark running?`);
-    }
-    rmSync(dir, { recursive: true, force: true }); // left over by a killed run
-    const embedded = await startEmbeddedPostgres(dir, { persistent: false, fast: false });
-    cleanup.add('embedded PostgreSQL', () => embedded.stop());
-    serverUrl = embedded.url;
-    embeddedPid = embedded.child.pid;
-  }
-  const dbName = `tg_gwbench_${process.pid}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${dbName}`);
-  } finally {
-    await admin.end();
-  }
-  if (kind === 'DATABASE_URL server') {
-    cleanup.add(`drop database ${dbName}`, async () => {
-      const c = new pg.Client({ connectionString: serverUrl });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    });
-  }
-  const url = new URL(serverUrl);
-  url.pathname = `/${dbName}`;
-  const serverPids = async (): Promise<number[]> => {
-    if (embeddedPid !== undefined) return descendants(embeddedPid);
-    const c = new pg.Client({ connectionString: serverUrl });
-    await c.connect();
-    try {
-      const res = await c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName]);
-      return res.rows.map((r) => r.pid).filter((pid) => existsSync(`/proc/${pid}/stat`));
-    } finally {
-      await c.end();
-    }
-  };
-  return { url: url.toString(), kind, serverPids };
 }
 
 export interface ChildService {
@@ -235,113 +159,3 @@ export function startGateway(root: string, env: NodeJS.ProcessEnv, logFile: stri
   const script = workers > 1 ? 'dist/bench/cluster-launcher.js' : 'dist/src/main.js';
   return startService('gateway', root, script, workers > 1 ? { ...env, BENCH_GATEWAY_WORKERS: String(workers) } : env, logFile, cleanup, nodeArgs);
 }
-
-// ---- /proc readings --------------------------------------------------------
-
-let clkTck: number | undefined;
-/** Clock ticks per second (`getconf CLK_TCK`, 100 on Linux almost always). */
-export function ticksPerSecond(): number {
-  if (clkTck === undefined) {
-    try {
-      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      clkTck = 100;
-    }
-  }
-  return clkTck;
-}
-
-/** Fields 3.. of /proc/<pid>/stat (index 0 = state, 1 = ppid, 11 = utime, 12 = stime). */
-function statFields(pid: number): string[] {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-}
-
-/** utime + stime of a process, in ms. */
-export function cpuMs(pid: number): number {
-  const fields = statFields(pid);
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond();
-}
-
-/** CPU ms of each of several processes; ones that have gone are left out. */
-export function cpuMsOf(pids: number[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const pid of pids) {
-    try {
-      out.set(pid, cpuMs(pid));
-    } catch {
-      // exited
-    }
-  }
-  return out;
-}
-
-/**
- * CPU spent between two readings by the processes alive at the second one
- * (a process born in between counts from 0; one that exited in between is lost).
- */
-export function cpuDelta(before: Map<number, number>, after: Map<number, number>): number {
-  let total = 0;
-  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
-  return total;
-}
-
-/** Every live descendant of `root` (not `root` itself). */
-export function descendants(root: number): number[] {
-  const parent = new Map<number, number>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      parent.set(Number(name), Number(statFields(Number(name))[1]));
-    } catch {
-      // exited while we looked
-    }
-  }
-  const out: number[] = [];
-  const frontier = [root];
-  while (frontier.length) {
-    const p = frontier.pop()!;
-    for (const [pid, ppid] of parent) {
-      if (ppid === p) {
-        out.push(pid);
-        frontier.push(pid);
-      }
-    }
-  }
-  return out;
-}
-
-/** Busy CPU time of the whole machine (all cores), in ms: everything but idle and iowait. */
-export function machineBusyMs(): number {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
-  const v = line.trim().split(/\s+/).slice(1, 9).map(Number); // user nice system idle iowait irq softirq steal
-  const busy = v.reduce((a, b) => a + b, 0) - v[3] - v[4];
-  return (busy * 1000) / ticksPerSecond();
-}
-
-/** Resident set size of a process, in kB (VmRSS). */
-export function rssKb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
-  return Number(m[1]);
-}
-
-/**
- * A reading summed over a process and its live descendants (the gateway's cluster
- * workers under --workers); throws when `root` itself is gone.
- */
-function treeSum(root: number, read: (pid: number) => number): number {
-  let total = read(root);
-  for (const pid of descendants(root)) {
-    try {
-      total += read(pid);
-    } catch {
-      // exited while we looked
-    }
-  }
-  return total;
-}
-
-export const treeCpuMs = (root: number): number => treeSum(root, cpuMs);
-export const treeRssKb = (root: number): number => treeSum(root, rssKb);
