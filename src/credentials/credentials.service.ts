@@ -21,12 +21,17 @@ export interface CredentialView {
 /** Associated data: a ciphertext only decrypts for the org and integration it was written for. */
 export const credentialAad = (orgId: string, type: string): string => `credentials:${orgId}:${type}`;
 
+/** The grant id of a vendor_tokens row of Shopify credentials without a refresh token: no handler's grant has it. */
+const NO_ROTATING_GRANT = 'none';
+
 /**
- * The rotating grant (vendor_tokens) a valid config sets up, by the id the handler gives it, or null when it sets
- * up none: Shopify's refresh-token grant, whose id is a digest of the shop, the app and the configured refresh token.
+ * The grant id the vendor_tokens row of a valid config carries, or null for an integration that never has a rotating
+ * grant: Shopify's refresh-token grant by the id the handler gives it (a digest of the shop, the app and the configured
+ * refresh token), or NO_ROTATING_GRANT for Shopify credentials that set up none.
  */
 function rotatingGrantId(orgId: string, type: IntegrationType, config: Record<string, unknown>): string | null {
-  if (type !== 'shopify' || config.accessToken !== undefined || config.refreshToken === undefined) return null;
+  if (type !== 'shopify') return null;
+  if (config.accessToken !== undefined || config.refreshToken === undefined) return NO_ROTATING_GRANT;
   const { shopDomain, clientId, clientSecret, refreshToken } = config as Record<string, string>;
   // shopifyGrant reads only the shop domain of the connection.
   return shopifyGrant(orgId, { shopDomain } as ShopifyConnection, { kind: 'refresh', clientId, clientSecret, refreshToken }).grantId;
@@ -98,11 +103,18 @@ export class CredentialsService {
         );
         // The token state of another grant (a replaced refresh token, or none any more) goes with the config it came
         // from: its live rotated refresh token must not outlive it. The same grant (a new clientSecret or apiVersion) keeps it.
-        await m.query('DELETE FROM vendor_tokens WHERE org_id = $1 AND integration_type = $2 AND grant_id IS DISTINCT FROM $3', [
-          orgId,
-          type,
-          rotatingGrantId(orgId, type, config),
-        ]);
+        // The row stays, with no state, as the new grant's: a call that loaded the old config before this commit and
+        // reaches the token store after it finds another grant's row and stores nothing (a deleted row, it would re-create).
+        const grantId = rotatingGrantId(orgId, type, config);
+        if (grantId !== null) {
+          await m.query(
+            `INSERT INTO vendor_tokens AS v (org_id, integration_type, grant_id) VALUES ($1, $2, $3)
+             ON CONFLICT (org_id, integration_type) DO UPDATE SET grant_id = EXCLUDED.grant_id, key_id = NULL, iv = NULL, ciphertext = NULL,
+               auth_tag = NULL, access_expires_at = NULL, lease_id = NULL, lease_until = NULL, updated_at = now()
+               WHERE v.grant_id <> EXCLUDED.grant_id`,
+            [orgId, type, grantId],
+          );
+        }
         await this.events.append([{ orgId, type: 'credentials.updated', actor: actorOf(actor), metadata: { integrationType: type, keyId: env.keyId, fingerprint: fp } }], m);
       });
     } finally {

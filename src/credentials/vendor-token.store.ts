@@ -44,7 +44,11 @@ const COLUMNS = `grant_id, key_id, iv, ciphertext, auth_tag, extract(epoch FROM 
 
 /**
  * Rotating refresh-token grants, shared by the replicas through `vendor_tokens`
- * (one row per org × integration, deleted with the credentials, or by a PUT of credentials of another grant):
+ * (one row per org × integration, deleted with the credentials; a PUT of credentials of another grant
+ * makes it a row of the new grant with no state):
+ * - only a caller of the row's grant reads, leases or writes it. A call still under a replaced grant
+ *   (it loaded the credentials before the PUT) refreshes with its configured refresh token and stores
+ *   nothing, so the old grant's rotated refresh token is not kept once the PUT has committed;
  * - the access token is read from the row while it has more than a minute left;
  * - to refresh, a replica takes the row's lease (one conditional upsert), calls
  *   the vendor with no transaction open, then stores the replacement refresh
@@ -91,6 +95,7 @@ export class VendorTokenStore implements RotatingTokenStore {
     const deadline = Date.now() + this.leaseMs;
     for (;;) {
       const [row] = await this.sql.prepared<Row>(`SELECT ${COLUMNS} FROM vendor_tokens WHERE org_id = $1 AND integration_type = $2`, [grant.orgId, grant.integration]);
+      if (row && row.grant_id !== grant.grantId) return await this.refreshReplaced(grant, refresh);
       const stored = this.usable(row, grant, opts.refused);
       if (stored) return stored;
       const lease = newId();
@@ -98,12 +103,12 @@ export class VendorTokenStore implements RotatingTokenStore {
         `INSERT INTO vendor_tokens AS v (org_id, integration_type, grant_id, lease_id, lease_until)
          VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
          ON CONFLICT (org_id, integration_type) DO UPDATE SET lease_id = EXCLUDED.lease_id, lease_until = EXCLUDED.lease_until
-           WHERE v.lease_until IS NULL OR v.lease_until < now()
+           WHERE v.grant_id = EXCLUDED.grant_id AND (v.lease_until IS NULL OR v.lease_until < now())
          RETURNING ${COLUMNS.replace('grant_id', 'v.grant_id')}`,
         [grant.orgId, grant.integration, grant.grantId, lease, this.leaseMs / 1000],
       );
       if (claimed) return await this.refreshHolding(grant, lease, claimed, refresh, opts);
-      // Another replica is refreshing: its token lands in the row.
+      // Another replica is refreshing: its token lands in the row. (Or a PUT has just replaced the grant: the next read sees it.)
       if (Date.now() + POLL_MS >= deadline) {
         throw new TokenFetchError({ ok: false, kind: 'timeout', requestSent: false, local: true, message: `another replica is still renewing the ${grant.integration} access token` });
       }
@@ -118,7 +123,7 @@ export class VendorTokenStore implements RotatingTokenStore {
       await this.release(grant, lease);
       return stored;
     }
-    const current = claimed.grant_id === grant.grantId ? this.decrypt(claimed, grant) : null;
+    const current = this.decrypt(claimed, grant);
     let used = current?.refreshToken ?? grant.configuredRefreshToken;
     let got: FetchedToken;
     try {
@@ -140,17 +145,25 @@ export class VendorTokenStore implements RotatingTokenStore {
     const env = this.cipher.encryptJson(state, vendorTokenAad(grant.orgId, grant.integration));
     try {
       const stored = await this.sql.prepared(
-        `UPDATE vendor_tokens SET grant_id = $3, key_id = $4, iv = $5, ciphertext = $6, auth_tag = $7,
+        `UPDATE vendor_tokens SET key_id = $4, iv = $5, ciphertext = $6, auth_tag = $7,
                 access_expires_at = now() + make_interval(secs => $8), lease_id = NULL, lease_until = NULL, updated_at = now()
-          WHERE org_id = $1 AND integration_type = $2 AND lease_id = $9 RETURNING 1 AS stored`,
+          WHERE org_id = $1 AND integration_type = $2 AND grant_id = $3 AND lease_id = $9 RETURNING 1 AS stored`,
         [grant.orgId, grant.integration, grant.grantId, env.keyId, env.iv, env.ciphertext, env.authTag, got.expiresInSec, lease],
       );
-      // The refresh outlasted the lease and another replica took it: its own refresh is what the row keeps.
-      if (stored.length === 0) this.log.warn({ orgId: grant.orgId, integration: grant.integration }, 'refreshed access token not stored: the lease ran out first');
+      // The refresh outlasted the lease and another replica took it (its own refresh is what the row keeps), or a PUT
+      // replaced the grant meanwhile (and dropped the lease).
+      if (stored.length === 0) this.log.warn({ orgId: grant.orgId, integration: grant.integration }, 'refreshed access token not stored: the lease ran out or the grant was replaced first');
     } catch (err) {
       // The token is good; only its replacement refresh token is lost, and the one stored still works once more.
       this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'write failed' }, 'refreshed access token not stored');
     }
+    return { token: got.token, expiresInSec: got.expiresInSec };
+  }
+
+  /** A call admitted before a PUT of another grant: it may finish with a token, but the row is the new grant's. */
+  private async refreshReplaced(grant: RotatingGrant, refresh: RefreshGrant): Promise<FetchedToken> {
+    this.log.warn({ orgId: grant.orgId, integration: grant.integration }, 'the grant was replaced: refreshing without storing');
+    const got = await refresh(grant.configuredRefreshToken);
     return { token: got.token, expiresInSec: got.expiresInSec };
   }
 

@@ -133,7 +133,9 @@ describe('master key rotation (npm run credentials:rotate)', () => {
       const state = cipher.encryptJson(TOKEN_STATE, vendorTokenAad(orgA, 'shopify'));
       await t1.ds.query(
         `INSERT INTO vendor_tokens (org_id, integration_type, grant_id, key_id, iv, ciphertext, auth_tag, access_expires_at)
-         VALUES ($1, 'shopify', 'grant-a', $2, $3, $4, $5, now() + interval '1 hour')`,
+         VALUES ($1, 'shopify', 'grant-a', $2, $3, $4, $5, now() + interval '1 hour')
+         ON CONFLICT (org_id, integration_type) DO UPDATE SET grant_id = EXCLUDED.grant_id, key_id = EXCLUDED.key_id, iv = EXCLUDED.iv,
+           ciphertext = EXCLUDED.ciphertext, auth_tag = EXCLUDED.auth_tag, access_expires_at = EXCLUDED.access_expires_at`,
         [orgA, state.keyId, state.iv, state.ciphertext, state.authTag],
       );
     } finally {

@@ -1,10 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VendorTokenStore } from '../../src/credentials/vendor-token.store.js';
 import type { ShopifyEmulator } from '../../src/emulator/index.js';
+import { shopifyGrant } from '../../src/vendors/shopify/shopify.auth.js';
+import type { ShopifyConnection } from '../../src/vendors/shopify/shopify.connection.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { SHOPIFY_CLIENT_ID, SHOPIFY_CLIENT_SECRET, SHOPIFY_REFRESH_TOKEN, SHOPIFY_TOKEN } from '../support/secrets.js';
 
 const SHOP = 'acme-emulator.myshopify.com';
 const PUBLIC_APP = { shopDomain: SHOP, clientId: SHOPIFY_CLIENT_ID, clientSecret: SHOPIFY_CLIENT_SECRET, refreshToken: SHOPIFY_REFRESH_TOKEN };
+const ANOTHER_GRANT = { ...PUBLIC_APP, refreshToken: 'shprt_another_grant_refresh_0002' };
+
+/** The grant the Shopify handler builds from a public app's config. */
+const grantOf = (orgId: string, cfg: typeof PUBLIC_APP) => shopifyGrant(orgId, { shopDomain: cfg.shopDomain } as ShopifyConnection, { kind: 'refresh', ...cfg });
 
 interface TokenRow {
   grant_id: string;
@@ -15,7 +22,8 @@ interface TokenRow {
 /**
  * The token state of a rotating grant (vendor_tokens: a public Shopify app's live rotated refresh token) goes
  * with the credentials it came from: a PUT of another grant, or of credentials without one, drops it in the
- * same transaction; a PUT of the same grant (another client secret or API version) keeps it.
+ * same transaction (the row stays, with no state, as the new grant's); a PUT of the same grant (another client
+ * secret or API version) keeps it. A call that loaded the old config before such a PUT stores nothing after it.
  */
 describe('vendor token state when the credentials are replaced', () => {
   let h: Harness;
@@ -59,19 +67,58 @@ describe('vendor token state when the credentials are replaced', () => {
     expect(after[0].ciphertext?.equals(row.ciphertext!)).toBe(true);
   });
 
-  it('drops the row on a PUT of another refresh token, of another app or shop, of client credentials alone, or of an access token', async () => {
+  it('drops the state on a PUT of another refresh token, of another app or shop, of client credentials alone, or of an access token', async () => {
     for (const next of [
-      { ...PUBLIC_APP, refreshToken: 'shprt_another_grant_refresh_0002' },
+      ANOTHER_GRANT,
       { ...PUBLIC_APP, clientId: 'another-client-id-0002' },
       { ...PUBLIC_APP, shopDomain: 'another-shop.myshopify.com' },
       { shopDomain: SHOP, clientId: SHOPIFY_CLIENT_ID, clientSecret: SHOPIFY_CLIENT_SECRET },
       { shopDomain: SHOP, accessToken: SHOPIFY_TOKEN },
     ]) {
-      const { org } = await orgWithTokenState();
+      const { org, row } = await orgWithTokenState();
       const other = await orgWithTokenState(); // another org's row is none of this PUT's business
       await put(org, next);
-      expect(await tokenRows(org.orgId), JSON.stringify(Object.keys(next))).toEqual([]);
-      expect(await tokenRows(other.org.orgId)).toHaveLength(1);
+      const after = await tokenRows(org.orgId);
+      expect(after, JSON.stringify(Object.keys(next))).toMatchObject([{ key_id: null, ciphertext: null }]);
+      expect(after[0].grant_id).not.toBe(row.grant_id);
+      if ('refreshToken' in next) expect(after[0].grant_id).toBe(grantOf(org.orgId, next).grantId);
+      expect((await tokenRows(other.org.orgId))[0].ciphertext?.equals(other.row.ciphertext!)).toBe(true);
     }
+  });
+
+  it('a call still under the replaced grant gets its token but stores nothing, also when the PUT lands during its refresh', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], vendors: [] });
+    const store = h.t.app.get(VendorTokenStore);
+    const oldGrant = grantOf(org.orgId, PUBLIC_APP);
+    const newGrant = grantOf(org.orgId, ANOTHER_GRANT);
+    const used: string[] = [];
+    const refreshOld = (during?: () => Promise<void>) => async (refreshToken: string) => {
+      used.push(refreshToken);
+      await during?.();
+      return { token: 'shpat_old_grant_access', expiresInSec: 3600, refreshToken: 'shprt_old_grant_rotated_0003' };
+    };
+    const newGrantOnly = [{ grant_id: newGrant.grantId, key_id: null, ciphertext: null }];
+
+    // The call loaded the old config, the admin replaced the refresh token, and then the call reaches the token store.
+    await put(org, PUBLIC_APP);
+    await put(org, ANOTHER_GRANT);
+    expect((await store.obtain(oldGrant, refreshOld())).token).toBe('shpat_old_grant_access');
+    expect(used).toEqual([SHOPIFY_REFRESH_TOKEN]);
+    expect(await tokenRows(org.orgId)).toEqual(newGrantOnly);
+
+    // The call holds the refresh lease when the PUT commits: its result is not stored either.
+    await put(org, PUBLIC_APP);
+    expect((await store.obtain(oldGrant, refreshOld(() => put(org, ANOTHER_GRANT)))).token).toBe('shpat_old_grant_access');
+    expect(await tokenRows(org.orgId)).toEqual(newGrantOnly);
+
+    // The new grant's calls take the row, and the old grant's still read nothing of it.
+    const fresh = await store.obtain(newGrant, async () => ({ token: 'shpat_new_grant_access', expiresInSec: 3600, refreshToken: 'shprt_new_grant_rotated_0004' }));
+    expect(fresh.token).toBe('shpat_new_grant_access');
+    const [stored] = await tokenRows(org.orgId);
+    expect(stored.grant_id).toBe(newGrant.grantId);
+    expect(stored.ciphertext).not.toBeNull();
+    expect((await store.obtain(newGrant, () => Promise.reject(new Error('no refresh expected')))).token).toBe('shpat_new_grant_access');
+    expect((await store.obtain(oldGrant, refreshOld())).token).toBe('shpat_old_grant_access');
+    expect((await tokenRows(org.orgId))[0].ciphertext?.equals(stored.ciphertext!)).toBe(true);
   });
 });

@@ -167,9 +167,9 @@ describe('Shopify expiring offline tokens (rotating refresh tokens)', () => {
 
   it('a replica that died holding the refresh lease delays the others only until the lease runs out', async () => {
     const org = await publicAppOrg();
-    // As left by a replica killed between taking the lease and storing the new token.
+    // As left by a replica killed between taking the lease and storing the new token (the PUT left the grant's row).
     await h.t.ds.query(
-      `INSERT INTO vendor_tokens (org_id, integration_type, grant_id, lease_id, lease_until) VALUES ($1, 'shopify', 'dead-replica', gen_random_uuid(), now() + interval '600 milliseconds')`,
+      `UPDATE vendor_tokens SET lease_id = gen_random_uuid(), lease_until = now() + interval '600 milliseconds' WHERE org_id = $1 AND integration_type = 'shopify'`,
       [org.orgId],
     );
     const started = Date.now();
