@@ -12,8 +12,9 @@
  */
 
 export const NANGO_PATH_MAX = 2048;
-const QUERY_MAX_KEYS = 100;
-const QUERY_VALUE_MAX = 2048;
+export const QUERY_MAX_KEYS = 100;
+export const QUERY_VALUE_MAX = 2048;
+export const QUERY_NAME_MAX = 256;
 
 // RFC 3986 pchar minus "@", plus "/" and "%": everything else must be percent-encoded.
 // (";" passes here but is refused in every form by checkForm, which reads the decoded path.)
@@ -125,7 +126,7 @@ export function checkNangoQuery(query: unknown): string | null {
   const entries = Object.entries(query);
   if (entries.length > QUERY_MAX_KEYS) return `query: at most ${QUERY_MAX_KEYS} parameters`;
   for (const [key, value] of entries) {
-    if (key === '' || key.length > 256 || CONTROL.test(key)) return 'query: parameter names must be 1-256 printable characters';
+    if (key === '' || key.length > QUERY_NAME_MAX || CONTROL.test(key)) return `query: parameter names must be 1-${QUERY_NAME_MAX} printable characters`;
     // Whole (at most 256): the catalog redacts the name and only then cuts it; a name cut here
     // first could keep most of a card number or token that redaction no longer recognises.
     const name = `query.${key}`;

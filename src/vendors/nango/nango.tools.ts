@@ -5,7 +5,7 @@
  * not retry it. Path and query safety lives in nango-path.ts (validate()).
  */
 import type { ToolSpec } from '../vendor-handler.js';
-import { NANGO_PATH_MAX } from './nango-path.js';
+import { NANGO_PATH_MAX, QUERY_MAX_KEYS, QUERY_NAME_MAX, QUERY_VALUE_MAX } from './nango-path.js';
 
 const path = {
   type: 'string',
@@ -30,8 +30,10 @@ export const NANGO_TOOLS: ToolSpec[] = [
             query: {
               type: 'object',
               description: 'Query parameters (string, number or boolean values)',
-              additionalProperties: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
-              maxProperties: 100,
+              // The limits checkNangoQuery enforces, so that what the definition allows is not refused after.
+              additionalProperties: { anyOf: [{ type: 'string', maxLength: QUERY_VALUE_MAX }, { type: 'number' }, { type: 'boolean' }] },
+              propertyNames: { minLength: 1, maxLength: QUERY_NAME_MAX },
+              maxProperties: QUERY_MAX_KEYS,
             },
           },
           required: ['path'],
