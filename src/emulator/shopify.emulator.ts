@@ -20,9 +20,11 @@ import {
   type EmuOrder,
   type EmuProduct,
 } from './shopify.fixtures.js';
-import { gid, orderView, productView } from './shopify.graphql-view.js';
+import { type ShopifyStore, executeShopifyGraphql, idempotencyKeyOf, shopifyQueryCost } from './shopify.operations.js';
 import { ShopifyRefundDesk } from './shopify.refund-desk.js';
 import { shopifyStatusResponse, shopifyThrottledResponse } from './shopify.errors.js';
+
+export { shopifyQueryCost } from './shopify.operations.js';
 
 const PATH = /^\/admin\/api\/([^/]+)\/graphql\.json$/;
 const TOKEN_PATH = '/admin/oauth/access_token';
@@ -30,36 +32,14 @@ const TOKEN_PATH = '/admin/oauth/access_token';
 export const SHOPIFY_GRANTED_TOKEN_SECONDS = 86_399;
 /** Expiring offline access tokens last an hour (VENDORS.md §1.1). */
 export const SHOPIFY_OFFLINE_TOKEN_SECONDS = 3_600;
-/** Order fields an app may be refused, and the scope that guards each. */
-const DENIABLE_ORDER_FIELDS: [field: string, scope: string][] = [['customer', 'read_customers']];
 const VERSION = /^\d{4}-(01|04|07|10)$/;
 /** Oldest first. An older well-formed version falls forward to the oldest (VENDORS.md §1.1). */
 const SUPPORTED_VERSIONS = ['2025-10', '2026-01', '2026-04', '2026-07', '2026-10'];
-const IDEMPOTENT = /@idempotent\s*\(\s*key\s*:\s*(?:"([^"]*)"|\$(\w+))\s*\)/;
-
-type Gql = { data?: unknown; errors?: unknown[]; cost: number };
-
-function gqlError(message: string, code: string): { message: string; extensions: { code: string } } {
-  return { message, extensions: { code } };
-}
-
-/** Requested query cost the emulator reports per operation (fixed: selections are not parsed). */
-export function shopifyQueryCost(query: string): number {
-  if (query.includes('refundCreate') || query.includes('orderUpdate')) return 10;
-  if (/\border\s*\(/.test(query)) return 12;
-  return 4;
-}
 
 export function resolveShopifyVersion(requested: string): string | undefined {
   if (requested === 'unstable' || SUPPORTED_VERSIONS.includes(requested)) return requested;
   if (VERSION.test(requested) && requested < SUPPORTED_VERSIONS[0]) return SUPPORTED_VERSIONS[0];
   return undefined;
-}
-
-/** The @idempotent key of a refundCreate, written as a literal or passed as a variable. */
-function idempotencyKeyOf(query: string, variables: Record<string, unknown>): unknown {
-  const directive = IDEMPOTENT.exec(query);
-  return directive ? (directive[1] ?? variables[directive[2] ?? '']) : undefined;
 }
 
 export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlightTracker {
@@ -161,7 +141,7 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
       return { status: 400, headers, body: { errors: { query: 'Required parameter missing or invalid' } } };
     }
     const variables = (body.variables && typeof body.variables === 'object' ? body.variables : {}) as Record<string, unknown>;
-    const result = this.execute(body.query, variables, version);
+    const result = executeShopifyGraphql(this.store, body.query, variables, version);
     const cost = {
       requestedQueryCost: result.cost,
       actualQueryCost: result.errors ? null : result.cost,
@@ -244,80 +224,12 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
     return typeof key === 'string' && key !== '' ? this.refunds.begin(key) : () => undefined;
   }
 
+  private get store(): ShopifyStore {
+    return { orders: this.orders, products: this.products, refunds: this.refunds, missingScopes: this.missingScopes };
+  }
+
   private costOf(req: EmuRequest): number {
     const query = (req.json as { query?: unknown } | undefined)?.query;
     return typeof query === 'string' ? shopifyQueryCost(query) : 10;
-  }
-
-  private execute(query: string, variables: Record<string, unknown>, version: string): Gql {
-    const cost = shopifyQueryCost(query);
-    if (query.includes('refundCreate')) return { cost, ...this.refundCreate(query, variables, version) };
-    if (query.includes('orderUpdate')) return { cost, ...this.orderUpdate(variables) };
-    if (/\border\s*\(/.test(query)) return { cost, ...this.withoutDeniedFields(this.lookup('Order', query, variables, (id) => this.orders.get(id), orderView, 'order'), query) };
-    if (/\bproduct\s*\(/.test(query)) return { cost, ...this.lookup('Product', query, variables, (id) => this.products.get(id), productView, 'product') };
-    return { cost, errors: [gqlError('The emulator does not support this operation', 'undefinedField')] };
-  }
-
-  /**
-   * An app without `read_customers`: GraphQL nulls the field it
-   * may not read and says why in `errors` with its path, the rest of the answer stands (VENDORS.md §1.4).
-   */
-  private withoutDeniedFields(result: Omit<Gql, 'cost'>, query: string): Omit<Gql, 'cost'> {
-    const order = (result.data as { order?: Record<string, unknown> | null } | undefined)?.order;
-    if (!order) return result;
-    const errors: unknown[] = [];
-    for (const [field, scope] of DENIABLE_ORDER_FIELDS) {
-      if (!this.missingScopes.has(scope) || !new RegExp(`\\b${field}\\b`).test(query)) continue;
-      order[field] = null;
-      errors.push({
-        message: `Access denied for ${field} field. Required access: \`${scope}\` access scope.`,
-        locations: [{ line: 1, column: 1 }],
-        path: ['order', field],
-        extensions: { code: 'ACCESS_DENIED', documentation: 'https://shopify.dev/api/usage/access-scopes', requiredAccess: `\`${scope}\` access scope.` },
-      });
-    }
-    return errors.length > 0 ? { ...result, errors } : result;
-  }
-
-  private lookup<T>(
-    type: string,
-    query: string,
-    variables: Record<string, unknown>,
-    find: (id: number) => T | undefined,
-    view: (item: T) => Record<string, unknown>,
-    field: string,
-  ): Omit<Gql, 'cost'> {
-    const raw = typeof variables.id === 'string' ? variables.id : new RegExp(`\\(\\s*id\\s*:\\s*"([^"]*)"`).exec(query)?.[1];
-    if (raw === undefined) return { errors: [gqlError('Variable $id of type ID! was provided invalid value', 'INVALID_VARIABLE')] };
-    const m = new RegExp(`^gid://shopify/${type}/(\\d+)$`).exec(raw);
-    if (!m) return { errors: [gqlError(`Invalid global id '${raw}'`, 'argumentLiteralsIncompatible')] };
-    const item = find(Number(m[1]));
-    return { data: { [field]: item === undefined ? null : view(item) } };
-  }
-
-  private orderUpdate(variables: Record<string, unknown>): Omit<Gql, 'cost'> {
-    const input = (variables.input ?? {}) as { id?: unknown; note?: unknown };
-    const m = typeof input.id === 'string' ? /^gid:\/\/shopify\/Order\/(\d+)$/.exec(input.id) : null;
-    const order = m ? this.orders.get(Number(m[1])) : undefined;
-    if (!order) return { data: { orderUpdate: { order: null, userErrors: [{ field: ['id'], message: 'Order does not exist' }] } } };
-    // OrderInput.note overwrites (VENDORS.md §1.7): the same request twice leaves the same state.
-    if (input.note !== undefined) order.note = typeof input.note === 'string' ? input.note : null;
-    return { data: { orderUpdate: { order: { id: gid('Order', order.id), note: order.note }, userErrors: [] } } };
-  }
-
-  private refundCreate(query: string, variables: Record<string, unknown>, version: string): Omit<Gql, 'cost'> {
-    const directive = IDEMPOTENT.exec(query);
-    if (version !== 'unstable' && version < '2026-01') {
-      if (directive || query.includes('@idempotent')) return { errors: [gqlError("Directive 'idempotent' is not defined", 'undefinedDirective')] };
-    } else if (!directive && (version === 'unstable' || version >= '2026-04')) {
-      // Mandatory from 2026-04: a run-time error, the schema does not mark it required (VENDORS.md §1.9).
-      return { errors: [gqlError('The @idempotent directive with a key is required for this mutation.', 'BAD_REQUEST')], data: { refundCreate: null } };
-    }
-    const key = idempotencyKeyOf(query, variables);
-    if (directive && (typeof key !== 'string' || key === '')) {
-      return { errors: [gqlError('Idempotency key must not be empty.', 'BAD_REQUEST')], data: { refundCreate: null } };
-    }
-    // Before 2026-04 a refund without a key is accepted and never deduplicated.
-    return { data: { refundCreate: this.refunds.create(this.orders, typeof key === 'string' ? key : undefined, variables.input) } };
   }
 }

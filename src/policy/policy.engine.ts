@@ -9,15 +9,16 @@ import {
   type PolicyEvaluationInput,
   type RiskLevel,
 } from './policy.types.js';
+import { compareDecimals, parseDecimal } from './policy-decimal.js';
+import { equalityAt, isRecord, Unevaluable, type ParamKinds } from './policy-equality.js';
+
+export { compareDecimals, parseDecimal, type Decimal } from './policy-decimal.js';
 
 const DEFAULT_BY_RISK = {
   low: 'allow',
   medium: 'observe',
   high: 'require_expert_approval',
 } as const satisfies Record<RiskLevel, PolicyDecisionType>;
-
-/** A condition the engine cannot decide. The rule that holds it blocks: fail closed, never fail open. */
-class Unevaluable extends Error {}
 
 /**
  * First matching rule wins; no match falls back to the catalog risk default.
@@ -60,14 +61,6 @@ export function evaluatePolicy(input: PolicyEvaluationInput): PolicyDecision {
       reason: ruleId === null ? `policy could not be evaluated: ${why}` : `policy rule "${ruleId}" could not be evaluated: ${why}`,
     };
   }
-}
-
-/** How eq, ne and in compare a param with a rule's value, beyond JSON equality (PolicyEvaluationInput). */
-interface ParamKinds {
-  decimals: readonly string[];
-  paths: readonly string[];
-  texts: readonly string[];
-  canonical: (param: string, value: unknown) => unknown;
 }
 
 function ruleMatches(rule: unknown, toolName: string, qualified: string, risk: RiskLevel, params: unknown, kinds: ParamKinds): boolean {
@@ -134,27 +127,6 @@ function conditionHolds(condition: unknown, params: unknown, label: string, kind
   }
 }
 
-/**
- * Whether a param equals a rule's value, for eq, ne and in. The value of a top-level param is first put in the
- * spelling the call's params were rewritten into (the admin's "v1/x" is the call's "/v1/x"). Then a declared
- * decimal param equals the same amount however either is written; a declared URL path equals a value that
- * differs only by a trailing "/"; within a param sent as text, the same text is equal too (false, "false").
- */
-function equalityAt(path: string, kinds: ParamKinds): (param: unknown, ruleValue: unknown) => boolean {
-  const topLevel = !path.includes('.');
-  const byValue = kinds.decimals.includes(path);
-  const byPath = kinds.paths.includes(path);
-  const byText = kinds.texts.includes(path.split('.')[0]);
-  return (param, ruleValue) => {
-    const value = topLevel ? kinds.canonical(path, ruleValue) : ruleValue;
-    return (
-      (byValue ? sameDecimal(param, value) : null) ??
-      (byPath ? samePath(param, value) : null) ??
-      ((byText && sameText(param, value)) || jsonEqualDeep(param, value))
-    );
-  };
-}
-
 function requireValue(value: unknown, where: string): unknown {
   if (value === undefined) throw new Unevaluable(`${where}: value is missing`);
   return value;
@@ -181,117 +153,8 @@ function resolvePath(root: unknown, path: unknown, where: string): Lookup {
   return { present: true, value: node };
 }
 
-/** Whether two URL paths are the same but for one trailing "/" ("/v1/users/" and "/v1/users"); null unless both are strings. */
-function samePath(a: unknown, b: unknown): boolean | null {
-  if (typeof a !== 'string' || typeof b !== 'string') return null;
-  const bare = (p: string): string => (p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p);
-  return bare(a) === bare(b);
-}
-
-/** Whether two values are sent as the same text: every scalar as String(v), so false and "false" are one ?dryRun=false. */
-function sameText(a: unknown, b: unknown): boolean {
-  return jsonEqualDeep(asText(a), asText(b));
-}
-
-function asText(value: unknown, depth = 0): unknown {
-  if (depth > 64) throw new Unevaluable('value nested too deeply');
-  if (typeof value === 'boolean' || typeof value === 'number') return String(value);
-  if (Array.isArray(value)) return value.map((item: unknown) => asText(item, depth + 1));
-  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asText(v, depth + 1)]));
-  return value;
-}
-
-/** Whether two values are the same decimal amount; null when either is not a decimal (then they compare as JSON). */
-function sameDecimal(a: unknown, b: unknown): boolean | null {
-  const left = parseDecimal(a);
-  const right = parseDecimal(b);
-  return left === null || right === null ? null : compareDecimals(left, right) === 0;
-}
-
-/**
- * Deep equality on JSON values. A number equals a string when the string is a
- * decimal of the same value (100 eq "100.00"): amounts arrive as decimal strings
- * (Shopify) while rule authors naturally write numbers. Two strings compare as
- * text, so identifiers like "00123" and "123" stay distinct.
- */
-function jsonEqualDeep(a: unknown, b: unknown, depth = 0): boolean {
-  if (depth > 64) throw new Unevaluable('value nested too deeply');
-  if (typeof a === 'number' || typeof b === 'number') {
-    const left = parseDecimal(a);
-    const right = parseDecimal(b);
-    return left !== null && right !== null && compareDecimals(left, right) === 0;
-  }
-  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return a === b;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item: unknown, i) => jsonEqualDeep(item, b[i], depth + 1));
-  }
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  return keys.every(
-    (k) => Object.hasOwn(b, k) && jsonEqualDeep((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], depth + 1),
-  );
-}
-
-/** A finite number as exact decimal digits, so "100.0000000000000001" > 100 holds (floats would say equal). */
-export interface Decimal {
-  negative: boolean;
-  /** integer digits without leading zeros ("" for zero) */
-  int: string;
-  /** fraction digits without trailing zeros */
-  frac: string;
-}
-
-/** Plain decimal text only: no exponent, hex, sign "+", blanks or empty string. */
-const DECIMAL_TEXT = /^-?\d+(?:\.\d+)?$/;
-
-export function parseDecimal(value: unknown): Decimal | null {
-  let text: string;
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) return null;
-    text = expandExponent(String(value));
-  } else if (typeof value === 'string') {
-    if (value.length > 100 || !DECIMAL_TEXT.test(value) || !Number.isFinite(Number(value))) return null;
-    text = value;
-  } else {
-    return null;
-  }
-  const negative = text.startsWith('-');
-  const [whole = '', fraction = ''] = (negative ? text.slice(1) : text).split('.');
-  const int = whole.replace(/^0+/, '');
-  const frac = fraction.replace(/0+$/, '');
-  return { negative: negative && (int !== '' || frac !== ''), int, frac };
-}
-
-export function compareDecimals(a: Decimal, b: Decimal): -1 | 0 | 1 {
-  if (a.negative !== b.negative) return a.negative ? -1 : 1;
-  const sign = a.negative ? -1 : 1;
-  if (a.int.length !== b.int.length) return (a.int.length > b.int.length ? sign : -sign) as -1 | 1;
-  const width = Math.max(a.frac.length, b.frac.length);
-  const left = a.int + a.frac.padEnd(width, '0');
-  const right = b.int + b.frac.padEnd(width, '0');
-  if (left === right) return 0;
-  return (left > right ? sign : -sign) as -1 | 1;
-}
-
-/** String(1e21) is "1e+21" and String(1.5e-7) is "1.5e-7": write them out digit by digit. */
-function expandExponent(text: string): string {
-  const m = /^(-?)(\d+)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
-  if (m === null) return text;
-  const [, sign = '', whole = '', fraction = '', exponent = '0'] = m;
-  const digits = whole + fraction;
-  const point = whole.length + Number(exponent);
-  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${digits}`;
-  if (point >= digits.length) return sign + digits + '0'.repeat(point - digits.length);
-  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
-}
-
 function isRiskLevel(value: unknown): value is RiskLevel {
   return (RISK_LEVELS as readonly unknown[]).includes(value);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function safeRuleId(rule: unknown): string | null {

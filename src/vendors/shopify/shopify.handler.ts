@@ -4,7 +4,6 @@
  * order's payments: Shopify needs the parent transaction's gateway.
  */
 import { Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import type { RotatingGrant, RotatingTokenStore } from '../auth/rotating-token.js';
 import { TokenCache, TokenFetchError, tokenCacheKey, type AcquiredToken } from '../auth/token-cache.js';
 import { failedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
@@ -12,8 +11,9 @@ import { fetchShopifyToken, refreshShopifyToken, shopifyCacheKey, shopifyGrant }
 import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
-import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
-import { buildRefundInput, orderMissing, pickRefundParent, refundAmountProblem, refundCurrency, refundCurrencyProblem, refundIdempotencyKey, refundUserErrorOutcome } from './shopify.refund.js';
+import { noteUpdateOutcome, orderLookupOutcome, productOutcome, refundCreateOutcome } from './shopify.outcomes.js';
+import { buildRefundInput, pickRefundParent, refundAmountProblem, refundCurrency, refundCurrencyProblem, refundIdempotencyKey } from './shopify.refund.js';
+import { LEASE_TAKEN, MAY_STILL_RUN, mayStillRun, refundLeaseHolder } from './shopify.refund-call.js';
 import type { RefundLeaseKey, RefundLeases } from './shopify.refund-lease.js';
 import { SHOPIFY_ID_PATTERN, SHOPIFY_TOOLS } from './shopify.tools.js';
 
@@ -24,41 +24,6 @@ function gidOf(type: 'Order' | 'Product', id: unknown): string | undefined {
   return typeof id === 'string' && NUMERIC_ID.test(id) ? `gid://shopify/${type}/${id}` : undefined;
 }
 
-/**
- * `unavailable`: the fields Shopify refused to the app (a scope it lacks), relative to the root object,
- * so the model knows a null customer means "not allowed", not "none". Absent when nothing was refused.
- */
-function unavailable(denied: string[] | undefined, root: string): { unavailable?: string[] } {
-  if (!denied || denied.length === 0) return {};
-  return { unavailable: denied.map((p) => (p.startsWith(`${root}.`) ? p.slice(root.length + 1) : p)) };
-}
-
-const LEASE_HOLDER = 'shopify.refundLeaseHolder';
-/** Set once the call has taken the order's refund lease (its later attempts renew it). */
-const LEASE_TAKEN = 'shopify.refundLeaseTaken';
-/** Set once an attempt of the call may still be running at Shopify: from then on the call never gives the lease up. */
-const MAY_STILL_RUN = 'shopify.refundMayStillRun';
-
-/** The lease holder of this call: the same on every attempt (scratch), so a retry takes its own lease back instead of waiting for it. */
-function refundLeaseHolder(ctx: VendorCallContext): string {
-  const held = ctx.scratch.get(LEASE_HOLDER);
-  if (typeof held === 'string') return held;
-  const holder = randomUUID();
-  ctx.scratch.set(LEASE_HOLDER, holder);
-  return holder;
-}
-
-/**
- * The refund left and no final answer came: lost or cut off in flight, a 5xx
- * (an edge answers while Shopify goes on), an error answer that may come from
- * outside the run, or Shopify still running an earlier attempt under the key.
- * It may still be in flight there.
- */
-function mayStillRun(o: VendorOutcome): boolean {
-  if (o.ok || !o.requestSent) return false;
-  if (o.kind === 'bad_response') return o.mayStillRun === true; // a path-less "Timeout", say: no final answer either
-  return o.kind === 'timeout' || o.kind === 'network' || o.kind === 'server_error' || o.kind === 'in_progress';
-}
 
 /** One tool call's connection, and whether it has already renewed a refused token. */
 interface ShopifyCall {
@@ -192,11 +157,7 @@ export class ShopifyHandler implements VendorHandler {
     if (!id) return failedOutcome('rejected', 'orderId must be a numeric Shopify id');
     const res = await this.gql(call, ORDER_QUERY, { id });
     if (!res.ok) return res;
-    const order = res.data.order;
-    // Unknown ids (and orders outside the 60-day window without read_all_orders) come back as null.
-    if (order === null || order === undefined) return failedOutcome('not_found', 'shopify order not found', res.vendorStatus);
-    if (!isRecord(order)) return failedOutcome('bad_response', 'shopify order has an unexpected shape', res.vendorStatus);
-    return { ok: true, data: { ...normalizeOrder(String(ctx.params.orderId), order), ...unavailable(res.denied, 'order') }, vendorStatus: res.vendorStatus };
+    return orderLookupOutcome(ctx, res);
   }
 
   private async getProduct(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
@@ -204,10 +165,7 @@ export class ShopifyHandler implements VendorHandler {
     if (!id) return failedOutcome('rejected', 'productId must be a numeric Shopify id');
     const res = await this.gql(call, PRODUCT_QUERY, { id });
     if (!res.ok) return res;
-    const product = res.data.product;
-    if (product === null || product === undefined) return failedOutcome('not_found', 'shopify product not found', res.vendorStatus);
-    if (!isRecord(product)) return failedOutcome('bad_response', 'shopify product has an unexpected shape', res.vendorStatus);
-    return { ok: true, data: { ...normalizeProduct(String(ctx.params.productId), product), ...unavailable(res.denied, 'product') }, vendorStatus: res.vendorStatus };
+    return productOutcome(ctx, res);
   }
 
   private async addNote(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
@@ -217,17 +175,7 @@ export class ShopifyHandler implements VendorHandler {
     // The final text is sent as-is on every attempt; that is what makes a resend harmless (VENDORS.md §1.7).
     const res = await this.gql(call, ORDER_NOTE_MUTATION, { input: { id, note } }, 'orderUpdate');
     if (!res.ok) return res;
-    const payload = res.data.orderUpdate;
-    if (!isRecord(payload)) return failedOutcome('bad_response', 'shopify orderUpdate answer has an unexpected shape', res.vendorStatus);
-    const errors = Array.isArray(payload.userErrors) ? payload.userErrors : [];
-    if (errors.length > 0) {
-      // OrderInput carries the order's id as `id`; a missing anything else is a refusal of the input.
-      return errors.some((e) => orderMissing(e, 'id'))
-        ? failedOutcome('not_found', 'shopify order not found', res.vendorStatus)
-        : failedOutcome('rejected', 'shopify refused the note update (validation errors)', res.vendorStatus);
-    }
-    const order = isRecord(payload.order) ? payload.order : {};
-    return { ok: true, data: { orderId: String(ctx.params.orderId), note: typeof order.note === 'string' ? order.note : note }, vendorStatus: res.vendorStatus };
+    return noteUpdateOutcome(ctx, res, note);
   }
 
   private async createRefund(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
@@ -291,16 +239,6 @@ export class ShopifyHandler implements VendorHandler {
   private async sendRefund(ctx: VendorCallContext, call: ShopifyCall, key: string, input: Record<string, unknown>): Promise<VendorOutcome> {
     const res = await this.gql(call, refundMutation(key), { input }, 'refundCreate');
     if (!res.ok) return res;
-    const payload = res.data.refundCreate;
-    if (!isRecord(payload)) return failedOutcome('bad_response', 'shopify refundCreate answer has an unexpected shape', res.vendorStatus);
-    const errors = Array.isArray(payload.userErrors) ? payload.userErrors : [];
-    if (errors.length > 0) return refundUserErrorOutcome(errors);
-    if (!isRecord(payload.refund)) return failedOutcome('bad_response', 'shopify refundCreate returned no refund', res.vendorStatus);
-    const refund = normalizeRefund(String(ctx.params.orderId), payload.refund);
-    if (refund.status === 'failed') {
-      // The refund record exists but no money moved (VENDORS.md §1.8, point 7 of §1.9).
-      return failedOutcome('rejected', 'shopify recorded the refund but its payment transaction failed', res.vendorStatus);
-    }
-    return { ok: true, data: refund, vendorStatus: res.vendorStatus };
+    return refundCreateOutcome(ctx, res);
   }
 }

@@ -1,0 +1,85 @@
+import type { Logger } from '@nestjs/common';
+import { IsNull, type DataSource } from 'typeorm';
+import { newId, NIL_UUID } from '../common/ids.js';
+import type { AppConfig } from '../config/app-config.js';
+import type { LedgerEventsService } from '../ledger/ledger-events.service.js';
+import { ApiKeyEntity } from './api-key.entity.js';
+import { generateApiKey, hashApiKey, keyPrefix } from './api-key-hash.js';
+
+/** Serialises ensureBootstrapKey across replicas (any constant distinct from bootstrap.ts's MIGRATION_LOCK). */
+export const BOOTSTRAP_KEY_LOCK = 7_413_920_553;
+const BOOTSTRAP_NAME = 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)';
+const GENERATED_NAME = 'bootstrap admin (generated)';
+
+/**
+ * Makes sure the platform admin key exists. With BOOTSTRAP_ADMIN_KEY set, that
+ * key (by hash); without it outside production, a generated key returned once
+ * so start-up can print it.
+ *
+ * Race-free when several replicas start together on one database: the check
+ * and the insert run in one transaction under a transaction-scoped advisory
+ * lock, so exactly one replica inserts (and, for the generated key, exactly
+ * one generates and prints it); the configured key's insert is also
+ * ON CONFLICT DO NOTHING, so even a replica that does not take the lock
+ * (an older version during a rolling deploy) cannot make it fail.
+ */
+export async function ensureBootstrapKey(ds: DataSource, events: LedgerEventsService, config: AppConfig, log: Logger): Promise<{ generatedKey?: string }> {
+  const configured = config.BOOTSTRAP_ADMIN_KEY;
+  if (!configured && config.NODE_ENV === 'production') {
+    // Production generates no key (it would be printed to a log); a new install without one would run with nobody
+    // able to create an org or a key, and say nothing.
+    const [{ exists }] = (await ds.query(
+      `SELECT EXISTS (SELECT 1 FROM api_keys WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL) AS exists`,
+    )) as [{ exists: boolean }];
+    if (!exists) {
+      log.warn('no platform admin key exists and BOOTSTRAP_ADMIN_KEY is not set (NODE_ENV=production): nobody can create orgs or API keys; set BOOTSTRAP_ADMIN_KEY and restart');
+    }
+    return {};
+  }
+  return ds.transaction(async (m) => {
+    await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_KEY_LOCK]);
+    const repo = m.getRepository(ApiKeyEntity);
+    const row = (name: string, key: string) => ({
+      id: newId(), orgId: null, role: 'admin' as const, name, keyHash: hashApiKey(key),
+      keyPrefix: keyPrefix(key), createdBy: null, createdAt: new Date(), revokedAt: null, lastUsedAt: null,
+    });
+    if (configured) {
+      const configuredRow = row(BOOTSTRAP_NAME, configured);
+      await repo.createQueryBuilder().insert().into(ApiKeyEntity).values(configuredRow).orIgnore().execute();
+      // Also rewrites the listed prefix of a row stored when it was the first characters of any configured key.
+      const [updated] = (await m.query('UPDATE api_keys SET key_prefix = $2 WHERE key_hash = $1 RETURNING revoked_at', [
+        configuredRow.keyHash,
+        configuredRow.keyPrefix,
+      ])) as [{ revoked_at: Date | null }[], number];
+      if (updated[0]?.revoked_at) {
+        // A value revoked since (replaced by a newer BOOTSTRAP_ADMIN_KEY, or by an admin): an old replica
+        // restarting in a rolling deploy, or a rollback. Revoking the newer key too would leave none.
+        log.error('BOOTSTRAP_ADMIN_KEY names a key that has been revoked: it does not authenticate, and no other key was revoked; set a new BOOTSTRAP_ADMIN_KEY and restart');
+        return {};
+      }
+      // A changed BOOTSTRAP_ADMIN_KEY replaces the earlier one (e.g. after a leak): the old
+      // platform key stops working instead of staying valid beside the new one. So does a key
+      // generated before one was configured (it was printed to a log).
+      const replaced = (await m.query(
+        // created_by IS NULL: only keys this start-up made; a platform admin may name a key of theirs the same.
+        `UPDATE api_keys SET revoked_at = now()
+          WHERE name IN ($1, $3) AND org_id IS NULL AND created_by IS NULL AND revoked_at IS NULL AND key_hash <> $2 RETURNING id, name`,
+        [BOOTSTRAP_NAME, configuredRow.keyHash, GENERATED_NAME],
+      )) as [{ id: string; name: string }[], number];
+      const rows = replaced[0];
+      if (rows.length > 0) {
+        const reasonOf = (name: string) => (name === GENERATED_NAME ? 'BOOTSTRAP_ADMIN_KEY set' : 'BOOTSTRAP_ADMIN_KEY changed');
+        await events.append(
+          rows.map(({ id: apiKeyId, name }) => ({ orgId: NIL_UUID, type: 'api_key.revoked', metadata: { apiKeyId, role: 'admin', reason: reasonOf(name) } })),
+          m,
+        );
+        log.warn(`BOOTSTRAP_ADMIN_KEY changed or set: revoked ${rows.length} earlier bootstrap admin key(s)`);
+      }
+      return {};
+    }
+    if (await repo.exists({ where: { name: GENERATED_NAME, orgId: IsNull(), createdBy: IsNull(), revokedAt: IsNull() } })) return {};
+    const key = generateApiKey();
+    await repo.insert(row(GENERATED_NAME, key));
+    return { generatedKey: key };
+  });
+}

@@ -1,0 +1,30 @@
+/** What a refund call carries across its attempts (ctx.scratch): its lease holder, whether it holds the lease, whether it may still run at Shopify. */
+import { randomUUID } from 'node:crypto';
+import type { VendorCallContext, VendorOutcome } from '../vendor-handler.js';
+
+const LEASE_HOLDER = 'shopify.refundLeaseHolder';
+/** Set once the call has taken the order's refund lease (its later attempts renew it). */
+export const LEASE_TAKEN = 'shopify.refundLeaseTaken';
+/** Set once an attempt of the call may still be running at Shopify: from then on the call never gives the lease up. */
+export const MAY_STILL_RUN = 'shopify.refundMayStillRun';
+
+/** The lease holder of this call: the same on every attempt (scratch), so a retry takes its own lease back instead of waiting for it. */
+export function refundLeaseHolder(ctx: VendorCallContext): string {
+  const held = ctx.scratch.get(LEASE_HOLDER);
+  if (typeof held === 'string') return held;
+  const holder = randomUUID();
+  ctx.scratch.set(LEASE_HOLDER, holder);
+  return holder;
+}
+
+/**
+ * The refund left and no final answer came: lost or cut off in flight, a 5xx
+ * (an edge answers while Shopify goes on), an error answer that may come from
+ * outside the run, or Shopify still running an earlier attempt under the key.
+ * It may still be in flight there.
+ */
+export function mayStillRun(o: VendorOutcome): boolean {
+  if (o.ok || !o.requestSent) return false;
+  if (o.kind === 'bad_response') return o.mayStillRun === true; // a path-less "Timeout", say: no final answer either
+  return o.kind === 'timeout' || o.kind === 'network' || o.kind === 'server_error' || o.kind === 'in_progress';
+}
