@@ -20,6 +20,9 @@ import { ToolCallLedger } from './tool-calls/tool-call-ledger.js';
 import { ToolCallResultsService } from './tool-calls/tool-call-results.service.js';
 import { ToolCallsController } from './tool-calls/tool-calls.controller.js';
 import { ToolCallsService } from './tool-calls/tool-calls.service.js';
+import { OutcomeRecorder } from './tool-calls/outcome-recorder.js';
+import { StoredCallAnswers } from './tool-calls/stored-call-answers.js';
+import { VendorAdmission } from './tool-calls/vendor-admission.js';
 import { VendorRegistry } from './vendors/vendor-registry.js';
 import { VendorTokenStore } from './credentials/vendor-token.store.js';
 
@@ -29,7 +32,7 @@ import { VendorTokenStore } from './credentials/vendor-token.store.js';
   providers: [
     Sql, VendorTokenStore, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,
     ResultsStore, ToolCallLedger, ToolCallsService, ToolCallResultsService, OrphanSweeperService, ReconcileService,
-    ToolCallBatchService,
+    ToolCallBatchService, StoredCallAnswers, OutcomeRecorder, VendorAdmission,
   ],
   exports: [
     Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,

@@ -1,0 +1,120 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
+import { Clock } from '../common/clock.js';
+import { AppError } from '../common/errors/app-error.js';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import type { ExecutionOutcome } from '../executor/execution-outcome.js';
+import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { redactOutput } from '../redaction/redaction.service.js';
+import { countToolCall } from './count-tool-call.js';
+import { ResultsStore } from './results.store.js';
+import { settledCalls } from './stored-call.js';
+import { StoredCallAnswers } from './stored-call-answers.js';
+import { buildToolCallBody, httpStatusFor, type StoredResult } from './tool-call-body.js';
+import { OutcomeNotWritten, ToolCallLedger } from './tool-call-ledger.js';
+import { assertTransition } from './tool-call-lifecycle.js';
+import { respond, type ToolCallResponse } from './tool-call-response.js';
+import type { ToolCallStatus } from './tool-call-status.js';
+
+/** What an outcome records about the tool: names for the events and metrics, the cost of a vendor call. */
+export interface RecordedTool {
+  toolName: string;
+  action: string;
+  costCents: number;
+}
+
+export const recordedTool = (entry: CatalogEntry): RecordedTool => ({ toolName: entry.tool.name, action: entry.action.name, costCents: entry.action.costCents });
+
+/** An executed call whose outcome is to be written, and the state it leaves. */
+export interface ExecutedCall {
+  id: string;
+  orgId: string;
+  runId: string;
+  tool: RecordedTool;
+  toolUseId: string;
+  digest: string;
+  from: ToolCallStatus;
+  dropInput?: boolean;
+}
+
+@Injectable()
+export class OutcomeRecorder {
+  private readonly log = new Logger('ToolCalls');
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly ledger: ToolCallLedger,
+    private readonly results: ResultsStore,
+    private readonly answers: StoredCallAnswers,
+    private readonly catalog: ToolCatalogService,
+    private readonly metrics: MetricsService,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Writes the outcome of an executed call and answers with the tool-call body. Also used by approvals. */
+  async recordOutcome(c: ExecutedCall, outcome: ExecutionOutcome): Promise<ToolCallResponse> {
+    const now = this.clock.now();
+    const status = outcome.status;
+    assertTransition(c.from, status);
+    const errorCode = outcome.status === 'succeeded' ? null : outcome.errorCode;
+    const json = outcome.status === 'succeeded' ? (JSON.stringify(outcome.result) ?? 'null') : null;
+    // Charged only when a request reached, or may have reached, the vendor (the executor knows; a write
+    // that may have been sent counts as sent). Not the error code: CREDENTIALS_INVALID is a vendor 401
+    // (charged) or undecryptable stored credentials (nothing sent), VENDOR_TIMEOUT may be a connect timeout.
+    const vendorReached = outcome.vendorReached;
+    const base = { toolName: c.tool.toolName, action: c.tool.action, digest: c.digest };
+    const events: NewLedgerEvent[] = outcome.retries.map((r) => ({
+      orgId: c.orgId, type: 'tool_call.retried', runId: c.runId, toolCallId: c.id, metadata: { ...base, attempt: r.attempt, delayMs: r.delayMs, reason: r.reason },
+    }));
+    const terminal = status === 'succeeded' ? 'tool_call.succeeded' : status === 'failed' ? 'tool_call.failed' : 'tool_call.indeterminate';
+    events.push({
+      orgId: c.orgId, type: terminal, runId: c.runId, toolCallId: c.id,
+      metadata: { ...base, durationMs: outcome.durationMs, errorCode, vendorStatus: outcome.vendorStatus, retryCount: outcome.retries.length },
+    });
+    const retryAfterSeconds = outcome.status !== 'succeeded' ? (outcome.retryAfterSeconds ?? null) : null;
+    const row = {
+      id: c.id, orgId: c.orgId, from: c.from, status, errorCode,
+      errorText: outcome.status === 'succeeded' ? null : outcome.errorText,
+      httpStatus: httpStatusFor(status, errorCode),
+      outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
+      retryCount: outcome.retries.length, retryAfterSeconds, vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
+      costCents: vendorReached ? c.tool.costCents : 0,
+      truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
+      result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
+      dropInput: c.dropInput,
+    };
+    const settled = (): void => {
+      countToolCall(this.catalog, this.metrics, c.tool.toolName, c.tool.action, status, errorCode);
+      settledCalls.emit('settled', c.id);
+    };
+    let written: boolean;
+    try {
+      written = await this.ledger.writeOutcomeDurably(row, events, (late) => late && settled());
+    } catch (err) {
+      if (!(err instanceof OutcomeNotWritten)) throw err;
+      // Not "nothing was executed": the caller must not send this call again under a new id. "May not be":
+      // a connection lost mid-write may have committed it.
+      const what = vendorReached
+        ? 'the vendor was called, but the database is unavailable and its outcome may not be recorded yet'
+        : 'the database is unavailable and the outcome of this call (the vendor was not called) may not be recorded yet';
+      const then = err.kept
+        ? 'the gateway keeps it and retries. Send the same tool_use again (same id or Idempotency-Key) later to read it'
+        : 'the gateway is stopping, so it becomes indeterminate unless it was. Send the same tool_use again (same id or Idempotency-Key) later to read it';
+      throw new AppError('DATABASE_UNAVAILABLE', `${what}; ${then}${vendorReached ? ', never under a new id: that would call the vendor again' : ''}`, {
+        retryAfterSeconds: 1,
+        fields: { toolCallId: c.id, outcomeConfirmed: false },
+      });
+    }
+    if (!written) {
+      // Someone else settled it (e.g. the orphan sweep): answer with what the ledger says.
+      this.log.warn({ toolCallId: c.id }, 'outcome not recorded: the call was settled elsewhere');
+      const stored = await this.answers.findById(c.orgId, c.id);
+      return this.answers.answerStored(stored!, c.toolUseId, false);
+    }
+    settled();
+    const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds, vendorStatus: outcome.status === 'succeeded' ? null : outcome.vendorStatus };
+    const result: StoredResult = outcome.status === 'succeeded' && json !== null ? { found: true, value: outcome.result, json } : { found: false };
+    return respond(buildToolCallBody(facts, result, c.toolUseId, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
+  }
+}

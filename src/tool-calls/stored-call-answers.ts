@@ -1,0 +1,92 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
+import { AppError } from '../common/errors/app-error.js';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
+import { Sql } from '../db/sql.js';
+import { RunsService } from '../runs/runs.service.js';
+import { ResultsStore } from './results.store.js';
+import { settledCalls, STORED_CALL_COLUMNS, type StoredCall } from './stored-call.js';
+import { buildToolCallBody } from './tool-call-body.js';
+import { respond, type ToolCallResponse } from './tool-call-response.js';
+
+/** The key conflicted on insert, yet no row holds it: cannot happen (the row is never deleted). */
+export function conflictWithoutRow(): Error {
+  return new Error('idempotency key conflict without a row');
+}
+
+/** A call's answer from its ledger row: read by id or idempotency key, replayed, settled first if its approval expired. */
+@Injectable()
+export class StoredCallAnswers {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly runs: RunsService,
+    private readonly results: ResultsStore,
+    private readonly clock: Clock,
+    private readonly sql: Sql,
+  ) {}
+
+  async findById(orgId: string, id: string): Promise<StoredCall | undefined> {
+    const [row] = await this.sql.query<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.id = $1 AND t.org_id = $2`, [id, orgId]);
+    return row;
+  }
+
+  /**
+   * The row as it stands now: a call waiting for an approval past its expiry is settled first (blocked /
+   * APPROVAL_EXPIRED, see RunsService.expireOverdueApprovals) rather than answered waiting_approval — "do not
+   * send it again, it will be decided" — for an approval nobody can decide any more. No statement for any
+   * other call: the expiry comes with the row (STORED_CALL_COLUMNS).
+   */
+  async expireIfOverdue(row: StoredCall): Promise<StoredCall> {
+    if (row.status !== 'waiting_approval' || row.approval_expires_at === null || row.approval_expires_at.getTime() > this.clock.nowMs()) return row;
+    const settled = await this.runs.expireOverdueApprovals({ toolCallId: row.id }, this.clock.now());
+    if (settled.includes(row.id)) settledCalls.emit('settled', row.id);
+    // Settled here or by someone else meanwhile (the sweep, a decision, the run's end): the row as they left it.
+    return (await this.findById(row.org_id, row.id)) ?? row;
+  }
+
+  /**
+   * The body for a stored call, with its full result while it is kept.
+   * `budgetBytes` bounds the model-facing content: the result budget for
+   * replays, unbounded for GET …/result (which exists to hand out everything).
+   */
+  async answerStored(row: StoredCall, toolUseId: string, replayed: boolean, budgetBytes = this.config.RESULT_BUDGET_BYTES): Promise<ToolCallResponse> {
+    const result = row.status === 'succeeded' ? await this.results.load(row.org_id, row.id, this.clock.now()) : ({ found: false } as const);
+    const facts = {
+      id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' || row.error_code === 'NOT_IN_MANIFEST' ? row.error_text : null,
+      retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind, reconciled: row.reconciled === true, vendorStatus: row.vendor_status,
+    };
+    return respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);
+  }
+
+  /**
+   * The replay of the call stored under the key, or `none()` when there is none: the run ended (409
+   * RUN_NOT_ACTIVE), a batch item not started, or (after a key conflict) a bug.
+   */
+  async replayByKey(orgId: string, idempotencyKey: string, digest: string, toolUseId: string, none: () => Error): Promise<ToolCallResponse> {
+    const row = await this.storedByKey(orgId, idempotencyKey);
+    if (!row) throw none();
+    return this.replayStored(row, digest, toolUseId);
+  }
+
+  private async storedByKey(orgId: string, idempotencyKey: string): Promise<StoredCall | undefined> {
+    const [row] = await this.sql.prepared<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`, [orgId, idempotencyKey]);
+    return row;
+  }
+
+  private async replayStored(stored: StoredCall, digest: string, toolUseId: string): Promise<ToolCallResponse> {
+    if (stored.action_digest !== digest) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action');
+    }
+    const row = await this.expireIfOverdue(stored);
+    if (row.status === 'running' || row.status === 'approved' || row.status === 'requested') {
+      throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'a call with this idempotency key is still executing', { retryAfterSeconds: 1 });
+    }
+    return this.answerStored(row, toolUseId, true);
+  }
+
+  /** 409 RUN_NOT_ACTIVE for a run found ended, which this replica stops caching. */
+  runEnded(runId: string): AppError {
+    this.runs.forget(runId);
+    return new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
+  }
+}

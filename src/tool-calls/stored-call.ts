@@ -1,0 +1,33 @@
+import { EventEmitter } from 'node:events';
+import type { ToolCallStatus } from './tool-call-status.js';
+
+export interface StoredCall {
+  id: string;
+  org_id: string;
+  run_id: string;
+  tool_name: string;
+  action: string;
+  status: ToolCallStatus;
+  error_code: string | null;
+  error_text: string | null;
+  http_status: number;
+  action_digest: string;
+  retry_after_seconds: number | null;
+  vendor_status: number | null;
+  idempotency_key: string;
+  tool_use_id: string;
+  approval_kind: 'expert' | 'client' | null;
+  /** While waiting_approval: when its pending approval expires (null for every other status — nothing read for them). */
+  approval_expires_at: Date | null;
+  /** Settled by ops (reconcile is the only writer of `note`). */
+  reconciled: boolean;
+}
+
+export const STORED_CALL_COLUMNS = `t.id, t.org_id, t.run_id, t.tool_name, t.action, t.status, t.error_code, t.error_text, t.http_status,
+  t.action_digest, t.retry_after_seconds, t.vendor_status, t.idempotency_key, t.tool_use_id, (t.note IS NOT NULL) AS reconciled,
+  (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind,
+  CASE WHEN t.status = 'waiting_approval' THEN (SELECT expires_at FROM approval_requests a WHERE a.tool_call_id = t.id AND a.status = 'pending') END
+    AS approval_expires_at`;
+
+/** Emits the id of every call this process settles (long-polls listen). */
+export const settledCalls = new EventEmitter().setMaxListeners(0);

@@ -1,0 +1,134 @@
+import type { Envelope } from '../common/crypto/envelope-cipher.js';
+import type { Sql } from '../db/sql.js';
+import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
+import type { MetricsService } from '../metrics/metrics.service.js';
+import { eventsCte } from './ledger-events-cte.js';
+import type { ToolCallStatus } from './tool-call-status.js';
+
+export interface IntentRow {
+  id: string;
+  orgId: string;
+  runId: string;
+  specialistId: string;
+  toolName: string;
+  action: string;
+  vendor: string | null;
+  status: ToolCallStatus;
+  errorCode: string | null;
+  errorText: string | null;
+  httpStatus: number;
+  correlationId: string;
+  idempotencyKey: string;
+  toolUseId: string;
+  actionDigest: string;
+  inputRedacted: unknown;
+  riskLevel: string | null;
+  policyDecisionId: string | null;
+  actorKeyId: string;
+  /** What the decision was made on: the intent is written only while the org's flag and policy are still these. */
+  decidedOn: { flagEnabled: boolean; policyVersion: number };
+}
+
+export interface PolicyDecisionRow {
+  id: string;
+  decision: string;
+  riskLevel: string;
+  ruleId: string | null;
+  reason: string;
+}
+
+export interface ApprovalRow {
+  id: string;
+  kind: 'expert' | 'client';
+  reason: string;
+  riskLevel: string;
+  expiresAt: Date;
+  /** The raw params, encrypted, so the approved call runs with exactly what was approved. */
+  input: Envelope;
+}
+
+export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' | 'governance-changed';
+
+/**
+ * `reserved`: this request reserved the idempotency key and recorded the call; `exists`: the key
+ * already existed (a replay); `run-ended`: the run is no longer active (completed or cancelled,
+ * perhaps on another replica since this one cached it), so nothing was written; `key-revoked`: the
+ * API key the call came with was revoked since the request was authenticated (a long batch, or
+ * another replica's revocation inside its cache window), so nothing was written; `governance-changed`:
+ * the org's flag or policy is no longer what the decision was made on (changed on another replica
+ * inside this one's cache window), so nothing was written and the call must be decided again.
+ */
+export async function writeIntentRow(
+  sql: Sql,
+  metrics: MetricsService,
+  row: IntentRow,
+  events: NewLedgerEvent[],
+  policy: PolicyDecisionRow | null,
+  approval: ApprovalRow | null,
+): Promise<IntentResult> {
+  const p: unknown[] = [
+    row.id, row.orgId, row.runId, row.specialistId, row.toolName, row.action, row.vendor, row.status, row.errorCode, row.errorText,
+    row.httpStatus, row.correlationId, row.idempotencyKey, row.toolUseId, row.actionDigest, JSON.stringify(row.inputRedacted),
+    row.riskLevel, row.policyDecisionId, row.actorKeyId, row.decidedOn.flagEnabled, row.decidedOn.policyVersion,
+  ];
+  const running = row.status === 'running';
+  const settled = row.status === 'blocked' || row.status === 'failed';
+  // The run's status is read in the statement itself, so a run ended on another replica stops new calls at
+  // once, and under a KEY SHARE lock (the one the foreign key takes anyway): ending a run takes the row FOR
+  // UPDATE, so it waits for intents in flight, and an intent that waited for an end re-reads the run as ended.
+  const ctes = [
+    `live AS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval') FOR KEY SHARE)`,
+    // The key is read here too: a revocation (on any replica) stops new calls at once, not when a cache expires.
+    `actor AS (SELECT 1 FROM api_keys WHERE id = $19 AND revoked_at IS NULL)`,
+    // And what the decision was made on: a flag turned off or a policy replaced on another replica (whose
+    // caches here may be up to a second old) stops the call at once; the caller decides again on fresh reads.
+    `gov AS (SELECT COALESCE((SELECT enabled FROM feature_flags WHERE org_id = $2 AND flag = 'tool_calling_enabled'), false) = $20
+                  AND COALESCE((SELECT version FROM policies WHERE org_id = $2), 0) = $21 AS ok)`,
+    `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
+                correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
+                started_at, finished_at)
+              SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb, $17, $18, $19,
+                ${running ? 'now()' : 'NULL'}, ${settled ? 'now()' : 'NULL'}
+               WHERE EXISTS (SELECT 1 FROM live) AND EXISTS (SELECT 1 FROM actor) AND (SELECT ok FROM gov)
+              ON CONFLICT (org_id, idempotency_key) DO NOTHING RETURNING id)`,
+  ];
+  if (policy) {
+    const b = p.length;
+    p.push(policy.id, policy.decision, policy.riskLevel, policy.ruleId, policy.reason);
+    ctes.push(`pd AS (INSERT INTO policy_decisions (id, org_id, tool_call_id, decision, risk_level, rule_id, reason, action_digest)
+                        SELECT $${b + 1}, $2, tc.id, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $15 FROM tc)`);
+  }
+  if (approval) {
+    const b = p.length;
+    p.push(approval.id, approval.kind, approval.riskLevel, approval.reason, approval.expiresAt);
+    ctes.push(`ap AS (INSERT INTO approval_requests (id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted,
+                          risk_level, reason, action_digest, expires_at)
+                        SELECT $${b + 1}, $2, tc.id, $3, $${b + 2}, 'pending', $5, $6, $16::jsonb, $${b + 3}, $${b + 4}, $15, $${b + 5} FROM tc)`);
+    const c = p.length;
+    p.push(approval.input.keyId, approval.input.iv, approval.input.ciphertext, approval.input.authTag);
+    ctes.push(`ti AS (INSERT INTO tool_call_inputs (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag)
+                        SELECT tc.id, $2, $${c + 1}, $${c + 2}, $${c + 3}, $${c + 4} FROM tc)`);
+    ctes.push(`ru AS (UPDATE agent_runs SET pending_approval_count = pending_approval_count + 1, status = 'waiting_approval', updated_at = now()
+                         WHERE id = $3 AND status IN ('running', 'waiting_approval') AND EXISTS (SELECT 1 FROM tc))`);
+  }
+  ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
+  const t0 = performance.now();
+  // `mine`: this very call's row, committed by an earlier attempt of this statement whose answer was lost (the
+  // statement's snapshot sees committed rows only, never the one its own INSERT makes). It is this request's
+  // intent, recorded once: the INSERT and everything hanging off it found the key taken and wrote nothing.
+  const [res] = await sql.prepared<{ id: string | null; live: boolean; key_live: boolean; gov_ok: boolean; mine: boolean }>(
+    `WITH ${ctes.join(',\n')} SELECT (SELECT id FROM tc) AS id, EXISTS (SELECT 1 FROM live) AS live, EXISTS (SELECT 1 FROM actor) AS key_live,
+              (SELECT ok FROM gov) AS gov_ok, EXISTS (SELECT 1 FROM tool_calls WHERE id = $1) AS mine`,
+    p,
+  );
+  metrics.ledgerWrite.observe({ kind: 'intent' }, (performance.now() - t0) / 1000);
+  if (res.id !== null) return 'reserved';
+  if (res.mine) {
+    // The orphan sweep's clock starts again: the vendor call starts only now.
+    if (running) await sql.query(`UPDATE tool_calls SET started_at = now() WHERE id = $1 AND status = 'running'`, [row.id]);
+    return 'reserved';
+  }
+  if (!res.key_live) return 'key-revoked';
+  if (!res.live) return 'run-ended';
+  return res.gov_ok ? 'exists' : 'governance-changed';
+}

@@ -1,0 +1,86 @@
+import type { Sql } from '../db/sql.js';
+import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
+import type { MetricsService } from '../metrics/metrics.service.js';
+import { eventsCte } from './ledger-events-cte.js';
+import { ORPHANED_TEXT } from './orphan-sweeper.service.js';
+import type { EncryptedResult } from './results.store.js';
+import type { ToolCallStatus } from './tool-call-status.js';
+
+export interface OutcomeRow {
+  id: string;
+  orgId: string;
+  from: ToolCallStatus;
+  status: ToolCallStatus;
+  errorCode: string | null;
+  errorText: string | null;
+  httpStatus: number;
+  outputRedacted: unknown;
+  retryCount: number;
+  retryAfterSeconds: number | null;
+  vendorStatus: number | null;
+  durationMs: number | null;
+  costCents: number;
+  truncated: boolean;
+  result?: EncryptedResult;
+  /** Delete the call's encrypted approved input in the same statement (an approved call has one). */
+  dropInput?: boolean;
+}
+
+/**
+ * Whether the call's row holds this outcome: same status, error code and
+ * duration (the orphan sweep records no duration, an ops reconcile keeps the
+ * indeterminate call's). Read after a write whose answer was lost.
+ */
+export async function rowHoldsOutcome(sql: Sql, o: Pick<OutcomeRow, 'id' | 'status' | 'errorCode' | 'durationMs'>): Promise<boolean> {
+  const [row] = await sql.query<{ mine: boolean }>(
+    `SELECT (status = $2 AND error_code IS NOT DISTINCT FROM $3 AND duration_ms IS NOT DISTINCT FROM $4) AS mine FROM tool_calls WHERE id = $1`,
+    [o.id, o.status, o.errorCode, o.durationMs],
+  );
+  return row?.mine === true;
+}
+
+/**
+ * Records the outcome if the call is still in `from`; false when someone else settled it first.
+ * When that someone was the orphan sweep (it guessed "its process died" after a database outage
+ * outlasted VENDOR_TIMEOUT_MS plus the margin, while this process kept the real outcome), the
+ * call stays `indeterminate` (terminal states change only by an ops reconcile, ARCHITECTURE.md
+ * "States"), and a `tool_call.outcome_after_sweep` event records what the vendor answered, for
+ * the reconcile to go on.
+ */
+export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: OutcomeRow, events: NewLedgerEvent[]): Promise<boolean> {
+  const p: unknown[] = [
+    o.id, o.status, o.errorCode, o.errorText, o.httpStatus, o.outputRedacted === undefined ? null : JSON.stringify(o.outputRedacted),
+    o.retryCount, o.retryAfterSeconds, o.vendorStatus, o.durationMs, o.costCents, o.truncated, o.from, ORPHANED_TEXT,
+  ];
+  const ctes = [
+    `tc AS (UPDATE tool_calls SET status = $2, error_code = $3, error_text = $4, http_status = $5, output_redacted = $6::jsonb,
+                retry_count = $7, retry_after_seconds = $8, vendor_status = $9, duration_ms = $10, cost_cents = $11, truncated = $12,
+                finished_at = now(), updated_at = now()
+              WHERE id = $1 AND status = $13 RETURNING id, org_id)`,
+    // Reads the row as it was before this statement: only when the update above found it swept (no duration:
+    // the sweep's verdict, not an outcome of ours), and also once ops have reconciled it since — the vendor's
+    // real answer is then the evidence for or against that finding.
+    `late AS (INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
+                SELECT gen_random_uuid(), t.org_id, 'tool_call.outcome_after_sweep', t.run_id, t.id,
+                       jsonb_build_object('toolName', t.tool_name, 'action', t.action, 'digest', t.action_digest, 'status', $2::text,
+                                          'errorCode', $3::text, 'vendorStatus', $9::int, 'durationMs', $10::int,
+                                          'reconciled', t.note IS NOT NULL)
+                  FROM tool_calls t
+                 WHERE t.id = $1 AND $13 = 'running' AND t.duration_ms IS NULL
+                   AND ((t.status = 'indeterminate' AND t.error_text = $14 AND t.note IS NULL) OR t.note IS NOT NULL)
+                   AND NOT EXISTS (SELECT 1 FROM tc))`,
+  ];
+  if (o.result) {
+    const b = p.length;
+    p.push(o.result.keyId, o.result.iv, o.result.ciphertext, o.result.authTag, o.result.sizeBytes, o.result.expiresAt);
+    ctes.push(`rs AS (INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at)
+                        SELECT tc.id, tc.org_id, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6} FROM tc
+                        ON CONFLICT (tool_call_id) DO NOTHING)`);
+  }
+  if (o.dropInput) ctes.push('ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id)');
+  ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
+  const t0 = performance.now();
+  const rows = await sql.prepared<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);
+  metrics.ledgerWrite.observe({ kind: 'outcome' }, (performance.now() - t0) / 1000);
+  return rows.length === 1;
+}
