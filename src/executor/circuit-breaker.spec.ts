@@ -117,3 +117,39 @@ describe('CircuitBreaker', () => {
     expect(b.current).toBe('closed'); // one fresh failure of two: the stale one did not count
   });
 });
+
+describe('CircuitBreaker: a rate-limited call is neither success nor failure', () => {
+  it('passes name the half-open probe, and only it', () => {
+    const { pass, fail, advance } = setup();
+    expect(pass().probe).toBe(false);
+    fail(3);
+    advance(1_000);
+    expect(pass().probe).toBe(true);
+  });
+
+  it('leaves the consecutive-failure count as it is: 5xx and 429 alternating still open the breaker', () => {
+    const { b, pass, fail } = setup();
+    fail(1);
+    b.onRateLimited(pass());
+    fail(1);
+    b.onRateLimited(pass());
+    expect(b.current).toBe('closed');
+    fail(1);
+    expect(b.current).toBe('open');
+  });
+
+  it('a half-open probe answered 429 frees the slot without closing the breaker', () => {
+    const { b, pass, fail, advance } = setup();
+    fail(3);
+    advance(1_000);
+    const probe = pass();
+    expect(b.tryAcquire()).toBeNull();
+    b.onRateLimited(probe);
+    expect(b.current).toBe('half_open');
+    const next = pass();
+    expect(next.probe).toBe(true);
+    expect(b.tryAcquire()).toBeNull();
+    b.onFailure(next);
+    expect(b.current).toBe('open');
+  });
+});

@@ -8,6 +8,8 @@ export type BreakerState = 'closed' | 'open' | 'half_open';
  */
 export interface BreakerPass {
   readonly generation: number;
+  /** The one call a half-open breaker lets through: its verdict closes or reopens the breaker. */
+  readonly probe: boolean;
 }
 
 /**
@@ -37,7 +39,7 @@ export class CircuitBreaker {
 
   /** May a call go out now (a pass), or not (null)? In half-open, exactly once until that probe reports back. */
   tryAcquire(): BreakerPass | null {
-    if (this.state === 'closed') return { generation: this.generation };
+    if (this.state === 'closed') return { generation: this.generation, probe: false };
     if (this.state === 'open') {
       if (this.now() - this.openedAt < this.cooldownMs) return null;
       this.state = 'half_open';
@@ -46,7 +48,7 @@ export class CircuitBreaker {
     }
     if (this.probeInFlight) return null;
     this.probeInFlight = true;
-    return { generation: this.generation };
+    return { generation: this.generation, probe: true };
   }
 
   onSuccess(pass: BreakerPass): void {
@@ -71,6 +73,16 @@ export class CircuitBreaker {
     if (this.stale(pass)) return;
     if (this.state === 'half_open') this.onSuccess(pass);
     else this.failures = 0;
+  }
+
+  /**
+   * A call the vendor refused for its rate limit (429, THROTTLED, QuotaExceeded) is neither a success nor a
+   * failure: the consecutive-failure count stays as it is, and a half-open probe frees its slot without closing
+   * the breaker. A vendor alternating 5xx and 429 is failing; were a 429 to reset the count, or to close the
+   * breaker as a healthy answer would, such a vendor would keep the breaker closed forever.
+   */
+  onRateLimited(pass: BreakerPass): void {
+    this.onAbandoned(pass);
   }
 
   /**

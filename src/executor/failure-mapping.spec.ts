@@ -60,6 +60,15 @@ describe('failure mapping', () => {
     expect(isRetryable(f('network', { requestSent: false }), write, 2_000)).toBe(false);
   });
 
+  it('retries a 5xx only when the wait it names (Retry-After) is within the cap, as a 429', () => {
+    expect(isRetryable(f('server_error', { vendorStatus: 503, retryAfterMs: 2_000 }), read, 2_000)).toBe(true);
+    expect(isRetryable(f('server_error', { vendorStatus: 503, retryAfterMs: 600_000 }), read, 2_000)).toBe(false);
+    expect(isRetryable(f('server_error', { vendorStatus: 503, retryAfterMs: 2_001 }), idemWrite, 2_000)).toBe(false);
+    expect(isRetryable(f('server_error', { vendorStatus: 503, retryAfterMs: 1_000 }), idemWrite, 2_000)).toBe(true);
+    // A write that is not idempotent is never resent, whatever the wait.
+    expect(isRetryable(f('server_error', { vendorStatus: 503, retryAfterMs: 0 }), write, 2_000)).toBe(false);
+  });
+
   it('counts only vendor health failures against the breaker', () => {
     expect(countsAgainstBreaker(f('server_error'))).toBe(true);
     expect(countsAgainstBreaker(f('timeout'))).toBe(true);

@@ -104,13 +104,16 @@ export function isPoll(f: Failure): boolean {
 
 /**
  * May this failure be retried? Only idempotent actions (VENDORS.md §5), and
- * only on a transient failure: 429/THROTTLED (a long Retry-After is not slept
- * on: it goes back to the agent), a 5xx answer, or a network failure or
- * timeout. A 5xx is an answer, and resending an idempotent request leaves the
- * same state (the note's final text; the refund's same @idempotent key). A
- * write whose answer never came after it was sent, or came unreadable, is
- * different: nobody knows whether it happened, so it is never resent blindly
- * (it ends indeterminate). The one exception is the vendor saying the request
+ * only on a transient failure: 429/THROTTLED, a 5xx answer, or a network
+ * failure or timeout. A wait the vendor named longer than the cap is not slept
+ * on, after a 429 (it goes back to the agent) as after a 5xx: a 503's
+ * Retry-After says how long the vendor expects to be down (RFC 9110
+ * §10.2.3), and asking again sooner only adds to its load. A 5xx is an
+ * answer, and resending an idempotent request leaves the same state (the
+ * note's final text; the refund's same @idempotent key). A write whose answer
+ * never came after it was sent, or came unreadable, is different: nobody
+ * knows whether it happened, so it is never resent blindly (it ends
+ * indeterminate). The one exception is the vendor saying the request
  * under this key is still in progress: asking again with the same key is what
  * the vendor wants (VENDORS.md §1.9 point 6), and may hand back the result.
  */
@@ -119,8 +122,7 @@ export function isRetryable(f: Failure, action: { idempotent: boolean; sideEffec
   // The gateway's own trouble (a refund lease another call holds past its wait, the token store down) is not
   // cured by asking the vendor again within the call: a retry would only wait again, into the send's budget.
   if (f.local) return false;
-  if (f.kind === 'rate_limited' || f.kind === 'in_progress') return f.retryAfterMs === undefined || f.retryAfterMs <= retryAfterCapMs;
-  if (f.kind === 'server_error') return true;
+  if (f.kind === 'rate_limited' || f.kind === 'in_progress' || f.kind === 'server_error') return f.retryAfterMs === undefined || f.retryAfterMs <= retryAfterCapMs;
   if (f.kind !== 'timeout' && f.kind !== 'network') return false;
   return action.sideEffect === 'read' || !f.requestSent;
 }

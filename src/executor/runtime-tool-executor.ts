@@ -6,7 +6,7 @@ import { DecryptionError } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CredentialsService } from '../credentials/credentials.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { clampRetryAfterMs } from '../vendors/http/vendor-http.js';
+import { clampRetryAfterMs, vendorNamedWaitMs } from '../vendors/http/retry-after.js';
 import { failedOutcome as fail, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
 import { CircuitBreaker, type BreakerPass } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
@@ -122,7 +122,7 @@ export class RuntimeToolExecutor {
       }
       pending = { breaker, pass };
       const { failures } = progress;
-      const outcome = await this.callWithRetries(req, credentials, retries, progress, started);
+      const outcome = await this.callWithRetries(req, credentials, retries, progress, started, pass.probe);
       pending = undefined;
       if (outcome.ok) {
         breaker.onSuccess(pass);
@@ -134,7 +134,9 @@ export class RuntimeToolExecutor {
       const errorCode = errorCodeFor(decisive, req.entry.action);
       // A connect failure or a budget spent before the first send on every attempt: nothing reached the vendor.
       const vendorReached = attempts.some(reachedVendor);
+      const namedWaitMs = decisive.kind === 'rate_limited' ? vendorNamedWaitMs(decisive) : undefined;
       if (countsAgainstBreaker(outcome)) breaker.onFailure(pass);
+      else if (outcome.kind === 'rate_limited') breaker.onRateLimited(pass);
       // A call that never reached the vendor (a path refused before sending, a busy refund lease, the gateway's
       // own token store) says nothing of its health: it must not close a half-open breaker, nor reset the count.
       else if (!vendorReached) breaker.onAbandoned(pass);
@@ -145,10 +147,9 @@ export class RuntimeToolExecutor {
           errorCode,
           errorText: (decisive === outcome ? outcome.message : `${decisive.message}; then: ${outcome.message}`).slice(0, 500),
           vendorStatus: outcome.vendorStatus ?? null,
-          // Clamped again here: whatever a handler computed, the ledger's integer column and the agent get at most a day.
-          ...(decisive.kind === 'rate_limited' && decisive.retryAfterMs !== undefined
-            ? { retryAfterSeconds: Math.ceil(clampRetryAfterMs(decisive.retryAfterMs)! / 1000) }
-            : {}),
+          // Only a wait the vendor named (API.md), never the default a handler slept on. Clamped again here:
+          // whatever a handler computed, the ledger's integer column and the agent get at most a day.
+          ...(namedWaitMs !== undefined ? { retryAfterSeconds: Math.ceil(clampRetryAfterMs(namedWaitMs)! / 1000) } : {}),
         },
         vendorReached,
       );
@@ -176,6 +177,8 @@ export class RuntimeToolExecutor {
    * `progress.failures` receives every failed attempt, in order; `progress.inHandler` is true while an attempt runs.
    * The budget runs from `startedAt`, when execution began: time spent loading credentials is spent from it, so
    * no request leaves after VENDOR_TIMEOUT_MS (the orphan sweeper presumes a call that old has ended).
+   * A half-open breaker's `probe` is one attempt: retries would turn the one call it lets through into a burst
+   * against a vendor that may still be down.
    */
   private async callWithRetries(
     req: ExecuteRequest,
@@ -183,6 +186,7 @@ export class RuntimeToolExecutor {
     retries: RetryRecord[],
     progress: Progress,
     startedAt: number,
+    probe: boolean,
   ): Promise<VendorOutcome> {
     const { entry } = req;
     const deadline = startedAt + this.config.VENDOR_TIMEOUT_MS;
@@ -195,9 +199,9 @@ export class RuntimeToolExecutor {
     }
     const signal = AbortSignal.timeout(Math.ceil(left));
     const cap = this.config.VENDOR_RETRY_AFTER_CAP_MS;
-    const maxRetries = entry.action.idempotent ? this.config.VENDOR_MAX_RETRIES : 0;
-    // A wait the vendor asked for that outlasts the call's budget is handed back
-    // to the agent (VENDOR_RATE_LIMITED + retryAfterSeconds), not slept on.
+    const maxRetries = entry.action.idempotent && !probe ? this.config.VENDOR_MAX_RETRIES : 0;
+    // A wait the vendor asked for that outlasts the call's budget is not slept on: after a 429 it is handed back
+    // to the agent (VENDOR_RATE_LIMITED + retryAfterSeconds), after a 5xx the call ends VENDOR_ERROR.
     const fitsBudget = (f: Failure): boolean => f.retryAfterMs === undefined || performance.now() + f.retryAfterMs + RETRY_FLOOR_MS < deadline;
     // Polls of an "in progress" answer are bounded by the budget alone: the
     // request under that key may complete, and then the vendor hands back its

@@ -109,8 +109,14 @@ export type VendorOutcome =
       ok: false;
       kind: VendorFailureKind;
       vendorStatus?: number;
-      /** Vendor asked us to wait this long (Retry-After, THROTTLED cost maths). */
+      /** Vendor asked us to wait this long (Retry-After, THROTTLED cost maths), or the handler's default (below). */
       retryAfterMs?: number;
+      /**
+       * retryAfterMs is the gateway's default, not the vendor's: its answer named no wait (no Retry-After, no
+       * documented body field such as Shopify's throttle cost). Slept on before a retry, never handed to the agent
+       * as retryAfterSeconds: API.md promises that only "when the vendor said how long to wait" (see withWait).
+       */
+      retryAfterIsDefault?: true;
       /** False only when we know the request never left (connect failed/timed out). */
       requestSent: boolean;
       /** Short, safe text for logs/ledger: no vendor body, no secrets, no PII. */

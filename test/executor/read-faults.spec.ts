@@ -93,6 +93,32 @@ describe('vendor faults on reads, through the pipeline', () => {
     expect(await rowOf(h, res.body.toolCallId)).toMatchObject({ retry_count: 0, retry_after_seconds: 120, vendor_status: 429 });
   });
 
+  it('Shopify 503 with a Retry-After past the cap is not retried: one request, VENDOR_ERROR at once', async () => {
+    const org = await fresh();
+    h.emu.fault({ vendor: 'shopify', kind: 'status', status: 503, headers: { 'retry-after': '600' }, times: Infinity });
+    const before = count(GRAPHQL);
+    const started = Date.now();
+    const res = await lookup(org);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+    expect(count(GRAPHQL) - before).toBe(1);
+    expect(await rowOf(h, res.body.toolCallId)).toMatchObject({ retry_count: 0, vendor_status: 503 });
+  });
+
+  it('Shopify 429 naming no wait (no Retry-After, no cost): retried after its client\'s second, and no retryAfterSeconds', async () => {
+    const org = await fresh();
+    h.emu.fault({ vendor: 'shopify', kind: 'status', status: 429, body: { errors: 'Exceeded 2 calls per second for api client.' }, times: Infinity });
+    const before = count(GRAPHQL);
+    const res = await lookup(org);
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED' });
+    expect(res.body.retryAfterSeconds).toBeUndefined();
+    expect(await rowOf(h, res.body.toolCallId)).toMatchObject({ retry_after_seconds: null, vendor_status: 429 });
+    const retried = (await eventsOf(h, res.body.toolCallId)).filter((e) => e.type === 'tool_call.retried');
+    expect(retried.length).toBeGreaterThanOrEqual(1);
+    expect(retried.length).toBe(count(GRAPHQL) - before - 1);
+    expect(retried.every((e) => (e.metadata.delayMs as number) >= 1_000)).toBe(true);
+  });
+
   it('Shopify THROTTLED (HTTP 200 + GraphQL error): waits the cost maths, retries; persistent → VENDOR_RATE_LIMITED', async () => {
     const org = await fresh();
     h.emu.fault({ vendor: 'shopify', kind: 'throttled' });

@@ -13,7 +13,8 @@
  * this seller and app saw for the operation, else the documented usage plan.
  */
 import { TokenCache } from '../auth/token-cache.js';
-import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
+import { parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome, type FailedOutcome, type VendorEndpoints, type VendorFailureKind } from '../vendor-handler.js';
 import { spapiBaseUrl, type AmazonCredentials } from './amazon.credentials.js';
 import { isObject, type JsonObject } from './amazon.normalise.js';
@@ -122,6 +123,14 @@ function failed(kind: VendorFailureKind, status: number, message: string, retryA
   return { ok: false, outcome: failedOutcome(kind, message, status, retryAfterMs) };
 }
 
+/**
+ * The 1/rate wait is the gateway's reckoning from the usage plan, not a wait this answer named: it is slept
+ * on, not reported as the vendor's (see retryAfterIsDefault in vendor-handler.ts).
+ */
+function quotaExceeded(status: number, message: string, namedMs: number | undefined, quotaWaitMs: number): SpapiAnswer {
+  return { ok: false, outcome: withWait(failedOutcome('rate_limited', message, status), namedMs, quotaWaitMs) };
+}
+
 /** SP-API error codes (VENDORS.md §2.3) and what they mean wherever they come. */
 const ERROR_KIND = new Map<string, VendorFailureKind>([
   ['InvalidInput', 'rejected'],
@@ -145,7 +154,8 @@ function withoutEnvelope(status: number, envelope: string, code: string | undefi
   const named = code ? ` (${code})` : '';
   const what = envelope === 'payload' ? 'a payload' : `"${envelope}"`;
   if (kind === undefined) return failed('bad_response', status, `SP-API answered HTTP ${status} without ${what}${named}`);
-  return failed(kind, status, `SP-API answered HTTP ${status} with an error instead of ${what}${named}`, kind === 'rate_limited' ? quotaWaitMs : undefined);
+  const message = `SP-API answered HTTP ${status} with an error instead of ${what}${named}`;
+  return kind === 'rate_limited' ? quotaExceeded(status, message, undefined, quotaWaitMs) : failed(kind, status, message);
 }
 
 function classify(res: VendorHttpResponse, err: SpapiError, envelope: string, quotaWaitMs: number): SpapiAnswer {
@@ -169,8 +179,8 @@ function classify(res: VendorHttpResponse, err: SpapiError, envelope: string, qu
   if (s === 403 || s === 401) return failed('auth', s, `SP-API refused the access token: HTTP ${s}${code}`);
   if (s === 404) return failed('not_found', s, `SP-API: not found${code}`);
   // SP-API sends no Retry-After on 429 [obs]; honour one only if something in between adds it.
-  if (s === 429) return failed('rate_limited', s, `SP-API quota exceeded${code}`, parseRetryAfterMs(res.headers['retry-after']) ?? quotaWaitMs);
-  if (s >= 500) return failed('server_error', s, `SP-API failed: HTTP ${s}${code}`);
+  if (s === 429) return quotaExceeded(s, `SP-API quota exceeded${code}`, parseRetryAfterMs(res.headers['retry-after']), quotaWaitMs);
+  if (s >= 500) return failed('server_error', s, `SP-API failed: HTTP ${s}${code}`, parseRetryAfterMs(res.headers['retry-after']));
   return failed('rejected', s, `SP-API rejected the request: HTTP ${s}${code}`);
 }
 

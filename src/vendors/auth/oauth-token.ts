@@ -5,8 +5,9 @@
  * effect), so every failure here is reported with requestSent=false: the
  * vendor action itself was never sent and may be retried.
  */
-import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
-import type { VendorEndpoints, VendorFailureKind } from '../vendor-handler.js';
+import { parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
+import type { FailedOutcome, VendorEndpoints, VendorFailureKind } from '../vendor-handler.js';
 import { TokenFetchError, type FetchedToken } from './token-cache.js';
 
 export interface OAuthTokenRequest {
@@ -26,15 +27,19 @@ const SAFE_OAUTH_CODE = /^[a-z_]{1,40}$/;
 /** Used when a vendor omits expires_in: short, so a wrong guess costs little. */
 const DEFAULT_LIFETIME_SEC = 300;
 
-function tokenFailure(kind: VendorFailureKind, status: number | undefined, message: string, retryAfterMs?: number): TokenFetchError {
-  return new TokenFetchError({
+function tokenOutcome(kind: VendorFailureKind, status: number | undefined, message: string, retryAfterMs?: number): FailedOutcome {
+  return {
     ok: false,
     kind,
     ...(status !== undefined ? { vendorStatus: status } : {}),
     ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
     requestSent: false,
     message,
-  });
+  };
+}
+
+function tokenFailure(kind: VendorFailureKind, status: number | undefined, message: string, retryAfterMs?: number): TokenFetchError {
+  return new TokenFetchError(tokenOutcome(kind, status, message, retryAfterMs));
 }
 
 function oauthErrorCode(body: Buffer): string | undefined {
@@ -94,8 +99,9 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
     throw tokenFailure('auth', status, `${label} refused the credentials: HTTP ${status}${suffix}`);
   }
   if (status === 429) {
-    throw tokenFailure('rate_limited', status, `${label} token endpoint rate limited`, parseRetryAfterMs(res.headers['retry-after']) ?? req.rateLimitBackoffMs);
+    const limited = tokenOutcome('rate_limited', status, `${label} token endpoint rate limited`);
+    throw new TokenFetchError(withWait(limited, parseRetryAfterMs(res.headers['retry-after']), req.rateLimitBackoffMs));
   }
-  if (status >= 500) throw tokenFailure('server_error', status, `${label} token endpoint failed: HTTP ${status}`);
+  if (status >= 500) throw tokenFailure('server_error', status, `${label} token endpoint failed: HTTP ${status}`, parseRetryAfterMs(res.headers['retry-after']));
   throw tokenFailure('rejected', status, `${label} token endpoint answered HTTP ${status}${suffix}`);
 }

@@ -239,26 +239,5 @@ export function httpErrorOutcome(err: VendorHttpError): VendorOutcome {
   };
 }
 
-const SECONDS = /^\d+(\.\d+)?$/;
-
-/** Retry-After → ms. Seconds may be fractional ("2.0", Shopify); an HTTP date is relative to `now`. */
-export function parseRetryAfterMs(value: string | undefined, now: number = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  const v = value.trim();
-  if (v === '') return undefined;
-  if (SECONDS.test(v)) return clampRetryAfterMs(Math.ceil(Number(v) * 1000));
-  // Date.parse accepts numbers and odd strings too; only accept an HTTP-date shape.
-  if (!/^[A-Za-z]{3},? /.test(v)) return undefined;
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return clampRetryAfterMs(Math.max(0, at - now));
-}
-
-/** The longest wait the gateway reports or honours: a day. "99999999999" or a date in 9999 mean "not now", not a number to store. */
-export const MAX_RETRY_AFTER_MS = 86_400_000;
-
-/** A wait in ms, finite and at most a day (undefined stays undefined: no wait was given). */
-export function clampRetryAfterMs(ms: number | undefined): number | undefined {
-  if (ms === undefined || Number.isNaN(ms)) return undefined;
-  return Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS);
-}
+// Retry-After parsing lives in its own module; re-exported here for the handlers that import it with the client.
+export { clampRetryAfterMs, MAX_RETRY_AFTER_MS, parseRetryAfterMs } from './retry-after.js';

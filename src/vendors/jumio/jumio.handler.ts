@@ -5,7 +5,8 @@
  * retry per call; 403 is a header/permission problem and is not retried.
  */
 import { TokenCache, TokenFetchError } from '../auth/token-cache.js';
-import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
+import { parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchJumioToken, jumioCacheKey } from './jumio-auth.client.js';
 import { jumioRetrievalBaseUrl, parseJumioCredentials, type JumioCredentials } from './jumio.credentials.js';
@@ -39,9 +40,9 @@ function classify(res: VendorHttpResponse): Answer {
   // Jumio documents no Retry-After on 429 (use one if it is ever sent): wait
   // at least one slot of the retrieval limit before trying again.
   if (s === 429) {
-    return { ok: false, outcome: fail('rate_limited', 'Jumio rate limit exceeded', s, parseRetryAfterMs(res.headers['retry-after']) ?? JUMIO_RETRIEVAL_BACKOFF_MS) };
+    return { ok: false, outcome: withWait(fail('rate_limited', 'Jumio rate limit exceeded', s), parseRetryAfterMs(res.headers['retry-after']), JUMIO_RETRIEVAL_BACKOFF_MS) };
   }
-  if (s >= 500) return { ok: false, outcome: fail('server_error', `Jumio failed: HTTP ${s}`, s) };
+  if (s >= 500) return { ok: false, outcome: fail('server_error', `Jumio failed: HTTP ${s}`, s, parseRetryAfterMs(res.headers['retry-after'])) };
   return { ok: false, outcome: fail('rejected', `Jumio rejected the request: HTTP ${s}`, s) };
 }
 

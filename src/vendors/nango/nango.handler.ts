@@ -9,7 +9,8 @@
  * (prefix stripped, VENDORS.md §4.1): the provider's Accept and User-Agent go
  * that way; the unprefixed ones are for Nango itself.
  */
-import { httpErrorOutcome, parseRetryAfterMs, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
+import { parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams, checkNangoPath } from './nango-path.js';
 import { NANGO_TOOLS } from './nango.tools.js';
@@ -103,7 +104,7 @@ function classify(res: VendorHttpResponse): VendorOutcome {
     if (nango.code === 'server_error' && isNangoConnectionFailure(s, nango.message)) {
       return fail('auth', 'Nango could not use the connection: server_error', s);
     }
-    if (nango.code === 'too_many_request' && s === 429) return fail('rate_limited', 'Nango rate limit exceeded', s, retryAfterMs ?? NANGO_DEFAULT_429_WAIT_MS);
+    if (nango.code === 'too_many_request' && s === 429) return withWait(fail('rate_limited', 'Nango rate limit exceeded', s), retryAfterMs, NANGO_DEFAULT_429_WAIT_MS);
     if (nango.code === 'plan_limit' && s === 402) return fail('rejected', `Nango refused the request: ${label}`, s);
     // The gateway never sends Base-Url-Override: Nango answers this when it refuses to follow the
     // provider's redirect to another host, so the provider already had the request (a write: unknown).
@@ -116,8 +117,8 @@ function classify(res: VendorHttpResponse): VendorOutcome {
   if (s === 404) return fail('not_found', 'upstream: not found (via Nango)', s);
   // Without a Retry-After, a second's wait (as Shopify's own client does): jitter alone would spend the next
   // attempts against a quota that refills slowly (SP-API: 0.5/s).
-  if (s === 429) return fail('rate_limited', 'upstream rate limited (via Nango)', s, retryAfterMs ?? NANGO_DEFAULT_429_WAIT_MS);
-  if (s >= 500) return fail('server_error', `upstream or Nango failed: HTTP ${s}`, s);
+  if (s === 429) return withWait(fail('rate_limited', 'upstream rate limited (via Nango)', s), retryAfterMs, NANGO_DEFAULT_429_WAIT_MS);
+  if (s >= 500) return fail('server_error', `upstream or Nango failed: HTTP ${s}`, s, retryAfterMs);
   // Not followed. To a POST it may come after the provider acted (303 See
   // Other): the executor then calls the write's outcome unknown, by status.
   if (s >= 300 && s < 400) return fail('rejected', `upstream answered with a redirect, not followed: HTTP ${s} (via Nango)`, s);

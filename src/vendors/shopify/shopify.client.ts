@@ -3,7 +3,8 @@
  * VendorOutcome kind (VENDORS.md §1.4-1.6). Messages are our own words: vendor
  * bodies can echo customer data and must not reach the ledger.
  */
-import { clampRetryAfterMs, httpErrorOutcome, parseRetryAfterMs, vendorRequest, VendorHttpError, type VendorHttpResponse } from '../http/vendor-http.js';
+import { clampRetryAfterMs, parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { httpErrorOutcome, vendorRequest, VendorHttpError, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome, type FailedOutcome, type VendorEndpoints } from '../vendor-handler.js';
 
 export type GraphqlResult =
@@ -73,9 +74,9 @@ export function interpretShopifyResponse(res: VendorHttpResponse, mutation?: str
   // graphql.json itself is missing: the shop or the API version is wrong. An unknown order is data.order: null (VENDORS.md §1.4),
   // so "not found" here would tell the model that an order it may well have does not exist.
   if (status === 404) return fail('rejected', 'shopify answered 404 for its GraphQL endpoint: unknown shop or API version (check shopDomain and apiVersion)');
-  if (status === 429) return fail('rate_limited', 'shopify rate limit reached (HTTP 429)', shopify429WaitMs(res));
+  if (status === 429) return withWait(fail('rate_limited', 'shopify rate limit reached (HTTP 429)'), shopify429WaitMs(res), SHOPIFY_DEFAULT_429_WAIT_MS);
   if (status === 402 || status === 423) return fail('rejected', `shopify shop is frozen or locked (HTTP ${status})`);
-  if (status >= 500) return fail('server_error', `shopify server error (HTTP ${status})`);
+  if (status >= 500) return fail('server_error', `shopify server error (HTTP ${status})`, parseRetryAfterMs(res.headers['retry-after']));
   if (status < 200 || status >= 300) return fail('rejected', `shopify refused the request (HTTP ${status})`);
 
   let body: unknown;
@@ -229,20 +230,21 @@ function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: numb
 export const SHOPIFY_DEFAULT_429_WAIT_MS = 1_000;
 
 /**
- * How long to wait after an HTTP 429: its Retry-After; else, when the body is
+ * How long an HTTP 429 says to wait: its Retry-After; else, when the body is
  * GraphQL's THROTTLED (some shops answer it as 429, VENDORS.md §0), the cost
- * maths of its extensions; else Shopify's client default of 1 s.
+ * maths of its extensions; else nothing (the caller waits Shopify's client
+ * default of 1 s, as its own guess).
  */
-function shopify429WaitMs(res: VendorHttpResponse): number {
+function shopify429WaitMs(res: VendorHttpResponse): number | undefined {
   const retryAfter = parseRetryAfterMs(res.headers['retry-after']);
   if (retryAfter !== undefined) return retryAfter;
   let body: unknown;
   try {
     body = JSON.parse(res.text());
   } catch {
-    return SHOPIFY_DEFAULT_429_WAIT_MS;
+    return undefined;
   }
-  return (isRecord(body) ? throttleWaitMs(body.extensions) : undefined) ?? SHOPIFY_DEFAULT_429_WAIT_MS;
+  return isRecord(body) ? throttleWaitMs(body.extensions) : undefined;
 }
 
 /** Wait until the bucket holds the requested cost again: (requested − available) / restoreRate seconds (VENDORS.md §1.6). */
