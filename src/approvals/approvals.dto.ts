@@ -9,7 +9,12 @@ export class DecideApprovalDto {
   @IsIn(['approve', 'reject'])
   decision!: 'approve' | 'reject';
 
-  @ApiProperty({ description: 'the actionDigest shown by GET /v1/approvals/:id: proves what exactly is being approved' })
+  @ApiProperty({
+    pattern: '^[0-9a-f]{64}$',
+    minLength: 64,
+    maxLength: 64,
+    description: 'the actionDigest shown by GET /v1/approvals/:id, lower-case hex as shown: proves what exactly is being approved',
+  })
   @IsString()
   @Matches(/^[0-9a-f]{64}$/)
   actionDigest!: string;

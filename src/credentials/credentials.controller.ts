@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { CREDENTIAL_SCHEMAS } from './credential-schemas.js';
@@ -22,6 +23,10 @@ const CREDENTIAL_VIEW_SCHEMA = {
     updatedAt: { type: 'string', format: 'date-time' },
   },
 };
+
+/** The {type} of a credentials route: an integration type; another answers 404 NOT_FOUND (CredentialsService.assertType). */
+const ApiIntegrationTypeParam = (): MethodDecorator =>
+  ApiParam({ name: 'type', enum: [...INTEGRATION_TYPES], description: 'the integration; another value answers 404 NOT_FOUND' });
 
 @ApiTags('credentials')
 @ApiBearerAuth()
@@ -46,6 +51,7 @@ export class CredentialsController {
 
   @Put(':type/credentials')
   @Roles('admin')
+  @ApiIntegrationTypeParam()
   @ApiBody({
     description:
       'write-only: {config: {...}}, the config of the integration type in the path (API.md §7); never echoed. Shopify takes `accessToken`, ' +
@@ -67,6 +73,9 @@ export class CredentialsController {
   @Delete(':type/credentials')
   @HttpCode(204)
   @Roles('admin')
+  @ApiIntegrationTypeParam()
+  @ApiResponse({ status: 204, description: 'deleted, no body; a credentials.deleted event records the fingerprint of the config removed' })
+  @ApiProblemResponse(404, 'NOT_FOUND: no credentials stored for this integration, a type not listed, or no such org (or another org’s)')
   async remove(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('type') type: string): Promise<void> {
     await this.scope.assertAccess(p, orgId);
     await this.credentials.remove(p, orgId, CredentialsService.assertType(type));

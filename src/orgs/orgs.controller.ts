@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, Post, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
@@ -49,6 +49,7 @@ export class OrgsController {
   @Post()
   @Roles('admin')
   @ApiResponse({ status: 201, description: 'the org', schema: ORG_SCHEMA })
+  @ApiProblemResponse(403, 'FORBIDDEN: not an admin key, or an org admin key — only a platform admin (orgId null) creates orgs')
   @ApiProblemResponse(409, 'CONFLICT: an org with this id already exists')
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateOrgDto) {
     return this.orgs.create(p, dto);
@@ -71,6 +72,7 @@ export class OrgsController {
 
   @Put(':orgId/feature-flags/:flag')
   @Roles('admin')
+  @ApiParam({ name: 'flag', enum: Object.keys(FLAG_DEFAULTS), description: 'another name answers 404 NOT_FOUND' })
   @ApiResponse({ status: 200, description: 'the flag as set; a feature_flag.changed event records the old and new value', schema: FLAG_SET_SCHEMA })
   async setFlag(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('flag') flag: string, @Body() dto: SetFeatureFlagDto) {
     await this.scope.assertAccess(p, orgId);

@@ -3,17 +3,24 @@ import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsBoolean, IsObject, IsString, Length, Matches, ValidateIf, ValidateNested } from 'class-validator';
 
 export class ToolPermissionDto {
-  @ApiProperty({ example: 'order_lookup' })
+  @ApiProperty({ example: 'order_lookup', minLength: 1, maxLength: 100 })
   @IsString()
   @Length(1, 100)
   toolName!: string;
 
-  @ApiProperty({ example: 'lookup' })
+  @ApiProperty({ example: 'lookup', minLength: 1, maxLength: 100 })
   @IsString()
   @Length(1, 100)
   action!: string;
 
-  @ApiProperty({ type: String, nullable: true, description: 'null = every specialist of the org; a specialist row overrides the org-wide one' })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    pattern: '^[A-Za-z0-9._:-]{1,128}$',
+    minLength: 1,
+    maxLength: 128,
+    description: 'required: a run’s specialistId, or null = every specialist of the org; a specialist row overrides the org-wide one',
+  })
   // Required (API.md §2): left out, it is refused, not taken as null — a forgotten field must not grant every specialist.
   // (Matches also refuses a non-string; one message each way.)
   @ValidateIf((o: ToolPermissionDto) => o.specialistId !== null)

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags, type SchemaObject } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags, type SchemaObject } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
@@ -124,6 +124,7 @@ export class RunsController {
     summary: 'Complete a run',
     description: END_DESCRIPTION + ' Completing a completed run answers it again; completing a cancelled one is 409 RUN_NOT_ACTIVE.',
   })
+  @ApiBody({ type: EndRunDto, required: false, description: 'optional: no body at all is the same as {}' })
   @ApiResponse({ status: 200, description: 'the run, status completed', schema: RUN_SCHEMA })
   @ApiProblemResponse(404, 'NOT_FOUND: no such run in the key’s org')
   @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was cancelled')
@@ -138,6 +139,7 @@ export class RunsController {
     summary: 'Cancel a run (stop an agent)',
     description: END_DESCRIPTION + ' Cancelling a cancelled run answers it again; cancelling a completed one is 409 RUN_NOT_ACTIVE.',
   })
+  @ApiBody({ type: EndRunDto, required: false, description: 'optional: no body at all is the same as {}' })
   @ApiResponse({ status: 200, description: 'the run, status cancelled', schema: RUN_SCHEMA })
   @ApiProblemResponse(404, 'NOT_FOUND: no such run in the key’s org')
   @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was completed')

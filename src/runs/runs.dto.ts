@@ -3,12 +3,18 @@ import { Transform } from 'class-transformer';
 import { IsIn, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 
 export class CreateRunDto {
-  @ApiProperty({ example: 'support-specialist', description: 'who the agent acts as; permissions may target it' })
+  @ApiProperty({
+    example: 'support-specialist',
+    pattern: '^[A-Za-z0-9._:-]{1,128}$',
+    minLength: 1,
+    maxLength: 128,
+    description: 'who the agent acts as; permissions may target it',
+  })
   @IsString()
   @Matches(/^[A-Za-z0-9._:-]{1,128}$/)
   specialistId!: string;
 
-  @ApiProperty({ required: false, maxLength: 200 })
+  @ApiProperty({ required: false, pattern: '^[\\x20-\\x7e]{1,200}$', minLength: 1, maxLength: 200, description: 'printable ASCII (blanks allowed)' })
   @IsOptional()
   @IsString()
   @Matches(/^[\x20-\x7e]{1,200}$/)

@@ -10,6 +10,7 @@ import { ReconcileService } from './reconcile.service.js';
 import { ToolCallResultsService } from './tool-call-results.service.js';
 import { ToolCallResultQuery } from './tool-calls.dto.js';
 import { ToolCallsService, type ToolCallResponse } from './tool-calls.service.js';
+import { TOOL_USE_SCHEMA } from './tool-use.schema.js';
 
 function send(res: Response, r: ToolCallResponse) {
   res.status(r.httpStatus);
@@ -38,7 +39,7 @@ export class ToolCallsController {
   })
   @ApiToolCallResponses()
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: '1-255 printable ASCII, unique per org; default: run id + tool_use id' })
-  @ApiBody({ description: 'a tool_use block: {type: "tool_use", id, name, input: {action, ...params}}', schema: { type: 'object' } })
+  @ApiBody({ description: 'a tool_use block: {type: "tool_use", id, name, input: {action, ...params}}; anything else is 400 BAD_REQUEST', schema: TOOL_USE_SCHEMA })
   async submit(
     @CurrentPrincipal() p: Principal,
     @Param('runId') runId: string,

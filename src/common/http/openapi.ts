@@ -32,6 +32,17 @@ const IDEMPOTENT_REPLAYED_HEADER = {
   schema: { type: 'string', enum: ['true'] },
 };
 
+/** X-Correlation-Id as a request header (correlationMiddleware): never refused, a value it cannot take is replaced. */
+const CORRELATION_ID_PARAMETER = {
+  name: 'X-Correlation-Id',
+  in: 'header',
+  required: false,
+  description:
+    'your id for this request, echoed on the answer and recorded on the tool calls it makes (ledger filter `correlationId`): 1-255 printable ASCII without blanks ' +
+    '(`^[\\x21-\\x7e]{1,255}$`); absent or anything else, the gateway generates a UUID (the request is not refused)',
+  schema: { type: 'string' },
+};
+
 /** X-Correlation-Id, echoed on every answer. */
 const CORRELATION_ID_HEADER = {
   description: 'the X-Correlation-Id the request carried when it is 1-255 printable ASCII without blanks, else a fresh UUID',
@@ -107,9 +118,20 @@ export function ApiToolCallResponses(): MethodDecorator {
       content: bodyOrProblem,
       headers: replayed,
     }),
-    ApiProblemResponse(400, 'not a tool_use block, or a bad Idempotency-Key; nothing recorded'),
+    ApiProblemResponse(
+      400,
+      'BAD_REQUEST: the body is not a tool_use block as documented (or not JSON), or the Idempotency-Key header is not 1-255 printable ASCII ' +
+        'or is sent more than once; nothing recorded',
+    ),
     ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)'),
-    ApiResponse({ status: 409, description: 'RUN_NOT_ACTIVE, or IDEMPOTENCY_IN_PROGRESS with Retry-After', content: PROBLEM_CONTENT, headers: { 'Retry-After': RETRY_AFTER_HEADER } }),
+    ApiResponse({
+      status: 409,
+      description:
+        'RUN_NOT_ACTIVE; IDEMPOTENCY_IN_PROGRESS with Retry-After; or CONFLICT: the org’s feature flag or policy kept changing (on another ' +
+        'replica) while the call was decided; nothing recorded, send it again',
+      content: PROBLEM_CONTENT,
+      headers: { 'Retry-After': RETRY_AFTER_HEADER },
+    }),
     ApiProblemResponse(429, 'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After'),
     ApiProblemResponse(
       503,
@@ -160,10 +182,12 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
  * document itself (a route's own description of a status wins), and the
  * Problem schema they refer to; says in the description that a wrong method is
  * a 404 "no such route", not a 405. Every answer documents X-Correlation-Id,
- * every 429 and 503 Retry-After.
+ * every 429 and 503 Retry-After; every /v1 operation takes it as an optional
+ * request header. Body DTO schemas are closed (closeBodyDtoSchemas).
  */
 export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
   doc.info = { ...doc.info, description: doc.info.description ? `${doc.info.description} ${NO_SUCH_ROUTE}` : NO_SUCH_ROUTE };
+  closeBodyDtoSchemas(doc);
   doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Problem: PROBLEM_SCHEMA } };
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const method of METHODS) {
@@ -175,6 +199,11 @@ export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
           responses[status] = { description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
         }
       }
+      // After the common errors: an optional header must not make an operation look like it takes parameters (400).
+      // The middleware reads it on every route; /v1 is what the document describes (health and metrics are not in it).
+      if (path.startsWith('/v1/') && !op.parameters?.some((x) => isHeaderParameter(x, 'x-correlation-id'))) {
+        op.parameters = [...(op.parameters ?? []), CORRELATION_ID_PARAMETER];
+      }
       for (const [status, res] of Object.entries(responses)) {
         const retry = status === '429' || status === '503' ? { 'Retry-After': RETRY_AFTER_HEADER } : {};
         res.headers = { 'X-Correlation-Id': CORRELATION_ID_HEADER, ...retry, ...res.headers };
@@ -182,4 +211,29 @@ export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
     }
   }
   return doc;
+}
+
+const isHeaderParameter = (x: unknown, name: string): boolean =>
+  typeof x === 'object' && x !== null && (x as { in?: unknown }).in === 'header' && String((x as { name?: unknown }).name).toLowerCase() === name;
+
+const COMPONENT_REF = /"\$ref":"#\/components\/schemas\/([^"]+)"/g;
+
+/**
+ * Says `additionalProperties: false` on every component schema a request body reaches, nested ones included
+ * (PutToolPermissionsDto's items): those are class-validator DTOs, and the global ValidationPipe
+ * (forbidNonWhitelisted) answers 400 VALIDATION_FAILED to a field they do not declare. Query DTOs are inlined as
+ * parameters, never reached from a body. A schema that states additionalProperties itself keeps it.
+ */
+function closeBodyDtoSchemas(doc: OpenAPIObject): void {
+  const schemas = (doc.components?.schemas ?? {}) as Record<string, { additionalProperties?: unknown }>;
+  const refsIn = (x: unknown): string[] => [...JSON.stringify(x ?? null).matchAll(COMPONENT_REF)].map((m) => m[1]);
+  const pending = Object.values(doc.paths).flatMap((item) => METHODS.flatMap((m) => refsIn((item[m] as { requestBody?: unknown } | undefined)?.requestBody)));
+  const seen = new Set<string>();
+  for (let name = pending.pop(); name !== undefined; name = pending.pop()) {
+    const schema = schemas[name];
+    if (seen.has(name) || !schema) continue;
+    seen.add(name);
+    schema.additionalProperties ??= false;
+    pending.push(...refsIn(schema));
+  }
 }

@@ -4,6 +4,7 @@ import type { Request } from 'express';
 import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../../auth/auth.decorators.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiProblemResponse, PROBLEM_SCHEMA, TOOL_CALL_BODY_SCHEMA } from '../../common/http/openapi.js';
+import { TOOL_USE_SCHEMA } from '../tool-use.schema.js';
 import { MAX_BATCH_SIZE } from './batch-request.js';
 import { ToolCallBatchService } from './tool-call-batch.service.js';
 
@@ -16,7 +17,12 @@ const BATCH_BODY_SCHEMA = {
       type: 'array',
       minItems: 1,
       maxItems: MAX_BATCH_SIZE,
-      items: { type: 'object', description: 'a tool_use block: {type: "tool_use", id, name, input: {action, ...params}}; ids unique within the batch' },
+      items: {
+        ...TOOL_USE_SCHEMA,
+        description:
+          'a tool_use block, as for POST /v1/runs/{runId}/tool-calls; ids unique within the batch. An item that is not one ' +
+          'does not fail the batch: its entry in `results` is a 400 BAD_REQUEST problem',
+      },
     },
   },
 };
@@ -67,7 +73,12 @@ export class ToolCallBatchController {
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'not supported on batches (400): each item is keyed by its tool_use id' })
   @ApiBody({ description: `{toolUses: [tool_use, ...]}: 1 to ${MAX_BATCH_SIZE} tool_use blocks with unique ids (400 VALIDATION_FAILED otherwise)`, schema: BATCH_BODY_SCHEMA })
   @ApiResponse({ status: 200, description: 'every item answered, in the order given, whatever each outcome', schema: BATCH_RESULTS_SCHEMA })
-  @ApiProblemResponse(400, `not {toolUses: [...]}, 0 or more than ${MAX_BATCH_SIZE} items, duplicate tool_use ids, or an Idempotency-Key header`)
+  @ApiProblemResponse(
+    400,
+    `VALIDATION_FAILED: not {toolUses: [...]} (not an object, an unknown field, toolUses not an array), 0 or more than ${MAX_BATCH_SIZE} items, ` +
+      'or duplicate tool_use ids. BAD_REQUEST: an Idempotency-Key header (each item is keyed by its tool_use id), or a body that is not JSON. ' +
+      'Nothing recorded',
+  )
   @ApiProblemResponse(403, 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null), which belongs to no org')
   @ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)')
   @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was completed or cancelled and no item is a call it made before (those are replayed, the others answer RUN_NOT_ACTIVE per item)')
