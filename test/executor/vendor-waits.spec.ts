@@ -11,7 +11,8 @@ import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js
 import { AmazonHandler } from '../../src/vendors/amazon/amazon.handler.js';
 import { JumioHandler } from '../../src/vendors/jumio/jumio.handler.js';
 import { NangoHandler } from '../../src/vendors/nango/nango.handler.js';
-import type { VendorEndpoints, VendorHandler } from '../../src/vendors/vendor-handler.js';
+import { emulatorEndpoints } from '../../src/vendors/handler.spec-support.js';
+import type { VendorHandler } from '../../src/vendors/vendor-handler.js';
 
 /**
  * The waits vendors name (Retry-After on 429 and 5xx) and the breaker's view of them, through the executor and
@@ -91,18 +92,7 @@ function exec(vendor: Vendor, over: Partial<AppConfig> = {}, clock = new Clock()
     CIRCUIT_BREAKER_COOLDOWN_MS: 1_000,
     ...over,
   } as AppConfig;
-  const endpoints: VendorEndpoints = {
-    shopifyApiVersion: '2026-07',
-    amazonLwaUrl: `${url}/auth/o2/token`,
-    amazonSpapiBaseUrl: url,
-    jumioAuthBaseUrl: url,
-    jumioRetrievalBaseUrl: url,
-    nangoHost: url,
-    timeoutMs: config.VENDOR_TIMEOUT_MS,
-    connectTimeoutMs: 500,
-    maxResponseBytes: 1 << 20,
-    userAgent: 'test/1.0',
-  };
+  const endpoints = emulatorEndpoints(url, { timeoutMs: config.VENDOR_TIMEOUT_MS, connectTimeoutMs: 500, userAgent: 'test/1.0' });
   const handler: VendorHandler = vendor === 'jumio' ? new JumioHandler(endpoints) : vendor === 'amazon' ? new AmazonHandler(endpoints) : new NangoHandler(endpoints);
   const credentials = { load: async () => CREDS[vendor] } as unknown as CredentialsService;
   const ex = new RuntimeToolExecutor(config, credentials, clock, metrics);
