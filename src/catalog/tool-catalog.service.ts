@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { paramNamesIndex, type ParamNames, type ParamNamesOf } from '../policy/policy-param-names.js';
 import type { PolicyEvaluationInput } from '../policy/policy.types.js';
 import type { ToolActionSpec, ToolSpec, VendorHandler, VendorKey } from '../vendors/vendor-handler.js';
 import { VendorRegistry } from '../vendors/vendor-registry.js';
@@ -92,6 +93,7 @@ export class ToolCatalogService {
   private readonly entries = new Map<string, CatalogEntry>();
   private readonly validators = new Map<string, ValidateFunction>();
   private readonly tools: ToolSpec[] = [];
+  private readonly paramNames: ParamNamesOf;
 
   constructor(registry: VendorRegistry) {
     const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
@@ -106,6 +108,7 @@ export class ToolCatalogService {
         }
       }
     }
+    this.paramNames = paramNamesIndex(this.tools);
   }
 
   /** The params as their vendor spells them (VendorHandler.canonicalParams); unknown tools' params as they are. */
@@ -129,6 +132,11 @@ export class ToolCatalogService {
   /** A tool of the catalog (any of its actions). */
   isTool(toolName: string): boolean {
     return this.tools.some((t) => t.name === toolName);
+  }
+
+  /** The top-level params a policy rule on `toolName` ("tool.action", "tool.*", none: every action) can name. */
+  paramsOf(toolName: string | undefined): ParamNames | undefined {
+    return this.paramNames(toolName);
   }
 
   /**

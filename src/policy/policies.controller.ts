@@ -26,7 +26,7 @@ const POLICY_RULE_SCHEMA = {
             type: 'object',
             required: ['path', 'op'],
             properties: {
-              path: { type: 'string', description: 'dot path into the params', example: 'amount' },
+              path: { type: 'string', description: 'dot path into the params; its first segment must be a param of an action the rule matches', example: 'amount' },
               op: { type: 'string', enum: [...CONDITION_OPS] },
               value: { description: 'any JSON value; an array for in, a boolean (or absent) for exists' },
             },

@@ -254,7 +254,7 @@ describe('validatePolicyRules: never throws', () => {
 });
 
 describe('validatePolicyRules with the catalog', () => {
-  const known = { has: (k: string) => ['shopify_refund.create', 'order_lookup.lookup'].includes(k), isTool: (t: string) => ['shopify_refund', 'order_lookup'].includes(t) };
+  const known = { has: (k: string) => ['shopify_refund.create', 'order_lookup.lookup'].includes(k), isTool: (t: string) => ['shopify_refund', 'order_lookup'].includes(t), paramsOf: () => undefined };
   const rule = (toolName: string) => [{ id: 'r', match: { toolName }, decision: 'block' }];
 
   it('accepts tool.action and tool.* that the catalog has', () => {

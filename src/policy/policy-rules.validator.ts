@@ -1,4 +1,5 @@
 import { parseDecimal } from './policy.engine.js';
+import type { ParamNames } from './policy-param-names.js';
 import {
   CONDITION_OPS,
   FORBIDDEN_PATH_SEGMENTS,
@@ -29,10 +30,15 @@ const MAX_ERRORS = 50;
  * mistakes come back as messages that each name the rule; it never throws,
  * whatever the input. On success the rules are fresh copies holding only known fields.
  */
-/** What the catalog offers: `tool.action` keys and tool names. Given, a rule naming neither is refused. */
+/**
+ * What the catalog offers: `tool.action` keys, tool names and the params a rule's toolName covers. Given, a rule
+ * naming something the catalog lacks is refused. Only a PUT passes it: stored rules are not checked again.
+ */
 export interface KnownTools {
   has(key: string): boolean;
   isTool(toolName: string): boolean;
+  /** Absent (a stand-in catalog), a where path is checked for its shape only. */
+  paramsOf?(toolName: string | undefined): ParamNames | undefined;
 }
 
 export function validatePolicyRules(input: unknown, known?: KnownTools): PolicyRulesValidation {
@@ -107,11 +113,14 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
   }
   let ok = rejectUnknown(raw, MATCH_FIELDS, 'match.', fail);
   const [toolName, riskLevel, where] = ownValues(raw, ['toolName', 'riskLevel', 'where']);
+  let params: ParamNames | undefined;
   if (toolName !== undefined && (typeof toolName !== 'string' || !TOOL_NAME_PATTERN.test(toolName))) {
     ok = failWith(fail, 'match.toolName must look like "tool.action" or "tool.*"');
   } else if (typeof toolName === 'string' && known && !(toolName.endsWith('.*') ? known.isTool(toolName.slice(0, -2)) : known.has(toolName))) {
     // Names are matched exactly: a misspelt one would never apply, and a block rule would fail open unnoticed.
     ok = failWith(fail, `match.toolName ${JSON.stringify(toolName)} names no ${toolName.endsWith('.*') ? 'tool' : 'tool action'} of the catalog (GET /v1/tools lists them)`);
+  } else if (known) {
+    params = known.paramsOf?.(toolName as string | undefined);
   }
   if (riskLevel !== undefined && !oneOf(RISK_LEVELS, riskLevel)) {
     ok = failWith(fail, `match.riskLevel must be one of ${RISK_LEVELS.join(', ')}`);
@@ -126,6 +135,7 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
       where.forEach((item: unknown, j) => {
         const condition = checkCondition(item, `where[${j}]`, fail);
         if (condition === null) ok = false;
+        else if (params && !takesParam(params, condition.path)) ok = failWith(fail, notAParam(`where[${j}]`, condition.path, toolName as string | undefined, params));
         else conditions.push(condition);
       });
     }
@@ -159,6 +169,23 @@ function checkCondition(raw: unknown, at: string, fail: Fail): PolicyCondition |
   // A JSON round trip copies the value with no shared references and own-property-only keys.
   if (hasValue) condition.value = JSON.parse(JSON.stringify(value)) as unknown;
   return condition;
+}
+
+/**
+ * Params are matched exactly too: a path no matched action takes is never present, so `eq` and `in` never
+ * hold and a block rule on a misspelt param (orderID for orderId) fails open just as a misspelt toolName would.
+ */
+function takesParam(params: ParamNames, path: string): boolean {
+  return params.open || params.names.has(path.split('.', 1)[0]);
+}
+
+function notAParam(at: string, path: string, toolName: string | undefined, params: ParamNames): string {
+  const first = path.split('.', 1)[0];
+  const what = first === path ? `${at}.path ${JSON.stringify(path)}` : `${at}.path ${JSON.stringify(path)}: ${JSON.stringify(first)}`;
+  if (toolName === undefined) return `${what} is not a param of any catalog action (GET /v1/tools lists them)`;
+  if (toolName.endsWith('.*')) return `${what} is not a param of any ${toolName.slice(0, -2)} action (GET /v1/tools lists them)`;
+  const listed = [...params.names].sort().join(', ');
+  return `${what} is not a param of ${toolName} (${listed === '' ? 'it takes none' : `its params: ${listed}`})`;
 }
 
 function checkPath(path: unknown): string | null {

@@ -15,16 +15,17 @@ const BIG_REFUNDS = {
 const ALL_OPS = {
   id: 'every-op',
   match: {
-    toolName: 'order_lookup.*',
-    riskLevel: 'low',
+    // Paths must be params of the actions matched (a misspelt one would never apply).
+    toolName: 'shopify_refund.*',
+    riskLevel: 'high',
     where: [
       { path: 'orderId', op: 'eq', value: '1' },
       { path: 'orderId', op: 'ne', value: '2' },
-      { path: 'n', op: 'gte', value: '1.5' },
-      { path: 'n', op: 'lt', value: 10 },
-      { path: 'n', op: 'lte', value: 10 },
-      { path: 'tags', op: 'in', value: ['a', 'b'] },
-      { path: 'address.zip', op: 'exists' },
+      { path: 'amount', op: 'gte', value: '1.5' },
+      { path: 'amount', op: 'lt', value: 10 },
+      { path: 'amount', op: 'lte', value: 10 },
+      { path: 'currency', op: 'in', value: ['USD', 'EUR'] },
+      { path: 'currency', op: 'exists' },
       { path: 'note', op: 'exists', value: false },
     ],
   },
@@ -134,6 +135,14 @@ describe('policies (GET/PUT /v1/orgs/:orgId/policies)', () => {
       ['a non-array value for in', { id: 'in-scalar', match: { where: [{ path: 'amount', op: 'in', value: 5 }] }, decision: 'block' }, /value/],
       ['a missing value for eq', { id: 'eq-nothing', match: { where: [{ path: 'amount', op: 'eq' }] }, decision: 'block' }, /value/],
       ['a bad toolName', { id: 'bad-tool', match: { toolName: 'shopify refund' }, decision: 'block' }, /toolName/],
+      // Never present in the call, so the block would never apply (a missing param equals nothing).
+      [
+        'a param the action does not take',
+        { id: 'bad-param', match: { toolName: 'shopify_order.add_note', where: [{ path: 'orderID', op: 'eq', value: '450789469' }] }, decision: 'block' },
+        /where\[0\]\.path "orderID" is not a param of shopify_order\.add_note/,
+      ],
+      ['a param no action of the tool takes', { id: 'bad-tool-param', match: { toolName: 'nango_proxy.*', where: [{ path: 'amount', op: 'gt', value: 1 }] }, decision: 'block' }, /"amount" is not a param of any nango_proxy action/],
+      ['a param no catalog action takes', { id: 'bad-any-param', match: { where: [{ path: 'amout', op: 'gt', value: 1 }] }, decision: 'block' }, /"amout" is not a param of any catalog action/],
       ['a bad riskLevel', { id: 'bad-risk', decision: 'block', riskLevel: 'extreme' }, /riskLevel/],
     ];
 
