@@ -47,7 +47,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
   private revocations = 0;
   /** Lookups in flight, by revocation count and key hash (see authenticate). */
   private readonly lookups = new Map<string, Promise<Principal | null>>();
-  private readonly touched = new Set<string>();
+  /** Key id → its latest use here (ms since the epoch), written at the next flush: the time of the use, not of the flush. */
+  private readonly touched = new Map<string, number>();
   private readonly cursors: LedgerCursorCodec;
   private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.flushLastUsed(), this.log);
 
@@ -105,7 +106,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       }
       principal = await flight;
     }
-    if (principal) this.touched.add(principal.keyId);
+    if (principal) this.touch(principal.keyId, Date.now());
     return principal;
   }
 
@@ -200,7 +201,11 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     const repo = this.ds.getRepository(ApiKeyEntity);
     const row = await repo.findOne({ where: { id } });
     if (!row || (actor.orgId !== null && row.orgId !== actor.orgId)) throw new AppError('NOT_FOUND', 'api key not found');
-    if (row.revokedAt) return;
+    if (row.revokedAt) {
+      // Revoked already (perhaps on another replica): this replica may still cache it as valid.
+      this.forgetKey(row.keyHash);
+      return;
+    }
     await this.ds.transaction(async (m) => {
       if (row.orgId === null && row.role === 'admin') {
         // Never the last platform admin key: nobody could create an org or a key again, and a restart with the
@@ -219,8 +224,12 @@ export class ApiKeysService implements BeforeApplicationShutdown {
         m,
       );
     });
+    this.forgetKey(row.keyHash);
+  }
+
+  private forgetKey(keyHash: Buffer): void {
     this.revocations++;
-    this.cache.delete(row.keyHash.toString('hex'));
+    this.cache.delete(keyHash.toString('hex'));
   }
 
   /** See ensureBootstrapKey in api-keys.bootstrap.ts. */
@@ -228,15 +237,24 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     return ensureBootstrapKey(this.ds, this.events, this.config, this.log);
   }
 
+  private touch(keyId: string, at: number): void {
+    const known = this.touched.get(keyId);
+    if (known === undefined || at > known) this.touched.set(keyId, at);
+  }
+
   private async flushLastUsed(): Promise<void> {
     if (this.touched.size === 0) return;
-    const ids = [...this.touched];
+    const uses = [...this.touched];
     this.touched.clear();
     try {
-      await this.ds.query('UPDATE api_keys SET last_used_at = now() WHERE id = ANY($1::uuid[])', [ids]);
+      // GREATEST (which skips NULL): another replica may have written a later use of the same key.
+      await this.ds.query(
+        'UPDATE api_keys a SET last_used_at = GREATEST(a.last_used_at, v.t) FROM unnest($1::uuid[], $2::timestamptz[]) v(id, t) WHERE a.id = v.id',
+        [uses.map(([id]) => id), uses.map(([, at]) => new Date(at).toISOString())],
+      );
     } catch (err) {
       // Kept for the next flush (a database blip must not lose them; new uses of the same keys merge in).
-      for (const id of ids) this.touched.add(id);
+      for (const [id, at] of uses) this.touch(id, at);
       this.log.warn(`could not record lastUsedAt: ${err instanceof Error ? err.message : String(err)}`);
     }
   }

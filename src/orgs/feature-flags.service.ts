@@ -24,9 +24,12 @@ export class FeatureFlagsService {
     private readonly events: LedgerEventsService,
   ) {}
 
-  /** A copy: the caller may change it without changing the cached flags. */
-  async all(orgId: string): Promise<Record<FlagName, boolean>> {
-    return { ...(await this.cached(orgId)) };
+  /**
+   * The admin read: from the database, not the hot-path cache, so a change
+   * just made on another replica is seen (the cache may hold the old value).
+   */
+  all(orgId: string): Promise<Record<FlagName, boolean>> {
+    return this.load(orgId);
   }
 
   private cached(orgId: string): Promise<Readonly<Record<FlagName, boolean>>> {

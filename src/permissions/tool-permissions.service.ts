@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { AppError } from '../common/errors/app-error.js';
@@ -40,9 +40,10 @@ export class ToolPermissionsService {
     private readonly catalog: ToolCatalogService,
   ) {}
 
-  async list(orgId: string): Promise<PermissionView[]> {
+  /** `m`: a transaction's manager, to read what it wrote before it commits (see replace). */
+  async list(orgId: string, m: EntityManager = this.ds.manager): Promise<PermissionView[]> {
     // A stable order (org-wide row before the specialists' rows) so clients can diff two reads.
-    const rows = await this.ds
+    const rows = await m
       .getRepository(ToolPermissionEntity)
       .find({ where: { orgId }, order: { toolName: 'ASC', action: 'ASC', specialistId: { direction: 'ASC', nulls: 'FIRST' } } });
     return rows.map((r) => ({ toolName: r.toolName, action: r.action, specialistId: r.specialistId, enabled: r.enabled }));
@@ -63,7 +64,9 @@ export class ToolPermissionsService {
       seen.add(unique);
     });
     if (problems.length) throw new AppError('VALIDATION_FAILED', problems.join('; '), { fields: { errors: problems } });
-    await this.ds.transaction(async (m) => {
+    // The answer is read under the lock, before the commit: read after it, a PUT that committed
+    // in between would answer this request with its own set.
+    return this.ds.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`perm:${orgId}`]);
       await m.getRepository(ToolPermissionEntity).delete({ orgId });
       if (items.length) {
@@ -75,7 +78,7 @@ export class ToolPermissionsService {
         [{ orgId, type: 'tool_permissions.changed', actor: actorOf(actor), metadata: { count: items.length, enabled: items.filter((i) => i.enabled).length } }],
         m,
       );
+      return this.list(orgId, m);
     });
-    return this.list(orgId);
   }
 }

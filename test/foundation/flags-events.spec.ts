@@ -4,6 +4,7 @@ import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
 import type { SealFrontier } from '../../src/ledger/seal-frontier.js';
 import { LedgerVerifierService } from '../../src/ledger/ledger-verifier.service.js';
+import { FeatureFlagsService } from '../../src/orgs/feature-flags.service.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -37,6 +38,20 @@ describe('feature flags and the append-only event ledger', () => {
     expect(events).toHaveLength(1);
     expect(events[0].actor).toEqual({ keyId: admin.id, role: 'admin' });
     expect(events[0].metadata).toMatchObject({ flag: 'tool_calling_enabled', from: false, to: true });
+  });
+
+  it('the admin GET reads the database: a change made on another replica shows at once, whatever this replica cached', async () => {
+    const other = await createOrg(t, 'Flags Elsewhere');
+    expect((await t.http.get(`/v1/orgs/${other}/feature-flags`).set(adminAuth)).body).toEqual({ tool_calling_enabled: false });
+    const flags = t.app.get(FeatureFlagsService, { strict: false });
+    expect(await flags.isEnabled(other, 'tool_calling_enabled')).toBe(false); // the hot path's cache holds false now
+    // Set on another replica: the row only, this replica's cache is not told.
+    await t.ds.query(
+      `INSERT INTO feature_flags (org_id, flag, enabled, updated_at) VALUES ($1, 'tool_calling_enabled', true, now())
+       ON CONFLICT (org_id, flag) DO UPDATE SET enabled = true`,
+      [other],
+    );
+    expect((await t.http.get(`/v1/orgs/${other}/feature-flags`).set(adminAuth)).body).toEqual({ tool_calling_enabled: true });
   });
 
   it('refuses ops changing a flag (403) and unknown flags (404)', async () => {
