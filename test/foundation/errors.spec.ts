@@ -200,23 +200,28 @@ describe('errors, limits and correlation ids', () => {
       const org = await createOrg(limited); // the admin key is now cached
       const fresh = await createKey(limited, org, 'ops'); // never presented yet
       const madeUp = (i: number) => ({ Authorization: `Bearer tgw_made_up_${i}_${'x'.repeat(40)}` });
-      for (let i = 0; i < 4; i++) {
-        const res = await limited.http.get('/v1/tool-calls').set(madeUp(i));
-        expect(res.status).toBe(401);
+      // The burst (4) is looked up; then 429. On a loaded machine a request can take long enough for the bucket to
+      // refill a token (2/s), so the refusal may come a few lookups later, never before the burst is spent.
+      let lookedUp = 0;
+      let refused = await limited.http.get('/v1/tool-calls').set(madeUp(0));
+      while (refused.status === 401 && lookedUp < 12) {
+        lookedUp++;
+        refused = await limited.http.get('/v1/tool-calls').set(madeUp(lookedUp));
       }
-      const refused = await limited.http.get('/v1/tool-calls').set(madeUp(99));
+      expect(lookedUp).toBeGreaterThanOrEqual(4);
+      // A valid key not yet looked up waits too: it was refused before the lookup that would have found it. Sent
+      // right after the refusal: half a second later the bucket holds a token again (2/s).
+      const early = await limited.http.get('/v1/tool-calls').set(bearer(fresh.key));
       expect(refused.status).toBe(429);
       expect(refused.body).toMatchObject({ code: 'RATE_LIMITED' });
       expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(early.status).toBe(429);
       // A key already looked up is answered from the caches: a cached unknown key is still 401; the admin key, known
       // valid, still works, for writes too (looked up afresh, but not metered).
       expect((await limited.http.get('/v1/tool-calls').set(madeUp(0))).status).toBe(401);
       expect((await limited.http.get(`/v1/orgs/${org}`).set(adminAuth)).status).toBe(200);
       expect((await limited.http.post('/v1/orgs').set(adminAuth).send({ name: 'during a flood' })).status).toBe(201);
-      // A valid key not yet looked up waits too: it was refused before the lookup that would have found it.
-      const early = await limited.http.get('/v1/tool-calls').set(bearer(fresh.key));
-      expect(early.status).toBe(429);
       await new Promise((r) => setTimeout(r, Number(early.headers['retry-after']) * 1000));
       expect((await limited.http.get('/v1/tool-calls').set(bearer(fresh.key))).status).toBe(200);
       // Successful lookups do not spend the budget.
@@ -234,11 +239,15 @@ describe('errors, limits and correlation ids', () => {
       expect(oneMadeUp.map((r) => r.status).filter((st) => st !== 401)).toEqual([]);
       // Lookups sent together cannot all pass: each spends before it is made. Burst 4 (spent again by the
       // wait above, refilled since): of 30 made-up keys at once at most 4 reach the database.
+      // On a loaded machine the 30 take a while, and the bucket refills meanwhile: at most 2 more per second they took.
       await new Promise((r) => setTimeout(r, 2_000));
+      const sentAt = performance.now();
       const together = await Promise.all(Array.from({ length: 30 }, (_, i) => limited.http.get('/v1/tool-calls').set(madeUp(1000 + i))));
+      const refills = Math.ceil(((performance.now() - sentAt) / 1000) * 2);
       const statuses = together.map((r) => r.status);
-      expect(statuses.filter((st) => st === 401).length).toBeLessThanOrEqual(4);
-      expect(statuses.filter((st) => st === 429).length).toBeGreaterThanOrEqual(26);
+      expect(statuses.filter((st) => st === 401).length).toBeLessThanOrEqual(4 + refills);
+      expect(statuses.filter((st) => st === 429).length).toBeGreaterThanOrEqual(26 - refills);
+      expect(statuses.filter((st) => st !== 401 && st !== 429)).toEqual([]);
     } finally {
       await limited.close();
     }
