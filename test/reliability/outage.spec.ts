@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Response } from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, startPgServer, setupOrgVia, type GatewayProcess, type PgServerProcess } from '../support/gateway-process.js';
 import { emulatorEnv, toolUse, type OrgSetup } from '../support/scenario.js';
@@ -26,6 +26,21 @@ describe('database outage', () => {
     gw = await startGatewayProcess({ ...emulatorEnv(emu.url), DATABASE_URL: pgServer.url, VENDOR_TIMEOUT_MS: '10000' });
     org = await setupOrgVia(gw, { tools: ['order_lookup.lookup', 'shopify_order.add_note'] });
   }, 90_000);
+  // A test that fails while the database is away gives it back, so that the next one starts from a serving gateway.
+  let databaseDown = false;
+  const stopDatabase = async () => {
+    databaseDown = true;
+    await pgServer.stopServer();
+  };
+  const startDatabase = async () => {
+    await pgServer.startServer();
+    databaseDown = false;
+  };
+  afterEach(async () => {
+    if (!databaseDown) return;
+    await startDatabase();
+    await waitFor(async () => (await gw.http.get('/readyz')).status === 200, '/readyz to answer 200 again', 15_000, 200);
+  }, 30_000);
   afterAll(async () => {
     await gw?.stop();
     await pgServer?.close();
@@ -43,17 +58,27 @@ describe('database outage', () => {
     // (feature-flags/policies/credentials services, CACHE_TTL_MS). Calls made within that second find
     // them cached, so they get as far as the intent write (the first statement that needs PostgreSQL),
     // which is what "no vendor call without its ledger row" is about.
-    const warmSent = performance.now();
-    const warm = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
-    expect(warm.body).toMatchObject({ status: 'succeeded' });
-    expect((await gw.http.get('/readyz')).status).toBe(200);
-
-    await pgServer.stopServer();
-    const before = vendorCalls();
-    const t0 = performance.now();
     // Well within the cache lifetime: otherwise the calls below would fail earlier, at a cache reload, and
-    // the test would pass without ever reaching the intent write (a slow machine, a slow stop).
-    expect(t0 - warmSent, 'the outage calls start within 700 ms of the warm-up (1 s cache)').toBeLessThan(700);
+    // the test would pass without ever reaching the intent write. A loaded machine can take longer than that to
+    // stop PostgreSQL: then the attempt does not count, the database comes back and the warm-up is made again.
+    let warm: Response | undefined;
+    let warmCalls = 0;
+    let before: number;
+    let t0: number;
+    for (let attempt = 1; ; attempt++) {
+      const warmSent = performance.now();
+      warm = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+      expect(warm.body).toMatchObject({ status: 'succeeded' });
+      warmCalls++;
+      expect((await gw.http.get('/readyz')).status).toBe(200);
+      await stopDatabase();
+      before = vendorCalls();
+      t0 = performance.now();
+      if (t0 - warmSent < 700) break;
+      expect(attempt, 'the outage calls start within 700 ms of the warm-up (1 s cache), in one of 3 attempts').toBeLessThan(3);
+      await startDatabase();
+      await waitFor(async () => (await gw.http.get('/readyz')).status === 200, '/readyz to answer 200 again', 15_000, 200);
+    }
     const during = await Promise.all([
       ...Array.from({ length: 6 }, (_, i) => postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: String(1001 + (i % 2)) }))),
       postToolUse(gw.http, org.runId, org.agentKey, toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'during the outage' })),
@@ -77,7 +102,7 @@ describe('database outage', () => {
     await sleep(5_500);
     expect(vendorCalls()).toBe(before);
 
-    await pgServer.startServer();
+    await startDatabase();
     // Same data, same port: the URL the gateway was started with still works.
     const probe = new pg.Client({ connectionString: pgServer.url });
     await probe.connect();
@@ -95,7 +120,7 @@ describe('database outage', () => {
     // No calls of the outage reached the ledger half-written.
     const calls = await gw.http.get(`/v1/tool-calls?runId=${org.runId}&limit=200`).set(bearer(org.adminKey));
     expect(calls.status).toBe(200);
-    expect((calls.body.items as { status: string }[]).map((c) => c.status).sort()).toEqual(['succeeded', 'succeeded']);
+    expect((calls.body.items as { status: string }[]).map((c) => c.status)).toEqual(Array(warmCalls + 1).fill('succeeded'));
 
     const exited = await Promise.race([gw.waitExit(), sleep(0).then(() => null)]);
     expect(exited).toBeNull(); // the same process, never restarted
@@ -115,7 +140,7 @@ describe('database outage', () => {
 
   it('a database back within seconds takes the outcome of a write that was at the vendor: the request answers it', async () => {
     const { use, pending, arrivedAt, before } = await writeHeldAtVendor('database back soon', 1_000);
-    await pgServer.stopServer();
+    await stopDatabase();
     const stoppedAt = performance.timeOrigin + performance.now();
     // The vendor answers 1 s after the write arrived: the outcome write then finds the database down.
     await sleep(Math.max(0, arrivedAt + 1_300 - performance.now()));
@@ -127,7 +152,7 @@ describe('database outage', () => {
     expect(write?.finishedAt, 'the vendor answered before the database was started again').toBeDefined();
     expect(stoppedAt, 'PostgreSQL stopped before the vendor answered').toBeLessThan(write!.finishedAt!);
     expect(startingAt, 'PostgreSQL started only after the vendor answered').toBeGreaterThan(write!.finishedAt!);
-    await pgServer.startServer();
+    await startDatabase();
     const startMs = performance.now() - t0;
     const res = await pending;
     expect(res.status, `${res.status} ${res.text} (PostgreSQL took ${Math.round(startMs)} ms to start)`).toBe(200);
@@ -138,7 +163,7 @@ describe('database outage', () => {
 
   it('a write at the vendor when the database stays away answers 503 saying so; its outcome is recorded when the database is back, never executed twice', async () => {
     const { use, pending, before } = await writeHeldAtVendor('in flight during the outage', 1_500);
-    await pgServer.stopServer();
+    await stopDatabase();
     const res = await pending;
     expectUnavailable(res, 'the outcome could not be recorded');
     // Not "nothing happened": the caller learns the call ran, which call it is, and not to send it under a new id.
@@ -147,7 +172,7 @@ describe('database outage', () => {
     expect(problem.detail).toMatch(/vendor was called/);
     await sleep(1_000); // the kept outcome keeps failing for a while; the process rides it out
 
-    await pgServer.startServer();
+    await startDatabase();
     await waitFor(async () => (await gw.http.get('/readyz')).status === 200, '/readyz to answer 200 again', 15_000, 200);
     // The outcome kept in memory lands: a resend of the same tool_use reads it (409 in progress until then).
     let again = await postToolUse(gw.http, org.runId, org.agentKey, use);
