@@ -101,6 +101,12 @@ describe('emulated Orders v2026-01-01 getOrder', () => {
 });
 
 describe('emulated Orders v0 getOrder', () => {
+  it('a path under /orders/ that API Gateway does not route answers 403 MissingAuthenticationToken, not a 404 (VENDORS.md §2.3)', async () => {
+    for (const p of [`/orders/v1/orders/${AMAZON_ORDER_IDS.shipped}`, '/orders/v0/shipments', `/orders/v0/orders/${AMAZON_ORDER_IDS.shipped}/buyerInfo`]) {
+      expect(await get(p), p).toMatchObject({ status: 403, body: { errors: [{ code: 'MissingAuthenticationToken' }] } });
+    }
+  });
+
   it('answers as to a caller without a Restricted Data Token: no name, street, phone or buyer name (VENDORS.md §2.2)', async () => {
     const res = await get(`/orders/v0/orders/${AMAZON_ORDER_IDS.shipped}`);
     expect(res.status).toBe(200);

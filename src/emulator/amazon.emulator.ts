@@ -62,8 +62,9 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
   /** getOrderItems pagination bug, when set: the page at `from` answers the NextToken of the page at `to`. */
   private itemsLoop: { from: number; to: number } | undefined;
 
+  /** Every /orders/ path: one API Gateway does not route answers 403 MissingAuthenticationToken, not a 404 (VENDORS.md §2.3). */
   handles(req: EmuRequest): boolean {
-    return req.path === '/auth/o2/token' || req.path.startsWith('/orders/v0/orders/') || req.path.startsWith('/orders/2026-01-01/orders/');
+    return req.path === '/auth/o2/token' || req.path.startsWith('/orders/');
   }
 
   handle(req: EmuRequest): EmuResponse {

@@ -1,8 +1,8 @@
 /**
  * Emulated Jumio KYX auth + retrieval (VENDORS.md §3): Basic-auth token
- * endpoint, bearer-checked retrieval, 403 without a User-Agent, and a
- * PROCESSED execution whose details carry full extraction PII so tests can
- * prove the handler never passes it on.
+ * endpoint, bearer-checked retrieval, 403 without a User-Agent or without
+ * Accept: application/json, and a PROCESSED execution whose details carry
+ * full extraction PII so tests can prove the handler never passes it on.
  */
 import { randomBytes } from 'node:crypto';
 import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emulator.types.js';
@@ -134,6 +134,7 @@ export class JumioEmulator implements EmulatedVendor, FaultResponder {
   private retrieval(req: EmuRequest): EmuResponse {
     // Jumio: missing or "suspicious" headers → 403 (VENDORS.md §3.1).
     if (!req.headers['user-agent']) return problem(403, 'Forbidden', 'User-Agent header is required');
+    if (!(req.headers.accept ?? '').toLowerCase().includes('application/json')) return problem(403, 'Forbidden', 'Accept: application/json is required');
     const auth = req.headers.authorization ?? '';
     const issued = auth.startsWith('Bearer ') ? this.tokens.get(auth.slice(7)) : undefined;
     if (!issued || issued.expired || Date.now() >= issued.expiresAt) return problem(401, 'Unauthorized', 'Invalid or expired token');

@@ -2,6 +2,7 @@
 import type { EmuOrder, EmuProduct } from './shopify.fixtures.js';
 import { gid, orderView, productView } from './shopify.graphql-view.js';
 import type { ShopifyRefundDesk } from './shopify.refund-desk.js';
+import { missingFields, NULL_VARIABLE, validationError, variableError, type VariableProblem } from './shopify.validation.js';
 
 /** The emulated shop the operations read and change; the emulator passes its current state on each request (reset replaces the maps). */
 export interface ShopifyStore {
@@ -14,11 +15,21 @@ export interface ShopifyStore {
 /** Order fields an app may be refused, and the scope that guards each. */
 const DENIABLE_ORDER_FIELDS: [field: string, scope: string][] = [['customer', 'read_customers']];
 const IDEMPOTENT = /@idempotent\s*\(\s*key\s*:\s*(?:"([^"]*)"|\$(\w+))\s*\)/;
+/** Non-null fields of RefundInput and of its OrderTransactionInput (all but parentId, VENDORS.md §1.8). */
+const REFUND_INPUT_REQUIRED = ['orderId'] as const;
+const REFUND_TRANSACTION_REQUIRED = ['orderId', 'amount', 'kind', 'gateway'] as const;
 
 export type Gql = { data?: unknown; errors?: unknown[]; cost: number };
 
+/** An error raised while the document runs: no `locations` or path of its own here. */
 function gqlError(message: string, code: string): { message: string; extensions: { code: string } } {
   return { message, extensions: { code } };
+}
+
+/** The first field the document selects at its root, and where it stands. */
+function rootField(query: string): { name: string; index: number } {
+  const m = /\{\s*([A-Za-z_]\w*)/.exec(query);
+  return m ? { name: m[1], index: m.index + m[0].length - m[1].length } : { name: '', index: -1 };
 }
 
 /** Requested query cost the emulator reports per operation (fixed: selections are not parsed). */
@@ -40,7 +51,11 @@ export function executeShopifyGraphql(store: ShopifyStore, query: string, variab
   if (query.includes('orderUpdate')) return { cost, ...orderUpdate(store, variables) };
   if (/\border\s*\(/.test(query)) return { cost, ...withoutDeniedFields(store, lookup('Order', query, variables, (id) => store.orders.get(id), orderView, 'order'), query) };
   if (/\bproduct\s*\(/.test(query)) return { cost, ...lookup('Product', query, variables, (id) => store.products.get(id), productView, 'product') };
-  return { cost, errors: [gqlError('The emulator does not support this operation', 'undefinedField')] };
+  // Anything else is a field the emulated schema lacks: refused by validation, as Shopify refuses an unknown field.
+  const field = rootField(query);
+  const typeName = /^\s*mutation\b/.test(query) ? 'Mutation' : 'QueryRoot';
+  const message = `Field '${field.name}' doesn't exist on type '${typeName}' (the emulator does not support this operation)`;
+  return { cost, errors: [validationError(query, field.index, [field.name], message, { code: 'undefinedField', typeName, fieldName: field.name })] };
 }
 
 /**
@@ -72,10 +87,19 @@ function lookup<T>(
   view: (item: T) => Record<string, unknown>,
   field: string,
 ): Omit<Gql, 'cost'> {
-  const raw = typeof variables.id === 'string' ? variables.id : new RegExp(`\\(\\s*id\\s*:\\s*"([^"]*)"`).exec(query)?.[1];
-  if (raw === undefined) return { errors: [gqlError('Variable $id of type ID! was provided invalid value', 'INVALID_VARIABLE')] };
+  const literal = new RegExp(`\\(\\s*id\\s*:\\s*"([^"]*)"`).exec(query);
+  const raw = typeof variables.id === 'string' ? variables.id : literal?.[1];
+  if (raw === undefined) {
+    const given = variables.id;
+    const problem = given === undefined || given === null ? NULL_VARIABLE : { path: [], explanation: 'Could not coerce value to ID' };
+    return { errors: [variableError(query, 'id', given, [problem])] };
+  }
   const m = new RegExp(`^gid://shopify/${type}/(\\d+)$`).exec(raw);
-  if (!m) return { errors: [gqlError(`Invalid global id '${raw}'`, 'argumentLiteralsIncompatible')] };
+  if (!m && typeof variables.id === 'string') return { errors: [variableError(query, 'id', raw, [{ path: [], explanation: `Invalid global id '${raw}'` }])] };
+  if (!m) {
+    const at = literal ? literal.index + literal[0].indexOf('"') : -1;
+    return { errors: [validationError(query, at, [field, 'id'], `Invalid global id '${raw}'`, { code: 'argumentLiteralsIncompatible' })] };
+  }
   const item = find(Number(m[1]));
   return { data: { [field]: item === undefined ? null : view(item) } };
 }
@@ -92,9 +116,17 @@ function orderUpdate(store: ShopifyStore, variables: Record<string, unknown>): O
 
 function refundCreate(store: ShopifyStore, query: string, variables: Record<string, unknown>, version: string): Omit<Gql, 'cost'> {
   const directive = IDEMPOTENT.exec(query);
-  if (version !== 'unstable' && version < '2026-01') {
-    if (directive || query.includes('@idempotent')) return { errors: [gqlError("Directive 'idempotent' is not defined", 'undefinedDirective')] };
-  } else if (!directive && (version === 'unstable' || version >= '2026-04')) {
+  const directiveAt = query.indexOf('@idempotent');
+  const before2026 = version !== 'unstable' && version < '2026-01';
+  if (before2026 && directiveAt >= 0) {
+    const extensions = { code: 'undefinedDirective', directiveName: 'idempotent' };
+    return { errors: [validationError(query, directiveAt, ['refundCreate'], "Directive 'idempotent' is not defined", extensions)] };
+  }
+  // Variables are checked against their types before anything runs: a refused one uses no key up.
+  const inputName = /refundCreate\s*\(\s*input\s*:\s*\$(\w+)/.exec(query)?.[1] ?? 'input';
+  const problems = refundInputProblems(variables[inputName]);
+  if (problems.length > 0) return { errors: [variableError(query, inputName, variables[inputName], problems)] };
+  if (!directive && (version === 'unstable' || version >= '2026-04')) {
     // Mandatory from 2026-04: a run-time error, the schema does not mark it required (VENDORS.md §1.9).
     return { errors: [gqlError('The @idempotent directive with a key is required for this mutation.', 'BAD_REQUEST')], data: { refundCreate: null } };
   }
@@ -103,5 +135,18 @@ function refundCreate(store: ShopifyStore, query: string, variables: Record<stri
     return { errors: [gqlError('Idempotency key must not be empty.', 'BAD_REQUEST')], data: { refundCreate: null } };
   }
   // Before 2026-04 a refund without a key is accepted and never deduplicated.
-  return { data: { refundCreate: store.refunds.create(store.orders, typeof key === 'string' ? key : undefined, variables.input) } };
+  return { data: { refundCreate: store.refunds.create(store.orders, typeof key === 'string' ? key : undefined, variables[inputName]) } };
+}
+
+/** What makes a RefundInput! variable unfit for its type: a non-null field left out (VENDORS.md §1.8). */
+function refundInputProblems(input: unknown): VariableProblem[] {
+  if (input === undefined || input === null) return [NULL_VARIABLE];
+  if (typeof input !== 'object' || Array.isArray(input)) return [{ path: [], explanation: 'Expected value to be an input object' }];
+  const fields = input as Record<string, unknown>;
+  const problems = missingFields(fields, REFUND_INPUT_REQUIRED);
+  const transactions = Array.isArray(fields.transactions) ? (fields.transactions as unknown[]) : [];
+  for (const [i, t] of transactions.entries()) {
+    if (t !== null && typeof t === 'object') problems.push(...missingFields(t as Record<string, unknown>, REFUND_TRANSACTION_REQUIRED, ['transactions', i]));
+  }
+  return problems;
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ShopifyEmulator } from '../../src/emulator/index.js';
+import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js';
 import { CREDENTIALS, emulatorEnv, setupOrg, shopDomainOf, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth, bearer, startTestApp } from '../support/test-app.js';
 import { call, eventsOf, refundKeysSince, rowOf, send } from './support.js';
@@ -64,6 +65,26 @@ describe('shopify_refund.create, through the pipeline', () => {
       h.emu.fault(graphqlAnswer({ errors: [{ message: "Argument 'input' has an invalid value", locations: [{ line: 2, column: 16 }], extensions: { code: 'argumentLiteralsIncompatible' } }] }));
       const res = await refund(org, '12345', '2.00');
       expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+    });
+
+    it('an org on an API version before @idempotent (2025-10): Shopify refuses the directive by validation (locations, a path from "mutation Refund") → failed / VENDOR_ERROR, not held against the breaker', async () => {
+      const org = await fresh();
+      const put = await h.t.http
+        .put(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`)
+        .set(adminAuth)
+        .send({ config: { ...CREDENTIALS.shopify, shopDomain: shopDomainOf(org.orgId), apiVersion: '2025-10' } });
+      expect(put.status).toBe(200);
+      const breaker = h.t.app.get(RuntimeToolExecutor).breakerFor(org.orgId, 'shopify');
+      const failures = vi.spyOn(breaker, 'onFailure');
+      const refunds = shop.refundCount(12345);
+      const from = h.emu.requests.length;
+      const res = await refund(org, '12345', '2.00');
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR', toolResult: { is_error: true } });
+      expect(refundsSince(from)).toHaveLength(1);
+      expect(shop.refundCount(12345)).toBe(refunds);
+      expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/undefinedDirective/);
+      expect(failures).not.toHaveBeenCalled();
+      expect(await leases(org.orgId)).toEqual([]);
     });
 
     it('an error with no path and nothing placing it before execution (Shopify\'s execution "Timeout") → indeterminate / OUTCOME_UNKNOWN, sent once, the order kept leased', async () => {

@@ -74,6 +74,25 @@ describe('interpretShopifyResponse: top-level errors with no payload for a mutat
     expect(failed({ errors: [{ message: 'Access denied', extensions: { code: 'ACCESS_DENIED' } }] }, 'refundCreate').kind).toBe('auth');
   });
 
+  it("Shopify's validation errors (graphql-ruby: `locations` and a path into the document, from the operation) are a refusal: nothing ran", () => {
+    const validation = (message: string, path: string[], code: string) => ({ message, locations: [{ line: 2, column: 32 }], path, extensions: { code } });
+    for (const [mutation, error] of [
+      // an API version before @idempotent (VENDORS.md §1.9)
+      ['refundCreate', validation("Directive 'idempotent' is not defined", ['mutation Refund', 'refundCreate'], 'undefinedDirective')],
+      // a selected field the served version lacks (after a fall-forward, VENDORS.md §1.1)
+      ['refundCreate', validation("Field 'totalRefundedSet' doesn't exist on type 'Refund'", ['mutation Refund', 'refundCreate', 'refund', 'totalRefundedSet'], 'undefinedField')],
+      ['orderUpdate', validation("Field 'orderUpdate' is missing required arguments: input", ['mutation OrderNote', 'orderUpdate'], 'missingRequiredArguments')],
+      ['refundCreate', validation('Variable $input is declared by Refund but not used', ['mutation Refund'], 'variableNotUsed')],
+    ] as const) {
+      const f = failed({ errors: [error] }, mutation);
+      expect(f, JSON.stringify(error)).toMatchObject({ kind: 'rejected', vendorStatus: 200, requestSent: true, message: `shopify refused the GraphQL request (${error.extensions.code})` });
+      expect(errorCodeFor(f, WRITE)).toBe('VENDOR_ERROR');
+    }
+    // A path that starts neither at the mutation nor with `locations` pointing into the document places nothing.
+    const unplaced = failed({ errors: [{ message: 'odd', path: ['mutation Refund', 'refundCreate'] }] }, 'refundCreate');
+    expect(unplaced).toMatchObject({ kind: 'bad_response', mayStillRun: true });
+  });
+
   it('a path-less error that is not positively from before execution (an execution "Timeout", an unknown code) may have taken effect → OUTCOME_UNKNOWN for a write', () => {
     for (const body of [
       { errors: [{ message: 'Timeout' }] },

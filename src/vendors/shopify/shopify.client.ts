@@ -162,16 +162,23 @@ function errorCode(e: Record<string, unknown>): string | undefined {
 }
 
 /**
- * A field error (one with a `path`) is raised while the document executes
- * (GraphQL spec, "Errors"). For a mutation, a field error means its resolver
- * ran, so it may have taken effect — unless its code says otherwise: refused
- * for access at the mutation itself, or Shopify's internal error (a 5xx in
- * kind, handled as one).
+ * A field error is raised while the document executes (GraphQL spec,
+ * "Errors"), and its path starts at the response key of a root field:
+ * "refundCreate" (the gateway's documents use no aliases). For a mutation, a
+ * field error on it means its resolver ran, so it may have taken effect —
+ * unless its code says otherwise: refused for access at the mutation itself,
+ * or Shopify's internal error (a 5xx in kind, handled as one). Shopify's
+ * validation errors (graphql-ruby) carry a path too, but one into the
+ * document, starting at the operation ("mutation Refund"): not a run.
  */
-function ranAndFailed(e: Record<string, unknown>): boolean {
-  if (!Array.isArray(e.path) || e.path.length === 0) return false;
+function ranAndFailed(e: Record<string, unknown>, mutation: string): boolean {
+  if (!onMutation(e, mutation)) return false;
   const code = errorCode(e);
-  return !(e.path.length === 1 && (code === 'ACCESS_DENIED' || code === 'INTERNAL_SERVER_ERROR'));
+  return !((e.path as unknown[]).length === 1 && (code === 'ACCESS_DENIED' || code === 'INTERNAL_SERVER_ERROR'));
+}
+
+function onMutation(e: Record<string, unknown>, mutation: string): boolean {
+  return Array.isArray(e.path) && e.path[0] === mutation;
 }
 
 /** Codes that refuse the request as a whole, before it runs: its cost, the app's access, the shop (VENDORS.md §1.4). */
@@ -179,15 +186,17 @@ const BEFORE_EXECUTION_CODES = new Set(['THROTTLED', 'MAX_COST_EXCEEDED', 'ACCES
 
 /**
  * An error positively raised before the document ran: parse and validation
- * errors point into the document (`locations`, which they always carry), or
- * the code refuses the request as a whole. A missing path proves nothing on
- * its own: Shopify answers an execution that timed out as 200
- * {"errors":[{"message":"Timeout"}]}.
+ * errors point into the document (`locations`, which they always carry; a
+ * validation error's path, if any, starts at the operation, never at the
+ * mutation's response key), or a path-less code refuses the request as a
+ * whole. A missing path proves nothing on its own: Shopify answers an
+ * execution that timed out as 200 {"errors":[{"message":"Timeout"}]}.
  */
-function beforeExecution(e: Record<string, unknown>): boolean {
-  if (Array.isArray(e.path) && e.path.length > 0) return false;
+function beforeExecution(e: Record<string, unknown>, mutation: string): boolean {
+  const pointsIntoDocument = Array.isArray(e.locations) && e.locations.length > 0;
+  if (Array.isArray(e.path) && e.path.length > 0) return pointsIntoDocument && !onMutation(e, mutation);
   const code = errorCode(e);
-  return (Array.isArray(e.locations) && e.locations.length > 0) || (code !== undefined && BEFORE_EXECUTION_CODES.has(code));
+  return pointsIntoDocument || (code !== undefined && BEFORE_EXECUTION_CODES.has(code));
 }
 
 /**
@@ -209,13 +218,14 @@ function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: numb
     return { ...base, kind: 'rate_limited', message: 'shopify query cost limit reached (THROTTLED)', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
   // A 2xx whose answer cannot tell what happened: for a write, the outcome is unknown (OUTCOME_UNKNOWN), never resent.
-  if (mutation !== undefined && list.some(ranAndFailed)) {
+  if (mutation !== undefined && list.some((e) => ranAndFailed(e, mutation))) {
     return { ...base, kind: 'bad_response', message: `shopify reported an error while running ${mutation}: it may have taken effect` };
   }
   // The rest is a refusal only if every error is positively from before execution, ACCESS_DENIED on the mutation
-  // itself, or INTERNAL_SERVER_ERROR (a 5xx in kind, handled as one): a path-less "Timeout" may come from a run.
-  const placed = (e: unknown) => isRecord(e) && (beforeExecution(e) || (Array.isArray(e.path) && e.path.length > 0) || errorCode(e) === 'INTERNAL_SERVER_ERROR');
-  if (mutation !== undefined && (all.length === 0 || !all.every(placed))) {
+  // itself, or INTERNAL_SERVER_ERROR (a 5xx in kind, handled as one): a path-less "Timeout" may come from a run,
+  // and so may an error whose path neither starts at the mutation nor points into the document.
+  const placed = (e: unknown, m: string) => isRecord(e) && (beforeExecution(e, m) || onMutation(e, m) || errorCode(e) === 'INTERNAL_SERVER_ERROR');
+  if (mutation !== undefined && (all.length === 0 || !all.every((e) => placed(e, mutation)))) {
     // It may come from outside the executor (a request timed out while its run goes on), so the run may still be
     // going at Shopify. A cut-off or unusable answer, or a field error, came after the run.
     return { ...base, kind: 'bad_response', mayStillRun: true, message: `shopify answered ${mutation} with an error that does not say whether it ran: it may have taken effect` };
