@@ -6,10 +6,9 @@ import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { AppError } from '../common/errors/app-error.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
-import { shopifyGrant } from '../vendors/shopify/shopify.auth.js';
-import type { ShopifyConnection } from '../vendors/shopify/shopify.connection.js';
 import { CREDENTIAL_SCHEMAS, credentialsProblem } from './credential-schemas.js';
 import { INTEGRATION_TYPES, IntegrationCredentialEntity, type IntegrationType } from './integration-credential.entity.js';
+import { rotatingGrantId } from './rotating-grant-id.js';
 
 export interface CredentialView {
   integrationType: IntegrationType;
@@ -20,22 +19,6 @@ export interface CredentialView {
 
 /** Associated data: a ciphertext only decrypts for the org and integration it was written for. */
 export const credentialAad = (orgId: string, type: string): string => `credentials:${orgId}:${type}`;
-
-/** The grant id of a vendor_tokens row of Shopify credentials without a refresh token: no handler's grant has it. */
-const NO_ROTATING_GRANT = 'none';
-
-/**
- * The grant id the vendor_tokens row of a valid config carries, or null for an integration that never has a rotating
- * grant: Shopify's refresh-token grant by the id the handler gives it (a digest of the shop, the app and the configured
- * refresh token), or NO_ROTATING_GRANT for Shopify credentials that set up none.
- */
-function rotatingGrantId(orgId: string, type: IntegrationType, config: Record<string, unknown>): string | null {
-  if (type !== 'shopify') return null;
-  if (config.accessToken !== undefined || config.refreshToken === undefined) return NO_ROTATING_GRANT;
-  const { shopDomain, clientId, clientSecret, refreshToken } = config as Record<string, string>;
-  // shopifyGrant reads only the shop domain of the connection.
-  return shopifyGrant(orgId, { shopDomain } as ShopifyConnection, { kind: 'refresh', clientId, clientSecret, refreshToken }).grantId;
-}
 
 const view = (r: IntegrationCredentialEntity): CredentialView => ({
   integrationType: r.integrationType,

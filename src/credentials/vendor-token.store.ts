@@ -7,6 +7,8 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import type { ObtainOptions, RefreshGrant, RotatingGrant, RotatingTokenStore } from '../vendors/auth/rotating-token.js';
 import { TokenFetchError, type FetchedToken } from '../vendors/auth/token-cache.js';
+import { credentialAad } from './credentials.service.js';
+import { rotatingGrantId } from './rotating-grant-id.js';
 
 /** Associated data: a stored token state only decrypts for the org and integration it was written for. */
 export const vendorTokenAad = (orgId: string, integration: string): string => `vendor-token:${orgId}:${integration}`;
@@ -48,7 +50,8 @@ const COLUMNS = `grant_id, key_id, iv, ciphertext, auth_tag, extract(epoch FROM 
  * makes it a row of the new grant with no state):
  * - only a caller of the row's grant reads, leases or writes it. A call still under a replaced grant
  *   (it loaded the credentials before the PUT) refreshes with its configured refresh token and stores
- *   nothing, so the old grant's rotated refresh token is not kept once the PUT has committed;
+ *   nothing, so the old grant's rotated refresh token is not kept once the PUT has committed; a caller
+ *   of the org's current grant takes back a row another grant still holds (adoptStaleRow);
  * - the access token is read from the row while it has more than a minute left;
  * - to refresh, a replica takes the row's lease (one conditional upsert), calls
  *   the vendor with no transaction open, then stores the replacement refresh
@@ -95,7 +98,10 @@ export class VendorTokenStore implements RotatingTokenStore {
     const deadline = Date.now() + this.leaseMs;
     for (;;) {
       const [row] = await this.sql.prepared<Row>(`SELECT ${COLUMNS} FROM vendor_tokens WHERE org_id = $1 AND integration_type = $2`, [grant.orgId, grant.integration]);
-      if (row && row.grant_id !== grant.grantId) return await this.refreshReplaced(grant, refresh);
+      if (row && row.grant_id !== grant.grantId) {
+        if (await this.adoptStaleRow(grant, row.grant_id)) continue;
+        return await this.refreshReplaced(grant, refresh);
+      }
       const stored = this.usable(row, grant, opts.refused);
       if (stored) return stored;
       const lease = newId();
@@ -158,6 +164,37 @@ export class VendorTokenStore implements RotatingTokenStore {
       this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'write failed' }, 'refreshed access token not stored');
     }
     return { token: got.token, expiresInSec: got.expiresInSec };
+  }
+
+  /**
+   * A row of another grant while the org's credentials are of the caller's: left by an earlier version, whose
+   * call under a replaced grant could still store its state after the PUT (or by such a replica during a rolling
+   * deploy). Its state is the replaced grant's, so it is dropped and the row becomes the current grant's; otherwise
+   * every refresh under the current grant would go without storing, for good. Rare: only on a grant mismatch.
+   */
+  private async adoptStaleRow(grant: RotatingGrant, rowGrantId: string): Promise<boolean> {
+    const [creds] = await this.sql.prepared<{ key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
+      'SELECT key_id, iv, ciphertext, auth_tag FROM integration_credentials WHERE org_id = $1 AND integration_type = $2',
+      [grant.orgId, grant.integration],
+    );
+    if (!creds) return false;
+    let current: string | null;
+    try {
+      const config = this.cipher.decryptJson<Record<string, unknown>>({ keyId: creds.key_id, iv: creds.iv, ciphertext: creds.ciphertext, authTag: creds.auth_tag }, credentialAad(grant.orgId, grant.integration));
+      current = rotatingGrantId(grant.orgId, grant.integration, config);
+    } catch (err) {
+      if (!(err instanceof DecryptionError)) throw err;
+      return false;
+    }
+    if (current !== grant.grantId) return false;
+    const adopted = await this.sql.prepared(
+      `UPDATE vendor_tokens SET grant_id = $3, key_id = NULL, iv = NULL, ciphertext = NULL, auth_tag = NULL, access_expires_at = NULL,
+              lease_id = NULL, lease_until = NULL, updated_at = now()
+        WHERE org_id = $1 AND integration_type = $2 AND grant_id = $4 AND (lease_until IS NULL OR lease_until < now()) RETURNING 1 AS adopted`,
+      [grant.orgId, grant.integration, grant.grantId, rowGrantId],
+    );
+    if (adopted.length > 0) this.log.warn({ orgId: grant.orgId, integration: grant.integration }, "a replaced grant's token state was dropped: the row is the current grant's again");
+    return adopted.length > 0;
   }
 
   /** A call admitted before a PUT of another grant: it may finish with a token, but the row is the new grant's. */

@@ -121,4 +121,32 @@ describe('vendor token state when the credentials are replaced', () => {
     expect((await store.obtain(oldGrant, refreshOld())).token).toBe('shpat_old_grant_access');
     expect((await tokenRows(org.orgId))[0].ciphertext?.equals(stored.ciphertext!)).toBe(true);
   });
+  it('a row of a replaced grant left by an earlier version is taken back by the current grant: refreshed once, then served from the row', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], vendors: [] });
+    const store = h.t.app.get(VendorTokenStore);
+    const oldGrant = grantOf(org.orgId, PUBLIC_APP);
+    const newGrant = grantOf(org.orgId, ANOTHER_GRANT);
+    await put(org, PUBLIC_APP);
+    await store.obtain(oldGrant, async () => ({ token: 'shpat_old_grant_access', expiresInSec: 3600, refreshToken: 'shprt_old_grant_rotated_0003' }));
+    const [legacy] = (await h.t.ds.query('SELECT * FROM vendor_tokens WHERE org_id = $1', [org.orgId])) as Record<string, unknown>[];
+    await put(org, ANOTHER_GRANT);
+    // What an earlier version could leave: credentials of the new grant, the row (and state) of the old one.
+    await h.t.ds.query(
+      'UPDATE vendor_tokens SET grant_id = $2, key_id = $3, iv = $4, ciphertext = $5, auth_tag = $6, access_expires_at = $7 WHERE org_id = $1',
+      [org.orgId, legacy.grant_id, legacy.key_id, legacy.iv, legacy.ciphertext, legacy.auth_tag, legacy.access_expires_at],
+    );
+    const used: string[] = [];
+    const refreshNew = async (refreshToken: string) => {
+      used.push(refreshToken);
+      return { token: `shpat_new_grant_access_${used.length}`, expiresInSec: 3600, refreshToken: `shprt_new_grant_rotated_000${used.length + 4}` };
+    };
+    for (let i = 0; i < 3; i++) expect((await store.obtain(newGrant, refreshNew)).token).toBe('shpat_new_grant_access_1');
+    expect(used).toEqual([ANOTHER_GRANT.refreshToken]);
+    const [row] = await tokenRows(org.orgId);
+    expect(row.grant_id).toBe(newGrant.grantId);
+    expect(row.ciphertext?.equals(legacy.ciphertext as Buffer)).toBe(false);
+    // A call still under the old grant does not take it back: the credentials are the new grant's.
+    expect((await store.obtain(oldGrant, async () => ({ token: 'shpat_old_grant_access', expiresInSec: 3600 }))).token).toBe('shpat_old_grant_access');
+    expect((await tokenRows(org.orgId))[0].grant_id).toBe(newGrant.grantId);
+  });
 });
