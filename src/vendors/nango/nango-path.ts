@@ -120,19 +120,27 @@ export function proxyRelativePath(path: string): string {
   return path.startsWith('/') ? path.slice(1) : path;
 }
 
+/** Counted in characters (code points), as the tool definition's JSON Schema counts them: an emoji is one, not two. */
+function longerThan(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  let n = 0;
+  for (const _ of text) if (++n > max) return true;
+  return false;
+}
+
 export function checkNangoQuery(query: unknown): string | null {
   if (query === undefined) return null;
   if (!isObject(query)) return 'query: must be an object';
   const entries = Object.entries(query);
   if (entries.length > QUERY_MAX_KEYS) return `query: at most ${QUERY_MAX_KEYS} parameters`;
   for (const [key, value] of entries) {
-    if (key === '' || key.length > QUERY_NAME_MAX || CONTROL.test(key)) return `query: parameter names must be 1-${QUERY_NAME_MAX} printable characters`;
+    if (key === '' || longerThan(key, QUERY_NAME_MAX) || CONTROL.test(key)) return `query: parameter names must be 1-${QUERY_NAME_MAX} printable characters`;
     // Whole (at most 256): the catalog redacts the name and only then cuts it; a name cut here
     // first could keep most of a card number or token that redaction no longer recognises.
     const name = `query.${key}`;
     if (isReservedKey(key)) return `${name}: may not set Nango control headers or a base URL override`;
     if (typeof value === 'string') {
-      if (value.length > QUERY_VALUE_MAX) return `${name}: longer than ${QUERY_VALUE_MAX} characters`;
+      if (longerThan(value, QUERY_VALUE_MAX)) return `${name}: longer than ${QUERY_VALUE_MAX} characters`;
     } else if (!(typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)))) {
       return `${name}: must be a string, a finite number or a boolean`;
     }

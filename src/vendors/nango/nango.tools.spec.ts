@@ -17,6 +17,11 @@ const queries: [string, Record<string, unknown>][] = [
   ['as many parameters as allowed', Object.fromEntries(Array.from({ length: QUERY_MAX_KEYS }, (_, i) => [`p${i}`, i]))],
   ['one parameter more', Object.fromEntries(Array.from({ length: QUERY_MAX_KEYS + 1 }, (_, i) => [`p${i}`, i]))],
   ['numbers and booleans', { limit: 5, dryRun: false }],
+  // JSON Schema counts characters (code points), not UTF-16 units: an emoji is one.
+  ['a value of the longest length in emoji', { q: '😀'.repeat(QUERY_VALUE_MAX) }],
+  ['a value one longer in emoji', { q: '😀'.repeat(QUERY_VALUE_MAX + 1) }],
+  ['a name of the longest length in emoji', { ['😀'.repeat(QUERY_NAME_MAX)]: '1' }],
+  ['a name one longer in emoji', { ['😀'.repeat(QUERY_NAME_MAX + 1)]: '1' }],
 ];
 
 describe('nango_proxy.get query: the definition and the checks agree', () => {
