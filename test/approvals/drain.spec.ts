@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
 import { approvalFor, refunds, refundUse } from './support.js';
 
 /**
@@ -30,7 +31,10 @@ describe('approvals while the gateway drains', () => {
     await h.t.app.get(ApprovedCallRunner).beforeApplicationShutdown(); // what app.close() runs before the HTTP drain
     const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
     expect(decided.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 300));
+    // The decision's own attempt runs behind its answer: wait until it has declined to start (or, were the drain
+    // ignored, until the refund is at the vendor, which the checks below then catch).
+    const notStarted = () => h.t.logs.some((l) => /approved call not (started|claimed): the gateway is stopping/.test(l) && l.includes(id));
+    await waitFor(() => notStarted() || refunds(h) !== before, 'the decision’s attempt to be deferred by the drain');
     const [row] = (await h.t.ds.query('SELECT status FROM tool_calls WHERE id = $1', [id])) as { status: string }[];
     expect(row.status).toBe('approved');
     expect(refunds(h)).toBe(before);

@@ -2,9 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
 import { approvalFor } from '../approvals/support.js';
 
 const addNote = (orderId: string, note: string) => toolUse('shopify_order', { action: 'add_note', orderId, note });
+/** Resolves once a request (recorded since `from`) whose body matches has reached the vendor emulator. */
+const atVendor = (h: Harness, from: number, body: RegExp) =>
+  waitFor(() => h.emu.requests.slice(from).some((r) => body.test(r.body)), `a request matching ${body} at the vendor`);
 
 /**
  * An agent runtime whose HTTP client timed out sends the batch again while its first post is still
@@ -23,10 +27,10 @@ describe('batch sent again while its first post still runs', () => {
     const { agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_order.add_note'] });
     const uses = [addNote('450789469', 'first: refund issued'), addNote('450789469', 'second: customer informed')];
     const from = h.emu.requests.length;
-    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1500, bodyMatch: /first: refund issued/ });
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 2_500, bodyMatch: /first: refund issued/ });
     const post = () => h.t.http.post(`/v1/runs/${runId}/tool-calls:batch`).set(bearer(agentKey)).send({ toolUses: uses });
     const original = post().then((r) => r); // supertest sends on then()
-    await new Promise((r) => setTimeout(r, 400)); // the first write is at the vendor now
+    await atVendor(h, from, /first: refund issued/);
     const resend = await post();
     const first = await original;
 
@@ -61,10 +65,11 @@ describe('batch sent again while its first post still runs', () => {
     const b = addNote('450789469', 'then in the batch');
     // The first tool_use is posted alone and is slow; the batch (same tool_use ids) is sent while it runs,
     // after b already ran by itself.
-    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1200, bodyMatch: /alone first/ });
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 2_500, bodyMatch: /alone first/ });
     expect((await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(b)).body.status).toBe('succeeded');
+    const from = h.emu.requests.length;
     const slow = h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(a).then((r) => r);
-    await new Promise((r) => setTimeout(r, 300));
+    await atVendor(h, from, /alone first/);
     const batch = await h.t.http.post(`/v1/runs/${runId}/tool-calls:batch`).set(bearer(agentKey)).send({ toolUses: [a, b] });
     expect(batch.body.results[0]).toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_PROGRESS' });
     expect(batch.body.results[1]).toMatchObject({ status: 'succeeded', replayed: true });
@@ -132,8 +137,9 @@ describe('batch with a write waiting for approval', () => {
     expect((await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(refund)).status).toBe(202);
     // The note is at the vendor (slow): an earlier post whose answer the runtime lost.
     h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 2000, bodyMatch: /slow note behind an approval/ });
+    const sentFrom = h.emu.requests.length;
     const slow = h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(note).then((r) => r);
-    await new Promise((r) => setTimeout(r, 500));
+    await atVendor(h, sentFrom, /slow note behind an approval/);
     const from = h.emu.requests.length;
     const batch = await h.t.http.post(`/v1/runs/${runId}/tool-calls:batch`).set(bearer(agentKey)).send({ toolUses: [refund, note, lookup] });
     expect(batch.body.results.map((r: { status: unknown; code?: string }) => [r.status, r.code ?? null])).toEqual([

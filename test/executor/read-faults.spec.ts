@@ -29,6 +29,12 @@ describe('vendor faults on reads, through the pipeline', () => {
   const amazonOrder = (org: OrgSetup) => call(h, org, 'amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped });
   const kyc = (org: OrgSetup) => call(h, org, 'kyc', { action: 'get_status', workflowExecutionId: JUMIO_EXECUTION_IDS.processed });
   const count = (path: RegExp) => h.emu.count({ path });
+  /** How long a fault-free lookup takes on this machine now: "answered at once" is bounded relative to it. */
+  const plainLookupMs = async (org: OrgSetup) => {
+    const t0 = Date.now();
+    expect((await lookup(org)).body).toMatchObject({ status: 'succeeded' });
+    return Date.now() - t0;
+  };
 
   it('persistent 500: 1 + 3 attempts, then failed / VENDOR_ERROR with retryCount and one retried event per retry', async () => {
     const org = await fresh();
@@ -81,11 +87,14 @@ describe('vendor faults on reads, through the pipeline', () => {
 
   it('429 with a long Retry-After (120 s) is not slept on: failed / VENDOR_RATE_LIMITED, retryAfterSeconds 120', async () => {
     const org = await fresh();
+    const baselineMs = await plainLookupMs(org);
     h.emu.fault({ vendor: 'shopify', kind: 'status', status: 429, headers: { 'retry-after': '120' }, times: Infinity });
     const before = count(GRAPHQL);
     const started = Date.now();
     const res = await lookup(org);
-    expect(Date.now() - started).toBeLessThan(1_500);
+    // Not slept on: neither the wait asked for nor the rest of the 6 s call budget (a wait cut short there would end
+    // the same way), measured against a fault-free call just made rather than a fixed bound a loaded machine breaks.
+    expect(Date.now() - started).toBeLessThan(baselineMs + 3_000);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED', retryAfterSeconds: 120 });
     expect(res.body.toolResult.content).toContain('120 seconds');
@@ -95,11 +104,14 @@ describe('vendor faults on reads, through the pipeline', () => {
 
   it('Shopify 503 with a Retry-After past the cap is not retried: one request, VENDOR_ERROR at once', async () => {
     const org = await fresh();
+    const baselineMs = await plainLookupMs(org);
     h.emu.fault({ vendor: 'shopify', kind: 'status', status: 503, headers: { 'retry-after': '600' }, times: Infinity });
     const before = count(GRAPHQL);
     const started = Date.now();
     const res = await lookup(org);
-    expect(Date.now() - started).toBeLessThan(1_500);
+    // Not slept on: neither the wait asked for nor the rest of the 6 s call budget (a wait cut short there would end
+    // the same way), measured against a fault-free call just made rather than a fixed bound a loaded machine breaks.
+    expect(Date.now() - started).toBeLessThan(baselineMs + 3_000);
     expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
     expect(count(GRAPHQL) - before).toBe(1);
     expect(await rowOf(h, res.body.toolCallId)).toMatchObject({ retry_count: 0, vendor_status: 503 });

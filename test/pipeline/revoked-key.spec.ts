@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
 
 const addNote = (orderId: string, note: string) => toolUse('shopify_order', { action: 'add_note', orderId, note });
 const lookup = () => toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A revoked API key starts nothing new, on any replica, from the moment the revocation commits: the
@@ -31,13 +31,18 @@ describe('a revoked API key', () => {
   it('a batch running when its key is revoked starts no further write: the items after answer 401, nothing recorded for them', async () => {
     const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_order.add_note'] });
     const uses = Array.from({ length: 6 }, (_, i) => addNote('450789469', `revoke-race note ${i}`));
-    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 700, bodyMatch: /revoke-race note/, times: Infinity });
+    // Each write is held 2.5 s at the vendor (well under the 5 s vendor timeout): time for the revocation to commit
+    // while the first one is there, even on a loaded machine.
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 2_500, bodyMatch: /revoke-race note/, times: Infinity });
     const from = h.emu.requests.length;
-    const notes = () => h.emu.requests.slice(from).filter((r) => /revoke-race note/.test(r.body)).length;
+    const noteRequests = () => h.emu.requests.slice(from).filter((r) => /revoke-race note/.test(r.body));
+    const notes = () => noteRequests().length;
     const batch = h.t.http.post(`/v1/runs/${runId}/tool-calls:batch`).set(bearer(agentKey)).send({ toolUses: uses }).then((r) => r);
-    await sleep(300); // the first write is at the vendor
+    await waitFor(() => notes() === 1, 'the first write to be at the vendor');
     expect((await h.t.http.delete(`/v1/api-keys/${await agentKeyId(orgId)}`).set(adminAuth)).status).toBe(204);
     const atRevoke = notes();
+    // The revocation committed while the first write was still held: the items after it start after the revocation.
+    expect(noteRequests()[0].finishedAt, 'the first write is still at the vendor when the key is revoked').toBeUndefined();
     const res = await batch;
     h.emu.clearFaults();
 

@@ -139,19 +139,28 @@ describe('database outage', () => {
   const noteWrites = () => emu.requests.filter((r) => r.body.includes('orderUpdate')).length;
 
   it('a database back within seconds takes the outcome of a write that was at the vendor: the request answers it', async () => {
-    const { use, pending, arrivedAt, before } = await writeHeldAtVendor('database back soon', 1_000);
-    await stopDatabase();
-    const stoppedAt = performance.timeOrigin + performance.now();
-    // The vendor answers 1 s after the write arrived: the outcome write then finds the database down.
-    await sleep(Math.max(0, arrivedAt + 1_300 - performance.now()));
+    // The vendor answers 1 s after the write arrived: the outcome write then finds the database down, if PostgreSQL
+    // stopped within that second. A loaded machine can take longer to stop it: then the attempt does not count (the
+    // outcome may have been written before), the database comes back and the write is held again.
+    let held: Awaited<ReturnType<typeof writeHeldAtVendor>>;
+    let write: (typeof emu.requests)[number];
+    for (let attempt = 1; ; attempt++) {
+      held = await writeHeldAtVendor(`database back soon ${attempt}`, 1_000);
+      await stopDatabase();
+      const stoppedAt = performance.timeOrigin + performance.now();
+      const note = held.use.input.note as string;
+      write = await waitFor(() => emu.requests.find((r) => r.body.includes('orderUpdate') && r.body.includes(note) && r.finishedAt !== undefined), 'the vendor to answer the held write');
+      // The database really was down when the vendor answered (emulator times are performance.timeOrigin +
+      // performance.now() too).
+      if (stoppedAt < write.finishedAt!) break;
+      expect(attempt, 'PostgreSQL stopped before the vendor answered (1 s hold), in one of 3 attempts').toBeLessThan(3);
+      await startDatabase();
+      await held.pending;
+      await waitFor(async () => (await gw.http.get('/readyz')).status === 200, '/readyz to answer 200 again', 15_000, 200);
+    }
+    const { pending, before } = held;
     const t0 = performance.now();
-    const startingAt = performance.timeOrigin + t0;
-    // The database really was down when the vendor answered: stopped before the answer left the vendor, and
-    // not started again until after it (emulator times are performance.timeOrigin + performance.now() too).
-    const write = emu.requests.find((r) => r.body.includes('orderUpdate') && r.body.includes(use.input.note as string));
-    expect(write?.finishedAt, 'the vendor answered before the database was started again').toBeDefined();
-    expect(stoppedAt, 'PostgreSQL stopped before the vendor answered').toBeLessThan(write!.finishedAt!);
-    expect(startingAt, 'PostgreSQL started only after the vendor answered').toBeGreaterThan(write!.finishedAt!);
+    expect(performance.timeOrigin + t0, 'PostgreSQL started only after the vendor answered').toBeGreaterThan(write.finishedAt!);
     await startDatabase();
     const startMs = performance.now() - t0;
     const res = await pending;
