@@ -13,6 +13,7 @@ import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emula
 import type { FaultResponder } from './vendor-emulator.js';
 import { AMAZON_FIXTURE_ITEMS, AMAZON_FIXTURE_ORDERS, AMAZON_ITEMS_PAGE_SIZE } from './amazon.fixtures.js';
 import { orderV2026, parseIncludedData } from './amazon.orders-v2026.js';
+import { recordMintedSecret } from './minted-secrets.js';
 
 export const AMAZON_EMULATOR_CREDENTIALS = {
   clientId: 'amzn1.application-oa2-client.emulator',
@@ -153,6 +154,7 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
     }
     const token = `Atza|emu-${randomBytes(24).toString('base64url')}`;
     this.tokens.set(token, { expiresAt: Date.now() + this.tokenLifetimeSec * 1000, expired: false, revoked: false });
+    recordMintedSecret('Amazon access token (emulator)', token);
     return { status: 200, body: { access_token: token, refresh_token: c.refreshToken, token_type: 'bearer', expires_in: this.tokenLifetimeSec } };
   }
 

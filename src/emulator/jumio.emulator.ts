@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emulator.types.js';
 import type { FaultResponder } from './vendor-emulator.js';
+import { recordMintedSecret } from './minted-secrets.js';
 
 export const JUMIO_EMULATOR_CREDENTIALS = {
   clientId: 'jumio-emulator-client',
@@ -128,6 +129,7 @@ export class JumioEmulator implements EmulatedVendor, FaultResponder {
     // Shaped like a JWT; the content is opaque to clients anyway.
     const token = `eyJhbGciOiJSUzI1NiJ9.${randomBytes(24).toString('base64url')}.${randomBytes(16).toString('base64url')}`;
     this.tokens.set(token, { expiresAt: Date.now() + this.tokenLifetimeSec * 1000, expired: false });
+    recordMintedSecret('Jumio access token (emulator)', token);
     return { status: 200, body: { access_token: token, expires_in: this.tokenLifetimeSec, token_type: 'Bearer' } };
   }
 

@@ -23,6 +23,7 @@ import {
 import { type ShopifyStore, executeShopifyGraphql, idempotencyKeyOf, shopifyQueryCost } from './shopify.operations.js';
 import { ShopifyRefundDesk } from './shopify.refund-desk.js';
 import { shopifyStatusResponse, shopifyThrottledResponse } from './shopify.errors.js';
+import { recordMintedSecret } from './minted-secrets.js';
 
 export { shopifyQueryCost } from './shopify.operations.js';
 
@@ -95,6 +96,7 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
     const token = `shprt_${randomBytes(16).toString('hex')}`;
     this.refreshTokens.set(token, { predecessor: null, successor: null });
     this.issuedSecrets.push(token);
+    recordMintedSecret('Shopify refresh token (emulator, installApp)', token);
     return token;
   }
 
@@ -183,6 +185,7 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
     if (body.grant_type === 'refresh_token') return this.refresh(body.refresh_token);
     const token = `shpat_${randomBytes(16).toString('hex')}`;
     this.granted.set(token, Date.now() + SHOPIFY_GRANTED_TOKEN_SECONDS * 1000);
+    recordMintedSecret('Shopify access token (emulator, client credentials)', token);
     return { status: 200, body: { access_token: token, scope: 'read_orders,write_orders,read_products', expires_in: SHOPIFY_GRANTED_TOKEN_SECONDS } };
   }
 
@@ -202,6 +205,8 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
     this.granted.set(token, Date.now() + SHOPIFY_OFFLINE_TOKEN_SECONDS * 1000);
     this.refreshGrants++;
     this.issuedSecrets.push(next, token);
+    recordMintedSecret('Shopify refresh token (emulator, rotated)', next);
+    recordMintedSecret('Shopify access token (emulator, refreshed)', token);
     return {
       status: 200,
       body: { access_token: token, expires_in: SHOPIFY_OFFLINE_TOKEN_SECONDS, refresh_token: next, refresh_token_expires_in: 7_776_000, scope: 'read_orders,write_orders,read_products' },

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
-import { RUN_LOG_ENV } from './run-log-env.js';
-import { describeFinding, scanDatabase, scanRunLog, secretForms } from './run-leak-scan.js';
+import { MINTED_SECRETS_ENV } from './minted-secrets.js';
+import { LEAK_SCAN_RESULT_ENV, RUN_LOG_ENV } from './run-log-env.js';
+import { runWideLeakScan } from './run-wide-scan.js';
 
 /**
  * One PostgreSQL for the whole run: DATABASE_URL's server when set, else an
@@ -12,9 +13,11 @@ import { describeFinding, scanDatabase, scanRunLog, secretForms } from './run-le
  * Either way the tests get a fresh database of their own, dropped at the end.
  *
  * One run log too (run-log.ts): every log line of every in-process gateway and
- * every child's output. The teardown, after all files, scans it and every table
- * of the test database for the test secrets (run-leak-scan.ts) and fails the
- * run if one is found.
+ * every child's output, and the list of secrets minted during the run
+ * (minted-secrets.ts). After all files, the run-wide leak scan searches the
+ * run log and every table of the test database for the test secrets and fails
+ * the run if one is found (run-wide-scan.ts: summary-reporter.ts runs it while
+ * the database still exists; this teardown only when that reporter did not).
  */
 export default async function setup(): Promise<() => Promise<void>> {
   let serverUrl = process.env.DATABASE_URL;
@@ -40,11 +43,13 @@ export default async function setup(): Promise<() => Promise<void>> {
   const runLog = join(runDir, 'run.log');
   writeFileSync(runLog, '');
   process.env[RUN_LOG_ENV] = runLog; // forked workers inherit it too
+  process.env[MINTED_SECRETS_ENV] = join(runDir, 'minted-secrets.tsv'); // and so do the emulators they start
+  delete process.env[LEAK_SCAN_RESULT_ENV];
 
   return async () => {
-    let leaks: string[];
     try {
-      leaks = await leakScan(process.env.DATABASE_URL!, runLog);
+      // The summary reporter scanned before its closing line, unless a --reporter on the command line replaced it.
+      if (process.env[LEAK_SCAN_RESULT_ENV] === undefined) await runWideLeakScan();
     } finally {
       const c = new pg.Client({ connectionString: serverUrl });
       await c.connect();
@@ -52,24 +57,11 @@ export default async function setup(): Promise<() => Promise<void>> {
       await c.end();
       await stopEmbedded?.();
     }
-    if (leaks.length) {
-      // vitest only logs an error thrown from a global teardown ("error during close"): set the exit code ourselves.
-      process.exitCode = 1;
-      process.stderr.write(`\nrun-wide leak scan: FAILED, ${leaks.length} finding(s) (run log kept at ${runLog}):\n${leaks.map((l) => `  - ${l}`).join('\n')}\n`);
-      throw new Error(`run-wide leak scan: test secrets found outside the encrypted columns:\n${leaks.join('\n')}`);
+    if (process.env[LEAK_SCAN_RESULT_ENV] !== 'clean') {
+      process.exitCode = 1; // set by the scan already; a run whose scan found something never exits 0
+      return; // the run log is kept: the scan's findings say where
     }
     if (process.env.TEST_KEEP_RUN_LOG === '1') process.stdout.write(`run log kept at ${runLog} (TEST_KEEP_RUN_LOG=1)\n`);
     else rmSync(runDir, { recursive: true, force: true });
   };
-}
-
-/** The findings of the run-wide scan, each naming the secret's variable (never its value) and where it was found. */
-async function leakScan(databaseUrl: string, runLog: string): Promise<string[]> {
-  const needles = secretForms();
-  const log = await scanRunLog(runLog, needles);
-  const db = await scanDatabase(databaseUrl, needles);
-  process.stdout.write(
-    `run-wide leak scan: ${log.lines} run-log lines, ${db.rows} rows in ${db.tables} tables, ${needles.length} secret forms: ${log.findings.length + db.findings.length} finding(s)\n`,
-  );
-  return [...log.findings.map((f) => describeFinding(f, 'line(s)')), ...db.findings.map((f) => describeFinding(f, 'row(s)'))];
 }

@@ -1,13 +1,18 @@
 import type { Reporter, TestModule } from 'vitest/node';
+import { runWideLeakScan } from './run-wide-scan.js';
 
 /**
  * Prints the plain closing line CI reads: `N passed, N failed`. A file that
  * failed without a failed test (a beforeAll/afterAll hook threw, the file did
  * not load, its worker died) counts as one failure: the line never says
  * "0 failed" for a red run.
+ *
+ * The run-wide leak scan runs first (run-wide-scan.ts: here in vitest's main
+ * process, before the global teardown drops the test database), and each of
+ * its findings, a scan that could not run included, counts as a failure.
  */
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown> = []): void {
+  async onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown> = []): Promise<void> {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
@@ -25,6 +30,7 @@ export default class SummaryReporter implements Reporter {
     }
     // An error outside any test file (a crashed worker, an unhandled rejection) fails the run too.
     failed += unhandledErrors.length;
+    failed += (await runWideLeakScan())?.length ?? 0;
     process.stdout.write(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
   }
 }

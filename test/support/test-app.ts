@@ -4,6 +4,7 @@ import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { DataSource } from 'typeorm';
 import { createGateway } from '../../src/bootstrap.js';
+import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { captureLogs, setLogEcho } from '../../src/logging/logging.js';
 import './run-log.js'; // every log line of every in-process app goes to the run log too (the run-wide leak scan)
@@ -63,5 +64,7 @@ export async function createOrg(t: TestApp, name = 'Acme'): Promise<string> {
 export async function createKey(t: TestApp, orgId: string | null, role: string): Promise<{ key: string; id: string }> {
   const res = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId, role, name: `${role} key` });
   if (res.status !== 201) throw new Error(`createKey: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body as { key: string; id: string };
+  const created = res.body as { key: string; id: string };
+  recordMintedSecret(`API key (${role}, createKey)`, created.key); // the run-wide leak scan looks for it too
+  return created;
 }
