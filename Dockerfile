@@ -16,6 +16,12 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
 COPY scripts ./scripts
+# The embedded PostgreSQL (no DATABASE_URL) keeps its data in DATA_DIR (/app/.data): the node user must own it.
+RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
 EXPOSE 3000
+HEALTHCHECK --interval=10s --timeout=3s --retries=5 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:3000/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
+# Node as PID 1 ignores a SIGTERM that arrives before its handlers are installed (the first seconds of start-up):
+# run with `docker run --init` (docker-compose.yml sets init: true) so a stop is never left to the grace period.
 CMD ["node", "dist/src/main.js"]
