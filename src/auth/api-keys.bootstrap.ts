@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { IsNull, type DataSource } from 'typeorm';
+import { IsNull, type DataSource, type EntityManager } from 'typeorm';
 import { newId, NIL_UUID } from '../common/ids.js';
 import type { AppConfig } from '../config/app-config.js';
 import type { LedgerEventsService } from '../ledger/ledger-events.service.js';
@@ -45,7 +45,9 @@ export async function ensureBootstrapKey(ds: DataSource, events: LedgerEventsSer
     });
     if (configured) {
       const configuredRow = row(BOOTSTRAP_NAME, configured);
-      await repo.createQueryBuilder().insert().into(ApiKeyEntity).values(configuredRow).orIgnore().execute();
+      const inserted = await repo.createQueryBuilder().insert().into(ApiKeyEntity).values(configuredRow).orIgnore().returning('id').execute();
+      // Only the start-up that adds the row records it: a restart with the same key adds neither row nor event.
+      if ((inserted.raw as unknown[]).length > 0) await appendCreated(events, m, configuredRow.id);
       // Also rewrites the listed prefix of a row stored when it was the first characters of any configured key.
       const [updated] = (await m.query('UPDATE api_keys SET key_prefix = $2 WHERE key_hash = $1 RETURNING revoked_at', [
         configuredRow.keyHash,
@@ -79,7 +81,14 @@ export async function ensureBootstrapKey(ds: DataSource, events: LedgerEventsSer
     }
     if (await repo.exists({ where: { name: GENERATED_NAME, orgId: IsNull(), createdBy: IsNull(), revokedAt: IsNull() } })) return {};
     const key = generateApiKey();
-    await repo.insert(row(GENERATED_NAME, key));
+    const generatedRow = row(GENERATED_NAME, key);
+    await repo.insert(generatedRow);
+    await appendCreated(events, m, generatedRow.id);
     return { generatedKey: key };
   });
+}
+
+/** The api_key.created event the API writes for every other key; no actor, as no key made this one. */
+function appendCreated(events: LedgerEventsService, m: EntityManager, apiKeyId: string): Promise<void> {
+  return events.append([{ orgId: NIL_UUID, type: 'api_key.created', metadata: { apiKeyId, role: 'admin', orgId: null } }], m);
 }

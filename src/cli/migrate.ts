@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../bootstrap.js';
 import { projectRoot } from '../common/project-root.js';
+import { CONFIG_SCHEMA } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
 
@@ -77,12 +78,34 @@ async function withServer<T>(fn: (serverUrl: string) => Promise<T>): Promise<T> 
   }
 }
 
+/** Exit codes: 0 done (show: none pending), 1 show: migrations pending / run, check: failed or drift, 2 usage or configuration error, 3 show: could not read the database. */
+const USAGE = 'usage: migrate run | show | check';
+
+/** What is wrong with DATABASE_URL, by the gateway's own check (whose messages never echo the value: the password). */
+function databaseUrlProblem(url: string | undefined): string | undefined {
+  try {
+    CONFIG_SCHEMA.DATABASE_URL.parse(url);
+    return undefined;
+  } catch (err) {
+    return `DATABASE_URL ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
 async function main(cmd: string | undefined): Promise<number> {
+  if (cmd !== 'run' && cmd !== 'show' && cmd !== 'check') {
+    console.error(USAGE);
+    return 2;
+  }
+  const problem = databaseUrlProblem(process.env.DATABASE_URL);
+  if (problem) {
+    console.error(problem);
+    return 2;
+  }
   if (cmd === 'run' || cmd === 'show') {
     const url = process.env.DATABASE_URL;
     if (!url) {
       console.error('DATABASE_URL is required (the gateway migrates its embedded database itself at start-up)');
-      return 1;
+      return 2;
     }
     const ds = await new DataSource(migratorOptions(url)).initialize(); // no query or statement timeout: migrations may run long
     try {
@@ -103,42 +126,40 @@ async function main(cmd: string | undefined): Promise<number> {
       await ds.destroy();
     }
   }
-  if (cmd === 'check') {
-    return withServer(async (serverUrl) => {
-      const dbName = `tg_drift_${process.pid}`;
-      const admin = new pg.Client({ connectionString: serverUrl });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${dbName}`);
-      const url = new URL(serverUrl);
-      url.pathname = `/${dbName}`;
-      const ds = await new DataSource(migratorOptions(url.toString())).initialize();
-      try {
-        await runMigrations(ds);
-        // Down then up again: every migration must be reversible.
-        for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });
-        await runMigrations(ds);
-        const problems = await schemaDrift(ds);
-        if (problems.length) {
-          console.error(`schema drift:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-          return 1;
-        }
-        console.log(`no drift: ${MIGRATIONS.length} migration(s) apply, revert and re-apply; every entity matches the schema`);
-        return 0;
-      } finally {
-        await ds.destroy();
-        await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-        await admin.end();
+  return withServer(async (serverUrl) => {
+    const dbName = `tg_drift_${process.pid}`;
+    const admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const url = new URL(serverUrl);
+    url.pathname = `/${dbName}`;
+    const ds = await new DataSource(migratorOptions(url.toString())).initialize();
+    try {
+      await runMigrations(ds);
+      // Down then up again: every migration must be reversible.
+      for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });
+      await runMigrations(ds);
+      const problems = await schemaDrift(ds);
+      if (problems.length) {
+        console.error(`schema drift:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+        return 1;
       }
-    });
-  }
-  console.error('usage: migrate run | show | check');
-  return 2;
+      console.log(`no drift: ${MIGRATIONS.length} migration(s) apply, revert and re-apply; every entity matches the schema`);
+      return 0;
+    } finally {
+      await ds.destroy();
+      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
 }
 
-main(process.argv[2]).then(
+const cmd = process.argv[2];
+main(cmd).then(
   (code) => process.exit(code),
   (err: unknown) => {
     console.error(`migrate failed: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
+    // show's 1 means "migrations pending": a deploy script must not read an unreachable database as that.
+    process.exit(cmd === 'show' ? 3 : 1);
   },
 );

@@ -92,6 +92,27 @@ describe('bootstrap admin key: replicas starting together', () => {
     expect(events[0].metadata).toMatchObject({ reason: 'BOOTSTRAP_ADMIN_KEY changed' });
   });
 
+  it('the key added at start-up (configured or generated) gets one api_key.created event, as an API-created key does; a restart adds none', async () => {
+    const createdEvents = async (key: string) =>
+      (await ds.query(
+        `SELECT e.org_id, e.actor, e.metadata FROM runtime_ledger_events e JOIN api_keys k ON e.metadata->>'apiKeyId' = k.id::text
+          WHERE e.type = 'api_key.created' AND k.key_hash = $1`,
+        [hashApiKey(key)],
+      )) as { org_id: string; actor: unknown; metadata: Record<string, unknown> }[];
+    const configured = `tgw_audit_${randomBytes(16).toString('hex')}`;
+    await race(3, { BOOTSTRAP_ADMIN_KEY: configured });
+    await race(2, { BOOTSTRAP_ADMIN_KEY: configured });
+    const events = await createdEvents(configured);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ org_id: '00000000-0000-0000-0000-000000000000', actor: null, metadata: { role: 'admin', orgId: null } });
+
+    await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE name = 'bootstrap admin (generated)' AND revoked_at IS NULL`);
+    const results = await race(3, { BOOTSTRAP_ADMIN_KEY: undefined });
+    await race(2, { BOOTSTRAP_ADMIN_KEY: undefined });
+    const [generated] = results.flatMap((r) => (r.status === 'fulfilled' && r.value.generatedKey ? [r.value.generatedKey] : []));
+    expect(await createdEvents(generated)).toHaveLength(1);
+  });
+
   it('in production without BOOTSTRAP_ADMIN_KEY: generates nothing, and warns when no platform admin key exists (nobody could create an org or a key)', async () => {
     const warned = async (): Promise<boolean> => {
       const logs = captureLogs();

@@ -239,4 +239,16 @@ describe('migration:show (dist/src/cli/migrate.js show)', () => {
       await db.drop();
     }
   }, 120_000);
+
+  it('a malformed DATABASE_URL exits 2 naming the variable (not the password); an unreachable database exits 3, never "pending" (1)', async () => {
+    for (const cmd of ['show', 'run', 'check']) {
+      const bad = await migrateCli(cmd, 'postgres://u:p#S3cretPW@127.0.0.1/db');
+      expect(bad.code, `${cmd}: ${bad.stderr}`).toBe(2);
+      expect(bad.stderr).toMatch(/^DATABASE_URL must be a valid URL/);
+      expect(bad.stdout + bad.stderr).not.toContain('S3cretPW');
+    }
+    const unreachable = await migrateCli('show', 'postgres://u@127.0.0.1:1/db');
+    expect(unreachable.code, unreachable.stderr).toBe(3);
+    expect(unreachable.stderr).toMatch(/^migrate failed: /);
+  }, 60_000);
 });

@@ -148,4 +148,13 @@ describe('ledger chain verification (API and CLI)', () => {
     expect(noUrl.code).toBe(2);
     expect(noUrl.err.join('\n')).toContain('DATABASE_URL');
   });
+
+  it('CLI: a malformed DATABASE_URL is a configuration error (2) that names the variable, never the password', async () => {
+    for (const url of ['postgres://u:p#S3cretPW@127.0.0.1/db', 'mysql://u:S3cretPW@127.0.0.1/db']) {
+      const bad = await cli(['--org', '00000000-0000-0000-0000-000000000000'], { DATABASE_URL: url });
+      expect(bad.code, url).toBe(2);
+      expect(bad.err.join('\n')).toMatch(/^DATABASE_URL must be/);
+      expect(bad.err.join('\n')).not.toContain('S3cretPW');
+    }
+  });
 });
