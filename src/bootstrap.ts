@@ -17,21 +17,49 @@ import type { AppConfig } from './config/app-config.js';
 
 const MIGRATION_LOCK = 7_413_920_552;
 
+/** How often a replica asks again for the lock another one holds while it migrates. */
+const LOCK_RETRY_MS = 500;
+
+export interface MigrationWait {
+  /** Asked between tries for the lock: true gives up the wait (a stop during start-up) with MigrationsStopped. */
+  stopRequested?: () => boolean;
+  /** Called once, when the lock is found held by another replica. */
+  onWaiting?: () => void;
+}
+
+/** Start-up was asked to stop while it waited for another replica's migrations: nothing ran, nothing is held. */
+export class MigrationsStopped extends Error {
+  constructor() {
+    super('stopped while waiting for another replica to finish migrating');
+  }
+}
+
 /**
  * Runs pending migrations once even when several replicas start together: the
- * others wait on the advisory lock for as long as the first one migrates (an
+ * others wait for the advisory lock for as long as the first one migrates (an
  * index build on a large table outlasts the pool's statement timeout, which
- * would otherwise cancel the wait and crash them).
+ * would otherwise cancel the wait and crash them). The wait polls rather than
+ * blocks in pg_advisory_lock, so a stop asked for meanwhile is carried out at
+ * once instead of once the other replica is done.
  */
-export async function runMigrations(ds: DataSource): Promise<void> {
+export async function runMigrations(ds: DataSource, wait: MigrationWait = {}): Promise<void> {
   const qr = ds.createQueryRunner();
   await qr.connect();
+  let locked = false;
   try {
     await qr.query('SET statement_timeout = 0');
-    await qr.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    for (let waited = false; ; waited = true) {
+      const [{ acquired }] = (await qr.query('SELECT pg_try_advisory_lock($1) AS acquired', [MIGRATION_LOCK])) as { acquired: boolean }[];
+      if (acquired) break;
+      if (!waited) wait.onWaiting?.();
+      if (wait.stopRequested?.()) throw new MigrationsStopped();
+      await new Promise((r) => setTimeout(r, LOCK_RETRY_MS));
+      if (wait.stopRequested?.()) throw new MigrationsStopped();
+    }
+    locked = true;
     await ds.runMigrations({ transaction: 'each' });
   } finally {
-    await qr.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    if (locked) await qr.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     // The connection goes back to the pool: with the pool's own timeout again.
     await qr.query('RESET statement_timeout').catch(() => undefined);
     await qr.release();
@@ -142,6 +170,10 @@ export interface GatewayHooks {
    * a stop during them, or an init() that throws, must not lose it — no later start shows it again.
    */
   onGeneratedAdminKey?: (key: string) => void;
+  /** A stop during start-up: given up while waiting for another replica's migrations (createGateway throws MigrationsStopped). */
+  stopRequested?: () => boolean;
+  /** Start-up found another replica migrating and waits for it. */
+  onMigrationWait?: () => void;
 }
 
 /** Builds the app, migrates the database and makes sure an admin key exists. Does not listen. */
@@ -157,7 +189,10 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
   // another replica's migration, or an index build on a large table, may rightly take longer.
   const migrator = await new DataSource(migratorOptions(config.DATABASE_URL!)).initialize();
   try {
-    await runMigrations(migrator);
+    await runMigrations(migrator, { stopRequested: hooks.stopRequested, onWaiting: hooks.onMigrationWait });
+  } catch (err) {
+    if (err instanceof MigrationsStopped) await app.close().catch(() => undefined); // not initialised: only its pools to close
+    throw err;
   } finally {
     await migrator.destroy();
   }

