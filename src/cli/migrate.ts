@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../bootstrap.js';
 import { projectRoot } from '../common/project-root.js';
-import { CONFIG_SCHEMA } from '../config/config.schema.js';
+import { databaseUrlProblem } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
 
@@ -80,16 +80,6 @@ async function withServer<T>(fn: (serverUrl: string) => Promise<T>): Promise<T> 
 
 /** Exit codes: 0 done (show: none pending), 1 show: migrations pending / run, check: failed or drift, 2 usage or configuration error, 3 show: could not read the database. */
 const USAGE = 'usage: migrate run | show | check';
-
-/** What is wrong with DATABASE_URL, by the gateway's own check (whose messages never echo the value: the password). */
-function databaseUrlProblem(url: string | undefined): string | undefined {
-  try {
-    CONFIG_SCHEMA.DATABASE_URL.parse(url);
-    return undefined;
-  } catch (err) {
-    return `DATABASE_URL ${err instanceof Error ? err.message : String(err)}`;
-  }
-}
 
 async function main(cmd: string | undefined): Promise<number> {
   if (cmd !== 'run' && cmd !== 'show' && cmd !== 'check') {

@@ -204,3 +204,16 @@ export function parseRawConfig(env: NodeJS.ProcessEnv): RawConfig {
 export const SENSITIVE_VARS = Object.entries(CONFIG_SCHEMA)
   .filter(([, spec]) => (spec as VarSpec<unknown>).sensitive)
   .map(([name]) => name);
+
+/**
+ * What is wrong with DATABASE_URL, by the gateway's own check, for the command-line tools that read it alone;
+ * undefined when it is fine. The check's messages never echo the value (the password).
+ */
+export function databaseUrlProblem(url: string | undefined): string | undefined {
+  try {
+    CONFIG_SCHEMA.DATABASE_URL.parse(url);
+    return undefined;
+  } catch (err) {
+    return `DATABASE_URL ${err instanceof Error ? err.message : String(err)}`;
+  }
+}

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
-import { CONFIG_SCHEMA } from '../config/config.schema.js';
+import { databaseUrlProblem } from '../config/config.schema.js';
 import { isUuid, NIL_UUID } from '../common/ids.js';
 import { dbOptions } from '../db/db-options.js';
 import { LedgerSealerService } from '../ledger/ledger-sealer.service.js';
@@ -37,12 +37,10 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
     io.err(`DATABASE_URL is required\n${USAGE}`);
     return 2;
   }
-  try {
-    // The gateway's own check: a malformed URL is a configuration error (2) named as such, not "could not verify"
-    // (3) with the driver's "Invalid URL". Its messages never echo the value (the password).
-    CONFIG_SCHEMA.DATABASE_URL.parse(url);
-  } catch (err) {
-    io.err(`DATABASE_URL ${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+  // A malformed URL is a configuration error (2) named as such, not "could not verify" (3) with the driver's "Invalid URL".
+  const problem = databaseUrlProblem(url);
+  if (problem) {
+    io.err(`${problem}\n${USAGE}`);
     return 2;
   }
   let ds: DataSource | undefined;
