@@ -78,9 +78,12 @@ export class ApprovalsService {
     const a = await this.load(p, id);
     if (!mayDecide(p, a.kind)) throw new AppError('FORBIDDEN', `${a.kind} approvals cannot be decided with a ${p.role} key`);
     if (a.status !== 'pending') throw new AppError('APPROVAL_ALREADY_DECIDED', `this approval is already ${a.status}`);
-    if (dto.actionDigest !== a.action_digest) throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
-    const now = this.clock.now();
-    const settled = await this.settle([id, dto.decision === 'approve' ? 'approved' : 'rejected', now, p.keyId, p.role, dto.reason ?? null]);
+    if (dto.actionDigest !== a.action_digest) {
+      // Past its expiry, the answer is the one a right digest gets: nothing can be decided any more.
+      if (a.expires_at.getTime() <= this.clock.nowMs()) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
+      throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
+    }
+    const settled = await this.settle(id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason ?? null]);
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
     // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
@@ -89,14 +92,22 @@ export class ApprovalsService {
   }
 
   /**
-   * The settle statement, again when it lost a deadlock (40P01) to a run ending at the same moment
-   * (RunsService.end locks the run's pending approvals, then the run; it retries on its side too).
-   * The loser was rolled back whole, and the statement only settles a still-pending approval, so
-   * sending it again is safe: it settles it, or finds it settled by the end (→ 409 above).
+   * The settle statement, after the approval's row lock, on the clock read once the lock is held: a
+   * decision that waited (for the row, behind another decision or a run ending) is judged at the time
+   * it is written down, so an approval every read has shown expired is never approved afterwards.
+   * Again when it lost a deadlock (40P01) to a run ending at the same moment (RunsService.end locks
+   * the run's pending approvals, then the run; it retries on its side too): the loser was rolled back
+   * whole, and the statement only settles a still-pending approval, so running it again is safe: it
+   * settles it, or finds it settled by the end (→ 409 above).
    */
-  private async settle(params: unknown[]): Promise<{ status: string; tool_call_id: string } | undefined> {
-    const [settled] = await retryOnDeadlock(() => this.sql.query<{ status: string; tool_call_id: string }>(settleApprovalsSql('by-id'), params));
-    return settled;
+  private async settle(id: string, decision: 'approved' | 'rejected', decider: unknown[]): Promise<{ status: string; tool_call_id: string } | undefined> {
+    return retryOnDeadlock(() =>
+      this.sql.transaction(async (client) => {
+        await client.query('SELECT 1 FROM approval_requests WHERE id = $1 FOR UPDATE', [id]);
+        const { rows } = await client.query<{ status: string; tool_call_id: string }>(settleApprovalsSql('by-id'), [id, decision, this.clock.now(), ...decider]);
+        return rows[0];
+      }),
+    );
   }
 
   private async load(p: Principal, id: string, applyVisibility = true): Promise<ApprovalRow> {

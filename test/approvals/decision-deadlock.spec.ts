@@ -6,6 +6,8 @@ import { aroundStatements, approvalFor, refundUse, refunds } from './support.js'
 
 /** The settle statement of a decision (settleApprovalsSql('by-id')). */
 const isSettle = (text: string): boolean => text.includes('UPDATE approval_requests SET') && text.includes("id = $1 AND status = 'pending'");
+/** The decision transaction's first statement: the approval's row lock, taken before the clock is read. */
+const isSettleLock = (text: string): boolean => text.includes('FROM approval_requests WHERE id = $1 FOR UPDATE');
 /** What PostgreSQL answers the transaction it picks as a deadlock's victim (it rolls it back whole). */
 const deadlock = (): Error => Object.assign(new Error('deadlock detected'), { code: '40P01' });
 
@@ -58,7 +60,9 @@ describe('a decision that loses a deadlock', () => {
     const before = refunds(h);
     let deadlocks = 0;
     const undo = aroundStatements(h.t.app.get(Sql), async (text, params, send) => {
-      if (isSettle(text) && params[0] === approval.id && deadlocks++ === 0) {
+      // Before the decision's transaction holds anything (its row lock is its first statement): a run end
+      // inside the settle statement would wait for that lock, where a real deadlock's victim is rolled back whole.
+      if (isSettleLock(text) && params[0] === approval.id && deadlocks++ === 0) {
         // The run's end went through first (it rejected the pending approval); the decision was the victim.
         const ended = await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.agentKey)).send({});
         expect(ended.status).toBe(200);

@@ -1,4 +1,5 @@
 import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
+import type { PoolClient } from 'pg';
 import type { Sql } from '../../src/db/sql.js';
 import type { Harness } from '../support/scenario.js';
 import { toolUse } from '../support/scenario.js';
@@ -18,21 +19,37 @@ export async function approvalFor(h: Harness, key: string, toolCallId: string): 
 }
 
 type Statement = (text: string, params: unknown[]) => Promise<unknown[]>;
+type Transaction = <T>(fn: (client: PoolClient) => Promise<T>) => Promise<T>;
 
 /**
- * Puts `around` between the app's statements (Sql.query and Sql.prepared) and the database — to fail one
+ * Puts `around` between the app's statements (Sql.query, Sql.prepared and those in Sql.transaction) and the database — to fail one
  * the way a database blip or a lost answer does, or act at a chosen moment. The database itself is real.
  * Returns the undo.
  */
 export function aroundStatements(sql: Sql, around: (text: string, params: unknown[], send: () => Promise<unknown[]>) => Promise<unknown[]>): () => void {
-  const target = sql as unknown as { query: Statement; prepared: Statement };
+  const target = sql as unknown as { query: Statement; prepared: Statement; transaction: Transaction };
   const query = target.query;
   const prepared = target.prepared;
+  const transaction = target.transaction;
   target.query = (text, params = []) => around(text, params, () => query.call(sql, text, params));
   target.prepared = (text, params = []) => around(text, params, () => prepared.call(sql, text, params));
+  // Statements inside Sql.transaction too: its client's text-and-values queries pass through `around`.
+  target.transaction = <T>(fn: (client: PoolClient) => Promise<T>): Promise<T> =>
+    transaction.call(sql, (client: PoolClient) => {
+      const send = (text: string, params: unknown[] = []) => client.query(text, params).then((r) => r.rows as unknown[]);
+      const wrapped = new Proxy(client, {
+        get: (c, name, receiver) =>
+          name === 'query'
+            ? (text: unknown, params?: unknown[]) =>
+                typeof text === 'string' ? around(text, params ?? [], () => send(text, params)).then((rows) => ({ rows, rowCount: rows.length })) : c.query(text as never)
+            : Reflect.get(c, name, receiver),
+      });
+      return fn(wrapped);
+    }) as Promise<T>;
   return () => {
     target.query = query;
     target.prepared = prepared;
+    target.transaction = transaction;
   };
 }
 
