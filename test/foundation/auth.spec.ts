@@ -6,6 +6,7 @@ import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
 import { captureLogs } from '../../src/logging/logging.js';
 import { listRoutes } from '../support/routes.js';
 import { TEST_ADMIN_KEY } from '../support/secrets.js';
+import { postApiKey } from '../support/api-keys.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 describe('API keys, roles and org scope', () => {
@@ -63,7 +64,7 @@ describe('API keys, roles and org scope', () => {
   });
 
   it('a platform key an admin names like the bootstrap key is not revoked by the next start (only keys a start made are)', async () => {
-    const created = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: null, role: 'admin', name: 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)' });
+    const created = await postApiKey(t.http, adminAuth, { orgId: null, role: 'admin', name: 'bootstrap admin (BOOTSTRAP_ADMIN_KEY)' });
     expect(created.status).toBe(201);
     await t.app.get(ApiKeysService).ensureBootstrapKey(); // what every replica's start runs
     const [row] = (await t.ds.query('SELECT revoked_at FROM api_keys WHERE id = $1', [created.body.id])) as { revoked_at: Date | null }[];
@@ -102,7 +103,7 @@ describe('API keys, roles and org scope', () => {
   });
 
   it('shows a key once and stores only its hash', async () => {
-    const res = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: orgA, role: 'agent', name: 'shown once' });
+    const res = await postApiKey(t.http, adminAuth, { orgId: orgA, role: 'agent', name: 'shown once' });
     expect(res.status).toBe(201);
     const { key, id } = res.body as { key: string; id: string };
     expect(key).toMatch(/^tgw_[A-Za-z0-9_-]{43}$/);
@@ -143,8 +144,8 @@ describe('API keys, roles and org scope', () => {
 
   it('only platform admins create orgs and platform keys; agent keys cannot be platform keys', async () => {
     expect((await t.http.post('/v1/orgs').set(bearer(keys[orgA].admin)).send({ name: 'x' })).status).toBe(403);
-    expect((await t.http.post('/v1/api-keys').set(bearer(keys[orgA].admin)).send({ orgId: null, role: 'ops', name: 'x' })).status).toBe(403);
-    const agentPlatform = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: null, role: 'agent', name: 'x' });
+    expect((await postApiKey(t.http, bearer(keys[orgA].admin), { orgId: null, role: 'ops', name: 'x' })).status).toBe(403);
+    const agentPlatform = await postApiKey(t.http, adminAuth, { orgId: null, role: 'agent', name: 'x' });
     expect(agentPlatform.status).toBe(400);
     const platformOps = await createKey(t, null, 'ops');
     expect((await t.http.get(`/v1/orgs/${orgB}`).set(bearer(platformOps.key))).status).toBe(200);

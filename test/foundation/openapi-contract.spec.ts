@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { beginHttpDrain } from '../../src/app.setup.js';
+import { postApiKey } from '../support/api-keys.js';
 import { adminAuth, bearer, createKey, startTestApp } from '../support/test-app.js';
 import { approvalFor, refundUse } from '../approvals/support.js';
 
@@ -167,14 +168,14 @@ describe('OpenAPI document matches the live answers', () => {
     expect(operation('get', '/v1/approvals/{id}').responses['404'].description).toContain('no such route');
   });
   it('POST /v1/api-keys documents the 404 of an unknown org or (org admins) another org, and the 403 of an org admin asking for a platform key', async () => {
-    const unknown = await h.t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: randomUUID(), role: 'agent', name: 'x' });
+    const unknown = await postApiKey(h.t.http, adminAuth, { orgId: randomUUID(), role: 'agent', name: 'x' });
     expect([unknown.status, unknown.body.code]).toEqual([404, 'NOT_FOUND']);
     expect(expectDocumented('post', '/v1/api-keys', unknown).description).toContain('unknown org');
     const other = (await h.t.http.post('/v1/orgs').set(adminAuth).send({ name: 'other' })).body.id as string;
-    const foreign = await h.t.http.post('/v1/api-keys').set(bearer(o.adminKey)).send({ orgId: other, role: 'agent', name: 'x' });
+    const foreign = await postApiKey(h.t.http, bearer(o.adminKey), { orgId: other, role: 'agent', name: 'x' });
     expect([foreign.status, foreign.body.code]).toEqual([404, 'NOT_FOUND']);
     expectDocumented('post', '/v1/api-keys', foreign);
-    const platform = await h.t.http.post('/v1/api-keys').set(bearer(o.adminKey)).send({ orgId: null, role: 'ops', name: 'x' });
+    const platform = await postApiKey(h.t.http, bearer(o.adminKey), { orgId: null, role: 'ops', name: 'x' });
     expect([platform.status, platform.body.code]).toEqual([403, 'FORBIDDEN']);
     expect(expectDocumented('post', '/v1/api-keys', platform).description).toContain('platform key');
   });

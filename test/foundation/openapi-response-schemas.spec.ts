@@ -13,6 +13,7 @@ import { Sql } from '../../src/db/sql.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
 import { approvalFor, aroundStatements, connectionLost, refundUse } from '../approvals/support.js';
 import { CREDENTIALS, setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { postApiKey } from '../support/api-keys.js';
 import { adminAuth, bearer, createKey, createOrg } from '../support/test-app.js';
 
 type Schema = Record<string, unknown>;
@@ -312,9 +313,9 @@ describe('OpenAPI 200 schemas match the live answers', () => {
   });
 
   it('api keys, orgs and runs match their schemas', async () => {
-    const created = await h.t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: o.orgId, role: 'agent', name: 'schemas' });
+    const created = await postApiKey(h.t.http, adminAuth, { orgId: o.orgId, role: 'agent', name: 'schemas' });
     expectMatches('post', '/v1/api-keys', created, '201');
-    const platform = await h.t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: null, role: 'ops', name: 'schemas platform' });
+    const platform = await postApiKey(h.t.http, adminAuth, { orgId: null, role: 'ops', name: 'schemas platform' });
     expectMatches('post', '/v1/api-keys', platform, '201');
     // One revoked: the listing shows revokedAt set as well as null.
     expect((await h.t.http.delete(`/v1/api-keys/${platform.body.id}`).set(adminAuth)).status).toBe(204);

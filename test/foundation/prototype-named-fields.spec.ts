@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postApiKey } from '../support/api-keys.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 /**
@@ -24,7 +25,7 @@ describe('fields named like Object.prototype members', () => {
   it('an unknown body or query field named toString, hasOwnProperty or constructor is refused with 400, like any other unknown field', async () => {
     const orgRes = await t.http.post('/v1/orgs').set(adminAuth).set('Content-Type', 'application/json').send('{"name":"x","toString":"y"}');
     expect([orgRes.status, orgRes.body.code, orgRes.body.errors]).toEqual([400, 'VALIDATION_FAILED', ['toString: property toString should not exist']]);
-    const keyRes = await t.http.post('/v1/api-keys').set(bearer(adm)).send({ orgId: org, role: 'agent', name: 'n', constructor: 'x' });
+    const keyRes = await postApiKey(t.http, bearer(adm), { orgId: org, role: 'agent', name: 'n', constructor: 'x' });
     expect([keyRes.status, keyRes.body.code]).toEqual([400, 'VALIDATION_FAILED']);
     const list = await t.http.get('/v1/tool-calls?hasOwnProperty=1').set(bearer(ops));
     expect([list.status, list.body.code]).toEqual([400, 'VALIDATION_FAILED']);

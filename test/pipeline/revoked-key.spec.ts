@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { postApiKey } from '../support/api-keys.js';
 import { adminAuth, bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -73,7 +74,7 @@ describe('a revoked API key', () => {
     expect((await replica.http.get(`/v1/orgs/${orgId}/feature-flags`).set(bearer(admin.key))).status).toBe(200);
     expect((await h.t.http.delete(`/v1/api-keys/${admin.id}`).set(adminAuth)).status).toBe(204);
     const writes = [
-      replica.http.post('/v1/api-keys').set(bearer(admin.key)).send({ orgId, role: 'admin', name: 'persistence' }),
+      postApiKey(replica.http, bearer(admin.key), { orgId, role: 'admin', name: 'persistence' }),
       replica.http.put(`/v1/orgs/${orgId}/feature-flags/tool_calling_enabled`).set(bearer(admin.key)).send({ enabled: false }),
       replica.http.delete(`/v1/orgs/${orgId}/integrations/shopify/credentials`).set(bearer(admin.key)),
       replica.http.post(`/v1/runs/${runId}/cancel`).set(bearer(admin.key)).send({}),

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFullEmulator, type ShopifyEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, type GatewayProcess } from '../support/gateway-process.js';
 import { emulatorEnv, toolUse, type OrgSetup } from '../support/scenario.js';
+import { postApiKey } from '../support/api-keys.js';
 import { adminAuth, bearer } from '../support/test-app.js';
 import { leakedIn, postToolUse, secretNeedles, sleep } from './support.js';
 
@@ -22,7 +23,7 @@ describe('replicas: three gateway processes on one database', () => {
     await emu.start();
     gws = await Promise.all([0, 1, 2].map(() => startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '15000' })));
     org = await setupOrgVia(gws[0], { tools: ['shopify_order.add_note', 'shopify_refund.create'] });
-    const expert = await gws[1].http.post('/v1/api-keys').set(adminAuth).send({ orgId: org.orgId, role: 'expert', name: 'expert' });
+    const expert = await postApiKey(gws[1].http, adminAuth, { orgId: org.orgId, role: 'expert', name: 'expert' });
     expect(expert.status).toBe(201);
     expertKey = expert.body.key as string;
   }, 90_000);

@@ -4,9 +4,9 @@ import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { DataSource } from 'typeorm';
 import { createGateway } from '../../src/bootstrap.js';
-import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { captureLogs, setLogEcho } from '../../src/logging/logging.js';
+import { postApiKey } from './api-keys.js';
 import './run-log.js'; // every log line of every in-process app goes to the run log too (the run-wide leak scan)
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from './secrets.js';
 
@@ -62,9 +62,7 @@ export async function createOrg(t: TestApp, name = 'Acme'): Promise<string> {
 
 /** Creates a key of `role` for `orgId` (null = platform) and returns the key text and its id. */
 export async function createKey(t: TestApp, orgId: string | null, role: string): Promise<{ key: string; id: string }> {
-  const res = await t.http.post('/v1/api-keys').set(adminAuth).send({ orgId, role, name: `${role} key` });
+  const res = await postApiKey(t.http, adminAuth, { orgId, role, name: `${role} key` }, 'createKey'); // recorded for the leak scan
   if (res.status !== 201) throw new Error(`createKey: ${res.status} ${JSON.stringify(res.body)}`);
-  const created = res.body as { key: string; id: string };
-  recordMintedSecret(`API key (${role}, createKey)`, created.key); // the run-wide leak scan looks for it too
-  return created;
+  return res.body as { key: string; id: string };
 }
