@@ -68,6 +68,9 @@ export const HOSTILE_NANGO_PATHS: readonly (readonly [label: string, path: strin
   ['empty', ''],
   ['only a slash', '/'],
   ['too long', `v1/${'a'.repeat(2048)}`],
+  // 2048 characters after the optional leading "/" (NANGO_PATH_MAX): one more, in either spelling.
+  ['one character too long', `v1/${'a'.repeat(2046)}`],
+  ['one character too long after a leading slash', `/v1/${'a'.repeat(2046)}`],
 ];
 
 export const SAFE_NANGO_PATHS: readonly string[] = [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams, checkNangoPath, checkNangoQuery, isReservedKey } from './nango-path.js';
+import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams, checkNangoPath, checkNangoQuery, isReservedKey, NANGO_CANONICAL_PATH_MAX, NANGO_PATH_MAX } from './nango-path.js';
 import { HOSTILE_NANGO_PATHS, NON_CANONICAL_NANGO_PATHS, SAFE_NANGO_PATHS } from './nango-path.cases.js';
 
 describe('checkNangoPath', () => {
@@ -23,6 +23,19 @@ describe('checkNangoPath', () => {
 
   it('accepts exactly 2048 characters', () => {
     expect(checkNangoPath(`v/${'a'.repeat(2046)}`)).toBeNull();
+  });
+
+  it('counts NANGO_PATH_MAX after the optional leading "/": both spellings of one path get the same limit', () => {
+    const longest = `v1/${'a'.repeat(NANGO_PATH_MAX - 3)}`;
+    expect(longest).toHaveLength(NANGO_PATH_MAX);
+    expect(checkNangoPath(longest)).toBeNull();
+    expect(checkNangoPath(`/${longest}`)).toBeNull();
+    // What the catalog's JSON Schema is checked against: the same path, with its "/" added.
+    expect(canonicalNangoPath(longest)).toHaveLength(NANGO_CANONICAL_PATH_MAX);
+    expect(checkNangoPath(canonicalNangoPath(longest))).toBeNull();
+    const message = "path: longer than 2048 characters (not counting a leading '/')";
+    expect(checkNangoPath(`${longest}a`)).toBe(message);
+    expect(checkNangoPath(`/${longest}a`)).toBe(message);
   });
 });
 

@@ -11,7 +11,15 @@
  * because upstream servers decode again; double encoding is refused outright.
  */
 
+/**
+ * The longest path, in characters (code points, as JSON Schema counts them), not counting its optional
+ * leading "/": "v1/x" and "/v1/x" are one path. The gateway adds the "/" (canonicalNangoPath) before the
+ * tool definition's schema is checked, so a limit counted with it would refuse a relative path of exactly
+ * this length that the caller was told is allowed; both spellings get the same limit instead.
+ */
 export const NANGO_PATH_MAX = 2048;
+/** The same limit on the canonical path (always with its leading "/"): the definition's maxLength. */
+export const NANGO_CANONICAL_PATH_MAX = NANGO_PATH_MAX + 1;
 export const QUERY_MAX_KEYS = 100;
 export const QUERY_VALUE_MAX = 2048;
 export const QUERY_NAME_MAX = 256;
@@ -76,10 +84,18 @@ function checkForm(p: string): string | null {
   return null;
 }
 
+/** Counted in characters (code points), as the tool definition's JSON Schema counts them: an emoji is one, not two. */
+function longerThan(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  let n = 0;
+  for (const _ of text) if (++n > max) return true;
+  return false;
+}
+
 /** Returns a message naming the field, or null when the path is safe to proxy. */
 export function checkNangoPath(path: unknown): string | null {
   if (typeof path !== 'string') return 'path: must be a string';
-  if (path.length > NANGO_PATH_MAX) return `path: longer than ${NANGO_PATH_MAX} characters`;
+  if (longerThan(proxyRelativePath(path), NANGO_PATH_MAX)) return `path: longer than ${NANGO_PATH_MAX} characters (not counting a leading '/')`;
   if (path === '' || path === '/') return 'path: must not be empty';
   const raw = checkForm(path);
   if (raw) return raw;
@@ -118,14 +134,6 @@ export function canonicalNangoPath(path: string): string {
 /** The path as appended after `/proxy/` (one leading "/" is accepted and dropped). */
 export function proxyRelativePath(path: string): string {
   return path.startsWith('/') ? path.slice(1) : path;
-}
-
-/** Counted in characters (code points), as the tool definition's JSON Schema counts them: an emoji is one, not two. */
-function longerThan(text: string, max: number): boolean {
-  if (text.length <= max) return false;
-  let n = 0;
-  for (const _ of text) if (++n > max) return true;
-  return false;
 }
 
 export function checkNangoQuery(query: unknown): string | null {

@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { checkNangoQuery, QUERY_MAX_KEYS, QUERY_NAME_MAX, QUERY_VALUE_MAX } from './nango-path.js';
+import { canonicalNangoPath, checkNangoPath, checkNangoQuery, NANGO_PATH_MAX, QUERY_MAX_KEYS, QUERY_NAME_MAX, QUERY_VALUE_MAX } from './nango-path.js';
 import { NANGO_TOOLS } from './nango.tools.js';
 
 // The tool definition is what the model is told; the query checks are what the gateway then enforces.
@@ -35,5 +35,31 @@ describe('nango_proxy.get query: the definition and the checks agree', () => {
     const query = { 'a\u0001b': '1' };
     expect(validate({ path: '/v1/customers', query })).toBe(true);
     expect(checkNangoQuery(query)).toMatch(/parameter names/);
+  });
+});
+
+describe('nango_proxy path length: the definition and the checks agree', () => {
+  const postAction = NANGO_TOOLS[0]!.actions.find((a) => a.name === 'post')!;
+  const validatePost = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true }).compile(postAction.inputSchema);
+
+  /**
+   * What the gateway decides: it spells a valid path canonically (leading "/" added) before the catalog checks
+   * the definition's schema, then the checks run again on what the schema saw (ToolCatalogService.checkParams).
+   */
+  const pipelineAccepts = (validate: (params: unknown) => boolean, params: (path: string) => Record<string, unknown>, path: string): boolean => {
+    const seen = checkNangoPath(path) === null ? canonicalNangoPath(path) : path;
+    return validate(params(seen)) && checkNangoPath(seen) === null;
+  };
+
+  const lengths = [1, 2, NANGO_PATH_MAX - 1, NANGO_PATH_MAX, NANGO_PATH_MAX + 1, NANGO_PATH_MAX + 2];
+  it.each(lengths.flatMap((n) => [[n, false] as const, [n, true] as const]))('%i characters after the path\'s start (leading "/": %s)', (n, slash) => {
+    const relative = 'a'.repeat(n);
+    const path = slash ? `/${relative}` : relative;
+    const allowed = n <= NANGO_PATH_MAX;
+    expect(checkNangoPath(path) === null).toBe(allowed);
+    expect(pipelineAccepts(validate, (p) => ({ path: p }), path)).toBe(allowed);
+    expect(pipelineAccepts(validatePost, (p) => ({ path: p, body: {} }), path)).toBe(allowed);
+    // The definition alone, on the canonical form it is checked against, draws the same line.
+    expect(validate({ path: `/${relative}` })).toBe(allowed);
   });
 });

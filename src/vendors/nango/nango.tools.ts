@@ -5,13 +5,15 @@
  * not retry it. Path and query safety lives in nango-path.ts (validate()).
  */
 import type { ToolSpec } from '../vendor-handler.js';
-import { NANGO_PATH_MAX, QUERY_MAX_KEYS, QUERY_NAME_MAX, QUERY_VALUE_MAX } from './nango-path.js';
+import { NANGO_CANONICAL_PATH_MAX, NANGO_PATH_MAX, QUERY_MAX_KEYS, QUERY_NAME_MAX, QUERY_VALUE_MAX } from './nango-path.js';
 
 const path = {
   type: 'string',
   minLength: 1,
-  maxLength: NANGO_PATH_MAX,
-  description: "Provider API path relative to the provider's base URL, e.g. /v1/customers/42 (no host, no query string)",
+  // The catalog checks this schema on the path as the gateway spells it, with its leading "/" added
+  // (NangoHandler.canonicalParams): NANGO_PATH_MAX characters after the "/", whether the caller sent it or not.
+  maxLength: NANGO_CANONICAL_PATH_MAX,
+  description: `Provider API path relative to the provider's base URL, e.g. /v1/customers/42 (no host, no query string); at most ${NANGO_PATH_MAX} characters not counting the leading "/" (${NANGO_CANONICAL_PATH_MAX} with it)`,
 };
 
 export const NANGO_TOOLS: ToolSpec[] = [
