@@ -2,6 +2,7 @@
  * Emulated Login with Amazon + SP-API Orders v0 (VENDORS.md §2), with the
  * observed quirks: 403 (not 401) for every token problem, 200 {"payload":{}}
  * for a well-formed unknown order id, 429 QuotaExceeded without Retry-After.
+ * SP-API calls without a User-Agent are refused (400 InvalidInput, see orders()).
  * getOrder answers as it does to a caller without a Restricted Data Token
  * (the gateway never asks for one): the restricted address and buyer parts
  * of the fixtures are left out.
@@ -24,6 +25,8 @@ export const AMAZON_EMULATOR_CREDENTIALS = {
 const ORDER_PATH = /^\/orders\/v0\/orders\/([^/]+)(\/orderItems)?$/;
 const ORDER_PATH_V2026 = /^\/orders\/2026-01-01\/orders\/([^/]+)$/;
 const ORDER_ID = /^\d{3}-\d{7}-\d{7}$/;
+/** The longest User-Agent SP-API's docs allow (VENDORS.md §2.1). */
+const USER_AGENT_MAX = 500;
 
 /** What getOrder's ShippingAddress keeps without an RDT (VENDORS.md §2.2). */
 const ADDRESS_WITHOUT_RDT = ['City', 'StateOrRegion', 'PostalCode', 'CountryCode'];
@@ -159,6 +162,12 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
   }
 
   private orders(req: EmuRequest): EmuResponse {
+    const agent = req.headers['user-agent'];
+    // SP-API's docs require a User-Agent (at most 500 characters, VENDORS.md §2.1); the refusal is the
+    // emulator's own strictness (VENDORS.md gives no answer for it), so our client is proven to send one:
+    // 400 InvalidInput in the ErrorList shape, as for a malformed request, before the token is looked at.
+    if (!agent?.trim()) return spapiError(400, 'InvalidInput', 'Invalid Input', 'User-Agent header is required.');
+    if (agent.length > USER_AGENT_MAX) return spapiError(400, 'InvalidInput', 'Invalid Input', `User-Agent header is longer than ${USER_AGENT_MAX} characters.`);
     const token = req.headers['x-amz-access-token'];
     const denied = 'Access to requested resource is denied.';
     if (!token) return spapiError(403, 'Unauthorized', denied, 'Access token is missing in the request header.');
