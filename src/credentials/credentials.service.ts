@@ -8,6 +8,7 @@ import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { CREDENTIAL_SCHEMAS, credentialsProblem } from './credential-schemas.js';
 import { INTEGRATION_TYPES, IntegrationCredentialEntity, type IntegrationType } from './integration-credential.entity.js';
+import { credentialValidationDetail } from './credential-validation-detail.js';
 import { rotatingGrantId } from './rotating-grant-id.js';
 
 export interface CredentialView {
@@ -61,12 +62,8 @@ export class CredentialsService {
     }
     const validate = this.validators[type];
     if (!validate(input.config)) {
-      // Name the field, never echo its value (it may be a secret).
-      const e = validate.errors![0];
-      const field = e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty
-        : e.keyword === 'additionalProperties' ? (e.params as { additionalProperty: string }).additionalProperty
-        : e.instancePath.slice(1) || 'config';
-      throw new AppError('VALIDATION_FAILED', `config.${field.slice(0, 64)}: ${e.keyword === 'additionalProperties' ? 'is not allowed' : e.message ?? 'is invalid'}`);
+      // Names a declared field at most, never a value or an unknown key (either may be a secret).
+      throw new AppError('VALIDATION_FAILED', credentialValidationDetail(CREDENTIAL_SCHEMAS[type], validate.errors![0]));
     }
     const config = input.config as Record<string, unknown>;
     const problem = credentialsProblem(type, config);

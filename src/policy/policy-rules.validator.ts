@@ -1,3 +1,4 @@
+import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { parseDecimal } from './policy.engine.js';
 import type { ParamNames } from './policy-param-names.js';
 import {
@@ -20,8 +21,8 @@ export type PolicyRulesValidation = { ok: true; rules: PolicyRule[] } | { ok: fa
 const RULE_FIELDS = new Set(['id', 'match', 'decision', 'riskLevel', 'reason']);
 const MATCH_FIELDS = new Set(['toolName', 'riskLevel', 'where']);
 const CONDITION_FIELDS = new Set(['path', 'op', 'value']);
-/** "tool.action" or "tool.*"; catalog names are snake_case identifiers. */
-const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]+\.(?:[A-Za-z0-9_-]+|\*)$/;
+/** "tool.action" or "tool.*"; catalog names are snake_case identifiers. The OpenAPI rule schema documents it. */
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]+\.(?:[A-Za-z0-9_-]+|\*)$/;
 /** Enough to act on, small enough for a problem+json body. */
 const MAX_ERRORS = 50;
 
@@ -227,8 +228,14 @@ function isJsonValue(value: unknown, depth: number): boolean {
 
 function rejectUnknown(raw: Record<string, unknown>, allowed: ReadonlySet<string>, prefix: string, fail: Fail): boolean {
   const unknown = Object.keys(raw).filter((key) => !allowed.has(key));
-  // Field names are echoed back, so cap their length; JSON.stringify keeps odd characters visible and harmless.
-  for (const key of unknown.slice(0, 5)) fail(`unknown field ${prefix}${JSON.stringify(key.slice(0, 40))}`);
+  // A misspelt field is named (the fix is obvious then); a key that is no identifier may be a value pasted as a key
+  // (a token, an address) and is only counted, never echoed into the 400.
+  const named = unknown.filter(isEchoableFieldName);
+  for (const key of named.slice(0, 5)) fail(`unknown field ${prefix}${JSON.stringify(key)}`);
+  if (named.length < unknown.length) {
+    const holder = prefix === '' ? 'has' : `${prefix.slice(0, -1)} has`;
+    fail(`${holder} an unknown field, not named as it does not look like a field name; allowed: ${[...allowed].join(', ')}`);
+  }
   return unknown.length === 0;
 }
 

@@ -1,14 +1,19 @@
 import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import { Transform } from 'class-transformer';
 import { getMetadataStorage } from 'class-validator';
+import { isEchoableFieldName } from '../echoable-field-name.js';
 import { AppError } from '../errors/app-error.js';
 import { canonicalUuid } from '../ids.js';
 
 function describe(errors: ValidationError[], parent = ''): string[] {
   const out: string[] = [];
   for (const e of errors) {
-    const path = parent ? `${parent}.${e.property}` : e.property;
-    for (const msg of Object.values(e.constraints ?? {})) out.push(`${path}: ${msg}`);
+    // A key that is no field name (a token pasted as a key) is never echoed: it may be a secret (echoable-field-name.ts).
+    const named = isEchoableFieldName(e.property) || /^\d{1,6}$/.test(e.property);
+    const path = named ? (parent ? `${parent}.${e.property}` : e.property) : parent || 'body';
+    for (const [rule, msg] of Object.entries(e.constraints ?? {})) {
+      out.push(named ? `${path}: ${msg}` : `${path}: ${rule === 'whitelistValidation' ? 'an unknown field, not named as it does not look like a field name, should not exist' : 'a field not named here is invalid'}`);
+    }
     if (e.children?.length) out.push(...describe(e.children, path));
   }
   return out;

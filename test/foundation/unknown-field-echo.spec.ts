@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postApiKey } from '../support/api-keys.js';
+import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+/**
+ * A 400 names a misspelt field (the fix is obvious then) but never echoes an unknown key that does not look like
+ * a field name: an admin who pastes a token where a key belongs would find it repeated in the problem body, and in
+ * whatever logs it downstream. Every typed body and query (the global validation pipe) and the policy body.
+ */
+describe('unknown fields: which names a 400 echoes', () => {
+  let t: TestApp;
+  let org: string;
+  let admin: string;
+  const TOKENS = ['shpat_0123456789abcdef0123456789abcdef', 'sk_live_4eC39HqLyjWDarjtT1zdp7dc', 'tgw_0123456789abcdefghijklmnopqrstuv', 'Bearer abc.def'];
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    org = await createOrg(t, 'Echo Co');
+    admin = (await createKey(t, org, 'admin')).key;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('a typed body (POST /v1/api-keys) names a misspelt field, and never a token pasted as a key', async () => {
+    const typo = await postApiKey(t.http, adminAuth, { orgId: org, role: 'ops', name: 'x', nmae: 'y' });
+    expect([typo.status, typo.body.detail]).toEqual([400, 'nmae: property nmae should not exist']);
+    for (const token of TOKENS) {
+      const res = await postApiKey(t.http, adminAuth, { orgId: org, role: 'ops', name: 'x', [token]: true });
+      expect([res.status, res.body.code], token).toEqual([400, 'VALIDATION_FAILED']);
+      expect(res.text, token).not.toContain(token.slice(0, 10));
+      expect(res.body.detail).toBe('body: an unknown field, not named as it does not look like a field name, should not exist');
+    }
+  });
+
+  it('a query names a misspelt parameter, and never a token pasted as one', async () => {
+    const ops = (await createKey(t, org, 'ops')).key;
+    for (const token of TOKENS) {
+      const res = await t.http.get('/v1/tool-calls').query({ [token]: '1' }).set(bearer(ops));
+      expect([res.status, res.body.code], token).toEqual([400, 'VALIDATION_FAILED']);
+      expect(res.text, token).not.toContain(token.slice(0, 10));
+    }
+  });
+
+  it('the policy body names a misspelt top-level field, and never a token pasted as one', async () => {
+    const url = `/v1/orgs/${org}/policies`;
+    const typo = await t.http.put(url).set(bearer(admin)).send({ rules: [], ruels: [] });
+    expect([typo.status, typo.body.detail]).toEqual([400, 'ruels: property should not exist']);
+    for (const token of TOKENS) {
+      const res = await t.http.put(url).set(bearer(admin)).send({ rules: [], [token]: 1 });
+      expect([res.status, res.body.code], token).toEqual([400, 'VALIDATION_FAILED']);
+      expect(res.text, token).not.toContain(token.slice(0, 10));
+    }
+  });
+});
