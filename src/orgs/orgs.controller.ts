@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Param, Post, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
@@ -48,15 +49,17 @@ export class OrgsController {
 
   @Post()
   @Roles('admin')
+  @ApiOperation({ description: 'Roles: admin — a platform admin key (orgId null) only; an org admin key answers 403.' })
   @ApiResponse({ status: 201, description: 'the org', schema: ORG_SCHEMA })
   @ApiProblemResponse(403, 'FORBIDDEN: not an admin key, or an org admin key — only a platform admin (orgId null) creates orgs')
   @ApiProblemResponse(409, 'CONFLICT: an org with this id already exists')
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateOrgDto) {
-    return this.orgs.create(p, dto);
+    return this.orgs.create(p, { name: dto.name, id: dto.id ?? undefined });
   }
 
   @Get(':orgId')
   @Roles('admin', 'ops')
+  @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
   @ApiResponse({ status: 200, description: 'the org', schema: ORG_SCHEMA })
   get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     return this.orgs.get(p, orgId);
@@ -64,6 +67,7 @@ export class OrgsController {
 
   @Get(':orgId/feature-flags')
   @Roles('admin', 'ops')
+  @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
   @ApiResponse({ status: 200, description: 'every feature flag of the org: flag name → enabled (the default when never set)', schema: FLAGS_SCHEMA })
   async listFlags(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
@@ -72,10 +76,11 @@ export class OrgsController {
 
   @Put(':orgId/feature-flags/:flag')
   @Roles('admin')
+  @ApiRoles(['admin'], ADMIN_CHANGES_CONFIG)
   @ApiParam({ name: 'flag', enum: Object.keys(FLAG_DEFAULTS), description: 'another name answers 404 NOT_FOUND' })
   @ApiResponse({ status: 200, description: 'the flag as set; a feature_flag.changed event records the old and new value', schema: FLAG_SET_SCHEMA })
   async setFlag(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('flag') flag: string, @Body() dto: SetFeatureFlagDto) {
     await this.scope.assertAccess(p, orgId);
-    return this.flags.set(p, orgId, flag, dto.enabled, dto.reason);
+    return this.flags.set(p, orgId, flag, dto.enabled, dto.reason ?? undefined);
   }
 }

@@ -10,15 +10,18 @@ export class CreateOrgDto {
   name!: string;
 
   @ApiProperty({
+    type: String,
     required: false,
+    nullable: true,
     format: 'uuid',
-    description: 'choose the id (e.g. to match your own system); generated when absent. The nil UUID is reserved (platform-level audit events are filed under it)',
+    description:
+      'choose the id (e.g. to match your own system); generated when absent or null. The nil UUID is reserved (platform-level audit events are filed under it)',
   })
   @IsOptional()
   @IsUUID('all')
   @NotEquals(NIL_UUID, { message: 'the nil UUID 00000000-0000-0000-0000-000000000000 is reserved for platform-level events and cannot be an org id' })
   @CanonicalUuid()
-  id?: string;
+  id?: string | null;
 }
 
 export class SetFeatureFlagDto {
@@ -26,9 +29,9 @@ export class SetFeatureFlagDto {
   @IsBoolean()
   enabled!: boolean;
 
-  @ApiProperty({ required: false, maxLength: 500 })
+  @ApiProperty({ type: String, required: false, nullable: true, maxLength: 500, description: 'why, kept with the flag; absent or null: none given' })
   @IsOptional()
   @IsString()
   @Length(0, 500)
-  reason?: string;
+  reason?: string | null;
 }

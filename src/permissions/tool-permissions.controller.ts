@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Param, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { PutToolPermissionsDto } from './tool-permissions.dto.js';
@@ -38,6 +39,7 @@ export class ToolPermissionsController {
 
   @Get()
   @Roles('admin', 'ops')
+  @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
   @ApiResponse({ status: 200, description: 'the org’s permission rows, ordered by toolName, action, then specialistId (org-wide first)', schema: PERMISSIONS_SCHEMA })
   async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
@@ -46,6 +48,7 @@ export class ToolPermissionsController {
 
   @Put()
   @Roles('admin')
+  @ApiRoles(['admin'], ADMIN_CHANGES_CONFIG)
   @ApiResponse({ status: 200, description: 'the new set, as GET answers it (the rows given replace every earlier row; event tool_permissions.changed)', schema: PERMISSIONS_SCHEMA })
   async replace(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Body() dto: PutToolPermissionsDto) {
     await this.scope.assertAccess(p, orgId);

@@ -37,10 +37,20 @@ export class ToolPermissionDto {
   enabled!: boolean;
 }
 
+/** What validation allows; the 64 KiB admin body limit (413) is reached first by rows of a realistic size. */
+const MAX_ITEMS = 1000;
+
 export class PutToolPermissionsDto {
-  @ApiProperty({ type: [ToolPermissionDto] })
+  @ApiProperty({
+    type: [ToolPermissionDto],
+    maxItems: MAX_ITEMS,
+    description:
+      `every row of the org (they replace all earlier ones); at most ${MAX_ITEMS}, but in practice the 64 KiB limit on admin bodies ` +
+      '(413 PAYLOAD_TOO_LARGE) caps it first: about 700 rows of typical size (~95 bytes, a specialistId like "specialist-0001"), ' +
+      'about 800 org-wide rows (specialistId null)',
+  })
   @IsArray()
-  @ArrayMaxSize(1000)
+  @ArrayMaxSize(MAX_ITEMS)
   // Each item an object: a nested array ([[{...}]]) would get past ValidateNested and be judged as "undefined.undefined".
   @IsObject({ each: true })
   @ValidateNested({ each: true })

@@ -1,22 +1,37 @@
 import { Body, Controller, Get, Param, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { PoliciesService } from './policies.service.js';
-import { CONDITION_OPS, POLICY_DECISIONS, POLICY_LIMITS, RISK_LEVELS } from './policy.types.js';
+import { TOOL_NAME_PATTERN } from './policy-rules.validator.js';
+import { CONDITION_OPS, FORBIDDEN_PATH_SEGMENTS, NUMERIC_OPS, PATH_SEGMENT_PATTERN, POLICY_DECISIONS, POLICY_LIMITS, RISK_LEVELS, RULE_ID_PATTERN } from './policy.types.js';
 
-/** A rule as validatePolicyRules keeps it (policy.types.ts PolicyRule): absent fields are left out, never null. */
+const SEGMENT = PATH_SEGMENT_PATTERN.source.slice(1, -1); // [A-Za-z0-9_$-]+
+
+/**
+ * A rule as validatePolicyRules keeps it (policy.types.ts PolicyRule): absent fields are left out, never null.
+ * Closed at every level and bounded as the validator is, so the document refuses what the server refuses (400);
+ * what a schema cannot say (a catalog name, a param the action takes, a value's nesting) is in the descriptions.
+ */
 const POLICY_RULE_SCHEMA = {
   type: 'object',
+  additionalProperties: false,
   required: ['id', 'decision'],
   properties: {
-    id: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,100}$', example: 'big-refunds' },
+    id: { type: 'string', pattern: RULE_ID_PATTERN.source, maxLength: POLICY_LIMITS.maxIdLength, example: 'big-refunds', description: 'unique within the rules' },
     match: {
       type: 'object',
+      additionalProperties: false,
       description: 'every field optional; a rule without match applies to every call',
       properties: {
-        toolName: { type: 'string', description: '"tool.action" or "tool.*"', example: 'shopify_refund.create' },
+        toolName: {
+          type: 'string',
+          pattern: TOOL_NAME_PATTERN.source,
+          description: '"tool.action" or "tool.*", naming an action or tool of the catalog (GET /v1/tools)',
+          example: 'shopify_refund.create',
+        },
         riskLevel: { type: 'string', enum: [...RISK_LEVELS], description: 'compared with the catalog risk of the action' },
         where: {
           type: 'array',
@@ -24,11 +39,24 @@ const POLICY_RULE_SCHEMA = {
           description: 'all must hold',
           items: {
             type: 'object',
+            additionalProperties: false,
             required: ['path', 'op'],
             properties: {
-              path: { type: 'string', description: 'dot path into the params; its first segment must be a param of an action the rule matches', example: 'amount' },
+              path: {
+                type: 'string',
+                maxLength: POLICY_LIMITS.maxPathLength,
+                pattern: `^${SEGMENT}(?:\\.${SEGMENT}){0,${POLICY_LIMITS.maxPathSegments - 1}}$`,
+                description:
+                  `dot path into the params, at most ${POLICY_LIMITS.maxPathSegments} segments of A-Z a-z 0-9 _ $ - (not ${[...FORBIDDEN_PATH_SEGMENTS].join(', ')}); ` +
+                  'its first segment must be a param of an action the rule matches',
+                example: 'amount',
+              },
               op: { type: 'string', enum: [...CONDITION_OPS] },
-              value: { description: 'any JSON value; an array for in, a boolean (or absent) for exists' },
+              value: {
+                description:
+                  `any JSON value nested at most ${POLICY_LIMITS.maxValueDepth} levels: required except for exists (a boolean, absent meaning true); ` +
+                  `a number or decimal string for ${NUMERIC_OPS.join(', ')}; an array of at most ${POLICY_LIMITS.maxInValues} items for in`,
+              },
             },
           },
         },
@@ -62,6 +90,7 @@ export class PoliciesController {
 
   @Get()
   @Roles('admin', 'ops')
+  @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
   @ApiResponse({ status: 200, description: 'the org’s rules ({rules: [], version: 0, updatedAt: null} when never set)', schema: POLICY_SCHEMA })
   async get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
@@ -70,6 +99,7 @@ export class PoliciesController {
 
   @Put()
   @Roles('admin')
+  @ApiRoles(['admin'], ADMIN_CHANGES_CONFIG)
   @ApiBody({
     description: 'Ordered rules, first match wins (API.md §2). A bad rule → 400 naming it.',
     schema: { type: 'object', required: ['rules'], properties: { rules: { type: 'array', maxItems: POLICY_LIMITS.maxRules, items: POLICY_RULE_SCHEMA } } },
