@@ -3,12 +3,25 @@ import { VendorTokenStore } from '../../src/credentials/vendor-token.store.js';
 import type { ShopifyEmulator } from '../../src/emulator/index.js';
 import { shopifyGrant } from '../../src/vendors/shopify/shopify.auth.js';
 import type { ShopifyConnection } from '../../src/vendors/shopify/shopify.connection.js';
+import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { SHOPIFY_CLIENT_ID, SHOPIFY_CLIENT_SECRET, SHOPIFY_REFRESH_TOKEN, SHOPIFY_TOKEN } from '../support/secrets.js';
 
 const SHOP = 'acme-emulator.myshopify.com';
 const PUBLIC_APP = { shopDomain: SHOP, clientId: SHOPIFY_CLIENT_ID, clientSecret: SHOPIFY_CLIENT_SECRET, refreshToken: SHOPIFY_REFRESH_TOKEN };
 const ANOTHER_GRANT = { ...PUBLIC_APP, refreshToken: 'shprt_another_grant_refresh_0002' };
+
+// The secrets this spec's stand-in refreshes hand out and its PUTs store: the run-wide leak scan looks for them too.
+for (const secret of [
+  ANOTHER_GRANT.refreshToken,
+  'shpss_rotated_client_secret_0002',
+  'shpat_old_grant_access',
+  'shprt_old_grant_rotated_0003',
+  'shpat_new_grant_access',
+  ...[1, 2, 3].map((n) => `shpat_new_grant_access_${n}`),
+  ...[4, 5, 6, 7].map((n) => `shprt_new_grant_rotated_000${n}`),
+])
+  recordMintedSecret('token-state.spec stand-in secret', secret);
 
 /** The grant the Shopify handler builds from a public app's config. */
 const grantOf = (orgId: string, cfg: typeof PUBLIC_APP) => shopifyGrant(orgId, { shopDomain: cfg.shopDomain } as ShopifyConnection, { kind: 'refresh', ...cfg });

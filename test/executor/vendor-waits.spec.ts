@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -7,6 +8,7 @@ import { Clock } from '../../src/common/clock.js';
 import type { AppConfig } from '../../src/config/app-config.js';
 import type { CredentialsService } from '../../src/credentials/credentials.service.js';
 import type { MetricsService } from '../../src/metrics/metrics.service.js';
+import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js';
 import { AmazonHandler } from '../../src/vendors/amazon/amazon.handler.js';
 import { JumioHandler } from '../../src/vendors/jumio/jumio.handler.js';
@@ -59,7 +61,11 @@ beforeAll(async () => {
     if (path === '/oauth2/token' || path === '/auth/o2/token') {
       tokenHits++;
       if (tokenScript) tokenScript(res, tokenHits);
-      else json(res, 200, { access_token: `tok-${Math.random().toString(36).slice(2)}`, expires_in: 3600, token_type: 'Bearer' });
+      else {
+        const token = `tok-${randomBytes(24).toString('base64url')}`;
+        recordMintedSecret('vendor-waits.spec token server', token); // the run-wide leak scan looks for it too
+        json(res, 200, { access_token: token, expires_in: 3600, token_type: 'Bearer' });
+      }
       return;
     }
     hits.push(performance.now());

@@ -15,6 +15,7 @@ import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { OrgScopeService } from '../../src/orgs/org-scope.service.js';
 import { captureLogs } from '../../src/logging/logging.js';
 import { teeChildToRunLog } from '../support/run-log.js'; // also: this file's in-process logs go to the run log
+import { recordApiKey } from '../support/api-keys.js';
 import { TEST_MASTER_KEY } from '../support/secrets.js';
 
 /**
@@ -49,8 +50,12 @@ describe('bootstrap admin key: replicas starting together', () => {
   /** `n` services as `n` replicas would have them, all calling ensureBootstrapKey at once. */
   async function race(n: number, overrides: Partial<AppConfig>): Promise<PromiseSettledResult<{ generatedKey?: string }>[]> {
     const replicas = Array.from({ length: n }, () => new ApiKeysService(ds, app.get(LedgerEventsService), app.get(OrgScopeService), { ...config, ...overrides }));
+    // The configured and the generated keys are secrets the run-wide leak scan looks for too.
+    if (overrides.BOOTSTRAP_ADMIN_KEY) recordApiKey(overrides.BOOTSTRAP_ADMIN_KEY, 'admin', 'BOOTSTRAP_ADMIN_KEY');
     try {
-      return await Promise.allSettled(replicas.map((r) => r.ensureBootstrapKey()));
+      const results = await Promise.allSettled(replicas.map((r) => r.ensureBootstrapKey()));
+      for (const r of results) if (r.status === 'fulfilled' && r.value.generatedKey) recordApiKey(r.value.generatedKey, 'admin', 'generated bootstrap key');
+      return results;
     } finally {
       await Promise.all(replicas.map((r) => r.beforeApplicationShutdown()));
     }
@@ -207,6 +212,7 @@ describe('bootstrap admin key: replicas starting together', () => {
       await expect(keys.revoke(me, id)).rejects.toMatchObject({ code: 'CONFLICT' });
       expect((await liveState(lone)).live).toBe(true);
       const second = await keys.create(me, { orgId: null, role: 'admin', name: 'second admin' });
+      recordApiKey(second.key, 'admin', 'ApiKeysService.create');
       // Two revokes at once of the last two: one passes, the other is refused.
       const results = await Promise.allSettled([keys.revoke(me, id), keys.revoke(me, second.id)]);
       expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);

@@ -15,6 +15,7 @@ import { createFullEmulator } from '../../src/emulator/index.js';
 import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
 import { ToolCallsService } from '../../src/tool-calls/tool-calls.service.js';
 import { refundUse } from '../approvals/support.js';
+import { recordApiKey } from '../support/api-keys.js';
 import { appendToRunLog, teeChildToRunLog } from '../support/run-log.js';
 import { emulatorEnv, setupOrg } from '../support/scenario.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
@@ -195,6 +196,7 @@ describe('the generated platform admin key (development, no BOOTSTRAP_ADMIN_KEY)
         'start-up hook failed (test)',
       );
       expect(handed).toMatch(/^tgw_/);
+      recordApiKey(handed!, 'admin', 'generated bootstrap key');
       const check = new pg.Client({ connectionString: db.url });
       await check.connect();
       const found = await check.query(`SELECT 1 FROM api_keys WHERE name = 'bootstrap admin (generated)' AND key_hash = $1 AND revoked_at IS NULL`, [hashApiKey(handed!)]);
