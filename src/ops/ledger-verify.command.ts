@@ -1,3 +1,5 @@
+import { inspect } from 'node:util';
+import type { LoggerService } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
 import { databaseUrlProblem } from '../config/config.schema.js';
@@ -14,6 +16,22 @@ export interface CommandOutput {
 }
 
 /**
+ * Where the services the command runs log (the sealer warns of a chain it cannot
+ * seal, of any org): every level to `err`, plain text. Nest's default logger
+ * writes warnings to stdout, where they would precede the JSON result and break
+ * `| jq`. The CLI installs it process-wide (Logger.overrideLogger), as the
+ * services log through Nest's static Logger.
+ */
+export function commandLogger(io: Pick<CommandOutput, 'err'>): LoggerService {
+  // Nest's Logger passes its context ("LedgerSealer") as the last argument.
+  const line = (level: string) => (message: unknown, ...params: unknown[]) => {
+    const context = typeof params.at(-1) === 'string' ? ` [${String(params.at(-1))}]` : '';
+    io.err(`ledger-verify: ${level}${context} ${typeof message === 'string' ? message : inspect(message)}`);
+  };
+  return { log: line('log'), error: line('error'), warn: line('warn'), debug: line('debug'), verbose: line('verbose'), fatal: line('fatal') };
+}
+
+/**
  * `npm run ledger:verify -- --org <id>`: recomputes one org's hash chain with
  * the same code as GET /v1/ledger/verify and prints the JSON result.
  * Exit codes: 0 chain intact, 1 chain broken, 2 usage or configuration error
@@ -22,7 +40,8 @@ export interface CommandOutput {
  * platform keys on the API: whoever holds DATABASE_URL has platform scope.
  * Events are sealed first, as the API does, and as there a failed seal is
  * reported and what is sealed still checked; `--no-seal` only reads (for a
- * read-only role), checking what is already sealed.
+ * read-only role), checking what is already sealed. Only the JSON result goes
+ * to `out`: diagnostics and logs (see commandLogger) go to `err`.
  */
 export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv, io: CommandOutput): Promise<number> {
   const orgAt = args.indexOf('--org');
