@@ -37,7 +37,13 @@ export const TOOL_CALL_VIEW_SCHEMA = {
     idempotencyKey: { type: 'string', description: 'the Idempotency-Key the client sent, or the tool_use id for the default key (scoped to the run)' },
     actionDigest: { ...sha256Hex, description: 'sha256 hex of the canonical action (tool, action, params)' },
     inputRedacted: { type: 'object', description: 'the params (input without `action`), redacted' },
-    outputRedacted: { description: 'the vendor result, redacted: any JSON value, null when there is none' },
+    outputRedacted: {
+      description:
+        'the vendor result, redacted: any JSON value, null when there is none. When its JSON is over 64 KiB the ledger keeps ' +
+        '{truncated: true, bytes: <its size in UTF-8 bytes>, preview: <its first 16 KiB at most, as text>} instead; ' +
+        'only this ledger copy is cut: the agent got the whole result (and reads it from GET /v1/tool-calls/{id}/result ' +
+        'until RESULT_TTL_SECONDS)',
+    },
     riskLevel: { type: 'string', nullable: true, enum: [...RISK_LEVELS, null], description: 'the policy decision’s risk, else the catalog’s; null for a call to no catalog action' },
     policyDecisionId: { ...nullableUuid, description: 'null when no policy decision was recorded for the call' },
     retryCount: { type: 'integer', minimum: 0 },
@@ -55,7 +61,13 @@ export const TOOL_CALL_PAGE_SCHEMA = {
   required: ['items', 'nextCursor'],
   properties: {
     items: { type: 'array', items: TOOL_CALL_VIEW_SCHEMA, description: 'newest first' },
-    nextCursor: { type: 'string', nullable: true, description: 'null on the last page; pass it as `cursor`, with the same filters, for the next one' },
+    nextCursor: {
+      type: 'string',
+      nullable: true,
+      description:
+        'null on the last page; pass it as `cursor`, with the same filters, for the next one. A page ends before `limit` ' +
+        'items, with a cursor, once its rows hold 16 MiB of redacted input and output',
+    },
   },
 };
 

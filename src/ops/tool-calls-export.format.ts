@@ -30,10 +30,23 @@ export const csvLine = (v: ToolCallView): string => `${TOOL_CALL_VIEW_FIELDS.map
 
 export const ndjsonLine = (v: ToolCallView): string => `${JSON.stringify(v)}\n`;
 
-/** The text of one batch of rows in the chosen format. */
-export function exportChunk(format: ExportFormat, views: ToolCallView[]): string {
+/** About how many characters of export text go to the stream at once. */
+const EXPORT_CHUNK_CHARS = 64 * 1024;
+
+/**
+ * The text of rows in the chosen format, rows joined into chunks of about EXPORT_CHUNK_CHARS (a longer row is a
+ * chunk alone): never one string for a whole batch, which large rows would take past V8's string limit.
+ */
+export function* exportChunks(format: ExportFormat, views: Iterable<ToolCallView>): Generator<string> {
   const line = format === 'csv' ? csvLine : ndjsonLine;
   let out = '';
-  for (const v of views) out += line(v);
-  return out;
+  for (const v of views) {
+    const text = line(v);
+    if (out.length > 0 && out.length + text.length > EXPORT_CHUNK_CHARS) {
+      yield out;
+      out = '';
+    }
+    out += text;
+  }
+  if (out.length > 0) yield out;
 }

@@ -10,11 +10,31 @@ import { filterHash, LedgerCursorCodec, type CursorPosition } from './ledger-cur
 import { parseQueryTimestamp } from './ledger-time.js';
 import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { ToolCallFiltersQuery, ToolCallExportQuery, ToolCallListQuery } from './ops.dto.js';
-import { csvHeader, EXPORT_CONTENT_TYPES, exportChunk } from './tool-calls-export.format.js';
+import { csvHeader, EXPORT_CONTENT_TYPES, exportChunks } from './tool-calls-export.format.js';
 import { loadToolCallStory, type ToolCallStory } from './tool-call-story.js';
-import { toolCallByIdSql, toolCallEntityOf, toolCallsPageSql, type ToolCallFilters, type ToolCallRow } from './tool-calls.sql.js';
+import { toolCallByIdSql, toolCallEntityOf, toolCallsSizedPageSql, type SizedToolCallRow, type ToolCallFilters, type ToolCallRow } from './tool-calls.sql.js';
 
+/** Rows an export batch reads at most. */
 const EXPORT_BATCH = 500;
+/** Fewest rows a batch after one cut by size asks for (see batches). */
+const EXPORT_BATCH_MIN = 4;
+/**
+ * Redacted input and output (jsonb text) an export batch reads at most; one row larger than that comes alone.
+ * Outputs are capped at 64 KiB when written (LEDGER_OUTPUT_MAX_BYTES), inputs by the 512 KiB body limit, rows written
+ * before the cap up to ~1.6 MB: without this a batch of 500 could be hundreds of MB of parsed jsonb in one process.
+ */
+const EXPORT_BATCH_BYTES = 8 * 1024 * 1024;
+/**
+ * The same bound for a list page: it ends early, with a nextCursor, past this. With outputs capped at 64 KiB a page
+ * of 200 is ~13 MB of outputs at most, an acceptable body; this also bounds large inputs and rows written before the cap.
+ */
+const LIST_PAGE_BYTES = 16 * 1024 * 1024;
+
+/** A keyset page cut by size: its rows, and whether rows may follow the last. */
+interface SizedPage {
+  rows: ToolCallRow[];
+  more: boolean;
+}
 
 export interface ToolCallPage {
   items: ToolCallView[];
@@ -49,11 +69,11 @@ export class ToolCallsQueryService {
     const hash = filterHash({ ...filters });
     const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, 'tool-calls', scopeKey(orgId), hash);
     const limit = q.limit ?? DEFAULT_PAGE;
-    const rows = await this.page(orgId, filters, after, limit + 1);
+    const { rows, more } = await this.page(orgId, filters, after, limit + 1, LIST_PAGE_BYTES);
     const items = rows.slice(0, limit);
     const last = items.at(-1);
     const nextCursor =
-      rows.length > limit && last ? this.cursors.encode('tool-calls', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.id }) : null;
+      (rows.length > limit || more) && last ? this.cursors.encode('tool-calls', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.id }) : null;
     return { items: items.map((r) => toToolCallView(toolCallEntityOf(r))), nextCursor };
   }
 
@@ -68,19 +88,20 @@ export class ToolCallsQueryService {
 
   /**
    * Streams every matching row, newest first, a keyset batch at a time (never
-   * the whole set in memory). The first batch is read before answering, so
+   * the whole set in memory, nor a batch of large rows: EXPORT_BATCH_BYTES), as
+   * chunks of text of about 64 K characters. The first batch is read before answering, so
    * scope, validation and database errors still get a problem+json; a failure
    * later aborts the response rather than ending a truncated file cleanly.
    */
   async export(p: Principal, q: ToolCallExportQuery): Promise<StreamableFile> {
     const filters = filtersOf(q);
     const orgId = await listingScope(this.scope, p, q.orgId);
-    const first = await this.page(orgId, filters, undefined, EXPORT_BATCH);
+    const first = await this.page(orgId, filters, undefined, EXPORT_BATCH, EXPORT_BATCH_BYTES);
     const batches = this.batches(orgId, filters, first);
     const format = q.format;
     async function* text(): AsyncGenerator<string> {
       if (format === 'csv') yield csvHeader();
-      for await (const rows of batches) yield exportChunk(format, rows.map((r) => toToolCallView(toolCallEntityOf(r))));
+      for await (const rows of batches) yield* exportChunks(format, rows.map((r) => toToolCallView(toolCallEntityOf(r))));
     }
     return new StreamableFile(Readable.from(text()), {
       type: EXPORT_CONTENT_TYPES[format],
@@ -88,18 +109,26 @@ export class ToolCallsQueryService {
     });
   }
 
-  private async *batches(orgId: string | null, filters: ToolCallFilters, first: ToolCallRow[]): AsyncGenerator<ToolCallRow[]> {
-    let rows = first;
+  /**
+   * After a batch cut by size the next asks for about twice the rows that fitted, growing back to EXPORT_BATCH when
+   * rows are small again: each batch sizes every row it reads, so a run of large rows is not sized 500 at a time.
+   */
+  private async *batches(orgId: string | null, filters: ToolCallFilters, first: SizedPage): AsyncGenerator<ToolCallRow[]> {
+    let batch = first;
     for (;;) {
-      if (rows.length) yield rows;
-      if (rows.length < EXPORT_BATCH) return;
-      const last = rows[rows.length - 1];
-      rows = await this.page(orgId, filters, { createdIso: last.created_iso, key: last.id }, EXPORT_BATCH);
+      const last = batch.rows.at(-1);
+      if (last) yield batch.rows;
+      if (!batch.more || !last) return;
+      const limit = Math.min(EXPORT_BATCH, Math.max(EXPORT_BATCH_MIN, batch.rows.length * 2));
+      batch = await this.page(orgId, filters, { createdIso: last.created_iso, key: last.id }, limit, EXPORT_BATCH_BYTES);
     }
   }
 
-  private async page(orgId: string | null, filters: ToolCallFilters, after: CursorPosition | undefined, limit: number): Promise<ToolCallRow[]> {
-    const { sql, params } = toolCallsPageSql(orgId, filters, after, limit);
-    return (await this.ds.query(sql, params)) as ToolCallRow[];
+  /** Up to `limit` rows after `after`, fewer once they hold `budgetBytes` (toolCallsSizedPageSql). */
+  private async page(orgId: string | null, filters: ToolCallFilters, after: CursorPosition | undefined, limit: number, budgetBytes: number): Promise<SizedPage> {
+    const { sql, params } = toolCallsSizedPageSql(orgId, filters, after, limit, budgetBytes);
+    const rows = (await this.ds.query(sql, params)) as SizedToolCallRow[];
+    const pageRows = rows.length ? Number(rows[0].page_rows) : 0;
+    return { rows, more: rows.length < pageRows || pageRows === limit };
   }
 }

@@ -74,6 +74,34 @@ export function toolCallsPageSql(orgId: string | null, f: ToolCallFilters, after
   return { sql, params };
 }
 
+/**
+ * toolCallsPageSql's page cut short where the rows before a row already hold `budgetBytes` of redacted input and
+ * output (their jsonb text, as PostgreSQL prints it: about their JSON size), so a page of large rows never becomes
+ * one huge list body or export batch in memory. The first row always comes. `page_rows` is how many rows the page
+ * held before the cut: fewer returned than that, or a full page, means there may be more after the last one.
+ */
+export function toolCallsSizedPageSql(
+  orgId: string | null, f: ToolCallFilters, after: CursorPosition | undefined, limit: number, budgetBytes: number,
+): { sql: string; params: unknown[] } {
+  const { sql: page, params } = toolCallsPageSql(orgId, f, after, limit);
+  params.push(budgetBytes);
+  const sql = `SELECT * FROM (
+      SELECT page.*, count(*) OVER () AS page_rows,
+             coalesce(sum(octet_length(input_redacted::text) + coalesce(octet_length(output_redacted::text), 0))
+                        OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
+        FROM (${page}) page
+    ) sized
+    WHERE bytes_before < $${params.length}
+    ORDER BY created_at DESC, id DESC`;
+  return { sql, params };
+}
+
+/** A row of toolCallsSizedPageSql. */
+export interface SizedToolCallRow extends ToolCallRow {
+  /** bigint, as pg hands it over */
+  page_rows: string;
+}
+
 /** One call by id (the detail view); `orgId` null = any org (platform keys). */
 export function toolCallByIdSql(orgId: string | null, id: string): { sql: string; params: unknown[] } {
   return orgId === null

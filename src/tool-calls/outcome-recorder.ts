@@ -77,6 +77,7 @@ export class OutcomeRecorder {
       id: c.id, orgId: c.orgId, from: c.from, status, errorCode,
       errorText: outcome.status === 'succeeded' ? null : outcome.errorText,
       httpStatus: httpStatusFor(status, errorCode),
+      // The ledger's copy, capped when written (ledger-output-cap.ts); `result` below keeps the whole answer.
       outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
       retryCount: outcome.retries.length, retryAfterSeconds, vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
       costCents: vendorReached ? c.tool.costCents : 0,

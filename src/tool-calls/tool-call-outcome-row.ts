@@ -3,6 +3,7 @@ import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import { eventsCte } from './ledger-events-cte.js';
 import { ORPHANED_TEXT } from './orphan-sweeper.service.js';
+import { ledgerOutputJson } from './ledger-output-cap.js';
 import type { EncryptedResult } from './results.store.js';
 import type { ToolCallStatus } from './tool-call-status.js';
 
@@ -14,6 +15,7 @@ export interface OutcomeRow {
   errorCode: string | null;
   errorText: string | null;
   httpStatus: number;
+  /** The redacted vendor result; stored whole up to LEDGER_OUTPUT_MAX_BYTES of JSON, else as a truncated stub. */
   outputRedacted: unknown;
   retryCount: number;
   retryAfterSeconds: number | null;
@@ -49,7 +51,7 @@ export async function rowHoldsOutcome(sql: Sql, o: Pick<OutcomeRow, 'id' | 'stat
  */
 export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: OutcomeRow, events: NewLedgerEvent[]): Promise<boolean> {
   const p: unknown[] = [
-    o.id, o.status, o.errorCode, o.errorText, o.httpStatus, o.outputRedacted === undefined ? null : JSON.stringify(o.outputRedacted),
+    o.id, o.status, o.errorCode, o.errorText, o.httpStatus, o.outputRedacted === undefined ? null : ledgerOutputJson(o.outputRedacted),
     o.retryCount, o.retryAfterSeconds, o.vendorStatus, o.durationMs, o.costCents, o.truncated, o.from, ORPHANED_TEXT,
   ];
   const ctes = [
