@@ -45,6 +45,12 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
       const key = decodeKey(`MASTER_ENCRYPTION_KEYS entry "${id}"`, part.slice(idx + 1), problems);
       if (key) keys.set(id, key);
     }
+    // With several keys, which one encrypts new data is chosen, never guessed: defaulting to the first listed would
+    // make a key active in the same rolling restart that loads it, which the README's rotation steps warn breaks
+    // the replicas still on the old key alone (what the credentials-rotate CLI refuses too).
+    if (keys.size > 1 && !raw.MASTER_ENCRYPTION_ACTIVE_KEY_ID) {
+      problems.push('MASTER_ENCRYPTION_ACTIVE_KEY_ID is required when MASTER_ENCRYPTION_KEYS lists more than one key: name the key that encrypts new data');
+    }
     const active = raw.MASTER_ENCRYPTION_ACTIVE_KEY_ID ?? [...keys.keys()][0];
     // " " or "," would otherwise start a service that cannot encrypt or decrypt anything.
     if (keys.size === 0 && problems.length === before) problems.push('MASTER_ENCRYPTION_KEYS lists no key: give at least one <keyId>:<base64>');

@@ -95,6 +95,15 @@ describe('config schema', () => {
     }
   });
 
+  it('with several keys, requires the active one to be named (never the first listed by default); one key is active alone', () => {
+    const k2 = Buffer.alloc(32, 2).toString('base64');
+    for (const keys of [`k2:${k2},k1:${KEY}`, `k1:${KEY},k2:${k2}`]) {
+      expect(() => loadConfig({ NODE_ENV: 'production', MASTER_ENCRYPTION_KEYS: keys }), keys).toThrow(/MASTER_ENCRYPTION_ACTIVE_KEY_ID is required when MASTER_ENCRYPTION_KEYS lists more than one key/);
+    }
+    expect(loadConfig({ NODE_ENV: 'production', MASTER_ENCRYPTION_KEYS: `k2:${k2}` }).keyring.activeKeyId).toBe('k2');
+    expect(loadConfig({ NODE_ENV: 'production', MASTER_ENCRYPTION_KEYS: `k2:${k2},k1:${KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k1' }).keyring.activeKeyId).toBe('k1');
+  });
+
   it('marks the secrets as sensitive', () => {
     expect(SENSITIVE_VARS).toEqual(expect.arrayContaining(['DATABASE_URL', 'MASTER_ENCRYPTION_KEY', 'MASTER_ENCRYPTION_KEYS', 'BOOTSTRAP_ADMIN_KEY']));
   });
