@@ -87,7 +87,9 @@ export function interpretShopifyResponse(res: VendorHttpResponse, mutation?: str
     throw err;
   }
   if (!isRecord(body)) return fail('bad_response', 'shopify answered with an unexpected body');
-  if (body.errors !== undefined && body.errors !== null) {
+  // An empty list beside data is no error (Shopify leaves the field out; proxies and other GraphQL servers send []).
+  const noErrors = body.errors === undefined || body.errors === null || (Array.isArray(body.errors) && body.errors.length === 0 && isRecord(body.data));
+  if (!noErrors) {
     if (mutation !== undefined && isRecord(body.data) && isRecord(body.data[mutation])) return { ok: true, data: body.data, vendorStatus: status };
     const denied = mutation === undefined ? deniedFields(body.errors, body.data) : undefined;
     if (denied) return { ok: true, data: body.data as Record<string, unknown>, vendorStatus: status, denied };
@@ -213,10 +215,10 @@ function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: numb
   // The codes of the other @idempotent mutations (VENDORS.md §1.9); refundCreate may raise them at the top level too.
   if (codes.includes('IDEMPOTENCY_CONCURRENT_REQUEST')) return idempotencyInProgress(status);
   if (codes.includes('IDEMPOTENCY_KEY_PARAMETER_MISMATCH')) return idempotencyKeyConflict(status);
-  if (codes.includes('THROTTLED')) {
-    const retryAfterMs = throttleWaitMs(extensions);
-    return { ...base, kind: 'rate_limited', message: 'shopify query cost limit reached (THROTTLED)', ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
-  }
+  // Without the cost extensions to compute the refill from, the same default wait as a 429 that names none: a retry
+  // after the executor's bare jitter would meet a bucket that refills at 50-100 points a second. withWait marks it as
+  // the gateway's own default, so it is not reported to the agent as the vendor's retryAfterSeconds.
+  if (codes.includes('THROTTLED')) return withWait({ ...base, kind: 'rate_limited', message: 'shopify query cost limit reached (THROTTLED)' }, throttleWaitMs(extensions), SHOPIFY_DEFAULT_429_WAIT_MS);
   // A 2xx whose answer cannot tell what happened: for a write, the outcome is unknown (OUTCOME_UNKNOWN), never resent.
   if (mutation !== undefined && list.some((e) => ranAndFailed(e, mutation))) {
     return { ...base, kind: 'bad_response', message: `shopify reported an error while running ${mutation}: it may have taken effect` };

@@ -37,6 +37,8 @@ interface ShopifyCall {
 /** How many distinct version notices one process remembers (each is logged once). */
 const NOTICES_MAX = 1_000;
 const VERSION = /^(\d{4}-(01|04|07|10)|unstable)$/;
+/** A deprecation reason as Shopify sends it: a documentation address on shopify.dev. */
+const DEPRECATION_REASON = /^https:\/\/shopify\.dev\/[A-Za-z0-9\-._~/#?=&%]{0,200}$/;
 
 export class ShopifyHandler implements VendorHandler {
   readonly vendor = 'shopify' as const;
@@ -126,6 +128,7 @@ export class ShopifyHandler implements VendorHandler {
    * the version (SHOPIFY_API_VERSION, or the org's apiVersion).
    */
   private noticeVersion(requested: string, headers: Record<string, string>): void {
+    this.noticeDeprecation(requested, headers['x-shopify-api-deprecated-reason']);
     const served = headers['x-shopify-api-version'];
     if (served === undefined || served === requested || !VERSION.test(served)) return;
     const key = `${requested}>${served}`;
@@ -133,6 +136,21 @@ export class ShopifyHandler implements VendorHandler {
     if (this.notices.size >= NOTICES_MAX) this.notices.clear();
     this.notices.add(key);
     this.log.warn({ requested, served }, 'Shopify served another API version than the one requested (no longer supported): move SHOPIFY_API_VERSION or the org\'s apiVersion forward');
+  }
+
+  /**
+   * X-Shopify-API-Deprecated-Reason: the request used something Shopify will remove (a field, the version itself;
+   * VENDORS.md §1.6). Logged once per version and reason; the reason only when it is a shopify.dev address (what
+   * Shopify sends), else only that the header came: a header's text is the vendor's, never logged as it is.
+   */
+  private noticeDeprecation(requested: string, reason: string | undefined): void {
+    if (reason === undefined) return;
+    const named = DEPRECATION_REASON.test(reason) ? reason : '(not a shopify.dev address: not logged)';
+    const key = `${requested} deprecated ${named}`;
+    if (this.notices.has(key)) return;
+    if (this.notices.size >= NOTICES_MAX) this.notices.clear();
+    this.notices.add(key);
+    this.log.warn({ requested, reason: named }, 'Shopify flagged a request as using something deprecated (X-Shopify-API-Deprecated-Reason): check the queries against the API version before it is removed');
   }
 
   private token(call: ShopifyCall, refused?: string): Promise<AcquiredToken> {
