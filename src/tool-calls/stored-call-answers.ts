@@ -84,6 +84,16 @@ export class StoredCallAnswers {
     return this.answerStored(row, toolUseId, true);
   }
 
+  /**
+   * 401 for a key revoked since the request was authenticated. Tool-call posts skip the fresh key lookup because
+   * the intent statement re-checks the key (KeyCheckedInWrite); a path that answers without reaching it (a replay
+   * for an ended run, a refusal for a full vendor slot) checks here, before it records or hands out anything.
+   */
+  async assertKeyLive(keyId: string): Promise<void> {
+    const [row] = await this.sql.query<{ live: boolean }>('SELECT EXISTS (SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL) AS live', [keyId]);
+    if (!row?.live) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
+  }
+
   /** 409 RUN_NOT_ACTIVE for a run found ended, which this replica stops caching. */
   runEnded(runId: string): AppError {
     this.runs.forget(runId);

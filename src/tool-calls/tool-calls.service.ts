@@ -82,7 +82,10 @@ export class ToolCallsService {
     const toolName = recordedToolName(use.name, this.catalog);
     const action = recordedAction(use.name, use.action, this.catalog);
     // An ended run takes no new calls; a call it made before it ended is still answered (the agent may resend after a lost answer).
-    if (run.status !== 'running' && run.status !== 'waiting_approval') return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
+    if (run.status !== 'running' && run.status !== 'waiting_approval') {
+      await this.answers.assertKeyLive(p.keyId); // no intent statement on this path to re-check the key
+      return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
+    }
 
     const [flagEnabled, { rules, version: policyVersion }] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
     const decision = decide({
