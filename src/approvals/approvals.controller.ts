@@ -1,11 +1,18 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiRoles } from '../common/http/api-roles.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { APPROVAL_PAGE_SCHEMA, APPROVAL_SCHEMA } from '../ops/ops.schemas.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
 import { ApprovalsService } from './approvals.service.js';
+
+/** ApprovalsService.maySee: an agent relays the client's decisions, never an expert's; the other roles see both kinds. */
+const AGENT_SEES_CLIENT_ONLY =
+  'An agent key sees client approvals only (an expert one is 404, and listing kind=expert is an empty page); expert, admin and ops keys see both kinds.';
+/** ApprovalsService.mayDecide. */
+const WHO_DECIDES = 'Expert approvals: expert or admin keys decide them; client approvals: agent or admin keys.';
 
 @ApiTags('approvals')
 @ApiBearerAuth()
@@ -15,6 +22,7 @@ export class ApprovalsController {
 
   @Get()
   @Roles('expert', 'admin', 'ops', 'agent')
+  @ApiRoles(['expert', 'admin', 'ops', 'agent'], `${AGENT_SEES_CLIENT_ONLY} ${WHO_DECIDES}`)
   @ApiResponse({ status: 200, description: 'one page of approvals, newest first (an agent key sees the client ones only)', schema: APPROVAL_PAGE_SCHEMA })
   list(@CurrentPrincipal() p: Principal, @Query() q: ListApprovalsQuery) {
     return this.approvals.list(p, q);
@@ -22,6 +30,7 @@ export class ApprovalsController {
 
   @Get(':id')
   @Roles('expert', 'admin', 'ops', 'agent')
+  @ApiRoles(['expert', 'admin', 'ops', 'agent'], `${AGENT_SEES_CLIENT_ONLY} ${WHO_DECIDES}`)
   @ApiResponse({ status: 200, description: 'the approval', schema: APPROVAL_SCHEMA })
   get(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
     return this.approvals.get(p, id);
@@ -30,6 +39,10 @@ export class ApprovalsController {
   @Post(':id/decision')
   @HttpCode(200)
   @Roles('expert', 'admin', 'agent')
+  @ApiRoles(['expert', 'admin', 'agent'], {
+    note: `${WHO_DECIDES} An ops key reads approvals but decides none; an agent key gets 404 on an expert approval (it may not see it).`,
+    forbiddenAlso: 'a key that may see the approval but not decide its kind (an expert key deciding a client approval)',
+  })
   @ApiResponse({
     status: 200,
     description:
@@ -37,7 +50,6 @@ export class ApprovalsController {
       'tool_calling_enabled turned off → blocked / FEATURE_DISABLED; its current policy blocks the action → blocked / POLICY_BLOCKED',
     schema: APPROVAL_SCHEMA,
   })
-  @ApiProblemResponse(403, 'FORBIDDEN: a client approval decided with an expert key (expert approvals: expert or admin keys; client approvals: agent or admin keys)')
   @ApiProblemResponse(404, 'NOT_FOUND: no such approval in the key’s org, or one the key may not see (an expert approval, to an agent key)')
   @ApiProblemResponse(
     409,

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiRoles } from '../common/http/api-roles.js';
 import { ApiProblemResponse, PROBLEM_CONTENT } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from './auth.decorators.js';
 import { API_KEYS_DEFAULT_PAGE, API_KEYS_MAX_PAGE, CreateApiKeyDto, ListApiKeysQuery } from './api-keys.dto.js';
@@ -30,6 +31,10 @@ export class ApiKeysController {
 
   @Post()
   @Roles('admin')
+  @ApiRoles(['admin'], {
+    note: 'An org admin key creates keys for its own org only; a platform key (orgId null, ops or admin) needs a platform admin key.',
+    forbiddenAlso: 'an org admin asking for a platform key (orgId null)',
+  })
   @ApiResponse({
     status: 201,
     description: 'the key; `key` is shown this once and never again (only its hash is stored)',
@@ -39,7 +44,6 @@ export class ApiKeysController {
       properties: { ...API_KEY_SCHEMA.properties, key: { type: 'string', example: 'tgw_…' } },
     },
   })
-  @ApiProblemResponse(403, 'FORBIDDEN: not an admin key, or an org admin asking for a platform key (orgId null)')
   @ApiProblemResponse(404, 'NOT_FOUND: orgId names an unknown org, or (org admins) another org')
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateApiKeyDto) {
     return this.keys.create(p, dto);
@@ -47,7 +51,8 @@ export class ApiKeysController {
 
   @Get()
   @Roles('admin')
-  @ApiOperation({
+  @ApiRoles(['admin'], {
+    note: 'An org admin key lists its own org’s keys; a platform admin key any org’s, the platform keys, or every key.',
     summary: 'List API keys, newest first, keyset-paginated',
     description:
       `Ordered by createdAt then id, newest first. \`limit\` 1–${API_KEYS_MAX_PAGE} (default ${API_KEYS_DEFAULT_PAGE}); ` +
@@ -84,7 +89,11 @@ export class ApiKeysController {
   @Delete(':id')
   @HttpCode(204)
   @Roles('admin')
-  @ApiOperation({ summary: 'Revoke an API key', description: 'Revoking a revoked key answers 204 again. Takes effect at once on every replica for writes (tool calls, decisions, admin changes); reads may pass for up to 5 s on a replica that has the key cached.' })
+  @ApiRoles(['admin'], {
+    note: 'An org admin key revokes its own org’s keys (another org’s answers 404); a platform admin key any key.',
+    summary: 'Revoke an API key',
+    description: 'Revoking a revoked key answers 204 again. Takes effect at once on every replica for writes (tool calls, decisions, admin changes); reads may pass for up to 5 s on a replica that has the key cached.',
+  })
   @ApiResponse({ status: 204, description: 'revoked' })
   @ApiResponse({ status: 409, description: 'CONFLICT: the last platform admin key (nobody could create orgs or keys again); create another first', content: PROBLEM_CONTENT })
   async revoke(@CurrentPrincipal() p: Principal, @Param('id') id: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/http/openapi.js';
+import { ApiRoles } from '../common/http/api-roles.js';
 import { RISK_LEVELS } from '../policy/policy.types.js';
 import { Roles } from '../auth/auth.decorators.js';
 import { NoQueryParameters } from './catalog.query.js';
@@ -54,6 +55,7 @@ export class CatalogController {
 
   @Get()
   @Roles('agent', 'ops', 'expert', 'admin')
+  @ApiRoles(['agent', 'ops', 'expert', 'admin'], 'Every role: the catalog is the same for every org (what an org may call is its tool permissions).')
   @ApiResponse({
     status: 200,
     description:

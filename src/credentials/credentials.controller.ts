@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import { ApiRoles } from '../common/http/api-roles.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
@@ -28,6 +29,9 @@ const CREDENTIAL_VIEW_SCHEMA = {
 const ApiIntegrationTypeParam = (): MethodDecorator =>
   ApiParam({ name: 'type', enum: [...INTEGRATION_TYPES], description: 'the integration; another value answers 404 NOT_FOUND' });
 
+/** OrgScopeService.assertAccess: an org admin its own org, the platform admin any; nobody else touches credentials. */
+const CREDENTIALS_ADMIN = 'An org admin key for its own org (another org → 404), a platform admin key (orgId null) for any; ops keys may not read credentials either.';
+
 @ApiTags('credentials')
 @ApiBearerAuth()
 @Controller('v1/orgs/:orgId/integrations')
@@ -39,6 +43,7 @@ export class CredentialsController {
 
   @Get()
   @Roles('admin')
+  @ApiRoles(['admin'], CREDENTIALS_ADMIN)
   @ApiResponse({
     status: 200,
     description: 'the integrations with stored credentials, by integrationType (never a secret)',
@@ -51,6 +56,7 @@ export class CredentialsController {
 
   @Put(':type/credentials')
   @Roles('admin')
+  @ApiRoles(['admin'], CREDENTIALS_ADMIN)
   @ApiIntegrationTypeParam()
   @ApiBody({
     description:
@@ -73,6 +79,7 @@ export class CredentialsController {
   @Delete(':type/credentials')
   @HttpCode(204)
   @Roles('admin')
+  @ApiRoles(['admin'], CREDENTIALS_ADMIN)
   @ApiIntegrationTypeParam()
   @ApiResponse({ status: 204, description: 'deleted, no body; a credentials.deleted event records the fingerprint of the config removed' })
   @ApiProblemResponse(404, 'NOT_FOUND: no credentials stored for this integration, a type not listed, or no such org (or another org’s)')

@@ -1,6 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import { ApiRoles, LEDGER_READERS } from '../common/http/api-roles.js';
 import type { Principal } from '../auth/principal.js';
 import { LedgerQueryService } from './ledger-query.service.js';
 import { LedgerEventsQuery, LedgerVerifyQuery } from './ops.dto.js';
@@ -14,7 +15,8 @@ export class LedgerController {
 
   @Get('events')
   @Roles('ops', 'admin')
-  @ApiOperation({
+  @ApiRoles(['ops', 'admin'], {
+    note: LEDGER_READERS,
     summary: 'List ledger events, newest first',
     description:
       'Platform-level events (platform keys created and revoked, bootstrap admin keys retired) belong to no org: they are ' +
@@ -27,7 +29,8 @@ export class LedgerController {
 
   @Get('verify')
   @Roles('ops', 'admin')
-  @ApiOperation({
+  @ApiRoles(['ops', 'admin'], {
+    note: LEDGER_READERS,
     summary: "Recompute an org's hash chain",
     description:
       'Seals what is committed, then checks every sealed event: {ok, checked, headHash}, or {ok: false, brokenAt: {chainSeq, eventId, reason}} ' +

@@ -1,6 +1,7 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import { ApiRoles, LEDGER_READERS } from '../common/http/api-roles.js';
 import type { Principal } from '../auth/principal.js';
 import { ToolCallExportQuery, ToolCallListQuery } from './ops.dto.js';
 import { EXPORT_CONTENT, TOOL_CALL_DETAIL_SCHEMA, TOOL_CALL_PAGE_SCHEMA } from './ops.schemas.js';
@@ -19,6 +20,7 @@ export class ToolCallsLedgerController {
 
   @Get()
   @Roles('ops', 'admin')
+  @ApiRoles(['ops', 'admin'], LEDGER_READERS)
   @ApiResponse({ status: 200, description: 'one page of tool calls, newest first', schema: TOOL_CALL_PAGE_SCHEMA })
   list(@CurrentPrincipal() p: Principal, @Query() q: ToolCallListQuery) {
     return this.calls.list(p, q);
@@ -26,7 +28,8 @@ export class ToolCallsLedgerController {
 
   @Get('export')
   @Roles('ops', 'admin')
-  @ApiOperation({
+  @ApiRoles(['ops', 'admin'], {
+    note: LEDGER_READERS,
     summary: 'Stream every matching tool call as NDJSON or CSV',
     description:
       'The list filters apply. CSV: a header row of the ToolCall field names, objects as JSON cells, RFC 4180 quoting; ' +
@@ -45,6 +48,7 @@ export class ToolCallsLedgerController {
 
   @Get(':id')
   @Roles('ops', 'admin')
+  @ApiRoles(['ops', 'admin'], LEDGER_READERS)
   @ApiResponse({ status: 200, description: 'the ToolCall and its story: its ledger events, policy decision and approval', schema: TOOL_CALL_DETAIL_SCHEMA })
   get(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
     return this.calls.get(p, id);

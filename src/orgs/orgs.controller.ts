@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, Post, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
@@ -49,9 +49,11 @@ export class OrgsController {
 
   @Post()
   @Roles('admin')
-  @ApiOperation({ description: 'Roles: admin — a platform admin key (orgId null) only; an org admin key answers 403.' })
+  @ApiRoles(['admin'], {
+    note: 'A platform admin key (orgId null) only; an org admin key answers 403.',
+    forbiddenAlso: 'an org admin key — only a platform admin (orgId null) creates orgs',
+  })
   @ApiResponse({ status: 201, description: 'the org', schema: ORG_SCHEMA })
-  @ApiProblemResponse(403, 'FORBIDDEN: not an admin key, or an org admin key — only a platform admin (orgId null) creates orgs')
   @ApiProblemResponse(409, 'CONFLICT: an org with this id already exists')
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateOrgDto) {
     return this.orgs.create(p, { name: dto.name, id: dto.id ?? undefined });

@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags, type SchemaObject } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags, type SchemaObject } from '@nestjs/swagger';
+import { ApiRoles, PLATFORM_KEY_BELONGS_TO_NO_ORG } from '../common/http/api-roles.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
@@ -90,6 +91,9 @@ const END_DESCRIPTION =
   'A ledger event run.completed / run.cancelled records who ended it and whether a reason was given; the free-text reason stays off ' +
   'the append-only ledger: it is on the run (`ended.reason`) and on the approvals the end rejected.';
 
+/** RunsService.get: org keys reach their own org's runs only, platform keys any org's. */
+const RUN_SCOPE = 'An org key reaches its own org’s runs (another org’s → 404); a platform key (orgId null) any org’s.';
+
 @ApiTags('runs')
 @ApiBearerAuth()
 @Controller('v1/runs')
@@ -98,20 +102,21 @@ export class RunsController {
 
   @Post()
   @Roles('agent', 'admin')
-  @ApiOperation({
-    summary: 'Start a run',
-    description:
-      'For agent keys and admin keys of an org: the run belongs to the key’s org. ' +
+  @ApiRoles(['agent', 'admin'], {
+    note:
+      'Keys of an org: the run belongs to the key’s org. ' +
       'A platform key (orgId null) belongs to no org and cannot create runs: 403 FORBIDDEN (use an admin key of the org).',
+    summary: 'Start a run',
+    forbiddenAlso: PLATFORM_KEY_BELONGS_TO_NO_ORG,
   })
   @ApiResponse({ status: 201, description: 'the run, status running', schema: RUN_SCHEMA })
-  @ApiProblemResponse(403, 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null)')
   create(@CurrentPrincipal() p: Principal, @Body() dto: CreateRunDto) {
     return this.runs.create(p, dto);
   }
 
   @Get(':runId')
   @Roles('agent', 'ops', 'admin')
+  @ApiRoles(['agent', 'ops', 'admin'], RUN_SCOPE)
   @ApiResponse({ status: 200, description: 'the run', schema: RUN_SCHEMA })
   get(@CurrentPrincipal() p: Principal, @Param('runId') runId: string) {
     return this.runs.get(p, runId);
@@ -120,7 +125,8 @@ export class RunsController {
   @Post(':runId/complete')
   @HttpCode(200)
   @Roles('agent', 'admin')
-  @ApiOperation({
+  @ApiRoles(['agent', 'admin'], {
+    note: `${RUN_SCOPE} An ops key reads runs, never ends them.`,
     summary: 'Complete a run',
     description: END_DESCRIPTION + ' Completing a completed run answers it again; completing a cancelled one is 409 RUN_NOT_ACTIVE.',
   })
@@ -135,7 +141,8 @@ export class RunsController {
   @Post(':runId/cancel')
   @HttpCode(200)
   @Roles('agent', 'admin')
-  @ApiOperation({
+  @ApiRoles(['agent', 'admin'], {
+    note: `${RUN_SCOPE} An ops key reads runs, never ends them.`,
     summary: 'Cancel a run (stop an agent)',
     description: END_DESCRIPTION + ' Cancelling a cancelled run answers it again; cancelling a completed one is 409 RUN_NOT_ACTIVE.',
   })
@@ -149,6 +156,7 @@ export class RunsController {
 
   @Get(':runId/tools')
   @Roles('agent', 'ops', 'admin')
+  @ApiRoles(['agent', 'ops', 'admin'], RUN_SCOPE)
   @ApiResponse({
     status: 200,
     description: 'the tools the run’s manifest permits, ready to hand to the model: format=anthropic {name, description, input_schema} (the default), format=openai {type: "function", function: {name, description, parameters}}',

@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiRoles, forbiddenText, PLATFORM_KEY_BELONGS_TO_NO_ORG } from '../common/http/api-roles.js';
 import { ApiProblemResponse, ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/openapi.js';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../auth/auth.decorators.js';
@@ -31,13 +32,12 @@ export class ToolCallsController {
   @Post('runs/:runId/tool-calls')
   @KeyCheckedInWrite()
   @Roles('agent', 'admin')
-  @ApiOperation({
+  @ApiRoles(['agent', 'admin'], {
+    note: 'Keys of the run’s org (another org’s run → 404 RUN_NOT_FOUND). A platform key (orgId null) has no org: 403 FORBIDDEN.',
     summary: 'One tool_use block',
-    description:
-      'For agent keys and admin keys of the run’s org (another org’s run → 404 RUN_NOT_FOUND). ' +
-      'A platform key (orgId null) has no org: 403 FORBIDDEN.',
+    forbiddenDocumentedBy: 'ApiToolCallResponses',
   })
-  @ApiToolCallResponses()
+  @ApiToolCallResponses(forbiddenText(['agent', 'admin'], PLATFORM_KEY_BELONGS_TO_NO_ORG))
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: '1-255 printable ASCII, unique per org; default: run id + tool_use id' })
   @ApiBody({ description: 'a tool_use block: {type: "tool_use", id, name, input: {action, ...params}}; anything else is 400 BAD_REQUEST', schema: TOOL_USE_SCHEMA })
   async submit(
@@ -54,6 +54,7 @@ export class ToolCallsController {
   @Post('tool-calls/:id/reconcile')
   @HttpCode(200)
   @Roles('ops', 'admin')
+  @ApiRoles(['ops', 'admin'], 'An org key reconciles its own org’s calls (another org’s → 404); a platform key (orgId null) any org’s.')
   @ApiResponse({ status: 200, description: '{id, status, note}: the call is now succeeded or failed', schema: RECONCILE_SCHEMA })
   @ApiProblemResponse(409, 'NOT_RECONCILABLE: only an indeterminate call can be reconciled')
   reconcile(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() dto: ReconcileDto) {
@@ -63,11 +64,10 @@ export class ToolCallsController {
   // Agent and admin only: the full result is unredacted (PII). Ops read the redacted output in the ledger.
   @Get('tool-calls/:id/result')
   @Roles('agent', 'admin')
-  @ApiOperation({
+  @ApiRoles(['agent', 'admin'], {
+    note: 'An ops key gets 403: the ledger, GET /v1/tool-calls/{id}, has the redacted output. A call of another org → 404.',
     summary: 'The full result of a tool call',
-    description:
-      'For agent and admin keys (ops → 403: the ledger, GET /v1/tool-calls/{id}, has the redacted output). ' +
-      'A call of another org → 404. A long-poll stops as soon as the client goes away.',
+    description: 'A long-poll stops as soon as the client goes away.',
   })
   @ApiResponse({ status: 200, description: 'the tool-call body whatever the status, with the full result while it is kept', schema: TOOL_CALL_BODY_SCHEMA })
   async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() q: ToolCallResultQuery, @Res({ passthrough: true }) res: Response) {

@@ -91,7 +91,7 @@ describe('agent routes: which roles may call them', () => {
     const doc = await h.t.http.get('/openapi.json');
     expect(doc.body.paths['/v1/runs'].post.description).toMatch(/platform key/);
     expect(doc.body.paths['/v1/runs/{runId}/tool-calls'].post.description).toMatch(/platform key/);
-    expect(doc.body.paths['/v1/tool-calls/{id}/result'].get.description).toMatch(/ops → 403/);
+    expect(doc.body.paths['/v1/tool-calls/{id}/result'].get.description).toMatch(/An ops key gets 403/);
   });
 
   it('POST …/tool-calls: an org admin posts into its org’s runs; another org’s admin gets 404; a platform admin 403', async () => {

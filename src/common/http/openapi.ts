@@ -95,8 +95,11 @@ export function ApiProblemResponse(status: number, description: string): MethodD
   return ApiResponse({ status, description, content: PROBLEM_CONTENT });
 }
 
-/** The responses of a route that records tool calls. */
-export function ApiToolCallResponses(): MethodDecorator {
+/**
+ * The responses of a route that records tool calls. `forbidden` is its problem+json 403 (api-roles.ts forbiddenText,
+ * naming the roles): one 403 documents both bodies, as a second ApiResponse(403) would be merged into this one.
+ */
+export function ApiToolCallResponses(forbidden: string): MethodDecorator {
   // 403 and 422 are the tool-call body (application/json) when the call reached the ledger, problem+json otherwise.
   const bodyOrProblem = { 'application/json': { schema: TOOL_CALL_BODY_SCHEMA }, ...PROBLEM_CONTENT };
   // A stored call's answer (first or replayed) is the tool-call body; a replay says so in Idempotent-Replayed.
@@ -106,7 +109,7 @@ export function ApiToolCallResponses(): MethodDecorator {
     ApiResponse({ status: 202, description: 'waiting for approval', schema: TOOL_CALL_BODY_SCHEMA, headers: replayed }),
     ApiResponse({
       status: 403,
-      description: 'blocked (flag, manifest, policy, rejected, expired) — tool-call body (application/json); or FORBIDDEN, a wrong role or a platform key — problem+json',
+      description: `blocked (flag, manifest, policy, rejected, expired) — tool-call body (application/json); or ${forbidden} — problem+json`,
       content: bodyOrProblem,
       headers: replayed,
     }),

@@ -1,8 +1,9 @@
 import { Body, Controller, Headers, HttpCode, Param, Post, Req } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../../auth/auth.decorators.js';
 import type { Principal } from '../../auth/principal.js';
+import { ApiRoles, PLATFORM_KEY_BELONGS_TO_NO_ORG } from '../../common/http/api-roles.js';
 import { ApiProblemResponse, PROBLEM_SCHEMA, TOOL_CALL_BODY_SCHEMA } from '../../common/http/openapi.js';
 import { TOOL_USE_SCHEMA } from '../tool-use.schema.js';
 import { MAX_BATCH_SIZE } from './batch-request.js';
@@ -50,7 +51,9 @@ export class ToolCallBatchController {
   @KeyCheckedInWrite()
   @Roles('agent', 'admin')
   @HttpCode(200)
-  @ApiOperation({
+  @ApiRoles(['agent', 'admin'], {
+    note: 'Keys of the run’s org (another org’s run → 404 RUN_NOT_FOUND); a platform key (orgId null) has no org: 403 FORBIDDEN.',
+    forbiddenAlso: PLATFORM_KEY_BELONGS_TO_NO_ORG,
     summary: 'Several tool_use blocks of one model turn',
     description:
       `Up to ${MAX_BATCH_SIZE} tool_uses, each through the full pipeline as if posted alone (own ledger row, idempotency key = run id + tool_use id). ` +
@@ -67,8 +70,7 @@ export class ToolCallBatchController {
       'A write refused for good (blocked, failed INVALID_INPUT, 422 IDEMPOTENCY_KEY_REUSED, 409 RUN_NOT_ACTIVE) or with a recorded ' +
       'outcome (succeeded, failed at the vendor, indeterminate) holds nothing: a re-post replays or refuses it, never runs it, so no ' +
       'later write can overtake it; the writes after it run. When the gateway starts stopping (SIGTERM) during a ' +
-      'batch, the items it has not started answer 503 GATEWAY_STOPPING (with Retry-After): send the batch again. ' +
-      'For agent keys and admin keys of the run’s org; a platform key (orgId null) has no org: 403 FORBIDDEN.',
+      'batch, the items it has not started answer 503 GATEWAY_STOPPING (with Retry-After): send the batch again.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'not supported on batches (400): each item is keyed by its tool_use id' })
   @ApiBody({ description: `{toolUses: [tool_use, ...]}: 1 to ${MAX_BATCH_SIZE} tool_use blocks with unique ids (400 VALIDATION_FAILED otherwise)`, schema: BATCH_BODY_SCHEMA })
@@ -79,7 +81,6 @@ export class ToolCallBatchController {
       'or duplicate tool_use ids. BAD_REQUEST: an Idempotency-Key header (each item is keyed by its tool_use id), or a body that is not JSON. ' +
       'Nothing recorded',
   )
-  @ApiProblemResponse(403, 'FORBIDDEN: not an agent or admin key, or a platform key (orgId null), which belongs to no org')
   @ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)')
   @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was completed or cancelled and no item is a call it made before (those are replayed, the others answer RUN_NOT_ACTIVE per item)')
   submit(
