@@ -3,6 +3,7 @@ import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.s
 import { Clock } from '../common/clock.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import type { ExecutionOutcome } from '../executor/execution-outcome.js';
@@ -74,7 +75,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * vendor. They are tracked in inFlight, which shutdown waits for.
    */
   async onApplicationBootstrap(): Promise<void> {
-    await this.tick().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${err instanceof Error ? err.message : String(err)}`));
+    await this.tick().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${loggableErrorText(err)}`));
     this.task.start();
   }
 
@@ -133,7 +134,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       this.log.log({ toolCallId }, 'approved call not started: the gateway is stopping; a sweep (another replica, or after the restart) runs it');
       return Promise.resolve();
     }
-    const p = this.run(toolCallId).catch((err: unknown) => this.log.error({ toolCallId, err: err instanceof Error ? err.message : String(err) }, 'approved call failed to run'));
+    const p = this.run(toolCallId).catch((err: unknown) => this.log.error({ toolCallId, err: loggableErrorText(err) }, 'approved call failed to run'));
     this.inFlight.add(p);
     void p.finally(() => this.inFlight.delete(p));
     return p;
@@ -200,7 +201,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     try {
       ready = this.prepare(toolCallId, pending, input);
     } catch (err) {
-      this.log.error({ toolCallId, err: err instanceof Error ? err.message : String(err) }, 'approved call could not be prepared: it is not executed');
+      this.log.error({ toolCallId, err: loggableErrorText(err) }, 'approved call could not be prepared: it is not executed');
       ready = { notExecuted: 'the approved call could not be prepared for execution' };
     }
     const approved = 'notExecuted' in ready ? null : ready;

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { DataSource, IsNull } from 'typeorm';
 import { AppError } from '../common/errors/app-error.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { isUuid, newId, NIL_UUID } from '../common/ids.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -70,7 +71,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
    */
   async beforeApplicationShutdown(): Promise<void> {
     await this.flushes.stop();
-    await this.flushLastUsed().catch((err: unknown) => this.log.warn(`lastUsedAt flush at shutdown failed: ${err instanceof Error ? err.message : String(err)}`));
+    await this.flushLastUsed().catch((err: unknown) => this.log.warn(`lastUsedAt flush at shutdown failed: ${loggableErrorText(err)}`));
   }
 
   /**
@@ -255,7 +256,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     } catch (err) {
       // Kept for the next flush (a database blip must not lose them; new uses of the same keys merge in).
       for (const [id, at] of uses) this.touch(id, at);
-      this.log.warn(`could not record lastUsedAt: ${err instanceof Error ? err.message : String(err)}`);
+      this.log.warn(`could not record lastUsedAt: ${loggableErrorText(err)}`);
     }
   }
 }

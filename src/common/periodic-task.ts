@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { loggableErrorText } from './errors/loggable-error.js';
 
 /**
  * Runs `work` again and again, `everyMs` after the previous run ended: runs
@@ -37,7 +38,7 @@ export class PeriodicTask {
       this.running = this.work()
         .then(
           () => undefined,
-          (err: unknown) => this.log.warn(`${this.what} failed: ${err instanceof Error ? err.message : String(err)}`),
+          (err: unknown) => this.log.warn(`${this.what} failed: ${loggableErrorText(err)}`),
         )
         .finally(() => {
           this.running = undefined;

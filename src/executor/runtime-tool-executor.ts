@@ -3,6 +3,7 @@ import { DelegateBackoff, handleWhenResult, retry } from 'cockatiel';
 import type { CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
 import { DecryptionError } from '../common/crypto/envelope-cipher.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CredentialsService } from '../credentials/credentials.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -155,7 +156,7 @@ export class RuntimeToolExecutor {
       );
     } catch (err) {
       pending?.breaker.onAbandoned(pending.pass);
-      this.log.error({ toolCallId: req.toolCallId, err: err instanceof Error ? err.message : String(err) }, 'tool execution threw');
+      this.log.error({ toolCallId: req.toolCallId, err: loggableErrorText(err) }, 'tool execution threw');
       // A handler that threw may have sent its request: that counts as sent. An
       // exception before any request (loading credentials, say) sent nothing.
       const mayHaveSent = progress.inHandler || progress.failures.some(reachedVendor);

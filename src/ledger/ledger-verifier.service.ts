@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, type ChainedEventFields } from './ledger-chain.js';
 import { LedgerSealerService } from './ledger-sealer.service.js';
 import { SharedRuns } from './shared-runs.js';
@@ -135,7 +136,7 @@ export class LedgerVerifierService {
     // Sealing first makes the answer cover everything committed. When a pass fails, what is sealed
     // can still be checked (read-only): an auditor asking is when an answer matters most.
     await this.sealer.sealNow().catch((err: unknown) => {
-      this.log.warn(`sealing before verify failed, verifying what is sealed: ${err instanceof Error ? err.message : String(err)}`);
+      this.log.warn(`sealing before verify failed, verifying what is sealed: ${loggableErrorText(err)}`);
     });
     return verifyOrgChain(this.ds, orgId);
   }

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
@@ -28,7 +29,7 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.sweep().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${err instanceof Error ? err.message : String(err)}`));
+    await this.sweep().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${loggableErrorText(err)}`));
     this.task.start();
   }
 

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { AppError } from './app-error.js';
 import { ERROR_STATUS, ERROR_TITLES, type ErrorCode } from './error-codes.js';
 import { isDatabaseUnavailable } from './database-errors.js';
+import { loggableErrorWithStack } from './loggable-error.js';
 
 const HTTP_FALLBACK: Record<number, ErrorCode> = {
   400: 'BAD_REQUEST',
@@ -59,8 +60,8 @@ export class ProblemFilter implements ExceptionFilter {
     const correlationId = req.correlationId ?? 'unknown';
     const e = toAppError(err);
     if (e.code === 'INTERNAL') {
-      // The stack goes to the log (with the correlation id), never to the caller.
-      this.log.error({ correlationId, err: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) }, 'unhandled error');
+      // The stack goes to the log (with the correlation id), never to the caller; its message redacted, as any logged error's.
+      this.log.error({ correlationId, err: loggableErrorWithStack(err) }, 'unhandled error');
     } else if (e.code === 'DATABASE_UNAVAILABLE') {
       this.log.warn({ correlationId }, 'database unavailable');
     }
