@@ -7,6 +7,7 @@ import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config.schema.js';
 import { probeDatabase } from './db/database-probe.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
+import { loggableErrorText } from './common/errors/loggable-error.js';
 
 /**
  * SIGTERM / SIGINT at any time, start-up included: in a container Node is PID 1, and PID 1
@@ -92,7 +93,7 @@ async function main(): Promise<void> {
       beginHttpDrain(app);
       await app.close().catch((err: unknown) => {
         code = 1; // a failed close (an outcome not written, say) is not a clean stop
-        process.stderr.write(`shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.stderr.write(`shutdown failed: ${loggableErrorText(err)}\n`);
       });
       await stopEmbedded();
       process.exit(code);
@@ -106,7 +107,7 @@ async function main(): Promise<void> {
   } catch (err) {
     // A port taken, a HOST that does not resolve: start-up has run by now, and its approvals sweep may have sent
     // approved calls to their vendors. Those finish and are recorded (app.close() waits for them) before exit 1.
-    process.stderr.write(`fatal: cannot listen on ${config.HOST}:${config.PORT}: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`fatal: cannot listen on ${config.HOST}:${config.PORT}: ${loggableErrorText(err)}\n`);
     await shutdown(1);
     return;
   }
@@ -136,6 +137,6 @@ function showGeneratedKey(dataDir: string, key: string): void {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`fatal: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`fatal: ${loggableErrorText(err)}\n`);
   process.exit(1);
 });

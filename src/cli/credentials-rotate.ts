@@ -6,6 +6,7 @@ import { ConfigError } from '../config/config.schema.js';
 import { KeyRotationService } from '../credentials/key-rotation.service.js';
 import { dbOptions } from '../db/db-options.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
 
@@ -79,7 +80,7 @@ async function main(args: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`credentials-rotate failed: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`credentials-rotate failed: ${loggableErrorText(err)}`);
     process.exit(1);
   },
 );

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { commandLogger, ledgerVerifyCommand, type CommandOutput } from '../ops/ledger-verify.command.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
 
@@ -11,7 +12,7 @@ Logger.overrideLogger(commandLogger(io));
 ledgerVerifyCommand(process.argv.slice(2), process.env, io).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`ledger-verify failed: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`ledger-verify failed: ${loggableErrorText(err)}`);
     process.exit(3);
   },
 );

@@ -9,6 +9,7 @@ import { projectRoot } from '../common/project-root.js';
 import { databaseUrlProblem } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
 
@@ -148,7 +149,7 @@ const cmd = process.argv[2];
 main(cmd).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`migrate failed: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`migrate failed: ${loggableErrorText(err)}`);
     // show's 1 means "migrations pending": a deploy script must not read an unreachable database as that.
     process.exit(cmd === 'show' ? 3 : 1);
   },

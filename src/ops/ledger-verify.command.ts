@@ -7,6 +7,7 @@ import { isUuid, NIL_UUID } from '../common/ids.js';
 import { dbOptions } from '../db/db-options.js';
 import { LedgerSealerService } from '../ledger/ledger-sealer.service.js';
 import { verifyOrgChain, type VerifyResult } from '../ledger/ledger-verifier.service.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 
 export const USAGE = `usage: ledger-verify --org <org uuid | ${NIL_UUID} for the platform chain> [--no-seal]   (needs DATABASE_URL)`;
 
@@ -74,14 +75,14 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
     if (!args.includes('--no-seal')) {
       // The sealer reads its interval from config only when it schedules itself; sealNow needs none.
       await new LedgerSealerService(ds, {} as AppConfig).sealNow().catch((err: unknown) => {
-        io.err(`ledger-verify: sealing failed, verifying what is sealed: ${err instanceof Error ? err.message : String(err)}`);
+        io.err(`ledger-verify: sealing failed, verifying what is sealed: ${loggableErrorText(err)}`);
       });
     }
     const result: VerifyResult = await verifyOrgChain(ds, orgId);
     io.out(JSON.stringify(result));
     return result.ok ? 0 : 1;
   } catch (err) {
-    io.err(`ledger-verify failed: ${err instanceof Error ? err.message : String(err)}`);
+    io.err(`ledger-verify failed: ${loggableErrorText(err)}`);
     return 3;
   } finally {
     await ds?.destroy();

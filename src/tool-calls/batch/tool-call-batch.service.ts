@@ -12,6 +12,7 @@ import { parseToolUse } from '../tool-use.js';
 import { fitBatchBudget } from './batch-budget.js';
 import { mayRunOnResend } from './batch-order.js';
 import { parseBatchRequest, runBounded, scheduleBatch, type ScheduleKind } from './batch-request.js';
+import { loggableErrorWithStack } from '../../common/errors/loggable-error.js';
 
 /** A batch item the stopping gateway did not start. */
 function gatewayStopping(): AppError {
@@ -163,8 +164,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     const e = toAppError(err);
     if (e.code === 'INTERNAL') {
       // As the exception filter does for a single call: the stack to the log, nothing inside to the caller.
-      const detail = err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err);
-      this.log.error({ correlationId, index, err: detail }, 'batch item failed unexpectedly');
+      this.log.error({ correlationId, index, err: loggableErrorWithStack(err) }, 'batch item failed unexpectedly');
     } else if (e.code === 'DATABASE_UNAVAILABLE') {
       this.log.warn({ correlationId, index }, 'database unavailable');
     }
