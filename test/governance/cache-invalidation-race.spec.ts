@@ -1,19 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource, EntityTarget, ObjectLiteral } from 'typeorm';
 import type { Principal } from '../../src/auth/principal.js';
-import type { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from '../../src/orgs/feature-flag.entity.js';
 import { FeatureFlagsService } from '../../src/orgs/feature-flags.service.js';
-import type { ToolCatalogService } from '../../src/catalog/tool-catalog.service.js';
 import { PoliciesService } from '../../src/policy/policies.service.js';
 import { PolicyEntity } from '../../src/policy/policy.entity.js';
 import { CredentialsService } from '../../src/credentials/credentials.service.js';
 import { IntegrationCredentialEntity } from '../../src/credentials/integration-credential.entity.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
-import { adminAuth, bearer } from '../support/test-app.js';
-
-/** Every rule's toolName is known here: these tests are about the cache, not the catalog. */
-const anyTool = { has: () => true, isTool: () => true } as unknown as ToolCatalogService;
+import { adminAuth, bearer, createKey, createOrg } from '../support/test-app.js';
 
 /**
  * The per-org flags and policies caches against a read that began before an
@@ -28,29 +23,36 @@ function deferred(): { promise: Promise<void>; resolve(): void } {
 }
 
 /**
- * Wraps `svc.ds` so the next `method` call on `entity`'s repository runs its
- * query at once (it sees the data as it is now) but answers only on release().
+ * Wraps `svc.ds` so that `method` calls on `entity`'s repository for `orgId` (its `where.orgId`) are counted,
+ * and the next one after holdNext() runs its query at once (it sees the data as it is then) but answers only
+ * on release(). Every query still goes to the real database; calls for other orgs pass through untouched.
  */
-function holdNextRead(svc: object, entity: EntityTarget<ObjectLiteral>, method: 'find' | 'findOne') {
+function tapReads(svc: object, entity: EntityTarget<ObjectLiteral>, method: 'find' | 'findOne', orgId?: string) {
   const holder = svc as { ds: DataSource };
   const real = holder.ds;
-  const read = deferred();
-  const gate = deferred();
-  let armed = true;
+  let reads = 0;
+  let next: { read: ReturnType<typeof deferred>; gate: ReturnType<typeof deferred> } | null = null;
+  const gates: ReturnType<typeof deferred>[] = [];
+  const ofOrg = (args: unknown[]): boolean => orgId === undefined || (args[0] as { where?: { orgId?: unknown } } | undefined)?.where?.orgId === orgId;
   holder.ds = new Proxy(real, {
     get(target, prop) {
       if (prop === 'getRepository') {
         return (e: EntityTarget<ObjectLiteral>) => {
           const repo = target.getRepository(e);
-          if (e !== entity || !armed) return repo;
-          armed = false;
+          if (e !== entity) return repo;
           return new Proxy(repo, {
             get(r, p) {
               if (p !== method) return Reflect.get(r, p, r) as unknown;
               return async (...args: unknown[]) => {
                 const result = (await (r[method] as (...a: unknown[]) => Promise<unknown>)(...args)) as unknown;
-                read.resolve();
-                await gate.promise;
+                if (!ofOrg(args)) return result;
+                reads++;
+                const held = next;
+                next = null;
+                if (held) {
+                  held.read.resolve();
+                  await held.gate.promise;
+                }
                 return result;
               };
             },
@@ -62,134 +64,141 @@ function holdNextRead(svc: object, entity: EntityTarget<ObjectLiteral>, method: 
     },
   });
   return {
-    /** resolves once the held read has its (soon stale) answer */
-    read: read.promise,
-    release: () => gate.resolve(),
+    /** how many reads (of `orgId`) answered or are being held so far */
+    reads: () => reads,
+    holdNext() {
+      next = { read: deferred(), gate: deferred() };
+      gates.push(next.gate);
+      return {
+        /** resolves once the held read has its (soon stale) answer */
+        read: next.read.promise,
+        release: next.gate.resolve,
+      };
+    },
     restore: () => {
-      gate.resolve();
+      for (const g of gates) g.resolve();
       holder.ds = real;
     },
   };
 }
 
+/** The next `method` read of `entity` through `svc` is held (see tapReads). */
+function holdNextRead(svc: object, entity: EntityTarget<ObjectLiteral>, method: 'find' | 'findOne') {
+  const tap = tapReads(svc, entity, method);
+  return { ...tap.holdNext(), restore: tap.restore };
+}
+
 const within = <T>(p: Promise<T>, what: string, ms = 5_000): Promise<T> =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`timed out waiting for ${what}`)), ms))]);
 
-describe('per-org caches vs. a read racing a PUT (services on a fake store)', () => {
-  const admin: Principal = { keyId: '00000000-0000-4000-8000-0000000000aa', orgId: null, role: 'admin' };
-  const events = { append: async () => undefined } as unknown as LedgerEventsService;
-
-  /** A DataSource stand-in: reads snapshot the store when they begin; `hold()` makes the next read wait for release. */
-  function fakeStore() {
-    const flags = new Map<string, boolean>();
-    let policy: { rules: unknown[]; version: number } | null = null;
-    let held: { promise: Promise<void>; resolve(): void } | null = null;
-    let reads = 0;
-    const after = async <T>(snapshot: T): Promise<T> => {
-      reads++;
-      const gate = held;
-      held = null;
-      if (gate) await gate.promise;
-      return snapshot;
-    };
-    const manager = {
-      query: async (sql: string, params: unknown[]) => {
-        if (sql.includes('INSERT INTO policies')) {
-          policy = { rules: JSON.parse(params[1] as string) as unknown[], version: (policy?.version ?? 0) + 1 };
-          return [{ version: policy.version }];
-        }
-        return [];
-      },
-      getRepository: () => ({
-        findOne: async ({ where }: { where: { flag: string } }) => {
-          const v = flags.get(where.flag);
-          return v === undefined ? null : { enabled: v };
-        },
-        upsert: async (row: { flag: string; enabled: boolean }) => void flags.set(row.flag, row.enabled),
-      }),
-    };
-    const ds = {
-      getRepository: (e: unknown) =>
-        e === FeatureFlagEntity
-          ? { find: () => after([...flags].map(([flag, enabled]) => ({ flag, enabled }))) }
-          : { findOne: () => after(policy ? { rules: structuredClone(policy.rules), version: policy.version, updatedAt: new Date() } : null) },
-      transaction: async (work: (m: typeof manager) => Promise<unknown>) => work(manager),
-    } as unknown as DataSource;
-    return {
-      ds,
-      setFlag: (flag: string, enabled: boolean) => flags.set(flag, enabled),
-      reads: () => reads,
-      /** the next read snapshots now and answers on release() */
-      hold: () => {
-        const gate = deferred();
-        held = gate;
-        return gate;
-      },
-    };
-  }
-
-  const ORG = '00000000-0000-4000-8000-000000000001';
+describe('per-org caches vs. a read racing a change (the app’s services on the test database)', () => {
+  let h: Harness;
+  let admin: Principal;
+  beforeAll(async () => {
+    h = await startHarness();
+    admin = { keyId: (await createKey(h.t, null, 'admin')).id, orgId: null, role: 'admin' };
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+  const flagsOf = () => h.t.app.get(FeatureFlagsService, { strict: false });
+  const policiesOf = () => h.t.app.get(PoliciesService, { strict: false });
   const BLOCK_ALL = [{ id: 'stop', match: { toolName: 'order_lookup.*' }, decision: 'block', reason: 'incident' }];
+  /** A new org (nothing cached for it yet), tool calling enabled when `enabled`. */
+  const freshOrg = async (enabled: boolean): Promise<string> => {
+    const orgId = await createOrg(h.t, 'Cache race');
+    if (enabled) await flagsOf().set(admin, orgId, 'tool_calling_enabled', true);
+    return orgId;
+  };
 
   it('flags: a read that began before set() committed is not cached once set() returned', async () => {
-    const store = fakeStore();
-    store.setFlag('tool_calling_enabled', true);
-    const svc = new FeatureFlagsService(store.ds, events);
-    const gate = store.hold();
-    const racing = svc.isEnabled(ORG, 'tool_calling_enabled'); // snapshot: enabled
-    await svc.set(admin, ORG, 'tool_calling_enabled', false);
-    gate.resolve();
-    expect(await racing).toBe(true); // concurrent with the PUT: either answer is fine
-    expect(await svc.isEnabled(ORG, 'tool_calling_enabled')).toBe(false);
+    const org = await freshOrg(true);
+    const svc = flagsOf();
+    const tap = tapReads(svc, FeatureFlagEntity, 'find', org);
+    try {
+      const held = tap.holdNext();
+      const racing = svc.isEnabled(org, 'tool_calling_enabled');
+      await within(held.read, 'the held flags read'); // it read "enabled" from the database
+      await svc.set(admin, org, 'tool_calling_enabled', false);
+      held.release();
+      expect(await racing).toBe(true); // concurrent with the change: either answer is fine, this one read before it
+      expect(await svc.isEnabled(org, 'tool_calling_enabled')).toBe(false);
+      expect(tap.reads()).toBe(2); // the stale answer was not cached: the database was asked again
+    } finally {
+      tap.restore();
+    }
   });
 
   it('flags: a caller arriving after set() returned does not join the read that began before it', async () => {
-    const store = fakeStore();
-    store.setFlag('tool_calling_enabled', true);
-    const svc = new FeatureFlagsService(store.ds, events);
-    const gate = store.hold();
-    const racing = svc.isEnabled(ORG, 'tool_calling_enabled');
-    await svc.set(admin, ORG, 'tool_calling_enabled', false);
-    const after = svc.isEnabled(ORG, 'tool_calling_enabled'); // the stale read is still open
-    expect(await within(after, 'a fresh flags read')).toBe(false);
-    gate.resolve();
-    await racing;
-    expect(await svc.isEnabled(ORG, 'tool_calling_enabled')).toBe(false);
+    const org = await freshOrg(true);
+    const svc = flagsOf();
+    const tap = tapReads(svc, FeatureFlagEntity, 'find', org);
+    try {
+      const held = tap.holdNext();
+      const racing = svc.isEnabled(org, 'tool_calling_enabled');
+      await within(held.read, 'the held flags read');
+      await svc.set(admin, org, 'tool_calling_enabled', false);
+      const after = svc.isEnabled(org, 'tool_calling_enabled'); // the stale read is still open
+      expect(await within(after, 'a fresh flags read')).toBe(false);
+      held.release();
+      expect(await racing).toBe(true);
+      expect(await svc.isEnabled(org, 'tool_calling_enabled')).toBe(false);
+    } finally {
+      tap.restore();
+    }
   });
 
-  it('flags: concurrent hot-path misses share one read; the admin read goes to the store and its answer is not the cached flags', async () => {
-    const store = fakeStore();
-    const svc = new FeatureFlagsService(store.ds, events);
-    expect(await Promise.all([svc.isEnabled(ORG, 'tool_calling_enabled'), svc.isEnabled(ORG, 'tool_calling_enabled')])).toEqual([false, false]);
-    expect(store.reads()).toBe(1);
-    const all = await svc.all(ORG);
-    expect(store.reads()).toBe(2);
-    all.tool_calling_enabled = true;
-    expect(await svc.isEnabled(ORG, 'tool_calling_enabled')).toBe(false);
+  it('flags: concurrent hot-path misses share one read; the admin read goes to the database and its answer is not the cached flags', async () => {
+    const org = await freshOrg(false); // no flag row: the default (off)
+    const svc = flagsOf();
+    const tap = tapReads(svc, FeatureFlagEntity, 'find', org);
+    try {
+      expect(await Promise.all([svc.isEnabled(org, 'tool_calling_enabled'), svc.isEnabled(org, 'tool_calling_enabled')])).toEqual([false, false]);
+      expect(tap.reads()).toBe(1);
+      const all = await svc.all(org);
+      expect(tap.reads()).toBe(2);
+      all.tool_calling_enabled = true;
+      expect(await svc.isEnabled(org, 'tool_calling_enabled')).toBe(false);
+    } finally {
+      tap.restore();
+    }
   });
 
   it('policies: a read that began before replace() committed is not cached once replace() returned', async () => {
-    const store = fakeStore();
-    const svc = new PoliciesService(store.ds, events, anyTool);
-    const gate = store.hold();
-    const racing = svc.rulesFor(ORG); // snapshot: no rules
-    await svc.replace(admin, ORG, { rules: BLOCK_ALL });
-    gate.resolve();
-    expect((await racing).rules).toEqual([]);
-    expect((await svc.rulesFor(ORG)).rules?.map((r) => r.id)).toEqual(['stop']);
+    const org = await freshOrg(true);
+    const svc = policiesOf();
+    const tap = tapReads(svc, PolicyEntity, 'findOne', org);
+    try {
+      const held = tap.holdNext();
+      const racing = svc.rulesFor(org);
+      await within(held.read, 'the held rules read'); // it read "no policy" from the database
+      await svc.replace(admin, org, { rules: BLOCK_ALL });
+      held.release();
+      expect(await racing).toEqual({ rules: [], version: 0 });
+      expect(await svc.rulesFor(org)).toMatchObject({ rules: [{ id: 'stop' }], version: 1 });
+      expect(tap.reads()).toBe(2);
+    } finally {
+      tap.restore();
+    }
   });
 
   it('policies: a caller arriving after replace() returned does not join the read that began before it', async () => {
-    const store = fakeStore();
-    const svc = new PoliciesService(store.ds, events, anyTool);
-    const gate = store.hold();
-    const racing = svc.rulesFor(ORG);
-    await svc.replace(admin, ORG, { rules: BLOCK_ALL });
-    const after = svc.rulesFor(ORG);
-    expect((await within(after, 'a fresh rules read')).rules?.map((r) => r.id)).toEqual(['stop']);
-    gate.resolve();
-    await racing;
-    expect((await svc.rulesFor(ORG)).rules?.map((r) => r.id)).toEqual(['stop']);
+    const org = await freshOrg(true);
+    const svc = policiesOf();
+    const tap = tapReads(svc, PolicyEntity, 'findOne', org);
+    try {
+      const held = tap.holdNext();
+      const racing = svc.rulesFor(org);
+      await within(held.read, 'the held rules read');
+      await svc.replace(admin, org, { rules: BLOCK_ALL });
+      const after = svc.rulesFor(org); // the stale read is still open
+      expect((await within(after, 'a fresh rules read')).rules?.map((r) => r.id)).toEqual(['stop']);
+      held.release();
+      expect((await racing).rules).toEqual([]);
+      expect((await svc.rulesFor(org)).rules?.map((r) => r.id)).toEqual(['stop']);
+    } finally {
+      tap.restore();
+    }
   });
 });
 

@@ -70,8 +70,12 @@ describe('ledger seq: the database hands every event its seq', () => {
     await sleep(300);
     const bystander = await createOrg(t, 'Bystander'); // another org: its org.created event
     await t.app.get(LedgerEventsService).append([{ orgId: org, type: 'test.after', metadata: {} }]);
-    // The interval is 20 ms: dozens of regular passes. Before the fix these waited for the next full scan (60 s).
-    await sleep(1_500);
+    // The interval is 20 ms: hundreds of regular passes within the bound. Before the fix these waited for the next full scan (60 s).
+    await waitFor(
+      async () => (await sealedOf(t, bystander)).join() === 'true' && (await sealedOf(t, org, 'test.after')).join() === 'true',
+      'the bystander’s and the org’s new events sealed by regular passes',
+      10_000,
+    );
     expect(await sealedOf(t, bystander)).toEqual([true]);
     expect(await sealedOf(t, org, 'test.after')).toEqual([true]);
     const v = await t.http.get('/v1/ledger/verify').query({ orgId: org }).set(adminAuth);
