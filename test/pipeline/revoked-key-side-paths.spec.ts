@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { keyIdOfRole } from '../support/api-keys.js';
 import { adminAuth, bearer, startTestApp, type TestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -22,10 +23,7 @@ describe('a revoked API key on the paths that do not reach the intent statement'
     await h?.close();
   });
 
-  const agentKeyId = async (orgId: string): Promise<string> => {
-    const keys = await h.t.http.get(`/v1/api-keys?orgId=${orgId}`).set(adminAuth);
-    return (keys.body.items as { id: string; role: string }[]).find((k) => k.role === 'agent')!.id;
-  };
+  const agentKeyId = (orgId: string): Promise<string> => keyIdOfRole(h.t.http, adminAuth, orgId, 'agent');
 
   it('a run that ended: a resend of a stored call is 401, not its replay with the result', async () => {
     const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });

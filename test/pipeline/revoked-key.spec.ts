@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
-import { postApiKey } from '../support/api-keys.js';
+import { keyIdOfRole, postApiKey } from '../support/api-keys.js';
 import { adminAuth, bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -24,10 +24,7 @@ describe('a revoked API key', () => {
     await h?.close();
   });
 
-  const agentKeyId = async (orgId: string): Promise<string> => {
-    const keys = await h.t.http.get(`/v1/api-keys?orgId=${orgId}`).set(adminAuth);
-    return (keys.body.items as { id: string; role: string }[]).find((k) => k.role === 'agent')!.id;
-  };
+  const agentKeyId = (orgId: string): Promise<string> => keyIdOfRole(h.t.http, adminAuth, orgId, 'agent');
 
   it('a batch running when its key is revoked starts no further write: the items after answer 401, nothing recorded for them', async () => {
     const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_order.add_note'] });

@@ -43,3 +43,11 @@ export async function postApiKey(http: Pick<TestAgent, 'post'>, auth: Record<str
   recordReturnedApiKey(res, via);
   return res;
 }
+
+/** The id of the org's first key of `role`, as GET /v1/api-keys lists it (to revoke the key setupOrg made, say). */
+export async function keyIdOfRole(http: Pick<TestAgent, 'get'>, auth: Record<string, string>, orgId: string, role: string): Promise<string> {
+  const keys = await http.get(`/v1/api-keys?orgId=${orgId}`).set(auth);
+  const key = (keys.body.items as { id: string; role: string }[]).find((k) => k.role === role);
+  if (!key) throw new Error(`org ${orgId} has no ${role} key`);
+  return key.id;
+}
