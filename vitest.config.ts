@@ -16,6 +16,7 @@ export default defineConfig({
     environment: 'node',
     include: ['test/**/*.spec.ts', 'src/**/*.spec.ts'],
     globalSetup: ['test/support/global-setup.ts'],
+    setupFiles: ['test/support/run-log-setup.ts'], // every worker's output goes to the run log too (run-log.ts)
     reporters: ['default', './test/support/summary-reporter.ts'],
     pool: 'forks',
     fileParallelism: false, // one shared test database

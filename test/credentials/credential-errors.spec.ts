@@ -1,5 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+/** The secrets these refused configs carry, as values or pasted as keys: never stored, and the run-wide leak scan looks for them too. */
+const PASTED_SHOPIFY_TOKEN = 'shpat_0123456789abcdef0123456789abcdef';
+const PASTED_SECRET = 'sk-live 0123456789abcdef/+=';
+const PASTED_NANGO_SECRET = 'nango_secret_0123456789abcdef';
+const SHOPIFY_ACCESS_TOKEN = 'shpat_validtoken1';
+const NANGO_SECRET_KEY = 'nango-secret-key-1';
+const AMAZON_CLIENT_SECRET = 'secret-value-1';
+for (const secret of [PASTED_SHOPIFY_TOKEN, PASTED_SECRET, PASTED_NANGO_SECRET, SHOPIFY_ACCESS_TOKEN, NANGO_SECRET_KEY, AMAZON_CLIENT_SECRET]) {
+  recordMintedSecret('credential-errors.spec refused secret', secret);
+}
 
 /**
  * A refused credentials config is answered 400 naming what is wrong, but a config is all secrets: the detail names
@@ -22,15 +34,15 @@ describe('credentials: what a 400 names', () => {
   });
 
   it('a secret pasted as a config key is not echoed, whether or not it looks like an identifier; the known fields are listed instead', async () => {
-    for (const pasted of ['shpat_0123456789abcdef0123456789abcdef', 'sk-live 0123456789abcdef/+=', 'webhookUrl']) {
-      const res = await put('shopify', { config: { shopDomain: 'errors.myshopify.com', accessToken: 'shpat_validtoken1', [pasted]: true } });
+    for (const pasted of [PASTED_SHOPIFY_TOKEN, PASTED_SECRET, 'webhookUrl']) {
+      const res = await put('shopify', { config: { shopDomain: 'errors.myshopify.com', accessToken: SHOPIFY_ACCESS_TOKEN, [pasted]: true } });
       expect([res.status, res.body.code], pasted).toEqual([400, 'VALIDATION_FAILED']);
       expect(res.text, pasted).not.toContain(JSON.stringify(pasted).slice(1, -1));
       expect(res.body.detail).toBe('config: an unknown field is not allowed (known fields: shopDomain, accessToken, clientId, clientSecret, refreshToken, apiVersion)');
     }
-    const nango = await put('nango', { config: { secretKey: 'nango-secret-key-1', connectionId: 'c', providerConfigKey: 'p', 'nango_secret_0123456789abcdef': 'v' } });
+    const nango = await put('nango', { config: { secretKey: NANGO_SECRET_KEY, connectionId: 'c', providerConfigKey: 'p', [PASTED_NANGO_SECRET]: 'v' } });
     expect(nango.status).toBe(400);
-    expect(nango.text).not.toContain('nango_secret_0123456789abcdef');
+    expect(nango.text).not.toContain(PASTED_NANGO_SECRET);
     expect(nango.body.detail).toMatch(/^config: an unknown field is not allowed \(known fields: secretKey, connectionId, providerConfigKey\)$/);
   });
 
@@ -42,7 +54,7 @@ describe('credentials: what a 400 names', () => {
   });
 
   it('a known field still is named: a missing one, or one of the wrong shape (never its value)', async () => {
-    const missing = await put('amazon', { config: { clientId: 'id', clientSecret: 'secret-value-1', region: 'eu' } });
+    const missing = await put('amazon', { config: { clientId: 'id', clientSecret: AMAZON_CLIENT_SECRET, region: 'eu' } });
     expect([missing.status, missing.body.detail]).toEqual([400, "config.refreshToken: must have required property 'refreshToken'"]);
     const shape = await put('shopify', { config: { shopDomain: 'errors.myshopify.com', accessToken: 'short' } });
     expect([shape.status, shape.body.detail]).toEqual([400, 'config.accessToken: must NOT have fewer than 8 characters']);

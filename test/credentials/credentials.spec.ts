@@ -20,6 +20,7 @@ import { callContext, emulatorEndpoints, failure } from '../../src/vendors/handl
 import { parseAmazonCredentials } from '../../src/vendors/amazon/amazon.credentials.js';
 import { parseJumioCredentials } from '../../src/vendors/jumio/jumio.credentials.js';
 import { NangoHandler } from '../../src/vendors/nango/nango.handler.js';
+import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { postApiKey } from '../support/api-keys.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -31,6 +32,11 @@ const CONFIGS: Record<IntegrationType, Record<string, string>> = {
   nango: { secretKey: NANGO_SECRET_KEY, connectionId: 'conn-acme-1', providerConfigKey: 'hubspot' },
 };
 const TYPES = Object.keys(CONFIGS) as IntegrationType[];
+/** Secrets of configs only some tests PUT: an attacker's token (refused) and a guessable client secret (stored). */
+const ATTACKER_TOKEN = 'shpat_attacker_token';
+const GUESSABLE_SECRET = 'Summer2026!';
+recordMintedSecret('credentials.spec attacker token', ATTACKER_TOKEN); // the run-wide leak scan looks for them too
+recordMintedSecret('credentials.spec guessable client secret', GUESSABLE_SECRET);
 /** Values that must never come back: the secrets, and markers sent in rejected configs. */
 const SHORT_MARKER = 'Qx7!mZ';
 const DOMAIN_MARKER = 'leak-marker-7f3a.example.org';
@@ -198,7 +204,7 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
       }
     }
     const other = bearer(adminB);
-    const put = await t.http.put(url(orgA, 'shopify')).set(other).send({ config: { ...CONFIGS.shopify, accessToken: 'shpat_attacker_token' } });
+    const put = await t.http.put(url(orgA, 'shopify')).set(other).send({ config: { ...CONFIGS.shopify, accessToken: ATTACKER_TOKEN } });
     expect(put.status).toBe(404);
     expect((await t.http.get(`/v1/orgs/${orgA}/integrations`).set(other)).status).toBe(404);
     expect((await t.http.delete(url(orgA, 'shopify')).set(other)).status).toBe(404);
@@ -324,7 +330,7 @@ describe('credentials: write-only, encrypted, bound to org and integration', () 
   it('fingerprints are bound to the org and integration: an equal config in another org (a guess PUT there) shows another one', async () => {
     const victim = await createOrg(t, 'Fingerprint victim');
     const scratch = await createOrg(t, 'Fingerprint scratch');
-    const config = { ...CONFIGS.jumio, clientSecret: 'Summer2026!' };
+    const config = { ...CONFIGS.jumio, clientSecret: GUESSABLE_SECRET };
     const put = await t.http.put(url(victim, 'jumio')).set(adminAuth).send({ config });
     expect(put.status).toBe(200);
     const fp = put.body.fingerprint as string;

@@ -14,6 +14,7 @@ import { credentialAad, CredentialsService } from '../../src/credentials/credent
 import { KeyRotationService, type RotationSummary } from '../../src/credentials/key-rotation.service.js';
 import { vendorTokenAad } from '../../src/credentials/vendor-token.store.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
+import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { resultAad } from '../../src/tool-calls/results.store.js';
 import { AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, NANGO_SECRET_KEY, SHOPIFY_REFRESH_TOKEN, SHOPIFY_TOKEN, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { inputAad } from '../../src/tool-calls/tool-calls.service.js';
@@ -29,6 +30,7 @@ const AMAZON = { clientId: 'amzn-client', clientSecret: AMAZON_CLIENT_SECRET, re
 const NANGO = { secretKey: NANGO_SECRET_KEY, connectionId: 'conn-b', providerConfigKey: 'zendesk' };
 const RESULT_MARKER = 'rotation-result-marker-5c1e';
 const TOKEN_STATE = { refreshToken: SHOPIFY_REFRESH_TOKEN, accessToken: 'shpat_rotation_access_token_0001' };
+recordMintedSecret('rotation.spec stored access token', TOKEN_STATE.accessToken); // the run-wide leak scan looks for it too
 
 interface CliRun {
   code: number | null;

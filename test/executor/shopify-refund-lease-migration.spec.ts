@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ShopifyRefundLeasePerShop1765300000000 } from '../../migrations/1765300000000-shopify-refund-lease-per-shop.js';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { dbOptions } from '../../src/db/db-options.js';
+import { dropScratchDatabase } from '../support/scratch-database.js';
 
 const ORG_A = '00000000-0000-4000-8000-00000000000a';
 const ORG_B = '00000000-0000-4000-8000-00000000000b';
@@ -34,8 +35,11 @@ describe('migration ShopifyRefundLeasePerShop: the refund lease is the shop\'s o
   });
   afterAll(async () => {
     await db?.destroy();
-    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin?.end();
+    try {
+      if (admin) await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
+    } finally {
+      await admin?.end();
+    }
   });
 
   const migrate = async (step: 'up' | 'down') => {

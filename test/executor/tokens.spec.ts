@@ -2,9 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
 import type { AmazonEmulator, JumioEmulator, ShopifyEmulator } from '../../src/emulator/index.js';
 import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
+import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
 import { AMAZON_CLIENT_SECRET, SHOPIFY_CLIENT_ID, SHOPIFY_CLIENT_SECRET } from '../support/secrets.js';
 import { call } from './support.js';
+
+/** A refresh token the emulator refuses: stored like any other, and the run-wide leak scan looks for it too. */
+const REVOKED_REFRESH_TOKEN = 'Atzr|revoked';
+recordMintedSecret('tokens.spec revoked Amazon refresh token', REVOKED_REFRESH_TOKEN);
 
 /**
  * Access tokens of Amazon (LWA) and Jumio (OAuth2) are cached per credential
@@ -76,7 +81,7 @@ describe('vendor access tokens through the pipeline', () => {
     const put = await h.t.http
       .put(`/v1/orgs/${bad.orgId}/integrations/amazon/credentials`)
       .set({ Authorization: `Bearer ${bad.adminKey}` })
-      .send({ config: { clientId: 'amzn1.application-oa2-client.emulator', clientSecret: AMAZON_CLIENT_SECRET, refreshToken: 'Atzr|revoked', region: 'na' } });
+      .send({ config: { clientId: 'amzn1.application-oa2-client.emulator', clientSecret: AMAZON_CLIENT_SECRET, refreshToken: REVOKED_REFRESH_TOKEN, region: 'na' } });
     expect(put.status).toBeLessThan(300);
     const tokensBefore = amazon.tokenRequests;
     const res = await call(h, bad, 'amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped });

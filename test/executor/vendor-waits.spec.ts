@@ -33,6 +33,9 @@ const CREDS: Record<Vendor, Record<string, unknown>> = {
   amazon: { clientId: 'cid', clientSecret: 'csecret', refreshToken: 'Atzr|refresh', region: 'na' },
   nango: { secretKey: 'sk-test-123456', connectionId: 'conn-1', providerConfigKey: 'github' },
 };
+// The run-wide leak scan looks for these too ('csecret' is shorter than the 8 characters a needle needs).
+recordMintedSecret('vendor-waits.spec Amazon refresh token', CREDS.amazon.refreshToken as string);
+recordMintedSecret('vendor-waits.spec Nango secret key', CREDS.nango.secretKey as string);
 const WFID = 'a1b2c3d4-0000-4c5d-8e9f-000000000003';
 const ORDER = '112-0000001-1234567';
 const PARAMS: Record<Vendor, Record<string, unknown>> = {

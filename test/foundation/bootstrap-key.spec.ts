@@ -16,6 +16,7 @@ import { OrgScopeService } from '../../src/orgs/org-scope.service.js';
 import { captureLogs } from '../../src/logging/logging.js';
 import { teeChildToRunLog } from '../support/run-log.js'; // also: this file's in-process logs go to the run log
 import { recordApiKey } from '../support/api-keys.js';
+import { dropScratchDatabase } from '../support/scratch-database.js';
 import { TEST_MASTER_KEY } from '../support/secrets.js';
 
 /**
@@ -43,8 +44,11 @@ describe('bootstrap admin key: replicas starting together', () => {
   });
   afterAll(async () => {
     await app?.close();
-    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin?.end();
+    try {
+      if (admin) await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
+    } finally {
+      await admin?.end();
+    }
   });
 
   /** `n` services as `n` replicas would have them, all calling ensureBootstrapKey at once. */

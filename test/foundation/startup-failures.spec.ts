@@ -17,6 +17,7 @@ import { ToolCallsService } from '../../src/tool-calls/tool-calls.service.js';
 import { refundUse } from '../approvals/support.js';
 import { recordApiKey } from '../support/api-keys.js';
 import { appendToRunLog, teeChildToRunLog } from '../support/run-log.js';
+import { dropScratchDatabase } from '../support/scratch-database.js';
 import { emulatorEnv, setupOrg } from '../support/scenario.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 import { bearer, createKey, startTestApp } from '../support/test-app.js';
@@ -33,8 +34,11 @@ async function scratchDatabase(label: string): Promise<{ url: string; drop: () =
   return {
     url: db.toString(),
     drop: async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-      await admin.end();
+      try {
+        await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
+      } finally {
+        await admin.end();
+      }
     },
   };
 }

@@ -6,6 +6,7 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { teeChildToRunLog } from '../support/run-log.js';
+import { dropScratchDatabase } from '../support/scratch-database.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 
 /** Runs the built gateway (npm test builds first) as a user would. */
@@ -141,9 +142,12 @@ describe('start-up', () => {
       second.child.kill('SIGTERM');
       await once(second.child, 'exit');
     } finally {
-      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-      await admin.end();
       rmSync(join('.tmp', dataDir.split('/')[1]), { recursive: true, force: true });
+      try {
+        await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
+      } finally {
+        await admin.end();
+      }
     }
   }, 90_000);
 });

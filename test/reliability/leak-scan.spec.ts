@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Response } from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { createFullEmulator, type RecordedRequest, type ShopifyEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, type GatewayProcess } from '../support/gateway-process.js';
 import { CREDENTIALS, emulatorEnv, setupOrg, toolUse, type OrgSetup } from '../support/scenario.js';
@@ -19,6 +20,8 @@ const BAD_SHOPIFY_TOKEN = 'shpat_0bad7c0de1eac5ca4e5c0d3000000001';
 const BAD_AMAZON_REFRESH = 'Atzr|wrong-refresh-token-for-leak-scan';
 const BAD_JUMIO_SECRET = 'WrongJumioSecret4LeakScan9xQ2mZ7';
 const BAD_NANGO_KEY = '2c5e4d3b-9e8f-4a7b-8c1d-3e4f5a6b7c8d';
+// This file's scan looks for them; the run-wide scan too (they are stored in the shared database).
+for (const [name, value] of Object.entries({ BAD_SHOPIFY_TOKEN, BAD_AMAZON_REFRESH, BAD_JUMIO_SECRET, BAD_NANGO_KEY })) recordMintedSecret(`leak-scan.spec ${name}`, value);
 /** Secrets in free text, where no key names them: redaction must know them by their vendor's format. */
 const FORMAT_SHAPED = [SHOPIFY_TOKEN, SHOPIFY_REFRESH_TOKEN, SHOPIFY_CLIENT_SECRET, AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN];
 const freeText = (secrets: string[]): string => `Customer pasted these into the chat, please ignore: ${secrets.join(', ')}; call back after 5pm`;

@@ -20,6 +20,22 @@ export { LEAK_SCAN_RESULT_ENV };
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /**
+ * What the scans look for: the fixed test secrets (secrets.ts) and those minted so far in this run (the file
+ * TEST_MINTED_SECRETS names). When that file cannot be read, the fixed ones and why (`unreadable`): a caller
+ * that fails closed reports it.
+ */
+export function runSecretNeedles(): { needles: Needle[]; minted: number; unreadable?: unknown } {
+  const fixed = secretForms();
+  try {
+    const path = process.env[MINTED_SECRETS_ENV];
+    const m = path ? mintedSecretForms(path) : { secrets: 0, needles: [] };
+    return { needles: [...fixed, ...m.needles], minted: m.secrets };
+  } catch (e) {
+    return { needles: fixed, minted: 0, unreadable: e };
+  }
+}
+
+/**
  * Scans, prints its summary line (`run-wide leak scan: … N finding(s)`) and, on a finding, the findings and
  * process.exitCode = 1. Returns the findings, or undefined outside a run the global setup prepared.
  */
@@ -31,16 +47,9 @@ export async function runWideLeakScan(): Promise<string[] | undefined> {
     findings.push(`the scan could not run: ${what}: ${messageOf(e)}`);
   };
 
-  let needles: Needle[] = secretForms();
-  let minted = 0;
-  try {
-    const path = process.env[MINTED_SECRETS_ENV];
-    const m = path ? mintedSecretForms(path) : { secrets: 0, needles: [] };
-    needles = [...needles, ...m.needles];
-    minted = m.secrets;
-  } catch (e) {
-    cannotRun('reading the minted secrets', e);
-  }
+  const run = runSecretNeedles();
+  const { needles, minted } = run;
+  if (run.unreadable !== undefined) cannotRun('reading the minted secrets', run.unreadable);
   let logPart = 'the run log not scanned';
   try {
     const log = await scanRunLog(runLog, needles);

@@ -1,0 +1,54 @@
+/**
+ * Databases a spec creates on the test server for itself (a fresh one for a
+ * generated admin key, a migration replayed from an earlier schema) and drops
+ * when it is done. The run-wide leak scan (run-wide-scan.ts) reads only the
+ * run's own database, once all files ran: a scratch database is gone by then.
+ * So it is scanned with the same needles (the fixed test secrets and those
+ * minted so far) before it is dropped, and a finding fails the spec.
+ */
+import type pg from 'pg';
+import { describeFinding, scanDatabase } from './run-leak-scan.js';
+import { runSecretNeedles } from './run-wide-scan.js';
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/** The URL of database `dbName` on the test server (TEST_SERVER_URL, or the run database's server). */
+export function scratchDatabaseUrl(dbName: string): string {
+  const url = new URL(process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!);
+  url.pathname = `/${dbName}`;
+  return url.toString();
+}
+
+/**
+ * The leak scan's findings in the database at `url` (names and where, never a value). Fails closed: a scan
+ * that cannot run, or minted secrets that cannot be read, is a finding.
+ */
+export async function scanScratchDatabase(url: string): Promise<string[]> {
+  const { needles, unreadable } = runSecretNeedles();
+  const findings = unreadable === undefined ? [] : [`the scan could not run: reading the minted secrets: ${messageOf(unreadable)}`];
+  try {
+    findings.push(...(await scanDatabase(url, needles)).findings.map((f) => describeFinding(f, 'row(s)')));
+  } catch (e) {
+    findings.push(`the scan could not run: ${messageOf(e)}`);
+  }
+  return findings;
+}
+
+/**
+ * Scans database `dbName` (on the test server, scratchDatabaseUrl; `admin` is a client of that server), then
+ * drops it through `admin` whatever the scan found, and throws the findings: the spec (its afterAll or finally)
+ * fails, and no scratch database is left behind holding a secret. A database that was never created (the
+ * spec's setup failed first) has nothing to scan.
+ */
+export async function dropScratchDatabase(admin: pg.Client, dbName: string): Promise<void> {
+  let findings: string[] = [];
+  try {
+    const exists = (await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [dbName])).rowCount! > 0;
+    if (exists) findings = await scanScratchDatabase(scratchDatabaseUrl(dbName));
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  }
+  if (findings.length > 0) {
+    throw new Error(`leak scan of scratch database ${dbName} before its drop: ${findings.length} finding(s):\n${findings.map((f) => `  - ${f}`).join('\n')}`);
+  }
+}
