@@ -10,6 +10,7 @@ import { runMigrations } from '../../src/bootstrap.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { appendToRunLog } from '../support/run-log.js';
 import { startTestApp } from '../support/test-app.js';
+import { dropScratchDatabase } from '../support/scratch-database.js';
 
 /** The advisory lock key runMigrations serialises replicas on (bootstrap.ts). */
 const MIGRATION_LOCK = 7_413_920_552;
@@ -97,7 +98,7 @@ describe('migrations when several replicas start together', () => {
       expect(rows.map((r) => [r.id, Number(r.total_cost_cents)])).toEqual([[run1, 7], [run2, 0]]);
     } finally {
       await scratch.destroy();
-      await holder.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await dropScratchDatabase(holder, dbName); // leak-scanned first: the run-wide scan never sees it
     }
   });
 });

@@ -10,6 +10,7 @@ import { eventHash, GENESIS_HASH } from '../../src/ledger/ledger-chain.js';
 import { ledgerVerifyCommand } from '../../src/ops/ledger-verify.command.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { insertRun } from './ledger-seed.js';
+import { dropScratchDatabase } from '../support/scratch-database.js';
 
 /**
  * Events and calls written around the gateway (a superuser connection) with values its readers
@@ -145,8 +146,11 @@ describe('ledger rows forged before the finite-checks migration', () => {
   }, 90_000);
   afterAll(async () => {
     await t?.close();
-    await holder?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await holder?.end();
+    try {
+      if (holder) await dropScratchDatabase(holder, dbName); // leak-scanned first: the run-wide scan never sees it
+    } finally {
+      await holder?.end();
+    }
   });
 
   const verify = async (orgId: string) => {

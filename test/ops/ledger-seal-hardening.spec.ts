@@ -13,6 +13,7 @@ import { ledgerVerifyCommand } from '../../src/ops/ledger-verify.command.js';
 import { waitFor } from '../support/wait.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { insertCalls, insertRun } from './ledger-seed.js';
+import { dropScratchDatabase } from '../support/scratch-database.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -99,8 +100,11 @@ describe('ledger seq migration (bigserial → GENERATED ALWAYS AS IDENTITY)', ()
   });
   afterAll(async () => {
     await scratch?.destroy();
-    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin?.end();
+    try {
+      if (admin) await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
+    } finally {
+      await admin?.end();
+    }
   });
 
   const org = '00000000-0000-4000-8000-000000000001';
