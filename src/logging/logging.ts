@@ -35,22 +35,38 @@ export function setLogEcho(on: boolean): void {
   echo = on;
 }
 
+/** Probes and scrapes, asked every few seconds: never logged. */
+const QUIET_PATHS = new Set(['/healthz', '/metrics']);
+
+/**
+ * The path of a request target, and nothing else: not its query, and not what an absolute-form target
+ * (`GET http://user:password@host/path`) carries before the path — userinfo is a credential.
+ */
+export function requestPath(url: string | undefined): string {
+  try {
+    return new URL(url ?? '', 'http://gateway.invalid').pathname;
+  } catch {
+    return '(not a valid request target)';
+  }
+}
+
 export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream] {
   const options: Options = {
     level: config.LOG_LEVEL,
     genReqId: (req: Req) => req.correlationId ?? 'unknown',
     customProps: (req: Req) => ({ correlationId: req.correlationId }),
     serializers: {
-      req: (req: { method?: string; url?: string }) => ({ method: req.method, path: (req.url ?? '').split('?')[0] }),
+      req: (req: { method?: string; url?: string }) => ({ method: req.method, path: requestPath(req.url) }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
     },
     redact: {
       paths: ['req.headers', 'res.headers', '*.authorization', '*.accessToken', '*.clientSecret', '*.refreshToken', '*.secretKey', '*.password', '*.token'],
       censor: '[REDACTED]',
     },
-    customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
-      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'info',
-    autoLogging: { ignore: (req: IncomingMessage) => req.url === '/healthz' || req.url === '/metrics' },
+    // A readiness probe that passes says nothing (Docker's HEALTHCHECK asks every 10 s); one that fails is logged.
+    customLogLevel: (req: IncomingMessage, res: ServerResponse, err?: Error) =>
+      err || res.statusCode >= 500 ? 'error' : res.statusCode < 400 && requestPath(req.url) === '/readyz' ? 'silent' : 'info',
+    autoLogging: { ignore: (req: IncomingMessage) => QUIET_PATHS.has(requestPath(req.url)) },
   };
   return [options, logSink];
 }
