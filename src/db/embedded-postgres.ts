@@ -27,7 +27,10 @@ function withoutPgServerKnobs(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * It runs in its own process group: Ctrl-C in a terminal signals the whole
  * foreground group, and PostgreSQL must not stop before the gateway has
  * drained — the call at the vendor still has its outcome to record. The
- * gateway stops it (`stop()`) once it has closed.
+ * gateway stops it (`stop()`) once it has closed. A supervisor that signals
+ * every process of the service (systemd's default KillMode=control-group)
+ * reaches it anyway: PG_PARENT_STOPS makes it ignore those signals and stop
+ * only when we ask (or die). Its postgres stays in its process group.
  */
 export async function startEmbeddedPostgres(dataDir: string, opts: { persistent?: boolean; fast?: boolean } = {}): Promise<EmbeddedPostgres> {
   const root = projectRoot();
@@ -39,6 +42,7 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { persistent?
       PG_DATA_DIR: resolve(dataDir),
       PG_PERSISTENT: opts.persistent === false ? '0' : '1',
       PG_FAST: opts.fast ? '1' : '0',
+      PG_PARENT_STOPS: '1',
     },
   });
   const lines = createInterface({ input: child.stdout! });
