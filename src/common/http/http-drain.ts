@@ -1,0 +1,122 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { NextFunction, Request, Response } from 'express';
+import { AppError } from '../errors/app-error.js';
+import { sendProblem } from '../errors/problem.filter.js';
+
+/**
+ * During a drain, how long a connection not running an admitted request may stay: one whose body is still
+ * coming in, one opened during the drain (its request is answered 503 and closes it), one whose answer ended.
+ */
+export const DRAIN_CLIENT_DEADLINE_MS = 3_000;
+/** The backstop closes every connection this long after VENDOR_TIMEOUT_MS: recording an outcome and answering it. */
+export const DRAIN_BACKSTOP_MARGIN_MS = 5_000;
+
+/** The requests of one connection dispatched to the app and not yet answered (several when pipelined). */
+interface Connection {
+  open: Set<ServerResponse>;
+  deadline?: NodeJS.Timeout;
+}
+
+function refuse(req: Request & { correlationId?: string }, res: Response): void {
+  // Connection: close makes Node end the connection after this answer: the client reconnects elsewhere.
+  res.setHeader('Connection', 'close');
+  const stop = new AppError('GATEWAY_STOPPING', 'the gateway is stopping and starts no new request; send it again (another replica answers it)', {
+    retryAfterSeconds: 1,
+  });
+  sendProblem(res, stop, req.correlationId ?? 'unknown');
+}
+
+/**
+ * The HTTP side of a stop (README "Stopping"). Node's server.close() waits for every connection that is not idle,
+ * and stops enforcing headersTimeout/requestTimeout once closing: a client that has half sent its headers, or
+ * trickles a body, holds the stop for ever, and a body completed late would start its vendor call late in the
+ * grace period. So a request counts as started only once its handler runs (`admit`, after the body is read), and
+ * from `begin()` on:
+ * - every request not yet admitted is answered 503 GATEWAY_STOPPING (`refuseEarly` before the body, `admit` after);
+ * - a connection with no request dispatched (idle, or headers still coming) is destroyed at once;
+ * - a connection not running an admitted request is destroyed after DRAIN_CLIENT_DEADLINE_MS (a body still
+ *   trickling, a connection opened during the drain, one whose answer ended but stays open);
+ * - admitted requests finish; answers not yet sent close their connection after them;
+ * - a backstop closes every connection VENDOR_TIMEOUT_MS + DRAIN_BACKSTOP_MARGIN_MS after the start (a client
+ *   that does not read its answer), so the process always ends by itself. Outcomes do not depend on the socket:
+ *   the ledger waits for calls at their vendors whatever happened to their clients.
+ */
+export class HttpDrain {
+  private stopping = false;
+  private readonly connections = new Map<Socket, Connection>();
+  private readonly admitted = new WeakSet<ServerResponse>();
+  private backstop?: NodeJS.Timeout;
+
+  constructor(
+    private readonly server: Server,
+    private readonly vendorTimeoutMs: number,
+  ) {
+    server.on('connection', (socket: Socket) => this.track(socket));
+    // Prepended: counted before the app's own listener runs (and perhaps admits it in the same tick). Not
+    // 'checkExpectation': a listener there takes those requests over; they are answered 417 at once anyway.
+    server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => this.dispatched(req.socket, res));
+    server.once('close', () => clearTimeout(this.backstop));
+  }
+
+  /** First in the chain after the correlation id: once stopping, nothing new is read or started. */
+  readonly refuseEarly = (req: Request, res: Response, next: NextFunction): void => {
+    if (this.stopping) return refuse(req, res);
+    next();
+  };
+
+  /** Last before the routes, after the body is read: the request starts here, or (stopping) is refused. */
+  readonly admit = (req: Request, res: Response, next: NextFunction): void => {
+    if (this.stopping) return refuse(req, res);
+    this.admitted.add(res);
+    next();
+  };
+
+  begin(): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const [socket, conn] of this.connections) {
+      if (conn.open.size === 0) socket.destroy(); // idle, or a request whose headers are still coming
+      else {
+        for (const res of conn.open) if (!res.headersSent) res.setHeader('Connection', 'close');
+        this.armDeadline(socket, conn);
+      }
+    }
+    this.backstop = setTimeout(() => {
+      this.server.closeAllConnections();
+      for (const socket of this.connections.keys()) socket.destroy();
+    }, this.vendorTimeoutMs + DRAIN_BACKSTOP_MARGIN_MS);
+    this.backstop.unref();
+  }
+
+  private track(socket: Socket): void {
+    const conn: Connection = { open: new Set() };
+    this.connections.set(socket, conn);
+    socket.once('close', () => {
+      clearTimeout(conn.deadline);
+      this.connections.delete(socket);
+    });
+    if (this.stopping) this.armDeadline(socket, conn);
+  }
+
+  private dispatched(socket: Socket, res: ServerResponse): void {
+    const conn = this.connections.get(socket);
+    if (!conn) return;
+    conn.open.add(res);
+    res.once('close', () => {
+      conn.open.delete(res);
+      if (this.stopping) this.armDeadline(socket, conn);
+    });
+  }
+
+  /** Destroys the connection in DRAIN_CLIENT_DEADLINE_MS unless it is running an admitted request then. */
+  private armDeadline(socket: Socket, conn: Connection): void {
+    if (conn.deadline) return;
+    conn.deadline = setTimeout(() => {
+      conn.deadline = undefined;
+      if ([...conn.open].some((res) => this.admitted.has(res))) return; // its end re-arms the deadline
+      socket.destroy();
+    }, DRAIN_CLIENT_DEADLINE_MS);
+    conn.deadline.unref();
+  }
+}
