@@ -12,6 +12,13 @@ import { leakedIn, postToolUse, secretNeedles, sleep, waitFor } from './support.
  * gone, calls fail fast with 503 DATABASE_UNAVAILABLE and no vendor call is
  * made without its ledger row; afterwards the same process serves again.
  */
+/**
+ * The least time a tool call answered 503 by its intent write has taken: the write is sent again for
+ * INTENT_WRITE_RETRY_MS (3 s, tool-calls.service.ts) and retryWhileUnavailable stops only when its next wait
+ * (at most capMs, 500 ms) would overrun that budget.
+ */
+const INTENT_RETRY_FLOOR_MS = 3_000 - 500;
+
 describe('database outage', () => {
   let emu: VendorEmulator;
   let pgServer: PgServerProcess;
@@ -47,6 +54,27 @@ describe('database outage', () => {
     await emu?.stop();
   });
 
+  /** Rows of the ledger that a vendor call may have: tool calls with a tool_call.started event. Read behind the gateway's back. */
+  const startedCalls = async (): Promise<number> => {
+    const db = new pg.Client({ connectionString: pgServer.url });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM tool_calls c
+          WHERE EXISTS (SELECT 1 FROM runtime_ledger_events e WHERE e.tool_call_id = c.id AND e.type = 'tool_call.started')`,
+      );
+      return rows[0].n;
+    } finally {
+      await db.end();
+    }
+  };
+  /** The answer and how long it took, from sending to the end of the answer. */
+  const timed = async (req: PromiseLike<Response>): Promise<{ res: Response; ms: number }> => {
+    const sent = performance.now();
+    const res = await req;
+    return { res, ms: performance.now() - sent };
+  };
+
   const expectUnavailable = (res: Response, what: string) => {
     expect(res.status, `${what}: ${res.status} ${res.text}`).toBe(503);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -61,6 +89,8 @@ describe('database outage', () => {
     // Well within the cache lifetime: otherwise the calls below would fail earlier, at a cache reload, and
     // the test would pass without ever reaching the intent write. A loaded machine can take longer than that to
     // stop PostgreSQL: then the attempt does not count, the database comes back and the warm-up is made again.
+    const vendorAtStart = vendorCalls();
+    const startedAtStart = await startedCalls();
     let warm: Response | undefined;
     let warmCalls = 0;
     let before: number;
@@ -80,13 +110,19 @@ describe('database outage', () => {
       await waitFor(async () => (await gw.http.get('/readyz')).status === 200, '/readyz to answer 200 again', 15_000, 200);
     }
     const during = await Promise.all([
-      ...Array.from({ length: 6 }, (_, i) => postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: String(1001 + (i % 2)) }))),
-      postToolUse(gw.http, org.runId, org.agentKey, toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'during the outage' })),
+      ...Array.from({ length: 6 }, (_, i) => timed(postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: String(1001 + (i % 2)) })))),
+      timed(postToolUse(gw.http, org.runId, org.agentKey, toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'during the outage' }))),
       // a replay of a call that succeeded before the outage cannot be answered either
-      postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, warm.body.toolResult.tool_use_id as string)),
+      timed(postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, warm.body.toolResult.tool_use_id as string))),
     ]);
     const elapsed = performance.now() - t0;
-    during.forEach((res, i) => expectUnavailable(res, `call ${i}`));
+    during.forEach(({ res }, i) => expectUnavailable(res, `call ${i}`));
+    // Each 503 came from the intent write, not from an earlier lookup: only the intent write is sent again while
+    // the database is unavailable (tool-calls.service.ts, INTENT_WRITE_RETRY_MS = 3 s, at most 500 ms between
+    // attempts), and it gives up only once another wait would overrun that budget, so not before 2.5 s. A flag,
+    // policy, run or key lookup that missed its cache fails at the first refused connection, in milliseconds.
+    // A loaded machine only makes the calls slower: this bound cannot fail because of it.
+    during.forEach(({ ms }, i) => expect(ms, `call ${i} answered 503 after ${Math.round(ms)} ms, before the intent write's retries were spent`).toBeGreaterThanOrEqual(INTENT_RETRY_FLOOR_MS));
     expect(elapsed).toBeLessThan(10_000); // bounded by the pool's 3 s connect timeout, never a hang
     expect(vendorCalls()).toBe(before);
 
@@ -121,6 +157,10 @@ describe('database outage', () => {
     const calls = await gw.http.get(`/v1/tool-calls?runId=${org.runId}&limit=200`).set(bearer(org.adminKey));
     expect(calls.status).toBe(200);
     expect((calls.body.items as { status: string }[]).map((c) => c.status)).toEqual(Array(warmCalls + 1).fill('succeeded'));
+    // The invariant itself: every vendor call of this test has its ledger row, written before the call.
+    const vendorDuring = vendorCalls() - vendorAtStart;
+    expect(vendorDuring).toBe(warmCalls + 1);
+    expect(vendorDuring, 'vendor calls during the test ≤ tool calls with a tool_call.started event').toBeLessThanOrEqual((await startedCalls()) - startedAtStart);
 
     const exited = await Promise.race([gw.waitExit(), sleep(0).then(() => null)]);
     expect(exited).toBeNull(); // the same process, never restarted
