@@ -4,7 +4,8 @@
  * take its database away), plus the embedded PostgreSQL server script in a
  * child process whose server can be stopped and started again over stdin.
  * Everything a child writes is kept so the leak scans can read it, and goes
- * to the run log (run-log.ts) for the run-wide scan.
+ * to the run log (run-log.ts) for the run-wide scan; so do the gateway's
+ * responses to the tests and its /metrics when stopped (response-log.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
+import { logMetrics, recordingResponses } from './response-log.js';
 import { teeChildToRunLog } from './run-log.js';
 import { setupOrg, type OrgSetup } from './scenario.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from './secrets.js';
@@ -30,7 +32,7 @@ export interface ExitInfo {
 export interface GatewayProcess {
   url: string;
   pid: number;
-  /** supertest against the child's URL */
+  /** supertest against the child's URL; every response goes to the run log */
   http: TestAgent;
   /** everything the child wrote so far (stdout then stderr) */
   output(): string;
@@ -38,7 +40,7 @@ export interface GatewayProcess {
   /** Signals the gateway's whole process group, as Ctrl-C in a terminal does (started with `{ group: true }` only). */
   killGroup(signal: NodeJS.Signals): void;
   waitExit(): Promise<ExitInfo>;
-  /** SIGTERM, then SIGKILL if it has not exited after `graceMs` */
+  /** /metrics to the run log (if it still answers), then SIGTERM, then SIGKILL if it has not exited after `graceMs` */
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -129,12 +131,14 @@ export async function startGatewayProcess(
   return {
     url,
     pid: child.pid!,
-    http: request(url),
+    http: recordingResponses(request(url)),
     output,
     kill,
     killGroup,
     waitExit: () => exited,
     async stop(graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      await logMetrics(url, 2_000);
       if (child.exitCode !== null || child.signalCode !== null) return;
       kill('SIGTERM');
       const timer = setTimeout(() => kill('SIGKILL'), graceMs);

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { Server } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
@@ -7,6 +8,7 @@ import { createGateway } from '../../src/bootstrap.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { captureLogs, setLogEcho } from '../../src/logging/logging.js';
 import { postApiKey } from './api-keys.js';
+import { logMetrics, recordingResponses } from './response-log.js';
 import './run-log.js'; // every log line of every in-process app goes to the run log too (the run-wide leak scan)
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from './secrets.js';
 
@@ -17,6 +19,7 @@ export interface TestApp {
   http: TestAgent;
   /** every log line the app wrote */
   logs: string[];
+  /** Appends /metrics to the run log (for the leak scan), then closes the app. */
   close(): Promise<void>;
 }
 
@@ -41,9 +44,11 @@ export async function startTestApp(env: Record<string, string | undefined> = {})
     app,
     config,
     ds: app.get(DataSource),
-    http: request(app.getHttpServer()),
+    http: recordingResponses(request(app.getHttpServer())), // every response goes to the run log (the leak scan)
     logs: capture.lines,
     close: async () => {
+      const address = (app.getHttpServer() as Server).address();
+      if (address && typeof address === 'object') await logMetrics(`http://127.0.0.1:${address.port}`);
       capture.stop();
       await app.close();
     },
