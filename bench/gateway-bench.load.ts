@@ -43,6 +43,12 @@ export interface Sample {
   errors: number;
   timeouts: number;
   seconds: number;
+  /**
+   * From the start to the last response. `seconds` runs on to autocannon's end, up to ~2 s
+   * later on a paced run: a connection that used its second's quota stops only at its next
+   * 1 s rate tick, and the result waits for the next 1 s sample tick.
+   */
+  activeSeconds: number;
   /** latency of each ok response, ms */
   latencies: number[];
   gatewayCpuMs: number;
@@ -106,6 +112,7 @@ export async function runLoad(target: Target, shape: LoadShape, pids: Pids): Pro
   const serverName = target.serverPid === undefined ? 'gateway' : `server of ${target.key}`;
   const before = { gw: cpuOf(serverName, serverPid), emu: cpuOf('emulator', pids.emulator), pg: cpuMsOf(pgPids), own: ownCpuMs(), machine: machineBusyMs() };
   const t0 = performance.now();
+  let lastResponseAt = t0;
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
       {
@@ -125,6 +132,7 @@ export async function runLoad(target: Target, shape: LoadShape, pids: Pids): Pro
     current = instance;
     instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
       completed++;
+      lastResponseAt = performance.now();
       if (status === target.expectedStatus) latencies.push(ms);
     });
   });
@@ -139,6 +147,7 @@ export async function runLoad(target: Target, shape: LoadShape, pids: Pids): Pro
     errors: result.errors,
     timeouts: result.timeouts,
     seconds,
+    activeSeconds: (lastResponseAt - t0) / 1000,
     latencies,
     gatewayCpuMs: after.gw - before.gw,
     emulatorCpuMs: after.emu - before.emu,
@@ -150,7 +159,7 @@ export async function runLoad(target: Target, shape: LoadShape, pids: Pids): Pro
 
 export function mergeSamples(samples: Sample[]): Sample {
   const out: Sample = {
-    completed: 0, ok: 0, unexpected: {}, errors: 0, timeouts: 0, seconds: 0, latencies: [],
+    completed: 0, ok: 0, unexpected: {}, errors: 0, timeouts: 0, seconds: 0, activeSeconds: 0, latencies: [],
     gatewayCpuMs: 0, emulatorCpuMs: 0, postgresCpuMs: 0, benchCpuMs: 0, machineCpuMs: 0,
   };
   for (const s of samples) {
@@ -159,6 +168,7 @@ export function mergeSamples(samples: Sample[]): Sample {
     out.errors += s.errors;
     out.timeouts += s.timeouts;
     out.seconds += s.seconds;
+    out.activeSeconds += s.activeSeconds;
     out.gatewayCpuMs += s.gatewayCpuMs;
     out.emulatorCpuMs += s.emulatorCpuMs;
     out.postgresCpuMs += s.postgresCpuMs;

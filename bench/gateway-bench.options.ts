@@ -3,6 +3,7 @@
  * environment it starts the gateway with.
  */
 import { parseArgs } from 'node:util';
+import { parseLogLevel, type LogLevel } from './gateway-bench.checks.js';
 import { BENCH_ADMIN_KEY, BENCH_MASTER_KEY } from './gateway-bench.setup.js';
 
 const HELP = `usage: npm run bench -- [options]
@@ -15,6 +16,8 @@ const HELP = `usage: npm run bench -- [options]
                       what N replicas on this machine do; CPU and RSS are their sums
   --gateway-env K=V   extra gateway environment (repeatable), e.g. VENDOR_CONCURRENCY_LIMIT=32
   --profile DIR       run the gateway with --cpu-prof and write its V8 CPU profile to DIR
+  --log-level L       the gateway's LOG_LEVEL (default warn, so results stay comparable with
+                      earlier runs; production's default is info: a request log line per call)
   --soak              soak mode instead: allowed calls at a fixed rate
   --soak-seconds S    soak length (default 300)
   --soak-rate N       calls per second (default 300)
@@ -37,6 +40,8 @@ export interface Options {
   workers: number;
   gatewayEnv: Record<string, string>;
   profileDir: string | undefined;
+  /** the gateway's LOG_LEVEL */
+  logLevel: LogLevel;
   soak: boolean;
   soakSeconds: number;
   soakRate: number;
@@ -55,6 +60,7 @@ export function parseOptions(): Options {
       workers: { type: 'string', default: '1' },
       'gateway-env': { type: 'string', multiple: true, default: [] },
       profile: { type: 'string' },
+      'log-level': { type: 'string', default: 'warn' },
       soak: { type: 'boolean', default: false },
       'soak-seconds': { type: 'string', default: '300' },
       'soak-rate': { type: 'string', default: '300' },
@@ -87,6 +93,7 @@ export function parseOptions(): Options {
     workers: Math.floor(num('workers', values.workers, 1)),
     gatewayEnv,
     profileDir: values.profile,
+    logLevel: parseLogLevel(values['log-level']),
     soak: values.soak,
     soakSeconds: Math.floor(num('soak-seconds', values['soak-seconds'], 1)),
     soakRate: Math.floor(num('soak-rate', values['soak-rate'], 1)),
@@ -102,7 +109,9 @@ export function gatewayEnvFor(dbUrl: string, emulatorUrl: string, o: Options): N
     NODE_ENV: 'production',
     PORT: '0',
     HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
+    // warn by default (--log-level): every session's numbers were measured so; production's
+    // default, info, adds one request log line per call.
+    LOG_LEVEL: o.logLevel,
     DATABASE_URL: dbUrl,
     DB_POOL_SIZE: String(o.pool),
     DATA_DIR: '.tmp/bench-gateway-data',

@@ -1,8 +1,10 @@
 /**
  * `--soak`: allowed calls with unique keys at a fixed rate for a long while.
- * Checks: 0 errors, one ledger row per accepted call, gateway RSS growth < 10%.
+ * Checks: the rate was held (gateway-bench.checks.ts), 0 errors, one ledger row
+ * per accepted call, gateway RSS growth < 10%.
  */
 import pg from 'pg';
+import { rateHeldCheck } from './gateway-bench.checks.js';
 import { percentile, runLoad, unexpectedCount, type Pids, type Target } from './gateway-bench.load.js';
 import { treeRssKb } from './gateway-bench.procs.js';
 
@@ -27,6 +29,8 @@ export interface SoakResult {
   completed: number;
   accepted: number;
   achievedRps: number;
+  /** seconds from the start to the last answer (the rate check's time; `seconds` includes autocannon's end) */
+  lastAnswerSeconds: number;
   errors: number;
   unexpected: Record<string, number>;
   connectionErrors: number;
@@ -119,6 +123,7 @@ export async function soak(target: Target, pids: Pids, o: SoakOptions): Promise<
     completed: sample.completed,
     accepted: sample.ok,
     achievedRps: Math.round(sample.ok / sample.seconds),
+    lastAnswerSeconds: r2(sample.activeSeconds),
     errors,
     unexpected: sample.unexpected,
     connectionErrors: sample.errors,
@@ -140,6 +145,8 @@ export async function soak(target: Target, pids: Pids, o: SoakOptions): Promise<
     checks: [],
   };
   result.checks = [
+    // `amount` calls are sent however long they take: a gateway that falls behind the pace would pass the others.
+    rateHeldCheck(sample.ok, sample.activeSeconds, { amount, rate: o.rate, connections: o.connections }),
     { name: 'soak: 0 errors', met: errors === 0 && sample.completed === amount, detail: `${errors} errors, ${sample.completed}/${amount} answered` },
     { name: 'soak: ledger rows = accepted calls', met: rowsAdded === sample.ok, detail: `${rowsAdded} rows, ${sample.ok} accepted` },
     {

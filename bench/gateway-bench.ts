@@ -10,28 +10,33 @@
  *            (bench/reference-server.ts): the machine's ceiling for a call that
  *            records intent and outcome, which the issue's targets were set against
  *   allowed  order_lookup.lookup through the gateway, a unique tool_use id per call
- *   blocked  shopify_query.get_product, blocked by a policy rule (403), unique ids
+ *   blocked  shopify_query.get_product, blocked by a policy rule (403), unique ids;
+ *            after the rounds the ledger must show none of them started (no vendor call)
  *   replay   the same tool_use every time (after one warm call)
  * at N connections and at 1 connection: a warm-up, then interleaved rounds.
  * Prints req/s, p50/p99, errors, CPU per call and ratios to the floor, checks
  * the issue's targets, writes bench/results/gateway.json and a README table.
  *
- * `--soak`: allowed calls at a fixed rate (default 300/s for 300 s): 0 errors,
- * ledger rows = accepted calls, gateway RSS growth < 10%
+ * `--soak`: allowed calls at a fixed rate (default 300/s for 300 s): the rate held
+ * (>= 95% of autocannon's pace), 0 errors, ledger rows = accepted calls, gateway RSS growth < 10%
  * (bench/results/gateway-soak.json).
  *
- * Exit code: 0 all targets met, 3 the run finished but a target was missed, 1 failure.
+ * Exit code: 0 all targets met, 3 the run finished but a target was missed, 1 failure
+ * (a blocked call that started toward its vendor included: the numbers are then not the
+ * ones of a blocked call).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../src/common/project-root.js';
+import { blockedNeverStartedCheck } from './gateway-bench.checks.js';
+import { blockedCallStatsAt } from './gateway-bench.ledger.js';
 import { ProcessGoneError, stopCurrentLoad, type Pids } from './gateway-bench.load.js';
 import { gatewayEnvFor, parseOptions } from './gateway-bench.options.js';
 import { Cleanup, startDatabase, startEmulator, startGateway, startReference, type ChildService } from './gateway-bench.procs.js';
 import { calibration, consoleReport, interference, markdownTable } from './gateway-bench.report.js';
 import { benchmark, buildTargets } from './gateway-bench.rounds.js';
-import { checkWiring, setupBenchOrg } from './gateway-bench.setup.js';
+import { BLOCKED, checkWiring, setupBenchOrg } from './gateway-bench.setup.js';
 import { soak } from './gateway-bench.soak.js';
 
 const log = (line: string): void => {
@@ -63,7 +68,7 @@ async function main(): Promise<number> {
   const startedAt = new Date().toISOString();
   let gateway: ChildService | undefined;
   try {
-    log(`gateway benchmark (${o.soak ? `soak ${o.soakSeconds} s at ${o.soakRate}/s over ${o.soakConnections} connections` : `${o.rounds} rounds × ${o.duration} s, ${o.connections} and 1 connection(s)`}${o.workers > 1 ? `, ${o.workers} gateway workers` : ''}), ${cpus().length} CPUs, node ${process.version}`);
+    log(`gateway benchmark (LOG_LEVEL=${o.logLevel}; ${o.soak ? `soak ${o.soakSeconds} s at ${o.soakRate}/s over ${o.soakConnections} connections` : `${o.rounds} rounds × ${o.duration} s, ${o.connections} and 1 connection(s)`}${o.workers > 1 ? `, ${o.workers} gateway workers` : ''}), ${cpus().length} CPUs, node ${process.version}`);
     log('starting PostgreSQL, the vendor emulator and the gateway...');
     const db = await startDatabase(root, cleanup);
     log(`  database: ${db.kind}`);
@@ -87,6 +92,7 @@ async function main(): Promise<number> {
     const settings = { ...o, database: db.kind, cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version, startedAt };
 
     let allMet: boolean;
+    let wiringOk = true;
     if (o.soak) {
       const result = await soak(targets.allowed, pids, {
         seconds: o.soakSeconds,
@@ -113,6 +119,10 @@ async function main(): Promise<number> {
       log(`\nwrote bench/results/gateway-soak.json`);
     } else {
       const { summaries, checks } = await benchmark(targets, pids, gateway, o);
+      const blockedAnswered = summaries.filter((s) => s.target === 'blocked').reduce((n, s) => n + s.ok, 0);
+      const noVendorCall = blockedNeverStartedCheck(await blockedCallStatsAt(db.url, org.orgId, BLOCKED.name, BLOCKED.input.action), blockedAnswered);
+      checks.push(noVendorCall);
+      wiringOk = noVendorCall.met;
       log(`\nResults (req/s counts only expected answers: 200, or 403 for the blocked call):\n`);
       log(consoleReport(summaries));
       printChecks(checks);
@@ -134,7 +144,8 @@ async function main(): Promise<number> {
       log(`\nthe gateway logged ${problems.length} warn/error line(s); the first ones:`);
       for (const p of problems.slice(0, 5)) log(`  ${p.slice(0, 400)}`);
     }
-    return allMet ? 0 : 3;
+    if (!wiringOk) process.stderr.write('\nbenchmark failed: the "blocked: no vendor call" check above failed (a wiring failure, not a missed target)\n');
+    return !wiringOk ? 1 : allMet ? 0 : 3;
   } catch (err) {
     if (interrupted) return 130;
     process.stderr.write(`\nbenchmark failed: ${err instanceof ProcessGoneError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
