@@ -5,14 +5,22 @@ export const URL_PASSWORD = /(?<![A-Za-z0-9+.-])((?:[A-Za-z][A-Za-z0-9+.-]*:)?\/
 
 /**
  * "Basic <base64 of user:password>" outside an Authorization header: "Basic" is also an English word,
- * so the credential must decode to printable "user:password".
+ * so the credential must decode to printable "user:password" — as UTF-8, which browsers and clients send
+ * (a password "pässwörd" is as secret as an ASCII one).
  */
 export const BASIC = /(?:\b|(?<=\\[nrt]))(Basic)[ \t]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])/gi;
 /** A replace with a function costs even when nothing matches; this test does not. */
 export const HAS_BASIC = /(?:\b|(?<=\\[nrt]))Basic[ \t]+[A-Za-z0-9+/]{4}/i;
 
+/**
+ * Not printable: a control, format, unassigned or private-use character, or U+FFFD, which is what bytes that are no
+ * UTF-8 decode to. An English word after "Basic" decodes to such bytes, not to "user:password".
+ */
+const NOT_PRINTABLE = /[\p{C}\uFFFD]/u;
+
 export function redactBasic(match: string, scheme: string, credential: string): string {
-  return /^[\x20-\x7e]*:[\x20-\x7e]*$/.test(Buffer.from(credential, 'base64').toString('latin1')) ? `${scheme} ${REDACTED}` : match;
+  const decoded = Buffer.from(credential, 'base64').toString('utf8');
+  return decoded.includes(':') && !NOT_PRINTABLE.test(decoded) ? `${scheme} ${REDACTED}` : match;
 }
 
 /**

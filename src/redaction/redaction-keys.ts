@@ -24,8 +24,11 @@ export function keyWords(key: string): string[] {
     .filter((word) => word !== '');
 }
 
-/** Where a name/value pair keeps the name: HAR and fetch headers, Postman and AWS key/value, form fields, metafields. */
-const PAIR_NAME_KEYS = new Set(['name', 'key', 'header', 'headername', 'param', 'paramname', 'parameter', 'field', 'fieldname']);
+/**
+ * Where a name/value pair keeps the name: HAR and fetch headers, Postman and AWS key/value, form fields, metafields, and
+ * the label or title of a form answer or a settings screen ({label: "API Key", value}).
+ */
+const PAIR_NAME_KEYS = new Set(['name', 'key', 'header', 'headername', 'param', 'paramname', 'parameter', 'field', 'fieldname', 'label', 'title']);
 const PAIR_VALUE_KEYS = new Set(['value', 'values', 'val', 'headervalue', 'paramvalue', 'fieldvalue']);
 
 /** Takes the raw key: every object is asked, so most keys are turned away by their length before being normalised. */

@@ -4,7 +4,7 @@ import { keyWords, normalizeKey } from './redaction-keys.js';
  * Whole-word secret names: short words that would hit unrelated keys as substrings ("pin" in "shipping"),
  * and the signatures of presigned / shared-access URLs: X-Amz-Signature (S3 SigV4), X-Goog-Signature (GCS V4)
  * and sig (Azure SAS) — anyone holding one can fetch the object until it expires. "signature" alone is not
- * one: signatureRequired, signature_confirmation are delivery options.
+ * one: signatureRequired, signature_confirmation are delivery options. (As a URL parameter it is: secret-params.ts.)
  * The other SigV4 secrets are already caught by their parts: X-Amz-Credential, X-Amz-Security-Token.
  */
 const SECRET_EXACT = new Set([
@@ -128,7 +128,46 @@ export function isSecretKey(norm: string): boolean {
 
 /** Whether a name as written (a property, parameter or header name) names a secret: as a whole, or by one of its words. */
 export function isSecretName(key: string, norm: string = normalizeKey(key)): boolean {
-  return isSecretKey(norm) || (SECRET_WORD_HINT.test(norm) && hasSecretWord(keyWords(key)));
+  if (!isSecretKey(norm) && !(SECRET_WORD_HINT.test(norm) && hasSecretWord(keyWords(key)))) return false;
+  return !(norm.includes('token') && isTokenCountOrCursor(key, norm));
+}
+
+/**
+ * Page cursors: a list's position, which ops need to tell which page was read. Judged not secret: a cursor is no
+ * credential, it is only honoured alongside the caller's own credential, for the same query, and it grants nothing
+ * alone. It is opaque and may encode state (the last sort value: in output, perhaps a name or an email), but so may
+ * cursor, endCursor and page_info, which were never redacted; these names are the same thing spelled with "token".
+ * Exact names only (Google pageToken / nextPageToken, AWS NextToken / ContinuationToken / NextContinuationToken,
+ * YouTube prevPageToken): syncToken, deltaToken and the like are left secret, unexamined.
+ */
+const PAGE_CURSOR_NAMES = new Set([
+  'pagetoken', 'nextpagetoken', 'prevpagetoken', 'previouspagetoken', 'nexttoken', 'continuationtoken', 'nextcontinuationtoken',
+]);
+/**
+ * What is counted in a "…_tokens" counter of a language model's usage or limits: prompt_tokens, completion_tokens,
+ * total_tokens, max_tokens, max_output_tokens, input_tokens, cache_read_input_tokens, reasoning_tokens, cached_tokens,
+ * accepted_prediction_tokens. Only these words spare a plural name: access_tokens, device_tokens and a name not foreseen
+ * hold tokens themselves, and stay secret. (The value is not asked: the names are judged alone, here and in text.)
+ */
+const COUNTED_WORDS = new Set([
+  'prompt', 'completion', 'total', 'max', 'min', 'input', 'output', 'cached', 'reasoning', 'audio', 'text', 'image',
+  'prediction', 'num', 'used', 'remaining', 'estimated', 'billed', 'thoughts', 'candidates', 'context',
+]);
+
+/**
+ * A counter of tokens (max_tokens, promptTokenCount, prompt_tokens_details) or a page cursor rather than a token; a name
+ * that is secret for another reason too (secret_tokens_count) stays secret.
+ */
+function isTokenCountOrCursor(key: string, norm: string): boolean {
+  if (PAGE_CURSOR_NAMES.has(norm)) return true;
+  const words = keyWords(key);
+  const last = words.length - (words.at(-1) === 'details' ? 2 : 1);
+  const counted = words[last] === 'tokens' && COUNTED_WORDS.has(words[last - 1] ?? '');
+  // Gemini's promptTokenCount, totalTokenCount; token_count: a count is never a secret.
+  const count = words.at(-1) === 'count' && (words.at(-2) === 'token' || words.at(-2) === 'tokens');
+  if (!counted && !count) return false;
+  const rest = words.filter((word) => word !== 'token' && word !== 'tokens').join('_');
+  return !isSecretName(rest);
 }
 
 /** One pass each way, however many words: a name can be as long as a vendor makes it. */
@@ -147,13 +186,39 @@ function hasSecretWord(words: readonly string[]): boolean {
   return false;
 }
 
-/** What a header or parameter name looks like: no blanks, so "Token Pack" (a product option) is not one. */
+/** What a header or parameter name looks like: no blanks, so "Token Pack" (a product option) is not one as such. */
 const FIELD_NAME = /^[\w.:[\]-]{1,128}$/;
+/** A secret name that ends a label written for people (see isSecretLabel); not "cookie": Fortune Cookie is a product. */
+const SECRET_LABEL_END = new RegExp(`(?:${SECRET_PARTS.filter((part) => part !== 'cookie').join('|')})$`);
 
 /**
  * A header or parameter name that names a secret: given as data ({name: "X-Api-Key", value},
  * ["Authorization", value]) or written in text before a colon ("X-Api-Key: …", {"api_key": …} inside a string).
+ * Given as data it may also be a path (an SSM or Vault parameter) or a label with blanks; in text a name holds neither.
  */
 export function isSecretFieldName(name: string): boolean {
-  return FIELD_NAME.test(name) && isSecretName(name);
+  if (FIELD_NAME.test(name)) return isSecretName(name);
+  if (name.includes('/')) return isSecretPathName(name);
+  return name.length <= 128 && /\s/.test(name) && isSecretLabel(name);
+}
+
+/**
+ * /prod/db/password, prod/stripe/api_key: the last segment names what the parameter holds; the folders before it are
+ * an environment or an application. Not a URL: https://x/oauth/token names an endpoint.
+ */
+function isSecretPathName(name: string): boolean {
+  if (name.length > 2048 || name.includes('://')) return false;
+  const trimmed = name.endsWith('/') ? name.slice(0, -1) : name;
+  const last = trimmed.slice(trimmed.lastIndexOf('/') + 1);
+  return FIELD_NAME.test(last) && isSecretName(last);
+}
+
+/**
+ * A label with blanks ({label: "API Key", value}, {title: "Client Secret", value}): secret when it ends with a secret
+ * name, as "API Key", "Access Token" and "Your password" do. Only the long secret parts count, and only at the end, so the
+ * product options and line-item properties that reach these pairs stay: Token Pack, Secret Santa, Season Pass, Enamel Pin.
+ */
+function isSecretLabel(label: string): boolean {
+  const norm = normalizeKey(label);
+  return SECRET_LABEL_END.test(norm) && isSecretName(label.trim().replace(/\s+/g, '_'), norm);
 }

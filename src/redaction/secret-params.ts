@@ -30,7 +30,7 @@ export const SECRET_PARAM = /(?<![\w.%[\]-])([\w.%[\]-]+)([ \t]*=[ \t]*)(?:"[^"\
 export function redactParam(match: string, name: string, equals: string): string {
   // authorization=… was handled by redactAuthorizationValues, which keeps the scheme.
   if (AUTHORIZATION_NAME.test(name)) return match;
-  if (!isSecretName(name.includes('%') ? percentDecoded(name) : name)) return match;
+  if (!isSecretParamName(name.includes('%') ? percentDecoded(name) : name)) return match;
   const value = match.slice(name.length + equals.length);
   const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
   if (quote !== '' && value.length === 2) return match;
@@ -48,7 +48,18 @@ export const ENCODED_SECRET_PARAM =
 export const ENCODED_EQUALS = /%(?:25)?3[Dd]/;
 
 export function redactEncodedParam(match: string, delimiter: string, name: string, equals: string): string {
-  return isSecretName(percentDecoded(percentDecoded(name))) ? `${delimiter}${name}${equals}${REDACTED}` : match;
+  return isSecretParamName(percentDecoded(percentDecoded(name))) ? `${delimiter}${name}${equals}${REDACTED}` : match;
+}
+
+/**
+ * A parameter name that names a secret: as a property name would, or plain "Signature", the signature of a signed URL
+ * that anyone holding can fetch with until it expires: CloudFront (Expires, Signature, Key-Pair-Id), S3 SigV2 presigned
+ * (AWSAccessKeyId, Expires, Signature), GCS V2 (GoogleAccessId, Expires, Signature). Only as a parameter: as a property
+ * name "signature" is no secret (signature_confirmation, signatureRequired are delivery options), and only the exact
+ * name, so those stay here too. A "signature=true" flag is lost with it, a cost that leaks nothing.
+ */
+function isSecretParamName(name: string): boolean {
+  return isSecretName(name) || name.toLowerCase() === 'signature';
 }
 
 function percentDecoded(text: string): string {

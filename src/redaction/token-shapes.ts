@@ -1,9 +1,15 @@
 /** Credentials with a shape of their own: key blocks, bearer tokens, JWTs, vendor tokens by their fixed prefixes, webhook URLs. */
+import { MORE_VENDOR_TOKEN_SHAPES, WEBHOOK_PATH_HEADS, WEBHOOK_PATH_SECRETS } from './provider-token-shapes.js';
 
 /** PEM (RSA, EC, PKCS#8, OpenSSH) and PGP armour ("… PRIVATE KEY BLOCK-----"); an unterminated block goes to the end. */
 export const PRIVATE_KEY_BLOCK = /-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)/g;
-// Also right after an escaped line end (\\n in text encoded twice), where \b sees no word start.
-export const BEARER = /(?:\b|(?<=\\[nrt]))(Bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*/gi;
+/**
+ * Also right after an escaped line end (\\n in text encoded twice), where \b sees no word start. The token runs to a
+ * blank, a quote, "\\", ",", ";", "<", ">" or "&", as an Authorization value does (redactAuthorizationValues): not only
+ * token68 characters, since a Salesforce session id (00D…!AQ…) keeps its secret after the "!". Not past "=" but at the
+ * end either: "Bearer realm=…" and "Bearer error=…" of a WWW-Authenticate header are no token.
+ */
+export const BEARER = /(?:\b|(?<=\\[nrt]))(Bearer)\s+[^\s"'\\,;<>&=]{8,}=*/gi;
 /**
  * Where a token may start: not inside a run of letters and digits ("_" is a separator: key_sk_live_…), or right after
  * an escape that ends in one: \n, \r, \t or \u0026 of text encoded twice, %3D of a percent-encoded URL.
@@ -43,13 +49,14 @@ const VENDOR_TOKEN_SHAPES: readonly (readonly [RegExp, RegExp])[] = [
   [/hf_/, /[A-Za-z0-9]{34}(?![A-Za-z0-9_-])/], // Hugging Face access tokens: a short head, so the whole length is asked
   [/pypi-/, /AgE[A-Za-z0-9_-]{50,}/], // PyPI API tokens (a macaroon, always "AgE…" once base64-encoded)
   [/tgw_/, /[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/], // this gateway's own API keys (src/auth/api-key-hash.ts): 32 random bytes, base64url
+  ...MORE_VENDOR_TOKEN_SHAPES,
 ];
-export const VENDOR_TOKENS = VENDOR_TOKEN_SHAPES.map(([head, tail]) => token(head, tail));
+export const VENDOR_TOKENS = [...VENDOR_TOKEN_SHAPES.map(([head, tail]) => token(head, tail)), ...WEBHOOK_PATH_SECRETS];
 /**
  * Every head as one pattern: most strings hold none, and one search for all of them costs a fraction of a replace per
  * shape, which costs even when nothing matches.
  */
-export const VENDOR_TOKEN_HEAD = new RegExp(VENDOR_TOKEN_SHAPES.map(([head]) => head.source).join('|'));
+export const VENDOR_TOKEN_HEAD = new RegExp([...VENDOR_TOKEN_SHAPES.map(([head]) => head.source), ...WEBHOOK_PATH_HEADS].join('|'));
 /**
  * A Telegram bot token, 123456789:AAH…: the bot's id (public), a colon, then 35 characters that start with "A" (34 in
  * the examples of Telegram's own documentation, copied into many configs). The colon and "A" are the head searched
