@@ -6,11 +6,13 @@ const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L
 /**
  * Only unmistakable phone shapes: "+" then a country code, or a parenthesised area code. A parenthesised trunk
  * or area code may be glued to the next group (+44 (0)20 7946 0958). Groups may be split by no-break spaces
- * (U+00A0, U+202F), as French typesetting does.
+ * (U+00A0, U+202F), as French typesetting does. After "+" and the country code, a group may hold up to 8 digits
+ * (+44 7911 123456, +49 30 12345678, +91 98765 43210), or the whole subscriber number be one run (+1 4155552671);
+ * redactPhone keeps the total to what a phone has.
  * Bare digit strings are left alone: they are far more often order ids, amounts or dates.
  */
 const PHONE =
-  /(?<![A-Za-z0-9+])(?:\+[1-9]\d{0,2}(?:[ \u00a0\u202f.-]?\(\d{1,4}\)[ \u00a0\u202f.-]?\d{1,4}(?:[ \u00a0\u202f.-]\d{1,4}){1,4}|(?:[ \u00a0\u202f.-]\d{1,4}){2,5})|\+[1-9]\d{7,14}|\(\d{2,4}\)[ \u00a0\u202f.-]?\d{3,4}[ \u00a0\u202f.-]?\d{4})(?!\d)/g;
+  /(?<![A-Za-z0-9+])(?:\+[1-9]\d{0,2}(?:[ \u00a0\u202f.-]?\(\d{1,4}\)[ \u00a0\u202f.-]?\d{1,8}(?:[ \u00a0\u202f.-]\d{1,8}){1,4}|(?:[ \u00a0\u202f.-]\d{1,8}){2,5}|[ \u00a0\u202f.-]\d{6,14})|\+[1-9]\d{7,14}|\(\d{2,4}\)[ \u00a0\u202f.-]?\d{3,4}[ \u00a0\u202f.-]?\d{4})(?!\d)/g;
 /**
  * The international prefix written 00 instead of "+" (0044 20 7946 0958): at least two more groups, joined by
  * spaces or dashes only, not dots (001.002.003.004 is a padded address, not a phone), and not a group inside a
@@ -24,13 +26,46 @@ const PHONE_00 = /(?<![\w.+-])(?<!\d[ -])00[1-9]\d{0,2}(?:[ -]?\(\d{1,4}\)[ -]?\
  */
 const NANP_PHONE = /(?<![\w.+-])(?:1-(?=\d{3}-))?[2-9]\d{2}([-.])\d{3}\1\d{4}(?!\w|[-.]\d)/g;
 
-/** Contact details: what output redaction adds for vendor results. */
+/** Contact details: what output redaction adds for vendor results, written out or percent-encoded in a URL. */
 export function redactContactsInText(text: string): string {
+  const out = redactWrittenContacts(text);
+  return HAS_ENCODED_CONTACT.test(out) ? out.replace(ENCODED_RUN, redactEncodedRun) : out;
+}
+
+function redactWrittenContacts(text: string): string {
   let out = text.includes('@') ? text.replace(EMAIL, REDACTED) : text;
   if (/[A-Z]{2}\d{2}/.test(out)) out = out.replace(IBAN, redactIban);
   out = out.replace(PHONE, redactPhone);
   if (out.includes('00')) out = out.replace(PHONE_00, (match) => (isCountryCode(/^\d+/.exec(match.slice(2))![0]) ? redactPhone(match.slice(2)) : match));
   return out.replace(NANP_PHONE, REDACTED);
+}
+
+/** An encoded "@" or "+": what an email or an international phone in a URL (?email=jane%40x.com&phone=%2B1415…) shows. */
+const HAS_ENCODED_CONTACT = /%(?:40|2b)/i;
+/**
+ * A run of URL text holding one of them, cut at what separates URL parts (& ? = # /), blanks and quotes: the value of
+ * one query parameter, or one path segment. Starts only where a run starts, so it is tried once per run.
+ */
+const ENCODED_RUN = /(?<![^\s&?=#/"'<>\\])[^\s&?=#/"'<>\\]*%(?:40|2[Bb])[^\s&?=#/"'<>\\]*/g;
+
+/**
+ * The run redacted whole when its decoded text holds a contact. Judged on a decoded copy that is never kept: the
+ * record shows the run as the vendor wrote it, or [REDACTED]. "+" is a space in a form-encoded query.
+ */
+function redactEncodedRun(run: string): string {
+  const decoded = percentDecode(run.replaceAll('+', ' '));
+  return redactWrittenContacts(decoded) === decoded ? run : REDACTED;
+}
+
+/** Each run of UTF-8 escapes decoded; in a malformed one (%E0%A4%40) only the ASCII escapes, the rest left as written. */
+function percentDecode(text: string): string {
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (escapes) => {
+    try {
+      return decodeURIComponent(escapes);
+    } catch {
+      return escapes.replace(/%[0-7][0-9A-Fa-f]/g, (ascii) => String.fromCharCode(parseInt(ascii.slice(1), 16)));
+    }
+  });
 }
 
 /** ITU-T E.164 country codes of two digits, and the first two digits of the three-digit ones (1 and 7 stand alone). */

@@ -1,10 +1,14 @@
 import { REDACTED } from './markers.js';
 
 /**
- * Digit groups joined by single spaces, no-break spaces (U+00A0, U+202F), dashes or dots, not glued to a preceding
- * letter (UPS 1Z999AA10123456784).
+ * Digit groups joined by a dash, a dot, or one or two blanks of any kind (spaces, no-break spaces U+00A0 and
+ * U+202F, a tab, a line break: a card typed one group per line), not glued to a preceding letter (UPS
+ * 1Z999AA10123456784).
  */
-const DIGIT_RUN = /(?<![A-Za-z0-9])\d+(?:[ \u00a0\u202f.-]\d+)*/g;
+const DIGIT_RUN = /(?<![A-Za-z0-9])\d+(?:(?:[.-]|\s{1,2})\d+)*/g;
+/** Full-width digits (０-９, U+FF10-U+FF19), as East Asian input methods type them. */
+const FULL_WIDTH_DIGIT = /[\uff10-\uff19]/;
+const FULL_WIDTH_DIGITS = /[\uff10-\uff19]/g;
 /**
  * An IBAN: country, two check digits, then 11 to 30 letters and digits, contiguous or in the printed groups of four.
  * Only one whose check digits hold (ISO 13616 mod 97) goes: a product code of that shape passes one time in 97.
@@ -50,20 +54,23 @@ interface DigitGroup {
  * rule is what keeps dash-joined ids such as Amazon's 3-7-7 order numbers out.
  */
 export function redactCardNumbers(text: string): string {
-  if (!/\d{4}/.test(text)) return text;
-  return text.replace(DIGIT_RUN, (run: string, offset: number) => {
+  // Full-width digits are read as ASCII ones in a copy of the same length; what stays is taken from the text as written.
+  const scanned = FULL_WIDTH_DIGIT.test(text) ? text.replace(FULL_WIDTH_DIGITS, (d) => String.fromCharCode(d.charCodeAt(0) - 0xfee0)) : text;
+  if (!/\d{4}/.test(scanned)) return text;
+  return scanned.replace(DIGIT_RUN, (run: string, offset: number) => {
+    const written = scanned === text ? run : text.slice(offset, offset + run.length);
     // The id of a global object id (gid://shopify/Order/5927413514539) is an id whatever its digits; only the id:
     // digits after it ("…/Order/123 4111 1111 1111 1111") are judged as any others.
     if (offset > 8 && text[offset - 1] === '/' && GID_BEFORE.test(text.slice(Math.max(0, offset - 160), offset))) {
-      const id = /^\d+/.exec(run)![0];
-      return id + redactCardGroups(run.slice(id.length));
+      const id = /^\d+/.exec(run)![0].length;
+      return written.slice(0, id) + redactCardGroups(run.slice(id), written.slice(id));
     }
-    return redactCardGroups(run);
+    return redactCardGroups(run, written);
   });
 }
 
-/** The card numbers among a run of digit groups (see redactCardNumbers). */
-function redactCardGroups(run: string): string {
+/** The card numbers among a run of ASCII digit groups (see redactCardNumbers), kept as `written` shows them. */
+function redactCardGroups(run: string, written: string): string {
   const groups = splitGroups(run);
   let out = '';
   let cursor = 0;
@@ -73,11 +80,11 @@ function redactCardGroups(run: string): string {
       i++;
       continue;
     }
-    out += run.slice(cursor, groups[i]!.start) + REDACTED;
+    out += written.slice(cursor, groups[i]!.start) + REDACTED;
     cursor = groups[end]!.end;
     i = end + 1;
   }
-  return out + run.slice(cursor);
+  return out + written.slice(cursor);
 }
 
 /** What ends just before the id of a global object id: gid://<app>/<Type>/. */
@@ -113,7 +120,7 @@ export function luhnValid(digits: string): boolean {
 
 function splitGroups(run: string): DigitGroup[] {
   const groups: DigitGroup[] = [];
-  const re = /(^|[ \u00a0\u202f.-])(\d+)/g;
+  const re = /(^|[.-]|\s{1,2})(\d+)/g;
   for (let m = re.exec(run); m !== null; m = re.exec(run)) {
     const sep = m[1] ?? '';
     const digits = m[2] ?? '';

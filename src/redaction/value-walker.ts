@@ -34,6 +34,12 @@ interface Ctx {
   kyc: boolean;
 }
 
+/** The invisible format characters (\p{Cf}: U+00AD, U+200B-U+200F, U+2060, U+FEFF, …) that can split a secret, as NUL can. */
+const FORMAT_CHAR = /\p{Cf}/u;
+const FORMAT_CHARS = /\p{Cf}/gu;
+/** The same as recorded: NUL shown as U+FFFD (which the text may hold of its own, too). */
+const SHOWN_NUL_OR_FORMAT_CHARS = /[\uFFFD\p{Cf}]/gu;
+
 /** Lookahead kept past the cut so a secret straddling it is still recognised whole. */
 const CUT_LOOKAHEAD = 1024;
 
@@ -222,7 +228,7 @@ export class Walker {
   }
 
   private redactText(text: string, key: string): string {
-    return text.includes('\u0000') ? this.redactAroundNul(text, key) : this.redact(text, key);
+    return text.includes('\u0000') || FORMAT_CHAR.test(text) ? this.redactAroundHidden(text, key) : this.redact(text, key);
   }
 
   private redact(text: string, key: string): string {
@@ -234,16 +240,17 @@ export class Walker {
 
   /**
    * Text with NUL (jsonb refuses it) is recorded with each NUL replaced by U+FFFD, not dropped: "5\u0000000" is
-   * not what the vendor gets as "5000", and must not be shown as that. A NUL must not hide a secret either
-   * ("sk_live_…" split by one), so the text is also redacted without its NULs: when that finds more than
-   * the replaced text shows redacted, the whole text is [REDACTED].
+   * not what the vendor gets as "5000", and must not be shown as that. Format characters (zero-width space, soft
+   * hyphen, BOM, …) are recorded as written. Neither may hide a secret ("sk_live_…" split by one, a card with
+   * U+200B between its groups), so the text is also redacted without them: when that finds more than the recorded
+   * text shows redacted, the whole text is [REDACTED].
    */
-  private redactAroundNul(text: string, key: string): string {
-    const replaced = this.redact(text.replaceAll('\u0000', '\uFFFD'), key);
-    const stripped = stripNul(text);
+  private redactAroundHidden(text: string, key: string): string {
+    const replaced = this.redact(text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text, key);
+    const stripped = stripNul(text).replace(FORMAT_CHARS, '');
     const strippedRedacted = this.redact(stripped, key);
     if (strippedRedacted === stripped) return replaced;
-    return replaced.replaceAll('\uFFFD', '') === strippedRedacted.replaceAll('\uFFFD', '') ? replaced : REDACTED;
+    return replaced.replace(SHOWN_NUL_OR_FORMAT_CHARS, '') === strippedRedacted.replaceAll('\uFFFD', '') ? replaced : REDACTED;
   }
 
   /**
