@@ -1,4 +1,5 @@
 import { isAddressContainer, isPostalKey, looksLikeAddress } from './address-keys.js';
+import { secretItems } from './array-shapes.js';
 import { redactContactsInText } from './contacts-in-text.js';
 import { define, numberCost, RecordedNames, stripNul, toWellFormed } from './jsonb-copy.js';
 import { CIRCULAR, REDACTED, TRUNCATED } from './markers.js';
@@ -129,12 +130,14 @@ export class Walker {
     // Items keep the array's key: "phones": [...] or "addresses": [...] say what each item is.
     const itemCtx = { ...ctx, depth: ctx.depth + 1 };
     const secretEntry = isSecretEntry(items);
+    // Items secret by their neighbours: a header's value in a flat header list, the lines of a private key.
+    const hidden = secretItems(items, n);
     for (let i = 0; i < n; i++) {
       if (this.exhausted) {
         out.push(this.charge(`${TRUNCATED} ${items.length - i} more items`));
         return out;
       }
-      const item = secretEntry && i === 1 ? this.charge(REDACTED) : this.value(items[i], itemCtx);
+      const item = (secretEntry && i === 1) || hidden?.has(i) ? this.charge(REDACTED) : this.value(items[i], itemCtx);
       out.push(item === undefined ? null : item);
     }
     if (items.length > n) out.push(this.charge(`${TRUNCATED} ${items.length - n} more items`));
