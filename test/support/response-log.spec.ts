@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess, type GatewayProcess } from './gateway-process.js';
-import { logResponse, MAX_LOGGED_BODY, MINTED_KEY_PLACEHOLDER } from './response-log.js';
+import { logResponse, MAX_LOGGED_BODY, MINTED_KEY_PLACEHOLDER, overflowFindings, withoutNewKey } from './response-log.js';
 import { scanRunLog, secretForms } from './run-leak-scan.js';
 import { RUN_LOG_ENV } from './run-log.js';
 import { TEST_ADMIN_KEY } from './secrets.js';
@@ -76,7 +76,19 @@ describe('every response a test gets, and each gateway\'s /metrics, go to the ru
       const logged = linesOf('response GET /big');
       expect(logged.slice(0, 3)).toEqual(['HTTP 200', 'content-type: text/plain', '']);
       expect(logged[3]).toBe(body.slice(0, MAX_LOGGED_BODY));
-      expect(logged[4]).toBe(`[… ${body.length - MAX_LOGGED_BODY} more characters not logged]`);
+      expect(logged[4]).toBe(`[… ${body.length - MAX_LOGGED_BODY} more characters searched, not logged; 0 secret(s) found in them, with their surroundings:]`);
+    });
+
+    it('searches what is past the cap: a secret there is logged with its surroundings, for the run-wide scan to find', () => {
+      const needles = secretForms({ PLANTED });
+      const rest = `${'row\n'.repeat(50_000)}{"leaked":"${PLANTED}"}\n${'row\n'.repeat(10)}`;
+      const found = overflowFindings(rest, { needles });
+      expect(found).toHaveLength(1);
+      expect(found[0]).toContain(PLANTED);
+      expect(found[0]!.length).toBeLessThan(PLANTED.length + 2 * 100 + 1);
+      expect(overflowFindings('row\n'.repeat(50_000), { needles })).toEqual([]);
+      // Fails closed: minted secrets that cannot be read leave the whole rest in the log.
+      expect(overflowFindings(rest, { needles, unreadable: new Error('gone') })).toEqual([rest]);
     });
 
     it("leaves out only the agent's own add_note text handed back as it wrote it", () => {
@@ -94,6 +106,25 @@ describe('every response a test gets, and each gateway\'s /metrics, go to the ru
       logResponse('POST', url, answer(note), call('shopify_query', { action: 'add_note', note }));
       logResponse('POST', url, answer(`${note}!`), call('shopify_order', { action: 'add_note', orderId: '1001', note }));
       expect(linesOf('response POST /v1/runs/r1/tool-calls').filter((l) => l.includes(PLANTED))).toHaveLength(2);
+      // The same text in another field of that very answer is logged too; a short note cuts nothing else out.
+      const withCopy = (): Response => {
+        const result = { orderId: '1001', note };
+        const text = JSON.stringify({ status: 'succeeded', result, toolResult: { content: JSON.stringify(result) }, debug: { echoed: note } });
+        return { status: 200, headers: {}, text } as unknown as Response;
+      };
+      logResponse('POST', 'http://127.0.0.1:1/v1/runs/r2/tool-calls', withCopy(), call('shopify_order', { action: 'add_note', orderId: '1001', note }));
+      const logged = linesOf('response POST /v1/runs/r2/tool-calls').join('\n');
+      expect(logged.split(PLANTED)).toHaveLength(2); // once: the debug copy
+      expect(logged).toContain("[the agent's own note]");
+    });
+
+    it('leaves a 201 POST /v1/api-keys key out only when it is new: a fixed test secret handed out is kept (for the scan)', () => {
+      const url = 'http://127.0.0.1:1/v1/api-keys';
+      // Not logged here: a fixed secret in the run log is a run-wide finding. withoutNewKey says what would be.
+      expect(withoutNewKey('POST', url, 201, JSON.stringify({ id: 'k', role: 'admin', key: TEST_ADMIN_KEY }))).toBeUndefined();
+      expect(withoutNewKey('POST', url, 201, JSON.stringify({ id: 'k', role: 'admin', key: 'not-a-minted-key' }))).toBeUndefined();
+      expect(withoutNewKey('POST', url, 200, JSON.stringify({ id: 'k', role: 'admin', key: `tgw_${'a'.repeat(43)}` }))).toBeUndefined();
+      expect(withoutNewKey('POST', url, 201, JSON.stringify({ id: 'k', role: 'admin', key: `tgw_${'b'.repeat(43)}` }))).toContain(MINTED_KEY_PLACEHOLDER);
     });
 
     it('appends /metrics to the run log when the app is closed', async () => {

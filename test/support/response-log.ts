@@ -8,14 +8,23 @@
  * (its Authorization header above all: the test's own keys) never is.
  */
 import type { Response } from 'supertest';
+import { recordApiKey } from './api-keys.js';
+import { MINTED_SECRETS_ENV, readMintedSecrets } from './minted-secrets.js';
+import { NeedleIndex } from './needle-index.js';
+import type { Needle } from './run-leak-scan.js';
 import { appendToRunLog } from './run-log.js';
+import { runSecretNeedles } from './run-wide-scan.js';
+import { ALL_TEST_SECRETS } from './secrets.js';
 
 /**
- * How much of one body the run log keeps. The largest answers (exports of
- * thousands of rows) would otherwise make the log huge; a secret is short,
- * and one cut at the cap is still found by its start (SECRET_WINDOW).
+ * How much of one body the run log keeps as it is. The largest answers (exports of thousands of rows, list pages
+ * of large rows) would otherwise make the log huge. The rest is not dropped unread: it is searched here, with the
+ * run's needles, and the surroundings of anything found are logged (overflowFindings), for the run-wide scan to
+ * report.
  */
 export const MAX_LOGGED_BODY = 64 * 1024;
+/** Characters logged on each side of a secret found past the cap. */
+const OVERFLOW_CONTEXT = 100;
 
 /** What the log shows in place of the one secret an answer hands out by design. */
 export const MINTED_KEY_PLACEHOLDER = '[minted API key: recorded by postApiKey, not logged]';
@@ -51,54 +60,100 @@ function bodyText(res: Response): string {
   return JSON.stringify(body);
 }
 
-/** A string as it appears inside a JSON string (quotes and backslashes escaped), and inside a JSON string again. */
-const jsonInner = (s: string): string => JSON.stringify(s).slice(1, -1);
+/** `value` with `note` put in place of `from` where it equals it exactly; else unchanged. */
+const replacedNote = (value: unknown, from: string): unknown =>
+  value && typeof value === 'object' && !Array.isArray(value) && (value as { note?: unknown }).note === from ? { ...(value as object), note: OWN_NOTE } : value;
+const OWN_NOTE = "[the agent's own note]";
 
 /**
- * The note of a Shopify add_note call, when the answer hands it back as the agent wrote it: the vendor returns the
- * order's note, and the gateway gives the agent the vendor's answer as is (the ledger keeps it redacted).
- * leak-scan.spec.ts writes test secrets into such a note on purpose, to check the ledger's redaction of free
- * text; the agent reading its own note back is no leak. Only that call, that field, that exact text.
+ * The answer to a Shopify add_note call with the agent's own note left out where the answer hands it back as the
+ * agent wrote it: `result.note`, and the note of `toolResult.content` (the result as a JSON string). The vendor
+ * returns the order's note and the gateway gives the agent the vendor's answer as is (the ledger keeps it
+ * redacted); leak-scan.spec.ts writes test secrets into such a note on purpose, to check the ledger's redaction of
+ * free text, and the agent reading its own note back is no leak. Only those two fields, only an exact match: the
+ * same text anywhere else in the answer is logged. Undefined when the call or the answer is not that.
  */
-function agentsOwnNote(method: string, url: string, sent: unknown, text: string): string | undefined {
+function withoutOwnNote(method: string, url: string, sent: unknown, text: string): string | undefined {
   if (method.toUpperCase() !== 'POST' || !/^\/v1\/runs\/[^/]+\/tool-calls\/?$/.test(pathOf(url) ?? '')) return undefined;
   const call = sent as { name?: unknown; input?: { action?: unknown; note?: unknown } } | undefined;
   if (call?.name !== 'shopify_order' || call.input?.action !== 'add_note' || typeof call.input.note !== 'string') return undefined;
+  const note = call.input.note;
+  let body: { result?: unknown; toolResult?: { content?: unknown } };
   try {
-    return (JSON.parse(text) as { result?: { note?: unknown } }).result?.note === call.input.note ? call.input.note : undefined;
+    body = JSON.parse(text) as typeof body;
   } catch {
     return undefined;
   }
-}
-
-/**
- * The body to log. A 201 to POST /v1/api-keys answers the new key, once, by design (API.md): that one field is
- * replaced (postApiKey records the key as a minted secret, so a copy anywhere else is still a finding). So is
- * the agent's own add_note text handed back to it (agentsOwnNote). Nothing else of any answer is left out.
- */
-function loggedBody(method: string, url: string, res: Response, sent: unknown): string {
-  let text = bodyText(res);
-  const note = agentsOwnNote(method, url, sent, text);
-  if (note !== undefined && note.length > 0) {
-    // In the answer's result, and in its toolResult.content (the result as a JSON string).
-    text = text.replaceAll(jsonInner(note), '[the agent\'s own note]').replaceAll(jsonInner(jsonInner(note)), '[the agent\'s own note]');
-  }
-  if (res.status === 201 && isApiKeyCreation(method, url)) {
+  if (!body || typeof body !== 'object' || (body.result as { note?: unknown } | undefined)?.note !== note) return undefined;
+  const out: Record<string, unknown> = { ...body, result: replacedNote(body.result, note) };
+  const content = body.toolResult?.content;
+  if (typeof content === 'string') {
     try {
-      const parsed = JSON.parse(text) as unknown;
-      if (parsed && typeof parsed === 'object' && typeof (parsed as { key?: unknown }).key === 'string') {
-        return JSON.stringify({ ...(parsed as object), key: MINTED_KEY_PLACEHOLDER });
-      }
+      out.toolResult = { ...body.toolResult, content: JSON.stringify(replacedNote(JSON.parse(content), note)) };
     } catch {
       // not JSON: logged as it came
     }
   }
-  return text.length > MAX_LOGGED_BODY ? `${text.slice(0, MAX_LOGGED_BODY)}\n[… ${text.length - MAX_LOGGED_BODY} more characters not logged]` : text;
+  return JSON.stringify(out);
+}
+
+/**
+ * A 201 to POST /v1/api-keys answers the new key, once, by design (API.md): that one field is left out of the log
+ * and recorded as a minted secret here (whoever made the call), so a copy of it anywhere else is a finding. Only a
+ * key of the minted form that is no secret already: an answer handing out a fixed test secret or a key minted
+ * before (another caller's) is logged as it came, for the scan to find.
+ */
+export function withoutNewKey(method: string, url: string, status: number, text: string): string | undefined {
+  if (status !== 201 || !isApiKeyCreation(method, url)) return undefined;
+  let parsed: { key?: unknown; role?: unknown };
+  try {
+    parsed = JSON.parse(text) as typeof parsed;
+  } catch {
+    return undefined;
+  }
+  const key = parsed?.key;
+  if (typeof key !== 'string' || !/^tgw_[\w-]{24,}$/.test(key) || ALL_TEST_SECRETS.includes(key)) return undefined;
+  const mintedFile = process.env[MINTED_SECRETS_ENV];
+  if (mintedFile && Object.values(readMintedSecrets(mintedFile)).includes(key)) return undefined;
+  // After the caller's own recording (postApiKey, createKey: their label says who minted it), which runs once the
+  // request's promise settles; a key nobody records is recorded here.
+  const role = typeof parsed.role === 'string' ? parsed.role : 'role not given';
+  setImmediate(() => recordApiKey(key, role, 'response log'));
+  return JSON.stringify({ ...parsed, key: MINTED_KEY_PLACEHOLDER });
+}
+
+/**
+ * Past the cap: the run's secrets found in `rest`, each with OVERFLOW_CONTEXT characters around it, for the run
+ * log. Fails closed: when the minted secrets cannot be read, the whole rest is logged.
+ */
+export function overflowFindings(rest: string, run: { needles: Needle[]; unreadable?: unknown } = runSecretNeedles()): string[] {
+  const { needles, unreadable } = run;
+  if (unreadable !== undefined) return [rest];
+  return new NeedleIndex(needles).find(rest).map((n) => {
+    const at = rest.indexOf(n.text);
+    return rest.slice(Math.max(0, at - OVERFLOW_CONTEXT), at + n.text.length + OVERFLOW_CONTEXT);
+  });
+}
+
+/**
+ * The body to log: as it came but for the two by-design answers above, up to MAX_LOGGED_BODY, and past that only
+ * what the run's needles find in the rest (overflowFindings).
+ */
+function loggedBody(method: string, url: string, res: Response, sent: unknown): string {
+  const raw = bodyText(res);
+  const text = withoutOwnNote(method, url, sent, raw) ?? withoutNewKey(method, url, res.status, raw) ?? raw;
+  if (text.length <= MAX_LOGGED_BODY) return text;
+  const found = overflowFindings(text.slice(MAX_LOGGED_BODY));
+  return [
+    text.slice(0, MAX_LOGGED_BODY),
+    `[… ${text.length - MAX_LOGGED_BODY} more characters searched, not logged; ${found.length} secret(s) found in them, with their surroundings:]`,
+    ...found,
+  ].join('\n');
 }
 
 /**
  * Writes one response (status line, headers, body) to the run log under `response <METHOD> <path>`. `sent` is
- * the request's body, read only to recognise the agent's own text handed back (agentsOwnNote), never logged.
+ * the request's body, read only to recognise the agent's own text handed back (withoutOwnNote), never logged.
  */
 export function logResponse(method: string, url: string, res: Response, sent?: unknown): void {
   const head = [`HTTP ${res.status}`, ...Object.entries(res.headers as Record<string, string | string[]>).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`)];
