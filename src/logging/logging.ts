@@ -39,15 +39,17 @@ export function setLogEcho(on: boolean): void {
 const QUIET_PATHS = new Set(['/healthz', '/metrics']);
 
 /**
- * The path of a request target, and nothing else: not its query, and not what an absolute-form target
- * (`GET http://user:password@host/path`) carries before the path — userinfo is a credential.
+ * The path of a request target as written (what the router matched), and nothing else: not its query, and not what
+ * an absolute-form target (`GET http://user:password@host/path`) carries before the path — userinfo is a
+ * credential. No dot segment is resolved: `/v1/x/../metrics` was routed (and answered 404) as it is.
  */
 export function requestPath(url: string | undefined): string {
-  try {
-    return new URL(url ?? '', 'http://gateway.invalid').pathname;
-  } catch {
-    return '(not a valid request target)';
-  }
+  let target = url ?? '';
+  const absolute = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/.exec(target);
+  if (absolute) target = target.slice(absolute[0].length);
+  const end = target.search(/[?#]/);
+  const path = end < 0 ? target : target.slice(0, end);
+  return path.startsWith('/') ? path : `/${path}`;
 }
 
 export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream] {

@@ -38,8 +38,11 @@ describe('request log lines', () => {
   it('requestPath keeps the path alone', () => {
     expect(requestPath('/v1/tool-calls?orgId=x&token=abc')).toBe('/v1/tool-calls');
     expect(requestPath('http://opsuser:pw@127.0.0.1/v1/orgs?x=1')).toBe('/v1/orgs');
-    expect(requestPath('//evil.example/v1/orgs')).toBe('/v1/orgs');
+    expect(requestPath('https://u:p@host:8080')).toBe('/');
     expect(requestPath(undefined)).toBe('/');
+    // As routed: no dot segment resolved, so a path that only resolves to a probe is neither renamed nor silenced.
+    expect(requestPath('/v1/runs/../api-keys')).toBe('/v1/runs/../api-keys');
+    expect(requestPath('/v1/%2e%2e/healthz#x')).toBe('/v1/%2e%2e/healthz');
   });
 
   it('an absolute-form target with userinfo and a query: the line holds the path, not the credential or the query', async () => {

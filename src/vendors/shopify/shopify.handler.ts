@@ -38,7 +38,7 @@ interface ShopifyCall {
 const NOTICES_MAX = 1_000;
 const VERSION = /^(\d{4}-(01|04|07|10)|unstable)$/;
 /** A deprecation reason as Shopify sends it: a documentation address on shopify.dev. */
-const DEPRECATION_REASON = /^https:\/\/shopify\.dev\/[A-Za-z0-9\-._~/#?=&%]{0,200}$/;
+const DEPRECATION_REASON = /^https:\/\/shopify\.dev\/[A-Za-z0-9\-._~/%]{0,200}$/;
 
 export class ShopifyHandler implements VendorHandler {
   readonly vendor = 'shopify' as const;
@@ -141,11 +141,13 @@ export class ShopifyHandler implements VendorHandler {
   /**
    * X-Shopify-API-Deprecated-Reason: the request used something Shopify will remove (a field, the version itself;
    * VENDORS.md §1.6). Logged once per version and reason; the reason only when it is a shopify.dev address (what
-   * Shopify sends), else only that the header came: a header's text is the vendor's, never logged as it is.
+   * Shopify sends), its page without query or fragment, else only that the header came: a header's text is the vendor's, never logged as it is.
    */
   private noticeDeprecation(requested: string, reason: string | undefined): void {
     if (reason === undefined) return;
-    const named = DEPRECATION_REASON.test(reason) ? reason : '(not a shopify.dev address: not logged)';
+    // Without its query or fragment: one notice per page, however an upstream varies the rest.
+    const page = reason.split(/[?#]/)[0]!;
+    const named = DEPRECATION_REASON.test(page) ? page : '(not a shopify.dev address: not logged)';
     const key = `${requested} deprecated ${named}`;
     if (this.notices.has(key)) return;
     if (this.notices.size >= NOTICES_MAX) this.notices.clear();
