@@ -29,7 +29,8 @@ const NANP_PHONE = /(?<![\w.+-])(?:1-(?=\d{3}-))?[2-9]\d{2}([-.])\d{3}\1\d{4}(?!
 /** Contact details: what output redaction adds for vendor results, written out or percent-encoded in a URL. */
 export function redactContactsInText(text: string): string {
   const out = redactWrittenContacts(text);
-  return HAS_ENCODED_CONTACT.test(out) ? out.replace(ENCODED_RUN, redactEncodedRun) : out;
+  // Cheap first test: text with neither "%" nor "+" holds no encoded run, and ordinary prose pays nothing more.
+  return out.includes('%') || out.includes('+') ? out.replace(ENCODED_RUN, redactEncodedRun) : out;
 }
 
 function redactWrittenContacts(text: string): string {
@@ -40,21 +41,36 @@ function redactWrittenContacts(text: string): string {
   return out.replace(NANP_PHONE, REDACTED);
 }
 
-/** An encoded "@" or "+": what an email or an international phone in a URL (?email=jane%40x.com&phone=%2B1415…) shows. */
-const HAS_ENCODED_CONTACT = /%(?:40|2b)/i;
 /**
- * A run of URL text holding one of them, cut at what separates URL parts (& ? = # /), blanks and quotes: the value of
- * one query parameter, or one path segment. Starts only where a run starts, so it is tried once per run.
+ * A run of URL text holding an escape (%XX) or a "+" (a space in a form-encoded query), cut at what separates URL parts
+ * (& ? = # /), blanks and quotes: the value of one query parameter, or one path segment. Any escape, not only %40 and
+ * %2B: a phone is as often written %28415%29%20555-2671 or (415)+555-2671. Starts only where a run starts, so it is
+ * tried once per run.
  */
-const ENCODED_RUN = /(?<![^\s&?=#/"'<>\\])[^\s&?=#/"'<>\\]*%(?:40|2[Bb])[^\s&?=#/"'<>\\]*/g;
+const ENCODED_RUN = /(?<![^\s&?=#/"'<>\\])[^\s&?=#/"'<>\\]*(?:%[0-9A-Fa-f]{2}|\+)[^\s&?=#/"'<>\\]*/g;
 
 /**
- * The run redacted whole when its decoded text holds a contact. Judged on a decoded copy that is never kept: the
- * record shows the run as the vendor wrote it, or [REDACTED]. "+" is a space in a form-encoded query.
+ * The run redacted whole when a decoded copy holds a contact. Judged on copies that are never kept: the record shows
+ * the run as the vendor wrote it, or [REDACTED]. "+" is read as a space (a form-encoded query), and also as a plus when
+ * the run has escapes too (encodeURI leaves "+" alone: +44%207911%20123456). A value encoded twice
+ * (jane.doe%2540example.com: a URL inside a URL) shows its %25 and is decoded once more; never more than twice, so the
+ * cost stays a few passes over the run.
  */
 function redactEncodedRun(run: string): string {
-  const decoded = percentDecode(run.replaceAll('+', ' '));
-  return redactWrittenContacts(decoded) === decoded ? run : REDACTED;
+  const once = formDecode(run);
+  if (showsContact(once)) return REDACTED;
+  if (run.includes('+') && run.includes('%') && showsContact(percentDecode(run))) return REDACTED;
+  return /%25[0-9A-Fa-f]{2}/.test(run) && showsContact(formDecode(once)) ? REDACTED : run;
+}
+
+/** "+" is a space in a form-encoded query (decoded first: a "+" of %2B is a plus). */
+function formDecode(text: string): string {
+  return percentDecode(text.includes('+') ? text.replaceAll('+', ' ') : text);
+}
+
+/** Every contact has a digit (a phone) or an "@" (an email): text with neither, as most decoded runs, is not searched. */
+function showsContact(decoded: string): boolean {
+  return /[\d@]/.test(decoded) && redactWrittenContacts(decoded) !== decoded;
 }
 
 /** Each run of UTF-8 escapes decoded; in a malformed one (%E0%A4%40) only the ASCII escapes, the rest left as written. */

@@ -191,16 +191,39 @@ const FIELD_NAME = /^[\w.:[\]-]{1,128}$/;
 /** A secret name that ends a label written for people (see isSecretLabel); not "cookie": Fortune Cookie is a product. */
 const SECRET_LABEL_END = new RegExp(`(?:${SECRET_PARTS.filter((part) => part !== 'cookie').join('|')})$`);
 
+/** The longest label judged: a label is a few words; a path may be longer (isSecretPathName). */
+const LABEL_MAX = 128;
+
 /**
  * A header or parameter name that names a secret: given as data ({name: "X-Api-Key", value},
  * ["Authorization", value]) or written in text before a colon ("X-Api-Key: …", {"api_key": …} inside a string).
  * Given as data it may also be a path (an SSM or Vault parameter) or a label with blanks; in text a name holds neither.
+ * A label may hold a "/" too ("Database / Password", "Stripe/API Key", "prod/db/DB Password"): when the name is no
+ * secret path, it is still asked as a label, whole and by its last segment.
  */
 export function isSecretFieldName(name: string): boolean {
   if (FIELD_NAME.test(name)) return isSecretName(name);
-  if (name.includes('/')) return isSecretPathName(name);
-  return name.length <= 128 && /\s/.test(name) && isSecretLabel(name);
+  // Not a URL: https://x/oauth/token names an endpoint, by path or by label.
+  if (name.includes('://')) return false;
+  if (name.includes('/') && isSecretPathName(name)) return true;
+  if (!/\s/.test(name)) return false;
+  const last = name.slice(name.lastIndexOf('/') + 1).trim();
+  return isSecretLabelWithRemark(name) || (last !== name && isSecretLabelWithRemark(last));
 }
+
+/**
+ * A label as written, or without a remark in parentheses at its end: "Password (min 8 characters)", "API Key
+ * (production)". Both are asked, so a secret named in the remark ("Key (secret)") is not dropped with it.
+ */
+function isSecretLabelWithRemark(label: string): boolean {
+  if (label.length > LABEL_MAX) return false;
+  if (isSecretLabel(label)) return true;
+  const bare = label.trimEnd().replace(TRAILING_REMARK, '');
+  return bare !== '' && bare.length < label.length && isSecretLabel(bare);
+}
+
+/** "(…)" at the end of a label, nothing nested; within LABEL_MAX characters the backtracking stays small. */
+const TRAILING_REMARK = /\s*\([^()]*\)$/;
 
 /**
  * /prod/db/password, prod/stripe/api_key: the last segment names what the parameter holds; the folders before it are

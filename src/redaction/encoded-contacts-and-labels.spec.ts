@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { redactContactsInText } from './contacts-in-text.js';
+import { REDACTED } from './markers.js';
+import { redactInput, redactOutput } from './redaction.service.js';
+import { isSecretFieldName } from './secret-keys.js';
+
+/**
+ * Two gaps of the earlier rules: a phone or email in a URL encoded with escapes other than %40 / %2B (or encoded twice),
+ * and a label or path-like name with a "/" or a trailing remark in parentheses. And what the wider rules leave alone.
+ */
+const out = (value: unknown): string => JSON.stringify(redactOutput(value));
+
+describe('contacts in URL runs encoded with any escape, a form-encoded space, or twice (output)', () => {
+  it.each([
+    ['an encoded space after a parenthesised area code', 'https://api.example.com/c?phone=(415)%20555-2671&x=1', `https://api.example.com/c?phone=${REDACTED}&x=1`],
+    ['encoded parentheses and space', 'https://api.example.com/c?phone=%28415%29%20555-2671', `https://api.example.com/c?phone=${REDACTED}`],
+    ['a form-encoded space', 'https://api.example.com/c?phone=(415)+555-2671', `https://api.example.com/c?phone=${REDACTED}`],
+    ['00 prefix and (0) trunk with encoded spaces', '/c?phone=0044%20(0)20%207946%200958', `/c?phone=${REDACTED}`],
+    ['an email encoded twice', '/c?email=jane.doe%2540example.com&page=2', `/c?email=${REDACTED}&page=2`],
+    ['a phone encoded twice', '/c?next=%252B44%25207911%2520123456', `/c?next=${REDACTED}`],
+    ['encodeURI: "+" left a plus, spaces escaped', '/c?phone=+44%207911%20123456', `/c?phone=${REDACTED}`],
+    ['NANP with encoded dashes', '/c?phone=415%2D555%2D2671', `/c?phone=${REDACTED}`],
+    ['a path segment', '/customers/%28415%29%20555-2671/orders', `/customers/${REDACTED}/orders`],
+  ])('%s', (_what, text, expected) => {
+    expect(redactContactsInText(text)).toBe(expected);
+    expect(out({ next: text })).not.toMatch(/555-2671|2671|7946|7911|jane/);
+  });
+
+  it('the encoded run is redacted whole; no decoded form is recorded', () => {
+    const text = out({ landing_site: '/?ref=mail&phone=%28415%29%20555-2671&email=jane%2540example.com' });
+    expect(text).toBe(JSON.stringify({ landing_site: `/?ref=mail&phone=${REDACTED}&email=${REDACTED}` }));
+    expect(text).not.toMatch(/\(415\)|@example|%40example/);
+  });
+
+  it.each([
+    'q=c%2B%2B&lang=en',
+    'created_at_min=2024-05-01T10%3A00%3A00%2B02%3A00',
+    'created_at_min=2024-05-01%2010%3A00%3A00&limit=250',
+    'sig=abc%2Bdef%2F%3D&offset=%2B3600',
+    'Signature=Ab12%2Bcd34%2F5678%3D%3D',
+    'sale=100%25&tag=%40home',
+    'sale=100%2525&tag=%2540home',
+    'ids=5927413514539%2C5927413514540',
+    'price=%2412.99&qty=%2B2',
+    'q=shoes+size+42&sort=price+asc',
+    '1+1=2, C++ and a+b stay',
+    'version 2.0+build.1234',
+    '2026-08-02T14:05:11+05:30',
+    'discount 100% off, 50%2 kept',
+    'filter=%28price%3E1000%29',
+  ])('keeps %j', (text) => {
+    expect(redactContactsInText(text)).toBe(text);
+  });
+});
+
+const SECRET = 'hunter2-Corr3ct-Horse';
+
+describe('labels with a "/" or a trailing remark name their value', () => {
+  it.each([
+    'Database / Password',
+    'Stripe/API Key',
+    'prod/db/DB Password',
+    'Password (min 8 characters)',
+    'API Key (production)',
+    'Stripe / API Key (live)',
+    'Key (secret)',
+    'prod / db / password',
+  ])('the value under %j is [REDACTED], input and output', (label) => {
+    expect(isSecretFieldName(label)).toBe(true);
+    expect(redactInput({ fields: [{ label, value: SECRET }] })).toEqual({ fields: [{ label, value: REDACTED }] });
+    expect(redactOutput({ fields: [{ name: label, value: SECRET }] })).toEqual({ fields: [{ name: label, value: REDACTED }] });
+  });
+
+  it.each([
+    'Gift / Token Pack',
+    'Style / Pin',
+    'Color / Enamel Pin',
+    'Size / Secret Santa',
+    'Season Pass (2024)',
+    'Token Pack (10 pack)',
+    'Secret Santa (large)',
+    'Usage / Prompt Tokens',
+    'Notes (password reset)',
+    'https://x.com/oauth/token',
+    'Gift Wrap (Token Pack)',
+  ])('keeps the value under %j', (label) => {
+    expect(isSecretFieldName(label)).toBe(false);
+    expect(redactOutput({ properties: [{ name: label, value: 'Blue' }] })).toEqual({ properties: [{ name: label, value: 'Blue' }] });
+    expect(redactInput({ fields: [{ label, value: 'Blue' }] })).toEqual({ fields: [{ label, value: 'Blue' }] });
+  });
+});
+
+describe('cost of the wider rules', () => {
+  it('stays linear on 100 KB of hostile input', () => {
+    const size = 100_000;
+    const fill = (unit: string): string => unit.repeat(Math.ceil(size / unit.length)).slice(0, size);
+    const hostile = ['%20', '+', '(', '%25', '%2525', '+1', '%2B1%20', '(415)+', '%28415%29', '0044%20', 'a%40', 'x%2540y', '1%20', '%E0%A4'].map(fill);
+    const prose = hostile.map(() => fill('the parcel left the depot on time '));
+    const cpuOfAll = (texts: string[]): number => {
+      const before = process.cpuUsage();
+      for (const text of texts) {
+        redactContactsInText(text);
+        redactOutput({ note: text, fields: [{ label: `${text.slice(0, 2_000)} / Password`, value: 'x' }] });
+      }
+      const used = process.cpuUsage(before);
+      return used.user + used.system;
+    };
+    cpuOfAll(prose.map((text) => text.slice(0, 5_000))); // warm up
+    const baseline = cpuOfAll(prose);
+    const took = cpuOfAll(hostile);
+    expect(took, `hostile ${Math.round(took / 1_000)} ms, prose ${Math.round(baseline / 1_000)} ms (CPU)`).toBeLessThan(20 * baseline + 500_000);
+  });
+});
