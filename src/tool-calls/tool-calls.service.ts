@@ -213,6 +213,7 @@ export class ToolCallsService {
    */
   async replayOnly(p: Principal, runId: string, body: unknown, notStarted: () => AppError = heldBehindEarlierItem): Promise<ToolCallResponse> {
     const { orgId, use, idempotencyKey, digest } = await this.identify(p, runId, body, undefined);
+    await this.answers.assertKeyLive(p.keyId); // no intent statement on this path to re-check the key
     return this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, notStarted);
   }
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ToolCallsService } from '../../src/tool-calls/tool-calls.service.js';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { keyIdOfRole } from '../support/api-keys.js';
 import { adminAuth, bearer, startTestApp, type TestApp } from '../support/test-app.js';
@@ -37,6 +38,18 @@ describe('a revoked API key on the paths that do not reach the intent statement'
     const late = await replica.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(use);
     expect([late.status, late.body.code]).toEqual([401, 'UNAUTHENTICATED']);
     expect(late.text).not.toContain('"result"');
+  });
+
+  it('a batch item answered by replay only (the gateway stopping, or held behind an earlier item): 401 for a revoked key', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const use = lookup();
+    expect((await replica.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(use)).body.status).toBe('succeeded');
+    const keyId = await agentKeyId(orgId);
+    const principal = { keyId, orgId, role: 'agent' as const };
+    const calls = replica.app.get(ToolCallsService);
+    expect((await calls.replayOnly(principal, runId, use)).body).toMatchObject({ status: 'succeeded', replayed: true });
+    expect((await h.t.http.delete(`/v1/api-keys/${keyId}`).set(adminAuth)).status).toBe(204);
+    await expect(calls.replayOnly(principal, runId, use)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
   it('a full vendor slot: a new call is 401 with no tool_call.rejected event naming the revoked key', async () => {
