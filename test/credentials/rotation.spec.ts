@@ -1,6 +1,4 @@
-import { spawn } from 'node:child_process';
 import { createHash, createHmac, hkdfSync, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +6,6 @@ import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/common/canonical-json.js';
 import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
-import { projectRoot } from '../../src/common/project-root.js';
 import type { MasterKeyring } from '../../src/config/app-config.js';
 import { credentialAad, CredentialsService } from '../../src/credentials/credentials.service.js';
 import { KeyRotationService, type RotationSummary } from '../../src/credentials/key-rotation.service.js';
@@ -18,10 +15,9 @@ import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { resultAad } from '../../src/tool-calls/results.store.js';
 import { AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, NANGO_SECRET_KEY, SHOPIFY_REFRESH_TOKEN, SHOPIFY_TOKEN, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { inputAad } from '../../src/tool-calls/tool-calls.service.js';
-import { teeChildToRunLog } from '../support/run-log.js';
+import { runBuiltCli, type CliRun } from '../support/built-cli.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
-const CLI = join(projectRoot(), 'dist/src/cli/credentials-rotate.js');
 const BOTH_KEYS = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' };
 const ONLY_K2 = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2}` };
 
@@ -32,28 +28,8 @@ const RESULT_MARKER = 'rotation-result-marker-5c1e';
 const TOKEN_STATE = { refreshToken: SHOPIFY_REFRESH_TOKEN, accessToken: 'shpat_rotation_access_token_0001' };
 recordMintedSecret('rotation.spec stored access token', TOKEN_STATE.accessToken); // the run-wide leak scan looks for it too
 
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** The built CLI, as an operator runs it, against the test database. */
-async function runCli(env: Record<string, string>, args: string[] = []): Promise<CliRun> {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: projectRoot(),
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATA_DIR: '.tmp/data-test', DATABASE_URL: process.env.DATABASE_URL ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  teeChildToRunLog(child, 'CLI dist/src/cli/credentials-rotate.js'); // the run-wide leak scan reads it
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
-}
+const runCli = (env: Record<string, string>, args: string[] = []): Promise<CliRun> => runBuiltCli('credentials-rotate', args, { DATA_DIR: '.tmp/data-test', ...env });
 
 async function rotateWithCli(args: string[] = ['--batch-size=2']): Promise<RotationSummary> {
   const run = await runCli(BOTH_KEYS, args);

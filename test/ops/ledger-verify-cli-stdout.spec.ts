@@ -1,32 +1,11 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/common/project-root.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
-import { teeChildToRunLog } from '../support/run-log.js';
+import { runBuiltCli } from '../support/built-cli.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
-const CLI = join(projectRoot(), 'dist/src/cli/ledger-verify.js');
-
 /** The built CLI, as an operator runs it (`npm run ledger:verify -- --org <id> | jq`), against the test database. */
-async function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (npm test does)`);
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: projectRoot(),
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATABASE_URL: process.env.DATABASE_URL ?? '', FORCE_COLOR: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  teeChildToRunLog(child, 'CLI dist/src/cli/ledger-verify.js');
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
-}
+const runCli = (args: string[]) => runBuiltCli('ledger-verify', args, { FORCE_COLOR: '1' });
 
 /**
  * The CLI's seal pass covers every org, so an unhashable unsealed event of ANOTHER org makes the sealer warn
