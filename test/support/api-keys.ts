@@ -13,7 +13,7 @@ import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
  * A key the gateway mints: tgw_ and its random part (api-key-hash.ts). Only such a value is recorded: a
  * `key` field of another answer (a feature flag's name) is no secret, and would be found everywhere.
  */
-const MINTED_API_KEY = /^tgw_[\w-]{24,}$/;
+export const MINTED_API_KEY = /^tgw_[\w-]{24,}$/;
 
 /** A label is one field of a `label\tvalue` line: no tab or line break from an answer may split it. */
 const labelPart = (text: string): string => text.replace(/[\t\r\n]/g, ' ');

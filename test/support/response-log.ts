@@ -8,7 +8,7 @@
  * (its Authorization header above all: the test's own keys) never is.
  */
 import type { Response } from 'supertest';
-import { recordApiKey } from './api-keys.js';
+import { MINTED_API_KEY, recordApiKey } from './api-keys.js';
 import { MINTED_SECRETS_ENV, readMintedSecrets } from './minted-secrets.js';
 import { NeedleIndex } from './needle-index.js';
 import type { Needle } from './run-leak-scan.js';
@@ -112,7 +112,7 @@ export function withoutNewKey(method: string, url: string, status: number, text:
     return undefined;
   }
   const key = parsed?.key;
-  if (typeof key !== 'string' || !/^tgw_[\w-]{24,}$/.test(key) || ALL_TEST_SECRETS.includes(key)) return undefined;
+  if (typeof key !== 'string' || !MINTED_API_KEY.test(key) || ALL_TEST_SECRETS.includes(key)) return undefined;
   const mintedFile = process.env[MINTED_SECRETS_ENV];
   if (mintedFile && Object.values(readMintedSecrets(mintedFile)).includes(key)) return undefined;
   // After the caller's own recording (postApiKey, createKey: their label says who minted it), which runs once the
