@@ -58,15 +58,14 @@ export class VendorAdmission {
     entry: CatalogEntry,
   ): Promise<ToolCallResponse> {
     await this.intentsInFlight.get(`${orgId}:${idempotencyKey}`);
-    const [{ exists, live, key_live }] = await this.sql.query<{ exists: boolean; live: boolean; key_live: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2) AS exists,
-              EXISTS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval')) AS live,
-              EXISTS (SELECT 1 FROM api_keys WHERE id = $4 AND revoked_at IS NULL) AS key_live`,
-      [orgId, idempotencyKey, runId, actor.keyId],
-    );
     // The intent statement, which re-checks the key, is not reached on this path: a key revoked since the request
     // was authenticated gets neither a replay nor an event naming it (KeyCheckedInWrite).
-    if (!key_live) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
+    await this.answers.assertKeyLive(actor.keyId);
+    const [{ exists, live }] = await this.sql.query<{ exists: boolean; live: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2) AS exists,
+              EXISTS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval')) AS live`,
+      [orgId, idempotencyKey, runId],
+    );
     if (exists) return this.answers.replayByKey(orgId, idempotencyKey, digest, toolUseId, conflictWithoutRow);
     // A run that ended (on another replica, since this one cached it) takes no call, now or later: not "retry shortly".
     if (!live) throw this.answers.runEnded(runId);
