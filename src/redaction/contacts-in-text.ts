@@ -1,5 +1,6 @@
 import { REDACTED } from './markers.js';
 import { IBAN, redactIban } from './payment-numbers.js';
+import { percentDecode } from './percent-decode.js';
 
 /** Internationalised too: letters and digits of any script in the local part and the domain (jöhn@exämple.com). */
 const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+/gu;
@@ -71,17 +72,6 @@ function formDecode(text: string): string {
 /** Every contact has a digit (a phone) or an "@" (an email): text with neither, as most decoded runs, is not searched. */
 function showsContact(decoded: string): boolean {
   return /[\d@]/.test(decoded) && redactWrittenContacts(decoded) !== decoded;
-}
-
-/** Each run of UTF-8 escapes decoded; in a malformed one (%E0%A4%40) only the ASCII escapes, the rest left as written. */
-function percentDecode(text: string): string {
-  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (escapes) => {
-    try {
-      return decodeURIComponent(escapes);
-    } catch {
-      return escapes.replace(/%[0-7][0-9A-Fa-f]/g, (ascii) => String.fromCharCode(parseInt(ascii.slice(1), 16)));
-    }
-  });
 }
 
 /** ITU-T E.164 country codes of two digits, and the first two digits of the three-digit ones (1 and 7 stand alone). */

@@ -1,6 +1,7 @@
 import { AUTHORIZATION_NAME } from './credentials-in-text.js';
 import { REDACTED } from './markers.js';
 import { isSecretFieldName, isSecretName } from './secret-keys.js';
+import { percentDecode } from './percent-decode.js';
 
 /**
  * <password>…</password>, <ApiKey>…</ApiKey>, <ns:ClientSecret a="b">…</ns:ClientSecret>: an element named like a secret
@@ -30,7 +31,7 @@ export const SECRET_PARAM = /(?<![\w.%[\]-])([\w.%[\]-]+)([ \t]*=[ \t]*)(?:"[^"\
 export function redactParam(match: string, name: string, equals: string): string {
   // authorization=… was handled by redactAuthorizationValues, which keeps the scheme.
   if (AUTHORIZATION_NAME.test(name)) return match;
-  if (!isSecretParamName(name.includes('%') ? percentDecoded(name) : name)) return match;
+  if (!isSecretParamName(name.includes('%') ? percentDecode(name) : name)) return match;
   const value = match.slice(name.length + equals.length);
   const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
   if (quote !== '' && value.length === 2) return match;
@@ -48,7 +49,7 @@ export const ENCODED_SECRET_PARAM =
 export const ENCODED_EQUALS = /%(?:25)?3[Dd]/;
 
 export function redactEncodedParam(match: string, delimiter: string, name: string, equals: string): string {
-  return isSecretParamName(percentDecoded(percentDecoded(name))) ? `${delimiter}${name}${equals}${REDACTED}` : match;
+  return isSecretParamName(percentDecode(percentDecode(name))) ? `${delimiter}${name}${equals}${REDACTED}` : match;
 }
 
 /**
@@ -60,12 +61,4 @@ export function redactEncodedParam(match: string, delimiter: string, name: strin
  */
 function isSecretParamName(name: string): boolean {
   return isSecretName(name) || name.toLowerCase() === 'signature';
-}
-
-function percentDecoded(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
