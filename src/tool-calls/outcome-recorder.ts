@@ -12,10 +12,14 @@ import { ResultsStore } from './results.store.js';
 import { settledCalls } from './stored-call.js';
 import { StoredCallAnswers } from './stored-call-answers.js';
 import { buildToolCallBody, httpStatusFor, type StoredResult } from './tool-call-body.js';
-import { OutcomeNotWritten, ToolCallLedger } from './tool-call-ledger.js';
+import { OutcomeNotWritten, ToolCallLedger, type OutcomeRow } from './tool-call-ledger.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 import { respond, type ToolCallResponse } from './tool-call-response.js';
 import type { ToolCallStatus } from './tool-call-status.js';
+
+/** The error text of a call recorded by recordUnsent (for ops; the model gets the code's sanitized message). */
+export const UNSENT_TEXT =
+  'not sent to the vendor: the database became unavailable while the call was being recorded, and the request was answered 503; send it again under a new tool_use id';
 
 /** What an outcome records about the tool: names for the events and metrics, the cost of a vendor call. */
 export interface RecordedTool {
@@ -56,35 +60,11 @@ export class OutcomeRecorder {
   async recordOutcome(c: ExecutedCall, outcome: ExecutionOutcome): Promise<ToolCallResponse> {
     const now = this.clock.now();
     const status = outcome.status;
-    assertTransition(c.from, status);
     const errorCode = outcome.status === 'succeeded' ? null : outcome.errorCode;
     const json = outcome.status === 'succeeded' ? (JSON.stringify(outcome.result) ?? 'null') : null;
-    // Charged only when a request reached, or may have reached, the vendor (the executor knows; a write
-    // that may have been sent counts as sent). Not the error code: CREDENTIALS_INVALID is a vendor 401
-    // (charged) or undecryptable stored credentials (nothing sent), VENDOR_TIMEOUT may be a connect timeout.
     const vendorReached = outcome.vendorReached;
-    const base = { toolName: c.tool.toolName, action: c.tool.action, digest: c.digest };
-    const events: NewLedgerEvent[] = outcome.retries.map((r) => ({
-      orgId: c.orgId, type: 'tool_call.retried', runId: c.runId, toolCallId: c.id, metadata: { ...base, attempt: r.attempt, delayMs: r.delayMs, reason: r.reason },
-    }));
-    const terminal = status === 'succeeded' ? 'tool_call.succeeded' : status === 'failed' ? 'tool_call.failed' : 'tool_call.indeterminate';
-    events.push({
-      orgId: c.orgId, type: terminal, runId: c.runId, toolCallId: c.id,
-      metadata: { ...base, durationMs: outcome.durationMs, errorCode, vendorStatus: outcome.vendorStatus, retryCount: outcome.retries.length },
-    });
     const retryAfterSeconds = outcome.status !== 'succeeded' ? (outcome.retryAfterSeconds ?? null) : null;
-    const row = {
-      id: c.id, orgId: c.orgId, from: c.from, status, errorCode,
-      errorText: outcome.status === 'succeeded' ? null : outcome.errorText,
-      httpStatus: httpStatusFor(status, errorCode),
-      // The ledger's copy, capped when written (ledger-output-cap.ts); `result` below keeps the whole answer.
-      outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
-      retryCount: outcome.retries.length, retryAfterSeconds, vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
-      costCents: vendorReached ? c.tool.costCents : 0,
-      truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
-      result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
-      dropInput: c.dropInput,
-    };
+    const { row, events } = this.outcomeWrite(c, outcome, json, now);
     const settled = (): void => {
       countToolCall(this.catalog, this.metrics, c.tool.toolName, c.tool.action, status, errorCode);
       settledCalls.emit('settled', c.id);
@@ -117,5 +97,58 @@ export class OutcomeRecorder {
     const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds, vendorStatus: outcome.status === 'succeeded' ? null : outcome.vendorStatus };
     const result: StoredResult = outcome.status === 'succeeded' && json !== null ? { found: true, value: outcome.result, json } : { found: false };
     return respond(buildToolCallBody(facts, result, c.toolUseId, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
+  }
+
+  /**
+   * A new call whose intent statement may have committed with its answer lost, while the database stayed
+   * unavailable past the intent's retries: the request was answered 503 and the vendor was never called. Once the
+   * database is back, the call is settled as failed (EXECUTION_ERROR: not sent, not charged), in the background,
+   * instead of staying `running` until the orphan sweep calls it `indeterminate` ("may have run") when it never
+   * left. Nothing is written if the intent never committed (there is no row in `running`).
+   */
+  recordUnsent(c: ExecutedCall): void {
+    const outcome: ExecutionOutcome = {
+      status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: UNSENT_TEXT, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false,
+    };
+    const { row, events } = this.outcomeWrite(c, outcome, null, this.clock.now());
+    this.ledger.settleUnsent(row, events, () => {
+      countToolCall(this.catalog, this.metrics, c.tool.toolName, c.tool.action, 'failed', 'EXECUTION_ERROR');
+      settledCalls.emit('settled', c.id);
+    });
+  }
+
+  /** The outcome statement's row and events for an executed call (`json`: the result's JSON text, when it succeeded). */
+  private outcomeWrite(c: ExecutedCall, outcome: ExecutionOutcome, json: string | null, now: Date): { row: OutcomeRow; events: NewLedgerEvent[] } {
+    const status = outcome.status;
+    assertTransition(c.from, status);
+    const errorCode = outcome.status === 'succeeded' ? null : outcome.errorCode;
+    // Charged only when a request reached, or may have reached, the vendor (the executor knows; a write
+    // that may have been sent counts as sent). Not the error code: CREDENTIALS_INVALID is a vendor 401
+    // (charged) or undecryptable stored credentials (nothing sent), VENDOR_TIMEOUT may be a connect timeout.
+    const vendorReached = outcome.vendorReached;
+    const base = { toolName: c.tool.toolName, action: c.tool.action, digest: c.digest };
+    const events: NewLedgerEvent[] = outcome.retries.map((r) => ({
+      orgId: c.orgId, type: 'tool_call.retried', runId: c.runId, toolCallId: c.id, metadata: { ...base, attempt: r.attempt, delayMs: r.delayMs, reason: r.reason },
+    }));
+    const terminal = status === 'succeeded' ? 'tool_call.succeeded' : status === 'failed' ? 'tool_call.failed' : 'tool_call.indeterminate';
+    events.push({
+      orgId: c.orgId, type: terminal, runId: c.runId, toolCallId: c.id,
+      metadata: { ...base, durationMs: outcome.durationMs, errorCode, vendorStatus: outcome.vendorStatus, retryCount: outcome.retries.length },
+    });
+    const row: OutcomeRow = {
+      id: c.id, orgId: c.orgId, from: c.from, status, errorCode,
+      errorText: outcome.status === 'succeeded' ? null : outcome.errorText,
+      httpStatus: httpStatusFor(status, errorCode),
+      // The ledger's copy, capped when written (ledger-output-cap.ts); the answer keeps the whole result.
+      outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
+      retryCount: outcome.retries.length,
+      retryAfterSeconds: outcome.status !== 'succeeded' ? (outcome.retryAfterSeconds ?? null) : null,
+      vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
+      costCents: vendorReached ? c.tool.costCents : 0,
+      truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
+      result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
+      dropInput: c.dropInput,
+    };
+    return { row, events };
   }
 }

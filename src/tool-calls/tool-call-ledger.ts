@@ -26,6 +26,18 @@ export const OUTCOME_WRITE_LATE_MS = 15 * 60_000;
  */
 export const OUTCOME_WRITE_SHUTDOWN_GRACE_MS = 5_000;
 
+/** How a write kept in memory (keepTrying) is named in the log. */
+interface KeptWriteLogs {
+  what: string;
+  /** When the write found the call no longer running. */
+  notWritten: string;
+}
+const OUTCOME_LOGS: KeptWriteLogs = { what: 'outcome', notWritten: 'outcome not recorded: the call was settled elsewhere meanwhile' };
+const UNSENT_LOGS: KeptWriteLogs = {
+  what: 'unsent call (its intent may have committed; the vendor was not called)',
+  notWritten: 'unsent call: nothing to record (its intent did not commit, or the call was settled elsewhere)',
+};
+
 /** An outcome write the database refused (unavailable); `kept`: it is retried in the background. */
 export class OutcomeNotWritten extends Error {
   override readonly name = 'OutcomeNotWritten';
@@ -113,8 +125,16 @@ export class ToolCallLedger implements OnApplicationShutdown {
       return await retryWhileUnavailable(attempt, { budgetMs: OUTCOME_WRITE_INLINE_MS, capMs: 1_000 });
     } catch (err) {
       if (!isDatabaseUnavailable(err)) throw err;
-      throw new OutcomeNotWritten(this.keepTrying(o, attempt, lateWrite), err);
+      throw new OutcomeNotWritten(this.keepTrying(o, attempt, lateWrite, OUTCOME_LOGS), err);
     }
+  }
+
+  /**
+   * Records in the background, once the database is back, that a call whose intent may have committed was never
+   * sent (see OutcomeRecorder.recordUnsent); `written` is called if it was (the row existed and was still running).
+   */
+  settleUnsent(o: OutcomeRow, events: NewLedgerEvent[], written: () => void): void {
+    this.keepTrying(o, this.attemptOutcome(o, events), (w) => w && written(), UNSENT_LOGS);
   }
 
   /** writeOutcome attempts that tell an outcome of ours committed without its answer from one settled elsewhere. */
@@ -128,23 +148,23 @@ export class ToolCallLedger implements OnApplicationShutdown {
   }
 
   /** Keeps retrying in the background; false when it cannot (the gateway is stopping). */
-  private keepTrying(o: OutcomeRow, attempt: () => Promise<boolean>, lateWrite: (written: boolean) => void): boolean {
+  private keepTrying(o: OutcomeRow, attempt: () => Promise<boolean>, lateWrite: (written: boolean) => void, logs: KeptWriteLogs): boolean {
     const fields = { toolCallId: o.id, status: o.status };
     if (this.closing.signal.aborted) {
-      this.log.warn(fields, 'outcome not recorded (database unavailable while stopping): the orphan sweep will mark the call indeterminate');
+      this.log.warn(fields, `${logs.what} not recorded (database unavailable while stopping): the orphan sweep will mark the call indeterminate`);
       return false;
     }
-    this.log.warn(fields, 'outcome not recorded yet (database unavailable): kept in memory, retrying');
+    this.log.warn(fields, `${logs.what} not recorded yet (database unavailable): kept in memory, retrying`);
     const task = retryWhileUnavailable(attempt, { budgetMs: OUTCOME_WRITE_LATE_MS, capMs: 5_000, signal: this.closing.signal }).then(
       (written) => {
-        this.log.log(fields, written ? 'outcome recorded after the database came back' : 'outcome not recorded: the call was settled elsewhere meanwhile');
+        this.log.log(fields, written ? `${logs.what} recorded after the database came back` : logs.notWritten);
         lateWrite(written);
       },
       (err: unknown) => {
         // A code, not the error's text: a statement's error may quote its values.
         const code = (err as { code?: unknown } | null)?.code;
         const reason = isDatabaseUnavailable(err) ? 'database unavailable' : typeof code === 'string' ? `error ${code}` : 'write failed';
-        this.log.warn({ ...fields, reason }, 'outcome not recorded: the orphan sweep will mark the call indeterminate');
+        this.log.warn({ ...fields, reason }, `${logs.what} not recorded: the orphan sweep will mark the call indeterminate`);
       },
     );
     this.late.add(task);

@@ -5,6 +5,7 @@ import { actionDigest } from '../common/canonical-json.js';
 import { Clock } from '../common/clock.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { AppError } from '../common/errors/app-error.js';
+import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { newId } from '../common/ids.js';
 import { storableText } from '../common/storable-text.js';
 import { retryWhileUnavailable } from './outcome-retry.js';
@@ -23,7 +24,7 @@ import type { StoredCall } from './stored-call.js';
 import { conflictWithoutRow, StoredCallAnswers } from './stored-call-answers.js';
 import { decide } from './tool-call-decision.js';
 import { buildToolCallBody, httpStatusFor } from './tool-call-body.js';
-import { ToolCallLedger } from './tool-call-ledger.js';
+import { ToolCallLedger, type IntentResult } from './tool-call-ledger.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 import { recordedAction, recordedToolName } from './recorded-action.js';
 import { respond, type ToolCallResponse } from './tool-call-response.js';
@@ -152,7 +153,17 @@ export class ToolCallsService {
         approval,
       ), { budgetMs: INTENT_WRITE_RETRY_MS, capMs: 500 });
       if (release) this.admission.trackIntent(`${orgId}:${idempotencyKey}`, intent);
-      const written = await intent;
+      let written: IntentResult;
+      try {
+        written = await intent;
+      } catch (err) {
+        // Answered 503 without calling the vendor: an attempt that committed with its answer lost left a `running`
+        // row, settled as not sent once the database is back (not left for the sweep to call "indeterminate").
+        if (status === 'running' && isDatabaseUnavailable(err)) {
+          this.outcomes.recordUnsent({ id, orgId, runId: run.id, tool: recordedTool(decision.entry), toolUseId: use.id, digest, from: 'running' });
+        }
+        throw err;
+      }
       if (written === 'key-revoked') throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
       if (written === 'run-ended') return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
       if (written === 'exists') return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, conflictWithoutRow);

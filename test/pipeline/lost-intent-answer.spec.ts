@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sql } from '../../src/db/sql.js';
+import { ToolCallLedger } from '../../src/tool-calls/tool-call-ledger.js';
 import { aroundStatements, connectionLost } from '../approvals/support.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * The intent statement of a new call committed, then its answer was lost (the connection dropped after
@@ -56,5 +58,75 @@ describe('a new call whose intent write meets a dropped connection', () => {
     const again = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
     expect(again.body).toMatchObject({ status: 'succeeded', replayed: true, toolCallId: res.body.toolCallId });
     expect(sent()).toBe(1);
+  });
+
+  it('after it committed, the database down past the retries: 503 and nothing sent; once it is back the call is failed as not sent, not left running for the sweep', async () => {
+    const note = `lost-intent outage ${Date.now()}`;
+    const use = toolUse('shopify_order', { action: 'add_note', orderId: '450789469', note });
+    const sent = () => h.emu.requests.filter((r) => r.body.includes(note)).length;
+    const ask = () => h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
+    let down = true;
+    let committed = false;
+    // The first intent statement commits and loses its answer; then every statement fails until `down` is cleared.
+    const undo = aroundStatements(h.t.app.get(Sql), async (text, _params, send) => {
+      if (!down) return send();
+      if (!committed && text.includes('INSERT INTO tool_calls')) {
+        committed = true;
+        await send();
+      }
+      throw connectionLost();
+    });
+    let res;
+    try {
+      res = await ask();
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('DATABASE_UNAVAILABLE');
+      down = false;
+      const row = await waitFor(async () => {
+        const [r] = (await h.t.ds.query(`SELECT id, status, error_code, cost_cents, finished_at FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2`, [org.runId, use.id])) as {
+          id: string; status: string; error_code: string | null; cost_cents: number; finished_at: Date | null;
+        }[];
+        return r?.status === 'running' ? undefined : r;
+      }, 'the unsent call settled');
+      expect(row).toMatchObject({ status: 'failed', error_code: 'EXECUTION_ERROR', cost_cents: 0 });
+      expect(row.finished_at).not.toBeNull();
+      const events = (await h.t.ds.query(`SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq`, [row.id])) as { type: string; metadata: { errorCode?: string } }[];
+      expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.failed']);
+      expect(events[2].metadata.errorCode).toBe('EXECUTION_ERROR');
+      // A resend replays the settled answer: an error the agent can act on (send it under a new id), not a 409 in progress.
+      const again = await ask();
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ toolCallId: row.id, status: 'failed', errorCode: 'EXECUTION_ERROR', replayed: true });
+      expect(again.body.toolResult.is_error).toBe(true);
+      expect(sent()).toBe(0);
+    } finally {
+      down = false;
+      undo();
+    }
+  });
+
+  it('before it ran, the database down past the retries: 503, no row, and nothing is written once it is back', async () => {
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '450789469' });
+    let down = true;
+    const undo = aroundStatements(h.t.app.get(Sql), async (_text, _params, send) => {
+      if (down) throw connectionLost();
+      return send();
+    });
+    try {
+      const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
+      expect(res.status).toBe(503);
+      down = false;
+      // The background settle finds no row; after it has had its tries, the call is still unrecorded and runs when sent again.
+      const ledger = h.t.app.get(ToolCallLedger) as unknown as { late: Set<Promise<void>> };
+      await waitFor(() => ledger.late.size === 0 || undefined, 'the background settle done');
+      const rows = (await h.t.ds.query(`SELECT 1 FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2`, [org.runId, use.id])) as unknown[];
+      expect(rows).toHaveLength(0);
+      const again = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ status: 'succeeded', replayed: false });
+    } finally {
+      down = false;
+      undo();
+    }
   });
 });
