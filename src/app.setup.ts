@@ -35,7 +35,7 @@ export function configureApp(app: INestApplication): void {
   if (hops > 0) express.set('trust proxy', hops);
   app.useLogger(app.get(Logger));
   const metrics = app.get(MetricsService);
-  const drain = new HttpDrain(app.getHttpServer() as Server, config.VENDOR_TIMEOUT_MS);
+  const drain = new HttpDrain(app.getHttpServer() as Server, config.VENDOR_TIMEOUT_MS, config.HTTP_PIPELINE_DEPTH);
   drains.set(app, drain);
   app.use(correlationMiddleware);
   // Right after the correlation id (the 503 carries it), ahead of everything that could start work.

@@ -133,6 +133,11 @@ export const CONFIG_SCHEMA = {
       'reverse proxies in front of the gateway whose X-Forwarded-For it trusts for the client address (AUTH_FAILURE_RPS meters per client); 0: the peer address',
     parse: int(0, 0, 10),
   },
+  HTTP_PIPELINE_DEPTH: {
+    description:
+      'requests one connection may have unanswered (HTTP/1.1 pipelining); a client that sends more without reading the answers is disconnected, so it cannot make the gateway hold an answer for each in memory',
+    parse: int(64, 1, 10_000),
+  },
   AUTH_FAILURE_RPS: {
     description: 'per client address (IPv6: per /64), database lookups that find no API key per second (burst twice that) before 429; 0 disables',
     parse: int(10, 0, 1_000_000),

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +24,22 @@ async function rawClient(port: number): Promise<RawClient> {
   sock.on('error', () => undefined); // a reset is one of the answers under test
   sock.on('close', () => (closedAt = performance.now()));
   return { sock, received: () => chunks.join(''), closedAt: () => closedAt };
+}
+
+/** Until the process has used no CPU for 300 ms (/proc/<pid>/stat utime + stime), at most 30 s. */
+async function untilIdle(pid: number): Promise<void> {
+  const cpuTicks = (): number => {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  let last = cpuTicks();
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+    await sleep(300);
+    const now = cpuTicks();
+    if (now === last) return;
+    last = now;
+  }
+  throw new Error(`process ${pid} still busy after 30 s`);
 }
 
 /** The head of a tool-call POST whose body (`length` bytes) the caller sends itself. */
@@ -126,15 +143,19 @@ describe('drain with slow clients (dist/src/main.js)', () => {
   }, 60_000);
 
   it('a client that does not read its answers does not hold the stop: the backstop closes it after VENDOR_TIMEOUT_MS plus the margin', async () => {
-    gw = await startGatewayProcess({ VENDOR_TIMEOUT_MS: String(VENDOR_TIMEOUT_MS) });
-    const port = Number(new URL(gw.url).port);
     // Pipelined requests for the OpenAPI document, never read: the answers fill the socket buffers, and one stays
-    // half written, an admitted request that never ends (the client deadline spares it: it is running).
+    // half written, an admitted request that never ends (the client deadline spares it: it is running). The
+    // connection may have them all unanswered (past HTTP_PIPELINE_DEPTH it would be closed at once).
+    const count = 2_000;
+    gw = await startGatewayProcess({ VENDOR_TIMEOUT_MS: String(VENDOR_TIMEOUT_MS), HTTP_PIPELINE_DEPTH: String(count) });
+    const port = Number(new URL(gw.url).port);
     const reader = await rawClient(port);
     clients.push(reader);
     reader.sock.pause();
-    reader.sock.write('GET /openapi.json HTTP/1.1\r\nHost: gateway\r\n\r\n'.repeat(2_000));
-    await sleep(1_000); // the gateway has written what the socket takes, and waits
+    reader.sock.write('GET /openapi.json HTTP/1.1\r\nHost: gateway\r\n\r\n'.repeat(count));
+    // The gateway has answered what the socket takes, and waits (on a busy machine that takes seconds: a signal sent
+    // before would be handled only after it, and the stop measured from when it was sent).
+    await untilIdle(gw.pid);
 
     const sigtermAt = performance.now();
     gw.kill('SIGTERM');

@@ -12,6 +12,7 @@ export const DRAIN_CLIENT_DEADLINE_MS = 3_000;
 /** The backstop closes every connection this long after VENDOR_TIMEOUT_MS: recording an outcome and answering it. */
 export const DRAIN_BACKSTOP_MARGIN_MS = 5_000;
 
+
 /** The requests of one connection dispatched to the app and not yet answered (several when pipelined). */
 interface Connection {
   open: Set<ServerResponse>;
@@ -46,11 +47,21 @@ export class HttpDrain {
   private stopping = false;
   private readonly connections = new Map<Socket, Connection>();
   private readonly admitted = new WeakSet<ServerResponse>();
+  /** Connections destroyed for pipelining more than `pipelineDepth`: their requests still being parsed start nothing. */
+  private readonly flooded = new WeakSet<Socket>();
   private backstop?: NodeJS.Timeout;
 
+  /**
+   * `pipelineDepth` (HTTP_PIPELINE_DEPTH): the most requests one connection may have dispatched and not yet answered.
+   * Node starts every request of a chunk it has read before it stops reading from a client that does not read its
+   * answers, so one 64 KiB chunk of small pipelined GETs would otherwise start about 1,400 requests and hold every
+   * answer in memory (about 170 MB for the OpenAPI document). Past it, the connection is destroyed, and its requests
+   * not yet started are dropped.
+   */
   constructor(
     private readonly server: Server,
     private readonly vendorTimeoutMs: number,
+    private readonly pipelineDepth: number,
   ) {
     server.on('connection', (socket: Socket) => this.track(socket));
     // Prepended: counted before the app's own listener runs (and perhaps admits it in the same tick). Not
@@ -59,8 +70,12 @@ export class HttpDrain {
     server.once('close', () => clearTimeout(this.backstop));
   }
 
-  /** First in the chain after the correlation id: once stopping, nothing new is read or started. */
+  /**
+   * First in the chain after the correlation id: once stopping, nothing new is read or started. Nor is anything for a
+   * connection destroyed for pipelining too deep (no answer: its socket is gone).
+   */
   readonly refuseEarly = (req: Request, res: Response, next: NextFunction): void => {
+    if (this.flooded.has(req.socket)) return;
     if (this.stopping) return refuse(req, res);
     next();
   };
@@ -103,6 +118,10 @@ export class HttpDrain {
     const conn = this.connections.get(socket);
     if (!conn) return;
     conn.open.add(res);
+    if (conn.open.size > this.pipelineDepth && !this.flooded.has(socket)) {
+      this.flooded.add(socket);
+      socket.destroy();
+    }
     res.once('close', () => {
       conn.open.delete(res);
       if (this.stopping) this.armDeadline(socket, conn);
