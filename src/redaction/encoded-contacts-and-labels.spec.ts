@@ -66,6 +66,9 @@ describe('labels with a "/" or a trailing remark name their value', () => {
     'Stripe / API Key (live)',
     'Key (secret)',
     'prod / db / password',
+    'Secret Key',
+    'Stripe Secret Key (live)',
+    'AWS / Secret Key',
   ])('the value under %j is [REDACTED], input and output', (label) => {
     expect(isSecretFieldName(label)).toBe(true);
     expect(redactInput({ fields: [{ label, value: SECRET }] })).toEqual({ fields: [{ label, value: REDACTED }] });
@@ -84,6 +87,7 @@ describe('labels with a "/" or a trailing remark name their value', () => {
     'Notes (password reset)',
     'https://x.com/oauth/token',
     'Gift Wrap (Token Pack)',
+    'Secret Santa Key Ring',
   ])('keeps the value under %j', (label) => {
     expect(isSecretFieldName(label)).toBe(false);
     expect(redactOutput({ properties: [{ name: label, value: 'Blue' }] })).toEqual({ properties: [{ name: label, value: 'Blue' }] });

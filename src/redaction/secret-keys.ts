@@ -43,6 +43,8 @@ const SECRET_PARTS = [
   'passphrase',
   'passcode',
   'secret',
+  // also a part of its own, for labels: a label must END with a secret part (isSecretLabel), and "Secret Key" ends with "key"
+  'secretkey',
   'token',
   'apikey',
   'accesskey',
