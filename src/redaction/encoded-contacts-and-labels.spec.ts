@@ -7,7 +7,8 @@ import { expectNoWorseThanProse } from './cost.spec-support.js';
 
 /**
  * Two gaps of the earlier rules: a phone or email in a URL encoded with escapes other than %40 / %2B (or encoded twice),
- * and a label or path-like name with a "/" or a trailing remark in parentheses. And what the wider rules leave alone.
+ * a label or path-like name with a "/" or a trailing remark in parentheses, and a two-word label before a colon in
+ * text ("API Key: …"). And what the wider rules leave alone.
  */
 const out = (value: unknown): string => JSON.stringify(redactOutput(value));
 
@@ -95,11 +96,31 @@ describe('labels with a "/" or a trailing remark name their value', () => {
   });
 });
 
+describe('a two-word label before a colon in text names its value', () => {
+  it.each([
+    ['API Key: 8f7a6b5c4d3e2f1a0b9c', 'API Key: [REDACTED]'],
+    ['your Secret Key: abcDEF123456, then', 'your Secret Key: [REDACTED], then'],
+    ['Access Key:AKIA0000EXAMPLE', 'Access Key:[REDACTED]'],
+    ['line one\nPrivate Key: base64stuff==', 'line one\nPrivate Key: [REDACTED]'],
+    ['App\tKey: k-123456', 'App\tKey: [REDACTED]'],
+  ])('%j is redacted, input and output', (text, redacted) => {
+    expect(redactOutput({ note: text })).toEqual({ note: redacted });
+    expect(redactInput({ note: text })).toEqual({ note: redacted });
+  });
+
+  it.each(['Primary Key: 12345', 'Token Pack: 10 left', 'Secret Santa: Bob', 'status: expired', 'my_API Key: 12', 'the key: blue', 'x.API Key: 1'])(
+    '%j stays',
+    (text) => {
+      expect(redactOutput({ note: text })).toEqual({ note: text });
+    },
+  );
+});
+
 describe('cost of the wider rules', () => {
   it('stays linear on 100 KB of hostile input', () => {
     const size = 100_000;
     const fill = (unit: string): string => unit.repeat(Math.ceil(size / unit.length)).slice(0, size);
-    const hostile = ['%20', '+', '(', '%25', '%2525', '+1', '%2B1%20', '(415)+', '%28415%29', '0044%20', 'a%40', 'x%2540y', '1%20', '%E0%A4'].map(fill);
+    const hostile = ['%20', '+', '(', '%25', '%2525', '+1', '%2B1%20', '(415)+', '%28415%29', '0044%20', 'a%40', 'x%2540y', '1%20', '%E0%A4', 'API Key:', 'a Key:', 'Key: ', 'aaaa '].map(fill);
     expectNoWorseThanProse(hostile, (text) => {
       redactContactsInText(text);
       redactOutput({ note: text, fields: [{ label: `${text.slice(0, 2_000)} / Password`, value: 'x' }] });

@@ -66,9 +66,25 @@ function secretFieldBefore(text: string, colon: number): boolean | undefined {
   // A dump encoded twice reads "…\r\nX-Api-Key: …": the n of the escape is not part of the name.
   const name = start > 0 && text[start - 1] === '\\' && /^[nrt]./.test(raw) ? raw.slice(1) : raw;
   // Authorization, Proxy-Authorization, …: redactAuthorizationValues has redacted it and kept the scheme.
-  if (!isSecretFieldName(name) || AUTHORIZATION_NAME.test(raw)) return undefined;
+  if (AUTHORIZATION_NAME.test(raw)) return undefined;
+  if (!isSecretFieldName(name) && !isSecretTwoWordLabel(text, start, name)) return undefined;
   const norm = normalizeKey(name);
   return norm.includes('cookie') || norm.endsWith('authorization');
+}
+
+/**
+ * A label for people written out in text, of two words whose last alone names no secret: "API Key: …", "Secret Key:
+ * …", "Access Key: …" (while "Client Secret:" and "Access Token:" are caught by their last word). The word before
+ * `name`, one blank apart, joined to it, is asked as the label it is ({label: "API Key", value} is secret): "Primary Key:"
+ * and "Token Pack:" stay. Looks back one word of at most 64 characters, so each colon still costs a bounded scan.
+ */
+function isSecretTwoWordLabel(text: string, start: number, name: string): boolean {
+  const blank = start - 1;
+  if (blank < 1 || (text[blank] !== ' ' && text[blank] !== '\t')) return false;
+  let first = blank;
+  while (first > 0 && blank - first < 64 && isLetter(text.charCodeAt(first - 1))) first--;
+  if (first === blank || (first > 0 && isNameChar(text.charCodeAt(first - 1)))) return false;
+  return isSecretFieldName(`${text.slice(first, blank)} ${name}`);
 }
 
 /** A character of a field name: what SECRET_PARAM's names are made of, [\w.%[\]-]. */
