@@ -1,5 +1,7 @@
 import { Injectable, type PipeTransform } from '@nestjs/common';
+import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { AppError } from '../common/errors/app-error.js';
+import { UNNAMED_UNKNOWN_FIELD } from '../common/http/validation.js';
 
 /**
  * For a route that takes no query parameters at all (GET /v1/tools): any parameter is refused with
@@ -12,7 +14,9 @@ export class NoQueryParameters implements PipeTransform<unknown, Record<string, 
   transform(value: unknown): Record<string, never> {
     const names = value !== null && typeof value === 'object' ? Object.keys(value) : [];
     if (names.length === 0) return {};
-    const problems = names.map((name) => `${name}: property ${name} should not exist`);
+    // A name that is no field name (a token pasted as a parameter) is never echoed (echoable-field-name.ts); the
+    // global pipe's words for it, top-level ("body: …") as it says them of a query too.
+    const problems = names.map((name) => (isEchoableFieldName(name) ? `${name}: property ${name} should not exist` : `body: ${UNNAMED_UNKNOWN_FIELD}`));
     throw new AppError('VALIDATION_FAILED', problems.join('; '), { fields: { errors: problems } });
   }
 }

@@ -42,6 +42,38 @@ describe('unknown fields: which names a 400 echoes', () => {
     }
   });
 
+  it('GET /v1/tools (no query parameters) names a misspelt parameter, and never a token pasted as one', async () => {
+    const ops = (await createKey(t, org, 'ops')).key;
+    const typo = await t.http.get('/v1/tools').query({ limt: '1' }).set(bearer(ops));
+    expect([typo.status, typo.body.detail, typo.body.errors]).toEqual([400, 'limt: property limt should not exist', ['limt: property limt should not exist']]);
+    for (const token of TOKENS) {
+      const res = await t.http.get('/v1/tools').query({ [token]: '1' }).set(bearer(ops));
+      expect([res.status, res.body.code], token).toEqual([400, 'VALIDATION_FAILED']);
+      expect(JSON.stringify(res.body), token).not.toContain(token.slice(0, 10));
+      // The same words as every other typed query (the global validation pipe): GET /v1/runs/:id/tools.
+      const other = await t.http.get('/v1/runs/00000000-0000-4000-8000-000000000000/tools').query({ [token]: '1' }).set(bearer(ops));
+      expect([res.body.detail, res.body.errors], token).toEqual([other.body.detail, other.body.errors]);
+      expect(res.body.detail).toBe('body: an unknown field, not named as it does not look like a field name, should not exist');
+    }
+  });
+
+  it('a "constructor" key deep in free-form JSON (a run\'s metadata) is refused where it is, never naming a token on its path', async () => {
+    const plain = await t.http.post('/v1/runs').set(bearer(admin)).send({ specialistId: 's', metadata: { order: { constructor: 1 } } });
+    expect([plain.status, plain.body.code, plain.body.detail]).toEqual([400, 'VALIDATION_FAILED', 'metadata.order.constructor: keys named "constructor", "prototype" or "__proto__" are not accepted']);
+    for (const token of TOKENS) {
+      const res = await t.http.post('/v1/runs').set(bearer(admin)).send({ specialistId: 's', metadata: { [token]: { constructor: 1 }, list: [{ [token]: { prototype: 1 } }] } });
+      expect([res.status, res.body.code], token).toEqual([400, 'VALIDATION_FAILED']);
+      expect(JSON.stringify(res.body), token).not.toContain(token.slice(0, 10));
+      expect([res.body.detail, res.body.errors], token).toEqual([
+        'metadata.<a key>.constructor: keys named "constructor", "prototype" or "__proto__" are not accepted',
+        ['metadata.<a key>.constructor: keys named "constructor", "prototype" or "__proto__" are not accepted'],
+      ]);
+      const inList = await t.http.post('/v1/runs').set(bearer(admin)).send({ specialistId: 's', metadata: { list: [{ [token]: { prototype: 1 } }] } });
+      expect([inList.status, inList.body.detail], token).toEqual([400, 'metadata.list[0].<a key>.prototype: keys named "constructor", "prototype" or "__proto__" are not accepted']);
+      expect(JSON.stringify(inList.body), token).not.toContain(token.slice(0, 10));
+    }
+  });
+
   it('the policy body names a misspelt top-level field, and never a token pasted as one', async () => {
     const url = `/v1/orgs/${org}/policies`;
     const typo = await t.http.put(url).set(bearer(admin)).send({ rules: [], ruels: [] });

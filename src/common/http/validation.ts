@@ -5,6 +5,9 @@ import { isEchoableFieldName } from '../echoable-field-name.js';
 import { AppError } from '../errors/app-error.js';
 import { canonicalUuid } from '../ids.js';
 
+/** What a 400 says of an unknown field whose name it does not echo (a token pasted as a key): the same words everywhere. */
+export const UNNAMED_UNKNOWN_FIELD = 'an unknown field, not named as it does not look like a field name, should not exist';
+
 function describe(errors: ValidationError[], parent = ''): string[] {
   const out: string[] = [];
   for (const e of errors) {
@@ -12,7 +15,8 @@ function describe(errors: ValidationError[], parent = ''): string[] {
     const named = isEchoableFieldName(e.property) || /^\d{1,6}$/.test(e.property);
     const path = named ? (parent ? `${parent}.${e.property}` : e.property) : parent || 'body';
     for (const [rule, msg] of Object.entries(e.constraints ?? {})) {
-      out.push(named ? `${path}: ${msg}` : `${path}: ${rule === 'whitelistValidation' ? 'an unknown field, not named as it does not look like a field name, should not exist' : 'a field not named here is invalid'}`);
+      const unnamed = rule === 'whitelistValidation' ? UNNAMED_UNKNOWN_FIELD : 'a field not named here is invalid';
+      out.push(`${path}: ${named ? msg : unnamed}`);
     }
     if (e.children?.length) out.push(...describe(e.children, path));
   }
@@ -40,11 +44,17 @@ function declaredProperties(metatype: object): ReadonlySet<string> {
 /** The keys Nest's ValidationPipe deletes at every depth before transforming (@nestjs/common strip-proto-keys). */
 const STRIPPED = new Set(['constructor', '__proto__', 'prototype']);
 
+/**
+ * A body key as one segment of a path a 400 names: free-form JSON (a run's metadata) may hold any key, a token
+ * pasted as one too, so a key that does not look like a field name is a placeholder; the path still says where.
+ */
+const keySegment = (k: string): string => (isEchoableFieldName(k) ? k : '<a key>');
+
 /** The path of the first key Nest would strip, at any depth (JSON bodies are at most 32 deep), or undefined. */
 function strippedKeyPath(value: unknown, path: string, depth: number): string | undefined {
   if (typeof value !== 'object' || value === null || depth > 64) return undefined;
   for (const [k, v] of Object.entries(value)) {
-    const at = Array.isArray(value) ? `${path}[${k}]` : path ? `${path}.${k}` : k;
+    const at = Array.isArray(value) ? `${path}[${k}]` : path ? `${path}.${keySegment(k)}` : keySegment(k);
     if (!Array.isArray(value) && STRIPPED.has(k)) return at;
     const inner = strippedKeyPath(v, at, depth + 1);
     if (inner !== undefined) return inner;
@@ -66,9 +76,11 @@ function hiddenFields(raw: unknown, dto: unknown, path: string, depth: number): 
   for (const name of Object.keys(raw)) {
     if (PROTOTYPE_NAMES.has(name) && !known.has(name)) out.push(`${path ? `${path}.${name}` : name}: property ${name} should not exist`);
   }
+  // `name` above is one of PROTOTYPE_NAMES (fixed, never a secret); `k` is a property of a DTO instance, so declared
+  // and safe to name, but the path takes keySegment like every other path built from body keys.
   for (const [k, v] of Object.entries(dto)) {
     const rawV = (raw as Record<string, unknown>)[k];
-    const at = path ? `${path}.${k}` : k;
+    const at = path ? `${path}.${keySegment(k)}` : keySegment(k);
     if (Array.isArray(v) && Array.isArray(rawV)) v.forEach((item, i) => out.push(...hiddenFields(rawV[i], item, `${at}.${i}`, depth + 1)));
     else out.push(...hiddenFields(rawV, v, at, depth + 1));
   }
