@@ -39,7 +39,10 @@ interface Row {
 const MARGIN_SEC = 60;
 /** How often a replica waiting for another one's refresh looks again. */
 const POLL_MS = 100;
-/** Added to the vendor timeout for the lease: the refresh request plus writing its result. */
+/**
+ * The lease: two vendor timeouts (a refused stored refresh token is followed by a second refresh with the one it
+ * replaced) plus this, for writing the result.
+ */
 const LEASE_SLACK_MS = 5_000;
 
 const COLUMNS = `grant_id, key_id, iv, ciphertext, auth_tag, extract(epoch FROM access_expires_at - now())::float8 AS remaining_sec`;
@@ -71,7 +74,7 @@ export class VendorTokenStore implements RotatingTokenStore {
     private readonly cipher: EnvelopeCipher,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.leaseMs = config.VENDOR_TIMEOUT_MS + LEASE_SLACK_MS;
+    this.leaseMs = 2 * config.VENDOR_TIMEOUT_MS + LEASE_SLACK_MS;
   }
 
   async obtain(grant: RotatingGrant, refresh: RefreshGrant, opts: ObtainOptions = {}): Promise<FetchedToken> {
@@ -162,6 +165,8 @@ export class VendorTokenStore implements RotatingTokenStore {
     } catch (err) {
       // The token is good; only its replacement refresh token is lost, and the one stored still works once more.
       this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'write failed' }, 'refreshed access token not stored');
+      // Held to its end, the lease would make every other replica wait that long for a token never stored, then fail.
+      await this.release(grant, lease).catch(() => undefined);
     }
     return { token: got.token, expiresInSec: got.expiresInSec };
   }

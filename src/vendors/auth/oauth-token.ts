@@ -26,6 +26,12 @@ export interface OAuthTokenRequest {
 const SAFE_OAUTH_CODE = /^[a-z_]{1,40}$/;
 /** Used when a vendor omits expires_in: short, so a wrong guess costs little. */
 const DEFAULT_LIFETIME_SEC = 300;
+/**
+ * The longest expires_in believed: a day, Shopify's client-credentials tokens (VENDORS.md §1.1; LWA, Jumio and
+ * Shopify's offline tokens last an hour). A vendor's bigger number (1e15) would overflow the token store's
+ * interval arithmetic and keep a token cached for good; past the cap a token is only refreshed sooner.
+ */
+export const MAX_LIFETIME_SEC = 86_400;
 
 function tokenOutcome(kind: VendorFailureKind, status: number | undefined, message: string, retryAfterMs?: number): FailedOutcome {
   return {
@@ -88,7 +94,7 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
     const refreshToken = parsed?.refresh_token;
     return {
       token,
-      expiresInSec: Number.isFinite(lifetime) && lifetime > 0 ? lifetime : DEFAULT_LIFETIME_SEC,
+      expiresInSec: Number.isFinite(lifetime) && lifetime > 0 ? Math.min(lifetime, MAX_LIFETIME_SEC) : DEFAULT_LIFETIME_SEC,
       ...(typeof refreshToken === 'string' && refreshToken !== '' ? { refreshToken } : {}),
     };
   }
