@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { PeriodicTask } from '../common/periodic-task.js';
+import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 
@@ -13,7 +14,9 @@ export const ORPHANED_TEXT = 'the process running this call stopped before recor
  * would stay running forever. At start-up and every minute, calls running
  * longer than the vendor timeout plus a margin become `indeterminate /
  * OUTCOME_UNKNOWN` with an event: nobody knows whether the vendor acted, so
- * they are never retried automatically (ops reconcile them). Younger running
+ * they are never retried automatically (ops reconcile them), and charged the
+ * action's cost, as an outcome recorded `indeterminate` is (a request that may
+ * have been sent counts as sent). Younger running
  * calls may belong to a live replica and are left alone. A live replica that
  * kept the call's outcome through a long database outage records it as an
  * event afterwards (ToolCallLedger.writeOutcome), for the reconcile.
@@ -26,6 +29,7 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
   constructor(
     private readonly sql: Sql,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly catalog: ToolCatalogService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -40,10 +44,13 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
   /** Marks orphaned running calls indeterminate; returns how many. */
   async sweep(): Promise<number> {
     const staleAfterMs = this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS;
+    const actions = this.catalog.list().flatMap((tool) => tool.actions.map((action) => ({ tool: tool.name, action: action.name, cost: action.costCents })));
     const [{ n }] = await this.sql.query<{ n: number }>(
       `WITH tc AS (
          UPDATE tool_calls SET status = 'indeterminate', error_code = 'OUTCOME_UNKNOWN', http_status = 200,
                 error_text = $2,
+                cost_cents = COALESCE((SELECT c.cost FROM unnest($3::text[], $4::text[], $5::int[]) AS c(tool, action, cost)
+                                        WHERE c.tool = tool_calls.tool_name AND c.action = tool_calls.action), 0),
                 finished_at = now(), updated_at = now()
           WHERE status = 'running' AND started_at < now() - make_interval(secs => $1::double precision / 1000)
           RETURNING id, org_id, run_id, tool_name, action, action_digest),
@@ -55,7 +62,7 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
                 jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned')
            FROM tc)
        SELECT count(*)::int AS n FROM tc`,
-      [staleAfterMs, ORPHANED_TEXT],
+      [staleAfterMs, ORPHANED_TEXT, actions.map((a) => a.tool), actions.map((a) => a.action), actions.map((a) => a.cost)],
     );
     if (n > 0) this.log.warn({ count: n }, 'orphaned running tool calls marked indeterminate');
     return n;

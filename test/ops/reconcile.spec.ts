@@ -7,7 +7,10 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ToolCatalogService } from '../../src/catalog/tool-catalog.service.js';
+import { OrphanSweeperService } from '../../src/tool-calls/orphan-sweeper.service.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { insertCalls } from './ledger-seed.js';
 import { adminAuth, bearer, createKey } from '../support/test-app.js';
 
 describe('reconciling an indeterminate call', () => {
@@ -123,5 +126,37 @@ describe('reconciling an indeterminate call', () => {
     expect(await verify()).toMatchObject({ ok: false, brokenAt: { reason: expect.stringMatching(/reconcile note differs/) } });
     await h.t.ds.query(`UPDATE tool_calls SET note = $2 WHERE id = $1`, [id, note]);
     expect(await verify()).toMatchObject({ ok: true });
+  });
+});
+
+/**
+ * A call left running by a process that died is swept to indeterminate: it may have reached the vendor, so it is
+ * charged the action's cost as an outcome recorded indeterminate is, and the usage of a call ops then confirm as
+ * succeeded counts it.
+ */
+describe('the cost of a swept call', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('is the catalog cost once swept, and stays so when ops reconcile it as succeeded: usage and the run count it', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const ops = (await createKey(h.t, org.orgId, 'ops')).key;
+    const cost = h.t.app.get(ToolCatalogService).find('shopify_refund', 'create')!.action.costCents;
+    expect(cost).toBeGreaterThan(0);
+    // A refund left running an hour ago by a process that died.
+    const [call] = await insertCalls(h.t.ds, [{ orgId: org.orgId, runId: org.runId, toolName: 'shopify_refund', action: 'create', status: 'running' }]);
+    await h.t.ds.query(`UPDATE tool_calls SET started_at = now() - interval '1 hour', duration_ms = NULL, finished_at = NULL, cost_cents = 0 WHERE id = $1`, [call.id]);
+    expect(await h.t.app.get(OrphanSweeperService).sweep()).toBeGreaterThanOrEqual(1);
+    const swept = await h.t.http.get(`/v1/tool-calls/${call.id}`).set(bearer(ops));
+    expect(swept.body).toMatchObject({ status: 'indeterminate', costCents: cost });
+    const rec = await h.t.http.post(`/v1/tool-calls/${call.id}/reconcile`).set(bearer(ops)).send({ status: 'succeeded', note: 'refund visible in Shopify admin' });
+    expect(rec.status).toBe(200);
+    const usage = await h.t.http.get(`/v1/orgs/${org.orgId}/usage`).set(bearer(ops));
+    expect(usage.body.byTool).toEqual([expect.objectContaining({ toolName: 'shopify_refund', action: 'create', succeeded: 1, costCents: cost })]);
   });
 });
