@@ -6,6 +6,7 @@ import { createGateway } from '../../src/bootstrap.js';
 import { loadConfig } from '../../src/config/app-config.js';
 import { captureLogs } from '../../src/logging/logging.js';
 import request from 'supertest';
+import { recordingResponses } from '../support/response-log.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -131,7 +132,7 @@ describe('errors, limits and correlation ids', () => {
     const { lines, stop } = captureLogs();
     const { app } = await createGateway(config, { extraControllers: [BoomController] });
     try {
-      const res = await request(app.getHttpServer()).get('/v1/test-boom').set(adminAuth);
+      const res = await recordingResponses(request(app.getHttpServer())).get('/v1/test-boom').set(adminAuth);
       expect(res.status).toBe(500);
       expect(res.body).toMatchObject({ code: 'INTERNAL', status: 500 });
       const text = JSON.stringify(res.body);

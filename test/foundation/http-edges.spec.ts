@@ -7,6 +7,7 @@ import { NIL_UUID } from '../../src/common/ids.js';
 import { HealthController } from '../../src/health/health.controller.js';
 import { OrgsService } from '../../src/orgs/orgs.service.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
+import { logSocketAnswer } from '../support/response-log.js';
 import { adminAuth, startTestApp, type TestApp } from '../support/test-app.js';
 
 interface RawResponse {
@@ -30,6 +31,7 @@ function rawRequest(port: number, bytes: string): Promise<RawResponse> {
     socket.on('error', () => undefined); // a reset after the answer still counts as closed
     socket.on('close', () => {
       clearTimeout(timer);
+      logSocketAnswer(bytes, Buffer.concat(chunks)); // the run-wide leak scan reads it
       const text = Buffer.concat(chunks).toString('utf8');
       const [head, ...rest] = text.split('\r\n\r\n');
       const [statusLine, ...lines] = head.split('\r\n');
@@ -155,6 +157,7 @@ describe('HTTP edges: readiness, unparsable requests, reserved org id', () => {
       s.on('error', () => undefined);
       s.on('close', () => {
         clearTimeout(timer);
+        logSocketAnswer(head, got);
         resolve(got);
       });
       s.write(`${head}\r\nConnection: close\r\n\r\n`);

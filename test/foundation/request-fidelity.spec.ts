@@ -1,5 +1,6 @@
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logSocketAnswer } from '../support/response-log.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth, bearer } from '../support/test-app.js';
 
@@ -16,6 +17,7 @@ function raw(port: number, bytes: string): Promise<{ status: number; headers: st
     s.on('error', () => undefined);
     s.on('close', () => {
       clearTimeout(timer);
+      logSocketAnswer(bytes, Buffer.concat(chunks)); // the run-wide leak scan reads it
       const [headers, ...rest] = Buffer.concat(chunks).toString('utf8').split('\r\n\r\n');
       resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(headers)?.[1] ?? 0), headers, body: rest.join('\r\n\r\n') });
     });

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestPath } from '../../src/logging/logging.js';
+import { logSocketAnswer } from '../support/response-log.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 /** One raw HTTP/1.1 exchange, for request targets supertest would not send as they are. */
@@ -9,7 +10,10 @@ function raw(port: number, text: string): Promise<string> {
     const s = net.connect(port, '127.0.0.1', () => s.write(text));
     let out = '';
     s.setEncoding('utf8').on('data', (c: string) => (out += c));
-    s.on('close', () => resolve(out));
+    s.on('close', () => {
+      logSocketAnswer(text, out); // the run-wide leak scan reads it
+      resolve(out);
+    });
     s.on('error', () => resolve(out));
     setTimeout(() => s.destroy(), 2_000);
   });

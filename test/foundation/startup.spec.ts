@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { loggedFetch } from '../support/response-log.js';
 import { teeChildToRunLog } from '../support/run-log.js';
 import { dropScratchDatabase } from '../support/scratch-database.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
@@ -97,9 +98,9 @@ describe('start-up', () => {
       }
     }
     expect(url).toBeDefined();
-    const res = await fetch(`${url}/readyz`);
+    const res = await loggedFetch(`${url}/readyz`);
     expect(res.status).toBe(200);
-    const orgs = await fetch(`${url}/v1/orgs`, { method: 'POST', headers: { Authorization: `Bearer ${TEST_ADMIN_KEY}`, 'Content-Type': 'application/json' }, body: '{"name":"from main"}' });
+    const orgs = await loggedFetch(`${url}/v1/orgs`, { method: 'POST', headers: { Authorization: `Bearer ${TEST_ADMIN_KEY}`, 'Content-Type': 'application/json' }, body: '{"name":"from main"}' });
     expect(orgs.status).toBe(201);
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number];
@@ -132,7 +133,7 @@ describe('start-up', () => {
       expect(key, first.out).toBeDefined();
       expect(readFileSync(join(dataDir, 'bootstrap-admin.key'), 'utf8').trim()).toBe(key);
       expect(statSync(join(dataDir, 'bootstrap-admin.key')).mode & 0o777).toBe(0o600);
-      const orgs = await fetch(`${first.url}/v1/orgs`, { method: 'POST', headers: { Authorization: `Bearer ${key!}`, 'Content-Type': 'application/json' }, body: '{"name":"generated key"}' });
+      const orgs = await loggedFetch(`${first.url}/v1/orgs`, { method: 'POST', headers: { Authorization: `Bearer ${key!}`, 'Content-Type': 'application/json' }, body: '{"name":"generated key"}' });
       expect(orgs.status).toBe(201);
       first.child.kill('SIGTERM');
       await once(first.child, 'exit');

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
+import { logSocketAnswer } from '../support/response-log.js';
 import { sleep, waitFor } from './support.js';
 
 /** The child's resident memory, in MB (/proc/<pid>/status). */
@@ -25,6 +26,7 @@ async function pipelined(port: number, request: string, count: number, readAfter
   sock.resume();
   await waitFor(() => closed || text.split('HTTP/1.1 ').length - 1 === count || undefined, 'the answers or the close', 20_000);
   sock.destroy();
+  logSocketAnswer(request, Buffer.from(text, 'latin1')); // the run-wide leak scan reads it
   return { answers: text.split('HTTP/1.1 ').length - 1, closed };
 }
 

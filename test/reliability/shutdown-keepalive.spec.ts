@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { beginHttpDrain } from '../../src/app.setup.js';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, within, type GatewayProcess } from '../support/gateway-process.js';
+import { logRawResponse } from '../support/response-log.js';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { openDb, rows, waitFor } from './support.js';
 
@@ -22,18 +23,20 @@ function send(url: string, agent: http.Agent, opts: { key?: string; body?: unkno
   if (opts.key) headers.Authorization = `Bearer ${opts.key}`;
   if (data !== undefined) Object.assign(headers, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) });
   return new Promise((resolve) => {
-    const req = http.request(url, { method: data === undefined ? 'GET' : 'POST', agent, headers }, (res) => {
+    const method = data === undefined ? 'GET' : 'POST';
+    const req = http.request(url, { method, agent, headers }, (res) => {
       let body = '';
       res.setEncoding('utf8').on('data', (c: string) => (body += c));
-      res.on('end', () =>
+      res.on('end', () => {
+        logRawResponse(method, url, res.statusCode ?? 0, res.headers, body, opts.body); // the run-wide leak scan reads it
         resolve({
           status: res.statusCode ?? 0,
           connection: res.headers.connection,
           retryAfter: res.headers['retry-after'],
           contentType: res.headers['content-type'],
           body,
-        }),
-      );
+        });
+      });
     });
     req.on('error', () => resolve('ERR'));
     req.end(data);

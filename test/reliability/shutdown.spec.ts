@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, within, type GatewayProcess } from '../support/gateway-process.js';
+import { logRawResponse } from '../support/response-log.js';
 import { emulatorEnv, toolUse } from '../support/scenario.js';
 import { adminAuth, bearer } from '../support/test-app.js';
 import { openDb, postToolUse, rows, sleep, waitFor } from './support.js';
@@ -13,8 +14,12 @@ import { openDb, postToolUse, rows, sleep, waitFor } from './support.js';
 function get(url: string, agent: http.Agent): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = http.get(url, { agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        logRawResponse('GET', url, res.statusCode ?? 0, res.headers, body); // the run-wide leak scan reads it
+        resolve(res.statusCode ?? 0);
+      });
       res.on('error', reject);
     });
     req.on('error', reject);

@@ -135,13 +135,13 @@ export function overflowFindings(rest: string, run: { needles: Needle[]; unreada
   });
 }
 
-/**
- * The body to log: as it came but for the two by-design answers above, up to MAX_LOGGED_BODY, and past that only
- * what the run's needles find in the rest (overflowFindings).
- */
-function loggedBody(method: string, url: string, res: Response, sent: unknown): string {
-  const raw = bodyText(res);
-  const text = withoutOwnNote(method, url, sent, raw) ?? withoutNewKey(method, url, res.status, raw) ?? raw;
+/** The body to log: as it came but for the two by-design answers above, capped. */
+function loggedBody(method: string, url: string, status: number, raw: string, sent: unknown): string {
+  return capped(withoutOwnNote(method, url, sent, raw) ?? withoutNewKey(method, url, status, raw) ?? raw);
+}
+
+/** `text` up to MAX_LOGGED_BODY, and past that only what the run's needles find in the rest (overflowFindings). */
+function capped(text: string): string {
   if (text.length <= MAX_LOGGED_BODY) return text;
   const found = overflowFindings(text.slice(MAX_LOGGED_BODY));
   return [
@@ -156,8 +156,92 @@ function loggedBody(method: string, url: string, res: Response, sent: unknown): 
  * the request's body, read only to recognise the agent's own text handed back (withoutOwnNote), never logged.
  */
 export function logResponse(method: string, url: string, res: Response, sent?: unknown): void {
-  const head = [`HTTP ${res.status}`, ...Object.entries(res.headers as Record<string, string | string[]>).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`)];
-  appendToRunLog(`response ${requestLabel(method, url)}`, `${head.join('\n')}\n\n${loggedBody(method, url, res, sent)}`);
+  logRawResponse(method, url, res.status, res.headers as Record<string, string | string[]>, bodyText(res), sent);
+}
+
+/** Response headers as node:http (IncomingMessage.headers) or fetch (Headers) give them. */
+export type RawHeaders = Headers | Record<string, string | string[] | number | undefined>;
+
+/**
+ * logResponse for a response a test read itself (fetch, node:http, a raw socket): the same log lines, under the
+ * same rules (the minted key left out, the cap). `url` should be absolute, as supertest's are: the key rule
+ * recognises POST /v1/api-keys by the URL's path.
+ */
+export function logRawResponse(method: string, url: string, status: number, headers: RawHeaders, body: string, sent?: unknown): void {
+  const entries = headers instanceof Headers ? [...headers.entries()] : Object.entries(headers).filter(([, v]) => v !== undefined);
+  const head = [`HTTP ${status}`, ...entries.map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : String(v)}`)];
+  appendToRunLog(`response ${requestLabel(method, url)}`, `${head.join('\n')}\n\n${loggedBody(method, url, status, body, sent)}`);
+}
+
+/** A request body sent as JSON text, parsed (withoutOwnNote reads what supertest keeps parsed); else undefined. */
+function parsedJson(body: unknown): unknown {
+  if (typeof body !== 'string') return undefined;
+  try {
+    return JSON.parse(body) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * fetch() with the response written to the run log (logRawResponse) before it is returned. A clone is read, so
+ * the caller still reads the original; that waits for the whole body (not for a stream meant to stay open).
+ */
+export async function loggedFetch(input: string | URL | Request, init?: RequestInit): Promise<globalThis.Response> {
+  const res = await fetch(input, init);
+  const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+  const url = input instanceof Request ? input.url : String(input);
+  let body: string;
+  try {
+    body = await res.clone().text();
+  } catch (e) {
+    // the caller reading the original sees the same failure: log what did come
+    body = `[body not readable: ${e instanceof Error ? e.message : String(e)}]`;
+  }
+  logRawResponse(method, url, res.status, res.headers, body, parsedJson(init?.body));
+  return res;
+}
+
+/**
+ * What a raw socket received from a gateway, written to the run log: the first final answer (a 1xx before it is
+ * skipped) as logRawResponse writes it, named by the request line of `sent` (the request itself is never
+ * logged); bytes past that answer (pipelined answers, anything unparsable) logged as they came under the same
+ * name, capped like a body. `sent` may be anything a spec writes, malformed on purpose: a missing request line
+ * names it RAW.
+ */
+export function logSocketAnswer(sent: string, received: string | Buffer): void {
+  const bytes = typeof received === 'string' ? Buffer.from(received, 'utf8') : received;
+  if (bytes.length === 0) return;
+  const line = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) HTTP\/\d\.\d\r?\n/.exec(sent);
+  const method = line?.[1] ?? 'RAW';
+  let url = '(no request line)';
+  if (line) {
+    try {
+      url = new URL(line[2]!, 'http://gateway').href;
+    } catch {
+      url = line[2]!;
+    }
+  }
+  let at = 0;
+  for (;;) {
+    const end = bytes.indexOf('\r\n\r\n', at);
+    const status = /^HTTP\/\d\.\d (\d{3})/.exec(bytes.subarray(at, at + 16).toString('latin1'))?.[1];
+    if (end < 0 || !status) break;
+    const [, ...lines] = bytes.subarray(at, end).toString('utf8').split('\r\n');
+    at = end + 4;
+    if (status.startsWith('1')) continue;
+    const headers: Record<string, string> = {};
+    for (const l of lines) {
+      const i = l.indexOf(':');
+      if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+    }
+    const length = Number(headers['content-length']);
+    const bodyEnd = Number.isSafeInteger(length) && length >= 0 ? Math.min(at + length, bytes.length) : bytes.length;
+    logRawResponse(method, url, Number(status), headers, bytes.subarray(at, bodyEnd).toString('utf8'));
+    at = bodyEnd;
+    break;
+  }
+  if (at < bytes.length) appendToRunLog(`response ${requestLabel(method, url)}`, `[raw bytes received]\n\n${capped(bytes.subarray(at).toString('utf8'))}`);
 }
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'del', 'head', 'options'] as const;
