@@ -105,6 +105,39 @@ describe('batch budget', () => {
     for (const b of out) expect(bytes(b!.toolResult.content)).toBeGreaterThan(1900); // fair shares, not one cut to the bone
   });
 
+  // Water-filling: the room left is shared among the results above the level only; a small result that stays
+  // whole takes its own size, not a share (cutting by room / every pending entry cut the largest far below the rest).
+  it('cuts the largest results to one level: 50/45/5 KB within 60 KB end about 27.5/27.5/5 KB', () => {
+    const bodies = [sized(50_000), sized(45_000), sized(5_000)];
+    const out = fitBatchBudget(bodies, 60_000);
+    const sizes = out.map((b) => bytes(b!.toolResult.content));
+    expect(out[2]).toBe(bodies[2]);
+    expect(total(out)).toBeLessThanOrEqual(60_000);
+    expect(sizes[0]).toBeGreaterThanOrEqual(sizes[1]);
+    for (const n of sizes.slice(0, 2)) expect(Math.abs(n - 27_500)).toBeLessThan(50);
+  });
+
+  it('leaves equal results equal: four of 50 KB and one of 10 KB within 150 KB end at 35 KB each', () => {
+    const bodies = [sized(50_000), sized(50_000), sized(50_000), sized(50_000), sized(10_000)];
+    const out = fitBatchBudget(bodies, 150_000);
+    const sizes = out.map((b) => bytes(b!.toolResult.content));
+    expect(out[4]).toBe(bodies[4]);
+    expect(total(out)).toBeLessThanOrEqual(150_000);
+    expect(Math.max(...sizes.slice(0, 4)) - Math.min(...sizes.slice(0, 4))).toBeLessThan(50);
+    for (const n of sizes.slice(0, 4)) expect(Math.abs(n - 35_000)).toBeLessThan(50);
+  });
+
+  it('levels an already-truncated result with a whole one beside a message', () => {
+    const done = alreadyTruncated(6000); // about 6000 bytes shown of 12000
+    const big = sized(9000);
+    const f = failed(); // 300 bytes, never cut
+    const out = fitBatchBudget([done, big, f], 8300);
+    const sizes = out.map((b) => bytes(b!.toolResult.content));
+    expect(out[2]).toBe(f);
+    expect(total(out)).toBeLessThanOrEqual(8300);
+    for (const n of sizes.slice(0, 2)) expect(Math.abs(n - 4000)).toBeLessThan(50);
+  });
+
   it('leaves a truncated content whose note it cannot read as it is (it still counts)', () => {
     const odd = { ...sized(3000), result: null, truncated: true };
     const big = sized(2000);
@@ -172,6 +205,12 @@ describe('batch budget', () => {
           cutSizes.push(bytes(b!.toolResult.content));
         });
         if (cutSizes.length && wholeSizes.length) expect(Math.min(...cutSizes)).toBeGreaterThanOrEqual(Math.max(...wholeSizes));
+        // Water-filling: a larger result never ends shorter than a smaller one that was cut, and the cut ones end
+        // about level (a few bytes apart: UTF-8 boundaries and the digits of their notes).
+        const cutOnes = bodies.flatMap((b, i) => (out[i] !== b ? [{ before: bytes(b!.toolResult.content), after: bytes(out[i]!.toolResult.content) }] : []));
+        for (const a of cutOnes) for (const b of cutOnes) if (a.before > b.before) expect(a.after).toBeGreaterThanOrEqual(b.after - 10);
+        const cutAfter = cutOnes.map((c) => c.after);
+        if (cutAfter.length > 1 && Math.min(...cutAfter) > 400) expect(Math.max(...cutAfter) - Math.min(...cutAfter)).toBeLessThan(cutAfter.length * 10);
       }),
       { numRuns: 300 },
     );

@@ -48,14 +48,33 @@ function cut(b: ToolCallBody, budgetBytes: number): string | null {
 }
 
 /**
+ * The water level for `sizes` sharing `roomBytes`: the largest L with
+ * Σ min(size, L) <= roomBytes, so entries at or below L stay whole and every
+ * larger one is cut to L (0 when there is no room at all).
+ */
+function waterLevel(sizes: number[], roomBytes: number): number {
+  const sorted = [...sizes].sort((a, b) => a - b);
+  let below = 0;
+  for (let j = 0; j < sorted.length; j++) {
+    const level = (roomBytes - below) / (sorted.length - j);
+    if (level <= sorted[j]) return Math.max(0, Math.floor(level));
+    below += sorted[j];
+  }
+  return sorted.length > 0 ? sorted[sorted.length - 1] : 0;
+}
+
+/**
  * The batch-wide budget over every result's model-facing `toolResult.content`
  * (truncated ones included; `null` entries, problem+json items, count 0).
  * While the total is over budget, the largest cuttable content (API.md: the
  * largest results first, whether or not the per-result budget already cut it)
- * is cut (same note as the per-result budget) to whichever is larger: the size
- * that brings the total within budget, or its fair share of what the
- * not-yet-cut entries leave. Water-filling: a few big results are cut, small
- * ones survive.
+ * is cut (same note as the per-result budget, counted in the size) to the
+ * water level of the entries not yet cut: the level L at which the others
+ * (messages, problems, cut ones) plus every such entry at min(size, L) just
+ * fit. Water-filling: the big results end about equal at L, the ones below it
+ * stay whole. L is computed again after each cut, so an entry left as it is
+ * (shorter than the note) or cut a few bytes under L (a UTF-8 boundary) only
+ * leaves more room to the next.
  *
  * The total fits afterwards unless the truncation notes themselves (about
  * 150 bytes each) outgrow the budget; then every candidate is as short as a
@@ -74,11 +93,10 @@ export function fitBatchBudget<T extends ToolCallBody>(bodies: readonly (T | nul
       pendingBytes += sizes[i];
       if (pick < 0 || sizes[i] > sizes[pick]) pick = i;
     }
+    // Over budget, the largest pending entry is above the level (were it not, every pending one would fit at
+    // min(size, L) = size): cut it to L, which brings the total within budget once every entry above L is cut.
+    const target = waterLevel([...pending].map((i) => sizes[i]), budgetBytes - (total - pendingBytes));
     pending.delete(pick);
-    const fixedBytes = total - pendingBytes;
-    const fairShare = Math.floor((budgetBytes - fixedBytes) / (pending.size + 1));
-    const needed = budgetBytes - (total - sizes[pick]);
-    const target = Math.max(needed, fairShare, 0);
 
     const body = out[pick]!;
     const content = cut(body, target);

@@ -1,3 +1,4 @@
+import type { AppError } from '../../common/errors/app-error.js';
 import type { ErrorCode } from '../../common/errors/error-codes.js';
 
 /**
@@ -5,7 +6,8 @@ import type { ErrorCode } from '../../common/errors/error-codes.js';
  * the batch is sent again. A write that may holds the writes after it (ToolCallBatchService): run now, a later
  * write would reach its vendor first, and the resend would run the earlier one after it. A write refused for
  * good is refused again on every resend, so nothing can overtake it: it holds nothing, like a recorded outcome
- * (blocked, failed), which a resend replays and never runs.
+ * (blocked, failed), which a resend replays and never runs. One exception, decided apart (keyReusedHold): a 422
+ * IDEMPOTENCY_KEY_REUSED never runs, but the call first sent under its id may not have run yet.
  *
  * An exhaustive switch: a new error code needs a decision here before it compiles.
  */
@@ -23,7 +25,8 @@ export function mayRunOnResend(code: ErrorCode): boolean {
     case 'INTERNAL':
       return true;
     // Refused for good: the same tool_use gets the same answer every time (an ended run, a revoked key, an id
-    // already used for another action, not a tool_use at all), or the code is never a batch item's.
+    // already used for another action, not a tool_use at all), or the code is never a batch item's. The id
+    // used for another action still holds the writes after it while that action has not run (keyReusedHold).
     case 'BAD_REQUEST':
     case 'VALIDATION_FAILED':
     case 'UNAUTHENTICATED':
@@ -46,4 +49,20 @@ export function mayRunOnResend(code: ErrorCode): boolean {
     case 'IDEMPOTENCY_KEY_REUSED':
       return false;
   }
+}
+
+/**
+ * What a write refused 422 IDEMPOTENCY_KEY_REUSED (resent under its tool_use id with another input) puts on the
+ * writes after it. The resend itself never runs, but the call first sent under that id may not have run yet:
+ * released now, a later write would reach its vendor before it. So it holds them as that call would, answered
+ * as itself: waiting for approval ('approval', as a 202 item) or still to run or running ('executing', as a 409
+ * in progress). Settled (or no stored status known): nothing to hold.
+ */
+export function keyReusedHold(e: AppError): 'approval' | 'executing' | null {
+  if (e.code !== 'IDEMPOTENCY_KEY_REUSED') return null;
+  // Attached by StoredCallAnswers.replayStored, never serialized into the 422.
+  const status = (e as AppError & { storedStatus?: unknown }).storedStatus;
+  if (status === 'waiting_approval') return 'approval';
+  if (status === 'requested' || status === 'approved' || status === 'running') return 'executing';
+  return null;
 }

@@ -67,7 +67,11 @@ export class ToolCallBatchController {
       'and has run: re-post the batch then. Nor has a write refused before it had an outcome, for a reason a re-post may overcome ' +
       '(429 CONCURRENCY_LIMIT or RATE_LIMITED, 503 DATABASE_UNAVAILABLE, 409 CONFLICT, 500): the writes after it answer the same 409 ' +
       '(its detail names that item; nothing recorded, nothing sent; reads still run) until a re-post has run it, before them. ' +
-      'A write refused for good (blocked, failed INVALID_INPUT, 422 IDEMPOTENCY_KEY_REUSED, 409 RUN_NOT_ACTIVE) or with a recorded ' +
+      'A write refused 422 IDEMPOTENCY_KEY_REUSED (its tool_use id re-sent with another input) never runs, but the call first sent ' +
+      'under that id may not have run yet: while it waits for approval or is still to run or running, the writes after it answer ' +
+      'the same 409 (its detail names that item) until that call has run. ' +
+      'A write refused for good (blocked, failed INVALID_INPUT, 409 RUN_NOT_ACTIVE, 422 IDEMPOTENCY_KEY_REUSED once the call under its ' +
+      'id has settled) or with a recorded ' +
       'outcome (succeeded, failed at the vendor, indeterminate) holds nothing: a re-post replays or refuses it, never runs it, so no ' +
       'later write can overtake it; the writes after it run. When the gateway starts stopping (SIGTERM) during a ' +
       'batch, the items it has not started answer 503 GATEWAY_STOPPING (with Retry-After): send the batch again.',

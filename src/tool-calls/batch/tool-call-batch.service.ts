@@ -10,7 +10,7 @@ import type { ToolCallBody } from '../tool-call-body.js';
 import { PLATFORM_KEY_REFUSED, ToolCallsService } from '../tool-calls.service.js';
 import { parseToolUse } from '../tool-use.js';
 import { fitBatchBudget } from './batch-budget.js';
-import { mayRunOnResend } from './batch-order.js';
+import { keyReusedHold, mayRunOnResend } from './batch-order.js';
 import { parseBatchRequest, runBounded, scheduleBatch, type ScheduleKind } from './batch-request.js';
 import { loggableErrorWithStack } from '../../common/errors/loggable-error.js';
 
@@ -40,16 +40,35 @@ function heldBehindRefusal(index: number, code: ErrorCode): AppError {
 }
 
 /**
+ * A write after one of the same batch refused 422 IDEMPOTENCY_KEY_REUSED whose id still names a call that has not
+ * run (awaiting approval, or still to run or running): not started, for the same reason.
+ */
+function heldBehindReusedKey(index: number, hold: 'approval' | 'executing'): AppError {
+  const state = hold === 'approval' ? 'is waiting for approval' : 'has not finished';
+  return new AppError(
+    'IDEMPOTENCY_IN_PROGRESS',
+    `an earlier write of this batch (toolUses[${index}]) was refused (IDEMPOTENCY_KEY_REUSED), and the call first sent under its id ${state}, ` +
+      'so this write was not started (writes run in the order given); send the batch again once that call has run',
+    { retryAfterSeconds: hold === 'approval' ? 5 : 1 },
+  );
+}
+
+/**
  * What an earlier write of this group that has not run puts on the writes after it: the "not started" answer, or
  * null when it ran or never will. One that awaits approval, or was refused for a reason a resend may overcome
- * (mayRunOnResend), would otherwise reach its vendor after them. Reads hold nothing: they change nothing.
+ * (mayRunOnResend), would otherwise reach its vendor after them; so would the call first sent under the id of
+ * one refused 422 IDEMPOTENCY_KEY_REUSED, while that call has not run (keyReusedHold). Reads hold nothing: they
+ * change nothing.
  */
 function writeHoldOf(group: number[], kinds: ScheduleKind[], bodies: (ToolCallBody | null)[], refusals: (AppError | null)[]): (() => AppError) | null {
   for (const i of group) {
     if (kinds[i] !== 'write') continue;
     if (bodies[i]?.status === 'waiting_approval') return heldBehindApproval;
     const refusal = refusals[i];
-    if (refusal && mayRunOnResend(refusal.code)) return () => heldBehindRefusal(i, refusal.code);
+    if (!refusal) continue;
+    if (mayRunOnResend(refusal.code)) return () => heldBehindRefusal(i, refusal.code);
+    const reused = keyReusedHold(refusal);
+    if (reused) return () => heldBehindReusedKey(i, reused);
   }
   return null;
 }
@@ -72,8 +91,9 @@ export interface BatchResponse {
  * ToolCallsService.submit exactly as if posted alone (own ledger row, own
  * idempotency key run id + tool_use id); this service only decides the order
  * (and holds what follows an item still executing, and the writes after one
- * that has not run: waiting for approval, or refused in a way a resend may
- * overcome), keeps one item's failure
+ * that has not run: waiting for approval, refused in a way a resend may
+ * overcome, or refused 422 IDEMPOTENCY_KEY_REUSED while the call first sent
+ * under its id has not run), keeps one item's failure
  * from touching the others, and applies the batch-wide budget to the answers.
  */
 @Injectable()
@@ -114,8 +134,9 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     // write at the vendor beside (or ahead of) an earlier one.
     let held = false;
     // Once a write has not run (waiting for approval, or refused with 429, 503, ... before its outcome was
-    // recorded), no write after it starts until a resend finds it run: run now, they would reach their vendors
-    // before it (reads still do: they change nothing). An approval may take hours: the later writes answer 409 meanwhile.
+    // recorded, or refused 422 IDEMPOTENCY_KEY_REUSED while the call first sent under its id has not run), no
+    // write after it starts until a resend finds it run: run now, they would reach their vendors before it (reads
+    // still do: they change nothing). An approval may take hours: the later writes answer 409 meanwhile.
     let writeHold: (() => AppError) | null = null;
     /** Items answered 409 only because a write before them has not run (not because their own call still runs). */
     const heldBehindWrite = new Set<number>();
