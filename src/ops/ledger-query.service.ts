@@ -5,7 +5,7 @@ import { LedgerVerifierService, type VerifyResult } from '../ledger/ledger-verif
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { filterHash, LedgerCursorCodec } from './ledger-cursor.js';
 import { ledgerEventsPageSql, ledgerEventView, type LedgerEventFilters, type LedgerEventRow, type LedgerEventView } from './ledger-events.sql.js';
-import { parseQueryTimestamp } from './ledger-time.js';
+import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
 import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { LedgerEventsQuery } from './ops.dto.js';
 
@@ -26,6 +26,7 @@ export class LedgerQueryService {
       since: parseQueryTimestamp('since', q.since),
       until: parseQueryTimestamp('until', q.until),
     };
+    assertTimeWindow('since', filters.since, 'until', filters.until);
     const orgId = await listingScope(this.scope, p, q.orgId, { platformChain: true });
     const hash = filterHash({ ...filters });
     const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, 'ledger-events', scopeKey(orgId), hash);

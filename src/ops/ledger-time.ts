@@ -23,3 +23,21 @@ export function parseQueryTimestamp(field: string, raw: string | undefined): str
   if (y === '0000') throw bad();
   return text;
 }
+
+/** A timestamp as parseQueryTimestamp returns it, in microseconds since the epoch (exact: no float). */
+function epochMicros(text: string): bigint {
+  const m = /^(.{19})(?:\.(\d{1,6}))?(Z|[+-]\d{2}:\d{2})$/.exec(text);
+  if (!m) throw new Error(`not a parsed query timestamp: ${text}`);
+  return BigInt(Date.parse(`${m[1]}${m[3]}`)) * 1000n + BigInt((m[2] ?? '').padEnd(6, '0'));
+}
+
+/**
+ * A time window whose start is after its end is a 400, not an empty answer: bounds swapped by mistake would
+ * otherwise read as "no activity". Equal bounds are an empty window, as asked. Both as parseQueryTimestamp returns them.
+ */
+export function assertTimeWindow(startField: string, start: string | undefined, endField: string, end: string | undefined): void {
+  if (start === undefined || end === undefined) return;
+  if (epochMicros(start) > epochMicros(end)) {
+    throw new AppError('VALIDATION_FAILED', `${startField}: must not be after ${endField} (the window is ${startField} <= created_at < ${endField})`);
+  }
+}

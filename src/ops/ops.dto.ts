@@ -6,7 +6,7 @@ import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call
 import { CanonicalUuid } from '../common/http/validation.js';
 import { NIL_UUID } from '../common/ids.js';
 
-const TIME_DOC = 'ISO-8601 timestamp (UTC when no zone is given)';
+const TIME_DOC = 'ISO-8601 timestamp (UTC when no zone is given); a start after the end is 400 VALIDATION_FAILED';
 
 /** The time window of the ledger listings: `since` ≤ created_at < `until`. */
 export class TimeWindowQuery {

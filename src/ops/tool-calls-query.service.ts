@@ -7,7 +7,7 @@ import { isUuid } from '../common/ids.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { toToolCallView, type ToolCallView } from '../tool-calls/tool-call.view.js';
 import { filterHash, LedgerCursorCodec, type CursorPosition } from './ledger-cursor.js';
-import { parseQueryTimestamp } from './ledger-time.js';
+import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
 import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { ToolCallFiltersQuery, ToolCallExportQuery, ToolCallListQuery } from './ops.dto.js';
 import { csvHeader, EXPORT_CONTENT_TYPES, exportChunks } from './tool-calls-export.format.js';
@@ -42,7 +42,7 @@ export interface ToolCallPage {
 }
 
 function filtersOf(q: ToolCallFiltersQuery): ToolCallFilters {
-  return {
+  const f: ToolCallFilters = {
     runId: q.runId,
     status: q.status,
     toolName: q.toolName,
@@ -52,6 +52,8 @@ function filtersOf(q: ToolCallFiltersQuery): ToolCallFilters {
     since: parseQueryTimestamp('since', q.since),
     until: parseQueryTimestamp('until', q.until),
   };
+  assertTimeWindow('since', f.since, 'until', f.until);
+  return f;
 }
 
 /** Ops' read side of the tool-call ledger: filtered keyset pages, one call's whole story, and the export. */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
-import { parseQueryTimestamp } from './ledger-time.js';
+import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
 import type { UsageQuery } from './ops.dto.js';
 
 export interface ToolUsage {
@@ -27,6 +27,7 @@ export class UsageService {
     await this.scope.assertAccess(p, orgId);
     const from = parseQueryTimestamp('from', q.from);
     const to = parseQueryTimestamp('to', q.to);
+    assertTimeWindow('from', from, 'to', to);
     const rows = (await this.ds.query(
       `SELECT tool_name, action, count(*) AS calls,
               count(*) FILTER (WHERE status = 'succeeded') AS succeeded,

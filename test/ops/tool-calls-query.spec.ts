@@ -223,6 +223,29 @@ describe('GET /v1/tool-calls: filters, keyset pages and signed cursors', () => {
     expect(events.status).toBe(400);
   });
 
+  it('a window whose start is after its end is 400 on every listing (not an empty answer); equal bounds are an empty window', async () => {
+    const swapped: [string, Record<string, string>][] = [
+      ['/v1/tool-calls', { since: '2026-02-01', until: '2026-01-01' }],
+      ['/v1/tool-calls/export', { format: 'ndjson', since: '2026-01-01T00:00:00.000002Z', until: '2026-01-01T00:00:00.000001Z' }],
+      ['/v1/ledger/events', { since: '2026-01-01T01:00:00+01:00', until: '2025-12-31T23:59:59Z' }],
+      [`/v1/orgs/${orgA}/usage`, { from: '2026-03-01', to: '2026-02-28T23:59:59.999999Z' }],
+    ];
+    for (const [path, query] of swapped) {
+      const r = await t.http.get(path).query(query).set(bearer(opsA));
+      expect(r.status, path).toBe(400);
+      expect(r.body.code, path).toBe('VALIDATION_FAILED');
+      expect(r.body.detail, path).toMatch(/must not be after/);
+    }
+    // The same instant in two zones is an empty window, not a swapped one; so is 00:00+01:00 before 00:00Z.
+    const equal = await t.http.get('/v1/tool-calls').query({ since: '2026-01-01T01:00:00+01:00', until: '2026-01-01T00:00:00Z' }).set(bearer(opsA));
+    expect(equal.status).toBe(200);
+    expect((equal.body as Page).items).toEqual([]);
+    const zoned = await t.http.get('/v1/ledger/events').query({ since: '2026-01-01T00:00:00+01:00', until: '2026-01-01T00:00:00Z' }).set(bearer(opsA));
+    expect(zoned.status).toBe(200);
+    const usage = await t.http.get(`/v1/orgs/${orgA}/usage`).query({ from: '2026-01-01', to: '2026-01-01' }).set(bearer(opsA));
+    expect(usage.status).toBe(200);
+  });
+
   it('validates limit and every filter (400, never 500); SQL-looking values are only values', async () => {
     for (const limit of ['0', '201', '-1', 'abc', '1.5', '', '1e2']) {
       const r = await t.http.get('/v1/tool-calls').query({ limit }).set(bearer(opsA));
