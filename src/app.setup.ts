@@ -11,6 +11,7 @@ import { withProblemResponses } from './common/http/openapi.js';
 import { canonicalIdsInPath, nulInUrlGuard } from './common/http/url-guard.js';
 import { createValidationPipe } from './common/http/validation.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { ToolCallBatchService } from './tool-calls/batch/tool-call-batch.service.js';
 
 const drains = new WeakMap<INestApplication, HttpDrain>();
 
@@ -22,6 +23,8 @@ const drains = new WeakMap<INestApplication, HttpDrain>();
  */
 export function beginHttpDrain(app: INestApplication): void {
   drains.get(app)?.begin();
+  // At once, with the HTTP side: a batch still running starts no further item (ToolCallBatchService.stopStarting).
+  app.get(ToolCallBatchService, { strict: false }).stopStarting();
 }
 
 /** The same HTTP setup for main.ts and every e2e test (STACK.md gotcha 15). */

@@ -110,12 +110,17 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
   ) {}
 
   /**
-   * Before the HTTP drain, as for approved calls: the items a running batch has not started yet are not started
-   * (their answers say so; a resend replays what ran and runs the rest), so the drain waits for one vendor call
-   * per batch at most, not for the rest of the batch one write after another.
+   * From the start of the drain on (beginHttpDrain calls it, before app.close()): the items a running batch has not
+   * started yet are not started (their answers say so; a resend replays what ran and runs the rest), so the drain
+   * waits for one vendor call per batch at most, not for the rest of the batch one write after another. Not only
+   * from this module's beforeApplicationShutdown: hooks of modules closed before it may wait on the database first.
    */
-  beforeApplicationShutdown(): void {
+  stopStarting(): void {
     this.stopping = true;
+  }
+
+  beforeApplicationShutdown(): void {
+    this.stopStarting();
   }
 
   async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<BatchResponse> {
