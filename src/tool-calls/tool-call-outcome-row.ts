@@ -62,15 +62,21 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
     // Reads the row as it was before this statement: only when the update above found it swept (no duration:
     // the sweep's verdict, not an outcome of ours), and also once ops have reconciled it since — the vendor's
     // real answer is then the evidence for or against that finding.
+    `swept AS (SELECT t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.note
+                 FROM tool_calls t
+                WHERE t.id = $1 AND $13 = 'running' AND t.duration_ms IS NULL
+                  AND ((t.status = 'indeterminate' AND t.error_text = $14 AND t.note IS NULL) OR t.note IS NOT NULL)
+                  AND NOT EXISTS (SELECT 1 FROM tc))`,
     `late AS (INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
                 SELECT gen_random_uuid(), t.org_id, 'tool_call.outcome_after_sweep', t.run_id, t.id,
                        jsonb_build_object('toolName', t.tool_name, 'action', t.action, 'digest', t.action_digest, 'status', $2::text,
                                           'errorCode', $3::text, 'vendorStatus', $9::int, 'durationMs', $10::int,
                                           'reconciled', t.note IS NOT NULL)
-                  FROM tool_calls t
-                 WHERE t.id = $1 AND $13 = 'running' AND t.duration_ms IS NULL
-                   AND ((t.status = 'indeterminate' AND t.error_text = $14 AND t.note IS NULL) OR t.note IS NOT NULL)
-                   AND NOT EXISTS (SELECT 1 FROM tc))`,
+                  FROM swept t)`,
+    // The sweep charges what may have been sent (OrphanSweeperService); an outcome that knows nothing reached the
+    // vendor (cost 0: an unsent call, recordUnsent) takes that guess back, unless ops have reconciled the call since.
+    `uncharge AS (UPDATE tool_calls SET cost_cents = 0, updated_at = now()
+                   WHERE id = $1 AND $11::int = 0 AND EXISTS (SELECT 1 FROM swept WHERE note IS NULL))`,
   ];
   if (o.result) {
     const b = p.length;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sql } from '../../src/db/sql.js';
+import { OrphanSweeperService } from '../../src/tool-calls/orphan-sweeper.service.js';
 import { ToolCallLedger } from '../../src/tool-calls/tool-call-ledger.js';
 import { aroundStatements, connectionLost } from '../approvals/support.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
@@ -124,6 +125,46 @@ describe('a new call whose intent write meets a dropped connection', () => {
       const again = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
       expect(again.status).toBe(200);
       expect(again.body).toMatchObject({ status: 'succeeded', replayed: false });
+    } finally {
+      down = false;
+      undo();
+    }
+  });
+
+  it('an outage past the stale window, the sweep first (another replica): the call stays indeterminate, but the unsent settle takes back its charge', async () => {
+    const note = `lost-intent swept ${Date.now()}`;
+    const use = toolUse('shopify_order', { action: 'add_note', orderId: '450789469', note });
+    const sent = () => h.emu.requests.filter((r) => r.body.includes(note)).length;
+    let down = true;
+    let committed = false;
+    const undo = aroundStatements(h.t.app.get(Sql), async (text, _params, send) => {
+      if (!down) return send();
+      if (text.includes("SET status = 'indeterminate', error_code = 'OUTCOME_UNKNOWN'")) return send(); // the sweep, as on a replica that reaches the database
+      if (!committed && text.includes('INSERT INTO tool_calls')) {
+        committed = true;
+        await send();
+      }
+      throw connectionLost();
+    });
+    try {
+      const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
+      expect(res.status).toBe(503);
+      await h.t.ds.query(`UPDATE tool_calls SET started_at = now() - interval '10 minutes' WHERE run_id = $1 AND tool_use_id = $2`, [org.runId, use.id]);
+      expect(await h.t.app.get(OrphanSweeperService).sweep()).toBeGreaterThanOrEqual(1);
+      const [swept] = (await h.t.ds.query(`SELECT cost_cents FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2`, [org.runId, use.id])) as { cost_cents: number }[];
+      expect(swept.cost_cents).toBeGreaterThan(0); // what may have been sent is charged
+      down = false;
+      const ledger = h.t.app.get(ToolCallLedger) as unknown as { late: Set<Promise<void>> };
+      await waitFor(() => ledger.late.size === 0 || undefined, 'the background settle done', 20_000);
+      const [row] = (await h.t.ds.query(`SELECT id, status, cost_cents FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2`, [org.runId, use.id])) as {
+        id: string; status: string; cost_cents: number;
+      }[];
+      // Terminal states change only by a reconcile; the charge was the sweep's guess, and the gateway knows better.
+      expect(row).toMatchObject({ status: 'indeterminate', cost_cents: 0 });
+      const events = (await h.t.ds.query(`SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq`, [row.id])) as { type: string; metadata: { errorCode?: string } }[];
+      expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.outcome_after_sweep']);
+      expect(events[3].metadata.errorCode).toBe('EXECUTION_ERROR');
+      expect(sent()).toBe(0);
     } finally {
       down = false;
       undo();
