@@ -1,4 +1,5 @@
 import { AppError } from '../common/errors/app-error.js';
+import { isEchoableFieldName } from '../common/echoable-field-name.js';
 
 /** A tool_use block as the model emitted it (Anthropic shape). */
 export interface ToolUse {
@@ -13,6 +14,12 @@ const ID_RE = /^[\x21-\x7e]{1,255}$/;
 const NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
 const IDEMPOTENCY_KEY_RE = /^[\x20-\x7e]{1,255}$/;
 
+/** The first unknown key that may be named back, else words that name none (a 400 never echoes a token-like key). */
+export function unknownFieldName(keys: string[]): string {
+  const named = keys.find(isEchoableFieldName);
+  return named !== undefined ? named.slice(0, 64) : 'a key not named as it does not look like a field name';
+}
+
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
@@ -24,7 +31,8 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 export function parseToolUse(body: unknown): ToolUse {
   if (!isPlainObject(body)) throw new AppError('BAD_REQUEST', 'body must be a tool_use block');
   const extra = Object.keys(body).filter((k) => !['type', 'id', 'name', 'input', 'cache_control'].includes(k));
-  if (extra.length) throw new AppError('BAD_REQUEST', `unknown field in tool_use: ${extra[0].slice(0, 64)}`);
+  // Named only when it looks like a field name: never a token pasted as a key (echoable-field-name.ts).
+  if (extra.length) throw new AppError('BAD_REQUEST', `unknown field in tool_use: ${unknownFieldName(extra)}`);
   if (body.type !== 'tool_use') throw new AppError('BAD_REQUEST', 'type must be "tool_use"');
   if (typeof body.id !== 'string' || !ID_RE.test(body.id)) throw new AppError('BAD_REQUEST', 'id must be 1-255 printable ASCII characters');
   if (typeof body.name !== 'string' || !NAME_RE.test(body.name)) throw new AppError('BAD_REQUEST', 'name must be 1-128 of [A-Za-z0-9_.-]');

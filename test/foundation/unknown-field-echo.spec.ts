@@ -33,6 +33,29 @@ describe('unknown fields: which names a 400 echoes', () => {
     }
   });
 
+  it('a tool_use body and a batch body name a misspelt top-level key, and never a token pasted as one', async () => {
+    const agent = (await createKey(t, org, 'agent')).key;
+    const run = await t.http.post('/v1/runs').set(bearer(agent)).send({ specialistId: 'echo' });
+    expect(run.status).toBe(201);
+    const use = { type: 'tool_use', id: 'toolu_echo', name: 'order_lookup', input: { action: 'lookup', orderId: '1' } };
+    const typo = await t.http.post(`/v1/runs/${run.body.id}/tool-calls`).set(bearer(agent)).send({ ...use, nmae: 'x' });
+    expect([typo.status, typo.body.detail]).toEqual([400, 'unknown field in tool_use: nmae']);
+    const batchTypo = await t.http.post(`/v1/runs/${run.body.id}/tool-calls:batch`).set(bearer(agent)).send({ toolUses: [use], tooluses: [] });
+    expect([batchTypo.status, batchTypo.body.detail]).toEqual([400, 'unknown field: tooluses']);
+    for (const token of TOKENS) {
+      const single = await t.http.post(`/v1/runs/${run.body.id}/tool-calls`).set(bearer(agent)).send({ ...use, [token]: 1 });
+      expect([single.status, single.body.code], token).toEqual([400, 'BAD_REQUEST']);
+      expect(single.text, token).not.toContain(token.slice(0, 10));
+      const batch = await t.http.post(`/v1/runs/${run.body.id}/tool-calls:batch`).set(bearer(agent)).send({ toolUses: [use], [token]: 1 });
+      expect([batch.status, batch.body.code], token).toEqual([400, 'VALIDATION_FAILED']);
+      expect(batch.text, token).not.toContain(token.slice(0, 10));
+      // An item of a batch is answered as a single tool_use is.
+      const item = await t.http.post(`/v1/runs/${run.body.id}/tool-calls:batch`).set(bearer(agent)).send({ toolUses: [{ ...use, id: `toolu_${token.length}`, [token]: 1 }] });
+      expect(item.status, token).toBe(200);
+      expect(item.text, token).not.toContain(token.slice(0, 10));
+    }
+  });
+
   it('a query names a misspelt parameter, and never a token pasted as one', async () => {
     const ops = (await createKey(t, org, 'ops')).key;
     for (const token of TOKENS) {

@@ -1,4 +1,5 @@
 import { AppError } from '../../common/errors/app-error.js';
+import { unknownFieldName } from '../tool-use.js';
 
 /** Most tool_uses in one batch (API.md §9). */
 export const MAX_BATCH_SIZE = 32;
@@ -22,7 +23,7 @@ export function parseBatchRequest(body: unknown, idempotencyHeader: unknown): un
   }
   if (!isPlainObject(body)) throw new AppError('VALIDATION_FAILED', 'body must be {"toolUses": [tool_use, ...]}');
   const extra = Object.keys(body).filter((k) => k !== 'toolUses');
-  if (extra.length) throw new AppError('VALIDATION_FAILED', `unknown field: ${extra[0].slice(0, 64)}`);
+  if (extra.length) throw new AppError('VALIDATION_FAILED', `unknown field: ${unknownFieldName(extra)}`);
   const toolUses = body.toolUses;
   if (!Array.isArray(toolUses)) throw new AppError('VALIDATION_FAILED', 'toolUses: must be an array of tool_use blocks');
   if (toolUses.length === 0 || toolUses.length > MAX_BATCH_SIZE) {
