@@ -75,9 +75,11 @@ export class StoredCallAnswers {
 
   private async replayStored(stored: StoredCall, digest: string, toolUseId: string): Promise<ToolCallResponse> {
     if (stored.action_digest !== digest) {
-      // The stored call's status rides along, never serialized: a batch holds the writes after this one while the
-      // call first sent under the key has not run yet (ToolCallBatchService, keyReusedHold).
-      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action'), { storedStatus: stored.status });
+      // The stored call rides along (its status and what it does), never serialized: a batch holds the writes after
+      // this one while the call first sent under the key, if a write, has not run yet (ToolCallBatchService, keyReusedHold).
+      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action'), {
+        storedCall: { status: stored.status, toolName: stored.tool_name, action: stored.action },
+      });
     }
     const row = await this.expireIfOverdue(stored);
     if (row.status === 'running' || row.status === 'approved' || row.status === 'requested') {

@@ -7,7 +7,7 @@ import { approvalFor } from '../approvals/support.js';
 const ORDER = '12345';
 const refund = (amount: string, id?: string) => toolUse('shopify_refund', { action: 'create', orderId: ORDER, amount }, id);
 const addNote = (note: string, id?: string) => toolUse('shopify_order', { action: 'add_note', orderId: ORDER, note }, id);
-const lookup = () => toolUse('order_lookup', { action: 'lookup', orderId: ORDER });
+const lookup = (id?: string) => toolUse('order_lookup', { action: 'lookup', orderId: ORDER }, id);
 
 type Entry = Record<string, unknown> & { status: unknown; code?: string; errorCode?: string | null };
 const shape = (results: Entry[]) => results.map((r) => [r.status, r.code ?? r.errorCode ?? null]);
@@ -70,7 +70,7 @@ describe('batch: a write refused 422 IDEMPOTENCY_KEY_REUSED holds the writes aft
     const single = await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(changed);
     expect(single.status).toBe(422);
     expect(Object.keys(single.body).sort()).toEqual(PROBLEM_KEYS);
-    expect(single.text).not.toMatch(/waiting_approval|storedStatus/);
+    expect(single.text).not.toMatch(/waiting_approval|storedStatus|storedCall|shopify_refund/);
 
     const approval = await approvalFor(h, expert.key, toolCallId);
     const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
@@ -122,5 +122,45 @@ describe('batch: a write refused 422 IDEMPOTENCY_KEY_REUSED holds the writes aft
     const secondSent = sent(from, /422: second note/);
     expect([firstSent.length, secondSent.length, sent(from, /another first note/).length]).toEqual([1, 1, 0]);
     expect(secondSent[0]!.receivedAt).toBeGreaterThanOrEqual(firstSent[0]!.finishedAt!);
+  });
+
+  it('the refund id resent as a lookup: judged by the refund, so the note after it is held (409, not sent) while the refund awaits approval', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_refund.create', 'shopify_order.add_note', 'order_lookup.lookup'] });
+    const first = refund('2.00');
+    const one = await post(runId, agentKey, [first]);
+    expect(shape(one.body.results as Entry[])).toEqual([['waiting_approval', null]]);
+    const from = h.emu.requests.length;
+
+    const note = addNote('422 read: after the refund');
+    const two = await post(runId, agentKey, [lookup(first.id), note]);
+    const results = two.body.results as Entry[];
+    expect(shape(results)).toEqual([
+      [422, 'IDEMPOTENCY_KEY_REUSED'],
+      [409, 'IDEMPOTENCY_IN_PROGRESS'],
+    ]);
+    expect(Object.keys(results[0]).sort()).toEqual(PROBLEM_KEYS);
+    expect(String(results[1].detail)).toMatch(/toolUses\[0\].*IDEMPOTENCY_KEY_REUSED.*waiting for approval.*not started/);
+    expect(sent(from, /422 read: after the refund/)).toHaveLength(0);
+    // Neither the lookup (refused) nor the note (held) reached the vendor or the ledger.
+    expect(sent(from, /OrderLookup/)).toHaveLength(0);
+    const rows = (await h.t.ds.query(`SELECT action FROM tool_calls WHERE run_id = $1 ORDER BY created_at`, [runId])) as { action: string }[];
+    expect(rows.map((r) => r.action)).toEqual(['create']);
+  });
+
+  it('a lookup id still at the vendor resent as a note: a read holds nothing, the note after it runs', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_order.add_note', 'order_lookup.lookup'] });
+    const slowRead = lookup();
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 2_000, bodyMatch: /OrderLookup/ });
+    const from = h.emu.requests.length;
+    const slow = h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(slowRead).then((r) => r);
+    await waitFor(() => sent(from, /OrderLookup/).length > 0, 'the slow lookup at the vendor');
+
+    const batch = await post(runId, agentKey, [addNote('422 read: resent under the lookup', slowRead.id), addNote('422 read: next note')]);
+    expect(shape(batch.body.results as Entry[])).toEqual([
+      [422, 'IDEMPOTENCY_KEY_REUSED'],
+      ['succeeded', null],
+    ]);
+    expect((await slow).body.status).toBe('succeeded');
+    expect([sent(from, /422 read: resent under the lookup/).length, sent(from, /422 read: next note/).length]).toEqual([0, 1]);
   });
 });

@@ -1,5 +1,6 @@
 import type { AppError } from '../../common/errors/app-error.js';
 import type { ErrorCode } from '../../common/errors/error-codes.js';
+import type { ScheduleKind } from './batch-request.js';
 
 /**
  * Whether a batch item answered with this problem (no outcome recorded for it) may still reach its vendor when
@@ -7,7 +8,7 @@ import type { ErrorCode } from '../../common/errors/error-codes.js';
  * write would reach its vendor first, and the resend would run the earlier one after it. A write refused for
  * good is refused again on every resend, so nothing can overtake it: it holds nothing, like a recorded outcome
  * (blocked, failed), which a resend replays and never runs. One exception, decided apart (keyReusedHold): a 422
- * IDEMPOTENCY_KEY_REUSED never runs, but the call first sent under its id may not have run yet.
+ * IDEMPOTENCY_KEY_REUSED never runs, but the call first sent under its id (if a write) may not have run yet.
  *
  * An exhaustive switch: a new error code needs a decision here before it compiles.
  */
@@ -51,18 +52,34 @@ export function mayRunOnResend(code: ErrorCode): boolean {
   }
 }
 
-/**
- * What a write refused 422 IDEMPOTENCY_KEY_REUSED (resent under its tool_use id with another input) puts on the
- * writes after it. The resend itself never runs, but the call first sent under that id may not have run yet:
- * released now, a later write would reach its vendor before it. So it holds them as that call would, answered
- * as itself: waiting for approval ('approval', as a 202 item) or still to run or running ('executing', as a 409
- * in progress). Settled (or no stored status known): nothing to hold.
- */
-export function keyReusedHold(e: AppError): 'approval' | 'executing' | null {
+/** The call first stored under the id of a 422 IDEMPOTENCY_KEY_REUSED, as StoredCallAnswers.replayStored attaches it. */
+export interface ReusedKeyStoredCall {
+  status: string;
+  toolName: string;
+  action: string;
+}
+
+/** The stored call attached to a 422 IDEMPOTENCY_KEY_REUSED (never serialized into it), or null. */
+export function reusedKeyStoredCall(e: AppError): ReusedKeyStoredCall | null {
   if (e.code !== 'IDEMPOTENCY_KEY_REUSED') return null;
-  // Attached by StoredCallAnswers.replayStored, never serialized into the 422.
-  const status = (e as AppError & { storedStatus?: unknown }).storedStatus;
-  if (status === 'waiting_approval') return 'approval';
-  if (status === 'requested' || status === 'approved' || status === 'running') return 'executing';
+  const stored = (e as AppError & { storedCall?: Partial<ReusedKeyStoredCall> }).storedCall;
+  if (typeof stored?.status !== 'string' || typeof stored.toolName !== 'string' || typeof stored.action !== 'string') return null;
+  return { status: stored.status, toolName: stored.toolName, action: stored.action };
+}
+
+/**
+ * What a batch item refused 422 IDEMPOTENCY_KEY_REUSED (resent under its tool_use id with another input) puts on
+ * the writes after it. The resend itself never runs, but the call first sent under that id may not have run yet:
+ * if that call is a write, released now, a later write would reach its vendor before it. So it holds them as
+ * that call would, answered as itself: waiting for approval ('approval', as a 202 item) or still to run or
+ * running ('executing', as a 409 in progress). Decided by the stored call's kind (`kindOf`, the batch's rule from
+ * the catalog), never the resent item's: a lookup resent under a refund's id still waits for the refund, and a
+ * write resent under a lookup's id holds nothing. Settled, a read, or nothing stored known: nothing to hold.
+ */
+export function keyReusedHold(e: AppError, kindOf: (toolName: string, action: string) => ScheduleKind): 'approval' | 'executing' | null {
+  const stored = reusedKeyStoredCall(e);
+  if (!stored || kindOf(stored.toolName, stored.action) !== 'write') return null;
+  if (stored.status === 'waiting_approval') return 'approval';
+  if (stored.status === 'requested' || stored.status === 'approved' || stored.status === 'running') return 'executing';
   return null;
 }

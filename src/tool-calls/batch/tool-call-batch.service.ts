@@ -40,15 +40,16 @@ function heldBehindRefusal(index: number, code: ErrorCode): AppError {
 }
 
 /**
- * A write after one of the same batch refused 422 IDEMPOTENCY_KEY_REUSED whose id still names a call that has not
- * run (awaiting approval, or still to run or running): not started, for the same reason.
+ * A write after an item of the same batch refused 422 IDEMPOTENCY_KEY_REUSED whose id still names a write that has
+ * not run (awaiting approval, or still to run or running), whatever the item was resent as: not started, for the
+ * same reason.
  */
 function heldBehindReusedKey(index: number, hold: 'approval' | 'executing'): AppError {
   const state = hold === 'approval' ? 'is waiting for approval' : 'has not finished';
   return new AppError(
     'IDEMPOTENCY_IN_PROGRESS',
-    `an earlier write of this batch (toolUses[${index}]) was refused (IDEMPOTENCY_KEY_REUSED), and the call first sent under its id ${state}, ` +
-      'so this write was not started (writes run in the order given); send the batch again once that call has run',
+    `an earlier tool_use of this batch (toolUses[${index}]) was refused (IDEMPOTENCY_KEY_REUSED), and the write first sent under its id ${state}, ` +
+      'so this write was not started (writes run in the order given); send the batch again once that write has run',
     { retryAfterSeconds: hold === 'approval' ? 5 : 1 },
   );
 }
@@ -56,19 +57,27 @@ function heldBehindReusedKey(index: number, hold: 'approval' | 'executing'): App
 /**
  * What an earlier write of this group that has not run puts on the writes after it: the "not started" answer, or
  * null when it ran or never will. One that awaits approval, or was refused for a reason a resend may overcome
- * (mayRunOnResend), would otherwise reach its vendor after them; so would the call first sent under the id of
- * one refused 422 IDEMPOTENCY_KEY_REUSED, while that call has not run (keyReusedHold). Reads hold nothing: they
- * change nothing.
+ * (mayRunOnResend), would otherwise reach its vendor after them. Reads hold nothing: they change nothing. An item
+ * refused 422 IDEMPOTENCY_KEY_REUSED is judged by the call first stored under its id, not by what it was resent as
+ * (`kindOf` of the stored tool and action): that call, if a write that has not run, holds them (keyReusedHold).
  */
-function writeHoldOf(group: number[], kinds: ScheduleKind[], bodies: (ToolCallBody | null)[], refusals: (AppError | null)[]): (() => AppError) | null {
+export function writeHoldOf(
+  group: number[],
+  kinds: ScheduleKind[],
+  bodies: (ToolCallBody | null)[],
+  refusals: (AppError | null)[],
+  kindOf: (toolName: string, action: string) => ScheduleKind,
+): (() => AppError) | null {
   for (const i of group) {
+    const refusal = refusals[i];
+    if (refusal?.code === 'IDEMPOTENCY_KEY_REUSED') {
+      const reused = keyReusedHold(refusal, kindOf);
+      if (reused) return () => heldBehindReusedKey(i, reused);
+      continue;
+    }
     if (kinds[i] !== 'write') continue;
     if (bodies[i]?.status === 'waiting_approval') return heldBehindApproval;
-    const refusal = refusals[i];
-    if (!refusal) continue;
-    if (mayRunOnResend(refusal.code)) return () => heldBehindRefusal(i, refusal.code);
-    const reused = keyReusedHold(refusal);
-    if (reused) return () => heldBehindReusedKey(i, reused);
+    if (refusal && mayRunOnResend(refusal.code)) return () => heldBehindRefusal(i, refusal.code);
   }
   return null;
 }
@@ -92,8 +101,8 @@ export interface BatchResponse {
  * idempotency key run id + tool_use id); this service only decides the order
  * (and holds what follows an item still executing, and the writes after one
  * that has not run: waiting for approval, refused in a way a resend may
- * overcome, or refused 422 IDEMPOTENCY_KEY_REUSED while the call first sent
- * under its id has not run), keeps one item's failure
+ * overcome, or any item refused 422 IDEMPOTENCY_KEY_REUSED while the write
+ * first sent under its id has not run), keeps one item's failure
  * from touching the others, and applies the batch-wide budget to the answers.
  */
 @Injectable()
@@ -139,7 +148,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     // write at the vendor beside (or ahead of) an earlier one.
     let held = false;
     // Once a write has not run (waiting for approval, or refused with 429, 503, ... before its outcome was
-    // recorded, or refused 422 IDEMPOTENCY_KEY_REUSED while the call first sent under its id has not run), no
+    // recorded, or any item refused 422 IDEMPOTENCY_KEY_REUSED while the write first sent under its id has not run), no
     // write after it starts until a resend finds it run: run now, they would reach their vendors before it (reads
     // still do: they change nothing). An approval may take hours: the later writes answer 409 meanwhile.
     let writeHold: (() => AppError) | null = null;
@@ -166,7 +175,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
       // A write held behind an unrun one holds nothing more than that one already does; one whose own
       // call still runs (a resend) holds everything after it, as always.
       held ||= group.some((i) => (refusals[i]?.code === 'IDEMPOTENCY_IN_PROGRESS' && !heldBehindWrite.has(i)) || STILL_EXECUTING.has(bodies[i]?.status ?? ''));
-      writeHold ??= writeHoldOf(group, kinds, bodies, refusals);
+      writeHold ??= writeHoldOf(group, kinds, bodies, refusals, (toolName, action) => this.kindOfAction(toolName, action));
     }
     // Nothing in it was a call the run made before it ended: one 409 for the batch, as for a single call.
     if (refusals.every((x) => x?.code === 'RUN_NOT_ACTIVE')) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
@@ -178,12 +187,16 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
   private kindOf(item: unknown): ScheduleKind {
     try {
       const use = parseToolUse(item);
-      if (typeof use.action !== 'string') return 'alone';
-      const effect = this.catalog.find(use.name, use.action)?.action.sideEffect;
-      return effect === 'read' ? 'read' : effect === 'write' ? 'write' : 'alone';
+      return typeof use.action === 'string' ? this.kindOfAction(use.name, use.action) : 'alone';
     } catch {
       return 'alone';
     }
+  }
+
+  /** A catalog action's kind by its side effect; one not in the catalog runs alone. */
+  private kindOfAction(toolName: string, action: string): ScheduleKind {
+    const effect = this.catalog.find(toolName, action)?.action.sideEffect;
+    return effect === 'read' ? 'read' : effect === 'write' ? 'write' : 'alone';
   }
 
   private refusal(err: unknown, index: number, correlationId: string): AppError {

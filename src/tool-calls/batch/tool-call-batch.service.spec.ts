@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../common/errors/app-error.js';
+import type { ToolCallBody } from '../tool-call-body.js';
+import type { ScheduleKind } from './batch-request.js';
+import { writeHoldOf } from './tool-call-batch.service.js';
+
+describe('writeHoldOf', () => {
+  const kinds: Record<string, ScheduleKind> = { 'shopify_refund.create': 'write', 'order_lookup.lookup': 'read' };
+  const kindOf = (toolName: string, action: string): ScheduleKind => kinds[`${toolName}.${action}`] ?? 'alone';
+  const reused = (status: string, toolName: string, action: string) =>
+    Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action'), { storedCall: { status, toolName, action } });
+  const holdOf = (kind: ScheduleKind, refusal: AppError | null, body: ToolCallBody | null = null) => writeHoldOf([0], [kind], [body], [refusal], kindOf)?.();
+
+  it('an item refused 422 IDEMPOTENCY_KEY_REUSED under the id of a write not run holds the writes after it, whatever it was resent as', () => {
+    for (const kind of ['read', 'write', 'alone'] as const) {
+      const hold = holdOf(kind, reused('waiting_approval', 'shopify_refund', 'create'));
+      expect(hold?.code, kind).toBe('IDEMPOTENCY_IN_PROGRESS');
+      expect(hold?.detail, kind).toMatch(/toolUses\[0\].*IDEMPOTENCY_KEY_REUSED.*waiting for approval/);
+      expect(holdOf(kind, reused('running', 'shopify_refund', 'create'))?.detail, kind).toMatch(/has not finished/);
+    }
+  });
+
+  it('under the id of a read, or of a write that has settled, it holds nothing, even resent as a write', () => {
+    for (const kind of ['read', 'write'] as const) {
+      expect(holdOf(kind, reused('running', 'order_lookup', 'lookup')), kind).toBeUndefined();
+      expect(holdOf(kind, reused('succeeded', 'shopify_refund', 'create')), kind).toBeUndefined();
+    }
+  });
+
+  it('other answers are judged by the item itself: only a write holds', () => {
+    const waiting = { status: 'waiting_approval' } as ToolCallBody;
+    expect(holdOf('write', null, waiting)?.code).toBe('IDEMPOTENCY_IN_PROGRESS');
+    expect(holdOf('read', null, waiting)).toBeUndefined();
+    expect(holdOf('write', new AppError('RATE_LIMITED'))?.detail).toMatch(/RATE_LIMITED/);
+    expect(holdOf('read', new AppError('RATE_LIMITED'))).toBeUndefined();
+    expect(holdOf('write', new AppError('POLICY_BLOCKED'))).toBeUndefined();
+  });
+});
