@@ -103,12 +103,41 @@ describe('a two-word label before a colon in text names its value', () => {
     ['Access Key:AKIA0000EXAMPLE', 'Access Key:[REDACTED]'],
     ['line one\nPrivate Key: base64stuff==', 'line one\nPrivate Key: [REDACTED]'],
     ['App\tKey: k-123456', 'App\tKey: [REDACTED]'],
+    // blanks other than one space: a no-break space from HTML (&nbsp;), a narrow one, two spaces of aligned text
+    ['API\u00a0Key: blue-sky-42', 'API\u00a0Key: [REDACTED]'],
+    ['Secret\u00a0Key: blue-sky-42', 'Secret\u00a0Key: [REDACTED]'],
+    ['Access\u202fKey: blue-sky-42', 'Access\u202fKey: [REDACTED]'],
+    ['API  Key: blue-sky-42', 'API  Key: [REDACTED]'],
+    ['API \u00a0\t\u2009Key:blue-sky-42', 'API \u00a0\t\u2009Key:[REDACTED]'],
+    // a hyphenated prefix: the label's last two words are "API Key"
+    ['Stripe-API Key: blue-sky-42', 'Stripe-API Key: [REDACTED]'],
+    ['live-Secret\u00a0Key: blue-sky-42', 'live-Secret\u00a0Key: [REDACTED]'],
   ])('%j is redacted, input and output', (text, redacted) => {
     expect(redactOutput({ note: text })).toEqual({ note: redacted });
     expect(redactInput({ note: text })).toEqual({ note: redacted });
   });
 
-  it.each(['Primary Key: 12345', 'Token Pack: 10 left', 'Secret Santa: Bob', 'status: expired', 'my_API Key: 12', 'the key: blue', 'x.API Key: 1'])(
+  it.each(['API\u00a0Key', 'API  Key', 'Secret\u00a0Key', 'Access\u202fKey', 'Stripe-API Key'])('%j in text is secret as it is as data', (label) => {
+    expect(redactInput({ fields: [{ label, value: SECRET }] })).toEqual({ fields: [{ label, value: REDACTED }] });
+    expect(redactInput({ note: `${label}: ${SECRET}` })).toEqual({ note: `${label}: ${REDACTED}` });
+  });
+
+  it.each([
+    'Primary Key: 12345',
+    'Token Pack: 10 left',
+    'Secret Santa: Bob',
+    'status: expired',
+    'my_API Key: 12',
+    'the key: blue',
+    'x.API Key: 1',
+    'Primary\u00a0Key: 12345',
+    'Token  Pack: 10 left',
+    'Non-Primary Key: 12345',
+    // a line break parts two lines, not two words
+    'API\nKey: 12',
+    'API\r\nKey: 12',
+    'API\u2028Key: 12',
+  ])(
     '%j stays',
     (text) => {
       expect(redactOutput({ note: text })).toEqual({ note: text });
@@ -120,7 +149,11 @@ describe('cost of the wider rules', () => {
   it('stays linear on 100 KB of hostile input', () => {
     const size = 100_000;
     const fill = (unit: string): string => unit.repeat(Math.ceil(size / unit.length)).slice(0, size);
-    const hostile = ['%20', '+', '(', '%25', '%2525', '+1', '%2B1%20', '(415)+', '%28415%29', '0044%20', 'a%40', 'x%2540y', '1%20', '%E0%A4', 'API Key:', 'a Key:', 'Key: ', 'aaaa '].map(fill);
+    const hostile = ['%20', '+', '(', '%25', '%2525', '+1', '%2B1%20', '(415)+', '%28415%29', '0044%20', 'a%40', 'x%2540y', '1%20', '%E0%A4', 'API Key:', 'a Key:', 'Key: ', 'aaaa ',
+      // blanks between a label's words, and a value looked for on the next line
+      'API\u00a0\u00a0\u00a0Key:', 'a-API \u00a0Key:', `${'\u00a0'.repeat(20)}Key:`, 'Password:\n', 'Password:\r\n ', 'Password:\\n',
+      'API\u00a0Key:\n', 'Password:\n"', 'Password:\n[', 'Password:\n- ', 'Password:\nHost:', `Password:\n${'a'.repeat(200)}`, `Password:\n${' '.repeat(50)}`,
+      'Cookie:\n', 'Authorization:\n', 'token:\\r\\n\\"'].map(fill);
     expectNoWorseThanProse(hostile, (text) => {
       redactContactsInText(text);
       redactOutput({ note: text, fields: [{ label: `${text.slice(0, 2_000)} / Password`, value: 'x' }] });

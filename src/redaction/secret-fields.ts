@@ -19,9 +19,13 @@ import { isSecretFieldName, SECRET_NAME_MIN_LETTERS } from './secret-keys.js';
  * ("POST /oauth/token: 401"): a name never starts right after "/", which also leaves
  * scheme://user:password@host to URL_PASSWORD. Only ":" here: name=value is SECRET_PARAM's.
  *
+ * The value may stand on the line after the name ("Password:\nhunter2", a YAML key over its value, a form
+ * copied out of a page): see valueStart.
+ *
  * Driven by indexOf(":") rather than a regex: most strings with a colon are timestamps and prose, and a
  * pattern would try a name at every word of them. Each colon is looked at once, and the name before it
- * never reaches back past the previous colon, so the pass is linear.
+ * never reaches back past the previous colon, so the pass is linear. Only the last colon of a line can
+ * look on to the next line, so each line is looked at from the one before at most once.
  */
 export function redactSecretFields(text: string): string {
   let out = '';
@@ -29,9 +33,9 @@ export function redactSecretFields(text: string): string {
   for (let colon = text.indexOf(':'); colon >= 0; ) {
     let next = colon + 1;
     const toLineEnd = secretFieldBefore(text, colon);
-    if (toLineEnd !== undefined) {
-      let start = skipBlanks(text, colon + 1);
-      const quoteLength = text[start] === '\\' && isQuote(text[start + 1]) ? 2 : isQuote(text[start]) ? 1 : 0;
+    let start = toLineEnd === undefined ? -1 : valueStart(text, colon + 1);
+    if (toLineEnd !== undefined && start >= 0) {
+      const quoteLength = quoteLengthAt(text, start);
       const quote = quoteLength > 0 ? text.slice(start, start + quoteLength) : undefined;
       if (quote !== undefined) start = skipBlanks(text, start + quoteLength);
       const end = fieldValueEnd(text, start, quote, toLineEnd);
@@ -65,8 +69,9 @@ function secretFieldBefore(text: string, colon: number): boolean | undefined {
   const raw = text.slice(start, end);
   // A dump encoded twice reads "…\r\nX-Api-Key: …": the n of the escape is not part of the name.
   const name = start > 0 && text[start - 1] === '\\' && /^[nrt]./.test(raw) ? raw.slice(1) : raw;
-  // Authorization, Proxy-Authorization, …: redactAuthorizationValues has redacted it and kept the scheme.
-  if (AUTHORIZATION_NAME.test(raw)) return undefined;
+  // Authorization, Proxy-Authorization, …: redactAuthorizationValues has redacted it and kept the scheme, unless
+  // the credentials stand on the next line, where it does not look: then they go here, the scheme with them.
+  if (AUTHORIZATION_NAME.test(raw)) return lineBreakLength(text, skipBlanks(text, colon + 1)) > 0 ? true : undefined;
   if (!isSecretFieldName(name) && !isSecretTwoWordLabel(text, start, name)) return undefined;
   const norm = normalizeKey(name);
   return norm.includes('cookie') || norm.endsWith('authorization');
@@ -75,17 +80,25 @@ function secretFieldBefore(text: string, colon: number): boolean | undefined {
 /**
  * A label for people written out in text, of two words whose last alone names no secret: "API Key: …", "Secret Key:
  * …", "Access Key: …" (while "Client Secret:" and "Access Token:" are caught by their last word). The word before
- * `name`, one blank apart, joined to it, is asked as the label it is ({label: "API Key", value} is secret): "Primary Key:"
- * and "Token Pack:" stay. Looks back one word of at most 64 characters, so each colon still costs a bounded scan.
+ * `name`, joined to it by one blank, is asked as the label it is ({label: "API Key", value} is secret): "Primary Key:"
+ * and "Token Pack:" stay. Between the words any horizontal blanks, a few of them: text taken from HTML has a no-break
+ * space ("API&nbsp;Key"), typeset text a narrow one, aligned text two spaces; a line break parts two lines, not two
+ * words. The first word may follow a hyphen ("Stripe-API Key": its last two words are "API Key"), not another character
+ * of a name ("my_API Key", "x.API Key" are identifiers). Looks back at most 8 blanks and one word of at most 64
+ * characters, so each colon still costs a bounded scan.
  */
 function isSecretTwoWordLabel(text: string, start: number, name: string): boolean {
-  const blank = start - 1;
-  if (blank < 1 || (text[blank] !== ' ' && text[blank] !== '\t')) return false;
+  let blank = start;
+  while (blank > 0 && start - blank < 8 && HORIZONTAL_SPACE.test(text[blank - 1]!)) blank--;
+  if (blank === start) return false;
   let first = blank;
   while (first > 0 && blank - first < 64 && isLetter(text.charCodeAt(first - 1))) first--;
-  if (first === blank || (first > 0 && isNameChar(text.charCodeAt(first - 1)))) return false;
+  if (first === blank || (first > 0 && text[first - 1] !== '-' && isNameChar(text.charCodeAt(first - 1)))) return false;
   return isSecretFieldName(`${text.slice(first, blank)} ${name}`);
 }
+
+/** A blank within a line: whitespace but a line break (\r, \n, U+2028, U+2029). */
+const HORIZONTAL_SPACE = /[^\S\r\n\u2028\u2029]/;
 
 /** A character of a field name: what SECRET_PARAM's names are made of, [\w.%[\]-]. */
 function isNameChar(c: number): boolean {
@@ -106,8 +119,56 @@ function skipBlanks(text: string, from: number): number {
   return i;
 }
 
+/**
+ * Where the value after a secret name's colon starts: past the blanks on its line, or, when nothing follows the colon
+ * there, on the next line: past one line break (\n, \r\n, \r, or one escaped inside a JSON string, "\\n"), its blanks
+ * and a YAML list's "- ". Never two line breaks: a blank line ends the field. -1 when the next line opens a field of its
+ * own ("Password:\nUsername: bob"): the field was empty, and its value taken as "Username:" would carry the next
+ * field's colon away unasked.
+ */
+function valueStart(text: string, from: number): number {
+  const start = skipBlanks(text, from);
+  const lineBreak = lineBreakLength(text, start);
+  if (lineBreak === 0) return start;
+  let next = skipBlanks(text, start + lineBreak);
+  if (text[next] === '-' && (text[next + 1] === ' ' || text[next + 1] === '\t')) next = skipBlanks(text, next + 1);
+  return opensField(text, next) ? -1 : next;
+}
+
+/** The length of the line break at `i`, as written or escaped inside a JSON string; 0 when there is none. */
+function lineBreakLength(text: string, i: number): number {
+  const ch = text[i];
+  if (ch === '\n') return 1;
+  if (ch === '\r') return text[i + 1] === '\n' ? 2 : 1;
+  if (ch !== '\\') return 0;
+  if (text[i + 1] === 'n') return 2;
+  if (text[i + 1] !== 'r') return 0;
+  return text[i + 2] === '\\' && text[i + 3] === 'n' ? 4 : 2;
+}
+
+/**
+ * Whether a field starts at `i`: a name, perhaps quoted, blanks, then a colon that a value token would end at ("Host:
+ * …", "\"id\": 1", "token:[…]"). Not "admin:hunter2" or "https://…": taken whole as a value, they leave nothing out.
+ * Reads at most a quote, a name's 129 characters and the blanks after it.
+ */
+function opensField(text: string, i: number): boolean {
+  let at = i + quoteLengthAt(text, i);
+  const nameStart = at;
+  while (at < text.length && at - nameStart <= 129 && isNameChar(text.charCodeAt(at))) at++;
+  if (at === nameStart) return false;
+  at = skipBlanks(text, at + quoteLengthAt(text, at));
+  return text[at] === ':' && (at + 1 === text.length || FIELD_TOKEN_END_CHAR.test(text[at + 1]!));
+}
+
+/** 2 for an escaped quote at `i`, 1 for a quote, else 0. */
+function quoteLengthAt(text: string, i: number): number {
+  return text[i] === '\\' && isQuote(text[i + 1]) ? 2 : isQuote(text[i]) ? 1 : 0;
+}
+
 /** Where an unquoted single-token value ends: a key, a signature or an id never holds a blank or these. */
-const FIELD_TOKEN_END = /[\s"'\\,;&<>(){}[\]]/g;
+const FIELD_TOKEN_END_CHARS = String.raw`[\s"'\\,;&<>(){}[\]]`;
+const FIELD_TOKEN_END = new RegExp(FIELD_TOKEN_END_CHARS, 'g');
+const FIELD_TOKEN_END_CHAR = new RegExp(FIELD_TOKEN_END_CHARS);
 /** Cookie: a=1; b=2 is a list of secrets, and an Authorization value has auth-params: they run to the line end. */
 const FIELD_LINE_END = /[\r\n"'\\<>]/g;
 
