@@ -1,7 +1,6 @@
 import { Injectable, type PipeTransform } from '@nestjs/common';
-import { isEchoableFieldName } from '../common/echoable-field-name.js';
+import { isEchoableFieldName, UNNAMED_UNKNOWN_FIELD } from '../common/echoable-field-name.js';
 import { AppError } from '../common/errors/app-error.js';
-import { UNNAMED_UNKNOWN_FIELD } from '../common/http/validation.js';
 
 /**
  * For a route that takes no query parameters at all (GET /v1/tools): any parameter is refused with

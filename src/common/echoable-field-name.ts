@@ -8,6 +8,9 @@
 // or mixes digits into its random part (shpat_0123…, sk_live_4eC39…), so it is never named.
 const FIELD_NAME = /^[A-Za-z][A-Za-z_]{0,31}[0-9]{0,2}$/;
 
+/** What a 400 says of an unknown field whose name it does not echo (a token pasted as a key): the same words everywhere. */
+export const UNNAMED_UNKNOWN_FIELD = 'an unknown field, not named as it does not look like a field name, should not exist';
+
 export function isEchoableFieldName(key: string): boolean {
   // A fixed name, never a secret: naming it shows a JSON "__proto__" key was read as data.
   return FIELD_NAME.test(key) || key === '__proto__';

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
-import { isEchoableFieldName } from '../common/echoable-field-name.js';
+import { isEchoableFieldName, UNNAMED_UNKNOWN_FIELD } from '../common/echoable-field-name.js';
 import { AppError } from '../common/errors/app-error.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
@@ -71,7 +71,7 @@ export class PoliciesService {
     const extra = Object.keys(input).filter((k) => k !== 'rules');
     if (extra.length) {
       const named = extra.find(isEchoableFieldName); // never a key that may be a pasted secret
-      throw new AppError('VALIDATION_FAILED', named ? `${named}: property should not exist` : 'an unknown field, not named as it does not look like a field name, should not exist; the body is {"rules": [...]}');
+      throw new AppError('VALIDATION_FAILED', named ? `${named}: property should not exist` : `${UNNAMED_UNKNOWN_FIELD}; the body is {"rules": [...]}`);
     }
     // New rules must name what the catalog has; stored ones are read as they are (a catalog change must not make them fail).
     const checked = validatePolicyRules(input.rules, this.catalog);

@@ -24,13 +24,18 @@ export const ORPHANED_TEXT = 'the process running this call stopped before recor
 @Injectable()
 export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('OrphanSweeper');
+  /** Each catalog action's cost, as the sweep's three parallel arrays (tool, action, cents): the catalog is fixed at start. */
+  private readonly costs: [string[], string[], number[]];
   private readonly task = new PeriodicTask('orphan sweep', SWEEP_EVERY_MS, () => this.sweep(), this.log);
 
   constructor(
     private readonly sql: Sql,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly catalog: ToolCatalogService,
-  ) {}
+    catalog: ToolCatalogService,
+  ) {
+    const actions = catalog.list().flatMap((tool) => tool.actions.map((action) => ({ tool: tool.name, action: action.name, cost: action.costCents })));
+    this.costs = [actions.map((a) => a.tool), actions.map((a) => a.action), actions.map((a) => a.cost)];
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     await this.sweep().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${loggableErrorText(err)}`));
@@ -44,7 +49,6 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
   /** Marks orphaned running calls indeterminate; returns how many. */
   async sweep(): Promise<number> {
     const staleAfterMs = this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS;
-    const actions = this.catalog.list().flatMap((tool) => tool.actions.map((action) => ({ tool: tool.name, action: action.name, cost: action.costCents })));
     const [{ n }] = await this.sql.query<{ n: number }>(
       `WITH tc AS (
          UPDATE tool_calls SET status = 'indeterminate', error_code = 'OUTCOME_UNKNOWN', http_status = 200,
@@ -62,7 +66,7 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
                 jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned')
            FROM tc)
        SELECT count(*)::int AS n FROM tc`,
-      [staleAfterMs, ORPHANED_TEXT, actions.map((a) => a.tool), actions.map((a) => a.action), actions.map((a) => a.cost)],
+      [staleAfterMs, ORPHANED_TEXT, ...this.costs],
     );
     if (n > 0) this.log.warn({ count: n }, 'orphaned running tool calls marked indeterminate');
     return n;

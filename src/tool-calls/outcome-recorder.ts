@@ -58,17 +58,11 @@ export class OutcomeRecorder {
 
   /** Writes the outcome of an executed call and answers with the tool-call body. Also used by approvals. */
   async recordOutcome(c: ExecutedCall, outcome: ExecutionOutcome): Promise<ToolCallResponse> {
-    const now = this.clock.now();
-    const status = outcome.status;
-    const errorCode = outcome.status === 'succeeded' ? null : outcome.errorCode;
     const json = outcome.status === 'succeeded' ? (JSON.stringify(outcome.result) ?? 'null') : null;
     const vendorReached = outcome.vendorReached;
-    const retryAfterSeconds = outcome.status !== 'succeeded' ? (outcome.retryAfterSeconds ?? null) : null;
-    const { row, events } = this.outcomeWrite(c, outcome, json, now);
-    const settled = (): void => {
-      countToolCall(this.catalog, this.metrics, c.tool.toolName, c.tool.action, status, errorCode);
-      settledCalls.emit('settled', c.id);
-    };
+    const { row, events } = this.outcomeWrite(c, outcome, json, this.clock.now());
+    const { status, errorCode, retryAfterSeconds } = row;
+    const settled = (): void => this.settled(c, row);
     let written: boolean;
     try {
       written = await this.ledger.writeOutcomeDurably(row, events, (late) => late && settled());
@@ -111,10 +105,13 @@ export class OutcomeRecorder {
       status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: UNSENT_TEXT, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false,
     };
     const { row, events } = this.outcomeWrite(c, outcome, null, this.clock.now());
-    this.ledger.settleUnsent(row, events, () => {
-      countToolCall(this.catalog, this.metrics, c.tool.toolName, c.tool.action, 'failed', 'EXECUTION_ERROR');
-      settledCalls.emit('settled', c.id);
-    });
+    this.ledger.settleUnsent(row, events, () => this.settled(c, row));
+  }
+
+  /** Once an outcome is recorded: counted, and the long-polls waiting on the call woken. */
+  private settled(c: ExecutedCall, row: OutcomeRow): void {
+    countToolCall(this.catalog, this.metrics, c.tool.toolName, c.tool.action, row.status, row.errorCode);
+    settledCalls.emit('settled', c.id);
   }
 
   /** The outcome statement's row and events for an executed call (`json`: the result's JSON text, when it succeeded). */

@@ -1,12 +1,9 @@
 import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import { Transform } from 'class-transformer';
 import { getMetadataStorage } from 'class-validator';
-import { isEchoableFieldName } from '../echoable-field-name.js';
+import { isEchoableFieldName, UNNAMED_UNKNOWN_FIELD } from '../echoable-field-name.js';
 import { AppError } from '../errors/app-error.js';
 import { canonicalUuid } from '../ids.js';
-
-/** What a 400 says of an unknown field whose name it does not echo (a token pasted as a key): the same words everywhere. */
-export const UNNAMED_UNKNOWN_FIELD = 'an unknown field, not named as it does not look like a field name, should not exist';
 
 function describe(errors: ValidationError[], parent = ''): string[] {
   const out: string[] = [];
