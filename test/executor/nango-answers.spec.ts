@@ -85,6 +85,27 @@ describe('Nango proxy answers through the pipeline', () => {
     expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
   });
 
+  it('a GET answered 400 base_url_override_* (the same GET meets the same redirect) → failed / VENDOR_ERROR, sent once (VENDORS.md §5: no retry on a Nango 400)', async () => {
+    const body = { error: { code: 'base_url_override_not_allowed', message: 'This base URL override is not allowed by server configuration.' } };
+    h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 400, body, times: Infinity });
+    const before = h.emu.count({ vendor: 'nango' });
+    const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+    expect(h.emu.count({ vendor: 'nango' }) - before).toBe(1);
+    expect(await rowOf(h, res.body.toolCallId as string)).toMatchObject({ status: 'failed', retry_count: 0 });
+  });
+
+  it('GETs refused base_url_override_* do not open the org\'s Nango circuit breaker: they say nothing of Nango\'s health', async () => {
+    const body = { error: { code: 'base_url_override_not_allowed', message: 'This base URL override is not allowed by server configuration.' } };
+    h.emu.fault({ vendor: 'nango', method: 'GET', path: /redirecting/, kind: 'status', status: 400, body, times: Infinity });
+    for (let i = 0; i < 6; i++) {
+      const refused = await call(h, org, 'nango_proxy', { action: 'get', path: `v1/redirecting/${i}` });
+      expect(refused.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+    }
+    const ok = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+    expect(ok.body).toMatchObject({ status: 'succeeded' });
+  });
+
   it('the provider behind Nango receives the gateway\'s Accept and User-Agent, and no Nango credential', async () => {
     const before = nango.upstreamRequests.length;
     const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });

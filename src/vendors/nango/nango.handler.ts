@@ -86,7 +86,7 @@ function success(res: VendorHttpResponse): VendorOutcome {
 /** The wait after a 429 that names none. */
 export const NANGO_DEFAULT_429_WAIT_MS = 1_000;
 
-function classify(res: VendorHttpResponse): VendorOutcome {
+function classify(res: VendorHttpResponse, isPost: boolean): VendorOutcome {
   const s = res.status;
   if (s >= 200 && s < 300) return success(res);
   const retryAfterMs = parseRetryAfterMs(res.headers['retry-after']);
@@ -107,8 +107,11 @@ function classify(res: VendorHttpResponse): VendorOutcome {
     if (nango.code === 'too_many_request' && s === 429) return withWait(fail('rate_limited', 'Nango rate limit exceeded', s), retryAfterMs, NANGO_DEFAULT_429_WAIT_MS);
     if (nango.code === 'plan_limit' && s === 402) return fail('rejected', `Nango refused the request: ${label}`, s);
     // The gateway never sends Base-Url-Override: Nango answers this when it refuses to follow the
-    // provider's redirect to another host, so the provider already had the request (a write: unknown).
-    if (nango.code.startsWith('base_url_override')) return fail('network', `Nango did not follow the upstream's redirect: ${label}`, s);
+    // provider's redirect to another host, so the provider already had the request (a POST: unknown). To a
+    // GET it is a refusal the same request gets again: not retried, and nothing about Nango's health.
+    if (nango.code.startsWith('base_url_override')) {
+      return fail(isPost ? 'network' : 'rejected', `Nango did not follow the upstream's redirect: ${label}`, s);
+    }
     // Any other code: judge by status like an upstream answer (an upstream body may also carry error.code).
   }
   // Nango adds the provider's credentials itself: an upstream 401 means the connection's token was
@@ -190,6 +193,6 @@ export class NangoHandler implements VendorHandler {
       if (e instanceof VendorHttpError) return httpErrorOutcome(e);
       throw e;
     }
-    return classify(res);
+    return classify(res, isPost);
   }
 }
