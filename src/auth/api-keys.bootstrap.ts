@@ -49,11 +49,18 @@ export async function ensureBootstrapKey(ds: DataSource, events: LedgerEventsSer
       // Only the start-up that adds the row records it: a restart with the same key adds neither row nor event.
       if ((inserted.raw as unknown[]).length > 0) await appendCreated(events, m, configuredRow.id);
       // Also rewrites the listed prefix of a row stored when it was the first characters of any configured key.
-      const [updated] = (await m.query('UPDATE api_keys SET key_prefix = $2 WHERE key_hash = $1 RETURNING revoked_at', [
-        configuredRow.keyHash,
-        configuredRow.keyPrefix,
-      ])) as [{ revoked_at: Date | null }[], number];
-      if (updated[0]?.revoked_at) {
+      // Only a platform admin key's: another key's row is left as it is.
+      const [updated] = (await m.query(
+        `UPDATE api_keys SET key_prefix = $2 WHERE key_hash = $1 AND org_id IS NULL AND role = 'admin' RETURNING revoked_at`,
+        [configuredRow.keyHash, configuredRow.keyPrefix],
+      )) as [{ revoked_at: Date | null }[], number];
+      if (updated.length === 0) {
+        // The insert found the hash taken by a key that is not a platform admin key (an org key, a platform ops
+        // key: the wrong key pasted). It grants no admin rights, so revoking the earlier admin keys would leave none.
+        log.error('BOOTSTRAP_ADMIN_KEY is the text of an existing key that is not a platform admin key; not used, and no other key was revoked; set a new BOOTSTRAP_ADMIN_KEY and restart');
+        return {};
+      }
+      if (updated[0].revoked_at) {
         // A value revoked since (replaced by a newer BOOTSTRAP_ADMIN_KEY, or by an admin): an old replica
         // restarting in a rolling deploy, or a rollback. Revoking the newer key too would leave none.
         log.error('BOOTSTRAP_ADMIN_KEY names a key that has been revoked: it does not authenticate, and no other key was revoked; set a new BOOTSTRAP_ADMIN_KEY and restart');

@@ -50,6 +50,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
   private readonly lookups = new Map<string, Promise<Principal | null>>();
   /** Key id → its latest use here (ms since the epoch), written at the next flush: the time of the use, not of the flush. */
   private readonly touched = new Map<string, number>();
+  /** Each request's principal (as authenticate returned it) → the use it recorded, and its key (see refused). */
+  private readonly uses = new WeakMap<Principal, { at: number; hash: Buffer }>();
   private readonly cursors: LedgerCursorCodec;
   private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.flushLastUsed(), this.log);
 
@@ -79,7 +81,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
    * `gate` meters database lookups that find no key (AuthGuard: per client address): a key the
    * caches know as valid never waits, and once the gate is spent a lookup of any other key is
    * refused before the query.
-   * `fresh` skips the caches (a write route: see KeyCheckedInWrite).
+   * `fresh` skips the caches and any lookup in flight (a write route: see KeyCheckedInWrite).
    */
   async authenticate(presented: string, gate?: LookupGate, fresh = false): Promise<Principal | null> {
     const hash = hashApiKey(presented);
@@ -89,6 +91,10 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     let principal: Principal | null;
     if (hit && hit.until > now) {
       principal = hit.principal;
+    } else if (fresh) {
+      // Never joins a lookup in flight: one a read began before a revoke committed on another replica would
+      // answer this write with what it read then. Nor is it shared, so reads never wait on a write's lookup.
+      principal = await this.lookUp(hash, cacheKey, now, this.meter(cacheKey, gate));
     } else {
       // Requests presenting one key at once share one lookup (a burst from a runtime whose key this replica
       // has not seen yet, or a flood of one made-up key): one query, and one unit of the address's budget.
@@ -96,19 +102,44 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       const flightKey = `${this.revocations}:${cacheKey}`;
       let flight = this.lookups.get(flightKey);
       if (!flight) {
-        // A key found valid before (its entry expired, or a write route looks it up afresh) is not metered: only
-        // keys no cache knows as valid spend the address's budget, each before its lookup (so lookups sent
-        // together cannot all pass), given back when the key is found.
-        const metered = this.cache.has(cacheKey) ? undefined : gate;
-        const wait = metered?.take() ?? 0;
-        if (wait > 0) throw new AppError('RATE_LIMITED', 'too many requests with unknown API keys from this address', { retryAfterSeconds: wait });
-        flight = this.lookUp(hash, cacheKey, now, metered).finally(() => this.lookups.delete(flightKey));
+        flight = this.lookUp(hash, cacheKey, now, this.meter(cacheKey, gate)).finally(() => this.lookups.delete(flightKey));
         this.lookups.set(flightKey, flight);
       }
       principal = await flight;
     }
-    if (principal) this.touch(principal.keyId, Date.now());
-    return principal;
+    if (!principal) return null;
+    const at = Date.now();
+    this.touch(principal.keyId, at);
+    // A principal of its own per request (the cached one is shared): refused() takes back this request's use only.
+    const mine = { ...principal };
+    this.uses.set(mine, { at, hash });
+    return mine;
+  }
+
+  /**
+   * A request let in with a key found revoked afterwards (on another replica; cached as valid here), refused 401
+   * by the statement that re-checked the key: it was no use of the key, so its recorded use is taken back (unless
+   * a later request's has replaced it), else lastUsedAt would land after revokedAt. The key leaves the cache too,
+   * so its next request is refused by the guard.
+   */
+  refused(p: Principal): void {
+    const use = this.uses.get(p);
+    if (!use) return;
+    if (this.touched.get(p.keyId) === use.at) this.touched.delete(p.keyId);
+    this.forgetKey(use.hash);
+  }
+
+  /**
+   * The gate a lookup is metered by, its unit spent now (429 when spent out). A key found valid before (its
+   * entry expired, or a write route looks it up afresh) is not metered: only keys no cache knows as valid
+   * spend the address's budget, each before its lookup (so lookups sent together cannot all pass), given
+   * back when the key is found.
+   */
+  private meter(cacheKey: string, gate: LookupGate | undefined): LookupGate | undefined {
+    const metered = this.cache.has(cacheKey) ? undefined : gate;
+    const wait = metered?.take() ?? 0;
+    if (wait > 0) throw new AppError('RATE_LIMITED', 'too many requests with unknown API keys from this address', { retryAfterSeconds: wait });
+    return metered;
   }
 
   private async lookUp(hash: Buffer, cacheKey: string, now: number, metered: LookupGate | undefined): Promise<Principal | null> {

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { ApiKeysService } from '../auth/api-keys.service.js';
 import type { Principal } from '../auth/principal.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { actionDigest } from '../common/canonical-json.js';
@@ -75,6 +76,7 @@ export class ToolCallsService {
     private readonly cipher: EnvelopeCipher,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
+    private readonly keys: ApiKeysService,
   ) {}
 
   async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string, attempt = 0): Promise<ToolCallResponse> {
@@ -84,7 +86,7 @@ export class ToolCallsService {
     const action = recordedAction(use.name, use.action, this.catalog);
     // An ended run takes no new calls; a call it made before it ended is still answered (the agent may resend after a lost answer).
     if (run.status !== 'running' && run.status !== 'waiting_approval') {
-      await this.answers.assertKeyLive(p.keyId); // no intent statement on this path to re-check the key
+      await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
       return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
     }
 
@@ -103,7 +105,7 @@ export class ToolCallsService {
     let release: (() => void) | null = null;
     if (decision.status === 'running') {
       release = this.leaseFor(orgId, decision.entry.vendor);
-      if (!release) return this.admission.concurrencyLimited(orgId, { keyId: p.keyId, role: p.role }, run.id, idempotencyKey, digest, use.id, decision.entry);
+      if (!release) return this.keyChecked(p, this.admission.concurrencyLimited(orgId, { keyId: p.keyId, role: p.role }, run.id, idempotencyKey, digest, use.id, decision.entry));
     }
     try {
       const id = newId();
@@ -164,7 +166,10 @@ export class ToolCallsService {
         }
         throw err;
       }
-      if (written === 'key-revoked') throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
+      if (written === 'key-revoked') {
+        this.keys.refused(p);
+        throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
+      }
       if (written === 'run-ended') return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
       if (written === 'exists') return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, conflictWithoutRow);
       if (written === 'governance-changed') {
@@ -224,7 +229,7 @@ export class ToolCallsService {
    */
   async replayOnly(p: Principal, runId: string, body: unknown, notStarted: () => AppError = heldBehindEarlierItem): Promise<ToolCallResponse> {
     const { orgId, use, idempotencyKey, digest } = await this.identify(p, runId, body, undefined);
-    await this.answers.assertKeyLive(p.keyId); // no intent statement on this path to re-check the key
+    await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
     return this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, notStarted);
   }
 
@@ -243,6 +248,19 @@ export class ToolCallsService {
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
     const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
     return { orgId, use, run, idempotencyKey, digest };
+  }
+
+  /**
+   * `work`, whose 401 (the key found revoked since the guard let this request in, on another replica) tells the
+   * key service: the request was no use of the key (see ApiKeysService.refused).
+   */
+  private async keyChecked<T>(p: Principal, work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'UNAUTHENTICATED') this.keys.refused(p);
+      throw err;
+    }
   }
 
   /** The body for a stored call (see StoredCallAnswers.answerStored); `budgetBytes` defaults to the result budget. */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyEntity } from '../../src/auth/api-key.entity.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
-import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
+import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer, createKey, createOrg } from '../support/test-app.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -114,5 +114,63 @@ describe('the API key cache under a flood of unknown keys', () => {
     await h.t.ds.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [k.id]);
     expect((await h.t.http.delete(`/v1/api-keys/${k.id}`).set(adminAuth)).status).toBe(204);
     expect((await h.t.http.get(`/v1/orgs/${org}`).set(bearer(k.key))).status).toBe(401);
+  });
+
+  it('a write after a revoke committed on another replica is 401, even while a read of the same key, begun before, is still being looked up', async () => {
+    // API.md: a revocation "takes effect at once on every replica for writes": the write looks the key up afresh, never joining the read's lookup.
+    const org = await createOrg(h.t, 'flight');
+    const k = await createKey(h.t, org, 'admin');
+    const repo = h.t.ds.getRepository(ApiKeyEntity);
+    const realFindOne = repo.findOne.bind(repo);
+    let read!: () => void;
+    const readDone = new Promise<void>((r) => (read = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let held = false;
+    // The GET's key lookup: the database read happens now, its answer comes back later (a slow round trip).
+    repo.findOne = (async (...args: Parameters<typeof repo.findOne>) => {
+      const row = await realFindOne(...args);
+      if (!held) {
+        held = true;
+        read();
+        await released;
+      }
+      return row;
+    }) as typeof repo.findOne;
+    try {
+      const get = h.t.http.get(`/v1/orgs/${org}/feature-flags`).set(bearer(k.key)).then((r) => r);
+      await readDone;
+      // Revoked on another replica: committed in the database; this replica's cache is not told.
+      await h.t.ds.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [k.id]);
+      const put = h.t.http.put(`/v1/orgs/${org}/feature-flags/tool_calling_enabled`).set(bearer(k.key)).send({ enabled: true }).then((r) => r);
+      await sleep(200); // the PUT reaches the guard while the GET's lookup is still in flight
+      release();
+      const [, putRes] = await Promise.all([get, put]);
+      const [flag] = (await h.t.ds.query(`SELECT enabled FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled'`, [org])) as { enabled: boolean }[];
+      expect({ status: putRes.status, flagWritten: flag?.enabled ?? null }).toEqual({ status: 401, flagWritten: null });
+    } finally {
+      repo.findOne = realFindOne;
+      release();
+    }
+  });
+
+  it('a tool call refused 401 (its key revoked on another replica, still cached here) is no use: lastUsedAt stays at or before revokedAt, and the key leaves the cache', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const svc = h.t.app.get(ApiKeysService, { strict: false });
+    const flush = () => (svc as unknown as { flushLastUsed: () => Promise<void> }).flushLastUsed();
+    expect((await h.t.http.get(`/v1/runs/${org.runId}/tools`).set(bearer(org.agentKey))).status).toBe(200); // cached as valid here
+    await flush();
+    // Revoked by another replica (the row only), a moment ago.
+    const [{ id }] = (await h.t.ds.query(`SELECT id FROM api_keys WHERE key_prefix = $1`, [org.agentKey.slice(0, 10)])) as { id: string }[];
+    await h.t.ds.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1`, [id]);
+    await sleep(50);
+    // Let in from the cache; refused by the intent statement, which re-checks the key.
+    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '1001' }));
+    expect(res.status).toBe(401);
+    await flush();
+    const [row] = (await h.t.ds.query(`SELECT last_used_at, revoked_at FROM api_keys WHERE id = $1`, [id])) as { last_used_at: Date; revoked_at: Date }[];
+    expect(row.last_used_at.getTime()).toBeLessThanOrEqual(row.revoked_at.getTime());
+    // Dropped from the cache: a read (which the cache may answer) is refused now, not for another 5 s.
+    expect((await h.t.http.get(`/v1/runs/${org.runId}/tools`).set(bearer(org.agentKey))).status).toBe(401);
   });
 });

@@ -13,6 +13,7 @@ import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { ConfigError } from '../../src/config/config.schema.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { OrgScopeService } from '../../src/orgs/org-scope.service.js';
+import { OrgsService } from '../../src/orgs/orgs.service.js';
 import { captureLogs } from '../../src/logging/logging.js';
 import { teeChildToRunLog } from '../support/run-log.js'; // also: this file's in-process logs go to the run log
 import { recordApiKey } from '../support/api-keys.js';
@@ -176,6 +177,30 @@ describe('bootstrap admin key: replicas starting together', () => {
     expect([(await liveState(a)).live, (await liveState(b)).live]).toEqual([false, true]);
     expect(logs.lines.some((l) => l.includes('BOOTSTRAP_ADMIN_KEY names a key that has been revoked'))).toBe(true);
     expect(logs.lines.join('\n')).not.toContain(a.slice(4, 16));
+  });
+
+  it('a BOOTSTRAP_ADMIN_KEY that is the text of an existing non-admin key (an ops key, an org admin key) is not used, revokes nothing and says so', async () => {
+    const b = `tgw_B_${randomBytes(16).toString('hex')}`;
+    await race(1, { BOOTSTRAP_ADMIN_KEY: b });
+    const [{ id: adminId }] = (await ds.query('SELECT id FROM api_keys WHERE key_hash = $1', [hashApiKey(b)])) as { id: string }[];
+    const me = { keyId: adminId, orgId: null, role: 'admin' as const };
+    const org = await app.get(OrgsService).create(me, { name: 'bootstrap wrong key' });
+    const keys = app.get(ApiKeysService);
+    for (const pasted of [await keys.create(me, { orgId: null, role: 'ops', name: 'ops' }), await keys.create(me, { orgId: org.id, role: 'admin', name: 'org admin' })]) {
+      recordApiKey(pasted.key, pasted.role, 'ApiKeysService.create');
+      const before = (await ds.query('SELECT org_id, role, key_prefix, revoked_at FROM api_keys WHERE id = $1', [pasted.id])) as unknown[];
+      const logs = captureLogs();
+      try {
+        await race(2, { BOOTSTRAP_ADMIN_KEY: pasted.key });
+      } finally {
+        logs.stop();
+      }
+      // The earlier bootstrap admin key still works (revoked, the platform would have no admin key); the pasted key's row is untouched.
+      expect((await liveState(b)).live).toBe(true);
+      expect(await ds.query('SELECT org_id, role, key_prefix, revoked_at FROM api_keys WHERE id = $1', [pasted.id])).toEqual(before);
+      expect(logs.lines.some((l) => l.includes('BOOTSTRAP_ADMIN_KEY is the text of an existing key that is not a platform admin key'))).toBe(true);
+      expect(logs.lines.join('\n')).not.toContain(pasted.key.slice(4, 16));
+    }
   });
 
   it('setting BOOTSTRAP_ADMIN_KEY revokes a key generated before (it was printed to a log), with an event', async () => {
