@@ -7,22 +7,35 @@
  * and the events.
  *
  * `target` selects the approvals: one by id ($1) for a decision, or every
- * pending one whose expiry has passed for the sweep. $2 is the decision for a
- * pending approval that has not expired ('approved' | 'rejected'; the sweep
- * passes 'expired'), $3 the clock's now, $4 the decider key id, $5 its role,
- * $6 the decision reason.
+ * pending one whose expiry has passed for the sweep (of the org $1, every org
+ * when null). $2 is the decision for a pending approval that has not expired
+ * ('approved' | 'rejected'; the sweep passes 'expired'), $3 the clock's now,
+ * $4 the decider key id, $5 its role, $6 the decision reason.
+ *
+ * The sweep locks the approvals it settles first, in id order, as a run's end
+ * does (RunsService.endRun): an UPDATE locks rows in whatever order its plan
+ * reads them, and two statements locking the same approvals in different
+ * orders can deadlock.
  */
 export function settleApprovalsSql(target: 'by-id' | 'expired'): string {
-  const where = target === 'by-id' ? 'id = $1 AND status = \'pending\'' : 'status = \'pending\' AND expires_at <= $3';
+  const due =
+    target === 'by-id'
+      ? ''
+      : `due AS MATERIALIZED (
+      SELECT id FROM approval_requests
+       WHERE status = 'pending' AND expires_at <= $3 AND ($1::uuid IS NULL OR org_id = $1::uuid)
+       ORDER BY id FOR UPDATE),`;
+  const where = target === 'by-id' ? 'id = $1 AND status = \'pending\'' : 'id IN (SELECT id FROM due) AND status = \'pending\' AND expires_at <= $3';
   return `
-    WITH ap AS (
+    WITH ${due}
+    ap AS (
       UPDATE approval_requests SET
         status = CASE WHEN expires_at <= $3 THEN 'expired' ELSE $2 END,
         decided_by = CASE WHEN expires_at <= $3 THEN NULL ELSE $4::uuid END,
         decided_role = CASE WHEN expires_at <= $3 THEN NULL ELSE $5 END,
         decided_at = $3,
         decision_reason = CASE WHEN expires_at <= $3 THEN NULL ELSE $6 END
-      WHERE ${where} ${target === 'by-id' ? '' : 'AND $1::uuid IS NULL'}
+      WHERE ${where}
       RETURNING id, org_id, run_id, tool_call_id, kind, status, tool_name, action, action_digest),
     tc AS (
       UPDATE tool_calls t SET

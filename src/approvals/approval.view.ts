@@ -24,7 +24,8 @@ export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status,
 /**
  * The API's view. Given the time, a pending approval past its expiry is shown expired: that is
  * what deciding it now answers (the settle statement judges expiry itself), though the sweep that
- * writes it down runs only every few seconds. Without it (the ops story of a call), the row as stored.
+ * writes it down runs only every few seconds. Without it (the ledger bench timing the story's
+ * reads), the row as stored.
  */
 export function approvalView(a: ApprovalRecord, nowMs?: number) {
   return {

@@ -52,8 +52,16 @@ export interface ToolCallStory {
 /**
  * Events, policy decision and approval of a call already known to belong to
  * `orgId`. The decision the call row points at wins over any other of the call.
+ * The approval is shown as of `nowMs` (approvalView): expired once past its expiry. The API always passes the
+ * clock's now; without it (the ledger bench, timing the reads), the approval as stored.
  */
-export async function loadToolCallStory(ds: DataSource, orgId: string, toolCallId: string, policyDecisionId: string | null): Promise<ToolCallStory> {
+export async function loadToolCallStory(
+  ds: DataSource,
+  orgId: string,
+  toolCallId: string,
+  policyDecisionId: string | null,
+  nowMs?: number,
+): Promise<ToolCallStory> {
   const [events, decisions, approvals] = (await Promise.all([
     ds.query(
       `SELECT id, type, actor, metadata, created_at, chain_seq, hash FROM runtime_ledger_events
@@ -90,6 +98,6 @@ export async function loadToolCallStory(ds: DataSource, orgId: string, toolCallI
     policyDecision: d
       ? { id: d.id, decision: d.decision, riskLevel: d.risk_level, ruleId: d.rule_id, reason: d.reason, actionDigest: d.action_digest, createdAt: d.created_at.toISOString() }
       : null,
-    approval: a ? approvalView(a) : null,
+    approval: a ? approvalView(a, nowMs) : null,
   };
 }

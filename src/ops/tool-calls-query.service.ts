@@ -1,10 +1,14 @@
 import { Readable } from 'node:stream';
 import { Injectable, StreamableFile } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { settleApprovalsSql } from '../approvals/approval-settle.sql.js';
 import type { Principal } from '../auth/principal.js';
+import { Clock } from '../common/clock.js';
 import { notFound } from '../common/errors/app-error.js';
+import { retryOnDeadlock } from '../common/errors/database-errors.js';
 import { isUuid } from '../common/ids.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
+import { settledCalls, ToolCallsService } from '../tool-calls/tool-calls.service.js';
 import { toToolCallView, type ToolCallView } from '../tool-calls/tool-call.view.js';
 import { filterHash, LedgerCursorCodec, type CursorPosition } from './ledger-cursor.js';
 import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
@@ -63,6 +67,8 @@ export class ToolCallsQueryService {
     private readonly ds: DataSource,
     private readonly scope: OrgScopeService,
     private readonly cursors: LedgerCursorCodec,
+    private readonly calls: ToolCallsService,
+    private readonly clock: Clock,
   ) {}
 
   async list(p: Principal, q: ToolCallListQuery): Promise<ToolCallPage> {
@@ -71,6 +77,7 @@ export class ToolCallsQueryService {
     const hash = filterHash({ ...filters });
     const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, 'tool-calls', scopeKey(orgId), hash);
     const limit = q.limit ?? DEFAULT_PAGE;
+    await this.expireOverdueApprovals(orgId, filters);
     const { rows, more } = await this.page(orgId, filters, after, limit + 1, LIST_PAGE_BYTES);
     const items = rows.slice(0, limit);
     const last = items.at(-1);
@@ -81,11 +88,41 @@ export class ToolCallsQueryService {
 
   async get(p: Principal, id: string): Promise<ToolCallView & ToolCallStory> {
     if (!isUuid(id)) throw notFound('tool call');
-    const { sql, params } = toolCallByIdSql(p.orgId, id);
-    const [row] = (await this.ds.query(sql, params)) as ToolCallRow[];
+    // Read before the settle below, which reads it again: an approval the story shows expired at this time
+    // was overdue when the settle looked, so the call beside it is not shown waiting_approval.
+    const nowMs = this.clock.nowMs();
+    let row = await this.row(p.orgId, id);
     if (!row) throw notFound('tool call');
-    const story = await loadToolCallStory(this.ds, row.org_id, row.id, row.policy_decision_id);
+    // README "reads show it expired from the moment it passes": a call waiting for an approval past its expiry is
+    // settled first, as GET …/result does (StoredCallAnswers.expireIfOverdue), not shown waiting until the sweep.
+    if (row.status === 'waiting_approval') {
+      const stored = await this.calls.findById(row.org_id, row.id);
+      if (stored && (await this.calls.expireIfOverdue(stored)).status !== 'waiting_approval') row = (await this.row(p.orgId, id)) ?? row;
+    }
+    const story = await loadToolCallStory(this.ds, row.org_id, row.id, row.policy_decision_id, nowMs);
     return { ...toToolCallView(toolCallEntityOf(row)), ...story };
+  }
+
+  private async row(orgId: string | null, id: string): Promise<ToolCallRow | undefined> {
+    const { sql, params } = toolCallByIdSql(orgId, id);
+    const [row] = (await this.ds.query(sql, params)) as ToolCallRow[];
+    return row;
+  }
+
+  /**
+   * Before a listing or export that could hold a call waiting for an approval past its expiry (or the blocked /
+   * APPROVAL_EXPIRED call it becomes), the overdue approvals in scope are written down, with the sweep's statement
+   * for this org (every org for a platform key): such a call is not listed waiting_approval until the sweep, nor
+   * missing under status=blocked. One statement on the pending-expiry index; nothing to write is the usual case.
+   */
+  private async expireOverdueApprovals(orgId: string | null, f: ToolCallFilters): Promise<void> {
+    if (f.status !== undefined && f.status !== 'waiting_approval' && f.status !== 'blocked') return;
+    if (f.errorCode !== undefined && f.errorCode !== 'APPROVAL_EXPIRED') return;
+    // Sent again if it lost a deadlock (rolled back whole; it settles only approvals still pending).
+    const settled = await retryOnDeadlock(
+      () => this.ds.query(settleApprovalsSql('expired'), [orgId, 'expired', this.clock.now(), null, null, null]) as Promise<{ tool_call_id: string }[]>,
+    );
+    for (const r of settled) settledCalls.emit('settled', r.tool_call_id);
   }
 
   /**
@@ -98,6 +135,7 @@ export class ToolCallsQueryService {
   async export(p: Principal, q: ToolCallExportQuery): Promise<StreamableFile> {
     const filters = filtersOf(q);
     const orgId = await listingScope(this.scope, p, q.orgId);
+    await this.expireOverdueApprovals(orgId, filters);
     const first = await this.page(orgId, filters, undefined, EXPORT_BATCH, EXPORT_BATCH_BYTES);
     const batches = this.batches(orgId, filters, first);
     const format = q.format;

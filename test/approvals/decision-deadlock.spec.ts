@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { settleApprovalsSql } from '../../src/approvals/approval-settle.sql.js';
 import { Sql } from '../../src/db/sql.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
@@ -79,5 +80,63 @@ describe('a decision that loses a deadlock', () => {
     const r = await h.t.http.get(`/v1/tool-calls/${callId}/result`).set(bearer(org.agentKey));
     expect(r.body).toMatchObject({ status: 'blocked', errorCode: 'RUN_NOT_ACTIVE' });
     expect(refunds(h)).toBe(before);
+  });
+});
+
+/** The sweep's expiry statement (settleApprovalsSql('expired')). */
+const isSweepExpiry = (text: string): boolean => text.includes('$1::uuid IS NULL') && text.includes('approval_requests');
+
+/**
+ * A run's end locks its pending approvals in id order (RunsService.endRun); the expiry sweep settles many in one
+ * statement. Locking them in another order, the two could each hold an approval the other waits for: a deadlock.
+ */
+describe('the expiry sweep beside a run ending', () => {
+  let h: Harness;
+  let releaseSweep: () => void;
+  beforeAll(async () => {
+    h = await startHarness();
+    // The periodic sweep settles nothing here: the statement below is the only one.
+    releaseSweep = aroundStatements(h.t.app.get(Sql), (text, _params, send) => (isSweepExpiry(text) ? Promise.resolve([]) : send()));
+  });
+  afterAll(async () => {
+    releaseSweep?.();
+    await h?.close();
+  });
+
+  it('locks the approvals it settles in id order, as the run end does', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const callIds: string[] = [];
+    for (const amount of ['2.20', '2.21']) {
+      const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
+      expect(res.status).toBe(202);
+      callIds.push(res.body.toolCallId as string);
+    }
+    const ids = ((await h.t.ds.query('SELECT id FROM approval_requests WHERE tool_call_id = ANY($1::uuid[]) ORDER BY id', [callIds])) as { id: string }[]).map((r) => r.id);
+    const [lo, hi] = ids;
+    // Long overdue (only these two, at the `now` the statement is given), and read by a plan of its own in the other
+    // order: `hi` expires first (the pending-expiry index) and, written first, its row version comes first (a table scan).
+    await h.t.ds.query(`UPDATE approval_requests SET expires_at = '2000-01-01T00:00:00Z' WHERE id = $1`, [hi]);
+    await h.t.ds.query(`UPDATE approval_requests SET expires_at = '2000-01-01T00:00:10Z' WHERE id = $1`, [lo]);
+
+    const end = h.t.ds.createQueryRunner();
+    await end.connect();
+    await end.startTransaction();
+    try {
+      // The run end's first lock (it goes on with `hi`); the sweep starts while it is held.
+      await end.query('SELECT id FROM approval_requests WHERE id = $1 FOR UPDATE', [lo]);
+      const [{ pid }] = (await end.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
+      const sweep = h.t.ds.query(settleApprovalsSql('expired'), [null, 'expired', new Date('2000-01-01T00:00:20Z'), null, null, null]) as Promise<{ id: string }[]>;
+      const waiting = async () =>
+        ((await h.t.ds.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, [pid])) as { n: number }[])[0].n;
+      for (let i = 0; i < 100 && (await waiting()) === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await waiting()).toBe(1); // the sweep waits for `lo`
+      // Not yet holding `hi`: the run end takes it (had the sweep taken it first, each would wait for the other).
+      await expect(end.query('SELECT id FROM approval_requests WHERE id = $1 FOR UPDATE NOWAIT', [hi])).resolves.toEqual([{ id: hi }]);
+      await end.commitTransaction();
+      expect((await sweep).map((r) => r.id).sort()).toEqual(ids);
+    } finally {
+      if (end.isTransactionActive) await end.rollbackTransaction();
+      await end.release();
+    }
   });
 });

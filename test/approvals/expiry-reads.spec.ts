@@ -119,6 +119,42 @@ describe('an approval past its expiry, read before the sweep wrote it down', () 
     expect(ms).toBeLessThan(3_000);
   });
 
+  it('the ops story of the call, the first to read it, shows it blocked and its approval expired, not waiting / pending', async () => {
+    const w = await waitingRefund();
+    const ops = await createKey(h.t, w.orgId, 'ops');
+    advance(61_000);
+    const story = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}`).set(bearer(ops.key));
+    expect(story.status).toBe(200);
+    expect({ call: story.body.status, errorCode: story.body.errorCode, approval: story.body.approval?.status }).toEqual({
+      call: 'blocked', errorCode: 'APPROVAL_EXPIRED', approval: 'expired',
+    });
+    // Written down as the sweep writes it, the event in the story too; GET /v1/approvals/:id agrees.
+    expect(await stored(w.toolCallId)).toEqual({ approval: 'expired', call: 'blocked', error_code: 'APPROVAL_EXPIRED', inputs: 0, expiry_events: 1 });
+    expect((story.body.events as { type: string }[]).map((e) => e.type)).toContain('tool_call.blocked');
+    expect((await h.t.http.get(`/v1/approvals/${w.approval.id}`).set(bearer(ops.key))).body.status).toBe('expired');
+  });
+
+  it('an ops listing that could hold the call settles the org\'s overdue approvals first: another org\'s, or another status, does not', async () => {
+    const w = await waitingRefund();
+    const ops = await createKey(h.t, w.orgId, 'ops');
+    const other = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const otherOps = await createKey(h.t, other.orgId, 'ops');
+    advance(61_000);
+    const list = async (key: string, query: string) => {
+      const res = await h.t.http.get(`/v1/tool-calls?${query}`).set(bearer(key));
+      expect(res.status).toBe(200);
+      return (res.body.items as { id: string; status: string; errorCode: string | null }[]).filter((c) => c.id === w.toolCallId);
+    };
+    expect(await list(otherOps.key, 'status=waiting_approval')).toEqual([]);
+    expect(await list(ops.key, `runId=${w.runId}&status=succeeded`)).toEqual([]);
+    expect(await stored(w.toolCallId)).toMatchObject({ approval: 'pending', call: 'waiting_approval' }); // neither settles it
+
+    expect(await list(ops.key, `runId=${w.runId}&status=waiting_approval`)).toEqual([]);
+    expect(await list(ops.key, `runId=${w.runId}&status=blocked`)).toMatchObject([{ status: 'blocked', errorCode: 'APPROVAL_EXPIRED' }]);
+    expect(await list(ops.key, `runId=${w.runId}`)).toMatchObject([{ status: 'blocked', errorCode: 'APPROVAL_EXPIRED' }]);
+    expect(await stored(w.toolCallId)).toEqual({ approval: 'expired', call: 'blocked', error_code: 'APPROVAL_EXPIRED', inputs: 0, expiry_events: 1 });
+  });
+
   it('reads racing each other write the expiry down once, and the sweep after them finds nothing left', async () => {
     const w = await waitingRefund();
     advance(61_000);
