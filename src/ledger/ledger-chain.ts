@@ -10,14 +10,22 @@ export interface ChainedEventFields {
   toolCallId: string | null;
   actor: unknown;
   metadata: unknown;
-  /** created_at as text with microseconds, UTC (see CREATED_ISO_SQL); null for ±infinity, which has no such text */
+  /** created_at as text with microseconds, UTC, ' BC' after a date before 1 AD (see isoSql); null for ±infinity, which has no such text */
   createdIso: string | null;
 }
 
 export const GENESIS_HASH = '0'.repeat(64);
 
-/** Exact text of a timestamptz column, UTC with microseconds (it reads back as the same instant). */
-export const isoSql = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+/**
+ * Exact text of a timestamptz column, UTC with microseconds (it reads back as the same instant). 'YYYY' has no era,
+ * and PostgreSQL takes BC dates (the finite-time CHECKs allow them): 2026-01-05 BC printed as 2026-01-05 AD, so an
+ * event moved to BC kept its hash, and a keyset position at a BC row read back in AD made a page skip, or start
+ * again from, every row after it. A date before 1 AD ends in ' BC', which ::timestamptz reads back; AD text is as
+ * before, so every hash sealed over it still holds.
+ */
+export const isoSql = (column: string): string =>
+  `(to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+    || CASE WHEN ${column} < '0001-01-01T00:00:00Z'::timestamptz THEN ' BC' ELSE '' END)`;
 
 /** Exact text of created_at, so the hash does not depend on JS Date's millisecond rounding. */
 export const CREATED_ISO_SQL = isoSql('created_at');

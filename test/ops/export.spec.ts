@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOL_CALL_VIEW_FIELDS } from '../../src/tool-calls/tool-call.view.js';
 import { ALL_TEST_SECRETS } from '../support/secrets.js';
@@ -139,6 +140,39 @@ describe('GET /v1/tool-calls/export', () => {
       for (const secret of ALL_TEST_SECRETS) expect(all).not.toContain(secret);
       expect(all).not.toMatch(/tool_call_results|ciphertext|auth_tag/);
     }
+  });
+
+  it('pages past rows dated BC: each row once (not back to the newest, forever)', async () => {
+    const era = await createOrg(t, 'Era export');
+    const eraOps = (await createKey(t, era, 'ops')).key;
+    const run = await insertRun(t.ds, era);
+    // 600 rows over a batch (500) in the year 3000 BC, a CHECK-valid value plain SQL can write, and 3 of today.
+    const bc = Array.from({ length: 600 }, (_, i) => ({ orgId: era, runId: run, createdAt: `3000-01-01T00:${String(Math.floor(i / 60)).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}.000000Z BC` }));
+    const calls = await insertCalls(t.ds, [...bc, ...Array.from({ length: 3 }, () => ({ orgId: era, runId: run }))]);
+    const expected = ((await t.ds.query(`SELECT id FROM tool_calls WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, [era])) as { id: string }[]).map((r) => r.id);
+    expect(expected).toHaveLength(calls.length);
+    // A batch ending on a BC row whose position read as the same date AD started again from the newest row: read
+    // no further than a few rows past the end, so a looping export fails here instead of streaming without end.
+    const res = await t.http.get('/v1/tool-calls/export').query({ format: 'ndjson' }).set(bearer(eraOps)).buffer(true).parse((r, cb) => {
+      let text = '';
+      let done = false;
+      const finish = (): void => {
+        if (!done) cb(null, text.slice(0, text.lastIndexOf('\n') + 1)); // whole lines only
+        done = true;
+      };
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => {
+        text += c;
+        if (text.split('\n').length > expected.length + 10) {
+          finish();
+          (r as unknown as IncomingMessage).destroy(); // supertest types it as a Response; it is the node stream
+        }
+      });
+      r.on('end', finish);
+    });
+    expect(res.status).toBe(200);
+    const ids = (res.body as string).trimEnd().split('\n').map((l) => (JSON.parse(l) as { id: string }).id);
+    expect(ids).toEqual(expected);
   });
 
   it('validates before streaming: bad format, unknown parameters, other orgs', async () => {

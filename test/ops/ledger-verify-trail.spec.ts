@@ -256,6 +256,27 @@ describe('ledger verify: tool calls against their event trail', () => {
     });
   });
 
+  it('pages calls by created_at with its era: 5,000 rows moved to BC (plain SQL) do not hide a later call rewritten as succeeded', async () => {
+    const org = await createOrg(h.t, 'Era paging');
+    const run = await insertRun(h.t.ds, org);
+    const calls = await insertCalls(h.t.ds, Array.from({ length: 5_001 }, () => ({ orgId: org, runId: run, status: 'running' })));
+    const facts = { toolName: 'order_lookup', action: 'lookup', digest: 'ab'.repeat(32) };
+    for (const type of ['tool_call.requested', 'tool_call.started']) {
+      await h.t.app.get(LedgerEventsService).append(calls.map((c) => ({ orgId: org, type, runId: run, toolCallId: c.id, metadata: facts })));
+    }
+    expect(await verify(org)).toMatchObject({ ok: true });
+    // With the app's own rights (no trigger bypass): every call but one moves about 5,026 years back, to 3001 BC …
+    const target = calls[calls.length - 1].id;
+    await h.t.ds.query(`UPDATE tool_calls SET created_at = created_at - interval '5026 years' WHERE org_id = $1 AND id <> $2`, [org, target]);
+    // … and the one left is rewritten as succeeded. The check's first page (5,000 rows) ends on a BC row: read
+    // without its era, page 2 started after 3001 AD and never reached this call.
+    await h.t.ds.query(`UPDATE tool_calls SET status = 'succeeded' WHERE id = $1`, [target]);
+    expect(await verify(org)).toMatchObject({
+      ok: false,
+      brokenAt: { chainSeq: 0, eventId: null, reason: `tool call ${target} is succeeded, but no event in the ledger settled it` },
+    });
+  }, 120_000);
+
   it('reads each call’s events through ledger_events_call_idx, once per call: linear in the org’s calls', async () => {
     const org = await createOrg(h.t, 'Planned calls');
     const run = await insertRun(h.t.ds, org);

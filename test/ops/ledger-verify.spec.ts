@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventHash } from '../../src/ledger/ledger-chain.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
 import { ledgerVerifyCommand } from '../../src/ops/ledger-verify.command.js';
@@ -101,6 +102,31 @@ describe('ledger chain verification (API and CLI)', () => {
     await tamper(`UPDATE runtime_ledger_events SET chain_seq = 4, prev_hash = $2 WHERE id = $1`, [rows[0].id, rows[1].hash]);
     const res = await verify(org);
     expect(res.body).toMatchObject({ ok: false, brokenAt: { chainSeq: 3, eventId: rows[1].id, reason: 'event content does not match its hash' } });
+  });
+
+  it('hashes created_at with its era: an event moved to the same date BC is a break; AD text (and every hash sealed with it) is as before', async () => {
+    const org = await orgWithChain(1);
+    const [e] = (await t.ds.query(
+      `SELECT id, org_id, chain_seq, type, metadata, prev_hash, hash,
+              to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS old_text
+         FROM runtime_ledger_events WHERE org_id = $1 AND type = 'test.step'`,
+      [org],
+    )) as { id: string; org_id: string; chain_seq: string; type: string; metadata: unknown; prev_hash: string; hash: string; old_text: string }[];
+    // The era is added only before 1 AD: an AD event's hash still covers the text it was sealed over before.
+    const fields = { id: e.id, orgId: e.org_id, chainSeq: Number(e.chain_seq), type: e.type, runId: null, toolCallId: null, actor: null, metadata: e.metadata };
+    expect(eventHash(e.prev_hash, { ...fields, createdIso: e.old_text })).toBe(e.hash);
+    // 'YYYY' has no era: the same date 4,051 years earlier printed (and hashed) alike.
+    await tamper(
+      `UPDATE runtime_ledger_events
+          SET created_at = ((to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || ' BC')::timestamp AT TIME ZONE 'UTC')
+        WHERE id = $1`,
+      [e.id],
+    );
+    const [moved] = (await t.ds.query(`SELECT created_at::text AS c FROM runtime_ledger_events WHERE id = $1`, [e.id])) as { c: string }[];
+    expect(moved.c).toMatch(/ BC$/);
+    const res = await verify(org);
+    expect(res.body).toMatchObject({ ok: false, checked: 1, brokenAt: { chainSeq: 2, eventId: e.id, reason: 'event content does not match its hash' } });
+    expect((await cli(['--org', org])).code).toBe(1);
   });
 
   it.each([
