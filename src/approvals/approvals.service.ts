@@ -5,6 +5,7 @@ import { AppError } from '../common/errors/app-error.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
 import { isUuid } from '../common/ids.js';
 import { KeysetQuery } from '../db/keyset-query.js';
+import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import { Sql } from '../db/sql.js';
 import { filterHash, LedgerCursorCodec } from '../ops/ledger-cursor.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
@@ -18,7 +19,7 @@ interface ApprovalRow extends ApprovalRecord {
   created_iso: string;
 }
 
-const COLUMNS = `${APPROVAL_COLUMNS}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`;
+const COLUMNS = `${APPROVAL_COLUMNS}, ${CREATED_ISO_SQL} AS created_iso`;
 
 /** Who may see and decide which kind: experts/admins the expert ones, the org's agents the client ones (API.md §5). */
 const mayDecide = (p: Principal, kind: 'expert' | 'client'): boolean =>

@@ -1,3 +1,4 @@
+import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import type { CursorKind } from '../ops/ledger-cursor.js';
 import type { ApiKeyEntity, Role } from './api-key.entity.js';
 
@@ -25,7 +26,7 @@ export type ApiKeyRow = Pick<ApiKeyEntity, 'id' | 'orgId' | 'role' | 'name' | 'k
 
 export const LIST_COLUMNS =
   `id, org_id AS "orgId", role, name, key_prefix AS "keyPrefix", created_at AS "createdAt", revoked_at AS "revokedAt", ` +
-  `last_used_at AS "lastUsedAt", to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`;
+  `last_used_at AS "lastUsedAt", ${CREATED_ISO_SQL} AS created_iso`;
 
 /** The cursor kind of this listing: a cursor of another listing is refused here and vice versa. */
 export const API_KEYS_CURSOR: CursorKind = 'api-keys';

@@ -28,7 +28,8 @@ interface CursorPayload {
   i: string;
 }
 
-const CREATED_ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+/** isoSql's text: years past 9999 have more digits, and a date before 1 AD ends in ' BC'. */
+const CREATED_ISO_RE = /^\d{4,6}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z(?: BC)?$/;
 const KEY_RE = /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{1,19})$/;
 
 /** The filter set a cursor is bound to: absent filters are left out, so the hash does not depend on spelling. */

@@ -175,6 +175,26 @@ describe('GET /v1/tool-calls/export', () => {
     expect(ids).toEqual(expected);
   });
 
+  it('the list pages past rows dated BC with its cursor: each row once, in order', async () => {
+    const era = await createOrg(t, 'Era list');
+    const eraOps = (await createKey(t, era, 'ops')).key;
+    const run = await insertRun(t.ds, era);
+    const bc = Array.from({ length: 3 }, (_, i) => ({ orgId: era, runId: run, createdAt: `3000-01-01T00:00:0${i}.000000Z BC` }));
+    await insertCalls(t.ds, [...bc, { orgId: era, runId: run }]);
+    const expected = ((await t.ds.query(`SELECT id FROM tool_calls WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, [era])) as { id: string }[]).map((r) => r.id);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 4; page++) {
+      const r = await t.http.get('/v1/tool-calls').query({ limit: 2, ...(cursor ? { cursor } : {}) }).set(bearer(eraOps));
+      expect(r.status).toBe(200);
+      seen.push(...(r.body.items as { id: string }[]).map((i) => i.id));
+      cursor = (r.body.nextCursor as string | null) ?? undefined;
+      if (!cursor) break;
+    }
+    expect(seen).toEqual(expected);
+    expect(cursor).toBeUndefined();
+  });
+
   it('validates before streaming: bad format, unknown parameters, other orgs', async () => {
     for (const query of [{}, { format: 'xml' }, { format: 'csv', limit: '5' }, { format: 'csv', runId: 'x' }]) {
       const r = await t.http.get('/v1/tool-calls/export').query(query).set(bearer(ops));
