@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type BeforeApplicationShutdown } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -10,6 +11,8 @@ import { SealFrontier } from './seal-frontier.js';
 /** Any constant works; it only has to be the same for every replica. */
 const SEALER_LOCK_KEY = 7_413_920_551;
 const BATCH = 2_000;
+/** SQLSTATE 42501: the role may not execute ledger_seq_ceiling(). */
+const INSUFFICIENT_PRIVILEGE = '42501';
 
 interface UnsealedRow {
   seq: string;
@@ -44,6 +47,8 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
   private running?: Promise<number>;
   private readonly frontier = new SealFrontier();
   private readonly stops = new ChainStops();
+  /** ledger_seq_ceiling() was refused (and said so once): passes seal with no ceiling until it answers again. */
+  private ceilingRefused = false;
 
   constructor(
     private readonly ds: DataSource,
@@ -119,9 +124,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
       if (rows.length === 0) return { sealed: [], read: 0, lastSeq: start, ceiling: 0 };
       // Read after the rows: every seq the sequence handed out to one of them is at most this. A row
       // above it named its own seq (an insert around the gateway), and must not move the frontier.
-      const [{ ceiling }] = (await m.query(
-        `SELECT pg_sequence_last_value(pg_get_serial_sequence('runtime_ledger_events', 'seq')::regclass) AS ceiling`,
-      )) as [{ ceiling: string | null }];
+      const ceiling = await this.readCeiling(m);
       const orgs = [...new Set(rows.map((r) => r.org_id))];
       // One backward step on ledger_events_chain_uq per org. (A DISTINCT ON over the orgs' events
       // read every sealed event of the org on each pass: cost grew with the ledger.)
@@ -165,7 +168,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
         hashes.push(hash);
         head.set(r.org_id, { seq: chainSeq, hash });
       }
-      const read = { read: rows.length, lastSeq: Number(rows[rows.length - 1].seq), ceiling: Number(ceiling ?? 0) };
+      const read = { read: rows.length, lastSeq: Number(rows[rows.length - 1].seq), ceiling };
       if (seqs.length === 0) return { sealed: [], ...read };
       await m.query(
         `UPDATE runtime_ledger_events e SET chain_seq = v.chain_seq, prev_hash = v.prev_hash, hash = v.hash, sealed_at = clock_timestamp()
@@ -175,5 +178,29 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
       );
       return { sealed: seqs.map(Number), ...read };
     });
+  }
+
+  /**
+   * The last seq the sequence handed out, through ledger_seq_ceiling() (SECURITY DEFINER: the gateway's role
+   * may hold table privileges only, and reading the sequence needs its own). A role refused even that
+   * (EXECUTE revoked) seals with no ceiling, as before the ceiling existed, rather than not at all; inside a
+   * savepoint, so the refusal leaves the batch's transaction usable.
+   */
+  private async readCeiling(m: EntityManager): Promise<number> {
+    await m.query('SAVEPOINT ledger_seq_ceiling');
+    try {
+      const [{ ceiling }] = (await m.query('SELECT ledger_seq_ceiling() AS ceiling')) as [{ ceiling: string | null }];
+      await m.query('RELEASE SAVEPOINT ledger_seq_ceiling');
+      this.ceilingRefused = false;
+      return Number(ceiling ?? 0);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw err;
+      await m.query('ROLLBACK TO SAVEPOINT ledger_seq_ceiling');
+      if (!this.ceilingRefused) {
+        this.log.warn(`sealing without a ceiling: ${loggableErrorText(err)}; an event inserted with an explicit seq can hold back the sealing of later ones until the next full scan`);
+        this.ceilingRefused = true;
+      }
+      return Number.POSITIVE_INFINITY;
+    }
   }
 }

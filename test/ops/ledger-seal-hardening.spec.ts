@@ -1,19 +1,21 @@
 import { randomUUID } from 'node:crypto';
+import { Logger } from '@nestjs/common';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LedgerSeqIdentity1765100000000 } from '../../migrations/1765100000000-ledger-seq-identity.js';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../../src/bootstrap.js';
-import { migratorOptions } from '../../src/db/db-options.js';
+import type { AppConfig } from '../../src/config/app-config.js';
+import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
-import { LedgerVerifierService, VERIFY_CONCURRENCY } from '../../src/ledger/ledger-verifier.service.js';
+import { LedgerVerifierService, VERIFY_CONCURRENCY, verifyOrgChain } from '../../src/ledger/ledger-verifier.service.js';
 import { ledgerVerifyCommand } from '../../src/ops/ledger-verify.command.js';
 import { waitFor } from '../support/wait.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { insertCalls, insertRun } from './ledger-seed.js';
-import { dropScratchDatabase } from '../support/scratch-database.js';
+import { dropScratchDatabase, scratchDatabaseUrl } from '../support/scratch-database.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -135,6 +137,84 @@ describe('ledger seq migration (bigserial → GENERATED ALWAYS AS IDENTITY)', ()
     await scratch.query(`INSERT INTO runtime_ledger_events (seq, id, org_id, type) VALUES ($1, gen_random_uuid(), $2, 'test.forged')`, [String(2 ** 60), org]);
     await runMigrations(scratch);
     expect(await insert()).toBe(101);
+  });
+});
+
+describe('sealing as an application role with table privileges only (the usual split from the migrating owner)', () => {
+  const role = `tg_ledger_app_${process.pid}`;
+  let admin: pg.Client;
+  let dbName: string;
+  /** The migrating role's (the server's superuser here), as the gateway's migrations run. */
+  let owner: DataSource;
+  /** The application role's: table DML, no privilege on any sequence. */
+  let app: DataSource;
+  const org = '00000000-0000-4000-8000-000000000001';
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL });
+    await admin.connect();
+    dbName = `tg_role_${process.pid}_${Date.now()}`;
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    owner = await new DataSource(migratorOptions(scratchDatabaseUrl(dbName))).initialize();
+    await runMigrations(owner);
+    await owner.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Least privilege')`, [org]);
+    await admin.query(`CREATE ROLE ${role} LOGIN`);
+    await owner.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
+    await owner.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
+    const url = new URL(scratchDatabaseUrl(dbName));
+    url.username = role;
+    url.password = '';
+    app = await new DataSource(dbOptions(url.toString(), 2)).initialize();
+  });
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+  afterAll(async () => {
+    await app?.destroy();
+    await owner?.destroy();
+    try {
+      if (admin) await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
+      await admin?.query(`DROP ROLE IF EXISTS ${role}`); // its grants went with the database
+    } finally {
+      await admin?.end();
+    }
+  });
+
+  /** Appends `n` events as the application role, as the gateway appends them (the identity hands out seq). */
+  const append = async (n: number) => {
+    for (let i = 0; i < n; i++) await app.query(`INSERT INTO runtime_ledger_events (id, org_id, type, metadata) VALUES (gen_random_uuid(), $1, 'test.step', '{}')`, [org]);
+  };
+  const unsealed = async () =>
+    ((await owner.query(`SELECT count(*)::int AS n FROM runtime_ledger_events WHERE org_id = $1 AND hash IS NULL`, [org])) as { n: number }[])[0].n;
+
+  it('the sealer seals the events the role appended, pass after pass, and verify checks them all', async () => {
+    const sealer = new LedgerSealerService(app, {} as AppConfig);
+    await append(2);
+    // Before the fix: "permission denied for sequence runtime_ledger_events_seq_seq", on every pass.
+    expect(await sealer.sealNow()).toBe(2);
+    await append(1);
+    expect(await sealer.sealNow()).toBe(1);
+    expect(await unsealed()).toBe(0);
+    expect(await verifyOrgChain(app, org)).toMatchObject({ ok: true, checked: 3 });
+  });
+
+  it('a role refused even ledger_seq_ceiling() (EXECUTE revoked) still seals, without the ceiling, and says so once', async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    await owner.query('REVOKE EXECUTE ON FUNCTION ledger_seq_ceiling() FROM PUBLIC');
+    try {
+      const sealer = new LedgerSealerService(app, {} as AppConfig);
+      await append(2);
+      expect(await sealer.sealNow()).toBe(2);
+      await append(1);
+      expect(await sealer.sealNow()).toBe(1);
+      expect(await unsealed()).toBe(0);
+      expect(await verifyOrgChain(app, org)).toMatchObject({ ok: true, checked: 6 });
+      const said = warn.mock.calls.map((c) => String(c[0])).filter((m) => m.includes('without a ceiling'));
+      expect(said).toHaveLength(1);
+      expect(said[0]).toContain('ledger_seq_ceiling');
+    } finally {
+      await owner.query('GRANT EXECUTE ON FUNCTION ledger_seq_ceiling() TO PUBLIC');
+    }
   });
 });
 
