@@ -139,6 +139,50 @@ describe('shopify_refund.create, through the pipeline', () => {
     });
   });
 
+  describe('the refund\'s payment transaction status (a Refund record is not proof money moved, VENDORS.md §1.8)', () => {
+    const answeredWith = (status: string) =>
+      graphqlAnswer({
+        data: {
+          refundCreate: {
+            refund: { id: 'gid://shopify/Refund/9', transactions: { nodes: [{ id: 'gid://shopify/OrderTransaction/99', status, kind: 'REFUND' }] } },
+            userErrors: [],
+          },
+        },
+      });
+
+    it('ERROR ("an error while processing the transaction": the money may have moved) → indeterminate / OUTCOME_UNKNOWN, sent once, never resent', async () => {
+      const org = await fresh();
+      h.emu.fault(answeredWith('ERROR'));
+      const from = h.emu.requests.length;
+      const res = await refund(org, '12345', '2.00');
+      expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', toolResult: { is_error: true } });
+      expect(res.body.toolResult.content).toMatch(/Do not send it again/);
+      expect(refundsSince(from)).toHaveLength(1);
+      const row = await rowOf(h, res.body.toolCallId);
+      expect(row).toMatchObject({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN', retry_count: 0, vendor_status: 200 });
+      expect(row.error_text).toMatch(/ended in ERROR: whether the money moved is unknown/);
+    });
+
+    it('FAILURE (the money did not move) stays a definite failure → failed / VENDOR_ERROR', async () => {
+      const org = await fresh();
+      h.emu.fault(answeredWith('FAILURE'));
+      const res = await refund(org, '12345', '2.00');
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+      expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/payment transaction failed/);
+    });
+  });
+
+  it('an order id beyond Shopify\'s 64-bit ids is invalid input (422): nothing sent to Shopify, no lease taken', async () => {
+    const org = await fresh();
+    const from = h.emu.requests.length;
+    for (const orderId of ['9223372036854775808', '99999999999999999999']) {
+      const res = await refund(org, orderId, '1.00');
+      expect([res.status, res.body.status, res.body.errorCode], orderId).toEqual([422, 'failed', 'INVALID_INPUT']);
+    }
+    expect(h.emu.requests.slice(from).filter((r) => r.vendor === 'shopify')).toHaveLength(0);
+    expect(await leases(org.orgId)).toEqual([]);
+  });
+
   describe('split tender (a gift card booked first, then a card)', () => {
     it('a refund the card covers goes to the card, not refused for exceeding the gift card; a small one goes to the card too', async () => {
       const org = await fresh();

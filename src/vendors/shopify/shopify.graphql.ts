@@ -42,15 +42,20 @@ export const ORDER_NOTE_MUTATION = `mutation OrderNote($input: OrderInput!) {
 
 /**
  * Reads the payments a refund goes back to: real Shopify needs the parent
- * transaction's gateway, and with split tender the amount each payment took
- * (OrderTransaction.amountSet) says which one can take the refund.
+ * transaction's gateway, and with split tender what is still refundable on
+ * each payment (OrderTransaction.maximumRefundableV2; else the amount it took,
+ * amountSet) says which one can take the refund.
  */
 export const REFUND_CONTEXT_QUERY = `query RefundContext($id: ID!) {
   order(id: $id) {
     id
     currencyCode
     presentmentCurrencyCode
-    transactions(first: 20) { id kind status gateway amountSet { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } } }
+    transactions(first: 20) {
+      id kind status gateway
+      amountSet { shopMoney { amount currencyCode } presentmentMoney { amount currencyCode } }
+      maximumRefundableV2 { amount currencyCode }
+    }
   }
 }`;
 

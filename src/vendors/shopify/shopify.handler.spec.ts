@@ -240,6 +240,32 @@ describe('ShopifyHandler writes', () => {
     expect(shop().refundCount(1002)).toBe(1); // the seeded one only
   });
 
+  describe('split tender: the payment a refund goes back to is one that can still take it (order 1005: gift card 10.00, then card 35.00)', () => {
+    const parentsOf = (orderId: number) => shop().order(orderId)!.transactions.filter((t) => t.kind === 'REFUND').map((t) => [t.parentId, t.gateway, t.amountCents]);
+    const refundInputs = () => emu.requests.filter((r) => r.body.includes('refundCreate')).map((r) => (JSON.parse(r.body) as { variables: unknown }).variables);
+
+    it('after 30.00 went back to the card (5.00 left on it), a 10.00 refund goes to the gift card instead of being refused', async () => {
+      expect(await handler.execute(refund({ orderId: '1005', amount: '30.00' }))).toMatchObject({ ok: true });
+      expect(await handler.execute(refund({ orderId: '1005', amount: '10.00' }))).toMatchObject({ ok: true, data: { amount: '10.00', status: 'success' } });
+      expect(parentsOf(1005)).toEqual([[71061, 'shopify_payments', 3_000], [71060, 'gift_card', 1_000]]);
+    });
+
+    it('the payment picked on the first attempt is kept for the call\'s retries: after an applied-but-unanswered attempt the retry sends the same input and Shopify replays it', async () => {
+      expect(await handler.execute(refund({ orderId: '1005', amount: '30.00' }))).toMatchObject({ ok: true });
+      const call = refund({ orderId: '1005', amount: '10.00' });
+      emu.fault({ vendor: 'shopify', kind: 'reset_after', bodyMatch: /refundCreate/ });
+      expect(failure(await handler.execute(call))).toMatchObject({ kind: 'network', requestSent: true });
+      // The gift card now has nothing left: picking again would move the retry to the card, and Shopify would refuse
+      // the key with other parameters (an unknown outcome) instead of handing back the refund it made.
+      const retry = await handler.execute({ ...call, attempt: 1 });
+      expect(retry).toMatchObject({ ok: true, data: { amount: '10.00', status: 'success' } });
+      expect(shop().refundCount(1005)).toBe(2);
+      const [, first, second] = refundInputs();
+      expect(second).toEqual(first);
+      expect(parentsOf(1005)).toEqual([[71061, 'shopify_payments', 3_000], [71060, 'gift_card', 1_000]]);
+    });
+  });
+
   it('reports requestSent on a reset after the refund was applied, and the retry replays it', async () => {
     const call = refund({ orderId: '450789469', amount: '10.50' });
     emu.fault({ vendor: 'shopify', kind: 'reset_after', bodyMatch: /refundCreate/ });
@@ -321,6 +347,27 @@ describe('ShopifyHandler writes', () => {
       for (const amount of ['12.345', '100', '19.99', '0.5']) expect(schemaAccepts({ orderId: '1006', amount }), amount).toBe(true);
       for (const amount of ['12.3456', '1.', '.5', '1e3']) expect(schemaAccepts({ orderId: '1006', amount }), amount).toBe(false);
     });
+  });
+
+  it('refuses ids beyond Shopify\'s 64-bit ids before anything is sent: 20 digits by the schema, 19 above 2^63 − 1 by validate()', () => {
+    const ajv = new Ajv({ strict: true, allowUnionTypes: true });
+    const idParams: [tool: string, action: string, params: (id: string) => Record<string, unknown>][] = [
+      ['order_lookup', 'lookup', (orderId) => ({ orderId })],
+      ['shopify_query', 'get_product', (productId) => ({ productId })],
+      ['shopify_order', 'add_note', (orderId) => ({ orderId, note: 'x' })],
+      ['shopify_refund', 'create', (orderId) => ({ orderId, amount: '1.00' })],
+    ];
+    for (const [tool, action, params] of idParams) {
+      const schemaAccepts = ajv.compile(SHOPIFY_TOOLS.find((t) => t.name === tool)!.actions.find((a) => a.name === action)!.inputSchema);
+      // What the gateway does with a call: the schema, then validate() (tool-catalog.service.ts checkParams).
+      const accepted = (id: string) => schemaAccepts(params(id)) && handler.validate(tool, action, params(id)) === null;
+      expect(schemaAccepts(params('99999999999999999999')), `${tool} 20 digits`).toBe(false);
+      for (const id of ['9223372036854775808', '9999999999999999999']) {
+        expect(schemaAccepts(params(id)), `${tool} ${id}`).toBe(true);
+        expect(handler.validate(tool, action, params(id)), `${tool} ${id}`).toBe(`${Object.keys(params(id))[0]}: must be at most 9223372036854775807 (Shopify ids are 64-bit)`);
+      }
+      for (const id of ['9223372036854775807', '1', '450789469']) expect(accepted(id), `${tool} ${id}`).toBe(true);
+    }
   });
 
   it('refuses a refund of zero before sending', () => {

@@ -13,16 +13,17 @@ import { resolveShopifyConnection, type ShopifyConnection } from './shopify.conn
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { noteUpdateOutcome, orderLookupOutcome, productOutcome, refundCreateOutcome } from './shopify.outcomes.js';
 import { buildRefundInput, pickRefundParent, refundAmountProblem, refundCurrency, refundCurrencyProblem, refundIdempotencyKey } from './shopify.refund.js';
-import { LEASE_TAKEN, MAY_STILL_RUN, mayStillRun, refundLeaseHolder } from './shopify.refund-call.js';
+import { LEASE_TAKEN, MAY_STILL_RUN, mayStillRun, refundLeaseHolder, refundParentOf } from './shopify.refund-call.js';
 import type { RefundLeaseKey, RefundLeases } from './shopify.refund-lease.js';
-import { SHOPIFY_ID_PATTERN, SHOPIFY_TOOLS } from './shopify.tools.js';
+import { isShopifyId, SHOPIFY_ID_MAX, SHOPIFY_TOOLS } from './shopify.tools.js';
 
-const NUMERIC_ID = new RegExp(SHOPIFY_ID_PATTERN); // the schema's own pattern: one spelling per id
-
-/** The id as a GID, or undefined: the schema already checked it, this guards the GID text itself. */
+/** The id as a GID, or undefined: the schema and validate() already checked it, this guards the GID text itself. */
 function gidOf(type: 'Order' | 'Product', id: unknown): string | undefined {
-  return typeof id === 'string' && NUMERIC_ID.test(id) ? `gid://shopify/${type}/${id}` : undefined;
+  return isShopifyId(id) ? `gid://shopify/${type}/${id}` : undefined;
 }
+
+/** The params that carry a Shopify id (each tool has at most one). */
+const ID_PARAMS = ['orderId', 'productId'] as const;
 
 
 /** One tool call's connection, and whether it has already renewed a refused token. */
@@ -60,6 +61,11 @@ export class ShopifyHandler implements VendorHandler {
   ) {}
 
   validate(toolName: string, action: string, params: Record<string, unknown>): string | null {
+    // The schema's pattern takes 19 digits; above 2^63 − 1 no Shopify object exists, so nothing is sent (and a
+    // refund takes no lease) for an id that would come back as Shopify's failure instead of the caller's.
+    for (const name of ID_PARAMS) {
+      if (typeof params[name] === 'string' && !isShopifyId(params[name])) return `${name}: must be at most ${SHOPIFY_ID_MAX} (Shopify ids are 64-bit)`;
+    }
     if (toolName === 'shopify_refund' && action === 'create' && typeof params.amount === 'string' && !/[1-9]/.test(params.amount)) {
       return 'amount must be greater than 0';
     }
@@ -216,7 +222,7 @@ export class ShopifyHandler implements VendorHandler {
     const currency = refundCurrency(order);
     const amountProblem = refundAmountProblem(amount, currency);
     if (amountProblem) return failedOutcome('rejected', amountProblem, context.vendorStatus, undefined, false);
-    const parent = pickRefundParent(order, amount);
+    const parent = refundParentOf(ctx, () => pickRefundParent(order, amount, currency));
     if (!parent) return failedOutcome('rejected', 'the order has no captured payment to refund', context.vendorStatus, undefined, false);
 
     // No local "still refundable" check: after an attempt that was applied but

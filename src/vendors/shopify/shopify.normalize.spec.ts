@@ -23,4 +23,11 @@ describe('normalizeRefund: a refund record is not proof money moved (VENDORS.md 
     expect(normalizeRefund('1', refund(['PENDING'])).status).toBe('pending');
     expect(normalizeRefund('1', refund(['SUCCESS', 'FAILURE'])).status).toBe('failed');
   });
+
+  it('a transaction in ERROR → error, not failed: Shopify does not say the money did not move (and it outweighs a FAILURE beside it)', () => {
+    expect(normalizeRefund('1', refund(['ERROR'])).status).toBe('error');
+    expect(normalizeRefund('1', refund(['SUCCESS', 'ERROR'])).status).toBe('error');
+    expect(normalizeRefund('1', refund(['FAILURE', 'ERROR'])).status).toBe('error');
+    expect(normalizeRefund('1', refund(['FAILURE'])).status).toBe('failed');
+  });
 });

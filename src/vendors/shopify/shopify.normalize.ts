@@ -108,7 +108,8 @@ function presentmentMoney(set: unknown): { amount: string | null; currency: stri
   return bag ? { amount: str(bag.amount), currency: str(bag.currencyCode) } : money(set);
 }
 
-export type RefundSettlement = 'success' | 'pending' | 'failed';
+/** `error`: a payment transaction in ERROR, which does not say whether the money moved (never handed out as a result). */
+export type RefundSettlement = 'success' | 'pending' | 'failed' | 'error';
 
 export interface NormalizedRefund {
   refundId: string | null;
@@ -124,12 +125,16 @@ export interface NormalizedRefund {
  * `success` only when the refund's payment transactions are all SUCCESS
  * (VENDORS.md §1.8, §1.9 point 7). A refund record without any transaction
  * proves nothing moved: Shopify accepted it, nothing more — `pending`, like a
- * transaction still AWAITING_RESPONSE.
+ * transaction still AWAITING_RESPONSE. `failed` only for FAILURE: ERROR is
+ * documented as "an error while processing the transaction", not as money
+ * that did not move, so it is `error` (first: it leaves the whole refund
+ * unknown) — a definite failure would invite a new call, a second refund.
  */
 export function normalizeRefund(orderId: string, r: Record<string, unknown>): NormalizedRefund {
   const statuses = list(r.transactions).map((t) => str(t.status));
   let status: RefundSettlement = 'success';
-  if (statuses.some((s) => s === 'FAILURE' || s === 'ERROR')) status = 'failed';
+  if (statuses.includes('ERROR')) status = 'error';
+  else if (statuses.includes('FAILURE')) status = 'failed';
   else if (statuses.length === 0 || statuses.some((s) => s !== 'SUCCESS')) status = 'pending';
   // In the currency the refund was asked in: the presentment one (the shop's
   // for most orders, where both are the same).

@@ -55,5 +55,9 @@ export function refundCreateOutcome(ctx: VendorCallContext, res: GraphqlAnswer):
     // The refund record exists but no money moved (VENDORS.md §1.8, point 7 of §1.9).
     return failedOutcome('rejected', 'shopify recorded the refund but its payment transaction failed', res.vendorStatus);
   }
+  if (refund.status === 'error') {
+    // A 2xx that does not say what happened: the write's outcome is unknown (OUTCOME_UNKNOWN), never a failure to redo.
+    return failedOutcome('bad_response', 'shopify recorded the refund but its payment transaction ended in ERROR: whether the money moved is unknown', res.vendorStatus);
+  }
   return { ok: true, data: refund, vendorStatus: res.vendorStatus };
 }

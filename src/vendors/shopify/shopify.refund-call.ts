@@ -1,12 +1,17 @@
-/** What a refund call carries across its attempts (ctx.scratch): its lease holder, whether it holds the lease, whether it may still run at Shopify. */
+/**
+ * What a refund call carries across its attempts (ctx.scratch): its lease holder, whether it holds the lease, whether it may
+ * still run at Shopify, the payment it refunds to.
+ */
 import { randomUUID } from 'node:crypto';
 import type { VendorCallContext, VendorOutcome } from '../vendor-handler.js';
+import type { RefundParent } from './shopify.refund.js';
 
 const LEASE_HOLDER = 'shopify.refundLeaseHolder';
 /** Set once the call has taken the order's refund lease (its later attempts renew it). */
 export const LEASE_TAKEN = 'shopify.refundLeaseTaken';
 /** Set once an attempt of the call may still be running at Shopify: from then on the call never gives the lease up. */
 export const MAY_STILL_RUN = 'shopify.refundMayStillRun';
+const PARENT = 'shopify.refundParent';
 
 /** The lease holder of this call: the same on every attempt (scratch), so a retry takes its own lease back instead of waiting for it. */
 export function refundLeaseHolder(ctx: VendorCallContext): string {
@@ -27,4 +32,18 @@ export function mayStillRun(o: VendorOutcome): boolean {
   if (o.ok || !o.requestSent) return false;
   if (o.kind === 'bad_response') return o.mayStillRun === true; // a path-less "Timeout", say: no final answer either
   return o.kind === 'timeout' || o.kind === 'network' || o.kind === 'server_error' || o.kind === 'in_progress';
+}
+
+/**
+ * The payment this call refunds to: picked on its first attempt that gets that far, then the same on every later
+ * one. The pick reads what is still refundable, which an applied-but-unanswered attempt of this very call lowers:
+ * picking again could move the retry to another payment, and Shopify refuses the same @idempotent key with other
+ * parameters instead of replaying the refund (VENDORS.md §1.9 point 2).
+ */
+export function refundParentOf(ctx: VendorCallContext, pick: () => RefundParent | undefined): RefundParent | undefined {
+  const kept = ctx.scratch.get(PARENT) as RefundParent | undefined;
+  if (kept !== undefined) return kept;
+  const parent = pick();
+  if (parent !== undefined) ctx.scratch.set(PARENT, parent);
+  return parent;
 }

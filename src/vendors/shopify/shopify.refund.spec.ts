@@ -69,11 +69,23 @@ describe('pickRefundParent: which payment a refund goes back to (split tender)',
     expect(pickRefundParent({ transactions: [tx(9, 'x', '1.00', 'AUTHORIZATION')] }, '1.00')).toBeUndefined();
   });
 
-  it('depends only on facts that never change: the same parent for every retry, whatever was refunded since', () => {
+  it('what is still refundable on a payment decides first (maximumRefundableV2): after 30.00 of the 35.00 card went back, 10.00 goes to the 10.00 gift card', () => {
+    const left = (t: ReturnType<typeof tx>, amount: string, currencyCode = 'USD') => ({ ...t, maximumRefundableV2: { amount, currencyCode } });
+    const [gift, card] = giftThenCard.transactions;
+    const after30 = { transactions: [left(gift!, '10.00'), left(card!, '5.00')] };
+    expect(pickRefundParent(after30, '10.00', 'USD')).toEqual({ id: 'gid://shopify/OrderTransaction/1', gateway: 'gift_card' });
+    // the card is still preferred for what it can take
+    expect(pickRefundParent(after30, '5.00', 'USD')).toEqual({ id: 'gid://shopify/OrderTransaction/2', gateway: 'shopify_payments' });
+    // no payment can take it: as before, by the amounts taken (Shopify then says how much is refundable)
+    expect(pickRefundParent(after30, '12.00', 'USD')?.id).toBe('gid://shopify/OrderTransaction/2');
+    // a figure in another currency than the refund's is no ceiling for it: the amounts taken decide
+    const inShopMoney = { transactions: [left(gift!, '10.80', 'USD'), left(card!, '5.40', 'USD')] };
+    expect(pickRefundParent(inShopMoney, '10.00', 'EUR')?.id).toBe('gid://shopify/OrderTransaction/2');
+  });
+
+  it('Shopify did not say what is still refundable: the amounts the payments took decide, whatever was refunded since', () => {
     const later = { transactions: [...giftThenCard.transactions, { id: 'gid://shopify/OrderTransaction/3', kind: 'REFUND', status: 'SUCCESS', gateway: 'shopify_payments', amountSet: { presentmentMoney: { amount: '20.00' } } }] };
     expect(pickRefundParent(later, '20.00')).toEqual(pickRefundParent(giftThenCard, '20.00'));
-    // A choice that subtracted earlier refunds would move a retry to another payment (and Shopify would refuse the
-    // key with other parameters): 5.00 already refunded from the first card still leaves it the parent of 10.00.
     const cards = [tx(1, 'shopify_payments', '10.00'), tx(2, 'paypal', '35.00')];
     const refunded = { transactions: [...cards, { ...tx(3, 'shopify_payments', '5.00', 'REFUND'), parentId: 'gid://shopify/OrderTransaction/1' }] };
     expect(pickRefundParent({ transactions: cards }, '10.00')?.id).toBe('gid://shopify/OrderTransaction/1');

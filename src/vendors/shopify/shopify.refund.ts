@@ -85,27 +85,46 @@ function paidAmount(t: Record<string, unknown>): number | undefined {
 }
 
 /**
- * The payment the money goes back to. Chosen only from facts of the order that
- * never change — its successful SALE/CAPTURE payments, their gateways, the
- * amounts they took, their order — never from what is still refundable, so a
- * retry after an applied-but-unanswered attempt picks the same parent and
- * sends the same input (Shopify then replays the original). Split tender
- * (a gift card and a card, say): a payment other than a gift card first, as
- * the customer would expect the money back where they paid, then the first
- * whose amount covers the refund; none covers it → the first preferred one,
- * and Shopify says how much is refundable.
+ * What is still refundable on a payment (OrderTransaction.maximumRefundableV2,
+ * VENDORS.md §1.8, §1.9 point 3), when Shopify said so in the refund's
+ * currency: a figure in another one (the shop's, say) is no ceiling for it.
  */
-export function pickRefundParent(order: Record<string, unknown>, amount: string): RefundParent | undefined {
+function refundableAmount(t: Record<string, unknown>, currency: string | undefined): number | undefined {
+  const money = isRecord(t.maximumRefundableV2) ? t.maximumRefundableV2 : undefined;
+  if (money === undefined || typeof money.amount !== 'string' || !DECIMAL.test(money.amount)) return undefined;
+  if (currency !== undefined && money.currencyCode !== currency) return undefined;
+  return Number(money.amount);
+}
+
+/**
+ * The payment the money goes back to, among the order's successful
+ * SALE/CAPTURE payments. Split tender (a gift card and a card, say): a payment
+ * other than a gift card first, as the customer would expect the money back
+ * where they paid; then the first whose still-refundable amount covers the
+ * refund (after 30.00 of a 35.00 card went back, a 10.00 refund fits the
+ * 10.00 gift card, not the card); Shopify did not say → the first whose
+ * original amount covers it; none → the first preferred one, and Shopify says
+ * how much is refundable. What is still refundable changes with every refund,
+ * this call's own included: the handler picks once per call and sends that
+ * choice on every attempt (refundParentOf), so a retry after an
+ * applied-but-unanswered attempt sends the same input and Shopify replays it.
+ */
+export function pickRefundParent(order: Record<string, unknown>, amount: string, currency?: string): RefundParent | undefined {
   const txs = Array.isArray(order.transactions) ? order.transactions : [];
-  const payments: Array<RefundParent & { paid: number | undefined }> = [];
+  const payments: Array<RefundParent & { paid: number | undefined; refundable: number | undefined }> = [];
   for (const t of txs) {
     if (!isRecord(t) || t.status !== 'SUCCESS' || (t.kind !== 'SALE' && t.kind !== 'CAPTURE')) continue;
-    if (typeof t.id === 'string' && typeof t.gateway === 'string') payments.push({ id: t.id, gateway: t.gateway, paid: paidAmount(t) });
+    if (typeof t.id === 'string' && typeof t.gateway === 'string') {
+      payments.push({ id: t.id, gateway: t.gateway, paid: paidAmount(t), refundable: refundableAmount(t, currency) });
+    }
   }
   // Stable: equal preference keeps Shopify's order of the payments.
   const preferred = [...payments.filter((p) => p.gateway !== GIFT_CARD_GATEWAY), ...payments.filter((p) => p.gateway === GIFT_CARD_GATEWAY)];
   const wanted = Number(amount); // a plain decimal (the schema's pattern): "0100.50" is 100.5
-  const chosen = preferred.find((p) => p.paid !== undefined && p.paid >= wanted) ?? preferred[0];
+  const chosen =
+    preferred.find((p) => p.refundable !== undefined && p.refundable >= wanted) ??
+    preferred.find((p) => p.paid !== undefined && p.paid >= wanted) ??
+    preferred[0];
   return chosen && { id: chosen.id, gateway: chosen.gateway };
 }
 

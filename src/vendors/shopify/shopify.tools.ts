@@ -5,7 +5,16 @@
 import type { JsonSchema, ToolSpec } from '../vendor-handler.js';
 
 // One spelling per id: Shopify reads "012345" as order 12345, so a policy comparing ids as text would see another order than the one acted on.
-export const SHOPIFY_ID_PATTERN = '^[1-9][0-9]{0,19}$';
+// At most 19 digits: Shopify's ids are 64-bit integers (isShopifyId holds a 19-digit one to the 64-bit maximum).
+export const SHOPIFY_ID_PATTERN = '^[1-9][0-9]{0,18}$';
+/** The largest Shopify id, 2^63 − 1: above it no such order or product can exist. */
+export const SHOPIFY_ID_MAX = 9223372036854775807n;
+const ID = new RegExp(SHOPIFY_ID_PATTERN);
+
+/** A Shopify id as the schema takes it (one spelling) and within 64 bits; a pattern cannot say the latter simply. */
+export function isShopifyId(id: unknown): id is string {
+  return typeof id === 'string' && ID.test(id) && BigInt(id) <= SHOPIFY_ID_MAX;
+}
 // Up to 3 decimals, the most a currency has (KWD, BHD...): the handler holds the amount to its currency's own (currencyDecimals).
 export const REFUND_AMOUNT_PATTERN = '^\\d{1,9}(\\.\\d{1,3})?$';
 export const NOTE_MAX_LENGTH = 5000;
@@ -15,7 +24,7 @@ function objectSchema(properties: Record<string, JsonSchema>, required: string[]
   return { type: 'object', properties, required, additionalProperties: false };
 }
 
-const orderId: JsonSchema = { type: 'string', pattern: SHOPIFY_ID_PATTERN, description: 'Numeric Shopify order id, e.g. "450789469"' };
+const orderId: JsonSchema = { type: 'string', pattern: SHOPIFY_ID_PATTERN, description: 'Numeric Shopify order id, e.g. "450789469" (at most 9223372036854775807)' };
 
 export const SHOPIFY_TOOLS: ToolSpec[] = [
   {
@@ -43,7 +52,7 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         name: 'get_product',
         description: 'Fetch one product (title, status, variants with SKU and price) by its numeric id.',
         inputSchema: objectSchema(
-          { productId: { type: 'string', pattern: SHOPIFY_ID_PATTERN, description: 'Numeric Shopify product id' } },
+          { productId: { type: 'string', pattern: SHOPIFY_ID_PATTERN, description: 'Numeric Shopify product id (at most 9223372036854775807)' } },
           ['productId'],
         ),
         riskLevel: 'low',
