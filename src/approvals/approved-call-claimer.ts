@@ -9,6 +9,7 @@ import { PoliciesService } from '../policy/policies.service.js';
 import type { PolicyDecision } from '../policy/policy.types.js';
 import { retryWhileUnavailable } from '../tool-calls/outcome-retry.js';
 import { httpStatusFor } from '../tool-calls/tool-call-body.js';
+import type { ApprovalKind } from './approval-request.entity.js';
 import { CLAIM_APPROVED_CALL_SQL } from './approved-call-claim.sql.js';
 import { policyBlockAfterApproval } from './approved-call-policy.js';
 
@@ -31,6 +32,13 @@ export interface ClaimedCall {
 
 /** The claim's answer may also be the call still `approved`: not claimed, the policy it was decided on is no longer the org's. */
 type ClaimAnswer = ClaimedCall | (Omit<ClaimedCall, 'status'> & { status: 'approved' });
+
+/** What the call was approved on: the catalog entry, the approved params, and the kind of approval that approved them. */
+export interface ApprovedAction {
+  entry: CatalogEntry;
+  params: Record<string, unknown>;
+  approvalKind: ApprovalKind | null;
+}
 
 /** What the claim may do, from the runner: whether a new claim may be made (not stopping), and when to stop waiting. */
 export interface ClaimGate {
@@ -55,14 +63,16 @@ export class ApprovedCallClaimer {
   /**
    * The policy is decided on the rules of one version and the call claimed only while that version is still
    * the org's. One replaced in between (on another replica, inside this one's cache window) is read afresh and
-   * decided again, a bounded number of times; past that the call stays approved for a later sweep. A call whose
+   * decided again, a bounded number of times; past that the call stays approved for a later sweep. The
+   * approval's kind is part of the decision (a client approval does not answer a policy that now asks for an
+   * expert); it never changes, so it is read with the approved input, not in the claim. A call whose
    * entry or params cannot be had (`approved` null) is not decided: nothing is sent either way, and the runner
    * records it not executed.
    */
-  async claim(orgId: string, toolCallId: string, approved: { entry: CatalogEntry; params: Record<string, unknown> } | null, gate: ClaimGate): Promise<ClaimedCall | undefined> {
+  async claim(orgId: string, toolCallId: string, approved: ApprovedAction | null, gate: ClaimGate): Promise<ClaimedCall | undefined> {
     for (let attempt = 0; ; attempt++) {
       const { rules, version } = await this.policies.rulesFor(orgId);
-      const block = approved ? policyBlockAfterApproval(approved.entry, approved.params, rules) : null;
+      const block = approved ? policyBlockAfterApproval(approved.entry, approved.params, rules, approved.approvalKind) : null;
       const call = await this.claimOn(toolCallId, version, block, gate);
       if (call?.status !== 'approved') return call;
       this.policies.forget(orgId);

@@ -9,6 +9,7 @@ import { Sql } from '../db/sql.js';
 import type { ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
 import { inputAad, recordedTool, settledCalls, ToolCallsService, type RecordedTool } from '../tool-calls/tool-calls.service.js';
+import type { ApprovalKind } from './approval-request.entity.js';
 import { ApprovedCallClaimer } from './approved-call-claimer.js';
 import { settleApprovalsSql } from './approval-settle.sql.js';
 
@@ -21,17 +22,19 @@ interface ApprovedCall {
   action: string;
 }
 
-/** Its encrypted approved input, as stored until the call has run or been refused. */
+/** Its encrypted approved input, as stored until the call has run or been refused, and the kind of approval it was approved on. */
 interface StoredInput {
   key_id: string;
   iv: Buffer;
   ciphertext: Buffer;
   auth_tag: Buffer;
+  approval_kind: ApprovalKind | null;
 }
 
 interface Ready {
   entry: CatalogEntry;
   params: Record<string, unknown>;
+  approvalKind: ApprovalKind | null;
   tool: RecordedTool;
 }
 
@@ -149,8 +152,9 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * off since the call was submitted, the call ends approved → blocked
    * FEATURE_DISABLED (the kill switch holds); and the org's current policy is
    * decided again on the approved params, the claim holding only while that
-   * policy is still the org's — a block added since (a fraud incident) ends
-   * the call approved → blocked POLICY_BLOCKED. Blocked, nothing reaches the vendor.
+   * policy is still the org's — a block added since (a fraud incident), or an
+   * expert approval asked for since of a call the client approved, ends the
+   * call approved → blocked POLICY_BLOCKED. Blocked, nothing reaches the vendor.
    */
   async run(toolCallId: string): Promise<void> {
     if (this.running.has(toolCallId)) return; // this process has it already
@@ -192,9 +196,11 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     // stands between a committed claim and the vendor call. A call that cannot be prepared is claimed all the same
     // (the flag still applies) and ends running → failed / EXECUTION_ERROR, recorded as not executed (running →
     // approved, to let a later pass try again, is not a transition ARCHITECTURE.md allows; left running, the
-    // orphan sweep would call it indeterminate though nothing was sent).
+    // orphan sweep would call it indeterminate though nothing was sent). The approval's kind comes with the input
+    // (it never changes once the approval is asked for): the policy decided again may ask for a stronger one.
     const [input] = await this.sql.query<StoredInput>(
-      'SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_inputs WHERE tool_call_id = $1 AND org_id = $2',
+      `SELECT key_id, iv, ciphertext, auth_tag, (SELECT a.kind FROM approval_requests a WHERE a.tool_call_id = i.tool_call_id) AS approval_kind
+         FROM tool_call_inputs i WHERE tool_call_id = $1 AND org_id = $2`,
       [toolCallId, pending.org_id],
     );
     let ready: Ready | NotExecuted;
@@ -248,6 +254,6 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     } catch {
       return { notExecuted: 'the approved input is no longer available' };
     }
-    return { entry, params, tool: recordedTool(entry) };
+    return { entry, params, approvalKind: input.approval_kind, tool: recordedTool(entry) };
   }
 }

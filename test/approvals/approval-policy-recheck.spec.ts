@@ -6,10 +6,14 @@ import { aroundStatements, approvalFor, isClaim, refundUse, refunds } from './su
 
 const BLOCK_REFUNDS = [{ id: 'no-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'block', riskLevel: 'high', reason: 'fraud incident' }];
 
+const CLIENT_CONFIRMS = [{ id: 'customer-confirms', match: { toolName: 'shopify_refund.create' }, decision: 'require_client_approval' }];
+const EXPERT_ONLY = [{ id: 'expert-only', match: { toolName: 'shopify_refund.create' }, decision: 'require_expert_approval', reason: 'fraud incident' }];
+
 /**
  * An approval speaks for the action, not for the rules it was judged under: an approved call is decided
  * again on the org's current policy before it reaches the vendor (a block added during an incident
- * stops the refunds already waiting for an expert, as it stops new ones).
+ * stops the refunds already waiting for an expert, as it stops new ones; a policy raised to expert
+ * approval stops those waiting for the client, which the org's own agent may approve).
  */
 describe('approved calls and the current policy', () => {
   let h: Harness;
@@ -20,21 +24,25 @@ describe('approved calls and the current policy', () => {
     await h?.close();
   });
 
-  /** A refund waiting for an expert under the default policy (a high-risk action: expert approval). */
-  async function waitingRefund(amount: string) {
-    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
-    const expert = await createKey(h.t, org.orgId, 'expert');
+  /**
+   * A refund waiting for an expert under the default policy (a high-risk action: expert approval), or with
+   * `kind` client waiting for the client under a rule that asks for it: the org's agent decides it (API.md §9).
+   */
+  async function waitingRefund(amount: string, kind: 'expert' | 'client' = 'expert') {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'], rules: kind === 'client' ? CLIENT_CONFIRMS : undefined });
+    const approver = kind === 'client' ? { key: org.agentKey } : await createKey(h.t, org.orgId, 'expert');
     const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
     expect(res.status).toBe(202);
     const toolCallId = res.body.toolCallId as string;
-    const approval = await approvalFor(h, expert.key, toolCallId);
+    const approval = await approvalFor(h, approver.key, toolCallId);
+    expect(approval.kind).toBe(kind);
     return {
       ...org,
       toolCallId,
       replacePolicy: async (rules: unknown[]) => expect((await h.t.http.put(`/v1/orgs/${org.orgId}/policies`).set(adminAuth).send({ rules })).status).toBe(200),
       /** Approves, and answers with the call once settled (long-poll). */
       approve: async () => {
-        const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
+        const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(approver.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
         expect([decided.status, decided.body.status]).toEqual([200, 'approved']);
         const t0 = performance.now();
         const result = await h.t.http.get(`/v1/tool-calls/${toolCallId}/result?waitMs=8000`).set(bearer(org.agentKey));
@@ -82,15 +90,38 @@ describe('approved calls and the current policy', () => {
   it.each([
     ['a block on another tool', [{ id: 'no-lookups', match: { toolName: 'order_lookup.*' }, decision: 'block', reason: 'incident' }]],
     ['a block on bigger refunds only', [{ id: 'no-big-refunds', match: { toolName: 'shopify_refund.create', where: [{ path: 'amount', op: 'gt', value: 100 }] }, decision: 'block' }]],
-    ['a rule that asks for approval again', [{ id: 'customer-confirms', match: { toolName: 'shopify_refund.create' }, decision: 'require_client_approval' }]],
+    ['a rule that asks for a client approval', CLIENT_CONFIRMS],
+    ['a rule that asks for an expert again', EXPERT_ONLY],
     ['a rule that allows it', [{ id: 'refunds-ok', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }]],
-  ])('a policy replaced by one that does not block it (%s): the approved call runs, once', async (_why, rules) => {
+  ])('a policy replaced by one that does not block it (%s): the expert-approved call runs, once', async (_why, rules) => {
     const w = await waitingRefund('7.01');
     await w.replacePolicy(rules);
     const before = refunds(h);
     expect(await w.approve()).toMatchObject({ status: 'succeeded' });
     expect(refunds(h) - before).toBe(1);
     expect((await w.events()).map((e) => e.type).slice(-2)).toEqual(['tool_call.started', 'tool_call.succeeded']);
+  });
+
+  it('a policy raised to expert approval while a refund waits for the client stops it once the agent approves it: blocked / POLICY_BLOCKED, no refund, on the record', async () => {
+    const w = await waitingRefund('7.04', 'client');
+    await w.replacePolicy(EXPERT_ONLY);
+    const before = refunds(h);
+    expect(await w.approve()).toMatchObject({ status: 'blocked', errorCode: 'POLICY_BLOCKED' });
+    // The recorded decision is the block applied, on the rule that asks for the expert, at its risk.
+    const story = await expectBlockedByPolicy(w, before, 'expert-only', 'policy now requires an expert approval');
+    expect(story.riskLevel).toBe('high');
+    expect((await w.events()).find((e) => e.type === 'tool_call.approved')!.metadata).toMatchObject({ kind: 'client', decision: 'approved' });
+  });
+
+  it.each([
+    ['still asks for a client approval', CLIENT_CONFIRMS],
+    ['allows it', [{ id: 'refunds-ok', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }]],
+  ])('a policy replaced by one that %s: the client-approved call runs, once', async (_why, rules) => {
+    const w = await waitingRefund('7.05', 'client');
+    await w.replacePolicy(rules);
+    const before = refunds(h);
+    expect(await w.approve()).toMatchObject({ status: 'succeeded' });
+    expect(refunds(h) - before).toBe(1);
   });
 
   it('a stored policy that fails validation (hand-edited) fails closed: the approved call ends blocked / POLICY_BLOCKED', async () => {
