@@ -20,8 +20,9 @@ COPY scripts ./scripts
 RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
 EXPOSE 3000
+# The port the gateway listens on: PORT (spaces around it ignored, as the configuration reads it), 3000 by default.
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:3000/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+((process.env.PORT||'').trim()||3000)+'/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
 # Node as PID 1 ignores a SIGTERM that arrives before its handlers are installed (the first seconds of start-up):
 # run with `docker run --init` (docker-compose.yml sets init: true) so a stop is never left to the grace period.
 CMD ["node", "dist/src/main.js"]

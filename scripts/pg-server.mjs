@@ -51,11 +51,23 @@ function remember(message) {
   }
 }
 
-const port = Number(process.env.PG_PORT ?? 0) || (await freePort());
-mkdirSync(dirname(dataDir), { recursive: true });
-const fresh = !existsSync(`${dataDir}/PG_VERSION`);
+/**
+ * The folder the data folder goes in (DATA_DIR when the gateway starts us). One that cannot be created (not
+ * writable, under a regular file) is said in one line naming it and the variable, not with Node's stack trace.
+ */
+function createParentFolder() {
+  const parent = dirname(dataDir);
+  try {
+    mkdirSync(parent, { recursive: true });
+  } catch (err) {
+    throw new Error(`cannot create ${parent} (${err?.code ?? err?.message ?? String(err)}): check DATA_DIR`, { cause: err });
+  }
+}
+
+/** Chosen, and the server built, inside the start's try below: a failure there is reported as a failed start. */
+let port;
+let pg;
 const clusterOptions = {
-  port,
   user: 'postgres',
   password: 'postgres',
   // Always persistent for the library: its stop() deletes the data folder of a
@@ -72,7 +84,10 @@ const clusterOptions = {
   onLog: remember,
   onError: remember,
 };
-const pg = new EmbeddedPostgres({ ...clusterOptions, databaseDir: dataDir });
+/** A cluster on `databaseDir` served on `port`. */
+function cluster(databaseDir) {
+  return new EmbeddedPostgres({ ...clusterOptions, port, databaseDir });
+}
 
 /**
  * initdb into a sibling folder renamed into place once complete: a first start killed during initdb must not leave
@@ -83,7 +98,7 @@ const building = `${dataDir}.initdb-${process.pid}`;
 async function initialiseCluster() {
   if (existsSync(dataDir)) return pg.initialise();
   removeAbandonedBuilds();
-  await new EmbeddedPostgres({ ...clusterOptions, databaseDir: building }).initialise();
+  await cluster(building).initialise();
   try {
     renameSync(building, dataDir);
   } catch (err) {
@@ -213,12 +228,19 @@ async function stopOrphanedServer() {
 }
 
 try {
-  if (fresh) await initialiseCluster();
+  port = Number(process.env.PG_PORT ?? 0) || (await freePort());
+  createParentFolder();
+  pg = cluster(dataDir);
+  if (!existsSync(`${dataDir}/PG_VERSION`)) await initialiseCluster();
   else await stopOrphanedServer();
   await pg.start();
   await ensureDatabase();
 } catch (err) {
-  rmSync(building, { recursive: true, force: true });
+  try {
+    rmSync(building, { recursive: true, force: true });
+  } catch {
+    // Its folder could not be reached (DATA_DIR under a file, say): nothing was built there, and the reason follows.
+  }
   const reason = err instanceof Error ? err.message : err === undefined ? '' : String(err);
   const inUse = lockFileTaken
     ? ` (${dataDir}/postmaster.pid exists: is another gateway, or another PostgreSQL, using this data folder? Stop it, or set another DATA_DIR)`

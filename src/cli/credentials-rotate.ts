@@ -26,7 +26,7 @@ async function main(args: string[]): Promise<number> {
       return 2;
     }
   }
-  if (!process.env.DATABASE_URL) {
+  if (!process.env.DATABASE_URL?.trim()) {
     console.error('DATABASE_URL is required: rotation runs against the database the gateway uses (with every master key loaded)');
     return 2;
   }

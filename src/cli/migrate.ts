@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../bootstrap.js';
 import { projectRoot } from '../common/project-root.js';
-import { databaseUrlProblem } from '../config/config.schema.js';
+import { CONFIG_SCHEMA, databaseUrlProblem } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
@@ -68,9 +68,9 @@ async function pendingMigrations(ds: DataSource): Promise<string[]> {
   return ds.migrations.map((m) => m.name ?? m.constructor.name).filter((name) => !applied.includes(name));
 }
 
-async function withServer<T>(fn: (serverUrl: string) => Promise<T>): Promise<T> {
+async function withServer<T>(given: string | undefined, fn: (serverUrl: string) => Promise<T>): Promise<T> {
   let embedded: EmbeddedPostgres | undefined;
-  const url = process.env.DATABASE_URL || // empty (as .env.example ships it) means unset, as for the gateway
+  const url = given ?? // empty (as .env.example ships it) means unset, as for the gateway
     (embedded = await startEmbeddedPostgres(`.tmp/pg-migrate-${process.pid}`, { persistent: false, fast: true })).url;
   try {
     return await fn(url);
@@ -92,8 +92,10 @@ async function main(cmd: string | undefined): Promise<number> {
     console.error(problem);
     return 2;
   }
+  // As the gateway reads it: without the spaces or newline around it; only spaces is unset.
+  const given = CONFIG_SCHEMA.DATABASE_URL.parse(process.env.DATABASE_URL);
   if (cmd === 'run' || cmd === 'show') {
-    const url = process.env.DATABASE_URL;
+    const url = given;
     if (!url) {
       console.error('DATABASE_URL is required (the gateway migrates its embedded database itself at start-up)');
       return 2;
@@ -117,7 +119,7 @@ async function main(cmd: string | undefined): Promise<number> {
       await ds.destroy();
     }
   }
-  return withServer(async (serverUrl) => {
+  return withServer(given, async (serverUrl) => {
     const dbName = `tg_drift_${process.pid}`;
     const admin = new pg.Client({ connectionString: serverUrl });
     await admin.connect();

@@ -42,6 +42,21 @@ describe('config schema', () => {
     }
   });
 
+  it('reads DATABASE_URL and the integers without the spaces around them too; only spaces is no value (the default)', () => {
+    // A trailing space or newline (a secret mounted from a file) kept in the URL became part of the database name:
+    // the check passed and start-up failed later with `database "postgres\n" does not exist`.
+    const url = 'postgres://postgres@127.0.0.1:5432/postgres';
+    for (const raw of [`${url} `, `${url}\n`, ` ${url}`]) {
+      const { raw: config, problems } = parseRawConfigCollecting({ DATABASE_URL: raw, PORT: ' 8080\n' });
+      expect(problems, JSON.stringify(raw)).toEqual([]);
+      expect(config).toMatchObject({ DATABASE_URL: url, PORT: 8080 });
+    }
+    const { raw: config, problems } = parseRawConfigCollecting({ DATABASE_URL: '  ', PORT: ' ', DB_POOL_SIZE: '\n', HOST: '  ' });
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({ DATABASE_URL: undefined, PORT: 3000, DB_POOL_SIZE: 20, HOST: '0.0.0.0' });
+    expect(parseRawConfigCollecting({ PORT: ' 80 80 ' }).problems).toEqual(['PORT must be an integer, got " 80 80 "']);
+  });
+
   it('refuses a DATABASE_URL the driver could not read (an unencoded # or % in the password), naming the variable, not the value', () => {
     for (const url of ['postgres://gateway:pa#ss-SECRET@db:5432/tool_gateway', 'postgres://gateway:50%-SECRET@db:5432/tool_gateway', 'postgres://u:p@db/x#SECRET']) {
       const { problems } = parseRawConfigCollecting({ DATABASE_URL: url });

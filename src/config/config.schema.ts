@@ -41,9 +41,10 @@ function req(def?: string) {
 }
 function int(def: number, min: number, max: number) {
   return (raw: string | undefined): number => {
-    if (raw === undefined || raw === '') return def;
-    if (!/^-?\d+$/.test(raw.trim())) throw new Error(`must be an integer, got "${raw}"`);
-    const n = Number(raw);
+    const v = given(raw);
+    if (v === undefined) return def;
+    if (!/^-?\d+$/.test(v)) throw new Error(`must be an integer, got "${raw}"`);
+    const n = Number(v);
     if (n < min || n > max) throw new Error(`must be between ${min} and ${max}, got ${n}`);
     return n;
   };
@@ -79,21 +80,24 @@ export const CONFIG_SCHEMA = {
     description: 'PostgreSQL URL; when unset an embedded PostgreSQL is started with its data in DATA_DIR',
     sensitive: true,
     parse: (raw: string | undefined) => {
-      if (raw === undefined || raw === '') return undefined;
-      if (!/^postgres(ql)?:\/\//.test(raw)) throw new Error('must be a postgres:// URL');
+      // Read like every other value: a trailing newline (a secret mounted from a file) would otherwise end up in the
+      // database name, and the start fail later with `database "postgres\n" does not exist`.
+      const v = given(raw);
+      if (v === undefined) return undefined;
+      if (!/^postgres(ql)?:\/\//.test(v)) throw new Error('must be a postgres:// URL');
       // The driver reads it as a URL, then percent-decodes the user and password: an unencoded #, %, @ or / there
       // fails only at the first connection, with a message that names nothing. Never echo the value (the password).
       const bad = new Error('must be a valid URL: percent-encode special characters (such as # % @ / ? :) in the user name and password');
       let url: URL;
       try {
-        url = new URL(raw);
+        url = new URL(v);
         decodeURIComponent(url.username);
         decodeURIComponent(url.password);
       } catch {
         throw bad;
       }
       if (url.hash !== '') throw bad;
-      return raw;
+      return v;
     },
   },
   DB_POOL_SIZE: { description: 'database connections per gateway process', parse: int(20, 2, 500) },

@@ -233,6 +233,9 @@ describe('migration:show (dist/src/cli/migrate.js show)', () => {
       expect((await migrateCli('run', db.url)).code).toBe(0);
       const upToDate = await migrateCli('show', db.url);
       expect(upToDate).toMatchObject({ code: 0, stdout: 'no pending migrations\n' });
+      // Read as the gateway reads it: without the spaces or newline around it (a secret mounted from a file).
+      const spaced = await migrateCli('show', ` ${db.url}\n`);
+      expect(spaced, spaced.stderr).toMatchObject({ code: 0, stdout: 'no pending migrations\n' });
 
       // One migration forgotten (a rollback, a new release): pending again, by name.
       const c = new pg.Client({ connectionString: db.url });
@@ -252,6 +255,12 @@ describe('migration:show (dist/src/cli/migrate.js show)', () => {
       expect(bad.code, `${cmd}: ${bad.stderr}`).toBe(2);
       expect(bad.stderr).toMatch(/^DATABASE_URL must be a valid URL/);
       expect(bad.stdout + bad.stderr).not.toContain('S3cretPW');
+    }
+    // Only spaces is unset, as for the gateway: run and show need a server named.
+    for (const cmd of ['show', 'run']) {
+      const blank = await migrateCli(cmd, '   ');
+      expect(blank.code, `${cmd}: ${blank.stderr}`).toBe(2);
+      expect(blank.stderr).toMatch(/^DATABASE_URL is required/);
     }
     const unreachable = await migrateCli('show', 'postgres://u@127.0.0.1:1/db');
     expect(unreachable.code, unreachable.stderr).toBe(3);

@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
@@ -43,6 +44,55 @@ describe('embedded PostgreSQL already in use', () => {
       rmSync(join('.tmp', `pg-inuse-${process.pid}`), { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe('embedded PostgreSQL: a DATA_DIR that cannot be created', () => {
+  const root = mkdtempSync(join(tmpdir(), 'tg-datadir-'));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  /** The built gateway with no DATABASE_URL (embedded PostgreSQL in DATA_DIR/pg): exit code and all it printed. */
+  async function startEmbedded(dataDir: string, user: { uid?: number; gid?: number } = {}): Promise<{ code: number | null; out: string }> {
+    const child = spawn(process.execPath, ['dist/src/main.js'], {
+      env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), NODE_ENV: 'production', MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY, DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...user,
+    });
+    teeChildToRunLog(child, 'gateway (dist/src/main.js)');
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const [code] = (await once(child, 'exit')) as [number | null];
+    clearTimeout(timer);
+    return { code, out };
+  }
+
+  /** One line naming the folder, its error code and the variable; no Node stack trace (`    at f (file:1:2)`). */
+  function expectOneClearLine(out: string, dir: string, errorCode: string): void {
+    expect(out).not.toMatch(/^\s+at .+:\d+:\d+\)?$/m);
+    expect(out).toContain(`embedded postgres failed to start: cannot create ${dir} (${errorCode}): check DATA_DIR\n`);
+    expect(out).toContain('fatal: embedded PostgreSQL exited during start-up (code 1)');
+  }
+
+  it('under a regular file (ENOTDIR): exit 1 with one line naming DATA_DIR, no stack trace', async () => {
+    const file = join(root, 'a-file');
+    writeFileSync(file, 'x');
+    const { code, out } = await startEmbedded(join(file, 'data'));
+    expect(code, out).toBe(1);
+    expectOneClearLine(out, join(file, 'data'), 'ENOTDIR');
+  }, 40_000);
+
+  it('in a folder the gateway may not write (EACCES): exit 1 with one line naming DATA_DIR, no stack trace', async () => {
+    const readOnly = join(root, 'read-only');
+    mkdirSync(readOnly, { mode: 0o755 });
+    chmodSync(root, 0o755); // mkdtemp's 0700 would refuse the folder above it instead
+    chmodSync(readOnly, 0o555);
+    // root may write anywhere: the gateway then runs as `postgres`, the user its embedded server runs as anyway.
+    const user = process.getuid?.() === 0 ? { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) } : {};
+    const { code, out } = await startEmbedded(join(readOnly, 'data'), user);
+    expect(code, out).toBe(1);
+    expectOneClearLine(out, join(readOnly, 'data'), 'EACCES');
+  }, 40_000);
 });
 
 describe('embedded PostgreSQL: a postmaster.pid left by a crash, its PID now another live process', () => {
