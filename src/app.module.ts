@@ -28,7 +28,9 @@ export class AppModule {
       imports: [
         CoreModule.forRoot(config),
         DiscoveryModule,
-        LoggerModule.forRoot({ pinoHttp: pinoHttpOptions(config) }),
+        // useExisting: configureApp mounts pino-http (requestLog) ahead of every other middleware; Nest's copy would
+        // come after them all. The module still builds the logger for logs made outside a request.
+        LoggerModule.forRoot({ pinoHttp: pinoHttpOptions(config), useExisting: true }),
         TypeOrmModule.forRoot(dbOptions(config.DATABASE_URL, config.DB_POOL_SIZE, config.DB_QUERY_TIMEOUT_MS)),
         ...ToolGatewayModules,
       ],

@@ -10,6 +10,7 @@ import { jsonBodyMiddleware } from './common/http/json-body.js';
 import { withProblemResponses } from './common/http/openapi.js';
 import { canonicalIdsInPath, nulInUrlGuard } from './common/http/url-guard.js';
 import { createValidationPipe } from './common/http/validation.js';
+import { requestLog } from './logging/logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { ToolCallBatchService } from './tool-calls/batch/tool-call-batch.service.js';
 
@@ -41,19 +42,21 @@ export function configureApp(app: INestApplication): void {
   const drain = new HttpDrain(app.getHttpServer() as Server, config.VENDOR_TIMEOUT_MS, config.HTTP_PIPELINE_DEPTH);
   drains.set(app, drain);
   app.use(correlationMiddleware);
-  // Right after the correlation id (the 503 carries it), ahead of everything that could start work.
-  app.use(drain.refuseEarly);
-  // Every /v1 answer is for one key's eyes (full tool results, keys shown once): no cache may keep it.
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    if (/^\/v1\//i.test(req.path)) res.setHeader('Cache-Control', 'no-store');
-    next();
-  });
+  // The request log and the metrics see every answer given after the correlation id, the refusals below included.
+  app.use(requestLog(config));
   app.use((req: Request, res: Response, next: NextFunction) => {
     const start = performance.now();
     res.on('finish', () => {
       const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
       metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, (performance.now() - start) / 1000);
     });
+    next();
+  });
+  // Ahead of everything that could start work (the 503 carries the correlation id, and is logged and counted).
+  app.use(drain.refuseEarly);
+  // Every /v1 answer is for one key's eyes (full tool results, keys shown once): no cache may keep it.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (/^\/v1\//i.test(req.path)) res.setHeader('Cache-Control', 'no-store');
     next();
   });
   app.use(nulInUrlGuard);

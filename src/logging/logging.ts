@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Options } from 'pino-http';
+import { pinoHttp, type HttpLogger, type Options } from 'pino-http';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from '../config/app-config.js';
 
@@ -71,4 +71,15 @@ export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream]
     autoLogging: { ignore: (req: IncomingMessage) => QUIET_PATHS.has(requestPath(req.url)) },
   };
   return [options, logSink];
+}
+
+/**
+ * The request log: a "request completed" line for every answer, and req.log (the request's bindings) for the logs
+ * made while answering. configureApp mounts it right after the correlation id, not nestjs-pino: Nest mounts its
+ * module middleware after every app.use, so the answers given before the routes (503 GATEWAY_STOPPING during a
+ * drain, %00 in the URL, a bad % escape, a body over the limit) would go unlogged. nestjs-pino (useExisting) only
+ * carries req.log into the handlers' PinoLogger.
+ */
+export function requestLog(config: AppConfig): HttpLogger {
+  return pinoHttp(...pinoHttpOptions(config));
 }

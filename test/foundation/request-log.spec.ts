@@ -1,8 +1,49 @@
 import net from 'node:net';
+import { Controller, Get, Logger } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestPath } from '../../src/logging/logging.js';
-import { logSocketAnswer } from '../support/response-log.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { beginHttpDrain } from '../../src/app.setup.js';
+import { Roles } from '../../src/auth/auth.decorators.js';
+import { createGateway } from '../../src/bootstrap.js';
+import { loadConfig } from '../../src/config/app-config.js';
+import { captureLogs, requestPath } from '../../src/logging/logging.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
+import request from 'supertest';
+import { logSocketAnswer, recordingResponses } from '../support/response-log.js';
+import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
+import { adminAuth, startTestApp, type TestApp } from '../support/test-app.js';
+
+@Controller('v1/test-log')
+class LoggingController {
+  private readonly log = new Logger('Probe');
+
+  @Get()
+  @Roles('admin')
+  hello(): { ok: true } {
+    this.log.log('inside the handler');
+    return { ok: true };
+  }
+}
+
+interface LogLine {
+  msg: string;
+  correlationId?: string;
+  req?: { method: string; path: string };
+  res?: { statusCode: number };
+}
+
+/** The lines about one request (its correlation id), parsed. The response log line is written on 'finish'. */
+async function linesOf(logs: string[], correlationId: string): Promise<LogLine[]> {
+  await new Promise((r) => setTimeout(r, 100));
+  return logs
+    .flatMap((chunk) => chunk.split('\n'))
+    .filter((l) => l.includes(correlationId))
+    .map((l) => JSON.parse(l) as LogLine);
+}
+
+/** The one request log line ("request completed" / "request errored") of a request. */
+async function requestLine(logs: string[], correlationId: string): Promise<LogLine[]> {
+  return (await linesOf(logs, correlationId)).filter((l) => /^request /.test(l.msg));
+}
 
 /** One raw HTTP/1.1 exchange, for request targets supertest would not send as they are. */
 function raw(port: number, text: string): Promise<string> {
@@ -70,5 +111,91 @@ describe('request log lines', () => {
     expect(probes.filter((l) => l.includes('"path":'))).toEqual([]);
     const other = await linesDuring(() => t.http.get('/v1/orgs'));
     expect(other.some((l) => l.includes('"path":"/v1/orgs"'))).toBe(true);
+  });
+});
+
+/**
+ * Every answer carries an X-Correlation-Id for ops to look up: the ones given before the routes (by the middleware
+ * ahead of Nest's own) too. Each is logged once, in the usual shape; a log made inside a handler still carries the
+ * request's bindings.
+ */
+describe('request log: answers given before the routes', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('an ordinary answer is logged once, in the usual shape', async () => {
+    const res = await t.http.get('/v1/api-keys').set(adminAuth).set('X-Correlation-Id', 'rl-ordinary-1');
+    expect(res.status).toBe(200);
+    expect(await requestLine(t.logs, 'rl-ordinary-1')).toEqual([
+      expect.objectContaining({ msg: 'request completed', correlationId: 'rl-ordinary-1', req: { method: 'GET', path: '/v1/api-keys' }, res: { statusCode: 200 } }),
+    ]);
+  });
+
+  it('a 413 (body over the limit) is logged with its correlation id', async () => {
+    const res = await t.http.post('/v1/orgs').set(adminAuth).set('Content-Type', 'application/json').send(JSON.stringify({ name: 'x'.repeat(70_000) }));
+    expect(res.status).toBe(413);
+    const cid = res.headers['x-correlation-id'] as string;
+    expect(await requestLine(t.logs, cid)).toEqual([
+      expect.objectContaining({ msg: 'request completed', correlationId: cid, req: { method: 'POST', path: '/v1/orgs' }, res: { statusCode: 413 } }),
+    ]);
+  });
+
+  it('a 400 for %00 in the URL is logged, without its query', async () => {
+    const res = await t.http.get('/v1/tool-calls?correlationId=a%00b').set(adminAuth);
+    expect(res.status).toBe(400);
+    const cid = res.headers['x-correlation-id'] as string;
+    expect(await requestLine(t.logs, cid)).toEqual([
+      expect.objectContaining({ msg: 'request completed', req: { method: 'GET', path: '/v1/tool-calls' }, res: { statusCode: 400 } }),
+    ]);
+  });
+
+  it("a 400 for a malformed % escape in the path (the router's) is logged", async () => {
+    const res = await t.http.get('/v1/orgs/%zz').set(adminAuth);
+    expect(res.status).toBe(400);
+    const cid = res.headers['x-correlation-id'] as string;
+    expect(await requestLine(t.logs, cid)).toEqual([
+      expect.objectContaining({ msg: 'request completed', req: { method: 'GET', path: '/v1/orgs/%zz' }, res: { statusCode: 400 } }),
+    ]);
+  });
+
+  it('a 503 GATEWAY_STOPPING during the drain is logged and counted in http_request_duration_seconds', async () => {
+    const other = await startTestApp();
+    try {
+      beginHttpDrain(other.app);
+      const res = await other.http.get('/v1/orgs').set(adminAuth);
+      expect([res.status, res.body.code]).toEqual([503, 'GATEWAY_STOPPING']);
+      const cid = res.headers['x-correlation-id'] as string;
+      expect(await requestLine(other.logs, cid)).toEqual([
+        expect.objectContaining({ msg: 'request errored', correlationId: cid, req: { method: 'GET', path: '/v1/orgs' }, res: { statusCode: 503 } }),
+      ]);
+      const metrics = await other.app.get(MetricsService).render();
+      expect(metrics).toMatch(/^http_request_duration_seconds_count\{method="GET",route="unmatched",status="503"\} 1$/m);
+    } finally {
+      await other.app.close();
+    }
+  });
+
+  it("a log made inside a handler carries the request's bindings", async () => {
+    const config = loadConfig({
+      NODE_ENV: 'test', DATABASE_URL: process.env.DATABASE_URL, MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY,
+      BOOTSTRAP_ADMIN_KEY: TEST_ADMIN_KEY, RATE_LIMIT_RPS: '0', LOG_LEVEL: 'info', DATA_DIR: '.tmp/data-test',
+    });
+    const { lines, stop } = captureLogs();
+    const { app } = await createGateway(config, { extraControllers: [LoggingController] });
+    try {
+      const res = await recordingResponses(request(app.getHttpServer())).get('/v1/test-log').set(adminAuth).set('X-Correlation-Id', 'rl-inside-1');
+      expect(res.status).toBe(200);
+      const mine = await linesOf(lines, 'rl-inside-1');
+      expect(mine.find((l) => l.msg === 'inside the handler')).toMatchObject({ correlationId: 'rl-inside-1', req: { method: 'GET', path: '/v1/test-log' }, context: 'Probe' });
+      expect(mine.filter((l) => /^request /.test(l.msg))).toHaveLength(1);
+    } finally {
+      stop();
+      await app.close();
+    }
   });
 });
