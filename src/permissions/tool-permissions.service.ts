@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
+import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { AppError } from '../common/errors/app-error.js';
 import { newId } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
@@ -53,14 +54,26 @@ export class ToolPermissionsService {
     return resolveAllowedTools(await this.list(orgId), specialistId, (k) => this.catalog.has(k));
   }
 
+  private catalogKeys(): string[] {
+    return this.catalog.list().flatMap((t) => t.actions.map((a) => `${t.name}.${a.name}`)).sort();
+  }
+
   async replace(actor: Principal, orgId: string, items: ToolPermissionDto[]): Promise<PermissionView[]> {
     const problems: string[] = [];
     const seen = new Set<string>();
     items.forEach((it, i) => {
       const key = `${it.toolName}.${it.action}`;
-      if (!this.catalog.has(key)) problems.push(`items[${i}]: ${key} is not in the tool catalog`);
+      // Named back only when it looks like a name: a token pasted as a toolName must not be repeated in the 400.
+      const named = isEchoableFieldName(it.toolName) && isEchoableFieldName(it.action);
+      if (!this.catalog.has(key)) {
+        problems.push(
+          named
+            ? `items[${i}]: ${key} is not in the tool catalog`
+            : `items[${i}]: its toolName.action (not named here as it does not look like a name) is not in the tool catalog (it has: ${this.catalogKeys().join(', ')})`,
+        );
+      }
       const unique = `${key}|${it.specialistId ?? ''}`;
-      if (seen.has(unique)) problems.push(`items[${i}]: duplicate entry for ${key}${it.specialistId ? ` (specialist ${it.specialistId})` : ''}`);
+      if (seen.has(unique)) problems.push(`items[${i}]: duplicate entry for ${named ? key : 'that toolName.action'}${it.specialistId ? ` (specialist ${it.specialistId})` : ''}`);
       seen.add(unique);
     });
     if (problems.length) throw new AppError('VALIDATION_FAILED', problems.join('; '), { fields: { errors: problems } });

@@ -6,7 +6,8 @@ import { isEchoableFieldName, UNNAMED_UNKNOWN_FIELD } from '../common/echoable-f
 import { AppError } from '../common/errors/app-error.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
-import { validatePolicyRules } from './policy-rules.validator.js';
+import { catalogRuleChecks } from './policy-rule-values.js';
+import { validatePolicyRules, type KnownTools } from './policy-rules.validator.js';
 import type { PolicyRule } from './policy.types.js';
 import { PolicyEntity } from './policy.entity.js';
 
@@ -33,11 +34,16 @@ export class PoliciesService {
    */
   private readonly cache = new InvalidatingCache<string, DecisionRules>({ ttlMs: CACHE_TTL_MS, cacheable: (d) => d.rules !== null });
 
+  /** What a PUT checks new rules against: the catalog's names and params, and the values a call can carry. */
+  private readonly known: KnownTools;
+
   constructor(
     private readonly ds: DataSource,
     private readonly events: LedgerEventsService,
-    private readonly catalog: ToolCatalogService,
-  ) {}
+    catalog: ToolCatalogService,
+  ) {
+    this.known = catalogRuleChecks(catalog);
+  }
 
   async get(orgId: string): Promise<PolicyView> {
     const row = await this.ds.getRepository(PolicyEntity).findOne({ where: { orgId } });
@@ -73,8 +79,9 @@ export class PoliciesService {
       const named = extra.find(isEchoableFieldName); // never a key that may be a pasted secret
       throw new AppError('VALIDATION_FAILED', named ? `${named}: property should not exist` : `${UNNAMED_UNKNOWN_FIELD}; the body is {"rules": [...]}`);
     }
-    // New rules must name what the catalog has; stored ones are read as they are (a catalog change must not make them fail).
-    const checked = validatePolicyRules(input.rules, this.catalog);
+    // New rules must name what the catalog has, with values a call can carry; stored ones are read as they are
+    // (a catalog change must not make them fail).
+    const checked = validatePolicyRules(input.rules, this.known);
     if (!checked.ok) throw new AppError('VALIDATION_FAILED', checked.errors.join('; '), { fields: { errors: checked.errors } });
     const updatedAt = new Date();
     let version = 1;

@@ -1,8 +1,16 @@
 import { describe, expect, it } from 'vitest';
+import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
+import { AmazonHandler } from '../vendors/amazon/amazon.handler.js';
+import { JumioHandler } from '../vendors/jumio/jumio.handler.js';
+import { NangoHandler } from '../vendors/nango/nango.handler.js';
+import { ShopifyHandler } from '../vendors/shopify/shopify.handler.js';
+import type { VendorEndpoints } from '../vendors/vendor-handler.js';
+import type { VendorRegistry } from '../vendors/vendor-registry.js';
 import { JUMIO_TOOLS } from '../vendors/jumio/jumio.tools.js';
 import { NANGO_TOOLS } from '../vendors/nango/nango.tools.js';
 import { SHOPIFY_TOOLS } from '../vendors/shopify/shopify.tools.js';
 import { paramNamesIndex, type ToolParams } from './policy-param-names.js';
+import { catalogRuleChecks } from './policy-rule-values.js';
 import { validatePolicyRules, type KnownTools } from './policy-rules.validator.js';
 
 function knownOf(tools: readonly ToolParams[]): KnownTools {
@@ -85,5 +93,150 @@ describe('validatePolicyRules: a where path must name a param of the matched act
 
   it('without the catalog (stored rules read back) the path is only checked for its shape', () => {
     expect(validatePolicyRules(where('orderID', 'shopify_order.add_note')).ok).toBe(true);
+  });
+});
+
+/** The gateway's catalog, with the vendors' own handlers (their canonical spellings and checks). */
+function realCatalog(): KnownTools {
+  const endpoints: VendorEndpoints = {
+    shopifyApiVersion: '2026-07',
+    amazonLwaUrl: 'http://127.0.0.1:9/lwa',
+    nangoHost: 'http://127.0.0.1:9',
+    timeoutMs: 1_000,
+    connectTimeoutMs: 1_000,
+    maxResponseBytes: 1_000_000,
+    userAgent: 'test',
+  };
+  const handlers = [new ShopifyHandler(endpoints), new AmazonHandler(endpoints), new JumioHandler(endpoints), new NangoHandler(endpoints)];
+  return catalogRuleChecks(new ToolCatalogService({ all: () => handlers } as unknown as VendorRegistry));
+}
+
+describe('validatePolicyRules with the catalog: an eq, ne or in value must be one some call the rule applies to can carry', () => {
+  const catalog = realCatalog();
+  const TOKEN = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc';
+  const cond = (path: string, op: string, value: unknown, match: Record<string, unknown> = {}) => [
+    { id: 'r', match: { ...match, where: [{ path, op, value }] }, decision: 'block' },
+  ];
+  const on = (toolName: string, path: string, value: unknown, op = 'eq') => cond(path, op, value, { toolName });
+
+  it('refuses, naming the condition and why, a value no valid call carries: a block on it would never apply', () => {
+    expect(errorsOf(on('shopify_refund.create', 'currency', 'usd'), catalog)).toEqual([
+      'rules[0] ("r"): where[0].value can never match currency: must match pattern "^[A-Z]{3}$"',
+    ]);
+    // Shopify reads "012345" as order 12345, but no call may spell it so (one spelling per id), and ids compare as text.
+    expect(errorsOf(on('shopify_refund.create', 'orderId', '012345'), catalog)).toEqual([
+      'rules[0] ("r"): where[0].value can never match orderId: must match pattern "^[1-9][0-9]{0,18}$"',
+    ]);
+    // The vendor's own checks count too: a call's path must be percent-encoded, and a refund is of more than 0.
+    expect(errorsOf(on('nango_proxy.get', 'path', '/v1/search/café'), catalog)).toEqual([
+      'rules[0] ("r"): where[0].value can never match path: contains characters that must be percent-encoded',
+    ]);
+    expect(errorsOf(on('nango_proxy.*', 'path', '/v1/files/my report'), catalog)).toEqual([
+      'rules[0] ("r"): where[0].value can never match path: contains characters that must be percent-encoded',
+    ]);
+    expect(errorsOf(on('nango_proxy.get', 'path', '/v1/users?admin=1'), catalog)[0]).toContain('where[0].value can never match path: put query parameters in `query`');
+    expect(errorsOf(on('shopify_refund.create', 'amount', '0.00'), catalog)).toEqual(['rules[0] ("r"): where[0].value can never match amount: must be greater than 0']);
+    for (const [path, value] of [['amount', '-5'], ['amount', '1.2345'], ['amount', 'ten'], ['orderId', 12345.5], ['currency', null], ['note', true], ['note', 'x'.repeat(501)]] as const) {
+      expect(errorsOf(on('shopify_refund.create', path, value), catalog), `${path} ${String(value)}`).toHaveLength(1);
+    }
+    // A number equals the decimal text of its value: note 7 is the call's note "7".
+    expect(errorsOf(on('shopify_refund.create', 'note', 7), catalog)).toEqual([]);
+    expect(errorsOf(on('kyc.get_status', 'workflowExecutionId', 'not-a-uuid'), catalog)).toHaveLength(1);
+    expect(errorsOf(on('nango_proxy.get', 'query.dryRun', null), catalog)).toEqual([
+      'rules[0] ("r"): where[0].value can never match query.dryRun: must be string or must be number or must be boolean',
+    ]);
+  });
+
+  it('ne and each item of in are checked too, the item named by its index', () => {
+    expect(errorsOf(on('shopify_refund.create', 'currency', 'usd', 'ne'), catalog)).toHaveLength(1);
+    expect(errorsOf(on('shopify_refund.create', 'currency', ['USD', 'eur', 'GBP', 'gbp'], 'in'), catalog)).toEqual([
+      'rules[0] ("r"): where[0].value[1] can never match currency: must match pattern "^[A-Z]{3}$"',
+      'rules[0] ("r"): where[0].value[3] can never match currency: must match pattern "^[A-Z]{3}$"',
+    ]);
+    // Other ops compare by order or presence: not values a call carries.
+    expect(errorsOf(on('shopify_refund.create', 'amount', '-5', 'gt'), catalog)).toEqual([]);
+  });
+
+  it('takes a value that equals a valid param in the spelling the engine compares: amounts by value, numbers as decimal text, paths and ids canonicalised', () => {
+    const fine: [string, string, unknown][] = [
+      // An amount matches by value: "10.50" and 10.5 are the call's "10.5"; "10.5000" has more decimals than a call may, but the same value.
+      ['shopify_refund.create', 'amount', '10.50'],
+      ['shopify_refund.create', 'amount', 10.5],
+      ['shopify_refund.create', 'amount', '10.5000'],
+      ['shopify_refund.create', 'amount', '0100'],
+      ['shopify_refund.create', 'amount', 100],
+      // A number equals the decimal text of its value: 12345 is the call's "12345".
+      ['shopify_refund.create', 'orderId', 12345],
+      ['shopify_refund.create', 'currency', 'USD'],
+      // Canonicalised as the call is: a leading "/" added, hex upper-cased, a UUID lower-cased; a trailing "/" ignored.
+      ['nango_proxy.get', 'path', 'v1/admin/users'],
+      ['nango_proxy.get', 'path', '/v1/search/caf%c3%a9'],
+      ['nango_proxy.post', 'path', '/api/v1/lead/'],
+      ['kyc.get_status', 'workflowExecutionId', 'A1B2C3D4-0000-4000-8000-000000000001'],
+      // A query value is sent as text: false and "false" are one.
+      ['nango_proxy.get', 'query.dryRun', 'false'],
+      ['nango_proxy.get', 'query.dryRun', false],
+      ['nango_proxy.get', 'query', { dryRun: 'false' }],
+    ];
+    for (const [toolName, path, value] of fine) {
+      expect(errorsOf(on(toolName, path, value), catalog), `${toolName} ${path} ${JSON.stringify(value)}`).toEqual([]);
+      expect(errorsOf(on(toolName, path, [value], 'in'), catalog), `in ${JSON.stringify(value)}`).toEqual([]);
+    }
+    // What the schema cannot say simply is let through (a body of any shape).
+    expect(errorsOf(on('nango_proxy.post', 'body.items.0.qty', 1), catalog)).toEqual([]);
+  });
+
+  it('judges the value against every action the rule applies to (toolName and riskLevel): one that takes it is enough', () => {
+    const amazonId = '112-0000001-1234567';
+    // No toolName: an Amazon order id is an orderId of amazon_query.*, never of a Shopify action.
+    expect(errorsOf(cond('orderId', 'eq', amazonId), catalog)).toEqual([]);
+    expect(errorsOf(cond('orderId', 'eq', amazonId, { riskLevel: 'low' }), catalog)).toEqual([]);
+    // High risk: only the Shopify refund takes an orderId, and never that one.
+    expect(errorsOf(cond('orderId', 'eq', amazonId, { riskLevel: 'high' }), catalog)).toHaveLength(1);
+    expect(errorsOf(on('order_lookup.*', 'orderId', amazonId), catalog)).toHaveLength(1);
+    expect(errorsOf(cond('orderId', 'eq', '012345'), catalog)).toHaveLength(1);
+  });
+
+  it('never repeats the value (it may be a pasted secret)', () => {
+    const errors = errorsOf(on('shopify_refund.create', 'orderId', TOKEN), catalog);
+    expect(errors).toHaveLength(1);
+    expect(errors.join()).not.toContain(TOKEN);
+    expect(errorsOf(on('nango_proxy.get', 'path', `/v1/${TOKEN}?x`), catalog).join()).not.toContain(TOKEN);
+  });
+
+  it('without a value check (a stand-in catalog, stored rules read back), values are checked for their shape only', () => {
+    expect(errorsOf(on('shopify_refund.create', 'currency', 'usd'))).toEqual([]);
+    expect(validatePolicyRules(on('shopify_refund.create', 'currency', 'usd')).ok).toBe(true);
+  });
+});
+
+describe('validatePolicyRules: a name that does not look like one is not repeated in the 400, the names that would do are listed', () => {
+  const catalog = realCatalog();
+  const TOKEN = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc';
+  const SHOPIFY_TOKEN = 'shpat_0123456789abcdef0123456789abcdef';
+
+  it('a where path', () => {
+    expect(errorsOf(where(TOKEN, 'shopify_refund.create'), catalog)).toEqual([
+      'rules[0] ("r"): where[0].path (not named here as it does not look like a name) is not a param of shopify_refund.create (its params: amount, currency, note, orderId)',
+    ]);
+    expect(errorsOf(where(`query.${TOKEN}`, 'nango_proxy.get'), catalog)).toEqual([]); // a query member may be named anything
+    const nested = errorsOf(where(`${TOKEN}.x`, 'nango_proxy.*'), catalog);
+    expect(nested).toEqual([
+      'rules[0] ("r"): where[0].path (not named here as it does not look like a name) is not a param of any nango_proxy action (their params: body, path, query)',
+    ]);
+    expect(errorsOf(where(TOKEN), catalog).join()).not.toContain(TOKEN);
+  });
+
+  it('a toolName, "tool.action" or "tool.*"', () => {
+    const [action] = errorsOf(where('orderId', `${SHOPIFY_TOKEN}.lookup`), catalog);
+    expect(action).toMatch(/^rules\[0\] \("r"\): match\.toolName \(not named here as it does not look like a name\) names no tool action of the catalog \(it has: .*order_lookup\.lookup.*\)$/);
+    expect(action).not.toContain(SHOPIFY_TOKEN);
+    const [tool] = errorsOf(where('orderId', `${SHOPIFY_TOKEN}.*`), catalog);
+    expect(tool).toMatch(/names no tool of the catalog \(it has: .*order_lookup\.\*.*\)$/);
+    expect(tool).not.toContain(SHOPIFY_TOKEN);
+    // A name that looks like one is still named: the typo is then plain to see.
+    expect(errorsOf(where('orderId', 'order_lookups.lookup'), catalog)).toEqual([
+      'rules[0] ("r"): match.toolName "order_lookups.lookup" names no tool action of the catalog (GET /v1/tools lists them)',
+    ]);
   });
 });

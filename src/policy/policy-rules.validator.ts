@@ -1,6 +1,7 @@
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { parseDecimal } from './policy.engine.js';
-import type { ParamNames } from './policy-param-names.js';
+import type { ParamNames, ToolParams } from './policy-param-names.js';
+import type { RuleScope, RuleValueProblem } from './policy-rule-values.js';
 import {
   CONDITION_OPS,
   FORBIDDEN_PATH_SEGMENTS,
@@ -40,7 +41,14 @@ export interface KnownTools {
   isTool(toolName: string): boolean;
   /** Absent (a stand-in catalog), a where path is checked for its shape only. */
   paramsOf?(toolName: string | undefined): ParamNames | undefined;
+  /** The catalog's tools: the names a 400 lists when it does not echo the one it was sent. */
+  list?(): readonly ToolParams[];
+  /** Why no call a rule applies to can carry an eq/ne/in value (ruleValueProblems). Absent, a value is checked for its shape only. */
+  valueProblem?: RuleValueProblem;
 }
+
+/** What a 400 says instead of a name it does not echo (it may be a pasted secret, see isEchoableFieldName). */
+const NOT_NAMED = 'not named here as it does not look like a name';
 
 export function validatePolicyRules(input: unknown, known?: KnownTools): PolicyRulesValidation {
   try {
@@ -115,17 +123,21 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
   let ok = rejectUnknown(raw, MATCH_FIELDS, 'match.', fail);
   const [toolName, riskLevel, where] = ownValues(raw, ['toolName', 'riskLevel', 'where']);
   let params: ParamNames | undefined;
+  let toolNameOk = false;
   if (toolName !== undefined && (typeof toolName !== 'string' || !TOOL_NAME_PATTERN.test(toolName))) {
     ok = failWith(fail, 'match.toolName must look like "tool.action" or "tool.*"');
   } else if (typeof toolName === 'string' && known && !(toolName.endsWith('.*') ? known.isTool(toolName.slice(0, -2)) : known.has(toolName))) {
     // Names are matched exactly: a misspelt one would never apply, and a block rule would fail open unnoticed.
-    ok = failWith(fail, `match.toolName ${JSON.stringify(toolName)} names no ${toolName.endsWith('.*') ? 'tool' : 'tool action'} of the catalog (GET /v1/tools lists them)`);
-  } else if (known) {
-    params = known.paramsOf?.(toolName as string | undefined);
+    ok = failWith(fail, notInCatalog(toolName, known));
+  } else {
+    toolNameOk = true;
+    params = known?.paramsOf?.(toolName as string | undefined);
   }
-  if (riskLevel !== undefined && !oneOf(RISK_LEVELS, riskLevel)) {
-    ok = failWith(fail, `match.riskLevel must be one of ${RISK_LEVELS.join(', ')}`);
-  }
+  const riskLevelOk = riskLevel === undefined || oneOf(RISK_LEVELS, riskLevel);
+  if (!riskLevelOk) ok = failWith(fail, `match.riskLevel must be one of ${RISK_LEVELS.join(', ')}`);
+  // Values are judged against the actions the rule applies to: only once what picks them is sound.
+  const valueProblem = toolNameOk && riskLevelOk ? known?.valueProblem : undefined;
+  const scope: RuleScope = { toolName: toolName as string | undefined, riskLevel: riskLevel as RuleScope['riskLevel'] };
   const conditions: PolicyCondition[] = [];
   if (where !== undefined) {
     if (!Array.isArray(where)) {
@@ -137,7 +149,11 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
         const condition = checkCondition(item, `where[${j}]`, fail);
         if (condition === null) ok = false;
         else if (params && !takesParam(params, condition.path)) ok = failWith(fail, notAParam(`where[${j}]`, condition.path, toolName as string | undefined, params));
-        else conditions.push(condition);
+        else {
+          const problems = valueProblem ? neverMatched(condition, `where[${j}]`, scope, valueProblem) : [];
+          for (const problem of problems) ok = failWith(fail, problem);
+          if (problems.length === 0) conditions.push(condition);
+        }
       });
     }
   }
@@ -180,13 +196,54 @@ function takesParam(params: ParamNames, path: string): boolean {
   return params.open || params.names.has(path.split('.', 1)[0]);
 }
 
+/**
+ * A path or toolName is named back only when every segment looks like a field name: an admin who pastes a token
+ * where a name belongs must not see it repeated in the 400 (and the logs). Otherwise the 400 names the position
+ * and lists the names that would do (they are the catalog's, never secrets).
+ */
+function isEchoablePath(path: string): boolean {
+  return path.split('.').every(isEchoableFieldName);
+}
+
 function notAParam(at: string, path: string, toolName: string | undefined, params: ParamNames): string {
   const first = path.split('.', 1)[0];
-  const what = first === path ? `${at}.path ${JSON.stringify(path)}` : `${at}.path ${JSON.stringify(path)}: ${JSON.stringify(first)}`;
-  if (toolName === undefined) return `${what} is not a param of any catalog action (GET /v1/tools lists them)`;
-  if (toolName.endsWith('.*')) return `${what} is not a param of any ${toolName.slice(0, -2)} action (GET /v1/tools lists them)`;
   const listed = [...params.names].sort().join(', ');
+  const what = !isEchoablePath(path)
+    ? `${at}.path (${NOT_NAMED})`
+    : first === path
+      ? `${at}.path ${JSON.stringify(path)}`
+      : `${at}.path ${JSON.stringify(path)}: ${JSON.stringify(first)}`;
+  const known = isEchoablePath(path) ? 'GET /v1/tools lists them' : listed === '' ? 'they take none' : `their params: ${listed}`;
+  if (toolName === undefined) return `${what} is not a param of any catalog action (${known})`;
+  if (toolName.endsWith('.*')) return `${what} is not a param of any ${toolName.slice(0, -2)} action (${known})`;
   return `${what} is not a param of ${toolName} (${listed === '' ? 'it takes none' : `its params: ${listed}`})`;
+}
+
+function notInCatalog(toolName: string, known: KnownTools): string {
+  const wildcard = toolName.endsWith('.*');
+  const what = wildcard ? 'tool' : 'tool action';
+  const [tool = '', action = ''] = toolName.split('.');
+  if (isEchoableFieldName(tool) && (wildcard || isEchoableFieldName(action))) {
+    return `match.toolName ${JSON.stringify(toolName)} names no ${what} of the catalog (GET /v1/tools lists them)`;
+  }
+  const tools = known.list?.();
+  const names = tools === undefined ? 'GET /v1/tools lists them' : `it has: ${tools.flatMap((t) => (wildcard ? [`${t.name}.*`] : t.actions.map((a) => `${t.name}.${a.name}`))).sort().join(', ')}`;
+  return `match.toolName (${NOT_NAMED}) names no ${what} of the catalog (${names})`;
+}
+
+/**
+ * An eq, ne or in value no call the rule applies to can carry: eq and in would never hold (a block would fail
+ * open unnoticed), ne always. Named by position; the value itself is never repeated (it may be a secret).
+ */
+function neverMatched(condition: PolicyCondition, at: string, scope: RuleScope, problemOf: RuleValueProblem): string[] {
+  if (condition.op !== 'eq' && condition.op !== 'ne' && condition.op !== 'in') return [];
+  const param = isEchoablePath(condition.path) ? condition.path : `${at}.path`;
+  const check = (value: unknown, where: string): string[] => {
+    const why = problemOf(scope, condition.path, value);
+    return why === null ? [] : [`${where} can never match ${param}: ${why}`];
+  };
+  if (condition.op === 'in') return (condition.value as unknown[]).flatMap((value, k) => check(value, `${at}.value[${k}]`));
+  return check(condition.value, `${at}.value`);
 }
 
 function checkPath(path: unknown): string | null {

@@ -200,6 +200,23 @@ describe('policies (GET/PUT /v1/orgs/:orgId/policies)', () => {
       await unchanged();
     });
 
+    it('a token pasted as a where path, a toolName or a value is not repeated; the position is named, with the names that would do', async () => {
+      const TOKEN = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc';
+      const cases: [Record<string, unknown>, RegExp][] = [
+        [{ toolName: 'shopify_refund.create', where: [{ path: TOKEN, op: 'eq', value: 'x' }] }, /where\[0\]\.path \(not named here.*\) is not a param of shopify_refund\.create \(its params: amount, currency, note, orderId\)/],
+        [{ toolName: `${TOKEN}.create` }, /match\.toolName \(not named here.*\) names no tool action of the catalog \(it has: .*shopify_refund\.create/],
+        [{ toolName: `${TOKEN}.*` }, /match\.toolName \(not named here.*\) names no tool of the catalog \(it has: .*shopify_refund\.\*/],
+        [{ toolName: 'shopify_refund.create', where: [{ path: 'orderId', op: 'in', value: ['12345', TOKEN] }] }, /where\[0\]\.value\[1\] can never match orderId: must match pattern/],
+      ];
+      for (const [match, mentions] of cases) {
+        const res = await t.http.put(path()).set(bearer(admin.key)).send({ rules: [{ id: 'pasted', match, decision: 'block' }] });
+        expectProblem(res, 400, 'VALIDATION_FAILED');
+        expect(res.body.detail).toMatch(mentions);
+        expect(JSON.stringify(res.body)).not.toContain(TOKEN);
+      }
+      await unchanged();
+    });
+
     it('a body with extra top-level fields, or not of the shape {rules: [...]}', async () => {
       const extra = await t.http.put(path()).set(bearer(admin.key)).send({ rules: [BIG_REFUNDS], enabled: true });
       expectProblem(extra, 400, 'VALIDATION_FAILED');

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NangoEmulator } from '../../src/emulator/index.js';
 import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
-import { bearer } from '../support/test-app.js';
+import { adminAuth, bearer } from '../support/test-app.js';
 
 /**
  * The gateway rewrites some params into one spelling before the policy runs (a Nango path gets its leading "/"
@@ -104,6 +104,48 @@ describe('policy rules compare their values in the spelling the params are sent 
       expect((res.body as { result: { query: Record<string, string> } }).result.query).toEqual(Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)])));
     }
     expect(nango.upstreamRequests.length - from).toBe(3);
+  });
+
+  it('a rule value no call can carry is refused when saved (a block on it would never apply); written as calls spell it, it blocks the call', async () => {
+    const cases: { tool: string; param: string; never: string; written: string; input: Record<string, unknown>; vendor: 'nango' | 'shopify' }[] = [
+      // A call can only name these paths percent-encoded: the raw spelling is refused, not rewritten.
+      { tool: 'nango_proxy.get', param: 'path', never: '/v1/search/café', written: '/v1/search/caf%C3%A9', input: { action: 'get', path: 'v1/search/caf%C3%A9' }, vendor: 'nango' },
+      { tool: 'nango_proxy.get', param: 'path', never: '/v1/files/my report', written: '/v1/files/my%20report', input: { action: 'get', path: '/v1/files/my%20report' }, vendor: 'nango' },
+      // Shopify reads "012345" as order 12345, but a call must spell it "12345"; a currency is upper case.
+      { tool: 'shopify_refund.create', param: 'orderId', never: '012345', written: '12345', input: { action: 'create', orderId: '12345', amount: '1.00' }, vendor: 'shopify' },
+      { tool: 'shopify_refund.create', param: 'currency', never: 'usd', written: 'USD', input: { action: 'create', orderId: '12345', amount: '1.00', currency: 'USD' }, vendor: 'shopify' },
+    ];
+    for (const c of cases) {
+      const org = await setupOrg(h.t, { tools: [c.tool], vendors: [c.vendor] });
+      const rules = (value: string) => [
+        { id: 'blocked', match: { toolName: c.tool, where: [{ path: c.param, op: 'eq', value }] }, decision: 'block' },
+        { id: 'otherwise-ok', match: { toolName: c.tool }, decision: 'allow' },
+      ];
+      const refused = await h.t.http.put(`/v1/orgs/${org.orgId}/policies`).set(adminAuth).send({ rules: rules(c.never) });
+      expect([refused.status, refused.body.code], c.never).toEqual([400, 'VALIDATION_FAILED']);
+      expect(refused.body.detail).toMatch(new RegExp(`^rules\\[0\\] \\("blocked"\\): where\\[0\\]\\.value can never match ${c.param}: `));
+      expect((await h.t.http.get(`/v1/orgs/${org.orgId}/policies`).set(adminAuth)).body.version, c.never).toBe(0);
+
+      const saved = await h.t.http.put(`/v1/orgs/${org.orgId}/policies`).set(adminAuth).send({ rules: rules(c.written) });
+      expect(saved.status, c.written).toBe(200);
+      const sent = h.emu.count({ vendor: c.vendor });
+      expect(outcome(await call(org, c.tool.split('.')[0], c.input)), c.written).toEqual(BLOCKED);
+      expect(h.emu.count({ vendor: c.vendor }), c.written).toBe(sent);
+    }
+  });
+
+  it('a rule value that equals a call\'s param in another spelling is saved, and holds: an amount by value, an id written as a number', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['shopify_refund.create'],
+      rules: [
+        { id: 'not-this-amount', match: { toolName: 'shopify_refund.create', where: [{ path: 'amount', op: 'in', value: ['10.5000', 7] }] }, decision: 'block' },
+        { id: 'not-this-order', match: { toolName: 'shopify_refund.create', where: [{ path: 'orderId', op: 'eq', value: 4242 }] }, decision: 'block' },
+      ],
+    });
+    const refund = (orderId: string, amount: string) => call(org, 'shopify_refund', { action: 'create', orderId, amount });
+    for (const [orderId, amount] of [['12345', '10.50'], ['12345', '7.00'], ['4242', '1.00']]) {
+      expect(outcome(await refund(orderId, amount)), `${orderId} ${amount}`).toEqual(BLOCKED);
+    }
   });
 
   it('a batch is judged the same way: the relative-path rule blocks its item, the other item runs', async () => {

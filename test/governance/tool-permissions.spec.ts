@@ -138,6 +138,18 @@ describe('tool permissions (GET/PUT /v1/orgs/:orgId/tool-permissions)', () => {
       await unchanged();
     });
 
+    it('a token pasted as a toolName or action is not repeated; the position is named, with the catalog\'s actions', async () => {
+      const SHOPIFY_TOKEN = 'shpat_0123456789abcdef0123456789abcdef';
+      for (const item of [allow(SHOPIFY_TOKEN, 'lookup'), allow('order_lookup', SHOPIFY_TOKEN)]) {
+        const res = await t.http.put(path()).set(bearer(admin.key)).send({ items: [allow('kyc', 'get_status'), item, item] });
+        expectProblem(res, 400, 'VALIDATION_FAILED');
+        expect(res.body.detail).toMatch(/items\[1\]: its toolName\.action \(not named here.*\) is not in the tool catalog \(it has: .*order_lookup\.lookup/);
+        expect(res.body.detail).toContain('items[2]: duplicate entry for that toolName.action');
+        expect(JSON.stringify(res.body)).not.toContain(SHOPIFY_TOKEN);
+      }
+      await unchanged();
+    });
+
     it('malformed entries and bodies', async () => {
       const cases: [unknown, string][] = [
         [{ items: [{ toolName: 'order_lookup', action: 'lookup', specialistId: null }] }, 'enabled'],
