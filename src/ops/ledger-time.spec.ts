@@ -15,8 +15,18 @@ describe('parseQueryTimestamp', () => {
     expect(parseQueryTimestamp('since', '9999-12-31T23:59:59.999999Z')).toBe('9999-12-31T23:59:59.999999Z');
   });
 
+  it('takes a fraction finer than microseconds (RFC 3339 nanoseconds) as the next microsecond up, in UTC', () => {
+    expect(parseQueryTimestamp('since', '2026-01-31T12:00:00.123456789Z')).toBe('2026-01-31T12:00:00.123457Z');
+    expect(parseQueryTimestamp('since', '2026-01-31T12:00:00.123456000Z')).toBe('2026-01-31T12:00:00.123456Z');
+    expect(parseQueryTimestamp('since', '2026-01-31T12:00:00.1234567+02:00')).toBe('2026-01-31T10:00:00.123457Z');
+    expect(parseQueryTimestamp('since', '2026-12-31T23:59:59.9999999Z')).toBe('2027-01-01T00:00:00.000000Z');
+    expect(parseQueryTimestamp('since', '1969-12-31T23:59:59.9999991Z')).toBe('1970-01-01T00:00:00.000000Z');
+    expect(parseQueryTimestamp('since', '1969-12-31T23:59:59.9989991Z')).toBe('1969-12-31T23:59:59.999000Z');
+  });
+
   it('refuses what is not a real instant', () => {
-    for (const bad of ['', 'now', '2026-02-30', '2026-13-01', '2026-01-01T24:00:00Z', '2026-01-01T00:60Z', '2026-01-01T00:00:00.1234567Z',
+    for (const bad of ['', 'now', '2026-02-30', '2026-13-01', '2026-01-01T24:00:00Z', '2026-01-01T00:60Z', '2026-01-01T00:00:0012Z',
+      '9999-12-31T23:59:59.9999991Z', '0001-01-01T00:30:00.0000001+01:00',
       '2026-01-01 00:00:00', '2026-01-01T00:00:00+25:00', "2026-01-01'; DROP TABLE x; --", '20260101',
       '0000-01-01', '0000-12-31T23:59:59Z', '0000-06-01T00:00:00+01:00']) {
       expect(() => parseQueryTimestamp('since', bad), bad).toThrow(/since/);

@@ -1,6 +1,6 @@
 import { AppError } from '../common/errors/app-error.js';
 
-const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6})?(\d*))?(Z|[+-]\d{2}:\d{2})?)?$/;
 
 /**
  * A query timestamp (`since`, `until`, `from`, `to`) checked strictly and
@@ -13,7 +13,8 @@ export function parseQueryTimestamp(field: string, raw: string | undefined): str
   const m = ISO_RE.exec(raw);
   const bad = (): AppError => new AppError('VALIDATION_FAILED', `${field}: must be an ISO-8601 timestamp such as 2026-01-31T12:00:00Z`);
   if (!m) throw bad();
-  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m;
+  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', finer = '', zone = 'Z'] = m;
+  if (finer !== '' && frac === '') throw bad(); // digits with no point before them
   const text = `${y}-${mo}-${d}T${h}:${mi}:${s}${frac}${zone}`;
   const date = new Date(`${y}-${mo}-${d}T${h}:${mi}:${s}Z`);
   // Date rolls 2026-02-30 over to March: a round trip catches impossible dates and times.
@@ -21,7 +22,20 @@ export function parseQueryTimestamp(field: string, raw: string | undefined): str
   if (zone !== 'Z' && (Number(zone.slice(1, 3)) > 15 || Number(zone.slice(4, 6)) > 59)) throw bad();
   // JavaScript has a year 0; PostgreSQL does not (1 BC precedes AD 1) and refuses it, so it is a 400 here, not a 500 there.
   if (y === '0000') throw bad();
-  return text;
+  // RFC 3339 allows any number of fractional digits (Go's RFC3339Nano and Java's Instant send 9). Rows are kept to
+  // the microsecond, so a finer instant is the next microsecond up: `since` (>=) and `until` (<) then select
+  // exactly the rows they would at full precision.
+  if (!/[1-9]/.test(finer)) return text;
+  const up = microsText(epochMicros(text) + 1n);
+  // Only years 1 to 9999 in UTC: JavaScript writes others as 0000 or +010000, which PostgreSQL refuses or misreads.
+  if (!/^\d{4}-/.test(up) || up.startsWith('0000')) throw bad();
+  return up;
+}
+
+/** Microseconds since the epoch as UTC text parseQueryTimestamp could have returned. */
+function microsText(micros: bigint): string {
+  const ms = micros >= 0n ? micros / 1000n : (micros - 999n) / 1000n; // floor, before 1970 too
+  return `${new Date(Number(ms)).toISOString().slice(0, 23)}${String(micros - ms * 1000n).padStart(3, '0')}Z`;
 }
 
 /** A timestamp as parseQueryTimestamp returns it, in microseconds since the epoch (exact: no float). */

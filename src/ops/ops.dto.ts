@@ -6,7 +6,8 @@ import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call
 import { CanonicalUuid } from '../common/http/validation.js';
 import { NIL_UUID } from '../common/ids.js';
 
-const TIME_DOC = 'ISO-8601 timestamp (UTC when no zone is given); a start after the end is 400 VALIDATION_FAILED';
+const TIME_DOC =
+  'ISO-8601 timestamp (UTC when no zone is given; zone Z or ±hh:mm; a fraction finer than microseconds counts as the next microsecond up, as rows are kept to the microsecond); a start after the end is 400 VALIDATION_FAILED';
 
 /** The time window of the ledger listings: `since` ≤ created_at < `until`. */
 export class TimeWindowQuery {

@@ -246,6 +246,25 @@ describe('GET /v1/tool-calls: filters, keyset pages and signed cursors', () => {
     expect(usage.status).toBe(200);
   });
 
+  it('takes RFC 3339 nanoseconds (Go, Java send 9 digits): a finer instant selects exactly what it would at full precision', async () => {
+    const org = await createOrg(t, 'Nanoseconds');
+    const ops = (await createKey(t, org, 'ops')).key;
+    const run = await insertRun(t.ds, org);
+    const [c1, c2, c3] = await insertCalls(t.ds, [1, 2, 3].map((us) => ({ orgId: org, runId: run, createdAt: microsAfterEpoch2026(us) })));
+    const ids = async (query: Record<string, string>): Promise<string[]> => {
+      const r = await t.http.get('/v1/tool-calls').query(query).set(bearer(ops));
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return (r.body as Page).items.map((i) => i.id).sort();
+    };
+    // since .000001001: .000001 is before it, .000002 after; until .000002001 (exclusive): .000002 is before it.
+    expect(await ids({ since: '2026-01-01T00:00:00.000001001Z' })).toEqual([c2.id, c3.id].sort());
+    expect(await ids({ until: '2026-01-01T00:00:00.000002001Z' })).toEqual([c1.id, c2.id].sort());
+    expect(await ids({ since: '2026-01-01T01:00:00.000002000+01:00' })).toEqual([c2.id, c3.id].sort());
+    const events = await t.http.get('/v1/ledger/events').query({ until: '2026-01-31T12:00:00.123456789Z' }).set(bearer(ops));
+    const usage = await t.http.get(`/v1/orgs/${org}/usage`).query({ from: '2026-01-31T12:00:00.123456789Z' }).set(bearer(ops));
+    expect([events.status, usage.status]).toEqual([200, 200]);
+  });
+
   it('validates limit and every filter (400, never 500); SQL-looking values are only values', async () => {
     for (const limit of ['0', '201', '-1', 'abc', '1.5', '', '1e2']) {
       const r = await t.http.get('/v1/tool-calls').query({ limit }).set(bearer(opsA));
