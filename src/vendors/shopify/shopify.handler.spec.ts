@@ -370,9 +370,11 @@ describe('ShopifyHandler writes', () => {
     }
   });
 
-  it('refuses a refund of zero before sending', () => {
+  it('refuses a refund of zero before sending, and the schema the model is given says so', () => {
     expect(handler.validate('shopify_refund', 'create', { orderId: '1', amount: '0.00' })).toBe('amount must be greater than 0');
     expect(handler.validate('shopify_refund', 'create', { orderId: '1', amount: '0.01' })).toBeNull();
+    const amount = SHOPIFY_TOOLS.find((t) => t.name === 'shopify_refund')!.actions.find((a) => a.name === 'create')!.inputSchema.properties as Record<string, { description: string }>;
+    expect(amount.amount.description).toMatch(/^Decimal amount, more than 0,/);
   });
 });
 

@@ -16,6 +16,8 @@ export function isShopifyId(id: unknown): id is string {
   return typeof id === 'string' && ID.test(id) && BigInt(id) <= SHOPIFY_ID_MAX;
 }
 // Up to 3 decimals, the most a currency has (KWD, BHD...): the handler holds the amount to its currency's own (currencyDecimals).
+// More than 0 is said in the description and checked by validate() ("amount must be greater than 0"): a pattern
+// saying it would answer the model with the pattern's text instead.
 export const REFUND_AMOUNT_PATTERN = '^\\d{1,9}(\\.\\d{1,3})?$';
 export const NOTE_MAX_LENGTH = 5000;
 export const REFUND_NOTE_MAX_LENGTH = 500;
@@ -103,7 +105,7 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
               type: 'string',
               pattern: REFUND_AMOUNT_PATTERN,
               description:
-                'Decimal amount in the currency the customer paid in, with at most that currency\'s decimals: ' +
+                'Decimal amount, more than 0, in the currency the customer paid in, with at most that currency\'s decimals: ' +
                 '2 for most ("19.99" EUR), 0 for some ("2500" JPY), 3 for some ("12.345" KWD). More is refused.',
             },
             currency: {
