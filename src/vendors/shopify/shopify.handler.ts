@@ -206,9 +206,46 @@ export class ShopifyHandler implements VendorHandler {
 
   private async createRefund(ctx: VendorCallContext, call: ShopifyCall): Promise<VendorOutcome> {
     const orderGid = gidOf('Order', ctx.params.orderId);
-    const { amount, note } = ctx.params;
+    const { amount } = ctx.params;
     if (!orderGid || typeof amount !== 'string') return failedOutcome('rejected', 'orderId and amount are required');
 
+    // The lease comes before the order is read: the payment refunded to is picked from what is still refundable on
+    // each, which the refund holding the lease may be about to change (a 30.00 refund of a 35.00 card leaves 5.00).
+    const lease: RefundLeaseKey = { orgId: ctx.orgId, shopDomain: call.conn.shopDomain, orderId: String(ctx.params.orderId) };
+    const holder = refundLeaseHolder(ctx);
+    if (this.refundLeases) {
+      // The room check is for a refund about to be sent for the first time: a retry or an "in progress" poll of this
+      // call, which held the lease already, goes on within the budget (same key: it can only pick up the original).
+      const held = ctx.scratch.get(LEASE_TAKEN) === true;
+      const busy = await this.refundLeases.acquire(lease, holder, ctx.signal, held ? undefined : ctx.deadline);
+      if (busy) return busy;
+      ctx.scratch.set(LEASE_TAKEN, true);
+    }
+    // Shopify may still be running it (or the handler broke): the lease stays until it expires, so no other refund of the order overlaps it.
+    // Sticky for the call: an earlier attempt that may still land (a 5xx, say) keeps the lease even when a later
+    // attempt ends in a plain refusal (a 429, a 401), or the order's next refund could overlap it at Shopify.
+    // A success ends it: Shopify answered the key with its refund, so no attempt of the call is still running there.
+    // So does an answer that says the mutation was never sent (the order read failed, the refund was refused first).
+    let keep = true;
+    try {
+      const outcome = await this.refundUnderLease(ctx, call, orderGid, amount);
+      keep = !outcome.ok && (ctx.scratch.get(MAY_STILL_RUN) === true || mayStillRun(outcome));
+      return outcome;
+    } catch (err) {
+      keep = ctx.scratch.get(MAY_STILL_RUN) === true || !(err instanceof TokenFetchError); // no token: the mutation never reached the Admin API
+      throw err;
+    } finally {
+      if (keep) ctx.scratch.set(MAY_STILL_RUN, true);
+      else if (this.refundLeases) {
+        await this.refundLeases.release(lease, holder);
+        // A retry (after a 429, say) takes the lease anew, room check included: nothing of this call is at Shopify.
+        ctx.scratch.delete(LEASE_TAKEN);
+      }
+    }
+  }
+
+  /** The order read, the refund checked against it, and the mutation sent: with the order's refund lease held. */
+  private async refundUnderLease(ctx: VendorCallContext, call: ShopifyCall, orderGid: string, amount: string): Promise<VendorOutcome> {
     const context = await this.gql(call, REFUND_CONTEXT_QUERY, { id: orderGid });
     // Whatever happened to the read, the refund mutation itself was never sent.
     if (!context.ok) return { ...context, requestSent: false };
@@ -229,37 +266,9 @@ export class ShopifyHandler implements VendorHandler {
     // unanswered it would refuse the retry that Shopify answers with the
     // original refund. Shopify enforces the ceiling itself (userErrors).
     const key = refundIdempotencyKey(ctx.orgId, ctx.idempotencyKey);
+    const note = ctx.params.note;
     const input = buildRefundInput(orderGid, amount, typeof note === 'string' ? note : undefined, ctx.toolCallId, parent, currency);
-    const lease: RefundLeaseKey = { orgId: ctx.orgId, shopDomain: call.conn.shopDomain, orderId: String(ctx.params.orderId) };
-    const holder = refundLeaseHolder(ctx);
-    if (this.refundLeases) {
-      // The room check is for a refund about to be sent for the first time: a retry or an "in progress" poll of this
-      // call, which held the lease already, goes on within the budget (same key: it can only pick up the original).
-      const held = ctx.scratch.get(LEASE_TAKEN) === true;
-      const busy = await this.refundLeases.acquire(lease, holder, ctx.signal, held ? undefined : ctx.deadline);
-      if (busy) return busy;
-      ctx.scratch.set(LEASE_TAKEN, true);
-    }
-    // Shopify may still be running it (or the handler broke): the lease stays until it expires, so no other refund of the order overlaps it.
-    // Sticky for the call: an earlier attempt that may still land (a 5xx, say) keeps the lease even when a later
-    // attempt ends in a plain refusal (a 429, a 401), or the order's next refund could overlap it at Shopify.
-    // A success ends it: Shopify answered the key with its refund, so no attempt of the call is still running there.
-    let keep = true;
-    try {
-      const outcome = await this.sendRefund(ctx, call, key, input);
-      keep = !outcome.ok && (ctx.scratch.get(MAY_STILL_RUN) === true || mayStillRun(outcome));
-      return outcome;
-    } catch (err) {
-      keep = ctx.scratch.get(MAY_STILL_RUN) === true || !(err instanceof TokenFetchError); // no token: the mutation never reached the Admin API
-      throw err;
-    } finally {
-      if (keep) ctx.scratch.set(MAY_STILL_RUN, true);
-      else if (this.refundLeases) {
-        await this.refundLeases.release(lease, holder);
-        // A retry (after a 429, say) takes the lease anew, room check included: nothing of this call is at Shopify.
-        ctx.scratch.delete(LEASE_TAKEN);
-      }
-    }
+    return this.sendRefund(ctx, call, key, input);
   }
 
   private async sendRefund(ctx: VendorCallContext, call: ShopifyCall, key: string, input: Record<string, unknown>): Promise<VendorOutcome> {
