@@ -199,7 +199,11 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     // orphan sweep would call it indeterminate though nothing was sent). The approval's kind comes with the input
     // (it never changes once the approval is asked for): the policy decided again may ask for a stronger one.
     const [input] = await this.sql.query<StoredInput>(
-      `SELECT key_id, iv, ciphertext, auth_tag, (SELECT a.kind FROM approval_requests a WHERE a.tool_call_id = i.tool_call_id) AS approval_kind
+      // Given by a key that may decide expert approvals (an expert; an admin, who may decide either kind), a client
+      // approval is as strong as an expert's.
+      `SELECT key_id, iv, ciphertext, auth_tag,
+              (SELECT CASE WHEN a.decided_role IN ('expert', 'admin') THEN 'expert' ELSE a.kind END
+                 FROM approval_requests a WHERE a.tool_call_id = i.tool_call_id) AS approval_kind
          FROM tool_call_inputs i WHERE tool_call_id = $1 AND org_id = $2`,
       [toolCallId, pending.org_id],
     );

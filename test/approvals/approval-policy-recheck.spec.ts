@@ -28,9 +28,9 @@ describe('approved calls and the current policy', () => {
    * A refund waiting for an expert under the default policy (a high-risk action: expert approval), or with
    * `kind` client waiting for the client under a rule that asks for it: the org's agent decides it (API.md §9).
    */
-  async function waitingRefund(amount: string, kind: 'expert' | 'client' = 'expert') {
+  async function waitingRefund(amount: string, kind: 'expert' | 'client' = 'expert', approverRole?: 'admin') {
     const org = await setupOrg(h.t, { tools: ['shopify_refund.create'], rules: kind === 'client' ? CLIENT_CONFIRMS : undefined });
-    const approver = kind === 'client' ? { key: org.agentKey } : await createKey(h.t, org.orgId, 'expert');
+    const approver = approverRole ? await createKey(h.t, org.orgId, approverRole) : kind === 'client' ? { key: org.agentKey } : await createKey(h.t, org.orgId, 'expert');
     const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
     expect(res.status).toBe(202);
     const toolCallId = res.body.toolCallId as string;
@@ -111,6 +111,14 @@ describe('approved calls and the current policy', () => {
     const story = await expectBlockedByPolicy(w, before, 'expert-only', 'policy now requires an expert approval');
     expect(story.riskLevel).toBe('high');
     expect((await w.events()).find((e) => e.type === 'tool_call.approved')!.metadata).toMatchObject({ kind: 'client', decision: 'approved' });
+  });
+
+  it('a client approval given by an org admin (who may decide expert approvals too) answers a policy raised to expert approval: it runs, once', async () => {
+    const w = await waitingRefund('7.06', 'client', 'admin');
+    await w.replacePolicy(EXPERT_ONLY);
+    const before = refunds(h);
+    expect(await w.approve()).toMatchObject({ status: 'succeeded' });
+    expect(refunds(h) - before).toBe(1);
   });
 
   it.each([
