@@ -142,6 +142,7 @@ describe('ledger seq migration (bigserial → GENERATED ALWAYS AS IDENTITY)', ()
 
 describe('sealing as an application role with table privileges only (the usual split from the migrating owner)', () => {
   const role = `tg_ledger_app_${process.pid}`;
+  const rolePassword = `pw${randomUUID().replace(/-/g, "")}`;
   let admin: pg.Client;
   let dbName: string;
   /** The migrating role's (the server's superuser here), as the gateway's migrations run. */
@@ -158,12 +159,13 @@ describe('sealing as an application role with table privileges only (the usual s
     owner = await new DataSource(migratorOptions(scratchDatabaseUrl(dbName))).initialize();
     await runMigrations(owner);
     await owner.query(`INSERT INTO orgs (id, name) VALUES ($1, 'Least privilege')`, [org]);
-    await admin.query(`CREATE ROLE ${role} LOGIN`);
+    // A password: the embedded server asks for one (the CI machine's server trusts 127.0.0.1, and ignores it).
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${rolePassword}'`);
     await owner.query(`GRANT USAGE ON SCHEMA public TO ${role}`);
     await owner.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
     const url = new URL(scratchDatabaseUrl(dbName));
     url.username = role;
-    url.password = '';
+    url.password = rolePassword;
     app = await new DataSource(dbOptions(url.toString(), 2)).initialize();
   });
   afterEach(() => {
