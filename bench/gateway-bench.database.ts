@@ -53,14 +53,8 @@ export async function startDatabase(root: string, cleanup: Cleanup): Promise<Ben
     embeddedPid = embedded.child.pid;
   }
   const dbName = `tg_gwbench_${process.pid}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${dbName}`);
-  } finally {
-    await admin.end();
-  }
   if (kind === 'DATABASE_URL server') {
+    // registered before the CREATE: a signal while it runs must not leave the database behind
     cleanup.add(`drop database ${dbName}`, async () => {
       const c = new pg.Client({ connectionString: serverUrl });
       await c.connect();
@@ -70,6 +64,13 @@ export async function startDatabase(root: string, cleanup: Cleanup): Promise<Ben
         await c.end();
       }
     });
+  }
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${dbName}`);
+  } finally {
+    await admin.end();
   }
   const url = new URL(serverUrl);
   url.pathname = `/${dbName}`;

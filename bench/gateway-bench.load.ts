@@ -97,10 +97,18 @@ export async function runLoad(target: Target, shape: LoadShape, pids: Pids): Pro
   const latencies: number[] = [];
   let ok = 0;
   let completed = 0;
+  // autocannon calls onResponse and then emits 'response' for the same answer, synchronously on
+  // the same client (httpClient's message-complete handler): nothing runs in between, so one flag
+  // carries "this answer was ok" to the listener that has its latency, whatever the connections.
+  let lastOk = false;
   const onResponse = (status: number, body: string): void => {
+    lastOk = false;
     if (status !== target.expectedStatus) unexpected[String(status)] = (unexpected[String(status)] ?? 0) + 1;
     else if (!target.bodyOk(body)) unexpected[`${status} bad body`] = (unexpected[`${status} bad body`] ?? 0) + 1;
-    else ok++;
+    else {
+      ok++;
+      lastOk = true;
+    }
   };
   const base: autocannon.Request = { method: 'POST', path: target.path, headers: target.headers, onResponse };
   const make = target.body;
@@ -130,16 +138,19 @@ export async function runLoad(target: Target, shape: LoadShape, pids: Pids): Pro
       },
     );
     current = instance;
-    instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => {
       completed++;
       lastResponseAt = performance.now();
-      if (status === target.expectedStatus) latencies.push(ms);
+      // a wrong answer with the expected status (the gateway answers a failed call 200) is no success
+      if (lastOk) latencies.push(ms);
+      lastOk = false;
     });
   });
+  // Ctrl-C: what ran is a part of the load, not a sample to report (main() must not write it)
+  if (stopped) throw new Error('load stopped');
   const seconds = (performance.now() - t0) / 1000;
   const pgPidsAfter = [...new Set([...pgPids, ...(await pids.postgres())])];
   const after = { gw: cpuOf(serverName, serverPid), emu: cpuOf('emulator', pids.emulator), pg: cpuMsOf(pgPidsAfter), own: ownCpuMs(), machine: machineBusyMs() };
-  // A bad body is counted in onResponse; its latency is still in `latencies` (statuses matched): rare, ignored.
   return {
     completed,
     ok,

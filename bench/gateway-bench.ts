@@ -115,6 +115,7 @@ async function main(): Promise<number> {
       log(`  gateway V8 heap used (MiB): after warm-up ${String(result.heapUsedAfterWarmupMiB)}, every 5 s ${result.heapUsedSamplesMiB.join(' ')}, end ${String(result.heapUsedEndMiB)}`);
       printChecks(result.checks);
       allMet = result.checks.every((c) => c.met);
+      if (interrupted) return 130; // a stopped run keeps the last results
       writeFileSync(join(resultsDir, 'gateway-soak.json'), JSON.stringify({ settings, soak: result, allMet }, null, 2) + '\n');
       log(`\nwrote bench/results/gateway-soak.json`);
     } else {
@@ -136,6 +137,7 @@ async function main(): Promise<number> {
       const table = markdownTable(summaries);
       log(`\nREADME table:\n\n${table}\n`);
       allMet = checks.every((c) => c.met);
+      if (interrupted) return 130; // a stopped run keeps the last results
       writeFileSync(join(resultsDir, 'gateway.json'), JSON.stringify({ settings, summaries, targets: checks, calibration: calibrated, allMet, interference: noisy, markdown: table }, null, 2) + '\n');
       log('wrote bench/results/gateway.json');
     }
