@@ -31,6 +31,7 @@ describe('SIGTERM during a batch of writes', () => {
   it('starts no further vendor write of a batch once SIGTERM arrived (drain bounded by one call, not by the batch)', async () => {
     gw = await startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '10000' });
     const org = await setupOrgVia(gw, { tools: ['shopify_order.add_note'] });
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
     emu.reset();
     // every orderUpdate is applied and then answered 1.5 s later
     emu.fault({ vendor: 'shopify', kind: 'delay_after', delayMs: 1_500, times: Infinity });

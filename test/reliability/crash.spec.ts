@@ -53,6 +53,8 @@ describe('crash: kill -9 of the gateway process', () => {
     const [before] = await rows<{ id: string; status: string }>(db, 'SELECT id, status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2', [org.runId, use.id]);
     expect(before.status).toBe('running');
 
+    // SIGKILL ends it, so stop() cannot: its /metrics for the run-wide scan now (the note has 15 s left at the vendor).
+    await g1.logMetrics();
     g1.kill('SIGKILL');
     expect((await g1.waitExit()).signal).toBe('SIGKILL');
     const lost = await inFlight;
@@ -97,6 +99,9 @@ describe('crash: kill -9 of the gateway process', () => {
     /** What was in flight the moment before the kill: reads held at the vendor, and their rows. */
     let atKill: Promise<{ atVendor: number; running: string[] }> | undefined;
     const killNow = async () => {
+      // SIGKILL ends it, so stop() cannot: its /metrics for the run-wide scan now, bounded well within the held reads'
+      // 5 s, and before the snapshot (which stays right before the kill).
+      await g3.logMetrics(1_000);
       const atVendor = emu.requests.filter((r) => r.vendor === 'shopify' && r.finishedAt === undefined).length;
       const running = await rows<{ id: string }>(db, 'SELECT id FROM tool_calls WHERE run_id = $1 AND status = $2', [org.runId, 'running']);
       g3.kill('SIGKILL');

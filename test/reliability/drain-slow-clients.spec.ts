@@ -86,6 +86,7 @@ describe('drain with slow clients (dist/src/main.js)', () => {
   it('half-sent headers and a trickling body do not hold the stop; a body completed during the drain is refused 503; the call in flight is recorded', async () => {
     gw = await startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: String(VENDOR_TIMEOUT_MS) });
     const org = await setupOrgVia(gw, { tools: ['order_lookup.lookup'] });
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
     const port = Number(new URL(gw.url).port);
     emu.reset();
     emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_500, times: 1 });
@@ -156,6 +157,7 @@ describe('drain with slow clients (dist/src/main.js)', () => {
     // connection may have them all unanswered (past HTTP_PIPELINE_DEPTH it would be closed at once).
     const count = 2_000;
     gw = await startGatewayProcess({ VENDOR_TIMEOUT_MS: String(VENDOR_TIMEOUT_MS), HTTP_PIPELINE_DEPTH: String(count) });
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
     const port = Number(new URL(gw.url).port);
     const reader = await rawClient(port);
     clients.push(reader);

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, within, type GatewayProcess } from '../support/gateway-process.js';
 import { teeChildToRunLog } from '../support/run-log.js';
+import { expectNoLeaksIn } from '../support/scratch-database.js';
 import { emulatorEnv, toolUse } from '../support/scenario.js';
 import { adminAuth } from '../support/test-app.js';
 import { postToolUse, waitFor } from './support.js';
@@ -23,6 +24,8 @@ const dataDir = resolve('.tmp', `embedded-signals-${process.pid}-${Date.now()}`)
 const pgDir = join(dataDir, 'pg');
 
 const postmasterPid = (): number => Number(readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+/** The gateway's embedded database as pg-server.mjs serves it (user, password, database), on the port postmaster.pid names. */
+const embeddedUrl = (): string => `postgres://postgres:postgres@127.0.0.1:${readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[3]}/tool_gateway`;
 const childrenOf = (pid: number): number[] =>
   execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
     .split('\n')
@@ -47,21 +50,36 @@ describe('embedded PostgreSQL under supervisor signals', () => {
   const env = (): Record<string, string | undefined> => ({ ...emulatorEnv(emu.url), DATABASE_URL: undefined, DATA_DIR: dataDir, VENDOR_TIMEOUT_MS: '10000' });
   /** postmasters this file saw, stopped at the end whatever happened (an orphan outlives every test process). */
   const seen = new Set<number>();
+  /**
+   * The run-wide scan reads only DATABASE_URL's database, and this one is deleted with dataDir: it is scanned while
+   * a gateway still serves it, once (by the last test, or after a failed one by afterAll).
+   */
+  let scanned = false;
+  const expectNoLeaks = async (): Promise<void> => {
+    if (scanned) return;
+    scanned = true;
+    await expectNoLeaksIn(embeddedUrl(), `the embedded database of ${dataDir}`);
+  };
 
   beforeAll(async () => {
     emu = createFullEmulator();
     await emu.start();
   });
   afterAll(async () => {
-    await gw?.stop(5_000);
-    for (const pid of seen) if (running(pid)) process.kill(pid, 'SIGINT');
-    await emu?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    try {
+      if (gw) await expectNoLeaks();
+    } finally {
+      await gw?.stop(5_000);
+      for (const pid of seen) if (running(pid)) process.kill(pid, 'SIGINT');
+      await emu?.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('SIGTERM to every process of the service (systemd KillMode=control-group) while a call is at the vendor: answered 200 and recorded succeeded, exit 0, no postgres left', async () => {
     gw = await startGatewayProcess(env(), 120_000);
     const org = await setupOrgVia(gw, { tools: ['order_lookup.lookup'] });
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
     emu.reset();
     emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 2_000, times: 1 });
     const inFlight = postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' })).then((r) => r);
@@ -96,6 +114,7 @@ describe('embedded PostgreSQL under supervisor signals', () => {
 
   it('kill -9 of the gateway and of pg-server leaves postgres orphaned: a restart on the same DATA_DIR stops it and serves', async () => {
     gw ??= await startGatewayProcess(env(), 120_000);
+    await gw.logMetrics(); // SIGKILL below ends it, so stop() cannot: its /metrics for the run-wide scan now
     const orphan = postmasterPid();
     seen.add(orphan);
     const server = pgServerOf(gw, orphan);
@@ -135,6 +154,7 @@ describe('embedded PostgreSQL under supervisor signals', () => {
     expect(postmasterPid()).toBe(postmaster);
     expect((await gw.http.get('/readyz')).status).toBe(200);
 
+    await expectNoLeaks();
     await gw.stop();
     expect((await gw.waitExit()).code).toBe(0);
     gw = undefined;

@@ -4,7 +4,7 @@ import type { Response } from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
-import { expectPrototypeClean, expectSane } from './hostile.support.js';
+import { expectPrototypeClean, expectSane, runs } from './hostile.support.js';
 
 /**
  * Property-based hostile request headers (fast-check), beyond the Idempotency-Key, X-Correlation-Id and
@@ -100,9 +100,6 @@ const neutralHeaders = fc.array(
   ),
   { maxLength: 5 },
 );
-
-/** FC_RUNS_FACTOR=10 (say) for a deeper hunt than the default, which keeps `npm test` fast. */
-const runs = (n: number) => ({ numRuns: Math.round(n * Number(process.env.FC_RUNS_FACTOR ?? 1)), endOnFailure: true });
 
 /** A fresh order lookup (a new call each time), as JSON text. */
 const lookup = () => JSON.stringify(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));

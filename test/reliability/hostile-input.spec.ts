@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listRoutes } from '../support/routes.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup, type Vendor } from '../support/scenario.js';
 import { adminAuth, bearer, createKey } from '../support/test-app.js';
-import { expectPrototypeClean, expectSane } from './hostile.support.js';
+import { expectPrototypeClean, expectSane, runs } from './hostile.support.js';
 import { postToolUse } from './support.js';
 
 /**
@@ -48,9 +48,6 @@ const rawQueryValue = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%ED%A0%80', '%C0%AE', '%FF', '+', '%2B', '1e2', '-1', '0', '201', '99999999999999999999', '2024-01-01', '2024-13-45T99:99', 'now', '') },
   { weight: 1, arbitrary: fc.uuid().map((u) => u) },
 );
-
-/** FC_RUNS_FACTOR=10 (say) for a deeper hunt than the default, which keeps `npm test` fast. */
-const runs = (n: number) => ({ numRuns: Math.round(n * Number(process.env.FC_RUNS_FACTOR ?? 1)), endOnFailure: true });
 
 // ---- the suite --------------------------------------------------------------
 

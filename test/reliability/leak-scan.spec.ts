@@ -284,7 +284,7 @@ describe('leak scan: secrets never leave the encrypted columns', () => {
     }
     expect(scanned).toBeGreaterThan(200);
     // The ciphertexts themselves: decoded bytes, not just their hex text.
-    for (const [table, column] of [['integration_credentials', 'ciphertext'], ['tool_call_results', 'ciphertext'], ['tool_call_inputs', 'ciphertext']] as const) {
+    for (const [table, column] of [['integration_credentials', 'ciphertext'], ['tool_call_results', 'ciphertext'], ['tool_call_inputs', 'ciphertext'], ['vendor_tokens', 'ciphertext']] as const) {
       const cols = await rows<{ column_name: string }>(db, `SELECT column_name FROM information_schema.columns WHERE table_name = $1 AND data_type = 'bytea'`, [table]);
       expect(cols.map((c) => c.column_name), table).toContain(column);
       for (const { column_name } of cols) {

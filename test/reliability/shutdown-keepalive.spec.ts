@@ -73,6 +73,7 @@ describe('drain under a busy keep-alive connection (dist/src/main.js)', () => {
   it('the call in flight finishes with Connection: close; nothing new starts (503 GATEWAY_STOPPING) and the process exits', async () => {
     gw = await startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '10000' });
     const org = await setupOrgVia(gw, { tools: ['order_lookup.lookup'] });
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
     emu.reset();
     emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 700, times: Infinity });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });

@@ -50,6 +50,7 @@ describe('graceful shutdown', () => {
   it('answers the call in flight with Connection: close, and exits while keep-alive clients are still sending', async () => {
     gw = await startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '10000' });
     const org = await setupOrgVia(gw, { tools: ['order_lookup.lookup'] });
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
     emu.reset();
     emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_500, times: 1 });
     const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
@@ -109,6 +110,7 @@ describe('graceful shutdown', () => {
   it('a write whose client went away is still at the vendor: the shutdown waits for it and records its outcome', async () => {
     gw = await startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '10000' });
     const org = await setupOrgVia(gw, { tools: ['shopify_order.add_note'] });
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
     emu.reset();
     emu.fault({ vendor: 'shopify', bodyMatch: /orderUpdate/, kind: 'delay_after', delayMs: 1_500, times: 1 });
     const use = toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'written while nobody waits' });
@@ -130,6 +132,7 @@ describe('graceful shutdown', () => {
   it('a stop signal repeated during the drain (a second Ctrl-C, a supervisor sending again) is ignored: the call at the vendor is still answered and recorded', async () => {
     gw = await startGatewayProcess({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '10000' });
     const org = await setupOrgVia(gw, { tools: ['shopify_order.add_note'] });
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
     emu.reset();
     emu.fault({ vendor: 'shopify', bodyMatch: /orderUpdate/, kind: 'delay_after', delayMs: 1_500, times: 1 });
     const use = toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'written while stop is pressed twice' });
@@ -153,6 +156,7 @@ describe('graceful shutdown', () => {
     const org = await setupOrgVia(gw, { tools: ['shopify_refund.create'] });
     const waiting = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' }));
     expect(waiting.status).toBe(202);
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
     const poll = gw.http.get(`/v1/tool-calls/${waiting.body.toolCallId as string}/result?waitMs=25000`).set(bearer(org.agentKey)).then((r) => r);
     await sleep(500); // the poll is waiting
     const t0 = Date.now();
@@ -172,6 +176,7 @@ describe('graceful shutdown', () => {
     try {
       gw = await startGatewayProcess(env, 90_000, { group: true });
       const org = await setupOrgVia(gw, { tools: ['order_lookup.lookup'] });
+      await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now, not during the drain
       emu.reset();
       emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_500, times: 1 });
       const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });

@@ -5,7 +5,9 @@
  * child process whose server can be stopped and started again over stdin.
  * Everything a child writes is kept so the leak scans can read it, and goes
  * to the run log (run-log.ts) for the run-wide scan; so do the gateway's
- * responses to the tests and its /metrics when stopped (response-log.ts).
+ * responses to the tests and its /metrics when stopped (response-log.ts). The
+ * embedded server's database is leak-scanned before it is deleted
+ * (scratch-database.ts): the run-wide scan reads only DATABASE_URL's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -15,6 +17,7 @@ import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { logMetrics, recordingResponses } from './response-log.js';
 import { teeChildToRunLog } from './run-log.js';
+import { expectNoLeaksIn } from './scratch-database.js';
 import { setupOrg, type OrgSetup } from './scenario.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from './secrets.js';
 import type { TestApp } from './test-app.js';
@@ -40,6 +43,12 @@ export interface GatewayProcess {
   /** Signals the gateway's whole process group, as Ctrl-C in a terminal does (started with `{ group: true }` only). */
   killGroup(signal: NodeJS.Signals): void;
   waitExit(): Promise<ExitInfo>;
+  /**
+   * /metrics to the run log now (skipped after `timeoutMs` if it does not answer). stop() does it, but a gateway a
+   * test ends with a signal is dead by then: call this first, at a point where one more GET changes nothing the
+   * test asserts.
+   */
+  logMetrics(timeoutMs?: number): Promise<void>;
   /** /metrics to the run log (if it still answers), then SIGTERM, then SIGKILL if it has not exited after `graceMs` */
   stop(graceMs?: number): Promise<void>;
 }
@@ -136,6 +145,7 @@ export async function startGatewayProcess(
     kill,
     killGroup,
     waitExit: () => exited,
+    logMetrics: (timeoutMs = 2_000) => logMetrics(url, timeoutMs),
     async stop(graceMs = 10_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
       await logMetrics(url, 2_000);
@@ -161,7 +171,10 @@ export interface PgServerProcess {
   stopServer(): Promise<void>;
   /** starts it again on the same port and data; resolves on {"started":true} */
   startServer(): Promise<void>;
-  /** ends the script (which stops PostgreSQL and deletes a non-persistent data folder) */
+  /**
+   * Leak-scans the database (the server started again first if it is stopped), then ends the script (which stops
+   * PostgreSQL and deletes a non-persistent data folder) whatever the scan found, and throws its findings.
+   */
   close(): Promise<void>;
 }
 
@@ -209,24 +222,36 @@ export async function startPgServer(dataDir: string, timeoutMs = 60_000): Promis
       });
     });
   const first = await next((l) => typeof l.url === 'string', 'url line');
+  const url = first.url as string;
+  let serving = true;
+  const stopServer = async (): Promise<void> => {
+    const done = next((l) => l.stopped === true, '{"stopped":true}');
+    child.stdin!.write('stop\n');
+    await done;
+    serving = false;
+  };
+  const startServer = async (): Promise<void> => {
+    const done = next((l) => l.started === true, '{"started":true}');
+    child.stdin!.write('start\n');
+    await done;
+    serving = true;
+  };
   return {
-    url: first.url as string,
+    url,
     port: first.port as number,
     pid: child.pid!,
-    async stopServer() {
-      const done = next((l) => l.stopped === true, '{"stopped":true}');
-      child.stdin!.write('stop\n');
-      await done;
-    },
-    async startServer() {
-      const done = next((l) => l.started === true, '{"started":true}');
-      child.stdin!.write('start\n');
-      await done;
-    },
+    stopServer,
+    startServer,
     async close() {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      child.stdin!.end();
-      await exited;
+      // The run-wide scan reads only DATABASE_URL's database, and this one is deleted with its folder: scanned now.
+      try {
+        if (!serving) await startServer();
+        await expectNoLeaksIn(url, `the dedicated PostgreSQL of ${dataDir} before its deletion`);
+      } finally {
+        child.stdin!.end();
+        await exited;
+      }
     },
   };
 }

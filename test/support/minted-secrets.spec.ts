@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,20 +108,27 @@ describe('the scan', () => {
     beforeAll(() => admin(`CREATE DATABASE ${name}`));
     afterAll(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 
-    it('finds minted and fixed secrets by table and column, bytea as hex, and never in an encrypted column', async () => {
+    it('finds minted and fixed secrets by table and column, bytea as hex, plaintext in an encrypted column too, and no secret in its ciphertext', async () => {
       const c = new pg.Client({ connectionString: url.toString() });
       await c.connect();
       await c.query(`CREATE TABLE api_keys (id int, key_prefix text, note jsonb, blob bytea);
                      CREATE TABLE integration_credentials (id int, ciphertext bytea)`);
       for (let i = 0; i < 3; i++) await c.query(`INSERT INTO api_keys VALUES ($1, $2, $3, $4)`, [i, keyPrefix(apiKey), { i }, null]);
       await c.query(`INSERT INTO api_keys VALUES (10, 'x', $1, $2), (11, 'y', $1, NULL)`, [{ said: `Bearer ${apiKey}` }, Buffer.from(`t=${jumioToken}`)]);
-      await c.query(`INSERT INTO integration_credentials VALUES (1, $1)`, [Buffer.from(apiKey)]);
+      // The column meant for AES-GCM ciphertext: the secrets encrypted (found nowhere), and one written as plaintext.
+      const aesGcm = (plaintext: string): Buffer => {
+        const cipher = createCipheriv('aes-256-gcm', randomBytes(32), randomBytes(12));
+        return Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+      };
+      for (const [i, secret] of [apiKey, amazonToken, jumioToken].entries()) await c.query(`INSERT INTO integration_credentials VALUES ($1, $2)`, [i, aesGcm(secret)]);
+      await c.query(`INSERT INTO integration_credentials VALUES (9, $1)`, [Buffer.from(amazonToken)]);
       await c.end();
       const needles = [...secretForms({ SHOPIFY_TOKEN: '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' }), ...mintedSecretForms(mintedFile()).needles];
       const { tables, rows, findings } = await scanDatabase(url.toString(), needles);
-      expect({ tables, rows }).toEqual({ tables: 2, rows: 6 });
+      expect({ tables, rows }).toEqual({ tables: 2, rows: 9 });
       expect(findings.map((f) => describeFinding(f, 'row(s)')).sort()).toEqual([
         'API key (agent, createKey) #1 (plain) in table api_keys, column note: 2 row(s)',
+        'Amazon access token (emulator) #2 (plain, as bytes (hex)) in table integration_credentials, column ciphertext: 1 row(s)',
         'Jumio access token (emulator) #3 (plain, as bytes (hex)) in table api_keys, column blob: 1 row(s)',
       ]);
     });

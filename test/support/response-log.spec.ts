@@ -156,5 +156,21 @@ describe('every response a test gets, and each gateway\'s /metrics, go to the ru
       await gw.stop();
       expect(linesOf('metrics').length).toBeGreaterThan(before);
     }, 60_000);
+
+    it('logs its /metrics when asked, so that one a test ends with a signal (stop() finds it dead) is scanned too', async () => {
+      const killed = await startGatewayProcess();
+      try {
+        const before = linesOf('metrics').length;
+        await killed.logMetrics();
+        killed.kill('SIGTERM');
+        await killed.waitExit();
+        await killed.stop(); // a no-op now: the gateway is gone
+        const metrics = linesOf('metrics');
+        expect(metrics.length).toBeGreaterThan(before);
+        expect(metrics.slice(before).some((l) => l.startsWith('# HELP '))).toBe(true);
+      } finally {
+        await killed.stop();
+      }
+    }, 60_000);
   });
 });

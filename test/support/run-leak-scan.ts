@@ -1,8 +1,9 @@
 /**
  * The run-wide leak scan (issue 7): once every test file has run, the test
- * secrets appear nowhere outside the encrypted columns: not in the run log
- * (every in-process log line and every child's stdout/stderr, run-log.ts) and
- * not in any row of any table of the test database. Findings name the
+ * secrets appear nowhere: not in the run log (every in-process log line and
+ * every child's stdout/stderr, run-log.ts) and not in any row of any table of
+ * the test database, the encrypted columns included (their AES-GCM ciphertext
+ * holds no secret's bytes; plaintext written there is found). Findings name the
  * secret's variable (or, for a secret minted during the run, what minted it,
  * minted-secrets.ts) and the form it was found in, never its value.
  *
@@ -24,9 +25,6 @@ export interface Needle {
   /** when `text` is a start: how many characters of the secret it holds */
   window?: number;
 }
-
-/** The encrypted columns: AES-GCM ciphertext, the only place a secret may be (as ciphertext). */
-export const ENCRYPTED_COLUMNS = ['integration_credentials.ciphertext', 'tool_call_results.ciphertext', 'tool_call_inputs.ciphertext', 'vendor_tokens.ciphertext'];
 
 /**
  * A secret of 20 characters or more is searched for by its first min(24, length - 4) characters, in each form:
@@ -88,7 +86,9 @@ export function secretForms(secrets: Readonly<Record<string, string>> = NAMED_TE
   const out: Needle[] = [];
   const byText = new Map<string, Needle>();
   const add = (name: string, form: string, text: string, whole: string, window?: number): void => {
-    if (text.length < 8) return;
+    // bytea columns (IVs, auth tags, ciphertext) read as the hex of random bytes: a needle of hex digits only needs
+    // 64 bits (16 digits) not to be found there by chance.
+    if (text.length < (/^[0-9a-f]+$/.test(text) ? 16 : 8)) return;
     const key = `${name}\0${text}`;
     const n = byText.get(key);
     if (!n) {
@@ -162,8 +162,9 @@ export async function scanRunLog(path: string, needles: Needle[]): Promise<{ lin
 /**
  * Scans every row of every table of the database (system schemas aside):
  * each column value as JSON text (bytea as \x hex, so the hex needles find
- * secrets in decoded bytes), the encrypted ciphertext columns left out. A
- * finding names the table, the column and how many rows.
+ * secrets in decoded bytes), the encrypted ciphertext columns too: AES-GCM
+ * output holds no needle by chance (add), a secret stored there as plaintext
+ * is found. A finding names the table, the column and how many rows.
  */
 export async function scanDatabase(url: string, needles: Needle[]): Promise<{ tables: number; rows: number; findings: Finding[] }> {
   const db = new pg.Client({ connectionString: url });
@@ -182,7 +183,7 @@ export async function scanDatabase(url: string, needles: Needle[]): Promise<{ ta
     for (const c of cols) {
       const key = `${c.schema}.${c.table}`;
       if (!tables.has(key)) tables.set(key, { schema: c.schema, table: c.table, columns: [] });
-      if (!ENCRYPTED_COLUMNS.includes(`${c.table}.${c.column}`)) tables.get(key)!.columns.push(c.column);
+      tables.get(key)!.columns.push(c.column);
     }
     const index = new NeedleIndex(needles);
     const found = new Map<string, Finding>();

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
@@ -31,13 +31,15 @@ describe('a scratch database is leak-scanned before its drop', () => {
     await admin.end();
   });
 
-  it('a fixed and a minted secret outside the encrypted columns: throws naming them (never the values), and the database is dropped', async () => {
+  it('a fixed and a minted secret in plain columns (and one only as ciphertext): throws naming them (never the values), and the database is dropped', async () => {
     const minted = `shpat_${randomBytes(16).toString('hex')}`;
     recordMintedSecret('scratch-database.spec planted token', minted);
     await fill(`CREATE TABLE notes (id int, body text, meta jsonb);
                 CREATE TABLE integration_credentials (id int, ciphertext bytea)`);
     await fill(`INSERT INTO notes VALUES (1, $1, $2), (2, 'nothing here', NULL)`, [`token=${SHOPIFY_TOKEN}`, { said: minted }]);
-    await fill(`INSERT INTO integration_credentials VALUES (1, $1)`, [Buffer.from(SHOPIFY_TOKEN)]); // the one place a secret may be
+    // The one place a secret may be: as AES-GCM ciphertext (plaintext there is a finding: minted-secrets.spec.ts).
+    const cipher = createCipheriv('aes-256-gcm', randomBytes(32), randomBytes(12));
+    await fill(`INSERT INTO integration_credentials VALUES (1, $1)`, [Buffer.concat([cipher.update(SHOPIFY_TOKEN, 'utf8'), cipher.final()])]);
     const error = await dropScratchDatabase(admin, dbName).then(() => undefined, (e: Error) => e);
     expect(error?.message.split('\n')).toEqual([
       `leak scan of scratch database ${dbName} before its drop: 2 finding(s):`,

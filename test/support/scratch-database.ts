@@ -1,10 +1,12 @@
 /**
  * Databases a spec creates on the test server for itself (a fresh one for a
  * generated admin key, a migration replayed from an earlier schema) and drops
- * when it is done. The run-wide leak scan (run-wide-scan.ts) reads only the
- * run's own database, once all files ran: a scratch database is gone by then.
- * So it is scanned with the same needles (the fixed test secrets and those
- * minted so far) before it is dropped, and a finding fails the spec.
+ * when it is done, and the databases of a PostgreSQL server a spec starts for
+ * itself (startPgServer, a gateway's embedded one). The run-wide leak scan
+ * (run-wide-scan.ts) reads only the run's own database, once all files ran: a
+ * scratch database is gone by then. So it is scanned with the same needles
+ * (the fixed test secrets and those minted so far) before it is dropped, and a
+ * finding fails the spec.
  */
 import type pg from 'pg';
 import { describeFinding, scanDatabase } from './run-leak-scan.js';
@@ -34,6 +36,20 @@ export async function scanScratchDatabase(url: string): Promise<string[]> {
   return findings;
 }
 
+/** The error a leak scan's findings fail a spec with: what was scanned, then one finding a line. */
+function leakError(what: string, findings: string[]): Error {
+  return new Error(`leak scan of ${what}: ${findings.length} finding(s):\n${findings.map((f) => `  - ${f}`).join('\n')}`);
+}
+
+/**
+ * Throws the leak scan's findings in the database at `url` (scanScratchDatabase; `what` names it in the error): for
+ * a database the run-wide scan never reads, scanned while it still exists.
+ */
+export async function expectNoLeaksIn(url: string, what: string): Promise<void> {
+  const findings = await scanScratchDatabase(url);
+  if (findings.length > 0) throw leakError(what, findings);
+}
+
 /**
  * Scans database `dbName` (on the test server, scratchDatabaseUrl; `admin` is a client of that server), then
  * drops it through `admin` whatever the scan found, and throws the findings: the spec (its afterAll or finally)
@@ -48,7 +64,5 @@ export async function dropScratchDatabase(admin: pg.Client, dbName: string): Pro
   } finally {
     await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   }
-  if (findings.length > 0) {
-    throw new Error(`leak scan of scratch database ${dbName} before its drop: ${findings.length} finding(s):\n${findings.map((f) => `  - ${f}`).join('\n')}`);
-  }
+  if (findings.length > 0) throw leakError(`scratch database ${dbName} before its drop`, findings);
 }
