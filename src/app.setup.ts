@@ -5,9 +5,11 @@ import type { Express, NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { APP_CONFIG, type AppConfig } from './config/app-config.js';
 import { correlationMiddleware } from './common/http/correlation.js';
+import { hostRequired } from './common/http/host-required.js';
 import { HttpDrain } from './common/http/http-drain.js';
 import { jsonBodyMiddleware } from './common/http/json-body.js';
 import { withProblemResponses } from './common/http/openapi.js';
+import { transferCodingGuard } from './common/http/transfer-coding.js';
 import { canonicalIdsInPath, nulInUrlGuard } from './common/http/url-guard.js';
 import { createValidationPipe } from './common/http/validation.js';
 import { requestLog } from './logging/logging.js';
@@ -52,6 +54,9 @@ export function configureApp(app: INestApplication): void {
     });
     next();
   });
+  // Requests framed in a way we cannot read as the client meant: one Host field (RFC 9112 §3.2), only chunked.
+  app.use(hostRequired);
+  app.use(transferCodingGuard);
   // Ahead of everything that could start work (the 503 carries the correlation id, and is logged and counted).
   app.use(drain.refuseEarly);
   // Every /v1 answer is for one key's eyes (full tool results, keys shown once): no cache may keep it.

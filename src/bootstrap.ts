@@ -3,16 +3,17 @@ import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { NextFunction, Request, Response } from 'express';
 import { DataSource } from 'typeorm';
 import { migratorOptions } from './db/db-options.js';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
+import { requestPath } from './logging/logging.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
 import { AppError } from './common/errors/app-error.js';
 import type { ErrorCode } from './common/errors/error-codes.js';
-import { problemBody, sendProblem } from './common/errors/problem.filter.js';
-import { CORRELATION_ID, correlationMiddleware } from './common/http/correlation.js';
+import { problemBody } from './common/errors/problem.filter.js';
+import { CORRELATION_ID } from './common/http/correlation.js';
+import { bodyLimitFor } from './common/http/json-body.js';
 import type { AppConfig } from './config/app-config.js';
 
 const MIGRATION_LOCK = 7_413_920_552;
@@ -91,16 +92,20 @@ function statusProblem(status: number, errorCode: ErrorCode, detail: string, cor
   return JSON.stringify({ ...problemBody(new AppError(errorCode, detail), correlationId), status });
 }
 
-/**
- * Node's 'checkExpectation': an Expect other than 100-continue (which Node answers with 100 Continue itself).
- * 417 problem+json instead of Node's bare 417; the request is not run, and the connection closes after the
- * answer (the body a client holds back until its expectation is met would otherwise be read as the next request).
- */
-export function refuseExpectation(req: IncomingMessage, res: ServerResponse): void {
+/** The client's X-Correlation-Id when it is sane (as correlationMiddleware takes it), else a fresh one. */
+function correlationIdOf(req: IncomingMessage): string {
   const given = req.headers['x-correlation-id'];
-  const correlationId = typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
-  const body = statusProblem(417, 'BAD_REQUEST', 'the Expect header can only be 100-continue', correlationId);
-  res.writeHead(417, {
+  return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
+}
+
+/**
+ * A problem+json answer given outside Express (the request is not run), closing the connection after it: the body a
+ * client holds back until its expectation is met would otherwise be read as the next request.
+ */
+function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, errorCode: ErrorCode, detail: string): void {
+  const correlationId = correlationIdOf(req);
+  const body = statusProblem(status, errorCode, detail, correlationId);
+  res.writeHead(status, {
     'Content-Type': 'application/problem+json',
     'Content-Length': Buffer.byteLength(body),
     'X-Correlation-Id': correlationId,
@@ -109,28 +114,42 @@ export function refuseExpectation(req: IncomingMessage, res: ServerResponse): vo
   res.end(body);
 }
 
-/** How many Host fields a request carries: Node keeps only the first in req.headers and drops the others. */
-function hostFieldCount(rawHeaders: string[]): number {
-  let count = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === 'host') count++;
-  return count;
+/**
+ * Node's 'checkExpectation': an Expect other than 100-continue (which checkContinue answers).
+ * 417 problem+json instead of Node's bare 417.
+ */
+export function refuseExpectation(req: IncomingMessage, res: ServerResponse): void {
+  answerAndClose(req, res, 417, 'BAD_REQUEST', 'the Expect header can only be 100-continue');
 }
 
 /**
- * RFC 9112 §3.2: an HTTP/1.1 request must carry exactly one Host field, and a server must answer 400 to one
- * without it or with several (a proxy in front may have read another one than ours). The first middleware
- * refuses both with problem+json and the correlation id; Node's own check (requireHostHeader, off in
- * createGateway) answers a bare 400 to a missing Host only.
+ * Node's 'checkContinue' (Expect: 100-continue), which otherwise invites every upload: a declared body over the
+ * route's limit is answered 413 at once, before the client sends it, and its connection closed (else Node would
+ * read the whole body to reach the next request). Any other request is invited and runs as usual; emitted as
+ * 'request', so HttpDrain counts it like every other.
  */
-export function hostRequired(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
-  const count = hostFieldCount(req.rawHeaders);
-  const http11 = req.httpVersionMajor === 1 && req.httpVersionMinor === 1;
-  if (count === 1 || (count === 0 && !http11)) return next();
-  const detail = count === 0 ? 'an HTTP/1.1 request must carry a Host header' : 'a request must carry one Host header, not several';
-  correlationMiddleware(req, res, () => {
-    res.setHeader('Connection', 'close');
-    sendProblem(res, new AppError('BAD_REQUEST', detail), req.correlationId ?? 'unknown');
-  });
+export function checkContinue(server: Server): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const limit = bodyLimitFor(requestPath(req.url));
+    if (Number(req.headers['content-length'] ?? 0) > limit) return answerAndClose(req, res, 413, 'PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`);
+    res.writeContinue();
+    server.emit('request', req, res);
+  };
+}
+
+/** Writes a whole problem+json answer on a raw socket and closes it (no ServerResponse exists for it). */
+function endWithProblem(socket: Duplex, status: number, errorCode: ErrorCode, detail: string, correlationId: string): void {
+  const body = statusProblem(status, errorCode, detail, correlationId);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
+      'Content-Type: application/problem+json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Correlation-Id: ${correlationId}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+  // end() flushes then closes; a peer that never reads must not keep the socket open.
+  setTimeout(() => socket.destroy(), 1_000).unref();
 }
 
 /**
@@ -145,18 +164,19 @@ export function handleClientError(err: Error & { code?: string }, socket: Duplex
     return;
   }
   const { status, errorCode, detail } = clientErrorProblem(err.code);
-  const correlationId = randomUUID();
-  const body = statusProblem(status, errorCode, detail, correlationId);
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
-      'Content-Type: application/problem+json\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-Correlation-Id: ${correlationId}\r\n` +
-      'Connection: close\r\n\r\n' +
-      body,
-  );
-  // end() flushes then closes; a peer that never reads must not keep the socket open.
-  setTimeout(() => socket.destroy(), 1_000).unref();
+  endWithProblem(socket, status, errorCode, detail, randomUUID());
+}
+
+/**
+ * Node's 'connect': the gateway is no proxy. Without a listener Node destroys the socket without a word; the
+ * client gets problem+json instead (400: the API has no 405 code), then the connection closes. Nothing is tunnelled.
+ */
+export function refuseConnect(req: IncomingMessage, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  endWithProblem(socket, 400, 'BAD_REQUEST', 'CONNECT is not supported: the gateway is not a proxy', correlationIdOf(req));
 }
 
 export interface Gateway {
@@ -180,11 +200,15 @@ export interface GatewayHooks {
 export async function createGateway(config: AppConfig, opts: AppModuleOptions = {}, hooks: GatewayHooks = {}): Promise<Gateway> {
   const app = await NestFactory.create(AppModule.forRoot(config, opts), { bodyParser: false, bufferLogs: true, abortOnError: false });
   const server = app.getHttpServer() as Server & { requireHostHeader: boolean };
-  server.requireHostHeader = false; // hostRequired answers instead, with problem+json
-  app.use(hostRequired); // ahead of configureApp's middleware
+  server.requireHostHeader = false; // hostRequired (configureApp) answers instead, with problem+json
+  // Node keeps only the first 2000 fields by default and drops the rest unseen: a second Host, an Authorization or
+  // X-Forwarded-For after them. maxHeaderSize still bounds the headers (431).
+  server.maxHeadersCount = 0;
   configureApp(app);
   server.on('clientError', handleClientError);
   server.on('checkExpectation', refuseExpectation);
+  server.on('checkContinue', checkContinue(server));
+  server.on('connect', refuseConnect);
   // On connections of their own, without the client-side query timeout (DB_QUERY_TIMEOUT_MS): waiting for
   // another replica's migration, or an index build on a large table, may rightly take longer.
   const migrator = await new DataSource(migratorOptions(config.DATABASE_URL!)).initialize();

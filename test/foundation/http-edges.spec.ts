@@ -55,6 +55,17 @@ const expecting = (expect: string, name: string) =>
   `POST /v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nContent-Type: application/json\r\n` +
   `Expect: ${expect}\r\nContent-Length: ${orgBody(name).length}\r\n\r\n${orgBody(name)}`;
 
+/** Expect: 100-continue with a declared body, the body held back (as a client does until 100 Continue). */
+const continuing = (path: string, length: number) =>
+  `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nContent-Type: application/json\r\n` +
+  `Expect: 100-continue\r\nContent-Length: ${length}\r\n\r\n`;
+const connectRequest = 'CONNECT vendor.example:443 HTTP/1.1\r\nHost: vendor.example:443\r\n\r\n';
+/** POST /v1/orgs with its body chunked and the given Transfer-Encoding field(s). */
+const transferCoded = (fields: string[], name: string) =>
+  `POST /v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nContent-Type: application/json\r\n` +
+  fields.map((f) => `Transfer-Encoding: ${f}\r\n`).join('') +
+  `Connection: close\r\n\r\n${orgBody(name).length.toString(16)}\r\n${orgBody(name)}\r\n0\r\n\r\n`;
+
 function expectProblem(res: RawResponse, status: number, code: string): void {
   expect(res.status).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -166,6 +177,66 @@ describe('HTTP edges: readiness, unparsable requests, reserved org id', () => {
     expect(await orgsNamed(name)).toBe(1);
   });
 
+  it('Expect: 100-continue with a Content-Length over the route\'s limit: 413 problem+json at once, no 100 Continue, the connection closed', async () => {
+    const res = await rawRequest(port, continuing('/v1/orgs', 100_000_000));
+    expectProblem(res, 413, 'PAYLOAD_TOO_LARGE');
+    expect(res.headers.connection).toBe('close');
+    expect(JSON.parse(res.body).detail).toBe('body exceeds 65536 bytes');
+    // the limit is the route's: a tool call may carry more than an admin body (512 KiB), and is invited
+    const invited = await new Promise<string>((resolve) => {
+      const s = connect(port, '127.0.0.1');
+      let got = '';
+      s.on('data', (c: Buffer) => {
+        got += c.toString('utf8');
+        s.destroy();
+      });
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        logSocketAnswer('POST /v1/runs/x/tool-calls HTTP/1.1\r\n', got);
+        resolve(got);
+      });
+      s.write(continuing(`/v1/runs/${crypto.randomUUID()}/tool-calls`, 100_000));
+    });
+    expect(invited).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+  });
+
+  it('CONNECT: 400 problem+json BAD_REQUEST (not a connection dropped without a word), the correlation id echoed, nothing tunnelled', async () => {
+    const res = await rawRequest(port, connectRequest);
+    expectProblem(res, 400, 'BAD_REQUEST');
+    expect(JSON.parse(res.body).detail).toMatch(/CONNECT/);
+    const withId = await rawRequest(port, connectRequest.replace('\r\n\r\n', '\r\nX-Correlation-Id: connect-1\r\n\r\n'));
+    expectProblem(withId, 400, 'BAD_REQUEST');
+    expect(withId.headers['x-correlation-id']).toBe('connect-1');
+    expect((await t.http.get('/healthz')).status).toBe(200);
+  });
+
+  it('a Transfer-Encoding other than chunked: 415 problem+json, the connection closed, nothing run; chunked alone still works', async () => {
+    for (const fields of [['gzip, chunked'], ['foo, chunked'], ['gzip', 'chunked'], ['GZIP , Chunked']]) {
+      const name = `transfer coded ${crypto.randomUUID()}`;
+      const res = await rawRequest(port, transferCoded(fields, name));
+      expectProblem(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+      expect(res.headers.connection, fields.join(' | ')).toBe('close');
+      expect(JSON.parse(res.body).detail).toMatch(/Transfer-Encoding/);
+      expect(await orgsNamed(name), fields.join(' | ')).toBe(0);
+    }
+    // whatever the method: the check comes before any body is read
+    expectProblem(await rawRequest(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n'), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    for (const fields of [['chunked'], [' Chunked ']]) {
+      const name = `chunked ${crypto.randomUUID()}`;
+      expect((await rawRequest(port, transferCoded(fields, name))).status).toBe(201);
+      expect(await orgsNamed(name)).toBe(1);
+    }
+  });
+
+  it('past 2000 header fields nothing is dropped: a second Host there is refused, an Authorization there is read', async () => {
+    const filler = 'A: b\r\n'.repeat(2000);
+    const res = await rawRequest(port, `GET /healthz HTTP/1.1\r\nHost: gateway.example\r\n${filler}Host: other.example\r\nConnection: close\r\n\r\n`);
+    expectProblem(res, 400, 'BAD_REQUEST');
+    expect(JSON.parse(res.body).detail).toMatch(/one Host/);
+    const authorized = await rawRequest(port, `GET /v1/api-keys HTTP/1.1\r\nHost: x\r\n${filler}Authorization: ${adminAuth.Authorization}\r\nConnection: close\r\n\r\n`);
+    expect(authorized.status, authorized.body.slice(0, 300)).toBe(200);
+  });
+
   it('the server keeps serving after a client resets its connection mid-request', async () => {
     await new Promise<void>((resolve) => {
       const s = connect(port, '127.0.0.1', () => {
@@ -227,7 +298,7 @@ describe('clientError handler on a socket that cannot take an answer', () => {
 });
 
 describe('the gateway process (npm start, built dist/) answers unparsable requests with problem+json', () => {
-  it('431 for oversized headers, 400 for garbage or a missing Host, 417 for an unknown Expect', async () => {
+  it('431 for oversized headers, 400 for garbage, a missing Host or CONNECT, 417 for an unknown Expect, 413 before inviting an oversized body, 415 for a transfer coding', async () => {
     const gw = await startGatewayProcess({ LOG_LEVEL: 'warn' });
     try {
       const port = Number(new URL(gw.url).port);
@@ -235,6 +306,9 @@ describe('the gateway process (npm start, built dist/) answers unparsable reques
       expectProblem(await rawRequest(port, garbage), 400, 'BAD_REQUEST');
       expectProblem(await rawRequest(port, noHost), 400, 'BAD_REQUEST');
       expectProblem(await rawRequest(port, expecting('200-ok', 'never created')), 417, 'BAD_REQUEST');
+      expectProblem(await rawRequest(port, connectRequest), 400, 'BAD_REQUEST');
+      expectProblem(await rawRequest(port, continuing('/v1/orgs', 100_000_000)), 413, 'PAYLOAD_TOO_LARGE');
+      expectProblem(await rawRequest(port, transferCoded(['gzip, chunked'], 'never created')), 415, 'UNSUPPORTED_MEDIA_TYPE');
       expect((await gw.http.get('/healthz')).status).toBe(200);
     } finally {
       await gw.stop();

@@ -4,8 +4,8 @@ import { logSocketAnswer } from '../support/response-log.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth, bearer } from '../support/test-app.js';
 
-/** Writes raw bytes (header fields Node's clients cannot repeat) and reads the answer until the server closes. */
-function raw(port: number, bytes: string): Promise<{ status: number; headers: string; body: string }> {
+/** Writes raw bytes (header fields Node's clients cannot repeat, bodies that are not UTF-8) and reads the answer until the server closes. */
+function raw(port: number, bytes: string | Buffer): Promise<{ status: number; headers: string; body: string }> {
   return new Promise((resolve, reject) => {
     const s = connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
@@ -17,7 +17,7 @@ function raw(port: number, bytes: string): Promise<{ status: number; headers: st
     s.on('error', () => undefined);
     s.on('close', () => {
       clearTimeout(timer);
-      logSocketAnswer(bytes, Buffer.concat(chunks)); // the run-wide leak scan reads it
+      logSocketAnswer(typeof bytes === 'string' ? bytes : bytes.toString('latin1'), Buffer.concat(chunks)); // the run-wide leak scan reads it
       const [headers, ...rest] = Buffer.concat(chunks).toString('utf8').split('\r\n\r\n');
       resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(headers)?.[1] ?? 0), headers, body: rest.join('\r\n\r\n') });
     });
@@ -25,7 +25,7 @@ function raw(port: number, bytes: string): Promise<{ status: number; headers: st
   });
 }
 
-describe('what the client wrote is what the gateway acts on: exact numbers, one Idempotency-Key', () => {
+describe('what the client wrote is what the gateway acts on: exact numbers, one Idempotency-Key, UTF-8 bodies', () => {
   let h: Harness;
   let org: OrgSetup;
   let port: number;
@@ -110,5 +110,42 @@ describe('what the client wrote is what the gateway acts on: exact numbers, one 
     const res = await raw(port, toolCall([`a, b ${Date.now()}`]));
     expect(res.status, res.body.slice(0, 300)).toBe(200);
     expect(JSON.parse(res.body)).toMatchObject({ status: 'succeeded' });
+  });
+
+  /** A raw POST of `body` (bytes), closing after the answer. */
+  const rawPost = (path: string, headers: string, body: Buffer) =>
+    Buffer.concat([Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`), body]);
+  /** `before` + the byte 0xE9 (é in Latin-1, never valid alone in UTF-8) + `after`. */
+  const latin1E = (before: string, after: string) => Buffer.concat([Buffer.from(before), Buffer.from([0xe9]), Buffer.from(after)]);
+  const json = 'Content-Type: application/json\r\n';
+
+  it('a body that is not valid UTF-8 → 400 problem+json, not read with U+FFFD in its place and acted on; nothing stored or sent', async () => {
+    const rows = await ledgerRows();
+    const sent = h.emu.requests.length;
+    const agent = `Authorization: Bearer ${org.agentKey}\r\n`;
+    const call = (id: string) => latin1E(`{"type":"tool_use","id":"${id}","name":"nango_proxy","input":{"action":"post","path":"v1/messages","body":{"text":"caf`, '"}}}');
+    const res = await raw(port, rawPost(`/v1/runs/${org.runId}/tool-calls`, agent + json, call(`toolu_latin1_${Date.now()}`)));
+    expect(res.status, res.body.slice(0, 300)).toBe(400);
+    expect(res.headers).toMatch(/content-type: application\/problem\+json/i);
+    expect(JSON.parse(res.body)).toMatchObject({ code: 'BAD_REQUEST', detail: 'body is not valid UTF-8' });
+    expect(await ledgerRows()).toBe(rows);
+    expect(h.emu.requests.length).toBe(sent);
+    // admin routes read bodies the same way: the org is not created under another name
+    const name = `latin1 ${crypto.randomUUID()} caf`;
+    const orgRes = await raw(port, rawPost('/v1/orgs', `Authorization: ${adminAuth.Authorization}\r\n` + json, latin1E(`{"name":"${name}`, '"}')));
+    expect(orgRes.status).toBe(400);
+    expect(JSON.parse(orgRes.body)).toMatchObject({ code: 'BAD_REQUEST', detail: 'body is not valid UTF-8' });
+    expect(((await h.t.ds.query('SELECT count(*)::int AS n FROM orgs WHERE name LIKE $1', [`${name}%`])) as { n: number }[])[0].n).toBe(0);
+    // the order of checks holds: authentication first (API.md §9), and a body that is not JSON at all is 415
+    expect((await raw(port, rawPost(`/v1/runs/${org.runId}/tool-calls`, json, call('toolu_latin1_anon')))).status).toBe(401);
+    expect((await raw(port, rawPost(`/v1/runs/${org.runId}/tool-calls`, `${agent}Content-Type: text/plain\r\n`, call('toolu_latin1_text')))).status).toBe(415);
+  });
+
+  it('valid UTF-8 beyond ASCII reaches the vendor as written', async () => {
+    const before = h.emu.requests.length;
+    const body = Buffer.from(`{"type":"tool_use","id":"toolu_utf8_${Date.now()}","name":"nango_proxy","input":{"action":"post","path":"v1/messages","body":{"text":"café ✓ 𝄞"}}}`);
+    const res = await raw(port, rawPost(`/v1/runs/${org.runId}/tool-calls`, `Authorization: Bearer ${org.agentKey}\r\n` + json, body));
+    expect(res.status, res.body.slice(0, 300)).toBe(200);
+    expect(h.emu.requests.slice(before).find((r) => r.vendor === 'nango')?.body).toContain('"text":"café ✓ 𝄞"');
   });
 });

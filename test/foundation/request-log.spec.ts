@@ -163,6 +163,21 @@ describe('request log: answers given before the routes', () => {
     ]);
   });
 
+  it('a 400 for a missing or repeated Host, and a 415 for a transfer coding, are logged once with the correlation id they answer', async () => {
+    const port = (t.app.getHttpServer().address() as { port: number }).port;
+    for (const [cid, text, status] of [
+      ['rl-no-host-1', 'GET /v1/api-keys HTTP/1.1\r\nX-Correlation-Id: rl-no-host-1\r\n\r\n', 400],
+      ['rl-two-hosts-1', 'GET /v1/api-keys HTTP/1.1\r\nHost: a\r\nHost: b\r\nX-Correlation-Id: rl-two-hosts-1\r\n\r\n', 400],
+      ['rl-te-1', 'GET /v1/api-keys HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\nX-Correlation-Id: rl-te-1\r\n\r\n0\r\n\r\n', 415],
+    ] as const) {
+      const answer = await raw(port, text);
+      expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} [^]*\r\nX-Correlation-Id: ${cid}\r\n[^]*"correlationId":"${cid}"`));
+      expect(await requestLine(t.logs, cid), cid).toEqual([
+        expect.objectContaining({ msg: 'request completed', correlationId: cid, req: { method: 'GET', path: '/v1/api-keys' }, res: { statusCode: status } }),
+      ]);
+    }
+  });
+
   it('a 503 GATEWAY_STOPPING during the drain is logged and counted in http_request_duration_seconds', async () => {
     const other = await startTestApp();
     try {

@@ -15,6 +15,30 @@ const UTF8_COMPATIBLE = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii']);
 /** Content codings that compress (RFC 9110 §8.4.1 and the registry); anything else is read as it comes. */
 const COMPRESSIONS = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'compress', 'x-compress', 'zstd']);
 
+/**
+ * Strict UTF-8: Buffer#toString would turn an invalid byte into U+FFFD, and the call would then be acted on (sent to
+ * the vendor, stored, digested) with other text than the client wrote. A BOM is kept, as toString kept it (and
+ * JSON.parse refuses it).
+ */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The body as text, or undefined when it is not valid UTF-8. */
+function utf8Text(bytes: Buffer): string | undefined {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The most body bytes a request to `path` (as Express routes it: no query) may carry. Also read before any body is
+ * invited (bootstrap's 'checkContinue'), so both places agree.
+ */
+export function bodyLimitFor(path: string): number {
+  return TOOL_CALL_PATH.test(path) ? TOOL_CALL_BODY_LIMIT : ADMIN_BODY_LIMIT;
+}
+
 /** A parameter of a media type's `; name=value` list (quoted values read whole, so a quoted ";charset=" is not one). */
 function mediaTypeParameter(params: string, name: string): string | undefined {
   const re = /;\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)/g;
@@ -67,7 +91,7 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
   if (method === 'GET' || method === 'HEAD' || method === 'DELETE' || method === 'OPTIONS') return next();
   const toolCallPath = TOOL_CALL_PATH.exec(req.path);
   const toolCalls = toolCallPath !== null;
-  const limit = toolCalls ? TOOL_CALL_BODY_LIMIT : ADMIN_BODY_LIMIT;
+  const limit = bodyLimitFor(req.path);
   const cid = req.correlationId ?? 'unknown';
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) {
@@ -101,8 +125,8 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
     if (toolCallPath && !toolCallPath[1] && (req.headersDistinct['idempotency-key']?.length ?? 0) > 1) {
       return refuse(new AppError('BAD_REQUEST', 'Idempotency-Key must be sent once, not in several header fields'));
     }
-    const text = Buffer.concat(chunks).toString('utf8');
-    if (text.trim() === '') {
+    const text = utf8Text(Buffer.concat(chunks));
+    if (text !== undefined && text.trim() === '') {
       (req as { body?: unknown }).body = undefined;
       return next();
     }
@@ -120,6 +144,8 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
     if (codings.some((c) => COMPRESSIONS.has(c))) {
       return refuse(new AppError('UNSUPPORTED_MEDIA_TYPE', 'Content-Encoding is not supported: send the body uncompressed'));
     }
+    // After the media type checks: a compressed or mislabelled body is refused for what it is, not as bad UTF-8.
+    if (text === undefined) return refuse(new AppError('BAD_REQUEST', 'body is not valid UTF-8'));
     if (jsonDepth(text) > MAX_JSON_DEPTH) {
       return refuse(new AppError('BAD_REQUEST', `JSON nesting deeper than ${MAX_JSON_DEPTH}`));
     }
