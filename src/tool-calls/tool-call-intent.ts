@@ -65,6 +65,7 @@ export async function writeIntentRow(
   events: NewLedgerEvent[],
   policy: PolicyDecisionRow | null,
   approval: ApprovalRow | null,
+  resent = false,
 ): Promise<IntentResult> {
   const p: unknown[] = [
     row.id, row.orgId, row.runId, row.specialistId, row.toolName, row.action, row.vendor, row.status, row.errorCode, row.errorText,
@@ -123,7 +124,8 @@ export async function writeIntentRow(
   );
   metrics.ledgerWrite.observe({ kind: 'intent' }, (performance.now() - t0) / 1000);
   if (res.id !== null) return 'reserved';
-  if (res.mine) {
+  // Only a resend can meet an earlier attempt of its own still committing (a replay's first send cannot).
+  if (res.mine || (resent && res.key_live && res.live && res.gov_ok && (await committedSinceSnapshot(sql, row.id)))) {
     // The orphan sweep's clock starts again: the vendor call starts only now.
     if (running) await sql.query(`UPDATE tool_calls SET started_at = now() WHERE id = $1 AND status = 'running'`, [row.id]);
     return 'reserved';
@@ -131,4 +133,15 @@ export async function writeIntentRow(
   if (!res.key_live) return 'key-revoked';
   if (!res.live) return 'run-ended';
   return res.gov_ok ? 'exists' : 'governance-changed';
+}
+
+/**
+ * Whether this call's row exists now, read afresh after an intent statement found its key taken. An earlier
+ * attempt the client gave up on (pg's query_timeout) may still have been running on the server: this statement's
+ * INSERT then waited for it and found the key taken once it committed, while `mine`, read in the snapshot taken
+ * before that commit, could not see the row. The intent's id is this request's alone, so the row is its own.
+ */
+async function committedSinceSnapshot(sql: Sql, id: string): Promise<boolean> {
+  const [row] = await sql.query<{ mine: boolean }>('SELECT EXISTS (SELECT 1 FROM tool_calls WHERE id = $1) AS mine', [id]);
+  return row?.mine === true;
 }

@@ -108,8 +108,8 @@ export class ToolCallLedger implements OnApplicationShutdown {
   }
 
   /** The intent statement (see writeIntentRow for what each result means). */
-  writeIntent(row: IntentRow, events: NewLedgerEvent[], policy: PolicyDecisionRow | null, approval: ApprovalRow | null): Promise<IntentResult> {
-    return writeIntentRow(this.sql, this.metrics, row, events, policy, approval);
+  writeIntent(row: IntentRow, events: NewLedgerEvent[], policy: PolicyDecisionRow | null, approval: ApprovalRow | null, resent = false): Promise<IntentResult> {
+    return writeIntentRow(this.sql, this.metrics, row, events, policy, approval, resent);
   }
 
   /**

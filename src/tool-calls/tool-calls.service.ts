@@ -143,6 +143,7 @@ export class ToolCallsService {
           : null;
       // Sent again while the database is briefly unavailable: an attempt that committed with its answer lost is
       // found as this call's own row (writeIntent), so the call is recorded once and still runs.
+      let sends = 0;
       const intent = retryWhileUnavailable(() => this.ledger.writeIntent(
         {
           id, orgId, runId: run.id, specialistId: run.specialistId, toolName, action, vendor: entry?.vendor ?? null,
@@ -153,6 +154,7 @@ export class ToolCallsService {
         events,
         policy && policyDecisionId ? { id: policyDecisionId, ...policy } : null,
         approval,
+        sends++ > 0,
       ), { budgetMs: INTENT_WRITE_RETRY_MS, capMs: 500 });
       if (release) this.admission.trackIntent(`${orgId}:${idempotencyKey}`, intent);
       let written: IntentResult;

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Sql } from '../../src/db/sql.js';
 import { OrphanSweeperService } from '../../src/tool-calls/orphan-sweeper.service.js';
+import { aroundStatements, connectionLost } from '../approvals/support.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
 import { eventsOf, rowOf, waitFor } from './support.js';
@@ -44,6 +46,30 @@ describe('an outcome that arrives after the orphan sweep gave up on the call', (
     expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.outcome_after_sweep']);
     expect(events[3].metadata).toMatchObject({ toolName: 'order_lookup', action: 'lookup', status: 'succeeded', errorCode: null, vendorStatus: 200, reconciled: false });
     expect(events[3].metadata.durationMs).toEqual(expect.any(Number));
+  });
+
+  it('records the vendor’s answer once when the statement that recorded it loses its answer and is sent again', async () => {
+    let undo = (): void => undefined;
+    let lost = 0;
+    try {
+      const { id, res } = await sweptWhileAtVendor(async () => {
+        undo = aroundStatements(h.t.app.get(Sql), async (text, _params, send) => {
+          if (lost > 0 || !text.includes('tool_call.outcome_after_sweep')) return send();
+          lost++;
+          await send(); // committed: the event is in the ledger
+          throw connectionLost(); // and the answer never arrives
+        });
+      });
+      expect(lost).toBe(1);
+      // The same answer as when nothing was lost: the sweep's indeterminate.
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ toolCallId: id, status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+      const events = await eventsOf(h, id);
+      expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.outcome_after_sweep']);
+      expect(events[3].metadata).toMatchObject({ status: 'succeeded', vendorStatus: 200, reconciled: false });
+    } finally {
+      undo();
+    }
   });
 
   it('a call ops reconciled meanwhile keeps the reconcile, and the ledger still records what the vendor answered (the evidence for or against it)', async () => {

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sql } from '../../src/db/sql.js';
 import { OrphanSweeperService } from '../../src/tool-calls/orphan-sweeper.service.js';
@@ -59,6 +60,66 @@ describe('a new call whose intent write meets a dropped connection', () => {
     const again = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
     expect(again.body).toMatchObject({ status: 'succeeded', replayed: true, toolCallId: res.body.toolCallId });
     expect(sent()).toBe(1);
+  });
+
+  /**
+   * Posts `use` while its first intent attempt outlives the client's wait: the server runs the statement (the row
+   * inserted), pg's query_timeout answers the gateway first, and the commit comes only once the resend — its
+   * snapshot taken before that commit — waits on the key the first attempt holds.
+   */
+  async function postWithIntentPastClientTimeout(use: ReturnType<typeof toolUse>) {
+    const server = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await server.connect();
+    const serverPid = ((await server.query('SELECT pg_backend_pid() AS pid')).rows as { pid: number }[])[0].pid;
+    let attempts = 0;
+    const undo = aroundStatements(h.t.app.get(Sql), async (text, params, send) => {
+      if (!text.includes('INSERT INTO tool_calls')) return send();
+      if (++attempts === 1) {
+        await server.query('BEGIN');
+        await server.query(text, params);
+        throw new Error('Query read timeout'); // pg's query_timeout: the client stops waiting, the server goes on
+      }
+      const answer = send();
+      try {
+        await waitFor(
+          async () => ((await h.t.ds.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [serverPid])) as { n: number }[])[0].n > 0,
+          'the resent intent to wait for the first attempt',
+        );
+      } finally {
+        await server.query('COMMIT');
+      }
+      return answer;
+    });
+    try {
+      const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
+      expect(attempts).toBe(2);
+      return res;
+    } finally {
+      undo();
+      await server.end();
+    }
+  }
+
+  const typesOf = async (id: string) =>
+    ((await h.t.ds.query(`SELECT type FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq`, [id])) as { type: string }[]).map((e) => e.type);
+
+  it('still running on the server when the client gave up on it: the resend finds the call its own and runs it, once', async () => {
+    const note = `lost-intent in flight ${Date.now()}`;
+    const use = toolUse('shopify_order', { action: 'add_note', orderId: '450789469', note });
+    const res = await postWithIntentPastClientTimeout(use);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ status: 'succeeded', replayed: false });
+    expect(h.emu.requests.filter((r) => r.body.includes(note)).length).toBe(1);
+    const rows = (await h.t.ds.query(`SELECT id, status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2`, [org.runId, use.id])) as { id: string; status: string }[];
+    expect(rows).toEqual([{ id: res.body.toolCallId, status: 'succeeded' }]);
+    expect(await typesOf(res.body.toolCallId)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.succeeded']);
+  });
+
+  it('a refusal still running on the server when the client gave up on it: the resend answers the refusal, not 409', async () => {
+    const res = await postWithIntentPastClientTimeout(toolUse('order_lookup', { action: 'lookupp', orderId: '1' }));
+    expect(res.status, JSON.stringify(res.body)).toBe(403);
+    expect(res.body).toMatchObject({ status: 'blocked', errorCode: 'NOT_IN_MANIFEST', replayed: false });
+    expect(await typesOf(res.body.toolCallId)).toEqual(['tool_call.requested', 'tool_call.blocked']);
   });
 
   it('after it committed, the database down past the retries: 503 and nothing sent; once it is back the call is failed as not sent, not left running for the sweep', async () => {
@@ -131,14 +192,24 @@ describe('a new call whose intent write meets a dropped connection', () => {
     }
   });
 
-  it('an outage past the stale window, the sweep first (another replica): the call stays indeterminate, but the unsent settle takes back its charge', async () => {
-    const note = `lost-intent swept ${Date.now()}`;
+  it.each([
+    ['', false],
+    [' (once, though its first write committed with the answer lost)', true],
+  ])('an outage past the stale window, the sweep first (another replica): the call stays indeterminate, but the unsent settle takes back its charge%s', async (_label, loseSettleAnswer) => {
+    const note = `lost-intent swept ${loseSettleAnswer ? 'lost ' : ''}${Date.now()}`;
     const use = toolUse('shopify_order', { action: 'add_note', orderId: '450789469', note });
     const sent = () => h.emu.requests.filter((r) => r.body.includes(note)).length;
     let down = true;
     let committed = false;
+    let settleLost = !loseSettleAnswer;
     const undo = aroundStatements(h.t.app.get(Sql), async (text, _params, send) => {
-      if (!down) return send();
+      if (!down) {
+        // The background settle's statement commits, its answer is lost, and the retry sends it again.
+        if (settleLost || !text.includes('tool_call.outcome_after_sweep')) return send();
+        settleLost = true;
+        await send();
+        throw connectionLost();
+      }
       if (text.includes("SET status = 'indeterminate', error_code = 'OUTCOME_UNKNOWN'")) return send(); // the sweep, as on a replica that reaches the database
       if (!committed && text.includes('INSERT INTO tool_calls')) {
         committed = true;
@@ -164,6 +235,7 @@ describe('a new call whose intent write meets a dropped connection', () => {
       const events = (await h.t.ds.query(`SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq`, [row.id])) as { type: string; metadata: { errorCode?: string } }[];
       expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.outcome_after_sweep']);
       expect(events[3].metadata.errorCode).toBe('EXECUTION_ERROR');
+      expect(settleLost).toBe(true);
       expect(sent()).toBe(0);
     } finally {
       down = false;
