@@ -92,7 +92,15 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
   if (o.dropInput) ctes.push('ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id)');
   ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
   const t0 = performance.now();
-  const rows = await sql.prepared<{ id: string }>(`WITH ${ctes.join(',\n')} SELECT id FROM tc`, p);
+  const text = `WITH ${ctes.join(',\n')} SELECT id FROM tc`;
+  let rows = await sql.prepared<{ id: string }>(text, p);
+  if (rows.length === 0 && o.from === 'running') {
+    // Settled by someone else. If that was the sweep's statement, still uncommitted when this one took its snapshot,
+    // `tc` waited for it and found the row indeterminate, while `swept` read the row as running in the old snapshot:
+    // the vendor's answer (or "not sent") was recorded nowhere. Sent once more, it reads the settle as committed;
+    // `tc` stays a no-op, the late event is written at most once, the charge taken back only from a swept row.
+    rows = await sql.prepared<{ id: string }>(text, p);
+  }
   metrics.ledgerWrite.observe({ kind: 'outcome' }, (performance.now() - t0) / 1000);
   return rows.length === 1;
 }
