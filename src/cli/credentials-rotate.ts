@@ -13,8 +13,9 @@ import { loggableErrorText } from '../common/errors/loggable-error.js';
 /**
  * `npm run credentials:rotate [-- --batch-size=N]`: re-encrypts every stored
  * credential, result and pending approval input under MASTER_ENCRYPTION_ACTIVE_KEY_ID. Safe to re-run
- * and to interrupt. Exit 0 all done, 1 some rows could not be decrypted (listed
- * by id in the summary) or the run failed, 2 usage or configuration problem.
+ * and to interrupt. Exit 0 all done (no row under another key: the old key may go), 1 rows are still under
+ * other keys (some could not be decrypted, listed by id in the summary, or a writer still on the old key wrote
+ * them meanwhile) or the run failed, 2 usage or configuration problem (also: a loaded key id given new material).
  */
 async function main(args: string[]): Promise<number> {
   let batchSize = 200;
@@ -69,9 +70,30 @@ async function main(args: string[]): Promise<number> {
       console.error('the schema does not exist in this database: run `npm run migration:run` (or start the gateway once) first');
       return 2;
     }
-    const summary = await new KeyRotationService(ds, new EnvelopeCipher(config.keyring), new LedgerEventsService(ds)).rotate({ batchSize });
+    const rotation = new KeyRotationService(ds, new EnvelopeCipher(config.keyring), new LedgerEventsService(ds));
+    const mislabelled = await rotation.mislabelledKeyIds();
+    if (mislabelled.length > 0) {
+      // Rows labelled with the active id are never rotated: they would stay under the old material, lost with it.
+      for (const { kind, keyId } of mislabelled) {
+        console.error(`key id ${keyId} names different material than its rows (${kind}): give the new key a new id (e.g. k3), keep ${keyId} for the old one`);
+      }
+      return 2;
+    }
+    const summary = await rotation.rotate({ batchSize });
     console.log(JSON.stringify(summary));
-    return summary.credentials.failed + summary.results.failed + summary.inputs.failed + summary.tokens.failed > 0 ? 1 : 0;
+    const parts = [summary.credentials, summary.results, summary.inputs, summary.tokens];
+    const remaining = parts.reduce((n, c) => n + c.remaining, 0);
+    const failed = parts.reduce((n, c) => n + c.failed, 0);
+    if (remaining === 0 && failed === 0) return 0;
+    // Exit 0 is the operator's cue to remove the old key: not while any row still needs one.
+    if (remaining > 0) {
+      console.error(
+        `${remaining} rows still under other keys than ${summary.toKeyId}` +
+          (failed > 0 ? ` (${failed} of them no loaded key opens: see failures)` : '') +
+          ': re-run; is a writer still using the old key? Do not remove the old key yet',
+      );
+    }
+    return 1;
   } finally {
     await ds.destroy();
   }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { DecryptionError, EnvelopeCipher, FINGERPRINT_PREFIX, type Envelope } from '../common/crypto/envelope-cipher.js';
 import { NIL_UUID } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
@@ -15,6 +15,11 @@ export interface RotationCounts {
   skipped: number;
   /** decrypts with no loaded key: left as it is */
   failed: number;
+  /**
+   * Rows still under another key id once the run is done: the failed ones, and any a writer still on the old key
+   * rewrote (or inserted) under it meanwhile. The old key may go only when every table has none.
+   */
+  remaining: number;
 }
 
 export type RotationFailure =
@@ -46,6 +51,11 @@ interface StoredRow {
 
 interface TableSpec {
   kind: RotationFailure['kind'];
+  table: string;
+  /** the column that, with org_id, identifies a row (StoredRow.sub_id) */
+  sub: string;
+  /** SQL condition: the row holds an envelope (a lease-only vendor token holds none) */
+  sealed: string;
   /** rows not under the active key, after `cursor` in primary-key order */
   select(activeKeyId: string, cursor: StoredRow | null, limit: number): [string, unknown[]];
   /** conditional on the row still holding what was read, so a concurrent writer wins; `plaintext`: what the row holds */
@@ -68,6 +78,9 @@ function byIntegration(
 ): TableSpec {
   return {
     kind,
+    table,
+    sub: 'integration_type',
+    sealed: 'key_id IS NOT NULL',
     // With a fingerprint, also rows already under the active key whose fingerprint is in a form of earlier versions:
     // unkeyed ("sha256:…", which an ops key could test guesses against) or keyed but not bound to the org and
     // integration ("hmac:…", equal across orgs): they get the current one.
@@ -92,6 +105,9 @@ const TOKENS = byIntegration('tokens', 'vendor_tokens', vendorTokenAad);
 function byToolCallId(kind: 'results' | 'inputs', table: string, aad: (orgId: string, toolCallId: string) => string): TableSpec {
   return {
     kind,
+    table,
+    sub: 'tool_call_id',
+    sealed: 'true',
     select: (active, cursor, limit) => [
       `SELECT org_id, tool_call_id AS sub_id, ${COLS} FROM ${table}
        WHERE key_id <> $1 AND tool_call_id > $2::uuid ORDER BY tool_call_id LIMIT $3`,
@@ -113,10 +129,10 @@ const MAX_REPORTED_FAILURES = 100;
 
 /**
  * Re-encrypts every stored credential, result, approval input and vendor token state that is not under the active
- * master key. Each row is its own conditional UPDATE: an interrupted run has
- * lost nothing and a re-run picks up exactly the rows still under an old key
+ * master key. Each row is its own conditional UPDATE, committed per batch with its orgs' events: an interrupted run
+ * has lost nothing and a re-run picks up exactly the rows still under an old key
  * (rotated rows carry the active key id and are never read again). Run it after
- * every replica has the new key loaded and active; remove the old key after it.
+ * every replica has the new key loaded and active; remove the old key after it (when no table has rows `remaining`).
  */
 @Injectable()
 export class KeyRotationService {
@@ -129,51 +145,99 @@ export class KeyRotationService {
   async rotate(opts: { batchSize?: number } = {}): Promise<RotationSummary> {
     const batchSize = opts.batchSize ?? 200;
     const toKeyId = this.cipher.activeKeyId;
-    const perOrg = new Map<string, PerOrg>();
+    const orgsTouched = new Set<string>();
     const failures: RotationFailure[] = [];
     const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), tokens: counts(), orgsTouched: 0, failures };
+    for (const spec of this.specs()) {
+      const tally = summary[spec.kind];
+      let cursor: StoredRow | null = null;
+      for (;;) {
+        const [sql, params] = spec.select(toKeyId, cursor, batchSize);
+        const rows = (await this.ds.query(sql, params)) as StoredRow[];
+        const sealed: Resealed[] = [];
+        for (const row of rows) {
+          const opened = this.reencrypt(row, spec.aad(row));
+          if (opened) sealed.push({ row, ...opened });
+          else {
+            tally.failed++;
+            if (failures.length < MAX_REPORTED_FAILURES) failures.push(failureOf(spec.kind, row));
+          }
+        }
+        const written = await this.writeBatch(spec, toKeyId, sealed);
+        tally.rotated += written.rotated;
+        tally.skipped += written.skipped;
+        for (const org of written.orgs) orgsTouched.add(org);
+        if (rows.length < batchSize) break;
+        cursor = rows[rows.length - 1];
+      }
+      tally.remaining = await this.remaining(spec, toKeyId);
+    }
+    summary.orgsTouched = orgsTouched.size;
+    return summary;
+  }
+
+  /**
+   * Key ids whose loaded key does not open their rows while another loaded key does: the id was given new
+   * material (say k2 reused for the next key). Rows labelled with the active id are never selected for rotation,
+   * so they would stay sealed under the old material, unreadable now and lost once the old key is removed.
+   * One sample row per key id and table; ids that are not loaded are the rotation's business (it tries every key).
+   */
+  async mislabelledKeyIds(): Promise<{ kind: RotationFailure['kind']; keyId: string }[]> {
+    const found: { kind: RotationFailure['kind']; keyId: string }[] = [];
+    const loaded = this.cipher.keyIds;
+    for (const spec of this.specs()) {
+      for (const keyId of loaded) {
+        const [row] = (await this.ds.query(`SELECT org_id, ${spec.sub} AS sub_id, ${COLS} FROM ${spec.table} WHERE key_id = $1 LIMIT 1`, [keyId])) as StoredRow[];
+        if (!row || this.opens(row, keyId, spec.aad(row))) continue;
+        if (loaded.some((other) => other !== keyId && this.opens(row, other, spec.aad(row)))) found.push({ kind: spec.kind, keyId });
+      }
+    }
+    return found;
+  }
+
+  private specs(): TableSpec[] {
     const credentials = byIntegration('credentials', 'integration_credentials', credentialAad, (plaintext, aad) =>
       this.cipher.fingerprint(JSON.parse(plaintext.toString('utf8')), aad),
     );
-    try {
-      for (const spec of [credentials, RESULTS, INPUTS, TOKENS]) {
-        const tally = summary[spec.kind];
-        let cursor: StoredRow | null = null;
-        for (;;) {
-          const [sql, params] = spec.select(toKeyId, cursor, batchSize);
-          const rows = (await this.ds.query(sql, params)) as StoredRow[];
-          for (const row of rows) {
-            const opened = this.reencrypt(row, spec.aad(row));
-            if (!opened) {
-              tally.failed++;
-              if (failures.length < MAX_REPORTED_FAILURES) failures.push(failureOf(spec.kind, row));
-              continue;
-            }
-            const [upd, updParams] = spec.update(row, opened.env, opened.plaintext);
-            if (affected(await this.ds.query(upd, updParams)) === 0) {
-              tally.skipped++;
-              continue;
-            }
-            tally.rotated++;
-            const org = perOrg.get(row.org_id) ?? { credentials: 0, results: 0, inputs: 0, tokens: 0 };
-            org[spec.kind]++;
-            perOrg.set(row.org_id, org);
-          }
-          if (rows.length < batchSize) break;
-          cursor = rows[rows.length - 1];
-        }
+    return [credentials, RESULTS, INPUTS, TOKENS];
+  }
+
+  /**
+   * One batch's UPDATEs and the `credentials.rotated` events of the orgs whose rows they rotated, in one
+   * transaction: a run interrupted at any point has an event for every row it rotated, and a re-run (which only
+   * finds the rows still under an old key) records none twice. The rows were re-encrypted before it began, so it
+   * holds their locks only for the UPDATEs.
+   */
+  private async writeBatch(spec: TableSpec, toKeyId: string, sealed: Resealed[]): Promise<{ rotated: number; skipped: number; orgs: string[] }> {
+    if (sealed.length === 0) return { rotated: 0, skipped: 0, orgs: [] };
+    return this.ds.transaction(async (manager) => {
+      const perOrg = new Map<string, number>();
+      let skipped = 0;
+      for (const { row, env, plaintext } of sealed) {
+        const [upd, params] = spec.update(row, env, plaintext);
+        // Changed by a concurrent writer since it was read: its version wins.
+        if (affected(await manager.query(upd, params)) === 0) skipped++;
+        else perOrg.set(row.org_id, (perOrg.get(row.org_id) ?? 0) + 1);
       }
+      await this.recordEvents(manager, toKeyId, spec.kind, perOrg);
+      return { rotated: sealed.length - skipped, skipped, orgs: [...perOrg.keys()] };
+    });
+  }
+
+  /** Rows of the table still under another key than the active one. */
+  private async remaining(spec: TableSpec, toKeyId: string): Promise<number> {
+    const [{ n }] = (await this.ds.query(`SELECT count(*)::int AS n FROM ${spec.table} WHERE ${spec.sealed} AND key_id <> $1`, [toKeyId])) as [{ n: number }];
+    return n;
+  }
+
+  private opens(row: StoredRow, keyId: string, aad: string): boolean {
+    try {
+      this.cipher.decrypt({ keyId, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, aad);
+      return true;
     } catch (err) {
-      // Also after a failure part-way: what was rotated is on record; a re-run records the rest. The
-      // failure is what the operator must see, even if recording the events fails too (the database
-      // that just failed the rotation may well fail that as well).
-      summary.orgsTouched = perOrg.size;
-      await this.recordEvents(toKeyId, perOrg).catch(() => undefined);
+      if (err instanceof DecryptionError) return false;
       throw err;
     }
-    summary.orgsTouched = perOrg.size;
-    await this.recordEvents(toKeyId, perOrg);
-    return summary;
   }
 
   /** The row under the active key, or null when no loaded key opens it. */
@@ -191,18 +255,28 @@ export class KeyRotationService {
     return null;
   }
 
-  private async recordEvents(toKeyId: string, perOrg: Map<string, PerOrg>): Promise<void> {
-    const all = [...perOrg].map(([orgId, n]) => ({
-      orgId,
-      type: 'credentials.rotated',
-      // The token count only when there is one: orgs without rotating grants keep the event they always had.
-      metadata: { toKeyId, credentials: n.credentials, results: n.results, inputs: n.inputs, ...(n.tokens > 0 ? { tokens: n.tokens } : {}) },
-    }));
-    for (let i = 0; i < all.length; i += 500) await this.events.append(all.slice(i, i + 500));
+  private async recordEvents(manager: EntityManager, toKeyId: string, kind: RotationFailure['kind'], perOrg: Map<string, number>): Promise<void> {
+    const all = [...perOrg].map(([orgId, n]) => {
+      const by: PerOrg = { credentials: 0, results: 0, inputs: 0, tokens: 0, [kind]: n };
+      return {
+        orgId,
+        type: 'credentials.rotated',
+        // The token count only when there is one: orgs without rotating grants keep the event they always had.
+        metadata: { toKeyId, credentials: by.credentials, results: by.results, inputs: by.inputs, ...(by.tokens > 0 ? { tokens: by.tokens } : {}) },
+      };
+    });
+    for (let i = 0; i < all.length; i += 500) await this.events.append(all.slice(i, i + 500), manager);
   }
 }
 
-const counts = (): RotationCounts => ({ rotated: 0, skipped: 0, failed: 0 });
+const counts = (): RotationCounts => ({ rotated: 0, skipped: 0, failed: 0, remaining: 0 });
+
+/** A row read for rotation and re-encrypted under the active key, not yet written. */
+interface Resealed {
+  row: StoredRow;
+  env: Envelope;
+  plaintext: Buffer;
+}
 
 type PerOrg = Record<RotationFailure['kind'], number>;
 

@@ -1,11 +1,15 @@
-import { createHash, createHmac, hkdfSync, randomUUID } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, createHmac, hkdfSync, randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { DataSource } from 'typeorm';
+import pg from 'pg';
+import type { DataSource, EntityManager } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/common/canonical-json.js';
 import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
+import { projectRoot } from '../../src/common/project-root.js';
 import type { MasterKeyring } from '../../src/config/app-config.js';
 import { credentialAad, CredentialsService } from '../../src/credentials/credentials.service.js';
 import { KeyRotationService, type RotationSummary } from '../../src/credentials/key-rotation.service.js';
@@ -16,6 +20,7 @@ import { resultAad } from '../../src/tool-calls/results.store.js';
 import { AMAZON_CLIENT_SECRET, AMAZON_REFRESH_TOKEN, NANGO_SECRET_KEY, SHOPIFY_REFRESH_TOKEN, SHOPIFY_TOKEN, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { inputAad } from '../../src/tool-calls/tool-calls.service.js';
 import { runBuiltCli, type CliRun } from '../support/built-cli.js';
+import { teeChildToRunLog } from '../support/run-log.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 const BOTH_KEYS = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' };
@@ -38,6 +43,63 @@ async function rotateWithCli(args: string[] = ['--batch-size=2']): Promise<Rotat
     expect(run.stdout + run.stderr).not.toContain(s);
   }
   return JSON.parse(run.stdout) as RotationSummary;
+}
+
+/** The built CLI as `runCli` runs it, with its process at hand (to interrupt it). */
+function spawnCli(env: Record<string, string>, args: string[]): { child: ChildProcess; out: Promise<CliRun & { signal: string | null }> } {
+  const child = spawn(process.execPath, [join(projectRoot(), 'dist/src/cli/credentials-rotate.js'), ...args], {
+    cwd: projectRoot(),
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATABASE_URL: process.env.DATABASE_URL ?? '', DATA_DIR: '.tmp/data-test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  teeChildToRunLog(child, 'CLI dist/src/cli/credentials-rotate.js');
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+  const out = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as string | null, stdout, stderr }));
+  return { child, out };
+}
+
+/** Until the running CLI waits for a row lock in an UPDATE of `table` (held by the test). */
+async function waitForBlockedUpdate(ds: DataSource, table: string, run: Promise<unknown>): Promise<void> {
+  let done: unknown;
+  void run.then((r) => (done = r));
+  for (let i = 0; i < 200; i++) {
+    if (done) throw new Error('the CLI exited: ' + JSON.stringify(done));
+    const waiting = (await ds.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`UPDATE ${table}%`])) as unknown[];
+    if (waiting.length > 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the CLI never blocked on the locked row');
+}
+
+/** `ds` with `hook` called before every query, also those the rotation runs in its per-batch transactions. */
+function withQueryHook(ds: DataSource, hook: (sql: string) => Promise<void> | void): DataSource {
+  const hooked = (query: (sql: string, params?: unknown[]) => Promise<unknown>) => async (sql: string, params?: unknown[]) => {
+    await hook(sql);
+    return query(sql, params);
+  };
+  return new Proxy(ds, {
+    get(target, prop, receiver) {
+      if (prop === 'query') return hooked((sql, params) => target.query(sql, params));
+      if (prop === 'transaction') {
+        return async (work: (m: EntityManager) => Promise<unknown>) =>
+          target.transaction((m) => work(new Proxy(m, { get: (mt, mp, mr) => (mp === 'query' ? hooked((sql, params) => mt.query(sql, params)) : (Reflect.get(mt, mp, mr) as unknown)) })));
+      }
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
+}
+
+/** An org's credentials.rotated events, their counts summed (a run records one per org and batch). */
+function rotatedTotals(events: { org_id: string; metadata: Record<string, unknown> }[]): Record<string, Record<string, unknown>> {
+  const totals: Record<string, Record<string, unknown>> = {};
+  for (const { org_id, metadata } of events) {
+    const sum = (totals[org_id] ??= {});
+    for (const [k, v] of Object.entries(metadata)) sum[k] = typeof v === 'number' ? ((sum[k] as number | undefined) ?? 0) + v : v;
+  }
+  return totals;
 }
 
 const keyringOf = (entries: [string, string][], activeKeyId: string): MasterKeyring => ({
@@ -124,7 +186,7 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     await t2?.close();
   });
 
-  it('re-encrypts every credential and result under the active key, in batches, with one event per org', async () => {
+  it('re-encrypts every credential and result under the active key, in batches, with events counting every row per org', async () => {
     t2 = await startTestApp(BOTH_KEYS);
     const beforeCreds = await credentialRows(t2.ds);
     expect(beforeCreds.map((r) => r.key_id)).toEqual(['k1', 'k1', 'k1']);
@@ -148,13 +210,12 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     expect(Number(n)).toBe(summary.credentials.failed + summary.results.failed);
 
     const events = await rotatedEvents(t2.ds);
-    expect(events.map((e) => [e.org_id, e.metadata])).toEqual(
-      expect.arrayContaining([
-        [orgA, { toKeyId: 'k2', credentials: 2, results: 5, inputs: 1, tokens: 1 }],
-        [orgB, { toKeyId: 'k2', credentials: 1, results: 1, inputs: 0 }],
-      ]),
-    );
-    expect(events).toHaveLength(2);
+    // One per org and batch (each committed with its batch's rows), together counting each rotated row once.
+    expect(rotatedTotals(events)).toEqual({
+      [orgA]: { toKeyId: 'k2', credentials: 2, results: 5, inputs: 1, tokens: 1 },
+      [orgB]: { toKeyId: 'k2', credentials: 1, results: 1, inputs: 0 },
+    });
+    expect(summary.credentials.remaining + summary.results.remaining + summary.inputs.remaining + summary.tokens.remaining).toBe(0);
     expect(summary.tokens.rotated).toBeGreaterThanOrEqual(1);
     const [token] = (await t2.ds.query(`SELECT key_id, iv, ciphertext, auth_tag FROM vendor_tokens WHERE org_id = $1`, [orgA])) as (Stored & {
       ciphertext: Buffer;
@@ -176,6 +237,7 @@ describe('master key rotation (npm run credentials:rotate)', () => {
   it('is idempotent: a second run rewrites nothing and records no event', async () => {
     const credsBefore = await credentialRows(t2!.ds);
     const resultsBefore = await resultRows(t2!.ds);
+    const eventsBefore = (await rotatedEvents(t2!.ds)).length;
     const summary = await rotateWithCli([]);
     expect(summary.credentials).toMatchObject({ rotated: 0, skipped: 0 });
     expect(summary.results).toMatchObject({ rotated: 0, skipped: 0 });
@@ -184,7 +246,7 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     const resultsAfter = await resultRows(t2!.ds);
     for (let i = 0; i < credsAfter.length; i++) expect(credsAfter[i].iv.equals(credsBefore[i].iv)).toBe(true);
     for (let i = 0; i < resultsAfter.length; i++) expect(resultsAfter[i].iv.equals(resultsBefore[i].iv)).toBe(true);
-    expect(await rotatedEvents(t2!.ds)).toHaveLength(2);
+    expect(await rotatedEvents(t2!.ds)).toHaveLength(eventsBefore);
   });
 
   it('finishes a partly rotated table (a row still under k1) on a re-run', async () => {
@@ -207,12 +269,16 @@ describe('master key rotation (npm run credentials:rotate)', () => {
       renv.authTag,
       back,
     ]);
+    const eventsBefore = (await rotatedEvents(ds)).length;
     const summary = await rotateWithCli(['--batch-size=1']);
     expect(summary.credentials.rotated).toBe(1);
     expect(summary.results.rotated).toBe(1);
     expect((await credentialRows(ds)).every((r) => r.key_id === 'k2')).toBe(true);
     expect((await resultRows(ds)).every((r) => r.key_id === 'k2')).toBe(true);
-    expect((await rotatedEvents(ds)).at(-1)?.metadata).toEqual({ toKeyId: 'k2', credentials: 1, results: 1, inputs: 0 });
+    expect((await rotatedEvents(ds)).slice(eventsBefore).map((e) => [e.org_id, e.metadata])).toEqual([
+      [orgA, { toKeyId: 'k2', credentials: 1, results: 0, inputs: 0 }],
+      [orgA, { toKeyId: 'k2', credentials: 0, results: 1, inputs: 0 }],
+    ]);
   });
 
   it('refuses (exit 2) without master keys instead of making up a development key that opens nothing', async () => {
@@ -255,18 +321,12 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     const newer = { ...NANGO, connectionId: 'conn-b-newer' };
     let raced = false;
     // The admin's PUT lands after the rotation read the row and before its UPDATE.
-    const racing = new Proxy(app.ds, {
-      get(target, prop, receiver) {
-        if (prop !== 'query') return Reflect.get(target, prop, receiver) as unknown;
-        return async (sql: string, params?: unknown[]) => {
-          if (!raced && sql.startsWith('UPDATE integration_credentials')) {
-            raced = true;
-            const put = await app.http.put(`/v1/orgs/${orgB}/integrations/nango/credentials`).set(adminAuth).send({ config: newer });
-            expect(put.status).toBe(200);
-          }
-          return target.query(sql, params);
-        };
-      },
+    const racing = withQueryHook(app.ds, async (sql) => {
+      if (!raced && sql.startsWith('UPDATE integration_credentials')) {
+        raced = true;
+        const put = await app.http.put(`/v1/orgs/${orgB}/integrations/nango/credentials`).set(adminAuth).send({ config: newer });
+        expect(put.status).toBe(200);
+      }
     });
     const svc = new KeyRotationService(racing, app.app.get(EnvelopeCipher), app.app.get(LedgerEventsService));
     const summary = await svc.rotate();
@@ -340,28 +400,44 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     }
   });
 
-  it('a failure part-way is the error reported, even when recording the rotated rows then fails too', async () => {
+  it('a failure part-way keeps the batches done, each with its events, and leaves no rotated row without its event', async () => {
     const app = t2!;
-    for (const [type, config] of [['shopify', SHOPIFY], ['amazon', AMAZON]] as const) {
-      const env = k1Only.encryptJson(config, credentialAad(orgA, type));
-      await app.ds.query(`UPDATE integration_credentials SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4 WHERE org_id = $5 AND integration_type = $6`, [
-        env.keyId, env.iv, env.ciphertext, env.authTag, orgA, type,
-      ]);
-    }
+    const underK1 = async () => {
+      for (const [type, config] of [['shopify', SHOPIFY], ['amazon', AMAZON]] as const) {
+        const env = k1Only.encryptJson(config, credentialAad(orgA, type));
+        await app.ds.query(`UPDATE integration_credentials SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4 WHERE org_id = $5 AND integration_type = $6`, [
+          env.keyId, env.iv, env.ciphertext, env.authTag, orgA, type,
+        ]);
+      }
+    };
+    const keysOfA = async () => Object.fromEntries((await credentialRows(app.ds)).filter((r) => r.org_id === orgA).map((r) => [r.integration_type, r.key_id]));
+    const ledger = app.app.get(LedgerEventsService);
+
+    // The second batch's UPDATE fails: the first batch (amazon) stays rotated, and its event is on record.
+    await underK1();
+    let eventsBefore = (await rotatedEvents(app.ds)).length;
     let updates = 0;
-    const failing = new Proxy(app.ds, {
-      get(target, prop, receiver) {
-        if (prop !== 'query') return Reflect.get(target, prop, receiver) as unknown;
-        return async (sql: string, params?: unknown[]) => {
-          if (sql.startsWith('UPDATE integration_credentials') && ++updates === 2) throw new Error('connection lost');
-          return target.query(sql, params);
-        };
-      },
+    const failing = withQueryHook(app.ds, (sql) => {
+      if (sql.startsWith('UPDATE integration_credentials') && ++updates === 2) throw new Error('connection lost');
     });
-    const events = { append: async () => Promise.reject(new Error('append failed')) } as unknown as LedgerEventsService;
-    const svc = new KeyRotationService(failing, app.app.get(EnvelopeCipher), events);
-    await expect(svc.rotate()).rejects.toThrow('connection lost');
+    await expect(new KeyRotationService(failing, app.app.get(EnvelopeCipher), ledger).rotate({ batchSize: 1 })).rejects.toThrow('connection lost');
     expect(updates).toBe(2);
+    expect(await keysOfA()).toEqual({ amazon: 'k2', shopify: 'k1' });
+    expect((await rotatedEvents(app.ds)).slice(eventsBefore).map((e) => [e.org_id, e.metadata])).toEqual([
+      [orgA, { toKeyId: 'k2', credentials: 1, results: 0, inputs: 0 }],
+    ]);
+
+    // Recording the events fails: the batch's rows are not rotated either (a re-run rotates and records them).
+    await underK1();
+    eventsBefore = (await rotatedEvents(app.ds)).length;
+    const noLedger = { append: async () => Promise.reject(new Error('append failed')) } as unknown as LedgerEventsService;
+    await expect(new KeyRotationService(app.ds, app.app.get(EnvelopeCipher), noLedger).rotate()).rejects.toThrow('append failed');
+    expect(await keysOfA()).toEqual({ amazon: 'k1', shopify: 'k1' });
+    expect(await rotatedEvents(app.ds)).toHaveLength(eventsBefore);
+    expect((await new KeyRotationService(app.ds, app.app.get(EnvelopeCipher), ledger).rotate()).credentials).toMatchObject({ rotated: 2, remaining: 0 });
+    expect((await rotatedEvents(app.ds)).slice(eventsBefore).map((e) => [e.org_id, e.metadata])).toEqual([
+      [orgA, { toKeyId: 'k2', credentials: 2, results: 0, inputs: 0 }],
+    ]);
   });
 
   it('reports a row no loaded key opens, skips it and carries on (exit 1)', async () => {
@@ -406,6 +482,121 @@ describe('master key rotation (npm run credentials:rotate)', () => {
       expect(run.stdout).not.toContain(RESULT_MARKER);
     } finally {
       await ds.query(`DELETE FROM tool_call_inputs WHERE tool_call_id = $1`, [lost]);
+    }
+  });
+
+  /** A credential of `orgId` written (or overwritten) under `cipher`, as the gateway writes it. */
+  async function putCredential(ds: DataSource, orgId: string, cipher: EnvelopeCipher, type = 'nango', config: object = NANGO): Promise<void> {
+    const env = cipher.encryptJson(config, credentialAad(orgId, type));
+    await ds.query(
+      `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (org_id, integration_type) DO UPDATE SET key_id = EXCLUDED.key_id, iv = EXCLUDED.iv, ciphertext = EXCLUDED.ciphertext,
+         auth_tag = EXCLUDED.auth_tag, fingerprint = EXCLUDED.fingerprint`,
+      [orgId, type, env.keyId, env.iv, env.ciphertext, env.authTag, cipher.fingerprint(config, credentialAad(orgId, type))],
+    );
+  }
+
+  it('does not report "all done" (exit 0) while a writer still on the old key has rewritten a row under it during the run', async () => {
+    const app = t2!;
+    const org = await createOrg(app, 'Rotate lagging writer');
+    await putCredential(app.ds, org, k1Only);
+    const writer = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await writer.connect();
+    try {
+      // A replica not yet switched to k2 holds the row while the CLI reads it, then rewrites it under k1.
+      await writer.query('BEGIN');
+      await writer.query(`SELECT 1 FROM integration_credentials WHERE org_id = $1 FOR UPDATE`, [org]);
+      const running = runCli(BOTH_KEYS);
+      await waitForBlockedUpdate(app.ds, 'integration_credentials', running);
+      const env = k1Only.encryptJson({ ...NANGO, connectionId: 'conn-lagging' }, credentialAad(org, 'nango'));
+      await writer.query(`UPDATE integration_credentials SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4 WHERE org_id = $5`, [
+        env.keyId, env.iv, env.ciphertext, env.authTag, org,
+      ]);
+      await writer.query('COMMIT');
+      const run = await running;
+      // Exit 0 is the operator's cue to remove k1: not while a row still needs it.
+      expect(run.code).toBe(1);
+      const summary = JSON.parse(run.stdout) as RotationSummary;
+      expect(summary.credentials).toMatchObject({ skipped: 1, failed: 0, remaining: 1 });
+      expect(summary.results.remaining + summary.inputs.remaining + summary.tokens.remaining).toBe(0);
+      const [row] = (await app.ds.query(`SELECT key_id FROM integration_credentials WHERE org_id = $1`, [org])) as { key_id: string }[];
+      expect(row.key_id).toBe('k1');
+      expect(run.stderr).toContain('1 rows still under other keys than k2: re-run; is a writer still using the old key?');
+      // Once the writer is on k2, a re-run finishes the job.
+      const rerun = await runCli(BOTH_KEYS);
+      expect(rerun.code, rerun.stderr).toBe(0);
+      expect((JSON.parse(rerun.stdout) as RotationSummary).credentials).toMatchObject({ rotated: 1, remaining: 0 });
+    } finally {
+      await writer.end();
+      await app.ds.query(`DELETE FROM integration_credentials WHERE org_id = $1`, [org]);
+    }
+  });
+
+  it('an interrupted run has recorded a credentials.rotated event for every row it rotated; the re-run records the rest, none twice', async () => {
+    const app = t2!;
+    const [first, second] = [await createOrg(app, 'Rotate interrupted A'), await createOrg(app, 'Rotate interrupted B')].sort();
+    expect((await runCli(BOTH_KEYS)).code).toBe(0); // nothing else under k1: the run below sees only these rows
+    await putCredential(app.ds, first, k1Only, 'nango');
+    await putCredential(app.ds, first, k1Only, 'shopify', SHOPIFY);
+    await putCredential(app.ds, second, k1Only, 'nango');
+    const [{ seq }] = (await app.ds.query(`SELECT coalesce(max(seq), 0)::text AS seq FROM runtime_ledger_events`)) as [{ seq: string }];
+    const eventsOf = async () =>
+      (await app.ds.query(`SELECT org_id, metadata FROM runtime_ledger_events WHERE type = 'credentials.rotated' AND org_id IN ($1, $2) AND seq > $3::bigint ORDER BY seq`, [
+        first,
+        second,
+        seq,
+      ])) as { org_id: string; metadata: Record<string, unknown> }[];
+    const holder = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM integration_credentials WHERE org_id = $1 FOR UPDATE`, [second]);
+      const { child, out } = spawnCli(BOTH_KEYS, ['--batch-size=1']);
+      await waitForBlockedUpdate(app.ds, 'integration_credentials', out);
+      // The first org's rows are rotated, and on record, while the run is still going.
+      const keys = (await app.ds.query(`SELECT key_id FROM integration_credentials WHERE org_id = $1`, [first])) as { key_id: string }[];
+      expect(keys.map((r) => r.key_id)).toEqual(['k2', 'k2']);
+      expect(rotatedTotals(await eventsOf())).toEqual({ [first]: { toKeyId: 'k2', credentials: 2, results: 0, inputs: 0 } });
+      child.kill('SIGINT'); // the README: "interrupt and re-run freely"
+      const interrupted = await out;
+      expect(interrupted.signal ?? interrupted.code).toBeTruthy();
+      await holder.query('ROLLBACK');
+    } finally {
+      await holder.end();
+    }
+    const rerun = await runCli(BOTH_KEYS);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    const keys = (await app.ds.query(`SELECT key_id FROM integration_credentials WHERE org_id IN ($1, $2)`, [first, second])) as { key_id: string }[];
+    expect(keys.map((k) => k.key_id)).toEqual(['k2', 'k2', 'k2']);
+    // Every rotated row's org has its event (the interrupted batch's UPDATE went with its event), and none counts a row twice.
+    expect(rotatedTotals(await eventsOf())).toEqual({
+      [first]: { toKeyId: 'k2', credentials: 2, results: 0, inputs: 0 },
+      [second]: { toKeyId: 'k2', credentials: 1, results: 0, inputs: 0 },
+    });
+    await app.ds.query(`DELETE FROM integration_credentials WHERE org_id IN ($1, $2)`, [first, second]);
+  });
+
+  it('refuses (exit 2) a key id given new material while rows under it are sealed with the old: it would rotate nothing and strand them', async () => {
+    const app = t2!;
+    const org = await createOrg(app, 'Rotate reused id');
+    // After a first rotation k1 -> k2 every row is "k2", sealed under TEST_MASTER_KEY_2. The second rotation reuses
+    // the id k2 for the new key and lists the old one as k1.
+    const k2Old = new EnvelopeCipher(keyringOf([['k2', TEST_MASTER_KEY_2]], 'k2'));
+    await putCredential(app.ds, org, k2Old);
+    const [before] = (await app.ds.query(`SELECT key_id, iv FROM integration_credentials WHERE org_id = $1`, [org])) as Stored[];
+    const eventsBefore = (await app.ds.query(`SELECT count(*)::int AS n FROM runtime_ledger_events WHERE type = 'credentials.rotated'`)) as [{ n: number }];
+    try {
+      const fresh = randomBytes(32).toString('base64');
+      const run = await runCli({ MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${fresh},k1:${TEST_MASTER_KEY_2}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' });
+      expect(run.code, run.stdout + run.stderr).toBe(2);
+      expect(run.stderr).toContain('key id k2 names different material than its rows (credentials): give the new key a new id');
+      expect(run.stdout).toBe('');
+      expect(run.stderr).not.toContain(fresh);
+      const [after] = (await app.ds.query(`SELECT key_id, iv FROM integration_credentials WHERE org_id = $1`, [org])) as Stored[];
+      expect([after.key_id, after.iv.equals(before.iv)]).toEqual(['k2', true]);
+      expect(await app.ds.query(`SELECT count(*)::int AS n FROM runtime_ledger_events WHERE type = 'credentials.rotated'`)).toEqual(eventsBefore);
+    } finally {
+      await app.ds.query(`DELETE FROM integration_credentials WHERE org_id = $1`, [org]);
     }
   });
 
