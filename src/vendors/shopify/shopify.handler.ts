@@ -13,7 +13,7 @@ import { resolveShopifyConnection, type ShopifyConnection } from './shopify.conn
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { noteUpdateOutcome, orderLookupOutcome, productOutcome, refundCreateOutcome } from './shopify.outcomes.js';
 import { buildRefundInput, pickRefundParent, refundAmountProblem, refundCurrency, refundCurrencyProblem, refundIdempotencyKey } from './shopify.refund.js';
-import { LEASE_TAKEN, MAY_STILL_RUN, mayStillRun, refundLeaseHolder, refundParentOf } from './shopify.refund-call.js';
+import { forgetRefundParent, LEASE_TAKEN, MAY_STILL_RUN, mayStillRun, refundLeaseHolder, refundParentOf } from './shopify.refund-call.js';
 import type { RefundLeaseKey, RefundLeases } from './shopify.refund-lease.js';
 import { isShopifyId, SHOPIFY_ID_MAX, SHOPIFY_TOOLS } from './shopify.tools.js';
 
@@ -238,8 +238,10 @@ export class ShopifyHandler implements VendorHandler {
       if (keep) ctx.scratch.set(MAY_STILL_RUN, true);
       else if (this.refundLeases) {
         await this.refundLeases.release(lease, holder);
-        // A retry (after a 429, say) takes the lease anew, room check included: nothing of this call is at Shopify.
+        // A retry (after a 429, say) takes the lease anew, room check included: nothing of this call is at Shopify,
+        // and picks its payment afresh from what another refund of the order left meanwhile.
         ctx.scratch.delete(LEASE_TAKEN);
+        forgetRefundParent(ctx);
       }
     }
   }

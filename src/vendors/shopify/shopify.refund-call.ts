@@ -47,3 +47,8 @@ export function refundParentOf(ctx: VendorCallContext, pick: () => RefundParent 
   if (parent !== undefined) ctx.scratch.set(PARENT, parent);
   return parent;
 }
+
+/** Nothing of this call can still land at Shopify (its lease given back): its next attempt picks the payment afresh. */
+export function forgetRefundParent(ctx: VendorCallContext): void {
+  ctx.scratch.delete(PARENT);
+}

@@ -83,3 +83,23 @@ it('a refund that waited for the order\'s lease picks its payment from what is r
     ['gift_card', 1_000],
   ]);
 });
+
+it('a refund whose mutation was throttled (never applied, lease given back) picks its payment again on the retry', async () => {
+  // Order 1005: gift card 10.00, card 35.00. A's 10.00 would go to the card; its mutation is throttled.
+  const a = refund({ orderId: '1005', amount: '10.00' });
+  emu.fault({ vendor: 'shopify', kind: 'throttled', bodyMatch: /refundCreate/ });
+  expect(await handler.execute(a)).toMatchObject({ ok: false, kind: 'rate_limited' });
+  expect(shop().order(1005)!.transactions.filter((t) => t.kind === 'REFUND')).toEqual([]);
+  // Nothing of A at Shopify, the lease given back: another refund takes 30.00 from the card (5.00 left).
+  expect(await handler.execute(refund({ orderId: '1005', amount: '30.00' }))).toMatchObject({ ok: true });
+  // A's retry (the executor's next attempt, same call context) goes to the gift card, not the card it picked first.
+  expect(await handler.execute({ ...a, attempt: 1 })).toMatchObject({ ok: true, data: { amount: '10.00' } });
+  const refunds = shop()
+    .order(1005)!
+    .transactions.filter((t) => t.kind === 'REFUND')
+    .map((t) => [t.gateway, t.amountCents]);
+  expect(refunds).toEqual([
+    ['shopify_payments', 3_000],
+    ['gift_card', 1_000],
+  ]);
+});
