@@ -58,6 +58,8 @@ interface TableSpec {
   sealed: string;
   /** rows not under the active key, after `cursor` in primary-key order */
   select(activeKeyId: string, cursor: StoredRow | null, limit: number): [string, unknown[]];
+  /** rows under `keyId`, after `cursor` in primary-key order */
+  under(keyId: string, cursor: StoredRow | null, limit: number): [string, unknown[]];
   /** conditional on the row still holding what was read, so a concurrent writer wins; `plaintext`: what the row holds */
   update(row: StoredRow, env: Envelope, plaintext: Buffer): [string, unknown[]];
   aad(row: StoredRow): string;
@@ -90,6 +92,11 @@ function byIntegration(
        ORDER BY org_id, integration_type LIMIT $4`,
       [active, cursor?.org_id ?? NIL_UUID, cursor?.sub_id ?? '', limit],
     ],
+    under: (keyId, cursor, limit) => [
+      `SELECT org_id, integration_type AS sub_id, ${COLS} FROM ${table}
+       WHERE key_id = $1 AND (org_id, integration_type) > ($2::uuid, $3::text) ORDER BY org_id, integration_type LIMIT $4`,
+      [keyId, cursor?.org_id ?? NIL_UUID, cursor?.sub_id ?? '', limit],
+    ],
     update: (row, env, plaintext) => [
       `UPDATE ${table} SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4${fingerprint ? ', fingerprint = $9' : ''}
        WHERE org_id = $5 AND integration_type = $6 AND key_id = $7 AND iv = $8 RETURNING org_id`,
@@ -112,6 +119,11 @@ function byToolCallId(kind: 'results' | 'inputs', table: string, aad: (orgId: st
       `SELECT org_id, tool_call_id AS sub_id, ${COLS} FROM ${table}
        WHERE key_id <> $1 AND tool_call_id > $2::uuid ORDER BY tool_call_id LIMIT $3`,
       [active, cursor?.sub_id ?? NIL_UUID, limit],
+    ],
+    under: (keyId, cursor, limit) => [
+      `SELECT org_id, tool_call_id AS sub_id, ${COLS} FROM ${table}
+       WHERE key_id = $1 AND tool_call_id > $2::uuid ORDER BY tool_call_id LIMIT $3`,
+      [keyId, cursor?.sub_id ?? NIL_UUID, limit],
     ],
     update: (row, env) => [
       `UPDATE ${table} SET key_id = $1, iv = $2, ciphertext = $3, auth_tag = $4
@@ -170,26 +182,37 @@ export class KeyRotationService {
         if (rows.length < batchSize) break;
         cursor = rows[rows.length - 1];
       }
-      tally.remaining = await this.remaining(spec, toKeyId);
     }
+    // Counted once every table is done: a writer still on the old key may have written any table meanwhile.
+    for (const spec of this.specs()) summary[spec.kind].remaining = await this.remaining(spec, toKeyId);
     summary.orgsTouched = orgsTouched.size;
     return summary;
   }
 
   /**
-   * Key ids whose loaded key does not open their rows while another loaded key does: the id was given new
-   * material (say k2 reused for the next key). Rows labelled with the active id are never selected for rotation,
-   * so they would stay sealed under the old material, unreadable now and lost once the old key is removed.
-   * One sample row per key id and table; ids that are not loaded are the rotation's business (it tries every key).
+   * The active key id when it names different material than some of its rows (say k2 reused for the next key
+   * while rows sealed under the old k2 remain): the rotation never selects rows labelled with the active id, so
+   * they would stay sealed under the old material, unreadable now and lost once the old key is removed. Every row
+   * under the active id is tried (not a sample: replicas already write new rows under it), stopping at the first
+   * that only another loaded key opens. Rows under other ids are the rotation's business: it tries every key.
    */
-  async mislabelledKeyIds(): Promise<{ kind: RotationFailure['kind']; keyId: string }[]> {
+  async mislabelledKeyIds(batchSize = 500): Promise<{ kind: RotationFailure['kind']; keyId: string }[]> {
     const found: { kind: RotationFailure['kind']; keyId: string }[] = [];
-    const loaded = this.cipher.keyIds;
+    const active = this.cipher.activeKeyId;
+    const others = this.cipher.keyIds.filter((k) => k !== active);
+    if (others.length === 0) return found;
     for (const spec of this.specs()) {
-      for (const keyId of loaded) {
-        const [row] = (await this.ds.query(`SELECT org_id, ${spec.sub} AS sub_id, ${COLS} FROM ${spec.table} WHERE key_id = $1 LIMIT 1`, [keyId])) as StoredRow[];
-        if (!row || this.opens(row, keyId, spec.aad(row))) continue;
-        if (loaded.some((other) => other !== keyId && this.opens(row, other, spec.aad(row)))) found.push({ kind: spec.kind, keyId });
+      let cursor: StoredRow | null = null;
+      for (;;) {
+        const [sql, params] = spec.under(active, cursor, batchSize);
+        const rows = (await this.ds.query(sql, params)) as StoredRow[];
+        const wrong = rows.find((row) => !this.opens(row, active, spec.aad(row)) && others.some((k) => this.opens(row, k, spec.aad(row))));
+        if (wrong) {
+          found.push({ kind: spec.kind, keyId: active });
+          break;
+        }
+        if (rows.length < batchSize) break;
+        cursor = rows[rows.length - 1];
       }
     }
     return found;
