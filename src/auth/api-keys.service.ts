@@ -50,8 +50,6 @@ export class ApiKeysService implements BeforeApplicationShutdown {
   private readonly lookups = new Map<string, Promise<Principal | null>>();
   /** Key id → its latest use here (ms since the epoch), written at the next flush: the time of the use, not of the flush. */
   private readonly touched = new Map<string, number>();
-  /** Each request's principal (as authenticate returned it) → the use it recorded, and its key (see refused). */
-  private readonly uses = new WeakMap<Principal, { at: number; hash: Buffer }>();
   private readonly cursors: LedgerCursorCodec;
   private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.flushLastUsed(), this.log);
 
@@ -107,26 +105,20 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       }
       principal = await flight;
     }
-    if (!principal) return null;
-    const at = Date.now();
-    this.touch(principal.keyId, at);
-    // A principal of its own per request (the cached one is shared): refused() takes back this request's use only.
-    const mine = { ...principal };
-    this.uses.set(mine, { at, hash });
-    return mine;
+    if (principal) this.touch(principal.keyId, Date.now());
+    return principal;
   }
 
   /**
    * A request let in with a key found revoked afterwards (on another replica; cached as valid here), refused 401
-   * by the statement that re-checked the key: it was no use of the key, so its recorded use is taken back (unless
-   * a later request's has replaced it), else lastUsedAt would land after revokedAt. The key leaves the cache too,
-   * so its next request is refused by the guard.
+   * by the statement that re-checked the key: it was no use of the key, so its pending use is dropped, else
+   * lastUsedAt would land after revokedAt (an earlier use not yet flushed goes with it: lastUsedAt stays older,
+   * never later). The key leaves the cache too, so its next request is refused by the guard.
    */
   refused(p: Principal): void {
-    const use = this.uses.get(p);
-    if (!use) return;
-    if (this.touched.get(p.keyId) === use.at) this.touched.delete(p.keyId);
-    this.forgetKey(use.hash);
+    this.touched.delete(p.keyId);
+    for (const [cacheKey, entry] of this.cache) if (entry.principal?.keyId === p.keyId) this.cache.delete(cacheKey);
+    this.revocations++; // a lookup begun before this must not cache the key again
   }
 
   /**
