@@ -12,7 +12,7 @@ import { ApiKeysService } from './auth/api-keys.service.js';
 import { AppError } from './common/errors/app-error.js';
 import type { ErrorCode } from './common/errors/error-codes.js';
 import { problemBody } from './common/errors/problem.filter.js';
-import { CORRELATION_ID } from './common/http/correlation.js';
+import { correlationIdOf } from './common/http/correlation.js';
 import { bodyLimitFor } from './common/http/json-body.js';
 import type { AppConfig } from './config/app-config.js';
 
@@ -90,12 +90,6 @@ function clientErrorProblem(code: string | undefined): { status: number; errorCo
 /** The body every other error has; only the HTTP status is Node's (431, 408 and 417 have no code of their own). */
 function statusProblem(status: number, errorCode: ErrorCode, detail: string, correlationId: string): string {
   return JSON.stringify({ ...problemBody(new AppError(errorCode, detail), correlationId), status });
-}
-
-/** The client's X-Correlation-Id when it is sane (as correlationMiddleware takes it), else a fresh one. */
-function correlationIdOf(req: IncomingMessage): string {
-  const given = req.headers['x-correlation-id'];
-  return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
 }
 
 /**

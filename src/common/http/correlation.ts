@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 
 /**
@@ -10,10 +11,15 @@ import type { NextFunction, Request, Response } from 'express';
  */
 export const CORRELATION_ID = /^[\x21-\x7e]{1,255}$/;
 
+/** The request's X-Correlation-Id when it is sane, else a fresh one (also for answers given outside Express). */
+export function correlationIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-correlation-id'];
+  return typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
+}
+
 /** Takes X-Correlation-Id from the request when it is sane, else makes one; always echoes it. */
 export function correlationMiddleware(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
-  const given = req.headers['x-correlation-id'];
-  const id = typeof given === 'string' && CORRELATION_ID.test(given) ? given : randomUUID();
+  const id = correlationIdOf(req);
   req.correlationId = id;
   res.setHeader('X-Correlation-Id', id);
   next();
