@@ -206,7 +206,7 @@ export class KeyRotationService {
       for (;;) {
         const [sql, params] = spec.under(active, cursor, batchSize);
         const rows = (await this.ds.query(sql, params)) as StoredRow[];
-        const wrong = rows.find((row) => !this.opens(row, active, spec.aad(row)) && others.some((k) => this.opens(row, k, spec.aad(row))));
+        const wrong = rows.find((row) => !this.open(row, active, spec.aad(row)) && others.some((k) => this.open(row, k, spec.aad(row))));
         if (wrong) {
           found.push({ kind: spec.kind, keyId: active });
           break;
@@ -253,12 +253,12 @@ export class KeyRotationService {
     return n;
   }
 
-  private opens(row: StoredRow, keyId: string, aad: string): boolean {
+  /** The row's plaintext under `keyId`, or null when that key does not open it. */
+  private open(row: StoredRow, keyId: string, aad: string): Buffer | null {
     try {
-      this.cipher.decrypt({ keyId, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, aad);
-      return true;
+      return this.cipher.decrypt({ keyId, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, aad);
     } catch (err) {
-      if (err instanceof DecryptionError) return false;
+      if (err instanceof DecryptionError) return null;
       throw err;
     }
   }
@@ -266,14 +266,9 @@ export class KeyRotationService {
   /** The row under the active key, or null when no loaded key opens it. */
   private reencrypt(row: StoredRow, aad: string): { env: Envelope; plaintext: Buffer } | null {
     // The row's own key first; then every other one, in case a key was re-labelled.
-    const candidates = [row.key_id, ...this.cipher.keyIds.filter((id) => id !== row.key_id)];
-    for (const keyId of candidates) {
-      try {
-        const plaintext = this.cipher.decrypt({ keyId, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, aad);
-        return { env: this.cipher.encrypt(plaintext, aad), plaintext };
-      } catch (err) {
-        if (!(err instanceof DecryptionError)) throw err;
-      }
+    for (const keyId of [row.key_id, ...this.cipher.keyIds.filter((id) => id !== row.key_id)]) {
+      const plaintext = this.open(row, keyId, aad);
+      if (plaintext) return { env: this.cipher.encrypt(plaintext, aad), plaintext };
     }
     return null;
   }
