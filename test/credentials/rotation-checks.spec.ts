@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
 import type { MasterKeyring } from '../../src/config/app-config.js';
@@ -8,27 +7,11 @@ import { KeyRotationService } from '../../src/credentials/key-rotation.service.j
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { NANGO_SECRET_KEY, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { withQueryHook } from '../support/query-hook.js';
 
 const BOTH_KEYS = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' };
 const NANGO = { secretKey: NANGO_SECRET_KEY, connectionId: 'conn-rotation', providerConfigKey: 'zendesk' };
 const keyringOf = (entries: [string, string][], activeKeyId: string): MasterKeyring => ({ activeKeyId, keys: new Map(entries.map(([id, b64]) => [id, Buffer.from(b64, 'base64')])) });
-
-function withQueryHook(ds: DataSource, hook: (sql: string) => Promise<void> | void): DataSource {
-  const hooked = (query: (sql: string, params?: unknown[]) => Promise<unknown>) => async (sql: string, params?: unknown[]) => {
-    await hook(sql);
-    return query(sql, params);
-  };
-  return new Proxy(ds, {
-    get(target, prop, receiver) {
-      if (prop === 'query') return hooked((sql, params) => target.query(sql, params));
-      if (prop === 'transaction') {
-        return async (work: (m: EntityManager) => Promise<unknown>) =>
-          target.transaction((m) => work(new Proxy(m, { get: (mt, mp, mr) => (mp === 'query' ? hooked((sql, params) => mt.query(sql, params)) : (Reflect.get(mt, mp, mr) as unknown)) })));
-      }
-      return Reflect.get(target, prop, receiver) as unknown;
-    },
-  });
-}
 
 /**
  * The rotation's safety checks, each against what an operator would be told: `remaining` is counted after every

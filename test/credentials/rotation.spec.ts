@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/common/canonical-json.js';
 import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
@@ -22,6 +22,7 @@ import { inputAad } from '../../src/tool-calls/tool-calls.service.js';
 import { runBuiltCli, type CliRun } from '../support/built-cli.js';
 import { teeChildToRunLog } from '../support/run-log.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { withQueryHook } from '../support/query-hook.js';
 
 const BOTH_KEYS = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' };
 const ONLY_K2 = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2}` };
@@ -72,24 +73,6 @@ async function waitForBlockedUpdate(ds: DataSource, table: string, run: Promise<
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error('the CLI never blocked on the locked row');
-}
-
-/** `ds` with `hook` called before every query, also those the rotation runs in its per-batch transactions. */
-function withQueryHook(ds: DataSource, hook: (sql: string) => Promise<void> | void): DataSource {
-  const hooked = (query: (sql: string, params?: unknown[]) => Promise<unknown>) => async (sql: string, params?: unknown[]) => {
-    await hook(sql);
-    return query(sql, params);
-  };
-  return new Proxy(ds, {
-    get(target, prop, receiver) {
-      if (prop === 'query') return hooked((sql, params) => target.query(sql, params));
-      if (prop === 'transaction') {
-        return async (work: (m: EntityManager) => Promise<unknown>) =>
-          target.transaction((m) => work(new Proxy(m, { get: (mt, mp, mr) => (mp === 'query' ? hooked((sql, params) => mt.query(sql, params)) : (Reflect.get(mt, mp, mr) as unknown)) })));
-      }
-      return Reflect.get(target, prop, receiver) as unknown;
-    },
-  });
 }
 
 /** An org's credentials.rotated events, their counts summed (a run records one per org and batch). */
