@@ -159,9 +159,11 @@ describe('errors, limits and correlation ids', () => {
       await holder.query('SELECT 1 FROM orgs WHERE id = $1 FOR UPDATE', [org]);
       const [{ pid: holderPid }] = (await holder.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
       const pending = t.http.put(`/v1/orgs/${org}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: true }).then((r) => r);
+      // Asked outside the holder's transaction: inside one, pg_stat_activity is a snapshot taken at its first read,
+      // and a backend the pool opened after that (its idle connections close after 30 s) would never show.
       let blocked: { pid: number }[] = [];
       for (let i = 0; i < 400 && blocked.length === 0; i++) {
-        blocked = (await holder.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid])) as { pid: number }[];
+        blocked = (await t.ds.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid])) as { pid: number }[];
         if (blocked.length === 0) await new Promise((r) => setTimeout(r, 25));
       }
       expect(blocked.length, 'the flag write to be waiting for the lock').toBe(1);
