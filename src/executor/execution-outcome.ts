@@ -34,8 +34,18 @@ export type ExecutionOutcome =
       /** Safe for ops (no vendor text, no secrets). Never shown to the model. */
       errorText: string;
       vendorStatus: number | null;
+      /**
+       * A failure at the vendor: true when it refused the input (the same input fails the same way), false for
+       * trouble on its side or on the way (it may work later). Absent when the call stopped before the vendor.
+       */
+      vendorRefused?: boolean;
       retryAfterSeconds?: number;
       retries: RetryRecord[];
       durationMs: number;
       vendorReached: boolean;
     };
+
+/** What the ledger row keeps of vendorRefused: null when the call succeeded or stopped before the vendor. */
+export function vendorRefusedOf(o: ExecutionOutcome): boolean | null {
+  return o.status === 'succeeded' ? null : (o.vendorRefused ?? null);
+}

@@ -77,6 +77,10 @@ describe('failure mapping', () => {
     expect(countsAgainstBreaker(f('auth'))).toBe(false);
     // The gateway's own failure (its token store's database) says nothing about the vendor.
     expect(countsAgainstBreaker({ ...f('network'), local: true })).toBe(false);
+    // A POST's outcome unknown after an answer below 500 (Nango: 400 base_url_override_*): the vendor answered.
+    expect(countsAgainstBreaker({ ...f('network'), vendorStatus: 400 })).toBe(false);
+    expect(countsAgainstBreaker({ ...f('network'), vendorStatus: 502 })).toBe(true);
+    expect(countsAgainstBreaker(f('network'))).toBe(true);
     expect(countsAgainstBreaker({ ...f('timeout'), local: true })).toBe(false);
   });
 });

@@ -127,8 +127,20 @@ export function isRetryable(f: Failure, action: { idempotent: boolean; sideEffec
   return action.sideEffect === 'read' || !f.requestSent;
 }
 
+/**
+ * Did the vendor refuse the input itself, so that the same input fails the same way (a 4xx, Shopify's userErrors
+ * in a 200, a result over the cap)? Otherwise the trouble was on its side or on the way, and may pass. The HTTP
+ * status alone cannot tell: a 200 also carries GraphQL INTERNAL_SERVER_ERROR or an unreadable body.
+ */
+export function refusedInput(f: Failure): boolean {
+  return f.kind === 'rejected' || f.kind === 'not_found' || f.kind === 'auth' || f.kind === 'too_large' || f.kind === 'key_conflict';
+}
+
 /** Failures that say something about the vendor's health (they feed the circuit breaker). */
 export function countsAgainstBreaker(f: Failure): boolean {
   if (f.local) return false; // the gateway's own trouble says nothing about the vendor's health
+  // A write's outcome made unknown by an answer below 500 (Nango refusing a POST's redirect with a 400) is
+  // unknown for the call, but the vendor answered: nothing about its health.
+  if (f.kind === 'network' && f.vendorStatus !== undefined && f.vendorStatus < 500) return false;
   return f.kind === 'server_error' || f.kind === 'timeout' || f.kind === 'network' || f.kind === 'bad_response';
 }

@@ -11,7 +11,7 @@ import { clampRetryAfterMs, vendorNamedWaitMs } from '../vendors/http/retry-afte
 import { failedOutcome as fail, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
 import { CircuitBreaker, type BreakerPass } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
-import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isPoll, isRetryable } from './failure-mapping.js';
+import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isPoll, isRetryable, refusedInput } from './failure-mapping.js';
 import { retryDelayMs } from './retry-math.js';
 
 type Failure = Extract<VendorOutcome, { ok: false }>;
@@ -148,6 +148,7 @@ export class RuntimeToolExecutor {
           errorCode,
           errorText: (decisive === outcome ? outcome.message : `${decisive.message}; then: ${outcome.message}`).slice(0, 500),
           vendorStatus: outcome.vendorStatus ?? null,
+          vendorRefused: refusedInput(decisive),
           // Only a wait the vendor named (API.md), never the default a handler slept on. Clamped again here:
           // whatever a handler computed, the ledger's integer column and the agent get at most a day.
           ...(namedWaitMs !== undefined ? { retryAfterSeconds: Math.ceil(clampRetryAfterMs(namedWaitMs)! / 1000) } : {}),

@@ -3,7 +3,7 @@ import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.s
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
-import type { ExecutionOutcome } from '../executor/execution-outcome.js';
+import { vendorRefusedOf, type ExecutionOutcome } from '../executor/execution-outcome.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { redactOutput } from '../redaction/redaction.service.js';
@@ -88,7 +88,7 @@ export class OutcomeRecorder {
       return this.answers.answerStored(stored!, c.toolUseId, false);
     }
     settled();
-    const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds, vendorStatus: outcome.status === 'succeeded' ? null : outcome.vendorStatus };
+    const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds, vendorStatus: outcome.status === 'succeeded' ? null : outcome.vendorStatus, vendorRefused: vendorRefusedOf(outcome) };
     const result: StoredResult = outcome.status === 'succeeded' && json !== null ? { found: true, value: outcome.result, json } : { found: false };
     return respond(buildToolCallBody(facts, result, c.toolUseId, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
   }
@@ -140,7 +140,7 @@ export class OutcomeRecorder {
       outputRedacted: outcome.status === 'succeeded' ? redactOutput(outcome.result) : null,
       retryCount: outcome.retries.length,
       retryAfterSeconds: outcome.status !== 'succeeded' ? (outcome.retryAfterSeconds ?? null) : null,
-      vendorStatus: outcome.vendorStatus, durationMs: outcome.durationMs,
+      vendorStatus: outcome.vendorStatus, vendorRefused: vendorRefusedOf(outcome), durationMs: outcome.durationMs,
       costCents: vendorReached ? c.tool.costCents : 0,
       truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
       result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,

@@ -54,6 +54,7 @@ export class StoredCallAnswers {
     const facts = {
       id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' || row.error_code === 'NOT_IN_MANIFEST' ? row.error_text : null,
       retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind, reconciled: row.reconciled === true, vendorStatus: row.vendor_status,
+      vendorRefused: row.vendor_refused,
     };
     return respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);
   }

@@ -14,6 +14,7 @@ export interface StoredCall {
   action_digest: string;
   retry_after_seconds: number | null;
   vendor_status: number | null;
+  vendor_refused: boolean | null;
   idempotency_key: string;
   tool_use_id: string;
   approval_kind: 'expert' | 'client' | null;
@@ -24,7 +25,7 @@ export interface StoredCall {
 }
 
 export const STORED_CALL_COLUMNS = `t.id, t.org_id, t.run_id, t.tool_name, t.action, t.status, t.error_code, t.error_text, t.http_status,
-  t.action_digest, t.retry_after_seconds, t.vendor_status, t.idempotency_key, t.tool_use_id, (t.note IS NOT NULL) AS reconciled,
+  t.action_digest, t.retry_after_seconds, t.vendor_status, t.vendor_refused, t.idempotency_key, t.tool_use_id, (t.note IS NOT NULL) AS reconciled,
   (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind,
   CASE WHEN t.status = 'waiting_approval' THEN (SELECT expires_at FROM approval_requests a WHERE a.tool_call_id = t.id AND a.status = 'pending') END
     AS approval_expires_at`;

@@ -11,10 +11,10 @@ describe('what the model is told', () => {
     expect(text).not.toMatch(/you may try again later\./);
   });
 
-  it('VENDOR_ERROR with the vendor\'s status: below 500 a refusal (do not resend the same input), 5xx a failure on its side (later, as a new call)', () => {
+  it('VENDOR_ERROR with the vendor\'s status: 4xx a refusal (do not resend the same input), 5xx a failure on its side (later, as a new call), 2xx either', () => {
     const withStatus = (vendorStatus: number | null) =>
       modelMessage({ id: 'x', status: 'failed', errorCode: 'VENDOR_ERROR', errorText: null, retryAfterSeconds: null, vendorStatus });
-    for (const st of [200, 400, 409, 422]) {
+    for (const st of [400, 409, 422]) {
       expect(withStatus(st), String(st)).toMatch(/^The vendor refused the request, and the action failed\. Sending the same input again will fail the same way/);
       expect(withStatus(st)).not.toMatch(/later/);
     }
@@ -23,6 +23,15 @@ describe('what the model is told', () => {
     }
     // No answer to go by (a network failure, or refused before anything was sent): both possibilities, as before.
     expect(withStatus(null)).toBe(failed('VENDOR_ERROR'));
+    // A 2xx carries refusals (Shopify userErrors) and failures on the vendor's side (GraphQL INTERNAL_SERVER_ERROR,
+    // an unreadable body) alike: the model is told both, not that the same input will surely fail again.
+    for (const st of [200, 201]) expect(withStatus(st), String(st)).toBe(failed('VENDOR_ERROR'));
+    // Recorded with the executor's judgement, that decides, whatever the status.
+    const judged = (vendorStatus: number | null, vendorRefused: boolean) =>
+      modelMessage({ id: 'x', status: 'failed', errorCode: 'VENDOR_ERROR', errorText: null, retryAfterSeconds: null, vendorStatus, vendorRefused });
+    for (const st of [200, 422, null]) expect(judged(st, true), String(st)).toMatch(/^The vendor refused the request, and the action failed\. Sending the same input again will fail the same way/);
+    for (const st of [200, 502]) expect(judged(st, false), String(st)).toBe('The vendor failed on its side, and the action failed. It may work later, as a new tool call.');
+    expect(judged(null, false)).toMatch(/^The vendor could not be reached or gave no usable answer, and the action failed\. It may work later/);
   });
 
   it('OUTCOME_UNKNOWN: never resend a change; a lookup (a call swept after a crash may be one) may run again', () => {

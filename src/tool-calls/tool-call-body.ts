@@ -16,6 +16,11 @@ export interface CallFacts {
    * answer below 500: a 4xx, or a 200 carrying errors such as Shopify's userErrors) from a 5xx.
    */
   vendorStatus?: number | null;
+  /**
+   * For VENDOR_ERROR: the vendor refused the input (true: the same input fails the same way) or failed on its side
+   * or on the way (false: it may work later). Null for calls recorded before it was kept: then the status decides.
+   */
+  vendorRefused?: boolean | null;
 }
 
 export interface ToolCallBody {
@@ -96,12 +101,20 @@ export function modelMessage(f: CallFacts): string {
     case 'EXECUTION_ERROR':
       return 'The tool failed unexpectedly. The action was not completed.';
     default:
-      // VENDOR_ERROR: a refusal (the input, or the state of the order, will not do) or a failure on the vendor's side.
-      if (typeof f.vendorStatus === 'number' && f.vendorStatus < 500) {
+      // VENDOR_ERROR: a refusal (the input, or the state of the order, will not do) or a failure on the vendor's side,
+      // as the executor judged it. A call recorded before that was kept: a 4xx is a refusal and a 5xx a failure, but
+      // a 200 carries both (userErrors; GraphQL INTERNAL_SERVER_ERROR, an unreadable body), so it says both.
+      if (f.vendorRefused === true || ((f.vendorRefused === null || f.vendorRefused === undefined) && typeof f.vendorStatus === 'number' && f.vendorStatus >= 400 && f.vendorStatus < 500)) {
         return 'The vendor refused the request, and the action failed. Sending the same input again will fail the same way: check the input (for a refund: the amount still refundable, and the order\'s currency).';
       }
-      if (typeof f.vendorStatus === 'number') return 'The vendor failed on its side, and the action failed. It may work later, as a new tool call.';
-      // No answer to go by: a network failure, or a refusal before anything was sent (a refund in the wrong currency).
+      if (f.vendorRefused === false) {
+        return typeof f.vendorStatus === 'number'
+          ? 'The vendor failed on its side, and the action failed. It may work later, as a new tool call.'
+          : 'The vendor could not be reached or gave no usable answer, and the action failed. It may work later, as a new tool call.';
+      }
+      if (typeof f.vendorStatus === 'number' && f.vendorStatus >= 500) return 'The vendor failed on its side, and the action failed. It may work later, as a new tool call.';
+      // Nothing that tells: no answer (a network failure, or a refusal before anything was sent, recorded before the
+      // executor's judgement was kept), or a 2xx.
       return 'The vendor refused the request or could not complete it, and the action failed. If it was refused, sending the same input again will fail the same way: check the input (for a refund: the amount still refundable, and the order\'s currency). After a temporary vendor failure it may work later, as a new tool call.';
   }
 }

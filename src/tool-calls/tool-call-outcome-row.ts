@@ -20,6 +20,8 @@ export interface OutcomeRow {
   retryCount: number;
   retryAfterSeconds: number | null;
   vendorStatus: number | null;
+  /** For a failure at the vendor: a refusal of the input (true) or trouble on its side (false); else null. */
+  vendorRefused: boolean | null;
   durationMs: number | null;
   costCents: number;
   truncated: boolean;
@@ -52,12 +54,12 @@ export async function rowHoldsOutcome(sql: Sql, o: Pick<OutcomeRow, 'id' | 'stat
 export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: OutcomeRow, events: NewLedgerEvent[]): Promise<boolean> {
   const p: unknown[] = [
     o.id, o.status, o.errorCode, o.errorText, o.httpStatus, o.outputRedacted === undefined ? null : ledgerOutputJson(o.outputRedacted),
-    o.retryCount, o.retryAfterSeconds, o.vendorStatus, o.durationMs, o.costCents, o.truncated, o.from, ORPHANED_TEXT,
+    o.retryCount, o.retryAfterSeconds, o.vendorStatus, o.durationMs, o.costCents, o.truncated, o.from, ORPHANED_TEXT, o.vendorRefused,
   ];
   const ctes = [
     `tc AS (UPDATE tool_calls SET status = $2, error_code = $3, error_text = $4, http_status = $5, output_redacted = $6::jsonb,
                 retry_count = $7, retry_after_seconds = $8, vendor_status = $9, duration_ms = $10, cost_cents = $11, truncated = $12,
-                finished_at = now(), updated_at = now()
+                vendor_refused = $15, finished_at = now(), updated_at = now()
               WHERE id = $1 AND status = $13 RETURNING id, org_id)`,
     // Reads the row as it was before this statement: only when the update above found it swept (no duration:
     // the sweep's verdict, not an outcome of ours), and also once ops have reconciled it since — the vendor's

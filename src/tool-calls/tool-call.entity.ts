@@ -26,6 +26,7 @@ export class ToolCallEntity {
   @Column('integer', { name: 'retry_count', default: 0 }) retryCount!: number;
   @Column('integer', { name: 'retry_after_seconds', nullable: true }) retryAfterSeconds!: number | null;
   @Column('integer', { name: 'vendor_status', nullable: true }) vendorStatus!: number | null;
+  @Column('boolean', { name: 'vendor_refused', nullable: true }) vendorRefused!: boolean | null;
   @Column('integer', { name: 'duration_ms', nullable: true }) durationMs!: number | null;
   @Column('integer', { name: 'cost_cents', default: 0 }) costCents!: number;
   @Column('boolean', { default: false }) truncated!: boolean;

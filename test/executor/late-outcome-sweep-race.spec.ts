@@ -52,7 +52,7 @@ describe('a late outcome racing the orphan sweep\'s statement', () => {
       const sweepPid = await waitFor(() => blockedBy(otherPid), 'the sweep to wait for B');
       const row: OutcomeRow = {
         id: a, orgId: org, from: 'running', status: 'succeeded', errorCode: null, errorText: null, httpStatus: 200,
-        outputRedacted: { order: { id: '12345' } }, retryCount: 0, retryAfterSeconds: null, vendorStatus: 200, durationMs: 120, costCents: 1, truncated: false,
+        outputRedacted: { order: { id: '12345' } }, retryCount: 0, retryAfterSeconds: null, vendorStatus: 200, vendorRefused: null, durationMs: 120, costCents: 1, truncated: false,
       };
       write = t.app.get(ToolCallLedger).writeOutcome(row, [{
         orgId: org, type: 'tool_call.succeeded', runId: run, toolCallId: a,
@@ -78,7 +78,7 @@ describe('a late outcome racing the orphan sweep\'s statement', () => {
     await t.app.get(OrphanSweeperService).sweep();
     const row: OutcomeRow = {
       id: a, orgId: org, from: 'running', status: 'succeeded', errorCode: null, errorText: null, httpStatus: 200,
-      outputRedacted: { order: { id: '12345' } }, retryCount: 0, retryAfterSeconds: null, vendorStatus: 200, durationMs: 120, costCents: 1, truncated: false,
+      outputRedacted: { order: { id: '12345' } }, retryCount: 0, retryAfterSeconds: null, vendorStatus: 200, vendorRefused: null, durationMs: 120, costCents: 1, truncated: false,
     };
     expect(await t.app.get(ToolCallLedger).writeOutcome(row, [{
       orgId: org, type: 'tool_call.succeeded', runId: run, toolCallId: a,
@@ -102,7 +102,7 @@ describe('a late outcome racing the orphan sweep\'s statement', () => {
       const sweepPid = await waitFor(() => blockedBy(otherPid), 'the sweep to wait for B');
       const row: OutcomeRow = {
         id: a, orgId: org, from: 'running', status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: 'not sent', httpStatus: 200,
-        outputRedacted: null, retryCount: 0, retryAfterSeconds: null, vendorStatus: null, durationMs: 0, costCents: 0, truncated: false,
+        outputRedacted: null, retryCount: 0, retryAfterSeconds: null, vendorStatus: null, vendorRefused: null, durationMs: 0, costCents: 0, truncated: false,
       };
       write = t.app.get(ToolCallLedger).writeOutcome(row, [{
         orgId: org, type: 'tool_call.failed', runId: run, toolCallId: a,

@@ -106,6 +106,17 @@ describe('Nango proxy answers through the pipeline', () => {
     expect(ok.body).toMatchObject({ status: 'succeeded' });
   });
 
+  it('POSTs answered 400 base_url_override_* (each indeterminate) do not open the org\'s Nango circuit breaker either: Nango answered', async () => {
+    const body = { error: { code: 'base_url_override_not_allowed', message: 'This base URL override is not allowed by server configuration.' } };
+    h.emu.fault({ vendor: 'nango', method: 'POST', path: /redirecting/, kind: 'status', status: 400, body, times: Infinity });
+    for (let i = 0; i < 6; i++) {
+      const unknown = await call(h, org, 'nango_proxy', { action: 'post', path: `v1/redirecting/${i}`, body: { i } });
+      expect(unknown.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+    }
+    const ok = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+    expect(ok.body).toMatchObject({ status: 'succeeded' });
+  });
+
   it('the provider behind Nango receives the gateway\'s Accept and User-Agent, and no Nango credential', async () => {
     const before = nango.upstreamRequests.length;
     const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });

@@ -2,9 +2,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
 import type { ShopifyEmulator } from '../../src/emulator/index.js';
 import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
-import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth } from '../support/test-app.js';
-import { call, eventsOf, rowOf } from './support.js';
+import { call, eventsOf, rowOf, send } from './support.js';
 import { SHOPIFY_TOKEN } from '../support/secrets.js';
 
 const READS = ['order_lookup.lookup', 'amazon_query.get_order', 'amazon_query.get_order_items', 'kyc.get_status'];
@@ -52,6 +52,22 @@ describe('vendor faults on reads, through the pipeline', () => {
     ]);
     expect(events.filter((e) => e.type === 'tool_call.retried').map((e) => e.metadata)).toEqual([1, 2, 3].map((attempt) => expect.objectContaining({ attempt, reason: 'server_error' })));
     expect(events[5].metadata).toMatchObject({ errorCode: 'VENDOR_ERROR', retryCount: 3 });
+  });
+
+  it('Shopify failing on its side inside a 200 (GraphQL INTERNAL_SERVER_ERROR): the model reads "failed on its side, may work later", not "refused", also on replay', async () => {
+    const org = await fresh();
+    h.emu.fault({
+      vendor: 'shopify', kind: 'status', status: 200, times: Infinity,
+      body: { errors: [{ message: 'Internal error. Looks like something went wrong on our end.', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] },
+    });
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const res = await send(h, org, use);
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+    expect(await rowOf(h, res.body.toolCallId)).toMatchObject({ vendor_status: 200, vendor_refused: false });
+    const said = 'The vendor failed on its side, and the action failed. It may work later, as a new tool call.';
+    expect(res.body.toolResult.content).toBe(said);
+    const replay = await send(h, org, use);
+    expect(replay.body).toMatchObject({ replayed: true, toolResult: { content: said } });
   });
 
   it('a passing 500 / 503 is retried and the call succeeds (Shopify, SP-API, Jumio)', async () => {

@@ -211,6 +211,7 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(shop.refundCount(1005)).toBe(refunds);
       // Shopify answered (userErrors in a 200): a refusal, which the model reads as one, not "try later".
       expect(res.body.toolResult.content).toMatch(/^The vendor refused the request, and the action failed\. Sending the same input again will fail the same way/);
+      expect(await rowOf(h, res.body.toolCallId)).toMatchObject({ vendor_status: 200, vendor_refused: true });
     });
   });
 
