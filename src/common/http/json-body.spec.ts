@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { unrepresentableNumber } from './json-body.js';
+import { batchItemSpans, refuseBatchItems, refusedBatchItem, unrepresentableNumber } from './json-body.js';
 
 const check = (text: string) => unrepresentableNumber(JSON.parse(text), text);
 
@@ -34,5 +34,52 @@ describe('unrepresentableNumber', () => {
   it('digits inside strings and keys are not numbers', () => {
     expect(check('{"1234567890123456789":"1234567890123456789","a\\"":"x\\"1234567890123456789","n":1e20}')).toBeUndefined();
     expect(check('{"k\\\\":1234567890123456789}')).toBe('rounded');
+  });
+});
+
+describe('batchItemSpans', () => {
+  const items = (text: string) => batchItemSpans(text).map(([a, b]) => text.slice(a, b).trim());
+
+  it('the text of each toolUses item, nested brackets, commas and brackets in strings included', () => {
+    expect(items('{"toolUses":[1, {"a":[1,2],"b":"],[,"} ,"x\\"]",[[]],{}]}')).toEqual(['1', '{"a":[1,2],"b":"],[,"}', '"x\\"]"', '[[]]', '{}']);
+    expect(items(' { "toolUses" : [ ] } ')).toEqual([]);
+  });
+
+  it('of repeated toolUses members, the last one (the one JSON.parse keeps)', () => {
+    expect(items('{"toolUses":[1,2],"toolUses":{"a":[3]},"toolUses":[4]}')).toEqual(['4']);
+  });
+});
+
+describe('refuseBatchItems', () => {
+  /** The body after the reader: each item, or the 400 detail of a refused one; false when the whole body is refused. */
+  const read = (text: string) => {
+    const body = JSON.parse(text) as { toolUses: unknown[] };
+    if (!refuseBatchItems(body, text)) return false;
+    return body.toolUses.map((item) => refusedBatchItem(item)?.detail ?? item);
+  };
+
+  it('only the items holding a number JSON.parse lost are refused, each with the single-call words; their ids stay', () => {
+    const out = read('{"toolUses":[{"id":"a","n":1},{"id":"b","n":12345678901234567890},{"id":"c","n":[1e400]},7,9223372036854775807]}');
+    expect(out).toEqual([
+      { id: 'a', n: 1 },
+      'a number in the body would be rounded (an integer beyond 2^53 loses digits): send it as a string',
+      'a number in the body is too large to represent',
+      7,
+      'a number in the body would be rounded (an integer beyond 2^53 loses digits): send it as a string',
+    ]);
+    const body = JSON.parse('{"toolUses":[{"id":"b","n":1e400}]}') as { toolUses: unknown[] };
+    refuseBatchItems(body, '{"toolUses":[{"id":"b","n":1e400}]}');
+    expect(body.toolUses[0]).toEqual({ id: 'b' }); // nothing else of it is passed on
+  });
+
+  it('a number outside the items, or a body that is not the envelope alone: the whole body is refused', () => {
+    expect(read('{"toolUses":[{"n":1e400}],"x":1}')).toBe(false);
+    expect(read('{"toolUses":[1],"toolUses":[{"n":1234567890123456789}]}')).not.toBe(false);
+    // a rounded literal in a repeated member JSON.parse dropped is outside the items
+    expect(read('{"toolUses":[1234567890123456789],"toolUses":[{"n":1234567890123456789}]}')).toBe(false);
+    expect(read('{"toolUses":{"n":1e400}}')).toBe(false);
+    // an exact large number is no problem: nothing to refuse
+    expect(read('{"toolUses":[{"n":9007199254740992}]}')).toBe(false);
+    expect(refuseBatchItems([Infinity], '[1e400]')).toBe(false);
   });
 });

@@ -159,11 +159,9 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
     // can carry on (JSON.stringify writes null) and the action digest refuses: refused here. So is an
     // integer past 2^53 the double rounds (a 64-bit id): the vendor would get another number.
     const numberProblem = unrepresentableNumber(body, text);
-    if (numberProblem === 'infinite') {
-      return refuse(new AppError('BAD_REQUEST', 'a number in the body is too large to represent'));
-    }
-    if (numberProblem === 'rounded') {
-      return refuse(new AppError('BAD_REQUEST', 'a number in the body would be rounded (an integer beyond 2^53 loses digits): send it as a string'));
+    // In a batch, only the items that hold such a number are refused (each its own 400 entry); the rest still run.
+    if (numberProblem !== undefined && !(toolCallPath?.[1] && refuseBatchItems(body, text))) {
+      return refuse(numberError(numberProblem));
     }
     // Only a \u escape can put NUL or an unpaired surrogate into parsed JSON. Tool calls
     // record the model's text repaired (redaction, storableText); everything else is refused.
@@ -175,13 +173,101 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
   });
 }
 
+/** The 400 for a number JSON.parse lost: the same words for a single call's body and a batch item. */
+function numberError(problem: 'infinite' | 'rounded'): AppError {
+  return problem === 'infinite'
+    ? new AppError('BAD_REQUEST', 'a number in the body is too large to represent')
+    : new AppError('BAD_REQUEST', 'a number in the body would be rounded (an integer beyond 2^53 loses digits): send it as a string');
+}
+
+/** Batch items the body reader refused, by the placeholder that stands in for each (see refuseBatchItems). */
+const refusedItems = new WeakMap<object, AppError>();
+
+/** The 400 of a batch item the body reader refused (a number it could not represent), or undefined. */
+export function refusedBatchItem(item: unknown): AppError | undefined {
+  return typeof item === 'object' && item !== null ? refusedItems.get(item) : undefined;
+}
+
+/**
+ * A batch body `{"toolUses": [...]}` whose unrepresentable numbers (unrepresentableNumber) are all inside items:
+ * each such item is replaced by a placeholder (its id kept, so duplicate ids are still found) whose 400 the batch
+ * answers in the item's place; nothing of what it held is passed on. False (nothing changed) when the body is not
+ * that envelope or a number outside its items is at fault: the whole body is refused, as before. Runs only after
+ * the one walk found a problem, so a body without one costs nothing more; the text is read once more here.
+ */
+export function refuseBatchItems(body: unknown, text: string): boolean {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const keys = Object.keys(body);
+  const items = (body as { toolUses?: unknown }).toolUses;
+  if (keys.length !== 1 || keys[0] !== 'toolUses' || !Array.isArray(items)) return false;
+  const spans = batchItemSpans(text);
+  if (spans.length !== items.length) return false;
+  // What lies outside the items: the envelope, and any earlier "toolUses" member JSON.parse dropped.
+  let from = 0;
+  for (const [start, end] of spans) {
+    if (hasRoundedLiteral(text, from, start)) return false;
+    from = end;
+  }
+  if (hasRoundedLiteral(text, from, text.length)) return false;
+  const refused = spans.map(([start, end], i) => unrepresentableNumber(items[i], text, start, end));
+  if (refused.every((p) => p === undefined)) return false;
+  refused.forEach((problem, i) => {
+    if (problem === undefined) return;
+    const item = items[i] as unknown;
+    const id = typeof item === 'object' && item !== null && typeof (item as { id?: unknown }).id === 'string' ? (item as { id: string }).id : undefined;
+    const placeholder = Object.freeze(id === undefined ? {} : { id });
+    refusedItems.set(placeholder, numberError(problem));
+    items[i] = placeholder;
+  });
+  return true;
+}
+
+/**
+ * Where each item of a batch body's toolUses array is in its (valid JSON) text: [start, end) pairs, one per
+ * item, in order. The array is the last member value of the top-level object that is an array, as JSON.parse
+ * keeps the last of repeated keys (the caller has checked that toolUses is the only key). Linear, no recursion.
+ */
+export function batchItemSpans(text: string): [number, number][] {
+  let spans: [number, number][] = [];
+  let depth = 0;
+  let inString = false;
+  let inItems = false; // inside an array that is a member value of the top-level object
+  let start = -1; // where the current item began, or -1 between items
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped char
+      else if (c === 34) inString = false;
+      continue;
+    }
+    if (inItems && depth === 2) {
+      if (c === 44 || c === 93) {
+        // ',' or the array's ']': the item so far ends here
+        if (start >= 0) spans.push([start, i]);
+        start = -1;
+      } else if (start < 0 && c !== 32 && c !== 9 && c !== 10 && c !== 13) start = i;
+    }
+    if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      if (depth === 1 && c === 91) {
+        inItems = true;
+        spans = [];
+      }
+      depth++;
+    } else if (c === 125 || c === 93) {
+      if (--depth === 1) inItems = false;
+    }
+  }
+  return spans;
+}
+
 /**
  * What JSON.parse lost of a body's numbers: 'infinite' when a value is ±Infinity, 'rounded' when a literal
  * beyond 2^53 does not come back from its double as the same number (1234567890123456789 is written on as
  * 1234567890123456800). One that does (1e308, 9007199254740992, 6.02214076e23) is passed on unchanged. The
  * walk is iterative (no recursion to blow); the text is read again only when a number past 2^53 turned up.
  */
-export function unrepresentableNumber(value: unknown, text: string): 'infinite' | 'rounded' | undefined {
+export function unrepresentableNumber(value: unknown, text: string, from = 0, to = text.length): 'infinite' | 'rounded' | undefined {
   let large = false;
   // Only containers are stacked: a flat array of 100k numbers is read in place, not pushed item by item.
   const stack: object[] = [[value]];
@@ -194,7 +280,7 @@ export function unrepresentableNumber(value: unknown, text: string): 'infinite' 
       } else if (item !== null && typeof item === 'object') stack.push(item);
     }
   }
-  return large && hasRoundedLiteral(text) ? 'rounded' : undefined;
+  return large && hasRoundedLiteral(text, from, to) ? 'rounded' : undefined;
 }
 
 /**
@@ -202,9 +288,9 @@ export function unrepresentableNumber(value: unknown, text: string): 'infinite' 
  * A literal of at most 15 significant digits always comes back the same (a double holds 15 decimal digits), so
  * only longer ones are parsed again: a body of many large numbers costs no more than one more pass.
  */
-function hasRoundedLiteral(text: string): boolean {
+function hasRoundedLiteral(text: string, from = 0, to = text.length): boolean {
   let inString = false;
-  for (let i = 0; i < text.length; i++) {
+  for (let i = from; i < to; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
       if (c === 92) i++; // backslash: skip the escaped char

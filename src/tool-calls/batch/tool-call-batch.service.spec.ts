@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../common/errors/app-error.js';
 import type { ToolCallBody } from '../tool-call-body.js';
 import type { ScheduleKind } from './batch-request.js';
-import { writeHoldOf } from './tool-call-batch.service.js';
+import { endedRunOnly, writeHoldOf } from './tool-call-batch.service.js';
 
 describe('writeHoldOf', () => {
   const kinds: Record<string, ScheduleKind> = { 'shopify_refund.create': 'write', 'order_lookup.lookup': 'read' };
@@ -34,5 +34,22 @@ describe('writeHoldOf', () => {
     expect(holdOf('write', new AppError('RATE_LIMITED'))?.detail).toMatch(/RATE_LIMITED/);
     expect(holdOf('read', new AppError('RATE_LIMITED'))).toBeUndefined();
     expect(holdOf('write', new AppError('POLICY_BLOCKED'))).toBeUndefined();
+  });
+});
+
+describe('endedRunOnly', () => {
+  const ended = new AppError('RUN_NOT_ACTIVE');
+  const malformed = new AppError('BAD_REQUEST', 'type must be "tool_use"');
+
+  it('refused RUN_NOT_ACTIVE, with or without items that are no tool_use at all: one 409 for the batch', () => {
+    expect(endedRunOnly([null, null], [ended, ended])).toBe(true);
+    expect(endedRunOnly([null, null, null], [malformed, ended, malformed])).toBe(true);
+  });
+
+  it('an item answered from the ledger (a call the run made), another refusal, or no RUN_NOT_ACTIVE at all: per-item answers', () => {
+    expect(endedRunOnly([null, { status: 'succeeded' } as ToolCallBody], [malformed, null])).toBe(false);
+    expect(endedRunOnly([null, null], [ended, new AppError('IDEMPOTENCY_KEY_REUSED')])).toBe(false);
+    expect(endedRunOnly([null, null], [ended, new AppError('DATABASE_UNAVAILABLE')])).toBe(false);
+    expect(endedRunOnly([null, null], [malformed, malformed])).toBe(false);
   });
 });

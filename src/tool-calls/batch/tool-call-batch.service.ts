@@ -4,6 +4,7 @@ import { ToolCatalogService } from '../../catalog/tool-catalog.service.js';
 import { AppError } from '../../common/errors/app-error.js';
 import type { ErrorCode } from '../../common/errors/error-codes.js';
 import { problemBody, toAppError } from '../../common/errors/problem.filter.js';
+import { refusedBatchItem } from '../../common/http/json-body.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { RunsService } from '../../runs/runs.service.js';
 import type { ToolCallBody } from '../tool-call-body.js';
@@ -80,6 +81,22 @@ export function writeHoldOf(
     if (refusal && mayRunOnResend(refusal.code)) return () => heldBehindRefusal(i, refusal.code);
   }
   return null;
+}
+
+/**
+ * True when the run had ended and no item of the batch is a call it made before: nothing was answered from the
+ * ledger, at least one item was refused 409 RUN_NOT_ACTIVE, and every other one was refused 400 BAD_REQUEST (not a
+ * tool_use at all, so no call of the run either). The batch then answers one 409, as a single call would. Any
+ * other refusal (a 422 IDEMPOTENCY_KEY_REUSED names a call the run made; a 503 may be one) keeps the per-item answers.
+ */
+export function endedRunOnly(bodies: readonly (ToolCallBody | null)[], refusals: readonly (AppError | null)[]): boolean {
+  if (bodies.some((b) => b !== null)) return false;
+  let ended = false;
+  for (const r of refusals) {
+    if (r?.code === 'RUN_NOT_ACTIVE') ended = true;
+    else if (r?.code !== 'BAD_REQUEST') return false;
+  }
+  return ended;
 }
 
 /** Statuses of a call that has not finished: the items after it in a batch wait for it. */
@@ -160,6 +177,9 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
       const holdWrite = kinds[group[0]] === 'write' ? writeHold : null;
       await runBounded(group, limit, async (i) => {
         try {
+          // A number the body reader could not represent: refused as the same body posted alone would be, before anything else.
+          const unreadable = refusedBatchItem(toolUses[i]);
+          if (unreadable) throw unreadable;
           const answer = this.stopping
             ? this.calls.replayOnly(p, run.id, toolUses[i], gatewayStopping)
             : hold
@@ -178,7 +198,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
       writeHold ??= writeHoldOf(group, kinds, bodies, refusals, (toolName, action) => this.kindOfAction(toolName, action));
     }
     // Nothing in it was a call the run made before it ended: one 409 for the batch, as for a single call.
-    if (refusals.every((x) => x?.code === 'RUN_NOT_ACTIVE')) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
+    if (endedRunOnly(bodies, refusals)) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
     const fitted = fitBatchBudget(bodies, this.config.BATCH_BUDGET_BYTES);
     return { results: fitted.map((b, i) => b ?? problemBody(refusals[i]!, correlationId)) };
   }
