@@ -127,9 +127,31 @@ export class CredentialsService {
 
   /** The decrypted config for a vendor call, or null when the org has none. Throws DecryptionError on a bad row. */
   async load(orgId: string, type: IntegrationType): Promise<Record<string, unknown> | null> {
-    const row = await this.cache.get(`${orgId}:${type}`, () => this.ds.getRepository(IntegrationCredentialEntity).findOne({ where: { orgId, integrationType: type } }));
+    return (await this.loadStamped(orgId, type))?.config ?? null;
+  }
+
+  /**
+   * `load`, with the stamp of the stored config it decrypted (see stampOf), for a caller that holds the config
+   * across a wait and must find out whether it was replaced or deleted meanwhile.
+   */
+  async loadStamped(orgId: string, type: IntegrationType): Promise<{ config: Record<string, unknown>; stamp: string } | null> {
+    const row = await this.row(orgId, type);
     if (!row) return null;
-    return this.cipher.decryptJson<Record<string, unknown>>(row, credentialAad(orgId, type));
+    return { config: this.cipher.decryptJson<Record<string, unknown>>(row, credentialAad(orgId, type)), stamp: row.fingerprint };
+  }
+
+  /**
+   * Which config is stored now, without decrypting it: its fingerprint, or null when there is none. Equal stamps
+   * mean the same config (a PUT of an identical config keeps it); a replaced one has another. A key rotation
+   * recomputes fingerprints too, so a stamp taken before it differs after: callers treat that as a change, which
+   * errs on the side of not sending.
+   */
+  async stampOf(orgId: string, type: IntegrationType): Promise<string | null> {
+    return (await this.row(orgId, type))?.fingerprint ?? null;
+  }
+
+  private row(orgId: string, type: IntegrationType): Promise<IntegrationCredentialEntity | null> {
+    return this.cache.get(`${orgId}:${type}`, () => this.ds.getRepository(IntegrationCredentialEntity).findOne({ where: { orgId, integrationType: type } }));
   }
 
   /** Rotation and tests: forget cached ciphertext. */

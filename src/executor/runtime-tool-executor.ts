@@ -16,6 +16,12 @@ import { retryDelayMs } from './retry-math.js';
 
 type Failure = Extract<VendorOutcome, { ok: false }>;
 
+/** The org's config for this call, and the stamp of the stored row it came from (CredentialsService.stampOf). */
+interface HeldCredentials {
+  config: Record<string, unknown>;
+  stamp: string;
+}
+
 /** The vendor answered this attempt (a status), or its request may have left: it counts as a vendor call. */
 const reachedVendor = (f: Failure): boolean => f.requestSent || f.vendorStatus !== undefined;
 
@@ -104,9 +110,9 @@ export class RuntimeToolExecutor {
     let pending: { breaker: CircuitBreaker; pass: BreakerPass } | undefined;
     const progress: Progress = { failures: [], inHandler: false };
     try {
-      let credentials: Record<string, unknown> | null;
+      let credentials: HeldCredentials | null;
       try {
-        credentials = await this.credentials.load(req.orgId, req.entry.vendor);
+        credentials = await this.credentials.loadStamped(req.orgId, req.entry.vendor);
       } catch (err) {
         if (err instanceof DecryptionError) {
           return done({ status: 'failed', errorCode: 'CREDENTIALS_INVALID', errorText: 'stored credentials could not be decrypted', vendorStatus: null }, false);
@@ -184,7 +190,7 @@ export class RuntimeToolExecutor {
    */
   private async callWithRetries(
     req: ExecuteRequest,
-    credentials: Record<string, unknown>,
+    credentials: HeldCredentials,
     retries: RetryRecord[],
     progress: Progress,
     startedAt: number,
@@ -209,7 +215,9 @@ export class RuntimeToolExecutor {
     // request under that key may complete, and then the vendor hands back its
     // result. Every other retry counts against VENDOR_MAX_RETRIES.
     let failureRetries = 0;
-    const shouldRetry = (f: Failure): boolean => isRetryable(f, entry.action, cap) && fitsBudget(f) && (isPoll(f) || failureRetries < maxRetries);
+    // Set when the call ends on an earlier attempt's failure (credentials changed): that failure is not retried again.
+    let ended = false;
+    const shouldRetry = (f: Failure): boolean => !ended && isRetryable(f, entry.action, cap) && fitsBudget(f) && (isPoll(f) || failureRetries < maxRetries);
     const policy = retry(
       handleWhenResult((r) => !(r as VendorOutcome).ok && shouldRetry(r as Failure)),
       {
@@ -231,6 +239,15 @@ export class RuntimeToolExecutor {
     let last: Failure | undefined;
     const scratch = new Map<string, unknown>();
     return policy.execute(async () => {
+      // Credentials replaced or deleted while this call waited to retry: it ends as the attempt before did (its
+      // scheduled retry not counted), and sends neither config. Not the old one: a change answered to the admin is
+      // in force from then on. Nor the new one: it may name another shop or account, where this request was never
+      // sent — that is not a retry. Checked before the budget, so the time a lookup takes is spent from it.
+      if (attempt > 0 && last && !signal.aborted && !(await this.stillHeld(req, credentials))) {
+        retries.pop();
+        ended = true;
+        return last;
+      }
       // The budget ran out during a backoff: this attempt never leaves, so its
       // scheduled retry is not counted. Answer with the previous attempt's
       // failure, which was retried only because it was transient and, for a
@@ -250,7 +267,7 @@ export class RuntimeToolExecutor {
         toolName: entry.tool.name,
         action: entry.action.name,
         params: req.params,
-        credentials,
+        credentials: credentials.config,
         signal,
         deadline,
         attempt: attempt++,
@@ -264,5 +281,18 @@ export class RuntimeToolExecutor {
       }
       return outcome;
     }, signal);
+  }
+
+  /**
+   * Whether the org still stores the config this call loaded (by stamp: the cache's TTL makes every load a new
+   * object). Cached, so cheap between attempts. A lookup that fails cannot confirm it: the retry is not sent.
+   */
+  private async stillHeld(req: ExecuteRequest, held: HeldCredentials): Promise<boolean> {
+    try {
+      return (await this.credentials.stampOf(req.orgId, req.entry.vendor)) === held.stamp;
+    } catch (err) {
+      this.log.warn({ toolCallId: req.toolCallId, err: loggableErrorText(err) }, 'credentials could not be checked before a retry');
+      return false;
+    }
   }
 }

@@ -5,19 +5,19 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { CatalogEntry } from '../../src/catalog/tool-catalog.service.js';
 import { Clock } from '../../src/common/clock.js';
 import type { AppConfig } from '../../src/config/app-config.js';
-import type { CredentialsService } from '../../src/credentials/credentials.service.js';
 import type { MetricsService } from '../../src/metrics/metrics.service.js';
 import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js';
 import { NangoHandler } from '../../src/vendors/nango/nango.handler.js';
 import type { ToolActionSpec, VendorCallContext, VendorEndpoints, VendorHandler, VendorOutcome } from '../../src/vendors/vendor-handler.js';
+import { fixedCredentials } from './fixed-credentials.js';
 
 const metrics = {
   onScrape: () => undefined,
   breakerState: { reset: () => undefined, set: () => undefined },
   vendorLatency: { observe: () => undefined },
 } as unknown as MetricsService;
-const credentials = { load: async () => ({ any: 'thing' }) } as unknown as CredentialsService;
+const credentials = fixedCredentials({ any: 'thing' });
 const NANGO_SECRET_KEY = 'sk-test-123456';
 recordMintedSecret('executor-budget-breaker.spec Nango secret key', NANGO_SECRET_KEY); // the run-wide leak scan looks for it too
 
@@ -80,12 +80,7 @@ describe('the executor: the call budget and the breaker', () => {
   });
 
   it('the budget runs from the start of execution: credentials that took it all (a slow database) send nothing, and the breaker learns nothing', async () => {
-    const slowCredentials = {
-      load: async () => {
-        await new Promise((r) => setTimeout(r, 400));
-        return { any: 'thing' };
-      },
-    } as unknown as CredentialsService;
+    const slowCredentials = fixedCredentials({ any: 'thing' }, () => new Promise((r) => setTimeout(r, 400)));
     const config = { VENDOR_TIMEOUT_MS: 300, VENDOR_MAX_RETRIES: 3, VENDOR_RETRY_AFTER_CAP_MS: 2_000, CIRCUIT_BREAKER_THRESHOLD: 1, CIRCUIT_BREAKER_COOLDOWN_MS: 1_000 } as AppConfig;
     const ex = new RuntimeToolExecutor(config, slowCredentials, new Clock(), metrics);
     let sent = 0;
@@ -140,7 +135,7 @@ describe('the executor: the call budget and the breaker', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const config = { VENDOR_TIMEOUT_MS: 200, VENDOR_MAX_RETRIES: 3, VENDOR_RETRY_AFTER_CAP_MS: 2_000, CIRCUIT_BREAKER_THRESHOLD: 5, CIRCUIT_BREAKER_COOLDOWN_MS: 30_000 } as AppConfig;
-      const nangoCredentials = { load: async () => ({ secretKey: NANGO_SECRET_KEY, connectionId: 'conn-1', providerConfigKey: 'github' }) } as unknown as CredentialsService;
+      const nangoCredentials = fixedCredentials({ secretKey: NANGO_SECRET_KEY, connectionId: 'conn-1', providerConfigKey: 'github' });
       const ex = new RuntimeToolExecutor(config, nangoCredentials, new Clock(), metrics);
       const handler = new NangoHandler({
         nangoHost: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs: 10_000, connectTimeoutMs: 1_000, maxResponseBytes: 1 << 20, userAgent: 'test',

@@ -6,7 +6,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { CatalogEntry } from '../../src/catalog/tool-catalog.service.js';
 import { Clock } from '../../src/common/clock.js';
 import type { AppConfig } from '../../src/config/app-config.js';
-import type { CredentialsService } from '../../src/credentials/credentials.service.js';
 import type { MetricsService } from '../../src/metrics/metrics.service.js';
 import { recordMintedSecret } from '../../src/emulator/minted-secrets.js';
 import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js';
@@ -15,6 +14,7 @@ import { JumioHandler } from '../../src/vendors/jumio/jumio.handler.js';
 import { NangoHandler } from '../../src/vendors/nango/nango.handler.js';
 import { emulatorEndpoints } from '../../src/vendors/handler.spec-support.js';
 import type { VendorHandler } from '../../src/vendors/vendor-handler.js';
+import { fixedCredentials } from './fixed-credentials.js';
 
 /**
  * The waits vendors name (Retry-After on 429 and 5xx) and the breaker's view of them, through the executor and
@@ -103,7 +103,7 @@ function exec(vendor: Vendor, over: Partial<AppConfig> = {}, clock = new Clock()
   } as AppConfig;
   const endpoints = emulatorEndpoints(url, { timeoutMs: config.VENDOR_TIMEOUT_MS, connectTimeoutMs: 500, userAgent: 'test/1.0' });
   const handler: VendorHandler = vendor === 'jumio' ? new JumioHandler(endpoints) : vendor === 'amazon' ? new AmazonHandler(endpoints) : new NangoHandler(endpoints);
-  const credentials = { load: async () => CREDS[vendor] } as unknown as CredentialsService;
+  const credentials = fixedCredentials(CREDS[vendor]);
   const ex = new RuntimeToolExecutor(config, credentials, clock, metrics);
   const tool = handler.tools[0];
   const action = vendor === 'nango' ? tool.actions.find((a) => a.name === 'get')! : tool.actions[0];
