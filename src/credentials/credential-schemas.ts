@@ -3,6 +3,14 @@ import type { IntegrationType } from './integration-credential.entity.js';
 /** Some character other than whitespace: the Amazon and Jumio handlers' nonEmpty. */
 const NOT_BLANK = '\\S';
 
+/**
+ * A Nango id: the characters Nango itself accepts (its server's connectionId and providerConfigKey rules), at most
+ * 255 of them (Nango's cap). Blanks only inside: the id is sent as a header, which the Nango handler refuses with a
+ * leading or trailing blank (its HEADER_VALUE), so the PUT refuses what no call could use. `nonBlank`: the set
+ * without the blank, as a character class body. One blank run per non-blank character keeps the match linear.
+ */
+const nangoId = (nonBlank: string): Record<string, unknown> => ({ type: 'string', minLength: 1, maxLength: 255, pattern: `^[${nonBlank}](?: *[${nonBlank}])*$` });
+
 /** The config each integration type accepts (API.md §7). Unknown fields are refused. */
 export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>> = {
   // An Admin API token, or an app's client id and secret (the gateway buys its tokens): exactly one of
@@ -53,8 +61,8 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
     properties: {
       // Sent as a header: printable ASCII, inner blanks only (the handler checks the same).
       secretKey: { type: 'string', minLength: 8, maxLength: 256, pattern: '^[\\x21-\\x7e](?:[\\x20-\\x7e]{0,254}[\\x21-\\x7e])?$' },
-      connectionId: { type: 'string', pattern: '^[A-Za-z0-9._:@-]{1,255}$' },
-      providerConfigKey: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,255}$' },
+      connectionId: nangoId(String.raw`A-Za-z0-9,.;:=+~\[\]|@$\{\}"'\\/_-`),
+      providerConfigKey: nangoId(String.raw`A-Za-z0-9~:.@_-`),
     },
   },
 };
