@@ -1,6 +1,7 @@
 import { isAddressContainer, isPostalKey, looksLikeAddress } from './address-keys.js';
 import { secretItems } from './array-shapes.js';
 import { redactContactsInText } from './contacts-in-text.js';
+import { redactedHead } from './cut-safe-head.js';
 import { define, numberCost, RecordedNames, stripNul, toWellFormed } from './jsonb-copy.js';
 import { CIRCULAR, REDACTED, TRUNCATED } from './markers.js';
 import { redactSecretsInText } from './patterns.js';
@@ -40,9 +41,6 @@ const FORMAT_CHAR = /\p{Cf}/u;
 const FORMAT_CHARS = /\p{Cf}/gu;
 /** The same as recorded: NUL shown as U+FFFD (which the text may hold of its own, too). */
 const SHOWN_NUL_OR_FORMAT_CHARS = /[\uFFFD\p{Cf}]/gu;
-
-/** Lookahead kept past the cut so a secret straddling it is still recognised whole. */
-const CUT_LOOKAHEAD = 1024;
 
 /**
  * One pass over the value building a fresh copy: the caller's value is only read (the
@@ -213,21 +211,9 @@ export class Walker {
     return toWellFormed(`${this.redactedHead(raw, key)}…${TRUNCATED}`);
   }
 
-  /**
-   * The first maxStringLength characters of a longer text, redacted. Redaction reads CUT_LOOKAHEAD characters past
-   * the cut, so that a secret straddling the cut is seen whole. A text that goes on past that window can have a secret
-   * straddling the window's end, never seen whole either, and an earlier redaction that shortened the text (a PEM
-   * block to [REDACTED]) brings it under the cut. So the window's redaction is kept only as far as the head's alone
-   * agrees with it: the head's holds nothing from past the cut. Where they part because the window's hid a secret the
-   * head's saw only in part, that [REDACTED] stays.
-   */
+  /** The first maxStringLength characters of a longer text, redacted without showing part of a secret the cut split. */
   private redactedHead(raw: string, key: string): string {
-    const max = REDACTION_LIMITS.maxStringLength;
-    const window = this.redactText(raw.slice(0, max + CUT_LOOKAHEAD), key);
-    if (raw.length <= max + CUT_LOOKAHEAD) return window.slice(0, max);
-    const agreed = commonPrefixLength(window, this.redactText(raw.slice(0, max), key));
-    const kept = window.startsWith(REDACTED, agreed) ? agreed + REDACTED.length : agreed;
-    return window.slice(0, Math.min(max, kept));
+    return redactedHead(raw, REDACTION_LIMITS.maxStringLength, (text) => this.redactText(text, key));
   }
 
   private redactText(text: string, key: string): string {
@@ -268,12 +254,4 @@ export class Walker {
   private spend(chars: number): void {
     this.used += chars;
   }
-}
-
-/** The length of the longest common prefix of two texts. */
-function commonPrefixLength(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
-  return i;
 }

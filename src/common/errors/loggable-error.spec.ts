@@ -64,6 +64,23 @@ describe('loggableErrorText', () => {
     expect(text).not.toContain('shpat_0');
   });
 
+  it('a secret at the redaction cut stays hidden when redaction before the cut shortened the text (a PEM block)', () => {
+    const url = 'postgres://admin:SuperSecretPass99@db.internal:5432/app';
+    const head = 'config dump: -----BEGIN PRIVATE KEY-----\n';
+    const tail = '\n-----END PRIVATE KEY----- dsn=';
+    const body = 'A'.repeat(10_000 - head.length - tail.length - url.indexOf('@'));
+    const message = `${head}${body}${tail}${url}`;
+    expect(message.indexOf('@')).toBe(10_000); // the "@" just past the cut, the password before it
+    // Whether the message ends there or goes on well past what redaction reads.
+    for (const text of [message, `${message} ${'z '.repeat(10_000)}`]) {
+      const logged = loggableErrorText(new Error(text));
+      expect(logged).toMatch(/^config dump: \[REDACTED\] dsn=/);
+      expect(logged).not.toContain('SuperSecret');
+      expect(logged.length).toBeLessThanOrEqual(LOGGABLE_MESSAGE_MAX + 1);
+      expect(loggableErrorWithStack(new Error(text)).message).not.toContain('SuperSecret');
+    }
+  });
+
   it('describes what is no Error, and a name that is no class name is not shown', () => {
     expect(loggableErrorText(`boom with ${SHOPIFY_TOKEN}`)).toBe('boom with [REDACTED]');
     expect(loggableErrorText(42)).toBe('42');
@@ -86,6 +103,18 @@ describe('loggableErrorWithStack', () => {
     expect(lines[0]).toBe(logged.message.split('\n')[0]);
     expect(lines.some((l) => /^\s+at .*loggable-error\.spec/.test(l))).toBe(true); // where it was thrown
     expect(lines.filter((l) => !/^\s+at /.test(l))).toEqual(logged.message.split('\n'));
+  });
+
+  it('a frame longer than the cap does not show a secret the cap would cut in half', () => {
+    const frame = `    at connect (${'x'.repeat(450)} postgres://admin:SuperSecretPass99@db.internal:5432/app)`;
+    expect(frame.indexOf('SuperSecret')).toBeLessThan(LOGGABLE_MESSAGE_MAX);
+    expect(frame.indexOf('@')).toBeGreaterThan(LOGGABLE_MESSAGE_MAX);
+    const err = Object.assign(new Error('connect failed'), { stack: `Error: connect failed\n${frame}\n    at main (app.js:1:1)` });
+    const lines = loggableErrorWithStack(err).stack!.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toMatch(/^ {4}at connect \(x+ postgres:\/\/admin:/);
+    expect(lines[1]).not.toContain('Super');
+    expect(lines[2]).toBe('    at main (app.js:1:1)');
   });
 
   it('keeps the pg code, and has no stack for what is no Error', () => {

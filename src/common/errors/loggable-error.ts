@@ -4,6 +4,7 @@
  * refused, a handler's exception may carry a URL with a token in its query. Secrets never reach a log, so
  * every log site that reports a caught error goes through here, never through `err.message` directly.
  */
+import { redactedHead } from '../../redaction/cut-safe-head.js';
 import { redactSecretsInText } from '../../redaction/patterns.js';
 
 /** What a log line keeps of a message: enough to tell errors apart, never a vendor body's worth. */
@@ -11,8 +12,10 @@ export const LOGGABLE_MESSAGE_MAX = 500;
 /** Frames kept of a stack: where it was thrown and the way there, not every async hop. */
 const STACK_FRAMES_MAX = 20;
 /**
- * Redaction is linear but still costs per character: a message longer than this is cut before it is
- * redacted. A token cut in half there lies far past LOGGABLE_MESSAGE_MAX, so the final cut drops it.
+ * Redaction is linear but still costs per character: of a longer message only this head is redacted, and then capped
+ * at LOGGABLE_MESSAGE_MAX. Redaction shortens text (a PEM block before the cut becomes [REDACTED]), so what stood at the
+ * cut may come within the cap: the head is cut as the ledger's walker cuts a long string (redactedHead), never showing
+ * part of a secret the cut split.
  */
 const REDACT_INPUT_MAX = 10_000;
 
@@ -56,7 +59,7 @@ export function loggableErrorWithStack(err: unknown): { name?: string; code?: st
     .split('\n')
     .filter((line) => /^\s*at /.test(line))
     .slice(0, STACK_FRAMES_MAX)
-    .map((line) => cap(redactSecretsInText(line.slice(0, LOGGABLE_MESSAGE_MAX), { cards: true })));
+    .map((line) => cap(redactedHead(line, LOGGABLE_MESSAGE_MAX, redactLoggable)));
   return {
     ...(facts.name !== undefined ? { name: facts.name } : {}),
     ...(facts.code !== undefined ? { code: facts.code } : {}),
@@ -89,11 +92,18 @@ function describe(err: unknown): string {
   }
 }
 
+/**
+ * The excerpt and the quoted value go from the whole message (finding them costs an index, not a redaction), so that
+ * redactedHead sees where the message really ends.
+ */
 function loggableMessage(facts: ErrorFacts): string {
-  let text = facts.message.slice(0, REDACT_INPUT_MAX);
-  text = withoutJsonExcerpt(text);
+  let text = withoutJsonExcerpt(facts.message);
   if (facts.code !== undefined && DATA_EXCEPTION.test(facts.code)) text = withoutQuotedValue(text);
-  return cap(redactSecretsInText(text, { cards: true }));
+  return cap(redactedHead(text, REDACT_INPUT_MAX, redactLoggable));
+}
+
+function redactLoggable(text: string): string {
+  return redactSecretsInText(text, { cards: true });
 }
 
 /** Whatever the class: a wrapper may have copied a SyntaxError's message into its own. */
