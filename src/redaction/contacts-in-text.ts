@@ -26,6 +26,12 @@ const PHONE_00 = /(?<![\w.+-])(?<!\d[ -])00[1-9]\d{0,2}(?:[ -]?\(\d{1,4}\)[ -]?\
  * a version). Not part of a longer dotted or dashed number (an Amazon 3-7-7 id, a version).
  */
 const NANP_PHONE = /(?<![\w.+-])(?:1-(?=\d{3}-))?[2-9]\d{2}([-.])\d{3}\1\d{4}(?!\w|[-.]\d)/g;
+/**
+ * The same written with single spaces (415 555 2671, 1 415 555 2671), as order notes and support messages have it.
+ * Spaces also part the groups of longer numbers (a card, an account, a list of quantities), so not after a digit and a
+ * space nor before a space and a digit: three groups and no more, as the spaced SSN.
+ */
+const NANP_PHONE_SPACED = /(?<![\w.+-])(?<!\d )(?:1 (?=\d{3} ))?[2-9]\d{2} \d{3} \d{4}(?!\w|[-. ]\d)/g;
 
 /** Contact details: what output redaction adds for vendor results, written out or percent-encoded in a URL. */
 export function redactContactsInText(text: string): string {
@@ -39,7 +45,8 @@ function redactWrittenContacts(text: string): string {
   if (/[A-Z]{2}\d{2}/.test(out)) out = out.replace(IBAN, redactIban);
   out = out.replace(PHONE, redactPhone);
   if (out.includes('00')) out = out.replace(PHONE_00, (match) => (isCountryCode(/^\d+/.exec(match.slice(2))![0]) ? redactPhone(match.slice(2)) : match));
-  return out.replace(NANP_PHONE, REDACTED);
+  out = out.replace(NANP_PHONE, REDACTED);
+  return out.includes(' ') ? out.replace(NANP_PHONE_SPACED, REDACTED) : out;
 }
 
 /**
