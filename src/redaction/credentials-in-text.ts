@@ -1,7 +1,14 @@
 import { REDACTED } from './markers.js';
 
-/** scheme://user:password@host (and //user:password@host): the password goes, the user and host stay. */
-export const URL_PASSWORD = /(?<![A-Za-z0-9+.-])((?:[A-Za-z][A-Za-z0-9+.-]*:)?\/\/[^\s/?#@:"'<>\\]*:)[^\s/?#"'<>\\]+@/g;
+/**
+ * scheme://user:password@host (and //user:password@host): the password goes, the user and host stay. The password
+ * runs to the last "@" before a "/", "?" or "#"; or, written unencoded with those in it (an AWS secret key in
+ * s3://AKIA…:wJal…/K7MD…@bucket), to the last "@" within 256 characters before a blank or a quote, unless it reads
+ * as a port ("https://host:8443/path?x=a@b" has no password) or the rest of an IPv6 address ("http://[::1]:80/x@y").
+ * Bounded, so each "//" costs at most 256 characters more.
+ */
+export const URL_PASSWORD =
+  /(?<![A-Za-z0-9+.-])((?:[A-Za-z][A-Za-z0-9+.-]*:)?\/\/[^\s/?#@:"'<>\\]*:)(?:[^\s/?#"'<>\\]+|(?!\d+[/?#]|[\dA-Fa-f:.]*\])[^\s"'<>\\@][^\s"'<>\\]{0,255})@/g;
 
 /**
  * "Basic <base64 of user:password>" outside an Authorization header: "Basic" is also an English word,
@@ -25,11 +32,12 @@ export function redactBasic(match: string, scheme: string, credential: string): 
 
 /**
  * An Authorization (or Proxy-Authorization, X-Authorization, HTTP_AUTHORIZATION) header written out
- * in text: a header dump, a curl command, JSON or code inside a string. Whatever the scheme (Basic,
- * Token, Digest, AWS4-HMAC-SHA256, none), the credentials after it are redacted; the scheme stays.
+ * in text: a header dump, a curl command, JSON, a Ruby or PHP hash ("=>") or code inside a string.
+ * Whatever the scheme (Basic, Token, Digest, AWS4-HMAC-SHA256, none), the credentials after it are
+ * redacted; the scheme stays. A list of values (a Go header map, http.Header as JSON) goes whole.
  * Captures the quote that opens the value, if any.
  */
-const AUTHORIZATION = /(?<![A-Za-z0-9])authorization(?:\\?["'])?[ \t]*[:=][ \t]*(?:(\\?["'])[ \t]*)?/gi;
+const AUTHORIZATION = /(?<![A-Za-z0-9])authorization(?:\\?["'])?[ \t]*(?::|=>?)[ \t]*(?:(\\?["'])[ \t]*)?/gi;
 export const AUTHORIZATION_NAME = /(?<![A-Za-z0-9])authorization$/i;
 /** An auth scheme: letters (one trailing digit, as AWS4), then hyphenated parts, then blanks. Longer words are credentials. */
 const AUTH_SCHEME = /[A-Za-z]{1,30}\d?(?:-[A-Za-z0-9]{1,20}){0,4}[ \t]+/y;
@@ -48,9 +56,17 @@ export function redactAuthorizationValues(text: string): string {
   AUTHORIZATION.lastIndex = 0;
   for (let m = AUTHORIZATION.exec(text); m !== null; m = AUTHORIZATION.exec(text)) {
     let start = AUTHORIZATION.lastIndex;
-    AUTH_SCHEME.lastIndex = start;
-    if (AUTH_SCHEME.test(text) && isCredentialStart(text, AUTH_SCHEME.lastIndex)) start = AUTH_SCHEME.lastIndex;
-    const end = credentialEnd(text, start, m[1]);
+    let end: number;
+    if (m[1] === undefined && text[start] === '[') {
+      // A list of values: Go's map[Authorization:[Bearer …]], http.Header as JSON {"Authorization":["SSWS …"]}. Read
+      // as one value, "[Bearer" would pass for the credentials and the token after it stay; and a list may hold several
+      // values, each with its own scheme: the whole list goes, to its closing bracket.
+      end = text.startsWith(REDACTED, start) ? start : closingBracket(text, start);
+    } else {
+      AUTH_SCHEME.lastIndex = start;
+      if (AUTH_SCHEME.test(text) && isCredentialStart(text, AUTH_SCHEME.lastIndex)) start = AUTH_SCHEME.lastIndex;
+      end = credentialEnd(text, start, m[1]);
+    }
     if (end > start) {
       out += text.slice(cursor, start) + REDACTED;
       cursor = end;
@@ -88,6 +104,24 @@ export function closingQuote(text: string, start: number, quote: string): number
       i++;
     } else if (ch === q) {
       return i;
+    }
+  }
+  return text.length;
+}
+
+/** Just past the bracket closing the one at `start`, skipping JSON strings; the text end if it never closes. */
+export function closingBracket(text: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '[' || ch === '{') {
+      depth++;
+    } else if (ch === ']' || ch === '}') {
+      if (--depth === 0) return i + 1;
+    } else if (ch === '\\') {
+      i++;
+    } else if (ch === '"') {
+      i = closingQuote(text, i + 1, '"');
     }
   }
   return text.length;

@@ -27,7 +27,7 @@ export function redactSecretsInText(text: string, options: { cards: boolean }): 
   if (out.includes(':A')) out = out.replace(TELEGRAM_BOT_TOKEN, `:${REDACTED}`);
   if (out.includes('hooks.slack.com')) out = out.replace(SLACK_WEBHOOK, `$1${REDACTED}`);
   if (out.includes('@') && out.includes('//')) out = out.replace(URL_PASSWORD, `$1${REDACTED}@`);
-  if (out.length > 4 && out.includes(':')) out = redactSecretFields(out);
+  if (out.length > 4 && (out.includes(':') || out.includes('=>'))) out = redactSecretFields(out);
   if (out.includes('=')) out = out.replace(SECRET_PARAM, redactParam);
   if (out.includes('%') && ENCODED_EQUALS.test(out)) out = out.replace(ENCODED_SECRET_PARAM, redactEncodedParam);
   if (out.includes('</')) out = out.replace(XML_ELEMENT, redactXmlElement);

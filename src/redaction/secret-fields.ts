@@ -1,4 +1,4 @@
-import { AUTHORIZATION_NAME, closingQuote, indexOf } from './credentials-in-text.js';
+import { AUTHORIZATION_NAME, closingBracket, closingQuote, indexOf } from './credentials-in-text.js';
 import { REDACTED } from './markers.js';
 import { normalizeKey } from './redaction-keys.js';
 import { isSecretFieldName, SECRET_NAME_MIN_LETTERS } from './secret-keys.js';
@@ -17,23 +17,33 @@ import { isSecretFieldName, SECRET_NAME_MIN_LETTERS } from './secret-keys.js';
  * credential in it is not. Prose whose word before the colon is not a secret name stays whole
  * ("status: expired", "Token Pack: 10 left", "Content-Type: …"), and so does a path
  * ("POST /oauth/token: 401"): a name never starts right after "/", which also leaves
- * scheme://user:password@host to URL_PASSWORD. Only ":" here: name=value is SECRET_PARAM's.
+ * scheme://user:password@host to URL_PASSWORD. ":" and "=>" here: name=value is SECRET_PARAM's.
+ *
+ * "=>" is the ":" of a Ruby Hash#inspect ({"access_token"=>"…"}, {:password=>"…"}), PHP's print_r ([api_key] => …)
+ * and var_export ('client_secret' => '…'), Perl's Data::Dumper and Elixir maps: the same name and value rules.
  *
  * The value may stand on the line after the name ("Password:\nhunter2", a YAML key over its value, a form
- * copied out of a page): see valueStart.
+ * copied out of a page): see valueStart. Not after "=>": none of those writes a value there (print_r's
+ * "[api_key] => " over "[user] => bob" is an empty value, not the next line's).
  *
  * Driven by indexOf(":") rather than a regex: most strings with a colon are timestamps and prose, and a
  * pattern would try a name at every word of them. Each colon is looked at once, and the name before it
  * never reaches back past the previous colon, so the pass is linear. Only the last colon of a line can
- * look on to the next line, so each line is looked at from the one before at most once.
+ * look on to the next line, so each line is looked at from the one before at most once. The "=>" pass is
+ * another such pass: "=" and ">" are no name characters either.
  */
 export function redactSecretFields(text: string): string {
+  const fields = text.includes(':') ? redactFieldsAfter(text, ':') : text;
+  return fields.includes('=>') ? redactFieldsAfter(fields, '=>') : fields;
+}
+
+function redactFieldsAfter(text: string, operator: ':' | '=>'): string {
   let out = '';
   let cursor = 0;
-  for (let colon = text.indexOf(':'); colon >= 0; ) {
-    let next = colon + 1;
+  for (let colon = text.indexOf(operator); colon >= 0; ) {
+    let next = colon + operator.length;
     const toLineEnd = secretFieldBefore(text, colon);
-    let start = toLineEnd === undefined ? -1 : valueStart(text, colon + 1);
+    let start = toLineEnd === undefined ? -1 : valueStart(text, colon + operator.length, operator === ':');
     if (toLineEnd !== undefined && start >= 0) {
       const quoteLength = quoteLengthAt(text, start);
       const quote = quoteLength > 0 ? text.slice(start, start + quoteLength) : undefined;
@@ -45,13 +55,13 @@ export function redactSecretFields(text: string): string {
         next = end;
       }
     }
-    colon = text.indexOf(':', next);
+    colon = text.indexOf(operator, next);
   }
   return cursor === 0 ? text : out + text.slice(cursor);
 }
 
 /**
- * Whether the colon at `colon` follows a secret name: the name, perhaps closed by a quote (or an escaped
+ * Whether the colon (or "=>") at `colon` follows a secret name: the name, perhaps closed by a quote (or an escaped
  * one), then blanks. undefined when it does not; otherwise whether the value runs to the line end.
  */
 function secretFieldBefore(text: string, colon: number): boolean | undefined {
@@ -69,8 +79,9 @@ function secretFieldBefore(text: string, colon: number): boolean | undefined {
   const raw = text.slice(start, end);
   // A dump encoded twice reads "…\r\nX-Api-Key: …": the n of the escape is not part of the name.
   const name = start > 0 && text[start - 1] === '\\' && /^[nrt]./.test(raw) ? raw.slice(1) : raw;
-  // Authorization, Proxy-Authorization, …: redactAuthorizationValues has redacted it and kept the scheme, unless
-  // the credentials stand on the next line, where it does not look: then they go here, the scheme with them.
+  // Authorization, Proxy-Authorization, …: redactAuthorizationValues has redacted it and kept the scheme (or taken a
+  // [list] whole), unless the credentials stand on the next line, where it does not look: then they go here, the
+  // scheme with them.
   if (AUTHORIZATION_NAME.test(raw)) return lineBreakLength(text, skipBlanks(text, colon + 1)) > 0 ? true : undefined;
   if (!isSecretFieldName(name) && !isSecretTwoWordLabel(text, start, name)) return undefined;
   const norm = normalizeKey(name);
@@ -126,10 +137,11 @@ function skipBlanks(text: string, from: number): number {
  * own ("Password:\nUsername: bob"): the field was empty, and its value taken as "Username:" would carry the next
  * field's colon away unasked.
  */
-function valueStart(text: string, from: number): number {
+function valueStart(text: string, from: number, nextLine: boolean): number {
   const start = skipBlanks(text, from);
   const lineBreak = lineBreakLength(text, start);
   if (lineBreak === 0) return start;
+  if (!nextLine) return -1;
   let next = skipBlanks(text, start + lineBreak);
   if (text[next] === '-' && (text[next + 1] === ' ' || text[next + 1] === '\t')) next = skipBlanks(text, next + 1);
   return opensField(text, next) ? -1 : next;
@@ -188,22 +200,4 @@ function fieldValueEnd(text: string, start: number, quote: string | undefined, t
   const end = indexOf(FIELD_TOKEN_END, text, start);
   if (end - start <= 5 && /^(?:null|true|false)$/.test(text.slice(start, end))) return start;
   return end;
-}
-
-/** Just past the bracket closing the one at `start`, skipping JSON strings; the text end if it never closes. */
-function closingBracket(text: string, start: number): number {
-  let depth = 0;
-  for (let i = start; i < text.length; i++) {
-    const ch = text[i];
-    if (ch === '[' || ch === '{') {
-      depth++;
-    } else if (ch === ']' || ch === '}') {
-      if (--depth === 0) return i + 1;
-    } else if (ch === '\\') {
-      i++;
-    } else if (ch === '"') {
-      i = closingQuote(text, i + 1, '"');
-    }
-  }
-  return text.length;
 }
