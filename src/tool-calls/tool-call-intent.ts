@@ -83,8 +83,12 @@ export async function writeIntentRow(
     `actor AS (SELECT 1 FROM api_keys WHERE id = $19 AND revoked_at IS NULL)`,
     // And what the decision was made on: a flag turned off or a policy replaced on another replica (whose
     // caches here may be up to a second old) stops the call at once; the caller decides again on fresh reads.
-    `gov AS (SELECT COALESCE((SELECT enabled FROM feature_flags WHERE org_id = $2 AND flag = 'tool_calling_enabled'), false) = $20
-                  AND COALESCE((SELECT version FROM policies WHERE org_id = $2), 0) = $21 AS ok)`,
+    // Read FOR SHARE, like the run: a flag or policy change waits for intents in flight, and an intent that
+    // waited for one (or for a lock on its run) reads the row as the change left it, not as its snapshot had
+    // it: a kill switch answered 200 is in force for every call recorded after it. (A first policy has no row
+    // to lock yet: a call in flight as it is created may still be recorded under none.)
+    `gov AS (SELECT COALESCE((SELECT enabled FROM feature_flags WHERE org_id = $2 AND flag = 'tool_calling_enabled' FOR SHARE), false) = $20
+                  AND COALESCE((SELECT version FROM policies WHERE org_id = $2 FOR SHARE), 0) = $21 AS ok)`,
     `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
                 correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
                 started_at, finished_at)
