@@ -33,6 +33,34 @@ export function resolveAllowedTools(rows: PermissionView[], specialistId: string
   return [...keys].filter((k) => (own.has(k) ? own.get(k) : orgWide.get(k)) === true && inCatalog(k)).sort();
 }
 
+/** What a PUT changed, as its tool_permissions.changed event records it (rows by toolName, action, specialistId). */
+export interface PermissionsDiff {
+  added: PermissionView[];
+  removed: PermissionView[];
+  /** Rows kept whose `enabled` flipped, with the old and new value (as feature_flag.changed records from/to). */
+  changed: (Omit<PermissionView, 'enabled'> & { from: boolean; to: boolean })[];
+}
+
+/**
+ * PUT replaces the whole set, so without this the ledger could not say who granted an action or when (two
+ * different grants of one size read the same). Each list keeps the order of the set it comes from; a PUT of the
+ * same set gives three empty lists. Pure, so the diff is tested apart from the transaction that reads both sets.
+ */
+export function diffPermissions(before: PermissionView[], after: PermissionView[]): PermissionsDiff {
+  // A specialistId is at least one character and never "|" (its pattern), so "" after the bar is the org-wide row.
+  const keyOf = (r: PermissionView): string => `${r.toolName}.${r.action}|${r.specialistId ?? ''}`;
+  const view = (r: PermissionView): PermissionView => ({ toolName: r.toolName, action: r.action, specialistId: r.specialistId, enabled: r.enabled });
+  const was = new Map(before.map((r) => [keyOf(r), r]));
+  const kept = new Set(after.map(keyOf));
+  const diff: PermissionsDiff = { added: [], removed: before.filter((r) => !kept.has(keyOf(r))).map(view), changed: [] };
+  for (const r of after) {
+    const prev = was.get(keyOf(r));
+    if (!prev) diff.added.push(view(r));
+    else if (prev.enabled !== r.enabled) diff.changed.push({ toolName: r.toolName, action: r.action, specialistId: r.specialistId, from: prev.enabled, to: r.enabled });
+  }
+  return diff;
+}
+
 @Injectable()
 export class ToolPermissionsService {
   constructor(
@@ -81,17 +109,30 @@ export class ToolPermissionsService {
     // in between would answer this request with its own set.
     return this.ds.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`perm:${orgId}`]);
+      // Read after the lock (each statement of a READ COMMITTED transaction sees what committed before it): a PUT
+      // that waited on another diffs against the set that one wrote, so consecutive events chain.
+      const before = await this.list(orgId, m);
       await m.getRepository(ToolPermissionEntity).delete({ orgId });
       if (items.length) {
         await m.getRepository(ToolPermissionEntity).insert(
           items.map((it) => ({ id: newId(), orgId, toolName: it.toolName, action: it.action, specialistId: it.specialistId, enabled: it.enabled, updatedAt: new Date() })),
         );
       }
+      const after = await this.list(orgId, m);
+      // Safe to record: every toolName.action was checked against the catalog above (the stored rows too, when
+      // written: this is their only writer), and a specialistId matches the DTO's id pattern — the id run.created records.
       await this.events.append(
-        [{ orgId, type: 'tool_permissions.changed', actor: actorOf(actor), metadata: { count: items.length, enabled: items.filter((i) => i.enabled).length } }],
+        [
+          {
+            orgId,
+            type: 'tool_permissions.changed',
+            actor: actorOf(actor),
+            metadata: { count: items.length, enabled: items.filter((i) => i.enabled).length, ...diffPermissions(before, after) },
+          },
+        ],
         m,
       );
-      return this.list(orgId, m);
+      return after;
     });
   }
 }
