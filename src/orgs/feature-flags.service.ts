@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
+import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { AppError } from '../common/errors/app-error.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from './feature-flag.entity.js';
@@ -10,6 +11,16 @@ import { FeatureFlagEntity } from './feature-flag.entity.js';
 export const FLAG_DEFAULTS = { tool_calling_enabled: false } as const;
 export type FlagName = keyof typeof FLAG_DEFAULTS;
 export const isFlagName = (f: string): f is FlagName => Object.hasOwn(FLAG_DEFAULTS, f);
+
+/**
+ * The 404 detail for a flag name we do not have. The name is a path segment an admin may have pasted a token
+ * into (shpat_0123…): it is named back only when it looks like a name (as the permissions 400 does), and the
+ * known flags are listed either way (they are fixed names, never secrets).
+ */
+export function unknownFlagDetail(flag: string): string {
+  const known = `(known: ${Object.keys(FLAG_DEFAULTS).join(', ')})`;
+  return isEchoableFieldName(flag) ? `unknown feature flag "${flag}" ${known}` : `unknown feature flag, not named as it does not look like a flag name ${known}`;
+}
 
 /** Cross-replica staleness bound for the hot-path cache; local changes apply at once. */
 const CACHE_TTL_MS = 1_000;
@@ -54,7 +65,7 @@ export class FeatureFlagsService {
   }
 
   async set(actor: Principal, orgId: string, flag: string, enabled: boolean, reason?: string) {
-    if (!isFlagName(flag)) throw new AppError('NOT_FOUND', `unknown feature flag "${flag.slice(0, 64)}"`);
+    if (!isFlagName(flag)) throw new AppError('NOT_FOUND', unknownFlagDetail(flag));
     const updatedAt = new Date();
     try {
       await this.ds.transaction(async (m) => {
