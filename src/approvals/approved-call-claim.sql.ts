@@ -27,6 +27,14 @@
  * - $4 false: only that resumption, no new claim (the gateway began stopping
  *   between the attempts).
  *
+ * The flag and the policy version are read FOR SHARE (as the intent statement
+ * reads them): the tc update may wait on the call's row (a run end, a
+ * concurrent decision), and a flag or policy change made meanwhile must not
+ * answer 200 while the claim, on its older snapshot, then starts the call. The
+ * change waits for the claim instead: the call is blocked, or its
+ * tool_call.started comes before the change. (A first policy has no row to
+ * lock yet: a claim in flight as it is created may still hold under none.)
+ *
  * The tc, re and stale parts cannot answer for the same row: on the
  * statement's snapshot it is either approved (tc on the current policy, stale
  * on a replaced one) or running with our event (re).
@@ -41,9 +49,9 @@
 export const CLAIM_APPROVED_CALL_SQL = `
   WITH f AS (
     SELECT CASE WHEN NOT COALESCE((SELECT ff.enabled FROM feature_flags ff
-                                    WHERE ff.org_id = t.org_id AND ff.flag = 'tool_calling_enabled'), false) THEN 'FEATURE_DISABLED'
+                                    WHERE ff.org_id = t.org_id AND ff.flag = 'tool_calling_enabled' FOR SHARE), false) THEN 'FEATURE_DISABLED'
                 WHEN $6::uuid IS NOT NULL THEN 'POLICY_BLOCKED' END AS blocked_by,
-           COALESCE((SELECT p.version FROM policies p WHERE p.org_id = t.org_id), 0) = $5::int AS policy_current
+           COALESCE((SELECT p.version FROM policies p WHERE p.org_id = t.org_id FOR SHARE), 0) = $5::int AS policy_current
       FROM tool_calls t WHERE t.id = $1),
   tc AS (
     UPDATE tool_calls SET
