@@ -150,8 +150,9 @@ describe('cost of tool calls', () => {
   it('an exception before any request (EXECUTION_ERROR) costs nothing and leaves even a write failed; one thrown by the handler counts as sent', async () => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup', 'shopify_order.add_note'] });
     const credentials = h.t.app.get(CredentialsService);
-    const load = credentials.load.bind(credentials);
-    credentials.load = () => Promise.reject(new Error('database hiccup'));
+    // The executor loads the config with its stamp (re-checked before a retry): the lookup it makes fails.
+    const load = credentials.loadStamped.bind(credentials);
+    credentials.loadStamped = () => Promise.reject(new Error('database hiccup'));
     const sent = h.emu.requests.length;
     try {
       const read = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
@@ -162,7 +163,7 @@ describe('cost of tool calls', () => {
       expect(write.body).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
       expect(await costs(org, write)).toEqual({ row: 0, total: 0 });
     } finally {
-      credentials.load = load;
+      credentials.loadStamped = load;
     }
     expect(h.emu.requests.length).toBe(sent);
 
