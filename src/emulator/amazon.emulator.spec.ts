@@ -17,7 +17,7 @@ async function token(): Promise<string> {
 async function get(path: string, opts: { token?: string | null; method?: string } = {}) {
   const t = opts.token === undefined ? await token() : opts.token;
   const res = await fetch(`${url}${path}`, { method: opts.method ?? 'GET', headers: t === null ? {} : { 'x-amz-access-token': t } });
-  return { status: res.status, rate: res.headers.get('x-amzn-ratelimit-limit'), body: (await res.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
+  return { status: res.status, rate: res.headers.get('x-amzn-ratelimit-limit'), requestId: res.headers.get('x-amzn-requestid'), body: (await res.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
 const ALL = 'includedData=BUYER,RECIPIENT,PROCEEDS,FULFILLMENT';
@@ -105,6 +105,26 @@ describe('emulated Orders v0 getOrder', () => {
     for (const p of [`/orders/v1/orders/${AMAZON_ORDER_IDS.shipped}`, '/orders/v0/shipments', `/orders/v0/orders/${AMAZON_ORDER_IDS.shipped}/buyerInfo`]) {
       expect(await get(p), p).toMatchObject({ status: 403, body: { errors: [{ code: 'MissingAuthenticationToken' }] } });
     }
+  });
+
+  it('a malformed order id is 400 InvalidInput with the rate, as in v2026 (VENDORS.md §2.3)', async () => {
+    for (const p of ['/orders/v0/orders/not-an-id', '/orders/v0/orders/12-34/orderItems']) {
+      expect(await get(p), p).toMatchObject({ status: 400, rate: '0.5', body: { errors: [{ code: 'InvalidInput' }] } });
+    }
+  });
+
+  it('every SP-API answer carries x-amzn-RequestId, a 200 too (VENDORS.md §2.2)', async () => {
+    const answers = [
+      await get(`/orders/v0/orders/${AMAZON_ORDER_IDS.shipped}`),
+      await get(`/orders/v0/orders/${AMAZON_ORDER_IDS.shipped}/orderItems`),
+      await get(`/orders/v0/orders/${AMAZON_ORDER_IDS.unknown}`),
+      await get(path(AMAZON_ORDER_IDS.shipped)),
+      await get(path(AMAZON_ORDER_IDS.unknown)),
+      await get(`/orders/v0/orders/${AMAZON_ORDER_IDS.shipped}`, { token: null }),
+    ];
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 404, 403]);
+    for (const a of answers) expect(a.requestId).toEqual(expect.stringMatching(/^\S+$/));
+    expect(new Set(answers.map((a) => a.requestId)).size).toBe(answers.length);
   });
 
   it('answers as to a caller without a Restricted Data Token: no name, street, phone or buyer name (VENDORS.md §2.2)', async () => {

@@ -47,8 +47,18 @@ function withoutRdt(order: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** SP-API answers every call with an `x-amzn-RequestId`, errors and successes alike (VENDORS.md §2.2). */
+function requestId(): Record<string, string> {
+  return { 'x-amzn-requestid': randomBytes(8).toString('hex') };
+}
+
 function spapiError(status: number, code: string, message: string, details = ''): EmuResponse {
-  return { status, headers: { 'x-amzn-requestid': randomBytes(8).toString('hex') }, body: { errors: [{ code, message, details }] } };
+  return { status, headers: requestId(), body: { errors: [{ code, message, details }] } };
+}
+
+/** A malformed order id, in v0 and v2026 alike: 400 InvalidInput (VENDORS.md §2.3). */
+function invalidOrderId(orderId: string): EmuResponse {
+  return spapiError(400, 'InvalidInput', 'Invalid Input', `Invalid order id: ${orderId}`);
 }
 
 function lwaError(status: number, error: string, description: string): EmuResponse {
@@ -181,7 +191,7 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
     const m = ORDER_PATH.exec(req.path);
     if (req.method !== 'GET' || !m) return spapiError(403, 'MissingAuthenticationToken', 'Missing Authentication Token');
     const orderId = m[1];
-    if (!ORDER_ID.test(orderId)) return this.withRate(spapiError(404, 'NotFound', 'Resource not found.', `Invalid order id: ${orderId}`));
+    if (!ORDER_ID.test(orderId)) return this.withRate(invalidOrderId(orderId));
     return m[2] ? this.orderItems(orderId, req.query.get('NextToken')) : this.order(orderId);
   }
 
@@ -211,7 +221,7 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
 
   /** Orders v2026-01-01 getOrder: no `payload` wrapper; a bad id or includedData is a 400, an unknown order a 404 (the model). */
   private orderV2026(orderId: string, query: URLSearchParams): EmuResponse {
-    if (!ORDER_ID.test(orderId)) return this.withRate(spapiError(400, 'InvalidInput', 'Invalid Input', `Invalid order id: ${orderId}`));
+    if (!ORDER_ID.test(orderId)) return this.withRate(invalidOrderId(orderId));
     const want = parseIncludedData(query);
     if (!want) return this.withRate(spapiError(400, 'InvalidInput', 'Invalid Input', 'Invalid includedData'));
     const order = AMAZON_FIXTURE_ORDERS[orderId];
@@ -219,8 +229,8 @@ export class AmazonEmulator implements EmulatedVendor, FaultResponder {
     return this.withRate({ status: 200, body: orderV2026(order, AMAZON_FIXTURE_ITEMS[orderId] ?? [], want) });
   }
 
-  /** 200, 400 and 404 carry the live rate; 429 and 5xx do not [src]. */
+  /** 200, 400 and 404 carry the live rate; 429 and 5xx do not [src]. A request id comes with all of them. */
   private withRate(res: EmuResponse): EmuResponse {
-    return { ...res, headers: { ...res.headers, 'x-amzn-ratelimit-limit': this.rateLimit } };
+    return { ...res, headers: { ...requestId(), ...res.headers, 'x-amzn-ratelimit-limit': this.rateLimit } };
   }
 }

@@ -62,7 +62,7 @@ export interface FaultSpec {
     // Meanwhile a vendor that tracks requests in flight sees it as in progress
     // (Shopify: the same @idempotent key is "currently in progress").
     | 'status_then_apply'
-    | 'throttled'; // Shopify: HTTP 200 with errors[].extensions.code = THROTTLED; others: 429
+    | 'throttled'; // Shopify GraphQL: HTTP 200 with errors[].extensions.code = THROTTLED; Shopify's token endpoint and others: 429
   status?: number;
   body?: string | object;
   headers?: Record<string, string>;

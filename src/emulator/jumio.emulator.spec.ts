@@ -4,14 +4,15 @@ import { VendorEmulator } from './vendor-emulator.js';
 
 const emu = new VendorEmulator([new JumioEmulator()]);
 
-async function token(): Promise<string> {
+function tokenRequest(accept?: string): Promise<Response> {
   const c = JUMIO_EMULATOR_CREDENTIALS;
-  const res = await fetch(`${emu.url}/oauth2/token`, {
-    method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${c.clientId}:${c.clientSecret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: 'grant_type=client_credentials',
-  });
-  return ((await res.json()) as { access_token: string }).access_token;
+  const headers: Record<string, string> = { authorization: `Basic ${Buffer.from(`${c.clientId}:${c.clientSecret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' };
+  if (accept !== undefined) headers.accept = accept;
+  return fetch(`${emu.url}/oauth2/token`, { method: 'POST', headers, body: 'grant_type=client_credentials' });
+}
+
+async function token(): Promise<string> {
+  return ((await (await tokenRequest('application/json')).json()) as { access_token: string }).access_token;
 }
 
 const statusPath = `/api/v1/accounts/${JUMIO_EMULATOR_CREDENTIALS.accountId}/workflow-executions/${JUMIO_EXECUTION_IDS.processed}/status`;
@@ -29,5 +30,18 @@ describe('emulated Jumio retrieval headers (VENDORS.md §3.1: missing headers �
     expect(await status({ authorization: bearer, 'user-agent': 'Acme/1', accept: '*/*' })).toBe(403);
     expect(await status({ authorization: bearer, 'user-agent': 'Acme/1' })).toBe(403); // fetch's own Accept is */*
     expect(await status({ authorization: bearer, 'user-agent': '', accept: 'application/json' })).toBe(403); // fetch would send its own
+  });
+});
+
+describe('emulated Jumio token endpoint headers (VENDORS.md §3.1: Accept: application/json, missing headers → 403)', () => {
+  it('refuses a token request whose Accept does not name application/json with 403', async () => {
+    for (const accept of ['text/html', '*/*', undefined]) {
+      const res = await tokenRequest(accept); // without one, fetch sends its own */*
+      expect(res.status, String(accept)).toBe(403);
+      expect(await res.json()).toMatchObject({ status: 403, title: 'Forbidden' });
+    }
+    const ok = await tokenRequest('application/json, text/plain;q=0.5');
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({ token_type: 'Bearer', expires_in: 3600 });
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Emulated Jumio KYX auth + retrieval (VENDORS.md §3): Basic-auth token
  * endpoint, bearer-checked retrieval, 403 without a User-Agent or without
- * Accept: application/json, and a PROCESSED execution whose details carry
+ * Accept: application/json (the token endpoint: without that Accept), and a PROCESSED execution whose details carry
  * full extraction PII so tests can prove the handler never passes it on.
  */
 import { randomBytes } from 'node:crypto';
@@ -35,6 +35,10 @@ const API_PATH = /^\/api\/v1\/accounts\/([^/]+)\/workflow-executions\/([^/]+)(\/
 
 function problem(status: number, title: string, detail: string): EmuResponse {
   return { status, body: { title, status, detail } };
+}
+
+function acceptsJson(req: EmuRequest): boolean {
+  return (req.headers.accept ?? '').toLowerCase().includes('application/json');
 }
 
 function processedDetails(id: string): Record<string, unknown> {
@@ -122,6 +126,8 @@ export class JumioEmulator implements EmulatedVendor, FaultResponder {
   private token(req: EmuRequest): EmuResponse {
     this.tokenRequests += 1;
     if (req.method !== 'POST') return { status: 405, body: { error: 'invalid_request' } };
+    // The token call lists Accept: application/json too, and Jumio answers a missing header 403 (VENDORS.md §3.1).
+    if (!acceptsJson(req)) return problem(403, 'Forbidden', 'Accept: application/json is required');
     const c = JUMIO_EMULATOR_CREDENTIALS;
     const expected = `Basic ${Buffer.from(`${c.clientId}:${c.clientSecret}`).toString('base64')}`;
     if (req.headers.authorization !== expected) return { status: 401, body: { error: 'invalid_client' } };
@@ -136,7 +142,7 @@ export class JumioEmulator implements EmulatedVendor, FaultResponder {
   private retrieval(req: EmuRequest): EmuResponse {
     // Jumio: missing or "suspicious" headers → 403 (VENDORS.md §3.1).
     if (!req.headers['user-agent']) return problem(403, 'Forbidden', 'User-Agent header is required');
-    if (!(req.headers.accept ?? '').toLowerCase().includes('application/json')) return problem(403, 'Forbidden', 'Accept: application/json is required');
+    if (!acceptsJson(req)) return problem(403, 'Forbidden', 'Accept: application/json is required');
     const auth = req.headers.authorization ?? '';
     const issued = auth.startsWith('Bearer ') ? this.tokens.get(auth.slice(7)) : undefined;
     if (!issued || issued.expired || Date.now() >= issued.expiresAt) return problem(401, 'Unauthorized', 'Invalid or expired token');

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { vendorRequest } from '../vendors/http/vendor-http.js';
 import { ShopifyEmulator } from './shopify.emulator.js';
-import { SHOPIFY_EMULATOR_TOKEN } from './shopify.fixtures.js';
+import { SHOPIFY_EMULATOR_CLIENT_ID, SHOPIFY_EMULATOR_CLIENT_SECRET, SHOPIFY_EMULATOR_TOKEN } from './shopify.fixtures.js';
 import { VendorEmulator } from './vendor-emulator.js';
 
 const shop = new ShopifyEmulator();
@@ -49,6 +49,7 @@ beforeAll(async () => {
 });
 afterAll(() => emu.stop());
 beforeEach(() => emu.reset());
+afterEach(() => vi.useRealTimers());
 
 describe('ShopifyEmulator', () => {
   it('answers an order by GID with cost extensions and the version header', async () => {
@@ -94,6 +95,24 @@ describe('ShopifyEmulator', () => {
       refundCreate: { refund: null, userErrors: [{ message: 'The same idempotency key cannot be used with different operation parameters.' }] },
     });
     expect(shop.refundCount(12345)).toBe(1);
+  });
+
+  it('keeps an @idempotent key 24 h from its first use: a resend after that is a new refund (VENDORS.md §1.9)', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const first = await gql(refundDoc('k-ttl'), refundInput('10.00'));
+    vi.setSystemTime(Date.now() + 24 * 3600_000 - 1_000);
+    const within = await gql(refundDoc('k-ttl'), refundInput('10.00'));
+    expect(within.body.data).toEqual(first.body.data);
+    expect(shop.refundCount(12345)).toBe(1);
+    vi.setSystemTime(Date.now() + 2_000); // 24 h and a second after the first use
+    const after = await gql(refundDoc('k-ttl'), refundInput('10.00'));
+    const id = (a: Answer): unknown => (a.body.data as { refundCreate: { refund: { id: string } | null } }).refundCreate.refund?.id;
+    expect(id(after)).toEqual(expect.any(String));
+    expect(id(after)).not.toBe(id(first));
+    expect(shop.refundCount(12345)).toBe(2);
+    // the new refund holds the key afresh: its resend replays it
+    expect((await gql(refundDoc('k-ttl'), refundInput('10.00'))).body.data).toEqual(after.body.data);
+    expect(shop.refundCount(12345)).toBe(2);
   });
 
   it('refuses a refund over the remaining amount without using the key', async () => {
@@ -185,6 +204,20 @@ describe('ShopifyEmulator', () => {
     expect(e.status).toBe(502);
     expect(e.text).toMatch(/^<!DOCTYPE html>/);
   });
+  it('answers a `throttled` fault on the token endpoint with 429 + Retry-After, not GraphQL\'s THROTTLED 200', async () => {
+    emu.fault({ vendor: 'shopify', kind: 'throttled' });
+    const res = await fetch(`${emu.url}/admin/oauth/access_token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ client_id: SHOPIFY_EMULATOR_CLIENT_ID, client_secret: SHOPIFY_EMULATOR_CLIENT_SECRET, grant_type: 'client_credentials' }),
+    });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('2.0');
+    expect(res.headers.get('x-shopify-api-version')).toBeNull();
+    expect(JSON.stringify(await res.json())).not.toMatch(/THROTTLED/);
+    expect(emu.count({ path: /^\/admin\/oauth\/access_token$/, applied: false })).toBe(1);
+  });
+
   it('holds a split-tender order (gift card booked first, then a card): each payment refundable up to what it took', async () => {
     const a = await gql(ORDER, { id: 'gid://shopify/Order/1005' });
     const txs = ((a.body.data as { order: { transactions: Array<Record<string, unknown>> } }).order.transactions).map((t) => [t.gateway, (t.amountSet as { presentmentMoney: { amount: string } }).presentmentMoney.amount]);

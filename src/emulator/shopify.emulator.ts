@@ -214,6 +214,10 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
   }
 
   faultResponse(fault: FaultSpec, req: EmuRequest): EmuResponse | undefined {
+    // THROTTLED-in-a-200 is GraphQL's way only; the token endpoint is plain HTTP and throttles with
+    // 429 + Retry-After like REST (VENDORS.md §1.4; §5 lists 429 as the token endpoints' retryable answer).
+    // Its answers carry no API version, as it is not versioned.
+    if (fault.kind === 'throttled' && req.path === TOKEN_PATH) return shopifyStatusResponse(429);
     const requested = PATH.exec(req.path)?.[1];
     const version = (requested && resolveShopifyVersion(requested)) ?? SUPPORTED_VERSIONS[SUPPORTED_VERSIONS.length - 2];
     const base = fault.kind === 'throttled' ? shopifyThrottledResponse(this.costOf(req)) : shopifyStatusResponse(fault.status ?? 500);

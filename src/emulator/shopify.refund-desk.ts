@@ -3,7 +3,8 @@
  * (VENDORS.md §1.9): the same key with the same input returns the original
  * refund; the same key with other input is refused; the same key while its
  * first request is still being processed is refused as "in progress"; a
- * request refused by validation does not use the key up. Keys are per shop
+ * request refused by validation does not use the key up; a key is kept 24 h
+ * from its first use, after which a resend is a new refund. Keys are per shop
  * (one emulated shop).
  */
 import type { EmuOrder, EmuRefund, EmuTransaction } from './shopify.fixtures.js';
@@ -28,6 +29,8 @@ const AMOUNT = /^(\d{1,12})(?:\.(\d{1,12}))?$/;
 const TOO_PRECISE = 'too precise';
 const ORDER_GID = /^gid:\/\/shopify\/Order\/(\d+)$/;
 const TX_GID = /^gid:\/\/shopify\/OrderTransaction\/(\d+)$/;
+/** How long Shopify keeps an @idempotent key (VENDORS.md §1.9). */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600_000;
 
 /** Key order must not matter when comparing two inputs. */
 function canonical(value: unknown): string {
@@ -58,7 +61,8 @@ function refused(userErrors: UserError[]): RefundPayload {
 }
 
 export class ShopifyRefundDesk {
-  private readonly byKey = new Map<string, { digest: string; payload: RefundPayload }>();
+  /** Keys that made a refund, with when (ms since epoch); insertion order is first-use order. */
+  private readonly byKey = new Map<string, { digest: string; payload: RefundPayload; usedAt: number }>();
   /** Keys whose first request is still being processed, with how many such runs hold each. */
   private readonly inFlight = new Map<string, number>();
   private nextRefundId = 900_000_001;
@@ -87,6 +91,8 @@ export class ShopifyRefundDesk {
   /** `key` undefined: an API version without @idempotent, every call is a new refund. */
   create(orders: Map<number, EmuOrder>, key: string | undefined, input: unknown): RefundPayload {
     if (key !== undefined && this.inFlight.has(key)) return refused([{ field: null, message: IN_PROGRESS_MESSAGE }]);
+    const now = Date.now(); // the clock the emulator's token expiries use too, so tests can fake it
+    this.forgetKeysUsedBefore(now - IDEMPOTENCY_KEY_TTL_MS);
     const digest = canonical(input);
     const earlier = key === undefined ? undefined : this.byKey.get(key);
     if (earlier) return earlier.digest === digest ? earlier.payload : refused([{ field: null, message: KEY_MISMATCH_MESSAGE }]);
@@ -153,7 +159,15 @@ export class ShopifyRefundDesk {
       order: { id: gid('Order', order.id), displayFinancialStatus: order.displayFinancialStatus },
       userErrors: [],
     };
-    if (key !== undefined) this.byKey.set(key, { digest, payload });
+    if (key !== undefined) this.byKey.set(key, { digest, payload, usedAt: now });
     return payload;
+  }
+
+  /** Keys are only ever added in use order, so the expired ones are at the front: stop at the first kept one. */
+  private forgetKeysUsedBefore(cutoff: number): void {
+    for (const [key, entry] of this.byKey) {
+      if (entry.usedAt > cutoff) return;
+      this.byKey.delete(key);
+    }
   }
 }
