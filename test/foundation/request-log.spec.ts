@@ -1,3 +1,4 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { Controller, Get, Logger } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,7 +6,7 @@ import { beginHttpDrain } from '../../src/app.setup.js';
 import { Roles } from '../../src/auth/auth.decorators.js';
 import { createGateway } from '../../src/bootstrap.js';
 import { loadConfig } from '../../src/config/app-config.js';
-import { captureLogs, requestPath } from '../../src/logging/logging.js';
+import { captureLogs, loggedPath, requestPath } from '../../src/logging/logging.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
 import request from 'supertest';
 import { logSocketAnswer, recordingResponses } from '../support/response-log.js';
@@ -88,6 +89,16 @@ describe('request log lines', () => {
     // As routed: no dot segment resolved, so a path that only resolves to a probe is neither renamed nor silenced.
     expect(requestPath('/v1/runs/../api-keys')).toBe('/v1/runs/../api-keys');
     expect(requestPath('/v1/%2e%2e/healthz#x')).toBe('/v1/%2e%2e/healthz');
+  });
+
+  it('a token pasted into the path (where a flag name belongs) is redacted in the line; ids stay', async () => {
+    const token = `shpat_${randomBytes(16).toString('hex')}`;
+    const org = randomUUID();
+    const lines = await linesDuring(() => t.http.put(`/v1/orgs/${org}/feature-flags/${token}`).set(adminAuth).send({ enabled: true }));
+    const text = lines.join('');
+    expect(text).toContain(`"path":"/v1/orgs/${org}/feature-flags/[REDACTED]"`);
+    expect(text).not.toContain(token.slice(6));
+    expect(loggedPath(`/v1/runs/${org}/tool-calls:batch?x=1`)).toBe(`/v1/runs/${org}/tool-calls:batch`);
   });
 
   it('an absolute-form target with userinfo and a query: the line holds the path, not the credential or the query', async () => {
