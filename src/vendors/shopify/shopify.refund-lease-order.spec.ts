@@ -40,6 +40,12 @@ class WaitingLeases implements RefundLeases {
 
 const emu = new VendorEmulator([new ShopifyEmulator()]);
 const shop = (): ShopifyEmulator => emu.vendor<ShopifyEmulator>('shopify');
+/** The refunds the emulated shop recorded on an order, as [gateway, cents], oldest first. */
+const refundsOf = (orderId: number): [string, number][] =>
+  shop()
+    .order(orderId)!
+    .transactions.filter((t) => t.kind === 'REFUND')
+    .map((t) => [t.gateway, t.amountCents]);
 const leases = new WaitingLeases();
 let handler: ShopifyHandler;
 let unleased: ShopifyHandler;
@@ -74,11 +80,7 @@ it('a refund that waited for the order\'s lease picks its payment from what is r
   await leases.release(lease, 'the other refund');
   // Read before the wait, the card showed 35.00 refundable: the 10.00 went to it and Shopify refused it (5.00 left).
   expect(await second).toMatchObject({ ok: true, data: { amount: '10.00' } });
-  const refunds = shop()
-    .order(1005)!
-    .transactions.filter((t) => t.kind === 'REFUND')
-    .map((t) => [t.gateway, t.amountCents]);
-  expect(refunds).toEqual([
+  expect(refundsOf(1005)).toEqual([
     ['shopify_payments', 3_000],
     ['gift_card', 1_000],
   ]);
@@ -89,16 +91,12 @@ it('a refund whose mutation was throttled (never applied, lease given back) pick
   const a = refund({ orderId: '1005', amount: '10.00' });
   emu.fault({ vendor: 'shopify', kind: 'throttled', bodyMatch: /refundCreate/ });
   expect(await handler.execute(a)).toMatchObject({ ok: false, kind: 'rate_limited' });
-  expect(shop().order(1005)!.transactions.filter((t) => t.kind === 'REFUND')).toEqual([]);
+  expect(refundsOf(1005)).toEqual([]);
   // Nothing of A at Shopify, the lease given back: another refund takes 30.00 from the card (5.00 left).
   expect(await handler.execute(refund({ orderId: '1005', amount: '30.00' }))).toMatchObject({ ok: true });
   // A's retry (the executor's next attempt, same call context) goes to the gift card, not the card it picked first.
   expect(await handler.execute({ ...a, attempt: 1 })).toMatchObject({ ok: true, data: { amount: '10.00' } });
-  const refunds = shop()
-    .order(1005)!
-    .transactions.filter((t) => t.kind === 'REFUND')
-    .map((t) => [t.gateway, t.amountCents]);
-  expect(refunds).toEqual([
+  expect(refundsOf(1005)).toEqual([
     ['shopify_payments', 3_000],
     ['gift_card', 1_000],
   ]);
