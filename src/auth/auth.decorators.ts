@@ -5,6 +5,10 @@ import type { Principal } from './principal.js';
 export const ROLES_KEY = 'tg:roles';
 export const PUBLIC_KEY = 'tg:public';
 export const KEY_CHECKED_IN_WRITE = 'tg:key-checked-in-write';
+export const RATE_COST_KEY = 'tg:rate-cost';
+
+/** How many of the key's rate-limit tokens a request spends, read off the parsed request (1 when unset). */
+export type RateCostOf = (req: { body?: unknown }) => number;
 
 /** The roles that may call a route. Every /v1 route must carry this (a test enforces it). */
 export const Roles = (...roles: Role[]): MethodDecorator & ClassDecorator => SetMetadata(ROLES_KEY, roles);
@@ -18,6 +22,12 @@ export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC
  * write route looks the key up afresh: a key revoked on another replica changes nothing there.
  */
 export const KeyCheckedInWrite = (): MethodDecorator => SetMetadata(KEY_CHECKED_IN_WRITE, true);
+
+/**
+ * A route whose one request does the work of several (a batch of tool_uses): it spends that many of the key's
+ * rate-limit tokens, so RATE_LIMIT_RPS bounds tool calls, not requests. Read before the role check, like the limit.
+ */
+export const RateCost = (costOf: RateCostOf): MethodDecorator => SetMetadata(RATE_COST_KEY, costOf);
 
 export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: ExecutionContext): Principal => {
   const req = ctx.switchToHttp().getRequest<{ principal?: Principal }>();

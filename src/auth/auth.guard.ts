@@ -6,7 +6,7 @@ import { bodyErrorOf } from '../common/http/json-body.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { Role } from './api-key.entity.js';
 import { ApiKeysService, type LookupGate } from './api-keys.service.js';
-import { KEY_CHECKED_IN_WRITE, PUBLIC_KEY, ROLES_KEY } from './auth.decorators.js';
+import { KEY_CHECKED_IN_WRITE, PUBLIC_KEY, RATE_COST_KEY, ROLES_KEY, type RateCostOf } from './auth.decorators.js';
 import { clientAddressKey } from './client-address.js';
 import type { Principal } from './principal.js';
 import { RateLimiter } from './rate-limiter.js';
@@ -48,7 +48,8 @@ export class AuthGuard implements CanActivate {
     const fresh = !SAFE_METHODS.has(req.method) && !this.reflector.getAllAndOverride<boolean>(KEY_CHECKED_IN_WRITE, targets);
     const principal = match ? await this.keys.authenticate(match[1], this.lookupGate(req), fresh) : null;
     if (!principal) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
-    const wait = this.limiter.take(principal.keyId);
+    const costOf = this.reflector.get<RateCostOf | undefined>(RATE_COST_KEY, ctx.getHandler());
+    const wait = this.limiter.take(principal.keyId, costOf ? costOf(req) : 1);
     if (wait > 0) throw new AppError('RATE_LIMITED', 'rate limit exceeded for this API key', { retryAfterSeconds: wait });
     const roles = this.reflector.getAllAndOverride<Role[] | undefined>(ROLES_KEY, targets);
     if (!roles || !roles.includes(principal.role)) throw new AppError('FORBIDDEN', 'this API key may not call this route');

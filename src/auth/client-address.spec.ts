@@ -54,6 +54,24 @@ describe('RateLimiter', () => {
     expect(l.take('never-seen')).toBe(0);
   });
 
+  it('a request may cost several tokens: all or nothing, the wait counts them all, and a cost above the burst is charged the burst', () => {
+    let now = 0;
+    const l = new RateLimiter(2, () => now); // burst 4
+    expect(l.take('a', 3)).toBe(0);
+    expect(l.take('a', 2)).toBe(1); // one token left: nothing spent
+    expect(l.take('a')).toBe(0); // the one token
+    expect(l.take('a', 4)).toBe(2); // 4 tokens at 2 a second
+    now = 1000; // two back
+    expect(l.take('a', 4)).toBe(1);
+    expect(l.take('a', 2)).toBe(0);
+    now = 3000; // full again (4)
+    expect(l.take('a', 32)).toBe(0); // charged 4
+    expect(l.take('a')).toBe(1);
+    now = 3500;
+    expect(l.take('a', 0)).toBe(0); // at least one
+    expect(l.take('a')).toBe(1);
+  });
+
   it('0 disables it', () => {
     const l = new RateLimiter(0);
     for (let i = 0; i < 100; i++) expect(l.take('a')).toBe(0);

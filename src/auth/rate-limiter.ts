@@ -13,10 +13,14 @@ export class RateLimiter {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Returns 0 when allowed (a token spent), else the seconds to wait before the next token (nothing spent). */
-  take(key: string): number {
+  /**
+   * Returns 0 when allowed (`cost` tokens spent), else the seconds to wait until the bucket holds them (nothing
+   * spent). A cost above the burst is charged as the burst: a full bucket always lets the request through.
+   */
+  take(key: string, cost = 1): number {
     if (this.rps <= 0) return 0;
     const burst = this.rps * 2;
+    const need = Math.min(Math.max(1, cost), burst);
     const t = this.now();
     let b = this.buckets.get(key);
     if (!b) {
@@ -27,11 +31,11 @@ export class RateLimiter {
     }
     b.tokens = Math.min(burst, b.tokens + ((t - b.at) / 1000) * this.rps);
     b.at = t;
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
+    if (b.tokens >= need) {
+      b.tokens -= need;
       return 0;
     }
-    return Math.max(1, Math.ceil((1 - b.tokens) / this.rps));
+    return Math.max(1, Math.ceil((need - b.tokens) / this.rps));
   }
 
   /** Gives back a token take() spent (the work it paid for turned out not to count). */

@@ -4,6 +4,16 @@ import { unknownFieldName } from '../tool-use.js';
 /** Most tool_uses in one batch (API.md §9). */
 export const MAX_BATCH_SIZE = 32;
 
+/**
+ * The rate-limit tokens a batch spends: one per tool_use, as if each were posted alone (a batch of 32 is 32 calls
+ * to the vendors). A body that is not a batch (refused 400 later) spends one, and more than MAX_BATCH_SIZE items
+ * (refused too) no more than that.
+ */
+export function batchRateCost(req: { body?: unknown }): number {
+  const toolUses = (req.body as { toolUses?: unknown } | null | undefined)?.toolUses;
+  return Array.isArray(toolUses) ? Math.min(Math.max(toolUses.length, 1), MAX_BATCH_SIZE) : 1;
+}
+
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**

@@ -1,12 +1,12 @@
 import { Body, Controller, Headers, HttpCode, Param, Post, Req } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
-import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../../auth/auth.decorators.js';
+import { CurrentPrincipal, KeyCheckedInWrite, RateCost, Roles } from '../../auth/auth.decorators.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiRoles, PLATFORM_KEY_BELONGS_TO_NO_ORG } from '../../common/http/api-roles.js';
 import { ApiProblemResponse, PROBLEM_SCHEMA, TOOL_CALL_BODY_SCHEMA } from '../../common/http/openapi.js';
 import { TOOL_USE_SCHEMA } from '../tool-use.schema.js';
-import { MAX_BATCH_SIZE } from './batch-request.js';
+import { batchRateCost, MAX_BATCH_SIZE } from './batch-request.js';
 import { ToolCallBatchService } from './tool-call-batch.service.js';
 
 const BATCH_BODY_SCHEMA = {
@@ -49,6 +49,7 @@ export class ToolCallBatchController {
   // The colon is escaped: unescaped, path-to-regexp would read ":batch" as a parameter.
   @Post('runs/:runId/tool-calls\\:batch')
   @KeyCheckedInWrite()
+  @RateCost(batchRateCost)
   @Roles('agent', 'admin')
   @HttpCode(200)
   @ApiRoles(['agent', 'admin'], {
@@ -74,7 +75,9 @@ export class ToolCallBatchController {
       'id has settled) or with a recorded ' +
       'outcome (succeeded, failed at the vendor, indeterminate) holds nothing: a re-post replays or refuses it, never runs it, so no ' +
       'later write can overtake it; the writes after it run. When the gateway starts stopping (SIGTERM) during a ' +
-      'batch, the items it has not started answer 503 GATEWAY_STOPPING (with Retry-After): send the batch again.',
+      'batch, the items it has not started answer 503 GATEWAY_STOPPING (with Retry-After): send the batch again. ' +
+      'A batch spends one of the key’s rate-limit tokens (RATE_LIMIT_RPS) per tool_use it holds (at most the burst, twice RATE_LIMIT_RPS): ' +
+      'without enough, the whole batch answers 429 RATE_LIMITED with Retry-After, nothing recorded.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'not supported on batches (400): each item is keyed by its tool_use id' })
   @ApiBody({ description: `{toolUses: [tool_use, ...]}: 1 to ${MAX_BATCH_SIZE} tool_use blocks with unique ids (400 VALIDATION_FAILED otherwise)`, schema: BATCH_BODY_SCHEMA })
@@ -86,6 +89,7 @@ export class ToolCallBatchController {
       'Nothing recorded',
   )
   @ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)')
+  @ApiProblemResponse(429, 'RATE_LIMITED: the key has fewer rate-limit tokens than the batch has tool_uses (Retry-After says when it will). Nothing recorded')
   @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was completed or cancelled and no item is a call it made before (those are replayed, the others answer RUN_NOT_ACTIVE per item)')
   submit(
     @CurrentPrincipal() p: Principal,
