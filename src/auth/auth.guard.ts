@@ -14,7 +14,7 @@ import { RateLimiter } from './rate-limiter.js';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * Global guard. Order of checks (API.md §9): authenticate (401) → rate limit
+ * Global guard. Order of checks (API.md §9): more than one Authorization header (400) → authenticate (401) → rate limit
  * (429) → role (403) → a body the reader refused (415, 400); org scope (404)
  * is checked by the services. A route with neither @Roles nor @Public is
  * refused: forgetting the decorator fails closed. Before authentication, an
@@ -40,6 +40,9 @@ export class AuthGuard implements CanActivate {
     const targets = [ctx.getHandler(), ctx.getClass()];
     const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal }>();
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return this.bodyChecked(req);
+    // Node keeps the first of repeated fields in req.headers; a proxy or audit log in front may read another one.
+    // Authorization is no list (RFC 9110 §5.3): two are refused before either is looked up, as a repeated Host is.
+    if ((req.headersDistinct.authorization?.length ?? 0) > 1) throw new AppError('BAD_REQUEST', 'send one Authorization header, not several');
     const header = req.headers.authorization;
     // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are Bearer.
     const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/i.exec(header) : null;

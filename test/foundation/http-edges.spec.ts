@@ -8,7 +8,7 @@ import { HealthController } from '../../src/health/health.controller.js';
 import { OrgsService } from '../../src/orgs/orgs.service.js';
 import { startGatewayProcess } from '../support/gateway-process.js';
 import { logSocketAnswer } from '../support/response-log.js';
-import { adminAuth, startTestApp, type TestApp } from '../support/test-app.js';
+import { adminAuth, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 interface RawResponse {
   status: number;
@@ -247,6 +247,32 @@ describe('HTTP edges: readiness, unparsable requests, reserved org id', () => {
       s.on('error', () => undefined);
     });
     expect((await t.http.get('/healthz')).status).toBe(200);
+  });
+
+  it('two Authorization fields: 400 BAD_REQUEST before either key is looked up, in either order, on reads and writes', async () => {
+    const org = await createOrg(t, 'two keys');
+    const ops = await createKey(t, org, 'ops');
+    const twice = (method: string, path: string, keys: string[], body = '') =>
+      `${method} ${path} HTTP/1.1\r\nHost: x\r\n` +
+      keys.map((k) => `Authorization: Bearer ${k}\r\n`).join('') +
+      (body ? `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n` : '') +
+      `Connection: close\r\n\r\n${body}`;
+    const orgs = async () => Number(((await t.ds.query('SELECT count(*)::int AS n FROM orgs')) as [{ n: number }])[0].n);
+    const before = await orgs();
+    // Node keeps the first field: the platform key first created an org for a request that also named an ops key.
+    const platform = adminAuth.Authorization.slice('Bearer '.length);
+    for (const keys of [[platform, ops.key], [ops.key, platform]]) {
+      const res = await rawRequest(port, twice('POST', '/v1/orgs', keys, orgBody('never created')));
+      expectProblem(res, 400, 'BAD_REQUEST');
+      expect(res.body).toContain('one Authorization header');
+      expectProblem(await rawRequest(port, twice('GET', '/v1/tool-calls', keys)), 400, 'BAD_REQUEST');
+    }
+    // The same key twice is still two fields.
+    expectProblem(await rawRequest(port, twice('GET', '/v1/tool-calls', [ops.key, ops.key])), 400, 'BAD_REQUEST');
+    expect(await orgs()).toBe(before);
+    // One field is answered as before; a route that needs no key ignores them.
+    expect((await rawRequest(port, twice('GET', '/v1/tool-calls', [ops.key]))).status).toBe(200);
+    expect((await rawRequest(port, twice('GET', '/healthz', [ops.key, platform]))).status).toBe(200);
   });
 
   it('refuses the nil UUID as an org id: 400 VALIDATION_FAILED naming it, and no org is created', async () => {
