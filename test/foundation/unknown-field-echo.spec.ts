@@ -76,7 +76,7 @@ describe('unknown fields: which names a 400 echoes', () => {
       // The same words as every other typed query (the global validation pipe): GET /v1/runs/:id/tools.
       const other = await t.http.get('/v1/runs/00000000-0000-4000-8000-000000000000/tools').query({ [token]: '1' }).set(bearer(ops));
       expect([res.body.detail, res.body.errors], token).toEqual([other.body.detail, other.body.errors]);
-      expect(res.body.detail).toBe('body: an unknown field, not named as it does not look like a field name, should not exist');
+      expect(res.body.detail).toBe('query: an unknown field, not named as it does not look like a field name, should not exist');
     }
   });
 

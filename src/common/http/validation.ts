@@ -5,12 +5,15 @@ import { isEchoableFieldName, UNNAMED_UNKNOWN_FIELD } from '../echoable-field-na
 import { AppError } from '../errors/app-error.js';
 import { canonicalUuid } from '../ids.js';
 
+/** What a 400 names when the bad field has no name it may echo: the body (a query's are renamed, queryNamed). */
+const BODY_ROOT = 'body';
+
 function describe(errors: ValidationError[], parent = ''): string[] {
   const out: string[] = [];
   for (const e of errors) {
     // A key that is no field name (a token pasted as a key) is never echoed: it may be a secret (echoable-field-name.ts).
     const named = isEchoableFieldName(e.property) || /^\d{1,6}$/.test(e.property);
-    const path = named ? (parent ? `${parent}.${e.property}` : e.property) : parent || 'body';
+    const path = named ? (parent ? `${parent}.${e.property}` : e.property) : parent || BODY_ROOT;
     for (const [rule, msg] of Object.entries(e.constraints ?? {})) {
       const unnamed = rule === 'whitelistValidation' ? UNNAMED_UNKNOWN_FIELD : 'a field not named here is invalid';
       out.push(`${path}: ${named ? msg : unnamed}`);
@@ -92,9 +95,24 @@ function hiddenFields(raw: unknown, dto: unknown, path: string, depth: number): 
  */
 class StrictValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type !== 'query') return this.strictTransform(value, metadata);
+    return this.strictTransform(value, metadata).catch((e: unknown) => {
+      throw queryNamed(e);
+    });
+  }
+
+  private async strictTransform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const { metatype, type } = metadata;
     const judged = (type === 'body' || type === 'query') && typeof metatype === 'function' && declaredProperties(metatype).size > 0;
     if (!judged || typeof value !== 'object' || value === null || Array.isArray(value)) return super.transform(value, metadata);
+    if (type === 'query') {
+      // `?limit=1&limit=2` reaches here as an array (the simple query parser), which every rule of a one-value
+      // parameter then refused at once ("must not be greater than 200; … less than 1; … an integer").
+      const known = declaredProperties(metatype);
+      for (const [k, v] of Object.entries(value)) {
+        if (Array.isArray(v) && known.has(k)) throw validationFailed([`${k}: give it once (it was sent ${v.length} times)`]);
+      }
+    }
     // Before transforming: Nest deletes these keys at every depth (they are how prototypes get polluted), which in
     // free-form JSON (a run's metadata) silently lost data.
     const stripped = strippedKeyPath(value, '', 0);
@@ -109,6 +127,18 @@ class StrictValidationPipe extends ValidationPipe {
   }
 }
 
+const validationFailed = (problems: string[]): AppError =>
+  new AppError('VALIDATION_FAILED', problems.join('; ') || 'invalid request', { fields: { errors: problems } });
+
+/** A query's 400 says "query" where a body's says "body" (a `?status[]=x` key is named neither: it may be a pasted secret). */
+function queryNamed(e: unknown): unknown {
+  if (!(e instanceof AppError) || e.code !== 'VALIDATION_FAILED') return e;
+  const errors = (e.extra.fields as { errors?: unknown } | undefined)?.errors;
+  if (!Array.isArray(errors)) return e;
+  const rooted = `${BODY_ROOT}:`;
+  return validationFailed(errors.map((p) => (typeof p === 'string' && p.startsWith(rooted) ? `query:${p.slice(rooted.length)}` : String(p))));
+}
+
 /** Whitelists, rejects unknown fields, transforms types; 400 VALIDATION_FAILED naming every bad field. */
 export function createValidationPipe(): ValidationPipe {
   return new StrictValidationPipe({
@@ -116,10 +146,7 @@ export function createValidationPipe(): ValidationPipe {
     forbidNonWhitelisted: true,
     transform: true,
     forbidUnknownValues: true,
-    exceptionFactory: (errors) => {
-      const problems = describe(errors);
-      return new AppError('VALIDATION_FAILED', problems.join('; ') || 'invalid request', { fields: { errors: problems } });
-    },
+    exceptionFactory: (errors) => validationFailed(describe(errors)),
   });
 }
 
