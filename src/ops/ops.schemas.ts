@@ -75,6 +75,10 @@ export const TOOL_CALL_PAGE_SCHEMA = {
 const EVENT_ACTOR_SCHEMA = {
   type: 'object',
   nullable: true,
+  description:
+    'the key that caused the event (API.md §9): for a tool call, the key that posted it, on its requested, started, retried and ' +
+    'outcome events alike; the deciding key on an approval event; null for what the gateway does itself (starting an approved ' +
+    'call and recording its outcome, the orphan sweep)',
   required: ['keyId', 'role'],
   properties: { keyId: nullableUuid, role: { type: 'string', nullable: true, example: 'agent' } },
 };

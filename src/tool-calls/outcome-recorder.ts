@@ -40,6 +40,12 @@ export interface ExecutedCall {
   digest: string;
   from: ToolCallStatus;
   dropInput?: boolean;
+  /**
+   * The key whose request runs the call (API.md §9: an event records the key that caused it): its outcome events
+   * name it as its requested and started events do. None for a call run after an approval: the gateway starts it
+   * (its started event has no actor either; the approval's events name who decided).
+   */
+  actor?: { keyId: string; role: string };
 }
 
 @Injectable()
@@ -124,12 +130,13 @@ export class OutcomeRecorder {
     // (charged) or undecryptable stored credentials (nothing sent), VENDOR_TIMEOUT may be a connect timeout.
     const vendorReached = outcome.vendorReached;
     const base = { toolName: c.tool.toolName, action: c.tool.action, digest: c.digest };
+    const actor = c.actor ?? null;
     const events: NewLedgerEvent[] = outcome.retries.map((r) => ({
-      orgId: c.orgId, type: 'tool_call.retried', runId: c.runId, toolCallId: c.id, metadata: { ...base, attempt: r.attempt, delayMs: r.delayMs, reason: r.reason },
+      orgId: c.orgId, type: 'tool_call.retried', runId: c.runId, toolCallId: c.id, actor, metadata: { ...base, attempt: r.attempt, delayMs: r.delayMs, reason: r.reason },
     }));
     const terminal = status === 'succeeded' ? 'tool_call.succeeded' : status === 'failed' ? 'tool_call.failed' : 'tool_call.indeterminate';
     events.push({
-      orgId: c.orgId, type: terminal, runId: c.runId, toolCallId: c.id,
+      orgId: c.orgId, type: terminal, runId: c.runId, toolCallId: c.id, actor,
       metadata: { ...base, durationMs: outcome.durationMs, errorCode, vendorStatus: outcome.vendorStatus, retryCount: outcome.retries.length },
     });
     const row: OutcomeRow = {

@@ -164,7 +164,7 @@ export class ToolCallsService {
         // Answered 503 without calling the vendor: an attempt that committed with its answer lost left a `running`
         // row, settled as not sent once the database is back (not left for the sweep to call "indeterminate").
         if (status === 'running' && isDatabaseUnavailable(err)) {
-          this.outcomes.recordUnsent({ id, orgId, runId: run.id, tool: recordedTool(decision.entry), toolUseId: use.id, digest, from: 'running' });
+          this.outcomes.recordUnsent({ id, orgId, runId: run.id, tool: recordedTool(decision.entry), toolUseId: use.id, digest, from: 'running', actor });
         }
         throw err;
       }
@@ -196,7 +196,7 @@ export class ToolCallsService {
           // The lease counts calls at the vendor: give it back before the outcome commit.
           release?.();
           release = null;
-          return await this.recordOutcome({ id, orgId, runId: run.id, tool: recordedTool(runEntry), toolUseId: use.id, digest, from: 'running' }, outcome);
+          return await this.recordOutcome({ id, orgId, runId: run.id, tool: recordedTool(runEntry), toolUseId: use.id, digest, from: 'running', actor }, outcome);
         })(),
       );
     } finally {

@@ -61,8 +61,10 @@ describe('expert approvals', () => {
     expect(repost.body).toMatchObject({ status: 'succeeded', replayed: true });
     expect(refunds(h) - before).toBe(1);
 
-    const events = (await h.t.ds.query('SELECT type FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [w.toolCallId])) as { type: string }[];
+    const events = (await h.t.ds.query('SELECT type, actor FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [w.toolCallId])) as { type: string; actor: { role: string } | null }[];
     expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.approval_requested', 'tool_call.approved', 'tool_call.started', 'tool_call.succeeded']);
+    // Who caused what: the agent asked, the expert approved; the gateway started the approved call and recorded its outcome.
+    expect(events.map((e) => e.actor?.role ?? null)).toEqual(['agent', 'agent', 'expert', null, null]);
     const run = await h.t.http.get(`/v1/runs/${w.runId}`).set(bearer(w.agentKey));
     expect(run.body).toMatchObject({ status: 'running', pendingApprovalCount: 0 });
   });

@@ -52,6 +52,9 @@ describe('vendor faults on reads, through the pipeline', () => {
     ]);
     expect(events.filter((e) => e.type === 'tool_call.retried').map((e) => e.metadata)).toEqual([1, 2, 3].map((attempt) => expect.objectContaining({ attempt, reason: 'server_error' })));
     expect(events[5].metadata).toMatchObject({ errorCode: 'VENDOR_ERROR', retryCount: 3 });
+    // The retries and the outcome name the key that posted the call, as its requested event does.
+    expect(events[0].actor).toMatchObject({ role: 'agent', keyId: expect.any(String) });
+    expect(events.map((e) => e.actor)).toEqual(events.map(() => events[0].actor));
   });
 
   it('Shopify failing on its side inside a 200 (GraphQL INTERNAL_SERVER_ERROR): the model reads "failed on its side, may work later", not "refused", also on replay', async () => {

@@ -12,6 +12,7 @@ export type ToolUse = ReturnType<typeof toolUse>;
 
 export interface LedgerEvent {
   type: string;
+  actor?: unknown;
   metadata: Record<string, unknown>;
 }
 
@@ -39,7 +40,7 @@ export function refundKeysSince(h: Harness, from: number): (string | undefined)[
 }
 
 export async function eventsOf(h: Harness, id: string): Promise<LedgerEvent[]> {
-  return (await h.t.ds.query('SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [id])) as LedgerEvent[];
+  return (await h.t.ds.query('SELECT type, actor, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [id])) as LedgerEvent[];
 }
 
 /** Polls `check` every 5 ms until it holds (or fails after `timeoutMs`). */

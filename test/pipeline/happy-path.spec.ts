@@ -37,10 +37,13 @@ describe('the governed tool call: happy path (ADR walk-through)', () => {
     expect(row.policy_decision_id).toBeTruthy();
     expect(row.action_digest).toMatch(/^[0-9a-f]{64}$/);
 
-    const events = (await h.t.ds.query('SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [
+    const events = (await h.t.ds.query('SELECT type, actor, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [
       res.body.toolCallId,
-    ])) as { type: string; metadata: Record<string, unknown> }[];
+    ])) as { type: string; actor: unknown; metadata: Record<string, unknown> }[];
     expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.succeeded']);
+    // Every event of the call names the agent key that posted it (API.md §9), the outcome's too.
+    const [agent] = (await h.t.ds.query("SELECT id FROM api_keys WHERE org_id = $1 AND role = 'agent'", [orgId])) as { id: string }[];
+    expect(events.map((e) => e.actor)).toEqual(events.map(() => ({ keyId: agent.id, role: 'agent' })));
     expect(events[2].metadata).toMatchObject({ toolName: 'order_lookup', action: 'lookup', errorCode: null });
     expect(JSON.stringify(events)).not.toContain(email);
 
