@@ -154,11 +154,11 @@ export const APPROVAL_PAGE_SCHEMA = {
   },
 };
 
-/** The approval of a call's story: approvalView without a clock, the row as stored. */
+/** The approval of a call's story (loadToolCallStory: an overdue one settled first, shown as of the read). */
 const STORY_APPROVAL_SCHEMA = {
   ...APPROVAL_SCHEMA,
   nullable: true,
-  description: 'the call’s approval request as stored (a pending one past expiresAt stays pending until the sweep); null when it needed none',
+  description: 'the call’s approval request; one past its expiresAt is settled first and shown expired (with the call blocked APPROVAL_EXPIRED), as on GET /v1/approvals/{id}; null when it needed none',
   properties: {
     ...APPROVAL_SCHEMA.properties,
     status: { type: 'string', enum: ['pending', 'approved', 'rejected', 'expired'] },
