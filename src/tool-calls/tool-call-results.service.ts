@@ -8,18 +8,30 @@ import { Sql } from '../db/sql.js';
 import { settledCalls, STORED_CALL_COLUMNS, ToolCallsService, type StoredCall, type ToolCallResponse } from './tool-calls.service.js';
 
 const MAX_WAIT_MS = 30_000;
+/** How often one statement looks for settles of every call a long-poll waits on (settled on another replica). */
 const POLL_MS = 200;
+/** Ids per look-up statement: thousands of open long-polls are a few statements a tick, not one each. */
+const POLL_CHUNK = 5_000;
 const PENDING = new Set(['requested', 'waiting_approval', 'approved', 'running']);
+const PENDING_LIST = [...PENDING];
 
 /**
  * GET /v1/tool-calls/:id/result: the tool-call body whatever the status, with
  * the full result while it is kept. `waitMs` long-polls until the call settles:
- * woken at once by a settle in this process, and by polling for other replicas.
+ * woken at once by a settle in this process, and for other replicas' by one
+ * statement every POLL_MS that looks up every call a long-poll waits on — not a
+ * read per long-poll per tick, which with a few thousand open (agents waiting
+ * for approvals, as the README tells them to) filled the pool and made every
+ * other request wait for a connection, then answer 503.
  */
 @Injectable()
 export class ToolCallResultsService implements BeforeApplicationShutdown {
   /** Aborted when the gateway starts shutting down: a long-poll must not hold the HTTP drain for up to 30 s. */
   private readonly closing = new AbortController();
+  /** The open long-polls, by the call they wait on: each entry wakes one. */
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private pollTimer: NodeJS.Timeout | null = null;
+  private readonly onSettled = (id: string): void => this.wake(id);
 
   constructor(
     private readonly sql: Sql,
@@ -27,11 +39,23 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
     private readonly clock: Clock,
   ) {
     setMaxListeners(0, this.closing.signal); // one listener per open long-poll, removed when it ends
+    settledCalls.on('settled', this.onSettled);
   }
 
   /** Every open long-poll answers now, with the call's current state (the agent polls again, on another replica). */
   beforeApplicationShutdown(): void {
     this.closing.abort();
+    settledCalls.off('settled', this.onSettled);
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = null;
+  }
+
+  /** Open long-polls waiting on `id` (or on any call): what a test waits for before it changes the call. */
+  waitingOn(id?: string): number {
+    if (id !== undefined) return this.waiters.get(id)?.size ?? 0;
+    let n = 0;
+    for (const set of this.waiters.values()) n += set.size;
+    return n;
   }
 
   /** `clientGone` aborts the long-poll (the client went away): no more waiting, no more reads. */
@@ -60,9 +84,11 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
     let row = await this.load(p, id);
     const deadline = performance.now() + waitMs;
     while (PENDING.has(row.status) && performance.now() < deadline && !signal?.aborted) {
-      // Waiting for an approval: woken when it expires too, which the next load writes down.
+      // Read again once the call settles (here, or on another replica: the shared look-up), at the deadline, or when
+      // its approval expires, which the next load writes down. A key revoked meanwhile gets its 401 at that read.
+      const left = deadline - performance.now();
       const untilExpiry = row.approval_expires_at ? row.approval_expires_at.getTime() - this.clock.nowMs() : 0;
-      await this.waitForSettle(id, Math.min(POLL_MS, deadline - performance.now(), untilExpiry > 0 ? untilExpiry : POLL_MS), signal);
+      await this.waitForSettle(row.id, untilExpiry > 0 ? Math.min(left, untilExpiry) : left, signal); // its id as stored: lower case
       if (signal?.aborted) break; // still pending: the answer below reads nothing more (no one is listening)
       row = await this.load(p, id);
     }
@@ -91,23 +117,59 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
     return this.calls.expireIfOverdue(row);
   }
 
-  /** Until the call settles in this process, `ms` pass, or `signal` aborts; leaves no timer or listener behind. */
+  /** Until the call settles (seen here or by the shared look-up), `ms` pass, or `signal` aborts; leaves no timer or waiter behind. */
   private waitForSettle(id: string, ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();
-      const done = (settledId: string) => {
-        if (settledId !== id) return;
-        finish();
-      };
-      const timer = setTimeout(() => finish(), Math.max(0, ms));
-      const finish = () => {
+      let set = this.waiters.get(id);
+      if (!set) this.waiters.set(id, (set = new Set()));
+      const waiting = set;
+      const finish = (): void => {
         clearTimeout(timer);
-        settledCalls.off('settled', done);
+        waiting.delete(finish);
+        if (waiting.size === 0 && this.waiters.get(id) === waiting) this.waiters.delete(id);
         signal?.removeEventListener('abort', finish);
         resolve();
       };
-      settledCalls.on('settled', done);
+      const timer = setTimeout(finish, Math.max(0, ms));
+      waiting.add(finish);
       signal?.addEventListener('abort', finish, { once: true });
+      this.schedulePoll();
     });
+  }
+
+  private wake(id: string): void {
+    const set = this.waiters.get(id);
+    if (set) for (const finish of [...set]) finish();
+  }
+
+  private schedulePoll(): void {
+    if (this.pollTimer || this.waiters.size === 0 || this.closing.signal.aborted) return;
+    this.pollTimer = setTimeout(() => void this.poll(), POLL_MS);
+    this.pollTimer.unref();
+  }
+
+  /** One look-up for every call waited on: the settled (or expired) ones wake their long-polls, which read them with their own key. */
+  private async poll(): Promise<void> {
+    try {
+      const ids = [...this.waiters.keys()];
+      for (let i = 0; i < ids.length; i += POLL_CHUNK) {
+        // Settled, or waiting for an approval past its expiry on the gateway's clock (the woken long-poll's read
+        // writes the expiry down, as every read does).
+        const settled = await this.sql.query<{ id: string }>(
+          `SELECT t.id FROM tool_calls t WHERE t.id = ANY($1::uuid[])
+              AND (t.status <> ALL($2::text[])
+                   OR (t.status = 'waiting_approval' AND EXISTS (
+                         SELECT 1 FROM approval_requests a WHERE a.tool_call_id = t.id AND a.status = 'pending' AND a.expires_at <= $3)))`,
+          [ids.slice(i, i + POLL_CHUNK), PENDING_LIST, this.clock.now()],
+        );
+        for (const r of settled) this.wake(r.id);
+      }
+    } catch {
+      // The database is away: each long-poll reads again at its deadline (503 then, if it is still away).
+    } finally {
+      this.pollTimer = null;
+      this.schedulePoll();
+    }
   }
 }

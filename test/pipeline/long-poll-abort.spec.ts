@@ -4,12 +4,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Sql } from '../../src/db/sql.js';
 import { ToolCallResultsService } from '../../src/tool-calls/tool-call-results.service.js';
-import { settledCalls } from '../../src/tool-calls/tool-calls.service.js';
 import { within } from '../support/gateway-process.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
 
-/** GET …/result?waitMs= polls the database every 200 ms; a client that went away must stop that at once. */
+/** GET …/result?waitMs= is looked for in the database every 200 ms; a client that went away must stop that at once. */
 describe('the result long-poll stops when the client goes away', () => {
   let h: Harness;
   beforeAll(async () => {
@@ -26,12 +25,14 @@ describe('the result long-poll stops when the client goes away', () => {
     expect(post.status).toBe(202); // waits for an expert: the long-poll has nothing to wake it but its own polling
     const id = post.body.toolCallId as string;
 
-    // Count the row loads of this call (the poll's SELECT … WHERE t.id = $1).
+    // Count the reads of this call: its own row loads (SELECT … WHERE t.id = $1) and the shared look-ups naming it.
     const sql = h.t.app.get(Sql);
     const realQuery = sql.query.bind(sql);
     let loads = 0;
+    let lookups = 0;
     vi.spyOn(sql, 'query').mockImplementation(((text: string, params?: unknown[]) => {
       if (Array.isArray(params) && params[0] === id && /FROM tool_calls t WHERE t\.id = \$1/.test(text)) loads++;
+      if (Array.isArray(params) && Array.isArray(params[0]) && (params[0] as unknown[]).includes(id) && /id = ANY\(\$1::uuid\[\]\)/.test(text)) lookups++;
       return realQuery(text, params);
     }) as typeof sql.query);
     // And when the handler is done with the request.
@@ -43,25 +44,25 @@ describe('the result long-poll stops when the client goes away', () => {
       handled = p.catch(() => undefined);
       return p;
     });
-    const listenersBefore = settledCalls.listenerCount('settled');
 
     const { port } = (h.t.app.getHttpServer() as http.Server).address() as AddressInfo;
     const req = http.get({ host: '127.0.0.1', port, path: `/v1/tool-calls/${id}/result?waitMs=20000`, headers: bearer(org.agentKey) });
     req.on('error', () => undefined); // the socket is destroyed on purpose
     const deadline = Date.now() + 5000;
-    while (loads < 3 && Date.now() < deadline) await sleep(20);
-    expect(loads).toBeGreaterThanOrEqual(3); // it is polling
-    while (settledCalls.listenerCount('settled') === listenersBefore && Date.now() < deadline) await sleep(5);
-    expect(settledCalls.listenerCount('settled')).toBe(listenersBefore + 1); // waiting for a settle between polls
+    while (lookups < 3 && Date.now() < deadline) await sleep(20);
+    expect(lookups).toBeGreaterThanOrEqual(3); // it is polling: the shared look-up names the call every 200 ms
+    expect(loads).toBe(1); // its own row read once, when it came: the look-up says when to read it again
+    expect(svc.waitingOn(id)).toBe(1);
 
     req.destroy();
     // The handler returns once the server has seen the close (a load under way then is awaited first); with the
-    // close ignored it would keep polling for the whole 20 s wait.
+    // close ignored it would keep waiting for the whole 20 s.
     await within(handled!, 5_000, 'the handler to return');
-    const atClose = loads;
+    expect(svc.waitingOn(id)).toBe(0);
+    await sleep(300); // a look-up already under way at the close may still name it
+    const atClose = lookups + loads;
     await sleep(1_000); // five more polls, had anything kept going
-    expect(loads - atClose).toBe(0);
-    expect(settledCalls.listenerCount('settled')).toBe(listenersBefore);
+    expect(lookups + loads - atClose).toBe(0);
   });
 
   it('a long-poll whose client stays still answers when the call settles or the wait ends', async () => {

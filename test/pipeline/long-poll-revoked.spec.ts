@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { settledCalls } from '../../src/tool-calls/tool-calls.service.js';
+import { ToolCallResultsService } from '../../src/tool-calls/tool-call-results.service.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer, createKey } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
@@ -27,11 +27,11 @@ describe('a long-poll whose key is revoked while it waits', () => {
     expect(posted.status).toBe(202);
     const id = posted.body.toolCallId as string;
 
-    const listenersBefore = settledCalls.listenerCount('settled');
+    const results = h.t.app.get(ToolCallResultsService);
     const revokedPoll = h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=20000`).set(bearer(agent.key)).then((r) => r);
     const livePoll = h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=20000`).set(bearer(org.agentKey)).then((r) => r);
-    // Both are authenticated and waiting: each listens for a settle between its reads.
-    await waitFor(() => settledCalls.listenerCount('settled') >= listenersBefore + 2, 'both long-polls to be waiting');
+    // Both are authenticated and waiting for the call to settle.
+    await waitFor(() => results.waitingOn(id) === 2, 'both long-polls to be waiting');
     expect((await h.t.http.delete(`/v1/api-keys/${agent.id}`).set(adminAuth)).status).toBe(204);
     const approvals = await h.t.http.get('/v1/approvals?status=pending').set(bearer(expert.key));
     const approval = (approvals.body.items as { id: string; toolCallId: string; actionDigest: string }[]).find((a) => a.toolCallId === id)!;

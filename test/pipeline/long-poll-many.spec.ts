@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Sql } from '../../src/db/sql.js';
+import { ToolCallResultsService } from '../../src/tool-calls/tool-call-results.service.js';
+import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { bearer, createKey } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
+
+/**
+ * Agents waiting for approvals long-poll GET …/result?waitMs=30000 (README). Open long-polls cost one look-up
+ * statement per 200 ms between them, not a read each: a few thousand used to fill the pool (five reads a second
+ * each) until every other request waited for a connection and answered 503.
+ */
+describe('many open long-polls', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    await h?.close();
+  });
+
+  it('200 long-polls on 20 calls cost a look-up per tick, not a read each; a decision not announced here still wakes them all', async () => {
+    const rules = [{ id: 'gate', match: { toolName: 'order_lookup.lookup' }, decision: 'require_expert_approval', reason: 'gate' }];
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], rules });
+    const expert = await createKey(h.t, org.orgId, 'expert');
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const posted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: String(1000 + i) }));
+      expect(posted.status).toBe(202);
+      ids.push(posted.body.toolCallId as string);
+    }
+
+    const results = h.t.app.get(ToolCallResultsService);
+    const polls = ids.flatMap((id) => Array.from({ length: 10 }, () => h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=20000`).set(bearer(org.agentKey)).then((r) => r)));
+    await waitFor(() => results.waitingOn() === 200, 'the 200 long-polls to be waiting', 15_000);
+
+    // Statements while they wait.
+    const sql = h.t.app.get(Sql);
+    const realQuery = sql.query.bind(sql);
+    let statements = 0;
+    const spy = vi.spyOn(sql, 'query').mockImplementation(((text: string, params?: unknown[]) => {
+      statements++;
+      return realQuery(text, params);
+    }) as typeof sql.query);
+    await new Promise((r) => setTimeout(r, 1_000));
+    spy.mockRestore();
+    // Five look-ups a second (a few more if one runs late); a read per long-poll per tick would be 1,000.
+    expect(statements).toBeGreaterThanOrEqual(3);
+    expect(statements).toBeLessThanOrEqual(10);
+
+    // Rejected: the approval settles the calls without this process announcing them to the long-polls; the
+    // shared look-up finds them settled and every long-poll answers, long before its 20 s.
+    const ops = bearer((await createKey(h.t, org.orgId, 'ops')).key);
+    const started = Date.now();
+    for (const id of ids) {
+      const approval = (await h.t.http.get(`/v1/tool-calls/${id}`).set(ops)).body.approval as { id: string; actionDigest: string };
+      const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'reject', actionDigest: approval.actionDigest });
+      expect(decided.status).toBe(200);
+    }
+    const answers = await Promise.all(polls);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(answers.map((a) => [a.status, a.body.status, a.body.errorCode])).toEqual(answers.map(() => [200, 'blocked', 'EXPERT_REJECTED']));
+    expect(results.waitingOn()).toBe(0);
+  }, 60_000);
+});
