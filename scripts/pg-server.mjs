@@ -74,7 +74,10 @@ const clusterOptions = {
   // non-persistent cluster, which would make the "stop" / "start" control
   // below lose the database. We delete it ourselves on exit instead.
   persistent: true,
-  createPostgresUser: true,
+  // Only root may (and must: PostgreSQL refuses to run as root) hand the cluster to a `postgres` system user. Any
+  // other user runs PostgreSQL as itself: asked to create the user, the library runs groupadd/useradd, which fails
+  // for every non-root user, so the README's first `npm start` failed on an ordinary developer machine.
+  createPostgresUser: process.getuid?.() === 0,
   initdbFlags: fast ? ['--no-sync'] : [],
   postgresFlags: [
     '-c', 'max_connections=200',
