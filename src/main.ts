@@ -29,6 +29,8 @@ const onSignal = (signal: string): void => {
 // ignores it, not Node's default action, which would kill the drain with calls still at their vendors.
 process.on('SIGTERM', () => onSignal('SIGTERM'));
 process.on('SIGINT', () => onSignal('SIGINT'));
+// The terminal or SSH session closed: a stop like any other (Node's default would end the process undrained).
+process.on('SIGHUP', () => onSignal('SIGHUP'));
 
 async function main(): Promise<void> {
   let config: AppConfig;
