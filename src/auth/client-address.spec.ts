@@ -54,7 +54,7 @@ describe('RateLimiter', () => {
     expect(l.take('never-seen')).toBe(0);
   });
 
-  it('a request may cost several tokens: all or nothing, the wait counts them all, and a cost above the burst is charged the burst', () => {
+  it('a request may cost several tokens: all or nothing, the wait counts them all, and a cost above the burst passes a full bucket and leaves it in debt', () => {
     let now = 0;
     const l = new RateLimiter(2, () => now); // burst 4
     expect(l.take('a', 3)).toBe(0);
@@ -65,11 +65,18 @@ describe('RateLimiter', () => {
     expect(l.take('a', 4)).toBe(1);
     expect(l.take('a', 2)).toBe(0);
     now = 3000; // full again (4)
-    expect(l.take('a', 32)).toBe(0); // charged 4
-    expect(l.take('a')).toBe(1);
-    now = 3500;
+    expect(l.take('a', 5)).toBe(0); // a full bucket lets it through: 1 token owed
+    expect(l.take('a')).toBe(1); // (1 + 1) / 2 a second
+    now = 4000; // the debt paid, one token
     expect(l.take('a', 0)).toBe(0); // at least one
     expect(l.take('a')).toBe(1);
+    now = 6000; // full again
+    expect(l.take('a', 32)).toBe(0); // 28 owed
+    expect(l.take('a')).toBe(15); // (1 + 28) / 2 a second: 32 calls cost 16 s at 2 a second, however they are sent
+    now = 20_000;
+    expect(l.take('a')).toBe(1);
+    now = 20_500;
+    expect(l.take('a')).toBe(0);
   });
 
   it('0 disables it', () => {

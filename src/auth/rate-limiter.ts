@@ -15,12 +15,14 @@ export class RateLimiter {
 
   /**
    * Returns 0 when allowed (`cost` tokens spent), else the seconds to wait until the bucket holds them (nothing
-   * spent). A cost above the burst is charged as the burst: a full bucket always lets the request through.
+   * spent). A cost above the burst passes once the bucket is full, and leaves it in debt by the rest: the key's
+   * next requests wait until that is paid back, so a batch larger than the burst cannot buy more than the rate.
    */
   take(key: string, cost = 1): number {
     if (this.rps <= 0) return 0;
     const burst = this.rps * 2;
-    const need = Math.min(Math.max(1, cost), burst);
+    const charge = Math.max(1, cost);
+    const need = Math.min(charge, burst);
     const t = this.now();
     let b = this.buckets.get(key);
     if (!b) {
@@ -32,7 +34,7 @@ export class RateLimiter {
     b.tokens = Math.min(burst, b.tokens + ((t - b.at) / 1000) * this.rps);
     b.at = t;
     if (b.tokens >= need) {
-      b.tokens -= need;
+      b.tokens -= charge;
       return 0;
     }
     return Math.max(1, Math.ceil((need - b.tokens) / this.rps));

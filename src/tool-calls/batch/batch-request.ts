@@ -6,8 +6,9 @@ export const MAX_BATCH_SIZE = 32;
 
 /**
  * The rate-limit tokens a batch spends: one per tool_use, as if each were posted alone (a batch of 32 is 32 calls
- * to the vendors). A body that is not a batch (refused 400 later) spends one, and more than MAX_BATCH_SIZE items
- * (refused too) no more than that.
+ * to the vendors; RateLimiter.take lets one above the burst through a full bucket and keeps the rest as debt). A
+ * body that is not a batch (refused 400 later) spends one, and more than MAX_BATCH_SIZE items (refused too) no more
+ * than that.
  */
 export function batchRateCost(req: { body?: unknown }): number {
   const toolUses = (req.body as { toolUses?: unknown } | null | undefined)?.toolUses;

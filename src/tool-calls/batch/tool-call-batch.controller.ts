@@ -76,8 +76,9 @@ export class ToolCallBatchController {
       'outcome (succeeded, failed at the vendor, indeterminate) holds nothing: a re-post replays or refuses it, never runs it, so no ' +
       'later write can overtake it; the writes after it run. When the gateway starts stopping (SIGTERM) during a ' +
       'batch, the items it has not started answer 503 GATEWAY_STOPPING (with Retry-After): send the batch again. ' +
-      'A batch spends one of the key’s rate-limit tokens (RATE_LIMIT_RPS) per tool_use it holds (at most the burst, twice RATE_LIMIT_RPS): ' +
-      'without enough, the whole batch answers 429 RATE_LIMITED with Retry-After, nothing recorded.',
+      'A batch spends one of the key’s rate-limit tokens (RATE_LIMIT_RPS) per tool_use it holds; one larger than the burst (twice ' +
+      'RATE_LIMIT_RPS) passes a full bucket and leaves the key owing the rest, which its next requests wait for. Without enough, the ' +
+      'whole batch answers 429 RATE_LIMITED with a Retry-After long enough for all of it, nothing recorded.',
   })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'not supported on batches (400): each item is keyed by its tool_use id' })
   @ApiBody({ description: `{toolUses: [tool_use, ...]}: 1 to ${MAX_BATCH_SIZE} tool_use blocks with unique ids (400 VALIDATION_FAILED otherwise)`, schema: BATCH_BODY_SCHEMA })
