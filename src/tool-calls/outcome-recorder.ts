@@ -152,6 +152,7 @@ export class OutcomeRecorder {
       truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
       result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
       dropInput: c.dropInput,
+      actor,
     };
     return { row, events };
   }

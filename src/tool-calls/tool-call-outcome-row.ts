@@ -28,6 +28,8 @@ export interface OutcomeRow {
   result?: EncryptedResult;
   /** Delete the call's encrypted approved input in the same statement (an approved call has one). */
   dropInput?: boolean;
+  /** The key that posted the call, named by its outcome_after_sweep event as by its other outcome events (none: null). */
+  actor?: { keyId: string; role: string } | null;
 }
 
 /**
@@ -55,6 +57,7 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
   const p: unknown[] = [
     o.id, o.status, o.errorCode, o.errorText, o.httpStatus, o.outputRedacted === undefined ? null : ledgerOutputJson(o.outputRedacted),
     o.retryCount, o.retryAfterSeconds, o.vendorStatus, o.durationMs, o.costCents, o.truncated, o.from, ORPHANED_TEXT, o.vendorRefused,
+    o.actor ? JSON.stringify(o.actor) : null,
   ];
   const ctes = [
     `tc AS (UPDATE tool_calls SET status = $2, error_code = $3, error_text = $4, http_status = $5, output_redacted = $6::jsonb,
@@ -73,8 +76,8 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
                   AND NOT EXISTS (SELECT 1 FROM tc)
                   AND NOT EXISTS (SELECT 1 FROM runtime_ledger_events e
                                    WHERE e.tool_call_id = t.id AND e.type = 'tool_call.outcome_after_sweep'))`,
-    `late AS (INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
-                SELECT gen_random_uuid(), t.org_id, 'tool_call.outcome_after_sweep', t.run_id, t.id,
+    `late AS (INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
+                SELECT gen_random_uuid(), t.org_id, 'tool_call.outcome_after_sweep', t.run_id, t.id, $16::jsonb,
                        jsonb_build_object('toolName', t.tool_name, 'action', t.action, 'digest', t.action_digest, 'status', $2::text,
                                           'errorCode', $3::text, 'vendorStatus', $9::int, 'durationMs', $10::int,
                                           'reconciled', t.note IS NOT NULL)

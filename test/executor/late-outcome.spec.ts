@@ -46,6 +46,10 @@ describe('an outcome that arrives after the orphan sweep gave up on the call', (
     expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.outcome_after_sweep']);
     expect(events[3].metadata).toMatchObject({ toolName: 'order_lookup', action: 'lookup', status: 'succeeded', errorCode: null, vendorStatus: 200, reconciled: false });
     expect(events[3].metadata.durationMs).toEqual(expect.any(Number));
+    // The vendor's answer came to the agent key's request: named as on the call's requested and started events;
+    // the sweep's verdict is the gateway's own (no actor).
+    expect(events[0].actor).toMatchObject({ role: 'agent', keyId: expect.any(String) });
+    expect(events.map((e) => e.actor)).toEqual([events[0].actor, events[0].actor, null, events[0].actor]);
   });
 
   it('records the vendor’s answer once when the statement that recorded it loses its answer and is sent again', async () => {
