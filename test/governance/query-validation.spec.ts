@@ -77,6 +77,11 @@ describe('query validation', () => {
       expect(res.body.detail, url).toMatch(/^query: /);
       expect(res.body.detail, url).not.toContain('[]');
     }
+    // A parameter really named body keeps its name, as on GET /v1/tools (its own check).
+    for (const url of ['/v1/tool-calls?body=x', '/v1/tools?body=x']) {
+      const res = await h.t.http.get(url).set(ops);
+      expect([res.status, res.body.detail], url).toEqual([400, 'body: property body should not exist']);
+    }
     // A body's unnamed field is still "body".
     const body = await h.t.http.post('/v1/orgs').set(adminAuth).send({ name: 'x', 'tgw_not a field': 1 });
     expect([body.status, body.body.detail]).toEqual([400, expect.stringMatching(/^body: /)]);

@@ -7,6 +7,7 @@ import { canonicalUuid } from '../ids.js';
 
 /** What a 400 names when the bad field has no name it may echo: the body (a query's are renamed, queryNamed). */
 const BODY_ROOT = 'body';
+const UNNAMED_INVALID_FIELD = 'a field not named here is invalid';
 
 function describe(errors: ValidationError[], parent = ''): string[] {
   const out: string[] = [];
@@ -15,7 +16,7 @@ function describe(errors: ValidationError[], parent = ''): string[] {
     const named = isEchoableFieldName(e.property) || /^\d{1,6}$/.test(e.property);
     const path = named ? (parent ? `${parent}.${e.property}` : e.property) : parent || BODY_ROOT;
     for (const [rule, msg] of Object.entries(e.constraints ?? {})) {
-      const unnamed = rule === 'whitelistValidation' ? UNNAMED_UNKNOWN_FIELD : 'a field not named here is invalid';
+      const unnamed = rule === 'whitelistValidation' ? UNNAMED_UNKNOWN_FIELD : UNNAMED_INVALID_FIELD;
       out.push(`${path}: ${named ? msg : unnamed}`);
     }
     if (e.children?.length) out.push(...describe(e.children, path));
@@ -135,8 +136,9 @@ function queryNamed(e: unknown): unknown {
   if (!(e instanceof AppError) || e.code !== 'VALIDATION_FAILED') return e;
   const errors = (e.extra.fields as { errors?: unknown } | undefined)?.errors;
   if (!Array.isArray(errors)) return e;
-  const rooted = `${BODY_ROOT}:`;
-  return validationFailed(errors.map((p) => (typeof p === 'string' && p.startsWith(rooted) ? `query:${p.slice(rooted.length)}` : String(p))));
+  // Only the root fallback of describe() (a key it may not name): a parameter really named `body` keeps its name.
+  const unnamed = new Set([UNNAMED_UNKNOWN_FIELD, UNNAMED_INVALID_FIELD].map((m) => `${BODY_ROOT}: ${m}`));
+  return validationFailed(errors.map((p) => (typeof p === 'string' && unnamed.has(p) ? `query${p.slice(BODY_ROOT.length)}` : String(p))));
 }
 
 /** Whitelists, rejects unknown fields, transforms types; 400 VALIDATION_FAILED naming every bad field. */
