@@ -84,11 +84,10 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
     let row = await this.load(p, id);
     const deadline = performance.now() + waitMs;
     while (PENDING.has(row.status) && performance.now() < deadline && !signal?.aborted) {
-      // Read again once the call settles (here, or on another replica: the shared look-up), at the deadline, or when
-      // its approval expires, which the next load writes down. A key revoked meanwhile gets its 401 at that read.
-      const left = deadline - performance.now();
-      const untilExpiry = row.approval_expires_at ? row.approval_expires_at.getTime() - this.clock.nowMs() : 0;
-      await this.waitForSettle(row.id, untilExpiry > 0 ? Math.min(left, untilExpiry) : left, signal); // its id as stored: lower case
+      // Read again once the call settles (here, or on another replica: the shared look-up), once its approval is past
+      // expiry (the look-up finds that too; the next load writes it down), or at the deadline. A key revoked meanwhile
+      // gets its 401 at that read.
+      await this.waitForSettle(row.id, deadline - performance.now(), signal); // its id as stored: lower case
       if (signal?.aborted) break; // still pending: the answer below reads nothing more (no one is listening)
       row = await this.load(p, id);
     }
