@@ -14,7 +14,7 @@ export class NoQueryParameters implements PipeTransform<unknown, Record<string, 
     const names = value !== null && typeof value === 'object' ? Object.keys(value) : [];
     if (names.length === 0) return {};
     // A name that is no field name (a token pasted as a parameter) is never echoed (echoable-field-name.ts); the
-    // global pipe's words for it, top-level ("body: …") as it says them of a query too.
+    // global pipe's words for it, top-level ("query: …") as it says them of a query.
     const problems = names.map((name) => (isEchoableFieldName(name) ? `${name}: property ${name} should not exist` : `query: ${UNNAMED_UNKNOWN_FIELD}`));
     throw new AppError('VALIDATION_FAILED', problems.join('; '), { fields: { errors: problems } });
   }
