@@ -59,6 +59,8 @@ interface CallEvent {
   type: string;
   to: string | null;
   errorCode: string | null;
+  /** A reconcile written before its event recorded an error code (before 2b2c169): it kept a failed call's code. */
+  legacy: boolean;
   noteDigest: string | null;
   /** The first of the row's run, tool name, action and action digest this event disagrees on; null when none. */
   differs: string | null;
@@ -89,6 +91,7 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
            SELECT jsonb_agg(jsonb_build_object(
                     'id', e.id, 'chainSeq', e.chain_seq, 'type', e.type, 'to', e.metadata->>'to',
                     'errorCode', e.metadata->>'errorCode', 'noteDigest', e.metadata->>'noteDigest',
+                    'legacy', e.type = 'tool_call.reconciled' AND e.metadata->'errorCode' IS NULL,
                     'differs', CASE WHEN e.run_id IS DISTINCT FROM t.run_id THEN 'run'
                                     WHEN e.metadata->>'toolName' IS DISTINCT FROM t.tool_name THEN 'tool name'
                                     WHEN e.metadata->>'action' IS DISTINCT FROM t.action THEN 'action'
@@ -123,13 +126,13 @@ function callMismatch(r: CallRow): Mismatch | null {
   }
   const trail = walk(r.id, events);
   if ('reason' in trail) return trail;
-  const { status, by } = trail;
+  const { status, by, errorCode } = trail;
   const settling = SETTLED.has(status);
   if (status !== r.status) {
     if (settled && !settling) return { at: null, reason: `tool call ${r.id} is ${r.status}, but no event in the ledger settled it` };
     return { at: by, reason: settling ? `tool call ${r.id} is ${r.status}, but its last settling event says ${status}` : `tool call ${r.id} is ${r.status}, but its last event (${by.type}) says ${status}` };
   }
-  if (r.error_code !== by.errorCode) return { at: by, reason: `tool call ${r.id}: its error code differs from its last ${settling ? 'settling ' : ''}event's` };
+  if (r.error_code !== errorCode) return { at: by, reason: `tool call ${r.id}: its error code differs from its last ${settling ? 'settling ' : ''}event's` };
   const differs = events.findLast((e) => e.differs !== null);
   if (differs) return { at: differs, reason: `tool call ${r.id}: its ${differs.differs} differs from its events'` };
   // A note is what tells the agent an operator checked with the vendor (tool-call-body.ts): only a reconcile writes one.
@@ -138,10 +141,15 @@ function callMismatch(r: CallRow): Mismatch | null {
   return null;
 }
 
-/** The status a call's events lead to and the event that led there, or where they leave STEPS. */
-function walk(id: string, events: CallEvent[]): { status: ToolCallStatus; by: CallEvent } | Mismatch {
+/**
+ * The status a call's events lead to, the event that led there and the error code the row must hold, or
+ * where they leave STEPS. The code is the leading event's, but for a reconcile recorded before its event
+ * carried one: that reconcile cleared a succeeded call's code and kept a failed call's as it was.
+ */
+function walk(id: string, events: CallEvent[]): { status: ToolCallStatus; by: CallEvent; errorCode: string | null } | Mismatch {
   let status: ToolCallStatus | null = null;
   let by = events[0];
+  let errorCode: string | null = null;
   let reconciled = false;
   for (const e of events) {
     const step = Object.hasOwn(STEPS, e.type) ? STEPS[e.type] : undefined;
@@ -153,9 +161,12 @@ function walk(id: string, events: CallEvent[]): { status: ToolCallStatus; by: Ca
       reconciled = true;
     }
     const to = e.type === 'tool_call.reconciled' ? (e.to as ToolCallStatus) : step.to;
-    if (to !== null) [status, by] = [to, e];
+    if (to !== null) {
+      [status, by] = [to, e];
+      errorCode = e.legacy ? (to === 'succeeded' ? null : errorCode) : e.errorCode;
+    }
   }
-  return { status: status!, by };
+  return { status: status!, by, errorCode };
 }
 
 function offTrail(id: string, status: ToolCallStatus | null, type: string): string {

@@ -183,6 +183,44 @@ describe('ledger verify: tool calls against their event trail', () => {
         expect(await verify(org.orgId)).toMatchObject({ ok: true });
       }
     });
+
+    it('a reconcile recorded by releases before its event carried an error code (upgraded data) verifies ok; an edited code still breaks', async () => {
+      const org = await setupOrg(h.t, { tools: ['shopify_order.add_note'] });
+      const lost = async () => {
+        h.emu.fault({ vendor: 'shopify', kind: 'reset_after' });
+        const res = await post(org, toolUse('shopify_order', { action: 'add_note', orderId: '12345', note: 'n' }));
+        expect(res.body.status, JSON.stringify(res.body)).toBe('indeterminate');
+        return res.body.toolCallId as string;
+      };
+      const [failed, succeeded] = [await lost(), await lost()];
+      const [{ error_code: before }] = (await h.t.ds.query('SELECT error_code FROM tool_calls WHERE id = $1', [failed])) as { error_code: string }[];
+      expect(before).not.toBeNull();
+      // The reconcile statement as it was before 2b2c169: a failed call kept its code, and the event named none.
+      for (const [id, to] of [[failed, 'failed'], [succeeded, 'succeeded']]) {
+        await h.t.ds.query(
+          `WITH tc AS (
+             UPDATE tool_calls SET status = $2, note = 'checked', updated_at = now(), finished_at = coalesce(finished_at, now()),
+                    error_code = CASE WHEN $2 = 'succeeded' THEN NULL ELSE error_code END
+              WHERE id = $1 AND status = 'indeterminate'
+              RETURNING id, org_id, run_id, tool_name, action, action_digest)
+           INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
+           SELECT gen_random_uuid(), org_id, 'tool_call.reconciled', run_id, id, '{}'::jsonb,
+                  jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'from', 'indeterminate', 'to', $2::text)
+             FROM tc`,
+          [id, to],
+        );
+      }
+      expect(await trail(failed)).toEqual(['requested', 'started', 'indeterminate', 'reconciled']);
+      expect(await verify(org.orgId)).toMatchObject({ ok: true });
+      await h.t.ds.query(`UPDATE tool_calls SET error_code = 'VENDOR_ERROR' WHERE id = $1`, [failed]);
+      expect(await verify(org.orgId)).toMatchObject({
+        ok: false,
+        brokenAt: { eventId: await eventOf(failed, 'reconciled'), reason: `tool call ${failed}: its error code differs from its last settling event's` },
+      });
+      await h.t.ds.query(`UPDATE tool_calls SET error_code = $2 WHERE id = $1`, [failed, before]);
+      await h.t.ds.query(`UPDATE tool_calls SET error_code = 'VENDOR_ERROR' WHERE id = $1`, [succeeded]);
+      expect(await verify(org.orgId)).toMatchObject({ ok: false, brokenAt: { eventId: await eventOf(succeeded, 'reconciled') } });
+    });
   });
 
   describe('an edit of the row is a break', () => {
