@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorCodeFor } from '../../executor/failure-mapping.js';
+import { countsAgainstBreaker, errorCodeFor, isRetryable, refusedInput } from '../../executor/failure-mapping.js';
 import type { VendorHttpResponse } from '../http/vendor-http.js';
 import { interpretShopifyResponse } from './shopify.client.js';
 
@@ -112,8 +112,49 @@ describe('interpretShopifyResponse: top-level errors with no payload for a mutat
     }
     // Shopify's internal error is a 5xx in kind, with or without a path (a refund is then retried under its key).
     expect(failed({ errors: [{ message: 'Internal error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] }, 'refundCreate').kind).toBe('server_error');
-    // A read that failed is just a failure: nothing to be unsure about.
-    expect(failed({ errors: [{ message: 'Timeout' }] }).kind).toBe('rejected');
+  });
+
+  it('a read (no mutation) with an error not positively from before execution failed on Shopify\'s side: server_error, retried, not "refused"', () => {
+    const READ = { sideEffect: 'read' as const, overwrite: false };
+    for (const body of [
+      { errors: [{ message: 'Timeout' }] },
+      { data: null, errors: [{ message: 'Internal error. Looks like something went wrong on our end.' }] },
+      { data: null, errors: [{ message: 'Something went wrong', extensions: { code: 'SOME_NEW_CODE' } }] },
+      // a field error raised while the query ran: its path starts at a root field's response key, not at the operation
+      { data: { order: null }, errors: [{ message: 'Timeout', locations: [{ line: 2, column: 3 }], path: ['order'] }] },
+      { data: { order: null }, errors: [{ message: 'boom', locations: [{ line: 9, column: 5 }], path: ['order', 'fulfillments', 0, 'trackingInfo'] }] },
+      // one unplaced error among refusals is enough
+      { errors: [{ message: 'bad', locations: [{ line: 1, column: 1 }], extensions: { code: 'undefinedField' } }, { message: 'Timeout' }] },
+      { errors: [] },
+      { errors: 'Internal error' },
+    ]) {
+      const f = failed(body);
+      expect(f, JSON.stringify(body)).toMatchObject({ kind: 'server_error', vendorStatus: 200, requestSent: true });
+      expect(f.retryAfterMs).toBeUndefined();
+      expect(isRetryable(f, { idempotent: true, sideEffect: 'read' }, 2_000), JSON.stringify(body)).toBe(true);
+      expect(refusedInput(f)).toBe(false);
+      expect(countsAgainstBreaker(f)).toBe(true);
+      expect(errorCodeFor(f, READ)).toBe('VENDOR_ERROR');
+    }
+    expect(failed({ errors: [{ message: 'Timeout' }] }).message).toBe('shopify answered the query with an error not placed before its run, such as its execution "Timeout": a failure on its side');
+    expect(failed({ errors: [{ message: 'odd', extensions: { code: 'SOME_NEW_CODE' } }] }).message).toMatch(/\(SOME_NEW_CODE\)/);
+  });
+
+  it('a read refused before it ran (parse / validation with `locations`, a variable, MAX_COST_EXCEEDED, SHOP_INACTIVE) stays rejected; ACCESS_DENIED auth; INTERNAL_SERVER_ERROR server_error', () => {
+    for (const error of [
+      { message: "Field 'foo' doesn't exist on type 'Order'", locations: [{ line: 3, column: 5 }], path: ['query OrderLookup', 'order', 'foo'], extensions: { code: 'undefinedField' } },
+      { message: 'Parse error on "}" (RCURLY)', locations: [{ line: 1, column: 9 }] },
+      { message: 'Variable $id of type ID! was provided invalid value', locations: [{ line: 1, column: 19 }], extensions: { code: 'INVALID_VARIABLE' } },
+      { message: 'refused', extensions: { code: 'MAX_COST_EXCEEDED' } },
+      { message: 'refused', extensions: { code: 'SHOP_INACTIVE' } },
+    ]) {
+      const f = failed({ errors: [error] });
+      expect(f, JSON.stringify(error)).toMatchObject({ kind: 'rejected', vendorStatus: 200, requestSent: true });
+      expect(refusedInput(f)).toBe(true);
+      expect(isRetryable(f, { idempotent: true, sideEffect: 'read' }, 2_000)).toBe(false);
+    }
+    expect(failed({ data: { order: null }, errors: [{ message: 'Access denied', path: ['order'], extensions: { code: 'ACCESS_DENIED' } }] }).kind).toBe('auth');
+    expect(failed({ errors: [{ message: 'Internal error', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] })).toMatchObject({ kind: 'server_error', message: 'shopify GraphQL internal error' });
   });
 
   it('ACCESS_DENIED on the mutation is a refusal (auth); INTERNAL_SERVER_ERROR on it is a 5xx in kind (server_error)', () => {

@@ -186,17 +186,26 @@ function onMutation(e: Record<string, unknown>, mutation: string): boolean {
 /** Codes that refuse the request as a whole, before it runs: its cost, the app's access, the shop (VENDORS.md §1.4). */
 const BEFORE_EXECUTION_CODES = new Set(['THROTTLED', 'MAX_COST_EXCEEDED', 'ACCESS_DENIED', 'SHOP_INACTIVE']);
 
+/** graphql-ruby names the operation by its type and name ("query OrderLookup", "query" when anonymous) at the head of a document path. */
+const OPERATION_PATH_HEAD = /^(query|mutation|subscription)( [A-Za-z_][A-Za-z0-9_]*)?$/;
+
 /**
  * An error positively raised before the document ran: parse and validation
  * errors point into the document (`locations`, which they always carry; a
- * validation error's path, if any, starts at the operation, never at the
- * mutation's response key), or a path-less code refuses the request as a
- * whole. A missing path proves nothing on its own: Shopify answers an
- * execution that timed out as 200 {"errors":[{"message":"Timeout"}]}.
+ * validation error's path, if any, starts at the operation, never at a
+ * response key), or a path-less code refuses the request as a whole. A
+ * missing path proves nothing on its own: Shopify answers an execution that
+ * timed out as 200 {"errors":[{"message":"Timeout"}]}. `mutation` names the
+ * mutation field of the document, undefined for a query: a query's field
+ * errors have a path from a root field's response key ("order"), not from the
+ * operation.
  */
-function beforeExecution(e: Record<string, unknown>, mutation: string): boolean {
+function beforeExecution(e: Record<string, unknown>, mutation: string | undefined): boolean {
   const pointsIntoDocument = Array.isArray(e.locations) && e.locations.length > 0;
-  if (Array.isArray(e.path) && e.path.length > 0) return pointsIntoDocument && !onMutation(e, mutation);
+  if (Array.isArray(e.path) && e.path.length > 0) {
+    const intoDocument = mutation !== undefined ? !onMutation(e, mutation) : typeof e.path[0] === 'string' && OPERATION_PATH_HEAD.test(e.path[0]);
+    return pointsIntoDocument && intoDocument;
+  }
   const code = errorCode(e);
   return pointsIntoDocument || (code !== undefined && BEFORE_EXECUTION_CODES.has(code));
 }
@@ -206,6 +215,8 @@ function beforeExecution(e: Record<string, unknown>, mutation: string): boolean 
  * field the document runs, if any: an error raised while it ran leaves its
  * outcome unknown — calling it refused would invite a retry under a new key,
  * a second refund. So does an error that cannot be placed before execution.
+ * For a query, such an error (an execution "Timeout", a code-less internal
+ * error) is Shopify failing on its side, a 5xx in kind: a read is asked again.
  */
 function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: number, mutation?: string): FailedOutcome {
   const all = Array.isArray(errors) ? errors : [];
@@ -234,7 +245,12 @@ function graphqlErrorsOutcome(errors: unknown, extensions: unknown, status: numb
   }
   if (codes.includes('ACCESS_DENIED')) return { ...base, kind: 'auth', message: 'shopify denied access (ACCESS_DENIED: missing scope?)' };
   if (codes.includes('INTERNAL_SERVER_ERROR')) return { ...base, kind: 'server_error', message: 'shopify GraphQL internal error' };
+  // A query is refused only by errors positively from before its run: one that may come from the run (a path-less
+  // "Timeout", a code-less error, a field error under a response key) is Shopify's trouble, not the caller's input.
   const named = codes.length > 0 ? ` (${[...new Set(codes)].join(', ')})` : '';
+  if (mutation === undefined && (all.length === 0 || !all.every((e) => isRecord(e) && beforeExecution(e, undefined)))) {
+    return { ...base, kind: 'server_error', message: `shopify answered the query with an error not placed before its run${named}, such as its execution "Timeout": a failure on its side` };
+  }
   return { ...base, kind: 'rejected', message: `shopify refused the GraphQL request${named}` };
 }
 
