@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
-import { ConfigError } from '../config/config.schema.js';
-import { KeyRotationService } from '../credentials/key-rotation.service.js';
+import { CONFIG_SCHEMA, ConfigError } from '../config/config.schema.js';
+import { KeyRotationService, MislabelledKeyIdError, type RotationSummary } from '../credentials/key-rotation.service.js';
 import { dbOptions } from '../db/db-options.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
@@ -14,16 +14,17 @@ import { loggableErrorText } from '../common/errors/loggable-error.js';
  * `npm run credentials:rotate [-- --batch-size=N]`: re-encrypts every stored
  * credential, result and pending approval input under MASTER_ENCRYPTION_ACTIVE_KEY_ID. Safe to re-run
  * and to interrupt. Exit 0 all done (no row under another key: the old key may go), 1 rows are still under
- * other keys (some could not be decrypted, listed by id in the summary, or a writer still on the old key wrote
- * them meanwhile) or the run failed, 2 usage or configuration problem (also: a loaded key id given new material).
+ * other keys (some could not be decrypted, listed by id in the summary: rows labelled with the active id that the
+ * key loaded under it does not open included; or a writer still on the old key wrote them meanwhile) or the run
+ * failed, 2 usage or configuration problem (also: a loaded key id given new material).
  */
 async function main(args: string[]): Promise<number> {
   let batchSize = 200;
-  for (const arg of args) {
+  for (const [i, arg] of args.entries()) {
     const m = /^--batch-size=(\d{1,5})$/.exec(arg);
     if (m && Number(m[1]) >= 1) batchSize = Number(m[1]);
     else {
-      console.error(`unknown argument ${JSON.stringify(arg.slice(0, 40))}; usage: credentials-rotate [--batch-size=N]`);
+      console.error(`unknown argument ${unknownArgument(i, arg)}; usage: credentials-rotate [--batch-size=N] (the environment goes before the command)`);
       return 2;
     }
   }
@@ -31,15 +32,18 @@ async function main(args: string[]): Promise<number> {
     console.error('DATABASE_URL is required: rotation runs against the database the gateway uses (with every master key loaded)');
     return 2;
   }
-  if (!process.env.MASTER_ENCRYPTION_KEYS && !process.env.MASTER_ENCRYPTION_KEY) {
+  // Read as the configuration reads them (as src/cli/migrate.ts does): without the spaces around, a blank one unset.
+  const env = (name: 'MASTER_ENCRYPTION_KEYS' | 'MASTER_ENCRYPTION_KEY' | 'MASTER_ENCRYPTION_ACTIVE_KEY_ID') => CONFIG_SCHEMA[name].parse(process.env[name]);
+  if (!env('MASTER_ENCRYPTION_KEYS') && !env('MASTER_ENCRYPTION_KEY')) {
     // Without them the configuration would make up a development key (DATA_DIR/master.key) that opens nothing:
     // every row would "fail", which reads as damaged data, and a stray key file would be left behind.
     console.error(
-      'MASTER_ENCRYPTION_KEYS (every key in use, e.g. k2:<base64>,k1:<base64>) and MASTER_ENCRYPTION_ACTIVE_KEY_ID (the new one) are required: rotation re-encrypts under the active key',
+      (env('MASTER_ENCRYPTION_ACTIVE_KEY_ID') ? 'MASTER_ENCRYPTION_ACTIVE_KEY_ID is set but no key is: ' : '') +
+        'MASTER_ENCRYPTION_KEYS (every key in use, e.g. k2:<base64>,k1:<base64>) and MASTER_ENCRYPTION_ACTIVE_KEY_ID (the new one) are required: rotation re-encrypts under the active key',
     );
     return 2;
   }
-  if (process.env.MASTER_ENCRYPTION_KEYS && !process.env.MASTER_ENCRYPTION_ACTIVE_KEY_ID) {
+  if (env('MASTER_ENCRYPTION_KEYS') && !env('MASTER_ENCRYPTION_ACTIVE_KEY_ID')) {
     // The configuration would make the first listed key active: with "k1:<old>,k2:<new>" the run would re-encrypt
     // everything back under the old key, and removing it afterwards would strand every row. (MASTER_ENCRYPTION_KEY
     // alone is one key, k1: nothing to choose between.)
@@ -71,32 +75,56 @@ async function main(args: string[]): Promise<number> {
       return 2;
     }
     const rotation = new KeyRotationService(ds, new EnvelopeCipher(config.keyring), new LedgerEventsService(ds));
-    const mislabelled = await rotation.mislabelledKeyIds();
-    if (mislabelled.length > 0) {
+    let summary: RotationSummary;
+    try {
+      summary = await rotation.rotate({ batchSize });
+    } catch (err) {
+      if (!(err instanceof MislabelledKeyIdError)) throw err;
       // Rows labelled with the active id are never rotated: they would stay under the old material, lost with it.
-      for (const { kind, keyId } of mislabelled) {
+      // Thrown before anything was written.
+      for (const { kind, keyId } of err.found) {
         console.error(`key id ${keyId} names different material than its rows (${kind}): give the new key a new id (e.g. k3), keep ${keyId} for the old one`);
       }
       return 2;
     }
-    const summary = await rotation.rotate({ batchSize });
     console.log(JSON.stringify(summary));
     const parts = [summary.credentials, summary.results, summary.inputs, summary.tokens];
     const remaining = parts.reduce((n, c) => n + c.remaining, 0);
     const failed = parts.reduce((n, c) => n + c.failed, 0);
     if (remaining === 0 && failed === 0) return 0;
     // Exit 0 is the operator's cue to remove the old key: not while any row still needs one.
+    // The active id's rows are checked first, so the (capped) failures list holds them if there are any.
+    const underActive = summary.failures.some((f) => f.keyId === summary.toKeyId);
+    if (underActive) {
+      console.error(
+        `rows labelled ${summary.toKeyId} do not open with the key loaded as ${summary.toKeyId} (see failures): it is not the key they were sealed under. ` +
+          `Load that key too, under its id, and the new one under a new id (e.g. MASTER_ENCRYPTION_KEYS=k2:<new>,k1:<old> MASTER_ENCRYPTION_ACTIVE_KEY_ID=k2), then re-run`,
+      );
+    }
     if (remaining > 0) {
       console.error(
         `${remaining} rows still under other keys than ${summary.toKeyId}` +
           (failed > 0 ? ` (${failed} of them no loaded key opens: see failures)` : '') +
-          ': re-run; is a writer still using the old key? Do not remove the old key yet',
+          (underActive ? ':' : ': re-run; is a writer still using the old key?') +
+          ' Do not remove the old key yet',
       );
     }
     return 1;
   } finally {
     await ds.destroy();
   }
+}
+
+/**
+ * How an unknown argument is named: by its position, never its text (an environment variable given after `--`
+ * by mistake carries a password or a master key). Only a flag's name (`--batch-size` of `--batch-size=zero`), or
+ * the name of a configuration variable given as NAME=value, is shown.
+ */
+function unknownArgument(index: number, arg: string): string {
+  const flag = /^(--?[a-z][a-z0-9-]{0,39})(?:=|$)/.exec(arg)?.[1];
+  const variable = /^([A-Z][A-Z0-9_]{0,63})=/.exec(arg)?.[1];
+  const name = flag ?? (variable && Object.hasOwn(CONFIG_SCHEMA, variable) ? variable : undefined);
+  return `#${index + 1}` + (name ? ` (${name}${arg.length > name.length ? '=…' : ''})` : '');
 }
 
 main(process.argv.slice(2)).then(

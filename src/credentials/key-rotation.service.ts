@@ -13,11 +13,15 @@ export interface RotationCounts {
   rotated: number;
   /** changed by a concurrent writer between read and update (its version wins) */
   skipped: number;
-  /** decrypts with no loaded key: left as it is */
+  /**
+   * decrypts with no loaded key: left as it is. Includes rows labelled with the active id that the active key does
+   * not open (the key loaded under that id is not the material they were sealed under).
+   */
   failed: number;
   /**
-   * Rows still under another key id once the run is done: the failed ones, and any a writer still on the old key
-   * rewrote (or inserted) under it meanwhile. The old key may go only when every table has none.
+   * Rows still under another key once the run is done: the failed ones (those labelled with the active id included),
+   * and any a writer still on the old key rewrote (or inserted) under it meanwhile. The old key may go only when
+   * every table has none.
    */
   remaining: number;
 }
@@ -139,12 +143,39 @@ const INPUTS = byToolCallId('inputs', 'tool_call_inputs', inputAad);
 
 const MAX_REPORTED_FAILURES = 100;
 
+interface Mislabelled {
+  kind: RotationFailure['kind'];
+  keyId: string;
+}
+
+/**
+ * The active key id names different material than some of its rows: thrown by `rotate` before it writes anything
+ * (rows labelled with the active id are never re-encrypted, so they would stay under the old material, and rows
+ * rotated now would carry that id for the new one).
+ */
+export class MislabelledKeyIdError extends Error {
+  constructor(readonly found: Mislabelled[]) {
+    super(`key id ${found[0]?.keyId} names different material than its rows (${found.map((f) => f.kind).join(', ')})`);
+  }
+}
+
+/** What the check of the rows labelled with the active id found. */
+interface ActiveRowsCheck {
+  /** tables with a row that only another loaded key opens (the scan of a table stops at the first) */
+  mislabelled: Mislabelled[];
+  /** per table, rows no loaded key opens */
+  unreadable: Record<RotationFailure['kind'], number>;
+  /** ids of the first MAX_REPORTED_FAILURES of them */
+  failures: RotationFailure[];
+}
+
 /**
  * Re-encrypts every stored credential, result, approval input and vendor token state that is not under the active
  * master key. Each row is its own conditional UPDATE, committed per batch with its orgs' events: an interrupted run
  * has lost nothing and a re-run picks up exactly the rows still under an old key
- * (rotated rows carry the active key id and are never read again). Run it after
- * every replica has the new key loaded and active; remove the old key after it (when no table has rows `remaining`).
+ * (rotated rows carry the active key id and are never re-encrypted again; each run only checks that the active key
+ * opens them). Run it after every replica has the new key loaded and active; remove the old key after it (when no
+ * table has rows `remaining`).
  */
 @Injectable()
 export class KeyRotationService {
@@ -154,12 +185,21 @@ export class KeyRotationService {
     private readonly events: LedgerEventsService,
   ) {}
 
+  /**
+   * First every row labelled with the active id is checked to open with the active key (see checkActiveRows: the
+   * rows are not selected for re-encryption, so a key loaded under that id that is not their material would
+   * otherwise report "all done"); a row only another loaded key opens throws MislabelledKeyIdError before anything
+   * is written, and rows no loaded key opens are `failed`. Then every row under another key is re-encrypted.
+   */
   async rotate(opts: { batchSize?: number } = {}): Promise<RotationSummary> {
     const batchSize = opts.batchSize ?? 200;
     const toKeyId = this.cipher.activeKeyId;
+    const checked = await this.checkActiveRows(batchSize);
+    if (checked.mislabelled.length > 0) throw new MislabelledKeyIdError(checked.mislabelled);
     const orgsTouched = new Set<string>();
-    const failures: RotationFailure[] = [];
+    const failures: RotationFailure[] = checked.failures;
     const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), tokens: counts(), orgsTouched: 0, failures };
+    for (const spec of this.specs()) summary[spec.kind].failed = checked.unreadable[spec.kind];
     for (const spec of this.specs()) {
       const tally = summary[spec.kind];
       let cursor: StoredRow | null = null;
@@ -170,6 +210,8 @@ export class KeyRotationService {
         for (const row of rows) {
           const opened = this.reencrypt(row, spec.aad(row));
           if (opened) sealed.push({ row, ...opened });
+          // Labelled with the active id (selected for its fingerprint's form): counted by checkActiveRows already.
+          else if (row.key_id === toKeyId) continue;
           else {
             tally.failed++;
             if (failures.length < MAX_REPORTED_FAILURES) failures.push(failureOf(spec.kind, row));
@@ -184,36 +226,50 @@ export class KeyRotationService {
       }
     }
     // Counted once every table is done: a writer still on the old key may have written any table meanwhile.
-    for (const spec of this.specs()) summary[spec.kind].remaining = await this.remaining(spec, toKeyId);
+    // Rows under the active id that it does not open are still under another key, whatever their label.
+    for (const spec of this.specs()) summary[spec.kind].remaining = (await this.remaining(spec, toKeyId)) + checked.unreadable[spec.kind];
     summary.orgsTouched = orgsTouched.size;
     return summary;
   }
 
   /**
    * The active key id when it names different material than some of its rows (say k2 reused for the next key
-   * while rows sealed under the old k2 remain): the rotation never selects rows labelled with the active id, so
-   * they would stay sealed under the old material, unreadable now and lost once the old key is removed. Every row
-   * under the active id is tried (not a sample: replicas already write new rows under it), stopping at the first
-   * that only another loaded key opens. Rows under other ids are the rotation's business: it tries every key.
+   * while rows sealed under the old k2 remain): see checkActiveRows. Read-only; `rotate` runs the same check.
    */
-  async mislabelledKeyIds(batchSize = 500): Promise<{ kind: RotationFailure['kind']; keyId: string }[]> {
-    const found: { kind: RotationFailure['kind']; keyId: string }[] = [];
+  async mislabelledKeyIds(batchSize = 500): Promise<Mislabelled[]> {
+    return (await this.checkActiveRows(batchSize)).mislabelled;
+  }
+
+  /**
+   * Every row labelled with the active id, tried with the active key (not a sample: replicas already write new rows
+   * under it), in batches. The rotation never selects these rows, so one the active key does not open would stay
+   * as it is while the run reported all done: the key loaded under that id is not their material (the new key
+   * alone as MASTER_ENCRYPTION_KEY, or an id reused for new material). A row another loaded key opens makes the id
+   * mislabelled (the table's scan stops there); one no loaded key opens is unreadable. Rows under other ids are the
+   * rotation's business: it tries every key.
+   */
+  private async checkActiveRows(batchSize: number): Promise<ActiveRowsCheck> {
     const active = this.cipher.activeKeyId;
     const others = this.cipher.keyIds.filter((k) => k !== active);
-    if (others.length === 0) return found;
+    const found: ActiveRowsCheck = { mislabelled: [], unreadable: { credentials: 0, results: 0, inputs: 0, tokens: 0 }, failures: [] };
     for (const spec of this.specs()) {
       let cursor: StoredRow | null = null;
-      for (;;) {
+      let wrong = false;
+      while (!wrong) {
         const [sql, params] = spec.under(active, cursor, batchSize);
         const rows = (await this.ds.query(sql, params)) as StoredRow[];
-        const wrong = rows.find((row) => !this.open(row, active, spec.aad(row)) && others.some((k) => this.open(row, k, spec.aad(row))));
-        if (wrong) {
-          found.push({ kind: spec.kind, keyId: active });
-          break;
+        for (const row of rows) {
+          const aad = spec.aad(row);
+          if (this.open(row, active, aad)) continue;
+          wrong = others.some((k) => this.open(row, k, aad));
+          if (wrong) break;
+          found.unreadable[spec.kind]++;
+          if (found.failures.length < MAX_REPORTED_FAILURES) found.failures.push(failureOf(spec.kind, row));
         }
         if (rows.length < batchSize) break;
         cursor = rows[rows.length - 1];
       }
+      if (wrong) found.mislabelled.push({ kind: spec.kind, keyId: active });
     }
     return found;
   }

@@ -2,7 +2,7 @@ import { inspect } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
-import { databaseUrlProblem } from '../config/config.schema.js';
+import { CONFIG_SCHEMA, databaseUrlProblem } from '../config/config.schema.js';
 import { isUuid, NIL_UUID } from '../common/ids.js';
 import { dbOptions } from '../db/db-options.js';
 import { LedgerSealerService } from '../ledger/ledger-sealer.service.js';
@@ -52,15 +52,17 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
     io.err(USAGE);
     return 2;
   }
-  const url = env.DATABASE_URL;
-  if (!url) {
-    io.err(`DATABASE_URL is required\n${USAGE}`);
-    return 2;
-  }
   // A malformed URL is a configuration error (2) named as such, not "could not verify" (3) with the driver's "Invalid URL".
-  const problem = databaseUrlProblem(url);
+  const problem = databaseUrlProblem(env.DATABASE_URL);
   if (problem) {
     io.err(`${problem}\n${USAGE}`);
+    return 2;
+  }
+  // Read as the gateway, migrate and credentials-rotate read it: without the spaces or newline around it, and a
+  // value of only spaces is unset.
+  const url = CONFIG_SCHEMA.DATABASE_URL.parse(env.DATABASE_URL);
+  if (!url) {
+    io.err(`DATABASE_URL is required\n${USAGE}`);
     return 2;
   }
   let ds: DataSource | undefined;

@@ -1,10 +1,12 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
 import type { MasterKeyring } from '../../src/config/app-config.js';
 import { credentialAad } from '../../src/credentials/credentials.service.js';
-import { KeyRotationService } from '../../src/credentials/key-rotation.service.js';
+import { KeyRotationService, MislabelledKeyIdError, type RotationSummary } from '../../src/credentials/key-rotation.service.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
+import { resultAad } from '../../src/tool-calls/results.store.js';
+import { runBuiltCli } from '../support/built-cli.js';
 import { NANGO_SECRET_KEY, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { withQueryHook } from '../support/query-hook.js';
@@ -28,8 +30,9 @@ describe('key rotation: remaining rows and reused key ids', () => {
     const k1Only = new EnvelopeCipher(keyringOf([['k1', TEST_MASTER_KEY]], 'k1'));
     let written = false;
     const hooked = withQueryHook(t.ds, async (sql) => {
-      // the rotation has finished integration_credentials (counted its remaining) and moved on to the results
-      if (!written && /FROM tool_call_results/.test(sql)) {
+      // the rotation has finished integration_credentials (counted its remaining) and moved on to the results (its
+      // re-encrypting pass, which selects the rows not under the active key: the check of the active key's rows comes first)
+      if (!written && /FROM tool_call_results\s+WHERE key_id <>/.test(sql)) {
         written = true;
         const env = k1Only.encryptJson(NANGO, credentialAad(org, 'nango'));
         await t.ds.query(
@@ -74,6 +77,83 @@ describe('key rotation: remaining rows and reused key ids', () => {
       expect(found).toContainEqual({ kind: 'credentials', keyId: 'lt2' });
     } finally {
       await t.ds.query(`DELETE FROM integration_credentials WHERE org_id IN ($1, $2)`, [orgNew, orgOld]);
+    }
+  });
+
+  it('a reused active key id found in a later table (results) stops the rotation before it writes anything, in any table', async () => {
+    const oldMaterial = randomBytes(32).toString('base64');
+    const before = new EnvelopeCipher(keyringOf([['lt2', oldMaterial]], 'lt2'));
+    const now = new EnvelopeCipher(keyringOf([['lt2', randomBytes(32).toString('base64')], ['lt1', oldMaterial]], 'lt2'));
+    const old = new EnvelopeCipher(keyringOf([['lt1', oldMaterial]], 'lt1'));
+    const org = await createOrg(t, 'rotation reused id, results');
+    const cred = old.encryptJson(NANGO, credentialAad(org, 'nango')); // to rotate: the id lt1 is right for it
+    await t.ds.query(
+      `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
+      [org, cred.keyId, cred.iv, cred.ciphertext, cred.authTag, old.fingerprint(NANGO, credentialAad(org, 'nango'))],
+    );
+    const toolCallId = randomUUID();
+    const res = before.encrypt('{"ok":true}', resultAad(org, toolCallId)); // labelled lt2, sealed under the old material
+    await t.ds.query(
+      `INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 11, now() + interval '1 day')`,
+      [toolCallId, org, res.keyId, res.iv, res.ciphertext, res.authTag],
+    );
+    try {
+      const rotation = new KeyRotationService(t.ds, now, t.app.get(LedgerEventsService));
+      const err = await rotation.rotate().then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(MislabelledKeyIdError);
+      expect((err as MislabelledKeyIdError).found).toEqual([{ kind: 'results', keyId: 'lt2' }]);
+      const [row] = (await t.ds.query(`SELECT key_id, iv FROM integration_credentials WHERE org_id = $1`, [org])) as { key_id: string; iv: Buffer }[];
+      expect([row.key_id, row.iv.equals(cred.iv)]).toEqual(['lt1', true]);
+      expect(await t.ds.query(`SELECT 1 FROM runtime_ledger_events WHERE org_id = $1 AND type = 'credentials.rotated'`, [org])).toEqual([]);
+    } finally {
+      await t.ds.query(`DELETE FROM integration_credentials WHERE org_id = $1`, [org]);
+      await t.ds.query(`DELETE FROM tool_call_results WHERE org_id = $1`, [org]);
+    }
+  });
+
+  /**
+   * The operator's mistake this guards against: the CLI run with only the new key (MASTER_ENCRYPTION_KEY=<new>, which
+   * is k1) or with an id reused for new material and the old one not loaded. The rows labelled with the active id were
+   * never selected, every count was 0 and the run exited 0, "the old key may go": removing it lost everything. A fresh
+   * key (not TEST_MASTER_KEY_2) opens no row of the shared database, so the run writes nothing.
+   */
+  it.each([
+    ['MASTER_ENCRYPTION_KEY=<another key> (k1)', (other: string) => ({ MASTER_ENCRYPTION_KEY: other })],
+    ['MASTER_ENCRYPTION_KEYS=k1:<another key>, active k1', (other: string) => ({ MASTER_ENCRYPTION_KEYS: `k1:${other}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k1' })],
+    [
+      'MASTER_ENCRYPTION_KEYS=k1:<another key>,k0:<a third>, active k1',
+      (other: string) => ({ MASTER_ENCRYPTION_KEYS: `k1:${other},k0:${randomBytes(32).toString('base64')}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k1' }),
+    ],
+  ])('%s: rows labelled with the active id that it does not open are failures (exit 1), never "all done"', async (_what, keys) => {
+    const org = await createOrg(t, 'rotation wrong key');
+    const k1Only = new EnvelopeCipher(keyringOf([['k1', TEST_MASTER_KEY]], 'k1'));
+    const env = k1Only.encryptJson(NANGO, credentialAad(org, 'nango'));
+    await t.ds.query(
+      `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
+      [org, env.keyId, env.iv, env.ciphertext, env.authTag, k1Only.fingerprint(NANGO, credentialAad(org, 'nango'))],
+    );
+    const other = randomBytes(32).toString('base64');
+    try {
+      const run = await runBuiltCli('credentials-rotate', [], { DATA_DIR: '.tmp/data-test', MASTER_ENCRYPTION_KEY: '', ...keys(other) });
+      // The credential is still sealed under material the run did not have: exit 0 would say "remove the old key".
+      expect(run.code, run.stdout + run.stderr).toBe(1);
+      const summary = JSON.parse(run.stdout) as RotationSummary;
+      expect(summary.toKeyId).toBe('k1');
+      // A fresh key opens no stored row, whatever its label: each table's rows are all failed and remaining (the
+      // failures list ids only, and at most 100 of them: the shared database may hold more).
+      for (const [kind, table] of [['credentials', 'integration_credentials'], ['results', 'tool_call_results'], ['inputs', 'tool_call_inputs'], ['tokens', 'vendor_tokens']] as const) {
+        const [{ n }] = (await t.ds.query(`SELECT count(*)::int AS n FROM ${table} WHERE key_id IS NOT NULL`)) as [{ n: number }];
+        expect({ kind, ...summary[kind] }).toEqual({ kind, rotated: 0, skipped: 0, failed: n, remaining: n });
+      }
+      expect(summary.failures.length).toBeGreaterThanOrEqual(1);
+      expect(summary.failures[0]).toMatchObject({ kind: 'credentials', keyId: 'k1' });
+      expect(run.stderr).toContain('rows labelled k1 do not open with the key loaded as k1');
+      for (const s of [other, TEST_MASTER_KEY, NANGO_SECRET_KEY]) expect(run.stdout + run.stderr).not.toContain(s);
+      // Left as it was.
+      const [row] = (await t.ds.query(`SELECT key_id, iv FROM integration_credentials WHERE org_id = $1`, [org])) as { key_id: string; iv: Buffer }[];
+      expect([row.key_id, row.iv.equals(env.iv)]).toEqual(['k1', true]);
+    } finally {
+      await t.ds.query(`DELETE FROM integration_credentials WHERE org_id = $1`, [org]);
     }
   });
 });

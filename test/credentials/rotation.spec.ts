@@ -277,6 +277,23 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     }
   });
 
+  it.each([
+    ['MASTER_ENCRYPTION_KEYS of only spaces, an active key id', { MASTER_ENCRYPTION_KEYS: '  ', MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' }],
+    ['both key variables of only spaces or a newline', { MASTER_ENCRYPTION_KEYS: ' ', MASTER_ENCRYPTION_KEY: '\n', MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' }],
+    ['MASTER_ENCRYPTION_ACTIVE_KEY_ID alone', { MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' }],
+  ])('reads the key variables as the configuration does (a blank one is unset): %s is refused (exit 2), no development key made', async (_what, env) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rotate-blank-keys-'));
+    try {
+      const run = await runCli({ NODE_ENV: '', DATA_DIR: dir, ...env });
+      expect({ code: run.code, devKeyMade: existsSync(join(dir, 'master.key')) }, run.stdout + run.stderr).toEqual({ code: 2, devKeyMade: false });
+      expect(run.stderr).toMatch(/MASTER_ENCRYPTION_KEYS .* and MASTER_ENCRYPTION_ACTIVE_KEY_ID .* are required/);
+      expect(run.stderr).toContain('MASTER_ENCRYPTION_ACTIVE_KEY_ID is set but no key is');
+      expect(run.stdout).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses (exit 2) several keys without MASTER_ENCRYPTION_ACTIVE_KEY_ID instead of re-encrypting under the first one listed', async () => {
     const before = await credentialRows(t2!.ds);
     expect(before.map((r) => r.key_id)).toEqual(['k2', 'k2', 'k2']);
@@ -630,5 +647,24 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     expect(badKey.stderr).not.toContain(TEST_MASTER_KEY);
     const badArg = await runCli(BOTH_KEYS, ['--batch-size=zero']);
     expect(badArg.code).toBe(2);
+    expect(badArg.stderr).toContain('unknown argument #1 (--batch-size=…)');
+  });
+
+  it.each([
+    ['a DATABASE_URL with its password', 'DATABASE_URL=postgres://gw:Pw4u9xQz@db/tg', '#2 (DATABASE_URL=…)', ['Pw4u9xQz']],
+    [
+      'a master key list',
+      `MASTER_ENCRYPTION_KEYS=k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`,
+      '#2 (MASTER_ENCRYPTION_KEYS=…)',
+      [TEST_MASTER_KEY_2.slice(0, 12), TEST_MASTER_KEY.slice(0, 12)],
+    ],
+    ['a bare key', TEST_MASTER_KEY_2, '#2;', [TEST_MASTER_KEY_2.slice(0, 12)]],
+  ])('an unknown argument is named by its position, never quoted: %s given after `--` by mistake stays off the terminal (exit 2)', async (_what, arg, named, secrets) => {
+    const run = await runCli(BOTH_KEYS, ['--batch-size=5', arg]);
+    expect(run.code).toBe(2);
+    // A configuration variable given as an argument is named (not its value), so the operator sees what went wrong.
+    expect(run.stderr).toContain(`unknown argument ${named}`);
+    expect(run.stderr).toContain('usage: credentials-rotate [--batch-size=N]');
+    for (const s of secrets) expect(run.stdout + run.stderr).not.toContain(s);
   });
 });

@@ -183,4 +183,16 @@ describe('ledger chain verification (API and CLI)', () => {
       expect(bad.err.join('\n')).not.toContain('S3cretPW');
     }
   });
+
+  it('CLI: reads DATABASE_URL as the gateway, migrate and credentials-rotate do: only spaces is unset (2), spaces around a URL are dropped', async () => {
+    for (const blank of ['   ', '\n']) {
+      const unset = await cli(['--org', '00000000-0000-0000-0000-000000000000'], { DATABASE_URL: blank });
+      expect({ code: unset.code, first: unset.err.join('\n').split('\n')[0] }).toEqual({ code: 2, first: 'DATABASE_URL is required' });
+    }
+    // A pasted or mounted secret with its spaces or newline: verified, not "could not verify" (3).
+    const org = await orgWithChain(1);
+    const padded = await cli(['--org', org], { DATABASE_URL: ` ${process.env.DATABASE_URL!}\n` });
+    expect(padded.code, padded.err.join('\n')).toBe(0);
+    expect(JSON.parse(padded.out[0])).toMatchObject({ ok: true, checked: 2 });
+  });
 });
