@@ -53,8 +53,12 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
   /** The stored result, `undefined` when none is stored or it has expired. */
   async load(orgId: string, toolCallId: string, now: Date): Promise<StoredResult> {
     const rows = await this.sql.prepared<{ key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
-      'SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_results WHERE tool_call_id = $1 AND org_id = $2 AND expires_at > $3',
-      [toolCallId, orgId, now],
+      // A row whose expiry lies beyond now + RESULT_TTL_SECONDS was stored under a longer retention (lowered
+      // since): it lives RESULT_TTL_SECONDS from its writing, as the purge's cap also makes it.
+      `SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_results
+        WHERE tool_call_id = $1 AND org_id = $2 AND expires_at > $3
+          AND (expires_at <= $3::timestamptz + make_interval(secs => $4) OR created_at + make_interval(secs => $4) > $3)`,
+      [toolCallId, orgId, now, this.config.RESULT_TTL_SECONDS],
     );
     if (rows.length === 0) return { found: false };
     const r = rows[0];
@@ -71,8 +75,27 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
     }
   }
 
-  /** In batches: one DELETE of a large backlog could outlast the statement timeout every time, and never catch up. */
+  /**
+   * In batches: one DELETE of a large backlog could outlast the statement timeout every time, and never catch up.
+   * First, results stored under a longer RESULT_TTL_SECONDS than today's have their expiry brought forward to
+   * today's retention from their writing: lowering the setting shortens what is already kept, not only what
+   * comes (they hold unredacted vendor data). With the setting unchanged no expiry lies that far ahead, and
+   * the index range is empty.
+   */
   async purgeExpired(now: Date, batch = PURGE_BATCH): Promise<number> {
+    const ttl = this.config.RESULT_TTL_SECONDS;
+    for (;;) {
+      const [{ n }] = await this.sql.query<{ n: number }>(
+        `WITH c AS (UPDATE tool_call_results r SET expires_at = r.created_at + make_interval(secs => $2)
+                     WHERE r.tool_call_id IN (SELECT tool_call_id FROM tool_call_results
+                                               WHERE expires_at > $1::timestamptz + make_interval(secs => $2)
+                                                 AND created_at + make_interval(secs => $2) < expires_at LIMIT $3)
+                    RETURNING 1)
+         SELECT count(*)::int AS n FROM c`,
+        [now, ttl, batch],
+      );
+      if (n < batch) break;
+    }
     let total = 0;
     for (;;) {
       const [{ n }] = await this.sql.query<{ n: number }>(
