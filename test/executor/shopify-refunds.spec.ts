@@ -4,7 +4,7 @@ import type { ShopifyEmulator } from '../../src/emulator/index.js';
 import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js';
 import { CREDENTIALS, emulatorEnv, setupOrg, shopDomainOf, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth, bearer, startTestApp } from '../support/test-app.js';
-import { call, eventsOf, refundKeysSince, rowOf, send } from './support.js';
+import { call, eventsOf, refundKeysSince, rowOf, send, waitFor } from './support.js';
 
 const RULES = [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }];
 const REFUND = /refundCreate/;
@@ -266,6 +266,34 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(sent).toHaveLength(2);
       expect(sent[1].receivedAt).toBeGreaterThanOrEqual(sent[0].finishedAt ?? Number.POSITIVE_INFINITY);
       expect(await h.t.ds.query('SELECT 1 FROM shopify_refund_leases WHERE shop_domain = $1 AND order_id = $2', [shared, '450789469'])).toEqual([]);
+    });
+
+    it('an org naming another org\'s shop with a token the shop refuses takes none of its orders\' leases: its refund fails on the read, the shop\'s own refund goes at once', async () => {
+      const [b, a] = [await fresh(), await fresh()];
+      const shared = shopDomainOf(b.orgId);
+      const bogus = 'shpat_not_a_token_of_this_shop_000000';
+      // A names B's (public) shop domain with a token the shop refuses (401): A has no access to it.
+      const put = await h.t.http.put(`/v1/orgs/${a.orgId}/integrations/shopify/credentials`).set(adminAuth).send({ config: { shopDomain: shared, accessToken: bogus } });
+      expect(put.status).toBe(200);
+      // A's order read is slow to be refused (a latency spike). Were the lease taken before it, B's refund of the
+      // order would wait out its 1 s bound behind A and fail VENDOR_TIMEOUT, nothing sent.
+      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_500, bodyMatch: /RefundContext/, times: 1 });
+      const refunds = shop.refundCount(12345);
+      const from = h.emu.requests.length;
+      const readsByA = () => h.emu.requests.slice(from).filter((r) => /RefundContext/.test(r.body) && r.headers['x-shopify-access-token'] === bogus);
+      const byA = refund(a, '12345', '1.00').then((r) => r); // sent now
+      await waitFor(() => readsByA().length === 1);
+      const rb = await refund(b, '12345', '1.00');
+      const ra = await byA;
+      expect([ra.body.status, ra.body.errorCode]).toEqual(['failed', 'CREDENTIALS_INVALID']);
+      expect(rb.body, JSON.stringify(rb.body)).toMatchObject({ status: 'succeeded', result: { orderId: '12345', amount: '1.00' } });
+      expect(shop.refundCount(12345) - refunds).toBe(1);
+      // B's refund reached Shopify while A's refused read was still in flight: B never waited for A.
+      const [sent] = refundsSince(from);
+      expect(sent.headers['x-shopify-access-token']).not.toBe(bogus);
+      expect(sent.receivedAt).toBeLessThan(readsByA()[0].finishedAt ?? Number.POSITIVE_INFINITY);
+      expect(refundsSince(from)).toHaveLength(1);
+      expect(await h.t.ds.query('SELECT 1 FROM shopify_refund_leases WHERE shop_domain = $1 AND order_id = $2', [shared, '12345'])).toEqual([]);
     });
 
     it('a refund that succeeds on its retry (after a 503) gives the order back: its next refund goes at once', async () => {

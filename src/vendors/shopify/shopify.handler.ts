@@ -1,19 +1,21 @@
 /**
  * Shopify over the GraphQL Admin API (REST is legacy, VENDORS.md §0). Every
  * action is one GraphQL request, except a refund, which first reads the
- * order's payments: Shopify needs the parent transaction's gateway.
+ * order's payments: Shopify needs the parent transaction's gateway. With the
+ * order's refund lease, it reads them twice: once before taking the lease
+ * (the org's credentials reach the shop), once under it (the payment picked).
  */
 import { Logger } from '@nestjs/common';
 import type { RotatingGrant, RotatingTokenStore } from '../auth/rotating-token.js';
 import { TokenCache, TokenFetchError, tokenCacheKey, type AcquiredToken } from '../auth/token-cache.js';
-import { failedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
+import { failedOutcome, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchShopifyToken, refreshShopifyToken, shopifyCacheKey, shopifyGrant } from './shopify.auth.js';
 import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
 import { ORDER_NOTE_MUTATION, ORDER_QUERY, PRODUCT_QUERY, REFUND_CONTEXT_QUERY, refundMutation } from './shopify.graphql.js';
 import { noteUpdateOutcome, orderLookupOutcome, productOutcome, refundCreateOutcome } from './shopify.outcomes.js';
 import { buildRefundInput, pickRefundParent, refundAmountProblem, refundCurrency, refundCurrencyProblem, refundIdempotencyKey } from './shopify.refund.js';
-import { forgetRefundParent, LEASE_TAKEN, MAY_STILL_RUN, mayStillRun, refundLeaseHolder, refundParentOf } from './shopify.refund-call.js';
+import { forgetRefundParent, LEASE_TAKEN, MAY_STILL_RUN, mayStillRun, refundLeaseHolder, refundParentOf, SHOP_REACHED } from './shopify.refund-call.js';
 import type { RefundLeaseKey, RefundLeases } from './shopify.refund-lease.js';
 import { isShopifyId, SHOPIFY_ID_MAX, SHOPIFY_TOOLS } from './shopify.tools.js';
 
@@ -33,6 +35,14 @@ interface ShopifyCall {
   refreshed: boolean;
   /** An expiring offline token's grant (refresh-token credentials). */
   grant?: RotatingGrant;
+}
+
+/** An order a refund can be made against, as read (the payment is picked from it under the lease). */
+interface RefundOrder {
+  ok: true;
+  order: Record<string, unknown>;
+  currency: string | undefined;
+  vendorStatus: number;
 }
 
 /** How many distinct version notices one process remembers (each is logged once). */
@@ -209,8 +219,19 @@ export class ShopifyHandler implements VendorHandler {
     const { amount } = ctx.params;
     if (!orderGid || typeof amount !== 'string') return failedOutcome('rejected', 'orderId and amount are required');
 
-    // The lease comes before the order is read: the payment refunded to is picked from what is still refundable on
-    // each, which the refund holding the lease may be about to change (a 30.00 refund of a 35.00 card leaves 5.00).
+    // The order's lease is shared by every org whose credentials name the shop, so an org takes it only once its
+    // credentials have been shown to reach the shop: the order read first, unleased (a read is safe at any time).
+    // Otherwise an org naming another org's shop with a token the shop refuses would hold that shop's orders for as
+    // long as its own failing token fetch or read takes. A refused cached token is renewed here, as on any read, and
+    // a read that fails ends the call with nothing sent and no lease taken. Spent from the call's budget: the
+    // lease's room check below sees the time it took. A refund the order read already rules out takes no lease either.
+    if (this.refundLeases && ctx.scratch.get(SHOP_REACHED) !== true) {
+      const first = await this.readRefundOrder(ctx, call, orderGid, amount);
+      if (!first.ok) return first;
+    }
+
+    // The lease comes before the read the payment is picked from: it is picked from what is still refundable on each,
+    // which the refund holding the lease may be about to change (a 30.00 refund of a 35.00 card leaves 5.00).
     const lease: RefundLeaseKey = { orgId: ctx.orgId, shopDomain: call.conn.shopDomain, orderId: String(ctx.params.orderId) };
     const holder = refundLeaseHolder(ctx);
     if (this.refundLeases) {
@@ -246,11 +267,15 @@ export class ShopifyHandler implements VendorHandler {
     }
   }
 
-  /** The order read, the refund checked against it, and the mutation sent: with the order's refund lease held. */
-  private async refundUnderLease(ctx: VendorCallContext, call: ShopifyCall, orderGid: string, amount: string): Promise<VendorOutcome> {
+  /**
+   * The order's payments, and the refund checked against the order (currency, amount): a failure when the read
+   * failed or the refund cannot be made (nothing of the refund sent). An answered read marks the shop reached.
+   */
+  private async readRefundOrder(ctx: VendorCallContext, call: ShopifyCall, orderGid: string, amount: string): Promise<RefundOrder | FailedOutcome> {
     const context = await this.gql(call, REFUND_CONTEXT_QUERY, { id: orderGid });
     // Whatever happened to the read, the refund mutation itself was never sent.
     if (!context.ok) return { ...context, requestSent: false };
+    ctx.scratch.set(SHOP_REACHED, true);
     const order = context.data.order;
     if (order === null || order === undefined) return failedOutcome('not_found', 'shopify order not found', context.vendorStatus, undefined, false);
     if (!isRecord(order)) return failedOutcome('bad_response', 'shopify order has an unexpected shape', context.vendorStatus, undefined, false);
@@ -261,8 +286,16 @@ export class ShopifyHandler implements VendorHandler {
     const currency = refundCurrency(order);
     const amountProblem = refundAmountProblem(amount, currency);
     if (amountProblem) return failedOutcome('rejected', amountProblem, context.vendorStatus, undefined, false);
+    return { ok: true, order, currency, vendorStatus: context.vendorStatus };
+  }
+
+  /** The order read (again, if it was read before the lease), the refund checked against it, and the mutation sent: with the order's refund lease held. */
+  private async refundUnderLease(ctx: VendorCallContext, call: ShopifyCall, orderGid: string, amount: string): Promise<VendorOutcome> {
+    const read = await this.readRefundOrder(ctx, call, orderGid, amount);
+    if (!read.ok) return read;
+    const { order, currency, vendorStatus } = read;
     const parent = refundParentOf(ctx, () => pickRefundParent(order, amount, currency));
-    if (!parent) return failedOutcome('rejected', 'the order has no captured payment to refund', context.vendorStatus, undefined, false);
+    if (!parent) return failedOutcome('rejected', 'the order has no captured payment to refund', vendorStatus, undefined, false);
 
     // No local "still refundable" check: after an attempt that was applied but
     // unanswered it would refuse the retry that Shopify answers with the

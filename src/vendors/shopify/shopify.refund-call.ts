@@ -11,6 +11,11 @@ const LEASE_HOLDER = 'shopify.refundLeaseHolder';
 export const LEASE_TAKEN = 'shopify.refundLeaseTaken';
 /** Set once an attempt of the call may still be running at Shopify: from then on the call never gives the lease up. */
 export const MAY_STILL_RUN = 'shopify.refundMayStillRun';
+/**
+ * Set once an order read of the call has been answered by the shop: its credentials reach it. The order's lease is
+ * shared by every org that names the shop, so none is taken before (a later attempt, same credentials, need not read twice).
+ */
+export const SHOP_REACHED = 'shopify.refundShopReached';
 const PARENT = 'shopify.refundParent';
 
 /** The lease holder of this call: the same on every attempt (scratch), so a retry takes its own lease back instead of waiting for it. */

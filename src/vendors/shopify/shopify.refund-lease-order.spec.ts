@@ -15,8 +15,11 @@ import type { RefundLeaseKey, RefundLeases } from './shopify.refund-lease.js';
 class WaitingLeases implements RefundLeases {
   private readonly held = new Map<string, { holder: string; freed: Promise<void>; free: () => void }>();
   onWait?: () => void;
+  /** Every acquire, as shop/order. */
+  readonly taken: string[] = [];
   async acquire(key: RefundLeaseKey, holder: string): Promise<null> {
     const k = `${key.shopDomain}/${key.orderId}`;
+    this.taken.push(k);
     for (;;) {
       const cur = this.held.get(k);
       if (!cur || cur.holder === holder) break;
@@ -100,4 +103,16 @@ it('a refund whose mutation was throttled (never applied, lease given back) pick
     ['shopify_payments', 3_000],
     ['gift_card', 1_000],
   ]);
+});
+
+it('a refund whose credentials the shop refuses (401 on the order read) takes no lease: the order is never held on a shop domain alone', async () => {
+  const before = leases.taken.length;
+  const refused = { ...refund({ orderId: '1005', amount: '10.00' }), credentials: { shopDomain: 'demo-shop.myshopify.com', accessToken: 'shpat_not_a_token_of_this_shop_000000' } };
+  expect(await handler.execute(refused)).toMatchObject({ ok: false, kind: 'auth', requestSent: false });
+  expect(leases.taken.length).toBe(before);
+  expect(emu.requests.filter((r) => r.body.includes('refundCreate'))).toEqual([]);
+  // With credentials that reach the shop: read, lease, read again under it, refund.
+  expect(await handler.execute(refund({ orderId: '1005', amount: '10.00' }))).toMatchObject({ ok: true });
+  expect(leases.taken.slice(before)).toEqual(['demo-shop.myshopify.com/1005']);
+  expect(emu.requests.filter((r) => r.body.includes('RefundContext') && r.headers['x-shopify-access-token'] === SHOPIFY_EMULATOR_TOKEN)).toHaveLength(2);
 });

@@ -3,8 +3,10 @@
  * point 6): two refunds of one order racing at Shopify can both pass its
  * "still refundable" check. The lease is a row of `shopify_refund_leases`
  * (shop × order: an order is the shop's, whichever org's credentials reach
- * it), taken by one conditional upsert — free, expired, or already this
- * call's — and deleted once the refund's outcome is known. No
+ * it; so a call takes it only once its org's credentials have read the order,
+ * never on a shop domain alone), taken by one conditional upsert — free,
+ * expired, or already this call's — and deleted once the refund's outcome is
+ * known. No
  * transaction and no pooled connection is held while the refund is at
  * Shopify: each statement is one round trip (the vendor_tokens lease works the
  * same way). A process that dies holding a lease only delays the order's
