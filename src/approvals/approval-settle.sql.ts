@@ -16,14 +16,25 @@
  * does (RunsService.endRun): an UPDATE locks rows in whatever order its plan
  * reads them, and two statements locking the same approvals in different
  * orders can deadlock.
+ *
+ * `batched` (the periodic sweep, ApprovedCallRunner) settles at most $7 of the
+ * overdue approvals, the first to expire (locked in id order all the same), and
+ * its caller sends it again until fewer come back: one statement over a large
+ * backlog (replicas down for a while, a burst's expiry) could outlast the
+ * statement timeout on every pass and never catch up. Each batch is a
+ * statement, and a transaction, of its own, so none holds its locks while the
+ * next runs; within each the lock order is still the id order.
  */
-export function settleApprovalsSql(target: 'by-id' | 'expired'): string {
+export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?: boolean } = {}): string {
+  const overdue = `status = 'pending' AND expires_at <= $3 AND ($1::uuid IS NULL OR org_id = $1::uuid)`;
+  // A batch is the $7 first to expire (read off the index of pending expiries, not the whole backlog sorted by id on
+  // every batch), then locked in id order; the conditions repeated, so one settled meanwhile is skipped.
   const due =
     target === 'by-id'
       ? ''
       : `due AS MATERIALIZED (
       SELECT id FROM approval_requests
-       WHERE status = 'pending' AND expires_at <= $3 AND ($1::uuid IS NULL OR org_id = $1::uuid)
+       WHERE ${opts.batched ? `id IN (SELECT id FROM approval_requests WHERE ${overdue} ORDER BY expires_at, id LIMIT $7::int) AND ` : ''}${overdue}
        ORDER BY id FOR UPDATE),`;
   const where = target === 'by-id' ? 'id = $1 AND status = \'pending\'' : 'id IN (SELECT id FROM due) AND status = \'pending\' AND expires_at <= $3';
   return `

@@ -14,6 +14,8 @@ import { ApprovedCallClaimer } from './approved-call-claimer.js';
 import { settleApprovalsSql } from './approval-settle.sql.js';
 
 const SWEEP_EVERY_MS = 5_000;
+/** Overdue approvals settled per statement by the sweep (see expireOverdue). */
+const EXPIRY_BATCH = 1_000;
 
 /** An approved call as looked up before it takes a vendor slot. */
 interface ApprovedCall {
@@ -98,9 +100,12 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     await Promise.allSettled([...this.inFlight]); // the calls already started record their outcomes before the database closes
   }
 
-  /** Expires overdue approvals, then starts every approved call nobody has started, and waits for those runs. */
-  async sweep(): Promise<{ expired: number; started: number }> {
-    const { expired, runs } = await this.startSweep();
+  /**
+   * Expires overdue approvals, then starts every approved call nobody has started, and waits for those runs.
+   * `expiryBatch`: overdue approvals settled per statement (a test passes a small one).
+   */
+  async sweep(expiryBatch = EXPIRY_BATCH): Promise<{ expired: number; started: number }> {
+    const { expired, runs } = await this.startSweep(expiryBatch);
     await Promise.all(runs);
     return { expired, started: runs.length };
   }
@@ -110,13 +115,26 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * started, so a slow vendor never holds back the next pass's expiries (a
    * call past its approval's expiry must not keep showing waiting_approval).
    */
-  async tick(): Promise<{ expired: number; started: number }> {
-    const { expired, runs } = await this.startSweep();
+  async tick(expiryBatch = EXPIRY_BATCH): Promise<{ expired: number; started: number }> {
+    const { expired, runs } = await this.startSweep(expiryBatch);
     return { expired, started: runs.length };
   }
 
-  private async startSweep(): Promise<{ expired: number; runs: Promise<void>[] }> {
-    const expired = await this.sql.query(settleApprovalsSql('expired'), [null, 'expired', this.clock.now(), null, null, null]);
+  /**
+   * The expiry failing (a statement timeout, a lock it could not get, the database briefly away) does not hold
+   * back the approved calls: they are looked up and started all the same, and the next pass takes the expiry up
+   * again where this one stopped (each batch commits on its own).
+   */
+  private async startSweep(expiryBatch: number): Promise<{ expired: number; runs: Promise<void>[] }> {
+    const progress = { expired: 0 };
+    try {
+      await this.expireOverdue(this.clock.now(), expiryBatch, progress);
+    } catch (err) {
+      this.log.error(
+        { expired: progress.expired, err: loggableErrorText(err) },
+        'expiry of overdue approvals failed; approved calls are still started, the next pass goes on with the expiry',
+      );
+    }
     // Fair across orgs: each org × vendor's oldest calls first, in turns, and no more of one org × vendor
     // than its concurrency limit lets run at once — one org's backlog of approved calls neither fills the
     // page nor holds back another org's call until it has drained.
@@ -128,7 +146,22 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
         ORDER BY turn, updated_at, id LIMIT 100`,
       [[...this.running], this.config.VENDOR_CONCURRENCY_LIMIT],
     );
-    return { expired: expired.length, runs: approved.map((r) => this.runSoon(r.id)) };
+    return { expired: progress.expired, runs: approved.map((r) => this.runSoon(r.id)) };
+  }
+
+  /**
+   * Settles every approval overdue at `now` (every org), `batch` at a time, the first to expire first: one statement over a
+   * large backlog could outlast the statement timeout on every pass and never catch up (as the results purge,
+   * ResultsStore.purgeExpired). Each batch is a statement and a transaction of its own (none is held across
+   * batches); `now` is fixed for the pass, so approvals coming due meanwhile wait for the next one. `progress`
+   * counts the batches committed so far, also when a later one fails.
+   */
+  async expireOverdue(now: Date, batch = EXPIRY_BATCH, progress = { expired: 0 }): Promise<number> {
+    for (;;) {
+      const rows = await this.sql.query(settleApprovalsSql('expired', { batched: true }), [null, 'expired', now, null, null, null, batch]);
+      progress.expired += rows.length;
+      if (rows.length === 0 || rows.length < batch) return progress.expired;
+    }
   }
 
   /** Fire-and-forget from a decision or a sweep; errors are logged, and a later sweep retries anything left approved. */

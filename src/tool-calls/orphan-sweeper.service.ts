@@ -6,6 +6,8 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 
 const SWEEP_EVERY_MS = 60_000;
+/** Orphaned calls settled per statement (see sweep). */
+const SWEEP_BATCH = 1_000;
 /** What the sweep writes as the call's error text; an outcome that arrives late recognises the sweep's verdict by it. */
 export const ORPHANED_TEXT = 'the process running this call stopped before recording its outcome';
 
@@ -46,29 +48,47 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
     await this.task.stop();
   }
 
-  /** Marks orphaned running calls indeterminate; returns how many. */
-  async sweep(): Promise<number> {
+  /**
+   * Marks orphaned running calls indeterminate; returns how many. In batches of `batch` (a test passes a small
+   * one), the longest-running first (the order the running-calls index gives, and the one the sweep always locked
+   * them in) and with the lock the UPDATE takes anyway (FOR NO KEY UPDATE: rows referring to the call are not held
+   * up), each a statement and a transaction of its own: one statement over a large backlog (a
+   * crash in the middle of a flood) could outlast the statement timeout on every pass and never catch up, as the
+   * results purge (ResultsStore.purgeExpired). A failed batch ends the pass; those before it stay committed.
+   */
+  async sweep(batch = SWEEP_BATCH): Promise<number> {
     const staleAfterMs = this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS;
-    const [{ n }] = await this.sql.query<{ n: number }>(
-      `WITH tc AS (
-         UPDATE tool_calls SET status = 'indeterminate', error_code = 'OUTCOME_UNKNOWN', http_status = 200,
-                error_text = $2,
-                cost_cents = COALESCE((SELECT c.cost FROM unnest($3::text[], $4::text[], $5::int[]) AS c(tool, action, cost)
-                                        WHERE c.tool = tool_calls.tool_name AND c.action = tool_calls.action), 0),
-                finished_at = now(), updated_at = now()
-          WHERE status = 'running' AND started_at < now() - make_interval(secs => $1::double precision / 1000)
-          RETURNING id, org_id, run_id, tool_name, action, action_digest),
-       -- an approved call's raw input goes with its run, as when its outcome is recorded
-       ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
-       ev AS (
-         INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
-         SELECT gen_random_uuid(), org_id, 'tool_call.indeterminate', run_id, id,
-                jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned')
-           FROM tc)
-       SELECT count(*)::int AS n FROM tc`,
-      [staleAfterMs, ORPHANED_TEXT, ...this.costs],
-    );
-    if (n > 0) this.log.warn({ count: n }, 'orphaned running tool calls marked indeterminate');
-    return n;
+    let total = 0;
+    try {
+      for (;;) {
+        const [{ n }] = await this.sql.query<{ n: number }>(
+          `WITH due AS MATERIALIZED (
+             SELECT id FROM tool_calls
+              WHERE status = 'running' AND started_at < now() - make_interval(secs => $1::double precision / 1000)
+              ORDER BY started_at, id LIMIT $6::int FOR NO KEY UPDATE),
+           tc AS (
+             UPDATE tool_calls SET status = 'indeterminate', error_code = 'OUTCOME_UNKNOWN', http_status = 200,
+                    error_text = $2,
+                    cost_cents = COALESCE((SELECT c.cost FROM unnest($3::text[], $4::text[], $5::int[]) AS c(tool, action, cost)
+                                            WHERE c.tool = tool_calls.tool_name AND c.action = tool_calls.action), 0),
+                    finished_at = now(), updated_at = now()
+              WHERE id IN (SELECT id FROM due) AND status = 'running'
+              RETURNING id, org_id, run_id, tool_name, action, action_digest),
+           -- an approved call's raw input goes with its run, as when its outcome is recorded
+           ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
+           ev AS (
+             INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
+             SELECT gen_random_uuid(), org_id, 'tool_call.indeterminate', run_id, id,
+                    jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned')
+               FROM tc)
+           SELECT count(*)::int AS n FROM tc`,
+          [staleAfterMs, ORPHANED_TEXT, ...this.costs, batch],
+        );
+        total += n;
+        if (n === 0 || n < batch) return total;
+      }
+    } finally {
+      if (total > 0) this.log.warn({ count: total }, 'orphaned running tool calls marked indeterminate');
+    }
   }
 }
