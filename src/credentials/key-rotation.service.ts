@@ -143,21 +143,42 @@ const INPUTS = byToolCallId('inputs', 'tool_call_inputs', inputAad);
 
 const MAX_REPORTED_FAILURES = 100;
 
-interface Mislabelled {
+export interface Mislabelled {
   kind: RotationFailure['kind'];
+  /** the active key id */
   keyId: string;
+  /**
+   * Set when the active key opens rows labelled with this other id (which does not open them, or is not loaded): the
+   * material loaded here as the active key is what the writers of those rows call `rowKeyId`. Unset: rows labelled
+   * with the active id open only with another loaded key (the id was reused for new material).
+   */
+  rowKeyId?: string;
 }
 
 /**
- * The active key id names different material than some of its rows: thrown by `rotate` before it writes anything
- * (rows labelled with the active id are never re-encrypted, so they would stay under the old material, and rows
- * rotated now would carry that id for the new one).
+ * The active key id names different material than the database's rows do: thrown by `rotate` (see checkActiveRows and
+ * checkOtherLabels). Rows labelled with the active id are never re-encrypted, so with an id reused for new material
+ * they would stay under the old one, and rows rotated now would carry that id for the new one. And when the active key
+ * opens rows labelled with another id (the new key given alone as MASTER_ENCRYPTION_KEY, so loaded as k1, while the
+ * replicas call it k2), re-encrypting them would relabel them with the active id: replicas holding the real key of that
+ * id (the old one) could open none of them.
  */
 export class MislabelledKeyIdError extends Error {
-  constructor(readonly found: Mislabelled[]) {
-    super(`key id ${found[0]?.keyId} names different material than its rows (${found.map((f) => f.kind).join(', ')})`);
+  /** `rotated`: rows this run re-encrypted before it stopped (by their own key or another not active one: right as they are) */
+  constructor(
+    readonly found: Mislabelled[],
+    readonly rotated = 0,
+  ) {
+    super(
+      found[0]?.rowKeyId
+        ? `the key loaded as ${found[0].keyId} opens rows labelled ${found[0].rowKeyId} (${found.map((f) => f.kind).join(', ')})`
+        : `key id ${found[0]?.keyId} names different material than its rows (${found.map((f) => f.kind).join(', ')})`,
+    );
   }
 }
+
+/** Rows of each other label that the check before a rotation tries with the active key (the rotation checks every row it opens too). */
+const LABEL_SAMPLE = 20;
 
 /** What the check of the rows labelled with the active id found. */
 interface ActiveRowsCheck {
@@ -196,6 +217,8 @@ export class KeyRotationService {
     const toKeyId = this.cipher.activeKeyId;
     const checked = await this.checkActiveRows(batchSize);
     if (checked.mislabelled.length > 0) throw new MislabelledKeyIdError(checked.mislabelled);
+    const relabelled = await this.checkOtherLabels();
+    if (relabelled.length > 0) throw new MislabelledKeyIdError(relabelled);
     const orgsTouched = new Set<string>();
     const failures: RotationFailure[] = checked.failures;
     const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), tokens: counts(), orgsTouched: 0, failures };
@@ -208,8 +231,15 @@ export class KeyRotationService {
         const rows = (await this.ds.query(sql, params)) as StoredRow[];
         const sealed: Resealed[] = [];
         for (const row of rows) {
-          const opened = this.reencrypt(row, spec.aad(row));
-          if (opened) sealed.push({ row, ...opened });
+          const aad = spec.aad(row);
+          const opened = this.openAny(row, aad);
+          // Past checkOtherLabels' sample: stop before this batch is written (the batches before it were opened by
+          // their own key, or another one not active, and are right under the active key).
+          if (opened?.by === toKeyId && row.key_id !== toKeyId) {
+            const rotated = this.specs().reduce((n, s) => n + summary[s.kind].rotated, 0);
+            throw new MislabelledKeyIdError([{ kind: spec.kind, keyId: toKeyId, rowKeyId: row.key_id }], rotated);
+          }
+          if (opened) sealed.push({ row, env: this.cipher.encrypt(opened.plaintext, aad), plaintext: opened.plaintext });
           // Labelled with the active id (selected for its fingerprint's form): counted by checkActiveRows already.
           else if (row.key_id === toKeyId) continue;
           else {
@@ -274,6 +304,28 @@ export class KeyRotationService {
     return found;
   }
 
+  /**
+   * For each table and each label other than the active id, the first LABEL_SAMPLE rows tried with the active key: one
+   * it opens (and its own key, if loaded, does not) means the active key is known to that row's writers by the other
+   * id, and the rotation would relabel their rows (see MislabelledKeyIdError). Rows of one label are sealed under one
+   * material, so a sample finds the usual mistake before anything is written; the rotation stops at any row it missed.
+   */
+  private async checkOtherLabels(): Promise<Mislabelled[]> {
+    const active = this.cipher.activeKeyId;
+    const found: Mislabelled[] = [];
+    for (const spec of this.specs()) {
+      const labels = (await this.ds.query(`SELECT DISTINCT key_id FROM ${spec.table} WHERE ${spec.sealed} AND key_id <> $1 ORDER BY key_id`, [active])) as {
+        key_id: string;
+      }[];
+      for (const { key_id: label } of labels) {
+        const [sql, params] = spec.under(label, null, LABEL_SAMPLE);
+        const rows = (await this.ds.query(sql, params)) as StoredRow[];
+        if (rows.some((row) => this.openAny(row, spec.aad(row))?.by === active)) found.push({ kind: spec.kind, keyId: active, rowKeyId: label });
+      }
+    }
+    return found;
+  }
+
   private specs(): TableSpec[] {
     const credentials = byIntegration('credentials', 'integration_credentials', credentialAad, (plaintext, aad) =>
       this.cipher.fingerprint(JSON.parse(plaintext.toString('utf8')), aad),
@@ -319,12 +371,14 @@ export class KeyRotationService {
     }
   }
 
-  /** The row under the active key, or null when no loaded key opens it. */
-  private reencrypt(row: StoredRow, aad: string): { env: Envelope; plaintext: Buffer } | null {
-    // The row's own key first; then every other one, in case a key was re-labelled.
+  /**
+   * The row's plaintext and the id of the loaded key that opened it, or null when none does. The row's own key first;
+   * then every other one, in case a key was loaded under another id (the active one: the caller's business).
+   */
+  private openAny(row: StoredRow, aad: string): { plaintext: Buffer; by: string } | null {
     for (const keyId of [row.key_id, ...this.cipher.keyIds.filter((id) => id !== row.key_id)]) {
       const plaintext = this.open(row, keyId, aad);
-      if (plaintext) return { env: this.cipher.encrypt(plaintext, aad), plaintext };
+      if (plaintext) return { plaintext, by: keyId };
     }
     return null;
   }

@@ -112,6 +112,73 @@ describe('key rotation: remaining rows and reused key ids', () => {
   });
 
   /**
+   * Replicas run k2 (new) and k1 (old); the operator runs the CLI with only the new key, as MASTER_ENCRYPTION_KEY
+   * (which loads it as k1). Rows the replicas wrote under k2 open with that "k1": re-encrypted, they would be
+   * relabelled k1 under the new material, and replicas reading k1 with the old material could open none of them.
+   * Fresh random material under a fresh id ("rx2") stands for k2, so no other row of the shared database opens.
+   */
+  it('the new key alone (MASTER_ENCRYPTION_KEY, so k1) opening rows labelled k2: refused (exit 2) before anything is written', async () => {
+    const newMaterial = randomBytes(32).toString('base64');
+    const replica = new EnvelopeCipher(keyringOf([['rx2', newMaterial]], 'rx2'));
+    const org = await createOrg(t, 'rotation new key alone');
+    const env = replica.encryptJson(NANGO, credentialAad(org, 'nango'));
+    await t.ds.query(
+      `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
+      [org, env.keyId, env.iv, env.ciphertext, env.authTag, replica.fingerprint(NANGO, credentialAad(org, 'nango'))],
+    );
+    const toolCallId = randomUUID();
+    const res = replica.encrypt('{"ok":true}', resultAad(org, toolCallId));
+    await t.ds.query(
+      `INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 11, now() + interval '1 day')`,
+      [toolCallId, org, res.keyId, res.iv, res.ciphertext, res.authTag],
+    );
+    try {
+      const run = await runBuiltCli('credentials-rotate', [], { DATA_DIR: '.tmp/data-test', MASTER_ENCRYPTION_KEY: newMaterial });
+      expect(run.code, run.stdout + run.stderr).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain('the key loaded as k1 opens rows labelled rx2 (credentials, results)');
+      expect(run.stderr).toContain('nothing was written');
+      for (const s of [newMaterial, TEST_MASTER_KEY, NANGO_SECRET_KEY]) expect(run.stdout + run.stderr).not.toContain(s);
+      const rows = (await t.ds.query(
+        `SELECT key_id, iv FROM integration_credentials WHERE org_id = $1 UNION ALL SELECT key_id, iv FROM tool_call_results WHERE tool_call_id = $2`,
+        [org, toolCallId],
+      )) as { key_id: string; iv: Buffer }[];
+      expect(rows.map((r) => [r.key_id, r.iv.equals(env.iv) || r.iv.equals(res.iv)])).toEqual([['rx2', true], ['rx2', true]]);
+      expect(await t.ds.query(`SELECT 1 FROM runtime_ledger_events WHERE org_id = $1 AND type = 'credentials.rotated'`, [org])).toEqual([]);
+    } finally {
+      await t.ds.query(`DELETE FROM integration_credentials WHERE org_id = $1`, [org]);
+      await t.ds.query(`DELETE FROM tool_call_results WHERE org_id = $1`, [org]);
+    }
+  });
+
+  it('a row labelled with another id that only the active key opens stops the rotation where it is found, though no sampled row showed it', async () => {
+    const newMaterial = randomBytes(32).toString('base64');
+    const replica = new EnvelopeCipher(keyringOf([['rx3', newMaterial]], 'rx3'));
+    const stranger = new EnvelopeCipher(keyringOf([['rx3', randomBytes(32).toString('base64')]], 'rx3')); // material nobody here has
+    const active = new EnvelopeCipher(keyringOf([['k1', newMaterial]], 'k1'));
+    const org = await createOrg(t, 'rotation new key alone, late row');
+    // Past any sample: many rows labelled rx3 that no loaded key opens, then one (last in key order) the active key opens.
+    const ids = Array.from({ length: 60 }, () => randomUUID()).sort();
+    for (const [i, id] of ids.entries()) {
+      const res = (i === ids.length - 1 ? replica : stranger).encrypt('{"ok":true}', resultAad(org, id));
+      await t.ds.query(
+        `INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 11, now() + interval '1 day')`,
+        [id, org, res.keyId, res.iv, res.ciphertext, res.authTag],
+      );
+    }
+    try {
+      const err = await new KeyRotationService(t.ds, active, t.app.get(LedgerEventsService)).rotate({ batchSize: 7 }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(MislabelledKeyIdError);
+      expect((err as MislabelledKeyIdError).found).toEqual([{ kind: 'results', keyId: 'k1', rowKeyId: 'rx3' }]);
+      const labels = (await t.ds.query(`SELECT DISTINCT key_id FROM tool_call_results WHERE org_id = $1`, [org])) as { key_id: string }[];
+      expect(labels).toEqual([{ key_id: 'rx3' }]);
+      expect(await t.ds.query(`SELECT 1 FROM runtime_ledger_events WHERE org_id = $1 AND type = 'credentials.rotated'`, [org])).toEqual([]);
+    } finally {
+      await t.ds.query(`DELETE FROM tool_call_results WHERE org_id = $1`, [org]);
+    }
+  });
+
+  /**
    * The operator's mistake this guards against: the CLI run with only the new key (MASTER_ENCRYPTION_KEY=<new>, which
    * is k1) or with an id reused for new material and the old one not loaded. The rows labelled with the active id were
    * never selected, every count was 0 and the run exited 0, "the old key may go": removing it lost everything. A fresh
