@@ -85,8 +85,8 @@ async function main(args: string[]): Promise<number> {
       for (const { kind, keyId } of err.found.filter((f) => !f.rowKeyId)) {
         console.error(`key id ${keyId} names different material than its rows (${kind}): give the new key a new id (e.g. k3), keep ${keyId} for the old one`);
       }
-      // The active key opens rows labelled with another id: re-encrypted, they would be relabelled with the active id,
-      // which the replicas read with other material. Thrown before the batch holding such a row was written.
+      // The active key opens rows labelled with an id that is not loaded: re-encrypted, they would be relabelled with
+      // the active id, which the replicas read with other material. Thrown before the batch holding such a row was written.
       const byLabel = new Map<string, string[]>();
       for (const { kind, rowKeyId } of err.found) if (rowKeyId) byLabel.set(rowKeyId, [...(byLabel.get(rowKeyId) ?? []), kind]);
       for (const [label, kinds] of byLabel) {
@@ -94,7 +94,7 @@ async function main(args: string[]): Promise<number> {
         console.error(
           `the key loaded as ${active} opens rows labelled ${label} (${kinds.join(', ')}): the gateway calls it ${label}, and rotating would relabel them ${active}, ` +
             `which the replicas read with another key. Load it under its id, with the old key under its own ` +
-            `(e.g. MASTER_ENCRYPTION_KEYS=${label}:<new>,${active === label ? 'k1' : active}:<old> MASTER_ENCRYPTION_ACTIVE_KEY_ID=${label}), then re-run; ` +
+            `(e.g. MASTER_ENCRYPTION_KEYS=${label}:<new>,${active}:<old> MASTER_ENCRYPTION_ACTIVE_KEY_ID=${label}), then re-run; ` +
             (err.rotated > 0 ? `${err.rotated} rows opened by their own key were rotated before it stopped (right as they are)` : 'nothing was written'),
         );
       }

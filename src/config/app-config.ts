@@ -55,7 +55,9 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
     // " " or "," would otherwise start a service that cannot encrypt or decrypt anything.
     if (keys.size === 0 && problems.length === before) problems.push('MASTER_ENCRYPTION_KEYS lists no key: give at least one <keyId>:<base64>');
     if (raw.MASTER_ENCRYPTION_KEY) problems.push('set MASTER_ENCRYPTION_KEY or MASTER_ENCRYPTION_KEYS, not both');
-    if (active && !keys.has(active)) problems.push(`MASTER_ENCRYPTION_ACTIVE_KEY_ID "${active}" is not in MASTER_ENCRYPTION_KEYS`);
+    // Quoted only when it looks like a key id: a whole entry (`k2:<base64>`) pasted in by mistake is a key.
+    if (active && !KEY_ID_RE.test(active)) problems.push('MASTER_ENCRYPTION_ACTIVE_KEY_ID must be a key id listed in MASTER_ENCRYPTION_KEYS (like k2), not an entry or a key');
+    else if (active && !keys.has(active)) problems.push(`MASTER_ENCRYPTION_ACTIVE_KEY_ID "${active}" is not in MASTER_ENCRYPTION_KEYS`);
     return { activeKeyId: active ?? 'k1', keys };
   }
   if (raw.MASTER_ENCRYPTION_KEY) {

@@ -96,6 +96,22 @@ describe('config schema', () => {
     }
   });
 
+  it('never quotes a MASTER_ENCRYPTION_ACTIVE_KEY_ID that is not a key id: a whole entry pasted in is a key', () => {
+    const k2 = Buffer.alloc(32, 7).toString('base64');
+    let message = '';
+    try {
+      loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${k2},k1:${KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: `k2:${k2}` });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('MASTER_ENCRYPTION_ACTIVE_KEY_ID must be a key id listed in MASTER_ENCRYPTION_KEYS (like k2), not an entry or a key');
+    expect(message).not.toContain(k2);
+    // A key id that is not listed is named: it is no secret, and the operator needs to see the typo.
+    expect(() => loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${k2},k1:${KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k3' })).toThrow(
+      'MASTER_ENCRYPTION_ACTIVE_KEY_ID "k3" is not in MASTER_ENCRYPTION_KEYS',
+    );
+  });
+
   it('loads several keys with one active', () => {
     const k2 = Buffer.alloc(32, 2).toString('base64');
     const cfg = loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${k2},k1:${KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' });

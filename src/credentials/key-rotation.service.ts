@@ -148,9 +148,9 @@ export interface Mislabelled {
   /** the active key id */
   keyId: string;
   /**
-   * Set when the active key opens rows labelled with this other id (which does not open them, or is not loaded): the
-   * material loaded here as the active key is what the writers of those rows call `rowKeyId`. Unset: rows labelled
-   * with the active id open only with another loaded key (the id was reused for new material).
+   * Set when the active key opens rows labelled with this other id, which is not loaded: the material loaded here as
+   * the active key is what the writers of those rows call `rowKeyId`. Unset: rows labelled with the active id open
+   * only with another loaded key (the id was reused for new material).
    */
   rowKeyId?: string;
 }
@@ -159,9 +159,11 @@ export interface Mislabelled {
  * The active key id names different material than the database's rows do: thrown by `rotate` (see checkActiveRows and
  * checkOtherLabels). Rows labelled with the active id are never re-encrypted, so with an id reused for new material
  * they would stay under the old one, and rows rotated now would carry that id for the new one. And when the active key
- * opens rows labelled with another id (the new key given alone as MASTER_ENCRYPTION_KEY, so loaded as k1, while the
- * replicas call it k2), re-encrypting them would relabel them with the active id: replicas holding the real key of that
- * id (the old one) could open none of them.
+ * opens rows labelled with another id that is not loaded (the new key given alone as MASTER_ENCRYPTION_KEY, so loaded
+ * as k1, while the replicas call it k2), re-encrypting them would relabel them with the active id: replicas holding the
+ * real key of that id (the old one) could open none of them. A row whose label is loaded but does not open it, while
+ * the active key does (labelled k1 under the new material by such a run before this check, or by a replica started
+ * with the new key alone), is rotated: under the active id it is right again.
  */
 export class MislabelledKeyIdError extends Error {
   /** `rotated`: rows this run re-encrypted before it stopped (by their own key or another not active one: right as they are) */
@@ -219,6 +221,7 @@ export class KeyRotationService {
     if (checked.mislabelled.length > 0) throw new MislabelledKeyIdError(checked.mislabelled);
     const relabelled = await this.checkOtherLabels();
     if (relabelled.length > 0) throw new MislabelledKeyIdError(relabelled);
+    const loaded = new Set(this.cipher.keyIds);
     const orgsTouched = new Set<string>();
     const failures: RotationFailure[] = checked.failures;
     const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), tokens: counts(), orgsTouched: 0, failures };
@@ -235,7 +238,7 @@ export class KeyRotationService {
           const opened = this.openAny(row, aad);
           // Past checkOtherLabels' sample: stop before this batch is written (the batches before it were opened by
           // their own key, or another one not active, and are right under the active key).
-          if (opened?.by === toKeyId && row.key_id !== toKeyId) {
+          if (opened?.by === toKeyId && row.key_id !== toKeyId && !loaded.has(row.key_id)) {
             const rotated = this.specs().reduce((n, s) => n + summary[s.kind].rotated, 0);
             throw new MislabelledKeyIdError([{ kind: spec.kind, keyId: toKeyId, rowKeyId: row.key_id }], rotated);
           }
@@ -305,18 +308,19 @@ export class KeyRotationService {
   }
 
   /**
-   * For each table and each label other than the active id, the first LABEL_SAMPLE rows tried with the active key: one
-   * it opens (and its own key, if loaded, does not) means the active key is known to that row's writers by the other
-   * id, and the rotation would relabel their rows (see MislabelledKeyIdError). Rows of one label are sealed under one
-   * material, so a sample finds the usual mistake before anything is written; the rotation stops at any row it missed.
+   * For each table and each label that is not loaded, the first LABEL_SAMPLE rows tried with the active key: one it
+   * opens means the active key is known to that row's writers by the other id, and the rotation would relabel their
+   * rows (see MislabelledKeyIdError). Rows of one label are sealed under one material, so a sample finds the usual
+   * mistake before anything is written; the rotation stops at any row it missed. (A loaded label's rows the active
+   * key opens are rows a wrong run relabelled: rotating them is their repair.)
    */
   private async checkOtherLabels(): Promise<Mislabelled[]> {
     const active = this.cipher.activeKeyId;
     const found: Mislabelled[] = [];
     for (const spec of this.specs()) {
-      const labels = (await this.ds.query(`SELECT DISTINCT key_id FROM ${spec.table} WHERE ${spec.sealed} AND key_id <> $1 ORDER BY key_id`, [active])) as {
-        key_id: string;
-      }[];
+      const labels = (await this.ds.query(`SELECT DISTINCT key_id FROM ${spec.table} WHERE ${spec.sealed} AND NOT (key_id = ANY($1::text[])) ORDER BY key_id`, [
+        this.cipher.keyIds,
+      ])) as { key_id: string }[];
       for (const { key_id: label } of labels) {
         const [sql, params] = spec.under(label, null, LABEL_SAMPLE);
         const rows = (await this.ds.query(sql, params)) as StoredRow[];
