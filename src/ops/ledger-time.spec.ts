@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseQueryTimestamp } from './ledger-time.js';
-import { csvCell } from './tool-calls-export.format.js';
+import { csvCell, csvJsonCell } from './tool-calls-export.format.js';
 
 describe('parseQueryTimestamp', () => {
   it('keeps microseconds and offsets, and reads missing parts as UTC midnight', () => {
@@ -56,5 +56,14 @@ describe('csvCell', () => {
     expect(csvCell(-5)).toBe('-5');
     expect(csvCell({ note: '=1+1' })).toBe('"{""note"":""=1+1""}"');
     expect(csvCell(['=x'])).toBe('"[""=x""]"');
+  });
+});
+
+describe('csvJsonCell', () => {
+  it('is always the JSON text: a string stays distinguishable from the number, array or object it spells', () => {
+    const cells = [[1, 2], '[1,2]', 5, '5', { a: 1 }, '{"a":1}', '=1+1', -5, true, 'true'].map(csvJsonCell);
+    expect(cells).toEqual(['"[1,2]"', '"""[1,2]"""', '5', '"""5"""', '"{""a"":1}"', '"""{\\""a\\"":1}"""', '"""=1+1"""', '-5', 'true', '"""true"""']);
+    expect(new Set(cells).size).toBe(cells.length);
+    expect(csvJsonCell(null)).toBe('');
   });
 });

@@ -24,9 +24,23 @@ export function csvCell(value: unknown): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
+/**
+ * A cell of a JSON column (inputRedacted, outputRedacted: any JSON value): always its JSON text, so the text "[1,2]"
+ * (a Nango upstream answering text/plain) is `"[1,2]"` and the array `[1,2]`: read back as JSON, each is what the
+ * ledger holds. No value is empty. Never formula-prefixed: a JSON string starts with `"`, and a number is a number.
+ */
+export function csvJsonCell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  const text = JSON.stringify(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+const JSON_FIELDS: ReadonlySet<keyof ToolCallView> = new Set(['inputRedacted', 'outputRedacted']);
+
 export const csvHeader = (): string => `${TOOL_CALL_VIEW_FIELDS.join(',')}\r\n`;
 
-export const csvLine = (v: ToolCallView): string => `${TOOL_CALL_VIEW_FIELDS.map((f) => csvCell(v[f])).join(',')}\r\n`;
+export const csvLine = (v: ToolCallView): string =>
+  `${TOOL_CALL_VIEW_FIELDS.map((f) => (JSON_FIELDS.has(f) ? csvJsonCell(v[f]) : csvCell(v[f]))).join(',')}\r\n`;
 
 export const ndjsonLine = (v: ToolCallView): string => `${JSON.stringify(v)}\n`;
 

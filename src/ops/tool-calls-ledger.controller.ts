@@ -32,7 +32,7 @@ export class ToolCallsLedgerController {
     note: LEDGER_READERS,
     summary: 'Stream every matching tool call as NDJSON or CSV',
     description:
-      'The list filters apply. CSV: a header row of the ToolCall field names, objects as JSON cells, RFC 4180 quoting; ' +
+      'The list filters apply. CSV: a header row of the ToolCall field names, inputRedacted and outputRedacted as JSON text (a string in quotes), other objects as JSON, RFC 4180 quoting; ' +
       "a text cell starting with =, +, -, @, TAB or CR is prefixed with ' so spreadsheets do not evaluate it.",
   })
   // The media types are given as `content`: @ApiProduces only relabels responses documented with a `schema` or `type`,
