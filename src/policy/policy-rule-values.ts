@@ -18,7 +18,38 @@ export function catalogRuleChecks(catalog: Pick<ToolCatalogService, 'has' | 'isT
     paramsOf: (toolName) => catalog.paramsOf(toolName),
     list: () => catalog.list(),
     valueProblem: ruleValueProblems(catalog),
+    risksOf: (toolName) => [...new Set(entriesOf(catalog, { toolName }).map((e) => e.action.riskLevel))].sort(),
+    pathAbsent: (scope, path) => {
+      const entries = entriesOf(catalog, scope);
+      const segments = path.split('.');
+      return entries.length > 0 && entries.every((e) => pathAbsentIn(e.action.inputSchema, segments));
+    },
   };
+}
+
+const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
+
+/**
+ * Whether no call a schema admits can hold a value at the path: a closed object (additionalProperties false) not
+ * listing a segment, or a segment below a scalar (a string param has no `amount.value`). False whenever the walk is
+ * not that simple (a composite schema, an open object, an untyped node).
+ */
+function pathAbsentIn(root: Record<string, unknown>, segments: readonly string[]): boolean {
+  let node = root;
+  for (const segment of segments) {
+    if (COMPOSITE.some((k) => Object.hasOwn(node, k))) return false;
+    const type = node.type;
+    const types = typeof type === 'string' ? [type] : Array.isArray(type) ? type : [];
+    if (types.length > 0 && types.every((t) => typeof t === 'string' && SCALAR_TYPES.has(t))) return true;
+    const properties = node.properties;
+    const listed = isRecord(properties) && Object.hasOwn(properties, segment) ? properties[segment] : undefined;
+    if (isRecord(listed)) node = listed;
+    else if (listed === undefined && node.additionalProperties === false && !(ARRAY_INDEX.test(segment) && isRecord(node.items))) return true;
+    else if (listed === undefined && isRecord(node.additionalProperties)) node = node.additionalProperties;
+    else if (listed === undefined && ARRAY_INDEX.test(segment) && isRecord(node.items)) node = node.items;
+    else return false;
+  }
+  return false;
 }
 
 /** What the value check reads of the catalog (ToolCatalogService has it). */

@@ -197,6 +197,34 @@ describe('validatePolicyRules with the catalog: an eq, ne or in value must be on
     expect(errorsOf(cond('orderId', 'eq', '012345'), catalog)).toHaveLength(1);
   });
 
+  it('refuses a match.riskLevel none of the named actions has: it is compared with the catalog risk, and would never match', () => {
+    const rule = (match: Record<string, unknown>) => [{ id: 'r', match, decision: 'block' }];
+    expect(errorsOf(rule({ toolName: 'shopify_refund.create', riskLevel: 'medium' }), catalog)).toEqual([
+      'rules[0] ("r"): match.riskLevel "medium" can never match: shopify_refund.create is high in the catalog',
+    ]);
+    expect(errorsOf(rule({ toolName: 'shopify_refund.*', riskLevel: 'low' }), catalog)).toEqual([
+      'rules[0] ("r"): match.riskLevel "low" can never match: shopify_refund actions are high in the catalog',
+    ]);
+    expect(errorsOf(rule({ toolName: 'shopify_refund.create', riskLevel: 'high' }), catalog)).toEqual([]);
+    expect(errorsOf(rule({ riskLevel: 'medium' }), catalog)).toEqual([]);
+    // Without the catalog's risks (a stand-in, stored rules read back): the shape only.
+    expect(errorsOf(rule({ toolName: 'shopify_refund.create', riskLevel: 'medium' }))).toEqual([]);
+  });
+
+  it('refuses a where path no call the rule applies to holds: a param only actions of another risk take, a field below a text param', () => {
+    // No low-risk action takes an amount (the refund, which does, is high).
+    expect(errorsOf(cond('amount', 'eq', '500.00', { riskLevel: 'low' }), catalog)).toEqual([
+      'rules[0] ("r"): where[0].path "amount" is never present in a call of any catalog action of risk low (GET /v1/tools lists their input schemas)',
+    ]);
+    // amount is text: it has no field "value".
+    expect(errorsOf(on('shopify_refund.create', 'amount.value', '500.00'), catalog)).toEqual([
+      'rules[0] ("r"): where[0].path "amount.value" is never present in a call of shopify_refund.create (GET /v1/tools lists their input schemas)',
+    ]);
+    expect(errorsOf(cond('amount', 'gt', 100, { riskLevel: 'high' }), catalog)).toEqual([]);
+    // An open body is never judged absent.
+    expect(errorsOf(on('nango_proxy.post', 'body.items.0.qty', 1), catalog)).toEqual([]);
+  });
+
   it('never repeats the value (it may be a pasted secret)', () => {
     const errors = errorsOf(on('shopify_refund.create', 'orderId', TOKEN), catalog);
     expect(errors).toHaveLength(1);

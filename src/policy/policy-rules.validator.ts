@@ -2,6 +2,7 @@ import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { parseDecimal } from './policy.engine.js';
 import type { ParamNames, ToolParams } from './policy-param-names.js';
 import type { RuleScope, RuleValueProblem } from './policy-rule-values.js';
+import type { RiskLevel } from './policy.types.js';
 import {
   CONDITION_OPS,
   FORBIDDEN_PATH_SEGMENTS,
@@ -45,6 +46,10 @@ export interface KnownTools {
   list?(): readonly ToolParams[];
   /** Why no call a rule applies to can carry an eq/ne/in value (ruleValueProblems). Absent, a value is checked for its shape only. */
   valueProblem?: RuleValueProblem;
+  /** The risk levels of the catalog actions a toolName names (every action without one). Absent, match.riskLevel is checked for its shape only. */
+  risksOf?(toolName: string | undefined): readonly RiskLevel[];
+  /** Whether no call a rule applies to can hold a value at the path (catalogRuleChecks). Absent, not checked. */
+  pathAbsent?(scope: RuleScope, path: string): boolean;
 }
 
 /** What a 400 says instead of a name it does not echo (it may be a pasted secret, see isEchoableFieldName). */
@@ -133,8 +138,18 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
     toolNameOk = true;
     params = known?.paramsOf?.(toolName as string | undefined);
   }
-  const riskLevelOk = riskLevel === undefined || oneOf(RISK_LEVELS, riskLevel);
+  let riskLevelOk = riskLevel === undefined || oneOf(RISK_LEVELS, riskLevel);
   if (!riskLevelOk) ok = failWith(fail, `match.riskLevel must be one of ${RISK_LEVELS.join(', ')}`);
+  else if (toolNameOk && riskLevel !== undefined && known?.risksOf) {
+    // Compared with the catalog's risk of the call's action: a level none of the named actions has never matches.
+    const risks = known.risksOf(toolName as string | undefined);
+    if (!risks.includes(riskLevel as RiskLevel)) {
+      riskLevelOk = false;
+      const name = toolName as string | undefined;
+      const what = name === undefined ? 'catalog actions are' : name.endsWith('.*') ? `${name.slice(0, -2)} actions are` : `${name} is`;
+      ok = failWith(fail, `match.riskLevel "${riskLevel as string}" can never match: ${what} ${risks.join(', ') || 'none'} in the catalog`);
+    }
+  }
   // Values are judged against the actions the rule applies to: only once what picks them is sound.
   const valueProblem = toolNameOk && riskLevelOk ? known?.valueProblem : undefined;
   const scope: RuleScope = { toolName: toolName as string | undefined, riskLevel: riskLevel as RuleScope['riskLevel'] };
@@ -149,6 +164,7 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
         const condition = checkCondition(item, `where[${j}]`, fail);
         if (condition === null) ok = false;
         else if (params && !takesParam(params, condition.path)) ok = failWith(fail, notAParam(`where[${j}]`, condition.path, toolName as string | undefined, params));
+        else if (toolNameOk && riskLevelOk && known?.pathAbsent?.(scope, condition.path)) ok = failWith(fail, neverPresent(`where[${j}]`, condition.path, scope));
         else {
           const problems = valueProblem ? neverMatched(condition, `where[${j}]`, scope, valueProblem) : [];
           for (const problem of problems) ok = failWith(fail, problem);
@@ -219,6 +235,13 @@ function notAParam(at: string, path: string, toolName: string | undefined, param
   return `${what} is not a param of ${toolName} (${listed === '' ? 'it takes none' : `its params: ${listed}`})`;
 }
 
+/** A path no call the rule applies to can hold (a param only actions of another risk take, a field below a text param). */
+function neverPresent(at: string, path: string, scope: RuleScope): string {
+  const what = isEchoablePath(path) ? `${at}.path ${JSON.stringify(path)}` : `${at}.path (${NOT_NAMED})`;
+  const of = scope.toolName === undefined ? 'any catalog action' : scope.toolName.endsWith('.*') ? `any ${scope.toolName.slice(0, -2)} action` : scope.toolName;
+  return `${what} is never present in a call of ${of}${scope.riskLevel === undefined ? '' : ` of risk ${scope.riskLevel}`} (GET /v1/tools lists their input schemas)`;
+}
+
 function notInCatalog(toolName: string, known: KnownTools): string {
   const wildcard = toolName.endsWith('.*');
   const what = wildcard ? 'tool' : 'tool action';
@@ -267,6 +290,8 @@ function checkValue(op: ConditionOp, hasValue: boolean, value: unknown): string 
   }
   if (op === 'in') {
     if (!Array.isArray(value)) return 'must be an array for in';
+    // An empty list holds for no call: a block on it never applies.
+    if (value.length === 0) return 'must hold at least one value for in';
     if (value.length > POLICY_LIMITS.maxInValues) return `holds at most ${POLICY_LIMITS.maxInValues} items for in`;
   }
   return isJsonValue(value, 0) ? null : `must be JSON data nested at most ${POLICY_LIMITS.maxValueDepth} levels`;

@@ -166,4 +166,32 @@ describe('policy rules compare their values in the spelling the params are sent 
     ]);
     expect(upstreamPathsSince(from)).toEqual(['/v1/customers/42']);
   });
+  // A rule that can never hold is refused when saved, like a misspelt name: saved, a block on it fails open silently.
+  const NEVER: [string, unknown, string][] = [
+    ['a riskLevel the named action does not have (it is compared with the catalog risk)', { toolName: 'shopify_refund.create', riskLevel: 'medium' }, 'match.riskLevel "medium" can never match'],
+    ['tool.* with a riskLevel none of its actions has', { toolName: 'shopify_refund.*', riskLevel: 'low' }, 'match.riskLevel "low" can never match'],
+    ['in with an empty list', { toolName: 'shopify_refund.create', where: [{ path: 'amount', op: 'in', value: [] }] }, 'must hold at least one value for in'],
+    ['a param no action of the riskLevel takes', { riskLevel: 'low', where: [{ path: 'amount', op: 'eq', value: '500.00' }] }, 'where[0].path "amount" is never present'],
+    ['a path below a text param', { toolName: 'shopify_refund.create', where: [{ path: 'amount.value', op: 'eq', value: '500.00' }] }, 'where[0].path "amount.value" is never present'],
+  ];
+  for (const [what, match, message] of NEVER) {
+    it(`refuses (400 VALIDATION_FAILED) a block rule that can never hold: ${what}; the policy in force is unchanged`, async () => {
+      const org = await setupOrg(h.t, { tools: ['shopify_refund.create'], rules: [{ id: 'keep', match: { toolName: 'shopify_refund.create' }, decision: 'block' }] });
+      const put = await h.t.http.put(`/v1/orgs/${org.orgId}/policies`).set(adminAuth).send({ rules: [{ id: 'stop-refunds', match, decision: 'block' }] });
+      expect([put.status, put.body.code], JSON.stringify(put.body)).toEqual([400, 'VALIDATION_FAILED']);
+      expect((put.body as { errors: string[] }).errors.join('\n')).toContain(message);
+      const got = await h.t.http.get(`/v1/orgs/${org.orgId}/policies`).set(adminAuth);
+      expect((got.body as { rules: { id: string }[] }).rules.map((r) => r.id)).toEqual(['keep']);
+    });
+  }
+
+  it('the same block with the riskLevel the action has is saved and blocks the refund', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const put = await h.t.http
+      .put(`/v1/orgs/${org.orgId}/policies`)
+      .set(adminAuth)
+      .send({ rules: [{ id: 'stop-refunds', match: { toolName: 'shopify_refund.create', riskLevel: 'high' }, decision: 'block' }] });
+    expect(put.status).toBe(200);
+    expect(outcome(await call(org, 'shopify_refund', { action: 'create', orderId: '1001', amount: '500.00' }))).toEqual(BLOCKED);
+  });
 });
