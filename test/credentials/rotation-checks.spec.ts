@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
+import { EnvelopeCipher, type Envelope } from '../../src/common/crypto/envelope-cipher.js';
+import type { DataSource } from 'typeorm';
 import type { MasterKeyring } from '../../src/config/app-config.js';
 import { credentialAad } from '../../src/credentials/credentials.service.js';
 import { KeyRotationService, MislabelledKeyIdError, type RotationSummary } from '../../src/credentials/key-rotation.service.js';
@@ -14,6 +15,26 @@ import { withQueryHook } from '../support/query-hook.js';
 const BOTH_KEYS = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' };
 const NANGO = { secretKey: NANGO_SECRET_KEY, connectionId: 'conn-rotation', providerConfigKey: 'zendesk' };
 const keyringOf = (entries: [string, string][], activeKeyId: string): MasterKeyring => ({ activeKeyId, keys: new Map(entries.map(([id, b64]) => [id, Buffer.from(b64, 'base64')])) });
+
+/** A Nango credential of `org` sealed by `cipher` (its label and material), as a gateway with that keyring writes it. */
+async function putNango(ds: DataSource, org: string, cipher: EnvelopeCipher): Promise<Envelope> {
+  const env = cipher.encryptJson(NANGO, credentialAad(org, 'nango'));
+  await ds.query(
+    `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
+    [org, env.keyId, env.iv, env.ciphertext, env.authTag, cipher.fingerprint(NANGO, credentialAad(org, 'nango'))],
+  );
+  return env;
+}
+
+/** A stored result of call `toolCallId` sealed by `cipher`. */
+async function putResult(ds: DataSource, org: string, toolCallId: string, cipher: EnvelopeCipher, text: string): Promise<Envelope> {
+  const env = cipher.encrypt(text, resultAad(org, toolCallId));
+  await ds.query(
+    `INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 11, now() + interval '1 day')`,
+    [toolCallId, org, env.keyId, env.iv, env.ciphertext, env.authTag],
+  );
+  return env;
+}
 
 /**
  * The rotation's safety checks, each against what an operator would be told: `remaining` is counted after every
@@ -34,11 +55,7 @@ describe('key rotation: remaining rows and reused key ids', () => {
       // re-encrypting pass, which selects the rows not under the active key: the check of the active key's rows comes first)
       if (!written && /FROM tool_call_results\s+WHERE key_id <>/.test(sql)) {
         written = true;
-        const env = k1Only.encryptJson(NANGO, credentialAad(org, 'nango'));
-        await t.ds.query(
-          `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
-          [org, env.keyId, env.iv, env.ciphertext, env.authTag, k1Only.fingerprint(NANGO, credentialAad(org, 'nango'))],
-        );
+        await putNango(t.ds, org, k1Only);
       }
     });
     try {
@@ -61,11 +78,7 @@ describe('key rotation: remaining rows and reused key ids', () => {
     const orgNew = await createOrg(t, 'rotation fresh material');
     const orgOld = await createOrg(t, 'rotation old material');
     const put = async (org: string, c: EnvelopeCipher) => {
-      const env = c.encryptJson(NANGO, credentialAad(org, 'nango'));
-      await t.ds.query(
-        `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
-        [org, env.keyId, env.iv, env.ciphertext, env.authTag, c.fingerprint(NANGO, credentialAad(org, 'nango'))],
-      );
+      await putNango(t.ds, org, c);
     };
     try {
       // a replica already on the new keyring wrote one credential (the documented order: replicas first, then the CLI)
@@ -86,17 +99,9 @@ describe('key rotation: remaining rows and reused key ids', () => {
     const now = new EnvelopeCipher(keyringOf([['lt2', randomBytes(32).toString('base64')], ['lt1', oldMaterial]], 'lt2'));
     const old = new EnvelopeCipher(keyringOf([['lt1', oldMaterial]], 'lt1'));
     const org = await createOrg(t, 'rotation reused id, results');
-    const cred = old.encryptJson(NANGO, credentialAad(org, 'nango')); // to rotate: the id lt1 is right for it
-    await t.ds.query(
-      `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
-      [org, cred.keyId, cred.iv, cred.ciphertext, cred.authTag, old.fingerprint(NANGO, credentialAad(org, 'nango'))],
-    );
+    const cred = await putNango(t.ds, org, old); // to rotate: the id lt1 is right for it
     const toolCallId = randomUUID();
-    const res = before.encrypt('{"ok":true}', resultAad(org, toolCallId)); // labelled lt2, sealed under the old material
-    await t.ds.query(
-      `INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 11, now() + interval '1 day')`,
-      [toolCallId, org, res.keyId, res.iv, res.ciphertext, res.authTag],
-    );
+    await putResult(t.ds, org, toolCallId, before, '{"ok":true}'); // labelled lt2, sealed under the old material
     try {
       const rotation = new KeyRotationService(t.ds, now, t.app.get(LedgerEventsService));
       const err = await rotation.rotate().then(() => undefined, (e: unknown) => e);
@@ -121,17 +126,9 @@ describe('key rotation: remaining rows and reused key ids', () => {
     const newMaterial = randomBytes(32).toString('base64');
     const replica = new EnvelopeCipher(keyringOf([['rx2', newMaterial]], 'rx2'));
     const org = await createOrg(t, 'rotation new key alone');
-    const env = replica.encryptJson(NANGO, credentialAad(org, 'nango'));
-    await t.ds.query(
-      `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
-      [org, env.keyId, env.iv, env.ciphertext, env.authTag, replica.fingerprint(NANGO, credentialAad(org, 'nango'))],
-    );
+    const env = await putNango(t.ds, org, replica);
     const toolCallId = randomUUID();
-    const res = replica.encrypt('{"ok":true}', resultAad(org, toolCallId));
-    await t.ds.query(
-      `INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 11, now() + interval '1 day')`,
-      [toolCallId, org, res.keyId, res.iv, res.ciphertext, res.authTag],
-    );
+    const res = await putResult(t.ds, org, toolCallId, replica, '{"ok":true}');
     try {
       const run = await runBuiltCli('credentials-rotate', [], { DATA_DIR: '.tmp/data-test', MASTER_ENCRYPTION_KEY: newMaterial });
       expect(run.code, run.stdout + run.stderr).toBe(2);
@@ -160,11 +157,7 @@ describe('key rotation: remaining rows and reused key ids', () => {
     // Past any sample: many rows labelled rx3 that no loaded key opens, then one (last in key order) the active key opens.
     const ids = Array.from({ length: 60 }, () => randomUUID()).sort();
     for (const [i, id] of ids.entries()) {
-      const res = (i === ids.length - 1 ? replica : stranger).encrypt('{"ok":true}', resultAad(org, id));
-      await t.ds.query(
-        `INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 11, now() + interval '1 day')`,
-        [id, org, res.keyId, res.iv, res.ciphertext, res.authTag],
-      );
+      await putResult(t.ds, org, id, (i === ids.length - 1 ? replica : stranger), '{"ok":true}');
     }
     try {
       const err = await new KeyRotationService(t.ds, active, t.app.get(LedgerEventsService)).rotate({ batchSize: 7 }).then(() => undefined, (e: unknown) => e);
@@ -195,11 +188,7 @@ describe('key rotation: remaining rows and reused key ids', () => {
     const sealers = [...Array.from({ length: 25 }, () => oldWriter), ...Array.from({ length: 3 }, () => wrongRun), replica];
     const ids = sealers.map(() => randomUUID()).sort();
     for (const [i, id] of ids.entries()) {
-      const res = sealers[i].encrypt(JSON.stringify({ i }), resultAad(org, id));
-      await t.ds.query(
-        `INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, 11, now() + interval '1 day')`,
-        [id, org, res.keyId, res.iv, res.ciphertext, res.authTag],
-      );
+      await putResult(t.ds, org, id, sealers[i], JSON.stringify({ i }));
     }
     try {
       const run = await runBuiltCli('credentials-rotate', ['--batch-size=10'], {
@@ -240,11 +229,7 @@ describe('key rotation: remaining rows and reused key ids', () => {
   ])('%s: rows labelled with the active id that it does not open are failures (exit 1), never "all done"', async (_what, keys) => {
     const org = await createOrg(t, 'rotation wrong key');
     const k1Only = new EnvelopeCipher(keyringOf([['k1', TEST_MASTER_KEY]], 'k1'));
-    const env = k1Only.encryptJson(NANGO, credentialAad(org, 'nango'));
-    await t.ds.query(
-      `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
-      [org, env.keyId, env.iv, env.ciphertext, env.authTag, k1Only.fingerprint(NANGO, credentialAad(org, 'nango'))],
-    );
+    const env = await putNango(t.ds, org, k1Only);
     const other = randomBytes(32).toString('base64');
     try {
       const run = await runBuiltCli('credentials-rotate', [], { DATA_DIR: '.tmp/data-test', MASTER_ENCRYPTION_KEY: '', ...keys(other) });
