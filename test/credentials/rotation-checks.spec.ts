@@ -26,6 +26,15 @@ async function putNango(ds: DataSource, org: string, cipher: EnvelopeCipher): Pr
   return env;
 }
 
+/** Drops the org's seeded credentials and results. */
+async function dropSealed(ds: DataSource, org: string): Promise<void> {
+  await ds.query(`DELETE FROM integration_credentials WHERE org_id = $1`, [org]);
+  await ds.query(`DELETE FROM tool_call_results WHERE org_id = $1`, [org]);
+}
+
+const rotationEvents = (ds: DataSource, org: string): Promise<unknown> =>
+  ds.query(`SELECT 1 FROM runtime_ledger_events WHERE org_id = $1 AND type = 'credentials.rotated'`, [org]);
+
 /** A stored result of call `toolCallId` sealed by `cipher`. */
 async function putResult(ds: DataSource, org: string, toolCallId: string, cipher: EnvelopeCipher, text: string): Promise<Envelope> {
   const env = cipher.encrypt(text, resultAad(org, toolCallId));
@@ -109,10 +118,9 @@ describe('key rotation: remaining rows and reused key ids', () => {
       expect((err as MislabelledKeyIdError).found).toEqual([{ kind: 'results', keyId: 'lt2' }]);
       const [row] = (await t.ds.query(`SELECT key_id, iv FROM integration_credentials WHERE org_id = $1`, [org])) as { key_id: string; iv: Buffer }[];
       expect([row.key_id, row.iv.equals(cred.iv)]).toEqual(['lt1', true]);
-      expect(await t.ds.query(`SELECT 1 FROM runtime_ledger_events WHERE org_id = $1 AND type = 'credentials.rotated'`, [org])).toEqual([]);
+      expect(await rotationEvents(t.ds, org)).toEqual([]);
     } finally {
-      await t.ds.query(`DELETE FROM integration_credentials WHERE org_id = $1`, [org]);
-      await t.ds.query(`DELETE FROM tool_call_results WHERE org_id = $1`, [org]);
+      await dropSealed(t.ds, org);
     }
   });
 
@@ -141,10 +149,9 @@ describe('key rotation: remaining rows and reused key ids', () => {
         [org, toolCallId],
       )) as { key_id: string; iv: Buffer }[];
       expect(rows.map((r) => [r.key_id, r.iv.equals(env.iv) || r.iv.equals(res.iv)])).toEqual([['rx2', true], ['rx2', true]]);
-      expect(await t.ds.query(`SELECT 1 FROM runtime_ledger_events WHERE org_id = $1 AND type = 'credentials.rotated'`, [org])).toEqual([]);
+      expect(await rotationEvents(t.ds, org)).toEqual([]);
     } finally {
-      await t.ds.query(`DELETE FROM integration_credentials WHERE org_id = $1`, [org]);
-      await t.ds.query(`DELETE FROM tool_call_results WHERE org_id = $1`, [org]);
+      await dropSealed(t.ds, org);
     }
   });
 
@@ -165,7 +172,7 @@ describe('key rotation: remaining rows and reused key ids', () => {
       expect((err as MislabelledKeyIdError).found).toEqual([{ kind: 'results', keyId: 'k1', rowKeyId: 'rx3' }]);
       const labels = (await t.ds.query(`SELECT DISTINCT key_id FROM tool_call_results WHERE org_id = $1`, [org])) as { key_id: string }[];
       expect(labels).toEqual([{ key_id: 'rx3' }]);
-      expect(await t.ds.query(`SELECT 1 FROM runtime_ledger_events WHERE org_id = $1 AND type = 'credentials.rotated'`, [org])).toEqual([]);
+      expect(await rotationEvents(t.ds, org)).toEqual([]);
     } finally {
       await t.ds.query(`DELETE FROM tool_call_results WHERE org_id = $1`, [org]);
     }
