@@ -11,6 +11,21 @@ export const URL_PASSWORD =
   /(?<![A-Za-z0-9+.-])((?:[A-Za-z][A-Za-z0-9+.-]*:)?\/\/[^\s/?#@:"'<>\\]*:)(?:[^\s/?#"'<>\\]+|(?!\d+[/?#]|[\dA-Fa-f:.]*\])[^\s"'<>\\@][^\s"'<>\\]{0,255})@/g;
 
 /**
+ * scheme://credential@host where the credential is the user part: no password (a token alone, GitHub's
+ * "https://<token>@github.com"), an empty one (an API key as the user, `curl -u KEY:`), or a placeholder one (GitHub's
+ * "<token>:x-oauth-basic", "<key>:x"). The user part goes; a plain lower-case name (git, postgres, deploy) is no
+ * secret and stays. Runs before URL_PASSWORD, which then takes any password, placeholders too. Linear: the user part
+ * stops at "/".
+ */
+export const URL_USER_CREDENTIAL = /(?<![A-Za-z0-9+.-])((?:[A-Za-z][A-Za-z0-9+.-]*:)?\/\/)([^\s/?#@:"'<>\\[\]]+)(?=(?::(?:x-oauth-basic|[xX])?)?@)/g;
+
+const PLAIN_USER_NAME = /^[a-z._-]{1,16}$/;
+
+export function redactUrlUser(match: string, prefix: string, user: string): string {
+  return PLAIN_USER_NAME.test(user) ? match : `${prefix}${REDACTED}`;
+}
+
+/**
  * "Basic <base64 of user:password>" outside an Authorization header: "Basic" is also an English word,
  * so the credential must decode to printable "user:password" — as UTF-8, which browsers and clients send
  * (a password "pässwörd" is as secret as an ASCII one).

@@ -3,7 +3,7 @@
  * Every pattern is anchored on a boundary so it starts at most once per token:
  * the text can be 10,000 characters of vendor output and must not cost quadratic time.
  */
-import { BASIC, HAS_BASIC, redactAuthorizationValues, redactBasic, URL_PASSWORD } from './credentials-in-text.js';
+import { BASIC, HAS_BASIC, redactAuthorizationValues, redactBasic, redactUrlUser, URL_PASSWORD, URL_USER_CREDENTIAL } from './credentials-in-text.js';
 import { REDACTED } from './markers.js';
 import { redactCardNumbers } from './payment-numbers.js';
 import { redactSecretFields } from './secret-fields.js';
@@ -26,7 +26,7 @@ export function redactSecretsInText(text: string, options: { cards: boolean }): 
   if (VENDOR_TOKEN_HEAD.test(out)) for (const pattern of VENDOR_TOKENS) out = out.replace(pattern, REDACTED);
   if (out.includes(':A')) out = out.replace(TELEGRAM_BOT_TOKEN, `:${REDACTED}`);
   if (out.includes('hooks.slack.com')) out = out.replace(SLACK_WEBHOOK, `$1${REDACTED}`);
-  if (out.includes('@') && out.includes('//')) out = out.replace(URL_PASSWORD, `$1${REDACTED}@`);
+  if (out.includes('@') && out.includes('//')) out = out.replace(URL_USER_CREDENTIAL, redactUrlUser).replace(URL_PASSWORD, `$1${REDACTED}@`);
   if (out.length > 4 && (out.includes(':') || out.includes('=>'))) out = redactSecretFields(out);
   if (out.includes('=')) out = out.replace(SECRET_PARAM, redactParam);
   if (out.includes('%') && ENCODED_EQUALS.test(out)) out = out.replace(ENCODED_SECRET_PARAM, redactEncodedParam);

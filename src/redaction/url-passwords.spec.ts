@@ -66,3 +66,40 @@ describe('URL_PASSWORD: a password holding "/", "?" or "#"', () => {
     expectNoWorseThanProse(hostile, secrets);
   });
 });
+
+describe('URL_USER_CREDENTIAL: a credential in the user part of a URL', () => {
+  const KEY = 'live_Zq8xV3mK9pL2wR7tY5nBc4D1fG6hJ0';
+  const GH = 'a94a8fe5ccb19ba61c4c0873d391e987982fbbd3';
+  it.each([
+    ['an API key as the user, empty password (curl -u KEY:)', `https://${KEY}:@acme.chargebee.example/api/v2/customers`, `https://${REDACTED}:@acme.chargebee.example/api/v2/customers`],
+    ["GitHub's token:x-oauth-basic", `https://${GH}:x-oauth-basic@github.com/acme/shop.git`, `https://${REDACTED}:${REDACTED}@github.com/acme/shop.git`],
+    ['a token as the only userinfo', `https://${GH}@github.com/acme/shop.git`, `https://${REDACTED}@github.com/acme/shop.git`],
+    ['a key with the placeholder password x', `https://${KEY}:x@api.example/v1`, `https://${REDACTED}:${REDACTED}@api.example/v1`],
+    ['in JSON', `{"target":"https://${GH}@github.com/a.git"}`, `{"target":"https://${REDACTED}@github.com/a.git"}`],
+    ['with a real password too: both go', `https://${GH}:s3cret-Pass@host/x`, `https://${GH}:${REDACTED}@host/x`],
+  ])('%s', (_what, text, expected) => {
+    expect(secrets(text)).toBe(expected);
+  });
+
+  it.each([
+    ['a plain user name and no password', 'ssh://git@github.com/acme/shop.git'],
+    ['a plain user name, empty password', 'postgres://postgres:@localhost/app'],
+    ['no userinfo, an "@" in the path', 'https://example.com/users/@alice'],
+    ['a port, then a path with an "@"', 'https://host:8443/path?x=a@b'],
+  ])('keeps %s', (_what, text) => {
+    expect(secrets(text)).toBe(text);
+  });
+
+  it('the ledger records no part of it, in input or output', () => {
+    for (const text of [`https://${KEY}:@acme.chargebee.example/x`, `https://${GH}:x-oauth-basic@github.com/a.git`, `https://${GH}@github.com/a.git`]) {
+      for (const recorded of [JSON.stringify(redactInput({ target: text })), JSON.stringify(redactOutput({ target: text }))]) {
+        expect(recorded).not.toContain(KEY.slice(5, 20));
+        expect(recorded).not.toContain(GH.slice(0, 16));
+      }
+    }
+  });
+
+  it('100 KB of user-part near-misses redact as fast as prose', () => {
+    expectNoWorseThanProse(['//abc'.repeat(20_000), `//${'a'.repeat(100_000)}`, '//a:x//a:'.repeat(11_000), `${'//ab:x'.repeat(16_000)}@`], secrets);
+  });
+});
