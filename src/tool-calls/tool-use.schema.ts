@@ -26,5 +26,10 @@ export const TOOL_USE_SCHEMA = {
       example: { action: 'lookup', orderId: '12345' },
     },
     cache_control: { description: 'Anthropic prompt caching marker such as {"type": "ephemeral"}: accepted, any value, and ignored' },
+    caller: {
+      description:
+        'who invoked the tool, as the Messages API reports it ({"type": "direct"}, or a code execution tool under programmatic tool calling): accepted, any value, and ignored (not part of the action digest)',
+    },
+    toolset_name: { description: 'the toolset family of a toolset member tool_use (Messages API): accepted, any value, and ignored' },
   },
 };

@@ -20,6 +20,13 @@ export function unknownFieldName(keys: string[]): string {
   return named !== undefined ? named.slice(0, 64) : 'a key not named as it does not look like a field name';
 }
 
+/**
+ * The fields of the Messages API's ToolUseBlock, so a block is posted as the API returned it: besides the four read,
+ * `cache_control`, `caller` (required in the SDKs' response types: {"type": "direct"}, or the code execution tool that
+ * called it) and `toolset_name` are accepted and ignored — they say nothing about what the call does.
+ */
+const TOOL_USE_FIELDS: ReadonlySet<string> = new Set(['type', 'id', 'name', 'input', 'cache_control', 'caller', 'toolset_name']);
+
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
@@ -30,7 +37,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
  */
 export function parseToolUse(body: unknown): ToolUse {
   if (!isPlainObject(body)) throw new AppError('BAD_REQUEST', 'body must be a tool_use block');
-  const extra = Object.keys(body).filter((k) => !['type', 'id', 'name', 'input', 'cache_control'].includes(k));
+  const extra = Object.keys(body).filter((k) => !TOOL_USE_FIELDS.has(k));
   // Named only when it looks like a field name: never a token pasted as a key (echoable-field-name.ts).
   if (extra.length) throw new AppError('BAD_REQUEST', `unknown field in tool_use: ${unknownFieldName(extra)}`);
   if (body.type !== 'tool_use') throw new AppError('BAD_REQUEST', 'type must be "tool_use"');

@@ -82,6 +82,8 @@ describe('OpenAPI: the tool_use body', () => {
     const bodies: unknown[] = [
       ok,
       { ...ok, cache_control: { type: 'ephemeral' } },
+      { ...ok, caller: { type: 'direct' } },
+      { ...ok, caller: { type: 'code_execution_20250825', tool_id: 'srvtoolu_1' }, toolset_name: 'commerce' },
       { ...ok, input: {} },
       { ...ok, id: '!'.repeat(255) },
       { ...ok, id: 'x'.repeat(256) },
