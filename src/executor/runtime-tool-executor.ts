@@ -47,6 +47,12 @@ const BACKOFF = { baseMs: 100, maxMs: 2_000 };
  * into "sent, answer lost").
  */
 const RETRY_FLOOR_MS = 20;
+/**
+ * The share of the call's budget a write's retry needs left (a retry after the vendor refused it: 429, 5xx; not a
+ * poll of an "in progress" answer). Sent with less, its answer would likely come past the deadline and the call end
+ * indeterminate though the vendor had cleanly refused it: the refusal (with its Retry-After) is the better answer.
+ */
+const WRITE_RETRY_ROOM = 0.25;
 
 /**
  * Runs one vendor action: credentials, circuit breaker, timeout, retries of
@@ -210,7 +216,10 @@ export class RuntimeToolExecutor {
     const maxRetries = entry.action.idempotent && !probe ? this.config.VENDOR_MAX_RETRIES : 0;
     // A wait the vendor asked for that outlasts the call's budget is not slept on: after a 429 it is handed back
     // to the agent (VENDOR_RATE_LIMITED + retryAfterSeconds), after a 5xx the call ends VENDOR_ERROR.
-    const fitsBudget = (f: Failure): boolean => f.retryAfterMs === undefined || performance.now() + f.retryAfterMs + RETRY_FLOOR_MS < deadline;
+    const writeRoom = entry.action.sideEffect === 'write' ? Math.max(RETRY_FLOOR_MS, this.config.VENDOR_TIMEOUT_MS * WRITE_RETRY_ROOM) : RETRY_FLOOR_MS;
+    /** The time a retry after `f` needs left when it leaves. */
+    const roomFor = (f: Failure | undefined): number => (f && !isPoll(f) ? writeRoom : RETRY_FLOOR_MS);
+    const fitsBudget = (f: Failure): boolean => performance.now() + (f.retryAfterMs ?? 0) + roomFor(f) < deadline;
     // Polls of an "in progress" answer are bounded by the budget alone: the
     // request under that key may complete, and then the vendor hands back its
     // result. Every other retry counts against VENDOR_MAX_RETRIES.
@@ -254,7 +263,7 @@ export class RuntimeToolExecutor {
       // write, because the vendor answered it (429, 5xx, "in progress") or it
       // never left — calling that "sent, answer lost" would make a refusal
       // look indeterminate (an "in progress" stays unknown on its own).
-      if (signal.aborted || (attempt > 0 && deadline - performance.now() < RETRY_FLOOR_MS)) {
+      if (signal.aborted || (attempt > 0 && deadline - performance.now() < roomFor(last))) {
         if (attempt > 0) retries.pop();
         return last ?? ({ ok: false, kind: 'timeout', requestSent: false, message: 'vendor call timed out before it was sent' } satisfies Failure);
       }
