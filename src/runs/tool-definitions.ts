@@ -26,13 +26,21 @@ export function buildModelTools(entries: CatalogEntry[]): ModelTool[] {
         const props = (e.action.inputSchema.properties ?? {}) as Record<string, unknown>;
         for (const [k, v] of Object.entries(props)) if (!(k in properties)) properties[k] = v;
       }
-      const actions = list.map((e) => `${e.action.name}: ${e.action.description}`).join(' ');
+      // The tool's schema can only require `action` (one schema for all its actions): what each action needs besides is
+      // said here, so a model is not left to learn it from a 422.
+      const actions = list.map((e) => `${e.action.name}${needs(e)}: ${e.action.description}`).join(' ');
       return {
         name,
         description: `${list[0].tool.description} Actions — ${actions}`,
         schema: { type: 'object', properties, required: ['action'] },
       };
     });
+}
+
+/** " (requires orderId, amount)" for an action's required params, "" when it has none. */
+function needs(e: CatalogEntry): string {
+  const required = Array.isArray(e.action.inputSchema.required) ? (e.action.inputSchema.required as string[]) : [];
+  return required.length === 0 ? '' : ` (requires ${required.join(', ')})`;
 }
 
 export function formatTools(tools: ModelTool[], format: ToolFormat): unknown[] {

@@ -16,7 +16,7 @@ const BASE_PERMISSIONS = [
 
 interface CatalogTool {
   name: string;
-  actions: { name: string; inputSchema: { properties: Record<string, unknown> } }[];
+  actions: { name: string; inputSchema: { properties: Record<string, unknown>; required?: string[] } }[];
 }
 
 interface ModelSchema {
@@ -279,6 +279,21 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
           for (const [param, schema] of Object.entries(props)) expect(tool.input_schema.properties[param], `${tool.name}.${param}`).toEqual(schema);
         }
       }
+    });
+
+    it("says which params each action requires (the schema can only require `action`), and how a Nango path and query are spelt", () => {
+      const byName = new Map(anthropic.map((x) => [x.name, x]));
+      for (const tool of anthropic) {
+        const catalogTool = catalog.find((c) => c.name === tool.name)!;
+        for (const a of tool.input_schema.properties.action.enum) {
+          const required = catalogTool.actions.find((x) => x.name === a)!.inputSchema.required ?? [];
+          if (required.length > 0) expect(tool.description, `${tool.name}.${a}`).toContain(`${a} (requires ${required.join(', ')}):`);
+        }
+      }
+      expect(byName.get('order_lookup')!.description).toContain('lookup (requires orderId):');
+      const nango = byName.get('nango_proxy')!.input_schema.properties as Record<string, { description: string }>;
+      expect(nango.path.description).toContain('percent-encoded as UTF-8');
+      expect(nango.query.description).toContain('connection_id');
     });
 
     it('format=openai: {tools: [{type: "function", function: {name, description, parameters}}]} with the same content', async () => {

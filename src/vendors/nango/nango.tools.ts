@@ -13,7 +13,9 @@ const path = {
   // The catalog checks this schema on the path as the gateway spells it, with its leading "/" added
   // (NangoHandler.canonicalParams): NANGO_PATH_MAX characters after the "/", whether the caller sent it or not.
   maxLength: NANGO_CANONICAL_PATH_MAX,
-  description: `Provider API path relative to the provider's base URL, e.g. /v1/customers/42 (no host, no query string); at most ${NANGO_PATH_MAX} characters not counting the leading "/" (${NANGO_CANONICAL_PATH_MAX} with it)`,
+  description:
+    `Provider API path relative to the provider's base URL, e.g. /v1/customers/42 (no host, no query string); at most ${NANGO_PATH_MAX} characters not counting the leading "/" (${NANGO_CANONICAL_PATH_MAX} with it). ` +
+    "Letters, digits, -._~ and !$&'()*+,=: as themselves; any other character (a space, a non-ASCII letter, @, ;, ?, #) percent-encoded as UTF-8 (José is Jos%C3%A9); no encoded '/' (%2F), no double encoding, no '.' or '..' segments",
 };
 
 export const NANGO_TOOLS: ToolSpec[] = [
@@ -31,7 +33,8 @@ export const NANGO_TOOLS: ToolSpec[] = [
             path,
             query: {
               type: 'object',
-              description: 'Query parameters (string, number or boolean values)',
+              description:
+                'Query parameters (string, number or boolean values). Names may not be Nango controls: authorization, connection_id, provider_config_key, base_url_override, retries, retry_on, decompress, forward_headers_on_redirect, or anything starting with nango (in any case, with or without - and _)',
               // The limits checkNangoQuery enforces, so that what the definition allows is not refused after.
               additionalProperties: { anyOf: [{ type: 'string', maxLength: QUERY_VALUE_MAX }, { type: 'number' }, { type: 'boolean' }] },
               propertyNames: { minLength: 1, maxLength: QUERY_NAME_MAX },
