@@ -27,9 +27,15 @@ export class DatabaseProbe {
     this.pool.on('error', () => undefined);
   }
 
-  /** Bounded by the pool's own timeouts: connectionTimeoutMillis (a connection, or the one slot) and query_timeout (the answer). */
-  async ping(): Promise<void> {
-    await this.pool.query('SELECT 1');
+  /**
+   * 'up', or 'read-only' when the server takes no writes (a failover to a replica, a demoted primary: every call is
+   * then refused DATABASE_UNAVAILABLE, so the gateway is not ready either). Throws when the database is unreachable.
+   * One round trip, bounded by the pool's own timeouts: connectionTimeoutMillis (a connection, or the one slot) and
+   * query_timeout (the answer).
+   */
+  async ping(): Promise<'up' | 'read-only'> {
+    const { rows } = await this.pool.query<{ ro: boolean }>(`SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' AS ro`);
+    return rows[0]?.ro ? 'read-only' : 'up';
   }
 
   close(): Promise<void> {

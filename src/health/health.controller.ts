@@ -32,9 +32,9 @@ export class HealthController implements OnApplicationShutdown {
 
   @Get('readyz')
   async ready(@Req() req: Request & { correlationId?: string }, @Res() res: Response): Promise<void> {
+    let database: 'up' | 'read-only';
     try {
-      await this.probe.ping();
-      res.status(200).json({ status: 'ready', database: 'up' });
+      database = await this.probe.ping();
     } catch {
       // An error like every other (API.md §8): problem+json with code and correlationId. `database`
       // stays as an extension member; the old `status: "not_ready"` cannot, since `status` is the
@@ -44,7 +44,21 @@ export class HealthController implements OnApplicationShutdown {
         new AppError('DATABASE_UNAVAILABLE', 'the database is unreachable; not ready', { retryAfterSeconds: 1, fields: { database: 'down' } }),
         req.correlationId ?? 'unknown',
       );
+      return;
     }
+    if (database === 'read-only') {
+      // Every call would be refused DATABASE_UNAVAILABLE (SQLSTATE 25006): out of rotation until a writable server answers.
+      sendProblem(
+        res,
+        new AppError('DATABASE_UNAVAILABLE', 'the database takes no writes (read-only: a replica or a failover); not ready', {
+          retryAfterSeconds: 1,
+          fields: { database: 'read-only' },
+        }),
+        req.correlationId ?? 'unknown',
+      );
+      return;
+    }
+    res.status(200).json({ status: 'ready', database: 'up' });
   }
 
   @Get('metrics')
