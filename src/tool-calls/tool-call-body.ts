@@ -135,10 +135,10 @@ export function buildToolCallBody(
     truncated = rendered.truncated;
     shownResult = truncated ? null : result.value;
   } else if (f.status === 'succeeded' && f.reconciled) {
-    // Its answer never came back (it was indeterminate), so no result was ever stored.
+    // Its answer never came back (it was indeterminate), or came after the call was given up on and has since expired.
     content =
       'It was unknown whether this action took effect; an operator has since checked with the vendor and confirmed that it succeeded. ' +
-      'No result is available for it (the vendor\'s answer never reached the gateway). Do not send it again.';
+      'No result is available for it (the vendor\'s answer did not reach the gateway in time, or is no longer stored). Do not send it again.';
   } else if (f.status === 'succeeded' && !result.found && result.unreadable) {
     content = 'The action succeeded. Its result is stored but cannot be read at the moment (an operator has been told). Do not send it again.';
   } else if (f.status === 'succeeded') {

@@ -90,8 +90,11 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
   if (o.result) {
     const b = p.length;
     p.push(o.result.keyId, o.result.iv, o.result.ciphertext, o.result.authTag, o.result.sizeBytes, o.result.expiresAt);
+    // Also for a swept call (its late answer recorded by `late`): the vendor's result is kept for the result TTL, so
+    // once ops reconcile the call as succeeded, on that event's word, the agent is handed what the vendor answered.
     ctes.push(`rs AS (INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at)
-                        SELECT tc.id, tc.org_id, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6} FROM tc
+                        SELECT k.id, k.org_id, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}
+                          FROM (SELECT id, org_id FROM tc UNION ALL SELECT id, org_id FROM swept) k
                         ON CONFLICT (tool_call_id) DO NOTHING)`);
   }
   if (o.dropInput) ctes.push('ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id)');

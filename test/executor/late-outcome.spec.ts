@@ -89,4 +89,17 @@ describe('an outcome that arrives after the orphan sweep gave up on the call', (
     expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.started', 'tool_call.indeterminate', 'tool_call.reconciled', 'tool_call.outcome_after_sweep']);
     expect(events[4].metadata).toMatchObject({ status: 'succeeded', vendorStatus: 200, reconciled: true });
   });
+  it('keeps the late answer’s result: reconciled as succeeded on that event’s word, the call hands the agent what the vendor answered', async () => {
+    const { org, id } = await sweptWhileAtVendor();
+    const ops = await createKey(h.t, org.orgId, 'ops');
+    // Not shown while the call is indeterminate: the model is told what it is told of any unknown outcome.
+    const before = await h.t.http.get(`/v1/tool-calls/${id}/result`).set(bearer(org.agentKey));
+    expect([before.body.status, before.body.result]).toEqual(['indeterminate', null]);
+    const rec = await h.t.http.post(`/v1/tool-calls/${id}/reconcile`).set(bearer(ops.key)).send({ status: 'succeeded', note: 'the ledger shows outcome_after_sweep succeeded' });
+    expect(rec.status, JSON.stringify(rec.body)).toBe(200);
+    const after = await h.t.http.get(`/v1/tool-calls/${id}/result`).set(bearer(org.agentKey));
+    expect(after.body.status).toBe('succeeded');
+    expect(after.body.result).toMatchObject({ orderId: '12345' });
+    expect(after.body.toolResult.content).not.toMatch(/No result is available/);
+  });
 });
