@@ -211,6 +211,12 @@ describe('validatePolicyRules with the catalog: an eq, ne or in value must be on
     expect(errorsOf(rule({ toolName: 'shopify_refund.create', riskLevel: 'medium' }))).toEqual([]);
   });
 
+  it('refuses an in with no value when saved (it holds for no call); a stored rule so written is still read, as saved rules are', () => {
+    const rules = on('shopify_refund.create', 'orderId', [], 'in');
+    expect(errorsOf(rules, catalog)).toEqual(['rules[0] ("r"): where[0].value must hold at least one value for in (an empty list holds for no call)']);
+    expect(validatePolicyRules(rules).ok).toBe(true);
+  });
+
   it('refuses a where path no call the rule applies to holds: a param only actions of another risk take, a field below a text param', () => {
     // No low-risk action takes an amount (the refund, which does, is high).
     expect(errorsOf(cond('amount', 'eq', '500.00', { riskLevel: 'low' }), catalog)).toEqual([
@@ -221,6 +227,10 @@ describe('validatePolicyRules with the catalog: an eq, ne or in value must be on
       'rules[0] ("r"): where[0].path "amount.value" is never present in a call of shopify_refund.create (GET /v1/tools lists their input schemas)',
     ]);
     expect(errorsOf(cond('amount', 'gt', 100, { riskLevel: 'high' }), catalog)).toEqual([]);
+    // exists:false and ne hold for a call without the param: vacuous, never failing open, so not refused.
+    expect(errorsOf(cond('amount', 'exists', false, { riskLevel: 'medium' }), catalog)).toEqual([]);
+    expect(errorsOf(cond('amount', 'ne', '1.00', { riskLevel: 'medium' }), catalog)).toEqual([]);
+    expect(errorsOf(cond('amount', 'exists', true, { riskLevel: 'medium' }), catalog)).toHaveLength(1);
     // An open body is never judged absent.
     expect(errorsOf(on('nango_proxy.post', 'body.items.0.qty', 1), catalog)).toEqual([]);
   });

@@ -164,7 +164,10 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
         const condition = checkCondition(item, `where[${j}]`, fail);
         if (condition === null) ok = false;
         else if (params && !takesParam(params, condition.path)) ok = failWith(fail, notAParam(`where[${j}]`, condition.path, toolName as string | undefined, params));
-        else if (toolNameOk && riskLevelOk && known?.pathAbsent?.(scope, condition.path)) ok = failWith(fail, neverPresent(`where[${j}]`, condition.path, scope));
+        // With the catalog only (a PUT): saved rules are read as they are, and one refused there would fail the org's whole policy closed.
+        else if (known?.pathAbsent && condition.op === 'in' && (condition.value as unknown[]).length === 0) ok = failWith(fail, `where[${j}].value must hold at least one value for in (an empty list holds for no call)`);
+        // exists:false and ne hold for a call without the param: vacuous, but they never make a rule fail open.
+        else if (toolNameOk && riskLevelOk && !holdsWhenAbsent(condition) && known?.pathAbsent?.(scope, condition.path)) ok = failWith(fail, neverPresent(`where[${j}]`, condition.path, scope));
         else {
           const problems = valueProblem ? neverMatched(condition, `where[${j}]`, scope, valueProblem) : [];
           for (const problem of problems) ok = failWith(fail, problem);
@@ -235,6 +238,11 @@ function notAParam(at: string, path: string, toolName: string | undefined, param
   return `${what} is not a param of ${toolName} (${listed === '' ? 'it takes none' : `its params: ${listed}`})`;
 }
 
+/** Whether the condition holds for a call that does not have its path (exists:false, ne). */
+function holdsWhenAbsent(condition: PolicyCondition): boolean {
+  return (condition.op === 'exists' && condition.value === false) || condition.op === 'ne';
+}
+
 /** A path no call the rule applies to can hold (a param only actions of another risk take, a field below a text param). */
 function neverPresent(at: string, path: string, scope: RuleScope): string {
   const what = isEchoablePath(path) ? `${at}.path ${JSON.stringify(path)}` : `${at}.path (${NOT_NAMED})`;
@@ -290,8 +298,6 @@ function checkValue(op: ConditionOp, hasValue: boolean, value: unknown): string 
   }
   if (op === 'in') {
     if (!Array.isArray(value)) return 'must be an array for in';
-    // An empty list holds for no call: a block on it never applies.
-    if (value.length === 0) return 'must hold at least one value for in';
     if (value.length > POLICY_LIMITS.maxInValues) return `holds at most ${POLICY_LIMITS.maxInValues} items for in`;
   }
   return isJsonValue(value, 0) ? null : `must be JSON data nested at most ${POLICY_LIMITS.maxValueDepth} levels`;

@@ -185,6 +185,13 @@ describe('policy rules compare their values in the spelling the params are sent 
     });
   }
 
+  it('a policy saved before these checks (an empty in, accepted then) is still read: calls it never concerned go through', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_query.get_product'], vendors: ['shopify'] });
+    const rules = [{ id: 'refund-watchlist', match: { toolName: 'shopify_refund.create', where: [{ path: 'orderId', op: 'in', value: [] }] }, decision: 'block' }];
+    await h.t.ds.query(`INSERT INTO policies (org_id, rules, version, updated_at) VALUES ($1, $2::jsonb, 1, now())`, [org.orgId, JSON.stringify(rules)]);
+    expect(outcome(await call(org, 'shopify_query', { action: 'get_product', productId: '632910392' }))).toEqual(SUCCEEDED);
+  });
+
   it('the same block with the riskLevel the action has is saved and blocks the refund', async () => {
     const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
     const put = await h.t.http
