@@ -21,7 +21,7 @@ export const TOOL_CALL_VIEW_SCHEMA = {
   required: [
     'id', 'orgId', 'runId', 'specialistId', 'toolName', 'action', 'status', 'errorCode', 'errorText', 'correlationId', 'idempotencyKey',
     'actionDigest', 'inputRedacted', 'outputRedacted', 'riskLevel', 'policyDecisionId', 'retryCount', 'durationMs', 'costCents',
-    'createdAt', 'startedAt', 'finishedAt',
+    'createdAt', 'startedAt', 'finishedAt', 'note',
   ],
   properties: {
     id: uuid,
@@ -52,6 +52,7 @@ export const TOOL_CALL_VIEW_SCHEMA = {
     createdAt: dateTime,
     startedAt: { ...nullableDateTime, description: 'null until execution started' },
     finishedAt: { ...nullableDateTime, description: 'null until the call settled' },
+    note: { type: 'string', nullable: true, description: "the operator's note of an ops reconcile (POST /v1/tool-calls/{id}/reconcile): why the call was settled so; null for every other call" },
   },
 };
 

@@ -39,6 +39,7 @@ export interface ToolCallRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  note: string | null;
   /** created_at as exact text (microseconds): what a cursor carries */
   created_iso: string;
 }
@@ -49,7 +50,7 @@ export interface ToolCallRow {
  */
 export const TOOL_CALL_COLUMNS = `id, org_id, run_id, specialist_id, tool_name, action, status, error_code, error_text, correlation_id,
   idempotency_key, action_digest, input_redacted, output_redacted, risk_level, policy_decision_id, retry_count, duration_ms,
-  cost_cents, created_at, started_at, finished_at, ${CREATED_ISO_SQL} AS created_iso`;
+  cost_cents, created_at, started_at, finished_at, note, ${CREATED_ISO_SQL} AS created_iso`;
 
 /**
  * One page of tool calls, newest first by (created_at DESC, id DESC), starting
@@ -134,5 +135,6 @@ export function toolCallEntityOf(r: ToolCallRow): ToolCallEntity {
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
+    note: r.note,
   });
 }

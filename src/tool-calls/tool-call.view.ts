@@ -26,13 +26,15 @@ export interface ToolCallView {
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
+  /** the operator's note of an ops reconcile (why the call was settled so); null for every other call */
+  note: string | null;
 }
 
 /** The field names, in order: the CSV export's header row. */
 export const TOOL_CALL_VIEW_FIELDS: readonly (keyof ToolCallView)[] = [
   'id', 'orgId', 'runId', 'specialistId', 'toolName', 'action', 'status', 'errorCode', 'errorText', 'correlationId',
   'idempotencyKey', 'actionDigest', 'inputRedacted', 'outputRedacted', 'riskLevel', 'policyDecisionId', 'retryCount',
-  'durationMs', 'costCents', 'createdAt', 'startedAt', 'finishedAt',
+  'durationMs', 'costCents', 'createdAt', 'startedAt', 'finishedAt', 'note',
 ];
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -61,5 +63,6 @@ export function toToolCallView(t: ToolCallEntity): ToolCallView {
     createdAt: t.createdAt.toISOString(),
     startedAt: iso(t.startedAt),
     finishedAt: iso(t.finishedAt),
+    note: t.note ?? null,
   };
 }

@@ -120,6 +120,18 @@ describe('reconciling an indeterminate call', () => {
     const reconciled = (await events(id)).at(-1)!;
     expect(reconciled.metadata.noteDigest).toBe(createHash('sha256').update(note, 'utf8').digest('hex'));
     expect(JSON.stringify(reconciled)).not.toContain('Shopify admin');
+    // Ops read it back: on the call (detail and list) and in the export; every other call has note null.
+    const detail = await h.t.http.get(`/v1/tool-calls/${id}`).set(bearer(ops));
+    expect(detail.body.note).toBe(note);
+    const listed = await h.t.http.get(`/v1/tool-calls?runId=${org.runId}`).set(bearer(ops));
+    expect((listed.body.items as { id: string; note: string | null }[]).map((c) => [c.id, c.note])).toEqual([[id, note]]);
+    const exported = await h.t.http.get(`/v1/tool-calls/export?format=ndjson&runId=${org.runId}`).set(bearer(ops)).buffer(true).parse((res, cb) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => cb(null, text));
+    });
+    expect((JSON.parse((exported.body as string).trim()) as { note: string }).note).toBe(note);
     const verify = async () => (await h.t.http.get(`/v1/ledger/verify?orgId=${org.orgId}`).set(adminAuth)).body as { ok: boolean };
     expect(await verify()).toMatchObject({ ok: true });
     await h.t.ds.query(`UPDATE tool_calls SET note = 'did not check anything' WHERE id = $1`, [id]);

@@ -92,7 +92,7 @@ describe('GET /v1/tool-calls: filters, keyset pages and signed cursors', () => {
       [
         'id', 'orgId', 'runId', 'specialistId', 'toolName', 'action', 'status', 'errorCode', 'errorText', 'correlationId', 'idempotencyKey',
         'actionDigest', 'inputRedacted', 'outputRedacted', 'riskLevel', 'policyDecisionId', 'retryCount', 'durationMs', 'costCents',
-        'createdAt', 'startedAt', 'finishedAt',
+        'createdAt', 'startedAt', 'finishedAt', 'note',
       ].sort(),
     );
     expect(await all(opsA, {})).toEqual(idsOf(callsA));
