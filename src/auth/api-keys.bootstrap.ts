@@ -86,7 +86,9 @@ export async function ensureBootstrapKey(ds: DataSource, events: LedgerEventsSer
       }
       return {};
     }
-    if (await repo.exists({ where: { name: GENERATED_NAME, orgId: IsNull(), createdBy: IsNull(), revokedAt: IsNull() } })) return {};
+    // Only while no platform admin key is live: one made with the generated key (which an admin then revoked, as it
+    // was printed and saved) keeps it revoked, instead of the next start minting and printing another.
+    if (await repo.exists({ where: { orgId: IsNull(), role: 'admin', revokedAt: IsNull() } })) return {};
     const key = generateApiKey();
     const generatedRow = row(GENERATED_NAME, key);
     await repo.insert(generatedRow);

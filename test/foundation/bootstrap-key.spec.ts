@@ -116,7 +116,7 @@ describe('bootstrap admin key: replicas starting together', () => {
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ org_id: '00000000-0000-0000-0000-000000000000', actor: null, metadata: { role: 'admin', orgId: null } });
 
-    await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE name = 'bootstrap admin (generated)' AND revoked_at IS NULL`);
+    await revokePlatformAdmins();
     const results = await race(3, { BOOTSTRAP_ADMIN_KEY: undefined });
     await race(2, { BOOTSTRAP_ADMIN_KEY: undefined });
     const [generated] = results.flatMap((r) => (r.status === 'fulfilled' && r.value.generatedKey ? [r.value.generatedKey] : []));
@@ -149,7 +149,7 @@ describe('bootstrap admin key: replicas starting together', () => {
 
   it('without BOOTSTRAP_ADMIN_KEY: exactly one replica generates (and prints) a key, none crashes', async () => {
     for (let round = 0; round < 5; round++) {
-      await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE name = 'bootstrap admin (generated)' AND revoked_at IS NULL`);
+      await revokePlatformAdmins();
       const results = await race(6, { BOOTSTRAP_ADMIN_KEY: undefined });
       const failures = results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
       expect(failures).toEqual([]);
@@ -158,6 +158,24 @@ describe('bootstrap admin key: replicas starting together', () => {
       const live = (await ds.query(`SELECT count(*)::int AS n FROM api_keys WHERE name = 'bootstrap admin (generated)' AND revoked_at IS NULL`)) as { n: number }[];
       expect(live[0].n).toBe(1);
     }
+  });
+
+  /** A key is generated only while no platform admin key is live. */
+  const revokePlatformAdmins = () => ds.query(`UPDATE api_keys SET revoked_at = now() WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL`);
+
+  it('a generated key revoked by an admin (who made their own platform admin key with it) stays revoked: the next start generates none', async () => {
+    await revokePlatformAdmins();
+    const [gen] = await race(1, { BOOTSTRAP_ADMIN_KEY: undefined });
+    const generated = (gen as PromiseFulfilledResult<{ generatedKey?: string }>).value.generatedKey!;
+    expect(generated).toMatch(/^tgw_/);
+    // The admin's own key, then the generated one revoked (it was printed and saved under DATA_DIR).
+    const own = `tgw_own_${randomBytes(16).toString('hex')}`;
+    recordApiKey(own, 'admin', 'platform admin key made with the generated one');
+    await ds.query(`INSERT INTO api_keys (id, org_id, role, name, key_hash, key_prefix) VALUES (gen_random_uuid(), NULL, 'admin', 'ops lead', $1, 'tgw_ow')`, [hashApiKey(own)]);
+    await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE key_hash = $1`, [hashApiKey(generated)]);
+    const again = await race(2, { BOOTSTRAP_ADMIN_KEY: undefined });
+    expect(again.map((r) => (r.status === 'fulfilled' ? r.value : r.reason))).toEqual([{}, {}]);
+    expect((await liveState(generated)).live).toBe(false);
   });
 
   const liveState = async (key: string) =>
@@ -204,7 +222,7 @@ describe('bootstrap admin key: replicas starting together', () => {
   });
 
   it('setting BOOTSTRAP_ADMIN_KEY revokes a key generated before (it was printed to a log), with an event', async () => {
-    await ds.query(`UPDATE api_keys SET revoked_at = now() WHERE name = 'bootstrap admin (generated)' AND revoked_at IS NULL`);
+    await revokePlatformAdmins();
     const [gen] = await race(1, { BOOTSTRAP_ADMIN_KEY: undefined });
     const generated = (gen as PromiseFulfilledResult<{ generatedKey?: string }>).value.generatedKey!;
     expect((await liveState(generated)).live).toBe(true);
