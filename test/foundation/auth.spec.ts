@@ -74,7 +74,7 @@ describe('API keys, roles and org scope', () => {
     expect((await t.http.get('/v1/tools').set(adminAuth)).status).toBe(200);
   });
 
-  it('gives one identical 401 for missing, unknown and revoked keys', async () => {
+  it('gives one identical 401, with its WWW-Authenticate challenge, for missing, unknown and revoked keys', async () => {
     const { key, id } = await createKey(t, orgA, 'ops');
     expect((await t.http.get(`/v1/orgs/${orgA}`).set(bearer(key))).status).toBe(200);
     expect((await t.http.delete(`/v1/api-keys/${id}`).set(adminAuth)).status).toBe(204);
@@ -83,6 +83,8 @@ describe('API keys, roles and org scope', () => {
       const res = await t.http.get(`/v1/orgs/${orgA}`).set(headers);
       expect(res.status).toBe(401);
       expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      // RFC 9110 §15.5.2: a 401 carries the challenge of the scheme it wants (RFC 6750 §3).
+      expect(res.headers['www-authenticate']).toBe('Bearer realm="tool-gateway"');
       const { correlationId: _c, ...rest } = res.body as Record<string, unknown>;
       bodies.push(rest);
     }

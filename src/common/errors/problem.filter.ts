@@ -44,6 +44,8 @@ export function problemBody(e: AppError, correlationId: string): Record<string, 
 
 export function sendProblem(res: Response, e: AppError, correlationId: string): void {
   if (e.extra.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(e.extra.retryAfterSeconds));
+  // RFC 9110 §15.5.2: a 401 names the scheme it wants (RFC 6750 §3: Bearer).
+  if (ERROR_STATUS[e.code] === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="tool-gateway"');
   for (const [k, v] of Object.entries(e.extra.headers ?? {})) res.setHeader(k, v);
   res.status(ERROR_STATUS[e.code]).type('application/problem+json').send(JSON.stringify(problemBody(e, correlationId)));
 }
