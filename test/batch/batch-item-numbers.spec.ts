@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
+import { jsonDepth } from '../../src/common/http/json-body.js';
 
 const TOOLS = ['order_lookup.lookup', 'shopify_order.add_note'];
 const lookup = (orderId: unknown) => toolUse('order_lookup', { action: 'lookup', orderId });
@@ -49,5 +50,20 @@ describe('a batch item holding a number JSON cannot carry exactly is that item\'
     const alone = await postRaw(org, JSON.stringify(lookup('X')).replace('"orderId":"X"', '"orderId":12345678901234567890'), 'tool-calls');
     expect(alone.body).toMatchObject({ status: 400, code: 'BAD_REQUEST', detail: ROUNDED });
     expect(await callCount(org)).toBe(0);
+  });
+  it('an item as deeply nested as a single call may be (32) is answered as the single route answers it; its neighbours run', async () => {
+    const org = await setupOrg(h.t, { tools: TOOLS });
+    const nest = (levels: number): unknown => (levels === 0 ? 1 : { a: nest(levels - 1) });
+    const deep = (depth: number) => toolUse('order_lookup', { action: 'lookup', orderId: '12345', x: nest(depth - 2) }, `toolu_deep_${depth}`);
+    expect(jsonDepth(JSON.stringify(deep(32)))).toBe(32);
+    const single = await postRaw(org, JSON.stringify(deep(32)), 'tool-calls');
+    expect([single.status, single.body.errorCode]).toEqual([422, 'INVALID_INPUT']); // x is no param of the lookup
+    const res = await postRaw(org, JSON.stringify({ toolUses: [lookup('12345'), { ...deep(32), id: 'toolu_deep_in_batch' }] }));
+    expect(res.status, res.text).toBe(200);
+    const results = res.body.results as Record<string, unknown>[];
+    expect(results.map((r) => [r.status, r.errorCode])).toEqual([['succeeded', null], ['failed', 'INVALID_INPUT']]);
+    // One level deeper than a single call may be: the whole batch, as before.
+    const tooDeep = await postRaw(org, JSON.stringify({ toolUses: [lookup('12345'), deep(33)] }));
+    expect([tooDeep.status, tooDeep.body.code, tooDeep.body.detail]).toEqual([400, 'BAD_REQUEST', 'JSON nesting deeper than 32']);
   });
 });

@@ -146,7 +146,8 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
     }
     // After the media type checks: a compressed or mislabelled body is refused for what it is, not as bad UTF-8.
     if (text === undefined) return refuse(new AppError('BAD_REQUEST', 'body is not valid UTF-8'));
-    if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    // A batch's {"toolUses": [...]} adds two levels: each item may be as deep as a single call's body (deeper, the batch goes).
+    if (jsonDepth(text) > MAX_JSON_DEPTH + (toolCallPath?.[1] ? 2 : 0)) {
       return refuse(new AppError('BAD_REQUEST', `JSON nesting deeper than ${MAX_JSON_DEPTH}`));
     }
     let body: unknown;
