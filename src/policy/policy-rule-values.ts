@@ -22,34 +22,9 @@ export function catalogRuleChecks(catalog: Pick<ToolCatalogService, 'has' | 'isT
     pathAbsent: (scope, path) => {
       const entries = entriesOf(catalog, scope);
       const segments = path.split('.');
-      return entries.length > 0 && entries.every((e) => pathAbsentIn(e.action.inputSchema, segments));
+      return entries.length > 0 && entries.every((e) => schemaAt(e.action.inputSchema, segments) === 'absent');
     },
   };
-}
-
-const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
-
-/**
- * Whether no call a schema admits can hold a value at the path: a closed object (additionalProperties false) not
- * listing a segment, or a segment below a scalar (a string param has no `amount.value`). False whenever the walk is
- * not that simple (a composite schema, an open object, an untyped node).
- */
-function pathAbsentIn(root: Record<string, unknown>, segments: readonly string[]): boolean {
-  let node = root;
-  for (const segment of segments) {
-    if (COMPOSITE.some((k) => Object.hasOwn(node, k))) return false;
-    const type = node.type;
-    const types = typeof type === 'string' ? [type] : Array.isArray(type) ? type : [];
-    if (types.length > 0 && types.every((t) => typeof t === 'string' && SCALAR_TYPES.has(t))) return true;
-    const properties = node.properties;
-    const listed = isRecord(properties) && Object.hasOwn(properties, segment) ? properties[segment] : undefined;
-    if (isRecord(listed)) node = listed;
-    else if (listed === undefined && node.additionalProperties === false && !(ARRAY_INDEX.test(segment) && isRecord(node.items))) return true;
-    else if (listed === undefined && isRecord(node.additionalProperties)) node = node.additionalProperties;
-    else if (listed === undefined && ARRAY_INDEX.test(segment) && isRecord(node.items)) node = node.items;
-    else return false;
-  }
-  return false;
 }
 
 /** What the value check reads of the catalog (ToolCatalogService has it). */
@@ -155,18 +130,23 @@ function entriesOf(catalog: RuleValueCatalog, scope: RuleScope): CatalogEntry[] 
   return out;
 }
 
+const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
+
 /**
  * The schema of the value at a path, walking `properties` (and a plain `additionalProperties` or `items`);
- * 'absent' when a closed object cannot hold the first segment, 'unknown' when the walk is not that simple.
+ * 'absent' when no value the schema admits holds the path (a closed object not listing a segment, a segment below a
+ * scalar: a text param has no `amount.value`), 'unknown' when the walk is not that simple.
  */
 function schemaAt(root: Record<string, unknown>, segments: readonly string[]): Record<string, unknown> | 'absent' | 'unknown' {
   let node = root;
-  for (const [i, segment] of segments.entries()) {
+  for (const segment of segments) {
     if (COMPOSITE.some((k) => Object.hasOwn(node, k))) return 'unknown';
+    const types = typeof node.type === 'string' ? [node.type] : Array.isArray(node.type) ? (node.type as unknown[]) : [];
+    if (types.length > 0 && types.every((t) => typeof t === 'string' && SCALAR_TYPES.has(t))) return 'absent';
     const properties = node.properties;
     const listed = isRecord(properties) && Object.hasOwn(properties, segment) ? properties[segment] : undefined;
     if (isRecord(listed)) node = listed;
-    else if (listed === undefined && i === 0 && node.additionalProperties === false) return 'absent';
+    else if (listed === undefined && node.additionalProperties === false) return 'absent';
     else if (listed === undefined && isRecord(node.additionalProperties)) node = node.additionalProperties;
     else if (listed === undefined && ARRAY_INDEX.test(segment) && isRecord(node.items)) node = node.items;
     else return 'unknown';

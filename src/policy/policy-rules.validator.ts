@@ -164,8 +164,6 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
         const condition = checkCondition(item, `where[${j}]`, fail);
         if (condition === null) ok = false;
         else if (params && !takesParam(params, condition.path)) ok = failWith(fail, notAParam(`where[${j}]`, condition.path, toolName as string | undefined, params));
-        // With the catalog only (a PUT): saved rules are read as they are, and one refused there would fail the org's whole policy closed.
-        else if (known?.pathAbsent && condition.op === 'in' && (condition.value as unknown[]).length === 0) ok = failWith(fail, `where[${j}].value must hold at least one value for in (an empty list holds for no call)`);
         // exists:false and ne hold for a call without the param: vacuous, but they never make a rule fail open.
         else if (toolNameOk && riskLevelOk && !holdsWhenAbsent(condition) && known?.pathAbsent?.(scope, condition.path)) ok = failWith(fail, neverPresent(`where[${j}]`, condition.path, scope));
         else {
@@ -268,6 +266,9 @@ function notInCatalog(toolName: string, known: KnownTools): string {
  */
 function neverMatched(condition: PolicyCondition, at: string, scope: RuleScope, problemOf: RuleValueProblem): string[] {
   if (condition.op !== 'eq' && condition.op !== 'ne' && condition.op !== 'in') return [];
+  // Judged with the catalog only, as every value here (a PUT): saved rules are read as they are, and one refused
+  // there would fail the org's whole policy closed.
+  if (condition.op === 'in' && (condition.value as unknown[]).length === 0) return [`${at}.value must hold at least one value for in (an empty list holds for no call)`];
   const param = isEchoablePath(condition.path) ? condition.path : `${at}.path`;
   const check = (value: unknown, where: string): string[] => {
     const why = problemOf(scope, condition.path, value);
