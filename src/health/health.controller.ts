@@ -32,30 +32,14 @@ export class HealthController implements OnApplicationShutdown {
 
   @Get('readyz')
   async ready(@Req() req: Request & { correlationId?: string }, @Res() res: Response): Promise<void> {
-    let database: 'up' | 'read-only';
-    try {
-      database = await this.probe.ping();
-    } catch {
-      // An error like every other (API.md §8): problem+json with code and correlationId. `database`
-      // stays as an extension member; the old `status: "not_ready"` cannot, since `status` is the
-      // problem's HTTP status (RFC 9457, API.md §8).
-      sendProblem(
-        res,
-        new AppError('DATABASE_UNAVAILABLE', 'the database is unreachable; not ready', { retryAfterSeconds: 1, fields: { database: 'down' } }),
-        req.correlationId ?? 'unknown',
-      );
-      return;
-    }
-    if (database === 'read-only') {
-      // Every call would be refused DATABASE_UNAVAILABLE (SQLSTATE 25006): out of rotation until a writable server answers.
-      sendProblem(
-        res,
-        new AppError('DATABASE_UNAVAILABLE', 'the database takes no writes (read-only: a replica or a failover); not ready', {
-          retryAfterSeconds: 1,
-          fields: { database: 'read-only' },
-        }),
-        req.correlationId ?? 'unknown',
-      );
+    const database = await this.probe.ping().catch(() => 'down' as const);
+    if (database !== 'up') {
+      // An error like every other (API.md §8): problem+json with code and correlationId. `database` stays as an
+      // extension member; the old `status: "not_ready"` cannot, since `status` is the problem's HTTP status (RFC 9457,
+      // API.md §8). Read-only: every call would be refused DATABASE_UNAVAILABLE (SQLSTATE 25006), so out of rotation
+      // until a writable server answers.
+      const why = database === 'down' ? 'the database is unreachable' : 'the database takes no writes (read-only: a replica or a failover)';
+      sendProblem(res, new AppError('DATABASE_UNAVAILABLE', `${why}; not ready`, { retryAfterSeconds: 1, fields: { database } }), req.correlationId ?? 'unknown');
       return;
     }
     res.status(200).json({ status: 'ready', database: 'up' });

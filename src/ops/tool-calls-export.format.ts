@@ -21,8 +21,11 @@ export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
   let text = typeof value === 'object' ? JSON.stringify(value) : String(value);
   if (typeof value === 'string' && FORMULA_START.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  return rfc4180(text);
 }
+
+/** RFC 4180: quoted when it holds a comma, quote, CR or LF, with quotes doubled. */
+const rfc4180 = (text: string): string => (/[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
 
 /**
  * A cell of a JSON column (inputRedacted, outputRedacted: any JSON value): always its JSON text, so the text "[1,2]"
@@ -30,9 +33,7 @@ export function csvCell(value: unknown): string {
  * ledger holds. No value is empty. Never formula-prefixed: a JSON string starts with `"`, and a number is a number.
  */
 export function csvJsonCell(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  const text = JSON.stringify(value);
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  return value === null || value === undefined ? '' : rfc4180(JSON.stringify(value));
 }
 
 const JSON_FIELDS: ReadonlySet<keyof ToolCallView> = new Set(['inputRedacted', 'outputRedacted']);
