@@ -3,7 +3,7 @@ import { settleApprovalsSql } from '../../src/approvals/approval-settle.sql.js';
 import { Sql } from '../../src/db/sql.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
-import { aroundStatements, approvalFor, refundUse, refunds } from './support.js';
+import { aroundStatements, approvalFor, refundUse, refunds, twoOverdueApprovals } from './support.js';
 
 /** The settle statement of a decision (settleApprovalsSql('by-id')). */
 const isSettle = (text: string): boolean => text.includes('UPDATE approval_requests SET') && text.includes("id = $1 AND status = 'pending'");
@@ -105,18 +105,9 @@ describe('the expiry sweep beside a run ending', () => {
 
   it('locks the approvals it settles in id order, as the run end does', async () => {
     const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
-    const callIds: string[] = [];
-    for (const amount of ['2.20', '2.21']) {
-      const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
-      expect(res.status).toBe(202);
-      callIds.push(res.body.toolCallId as string);
-    }
-    const ids = ((await h.t.ds.query('SELECT id FROM approval_requests WHERE tool_call_id = ANY($1::uuid[]) ORDER BY id', [callIds])) as { id: string }[]).map((r) => r.id);
-    const [lo, hi] = ids;
     // Long overdue (only these two, at the `now` the statement is given), and read by a plan of its own in the other
     // order: `hi` expires first (the pending-expiry index) and, written first, its row version comes first (a table scan).
-    await h.t.ds.query(`UPDATE approval_requests SET expires_at = '2000-01-01T00:00:00Z' WHERE id = $1`, [hi]);
-    await h.t.ds.query(`UPDATE approval_requests SET expires_at = '2000-01-01T00:00:10Z' WHERE id = $1`, [lo]);
+    const { lo, hi } = await twoOverdueApprovals(h, org, ['2.20', '2.21']);
 
     const end = h.t.ds.createQueryRunner();
     await end.connect();
@@ -133,7 +124,7 @@ describe('the expiry sweep beside a run ending', () => {
       // Not yet holding `hi`: the run end takes it (had the sweep taken it first, each would wait for the other).
       await expect(end.query('SELECT id FROM approval_requests WHERE id = $1 FOR UPDATE NOWAIT', [hi])).resolves.toEqual([{ id: hi }]);
       await end.commitTransaction();
-      expect((await sweep).map((r) => r.id).sort()).toEqual(ids);
+      expect((await sweep).map((r) => r.id).sort()).toEqual([lo, hi]);
     } finally {
       if (end.isTransactionActive) await end.rollbackTransaction();
       await end.release();

@@ -6,7 +6,7 @@ import { Sql } from '../../src/db/sql.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
 import { cloneWaitingCalls } from './backlog-seed.js';
-import { aroundStatements, refundUse } from './support.js';
+import { aroundStatements, refundUse, twoOverdueApprovals } from './support.js';
 
 /** The sweep's expiry statement (settleApprovalsSql('expired', …)). */
 const isSweepExpiry = (text: string): boolean => text.includes('UPDATE approval_requests SET') && text.includes('$1::uuid IS NULL');
@@ -117,17 +117,8 @@ describe('approvals sweep over a backlog of overdue approvals', () => {
 
   // As decision-deadlock.spec.ts checks of the unbatched statement: a batch is picked by expiry, but locked in id order.
   it('locks the approvals of a batch in id order, as a run end does', async () => {
-    const callIds: string[] = [];
-    for (const amount of ['4.40', '4.41']) {
-      const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
-      expect(res.status).toBe(202);
-      callIds.push(res.body.toolCallId as string);
-    }
-    const ids = ((await h.t.ds.query('SELECT id FROM approval_requests WHERE tool_call_id = ANY($1::uuid[]) ORDER BY id', [callIds])) as { id: string }[]).map((r) => r.id);
-    const [lo, hi] = ids;
     // Only these two overdue at the `now` the statement is given; `hi` expires first, so the batch reads it first.
-    await h.t.ds.query(`UPDATE approval_requests SET expires_at = '2000-01-01T00:00:00Z' WHERE id = $1`, [hi]);
-    await h.t.ds.query(`UPDATE approval_requests SET expires_at = '2000-01-01T00:00:10Z' WHERE id = $1`, [lo]);
+    const { lo, hi } = await twoOverdueApprovals(h, org, ['4.40', '4.41']);
     const end = new pg.Client({ connectionString: process.env.DATABASE_URL });
     await end.connect();
     try {
@@ -145,7 +136,7 @@ describe('approvals sweep over a backlog of overdue approvals', () => {
       // Not yet holding `hi`: the run end takes it (had the batch taken it first, each would wait for the other).
       expect((await end.query('SELECT id FROM approval_requests WHERE id = $1 FOR UPDATE NOWAIT', [hi])).rows).toEqual([{ id: hi }]);
       await end.query('COMMIT');
-      expect((await sweep).map((r) => r.id).sort()).toEqual(ids);
+      expect((await sweep).map((r) => r.id).sort()).toEqual([lo, hi]);
     } finally {
       await end.query('ROLLBACK').catch(() => undefined);
       await end.end();

@@ -7,6 +7,24 @@ import { bearer } from '../support/test-app.js';
 
 export const refundUse = (amount = '1.00', orderId = '12345') => toolUse('shopify_refund', { action: 'create', orderId, amount });
 
+/**
+ * Two refunds of the run waiting for approval, their approvals long overdue (only these two, at a `now` after 2000)
+ * and `hi` (the higher id) expiring first: a plan reading by expiry (the pending-expiry index) meets them in the
+ * order opposite to the id order a run end locks them in.
+ */
+export async function twoOverdueApprovals(h: Harness, org: { runId: string; agentKey: string }, amounts: [string, string]): Promise<{ lo: string; hi: string }> {
+  const callIds: string[] = [];
+  for (const amount of amounts) {
+    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
+    if (res.status !== 202) throw new Error(`expected 202 waiting for approval, got ${res.status}`);
+    callIds.push(res.body.toolCallId as string);
+  }
+  const [lo, hi] = ((await h.t.ds.query('SELECT id FROM approval_requests WHERE tool_call_id = ANY($1::uuid[]) ORDER BY id', [callIds])) as { id: string }[]).map((r) => r.id);
+  await h.t.ds.query(`UPDATE approval_requests SET expires_at = '2000-01-01T00:00:00Z' WHERE id = $1`, [hi]);
+  await h.t.ds.query(`UPDATE approval_requests SET expires_at = '2000-01-01T00:00:10Z' WHERE id = $1`, [lo]);
+  return { lo, hi };
+}
+
 export const refunds = (h: Harness, orderId = '12345'): number => h.emu.vendor<ShopifyEmulator>('shopify').refundCount(orderId);
 
 export async function approvalFor(h: Harness, key: string, toolCallId: string): Promise<{ id: string; actionDigest: string; kind: string; status: string }> {
