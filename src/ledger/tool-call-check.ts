@@ -64,11 +64,33 @@ interface CallEvent {
   noteDigest: string | null;
   /** The first of the row's run, tool name, action and action digest this event disagrees on; null when none. */
   differs: string | null;
+  /** What an approval or policy step recorded (null where the event has no such field). */
+  kind: string | null;
+  ruleId: string | null;
+  hasRuleId: boolean;
+  riskLevel: string | null;
+  reason: string | null;
+  approvalId: string | null;
+  decision: string | null;
+  actorKeyId: string | null;
+  actorRole: string | null;
+}
+
+/** The call's approval row, as the detail view shows it. */
+interface ApprovalRow {
+  id: string; kind: string; status: string; riskLevel: string; decidedBy: string | null; decidedRole: string | null;
+}
+
+/** The call's policy decision row the detail view shows (its policy_decision_id's, else its latest). */
+interface DecisionRow {
+  decision: string; ruleId: string | null; riskLevel: string; digest: string;
 }
 
 interface CallRow {
-  id: string; status: string; error_code: string | null; note_digest: string | null; created_iso: string;
+  id: string; status: string; error_code: string | null; note_digest: string | null; created_iso: string; action_digest: string;
   events: CallEvent[] | null;
+  approval: ApprovalRow | null;
+  decision: DecisionRow | null;
 }
 
 /**
@@ -76,7 +98,8 @@ interface CallRow {
  * STEPS from a tool_call.requested; its status must be the one the trail leads to, and its error
  * code the one the event that led there recorded (and a reconciled call's note the digest its event
  * recorded, when it has one: events from before it was recorded do not); every event must name the
- * row's run, tool, action and action digest. Row and events are read in one statement, as the
+ * row's run, tool, action and action digest; its approval and policy decision rows, which the detail
+ * view shows, must be the ones its events recorded (approvalMismatch, decisionMismatch). Row and events are read in one statement, as the
  * gateway writes a call's status and its events in one: a call moving meanwhile is never half seen.
  * (A forged event INSERTed to match an edit still passes: inserting is what an append-only ledger
  * allows. cost_cents is on no event, so a rewrite of it alone is not found.)
@@ -84,8 +107,14 @@ interface CallRow {
 async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
   for (let after = { iso: '-infinity', id: NIL_UUID }; ;) {
     const rows = (await db.query(
-      `SELECT t.id, t.status, t.error_code, ${isoSql('t.created_at')} AS created_iso,
-              encode(sha256(convert_to(t.note, 'UTF8')), 'hex') AS note_digest, e.events
+      `SELECT t.id, t.status, t.error_code, t.action_digest, ${isoSql('t.created_at')} AS created_iso,
+              encode(sha256(convert_to(t.note, 'UTF8')), 'hex') AS note_digest, e.events,
+              (SELECT jsonb_build_object('id', a.id, 'kind', a.kind, 'status', a.status, 'riskLevel', a.risk_level,
+                                         'decidedBy', a.decided_by, 'decidedRole', a.decided_role)
+                 FROM approval_requests a WHERE a.tool_call_id = t.id AND a.org_id = t.org_id) AS approval,
+              (SELECT jsonb_build_object('decision', d.decision, 'ruleId', d.rule_id, 'riskLevel', d.risk_level, 'digest', d.action_digest)
+                 FROM policy_decisions d WHERE d.tool_call_id = t.id AND d.org_id = t.org_id
+                ORDER BY (d.id = t.policy_decision_id) IS TRUE DESC, d.created_at DESC, d.id DESC LIMIT 1) AS decision
          FROM tool_calls t
          LEFT JOIN LATERAL (
            SELECT jsonb_agg(jsonb_build_object(
@@ -95,7 +124,11 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
                     'differs', CASE WHEN e.run_id IS DISTINCT FROM t.run_id THEN 'run'
                                     WHEN e.metadata->>'toolName' IS DISTINCT FROM t.tool_name THEN 'tool name'
                                     WHEN e.metadata->>'action' IS DISTINCT FROM t.action THEN 'action'
-                                    WHEN e.metadata->>'digest' IS DISTINCT FROM t.action_digest THEN 'action digest' END)
+                                    WHEN e.metadata->>'digest' IS DISTINCT FROM t.action_digest THEN 'action digest' END,
+                    'kind', e.metadata->>'kind', 'ruleId', e.metadata->>'ruleId', 'hasRuleId', e.metadata ? 'ruleId',
+                    'riskLevel', e.metadata->>'riskLevel', 'reason', e.metadata->>'reason',
+                    'approvalId', e.metadata->>'approvalId', 'decision', e.metadata->>'decision',
+                    'actorKeyId', e.actor->>'keyId', 'actorRole', e.actor->>'role')
                   ORDER BY e.seq) AS events
              FROM runtime_ledger_events e WHERE e.tool_call_id = t.id AND e.org_id = t.org_id) e ON true
         WHERE t.org_id = $1 AND (t.created_at, t.id) > ($2::timestamptz, $3::uuid)
@@ -136,8 +169,61 @@ function callMismatch(r: CallRow): Mismatch | null {
   const differs = events.findLast((e) => e.differs !== null);
   if (differs) return { at: differs, reason: `tool call ${r.id}: its ${differs.differs} differs from its events'` };
   // A note is what tells the agent an operator checked with the vendor (tool-call-body.ts): only a reconcile writes one.
+  const recorded = approvalMismatch(r, events) ?? decisionMismatch(r, events);
+  if (recorded) return recorded;
   if (by.type !== 'tool_call.reconciled') return r.note_digest === null ? null : { at: by, reason: `tool call ${r.id} has a reconcile note, but no reconcile on the ledger` };
   if (by.noteDigest !== null && r.note_digest !== by.noteDigest) return { at: by, reason: `tool call ${r.id}: its reconcile note differs from the one its event recorded` };
+  return null;
+}
+
+/**
+ * The call's approval row against its events. The detail view shows the row (who decided, what), the chain
+ * recorded the request (kind, risk) and the decision (approvalId, decision, the deciding key; no key for an
+ * expiry): approval-settle.sql.ts, or RunsService.endRun, which rejects the pending approvals of the run it ends
+ * (its event names the approval but no decision). A row still pending whose call moved on was never decided.
+ */
+function approvalMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
+  const requested = events.find((e) => e.type === 'tool_call.approval_requested');
+  const a = r.approval;
+  if (!requested) return a ? { at: null, reason: `tool call ${r.id} has an approval request, but none on the ledger` } : null;
+  if (!a) return { at: requested, reason: `tool call ${r.id}: its approval request on the ledger has no approval row` };
+  if ((requested.kind !== null && a.kind !== requested.kind) || (requested.riskLevel !== null && a.riskLevel !== requested.riskLevel)) {
+    return { at: requested, reason: `tool call ${r.id}: its approval row differs from the request its event recorded` };
+  }
+  const decided = events.find((e) => e.approvalId !== null);
+  if (!decided) {
+    // Events from before the decision named its approval (7aa7600) leave a decided row unchecked; a pending one must still be waiting.
+    if (a.status === 'pending' && a.decidedBy === null && r.status === 'waiting_approval') return null;
+    if (a.status !== 'pending' && r.status !== 'waiting_approval') return null;
+    return { at: requested, reason: a.status === 'pending' ? `tool call ${r.id} is ${r.status}, but its approval is still pending` : `tool call ${r.id}: its approval is decided, but no decision is on the ledger` };
+  }
+  const status = decided.decision ?? 'rejected';
+  if (decided.approvalId !== a.id || a.status !== status || a.decidedBy !== decided.actorKeyId || a.decidedRole !== decided.actorRole) {
+    return { at: decided, reason: `tool call ${r.id}: its approval row differs from the decision its event recorded` };
+  }
+  return null;
+}
+
+/**
+ * The policy decision the detail view shows against the events that recorded it: a block by policy (its rule),
+ * an approval request (its rule, risk and kind), or a call started straight from its request (allowed or observed).
+ * The row's digest is the call's. Calls blocked before the policy step (flag, manifest) or failed on their input
+ * are not checked beyond the digest: no event records a decision for them.
+ */
+function decisionMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
+  const d = r.decision;
+  if (!d) return null;
+  const off = (at: CallEvent | null): Mismatch => ({ at, reason: `tool call ${r.id}: its policy decision differs from the one its events recorded` });
+  if (d.digest !== r.action_digest) return off(null);
+  const ruled = events.findLast((e) => (e.type === 'tool_call.blocked' && e.reason === 'policy') || e.type === 'tool_call.approval_requested');
+  if (ruled?.type === 'tool_call.blocked') return d.decision === 'block' && (!ruled.hasRuleId || d.ruleId === ruled.ruleId) ? null : off(ruled);
+  if (ruled) {
+    const expected = ruled.kind === null ? null : `require_${ruled.kind}_approval`;
+    const same = (expected === null || d.decision === expected) && (!ruled.hasRuleId || d.ruleId === ruled.ruleId) && (ruled.riskLevel === null || d.riskLevel === ruled.riskLevel);
+    return same ? null : off(ruled);
+  }
+  const started = events[1]?.type === 'tool_call.started' ? events[1] : null;
+  if (started && d.decision !== 'allow' && d.decision !== 'observe') return off(started);
   return null;
 }
 
