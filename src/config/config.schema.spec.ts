@@ -57,6 +57,17 @@ describe('config schema', () => {
     expect(parseRawConfigCollecting({ PORT: ' 80 80 ' }).problems).toEqual(['PORT must be an integer, got " 80 80 "']);
   });
 
+  it('reads BOOTSTRAP_ADMIN_KEY without the spaces or newline around it (a key mounted from a file); only spaces is unset', () => {
+    const key = 'tgk_bootstrap_' + 'a'.repeat(32);
+    for (const raw of [`${key}\n`, `  ${key} `, `${key}\r\n`]) {
+      const { raw: config, problems } = parseRawConfigCollecting({ BOOTSTRAP_ADMIN_KEY: raw });
+      expect(problems, JSON.stringify(raw)).toEqual([]);
+      expect(config.BOOTSTRAP_ADMIN_KEY).toBe(key);
+    }
+    expect(parseRawConfigCollecting({ BOOTSTRAP_ADMIN_KEY: '   ' })).toMatchObject({ problems: [], raw: { BOOTSTRAP_ADMIN_KEY: undefined } });
+    expect(parseRawConfigCollecting({ BOOTSTRAP_ADMIN_KEY: ` ${key.slice(0, 10)} ${key}` }).problems).toEqual([expect.stringMatching(/^BOOTSTRAP_ADMIN_KEY may contain only printable ASCII/)]);
+  });
+
   it('refuses a DATABASE_URL the driver could not read (an unencoded # or % in the password), naming the variable, not the value', () => {
     for (const url of ['postgres://gateway:pa#ss-SECRET@db:5432/tool_gateway', 'postgres://gateway:50%-SECRET@db:5432/tool_gateway', 'postgres://u:p@db/x#SECRET']) {
       const { problems } = parseRawConfigCollecting({ DATABASE_URL: url });

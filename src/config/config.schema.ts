@@ -118,8 +118,10 @@ export const CONFIG_SCHEMA = {
   BOOTSTRAP_ADMIN_KEY: {
     description: 'platform admin API key (32-512 printable ASCII characters, no spaces); in development one is generated and printed once when unset',
     sensitive: true,
-    parse: (raw: string | undefined) => {
-      if (raw === undefined || raw === '') return undefined;
+    parse: (value: string | undefined) => {
+      // Read like every other value: a key mounted from a file ends in a newline, and one of only spaces is unset.
+      const raw = given(value);
+      if (raw === undefined) return undefined;
       // Never quote the value: the key is a secret. The bounds are the ones the auth guard accepts in an
       // `Authorization: Bearer` header (printable ASCII without spaces, at most 512): any other key would be
       // stored at start-up and then answered 401 on every request.

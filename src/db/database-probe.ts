@@ -24,9 +24,21 @@ export function databaseTarget(url: string): string {
   }
 }
 
+/**
+ * pg's own client-side messages that quote nothing of the URL, shown as they are, and whether they say "not yet": a
+ * connection accepted and closed before the startup handshake is what a port proxy (docker-proxy, cloud-sql-proxy)
+ * does while the server behind it is not listening yet; an SSL mode the server does not speak stays so.
+ */
+const CLIENT_MESSAGES: ReadonlyMap<string, boolean> = new Map([
+  ['Connection terminated unexpectedly', true],
+  ['The server does not support SSL connections', false],
+]);
+
 function reason(err: unknown): { text: string; transient: boolean } {
   const e = err as { code?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : undefined;
+  const known = !code && typeof e?.message === 'string' ? CLIENT_MESSAGES.get(e.message) : undefined;
+  if (known !== undefined) return { text: (e as { message: string }).message, transient: known };
   // The server's own message for its refusals (authentication, unknown database) names no secret; a client-side
   // error's message may quote the URL's parts, so only its code.
   const text = code && /^[0-9A-Z]{5}$/.test(code) && typeof e?.message === 'string' ? `${e.message} (${code})` : (code ?? 'connection failed');

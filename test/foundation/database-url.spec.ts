@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { databaseTarget, probeDatabase } from '../../src/db/database-probe.js';
 import { teeChildToRunLog } from '../support/run-log.js';
@@ -42,6 +43,41 @@ describe('reaching the database DATABASE_URL names, before start-up', () => {
     expect(waits.length).toBeGreaterThanOrEqual(1);
     expect(waits.every((l) => l.endsWith('; trying again'))).toBe(true);
     expect(waits.join('\n')).not.toContain('@');
+  });
+
+  it('an endpoint that accepts and closes connections (a port proxy whose server is not up yet) is waited for; it connects once the server is', async () => {
+    const db = new URL(process.env.DATABASE_URL!);
+    let up = false;
+    const sockets = new Set<net.Socket>();
+    const front = net.createServer((c) => {
+      sockets.add(c);
+      if (!up) return void c.end();
+      const to = net.connect(Number(db.port || 5432), db.hostname);
+      sockets.add(to);
+      c.pipe(to).pipe(c);
+      c.on('error', () => to.destroy());
+      to.on('error', () => c.destroy());
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    try {
+      const port = (front.address() as net.AddressInfo).port;
+      const waits: string[] = [];
+      const problem = await probeDatabase(variant({ port }), { ...quick(waits), budgetMs: 10_000, onWait: (l) => ((up = true), waits.push(l)) });
+      expect(problem).toBeNull();
+      expect(waits).toEqual([`cannot connect to the database in DATABASE_URL (127.0.0.1:${port}${db.pathname}): Connection terminated unexpectedly; trying again`]);
+    } finally {
+      for (const s of sockets) s.destroy();
+      front.close();
+    }
+  });
+
+  it('an SSL mode the server does not speak is a problem at once, saying so', async () => {
+    const u = new URL(process.env.DATABASE_URL!);
+    u.searchParams.set('sslmode', 'no-verify');
+    const waits: string[] = [];
+    const problem = await probeDatabase(u.toString(), quick(waits));
+    expect(problem).toMatch(/^cannot connect to the database in DATABASE_URL \(.+\): The server does not support SSL connections$/);
+    expect(waits).toEqual([]);
   });
 
   it('names the target without the user or password', () => {
