@@ -5,7 +5,7 @@ import { jsonDepth } from '../../src/common/http/json-body.js';
 
 const TOOLS = ['order_lookup.lookup', 'shopify_order.add_note'];
 const lookup = (orderId: unknown) => toolUse('order_lookup', { action: 'lookup', orderId });
-const ROUNDED = 'a number in the body would be rounded (an integer beyond 2^53 loses digits): send it as a string';
+const ROUNDED = 'a number in the body would be rounded (an integer beyond 2^53, or more significant digits than a double holds): send it as a string';
 const INFINITE = 'a number in the body is too large to represent';
 
 describe('a batch item holding a number JSON cannot carry exactly is that item\'s own 400; the others run', () => {

@@ -47,10 +47,10 @@ describe('what the client wrote is what the gateway acts on: exact numbers, one 
   const nangoPost = (id: string, replyTo: string) =>
     `{"type":"tool_use","id":"${id}","name":"nango_proxy","input":{"action":"post","path":"v1/messages","body":{"reply_to":${replyTo}}}}`;
 
-  it('an integer beyond 2^53 that a double would round → 400 saying to send it as a string; nothing recorded or sent', async () => {
+  it('a number a double would change (an integer beyond 2^53, a long decimal, a non-zero one below its range) → 400 saying to send it as a string; nothing recorded or sent', async () => {
     const rows = await ledgerRows();
     const sent = h.emu.requests.length;
-    for (const n of ['1234567890123456789', '-9223372036854775807', '12345678901234567890.0']) {
+    for (const n of ['1234567890123456789', '-9223372036854775807', '12345678901234567890.0', '1.000000000000000001', '99999999999999.99', '1e-400']) {
       const res = await post(nangoPost(`toolu_big_${rows}_${n.length}`, n));
       expect(res.status, n).toBe(400);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);

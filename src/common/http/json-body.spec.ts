@@ -21,11 +21,21 @@ describe('unrepresentableNumber', () => {
     }
   });
 
+  it('a decimal of more significant digits than a double holds, or a non-zero one below its range: rounded (1.000000000000000001 went on as 1)', () => {
+    for (const n of [
+      '1.000000000000000001', '-1.000000000000000001', '0.12345678901234567890123', '3.14159265358979323846', '1.0000000000000000001e2',
+      '99999999999999.99', '0.1e-400', '1e-400', '-2.5E-330', '5e-325', `0.${'0'.repeat(400)}1`,
+    ]) {
+      expect(check(`{"body":{"amount":${n}}}`), n).toBe('rounded');
+      expect(check(n), n).toBe('rounded');
+    }
+  });
+
   it('numbers the double writes back as the same number pass: decimals, small integers, exact large ones', () => {
     for (const n of [
-      '0', '-0', '0.1', '1e3', '1E+3', '12345', '9007199254740991', '-9007199254740991', '9007199254740992', '1e20', '100000000000000000000.000',
-      '1e308', '1.5e300', '6.02214076e23', '1.2345678901234567e30', '99999999999999.99', '0.1e-400', '123.456e-2', `1${'0'.repeat(300)}`, '1000000000000000100000',
-      '-12345678901234567000', '0.12345678901234567890123',
+      '0', '-0', '0.0', '0e-400', '0.1', '1e3', '1E+3', '12345', '9007199254740991', '-9007199254740991', '9007199254740992', '1e20', '100000000000000000000.000',
+      '1e308', '1.5e300', '6.02214076e23', '1.2345678901234567e30', '123.456e-2', `1${'0'.repeat(300)}`, '1000000000000000100000',
+      '-12345678901234567000', '0.30000000000000004', '5e-324', '2.2250738585072014e-308', '1.7976931348623157e308', '0.1000000000000000000000',
     ]) {
       expect(check(`{"a":${n}}`), n).toBeUndefined();
     }
@@ -62,10 +72,10 @@ describe('refuseBatchItems', () => {
     const out = read('{"toolUses":[{"id":"a","n":1},{"id":"b","n":12345678901234567890},{"id":"c","n":[1e400]},7,9223372036854775807]}');
     expect(out).toEqual([
       { id: 'a', n: 1 },
-      'a number in the body would be rounded (an integer beyond 2^53 loses digits): send it as a string',
+      'a number in the body would be rounded (an integer beyond 2^53, or more significant digits than a double holds): send it as a string',
       'a number in the body is too large to represent',
       7,
-      'a number in the body would be rounded (an integer beyond 2^53 loses digits): send it as a string',
+      'a number in the body would be rounded (an integer beyond 2^53, or more significant digits than a double holds): send it as a string',
     ]);
     const body = JSON.parse('{"toolUses":[{"id":"b","n":1e400}]}') as { toolUses: unknown[] };
     refuseBatchItems(body, '{"toolUses":[{"id":"b","n":1e400}]}');

@@ -178,7 +178,7 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
 function numberError(problem: 'infinite' | 'rounded'): AppError {
   return problem === 'infinite'
     ? new AppError('BAD_REQUEST', 'a number in the body is too large to represent')
-    : new AppError('BAD_REQUEST', 'a number in the body would be rounded (an integer beyond 2^53 loses digits): send it as a string');
+    : new AppError('BAD_REQUEST', 'a number in the body would be rounded (an integer beyond 2^53, or more significant digits than a double holds): send it as a string');
 }
 
 /** Batch items the body reader refused, by the placeholder that stands in for each (see refuseBatchItems). */
@@ -264,12 +264,14 @@ export function batchItemSpans(text: string): [number, number][] {
 
 /**
  * What JSON.parse lost of a body's numbers: 'infinite' when a value is ±Infinity, 'rounded' when a literal
- * beyond 2^53 does not come back from its double as the same number (1234567890123456789 is written on as
- * 1234567890123456800). One that does (1e308, 9007199254740992, 6.02214076e23) is passed on unchanged. The
- * walk is iterative (no recursion to blow); the text is read again only when a number past 2^53 turned up.
+ * does not come back from its double as the same number: an integer beyond 2^53 (1234567890123456789 is written
+ * on as 1234567890123456800), a decimal of more digits than a double holds (1.000000000000000001 as 1), a
+ * non-zero one below its range (1e-400 as 0). One that does (1e308, 9007199254740992, 6.02214076e23,
+ * 0.30000000000000004) is passed on unchanged. The walk is iterative (no recursion to blow); the text is read
+ * again only when the body holds a number (any may be a rounded literal: 1.0000000000000000001 parses to 1).
  */
 export function unrepresentableNumber(value: unknown, text: string, from = 0, to = text.length): 'infinite' | 'rounded' | undefined {
-  let large = false;
+  let numbers = false;
   // Only containers are stacked: a flat array of 100k numbers is read in place, not pushed item by item.
   const stack: object[] = [[value]];
   while (stack.length) {
@@ -277,17 +279,18 @@ export function unrepresentableNumber(value: unknown, text: string, from = 0, to
     for (const item of Array.isArray(container) ? (container as unknown[]) : Object.values(container)) {
       if (typeof item === 'number') {
         if (!Number.isFinite(item)) return 'infinite';
-        if (item > Number.MAX_SAFE_INTEGER || item < -Number.MAX_SAFE_INTEGER) large = true;
+        numbers = true;
       } else if (item !== null && typeof item === 'object') stack.push(item);
     }
   }
-  return large && hasRoundedLiteral(text, from, to) ? 'rounded' : undefined;
+  return numbers && hasRoundedLiteral(text, from, to) ? 'rounded' : undefined;
 }
 
 /**
- * True when a number literal of a (valid) JSON text is beyond 2^53 and not the number its double writes back.
- * A literal of at most 15 significant digits always comes back the same (a double holds 15 decimal digits), so
- * only longer ones are parsed again: a body of many large numbers costs no more than one more pass.
+ * True when a number literal of a (valid) JSON text is not the number its double writes back. A literal of at
+ * most 15 significant digits comes back the same (a double holds 15 decimal digits) unless it is out of range,
+ * so only longer ones, ones with an exponent and very long ones are parsed again: a body of many numbers costs no
+ * more than one more pass.
  */
 function hasRoundedLiteral(text: string, from = 0, to = text.length): boolean {
   let inString = false;
@@ -314,11 +317,13 @@ function hasRoundedLiteral(text: string, from = 0, to = text.length): boolean {
         else if (!digit && d !== 43 && d !== 45) break; // the end of the literal
       }
       const significant = first < 0 ? 0 : last - first + 1 - (dot > first && dot < last ? 1 : 0);
-      if (significant > 15) {
+      // (A non-zero literal needs an exponent or 300-odd zeros to fall below a double's range.)
+      if (first >= 0 && (significant > 15 || exponent || end - i > 300)) {
         const literal = text.slice(i, end);
         const parsed = Number(literal);
+        if (parsed === 0) return true; // a non-zero literal below a double's range
         const back = String(parsed);
-        if (Math.abs(parsed) > Number.MAX_SAFE_INTEGER && back !== literal && decimalValue(literal) !== decimalValue(back)) return true;
+        if (back !== literal && decimalValue(literal) !== decimalValue(back)) return true;
       }
       i = end - 1;
     }

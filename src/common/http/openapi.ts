@@ -123,7 +123,8 @@ export function ApiToolCallResponses(forbidden: string): MethodDecorator {
     }),
     ApiProblemResponse(
       400,
-      'BAD_REQUEST: the body is not a tool_use block as documented (or not JSON), or the Idempotency-Key header is not 1-255 printable ASCII ' +
+      'BAD_REQUEST: the body is not a tool_use block as documented (or not JSON), holds a number a double would change (an integer beyond 2^53, ' +
+        'more significant digits than a double holds: send it as a string), or the Idempotency-Key header is not 1-255 printable ASCII ' +
         'or is sent more than once; nothing recorded',
     ),
     ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)'),
