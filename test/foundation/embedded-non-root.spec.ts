@@ -59,3 +59,25 @@ describe('embedded PostgreSQL first start as a non-root user (README Quick start
     }
   }, 90_000);
 });
+
+describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL started as root, DATA_DIR in a folder only root may enter (a checkout under /root)', () => {
+  it('stops at once naming the folder the postgres user cannot enter and what to do, not with initdb\'s "Permission denied"', async () => {
+    const rootOnly = mkdtempSync(join(tmpdir(), 'root-only-')); // mode 0700, owner root
+    try {
+      const child = spawn(process.execPath, [resolve('scripts/pg-server.mjs')], {
+        env: { ...process.env, PG_DATA_DIR: join(rootOnly, '.data', 'pg'), PG_PERSISTENT: '1', PG_FAST: '1', PG_PARENT_STOPS: '1' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let err = '';
+      child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      child.stdout!.resume();
+      const [code] = (await once(child, 'exit')) as [number];
+      expect(code, err).toBe(1);
+      expect(err).toContain(`embedded postgres failed to start: started as root, PostgreSQL runs as the postgres system user, which cannot enter ${rootOnly} (mode 700)`);
+      expect(err).toContain('start as an ordinary user');
+      expect(err).not.toMatch(/initdb/);
+    } finally {
+      rmSync(rootOnly, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
