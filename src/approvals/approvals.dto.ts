@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { PageQuery } from '../common/http/page-query.js';
-import { IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
+import { IsIn, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
+import { CodePointLength } from '../common/http/code-point-length.js';
 import { CanonicalUuid } from '../common/http/validation.js';
 
 
@@ -22,7 +23,7 @@ export class DecideApprovalDto {
   @ApiProperty({ required: false, maxLength: 1000 })
   @IsOptional()
   @IsString()
-  @Length(0, 1000)
+  @CodePointLength(0, 1000)
   reason?: string;
 }
 
@@ -58,6 +59,6 @@ export class ReconcileDto {
 
   @ApiProperty({ minLength: 1, maxLength: 2000, description: 'what ops found at the vendor' })
   @IsString()
-  @Length(1, 2000)
+  @CodePointLength(1, 2000)
   note!: string;
 }

@@ -1,6 +1,7 @@
 import { ApiProperty, OmitType } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, IsUUID, Length, Matches, Max, Min, ValidateIf } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, Min, ValidateIf } from 'class-validator';
+import { CodePointLength } from '../common/http/code-point-length.js';
 import { ROLES, type Role } from './api-key.entity.js';
 import { PageQuery, toInt } from '../common/http/page-query.js';
 import { CanonicalUuid } from '../common/http/validation.js';
@@ -28,7 +29,7 @@ export class CreateApiKeyDto {
 
   @ApiProperty({ minLength: 1, maxLength: 100 })
   @IsString()
-  @Length(1, 100)
+  @CodePointLength(1, 100)
   name!: string;
 }
 
@@ -48,7 +49,7 @@ export class ListApiKeysQuery extends OmitType(PageQuery, ['limit'] as const) {
   })
   @IsOptional()
   @IsString()
-  @Length(1, 64)
+  @CodePointLength(1, 64)
   // An org id or "platform": anything else is a bad filter (400), as on every other listing, not an unknown org.
   @Matches(/^(?:platform|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$/, { message: 'orgId must be an org id (UUID) or "platform"' })
   @CanonicalUuid()

@@ -1,6 +1,7 @@
 import { ApiProperty, IntersectionType } from '@nestjs/swagger';
 import { PageQuery } from '../common/http/page-query.js';
-import { IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
+import { IsIn, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
+import { CodePointLength } from '../common/http/code-point-length.js';
 import { CORRELATION_ID } from '../common/http/correlation.js';
 import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call-status.js';
 import { CanonicalUuid } from '../common/http/validation.js';
@@ -51,19 +52,19 @@ export class ToolCallFiltersQuery extends TimeWindowQuery {
   @ApiProperty({ required: false, maxLength: 200 })
   @IsOptional()
   @IsString()
-  @Length(1, 200)
+  @CodePointLength(1, 200)
   toolName?: string;
 
   @ApiProperty({ required: false, maxLength: 200 })
   @IsOptional()
   @IsString()
-  @Length(1, 200)
+  @CodePointLength(1, 200)
   action?: string;
 
   @ApiProperty({ required: false, maxLength: 100, example: 'VENDOR_TIMEOUT' })
   @IsOptional()
   @IsString()
-  @Length(1, 100)
+  @CodePointLength(1, 100)
   errorCode?: string;
 
   @ApiProperty({ required: false, maxLength: 255, pattern: '^[\\x21-\\x7e]{1,255}$', description: 'an X-Correlation-Id as echoed: 1-255 printable ASCII, no blanks' })
@@ -101,7 +102,7 @@ export class LedgerEventsQuery extends IntersectionType(PageQuery, TimeWindowQue
   @ApiProperty({ required: false, maxLength: 200, example: 'tool_call.requested' })
   @IsOptional()
   @IsString()
-  @Length(1, 200)
+  @CodePointLength(1, 200)
   type?: string;
 }
 

@@ -1,12 +1,13 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsBoolean, IsOptional, IsString, IsUUID, Length, NotEquals } from 'class-validator';
+import { IsBoolean, IsOptional, IsString, IsUUID, NotEquals } from 'class-validator';
+import { CodePointLength } from '../common/http/code-point-length.js';
 import { NIL_UUID } from '../common/ids.js';
 import { CanonicalUuid } from '../common/http/validation.js';
 
 export class CreateOrgDto {
   @ApiProperty({ minLength: 1, maxLength: 200 })
   @IsString()
-  @Length(1, 200)
+  @CodePointLength(1, 200)
   name!: string;
 
   @ApiProperty({
@@ -32,6 +33,6 @@ export class SetFeatureFlagDto {
   @ApiProperty({ type: String, required: false, nullable: true, maxLength: 500, description: 'why, kept with the flag; absent or null: none given' })
   @IsOptional()
   @IsString()
-  @Length(0, 500)
+  @CodePointLength(0, 500)
   reason?: string | null;
 }

@@ -1,16 +1,17 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsObject, IsString, Length, Matches, ValidateIf, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsObject, IsString, Matches, ValidateIf, ValidateNested } from 'class-validator';
+import { CodePointLength } from '../common/http/code-point-length.js';
 
 export class ToolPermissionDto {
   @ApiProperty({ example: 'order_lookup', minLength: 1, maxLength: 100 })
   @IsString()
-  @Length(1, 100)
+  @CodePointLength(1, 100)
   toolName!: string;
 
   @ApiProperty({ example: 'lookup', minLength: 1, maxLength: 100 })
   @IsString()
-  @Length(1, 100)
+  @CodePointLength(1, 100)
   action!: string;
 
   @ApiProperty({

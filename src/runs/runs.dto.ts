@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsIn, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsIn, IsObject, IsOptional, IsString, Matches } from 'class-validator';
+import { CodePointLength } from '../common/http/code-point-length.js';
 
 export class CreateRunDto {
   @ApiProperty({
@@ -39,6 +40,6 @@ export class EndRunDto {
   @ApiProperty({ required: false, maxLength: 500, description: 'why the run ended; shown on the run (`ended.reason`) and as the decision reason of the approvals it rejects (the ledger event records only that one was given)' })
   @IsOptional()
   @IsString()
-  @MaxLength(500)
+  @CodePointLength(0, 500)
   reason?: string;
 }

@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Length, Max, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { CodePointLength } from './code-point-length.js';
 
 /** Only a plain decimal integer is a number here: "1e2", "0x10" and " 5" stay strings and fail @IsInt. */
 export const toInt = ({ value }: { value: unknown }): unknown => (typeof value === 'string' && /^-?\d{1,9}$/.test(value) ? Number(value) : value);
@@ -18,6 +19,6 @@ export class PageQuery {
   @ApiProperty({ required: false, description: 'nextCursor of the previous page, with the same filters' })
   @IsOptional()
   @IsString()
-  @Length(1, 1024)
+  @CodePointLength(1, 1024)
   cursor?: string;
 }
