@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Logger } from '@nestjs/common';
+import { ConsoleLogger, Logger, type LoggerService } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
 import { logSink, setLogEcho } from '../../src/logging/logging.js';
 import { RUN_LOG_ENV } from './run-log-env.js';
@@ -36,9 +36,18 @@ describe('the run log receives what a test worker prints', () => {
 
   it('Nest\'s console Logger of a service built outside an app: log to stdout, error to stderr', () => {
     const marker = `nest-${randomUUID()}`;
+    // A worker runs file after file (vitest.config.ts: isolate false): the last app an earlier file built made its
+    // logger Nest's static one. In a worker of its own, a service built outside an app logs through Nest's
+    // ConsoleLogger, which is what is tested here; the earlier logger is put back after.
+    const previous = (Logger as unknown as { staticInstanceRef?: LoggerService }).staticInstanceRef;
+    Logger.overrideLogger(new ConsoleLogger());
     const logger = new Logger('RunLogProbe');
-    logger.log(`logged ${marker}`);
-    logger.error(`failed ${marker}`);
+    try {
+      logger.log(`logged ${marker}`);
+      logger.error(`failed ${marker}`);
+    } finally {
+      if (previous) Logger.overrideLogger(previous);
+    }
     const lines = runLogLines(marker);
     expect(lines.map(([where]) => where)).toEqual([`${THIS_FILE} | worker stdout`, `${THIS_FILE} | worker stderr`]);
     expect(lines[0]![1]).toMatch(new RegExp(`\\[RunLogProbe\\].*logged ${marker}`));
