@@ -281,6 +281,7 @@ export class RuntimeToolExecutor {
         deadline,
         attempt: attempt++,
         scratch,
+        credentialsCurrent: () => this.stillHeld(req, credentials),
       });
       progress.inHandler = false;
       this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);

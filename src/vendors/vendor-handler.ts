@@ -83,6 +83,12 @@ export interface VendorCallContext {
    * repeating requests against a rate limit. In memory, never persisted.
    */
   scratch: Map<string, unknown>;
+  /**
+   * Whether the org still stores the credentials this call loaded (not replaced or deleted since): for a handler
+   * that waits before it sends a write (the order's refund lease), so a change answered to the admin meanwhile is
+   * in force, as it is between attempts. Absent: nothing to check against.
+   */
+  credentialsCurrent?: () => Promise<boolean>;
 }
 
 export type VendorFailureKind =

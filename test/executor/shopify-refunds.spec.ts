@@ -234,6 +234,27 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(await leases(org.orgId)).toEqual([]);
     });
 
+    it('credentials deleted (204) while a refund waits for the order\'s lease: it is not sent with them after the wait (failed, nothing sent)', async () => {
+      const org = await fresh();
+      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 700, bodyMatch: REFUND, times: 1 });
+      const from = h.emu.requests.length;
+      // (.then: a supertest request is sent once it is awaited)
+      const a = send(h, org, toolUse('shopify_refund', { action: 'create', orderId: '450789469', amount: '1.00' })).then((r) => r);
+      await waitFor(() => refundsSince(from).length === 1); // A is at Shopify (700 ms), holding the order's lease
+      const reads = h.emu.requests.length;
+      const b = send(h, org, toolUse('shopify_refund', { action: 'create', orderId: '450789469', amount: '2.00' })).then((r) => r);
+      await waitFor(() => h.emu.requests.slice(reads).some((r) => r.finishedAt !== undefined)); // B has read the order: it waits for the lease
+      await new Promise((r) => setTimeout(r, 50));
+      expect(refundsSince(from)).toHaveLength(1);
+      expect((await h.t.http.delete(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`).set(adminAuth)).status).toBe(204);
+      const [ra, rb] = await Promise.all([a, b]);
+      expect(ra.body.status, JSON.stringify(ra.body)).toBe('succeeded');
+      expect(rb.body, JSON.stringify(rb.body)).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
+      expect(refundsSince(from)).toHaveLength(1);
+      expect((await rowOf(h, rb.body.toolCallId)).error_text).toMatch(/replaced or deleted while this refund waited/);
+      expect(await leases(org.orgId)).toEqual([]);
+    });
+
     it('across replicas: two gateways on one database, one refund each of the same order at once → never overlapping at Shopify', async () => {
       const org = await fresh();
       const other = await startTestApp({ ...emulatorEnv(h.emu.url), VENDOR_TIMEOUT_MS: '2000', VENDOR_CONNECT_TIMEOUT_MS: '500' });

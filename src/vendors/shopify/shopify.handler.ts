@@ -240,6 +240,12 @@ export class ShopifyHandler implements VendorHandler {
       const held = ctx.scratch.get(LEASE_TAKEN) === true;
       const busy = await this.refundLeases.acquire(lease, holder, ctx.signal, held ? undefined : ctx.deadline);
       if (busy) return busy;
+      // The wait for the lease (another refund of the order at Shopify) may be long: credentials the admin deleted
+      // or replaced meanwhile, answered 204/200, are not sent the refund after it (as between attempts).
+      if (!held && ctx.credentialsCurrent && !(await ctx.credentialsCurrent())) {
+        await this.refundLeases.release(lease, holder);
+        return { ...failedOutcome('auth', "the org's shopify credentials were replaced or deleted while this refund waited for the order; nothing was sent", undefined, undefined, false), local: true };
+      }
       ctx.scratch.set(LEASE_TAKEN, true);
     }
     // Shopify may still be running it (or the handler broke): the lease stays until it expires, so no other refund of the order overlaps it.
