@@ -78,8 +78,21 @@ export class VendorTokenStore implements RotatingTokenStore {
   }
 
   async obtain(grant: RotatingGrant, refresh: RefreshGrant, opts: ObtainOptions = {}): Promise<FetchedToken> {
+    // The store's own work (its statements, the wait for another replica's renewal) but for the refresh at the vendor.
+    const mark = opts.onLocalWork;
+    const atVendor: RefreshGrant = mark
+      ? async (refreshToken) => {
+          mark(false);
+          try {
+            return await refresh(refreshToken);
+          } finally {
+            mark(true);
+          }
+        }
+      : refresh;
+    mark?.(true);
     try {
-      return await this.obtainOrThrow(grant, refresh, opts);
+      return await this.obtainOrThrow(grant, atVendor, opts);
     } catch (err) {
       if (err instanceof TokenFetchError) throw err;
       // The gateway's own trouble, not the vendor's: nothing was sent to the vendor's API, and the vendor's

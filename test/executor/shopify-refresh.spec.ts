@@ -180,6 +180,24 @@ describe('Shopify expiring offline tokens (rotating refresh tokens)', () => {
     expect((await stored(org.orgId))?.refreshToken).toBe(shop.latestRefreshToken);
   });
 
+  it('calls that run out of budget waiting for another replica\'s renewal are the gateway\'s timeouts: they do not open Shopify\'s breaker', async () => {
+    const org = await publicAppOrg();
+    // A replica hung (or killed) holding the renewal lease for longer than a call's budget (VENDOR_TIMEOUT_MS 2000).
+    await h.t.ds.query(
+      `UPDATE vendor_tokens SET lease_id = gen_random_uuid(), lease_until = now() + interval '60 seconds' WHERE org_id = $1 AND integration_type = 'shopify'`,
+      [org.orgId],
+    );
+    const sent = h.emu.requests.length;
+    const waited = await Promise.all(Array.from({ length: 6 }, () => lookup(org)));
+    for (const res of waited) expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT' });
+    expect(h.emu.requests.slice(sent).filter((r) => r.vendor === 'shopify')).toEqual([]); // Shopify was never called
+    expect((await rowOf(h, waited[0].body.toolCallId)).error_text).toMatch(/while the gateway renewed the access token/);
+    // The lease runs out: the next call renews and goes through, no CIRCUIT_OPEN (6 failures ≥ the threshold of 5).
+    await h.t.ds.query(`UPDATE vendor_tokens SET lease_until = now() - interval '1 second' WHERE org_id = $1`, [org.orgId]);
+    const after = await lookup(org);
+    expect(after.body, JSON.stringify(after.body)).toMatchObject({ status: 'succeeded' });
+  });
+
   it('deleting the credentials deletes the stored token state', async () => {
     const org = await publicAppOrg();
     expect((await lookup(org)).body.status).toBe('succeeded');

@@ -22,6 +22,11 @@ export type RefreshGrant = (refreshToken: string) => Promise<FetchedToken>;
 export interface ObtainOptions {
   /** An access token the vendor just refused: not handed out again, even if it looks unexpired. */
   refused?: string;
+  /**
+   * Told true while the fetch does the gateway's own work (the store's database, waiting for another replica's
+   * renewal) and false while it calls the vendor: a caller whose budget runs out meanwhile says whose time it was.
+   */
+  onLocalWork?: (local: boolean) => void;
 }
 
 export interface RotatingTokenStore {

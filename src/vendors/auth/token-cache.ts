@@ -48,6 +48,11 @@ export interface AcquiredToken {
 export interface GetTokenOptions {
   /** Stop waiting (the shared fetch itself goes on and still fills the cache). */
   signal?: AbortSignal;
+  /**
+   * Whether the shared fetch is doing the gateway's own work right now (not calling the vendor): a wait the signal
+   * ends then is the gateway's (`local`), which says nothing of the vendor's health and counts against no breaker.
+   */
+  waitIsLocal?: () => boolean;
 }
 
 
@@ -118,7 +123,7 @@ export class TokenCache {
     }
     pending ??= this.start(cacheKey, fetcher);
     const issued = pending.then((token): AcquiredToken => ({ token, fresh: true }));
-    return opts.signal ? raceAbort(issued, opts.signal) : issued;
+    return opts.signal ? raceAbort(issued, opts.signal, opts.waitIsLocal) : issued;
   }
 
   /** Drops the cached token only if it is still `token` (a newer one stays). */
@@ -169,14 +174,22 @@ export class TokenCache {
   }
 }
 
-function raceAbort<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
+function raceAbort<T>(pending: Promise<T>, signal: AbortSignal, waitIsLocal?: () => boolean): Promise<T> {
   const aborted = (): TokenFetchError =>
-    new TokenFetchError({
-      ok: false,
-      kind: 'timeout',
-      requestSent: false,
-      message: 'call time budget spent while waiting for an access token',
-    });
+    waitIsLocal?.()
+      ? new TokenFetchError({
+          ok: false,
+          kind: 'timeout',
+          requestSent: false,
+          local: true,
+          message: 'call time budget spent while the gateway renewed the access token (another replica holding the renewal, or its token store)',
+        })
+      : new TokenFetchError({
+          ok: false,
+          kind: 'timeout',
+          requestSent: false,
+          message: 'call time budget spent while waiting for an access token',
+        });
   if (signal.aborted) return Promise.reject(aborted());
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(aborted());

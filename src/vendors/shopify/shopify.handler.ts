@@ -56,6 +56,8 @@ export class ShopifyHandler implements VendorHandler {
   readonly tools = SHOPIFY_TOOLS;
   private readonly log = new Logger('Shopify');
   private readonly notices = new Set<string>();
+  /** Token cache keys whose rotating-grant fetch is doing the gateway's own work now (see token()). */
+  private readonly localTokenWork = new Set<string>();
 
   constructor(
     private readonly endpoints: VendorEndpoints,
@@ -177,8 +179,13 @@ export class ShopifyHandler implements VendorHandler {
     if (auth.kind === 'token') return Promise.resolve({ token: auth.accessToken, fresh: true });
     if (auth.kind === 'client') return this.tokens.acquire(shopifyCacheKey(conn, auth), () => fetchShopifyToken(this.endpoints, conn, auth), { signal: call.signal });
     const store = this.rotating!;
-    const fetcher = () => store.obtain(grant!, (refreshToken) => refreshShopifyToken(this.endpoints, conn, auth, refreshToken), { refused });
-    return this.tokens.acquire(this.cacheKey(call), fetcher, { signal: call.signal });
+    const key = this.cacheKey(call);
+    // The fetch is shared by the calls of this key: whichever of them runs out of budget while the store does its own
+    // work (another replica renewing the token, say) times out on the gateway's account, not Shopify's (no breaker).
+    const onLocalWork = (local: boolean): void => void (local ? this.localTokenWork.add(key) : this.localTokenWork.delete(key));
+    const fetcher = () =>
+      store.obtain(grant!, (refreshToken) => refreshShopifyToken(this.endpoints, conn, auth, refreshToken), { refused, onLocalWork }).finally(() => onLocalWork(false));
+    return this.tokens.acquire(key, fetcher, { signal: call.signal, waitIsLocal: () => this.localTokenWork.has(key) });
   }
 
   /** The in-process cache key of the call's token (no secret in it). */
