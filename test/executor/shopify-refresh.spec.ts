@@ -198,6 +198,21 @@ describe('Shopify expiring offline tokens (rotating refresh tokens)', () => {
     expect(after.body, JSON.stringify(after.body)).toMatchObject({ status: 'succeeded' });
   });
 
+  it('credentials deleted while a call waits for another replica\'s renewal: failed as credentials gone, not as a token store failure', async () => {
+    const org = await publicAppOrg();
+    await h.t.ds.query(
+      `UPDATE vendor_tokens SET lease_id = gen_random_uuid(), lease_until = now() + interval '60 seconds' WHERE org_id = $1 AND integration_type = 'shopify'`,
+      [org.orgId],
+    );
+    const waiting = lookup(org).then((r) => r); // (.then: sent now)
+    await new Promise((r) => setTimeout(r, 300));
+    const del = await h.t.http.delete(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`).set({ Authorization: `Bearer ${org.adminKey}` });
+    expect(del.status).toBe(204);
+    const res = await waiting;
+    expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
+    expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/credentials were deleted while this call waited/);
+  });
+
   it('deleting the credentials deletes the stored token state', async () => {
     const org = await publicAppOrg();
     expect((await lookup(org)).body.status).toBe('succeeded');
