@@ -57,6 +57,22 @@ describe('config schema', () => {
     expect(parseRawConfigCollecting({ PORT: ' 80 80 ' }).problems).toEqual(['PORT must be an integer, got " 80 80 "']);
   });
 
+  it('a vendor base URL is one fixed URL: a {placeholder} (never filled in), a query, a fragment or a user part is refused', () => {
+    for (const [name, value, problem] of [
+      ['JUMIO_AUTH_BASE_URL', 'https://auth.{region}.jumio.ai', /a \{placeholder\} is not filled in/],
+      ['AMAZON_SPAPI_BASE_URL', 'https://sellingpartnerapi-{region}.amazon.com', /a \{placeholder\} is not filled in/],
+      ['SHOPIFY_BASE_URL', 'https://{shopDomain}', /a \{placeholder\} is not filled in/],
+      ['SHOPIFY_BASE_URL', 'https://shop.example/#x', /no query or fragment/],
+      ['NANGO_HOST', 'https://nango.example/?a=1', /no query or fragment/],
+      ['JUMIO_RETRIEVAL_BASE_URL', 'https://user:pw@retrieval.example', /user name or password/],
+    ] as const) {
+      const { problems } = parseRawConfigCollecting({ [name]: value });
+      expect(problems, value).toEqual([expect.stringMatching(problem)]);
+      expect(problems[0]).toMatch(new RegExp(`^${name} `));
+    }
+    expect(parseRawConfigCollecting({ SHOPIFY_BASE_URL: 'http://127.0.0.1:9/shop/', JUMIO_AUTH_BASE_URL: 'https://auth.emea-1.jumio.ai' }).problems).toEqual([]);
+  });
+
   it('reads BOOTSTRAP_ADMIN_KEY without the spaces or newline around it (a key mounted from a file); only spaces is unset', () => {
     const key = 'tgk_bootstrap_' + 'a'.repeat(32);
     for (const raw of [`${key}\n`, `  ${key} `, `${key}\r\n`]) {

@@ -60,13 +60,20 @@ function url(def?: string) {
   return (raw: string | undefined): string | undefined => {
     const v = given(raw, def);
     if (v === undefined) return undefined;
+    // The per-region and per-shop defaults (https://auth.{region}.jumio.ai, https://{shopDomain}) are the gateway's
+    // own, used when the variable is unset: a value is one fixed URL, which every org's calls go to. A placeholder
+    // copied into it is never filled in (every call failed at run time); a query or fragment would swallow the paths
+    // the gateway appends (a Shopify call went to POST /).
+    if (/[{}]/.test(v)) throw new Error('must be one fixed URL: a {placeholder} is not filled in (leave the variable unset for the per-region or per-shop default)');
     let parsed: URL;
     try {
-      parsed = new URL(v.replace(/\{[a-zA-Z]+\}/g, 'x'));
+      parsed = new URL(v);
     } catch {
       throw new Error(`must be an absolute URL, got "${raw}"`);
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('must be an http(s) URL');
+    if (parsed.username || parsed.password) throw new Error('must not hold a user name or password');
+    if (v.includes('?') || v.includes('#')) throw new Error('must have no query or fragment: the gateway appends its paths to it');
     return v.replace(/\/+$/, '');
   };
 }
