@@ -281,7 +281,7 @@ export class RuntimeToolExecutor {
         deadline,
         attempt: attempt++,
         scratch,
-        credentialsCurrent: () => this.stillHeld(req, credentials),
+        credentialsCurrent: () => this.credentialsState(req, credentials),
       });
       progress.inHandler = false;
       this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);
@@ -298,11 +298,16 @@ export class RuntimeToolExecutor {
    * object). Cached, so cheap between attempts. A lookup that fails cannot confirm it: the retry is not sent.
    */
   private async stillHeld(req: ExecuteRequest, held: HeldCredentials): Promise<boolean> {
+    return (await this.credentialsState(req, held)) === 'held';
+  }
+
+  /** Whether the org still stores the config this call loaded; 'unknown' when the lookup failed (logged). */
+  private async credentialsState(req: ExecuteRequest, held: HeldCredentials): Promise<'held' | 'changed' | 'unknown'> {
     try {
-      return (await this.credentials.stampOf(req.orgId, req.entry.vendor)) === held.stamp;
+      return (await this.credentials.stampOf(req.orgId, req.entry.vendor)) === held.stamp ? 'held' : 'changed';
     } catch (err) {
-      this.log.warn({ toolCallId: req.toolCallId, err: loggableErrorText(err) }, 'credentials could not be checked before a retry');
-      return false;
+      this.log.warn({ toolCallId: req.toolCallId, err: loggableErrorText(err) }, 'credentials could not be checked before sending');
+      return 'unknown';
     }
   }
 }

@@ -86,9 +86,10 @@ export interface VendorCallContext {
   /**
    * Whether the org still stores the credentials this call loaded (not replaced or deleted since): for a handler
    * that waits before it sends a write (the order's refund lease), so a change answered to the admin meanwhile is
-   * in force, as it is between attempts. Absent: nothing to check against.
+   * in force, as it is between attempts: 'held', 'changed', or 'unknown' when the check itself failed (its
+   * database unavailable: nothing to blame the credentials for). Absent: nothing to check against.
    */
-  credentialsCurrent?: () => Promise<boolean>;
+  credentialsCurrent?: () => Promise<'held' | 'changed' | 'unknown'>;
 }
 
 export type VendorFailureKind =

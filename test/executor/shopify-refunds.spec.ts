@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { CredentialsService } from '../../src/credentials/credentials.service.js';
 import type { ShopifyEmulator } from '../../src/emulator/index.js';
 import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js';
 import { CREDENTIALS, emulatorEnv, setupOrg, shopDomainOf, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
@@ -253,6 +254,27 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(refundsSince(from)).toHaveLength(1);
       expect((await rowOf(h, rb.body.toolCallId)).error_text).toMatch(/replaced or deleted while this refund waited/);
       expect(await leases(org.orgId)).toEqual([]);
+    });
+
+    it('credentials that could not be checked after the lease (a database blip) are not "replaced": nothing sent, a failure that may work later', async () => {
+      const org = await fresh();
+      const creds = h.t.app.get(CredentialsService);
+      const spy = vi.spyOn(creds, 'stampOf').mockRejectedValueOnce(Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }));
+      try {
+        const from = h.emu.requests.length;
+        const res = await refund(org, '450789469', '1.25');
+        expect(spy).toHaveBeenCalledTimes(1);
+        expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+        expect(res.body.toolResult.content).toMatch(/may work later/);
+        expect(refundsSince(from)).toHaveLength(0);
+        expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/could not be checked before the refund was sent/);
+        expect(await leases(org.orgId)).toEqual([]);
+        const again = await refund(org, '450789469', '1.25'); // a new tool call, as the answer says
+        expect(again.body.status).toBe('succeeded');
+        expect(refundsSince(from)).toHaveLength(1);
+      } finally {
+        spy.mockRestore();
+      }
     });
 
     it('across replicas: two gateways on one database, one refund each of the same order at once → never overlapping at Shopify', async () => {

@@ -249,9 +249,14 @@ export class ShopifyHandler implements VendorHandler {
       if (busy) return busy;
       // The wait for the lease (another refund of the order at Shopify) may be long: credentials the admin deleted
       // or replaced meanwhile, answered 204/200, are not sent the refund after it (as between attempts).
-      if (!held && ctx.credentialsCurrent && !(await ctx.credentialsCurrent())) {
+      const credentials = !held && ctx.credentialsCurrent ? await ctx.credentialsCurrent() : 'held';
+      if (credentials !== 'held') {
         await this.refundLeases.release(lease, holder);
-        return { ...failedOutcome('auth', "the org's shopify credentials were replaced or deleted while this refund waited for the order; nothing was sent", undefined, undefined, false), local: true };
+        // Could not be checked (the gateway's database): nothing sent, nothing wrong with the credentials — a failure
+        // a later attempt of the call may get past, not "fix your credentials".
+        return credentials === 'changed'
+          ? { ...failedOutcome('auth', "the org's shopify credentials were replaced or deleted while this refund waited for the order; nothing was sent", undefined, undefined, false), local: true }
+          : { ...failedOutcome('network', 'the credentials could not be checked before the refund was sent (the database is unavailable); nothing was sent', undefined, undefined, false), local: true };
       }
       ctx.scratch.set(LEASE_TAKEN, true);
     }
