@@ -1,6 +1,7 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { ApiKeysService } from './auth/api-keys.service.js';
 import { Clock } from './common/clock.js';
+import { ClockSyncService } from './common/clock-sync.service.js';
 import { EnvelopeCipher } from './common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from './config/app-config.js';
 import { LedgerEventsService } from './ledger/ledger-events.service.js';
@@ -31,6 +32,7 @@ export class CoreModule {
       providers: [
         { provide: APP_CONFIG, useValue: config },
         { provide: EnvelopeCipher, useFactory: () => new EnvelopeCipher(config.keyring) },
+        ClockSyncService,
         ...SHARED,
       ],
       exports: [APP_CONFIG, EnvelopeCipher, ...SHARED],

@@ -1,0 +1,54 @@
+import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Clock } from './clock.js';
+import { loggableErrorText } from './errors/loggable-error.js';
+import { PeriodicTask } from './periodic-task.js';
+
+export const CLOCK_SYNC_INTERVAL_MS = 60_000;
+/** A reading whose round trip took longer cannot be placed well enough: the last correction stays. */
+const MAX_ROUND_TRIP_MS = 500;
+/** A host this far off the database is said once in the log (the gateway reads the database's time either way). */
+const WARN_SKEW_MS = 1_000;
+
+/**
+ * Keeps the Clock on the database's time (see Clock): at start-up, before the sweeps start, and every minute, so a
+ * host clock stepped by NTP or a resumed VM is caught up. A failed reading is logged and changes nothing.
+ */
+@Injectable()
+export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
+  private readonly log = new Logger('ClockSync');
+  private readonly task = new PeriodicTask('clock sync', CLOCK_SYNC_INTERVAL_MS, () => this.sync(), this.log);
+  private warned = false;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    try {
+      await this.sync();
+    } catch (err) {
+      this.log.warn({ err: loggableErrorText(err) }, "the database's clock could not be read; this host's clock is used until it can");
+    }
+    this.task.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.task.stop();
+  }
+
+  /** Measures the database's clock against this host's and corrects the Clock; the correction in ms, or null when the reading was too slow. */
+  async sync(): Promise<number | null> {
+    const before = this.clock.hostNowMs();
+    const [{ ms }] = (await this.ds.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`)) as [{ ms: number }];
+    const after = this.clock.hostNowMs();
+    if (after - before > MAX_ROUND_TRIP_MS) return null;
+    const correction = this.clock.correctTo(ms, (before + after) / 2);
+    if (Math.abs(correction) >= WARN_SKEW_MS && !this.warned) {
+      this.warned = true;
+      this.log.warn({ correctionMs: Math.round(correction) }, "this host's clock is off the database's: the gateway reads the database's time (approval expiry, result lifetimes)");
+    }
+    return correction;
+  }
+}
