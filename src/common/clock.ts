@@ -21,6 +21,14 @@ export class Clock {
     return this.hostNowMs() + this.correctionMs + this.offsetMs;
   }
 
+  /**
+   * A monotonic reading for durations (a breaker's cooldown): a host clock stepped by NTP or a resumed VM does not
+   * move it, nor does the database correction; advance() does.
+   */
+  elapsedMs(): number {
+    return performance.now() + this.offsetMs;
+  }
+
   /** This host's own clock. */
   hostNowMs(): number {
     return Date.now();

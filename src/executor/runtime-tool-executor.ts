@@ -84,7 +84,7 @@ export class RuntimeToolExecutor {
     const key = `${orgId}:${vendor}`;
     let b = this.breakers.get(key);
     if (!b) {
-      b = new CircuitBreaker(this.config.CIRCUIT_BREAKER_THRESHOLD, this.config.CIRCUIT_BREAKER_COOLDOWN_MS, () => this.clock.nowMs());
+      b = new CircuitBreaker(this.config.CIRCUIT_BREAKER_THRESHOLD, this.config.CIRCUIT_BREAKER_COOLDOWN_MS, () => this.clock.elapsedMs());
       this.breakers.set(key, b);
     }
     return b;

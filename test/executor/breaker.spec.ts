@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Clock } from '../../src/common/clock.js';
 import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js';
 import { VendorRegistry } from '../../src/vendors/vendor-registry.js';
@@ -59,6 +59,21 @@ describe('circuit breaker through the pipeline', () => {
     // Still open just before the cooldown ends.
     clock.advance(COOLDOWN_MS - 1_000);
     expect((await lookup(org)).body.errorCode).toBe('CIRCUIT_OPEN');
+  });
+
+  it('the cooldown is a duration: the host clock stepped back 10 minutes (NTP, a resumed VM) does not keep the breaker open', async () => {
+    const org = await fresh();
+    await openBreaker(org);
+    h.emu.clearFaults();
+    const wall = vi.spyOn(clock, 'hostNowMs').mockImplementation(() => Date.now() - 600_000);
+    try {
+      clock.advance(COOLDOWN_MS);
+      expect(state(org)).toBe('half_open');
+      expect((await lookup(org)).body.status).toBe('succeeded');
+      expect(state(org)).toBe('closed');
+    } finally {
+      wall.mockRestore();
+    }
   });
 
   it('after the cooldown exactly one probe goes through; it succeeds and the breaker closes', async () => {
