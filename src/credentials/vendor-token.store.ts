@@ -95,14 +95,14 @@ export class VendorTokenStore implements RotatingTokenStore {
       return await this.obtainOrThrow(grant, atVendor, opts);
     } catch (err) {
       if (err instanceof TokenFetchError) throw err;
+      const code = (err as { code?: unknown } | null)?.code;
       // The token row names the credentials (deleted with them): an admin's DELETE while this call waited for the
       // renewal leaves it no row to write. Nothing was sent; the credentials are gone, the database is fine.
-      if ((err as { code?: unknown } | null)?.code === '23503') {
+      if (code === '23503') {
         throw new TokenFetchError({ ok: false, kind: 'auth', requestSent: false, local: true, message: `the org's ${grant.integration} credentials were deleted while this call waited for its access token; nothing was sent` });
       }
       // The gateway's own trouble, not the vendor's: nothing was sent to the vendor's API, and the vendor's
       // breaker does not count it. A code, never the statement's text.
-      const code = (err as { code?: unknown } | null)?.code;
       const unavailable = isDatabaseUnavailable(err);
       this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: unavailable ? 'database unavailable' : typeof code === 'string' ? `error ${code}` : 'error' }, 'token store failed');
       throw new TokenFetchError({
@@ -112,6 +112,8 @@ export class VendorTokenStore implements RotatingTokenStore {
         local: true,
         message: `the ${grant.integration} access token could not be read or stored${unavailable ? ': the database is unavailable' : ''}`,
       });
+    } finally {
+      mark?.(false);
     }
   }
 

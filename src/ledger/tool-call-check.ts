@@ -168,9 +168,9 @@ function callMismatch(r: CallRow): Mismatch | null {
   if (r.error_code !== errorCode) return { at: by, reason: `tool call ${r.id}: its error code differs from its last ${settling ? 'settling ' : ''}event's` };
   const differs = events.findLast((e) => e.differs !== null);
   if (differs) return { at: differs, reason: `tool call ${r.id}: its ${differs.differs} differs from its events'` };
-  // A note is what tells the agent an operator checked with the vendor (tool-call-body.ts): only a reconcile writes one.
   const recorded = approvalMismatch(r, events) ?? decisionMismatch(r, events);
   if (recorded) return recorded;
+  // A note is what tells the agent an operator checked with the vendor (tool-call-body.ts): only a reconcile writes one.
   if (by.type !== 'tool_call.reconciled') return r.note_digest === null ? null : { at: by, reason: `tool call ${r.id} has a reconcile note, but no reconcile on the ledger` };
   if (by.noteDigest !== null && r.note_digest !== by.noteDigest) return { at: by, reason: `tool call ${r.id}: its reconcile note differs from the one its event recorded` };
   return null;

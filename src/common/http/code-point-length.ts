@@ -33,12 +33,11 @@ export function CodePointLength(min: number, max: number, options?: ValidationOp
           const n = codePoints(value);
           return n >= min && n <= max;
         },
+        // Asked only of a value that failed: not a string, too short or too long.
         defaultMessage: (args?: ValidationArguments) => {
           const property = args?.property ?? 'value';
-          const n = typeof args?.value === 'string' ? codePoints(args.value) : undefined;
-          if (min > 0 && (n === undefined || n < min)) return `${property} must be longer than or equal to ${min} characters`;
-          if (min === 0 || (n !== undefined && n > max)) return `${property} must be shorter than or equal to ${max} characters`;
-          return `${property} must be longer than or equal to ${min} and shorter than or equal to ${max} characters`;
+          const short = min > 0 && (typeof args?.value !== 'string' || codePoints(args.value) < min);
+          return short ? `${property} must be longer than or equal to ${min} characters` : `${property} must be shorter than or equal to ${max} characters`;
         },
       },
     },

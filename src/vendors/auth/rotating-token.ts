@@ -24,7 +24,8 @@ export interface ObtainOptions {
   refused?: string;
   /**
    * Told true while the fetch does the gateway's own work (the store's database, waiting for another replica's
-   * renewal) and false while it calls the vendor: a caller whose budget runs out meanwhile says whose time it was.
+   * renewal) and false while it calls the vendor and once it is done: a caller whose budget runs out meanwhile says
+   * whose time it was.
    */
   onLocalWork?: (local: boolean) => void;
 }

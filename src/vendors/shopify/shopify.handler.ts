@@ -183,8 +183,7 @@ export class ShopifyHandler implements VendorHandler {
     // The fetch is shared by the calls of this key: whichever of them runs out of budget while the store does its own
     // work (another replica renewing the token, say) times out on the gateway's account, not Shopify's (no breaker).
     const onLocalWork = (local: boolean): void => void (local ? this.localTokenWork.add(key) : this.localTokenWork.delete(key));
-    const fetcher = () =>
-      store.obtain(grant!, (refreshToken) => refreshShopifyToken(this.endpoints, conn, auth, refreshToken), { refused, onLocalWork }).finally(() => onLocalWork(false));
+    const fetcher = () => store.obtain(grant!, (refreshToken) => refreshShopifyToken(this.endpoints, conn, auth, refreshToken), { refused, onLocalWork });
     return this.tokens.acquire(key, fetcher, { signal: call.signal, waitIsLocal: () => this.localTokenWork.has(key) });
   }
 
