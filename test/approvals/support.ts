@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
 import type { PoolClient } from 'pg';
 import type { Sql } from '../../src/db/sql.js';
@@ -26,6 +27,27 @@ export async function twoOverdueApprovals(h: Harness, org: { runId: string; agen
 }
 
 export const refunds = (h: Harness, orderId = '12345'): number => h.emu.vendor<ShopifyEmulator>('shopify').refundCount(orderId);
+
+/**
+ * A refund of the org's run sent to wait for an expert (202), decided by `expertKey` (200), and the call's answer once
+ * settled (long-polled): the approved call has run, or the rejected one is blocked.
+ */
+export async function decidedRefund(
+  h: Harness,
+  org: { runId: string; agentKey: string },
+  expertKey: string,
+  amount: string,
+  decision: 'approve' | 'reject',
+): Promise<{ id: string; approval: { id: string; actionDigest: string }; settled: { status: string } }> {
+  const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  const id = res.body.toolCallId as string;
+  const approval = await approvalFor(h, expertKey, id);
+  const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expertKey)).send({ decision, actionDigest: approval.actionDigest });
+  expect(decided.status, JSON.stringify(decided.body)).toBe(200);
+  const settled = await h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=8000`).set(bearer(org.agentKey));
+  return { id, approval, settled: settled.body as { status: string } };
+}
 
 export async function approvalFor(h: Harness, key: string, toolCallId: string): Promise<{ id: string; actionDigest: string; kind: string; status: string }> {
   const res = await h.t.http.get('/v1/approvals?status=pending').set(bearer(key));

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ClockSyncService } from '../../src/common/clock-sync.service.js';
 import { Clock } from '../../src/common/clock.js';
-import { approvalFor, refundUse } from '../approvals/support.js';
+import { decidedRefund } from '../approvals/support.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
-import { adminAuth, bearer, createKey } from '../support/test-app.js';
+import { adminAuth, createKey } from '../support/test-app.js';
 
 const TTL_SECONDS = 600;
 
@@ -51,14 +51,8 @@ describe('the clock is the database\'s', () => {
       await sync.sync();
       const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
       const expert = await createKey(h.t, org.orgId, 'expert');
-      const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('3.00'));
-      expect(res.status, JSON.stringify(res.body)).toBe(202);
-      const id = res.body.toolCallId as string;
-      const approval = await approvalFor(h, expert.key, id);
-      const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
-      expect(decided.status, JSON.stringify(decided.body)).toBe(200);
-      const done = await h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=8000`).set(bearer(org.agentKey));
-      expect(done.body.status).toBe('succeeded');
+      const { id, settled } = await decidedRefund(h, org, expert.key, '3.00', 'approve');
+      expect(settled.status).toBe('succeeded');
       const story = (await h.t.http.get(`/v1/tool-calls/${id}`).set(adminAuth)).body as {
         approval: { createdAt: string; expiresAt: string; decidedAt: string };
         startedAt: string;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
-import { approvalFor, refundUse, refunds } from '../approvals/support.js';
+import { approvalFor, decidedRefund, refundUse, refunds } from '../approvals/support.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer, createKey } from '../support/test-app.js';
 
@@ -22,23 +22,17 @@ describe('verify: approval and policy decision rows against their events', () =>
 
   const verify = async (orgId: string) => (await h.t.http.get('/v1/ledger/verify').query({ orgId }).set(adminAuth)).body as { ok: boolean; brokenAt?: { reason: string } };
 
-  async function decidedRefund(decision: 'approve' | 'reject') {
+  async function refundDecidedInNewOrg(decision: 'approve' | 'reject') {
     const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
     const expert = await createKey(h.t, org.orgId, 'expert');
     const scapegoat = await createKey(h.t, org.orgId, 'expert');
-    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('9.00'));
-    expect(res.status, JSON.stringify(res.body)).toBe(202);
-    const id = res.body.toolCallId as string;
-    const approval = await approvalFor(h, expert.key, id);
-    const r = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision, actionDigest: approval.actionDigest });
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    await h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=8000`).set(bearer(org.agentKey));
+    const { id, approval } = await decidedRefund(h, org, expert.key, '9.00', decision);
     expect(await verify(org.orgId)).toMatchObject({ ok: true });
     return { org, id, approval, expert, scapegoat };
   }
 
   it('an approver rewritten to another key is a break at the tool_call.approved event', async () => {
-    const { org, id, approval, expert, scapegoat } = await decidedRefund('approve');
+    const { org, id, approval, expert, scapegoat } = await refundDecidedInNewOrg('approve');
     await h.t.ds.query(`UPDATE approval_requests SET decided_by = $2, decision_reason = 'looked fine to me' WHERE id = $1`, [approval.id, scapegoat.id]);
     const story = (await h.t.http.get(`/v1/tool-calls/${id}`).set(adminAuth)).body as { approval: { decidedBy: string }; events: { type: string; actor: { keyId: string } | null }[] };
     expect(story.approval.decidedBy).toBe(scapegoat.id);
@@ -49,7 +43,7 @@ describe('verify: approval and policy decision rows against their events', () =>
   });
 
   it('a rejection rewritten as an approval (the call stays blocked) is a break', async () => {
-    const { org, approval } = await decidedRefund('reject');
+    const { org, approval } = await refundDecidedInNewOrg('reject');
     await h.t.ds.query(`UPDATE approval_requests SET status = 'approved' WHERE id = $1`, [approval.id]);
     expect(await verify(org.orgId)).toMatchObject({ ok: false });
   });
