@@ -70,7 +70,7 @@ export class ToolCallFiltersQuery extends TimeWindowQuery {
   @ApiProperty({ required: false, maxLength: 255, pattern: '^[\\x21-\\x7e]{1,255}$', description: 'an X-Correlation-Id as echoed: 1-255 printable ASCII, no blanks' })
   @IsOptional()
   @IsString()
-  @Matches(CORRELATION_ID, { message: 'correlationId: 1-255 printable ASCII characters without blanks, as X-Correlation-Id' })
+  @Matches(CORRELATION_ID, { message: 'correlationId must be 1-255 printable ASCII characters without blanks, as X-Correlation-Id' })
   correlationId?: string;
 
 }

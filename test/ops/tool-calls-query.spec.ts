@@ -292,6 +292,9 @@ describe('GET /v1/tool-calls: filters, keyset pages and signed cursors', () => {
       expect(r.status, JSON.stringify(query)).toBe(400);
       expect(r.body.code).toBe('VALIDATION_FAILED');
     }
+    // Each message names its field once.
+    const blanks = await t.http.get('/v1/tool-calls').query({ correlationId: 'has blanks' }).set(bearer(opsA));
+    expect(blanks.body.errors).toEqual(['correlationId: correlationId must be 1-255 printable ASCII characters without blanks, as X-Correlation-Id']);
     const repeated = await t.http.get(`/v1/tool-calls?status=failed&status=blocked`).set(bearer(opsA));
     expect(repeated.status).toBe(400);
     for (const value of ["' OR 1=1 --", "x'); DROP TABLE tool_calls; --", '%', '\\']) {

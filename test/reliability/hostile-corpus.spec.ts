@@ -191,6 +191,16 @@ describe('hostile input: a corpus of named cases', () => {
         expectSane(res, path);
         expect(res.status, path).toBe(400);
       }
+      // A malformed escape in the path is named, on every route (the router's own answer was a bare "Bad request").
+      for (const path of ['/v1/orgs/%ZZ', `/v1/orgs/${org.orgId}/feature-flags/%E0%A4`, '/v1/tool-calls/%C3%28', '/v1/approvals/50%']) {
+        const res = await h.t.http.get(path).set(adminAuth);
+        expectSane(res, path);
+        expect(res.status, path).toBe(400);
+        expect(res.body.code, path).toBe('BAD_REQUEST');
+        expect(res.body.detail, path).toMatch(/malformed percent-escape/);
+      }
+      // A well-formed escape is only a value.
+      expect((await h.t.http.get('/v1/orgs/%2541').set(adminAuth)).body.code).toBe('NOT_FOUND');
     });
 
     it('number literals too big for a double (they parse to Infinity) → 400, on every route', async () => {

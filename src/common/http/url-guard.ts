@@ -13,7 +13,27 @@ const ENCODED_NUL = /%00/;
  */
 export function nulInUrlGuard(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
   if (ENCODED_NUL.test(req.url)) return sendProblem(res, new AppError('BAD_REQUEST', 'the URL must not contain NUL (%00)'), req.correlationId ?? 'unknown');
+  if (hasMalformedPathEscape(req.url)) {
+    return sendProblem(res, new AppError('BAD_REQUEST', 'the URL path holds a malformed percent-escape (a "%" not followed by two hex digits, or bytes that are not UTF-8): send a literal "%" as %25'), req.correlationId ?? 'unknown');
+  }
   next();
+}
+
+/**
+ * The router percent-decodes path parameters and answers a bare "Bad request"
+ * for one it cannot decode (`/v1/orgs/%ZZ`, half a UTF-8 sequence); said here
+ * instead. The path is not echoed: a caller's URL is not ours to repeat.
+ */
+function hasMalformedPathEscape(url: string): boolean {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  if (!path.includes('%')) return false;
+  try {
+    decodeURIComponent(path);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
