@@ -24,6 +24,13 @@ export function catalogRuleChecks(catalog: Pick<ToolCatalogService, 'has' | 'isT
       const segments = path.split('.');
       return entries.length > 0 && entries.every((e) => schemaAt(e.action.inputSchema, segments) === 'absent');
     },
+    actionsWithout: (scope, path) => {
+      const segments = path.split('.');
+      return entriesOf(catalog, scope)
+        .filter((e) => schemaAt(e.action.inputSchema, segments) === 'absent')
+        .map((e) => e.key)
+        .sort();
+    },
   };
 }
 

@@ -226,13 +226,36 @@ describe('validatePolicyRules with the catalog: an eq, ne or in value must be on
     expect(errorsOf(on('shopify_refund.create', 'amount.value', '500.00'), catalog)).toEqual([
       'rules[0] ("r"): where[0].path "amount.value" is never present in a call of shopify_refund.create (GET /v1/tools lists their input schemas)',
     ]);
-    expect(errorsOf(cond('amount', 'gt', 100, { riskLevel: 'high' }), catalog)).toEqual([]);
+    expect(errorsOf(on('shopify_refund.create', 'amount', 100, 'gt'), catalog)).toEqual([]);
     // exists:false and ne hold for a call without the param: vacuous, never failing open, so not refused.
     expect(errorsOf(cond('amount', 'exists', false, { riskLevel: 'medium' }), catalog)).toEqual([]);
     expect(errorsOf(cond('amount', 'ne', '1.00', { riskLevel: 'medium' }), catalog)).toEqual([]);
     expect(errorsOf(cond('amount', 'exists', true, { riskLevel: 'medium' }), catalog)).toHaveLength(1);
     // An open body is never judged absent.
     expect(errorsOf(on('nango_proxy.post', 'body.items.0.qty', 1), catalog)).toEqual([]);
+  });
+
+  it('refuses a comparison on a param some of the rule’s actions never take: their calls would all be blocked, unless an exists guard comes first', () => {
+    expect(errorsOf(cond('amount', 'lte', 50, { riskLevel: 'high' }), catalog)).toEqual([
+      'rules[0] ("r"): where[0].path "amount" is compared (lte) but is never present in a call of nango_proxy.post: the rule could not be evaluated for those calls and would block them; narrow match.toolName, or put {"path": "amount", "op": "exists"} before it',
+    ]);
+    const [noTool] = errorsOf(cond('amount', 'gt', 1000), catalog);
+    expect(noTool).toMatch(/is compared \(gt\) but is never present in a call of [a-z_.]+(, [a-z_.]+){4} and \d+ more: /);
+    expect(noTool).not.toContain('shopify_refund.create');
+    // Guarded by exists on the same path first, a call without it is simply not matched.
+    for (const value of [undefined, true]) {
+      const guarded = [{ id: 'r', match: { riskLevel: 'high', where: [{ path: 'amount', op: 'exists', ...(value === undefined ? {} : { value }) }, { path: 'amount', op: 'lte', value: 50 }] }, decision: 'allow' }];
+      expect(errorsOf(guarded, catalog)).toEqual([]);
+    }
+    // A guard after the comparison, on another path, or exists:false does not guard it.
+    for (const guard of [{ path: 'amount', op: 'exists', value: false }, { path: 'orderId', op: 'exists' }]) {
+      const rules = [{ id: 'r', match: { riskLevel: 'high', where: [guard, { path: 'amount', op: 'lte', value: 50 }] }, decision: 'allow' }];
+      expect(errorsOf(rules, catalog), JSON.stringify(guard)).toHaveLength(1);
+    }
+    const after = [{ id: 'r', match: { riskLevel: 'high', where: [{ path: 'amount', op: 'lte', value: 50 }, { path: 'amount', op: 'exists' }] }, decision: 'allow' }];
+    expect(errorsOf(after, catalog)).toHaveLength(1);
+    // eq, ne and in on a missing param are false, true and false: no block, not refused.
+    expect(errorsOf(cond('amount', 'eq', '1.00', { riskLevel: 'high' }), catalog)).toEqual([]);
   });
 
   it('never repeats the value (it may be a pasted secret)', () => {

@@ -50,6 +50,8 @@ export interface KnownTools {
   risksOf?(toolName: string | undefined): readonly RiskLevel[];
   /** Whether no call a rule applies to can hold a value at the path (catalogRuleChecks). Absent, not checked. */
   pathAbsent?(scope: RuleScope, path: string): boolean;
+  /** The actions ("tool.action") a rule applies to whose calls never hold a value at the path. Absent, not checked. */
+  actionsWithout?(scope: RuleScope, path: string): readonly string[];
 }
 
 /** What a 400 says instead of a name it does not echo (it may be a pasted secret, see isEchoableFieldName). */
@@ -160,13 +162,16 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
     } else if (where.length > POLICY_LIMITS.maxConditionsPerRule) {
       ok = failWith(fail, `match.where holds at most ${POLICY_LIMITS.maxConditionsPerRule} conditions (got ${where.length})`);
     } else {
+      let without: readonly string[] = [];
       where.forEach((item: unknown, j) => {
         const condition = checkCondition(item, `where[${j}]`, fail);
         if (condition === null) ok = false;
         else if (params && !takesParam(params, condition.path)) ok = failWith(fail, notAParam(`where[${j}]`, condition.path, toolName as string | undefined, params));
         // exists:false and ne hold for a call without the param: vacuous, but they never make a rule fail open.
         else if (toolNameOk && riskLevelOk && !holdsWhenAbsent(condition) && known?.pathAbsent?.(scope, condition.path)) ok = failWith(fail, neverPresent(`where[${j}]`, condition.path, scope));
-        else {
+        else if (toolNameOk && riskLevelOk && unguardedComparison(where, j, condition) && (without = known?.actionsWithout?.(scope, condition.path) ?? []).length > 0) {
+          ok = failWith(fail, blocksWhereAbsent(`where[${j}]`, condition, without));
+        } else {
           const problems = valueProblem ? neverMatched(condition, `where[${j}]`, scope, valueProblem) : [];
           for (const problem of problems) ok = failWith(fail, problem);
           if (problems.length === 0) conditions.push(condition);
@@ -239,6 +244,32 @@ function notAParam(at: string, path: string, toolName: string | undefined, param
 /** Whether the condition holds for a call that does not have its path (exists:false, ne). */
 function holdsWhenAbsent(condition: PolicyCondition): boolean {
   return (condition.op === 'exists' && condition.value === false) || condition.op === 'ne';
+}
+
+const COMPARISONS: readonly string[] = ['gt', 'gte', 'lt', 'lte'];
+
+/**
+ * A comparison the engine cannot evaluate on a call without the param, so the rule blocks it (fail closed), and
+ * no earlier `exists` condition on the same path stops the rule first.
+ */
+function unguardedComparison(where: readonly unknown[], j: number, condition: PolicyCondition): boolean {
+  if (!COMPARISONS.includes(condition.op)) return false;
+  return !where.slice(0, j).some((c) => isRecord(c) && c.path === condition.path && c.op === 'exists' && (c.value === undefined || c.value === true));
+}
+
+/**
+ * A comparison on a param some of the rule's actions never take: each of their calls would be blocked ("could not
+ * be evaluated") whatever the rule decides, an outage a rule written for refunds must not cause to every other tool.
+ */
+function blocksWhereAbsent(at: string, condition: PolicyCondition, actions: readonly string[]): string {
+  const named = isEchoablePath(condition.path);
+  const what = named ? `${at}.path ${JSON.stringify(condition.path)}` : `${at}.path (${NOT_NAMED})`;
+  const guard = named ? `{"path": ${JSON.stringify(condition.path)}, "op": "exists"}` : 'an "exists" condition on the same path';
+  const list = actions.length > 5 ? `${actions.slice(0, 5).join(', ')} and ${actions.length - 5} more` : actions.join(', ');
+  return (
+    `${what} is compared (${condition.op}) but is never present in a call of ${list}: ` +
+    `the rule could not be evaluated for those calls and would block them; narrow match.toolName, or put ${guard} before it`
+  );
 }
 
 /** A path no call the rule applies to can hold (a param only actions of another risk take, a field below a text param). */

@@ -147,21 +147,32 @@ describe('evaluatePolicy: operators', () => {
     expect(holds({ path: 'note', op: 'ne', value: 'x' }, {})).toBe(true);
   });
 
-  it('eq treats a number and a decimal string of the same value as equal, but strings as text', () => {
+  it('eq: a number equals its own decimal text; the same number spelt otherwise as text cannot be evaluated; strings compare as text', () => {
     expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: '100' })).toBe(true);
-    expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: '100.00' })).toBe(true);
+    expect(holds({ path: 'amount', op: 'eq', value: '100' }, { amount: 100 })).toBe(true);
     expect(holds({ path: 'amount', op: 'eq', value: 100.5 }, { amount: 100.5 })).toBe(true);
+    expect(holds({ path: 'amount', op: 'eq', value: 1e3 }, { amount: 1000 })).toBe(true);
     expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: '100.01' })).toBe(false);
-    expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: '1e2' })).toBe(false);
-    expect(holds({ path: 'amount', op: 'eq', value: 0 }, { amount: '-0' })).toBe(true);
+    expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: 'abc' })).toBe(false);
     expect(holds({ path: 'orderId', op: 'eq', value: '00123' }, { orderId: '123' })).toBe(false);
-    expect(holds({ path: 'amount', op: 'ne', value: 100 }, { amount: '100.0' })).toBe(false);
+    expect(holds({ path: 'amount', op: 'eq', value: 0 }, { amount: '0' })).toBe(true);
+    // Equal would pass 12 through an allow-list of "0012"; unequal would pass "100.00" past a block of 100.
+    for (const [value, param] of [
+      [100, '100.00'],
+      [0, '-0'],
+      ['0012', 12],
+      [100, '100.0'],
+    ] as const) {
+      for (const op of ['eq', 'ne'] as const) expect(unevaluable({ path: 'amount', op, value }, { amount: param }), `${op} ${value} vs ${param}`).toBe(true);
+      expect(unevaluable({ path: 'amount', op: 'in', value: ['x', value] }, { amount: param })).toBe(true);
+    }
   });
 
   it('in looks the param up with the same equality', () => {
     expect(holds({ path: 'c', op: 'in', value: ['USD', 'EUR'] }, { c: 'EUR' })).toBe(true);
     expect(holds({ path: 'c', op: 'in', value: ['USD', 'EUR'] }, { c: 'GBP' })).toBe(false);
-    expect(holds({ path: 'c', op: 'in', value: [1, 2, 3] }, { c: '2.0' })).toBe(true);
+    expect(holds({ path: 'c', op: 'in', value: [1, 2, 3] }, { c: '2' })).toBe(true);
+    expect(unevaluable({ path: 'c', op: 'in', value: [1, 2, 3] }, { c: '2.0' })).toBe(true);
     expect(holds({ path: 'c', op: 'in', value: [] }, { c: 'x' })).toBe(false);
     expect(holds({ path: 'c', op: 'in', value: ['x'] }, {})).toBe(false);
   });
@@ -477,11 +488,23 @@ describe('members of a param the vendor sends as text (textParams) also match a 
     expect(decide({ dryRun: 'false', limit: 5 }, { path: 'query', op: 'eq', value: { dryRun: false, limit: '5' } })).toBe('block');
   });
 
-  it('other text stays other text, decimals still compare by value, and a param not sent as text keeps its types', () => {
+  it('other text stays other text, one number spelt two ways cannot be evaluated, and a param not sent as text keeps its types', () => {
     expect(decide({ dryRun: 'true' }, { path: 'query.dryRun', op: 'eq', value: false })).not.toBe('block');
     expect(decide({ dryRun: 'False' }, { path: 'query.dryRun', op: 'eq', value: 'false' })).not.toBe('block');
     expect(decide({ dryRun: 1 }, { path: 'query.dryRun', op: 'eq', value: true })).not.toBe('block');
-    expect(decide({ limit: '100.00' }, { path: 'query.limit', op: 'eq', value: 100 })).toBe('block');
+    expect(decide({ limit: '100' }, { path: 'query.limit', op: 'eq', value: 100 })).toBe('block');
+    expect(decide({ limit: '101' }, { path: 'query.limit', op: 'eq', value: 100 })).not.toBe('block');
+    // "100.00" and 100, the number 12 (sent as "12") and "0012": equal or not, some rule would fail open.
+    const allowOnly = (query: Record<string, unknown>, value: unknown): string =>
+      evaluatePolicy({
+        rules: [{ id: 'ok', match: { toolName: 'nango_proxy.get', where: [{ path: 'query.account', op: 'in', value: [value] }] }, decision: 'allow' }, { id: 'no', match: { toolName: 'nango_proxy.get' }, decision: 'block' }],
+        toolName: 'nango_proxy', action: 'get', catalogRisk: 'medium', params: { path: '/v1/x', query }, textParams: ['query'],
+      }).reason;
+    for (const [sent, value] of [[12, '0012'], ['12', '0012'], ['100.00', 100], ['100.0', '100']] as const) {
+      for (const op of ['eq', 'ne'] as const) expect(decide({ account: sent }, { path: 'query.account', op, value }), `${sent} ${op} ${value}`).toBe('block');
+      expect(allowOnly({ account: sent }, value)).toMatch(/policy rule "ok" could not be evaluated: .*one number spelt two ways/);
+    }
+    expect(allowOnly({ account: '0012' }, '0012')).not.toMatch(/could not be evaluated/);
     expect(decide({ dryRun: 'false' }, { path: 'query.dryRun', op: 'eq', value: false }, null)).not.toBe('block');
     expect(decide({ dryRun: 'false' }, { path: 'query.dryRun', op: 'eq', value: false }, ['body'])).not.toBe('block');
   });
