@@ -193,11 +193,16 @@ export interface GatewayHooks {
 /** Builds the app, migrates the database and makes sure an admin key exists. Does not listen. */
 export async function createGateway(config: AppConfig, opts: AppModuleOptions = {}, hooks: GatewayHooks = {}): Promise<Gateway> {
   const app = await NestFactory.create(AppModule.forRoot(config, opts), { bodyParser: false, bufferLogs: true, abortOnError: false });
-  const server = app.getHttpServer() as Server & { requireHostHeader: boolean };
+  const server = app.getHttpServer() as Server & { requireHostHeader: boolean; connectionsCheckingInterval: number };
   server.requireHostHeader = false; // hostRequired (configureApp) answers instead, with problem+json
   // Node keeps only the first 2000 fields by default and drops the rest unseen: a second Host, an Authorization or
   // X-Forwarded-For after them. maxHeaderSize still bounds the headers (431).
   server.maxHeadersCount = 0;
+  // Node's default gives a request 300 s to arrive: a client trickling a body held its connection and buffer that
+  // long. Checked every quarter of the limit (Node's default: every 30 s), set here before listen() starts the check.
+  server.requestTimeout = config.HTTP_REQUEST_TIMEOUT_MS;
+  server.headersTimeout = Math.min(60_000, config.HTTP_REQUEST_TIMEOUT_MS);
+  server.connectionsCheckingInterval = Math.min(30_000, Math.max(250, Math.floor(config.HTTP_REQUEST_TIMEOUT_MS / 4)));
   configureApp(app);
   server.on('clientError', handleClientError);
   server.on('checkExpectation', refuseExpectation);

@@ -114,6 +114,12 @@ export const CONFIG_SCHEMA = {
       'the server-side statement_timeout is kept below it (15 s, or 1 s less)',
     parse: int(20_000, 1_000, 600_000),
   },
+  HTTP_REQUEST_TIMEOUT_MS: {
+    description:
+      'a request whose headers and body have not all arrived within this is answered 408 and its connection closed: a stalled or trickled upload ' +
+      'holds a connection and its buffered body no longer (the headers alone get at most 60 s, or this if less); answers may take longer (a long-poll)',
+    parse: int(30_000, 1_000, 300_000),
+  },
   DATA_DIR: { description: 'local folder for the embedded database and generated development secrets', parse: req('.data') },
   MASTER_ENCRYPTION_KEY: {
     description: 'base64 of 32 bytes; the single credential/result encryption key (id k1). Required in production unless MASTER_ENCRYPTION_KEYS is set',

@@ -69,6 +69,41 @@ export function jsonDepth(text: string): number {
 
 type BodyRequest = Request & { correlationId?: string; bodyError?: AppError };
 
+/** `Bearer <token>` with a token (AuthGuard reads it; anything else is 401 there). */
+function bearerCredentialsIn(header: string | undefined): boolean {
+  return header !== undefined && /^\s*bearer\s+\S/i.test(header);
+}
+
+/**
+ * The body's bytes in one buffer, grown by doubling (at most the declared length): each piece Node hands over is
+ * copied in, not kept. A body trickled a byte per packet kept one Buffer object per byte, some 300 times its size.
+ */
+class BodyBuffer {
+  private buf: Buffer;
+  size = 0;
+
+  constructor(private readonly declared: number | undefined) {
+    this.buf = Buffer.allocUnsafe(Math.min(declared ?? 16 * 1024, 16 * 1024));
+  }
+
+  append(chunk: Buffer): void {
+    const needed = this.size + chunk.length;
+    if (needed > this.buf.length) {
+      let length = this.buf.length * 2;
+      while (length < needed) length *= 2;
+      const grown = Buffer.allocUnsafe(this.declared !== undefined && this.declared >= needed ? Math.min(length, this.declared) : length);
+      this.buf.copy(grown, 0, 0, this.size);
+      this.buf = grown;
+    }
+    chunk.copy(this.buf, this.size);
+    this.size = needed;
+  }
+
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.size);
+  }
+}
+
 /**
  * What was wrong with the body (415, 400) or a repeated Idempotency-Key (400),
  * for the auth guard to throw once the caller is authenticated and may call the
@@ -98,18 +133,23 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
     req.resume();
     return sendProblem(res, new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`), cid);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
+  // Without credentials the answer is 401 whatever the body holds (or 404 for no route): given at once, the body not
+  // read, and the connection closed after it rather than read to the end of a body nobody will use. Anonymous
+  // uploads held open across many connections pinned up to the limit each.
+  if (!bearerCredentialsIn(req.headers.authorization)) {
+    if (declared > 0 || req.headers['transfer-encoding'] !== undefined) res.setHeader('Connection', 'close');
+    return next();
+  }
+  const received = new BodyBuffer(declared > 0 ? declared : undefined);
   let failed = false;
   req.on('data', (chunk: Buffer) => {
     if (failed) return;
-    size += chunk.length;
-    if (size > limit) {
+    if (received.size + chunk.length > limit) {
       failed = true;
       sendProblem(res, new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`), cid);
       return;
     }
-    chunks.push(chunk);
+    received.append(chunk);
   });
   req.on('error', () => {
     failed = true;
@@ -125,7 +165,7 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
     if (toolCallPath && !toolCallPath[1] && (req.headersDistinct['idempotency-key']?.length ?? 0) > 1) {
       return refuse(new AppError('BAD_REQUEST', 'Idempotency-Key must be sent once, not in several header fields'));
     }
-    const text = utf8Text(Buffer.concat(chunks));
+    const text = utf8Text(received.bytes());
     if (text !== undefined && text.trim() === '') {
       (req as { body?: unknown }).body = undefined;
       return next();

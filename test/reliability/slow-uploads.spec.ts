@@ -1,0 +1,145 @@
+/**
+ * Uploads that never finish, from clients that may hold no key (a reviewer's resource-exhaustion pass):
+ * - Node's default gave a request 300 s to arrive, so a body trickled a byte every few seconds held its connection
+ *   and buffer five minutes: HTTP_REQUEST_TIMEOUT_MS (30 s; 2 s here) now answers 408 and closes it. An answer may
+ *   still take longer than that (a long-poll): the limit is on receiving the request.
+ * - The body reader kept each piece Node handed it until the body ended: a body trickled one byte per packet cost
+ *   some 300 times its size. It now copies the bytes into one buffer.
+ * - A body without credentials was kept although its answer can only be 401: 100 anonymous half-sent 500 KB bodies
+ *   pinned some 50 MB. It is now read and dropped.
+ * Memory is the gateway process's resident set, read from /proc; the margins are wide (before: 3–10 times over).
+ */
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setupOrgVia, startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
+import { bearer } from '../support/test-app.js';
+import { sleep } from './support.js';
+
+const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+interface Raw {
+  sock: net.Socket;
+  closedAt(): number | undefined;
+  received(): string;
+}
+
+async function raw(port: number): Promise<Raw> {
+  const sock = net.connect(port, '127.0.0.1');
+  let closedAt: number | undefined;
+  const chunks: string[] = [];
+  sock.on('error', () => undefined);
+  sock.setEncoding('utf8').on('data', (c: string) => chunks.push(c));
+  sock.on('close', () => (closedAt = performance.now()));
+  await new Promise((resolve, reject) => sock.once('connect', resolve).once('error', reject));
+  sock.setNoDelay(true);
+  return { sock, closedAt: () => closedAt, received: () => chunks.join('') };
+}
+
+const head = (length: number, authorization?: string): string =>
+  `POST /v1/runs/00000000-0000-4000-8000-000000000001/tool-calls HTTP/1.1\r\nHost: gateway\r\n` +
+  (authorization ? `Authorization: ${authorization}\r\n` : '') +
+  `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+const A_KEY_SHAPED_TOKEN = `Bearer tgw_${'x'.repeat(40)}`;
+
+describe('uploads that do not finish', () => {
+  let gw: GatewayProcess;
+  let port: number;
+  beforeAll(async () => {
+    gw = await startGatewayProcess({ DATA_DIR: '.tmp/data-slow-uploads', HTTP_REQUEST_TIMEOUT_MS: '2000' });
+    port = Number(new URL(gw.url).port);
+  });
+  afterAll(async () => gw?.stop());
+
+  it('a body still arriving after HTTP_REQUEST_TIMEOUT_MS is answered 408 problem+json and its connection closed', async () => {
+    {
+      const c = await raw(port);
+      const started = performance.now();
+      c.sock.write(head(64, A_KEY_SHAPED_TOKEN));
+      while (performance.now() - started < 8_000 && c.closedAt() === undefined) {
+        c.sock.write(' ');
+        await sleep(250);
+      }
+      c.sock.destroy();
+      // Before: still open after 70 s (Node's 300 s).
+      expect(c.closedAt(), 'the gateway should have timed the request out').toBeDefined();
+      expect(c.closedAt()! - started).toBeLessThan(4_000);
+      expect(c.received()).toMatch(/^HTTP\/1\.1 408 /);
+      expect(c.received()).toMatch(/content-type: application\/problem\+json/i);
+      expect(c.received()).toContain('"detail":"the request was not received in time"');
+    }
+  }, 30_000);
+
+  it('an answer may take longer than the limit: a long-poll of 3.5 s answers', async () => {
+    const org = await setupOrgVia(gw, {
+      tools: ['shopify_order.add_note'],
+      rules: [{ id: 'ask', match: { toolName: 'shopify_order.add_note' }, decision: 'require_expert_approval' }],
+    });
+    const posted = await gw.http
+      .post(`/v1/runs/${org.runId}/tool-calls`)
+      .set(bearer(org.agentKey))
+      .send({ type: 'tool_use', id: 'toolu_slow_uploads', name: 'shopify_order', input: { action: 'add_note', orderId: '450789469', note: 'n' } });
+    expect(posted.status).toBe(202);
+    const started = performance.now();
+    const polled = await gw.http.get(`/v1/tool-calls/${posted.body.toolCallId}/result?waitMs=3500`).set(bearer(org.agentKey));
+    expect(performance.now() - started).toBeGreaterThan(3_000);
+    expect(polled.status).toBe(200);
+    expect(polled.body.status).toBe('waiting_approval');
+  }, 30_000);
+});
+
+describe('memory held for bodies that do not finish', () => {
+  let gw: GatewayProcess;
+  let port: number;
+  beforeAll(async () => {
+    gw = await startGatewayProcess({ DATA_DIR: '.tmp/data-slow-uploads-memory' });
+    port = Number(new URL(gw.url).port);
+    await sleep(1_000);
+  });
+  afterAll(async () => gw?.stop());
+
+  it('a body trickled a byte per packet costs a small multiple of its size (before: ~330 times)', async () => {
+    const before = rssMb(gw.pid);
+    const conns: Raw[] = [];
+    for (let i = 0; i < 100; i++) {
+      const c = await raw(port);
+      c.sock.write(head(512 * 1024, A_KEY_SHAPED_TOKEN));
+      conns.push(c);
+    }
+    let sent = 0;
+    for (const end = Date.now() + 8_000; Date.now() < end; ) {
+      for (const c of conns) c.sock.write(' ');
+      sent += conns.length;
+      await sleep(2);
+    }
+    await sleep(1_000);
+    const grown = rssMb(gw.pid) - before;
+    const open = conns.filter((c) => c.closedAt() === undefined).length;
+    for (const c of conns) c.sock.destroy();
+    expect(open).toBe(100);
+    expect(grown, `sent ${(sent / 1024).toFixed(0)} KiB; RSS grew ${grown.toFixed(1)} MB`).toBeLessThan((20 * sent) / 1024 / 1024 + 16);
+  }, 60_000);
+
+  it('half-sent bodies without credentials are answered 401 at once and their connections closed (before: read and kept until the end, 0.5 MB each)', async () => {
+    const conns: Raw[] = [];
+    const piece = Buffer.alloc(100_000, 0x20);
+    for (let i = 0; i < 20; i++) {
+      const c = await raw(port);
+      c.sock.write(head(512 * 1024));
+      c.sock.write(piece);
+      conns.push(c);
+    }
+    await sleep(1_000);
+    for (const c of conns) {
+      expect(c.received()).toMatch(/^HTTP\/1\.1 401 /);
+      expect(c.received()).toMatch(/connection: close/i);
+      expect(c.received()).toContain('"code":"UNAUTHENTICATED"');
+      expect(c.closedAt()).toBeDefined();
+    }
+    // Finished, the request is answered as before: 401, the body never read as JSON.
+    const finished = await gw.http.post('/v1/runs/00000000-0000-4000-8000-000000000001/tool-calls').set('Content-Type', 'application/json').send('{not json');
+    expect(finished.status).toBe(401);
+    expect(finished.body.code).toBe('UNAUTHENTICATED');
+  }, 60_000);
+});
