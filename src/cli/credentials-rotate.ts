@@ -5,6 +5,7 @@ import { loadConfig, type AppConfig } from '../config/app-config.js';
 import { CONFIG_SCHEMA, ConfigError } from '../config/config.schema.js';
 import { KeyRotationService, MislabelledKeyIdError, type RotationSummary } from '../credentials/key-rotation.service.js';
 import { dbOptions } from '../db/db-options.js';
+import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 
@@ -29,8 +30,18 @@ async function main(args: string[]): Promise<number> {
     }
   }
   if (!process.env.DATABASE_URL?.trim()) {
-    console.error('DATABASE_URL is required: rotation runs against the database the gateway uses (with every master key loaded)');
-    return 2;
+    // A gateway on its embedded database (no DATABASE_URL) in the same DATA_DIR: that database, found as it serves it.
+    const dataDir = CONFIG_SCHEMA.DATA_DIR.parse(process.env.DATA_DIR) as string;
+    const embedded = runningEmbeddedDatabaseUrl(dataDir);
+    if (!embedded) {
+      console.error(
+        'DATABASE_URL is required: rotation runs against the database the gateway uses (with every master key loaded); ' +
+          `for a gateway on its embedded database, run this beside it while it runs, with its DATA_DIR (${dataDir} has none running)`,
+      );
+      return 2;
+    }
+    console.error(`using the embedded database of the gateway running in ${dataDir} (127.0.0.1:${embedded.port})`);
+    process.env.DATABASE_URL = embedded.url;
   }
   // Read as the configuration reads them (as src/cli/migrate.ts does): without the spaces around, a blank one unset.
   const env = (name: 'MASTER_ENCRYPTION_KEYS' | 'MASTER_ENCRYPTION_KEY' | 'MASTER_ENCRYPTION_ACTIVE_KEY_ID') => CONFIG_SCHEMA[name].parse(process.env[name]);

@@ -5,6 +5,7 @@ import type { AppConfig } from '../config/app-config.js';
 import { CONFIG_SCHEMA, databaseUrlProblem } from '../config/config.schema.js';
 import { isUuid, NIL_UUID } from '../common/ids.js';
 import { dbOptions } from '../db/db-options.js';
+import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
 import { LedgerSealerService } from '../ledger/ledger-sealer.service.js';
 import { verifyOrgChain, type VerifyResult } from '../ledger/ledger-verifier.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
@@ -60,10 +61,17 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
   }
   // Read as the gateway, migrate and credentials-rotate read it: without the spaces or newline around it, and a
   // value of only spaces is unset.
-  const url = CONFIG_SCHEMA.DATABASE_URL.parse(env.DATABASE_URL);
+  let url = CONFIG_SCHEMA.DATABASE_URL.parse(env.DATABASE_URL);
   if (!url) {
-    io.err(`DATABASE_URL is required\n${USAGE}`);
-    return 2;
+    // A gateway on its embedded database (no DATABASE_URL) in the same DATA_DIR: that database, found as it serves it.
+    const dataDir = CONFIG_SCHEMA.DATA_DIR.parse(env.DATA_DIR) as string;
+    const embedded = runningEmbeddedDatabaseUrl(dataDir);
+    if (!embedded) {
+      io.err(`DATABASE_URL is required, or a gateway running on its embedded database in DATA_DIR (${dataDir} has none running)\n${USAGE}`);
+      return 2;
+    }
+    io.err(`using the embedded database of the gateway running in ${dataDir} (127.0.0.1:${embedded.port})`);
+    url = embedded.url;
   }
   let ds: DataSource | undefined;
   try {

@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/**
+ * The URL of the embedded PostgreSQL that a gateway started without DATABASE_URL serves from `dataDir`
+ * (scripts/pg-server.mjs: `<dataDir>/pg`, its port in postmaster.pid, its password in `<dataDir>/pg.password`), or
+ * undefined when there is none running there. For the command-line tools run beside such a gateway (`docker exec`):
+ * its port changes at every start and its URL is printed nowhere.
+ */
+export function runningEmbeddedDatabaseUrl(dataDir: string): { url: string; port: number } | undefined {
+  const pgDir = resolve(dataDir, 'pg');
+  try {
+    const lines = readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n');
+    const pid = Number(lines[0]);
+    const port = Number(lines[3]);
+    const password = readFileSync(`${pgDir}.password`, 'utf8').trim();
+    if (!Number.isInteger(port) || port <= 0 || port > 65535 || !/^[0-9a-f]{48}$/.test(password)) return undefined;
+    if (!Number.isInteger(pid) || pid <= 0) return undefined;
+    if (!alive(pid)) return undefined; // a postmaster.pid left by a server that died
+
+    return { url: `postgres://postgres:${password}@127.0.0.1:${port}/tool_gateway`, port };
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === 'EPERM'; // there, but another user's
+  }
+}
