@@ -10,9 +10,10 @@ import { ApprovalsService } from './approvals.service.js';
 
 /** ApprovalsService.maySee: an agent relays the client's decisions, never an expert's; the other roles see both kinds. */
 const AGENT_SEES_CLIENT_ONLY =
-  'An agent key sees client approvals only (an expert one is 404, and listing kind=expert is an empty page); expert, admin and ops keys see both kinds.';
+  'An agent key sees client approvals only, of the runs it started only (an expert one, or one of another agent key’s run, is 404 like a ' +
+  'missing one; a listing leaves them out, and kind=expert is an empty page); expert, admin and ops keys see both kinds, of every run of their org.';
 /** ApprovalsService.mayDecide. */
-const WHO_DECIDES = 'Expert approvals: expert or admin keys decide them; client approvals: agent or admin keys.';
+const WHO_DECIDES = 'Expert approvals: expert or admin keys decide them; client approvals: the run’s agent key (the key that started it) or admin keys.';
 
 @ApiTags('approvals')
 @ApiBearerAuth()
@@ -23,7 +24,7 @@ export class ApprovalsController {
   @Get()
   @Roles('expert', 'admin', 'ops', 'agent')
   @ApiRoles(['expert', 'admin', 'ops', 'agent'], `${AGENT_SEES_CLIENT_ONLY} ${WHO_DECIDES}`)
-  @ApiResponse({ status: 200, description: 'one page of approvals, newest first (an agent key sees the client ones only)', schema: APPROVAL_PAGE_SCHEMA })
+  @ApiResponse({ status: 200, description: 'one page of approvals, newest first (an agent key sees the client ones of the runs it started only)', schema: APPROVAL_PAGE_SCHEMA })
   list(@CurrentPrincipal() p: Principal, @Query() q: ListApprovalsQuery) {
     return this.approvals.list(p, q);
   }
@@ -40,7 +41,7 @@ export class ApprovalsController {
   @HttpCode(200)
   @Roles('expert', 'admin', 'agent')
   @ApiRoles(['expert', 'admin', 'agent'], {
-    note: `${WHO_DECIDES} An ops key reads approvals but decides none; an agent key gets 404 on an expert approval (it may not see it).`,
+    note: `${WHO_DECIDES} An ops key reads approvals but decides none; an agent key gets 404 on an expert approval, or on one of a run it did not start (it may not see them).`,
     forbiddenAlso: 'a key that may see the approval but not decide its kind (an expert key deciding a client approval)',
   })
   @ApiResponse({
@@ -50,7 +51,10 @@ export class ApprovalsController {
       'tool_calling_enabled turned off → blocked / FEATURE_DISABLED; its current policy blocks the action → blocked / POLICY_BLOCKED',
     schema: APPROVAL_SCHEMA,
   })
-  @ApiProblemResponse(404, 'NOT_FOUND: no such approval in the key’s org, or one the key may not see (an expert approval, to an agent key)')
+  @ApiProblemResponse(
+    404,
+    'NOT_FOUND: no such approval in the key’s org, or one the key may not see (to an agent key: an expert approval, or one of a run another key started; nothing is decided)',
+  )
   @ApiProblemResponse(
     409,
     'ACTION_DIGEST_MISMATCH: actionDigest is not the digest of the action awaiting approval; ' +

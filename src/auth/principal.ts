@@ -8,3 +8,25 @@ export interface Principal {
 }
 
 export const actorOf = (p: Principal): { keyId: string; role: Role } => ({ keyId: p.keyId, role: p.role });
+
+/** What reachesRun needs of a principal (the actor a call path carries, whose role is kept as text, will do). */
+export type RunReacher = Pick<Principal, 'keyId' | 'orgId'> & { role: string };
+
+/**
+ * The one key whose runs `p` reaches within its org: an `agent` key reaches only the runs it started (API.md §1
+ * "its runs", "its own tool calls and results"; §5 "the run's agent key"), every other role every run of its org
+ * (admin keys act on all of them; ops/expert read as their role allows). null: no such restriction.
+ */
+export const runOwnerScope = (p: RunReacher): string | null => (p.role === 'agent' ? p.keyId : null);
+
+/**
+ * Whether `p` reaches a run — and so its tool calls, results and approvals — of org `orgId` started by key `createdBy`.
+ * Every route that names a run, or a call or approval of one, asks this: a run it does not reach answers exactly as a
+ * missing one does (404 with the route's code), another org's as today, and another agent key's of the same org alike
+ * (a replaced agent key included: the run belongs to the key that started it, not to whoever holds the role now).
+ */
+export function reachesRun(p: RunReacher, run: { orgId: string; createdBy: string | null }): boolean {
+  if (p.orgId !== null && run.orgId !== p.orgId) return false;
+  const owner = runOwnerScope(p);
+  return owner === null || run.createdBy === owner;
+}

@@ -91,8 +91,11 @@ const END_DESCRIPTION =
   'A ledger event run.completed / run.cancelled records who ended it and whether a reason was given; the free-text reason stays off ' +
   'the append-only ledger: it is on the run (`ended.reason`) and on the approvals the end rejected.';
 
-/** RunsService.get: org keys reach their own org's runs only, platform keys any org's. */
-const RUN_SCOPE = 'An org key reaches its own org’s runs (another org’s → 404); a platform key (orgId null) any org’s.';
+/** RunsService.get (reachesRun): org keys reach their own org's runs only, agent keys the ones they started, platform keys any org's. */
+const RUN_SCOPE =
+  'An org key reaches its own org’s runs (another org’s → 404); a platform key (orgId null) any org’s. ' +
+  'An agent key reaches only the runs it started: another agent key’s run of the org is 404 like a missing one (a replaced key does not ' +
+  'inherit its predecessor’s runs); the org’s admin keys reach every run of the org.';
 
 @ApiTags('runs')
 @ApiBearerAuth()
@@ -104,7 +107,8 @@ export class RunsController {
   @Roles('agent', 'admin')
   @ApiRoles(['agent', 'admin'], {
     note:
-      'Keys of an org: the run belongs to the key’s org. ' +
+      'Keys of an org: the run belongs to the key’s org, and to the key that started it: only that key, or an admin key of the org, ' +
+      'reads it, ends it and posts its tool calls (another agent key of the org gets 404). ' +
       'A platform key (orgId null) belongs to no org and cannot create runs: 403 FORBIDDEN (use an admin key of the org).',
     summary: 'Start a run',
     forbiddenAlso: PLATFORM_KEY_BELONGS_TO_NO_ORG,
@@ -132,7 +136,7 @@ export class RunsController {
   })
   @ApiBody({ type: EndRunDto, required: false, description: 'optional: no body at all is the same as {}' })
   @ApiResponse({ status: 200, description: 'the run, status completed', schema: RUN_SCHEMA })
-  @ApiProblemResponse(404, 'NOT_FOUND: no such run in the key’s org')
+  @ApiProblemResponse(404, 'NOT_FOUND: no such run in the key’s org (to an agent key: no such run it started)')
   @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was cancelled')
   complete(@CurrentPrincipal() p: Principal, @Param('runId') runId: string, @Body() dto: EndRunDto) {
     return this.runs.end(p, runId, 'completed', dto.reason ?? null);
@@ -148,7 +152,7 @@ export class RunsController {
   })
   @ApiBody({ type: EndRunDto, required: false, description: 'optional: no body at all is the same as {}' })
   @ApiResponse({ status: 200, description: 'the run, status cancelled', schema: RUN_SCHEMA })
-  @ApiProblemResponse(404, 'NOT_FOUND: no such run in the key’s org')
+  @ApiProblemResponse(404, 'NOT_FOUND: no such run in the key’s org (to an agent key: no such run it started)')
   @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was completed')
   cancel(@CurrentPrincipal() p: Principal, @Param('runId') runId: string, @Body() dto: EndRunDto) {
     return this.runs.end(p, runId, 'cancelled', dto.reason ?? null);

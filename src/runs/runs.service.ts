@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
-import { actorOf, type Principal } from '../auth/principal.js';
+import { actorOf, reachesRun, type Principal } from '../auth/principal.js';
 import { settleApprovalsSql } from '../approvals/approval-settle.sql.js';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
@@ -21,6 +21,8 @@ export interface RunSnapshot {
   specialistId: string;
   allowedTools: ReadonlySet<string>;
   status: RunStatus;
+  /** The key that started the run: an agent key reaches only its own runs (reachesRun), checked on the cached snapshot too. */
+  createdBy: string | null;
 }
 
 const MAX_METADATA_BYTES = 16 * 1024;
@@ -80,10 +82,10 @@ export class RunsService {
     } as AgentRunEntity, 0);
   }
 
-  /** A run the principal may see, or 404 (another org's run looks missing). */
+  /** A run the principal may see, or 404 (another org's run, or another agent key's, looks missing: reachesRun). */
   async get(actor: Principal, runId: string, notFound: 'NOT_FOUND' | 'RUN_NOT_FOUND' = 'NOT_FOUND') {
     let run = isUuid(runId) ? await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } }) : null;
-    if (!run || (actor.orgId !== null && run.orgId !== actor.orgId)) throw new AppError(notFound, 'run not found');
+    if (!run || !reachesRun(actor, run)) throw new AppError(notFound, 'run not found');
     // Its status and pending count are counters the settle keeps: an approval past its expiry is written down
     // first (nothing more to read for a run with none pending), so the run does not show it pending until the sweep.
     if (run.pendingApprovalCount > 0 && (await this.expireOverdueApprovals({ runId: run.id }, this.clock.now())).length > 0) {
@@ -186,18 +188,23 @@ export class RunsService {
     this.snapshots.delete(runId);
   }
 
-  /** Hot path: the fixed facts of a run, cached; 404 RUN_NOT_FOUND for a missing or foreign run. */
-  async snapshot(orgId: string, runId: string): Promise<RunSnapshot> {
+  /**
+   * Hot path: the fixed facts of a run, cached; 404 RUN_NOT_FOUND for a missing run, another org's, or (to an agent
+   * key) another key's (reachesRun: judged on the cached snapshot too, so a hit costs no statement either way).
+   */
+  async snapshot(p: Principal, runId: string): Promise<RunSnapshot> {
+    // Callers refuse platform keys first (they have no org to act in); one reaching here finds no run.
+    const reaches = (run: { orgId: string; createdBy: string | null }): boolean => p.orgId !== null && reachesRun(p, run);
     const hit = this.snapshots.get(runId);
     if (hit) {
-      if (hit.orgId !== orgId) throw new AppError('RUN_NOT_FOUND', 'run not found');
+      if (!reaches(hit)) throw new AppError('RUN_NOT_FOUND', 'run not found');
       return hit;
     }
     const run = isUuid(runId) ? await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } }) : null;
-    if (!run || run.orgId !== orgId) throw new AppError('RUN_NOT_FOUND', 'run not found');
+    if (!run || !reaches(run)) throw new AppError('RUN_NOT_FOUND', 'run not found');
     const snap: RunSnapshot = {
       id: run.id, orgId: run.orgId, specialistId: run.specialistId,
-      allowedTools: new Set(run.metadata.runtimeManifest.allowedTools), status: run.status,
+      allowedTools: new Set(run.metadata.runtimeManifest.allowedTools), status: run.status, createdBy: run.createdBy,
     };
     // An active run stays cacheable: if it ends meanwhile (on any replica), the intent statement finds out and the entry goes.
     if (snap.status === 'running' || snap.status === 'waiting_approval') {

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { reachesRun, type RunReacher } from '../auth/principal.js';
 import { AppError } from '../common/errors/app-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
@@ -63,14 +64,27 @@ export class StoredCallAnswers {
    * The replay of the call stored under the key, or `none()` when there is none: the run ended (409
    * RUN_NOT_ACTIVE), a batch item not started, or (after a key conflict) a bug.
    */
-  async replayByKey(orgId: string, idempotencyKey: string, digest: string, toolUseId: string, none: () => Error): Promise<ToolCallResponse> {
-    const row = await this.storedByKey(orgId, idempotencyKey);
-    if (!row) throw none();
+  async replayByKey(who: RunReacher & { orgId: string }, idempotencyKey: string, digest: string, toolUseId: string, none: () => Error): Promise<ToolCallResponse> {
+    const found = await this.storedByKey(who.orgId, idempotencyKey);
+    if (!found) throw none();
+    const { run_created_by: runCreatedBy, ...row } = found;
+    // An Idempotency-Key is unique per org, so one an agent key sends may name a call of another key's run: that call
+    // is never replayed to it (its result is the other key's, reachesRun). The key is taken all the same: 422, as for
+    // a key used for another action, and nothing runs.
+    if (!reachesRun(who, { orgId: row.org_id, createdBy: runCreatedBy })) {
+      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action'), {
+        storedCall: { status: row.status, toolName: row.tool_name, action: row.action },
+      });
+    }
     return this.replayStored(row, digest, toolUseId);
   }
 
-  private async storedByKey(orgId: string, idempotencyKey: string): Promise<StoredCall | undefined> {
-    const [row] = await this.sql.prepared<StoredCall>(`SELECT ${STORED_CALL_COLUMNS} FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`, [orgId, idempotencyKey]);
+  private async storedByKey(orgId: string, idempotencyKey: string): Promise<(StoredCall & { run_created_by: string | null }) | undefined> {
+    const [row] = await this.sql.prepared<StoredCall & { run_created_by: string | null }>(
+      `SELECT ${STORED_CALL_COLUMNS}, (SELECT r.created_by FROM agent_runs r WHERE r.id = t.run_id) AS run_created_by
+         FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`,
+      [orgId, idempotencyKey],
+    );
     return row;
   }
 

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
-import type { Principal } from '../auth/principal.js';
+import { reachesRun, type Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid } from '../common/ids.js';
@@ -104,13 +104,16 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
    */
   private async load(p: Principal, id: string): Promise<StoredCall> {
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'tool call not found');
-    const [found] = await this.sql.query<StoredCall & { key_live: boolean }>(
-      `SELECT ${STORED_CALL_COLUMNS}, EXISTS (SELECT 1 FROM api_keys k WHERE k.id = $2 AND k.revoked_at IS NULL) AS key_live
+    // The run's creator comes in the same statement: a call of a run the key does not reach (another org's, or to
+    // an agent key another key's run) is 404 like a missing one (reachesRun).
+    const [found] = await this.sql.query<StoredCall & { key_live: boolean; run_created_by: string | null }>(
+      `SELECT ${STORED_CALL_COLUMNS}, EXISTS (SELECT 1 FROM api_keys k WHERE k.id = $2 AND k.revoked_at IS NULL) AS key_live,
+              (SELECT r.created_by FROM agent_runs r WHERE r.id = t.run_id) AS run_created_by
          FROM tool_calls t WHERE t.id = $1`,
       [id, p.keyId],
     );
-    if (!found || (p.orgId !== null && found.org_id !== p.orgId)) throw new AppError('NOT_FOUND', 'tool call not found');
-    const { key_live: keyLive, ...row } = found;
+    if (!found || !reachesRun(p, { orgId: found.org_id, createdBy: found.run_created_by })) throw new AppError('NOT_FOUND', 'tool call not found');
+    const { key_live: keyLive, run_created_by: _runCreatedBy, ...row } = found;
     if (!keyLive) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
     // An approval past its expiry ends the call now (blocked / APPROVAL_EXPIRED), not at the next sweep.
     return this.calls.expireIfOverdue(row);

@@ -33,7 +33,9 @@ export class ToolCallsController {
   @KeyCheckedInWrite()
   @Roles('agent', 'admin')
   @ApiRoles(['agent', 'admin'], {
-    note: 'Keys of the run’s org (another org’s run → 404 RUN_NOT_FOUND). A platform key (orgId null) has no org: 403 FORBIDDEN.',
+    note:
+      'Keys of the run’s org (another org’s run → 404 RUN_NOT_FOUND); an agent key only in a run it started (another agent key’s run → 404 ' +
+      'RUN_NOT_FOUND, nothing recorded), an admin key in any run of its org. A platform key (orgId null) has no org: 403 FORBIDDEN.',
     summary: 'One tool_use block',
     forbiddenDocumentedBy: 'ApiToolCallResponses',
   })
@@ -65,7 +67,9 @@ export class ToolCallsController {
   @Get('tool-calls/:id/result')
   @Roles('agent', 'admin')
   @ApiRoles(['agent', 'admin'], {
-    note: 'An ops key gets 403: the ledger, GET /v1/tool-calls/{id}, has the redacted output. A call of another org → 404.',
+    note:
+      'An ops key gets 403: the ledger, GET /v1/tool-calls/{id}, has the redacted output. A call of another org → 404; to an agent key, ' +
+      'a call of a run it did not start too (even one it is waiting on: the run’s key reads it); an admin key reads every call of its org.',
     summary: 'The full result of a tool call',
     description: 'A long-poll stops as soon as the client goes away.',
   })

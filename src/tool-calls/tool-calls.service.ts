@@ -87,7 +87,7 @@ export class ToolCallsService {
     // An ended run takes no new calls; a call it made before it ended is still answered (the agent may resend after a lost answer).
     if (run.status !== 'running' && run.status !== 'waiting_approval') {
       await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-      return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
+      return await this.answers.replayByKey({ orgId, keyId: p.keyId, role: p.role }, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
     }
 
     const [flagEnabled, { rules, version: policyVersion }] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
@@ -172,8 +172,8 @@ export class ToolCallsService {
         this.keys.refused(p);
         throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
       }
-      if (written === 'run-ended') return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
-      if (written === 'exists') return await this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, conflictWithoutRow);
+      if (written === 'run-ended') return await this.answers.replayByKey({ orgId, keyId: p.keyId, role: p.role }, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
+      if (written === 'exists') return await this.answers.replayByKey({ orgId, keyId: p.keyId, role: p.role }, idempotencyKey, digest, use.id, conflictWithoutRow);
       if (written === 'governance-changed') {
         // Changed on another replica inside this one's cache window: decide again on fresh reads, the lease given back first.
         this.flags.forget(orgId);
@@ -232,7 +232,7 @@ export class ToolCallsService {
   async replayOnly(p: Principal, runId: string, body: unknown, notStarted: () => AppError = heldBehindEarlierItem): Promise<ToolCallResponse> {
     const { orgId, use, idempotencyKey, digest } = await this.identify(p, runId, body, undefined);
     await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-    return this.answers.replayByKey(orgId, idempotencyKey, digest, use.id, notStarted);
+    return this.answers.replayByKey({ orgId, keyId: p.keyId, role: p.role }, idempotencyKey, digest, use.id, notStarted);
   }
 
   /**
@@ -246,7 +246,7 @@ export class ToolCallsService {
     const parsed = parseToolUse(body);
     // From here on, one spelling of the params: the policy judges what the vendor will act on.
     const use = { ...parsed, params: this.catalog.canonicalParams(parsed.name, parsed.action, parsed.params) };
-    const run = await this.runs.snapshot(orgId, runId);
+    const run = await this.runs.snapshot(p, runId);
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
     const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
     return { orgId, use, run, idempotencyKey, digest };

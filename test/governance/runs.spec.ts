@@ -195,10 +195,21 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
 
     it('returns the run to its agent, ops and admin keys, and to platform keys', async () => {
       const platformOps = await createKey(t, null, 'ops');
-      for (const key of [agent.key, (await createKey(t, org, 'agent')).key, ops.key, admin.key, platformOps.key, adminAuth.Authorization.slice(7)]) {
+      for (const key of [agent.key, ops.key, admin.key, platformOps.key, adminAuth.Authorization.slice(7)]) {
         const res = await t.http.get(`/v1/runs/${run.id}`).set(bearer(key));
         expect(res.status).toBe(200);
         expect(res.body).toMatchObject(run);
+      }
+    });
+
+    it('answers another agent key of the org exactly like a missing run (404): a run belongs to the agent key that started it', async () => {
+      const secondAgent = (await createKey(t, org, 'agent')).key;
+      const missing = await t.http.get(`/v1/runs/${randomUUID()}`).set(bearer(secondAgent));
+      expectProblem(missing, 404, 'NOT_FOUND');
+      for (const path of [`/v1/runs/${run.id}`, `/v1/runs/${run.id}/tools`]) {
+        const notTheirs = await t.http.get(path).set(bearer(secondAgent));
+        expectProblem(notTheirs, 404, 'NOT_FOUND');
+        expect(notTheirs.body.detail).toBe(missing.body.detail);
       }
     });
 

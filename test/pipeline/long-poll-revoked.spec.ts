@@ -23,13 +23,17 @@ describe('a long-poll whose key is revoked while it waits', () => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], rules });
     const agent = await createKey(h.t, org.orgId, 'agent');
     const expert = await createKey(h.t, org.orgId, 'expert');
-    const posted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(agent.key)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    // The key to revoke posts in a run of its own (a run belongs to the agent key that started it); the live long-poll
+    // is the org's admin key's, which reads every call of the org.
+    const run = await h.t.http.post('/v1/runs').set(bearer(agent.key)).send({ specialistId: 'support' });
+    expect(run.status).toBe(201);
+    const posted = await h.t.http.post(`/v1/runs/${run.body.id}/tool-calls`).set(bearer(agent.key)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
     expect(posted.status).toBe(202);
     const id = posted.body.toolCallId as string;
 
     const results = h.t.app.get(ToolCallResultsService);
     const revokedPoll = h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=20000`).set(bearer(agent.key)).then((r) => r);
-    const livePoll = h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=20000`).set(bearer(org.agentKey)).then((r) => r);
+    const livePoll = h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=20000`).set(bearer(org.adminKey)).then((r) => r);
     // Both are authenticated and waiting for the call to settle.
     await waitFor(() => results.waitingOn(id) === 2, 'both long-polls to be waiting');
     expect((await h.t.http.delete(`/v1/api-keys/${agent.id}`).set(adminAuth)).status).toBe(204);

@@ -117,7 +117,7 @@ export function ApiToolCallResponses(forbidden: string): MethodDecorator {
       status: 422,
       description:
         'INVALID_INPUT — tool-call body (application/json), also for a tool of the run whose input has no string `action` (the content lists the actions the run allows); ' +
-        'or IDEMPOTENCY_KEY_REUSED — problem+json',
+        'or IDEMPOTENCY_KEY_REUSED — problem+json (also an Idempotency-Key already used in the org for a call of a run the agent key did not start: that call is never replayed to it)',
       content: bodyOrProblem,
       headers: replayed,
     }),
@@ -127,7 +127,7 @@ export function ApiToolCallResponses(forbidden: string): MethodDecorator {
         'more significant digits than a double holds: send it as a string), or the Idempotency-Key header is not 1-255 printable ASCII ' +
         'or is sent more than once; nothing recorded',
     ),
-    ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)'),
+    ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run, and, to an agent key, a run another key started)'),
     ApiResponse({
       status: 409,
       description:

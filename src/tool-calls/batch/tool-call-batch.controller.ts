@@ -53,7 +53,9 @@ export class ToolCallBatchController {
   @Roles('agent', 'admin')
   @HttpCode(200)
   @ApiRoles(['agent', 'admin'], {
-    note: 'Keys of the run’s org (another org’s run → 404 RUN_NOT_FOUND); a platform key (orgId null) has no org: 403 FORBIDDEN.',
+    note:
+      'Keys of the run’s org (another org’s run → 404 RUN_NOT_FOUND); an agent key only in a run it started (another agent key’s run → 404 ' +
+      'RUN_NOT_FOUND for the whole batch, nothing recorded), an admin key in any run of its org; a platform key (orgId null) has no org: 403 FORBIDDEN.',
     forbiddenAlso: PLATFORM_KEY_BELONGS_TO_NO_ORG,
     summary: 'Several tool_use blocks of one model turn',
     description:

@@ -155,7 +155,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     const toolUses = parseBatchRequest(body, idempotencyHeader);
     // The run is the batch's, not an item's: a missing run answers once, for the whole batch. An ended run
     // still replays the calls it made (a batch resent after a lost answer); see the end of this method.
-    const run = await this.runs.snapshot(p.orgId, runId);
+    const run = await this.runs.snapshot(p, runId);
 
     const bodies: (ToolCallBody | null)[] = toolUses.map(() => null);
     const refusals: (AppError | null)[] = toolUses.map(() => null);
