@@ -1,5 +1,7 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { countToolCall } from '../tool-calls/count-tool-call.js';
 import { Clock } from '../common/clock.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
@@ -71,6 +73,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     private readonly claimer: ApprovedCallClaimer,
     private readonly cipher: EnvelopeCipher,
     private readonly clock: Clock,
+    private readonly metrics: MetricsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -253,6 +256,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     if (call.status === 'blocked') {
       const why = call.error_code === 'POLICY_BLOCKED' ? "the org's current policy blocks it" : 'tool calling was turned off for the org after it was submitted';
       this.log.warn({ toolCallId, errorCode: call.error_code }, `approved call blocked: ${why}`);
+      // Answered blocked from here on (a re-post, the result): counted as answered, as a call that runs is.
+      countToolCall(this.catalog, this.metrics, call.tool_name, call.action, 'blocked', call.error_code);
       settledCalls.emit('settled', call.id);
       return;
     }

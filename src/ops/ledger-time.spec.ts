@@ -9,6 +9,13 @@ describe('parseQueryTimestamp', () => {
     expect(parseQueryTimestamp('since', '2026-01-02')).toBe('2026-01-02T00:00:00Z');
     expect(parseQueryTimestamp('since', '2026-01-02T03:04')).toBe('2026-01-02T03:04:00Z');
     expect(parseQueryTimestamp('since', undefined)).toBeUndefined();
+    // A "+" typed unescaped in a URL query arrives as a space: at the zone's place it can only be "+".
+    expect(parseQueryTimestamp('since', '2026-01-02T03:04:05 02:00')).toBe('2026-01-02T03:04:05+02:00');
+    expect(parseQueryTimestamp('since', '2026-01-02T03:04:05.5 02:00')).toBe('2026-01-02T03:04:05.5+02:00');
+    expect(parseQueryTimestamp('since', '2026-01-02T03:04 05:30')).toBe('2026-01-02T03:04:00+05:30');
+    for (const bad of ['2026-01-02T03:04:05  02:00', '2026-01-02T03:04:05 02', '2026-01-02 03:04:05 02:00', ' 2026-01-02T03:04:05 02:00']) {
+      expect(() => parseQueryTimestamp('since', bad), bad).toThrow(/ISO-8601/);
+    }
     // the calendar's edges that PostgreSQL accepts (year 1, an offset reaching back into 1 BC, year 9999)
     expect(parseQueryTimestamp('since', '0001-01-01')).toBe('0001-01-01T00:00:00Z');
     expect(parseQueryTimestamp('since', '0001-01-01T00:00:00+01:00')).toBe('0001-01-01T00:00:00+01:00');

@@ -10,7 +10,9 @@ const ISO_RE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,6}
  */
 export function parseQueryTimestamp(field: string, raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  const m = ISO_RE.exec(raw);
+  // A "+" sent unescaped in a query (`since=2026-01-01T00:00:00+02:00`) arrives as a space: at the zone's place
+  // no space can be anything else. East of UTC, a timestamp typed as documented was a 400.
+  const m = ISO_RE.exec(raw.replace(/(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?) (\d{2}:\d{2})$/, '$1+$2'));
   const bad = (): AppError => new AppError('VALIDATION_FAILED', `${field}: must be an ISO-8601 timestamp such as 2026-01-31T12:00:00Z`);
   if (!m) throw bad();
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', finer = '', zone = 'Z'] = m;

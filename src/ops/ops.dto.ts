@@ -6,6 +6,7 @@ import { CORRELATION_ID } from '../common/http/correlation.js';
 import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call-status.js';
 import { CanonicalUuid } from '../common/http/validation.js';
 import { NIL_UUID } from '../common/ids.js';
+import { LEDGER_EVENT_TYPES } from '../ledger/ledger-event-types.js';
 
 const TIME_DOC =
   'ISO-8601 timestamp (UTC when no zone is given; zone Z or ±hh:mm; a fraction finer than microseconds counts as the next microsecond up, as rows are kept to the microsecond); a start after the end is 400 VALIDATION_FAILED';
@@ -99,10 +100,9 @@ export class LedgerEventsQuery extends IntersectionType(PageQuery, TimeWindowQue
   @CanonicalUuid()
   runId?: string;
 
-  @ApiProperty({ required: false, maxLength: 200, example: 'tool_call.requested' })
+  @ApiProperty({ required: false, enum: LEDGER_EVENT_TYPES, example: 'tool_call.requested', description: 'one of the types the gateway writes; another is 400 (it would match nothing)' })
   @IsOptional()
-  @IsString()
-  @CodePointLength(1, 200)
+  @IsIn(LEDGER_EVENT_TYPES, { message: `type must be one of the ledger's event types: ${LEDGER_EVENT_TYPES.join(', ')}` })
   type?: string;
 }
 

@@ -271,7 +271,15 @@ export const USAGE_SCHEMA = {
           succeeded: { type: 'integer', minimum: 0 },
           failed: { type: 'integer', minimum: 0 },
           blocked: { type: 'integer', minimum: 0 },
-          costCents: { type: 'integer', minimum: 0 },
+          costCents: {
+            type: 'integer',
+            minimum: 0,
+            description:
+              'the catalog cost of every call whose request reached, or may have reached, the vendor: succeeded, failed at the vendor ' +
+              '(a 404, 429 or 5xx answer included) and indeterminate calls; never a blocked call, INVALID_INPUT, CREDENTIALS_NOT_FOUND or ' +
+              'CIRCUIT_OPEN. Counted in the window of the call’s creation (createdAt), so a window already past can still grow when a ' +
+              'call waiting for approval in it runs later',
+          },
         },
       },
     },

@@ -87,6 +87,11 @@ describe('ledger events, usage and metrics', () => {
         expect((await t.http.get('/v1/ledger/events').query(query).set(bearer(ops))).status, JSON.stringify(query)).toBe(400);
       }
       expect((await t.http.get('/v1/ledger/events').query({ orgId: randomUUID() }).set(bearer(ops))).status).toBe(404);
+      // A misspelt type matched nothing (200, an empty page that reads as "nothing happened"): said instead.
+      const misspelt = await t.http.get('/v1/ledger/events').query({ type: 'tool_call.requestd' }).set(bearer(ops));
+      expect(misspelt.status).toBe(400);
+      expect(misspelt.body.detail).toContain("type must be one of the ledger's event types: org.created, ");
+      expect(misspelt.body.detail).toContain('tool_call.requested');
       const platform = await all((await createKey(t, null, 'ops')).key, { orgId: org, runId: run }, 50);
       expect(platform).toHaveLength(16);
     });
