@@ -72,7 +72,7 @@ export class StoredCallAnswers {
     // is never replayed to it (its result is the other key's, reachesRun). The key is taken all the same: 422, as for
     // a key used for another action, and nothing runs.
     if (!reachesRun(who, { orgId: row.org_id, createdBy: runCreatedBy })) {
-      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action'), {
+      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key (or, without one, this tool_use id in this run) was already used for a different action'), {
         storedCall: { status: row.status, toolName: row.tool_name, action: row.action },
       });
     }
@@ -92,7 +92,7 @@ export class StoredCallAnswers {
     if (stored.action_digest !== digest) {
       // The stored call rides along (its status and what it does), never serialized: a batch holds the writes after
       // this one while the call first sent under the key, if a write, has not run yet (ToolCallBatchService, keyReusedHold).
-      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used for a different action'), {
+      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key (or, without one, this tool_use id in this run) was already used for a different action'), {
         storedCall: { status: stored.status, toolName: stored.tool_name, action: stored.action },
       });
     }
