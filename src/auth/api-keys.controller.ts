@@ -2,9 +2,9 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@ne
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiRoles } from '../common/http/api-roles.js';
 import { ApiProblemResponse, PROBLEM_CONTENT } from '../common/http/openapi.js';
-import { CurrentPrincipal, Roles } from './auth.decorators.js';
+import { CurrentPrincipal, KeyKind, Roles } from './auth.decorators.js';
 import { API_KEYS_DEFAULT_PAGE, API_KEYS_MAX_PAGE, CreateApiKeyDto, ListApiKeysQuery } from './api-keys.dto.js';
-import { ApiKeysService, type ApiKeyPage } from './api-keys.service.js';
+import { ApiKeysService, platformKeyRefusal, type ApiKeyPage } from './api-keys.service.js';
 import type { Principal } from './principal.js';
 
 /** An API key as ApiKeysService answers it (its `view`); the key text itself is never part of it. */
@@ -31,6 +31,7 @@ export class ApiKeysController {
 
   @Post()
   @Roles('admin')
+  @KeyKind(platformKeyRefusal)
   @ApiRoles(['admin'], {
     note: 'An org admin key creates keys for its own org only; a platform key (orgId null, ops or admin) needs a platform admin key.',
     forbiddenAlso: 'an org admin asking for a platform key (orgId null)',

@@ -25,6 +25,19 @@ const KNOWN_KEYS_MAX = 50_000;
 const UNKNOWN_KEYS_MAX = 1_000;
 const TOUCH_FLUSH_MS = 30_000;
 
+/** The 403 an org admin key gets asking for a platform key (orgId null). */
+export const PLATFORM_KEYS_NEED_PLATFORM_ADMIN = 'only a platform admin can create platform keys';
+
+/**
+ * POST /v1/api-keys's key-kind rule (@KeyKind), read off the body before it is validated: an org key asking for a
+ * platform key — the body's `orgId` present and exactly null — is refused whatever else the body holds, as create
+ * refuses it. Any other orgId (absent, malformed, another org's) is left to validation (400) and org scope (404).
+ */
+export function platformKeyRefusal(p: Principal, body: unknown): string | undefined {
+  if (p.orgId === null || typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  return Object.hasOwn(body, 'orgId') && (body as { orgId?: unknown }).orgId === null ? PLATFORM_KEYS_NEED_PLATFORM_ADMIN : undefined;
+}
+
 /** A meter of database lookups that find no key (see authenticate). */
 export interface LookupGate {
   /** Spends one lookup: 0 when it may run, else the seconds to wait (nothing spent). */
@@ -150,7 +163,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
 
   async create(actor: Principal, input: { orgId: string | null; role: Role; name: string }): Promise<ApiKeyView & { key: string }> {
     if (input.orgId === null) {
-      if (actor.orgId !== null) throw new AppError('FORBIDDEN', 'only a platform admin can create platform keys');
+      if (actor.orgId !== null) throw new AppError('FORBIDDEN', PLATFORM_KEYS_NEED_PLATFORM_ADMIN);
       if (input.role !== 'ops' && input.role !== 'admin') {
         throw new AppError('VALIDATION_FAILED', 'role: platform keys (orgId null) must be ops or admin');
       }

@@ -6,6 +6,7 @@ export const ROLES_KEY = 'tg:roles';
 export const PUBLIC_KEY = 'tg:public';
 export const KEY_CHECKED_IN_WRITE = 'tg:key-checked-in-write';
 export const RATE_COST_KEY = 'tg:rate-cost';
+export const KEY_KIND_KEY = 'tg:key-kind';
 
 /** How many of the key's rate-limit tokens a request spends, read off the parsed request (1 when unset). */
 export type RateCostOf = (req: { body?: unknown }) => number;
@@ -28,6 +29,25 @@ export const KeyCheckedInWrite = (): MethodDecorator => SetMetadata(KEY_CHECKED_
  * rate-limit tokens, so RATE_LIMIT_RPS bounds tool calls, not requests. Read before the role check, like the limit.
  */
 export const RateCost = (costOf: RateCostOf): MethodDecorator => SetMetadata(RATE_COST_KEY, costOf);
+
+/**
+ * A refusal that depends on the kind of key (a platform key, orgId null, or an org's) rather than its role: the 403
+ * detail, or undefined to let the request on. `body` is the request body as our JSON reader parsed it, not yet
+ * validated (undefined when there is none, or the reader refused it): a rule reading it must check every field's type.
+ */
+export type KeyKindRule = (p: Principal, body: unknown) => string | undefined;
+
+/**
+ * A key-kind refusal made by the AuthGuard right after the role check, so it answers 403 FORBIDDEN before the body is
+ * read or validated (API.md §9: 401 → 403 → the rest), as a wrong role does. The service keeps its own check too.
+ */
+export const KeyKind = (rule: KeyKindRule): MethodDecorator => SetMetadata(KEY_KIND_KEY, rule);
+
+/** Only a platform key (orgId null) may call the route: an org key gets 403 `detail`. */
+export const PlatformKeyOnly = (detail: string): MethodDecorator => KeyKind((p) => (p.orgId !== null ? detail : undefined));
+
+/** Only a key of an org may call the route: a platform key (orgId null), which belongs to no org, gets 403 `detail`. */
+export const OrgKeyOnly = (detail: string): MethodDecorator => KeyKind((p) => (p.orgId === null ? detail : undefined));
 
 export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: ExecutionContext): Principal => {
   const req = ctx.switchToHttp().getRequest<{ principal?: Principal }>();

@@ -6,7 +6,7 @@ import { bodyErrorOf } from '../common/http/json-body.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { Role } from './api-key.entity.js';
 import { ApiKeysService, type LookupGate } from './api-keys.service.js';
-import { KEY_CHECKED_IN_WRITE, PUBLIC_KEY, RATE_COST_KEY, ROLES_KEY, type RateCostOf } from './auth.decorators.js';
+import { KEY_CHECKED_IN_WRITE, KEY_KIND_KEY, PUBLIC_KEY, RATE_COST_KEY, ROLES_KEY, type KeyKindRule, type RateCostOf } from './auth.decorators.js';
 import { clientAddressKey } from './client-address.js';
 import type { Principal } from './principal.js';
 import { RateLimiter } from './rate-limiter.js';
@@ -15,9 +15,9 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Global guard. Order of checks (API.md §9): more than one Authorization header (400) → authenticate (401) → rate limit
- * (429) → role (403) → a body the reader refused (415, 400); org scope (404)
- * is checked by the services. A route with neither @Roles nor @Public is
- * refused: forgetting the decorator fails closed. Before authentication, an
+ * (429) → role (403) → the key's kind, platform or org (403, @KeyKind) → a body the reader refused (415, 400); the
+ * ValidationPipe (400) runs after the guard, and org scope (404) is checked by the services. A route with neither
+ * @Roles nor @Public is refused: forgetting the decorator fails closed. Before authentication, an
  * address whose made-up keys are over AUTH_FAILURE_RPS gets 429 for any key
  * the caches do not know, without the database being asked.
  */
@@ -56,6 +56,9 @@ export class AuthGuard implements CanActivate {
     if (wait > 0) throw new AppError('RATE_LIMITED', 'rate limit exceeded for this API key', { retryAfterSeconds: wait });
     const roles = this.reflector.getAllAndOverride<Role[] | undefined>(ROLES_KEY, targets);
     if (!roles || !roles.includes(principal.role)) throw new AppError('FORBIDDEN', 'this API key may not call this route');
+    // A key of the wrong kind is refused like a wrong role: before the body is looked at (the ValidationPipe runs later).
+    const refusal = this.reflector.get<KeyKindRule | undefined>(KEY_KIND_KEY, ctx.getHandler())?.(principal, req.body);
+    if (refusal !== undefined) throw new AppError('FORBIDDEN', refusal);
     req.principal = principal;
     return this.bodyChecked(req);
   }

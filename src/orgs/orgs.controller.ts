@@ -2,12 +2,12 @@ import { Body, Controller, Get, Param, Post, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
-import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import { CurrentPrincipal, PlatformKeyOnly, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { FeatureFlagsService, FLAG_DEFAULTS } from './feature-flags.service.js';
 import { OrgScopeService } from './org-scope.service.js';
 import { CreateOrgDto, SetFeatureFlagDto } from './orgs.dto.js';
-import { OrgsService } from './orgs.service.js';
+import { ORGS_NEED_PLATFORM_ADMIN, OrgsService } from './orgs.service.js';
 
 /** An org, as OrgsService answers it (POST /v1/orgs, GET /v1/orgs/{orgId}). */
 const ORG_SCHEMA = {
@@ -49,6 +49,7 @@ export class OrgsController {
 
   @Post()
   @Roles('admin')
+  @PlatformKeyOnly(ORGS_NEED_PLATFORM_ADMIN)
   @ApiRoles(['admin'], {
     note: 'A platform admin key (orgId null) only; an org admin key answers 403.',
     forbiddenAlso: 'an org admin key — only a platform admin (orgId null) creates orgs',

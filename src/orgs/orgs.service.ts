@@ -7,6 +7,9 @@ import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { OrgScopeService } from './org-scope.service.js';
 import { OrgEntity } from './org.entity.js';
 
+/** The 403 an org key gets on POST /v1/orgs (the route's @PlatformKeyOnly, and create's own check). */
+export const ORGS_NEED_PLATFORM_ADMIN = 'only a platform admin can create orgs';
+
 const view = (o: OrgEntity) => ({ id: o.id, name: o.name, createdAt: o.createdAt.toISOString() });
 
 @Injectable()
@@ -18,7 +21,7 @@ export class OrgsService {
   ) {}
 
   async create(actor: Principal, input: { name: string; id?: string }) {
-    if (actor.orgId !== null) throw new AppError('FORBIDDEN', 'only a platform admin can create orgs');
+    if (actor.orgId !== null) throw new AppError('FORBIDDEN', ORGS_NEED_PLATFORM_ADMIN);
     // Platform-level audit events are filed under NIL_UUID: an org with that id would read them.
     if (input.id?.toLowerCase() === NIL_UUID) {
       throw new AppError('VALIDATION_FAILED', 'id: the nil UUID 00000000-0000-0000-0000-000000000000 is reserved for platform-level events and cannot be an org id');

@@ -2,10 +2,10 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/com
 import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags, type SchemaObject } from '@nestjs/swagger';
 import { ApiRoles, PLATFORM_KEY_BELONGS_TO_NO_ORG } from '../common/http/api-roles.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
-import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
+import { CurrentPrincipal, OrgKeyOnly, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { CreateRunDto, EndRunDto, ToolsQuery } from './runs.dto.js';
-import { RunsService } from './runs.service.js';
+import { RUNS_NEED_ORG_KEY, RunsService } from './runs.service.js';
 
 /** A run, as POST /v1/runs and GET /v1/runs/{runId} answer it (API.md §3). */
 const RUN_SCHEMA = {
@@ -105,6 +105,7 @@ export class RunsController {
 
   @Post()
   @Roles('agent', 'admin')
+  @OrgKeyOnly(RUNS_NEED_ORG_KEY)
   @ApiRoles(['agent', 'admin'], {
     note:
       'Keys of an org: the run belongs to the key’s org, and to the key that started it: only that key, or an admin key of the org, ' +

@@ -44,6 +44,9 @@ function endedView(r: AgentRunEntity): { at: string; reason: string | null } {
   return { at: ended?.at ? new Date(ended.at).toISOString() : r.updatedAt.toISOString(), reason: ended?.reason ?? null };
 }
 
+/** The 403 a platform key gets on POST /v1/runs (the route's @OrgKeyOnly, and create's own check). */
+export const RUNS_NEED_ORG_KEY = 'runs are created with an agent or admin key of an org; a platform key (orgId null) belongs to no org';
+
 @Injectable()
 export class RunsService {
   private readonly snapshots = new Map<string, RunSnapshot>();
@@ -57,7 +60,7 @@ export class RunsService {
 
   async create(actor: Principal, dto: CreateRunDto) {
     // Agent or org admin keys (API.md §1); a platform key has no org to create the run in.
-    if (!actor.orgId) throw new AppError('FORBIDDEN', 'runs are created with an agent or admin key of an org; a platform key (orgId null) belongs to no org');
+    if (!actor.orgId) throw new AppError('FORBIDDEN', RUNS_NEED_ORG_KEY);
     if (dto.metadata && metadataBytes(dto.metadata) > MAX_METADATA_BYTES) {
       throw new AppError('VALIDATION_FAILED', `metadata: at most ${MAX_METADATA_BYTES} bytes of JSON`);
     }

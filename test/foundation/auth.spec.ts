@@ -153,6 +153,47 @@ describe('API keys, roles and org scope', () => {
     expect((await t.http.get(`/v1/orgs/${orgB}`).set(bearer(platformOps.key))).status).toBe(200);
   });
 
+  // API.md §9: 401 → 403 → the rest. A key of the wrong kind (platform vs org) is refused like a wrong role, by the
+  // guard (@PlatformKeyOnly, @OrgKeyOnly, @KeyKind), before the body is read or validated: 403 whatever the body holds.
+  it('refuses a key of the wrong kind with 403 before the body is validated, and still serves the right key', async () => {
+    const orgAdmin = bearer(keys[orgA].admin);
+    const forbidden = (res: { status: number; body: { code?: string; detail?: string } }, detail: string, what: string) =>
+      expect([res.status, res.body.code, res.body.detail], what).toEqual([403, 'FORBIDDEN', detail]);
+
+    // POST /v1/orgs: platform admin only.
+    for (const body of [{}, { name: '' }, { name: 'x', id: 'not-a-uuid' }, { name: 'x', extra: 1 }]) {
+      forbidden(await t.http.post('/v1/orgs').set(orgAdmin).send(body), 'only a platform admin can create orgs', `orgs ${JSON.stringify(body)}`);
+    }
+    forbidden(await t.http.post('/v1/orgs').set(orgAdmin).set('Content-Type', 'application/json').send('{not json'), 'only a platform admin can create orgs', 'orgs, bad JSON');
+    expect((await t.http.post('/v1/orgs').set(adminAuth).send({})).status).toBe(400);
+    expect((await t.http.post('/v1/orgs').set(adminAuth).send({ name: 'kind-ok' })).status).toBe(201);
+
+    // POST /v1/runs: keys of an org only.
+    const runs = 'runs are created with an agent or admin key of an org; a platform key (orgId null) belongs to no org';
+    for (const body of [{}, { specialistId: '' }, { specialistId: 'support-bot', extra: 1 }]) {
+      forbidden(await t.http.post('/v1/runs').set(adminAuth).send(body), runs, `runs ${JSON.stringify(body)}`);
+    }
+    expect((await t.http.post('/v1/runs').set(orgAdmin).send({})).status).toBe(400);
+    expect((await t.http.post('/v1/runs').set(orgAdmin).send({ specialistId: 'support-bot' })).status).toBe(201);
+    expect((await t.http.post('/v1/runs').set(bearer(keys[orgA].agent)).send({ specialistId: 'support-bot' })).status).toBe(201);
+
+    // POST /v1/api-keys: an org admin asking for a platform key (orgId exactly null) is refused whatever else is wrong.
+    const platformKeys = 'only a platform admin can create platform keys';
+    for (const body of [{ orgId: null, role: 'admin', name: '' }, { orgId: null }, { orgId: null, role: 'agent', name: 'x' }, { orgId: null, role: 'ops', name: 'x', extra: 1 }]) {
+      forbidden(await postApiKey(t.http, orgAdmin, body), platformKeys, `api-keys ${JSON.stringify(body)}`);
+    }
+    // Any other orgId is not a platform key: validation (400) and org scope (404) answer as before.
+    expect((await postApiKey(t.http, orgAdmin, { role: 'admin', name: '' })).status).toBe(400);
+    expect((await postApiKey(t.http, orgAdmin, { orgId: 42, role: 'admin', name: 'x' })).status).toBe(400);
+    expect((await postApiKey(t.http, orgAdmin, { orgId: orgB, role: 'admin', name: '' })).status).toBe(400);
+    expect((await postApiKey(t.http, orgAdmin, { orgId: orgB, role: 'admin', name: 'x' })).status).toBe(404);
+    expect((await postApiKey(t.http, orgAdmin, { orgId: orgA, role: 'admin', name: '' })).status).toBe(400);
+    expect((await postApiKey(t.http, orgAdmin, { orgId: orgA, role: 'agent', name: 'kind-ok' })).status).toBe(201);
+    // A platform admin's bad body is a 400 as ever; its platform key is made.
+    expect((await postApiKey(t.http, adminAuth, { orgId: null, role: 'admin', name: '' })).status).toBe(400);
+    expect((await postApiKey(t.http, adminAuth, { orgId: null, role: 'ops', name: 'kind-ok' })).status).toBe(201);
+  });
+
   it('a lookup that read the key just before its revoke committed answers its own request but does not cache it', async () => {
     const { key, id } = await createKey(t, orgA, 'ops');
     const svc = t.app.get(ApiKeysService);

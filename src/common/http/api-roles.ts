@@ -12,7 +12,7 @@ export const OPS_READS_CONFIG = 'An ops key may read the org’s configuration (
 export const ADMIN_CHANGES_CONFIG = 'An ops key may read this configuration, not change it.';
 /** The ledger, its events and usage (API.md §6): what ops keys are for; agent and expert keys never read it. */
 export const LEDGER_READERS = 'An org key reads its own org; a platform key (orgId null) any org. Agent and expert keys may not read the ledger.';
-/** The routes that act in one org (runs, tool calls): a platform key belongs to none, and the service answers 403. */
+/** The routes that act in one org (runs, tool calls): a platform key belongs to none and gets 403 (POST /v1/runs: @OrgKeyOnly, before the body). */
 export const PLATFORM_KEY_BELONGS_TO_NO_ORG = 'a platform key (orgId null), which belongs to no org';
 
 export interface ApiRolesOptions {
