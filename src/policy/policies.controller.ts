@@ -56,8 +56,9 @@ const POLICY_RULE_SCHEMA = {
                 description:
                   `any JSON value nested at most ${POLICY_LIMITS.maxValueDepth} levels: required except for exists (a boolean, absent meaning true); ` +
                   `a number or decimal string for ${NUMERIC_OPS.join(', ')}; an array of at most ${POLICY_LIMITS.maxInValues} items for in. ` +
-                  'eq, ne and in: a number equals its own decimal text (12 and "12"); one number spelt two ways (12 and "0012", 100 and "100.00") ' +
-                  'cannot be evaluated, so the rule blocks the call (declared decimalParams compare by value). ' +
+                  'eq, ne and in: two strings compare as text; a number equals its own decimal text (12 and "12"); a number and a text spelling it ' +
+                  'otherwise (12 and "0012", 100 and "100.00") cannot be evaluated, so the rule blocks the call, unless an in list also holds the ' +
+                  'call\'s own spelling (declared decimalParams compare by value). ' +
                   `${NUMERIC_OPS.join(', ')} on a call without the param cannot be evaluated either (the rule blocks it): a PUT whose comparison names a param ` +
                   'some matched action never takes is refused unless an exists condition on the same path comes first',
               },

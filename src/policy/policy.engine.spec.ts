@@ -147,6 +147,13 @@ describe('evaluatePolicy: operators', () => {
     expect(holds({ path: 'note', op: 'ne', value: 'x' }, {})).toBe(true);
   });
 
+  it('a difference elsewhere in an object or array decides before a clash of spellings', () => {
+    expect(holds({ path: 'o', op: 'eq', value: { a: 12, b: 'x' } }, { o: { a: '0012', b: 'y' } })).toBe(false);
+    expect(holds({ path: 'o', op: 'eq', value: [12, 'x'] }, { o: ['0012', 'y'] })).toBe(false);
+    expect(unevaluable({ path: 'o', op: 'eq', value: { a: 12, b: 'x' } }, { o: { a: '0012', b: 'x' } })).toBe(true);
+    expect(holds({ path: 'o', op: 'in', value: [{ a: '0012' }, { a: 12 }] }, { o: { a: 12 } })).toBe(true);
+  });
+
   it('eq: a number equals its own decimal text; the same number spelt otherwise as text cannot be evaluated; strings compare as text', () => {
     expect(holds({ path: 'amount', op: 'eq', value: 100 }, { amount: '100' })).toBe(true);
     expect(holds({ path: 'amount', op: 'eq', value: '100' }, { amount: 100 })).toBe(true);
@@ -494,17 +501,32 @@ describe('members of a param the vendor sends as text (textParams) also match a 
     expect(decide({ dryRun: 1 }, { path: 'query.dryRun', op: 'eq', value: true })).not.toBe('block');
     expect(decide({ limit: '100' }, { path: 'query.limit', op: 'eq', value: 100 })).toBe('block');
     expect(decide({ limit: '101' }, { path: 'query.limit', op: 'eq', value: 100 })).not.toBe('block');
+    // Two texts compare as text, as in a JSON body ("12" is not "0012").
+    expect(decide({ account: '12' }, { path: 'query.account', op: 'eq', value: '0012' })).not.toBe('block');
+    expect(decide({ account: '100.0' }, { path: 'query.account', op: 'eq', value: '100' })).not.toBe('block');
     // "100.00" and 100, the number 12 (sent as "12") and "0012": equal or not, some rule would fail open.
     const allowOnly = (query: Record<string, unknown>, value: unknown): string =>
       evaluatePolicy({
         rules: [{ id: 'ok', match: { toolName: 'nango_proxy.get', where: [{ path: 'query.account', op: 'in', value: [value] }] }, decision: 'allow' }, { id: 'no', match: { toolName: 'nango_proxy.get' }, decision: 'block' }],
         toolName: 'nango_proxy', action: 'get', catalogRisk: 'medium', params: { path: '/v1/x', query }, textParams: ['query'],
       }).reason;
-    for (const [sent, value] of [[12, '0012'], ['12', '0012'], ['100.00', 100], ['100.0', '100']] as const) {
+    for (const [sent, value] of [[12, '0012'], ['100.00', 100], [100, '100.0']] as const) {
       for (const op of ['eq', 'ne'] as const) expect(decide({ account: sent }, { path: 'query.account', op, value }), `${sent} ${op} ${value}`).toBe('block');
       expect(allowOnly({ account: sent }, value)).toMatch(/policy rule "ok" could not be evaluated: .*one number spelt two ways/);
     }
     expect(allowOnly({ account: '0012' }, '0012')).not.toMatch(/could not be evaluated/);
+    // A list naming both spellings holds for either, in any order; the clash only counts when nothing in it is equal.
+    const inList = (account: unknown, list: unknown[]): string =>
+      evaluatePolicy({
+        rules: [{ id: 'ok', match: { toolName: 'nango_proxy.get', where: [{ path: 'query.account', op: 'in', value: list }] }, decision: 'allow' }, { id: 'no', match: { toolName: 'nango_proxy.get' }, decision: 'block' }],
+        toolName: 'nango_proxy', action: 'get', catalogRisk: 'medium', params: { path: '/v1/x', query: { account } }, textParams: ['query'],
+      }).decision;
+    for (const list of [['12', '0012'], ['0012', '12'], [12, '0012'], ['0012', 12]]) {
+      expect(inList('0012', list), JSON.stringify(list)).toBe('allow');
+      expect(inList(12, list), JSON.stringify(list)).toBe('allow');
+    }
+    expect(inList(12, ['0012', '7'])).toBe('block');
+    expect(inList('99', ['0012', 7])).toBe('block');
     expect(decide({ dryRun: 'false' }, { path: 'query.dryRun', op: 'eq', value: false }, null)).not.toBe('block');
     expect(decide({ dryRun: 'false' }, { path: 'query.dryRun', op: 'eq', value: false }, ['body'])).not.toBe('block');
   });

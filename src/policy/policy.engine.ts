@@ -10,7 +10,7 @@ import {
   type RiskLevel,
 } from './policy.types.js';
 import { compareDecimals, parseDecimal } from './policy-decimal.js';
-import { equalityAt, isRecord, Unevaluable, type ParamKinds } from './policy-equality.js';
+import { equalityAt, isRecord, membershipAt, Unevaluable, type ParamKinds } from './policy-equality.js';
 
 export { compareDecimals, parseDecimal, type Decimal } from './policy-decimal.js';
 
@@ -109,7 +109,7 @@ function conditionHolds(condition: unknown, params: unknown, label: string, kind
       return !(found.present && jsonEqual(found.value, requireValue(value, where)));
     case 'in': {
       if (!Array.isArray(value)) throw new Unevaluable(`${where}: value must be an array`);
-      return found.present && value.some((candidate: unknown) => jsonEqual(found.value, candidate));
+      return found.present && membershipAt(path as string, kinds)(found.value, value);
     }
     case 'gt':
     case 'gte':

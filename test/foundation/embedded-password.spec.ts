@@ -7,7 +7,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
@@ -79,6 +80,43 @@ describe('the embedded PostgreSQL superuser password', () => {
     } finally {
       await stop(again.child);
     }
+  }, 120_000);
+
+  it('initdb never gets the password through a file other local users can find (the library wrote /tmp/pg-password-<id>, mode 644)', async () => {
+    const fresh = resolve('.tmp', `embedded-password-fresh-${process.pid}-${Date.now()}`);
+    mkdirSync(fresh, { recursive: true });
+    const inTmp: string[] = [];
+    const folders: number[] = [];
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        for (const name of readdirSync(tmpdir())) if (name.startsWith('pg-password-') && !inTmp.includes(name)) inTmp.push(name);
+        for (const name of readdirSync(fresh)) {
+          if (!name.startsWith('pg.initdb-tmp.')) continue;
+          try {
+            folders.push(statSync(join(fresh, name)).mode & 0o777);
+          } catch {
+            // gone already
+          }
+        }
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    const child = spawn(process.execPath, [resolve('scripts/pg-server.mjs')], {
+      env: { ...process.env, PG_DATA_DIR: join(fresh, 'pg'), PG_PERSISTENT: '0', PG_FAST: '1', PG_PARENT_STOPS: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    try {
+      await once(createInterface({ input: child.stdout! }), 'line');
+    } finally {
+      watching = false;
+      await watch;
+      await stop(child);
+      rmSync(fresh, { recursive: true, force: true });
+    }
+    expect(inTmp).toEqual([]);
+    expect(folders.length).toBeGreaterThan(0); // seen while initdb ran: no one else may list it
+    expect(new Set(folders)).toEqual(new Set([0o711]));
   }, 120_000);
 
   it('a cluster made with the well-known password (before) gets the data folder’s own at its next start', async () => {
