@@ -62,9 +62,33 @@ export class OutcomeRecorder {
     private readonly clock: Clock,
   ) {}
 
+  /**
+   * The result as the JSON stored and answered. One that cannot be serialized (the vendor layer refuses JSON nested
+   * past MAX_VENDOR_JSON_DEPTH; this is the backstop for any other) is recorded as what it is — the vendor answered,
+   * and its answer cannot be kept — never thrown: the call must not be left running with a 500. A write's outcome
+   * is then unknown (indeterminate, as for any answer it cannot read), a read's a failure.
+   */
+  private serialized(c: ExecutedCall, outcome: ExecutionOutcome): { outcome: ExecutionOutcome; json: string | null } {
+    if (outcome.status !== 'succeeded') return { outcome, json: null };
+    try {
+      return { outcome, json: JSON.stringify(outcome.result) ?? 'null' };
+    } catch (err) {
+      this.log.error({ toolCallId: c.id, err: err instanceof Error ? err.name : 'unknown' }, 'the vendor\'s answer could not be serialized: not kept');
+      const write = this.catalog.find(c.tool.toolName, c.tool.action)?.action.sideEffect !== 'read';
+      const errorText = 'the vendor answered with a body the gateway cannot keep (it could not be serialized)';
+      const { retries, durationMs, vendorStatus } = outcome;
+      return {
+        outcome: write
+          ? { status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', errorText, vendorStatus, retries, durationMs, vendorReached: true }
+          : { status: 'failed', errorCode: 'VENDOR_ERROR', errorText, vendorStatus, vendorRefused: false, retries, durationMs, vendorReached: true },
+        json: null,
+      };
+    }
+  }
+
   /** Writes the outcome of an executed call and answers with the tool-call body. Also used by approvals. */
-  async recordOutcome(c: ExecutedCall, outcome: ExecutionOutcome): Promise<ToolCallResponse> {
-    const json = outcome.status === 'succeeded' ? (JSON.stringify(outcome.result) ?? 'null') : null;
+  async recordOutcome(c: ExecutedCall, given: ExecutionOutcome): Promise<ToolCallResponse> {
+    const { outcome, json } = this.serialized(c, given);
     const vendorReached = outcome.vendorReached;
     const { row, events } = this.outcomeWrite(c, outcome, json, this.clock.now());
     const { status, errorCode, retryAfterSeconds } = row;

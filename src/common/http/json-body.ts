@@ -1,7 +1,10 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { sendProblem } from '../errors/problem.filter.js';
+import { jsonDepth } from '../json-depth.js';
 import { findUnstorableText } from '../storable-text.js';
+
+export { jsonDepth };
 
 export const TOOL_CALL_BODY_LIMIT = 512 * 1024;
 export const ADMIN_BODY_LIMIT = 64 * 1024;
@@ -48,23 +51,6 @@ function mediaTypeParameter(params: string, name: string): string | undefined {
     return value.startsWith('"') ? value.slice(1, -1).replace(/\\(.)/g, '$1') : value;
   }
   return undefined;
-}
-
-/** Deepest bracket nesting of a JSON text, ignoring brackets inside strings. Iterative: no stack to blow. */
-export function jsonDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped char
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 || c === 91) max = Math.max(max, ++depth);
-    else if (c === 125 || c === 93) depth--;
-  }
-  return max;
 }
 
 type BodyRequest = Request & { correlationId?: string; bodyError?: AppError };

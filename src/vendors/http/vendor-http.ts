@@ -8,6 +8,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
+import { jsonDepth } from '../../common/json-depth.js';
 import type { VendorFailureKind, VendorOutcome } from '../vendor-handler.js';
 
 export interface VendorHttpRequest {
@@ -76,6 +77,9 @@ function flattenHeaders(raw: http.IncomingHttpHeaders): Record<string, string> {
   return out;
 }
 
+/** Deeper than any vendor's real answer (theirs stay under 20 levels), shallow enough to serialize and redact. */
+export const MAX_VENDOR_JSON_DEPTH = 64;
+
 function makeResponse(status: number, headers: Record<string, string>, body: Buffer): VendorHttpResponse {
   return {
     status,
@@ -83,8 +87,14 @@ function makeResponse(status: number, headers: Record<string, string>, body: Buf
     body,
     text: () => body.toString('utf8'),
     json: () => {
+      const text = body.toString('utf8');
+      // JSON.parse has no nesting limit, but what is parsed is then serialized, redacted and stored: a body nested
+      // 100,000 deep (200 KB) overflowed the stack there, after the vendor had answered (a 500, the call left running).
+      if (jsonDepth(text) > MAX_VENDOR_JSON_DEPTH) {
+        throw new VendorHttpError('bad_json', true, `vendor answered with JSON nested deeper than ${MAX_VENDOR_JSON_DEPTH} levels`, status);
+      }
       try {
-        return JSON.parse(body.toString('utf8')) as unknown;
+        return JSON.parse(text) as unknown;
       } catch {
         throw new VendorHttpError('bad_json', true, 'vendor answered with a body that is not JSON', status);
       }

@@ -42,14 +42,16 @@ export interface NormalizedOrder {
 }
 
 export function normalizeOrder(orderId: string, o: Record<string, unknown>): NormalizedOrder {
-  const trackingNumbers: string[] = [];
-  // One fulfillment per parcel, each with its tracking (VENDORS.md §1.3).
+  // One fulfillment per parcel, each with its tracking (VENDORS.md §1.3). A Set: the answer's lists are the vendor's
+  // to size (within VENDOR_MAX_RESPONSE_BYTES), and an array's includes() made 100,000 of them a 7 s stall.
+  const seen = new Set<string>();
   for (const f of list(o.fulfillments)) {
     for (const t of list(f.trackingInfo)) {
       const n = str(t.number);
-      if (n && !trackingNumbers.includes(n)) trackingNumbers.push(n);
+      if (n) seen.add(n);
     }
   }
+  const trackingNumbers = [...seen];
   const customer = isRecord(o.customer) ? o.customer : {};
   const email = isRecord(customer.defaultEmailAddress) ? str(customer.defaultEmailAddress.emailAddress) : null;
   const phone = isRecord(customer.defaultPhoneNumber) ? str(customer.defaultPhoneNumber.phoneNumber) : null;
