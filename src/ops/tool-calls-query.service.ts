@@ -118,6 +118,11 @@ export class ToolCallsQueryService {
   private async expireOverdueApprovals(orgId: string | null, f: ToolCallFilters): Promise<void> {
     if (f.status !== undefined && f.status !== 'waiting_approval' && f.status !== 'blocked') return;
     if (f.errorCode !== undefined && f.errorCode !== 'APPROVAL_EXPIRED') return;
+    await this.expireOverdueApprovalsOf(orgId);
+  }
+
+  /** The overdue approvals of an org (every org: null) written down now, as the sweep would; usage reads them so too. */
+  async expireOverdueApprovalsOf(orgId: string | null): Promise<void> {
     // Sent again if it lost a deadlock (rolled back whole; it settles only approvals still pending).
     const settled = await retryOnDeadlock(
       () => this.ds.query(settleApprovalsSql('expired'), [orgId, 'expired', this.clock.now(), null, null, null]) as Promise<{ tool_call_id: string }[]>,

@@ -1,12 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { settleApprovalsSql } from '../approvals/approval-settle.sql.js';
 import type { Principal } from '../auth/principal.js';
-import { Clock } from '../common/clock.js';
-import { retryOnDeadlock } from '../common/errors/database-errors.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
-import { settledCalls } from '../tool-calls/tool-calls.service.js';
 import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
+import { ToolCallsQueryService } from './tool-calls-query.service.js';
 import type { UsageQuery } from './ops.dto.js';
 
 export interface ToolUsage {
@@ -25,7 +22,7 @@ export class UsageService {
   constructor(
     private readonly ds: DataSource,
     private readonly scope: OrgScopeService,
-    private readonly clock: Clock,
+    private readonly calls: ToolCallsQueryService,
   ) {}
 
   async byTool(p: Principal, orgId: string, q: UsageQuery): Promise<{ byTool: ToolUsage[] }> {
@@ -35,10 +32,7 @@ export class UsageService {
     assertTimeWindow('from', from, 'to', to);
     // An approval past its expiry is written down first, as the listings do (README: reads show it expired from
     // the moment it passes), so the call counts as blocked here too, not only once the sweep has run.
-    const settled = await retryOnDeadlock(
-      () => this.ds.query(settleApprovalsSql('expired'), [orgId, 'expired', this.clock.now(), null, null, null]) as Promise<{ tool_call_id: string }[]>,
-    );
-    for (const r of settled) settledCalls.emit('settled', r.tool_call_id);
+    await this.calls.expireOverdueApprovalsOf(orgId);
     const rows = (await this.ds.query(
       `SELECT tool_name, action, count(*) AS calls,
               count(*) FILTER (WHERE status = 'succeeded') AS succeeded,

@@ -155,6 +155,17 @@ describe('an approval past its expiry, read before the sweep wrote it down', () 
     expect(await stored(w.toolCallId)).toEqual({ approval: 'expired', call: 'blocked', error_code: 'APPROVAL_EXPIRED', inputs: 0, expiry_events: 1 });
   });
 
+  it('usage, the first to read it, counts the call blocked, as the listing does at the same moment (before: neither blocked nor anything else)', async () => {
+    const w = await waitingRefund(undefined, '3.00');
+    const ops = await createKey(h.t, w.orgId, 'ops');
+    advance(61_000);
+    const usage = await h.t.http.get(`/v1/orgs/${w.orgId}/usage`).set(bearer(ops.key));
+    // Read first, then the list (which settles the approval): the order matters for what usage saw.
+    const listed = await h.t.http.get('/v1/tool-calls').query({ status: 'blocked' }).set(bearer(ops.key));
+    expect(listed.body.items.map((i: { errorCode: string }) => i.errorCode)).toEqual(['APPROVAL_EXPIRED']);
+    expect(usage.body.byTool).toEqual([{ toolName: 'shopify_refund', action: 'create', calls: 1, succeeded: 0, failed: 0, blocked: 1, costCents: 0 }]);
+  });
+
   it('reads racing each other write the expiry down once, and the sweep after them finds nothing left', async () => {
     const w = await waitingRefund();
     advance(61_000);
