@@ -1,38 +1,11 @@
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRAIN_BACKSTOP_MARGIN_MS, DRAIN_CLIENT_DEADLINE_MS } from '../../src/common/http/http-drain.js';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, within, type GatewayProcess } from '../support/gateway-process.js';
-import { logSocketAnswer } from '../support/response-log.js';
 import { emulatorEnv, toolUse } from '../support/scenario.js';
-import { openDb, postToolUse, rows, sleep, waitFor } from './support.js';
-
-/** A raw TCP client: what it received, and when (performance.now()) the gateway closed it. */
-interface RawClient {
-  sock: net.Socket;
-  received(): string;
-  closedAt(): number | undefined;
-}
-
-async function rawClient(port: number): Promise<RawClient> {
-  const sock = net.connect(port, '127.0.0.1');
-  await new Promise((resolve, reject) => sock.once('connect', resolve).once('error', reject));
-  const chunks: string[] = [];
-  let closedAt: number | undefined;
-  // The first bytes the test writes name the answer in the run log (logSocketAnswer); they are never logged.
-  let sent = '';
-  const write = sock.write.bind(sock) as (chunk: string) => boolean;
-  sock.write = ((chunk: string) => ((sent ||= chunk), write(chunk))) as typeof sock.write;
-  sock.setEncoding('utf8').on('data', (c: string) => chunks.push(c));
-  sock.on('error', () => undefined); // a reset is one of the answers under test
-  sock.on('close', () => {
-    closedAt = performance.now();
-    logSocketAnswer(sent, chunks.join('')); // the run-wide leak scan reads it
-  });
-  return { sock, received: () => chunks.join(''), closedAt: () => closedAt };
-}
+import { openDb, postToolUse, rawClient, rows, sleep, waitFor, type RawClient } from './support.js';
 
 /** Until the process has used no CPU for 300 ms (/proc/<pid>/stat utime + stime), at most 30 s. */
 async function untilIdle(pid: number): Promise<void> {

@@ -1,15 +1,8 @@
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
 import { logSocketAnswer } from '../support/response-log.js';
-import { sleep, waitFor } from './support.js';
-
-/** The child's resident memory, in MB (/proc/<pid>/status). */
-function rssMb(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kb) / 1024;
-}
+import { rssMb, sleep, waitFor } from './support.js';
 
 /** Sends `requests` pipelined on one connection without reading; then reads what was answered until the gateway closes it. */
 async function pipelined(port: number, request: string, count: number, readAfterMs: number): Promise<{ answers: number; closed: boolean }> {

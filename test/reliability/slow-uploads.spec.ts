@@ -9,32 +9,10 @@
  *   pinned some 50 MB. It is now read and dropped.
  * Memory is the gateway process's resident set, read from /proc; the margins are wide (before: 3–10 times over).
  */
-import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrgVia, startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
 import { bearer } from '../support/test-app.js';
-import { sleep } from './support.js';
-
-const rssMb = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-
-interface Raw {
-  sock: net.Socket;
-  closedAt(): number | undefined;
-  received(): string;
-}
-
-async function raw(port: number): Promise<Raw> {
-  const sock = net.connect(port, '127.0.0.1');
-  let closedAt: number | undefined;
-  const chunks: string[] = [];
-  sock.on('error', () => undefined);
-  sock.setEncoding('utf8').on('data', (c: string) => chunks.push(c));
-  sock.on('close', () => (closedAt = performance.now()));
-  await new Promise((resolve, reject) => sock.once('connect', resolve).once('error', reject));
-  sock.setNoDelay(true);
-  return { sock, closedAt: () => closedAt, received: () => chunks.join('') };
-}
+import { rawClient, rssMb, sleep, type RawClient } from './support.js';
 
 const head = (length: number, authorization?: string): string =>
   `POST /v1/runs/00000000-0000-4000-8000-000000000001/tool-calls HTTP/1.1\r\nHost: gateway\r\n` +
@@ -54,7 +32,7 @@ describe('uploads that do not finish', () => {
 
   it('a body still arriving after HTTP_REQUEST_TIMEOUT_MS is answered 408 problem+json and its connection closed', async () => {
     {
-      const c = await raw(port);
+      const c = await rawClient(port, { noDelay: true });
       const started = performance.now();
       c.sock.write(head(64, A_KEY_SHAPED_TOKEN));
       while (performance.now() - started < 8_000 && c.closedAt() === undefined) {
@@ -101,9 +79,9 @@ describe('memory held for bodies that do not finish', () => {
 
   it('a body trickled a byte per packet costs a small multiple of its size (before: ~330 times)', async () => {
     const before = rssMb(gw.pid);
-    const conns: Raw[] = [];
+    const conns: RawClient[] = [];
     for (let i = 0; i < 100; i++) {
-      const c = await raw(port);
+      const c = await rawClient(port, { noDelay: true });
       c.sock.write(head(512 * 1024, A_KEY_SHAPED_TOKEN));
       conns.push(c);
     }
@@ -122,10 +100,10 @@ describe('memory held for bodies that do not finish', () => {
   }, 60_000);
 
   it('half-sent bodies without credentials are answered 401 at once and their connections closed (before: read and kept until the end, 0.5 MB each)', async () => {
-    const conns: Raw[] = [];
+    const conns: RawClient[] = [];
     const piece = Buffer.alloc(100_000, 0x20);
     for (let i = 0; i < 20; i++) {
-      const c = await raw(port);
+      const c = await rawClient(port, { noDelay: true });
       c.sock.write(head(512 * 1024));
       c.sock.write(piece);
       conns.push(c);

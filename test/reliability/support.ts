@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import pg from 'pg';
 import type TestAgent from 'supertest/lib/agent.js';
+import { logSocketAnswer } from '../support/response-log.js';
 import { ALL_TEST_SECRETS, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { bearer } from '../support/test-app.js';
 
@@ -40,4 +43,37 @@ export function secretNeedles(extra: string[] = []): string[] {
 /** The needles found in `text` (empty when it is clean). */
 export function leakedIn(text: string, needles = secretNeedles()): string[] {
   return needles.filter((s) => text.includes(s));
+}
+
+/** A process's resident memory, in MB (/proc/<pid>/status). */
+export function rssMb(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) / 1024;
+}
+
+/** A raw TCP client: what it received, and when (performance.now()) the gateway closed it. */
+export interface RawClient {
+  sock: net.Socket;
+  received(): string;
+  closedAt(): number | undefined;
+}
+
+/** `noDelay`: every write in its own packet (Nagle off), for a body trickled a byte at a time. */
+export async function rawClient(port: number, opts: { noDelay?: boolean } = {}): Promise<RawClient> {
+  const sock = net.connect(port, '127.0.0.1');
+  await new Promise((resolve, reject) => sock.once('connect', resolve).once('error', reject));
+  if (opts.noDelay) sock.setNoDelay(true);
+  const chunks: string[] = [];
+  let closedAt: number | undefined;
+  // The first bytes the test writes name the answer in the run log (logSocketAnswer); they are never logged.
+  let sent = '';
+  const write = sock.write.bind(sock) as (chunk: string) => boolean;
+  sock.write = ((chunk: string) => ((sent ||= chunk), write(chunk))) as typeof sock.write;
+  sock.setEncoding('utf8').on('data', (c: string) => chunks.push(c));
+  sock.on('error', () => undefined); // a reset is one of the answers under test
+  sock.on('close', () => {
+    closedAt = performance.now();
+    logSocketAnswer(sent, chunks.join('')); // the run-wide leak scan reads it
+  });
+  return { sock, received: () => chunks.join(''), closedAt: () => closedAt };
 }
