@@ -14,6 +14,7 @@ import { APPROVAL_COLUMNS, approvalView, type ApprovalRecord } from './approval.
 import type { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
 import { listingScope } from '../ops/ops-scope.js';
 import { ApprovedCallRunner } from './approved-call-runner.service.js';
+import { clientQuery, holdActorKey } from '../auth/actor-key-hold.js';
 
 interface ApprovalRow extends ApprovalRecord {
   created_iso: string;
@@ -93,7 +94,7 @@ export class ApprovalsService {
       if (a.expires_at.getTime() <= this.clock.nowMs()) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
       throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
     }
-    const settled = await this.settle(id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason ?? null]);
+    const settled = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason ?? null]);
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
     // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
@@ -110,11 +111,13 @@ export class ApprovalsService {
    * whole, and the statement only settles a still-pending approval, so running it again is safe: it
    * settles it, or finds it settled by the end (→ 409 above).
    */
-  private async settle(id: string, decision: 'approved' | 'rejected', decider: unknown[]): Promise<{ status: string; tool_call_id: string } | undefined> {
+  private async settle(p: Principal, id: string, decision: 'approved' | 'rejected', decider: unknown[]): Promise<{ status: string; tool_call_id: string } | undefined> {
     return retryOnDeadlock(() =>
       this.sql.transaction(async (client) => {
         await client.query('SELECT 1 FROM approval_requests WHERE id = $1 FOR UPDATE', [id]);
         const { rows } = await client.query<{ status: string; tool_call_id: string }>(settleApprovalsSql('by-id'), [id, decision, this.clock.now(), ...decider]);
+        // A decision by a key revoked meanwhile (while this waited for the row, say) is none: 401, nothing settled.
+        await holdActorKey(clientQuery(client), p);
         return rows[0];
       }),
     );

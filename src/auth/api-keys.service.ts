@@ -15,6 +15,8 @@ import { BOOTSTRAP_KEY_LOCK, ensureBootstrapKey } from './api-keys.bootstrap.js'
 import { API_KEYS_CURSOR, LIST_COLUMNS, view, type ApiKeyPage, type ApiKeyRow, type ApiKeyView } from './api-keys.listing.js';
 import { generateApiKey, hashApiKey, keyPrefix, sameHash } from './api-key-hash.js';
 import { actorOf, type Principal } from './principal.js';
+import { holdActorKey, managerQuery } from './actor-key-hold.js';
+import { retryOnDeadlock } from '../common/errors/database-errors.js';
 
 export type { ApiKeyPage, ApiKeyView } from './api-keys.listing.js';
 
@@ -184,6 +186,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       lastUsedAt: null,
     });
     await this.ds.transaction(async (m) => {
+      await holdActorKey(managerQuery(m), actor);
       await m.getRepository(ApiKeyEntity).insert(row);
       await this.events.append(
         [{ orgId: input.orgId ?? NIL_UUID, type: 'api_key.created', actor: actorOf(actor), metadata: { apiKeyId: row.id, role: row.role, orgId: row.orgId } }],
@@ -243,24 +246,32 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       this.forgetKey(row.keyHash);
       return;
     }
-    await this.ds.transaction(async (m) => {
-      if (row.orgId === null && row.role === 'admin') {
-        // Never the last platform admin key: nobody could create an org or a key again, and a restart with the
-        // same BOOTSTRAP_ADMIN_KEY does not bring a revoked key back. Under the bootstrap lock, so two revokes
-        // of the last two keys cannot both pass.
-        await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_KEY_LOCK]);
-        const [{ n }] = (await m.query(`SELECT count(*)::int AS n FROM api_keys WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL AND id <> $1`, [id])) as [
-          { n: number },
-        ];
-        if (n === 0) throw new AppError('CONFLICT', 'this is the last platform admin key; create another one before revoking it');
-      }
-      const res = await m.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
-      if (!res.affected) return;
-      await this.events.append(
-        [{ orgId: row.orgId ?? NIL_UUID, type: 'api_key.revoked', actor: actorOf(actor), metadata: { apiKeyId: id, role: row.role } }],
-        m,
-      );
-    });
+    // Two keys revoking each other at once may deadlock on each other's row (each holds its own, holdActorKey):
+    // the loser was rolled back whole and tries again, finding its own key revoked (401).
+    await retryOnDeadlock(() =>
+      this.ds.transaction(async (m) => {
+        if (row.orgId === null && row.role === 'admin') {
+          // Never the last platform admin key: nobody could create an org or a key again, and a restart with the
+          // same BOOTSTRAP_ADMIN_KEY does not bring a revoked key back. Under the bootstrap lock, so two revokes
+          // of the last two keys cannot both pass.
+          await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_KEY_LOCK]);
+        }
+        // After the bootstrap lock: two platform admins revoking each other then take turns instead of deadlocking.
+        await holdActorKey(managerQuery(m), actor);
+        if (row.orgId === null && row.role === 'admin') {
+          const [{ n }] = (await m.query(`SELECT count(*)::int AS n FROM api_keys WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL AND id <> $1`, [id])) as [
+            { n: number },
+          ];
+          if (n === 0) throw new AppError('CONFLICT', 'this is the last platform admin key; create another one before revoking it');
+        }
+        const res = await m.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
+        if (!res.affected) return;
+        await this.events.append(
+          [{ orgId: row.orgId ?? NIL_UUID, type: 'api_key.revoked', actor: actorOf(actor), metadata: { apiKeyId: id, role: row.role } }],
+          m,
+        );
+      }),
+    );
     this.forgetKey(row.keyHash);
   }
 

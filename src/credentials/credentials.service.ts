@@ -10,6 +10,7 @@ import { CREDENTIAL_SCHEMAS, credentialsProblem } from './credential-schemas.js'
 import { INTEGRATION_TYPES, IntegrationCredentialEntity, type IntegrationType } from './integration-credential.entity.js';
 import { credentialValidationDetail } from './credential-validation-detail.js';
 import { rotatingGrantId } from './rotating-grant-id.js';
+import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 
 export interface CredentialView {
   integrationType: IntegrationType;
@@ -95,6 +96,8 @@ export class CredentialsService {
             [orgId, type, grantId],
           );
         }
+        // After the upserts, which may have waited for another PUT's rows: a revocation committed meanwhile is read.
+        await holdActorKey(managerQuery(m), actor);
         await this.events.append([{ orgId, type: 'credentials.updated', actor: actorOf(actor), metadata: { integrationType: type, keyId: env.keyId, fingerprint: fp } }], m);
       });
     } finally {
@@ -118,6 +121,7 @@ export class CredentialsService {
         ];
         const deleted = rows[0];
         if (!deleted || deleted.length === 0) throw new AppError('NOT_FOUND', 'no credentials for this integration');
+        await holdActorKey(managerQuery(m), actor);
         await this.events.append([{ orgId, type: 'credentials.deleted', actor: actorOf(actor), metadata: { integrationType: type, fingerprint: deleted[0].fingerprint } }], m);
       });
     } finally {

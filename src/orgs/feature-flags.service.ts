@@ -6,6 +6,7 @@ import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { AppError } from '../common/errors/app-error.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from './feature-flag.entity.js';
+import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 
 /** Every flag an org has, with its default. Unknown flags are 404. */
 export const FLAG_DEFAULTS = { tool_calling_enabled: false } as const;
@@ -71,6 +72,8 @@ export class FeatureFlagsService {
       await this.ds.transaction(async (m) => {
         // Lock the row (or the org's flag slot) so two admins' changes record correct from/to values.
         await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`flag:${orgId}:${flag}`]);
+        // After the wait for that lock, so a revocation committed meanwhile is read (holdActorKey).
+        await holdActorKey(managerQuery(m), actor);
         const prev = await m.getRepository(FeatureFlagEntity).findOne({ where: { orgId, flag } });
         const from = prev ? prev.enabled : FLAG_DEFAULTS[flag];
         await m.getRepository(FeatureFlagEntity).upsert(

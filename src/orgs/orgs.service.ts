@@ -6,6 +6,7 @@ import { newId, NIL_UUID } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { OrgScopeService } from './org-scope.service.js';
 import { OrgEntity } from './org.entity.js';
+import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 
 /** The 403 an org key gets on POST /v1/orgs (the route's @PlatformKeyOnly, and create's own check). */
 export const ORGS_NEED_PLATFORM_ADMIN = 'only a platform admin can create orgs';
@@ -34,6 +35,7 @@ export class OrgsService {
         org.createdAt,
       ])) as unknown[];
       if (inserted.length === 0) throw new AppError('CONFLICT', 'an org with this id already exists');
+      await holdActorKey(managerQuery(m), actor);
       await this.events.append([{ orgId: org.id, type: 'org.created', actor: actorOf(actor), metadata: { orgId: org.id } }], m);
     });
     return view(org);

@@ -8,6 +8,7 @@ import { newId } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { ToolPermissionEntity } from './tool-permission.entity.js';
 import type { ToolPermissionDto } from './tool-permissions.dto.js';
+import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 
 export interface PermissionView {
   toolName: string;
@@ -109,6 +110,8 @@ export class ToolPermissionsService {
     // in between would answer this request with its own set.
     return this.ds.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`perm:${orgId}`]);
+      // After the wait for that lock, so a revocation committed meanwhile is read (holdActorKey).
+      await holdActorKey(managerQuery(m), actor);
       // Read after the lock (each statement of a READ COMMITTED transaction sees what committed before it): a PUT
       // that waited on another diffs against the set that one wrote, so consecutive events chain.
       const before = await this.list(orgId, m);

@@ -10,6 +10,7 @@ import { catalogRuleChecks } from './policy-rule-values.js';
 import { validatePolicyRules, type KnownTools } from './policy-rules.validator.js';
 import type { PolicyRule } from './policy.types.js';
 import { PolicyEntity } from './policy.entity.js';
+import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 
 /** Cross-replica staleness bound for the hot-path cache; local changes apply at once. */
 const CACHE_TTL_MS = 1_000;
@@ -94,6 +95,8 @@ export class PoliciesService {
           [orgId, JSON.stringify(checked.rules), actor.keyId, updatedAt],
         )) as [{ version: number }];
         version = row.version;
+        // After the upsert, which may have waited for another PUT's row: a revocation committed meanwhile is read.
+        await holdActorKey(managerQuery(m), actor);
         await this.events.append(
           [{ orgId, type: 'policy.changed', actor: actorOf(actor), metadata: { version, ruleCount: checked.rules.length, ruleIds: checked.rules.map((r) => r.id) } }],
           m,

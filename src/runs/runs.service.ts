@@ -13,6 +13,7 @@ import { ToolPermissionsService } from '../permissions/tool-permissions.service.
 import { AgentRunEntity, type RunStatus } from './agent-run.entity.js';
 import type { CreateRunDto } from './runs.dto.js';
 import { buildModelTools, formatTools, type ToolFormat } from './tool-definitions.js';
+import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 
 /** What the hot path needs of a run; everything here is fixed at creation. */
 export interface RunSnapshot {
@@ -72,13 +73,17 @@ export class RunsService {
       [{ orgId: actor.orgId, type: 'run.created', runId: id, actor: actorOf(actor), metadata: { specialistId: dto.specialistId, allowedToolCount: allowedTools.length } }],
       7,
     );
-    const [row] = (await this.ds.query(
-      `WITH r AS (INSERT INTO agent_runs (id, org_id, specialist_id, conversation_id, status, metadata, created_by)
-                  VALUES ($1, $2, $3, $4, 'running', $5::jsonb, $6) RETURNING created_at),
-            e AS (${ev.sql})
-       SELECT created_at FROM r`,
-      [id, actor.orgId, dto.specialistId, dto.conversationId ?? null, JSON.stringify(metadata), actor.keyId, ...ev.params],
-    )) as [{ created_at: Date }];
+    const [row] = await this.ds.transaction(async (m) => {
+      const inserted = (await m.query(
+        `WITH r AS (INSERT INTO agent_runs (id, org_id, specialist_id, conversation_id, status, metadata, created_by)
+                    VALUES ($1, $2, $3, $4, 'running', $5::jsonb, $6) RETURNING created_at),
+              e AS (${ev.sql})
+         SELECT created_at FROM r`,
+        [id, actor.orgId, dto.specialistId, dto.conversationId ?? null, JSON.stringify(metadata), actor.keyId, ...ev.params],
+      )) as [{ created_at: Date }];
+      await holdActorKey(managerQuery(m), actor);
+      return inserted;
+    });
     return this.view({
       id, orgId: actor.orgId, specialistId: dto.specialistId, conversationId: dto.conversationId ?? null, status: 'running',
       metadata, pendingApprovalCount: 0, createdAt: row.created_at,
@@ -132,6 +137,8 @@ export class RunsService {
     await m.query(`SELECT id FROM approval_requests WHERE run_id = $1 AND status = 'pending' ORDER BY id FOR UPDATE`, [runId]);
     const [locked] = (await m.query('SELECT status FROM agent_runs WHERE id = $1 FOR UPDATE', [runId])) as { status: RunStatus }[];
     if (!locked || (locked.status !== 'running' && locked.status !== 'waiting_approval')) return false;
+    // After the waits for those locks: a revocation committed meanwhile is read (holdActorKey).
+    await holdActorKey(managerQuery(m), by);
     // The free-text reason stays off the append-only ledger (as a reconcile's note does): it is kept on the
     // run and on the approvals it rejects, and the event says whether one was given.
     await m.query(

@@ -5,6 +5,7 @@ import { isUuid } from '../common/ids.js';
 import { Sql } from '../db/sql.js';
 import { httpStatusFor } from './tool-call-body.js';
 import { assertTransition } from './tool-call-lifecycle.js';
+import { clientQuery, holdActorKey } from '../auth/actor-key-hold.js';
 
 export interface ReconcileInput {
   status: 'succeeded' | 'failed';
@@ -50,24 +51,29 @@ export class ReconcileService {
     if (!existing || (p.orgId !== null && existing.org_id !== p.orgId)) throw new AppError('NOT_FOUND', 'tool call not found');
     const errorCode = input.status === 'failed' ? RECONCILED_FAILED_CODE : null;
     // The failed text keeps why the call was indeterminate (our own safe text, never the note or vendor text).
-    const rows = await this.sql.query<{ id: string }>(
-      `WITH tc AS (
-         UPDATE tool_calls SET status = $2, note = $3, updated_at = now(), finished_at = coalesce(finished_at, now()),
-                error_code = $5::text, http_status = $6,
-                error_text = CASE WHEN $2 = 'succeeded' THEN NULL
-                                  ELSE $7::text || coalesce(' (it was indeterminate: ' || left(error_text, 300) || ')', '') END
-          WHERE id = $1 AND status = 'indeterminate'
-          RETURNING id, org_id, run_id, tool_name, action, action_digest),
-       ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
-       ev AS (
-         INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
-         SELECT gen_random_uuid(), org_id, 'tool_call.reconciled', run_id, id, $4::jsonb,
-                jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'from', 'indeterminate', 'to', $2::text,
-                                   'errorCode', $5::text, 'noteDigest', encode(sha256(convert_to($3::text, 'UTF8')), 'hex'))
-           FROM tc)
-       SELECT id FROM tc`,
-      [id, input.status, input.note, JSON.stringify({ keyId: p.keyId, role: p.role }), errorCode, httpStatusFor(input.status, errorCode), RECONCILED_FAILED_TEXT],
-    );
+    const rows = await this.sql.transaction(async (client) => {
+      const { rows: updated } = await client.query<{ id: string }>(
+        `WITH tc AS (
+           UPDATE tool_calls SET status = $2, note = $3, updated_at = now(), finished_at = coalesce(finished_at, now()),
+                  error_code = $5::text, http_status = $6,
+                  error_text = CASE WHEN $2 = 'succeeded' THEN NULL
+                                    ELSE $7::text || coalesce(' (it was indeterminate: ' || left(error_text, 300) || ')', '') END
+            WHERE id = $1 AND status = 'indeterminate'
+            RETURNING id, org_id, run_id, tool_name, action, action_digest),
+         ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
+         ev AS (
+           INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
+           SELECT gen_random_uuid(), org_id, 'tool_call.reconciled', run_id, id, $4::jsonb,
+                  jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'from', 'indeterminate', 'to', $2::text,
+                                     'errorCode', $5::text, 'noteDigest', encode(sha256(convert_to($3::text, 'UTF8')), 'hex'))
+             FROM tc)
+         SELECT id FROM tc`,
+        [id, input.status, input.note, JSON.stringify({ keyId: p.keyId, role: p.role }), errorCode, httpStatusFor(input.status, errorCode), RECONCILED_FAILED_TEXT],
+      );
+      // After the UPDATE, which may have waited for another reconcile: a revocation committed meanwhile is read.
+      await holdActorKey(clientQuery(client), p);
+      return updated;
+    });
     if (rows.length === 0) {
       // The status as it is now: read before the UPDATE, it still said indeterminate when another reconcile won the race.
       const [current] = await this.sql.query<{ status: string }>('SELECT status FROM tool_calls WHERE id = $1', [id]);

@@ -79,8 +79,6 @@ export async function writeIntentRow(
   // UPDATE, so it waits for intents in flight, and an intent that waited for an end re-reads the run as ended.
   const ctes = [
     `live AS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval') FOR KEY SHARE)`,
-    // The key is read here too: a revocation (on any replica) stops new calls at once, not when a cache expires.
-    `actor AS (SELECT 1 FROM api_keys WHERE id = $19 AND revoked_at IS NULL)`,
     // And what the decision was made on: a flag turned off or a policy replaced on another replica (whose
     // caches here may be up to a second old) stops the call at once; the caller decides again on fresh reads.
     // Read FOR SHARE, like the run: a flag or policy change waits for intents in flight, and an intent that
@@ -89,6 +87,11 @@ export async function writeIntentRow(
     // to lock yet: a call in flight as it is created may still be recorded under none.)
     `gov AS (SELECT COALESCE((SELECT enabled FROM feature_flags WHERE org_id = $2 AND flag = 'tool_calling_enabled' FOR SHARE), false) = $20
                   AND COALESCE((SELECT version FROM policies WHERE org_id = $2 FOR SHARE), 0) = $21 AS ok)`,
+    // The key is read here too: a revocation (on any replica) stops new calls at once, not when a cache expires.
+    // FOR SHARE (holdActorKey's lock), and only once `gov` is read (it names gov, which is read first): an intent that
+    // waited for a flag or policy change reads the key as a revocation committed meanwhile left it, not as its snapshot
+    // had it, and a revocation waits only for intents that have done their waiting.
+    `actor AS (SELECT 1 FROM api_keys WHERE id = $19 AND revoked_at IS NULL AND (SELECT ok FROM gov) IS NOT NULL FOR SHARE)`,
     `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
                 correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
                 started_at, finished_at)
