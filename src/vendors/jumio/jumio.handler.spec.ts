@@ -237,11 +237,23 @@ describe('JumioHandler failures', () => {
       includeDetails: false,
     });
     const mixed = `A1b2C3d4${JUMIO_EXECUTION_IDS.processed.slice(8)}`;
-    expect(handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: mixed })).toEqual({ workflowExecutionId: JUMIO_EXECUTION_IDS.processed });
+    expect(handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: mixed, includeDetails: true })).toEqual({
+      workflowExecutionId: JUMIO_EXECUTION_IDS.processed,
+      includeDetails: true,
+    });
     for (const params of [processed, { workflowExecutionId: '../../ACCOUNTS' }, { workflowExecutionId: `${upper}X` }, { workflowExecutionId: 42 }, {}]) {
-      expect(handler.canonicalParams('kyc', 'get_status', params)).toBe(params);
+      const given = { ...params, includeDetails: false };
+      expect(handler.canonicalParams('kyc', 'get_status', given)).toBe(given);
     }
-    const other = { workflowExecutionId: upper };
+  });
+
+  it('canonicalParams: includeDetails left out is spelled out as its default (true), so a rule on it sees the call', () => {
+    const handler = new JumioHandler(endpoints);
+    const mixed = `A1b2C3d4${JUMIO_EXECUTION_IDS.processed.slice(8)}`;
+    expect(handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: mixed })).toEqual({ workflowExecutionId: JUMIO_EXECUTION_IDS.processed, includeDetails: true });
+    expect(handler.canonicalParams('kyc', 'get_status', processed)).toEqual({ ...processed, includeDetails: true });
+    expect(processed).not.toHaveProperty('includeDetails'); // a copy: the caller's params are not changed
+    const other = { workflowExecutionId: JUMIO_EXECUTION_IDS.processed.toUpperCase() };
     expect(handler.canonicalParams('kyc', 'other', other)).toBe(other);
   });
 

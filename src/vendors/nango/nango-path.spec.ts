@@ -77,6 +77,16 @@ describe('what a Nango decoding the path would read as a query, fragment or temp
     for (const path of paths) expect(checkNangoPath(path), path).toBe(message);
   });
 
+  it('refuses a path NFKC would read as another (fullwidth "/" or letters, decomposed accents): one spelling per path', () => {
+    const message = 'path: write characters as their plain form (the one Unicode NFKC normalisation gives), not as fullwidth, compatibility or decomposed look-alikes';
+    // U+FF0F FULLWIDTH SOLIDUS, U+FF41 FULLWIDTH A, "e" + U+0301 COMBINING ACUTE, U+FB01 LATIN SMALL LIGATURE FI
+    for (const path of ['/v1/admin%EF%BC%8Fusers', '/v1/%EF%BD%81dmin/users', '/v1/search/cafe%CC%81', '/v1/%EF%AC%81les']) {
+      expect(checkNangoPath(path), path).toBe(message);
+    }
+    // The composed spelling NFKC keeps, and non-Latin letters, pass as before.
+    for (const path of ['/v1/search/caf%C3%A9', '/v1/search/%E6%9D%B1%E4%BA%AC', '/v1/users/j%C3%BCrgen']) expect(checkNangoPath(path), path).toBeNull();
+  });
+
   it('keeps a single "|" (Auth0 user ids are auth0|123) and a "$" not followed by a brace', () => {
     for (const path of ['/v1/users/auth0%7C123', '/v1/a%7Cb%7Cc', '/v1/prices/$100']) expect(checkNangoPath(path), path).toBeNull();
   });

@@ -119,7 +119,13 @@ export function checkNangoPath(path: unknown): string | null {
   } catch {
     return 'path: percent-encoding does not decode to UTF-8';
   }
-  return checkForm(decoded) ?? checkForm(decoded.normalize('NFKC'));
+  const folded = decoded.normalize('NFKC');
+  const unsafe = checkForm(decoded) ?? checkForm(folded);
+  if (unsafe) return unsafe;
+  // The same one-spelling rule for look-alikes: a server that folds "／" (U+FF0F) or "ａ" (U+FF41) as NFKC does
+  // reads "/v1/admin／users" as "/v1/admin/users", which a rule on that path would not see.
+  if (decoded !== folded) return 'path: write characters as their plain form (the one Unicode NFKC normalisation gives), not as fullwidth, compatibility or decomposed look-alikes';
+  return null;
 }
 
 /**
