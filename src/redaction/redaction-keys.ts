@@ -3,21 +3,28 @@
  * separators removed, so `api_key`, `apiKey`, `X-Api-Key` and `APIKEY` are one name.
  */
 export function normalizeKey(key: string): string {
-  // Compatibility forms first, so a full-width or ligature spelling (ｐａｓｓｗｏｒｄ, ﬁle) reads as its ASCII letters
-  // instead of losing them; only keys with non-ASCII characters pay for it.
-  const folded = NON_ASCII.test(key) ? key.normalize('NFKC') : key;
-  return folded.toLowerCase().replace(/[^a-z0-9]/g, '');
+  return foldKey(key).toLowerCase().replace(/[^a-z0-9]/g, '');
 }
 
-const NON_ASCII = /[^\u0020-\u007e]/; // also control characters: NFKC leaves them, and they are dropped below anyway
+const NON_ASCII = /[^\u0020-\u007e]/; // also control characters: NFKD leaves them, and they are dropped below anyway
+const COMBINING_MARK = /\p{M}/gu;
+
+/**
+ * Compatibility forms decomposed and their marks dropped, so a full-width, ligature or accented spelling
+ * (ｐａｓｓｗｏｒｄ, ﬁle, pässword, userPİN) reads as its ASCII letters instead of losing them, and normalizeKey and
+ * keyWords read a name alike (İ lower-cases to "i" plus a combining dot, which would split the word "pin" in two).
+ * Only keys with non-ASCII characters pay for it.
+ */
+function foldKey(key: string): string {
+  return NON_ASCII.test(key) ? key.normalize('NFKD').replace(COMBINING_MARK, '') : key;
+}
 
 /**
  * The words of a name, lower-cased: split at anything not a letter or digit (DB_PASS, card[cvc], X-Api-Key), at
  * camelCase (smtpPwd, userPIN, PINCode) and between letters and digits (cvv2, pass1).
  */
 export function keyWords(key: string): string[] {
-  const folded = NON_ASCII.test(key) ? key.normalize('NFKC') : key;
-  return folded
+  return foldKey(key)
     .replace(/[a-z](?=[A-Z])|[A-Z](?=[A-Z][a-z])|[A-Za-z](?=\d)|\d(?=[A-Za-z])/g, '$& ')
     .toLowerCase()
     .split(/[^a-z0-9]+/)

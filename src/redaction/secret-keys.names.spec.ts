@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { REDACTED } from './markers.js';
 import { redactSecretsInText } from './patterns.js';
 import { redactInput, redactOutput } from './redaction.service.js';
+import { keyWords, normalizeKey } from './redaction-keys.js';
 import { isSecretFieldName, isSecretName } from './secret-keys.js';
 
 const secrets = (text: string): string => redactSecretsInText(text, { cards: true });
@@ -85,5 +86,13 @@ describe('counters of tokens and page cursors are no tokens', () => {
   ])('still redacts %s: it holds tokens', (key) => {
     expect(isSecretName(key)).toBe(true);
     expect(redactInput({ [key]: ['abc123'] })).toEqual({ [key]: REDACTED });
+  });
+
+  it('reads a name spelt with a dotted capital I or accents as its plain letters (userPİN is userPIN: İ lower-cases to "i" and a combining dot)', () => {
+    expect(normalizeKey('userPİN')).toBe(normalizeKey('userPIN'));
+    expect(keyWords('userPİN')).toEqual(['user', 'pin']);
+    expect(keyWords('ＤＢ＿ＰＡＳＳ')).toEqual(['db', 'pass']);
+    expect(normalizeKey('pässword')).toBe('password');
+    for (const key of ['userPİN', 'PİN', 'cardPİNCode', 'pässword', 'ｐａｓｓｗｏｒｄ']) expect(redactInput({ [key]: '4821' }), key).toEqual({ [key]: REDACTED });
   });
 });
