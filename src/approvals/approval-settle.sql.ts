@@ -25,6 +25,9 @@
  * statement, and a transaction, of its own, so none holds its locks while the
  * next runs; within each the lock order is still the id order.
  */
+/** Overdue approvals settled per `batched` statement (the sweep's, and a read's: ToolCallsQueryService). */
+export const EXPIRY_BATCH = 1_000;
+
 export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?: boolean } = {}): string {
   const overdue = `status = 'pending' AND expires_at <= $3 AND ($1::uuid IS NULL OR org_id = $1::uuid)`;
   // A batch is the $7 first to expire (read off the index of pending expiries, not the whole backlog sorted by id on

@@ -13,11 +13,9 @@ import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
 import { inputAad, recordedTool, settledCalls, ToolCallsService, type RecordedTool } from '../tool-calls/tool-calls.service.js';
 import type { ApprovalKind } from './approval-request.entity.js';
 import { ApprovedCallClaimer } from './approved-call-claimer.js';
-import { settleApprovalsSql } from './approval-settle.sql.js';
+import { EXPIRY_BATCH, settleApprovalsSql } from './approval-settle.sql.js';
 
 const SWEEP_EVERY_MS = 5_000;
-/** Overdue approvals settled per statement by the sweep (see expireOverdue). */
-const EXPIRY_BATCH = 1_000;
 
 /** An approved call as looked up before it takes a vendor slot. */
 interface ApprovedCall {

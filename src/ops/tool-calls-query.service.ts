@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { Injectable, StreamableFile } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { settleApprovalsSql } from '../approvals/approval-settle.sql.js';
+import { EXPIRY_BATCH, settleApprovalsSql } from '../approvals/approval-settle.sql.js';
 import type { Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { notFound } from '../common/errors/app-error.js';
@@ -19,6 +19,11 @@ import { loadToolCallStory, type ToolCallStory } from './tool-call-story.js';
 import { toolCallByIdSql, toolCallEntityOf, toolCallsSizedPageSql, type SizedToolCallRow, type ToolCallFilters, type ToolCallRow } from './tool-calls.sql.js';
 
 /** Rows an export batch reads at most. */
+/**
+ * How long a read settles a backlog of overdue approvals before answering (expireOverdueApprovalsOf): a batch of
+ * EXPIRY_BATCH takes about half a second on a loaded ledger, so a read waits two or three at most.
+ */
+const READ_EXPIRY_BUDGET_MS = 1_000;
 const EXPORT_BATCH = 500;
 /** Fewest rows a batch after one cut by size asks for (see batches). */
 const EXPORT_BATCH_MIN = 4;
@@ -114,6 +119,9 @@ export class ToolCallsQueryService {
    * APPROVAL_EXPIRED call it becomes), the overdue approvals in scope are written down, with the sweep's statement
    * for this org (every org for a platform key): such a call is not listed waiting_approval until the sweep, nor
    * missing under status=blocked. One statement on the pending-expiry index; nothing to write is the usual case.
+   * A backlog (replicas down for a while, a burst's expiry) is settled a batch per statement for up to
+   * READ_EXPIRY_BUDGET_MS, like the sweep: in one statement it could outlast the statement timeout on every read
+   * (503, rolled back, and again on the next). Past the budget the read goes on, and the sweep settles the rest.
    */
   private async expireOverdueApprovals(orgId: string | null, f: ToolCallFilters): Promise<void> {
     if (f.status !== undefined && f.status !== 'waiting_approval' && f.status !== 'blocked') return;
@@ -123,11 +131,18 @@ export class ToolCallsQueryService {
 
   /** The overdue approvals of an org (every org: null) written down now, as the sweep would; usage reads them so too. */
   async expireOverdueApprovalsOf(orgId: string | null): Promise<void> {
-    // Sent again if it lost a deadlock (rolled back whole; it settles only approvals still pending).
-    const settled = await retryOnDeadlock(
-      () => this.ds.query(settleApprovalsSql('expired'), [orgId, 'expired', this.clock.now(), null, null, null]) as Promise<{ tool_call_id: string }[]>,
-    );
-    for (const r of settled) settledCalls.emit('settled', r.tool_call_id);
+    const deadline = performance.now() + READ_EXPIRY_BUDGET_MS;
+    for (;;) {
+      // Sent again if it lost a deadlock (rolled back whole; it settles only approvals still pending).
+      const settled = await retryOnDeadlock(
+        () =>
+          this.ds.query(settleApprovalsSql('expired', { batched: true }), [orgId, 'expired', this.clock.now(), null, null, null, EXPIRY_BATCH]) as Promise<
+            { tool_call_id: string }[]
+          >,
+      );
+      for (const r of settled) settledCalls.emit('settled', r.tool_call_id);
+      if (settled.length < EXPIRY_BATCH || performance.now() >= deadline) return;
+    }
   }
 
   /**
