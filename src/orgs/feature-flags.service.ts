@@ -72,14 +72,15 @@ export class FeatureFlagsService {
       await this.ds.transaction(async (m) => {
         // Lock the row (or the org's flag slot) so two admins' changes record correct from/to values.
         await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`flag:${orgId}:${flag}`]);
-        // After the wait for that lock, so a revocation committed meanwhile is read (holdActorKey).
-        await holdActorKey(managerQuery(m), actor);
         const prev = await m.getRepository(FeatureFlagEntity).findOne({ where: { orgId, flag } });
         const from = prev ? prev.enabled : FLAG_DEFAULTS[flag];
         await m.getRepository(FeatureFlagEntity).upsert(
           { orgId, flag, enabled, reason: reason ?? null, updatedBy: actor.keyId, updatedAt },
           ['orgId', 'flag'],
         );
+        // After the waits (for the lock above, and for calls being recorded, which hold the flag row FOR SHARE): a
+        // revocation committed meanwhile is read (holdActorKey), and the key is not held while this waits.
+        await holdActorKey(managerQuery(m), actor);
         await this.events.append(
           [{ orgId, type: 'feature_flag.changed', actor: actorOf(actor), metadata: { flag, from, to: enabled, ...(reason ? { reasonGiven: true } : {}) } }],
           m,

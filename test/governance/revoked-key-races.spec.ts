@@ -123,6 +123,49 @@ describe('a key revoked while its write waits on a lock', () => {
     expect(n).toBe(0);
   });
 
+  it('a flag PUT waiting for calls being recorded (they hold its row FOR SHARE) does not hold its key meanwhile: the revocation is answered at once, the PUT 401', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const admin = await createKey(h.t, org.orgId, 'admin');
+    const res = await revokedWhileWaiting(
+      [`SELECT 1 FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled' FOR SHARE`, [org.orgId]],
+      '%INSERT INTO "feature_flags"%',
+      admin.id,
+      () =>
+        h.t.http
+          .put(`/v1/orgs/${org.orgId}/feature-flags/tool_calling_enabled`)
+          .set(bearer(admin.key))
+          .send({ enabled: false })
+          .then((r) => r),
+    );
+    const flags = await h.t.http.get(`/v1/orgs/${org.orgId}/feature-flags`).set(adminAuth);
+    expect({ status: res.status, enabled: flags.body.tool_calling_enabled }).toEqual({ status: 401, enabled: true });
+  });
+
+  it('the lastUsedAt flush skips a key held by a write rather than wait for it, and writes it on a later flush', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const ops = await createKey(h.t, org.orgId, 'ops');
+    const admin = await createKey(h.t, org.orgId, 'admin');
+    const lastUsed = async (): Promise<Date | null> =>
+      ((await h.t.ds.query('SELECT last_used_at FROM api_keys WHERE id = $1', [ops.id])) as { last_used_at: Date | null }[])[0].last_used_at;
+    await holder.query('BEGIN');
+    try {
+      // As a write of the key does from its holdActorKey to its commit (or a call being recorded, from its intent).
+      await holder.query('SELECT 1 FROM api_keys WHERE id = $1 FOR SHARE', [ops.id]);
+      expect((await h.t.http.get('/v1/tool-calls?limit=1').set(bearer(ops.key))).status).toBe(200); // a use of the key, to flush
+      // The listing flushes first (that use among them), and answers.
+      const listed = await Promise.race([
+        h.t.http.get('/v1/api-keys').set(bearer(admin.key)).then((r) => r.status),
+        new Promise((r) => setTimeout(() => r('still waiting'), 5_000)),
+      ]);
+      expect(listed).toBe(200);
+      expect(await lastUsed()).toBeNull();
+    } finally {
+      await holder.query('ROLLBACK');
+    }
+    expect((await h.t.http.get('/v1/api-keys').set(bearer(admin.key))).status).toBe(200);
+    expect(await lastUsed()).not.toBeNull();
+  });
+
   it('a permissions PUT by an admin key revoked while it waited for the permissions lock changes nothing', async () => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
     const admin = await createKey(h.t, org.orgId, 'admin');
