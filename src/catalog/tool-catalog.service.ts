@@ -117,6 +117,12 @@ export class ToolCatalogService {
     return entry?.handler.canonicalParams?.(toolName, action as string, params) ?? params;
   }
 
+  /** The canonical params with the defaults their handler acts on spelled out (VendorHandler.withDefaults). */
+  withDefaults(toolName: string, action: unknown, params: Record<string, unknown>): Record<string, unknown> {
+    const entry = typeof action === 'string' ? this.find(toolName, action) : undefined;
+    return entry?.handler.withDefaults?.(toolName, action as string, params) ?? params;
+  }
+
   list(): ToolSpec[] {
     return this.tools;
   }

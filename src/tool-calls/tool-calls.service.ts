@@ -244,11 +244,14 @@ export class ToolCallsService {
     if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
     const orgId = p.orgId;
     const parsed = parseToolUse(body);
-    // From here on, one spelling of the params: the policy judges what the vendor will act on.
-    const use = { ...parsed, params: this.catalog.canonicalParams(parsed.name, parsed.action, parsed.params) };
+    // From here on, one spelling of the params, its defaults spelled out: the policy judges what the vendor will act on.
+    const canonical = this.catalog.canonicalParams(parsed.name, parsed.action, parsed.params);
+    const use = { ...parsed, params: this.catalog.withDefaults(parsed.name, parsed.action, canonical) };
     const run = await this.runs.snapshot(p, runId);
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
-    const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: use.params });
+    // Over the params as sent (in their one spelling), not their defaults: a call recorded before a default was
+    // spelled out (VendorHandler.withDefaults) is replayed when sent again, not refused as another action.
+    const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: canonical });
     return { orgId, use, run, idempotencyKey, digest };
   }
 

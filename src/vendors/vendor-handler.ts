@@ -181,5 +181,12 @@ export interface VendorHandler {
    * for every value a rule compares (canonicalParams may check the whole call). Needed with canonicalParams.
    */
   canonicalParam?(toolName: string, action: string, param: string, value: unknown): unknown;
+  /**
+   * The canonical params with the defaults the handler acts on spelled out (e.g. Jumio's includeDetails: true), for
+   * the policy, the ledger and the call: a rule on a param must see the call that leaves it out as the one that sends
+   * its default. Not for the action digest, which stays over the params as sent (canonicalParams): a call recorded
+   * before a default was spelled out is replayed, not refused as another action.
+   */
+  withDefaults?(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown>;
   execute(ctx: VendorCallContext): Promise<VendorOutcome>;
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { actionDigest } from '../../src/common/canonical-json.js';
 import { JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
@@ -34,6 +35,24 @@ describe('policy: one spelling per effective request (defaults and look-alikes)'
     const omitted = await get({ workflowExecutionId: id });
     expect([omitted.status, omitted.body.errorCode], JSON.stringify(omitted.body.result)).toEqual([403, 'POLICY_BLOCKED']);
     expect(h.emu.count({ vendor: 'jumio', path: /workflow-executions/ })).toBe(before);
+  });
+
+  it('kyc.get_status: the digest stays over the params as sent (a call recorded before the default was spelled out replays); the ledger shows the default', async () => {
+    const org = await setupOrg(h.t, { tools: ['kyc.get_status'], vendors: ['jumio'] });
+    const id = JUMIO_EXECUTION_IDS.processed;
+    const use = toolUse('kyc', { action: 'get_status', workflowExecutionId: id });
+    const first = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
+    expect(first.status).toBe(200);
+    const [row] = (await h.t.ds.query('SELECT action_digest, input_redacted FROM tool_calls WHERE id = $1', [first.body.toolCallId])) as {
+      action_digest: string;
+      input_redacted: unknown;
+    }[];
+    expect(row.action_digest).toBe(actionDigest({ toolName: 'kyc', action: 'get_status', params: { workflowExecutionId: id } }));
+    expect(row.input_redacted).toEqual({ workflowExecutionId: id, includeDetails: true });
+    const sent = h.emu.count({ vendor: 'jumio', path: /workflow-executions/ });
+    const again = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
+    expect([again.status, again.body.toolCallId]).toEqual([200, first.body.toolCallId]);
+    expect(h.emu.count({ vendor: 'jumio', path: /workflow-executions/ })).toBe(sent);
   });
 
   it('nango_proxy: an NFKC look-alike of "/" or of a letter walks around a block rule on the path (%2F and %61 are refused)', async () => {

@@ -237,24 +237,23 @@ describe('JumioHandler failures', () => {
       includeDetails: false,
     });
     const mixed = `A1b2C3d4${JUMIO_EXECUTION_IDS.processed.slice(8)}`;
-    expect(handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: mixed, includeDetails: true })).toEqual({
-      workflowExecutionId: JUMIO_EXECUTION_IDS.processed,
-      includeDetails: true,
-    });
+    expect(handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: mixed })).toEqual({ workflowExecutionId: JUMIO_EXECUTION_IDS.processed });
     for (const params of [processed, { workflowExecutionId: '../../ACCOUNTS' }, { workflowExecutionId: `${upper}X` }, { workflowExecutionId: 42 }, {}]) {
-      const given = { ...params, includeDetails: false };
-      expect(handler.canonicalParams('kyc', 'get_status', given)).toBe(given);
+      expect(handler.canonicalParams('kyc', 'get_status', params)).toBe(params);
     }
+    const other = { workflowExecutionId: upper };
+    expect(handler.canonicalParams('kyc', 'other', other)).toBe(other);
   });
 
-  it('canonicalParams: includeDetails left out is spelled out as its default (true), so a rule on it sees the call', () => {
+  it('withDefaults: includeDetails left out is spelled out as its default (true), so a rule on it sees the call', () => {
     const handler = new JumioHandler(endpoints);
-    const mixed = `A1b2C3d4${JUMIO_EXECUTION_IDS.processed.slice(8)}`;
-    expect(handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: mixed })).toEqual({ workflowExecutionId: JUMIO_EXECUTION_IDS.processed, includeDetails: true });
-    expect(handler.canonicalParams('kyc', 'get_status', processed)).toEqual({ ...processed, includeDetails: true });
+    expect(handler.withDefaults('kyc', 'get_status', processed)).toEqual({ ...processed, includeDetails: true });
     expect(processed).not.toHaveProperty('includeDetails'); // a copy: the caller's params are not changed
-    const other = { workflowExecutionId: JUMIO_EXECUTION_IDS.processed.toUpperCase() };
-    expect(handler.canonicalParams('kyc', 'other', other)).toBe(other);
+    for (const includeDetails of [true, false]) {
+      const given = { ...processed, includeDetails };
+      expect(handler.withDefaults('kyc', 'get_status', given)).toBe(given);
+    }
+    expect(handler.withDefaults('kyc', 'other', processed)).toBe(processed);
   });
 
   it('the upper-case id, once canonical, asks Jumio for the lower-case one', async () => {

@@ -58,15 +58,20 @@ export class JumioHandler implements VendorHandler {
   /**
    * A valid workflow execution id in lower case: Jumio reads a UUID's hex digits alike in either case, and a
    * policy rule compares the text, so the upper-case spelling would walk around `workflowExecutionId eq "…"`.
-   * And `includeDetails` spelled out when left out: its default (true) fetches the decision, so a rule on
-   * `includeDetails eq true` must see the call that leaves it out as the one that sends it.
    */
   canonicalParams(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown> {
     const id = params.workflowExecutionId;
     const canonical = this.canonicalParam(toolName, action, 'workflowExecutionId', id);
-    const detailsDefaulted = toolName === 'kyc' && action === 'get_status' && !Object.hasOwn(params, 'includeDetails');
-    if (canonical === id && !detailsDefaulted) return params;
-    return { ...params, workflowExecutionId: canonical, ...(detailsDefaulted ? { includeDetails: true } : {}) };
+    return canonical === id ? params : { ...params, workflowExecutionId: canonical };
+  }
+
+  /**
+   * `includeDetails` spelled out when left out: its default (true) fetches the decision, so a rule on
+   * `includeDetails eq true` must see the call that leaves it out as the one that sends it.
+   */
+  withDefaults(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown> {
+    if (toolName !== 'kyc' || action !== 'get_status' || Object.hasOwn(params, 'includeDetails')) return params;
+    return { ...params, includeDetails: true };
   }
 
   canonicalParam(toolName: string, action: string, param: string, value: unknown): unknown {
