@@ -111,16 +111,14 @@ export class ToolCatalogService {
     this.paramNames = paramNamesIndex(this.tools);
   }
 
-  /** The params as their vendor spells them (VendorHandler.canonicalParams); unknown tools' params as they are. */
-  canonicalParams(toolName: string, action: unknown, params: Record<string, unknown>): Record<string, unknown> {
-    const entry = typeof action === 'string' ? this.find(toolName, action) : undefined;
-    return entry?.handler.canonicalParams?.(toolName, action as string, params) ?? params;
-  }
-
-  /** The canonical params with the defaults their handler acts on spelled out (VendorHandler.withDefaults). */
-  withDefaults(toolName: string, action: unknown, params: Record<string, unknown>): Record<string, unknown> {
-    const entry = typeof action === 'string' ? this.find(toolName, action) : undefined;
-    return entry?.handler.withDefaults?.(toolName, action as string, params) ?? params;
+  /**
+   * The params as their vendor spells them (`canonical`: VendorHandler.canonicalParams), and those with the defaults
+   * the handler acts on spelled out (`acted`: VendorHandler.withDefaults); unknown tools' params as they are, twice.
+   */
+  paramSpellings(toolName: string, action: unknown, params: Record<string, unknown>): { canonical: Record<string, unknown>; acted: Record<string, unknown> } {
+    const handler = typeof action === 'string' ? this.find(toolName, action)?.handler : undefined;
+    const canonical = handler?.canonicalParams?.(toolName, action as string, params) ?? params;
+    return { canonical, acted: handler?.withDefaults?.(toolName, action as string, canonical) ?? canonical };
   }
 
   list(): ToolSpec[] {

@@ -245,8 +245,8 @@ export class ToolCallsService {
     const orgId = p.orgId;
     const parsed = parseToolUse(body);
     // From here on, one spelling of the params, its defaults spelled out: the policy judges what the vendor will act on.
-    const canonical = this.catalog.canonicalParams(parsed.name, parsed.action, parsed.params);
-    const use = { ...parsed, params: this.catalog.withDefaults(parsed.name, parsed.action, canonical) };
+    const { canonical, acted } = this.catalog.paramSpellings(parsed.name, parsed.action, parsed.params);
+    const use = { ...parsed, params: acted };
     const run = await this.runs.snapshot(p, runId);
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
     // Over the params as sent (in their one spelling), not their defaults: a call recorded before a default was
