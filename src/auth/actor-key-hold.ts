@@ -6,22 +6,22 @@ import type { Principal } from './principal.js';
  * the row) then waits for that write to commit, and a write that reads the row while a revocation is committing
  * waits for it and reads the row as it left it. Either way a write committed after its key's revocation is not.
  * (The guard's fresh lookup happens before the route's transaction: a write that waited on a lock, or was simply
- * slow, could otherwise commit after the 204 of its key's DELETE.) Also used as a CTE in single-statement writes.
+ * slow, could otherwise commit after the 204 of its key's DELETE.) The intent statement reads its key the same way
+ * in a CTE of its own (tool-call-intent.ts).
  */
-export const ACTOR_KEY_LIVE_SQL = 'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE';
-
-export const ACTOR_KEY_REVOKED = 'this API key was revoked';
+const ACTOR_KEY_LIVE_SQL = 'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE';
 
 /** Runs a query in the caller's transaction and returns its rows (a TypeORM EntityManager or a pg client adapted). */
 export type TxQuery = (text: string, params: unknown[]) => Promise<unknown[]>;
 
 /**
- * First in every write transaction a key makes (admin changes, approval decisions, run ends, reconciles): 401 when
- * the key is revoked, otherwise the key is held until the commit (ACTOR_KEY_LIVE_SQL).
+ * In every write transaction a key makes (admin changes, approval decisions, runs, reconciles), after the locks it
+ * waits for: 401 when the key is revoked, otherwise the key is held until the commit (ACTOR_KEY_LIVE_SQL). After the
+ * waits, so a revocation committed meanwhile is read, and a revocation never waits behind this write's waits.
  */
 export async function holdActorKey(query: TxQuery, actor: Pick<Principal, 'keyId'>): Promise<void> {
   const rows = await query(ACTOR_KEY_LIVE_SQL, [actor.keyId]);
-  if (rows.length === 0) throw new AppError('UNAUTHENTICATED', ACTOR_KEY_REVOKED);
+  if (rows.length === 0) throw new AppError('UNAUTHENTICATED', 'this API key was revoked');
 }
 
 /** holdActorKey's query through a TypeORM EntityManager. */

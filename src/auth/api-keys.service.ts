@@ -299,15 +299,16 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       // held FOR SHARE (a call being recorded, any write of the key: holdActorKey) or being revoked is left for the
       // next flush. Waiting for it instead would hold every other key this statement had already updated, stalling
       // their calls behind it, and could close a deadlock cycle with a write that holds one key and waits for a call.
-      const rows = (await this.ds.query(
-        `WITH v AS (SELECT * FROM unnest($1::uuid[], $2::timestamptz[]) v(id, t)),
-              free AS (SELECT a.id FROM api_keys a JOIN v ON v.id = a.id ORDER BY a.id FOR NO KEY UPDATE OF a SKIP LOCKED),
-              up AS (UPDATE api_keys a SET last_used_at = GREATEST(a.last_used_at, v.t) FROM v WHERE a.id = v.id AND a.id IN (SELECT id FROM free) RETURNING a.id)
-         SELECT v.id, EXISTS (SELECT 1 FROM up WHERE up.id = v.id) AS written FROM v WHERE EXISTS (SELECT 1 FROM api_keys a WHERE a.id = v.id)`,
-        [uses.map(([id]) => id), uses.map(([, at]) => new Date(at).toISOString())],
-      )) as { id: string; written: boolean }[];
-      const skipped = new Set(rows.filter((r) => !r.written).map((r) => r.id));
-      for (const [id, at] of uses) if (skipped.has(id)) this.touch(id, at);
+      // (A key row is never deleted, revoked ones included: one not written was skipped.)
+      const ids = uses.map(([id]) => id);
+      const written = (await this.ds.query(
+        `UPDATE api_keys a SET last_used_at = GREATEST(a.last_used_at, v.t) FROM unnest($1::uuid[], $2::timestamptz[]) v(id, t)
+          WHERE a.id = v.id AND a.id IN (SELECT id FROM api_keys WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
+         RETURNING a.id`,
+        [ids, uses.map(([, at]) => new Date(at).toISOString())],
+      )) as [{ id: string }[], number];
+      const done = new Set(written[0].map((r) => r.id));
+      for (const [id, at] of uses) if (!done.has(id)) this.touch(id, at);
     } catch (err) {
       // Kept for the next flush (a database blip must not lose them; new uses of the same keys merge in).
       for (const [id, at] of uses) this.touch(id, at);

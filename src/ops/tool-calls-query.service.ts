@@ -18,12 +18,12 @@ import { csvHeader, EXPORT_CONTENT_TYPES, exportChunks } from './tool-calls-expo
 import { loadToolCallStory, type ToolCallStory } from './tool-call-story.js';
 import { toolCallByIdSql, toolCallEntityOf, toolCallsSizedPageSql, type SizedToolCallRow, type ToolCallFilters, type ToolCallRow } from './tool-calls.sql.js';
 
-/** Rows an export batch reads at most. */
 /**
  * How long a read settles a backlog of overdue approvals before answering (expireOverdueApprovalsOf): a batch of
  * EXPIRY_BATCH takes about half a second on a loaded ledger, so a read waits two or three at most.
  */
 const READ_EXPIRY_BUDGET_MS = 1_000;
+/** Rows an export batch reads at most. */
 const EXPORT_BATCH = 500;
 /** Fewest rows a batch after one cut by size asks for (see batches). */
 const EXPORT_BATCH_MIN = 4;
@@ -118,7 +118,7 @@ export class ToolCallsQueryService {
    * Before a listing or export that could hold a call waiting for an approval past its expiry (or the blocked /
    * APPROVAL_EXPIRED call it becomes), the overdue approvals in scope are written down, with the sweep's statement
    * for this org (every org for a platform key): such a call is not listed waiting_approval until the sweep, nor
-   * missing under status=blocked. One statement on the pending-expiry index; nothing to write is the usual case.
+   * missing under status=blocked. Read off the pending-expiry index; nothing to write is the usual case.
    * A backlog (replicas down for a while, a burst's expiry) is settled a batch per statement for up to
    * READ_EXPIRY_BUDGET_MS, like the sweep: in one statement it could outlast the statement timeout on every read
    * (503, rolled back, and again on the next). Past the budget the read goes on, and the sweep settles the rest.
