@@ -101,44 +101,27 @@ describe('a key revoked while its write waits on a lock', () => {
     await waitFor(() => refunds(h) - before === 1, 'the approved refund sent');
   });
 
-  it('a flag PUT by an admin key revoked while it waited for the flag lock changes nothing', async () => {
-    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], flag: false });
+  // Its wait: another admin's PUT (the flag lock), or calls being recorded (they hold the flag row FOR SHARE): the PUT
+  // holds no key lock meanwhile, so the revocation is answered at once, and the PUT is 401.
+  it.each([
+    ['the flag lock', 'SELECT pg_advisory_xact_lock(hashtext($1))', (org: string) => `flag:${org}:tool_calling_enabled`, '%pg_advisory_xact_lock%', false],
+    ['calls being recorded', `SELECT 1 FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled' FOR SHARE`, (org: string) => org, '%INSERT INTO "feature_flags"%', true],
+  ] as const)('a flag PUT by an admin key revoked while it waited for %s changes nothing', async (_wait, lockSql, lockParam, waitingOn, flagOn) => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], flag: flagOn });
     const admin = await createKey(h.t, org.orgId, 'admin');
-    const res = await revokedWhileWaiting(
-      ['SELECT pg_advisory_xact_lock(hashtext($1))', [`flag:${org.orgId}:tool_calling_enabled`]],
-      '%pg_advisory_xact_lock%',
-      admin.id,
-      () =>
-        h.t.http
-          .put(`/v1/orgs/${org.orgId}/feature-flags/tool_calling_enabled`)
-          .set(bearer(admin.key))
-          .send({ enabled: true })
-          .then((r) => r),
+    const res = await revokedWhileWaiting([lockSql, [lockParam(org.orgId)]], waitingOn, admin.id, () =>
+      h.t.http
+        .put(`/v1/orgs/${org.orgId}/feature-flags/tool_calling_enabled`)
+        .set(bearer(admin.key))
+        .send({ enabled: !flagOn })
+        .then((r) => r),
     );
     const flags = await h.t.http.get(`/v1/orgs/${org.orgId}/feature-flags`).set(adminAuth);
-    expect({ status: res.status, enabled: flags.body.tool_calling_enabled }).toEqual({ status: 401, enabled: false });
+    expect({ status: res.status, enabled: flags.body.tool_calling_enabled }).toEqual({ status: 401, enabled: flagOn });
     const [{ n }] = (await h.t.ds.query(`SELECT count(*)::int AS n FROM runtime_ledger_events WHERE org_id = $1 AND type = 'feature_flag.changed'`, [org.orgId])) as [
       { n: number },
     ];
-    expect(n).toBe(0);
-  });
-
-  it('a flag PUT waiting for calls being recorded (they hold its row FOR SHARE) does not hold its key meanwhile: the revocation is answered at once, the PUT 401', async () => {
-    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
-    const admin = await createKey(h.t, org.orgId, 'admin');
-    const res = await revokedWhileWaiting(
-      [`SELECT 1 FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled' FOR SHARE`, [org.orgId]],
-      '%INSERT INTO "feature_flags"%',
-      admin.id,
-      () =>
-        h.t.http
-          .put(`/v1/orgs/${org.orgId}/feature-flags/tool_calling_enabled`)
-          .set(bearer(admin.key))
-          .send({ enabled: false })
-          .then((r) => r),
-    );
-    const flags = await h.t.http.get(`/v1/orgs/${org.orgId}/feature-flags`).set(adminAuth);
-    expect({ status: res.status, enabled: flags.body.tool_calling_enabled }).toEqual({ status: 401, enabled: true });
+    expect(n).toBe(flagOn ? 1 : 0); // setupOrg's own PUT when the flag starts on; none by the revoked key
   });
 
   it('the lastUsedAt flush skips a key held by a write rather than wait for it, and writes it on a later flush', async () => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventHash } from '../../src/ledger/ledger-chain.js';
@@ -22,7 +23,7 @@ describe('ledger chain verification (API and CLI)', () => {
 
   async function tamper(sql: string, params: unknown[]): Promise<void> {
     await su.query('BEGIN');
-    await su.query('SET LOCAL session_replication_role = replica'); // bypasses the append-only trigger
+    await su.query('SET LOCAL session_replication_role = replica'); // bypasses the append-only trigger (and foreign keys)
     await su.query(sql, params);
     await su.query('COMMIT');
   }
@@ -69,6 +70,21 @@ describe('ledger chain verification (API and CLI)', () => {
     const run = await cli(['--org', org]);
     expect(run.code).toBe(1);
     expect(JSON.parse(run.out[0])).toEqual(res.body);
+  });
+
+  // Every field the event hash covers (eventHash; sealer and verifier share it, so dropping one would still verify).
+  it.each<[string, string, () => string]>([
+    ['actor (who acted)', 'actor = $2::jsonb', () => JSON.stringify({ keyId: randomUUID(), role: 'admin' })],
+    ['type (what happened)', 'type = $2', () => 'test.other'],
+    ['run_id', 'run_id = $2::uuid', () => randomUUID()],
+    ['tool_call_id', 'tool_call_id = $2::uuid', () => randomUUID()],
+  ])('detects an UPDATE of one event’s %s at its position', async (_field, set, value) => {
+    const org = await orgWithChain(8);
+    expect((await verify(org)).body).toMatchObject({ ok: true });
+    await tamper(`UPDATE runtime_ledger_events SET ${set} WHERE org_id = $1 AND chain_seq = 5`, [org, value()]);
+    const res = await verify(org);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: false, checked: 4, brokenAt: { chainSeq: 5, reason: 'event content does not match its hash' } });
   });
 
   it('detects a DELETE of one event at its position', async () => {
