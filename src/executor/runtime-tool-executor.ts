@@ -22,8 +22,8 @@ interface HeldCredentials {
   stamp: string;
 }
 
-/** The vendor answered this attempt (a status), or its request may have left: it counts as a vendor call. */
-const reachedVendor = (f: Failure): boolean => f.requestSent || f.vendorStatus !== undefined;
+/** The vendor answered this attempt (a status), or a request of it may have left: it counts as a vendor call. */
+const reachedVendor = (f: Failure): boolean => f.requestSent || f.vendorStatus !== undefined || f.readSent === true;
 
 /** Where the attempts stand, for an exception: a handler in flight may have sent its request. */
 interface Progress {

@@ -126,6 +126,11 @@ export type VendorOutcome =
       retryAfterIsDefault?: true;
       /** False only when we know the request never left (connect failed/timed out). */
       requestSent: boolean;
+      /**
+       * An earlier request of this call (a refund's order read) reached, or may have reached, the vendor, though the
+       * one `requestSent` speaks of (the mutation) never left: the call is charged and counts as a vendor call.
+       */
+      readSent?: true;
       /** Short, safe text for logs/ledger: no vendor body, no secrets, no PII. */
       message: string;
       /** The gateway's own failure (its database), not the vendor's: never counts against the vendor's breaker. */

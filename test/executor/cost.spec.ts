@@ -147,6 +147,36 @@ describe('cost of tool calls', () => {
     expect(await costs(org, unknown)).toEqual({ row: COST.addNote, total });
   });
 
+  it('a refund stopped at its order read is charged when the read reached Shopify, answered (503) or not (timed out); no refund is sent', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['shopify_refund.create'],
+      rules: [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }],
+    });
+    const refundsSent = () => h.emu.requests.filter((r) => r.body.includes('refundCreate')).length;
+    const refunds = refundsSent();
+    let total = 0;
+    try {
+      h.emu.fault({ vendor: 'shopify', kind: 'status', status: 503, times: Infinity });
+      const answered = await call(h, org, 'shopify_refund', { action: 'create', orderId: '1002', amount: '1.00' });
+      expect(answered.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+      total += COST.refund;
+      expect(await costs(org, answered)).toEqual({ row: COST.refund, total });
+      h.emu.clearFaults();
+
+      // Past VENDOR_TIMEOUT_MS: the read arrived at Shopify, its answer did not.
+      const before = h.emu.count({ vendor: 'shopify' });
+      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: h.t.config.VENDOR_TIMEOUT_MS + 500, times: Infinity });
+      const hung = await call(h, org, 'shopify_refund', { action: 'create', orderId: '1002', amount: '1.00' });
+      expect(hung.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT' });
+      expect(h.emu.count({ vendor: 'shopify' })).toBeGreaterThan(before);
+      total += COST.refund;
+      expect(await costs(org, hung)).toEqual({ row: COST.refund, total });
+    } finally {
+      h.emu.clearFaults();
+    }
+    expect(refundsSent()).toBe(refunds);
+  });
+
   it('an exception before any request (EXECUTION_ERROR) costs nothing and leaves even a write failed; one thrown by the handler counts as sent', async () => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup', 'shopify_order.add_note'] });
     const credentials = h.t.app.get(CredentialsService);

@@ -290,8 +290,8 @@ export class ShopifyHandler implements VendorHandler {
    */
   private async readRefundOrder(ctx: VendorCallContext, call: ShopifyCall, orderGid: string, amount: string): Promise<RefundOrder | FailedOutcome> {
     const context = await this.gql(call, REFUND_CONTEXT_QUERY, { id: orderGid });
-    // Whatever happened to the read, the refund mutation itself was never sent.
-    if (!context.ok) return { ...context, requestSent: false };
+    // Whatever happened to the read, the refund mutation itself was never sent; the read may have reached Shopify.
+    if (!context.ok) return { ...context, requestSent: false, ...(context.requestSent ? { readSent: true as const } : {}) };
     ctx.scratch.set(SHOP_REACHED, true);
     const order = context.data.order;
     if (order === null || order === undefined) return failedOutcome('not_found', 'shopify order not found', context.vendorStatus, undefined, false);
