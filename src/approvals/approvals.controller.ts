@@ -10,10 +10,10 @@ import { ApprovalsService } from './approvals.service.js';
 
 /** ApprovalsService.maySee: an agent relays the client's decisions, never an expert's; the other roles see both kinds. */
 const AGENT_SEES_CLIENT_ONLY =
-  'An agent key sees client approvals only, of the runs it started only (an expert one, or one of another agent key’s run, is 404 like a ' +
-  'missing one; a listing leaves them out, and kind=expert is an empty page); expert, admin and ops keys see both kinds, of every run of their org.';
+  'An agent key sees client approvals only, of every run of its org, whichever agent key started the run (API.md §9); an expert one is 404 ' +
+  'like a missing one, a listing leaves them out, and kind=expert is an empty page. Expert, admin and ops keys see both kinds, of every run of their org.';
 /** ApprovalsService.mayDecide. */
-const WHO_DECIDES = 'Expert approvals: expert or admin keys decide them; client approvals: the run’s agent key (the key that started it) or admin keys.';
+const WHO_DECIDES = 'Expert approvals: expert or admin keys decide them; client approvals: any agent key of the run’s org (not only the one that started the run) or admin keys.';
 
 @ApiTags('approvals')
 @ApiBearerAuth()
@@ -53,7 +53,7 @@ export class ApprovalsController {
   })
   @ApiProblemResponse(
     404,
-    'NOT_FOUND: no such approval in the key’s org, or one the key may not see (to an agent key: an expert approval, or one of a run another key started; nothing is decided)',
+    'NOT_FOUND: no such approval in the key’s org, or one the key may not see (to an agent key: an expert approval; nothing is decided)',
   )
   @ApiProblemResponse(
     409,

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { reachesRun, runOwnerScope, type Principal } from '../auth/principal.js';
+import type { Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
@@ -18,16 +18,15 @@ import { clientQuery, holdActorKey } from '../auth/actor-key-hold.js';
 
 interface ApprovalRow extends ApprovalRecord {
   created_iso: string;
-  /** The key that started the approval's run: an agent key reaches only its own runs' approvals (reachesRun). */
-  run_created_by: string | null;
 }
 
-const COLUMNS = `${APPROVAL_COLUMNS}, ${CREATED_ISO_SQL} AS created_iso,
-  (SELECT r.created_by FROM agent_runs r WHERE r.id = approval_requests.run_id) AS run_created_by`;
+const COLUMNS = `${APPROVAL_COLUMNS}, ${CREATED_ISO_SQL} AS created_iso`;
 
 /**
- * Who may see and decide which kind: experts/admins the expert ones, agents the client ones (API.md §5) — of the
- * runs they started only: load() finds no approval of a run the key does not reach (reachesRun).
+ * Who may see and decide which kind, within the key's org: experts/admins the expert ones, agents the client ones
+ * (API.md §5) — of every run of the org, not only the runs the agent key started: "Client approvals are decided by
+ * any `agent` key of the run's org" (API.md §9; the customer's answer may be relayed by another bot of the org). The
+ * run and its calls and results stay the starting key's (reachesRun).
  */
 const mayDecide = (p: Principal, kind: 'expert' | 'client'): boolean =>
   kind === 'expert' ? p.role === 'expert' || p.role === 'admin' : p.role === 'agent' || p.role === 'admin';
@@ -64,9 +63,6 @@ export class ApprovalsService {
     else if (q.status) query.where((x) => `status = ${x}`, q.status);
     if (kind) query.where((x) => `kind = ${x}`, kind);
     if (q.runId) query.where((x) => `run_id = ${x}::uuid`, q.runId);
-    // An agent key lists the approvals of the runs it started only (reachesRun), whatever runId it names.
-    const owner = runOwnerScope(p);
-    if (owner !== null) query.where((x) => `EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = approval_requests.run_id AND r.created_by = ${x}::uuid)`, owner);
     const rows = await this.sql.query<ApprovalRow>(
       `SELECT ${COLUMNS} ${query.after(after, 'id', 'uuid').page('approval_requests', 'id', limit + 1)}`,
       query.params,
@@ -126,7 +122,7 @@ export class ApprovalsService {
   private async load(p: Principal, id: string, applyVisibility = true): Promise<ApprovalRow> {
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'approval not found');
     const [a] = await this.sql.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approval_requests WHERE id = $1`, [id]);
-    if (!a || !reachesRun(p, { orgId: a.org_id, createdBy: a.run_created_by }) || (applyVisibility && !maySee(p, a.kind))) {
+    if (!a || (p.orgId !== null && a.org_id !== p.orgId) || (applyVisibility && !maySee(p, a.kind))) {
       throw new AppError('NOT_FOUND', 'approval not found');
     }
     return a;

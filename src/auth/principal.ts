@@ -14,16 +14,17 @@ export type RunReacher = Pick<Principal, 'keyId' | 'orgId'> & { role: string };
 
 /**
  * The one key whose runs `p` reaches within its org: an `agent` key reaches only the runs it started (API.md §1
- * "its runs", "its own tool calls and results"; §5 "the run's agent key"), every other role every run of its org
+ * "its runs", "its own tool calls and results"), every other role every run of its org
  * (admin keys act on all of them; ops/expert read as their role allows). null: no such restriction.
  */
-export const runOwnerScope = (p: RunReacher): string | null => (p.role === 'agent' ? p.keyId : null);
+const runOwnerScope = (p: RunReacher): string | null => (p.role === 'agent' ? p.keyId : null);
 
 /**
- * Whether `p` reaches a run — and so its tool calls, results and approvals — of org `orgId` started by key `createdBy`.
- * Every route that names a run, or a call or approval of one, asks this: a run it does not reach answers exactly as a
+ * Whether `p` reaches a run — and so its tool calls and results — of org `orgId` started by key `createdBy`.
+ * Every route that names a run, or a call of one, asks this: a run it does not reach answers exactly as a
  * missing one does (404 with the route's code), another org's as today, and another agent key's of the same org alike
  * (a replaced agent key included: the run belongs to the key that started it, not to whoever holds the role now).
+ * Approvals are not asked: any agent key of the org relays the client's decisions (API.md §9, ApprovalsService).
  */
 export function reachesRun(p: RunReacher, run: { orgId: string; createdBy: string | null }): boolean {
   if (p.orgId !== null && run.orgId !== p.orgId) return false;

@@ -130,7 +130,7 @@ export const APPROVAL_SCHEMA = {
     orgId: uuid,
     toolCallId: uuid,
     runId: uuid,
-    kind: { type: 'string', enum: ['expert', 'client'], description: 'expert: decided by expert or admin keys; client: by the run’s agent key (or an admin key)' },
+    kind: { type: 'string', enum: ['expert', 'client'], description: 'expert: decided by expert or admin keys; client: by any agent key of the run’s org (or an admin key)' },
     status: { type: 'string', enum: ['pending', 'approved', 'rejected', 'expired'], description: 'a pending approval past expiresAt reads expired' },
     toolName: { type: 'string' },
     action: { type: 'string' },

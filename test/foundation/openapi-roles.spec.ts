@@ -77,7 +77,7 @@ describe('OpenAPI: the roles that may call each operation', () => {
   it('says what the roles of the approval routes may each see and decide', () => {
     expect(doc.paths['/v1/approvals'].get.description).toMatch(/^Roles: expert, admin, ops or agent\. An agent key sees client approvals only/);
     const decision = doc.paths['/v1/approvals/{id}/decision'].post;
-    expect(decision.description).toMatch(/^Roles: expert, admin or agent\. Expert approvals: expert or admin keys decide them; client approvals: the run’s agent key \(the key that started it\) or admin keys/);
+    expect(decision.description).toMatch(/^Roles: expert, admin or agent\. Expert approvals: expert or admin keys decide them; client approvals: any agent key of the run’s org \(not only the one that started the run\) or admin keys/);
     expect(decision.responses['403'].description).toMatch(/^FORBIDDEN: not an expert, admin or agent key, or a key that may see the approval but not decide its kind/);
   });
 });

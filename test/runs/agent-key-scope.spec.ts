@@ -4,14 +4,16 @@ import { bearer, createKey } from '../support/test-app.js';
 
 /**
  * A run belongs to the agent key that started it (API.md §1: an agent reads "its runs'" tool definitions and "its own"
- * tool calls and results; §5: a client approval is decided by "the run's agent key"). Another agent key of the same
- * org — a second bot, or the key that replaced this one — gets, on every route naming the run or a call or approval
- * of it, the 404 a missing one gets, and nothing runs or changes. The org's admin keys still reach every run.
+ * tool calls and results). Another agent key of the same org — a second bot, or the key that replaced this one — gets,
+ * on every route naming the run or a call of it, the 404 a missing one gets, and nothing runs or changes. The org's
+ * admin keys still reach every run. The run's client approvals are the exception: "Client approvals are decided by
+ * any `agent` key of the run's org" (API.md §9).
  */
 describe('runs: an agent key reaches only the runs it started', () => {
   let h: Harness;
   let a: OrgSetup; // a.agentKey is key A, which started a.runId
   let b: string; // key B: another agent key of the same org
+  let bId: string;
   let ops: string;
 
   const note = () => toolUse('shopify_order', { action: 'add_note', orderId: '450789469', note: 'hi' });
@@ -46,7 +48,7 @@ describe('runs: an agent key reaches only the runs it started', () => {
       tools: ['order_lookup.lookup', 'shopify_order.add_note'],
       rules: [{ id: 'client-notes', match: { toolName: 'shopify_order.add_note' }, decision: 'require_client_approval' }],
     });
-    b = (await createKey(h.t, a.orgId, 'agent')).key;
+    ({ key: b, id: bId } = await createKey(h.t, a.orgId, 'agent'));
     ops = (await createKey(h.t, a.orgId, 'ops')).key;
   });
   afterAll(async () => {
@@ -145,7 +147,7 @@ describe('runs: an agent key reaches only the runs it started', () => {
     }
   });
 
-  it('client approvals of another key’s run: not listed, 404 to read and to decide (still pending); the run’s key decides it', async () => {
+  it('client approvals of another key’s run: listed, read and decided by any agent key of the org (API.md §9), its call’s result still 404', async () => {
     const { runId, toolCallId, approval } = await pendingClientApproval();
     expect(approval.status).toBe('pending');
 
@@ -154,29 +156,40 @@ describe('runs: an agent key reaches only the runs it started', () => {
       expect(res.status).toBe(200);
       return (res.body as { items: { id: string }[] }).items.map((i) => i.id);
     };
-    expect(await listedTo(b)).not.toContain(approval.id);
-    expect(await listedTo(b, `?runId=${runId}`)).toEqual([]);
-    expect(await listedTo(b, '?status=pending&kind=client')).not.toContain(approval.id);
+    expect(await listedTo(b)).toContain(approval.id);
+    expect(await listedTo(b, `?runId=${runId}`)).toEqual([approval.id]);
+    expect(await listedTo(b, '?status=pending&kind=client')).toContain(approval.id);
     expect(await listedTo(a.agentKey, `?runId=${runId}`)).toEqual([approval.id]);
     expect(await listedTo(a.adminKey, `?runId=${runId}`)).toEqual([approval.id]);
 
     const read = await h.t.http.get(`/v1/approvals/${approval.id}`).set(bearer(b));
-    expect(read.status).toBe(404);
-    expect(read.body.code).toBe('NOT_FOUND');
-    for (const decision of ['approve', 'reject']) {
-      const decide = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(b)).send({ decision, actionDigest: approval.action_digest });
-      expect(decide.status, JSON.stringify(decide.body)).toBe(404);
-      expect(decide.body.code).toBe('NOT_FOUND');
-    }
-    expect((await approvalOf(toolCallId)).status).toBe('pending');
-    expect(await runStatus(runId)).toBe('waiting_approval');
-    // Key B cannot wait on the call either.
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ id: approval.id, kind: 'client', status: 'pending', actionDigest: approval.action_digest });
+    // Key B still cannot wait on the call, nor read its result: the run and its calls are key A's.
     expect((await h.t.http.get(`/v1/tool-calls/${toolCallId}/result`).set(bearer(b))).status).toBe(404);
 
-    expect((await h.t.http.get(`/v1/approvals/${approval.id}`).set(bearer(a.agentKey))).status).toBe(200);
-    const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(a.agentKey)).send({ decision: 'reject', actionDigest: approval.action_digest });
+    const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(b)).send({ decision: 'reject', actionDigest: approval.action_digest });
     expect(decided.status, JSON.stringify(decided.body)).toBe(200);
-    expect(decided.body.status).toBe('rejected');
+    expect(decided.body).toMatchObject({ id: approval.id, status: 'rejected' });
+    expect((await approvalOf(toolCallId)).status).toBe('rejected');
+    expect(decided.body.decidedBy).toBe(bId);
+    // The run's key reads the rejected outcome.
+    const result = await h.t.http.get(`/v1/tool-calls/${toolCallId}/result`).set(bearer(a.agentKey));
+    expect(result.status).toBe(200);
+    expect(result.body).toMatchObject({ status: 'blocked', errorCode: 'CLIENT_REJECTED' });
+  });
+
+  it('another org’s agent key neither lists, reads nor decides the org’s client approvals (404, still pending)', async () => {
+    const { toolCallId, approval } = await pendingClientApproval();
+    const other = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const listed = await h.t.http.get('/v1/approvals').set(bearer(other.agentKey));
+    expect(listed.status).toBe(200);
+    expect((listed.body as { items: { id: string }[] }).items.map((i) => i.id)).not.toContain(approval.id);
+    expect((await h.t.http.get(`/v1/approvals/${approval.id}`).set(bearer(other.agentKey))).status).toBe(404);
+    const decide = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(other.agentKey)).send({ decision: 'approve', actionDigest: approval.action_digest });
+    expect(decide.status).toBe(404);
+    expect(decide.body.code).toBe('NOT_FOUND');
+    expect((await approvalOf(toolCallId)).status).toBe('pending');
   });
 
   it('the org’s admin key decides a client approval of an agent key’s run', async () => {
