@@ -193,11 +193,15 @@ export interface GatewayHooks {
 /** Builds the app, migrates the database and makes sure an admin key exists. Does not listen. */
 export async function createGateway(config: AppConfig, opts: AppModuleOptions = {}, hooks: GatewayHooks = {}): Promise<Gateway> {
   const app = await NestFactory.create(AppModule.forRoot(config, opts), { bodyParser: false, bufferLogs: true, abortOnError: false });
-  const server = app.getHttpServer() as Server & { requireHostHeader: boolean; connectionsCheckingInterval: number };
+  const server = app.getHttpServer() as Server & { requireHostHeader: boolean; connectionsCheckingInterval: number; httpAllowHalfOpen: boolean };
   server.requireHostHeader = false; // hostRequired (configureApp) answers instead, with problem+json
   // Node keeps only the first 2000 fields by default and drops the rest unseen: a second Host, an Authorization or
   // X-Forwarded-For after them. maxHeaderSize still bounds the headers (431).
   server.maxHeadersCount = 0;
+  // A client may end its writing side once its request is sent (shutdown(SHUT_WR): `nc -N`, some HTTP/1.0 clients).
+  // Node's default aborts the request then and closes without a word, though a tool call may already run at the
+  // vendor: the request is answered instead, and the connection ended after the last answer.
+  server.httpAllowHalfOpen = true;
   // Node's default gives a request 300 s to arrive: a client trickling a body held its connection and buffer that
   // long. Checked every quarter of the limit (Node's default: every 30 s), set here before listen() starts the check.
   server.requestTimeout = config.HTTP_REQUEST_TIMEOUT_MS;

@@ -75,14 +75,20 @@ export class ToolCallsController {
   })
   @ApiResponse({ status: 200, description: 'the tool-call body whatever the status, with the full result while it is kept', schema: TOOL_CALL_BODY_SCHEMA })
   async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() q: ToolCallResultQuery, @Res({ passthrough: true }) res: Response) {
-    // The response closes before it is written only when the client went away: stop the long-poll then.
+    // The response closes before it is written only when the client went away: stop the long-poll then. The server
+    // keeps half-closed connections open (createGateway: a request is answered after the client's FIN), so the FIN
+    // of a client closing mid-poll is heard on the socket: the poll stops and answers what it has. One that came
+    // before the poll began (a client that half-closes once its request is sent) waits for its answer as asked.
     const gone = new AbortController();
     const onClose = () => gone.abort();
+    const socket = res.req.socket;
     res.once('close', onClose);
+    socket.once('end', onClose);
     try {
       return send(res, await this.results.get(p, id, q.waitMs, gone.signal));
     } finally {
       res.off('close', onClose);
+      socket.off('end', onClose);
     }
   }
 }

@@ -99,6 +99,11 @@ describe('errors, limits and correlation ids', () => {
     const gz = await post({ 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, gzipSync(json));
     expect([gz.status, gz.body.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
     expect(gz.body.detail).toMatch(/Content-Encoding/);
+    // Every registered coding that transforms the body: encrypted or dictionary-compressed bytes are not "bad UTF-8".
+    for (const coding of ['aes128gcm', 'dcb', 'dcz', 'exi', 'pack200-gzip', 'DCZ']) {
+      const res = await post({ 'Content-Type': 'application/json', 'Content-Encoding': coding }, Buffer.from([0x5e, 0xff, 0x00, 0x81]));
+      expect([res.status, res.body.code], coding).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
+    }
     // Codings that do not compress (identity, a list of them, a misconfigured "UTF-8") are read as they come.
     for (const coding of ['identity', 'identity, identity', 'UTF-8']) {
       expect((await post({ 'Content-Type': 'application/json', 'Content-Encoding': coding }, json)).status, coding).toBe(201);

@@ -18,8 +18,11 @@ interface RawResponse {
   closed: boolean;
 }
 
-/** Sends raw bytes and reads everything the server answers until it closes the connection. */
-function rawRequest(port: number, bytes: string): Promise<RawResponse> {
+/**
+ * Sends raw bytes and reads everything the server answers until it closes the connection. `halfClose`: the client
+ * ends its writing side with the request (shutdown(SHUT_WR)), as `nc -N` and some HTTP/1.0 clients do.
+ */
+function rawRequest(port: number, bytes: string, { halfClose = false } = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
@@ -42,7 +45,8 @@ function rawRequest(port: number, bytes: string): Promise<RawResponse> {
       }
       resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body: rest.join('\r\n\r\n'), closed: true });
     });
-    socket.write(bytes);
+    if (halfClose) socket.end(bytes);
+    else socket.write(bytes);
   });
 }
 
@@ -273,6 +277,49 @@ describe('HTTP edges: readiness, unparsable requests, reserved org id', () => {
     // One field is answered as before; a route that needs no key ignores them.
     expect((await rawRequest(port, twice('GET', '/v1/tool-calls', [ops.key]))).status).toBe(200);
     expect((await rawRequest(port, twice('GET', '/healthz', [ops.key, platform]))).status).toBe(200);
+  });
+
+  it('a client that half-closes after its request still gets the answer, reads and writes alike (the write done once)', async () => {
+    const name = `half closed ${crypto.randomUUID()}`;
+    const post = `POST /v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nContent-Type: application/json\r\nContent-Length: ${orgBody(name).length}\r\n\r\n${orgBody(name)}`;
+    const created = await rawRequest(port, post, { halfClose: true });
+    expect(created.status, created.body).toBe(201);
+    const { id } = JSON.parse(created.body) as { id: string };
+    expect(await orgsNamed(name)).toBe(1);
+    const read = await rawRequest(port, `GET /v1/orgs/${id} HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\n\r\n`, { halfClose: true });
+    expect(read.status, read.body).toBe(200);
+    expect(JSON.parse(read.body)).toMatchObject({ id, name });
+  });
+
+  it('two Content-Type fields that disagree: 400 BAD_REQUEST, nothing created; the same one twice is read', async () => {
+    const name = `two types ${crypto.randomUUID()}`;
+    const typed = (types: string[]) =>
+      `POST /v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\n` +
+      types.map((ct) => `Content-Type: ${ct}\r\n`).join('') +
+      `Content-Length: ${orgBody(name).length}\r\nConnection: close\r\n\r\n${orgBody(name)}`;
+    for (const types of [['application/json', 'text/plain'], ['text/plain', 'application/json'], ['application/json', 'application/json; charset=latin1']]) {
+      const res = await rawRequest(port, typed(types));
+      expectProblem(res, 400, 'BAD_REQUEST');
+      expect(JSON.parse(res.body).detail).toMatch(/one Content-Type/);
+    }
+    expect(await orgsNamed(name)).toBe(0);
+    expect((await rawRequest(port, typed(['application/json', 'Application/JSON']))).status).toBe(201);
+    expect(await orgsNamed(name)).toBe(1);
+  });
+
+  it('a "#" in the request target: 400 BAD_REQUEST, never an upper-case id acted on as sent', async () => {
+    const org = await createOrg(t, 'fragment');
+    const key = await createKey(t, org, 'admin');
+    const revoked = async () => Number(((await t.ds.query('SELECT count(*)::int AS n FROM api_keys WHERE id = $1 AND revoked_at IS NOT NULL', [key.id])) as [{ n: number }])[0].n);
+    for (const target of [`/v1/orgs/${org.toUpperCase()}#`, `/v1/orgs/${org}#x`, `/v1/api-keys/${key.id.toUpperCase()}#`, '/healthz#', `/v1/tool-calls?orgId=${org}#x`]) {
+      const method = target.startsWith('/v1/api-keys') ? 'DELETE' : 'GET';
+      const res = await rawRequest(port, `${method} ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nConnection: close\r\n\r\n`);
+      expectProblem(res, 400, 'BAD_REQUEST');
+      expect(JSON.parse(res.body).detail, target).toMatch(/#/);
+    }
+    expect(await revoked()).toBe(0);
+    // Encoded, it is a character like another (here in a path id, so not a UUID: 404).
+    expect((await rawRequest(port, `GET /v1/orgs/${org}%23x HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nConnection: close\r\n\r\n`)).status).toBe(404);
   });
 
   it('refuses the nil UUID as an org id: 400 VALIDATION_FAILED naming it, and no org is created', async () => {

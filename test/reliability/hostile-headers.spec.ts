@@ -41,7 +41,8 @@ const refusedType = fc.oneof(
     'application/*', '*/*', '', ' ']),
 );
 
-const COMPRESSIONS = ['gzip', 'x-gzip', 'deflate', 'br', 'compress', 'x-compress', 'zstd'];
+/** IANA's HTTP Content Coding Registry but identity: every coding that transforms the body. */
+const COMPRESSIONS = ['gzip', 'x-gzip', 'deflate', 'br', 'compress', 'x-compress', 'zstd', 'dcb', 'dcz', 'aes128gcm', 'exi', 'pack200-gzip'];
 /** A Content-Encoding list naming a compression somewhere (in any case, with other codings around it). */
 const compressedCoding = fc
   .tuple(oneOf(COMPRESSIONS), oneOf(['', 'identity, ', 'x-custom, ', 'gzip, ']), oneOf(['', ', identity', ', br', ' ']), fc.boolean())

@@ -15,8 +15,11 @@ const TOOL_CALL_PATH = /^\/v1\/runs\/[^/]+\/tool-calls(:batch)?\/?$/i;
 
 /** Charsets a UTF-8 reading gets right: UTF-8 itself and its ASCII subset. */
 const UTF8_COMPATIBLE = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii']);
-/** Content codings that compress (RFC 9110 §8.4.1 and the registry); anything else is read as it comes. */
-const COMPRESSIONS = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'compress', 'x-compress', 'zstd']);
+/**
+ * Content codings that transform the body (RFC 9110 §8.4.1: IANA's HTTP Content Coding Registry but identity, the
+ * compressions, dictionary compressions, encryption and EXI); anything else (a misconfigured "UTF-8") is read as it comes.
+ */
+const COMPRESSIONS = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'compress', 'x-compress', 'zstd', 'dcb', 'dcz', 'aes128gcm', 'exi', 'pack200-gzip']);
 
 /**
  * Strict UTF-8: Buffer#toString would turn an invalid byte into U+FFFD, and the call would then be acted on (sent to
@@ -156,6 +159,10 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
       (req as { body?: unknown }).body = undefined;
       return next();
     }
+    // Node keeps the first of several Content-Type fields and drops the rest: one that disagrees is refused, as a
+    // repeated Host or Authorization is (a proxy in front may have read the other one).
+    const types = new Set((req.headersDistinct['content-type'] ?? []).map((v) => v.trim().toLowerCase()));
+    if (types.size > 1) return refuse(new AppError('BAD_REQUEST', 'send one Content-Type, not several that disagree'));
     const type = String(req.headers['content-type'] ?? '');
     // application/json or a +json type, nothing after it but parameters (application/json-seq is not JSON).
     const media = /^application\/(?:[a-z0-9.+-]*\+)?json\s*(;.*)?$/i.exec(type);

@@ -13,6 +13,11 @@ const ENCODED_NUL = /%00/;
  */
 export function nulInUrlGuard(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
   if (ENCODED_NUL.test(req.url)) return sendProblem(res, new AppError('BAD_REQUEST', 'the URL must not contain NUL (%00)'), req.correlationId ?? 'unknown');
+  // A request target has no fragment (RFC 9112 §3.2), but Node's parser lets one through: the router would drop it
+  // after the id canonicalisation below had read it as part of the last segment (an upper-case id left as sent).
+  if (req.url.includes('#')) {
+    return sendProblem(res, new AppError('BAD_REQUEST', 'the URL must not contain "#" (a fragment is not sent in a request; send a literal "#" as %23)'), req.correlationId ?? 'unknown');
+  }
   if (hasMalformedPathEscape(req.url)) {
     return sendProblem(res, new AppError('BAD_REQUEST', 'the URL path holds a malformed percent-escape (a "%" not followed by two hex digits, or bytes that are not UTF-8): send a literal "%" as %25'), req.correlationId ?? 'unknown');
   }
