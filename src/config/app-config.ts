@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError, parseRawConfigCollecting, type RawConfig } from './config.schema.js';
 
@@ -75,11 +75,45 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
   // Development convenience: one key generated once and kept beside the
   // embedded database, so credentials survive restarts.
   const file = resolve(raw.DATA_DIR, 'master.key');
-  if (!existsSync(file)) createOnce(file, randomBytes(32).toString('base64') + '\n');
-  const key = decodeKey(`the development key file ${file} (MASTER_ENCRYPTION_KEY is not set)`, readFileSync(file, 'utf8').trim(), problems);
+  // A start already refused creates nothing (a start that does not happen), but its list still names DATA_DIR if the
+  // key file could not be made there.
+  if (problems.length) {
+    if (!existsSync(file)) {
+      const unusable = unwritableDir(dirname(file));
+      if (unusable) problems.push(`DATA_DIR: the development key file ${file} cannot be created (${unusable}); set MASTER_ENCRYPTION_KEY, or a DATA_DIR the gateway can write`);
+      return { activeKeyId: 'k1', keys };
+    }
+  }
+  let text: string;
+  try {
+    if (!existsSync(file)) createOnce(file, randomBytes(32).toString('base64') + '\n');
+    text = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unknown error';
+    problems.push(`DATA_DIR: the development key file ${file} cannot be created or read (${code}); set MASTER_ENCRYPTION_KEY, or a DATA_DIR the gateway can write`);
+    return { activeKeyId: 'k1', keys };
+  }
+  const key = decodeKey(`the development key file ${file} (MASTER_ENCRYPTION_KEY is not set)`, text, problems);
   if (key) keys.set('k1', key);
   warnings.push(`MASTER_ENCRYPTION_KEY is not set: using a development key kept in ${join(raw.DATA_DIR, 'master.key')}; set it in production`);
   return { activeKeyId: 'k1', keys };
+}
+
+/** Why `dir` cannot be created or written (its nearest existing ancestor is a file, or not writable); undefined if it can. */
+function unwritableDir(dir: string): string | undefined {
+  let at = dir;
+  while (!existsSync(at)) {
+    const up = dirname(at);
+    if (up === at) return undefined;
+    at = up;
+  }
+  if (!statSync(at).isDirectory()) return 'ENOTDIR';
+  try {
+    accessSync(at, constants.W_OK);
+    return undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? 'not writable';
+  }
 }
 
 /**

@@ -73,6 +73,14 @@ describe('config schema', () => {
     expect(parseRawConfigCollecting({ SHOPIFY_BASE_URL: 'http://127.0.0.1:9/shop/', JUMIO_AUTH_BASE_URL: 'https://auth.emea-1.jumio.ai' }).problems).toEqual([]);
   });
 
+  it('a vendor base URL that does not parse is quoted without its user name and password', () => {
+    for (const name of ['SHOPIFY_BASE_URL', 'NANGO_HOST', 'AMAZON_LWA_URL']) {
+      const { problems } = parseRawConfigCollecting({ [name]: 'https://egress:Proxy-SECRET@proxy.internal:443443/x' });
+      expect(problems).toEqual([`${name} must be an absolute URL, got "https://…@proxy.internal:443443/x"`]);
+    }
+    expect(parseRawConfigCollecting({ NANGO_HOST: 'nango.example' }).problems).toEqual(['NANGO_HOST must be an absolute URL, got "nango.example"']);
+  });
+
   it('reads BOOTSTRAP_ADMIN_KEY without the spaces or newline around it (a key mounted from a file); only spaces is unset', () => {
     const key = 'tgk_bootstrap_' + 'a'.repeat(32);
     for (const raw of [`${key}\n`, `  ${key} `, `${key}\r\n`]) {
@@ -90,9 +98,70 @@ describe('config schema', () => {
       expect(problems, url).toEqual([expect.stringMatching(/^DATABASE_URL must be a valid URL: percent-encode/)]);
       expect(problems.join('\n')).not.toContain('SECRET');
     }
-    // Encoded, and the other forms the driver takes, are fine.
-    for (const url of ['postgres://gateway:pa%23ss@db:5432/tool_gateway', 'postgresql://db/tool_gateway', 'postgres:///tool_gateway?host=/var/run/postgresql']) {
+    // Encoded, and the other forms the driver takes (the Unix-socket ones without a host too), are fine.
+    for (const url of [
+      'postgres://gateway:pa%23ss@db:5432/tool_gateway',
+      'postgresql://db/tool_gateway',
+      'postgres:///tool_gateway?host=/var/run/postgresql',
+      'postgres://gateway:pw@/tool_gateway?host=/var/run/postgresql',
+      'postgres://gateway@/tool_gateway?host=/var/run/postgresql&port=5433',
+      'postgres://gateway@?host=/var/run/postgresql',
+      'postgres://gateway:pw@[::1]:5432/tool_gateway',
+    ]) {
       expect(parseRawConfigCollecting({ DATABASE_URL: url }).problems, url).toEqual([]);
+    }
+  });
+
+  it('a DATABASE_URL port that is not one is said to be the port (not the password); never the value', () => {
+    for (const url of ['postgres://gateway:pw-SECRET@db.internal:543200/tool_gateway', 'postgres://gateway:pw-SECRET@db.internal:54x/tool_gateway', 'postgres://gateway:pw-SECRET@[::1]:70000/db']) {
+      const { problems } = parseRawConfigCollecting({ DATABASE_URL: url });
+      expect(problems, url).toEqual(['DATABASE_URL must name a port from 1 to 65535 after the host']);
+    }
+    // A "/" left unencoded in the password makes what follows look like a port: that is the password's problem.
+    const { problems } = parseRawConfigCollecting({ DATABASE_URL: 'postgres://gateway:pw/SECRET@db.internal:99999/tool_gateway' });
+    expect(problems).toEqual([expect.stringMatching(/^DATABASE_URL must be a valid URL: percent-encode/)]);
+  });
+
+  it('a DATABASE_URL naming an SSL file that does not exist is refused, naming the parameter (the driver would throw a bare ENOENT)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-ssl-'));
+    try {
+      const ca = join(dir, 'ca.pem');
+      for (const param of ['sslrootcert', 'sslcert', 'sslkey']) {
+        const { problems } = parseRawConfigCollecting({ DATABASE_URL: `postgres://gateway:pw-SECRET@db/tool_gateway?sslmode=verify-full&${param}=${ca}` });
+        expect(problems).toEqual([`DATABASE_URL names ${param}=${ca}, which does not exist`]);
+      }
+      writeFileSync(ca, 'not checked here: the driver reads it');
+      expect(parseRawConfigCollecting({ DATABASE_URL: `postgres://gateway:pw@db/tool_gateway?sslmode=verify-full&sslrootcert=${ca}` }).problems).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('development key: a start refused for another variable creates no key file, yet names a DATA_DIR it could not be made in', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-refused-'));
+    try {
+      const problemsOf = (env: NodeJS.ProcessEnv): string[] => {
+        try {
+          loadConfig(env);
+          return [];
+        } catch (err) {
+          return (err as ConfigError).problems;
+        }
+      };
+      const dataDir = join(dir, 'fresh');
+      expect(problemsOf({ NODE_ENV: 'development', PORT: 'abc', DATA_DIR: dataDir })).toEqual([expect.stringMatching(/^PORT must be an integer/)]);
+      expect(readdirSync(dir)).toEqual([]);
+      // DATA_DIR under a regular file: listed with the other problems, not thrown as a bare ENOTDIR.
+      const file = join(dir, 'a-file');
+      writeFileSync(file, 'x');
+      const underFile = join(file, 'data');
+      for (const env of [{ PORT: 'abc' }, {}]) {
+        const problems = problemsOf({ NODE_ENV: 'development', DATA_DIR: underFile, ...env });
+        expect(problems, JSON.stringify(env)).toContainEqual(expect.stringMatching(new RegExp(`^DATA_DIR: the development key file ${join(underFile, 'master.key')} cannot be created.*ENOTDIR`)));
+        expect(problems.length).toBe(Object.keys(env).length + 1);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

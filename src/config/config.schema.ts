@@ -3,6 +3,8 @@
  * Every variable here is documented in .env.example (a test keeps them in step).
  * A variable marked `sensitive` is never logged or echoed in an error message.
  */
+import { existsSync } from 'node:fs';
+
 /** What the auth guard accepts as a bearer key (src/auth/auth.guard.ts): printable ASCII without spaces, at most 512 characters. */
 export const API_KEY_MAX_LENGTH = 512;
 const API_KEY_CHARS = /^[\x21-\x7e]+$/;
@@ -69,13 +71,31 @@ function url(def?: string) {
     try {
       parsed = new URL(v);
     } catch {
-      throw new Error(`must be an absolute URL, got "${raw}"`);
+      // Quoted without its user information: a proxy URL with a password and a mistyped port would print the password.
+      throw new Error(`must be an absolute URL, got "${v.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1…@')}"`);
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('must be an http(s) URL');
     if (parsed.username || parsed.password) throw new Error('must not hold a user name or password');
     if (v.includes('?') || v.includes('#')) throw new Error('must have no query or fragment: the gateway appends its paths to it');
     return v.replace(/\/+$/, '');
   };
+}
+
+/**
+ * A DATABASE_URL whose authority ends in a port that is not one (past 65535, or not digits): said as such, not as
+ * unencoded characters in the password. Reads only what follows the last "@" before the path; never quotes the value.
+ */
+function databasePortProblem(v: string): Error | undefined {
+  const rest = v.replace(/^postgres(?:ql)?:\/\//, '');
+  const end = rest.search(/[/?#]/);
+  // An "@" past the first / ? or #: the password holds one of those unencoded, and the "port" is a piece of it.
+  if (end !== -1 && rest.slice(end).includes('@')) return undefined;
+  const authority = end === -1 ? rest : rest.slice(0, end);
+  const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
+  const port = /^(?:\[[^\]]*\]|[^:]*):(.*)$/.exec(hostPort)?.[1];
+  if (port === undefined || port === '') return undefined;
+  if (!/^\d+$/.test(port) || Number(port) > 65535) return new Error('must name a port from 1 to 65535 after the host');
+  return undefined;
 }
 
 export const CONFIG_SCHEMA = {
@@ -95,15 +115,23 @@ export const CONFIG_SCHEMA = {
       // The driver reads it as a URL, then percent-decodes the user and password: an unencoded #, %, @ or / there
       // fails only at the first connection, with a message that names nothing. Never echo the value (the password).
       const bad = new Error('must be a valid URL: percent-encode special characters (such as # % @ / ? :) in the user name and password');
+      // The Unix-socket form has no host (postgres://user@/db?host=/var/run/postgresql), which the driver reads and
+      // WHATWG URL refuses: checked with a stand-in host.
+      const socketForm = /^(postgres(?:ql)?:\/\/(?:[^/@?#]*@)?)(?=[/?]|$)/;
       let url: URL;
       try {
-        url = new URL(v);
+        url = new URL(v.replace(socketForm, '$1localhost'));
         decodeURIComponent(url.username);
         decodeURIComponent(url.password);
       } catch {
-        throw bad;
+        throw databasePortProblem(v) ?? bad;
       }
       if (url.hash !== '') throw bad;
+      // The driver reads these files as it builds each client: one missing failed start-up with a bare ENOENT.
+      for (const param of ['sslrootcert', 'sslcert', 'sslkey']) {
+        const file = url.searchParams.get(param);
+        if (file !== null && !existsSync(file)) throw new Error(`names ${param}=${file}, which does not exist`);
+      }
       return v;
     },
   },

@@ -55,15 +55,17 @@ function reason(err: unknown): { text: string; transient: boolean } {
 export async function probeDatabase(url: string, opts: ProbeOptions): Promise<string | null> {
   const deadline = Date.now() + opts.budgetMs;
   for (;;) {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'tool-gateway' });
-    // A connection lost mid-probe is reported by connect() or end(); without a listener it would crash the process.
-    client.on('error', () => undefined);
+    let client: pg.Client | undefined;
     try {
+      // Inside the try: the driver reads the URL's SSL files (sslrootcert…) as it builds the client, and may throw.
+      client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'tool-gateway' });
+      // A connection lost mid-probe is reported by connect() or end(); without a listener it would crash the process.
+      client.on('error', () => undefined);
       await client.connect();
       await client.end().catch(() => undefined);
       return null;
     } catch (err) {
-      await client.end().catch(() => undefined);
+      await client?.end().catch(() => undefined);
       const { text, transient } = reason(err);
       const problem = `cannot connect to the database in DATABASE_URL (${databaseTarget(url)}): ${text}`;
       if (!transient || Date.now() + opts.intervalMs > deadline || opts.stopped()) return problem;

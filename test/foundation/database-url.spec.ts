@@ -36,6 +36,16 @@ describe('reaching the database DATABASE_URL names, before start-up', () => {
     expect(problem).not.toContain('@');
   });
 
+  it('an SSL file the driver cannot read as it builds the client (gone since start-up was judged) is a problem, not a throw', async () => {
+    const u = new URL(process.env.DATABASE_URL!);
+    u.searchParams.set('sslmode', 'verify-full');
+    u.searchParams.set('sslrootcert', '/nonexistent/tool-gateway-ca.pem');
+    const waits: string[] = [];
+    const problem = await probeDatabase(u.toString(), quick(waits));
+    expect(problem).toMatch(/^cannot connect to the database in DATABASE_URL \(.+\): ENOENT$/);
+    expect(waits).toEqual([]);
+  });
+
   it('nothing listening: waited for, a line per attempt, then the problem', async () => {
     const waits: string[] = [];
     const problem = await probeDatabase(variant({ port: 1 }), quick(waits));
