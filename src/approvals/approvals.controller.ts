@@ -24,7 +24,7 @@ export class ApprovalsController {
   @Get()
   @Roles('expert', 'admin', 'ops', 'agent')
   @ApiRoles(['expert', 'admin', 'ops', 'agent'], `${AGENT_SEES_CLIENT_ONLY} ${WHO_DECIDES}`)
-  @ApiResponse({ status: 200, description: 'one page of approvals, newest first (an agent key sees the client ones of the runs it started only)', schema: APPROVAL_PAGE_SCHEMA })
+  @ApiResponse({ status: 200, description: 'one page of approvals, newest first (an agent key sees the client ones only, of every run of its org)', schema: APPROVAL_PAGE_SCHEMA })
   list(@CurrentPrincipal() p: Principal, @Query() q: ListApprovalsQuery) {
     return this.approvals.list(p, q);
   }
