@@ -147,6 +147,26 @@ describe('evaluatePolicy: operators', () => {
     expect(holds({ path: 'note', op: 'ne', value: 'x' }, {})).toBe(true);
   });
 
+  it('an object param is listed once, not once per rule value: an in-list of 500 objects against a 40,000-member body', () => {
+    const body: Record<string, number> = {};
+    for (let i = 0; i < 40_000; i++) body[`k${i}`] = 1;
+    let listed = 0;
+    const counted = new Proxy(body, {
+      ownKeys: (target) => {
+        listed++;
+        return Reflect.ownKeys(target);
+      },
+    });
+    const allowed = Array.from({ length: 500 }, (_, i) => ({ template: 'welcome', version: i }));
+    expect(holds({ path: 'o', op: 'in', value: allowed }, { o: counted })).toBe(false);
+    expect(holds({ path: 'o', op: 'eq', value: { k0: 1 } }, { o: counted })).toBe(false);
+    expect(listed).toBe(1);
+    // Still judged whole: same keys, same values; a missing or extra key is unequal.
+    expect(holds({ path: 'o', op: 'in', value: [{ a: 1 }, { a: 1, b: 2 }] }, { o: { b: 2, a: 1 } })).toBe(true);
+    expect(holds({ path: 'o', op: 'in', value: [{ a: 1 }, { a: 1, c: 2 }] }, { o: { b: 2, a: 1 } })).toBe(false);
+    expect(holds({ path: 'o', op: 'eq', value: { a: 1, b: undefined } }, { o: { a: 1, c: 3 } })).toBe(false);
+  });
+
   it('a difference elsewhere in an object or array decides before a clash of spellings', () => {
     expect(holds({ path: 'o', op: 'eq', value: { a: 12, b: 'x' } }, { o: { a: '0012', b: 'y' } })).toBe(false);
     expect(holds({ path: 'o', op: 'eq', value: [12, 'x'] }, { o: ['0012', 'y'] })).toBe(false);

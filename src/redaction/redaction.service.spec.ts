@@ -611,6 +611,41 @@ describe('redaction safety', () => {
     expect(json(redactInput(wide)).length).toBeLessThan(300 * 1024);
   });
 
+  it('bounds the text read, not only the copy written: texts that redact to [REDACTED] stop being read once the budget is spent', () => {
+    // Each is read four times (its head, with and without the zero-width space) and recorded as 12 characters: the
+    // output budget alone let 5 MB of them be read, seconds of CPU for one answer.
+    const one = `sk_live_\u200babcdefghijklmnop ${'+1<'.repeat(3_700)}`;
+    const out = redactOutput({ notes: Array.from({ length: 450 }, () => one) }) as { notes: string[] };
+    const read = out.notes.filter((n) => n === `${REDACTED}…${TRUNCATED}`).length;
+    expect(read).toBe(out.notes.length - 1);
+    expect(read).toBeGreaterThan(10);
+    expect(read).toBeLessThanOrEqual(Math.ceil(REDACTION_LIMITS.maxScannedChars / (4 * 10_000)) + 1);
+    expect(out.notes.at(-1)).toBe(`${TRUNCATED} ${450 - read} more items`);
+    expect(json(out)).not.toContain('sk_live');
+    // Ordinary text is still cut by the output budget, not the read one (four times it): ~26 heads of 10,000.
+    const prose = redactOutput({ notes: Array.from({ length: 450 }, () => 'plain words '.repeat(900)) }) as { notes: string[] };
+    const kept = prose.notes.length - 1;
+    expect(kept).toBeGreaterThanOrEqual(Math.floor(REDACTION_LIMITS.maxOutputChars / 10_020));
+    expect(kept).toBeLessThanOrEqual(Math.ceil(REDACTION_LIMITS.maxOutputChars / 10_000) + 1);
+  });
+
+  it('a property name longer than any rule reads (256) is not judged: its value is recorded [REDACTED], the name cut like any text', () => {
+    for (const fn of [redactInput, redactOutput]) {
+      const name = 'Aé'.repeat(20_000);
+      const out = fn({ [name]: 1, [`${'x'.repeat(300)}`]: 'kept?', short: 'kept' }) as Record<string, unknown>;
+      const entries = Object.entries(out);
+      expect(entries).toHaveLength(3);
+      expect(entries[0][0].endsWith(TRUNCATED)).toBe(true);
+      expect(entries[0][1]).toBe(REDACTED);
+      expect(out['x'.repeat(300)]).toBe(REDACTED);
+      expect(out.short).toBe('kept');
+    }
+    // 256 characters is still a name: judged as ever.
+    expect(redactOutput({ ['n'.repeat(256)]: 'v', ['n'.repeat(250) + 'Token']: 'v' })).toEqual({ ['n'.repeat(256)]: 'v', ['n'.repeat(250) + 'Token']: REDACTED });
+    // A pair's "name" that long is taken for a secret's too (its value field redacted).
+    expect(redactOutput({ name: 'q'.repeat(300), value: 'v' })).toEqual({ name: 'q'.repeat(300), value: REDACTED });
+  });
+
   it('replaces NUL in strings and keys with U+FFFD (never drops it), and repairs lone surrogates', () => {
     const out = redactInput({ 'na\u0000me': 'a\u0000b', list: ['\u0000'], bad: 'x\ud800y', pair: '😀' });
     expect(out).toEqual({ 'na\ufffdme': 'a\ufffdb', list: ['\ufffd'], bad: 'x\ufffdy', pair: '😀' });

@@ -17,6 +17,14 @@ export const REDACTION_LIMITS = {
   maxArrayItems: 1_000,
   /** Rough JSON size of the whole output, in UTF-16 code units. */
   maxOutputChars: 256 * 1024,
+  /**
+   * Characters of text the patterns may read, all passes counted: texts that redact to "[REDACTED]" cost little
+   * output but were each read up to four times (a long one's head, with and without its format characters), so 5 MB
+   * of them held the event loop for seconds within the output budget.
+   */
+  maxScannedChars: 1024 * 1024,
+  /** A property name judged longer than this is taken for a secret's (no name the rules know is near it). */
+  maxKeyLength: 256,
 } as const;
 
 /** A value that is one run of digits and nothing else: what an identifier key may hold without being taken for a card. */
@@ -49,6 +57,7 @@ const SHOWN_NUL_OR_FORMAT_CHARS = /[\uFFFD\p{Cf}]/gu;
 export class Walker {
   private readonly ancestors = new Set<object>();
   private used = 0;
+  private scanned = 0;
 
   constructor(private readonly mode: Mode) {}
 
@@ -58,7 +67,7 @@ export class Walker {
   }
 
   private get exhausted(): boolean {
-    return this.used > REDACTION_LIMITS.maxOutputChars;
+    return this.used > REDACTION_LIMITS.maxOutputChars || this.scanned > REDACTION_LIMITS.maxScannedChars;
   }
 
   /** undefined means "leave the member out", as JSON.stringify would. */
@@ -158,8 +167,13 @@ export class Walker {
       }
       // Matched without its NULs ("pass\u0000word" is still a password), recorded with them replaced.
       const key = stripNul(rawKey);
-      const norm = normalizeKey(key);
       const raw = value[rawKey];
+      // Not normalised nor judged: every rule reads the whole name, several times.
+      if (key.length > REDACTION_LIMITS.maxKeyLength) {
+        define(out, names.of(rawKey, this.key(rawKey, key)), this.charge(REDACTED));
+        continue;
+      }
+      const norm = normalizeKey(key);
       const pairValue = isPairValueKey(norm) && carriesData(raw) && (sensitivePair ??= this.isSensitivePair(value, keys));
       const personName = this.mode === 'output' && isPersonNameKey(norm) && (person ??= describesPerson(value, keys));
       const child = pairValue ? this.charge(REDACTED) : this.value(raw, { key, norm, depth: ctx.depth + 1, personName, payment, kyc });
@@ -175,7 +189,7 @@ export class Walker {
     const names = new RecordedNames(keys, out);
     for (const rawKey of keys) {
       const key = stripNul(rawKey);
-      if (!isPostalKey(normalizeKey(key))) continue;
+      if (key.length > REDACTION_LIMITS.maxKeyLength || !isPostalKey(normalizeKey(key))) continue;
       const postal = value[rawKey];
       const kept = typeof postal === 'string' ? this.text(postal, key) : typeof postal === 'number' || postal === null ? postal : REDACTED;
       define(out, names.of(rawKey, this.key(rawKey, key)), this.charge(kept));
@@ -194,7 +208,8 @@ export class Walker {
       const raw = value[key];
       if (typeof raw !== 'string') continue;
       const name = stripNul(raw);
-      if (isSecretFieldName(name)) return true;
+      // A "name" too long to be a field's (as a property name would be): its value is taken for a secret's.
+      if (name.length > REDACTION_LIMITS.maxKeyLength || isSecretFieldName(name)) return true;
       if (this.mode === 'output' && name.length <= 128 && isPersonalDataOrAddressName(name)) return true;
     }
     return false;
@@ -203,7 +218,7 @@ export class Walker {
   /** A property name as recorded: redacted like any text; `key` is its NUL-less form that redaction matched on. */
   private key(rawKey: string, key: string): string {
     this.spend(rawKey.length + 3);
-    return this.text(rawKey, key);
+    return this.text(rawKey, key.length > REDACTION_LIMITS.maxKeyLength ? key.slice(0, REDACTION_LIMITS.maxKeyLength) : key);
   }
 
   private text(raw: string, key: string): string {
@@ -221,6 +236,7 @@ export class Walker {
   }
 
   private redact(text: string, key: string): string {
+    this.scanned += text.length;
     // An identifier key exempts a bare digit id that happens to pass Luhn, not a card written in its text
     // ("card 4111-1111-1111-1111" under customerId) nor a key that merely ends in "_id".
     const out = redactSecretsInText(text, { cards: !(isIdentifierKey(key) && BARE_DIGITS.test(text)) });

@@ -84,7 +84,6 @@ export type SpapiAnswer = { ok: true; status: number; body: JsonObject } | { ok:
 
 // SP-API error codes are CamelCase words; anything else stays out of messages.
 const SAFE_CODE = /^[A-Za-z]{1,40}$/;
-const EXPIRED = /access token.*expired/i; // the match amz-tools/amazon-sp-api uses
 
 interface SpapiError {
   code?: string;
@@ -116,7 +115,20 @@ function errorOf(body: unknown): SpapiError {
   if (!isObject(first)) return { expired: false };
   const code = typeof first.code === 'string' && SAFE_CODE.test(first.code) ? first.code : undefined;
   const text = `${typeof first.message === 'string' ? first.message : ''} ${typeof first.details === 'string' ? first.details : ''}`;
-  return { code, expired: code === 'Unauthorized' && EXPIRED.test(text) };
+  return { code, expired: code === 'Unauthorized' && saysTokenExpired(text) };
+}
+
+/**
+ * "access token" and, later on the same line, "expired", in any case: the match amz-tools/amazon-sp-api uses
+ * (/access token.*expired/i), in linear time. The regex backtracks to the line's end from every "access token":
+ * a vendor message repeating it held the event loop for seconds.
+ */
+export function saysTokenExpired(text: string): boolean {
+  for (const line of text.toLowerCase().split(/[\n\r\u2028\u2029]/)) {
+    const at = line.indexOf('access token');
+    if (at !== -1 && line.includes('expired', at + 'access token'.length)) return true;
+  }
+  return false;
 }
 
 function failed(kind: VendorFailureKind, status: number, message: string, retryAfterMs?: number): SpapiAnswer {
