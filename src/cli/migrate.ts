@@ -8,6 +8,7 @@ import { runMigrations } from '../bootstrap.js';
 import { projectRoot } from '../common/project-root.js';
 import { CONFIG_SCHEMA, databaseUrlProblem } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
+import { withDatabaseName } from '../db/database-url.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 
@@ -121,13 +122,14 @@ async function main(cmd: string | undefined): Promise<number> {
   }
   return withServer(given, async (serverUrl) => {
     const dbName = `tg_drift_${process.pid}`;
+    // Before anything is created: the URL of the scratch database (a socket form's too).
+    const url = withDatabaseName(serverUrl, dbName);
     const admin = new pg.Client({ connectionString: serverUrl });
     await admin.connect();
     await admin.query(`CREATE DATABASE ${dbName}`);
-    const url = new URL(serverUrl);
-    url.pathname = `/${dbName}`;
-    const ds = await new DataSource(migratorOptions(url.toString())).initialize();
+    let ds: DataSource | undefined;
     try {
+      ds = await new DataSource(migratorOptions(url)).initialize();
       await runMigrations(ds);
       // Down then up again: every migration must be reversible.
       for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });
@@ -140,7 +142,7 @@ async function main(cmd: string | undefined): Promise<number> {
       console.log(`no drift: ${MIGRATIONS.length} migration(s) apply, revert and re-apply; every entity matches the schema`);
       return 0;
     } finally {
-      await ds.destroy();
+      await ds?.destroy();
       await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
       await admin.end();
     }

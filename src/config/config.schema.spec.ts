@@ -105,10 +105,15 @@ describe('config schema', () => {
       'postgres:///tool_gateway?host=/var/run/postgresql',
       'postgres://gateway:pw@/tool_gateway?host=/var/run/postgresql',
       'postgres://gateway@/tool_gateway?host=/var/run/postgresql&port=5433',
-      'postgres://gateway@?host=/var/run/postgresql',
       'postgres://gateway:pw@[::1]:5432/tool_gateway',
     ]) {
       expect(parseRawConfigCollecting({ DATABASE_URL: url }).problems, url).toEqual([]);
+    }
+  });
+
+  it('a socket form the driver cannot read either (no path after the missing host) is refused', () => {
+    for (const url of ['postgres://gateway@?host=/var/run/postgresql', 'postgres://gateway:pw@?host=/var/run/postgresql', 'postgres://gateway@']) {
+      expect(parseRawConfigCollecting({ DATABASE_URL: url }).problems, url).toEqual([expect.stringMatching(/^DATABASE_URL must be a valid URL/)]);
     }
   });
 

@@ -4,6 +4,7 @@
  * A variable marked `sensitive` is never logged or echoed in an error message.
  */
 import { existsSync } from 'node:fs';
+import { readDatabaseUrl } from '../db/database-url.js';
 
 /** What the auth guard accepts as a bearer key (src/auth/auth.guard.ts): printable ASCII without spaces, at most 512 characters. */
 export const API_KEY_MAX_LENGTH = 512;
@@ -116,11 +117,10 @@ export const CONFIG_SCHEMA = {
       // fails only at the first connection, with a message that names nothing. Never echo the value (the password).
       const bad = new Error('must be a valid URL: percent-encode special characters (such as # % @ / ? :) in the user name and password');
       // The Unix-socket form has no host (postgres://user@/db?host=/var/run/postgresql), which the driver reads and
-      // WHATWG URL refuses: checked with a stand-in host.
-      const socketForm = /^(postgres(?:ql)?:\/\/(?:[^/@?#]*@)?)(?=[/?]|$)/;
+      // WHATWG URL refuses: checked with a stand-in host (readDatabaseUrl).
       let url: URL;
       try {
-        url = new URL(v.replace(socketForm, '$1localhost'));
+        url = readDatabaseUrl(v);
         decodeURIComponent(url.username);
         decodeURIComponent(url.password);
       } catch {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { readDatabaseUrl } from './database-url.js';
 
 /** Errors that say "not yet" (the server is starting, restarting or not reachable yet) rather than "never". */
 const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P03', '53300']);
@@ -17,8 +18,10 @@ export interface ProbeOptions {
 /** Where the URL points, for messages: host and port, never the user or password. */
 export function databaseTarget(url: string): string {
   try {
-    const u = new URL(url);
-    return `${u.hostname || u.searchParams.get('host') || 'local socket'}:${u.port || '5432'}${u.pathname.length > 1 ? u.pathname : ''}`;
+    const u = readDatabaseUrl(url);
+    // The host and port parameters win over the URL's, as in the driver (a socket form's stand-in host among them).
+    const host = u.searchParams.get('host') || u.hostname || 'local socket';
+    return `${host}:${u.searchParams.get('port') || u.port || '5432'}${u.pathname.length > 1 ? u.pathname : ''}`;
   } catch {
     return 'the configured database';
   }

@@ -22,8 +22,10 @@ interface HeldCredentials {
   stamp: string;
 }
 
-/** The vendor answered this attempt (a status), or a request of it may have left: it counts as a vendor call. */
-const reachedVendor = (f: Failure): boolean => f.requestSent || f.vendorStatus !== undefined || f.readSent === true;
+/** The vendor answered this attempt (a status), or its request may have left: the write may have been made. */
+const mayHaveSent = (f: Failure): boolean => f.requestSent || f.vendorStatus !== undefined;
+/** That, or an earlier request of the attempt reached the vendor (a refund's order read): it counts as a vendor call. */
+const reachedVendor = (f: Failure): boolean => mayHaveSent(f) || f.readSent === true;
 
 /** Where the attempts stand, for an exception: a handler in flight may have sent its request. */
 interface Progress {
@@ -172,17 +174,21 @@ export class RuntimeToolExecutor {
       this.log.error({ toolCallId: req.toolCallId, err: loggableErrorText(err) }, 'tool execution threw');
       // A handler that threw may have sent its request: that counts as sent. An
       // exception before any request (loading credentials, say) sent nothing.
-      const mayHaveSent = progress.inHandler || progress.failures.some(reachedVendor);
+      const sent = progress.inHandler || progress.failures.some(mayHaveSent);
+      // A refund's order read reached the vendor, its mutation never left: charged, yet certainly not made.
+      const reached = sent || progress.failures.some(reachedVendor);
       // A write that threw after it may have been sent cannot be called failed with certainty.
-      const unknown = req.entry.action.sideEffect === 'write' && mayHaveSent;
+      const unknown = req.entry.action.sideEffect === 'write' && sent;
       return done(
         {
           status: unknown ? 'indeterminate' : 'failed',
           errorCode: unknown ? 'OUTCOME_UNKNOWN' : 'EXECUTION_ERROR',
-          errorText: mayHaveSent ? 'the tool failed unexpectedly' : 'the tool failed unexpectedly before anything was sent to the vendor',
+          errorText: sent
+            ? 'the tool failed unexpectedly'
+            : `the tool failed unexpectedly before ${reached ? 'its write' : 'anything'} was sent to the vendor`,
           vendorStatus: null,
         },
-        mayHaveSent,
+        reached,
       );
     }
   }

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CredentialsService } from '../../src/credentials/credentials.service.js';
+import { CircuitBreaker } from '../../src/executor/circuit-breaker.js';
 import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
 import { VendorRegistry } from '../../src/vendors/vendor-registry.js';
 import { failedOutcome, type VendorHandler } from '../../src/vendors/vendor-handler.js';
@@ -175,6 +176,50 @@ describe('cost of tool calls', () => {
       h.emu.clearFaults();
     }
     expect(refundsSent()).toBe(refunds);
+  });
+
+  it('a refund stopped after Shopify answered its order read (too little time left for the mutation) is charged; none sent', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['shopify_refund.create'],
+      rules: [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }],
+    });
+    const from = h.emu.requests.length;
+    // Answered 200 after more than half the budget: less than the half kept for the refund is left.
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: h.t.config.VENDOR_TIMEOUT_MS * 0.55, bodyMatch: /RefundContext/, times: 1 });
+    try {
+      const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' });
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT' });
+      expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/too little of the call's time budget/);
+      expect(await costs(org, res)).toEqual({ row: COST.refund, total: COST.refund });
+    } finally {
+      h.emu.clearFaults();
+    }
+    const sent = h.emu.requests.slice(from);
+    expect(sent.filter((r) => r.body.includes('RefundContext'))).toHaveLength(1);
+    expect(sent.filter((r) => r.body.includes('refundCreate'))).toHaveLength(0);
+  });
+
+  it('a refund whose order read may have reached Shopify, then an exception outside the handler: failed (nothing written), charged', async () => {
+    const org = await setupOrg(h.t, {
+      tools: ['shopify_refund.create'],
+      rules: [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }],
+    });
+    h.emu.fault({ vendor: 'shopify', kind: 'reset_before', bodyMatch: /RefundContext/, times: 1 });
+    // Thrown after the attempt was recorded (the breaker counting the reset): the executor's backstop answers.
+    const spy = vi.spyOn(CircuitBreaker.prototype, 'onFailure').mockImplementationOnce(() => {
+      throw new Error('injected: a failure outside the handler, after the attempt');
+    });
+    const from = h.emu.requests.length;
+    try {
+      const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' });
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+      expect((await rowOf(h, res.body.toolCallId)).error_text).toBe('the tool failed unexpectedly before its write was sent to the vendor');
+      expect(await costs(org, res)).toEqual({ row: COST.refund, total: COST.refund });
+    } finally {
+      spy.mockRestore();
+      h.emu.clearFaults();
+    }
+    expect(h.emu.requests.slice(from).filter((r) => r.body.includes('refundCreate'))).toHaveLength(0);
   });
 
   it('an exception before any request (EXECUTION_ERROR) costs nothing and leaves even a write failed; one thrown by the handler counts as sent', async () => {

@@ -102,7 +102,7 @@ export class ShopifyHandler implements VendorHandler {
         case 'shopify_order.add_note':
           return await this.addNote(ctx, call);
         case 'shopify_refund.create':
-          return await this.createRefund(ctx, call);
+          return withReadSent(ctx, await this.createRefund(ctx, call));
         default:
           // The catalog and this switch disagree: a bug, not a vendor failure.
           throw new Error(`shopify handler has no action ${op}`);
@@ -328,4 +328,14 @@ export class ShopifyHandler implements VendorHandler {
     if (!res.ok) return res;
     return refundCreateOutcome(ctx, res);
   }
+}
+
+/**
+ * A refund that failed with the mutation never sent, after an order read Shopify answered (in this attempt or an
+ * earlier one of the call): a request of the call reached Shopify, so it is charged and counts as a vendor call
+ * (readSent), while the write stays "never sent" (requestSent false: failed, not indeterminate).
+ */
+function withReadSent(ctx: VendorCallContext, outcome: VendorOutcome): VendorOutcome {
+  if (outcome.ok || outcome.requestSent || outcome.readSent || ctx.scratch.get(SHOP_REACHED) !== true) return outcome;
+  return { ...outcome, readSent: true };
 }

@@ -1,0 +1,21 @@
+/**
+ * DATABASE_URL read as the driver reads it. The Unix-socket form names no host between the user and the path
+ * (postgres://user@/db?host=/var/run/postgresql): pg-connection-string takes it, WHATWG URL refuses it. It is read
+ * here with a stand-in host, put back out of every URL written from it.
+ */
+const USER_THEN_NO_HOST = /^(postgres(?:ql)?:\/\/[^/@?#]*@)(?=\/)/;
+const STAND_IN = 'localhost';
+
+/** The URL as WHATWG reads it, a socket form's missing host standing in as localhost; throws as `new URL` does. */
+export function readDatabaseUrl(url: string): URL {
+  return new URL(url.replace(USER_THEN_NO_HOST, `$1${STAND_IN}`));
+}
+
+/** The same server and options, another database. */
+export function withDatabaseName(url: string, database: string): string {
+  const socket = USER_THEN_NO_HOST.test(url);
+  const u = readDatabaseUrl(url);
+  u.pathname = `/${database}`;
+  const out = u.toString();
+  return socket ? out.replace(/^(postgres(?:ql)?:\/\/[^/@?#]*@)localhost(?=\/)/, '$1') : out;
+}
