@@ -77,20 +77,19 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
   const file = resolve(raw.DATA_DIR, 'master.key');
   // A start already refused creates nothing (a start that does not happen), but its list still names DATA_DIR if the
   // key file could not be made there.
-  if (problems.length) {
-    if (!existsSync(file)) {
-      const unusable = unwritableDir(dirname(file));
-      if (unusable) problems.push(`DATA_DIR: the development key file ${file} cannot be created (${unusable}); set MASTER_ENCRYPTION_KEY, or a DATA_DIR the gateway can write`);
-      return { activeKeyId: 'k1', keys };
-    }
+  const unusable = (why: string) =>
+    `DATA_DIR: the development key file ${file} cannot be created or read (${why}); set MASTER_ENCRYPTION_KEY, or a DATA_DIR the gateway can write`;
+  if (problems.length && !existsSync(file)) {
+    const why = unwritableDir(dirname(file));
+    if (why) problems.push(unusable(why));
+    return { activeKeyId: 'k1', keys };
   }
   let text: string;
   try {
     if (!existsSync(file)) createOnce(file, randomBytes(32).toString('base64') + '\n');
     text = readFileSync(file, 'utf8').trim();
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'unknown error';
-    problems.push(`DATA_DIR: the development key file ${file} cannot be created or read (${code}); set MASTER_ENCRYPTION_KEY, or a DATA_DIR the gateway can write`);
+    problems.push(unusable((err as NodeJS.ErrnoException).code ?? 'unknown error'));
     return { activeKeyId: 'k1', keys };
   }
   const key = decodeKey(`the development key file ${file} (MASTER_ENCRYPTION_KEY is not set)`, text, problems);

@@ -83,6 +83,10 @@ describe('cost of tool calls', () => {
     expect(run.body.totalCostCents).toBe(0);
   });
 
+  /** An org whose policy lets every refund through (no approval): the refund runs at once. */
+  const refundOrg = () =>
+    setupOrg(h.t, { tools: ['shopify_refund.create'], rules: [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }] });
+
   /** The run's total and the row's cost after `res`. */
   async function costs(org: OrgSetup, res: { body: { toolCallId: string } }): Promise<{ row: number; total: number }> {
     const run = await h.t.http.get(`/v1/runs/${org.runId}`).set(bearer(org.agentKey));
@@ -149,10 +153,7 @@ describe('cost of tool calls', () => {
   });
 
   it('a refund stopped at its order read is charged when the read reached Shopify, answered (503) or not (timed out); no refund is sent', async () => {
-    const org = await setupOrg(h.t, {
-      tools: ['shopify_refund.create'],
-      rules: [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }],
-    });
+    const org = await refundOrg();
     const refundsSent = () => h.emu.requests.filter((r) => r.body.includes('refundCreate')).length;
     const refunds = refundsSent();
     let total = 0;
@@ -179,10 +180,7 @@ describe('cost of tool calls', () => {
   });
 
   it('a refund stopped after Shopify answered its order read (too little time left for the mutation) is charged; none sent', async () => {
-    const org = await setupOrg(h.t, {
-      tools: ['shopify_refund.create'],
-      rules: [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }],
-    });
+    const org = await refundOrg();
     const from = h.emu.requests.length;
     // Answered 200 after more than half the budget: less than the half kept for the refund is left.
     h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: h.t.config.VENDOR_TIMEOUT_MS * 0.55, bodyMatch: /RefundContext/, times: 1 });
@@ -200,10 +198,7 @@ describe('cost of tool calls', () => {
   });
 
   it('a refund whose order read may have reached Shopify, then an exception outside the handler: failed (nothing written), charged', async () => {
-    const org = await setupOrg(h.t, {
-      tools: ['shopify_refund.create'],
-      rules: [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }],
-    });
+    const org = await refundOrg();
     h.emu.fault({ vendor: 'shopify', kind: 'reset_before', bodyMatch: /RefundContext/, times: 1 });
     // Thrown after the attempt was recorded (the breaker counting the reset): the executor's backstop answers.
     const spy = vi.spyOn(CircuitBreaker.prototype, 'onFailure').mockImplementationOnce(() => {

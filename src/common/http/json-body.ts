@@ -161,8 +161,10 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
     }
     // Node keeps the first of several Content-Type fields and drops the rest: one that disagrees is refused, as a
     // repeated Host or Authorization is (a proxy in front may have read the other one).
-    const types = new Set((req.headersDistinct['content-type'] ?? []).map((v) => v.trim().toLowerCase()));
-    if (types.size > 1) return refuse(new AppError('BAD_REQUEST', 'send one Content-Type, not several that disagree'));
+    const types = req.headersDistinct['content-type'];
+    if (types !== undefined && types.length > 1 && new Set(types.map((v) => v.trim().toLowerCase())).size > 1) {
+      return refuse(new AppError('BAD_REQUEST', 'send one Content-Type, not several that disagree'));
+    }
     const type = String(req.headers['content-type'] ?? '');
     // application/json or a +json type, nothing after it but parameters (application/json-seq is not JSON).
     const media = /^application\/(?:[a-z0-9.+-]*\+)?json\s*(;.*)?$/i.exec(type);
