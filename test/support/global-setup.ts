@@ -20,6 +20,14 @@ import { runWideLeakScan } from './run-wide-scan.js';
  * the database still exists; this teardown only when that reporter did not).
  */
 export default async function setup(): Promise<() => Promise<void>> {
+  const runDir = mkdtempSync(join(tmpdir(), 'tg-test-run-'));
+  const runLog = join(runDir, 'run.log');
+  writeFileSync(runLog, '');
+  process.env[RUN_LOG_ENV] = runLog; // forked workers inherit it
+  process.env[MINTED_SECRETS_ENV] = join(runDir, 'minted-secrets.tsv'); // and so do the emulators they start, and
+  // every embedded PostgreSQL (this run's, below, and any a gateway child starts) records its password in it
+  delete process.env[LEAK_SCAN_RESULT_ENV];
+
   let serverUrl = process.env.DATABASE_URL;
   let stopEmbedded: (() => Promise<void>) | undefined;
   if (!serverUrl) {
@@ -37,14 +45,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   const url = new URL(serverUrl);
   url.pathname = `/${dbName}`;
   process.env.TEST_SERVER_URL = serverUrl;
-  process.env.DATABASE_URL = url.toString(); // forked workers inherit it
-
-  const runDir = mkdtempSync(join(tmpdir(), 'tg-test-run-'));
-  const runLog = join(runDir, 'run.log');
-  writeFileSync(runLog, '');
-  process.env[RUN_LOG_ENV] = runLog; // forked workers inherit it too
-  process.env[MINTED_SECRETS_ENV] = join(runDir, 'minted-secrets.tsv'); // and so do the emulators they start
-  delete process.env[LEAK_SCAN_RESULT_ENV];
+  process.env.DATABASE_URL = url.toString(); // forked workers inherit it too
 
   return async () => {
     try {
