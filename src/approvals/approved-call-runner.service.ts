@@ -6,6 +6,7 @@ import { Clock } from '../common/clock.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { sharedAbortController } from '../common/shared-abort.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import type { ExecutionOutcome } from '../executor/execution-outcome.js';
@@ -61,7 +62,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   /** Set when shutdown begins: no new vendor call starts from here. */
   private stopping = false;
   /** Aborted when the database is about to close: a claim stops waiting for it to come back. */
-  private readonly closing = new AbortController();
+  private readonly closing = sharedAbortController();
 
   constructor(
     private readonly sql: Sql,

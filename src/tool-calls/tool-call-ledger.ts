@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
+import { sharedAbortController } from '../common/shared-abort.js';
 import { Sql } from '../db/sql.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -63,7 +64,7 @@ export class ToolCallLedger implements OnApplicationShutdown {
    * database pool closes): outcome writes kept in memory stop waiting. Not
    * earlier: requests still draining must ride out a database blip as always.
    */
-  private readonly closing = new AbortController();
+  private readonly closing = sharedAbortController();
   /** Outcome writes still trying after their request was answered 503. */
   private readonly late = new Set<Promise<void>>();
   /** Vendor calls in flight whose outcome is still to be written (see track). */

@@ -1,7 +1,7 @@
-import { setMaxListeners } from 'node:events';
 import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { reachesRun, type Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
+import { sharedAbortController } from '../common/shared-abort.js';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid } from '../common/ids.js';
 import { Sql } from '../db/sql.js';
@@ -27,7 +27,7 @@ const PENDING_LIST = [...PENDING];
 @Injectable()
 export class ToolCallResultsService implements BeforeApplicationShutdown {
   /** Aborted when the gateway starts shutting down: a long-poll must not hold the HTTP drain for up to 30 s. */
-  private readonly closing = new AbortController();
+  private readonly closing = sharedAbortController();
   /** The open long-polls, by the call they wait on: each entry wakes one. */
   private readonly waiters = new Map<string, Set<() => void>>();
   private pollTimer: NodeJS.Timeout | null = null;
@@ -38,7 +38,6 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
     private readonly calls: ToolCallsService,
     private readonly clock: Clock,
   ) {
-    setMaxListeners(0, this.closing.signal); // one listener per open long-poll, removed when it ends
     settledCalls.on('settled', this.onSettled);
   }
 

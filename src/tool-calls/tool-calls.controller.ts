@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiRoles, forbiddenText, PLATFORM_KEY_BELONGS_TO_NO_ORG } from '../common/http/api-roles.js';
+import { clientGone } from '../common/http/client-gone.js';
 import { ApiProblemResponse, ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/openapi.js';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../auth/auth.decorators.js';
@@ -75,20 +76,12 @@ export class ToolCallsController {
   })
   @ApiResponse({ status: 200, description: 'the tool-call body whatever the status, with the full result while it is kept', schema: TOOL_CALL_BODY_SCHEMA })
   async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() q: ToolCallResultQuery, @Res({ passthrough: true }) res: Response) {
-    // The response closes before it is written only when the client went away: stop the long-poll then. The server
-    // keeps half-closed connections open (createGateway: a request is answered after the client's FIN), so the FIN
-    // of a client closing mid-poll is heard on the socket: the poll stops and answers what it has. One that came
-    // before the poll began (a client that half-closes once its request is sent) waits for its answer as asked.
-    const gone = new AbortController();
-    const onClose = () => gone.abort();
-    const socket = res.req.socket;
-    res.once('close', onClose);
-    socket.once('end', onClose);
+    // The long-poll stops, answering what it has, once the client goes away (clientGone says how it is heard).
+    const gone = clientGone(res);
     try {
       return send(res, await this.results.get(p, id, q.waitMs, gone.signal));
     } finally {
-      res.off('close', onClose);
-      socket.off('end', onClose);
+      gone.release();
     }
   }
 }
