@@ -22,7 +22,7 @@ async function failingPgServer(): Promise<{ code: number; err: string }> {
     env: { ...process.env, PG_DATA_DIR: pgDir, PG_PERSISTENT: '1', PG_FAST: '1', PG_PORT: BAD_PORT },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  teeChildToRunLog(child, 'pg-server.mjs (failing first start)');
+  teeChildToRunLog(child, 'pg-server.mjs (failing first start)', { privateStdout: true });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const [code] = (await once(child, 'exit')) as [number];

@@ -27,7 +27,7 @@ describe('embedded PostgreSQL already in use', () => {
     const dataDir = join('.tmp', `pg-inuse-${process.pid}`, 'pg');
     const env = { ...process.env, PG_DATA_DIR: dataDir, PG_PERSISTENT: '0', PG_FAST: '1', PG_PORT: '0' };
     const first = spawn(process.execPath, ['scripts/pg-server.mjs'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    teeChildToRunLog(first, 'pg-server.mjs (first)');
+    teeChildToRunLog(first, 'pg-server.mjs (first)', { privateStdout: true });
     try {
       await once(createInterface({ input: first.stdout! }), 'line'); // {"url": …}: up
       const second = spawn(process.execPath, ['scripts/pg-server.mjs'], { env: { ...env, PG_PERSISTENT: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -114,7 +114,7 @@ describe('embedded PostgreSQL: a postmaster.pid left by a crash, its PID now ano
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     children.push(child);
-    teeChildToRunLog(child, `pg-server.mjs (${label})`);
+    teeChildToRunLog(child, `pg-server.mjs (${label})`, { privateStdout: true });
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     return { child, err: () => err };

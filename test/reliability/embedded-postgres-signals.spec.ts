@@ -144,7 +144,7 @@ describe('embedded PostgreSQL under supervisor signals', () => {
       env: { ...process.env, PG_DATA_DIR: pgDir, PG_PERSISTENT: '1', PG_PARENT_STOPS: '1' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    teeChildToRunLog(second, 'pg-server.mjs (second start on a folder in use)');
+    teeChildToRunLog(second, 'pg-server.mjs (second start on a folder in use)', { privateStdout: true });
     let err = '';
     second.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     const [code] = (await within(once(second, 'exit'), 60_000, 'the second pg-server to exit')) as [number];

@@ -186,7 +186,7 @@ export async function startPgServer(dataDir: string, timeoutMs = 60_000): Promis
     env: { ...process.env, PG_DATA_DIR: dataDir, PG_PERSISTENT: '0', PG_FAST: '1', PG_PORT: '0' },
   });
   const exited = track(child);
-  teeChildToRunLog(child, 'pg-server (scripts/pg-server.mjs)');
+  teeChildToRunLog(child, 'pg-server (scripts/pg-server.mjs)', { privateStdout: true });
   const stderr: string[] = [];
   child.stderr!.setEncoding('utf8').on('data', (c: string) => stderr.push(c));
   const waiters: { match: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void; reject: (e: Error) => void }[] = [];

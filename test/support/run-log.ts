@@ -72,10 +72,12 @@ function lineCollector(source: string): { push: (chunk: Buffer | string) => void
 /**
  * Copies a child's stdout and stderr to the run log, whole lines at a time.
  * Call it right after spawn(), before anything reads the streams.
+ * `privateStdout`: the child's stdout is its answer to its parent, never a log, and is not copied. scripts/pg-server.mjs
+ * answers with its URL, superuser password included; its stderr is what reaches the gateway's own (startEmbeddedPostgres).
  */
-export function teeChildToRunLog(child: ChildProcess, label: string): void {
+export function teeChildToRunLog(child: ChildProcess, label: string, { privateStdout = false } = {}): void {
   for (const [name, stream] of [['stdout', child.stdout], ['stderr', child.stderr]] as const) {
-    if (!stream) continue;
+    if (!stream || (name === 'stdout' && privateStdout)) continue;
     const lines = lineCollector(`child ${label} pid ${String(child.pid)} ${name}`);
     stream.on('data', (chunk: Buffer | string) => lines.push(chunk));
     stream.on('close', () => lines.flush());
