@@ -16,10 +16,11 @@ export interface ApprovalRecord {
   expires_at: Date;
   decided_by: string | null;
   decided_at: Date | null;
+  decision_reason: string | null;
 }
 
 export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason,
-  action_digest, created_at, expires_at, decided_by, decided_at`;
+  action_digest, created_at, expires_at, decided_by, decided_at, decision_reason`;
 
 /**
  * The API's view. Given the time, a pending approval past its expiry is shown expired: that is
@@ -45,5 +46,6 @@ export function approvalView(a: ApprovalRecord, nowMs?: number) {
     expiresAt: a.expires_at.toISOString(),
     decidedBy: a.decided_by,
     decidedAt: a.decided_at?.toISOString() ?? null,
+    decisionReason: a.decision_reason,
   };
 }

@@ -7,6 +7,7 @@ import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
 import { ApprovalsService } from './approvals.service.js';
+import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 
 /** ApprovalsService.maySee: an agent relays the client's decisions, never an expert's; the other roles see both kinds. */
 const AGENT_SEES_CLIENT_ONLY =
@@ -33,7 +34,7 @@ export class ApprovalsController {
   @Roles('expert', 'admin', 'ops', 'agent')
   @ApiRoles(['expert', 'admin', 'ops', 'agent'], `${AGENT_SEES_CLIENT_ONLY} ${WHO_DECIDES}`)
   @ApiResponse({ status: 200, description: 'the approval', schema: APPROVAL_SCHEMA })
-  get(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
+  get(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query(NoQueryParameters) _query: Record<string, never>) {
     return this.approvals.get(p, id);
   }
 
@@ -41,7 +42,7 @@ export class ApprovalsController {
   @HttpCode(200)
   @Roles('expert', 'admin', 'agent')
   @ApiRoles(['expert', 'admin', 'agent'], {
-    note: `${WHO_DECIDES} An ops key reads approvals but decides none; an agent key gets 404 on an expert approval, or on one of a run it did not start (it may not see them).`,
+    note: `${WHO_DECIDES} An ops key reads approvals but decides none; an agent key gets 404 on an expert approval (it may not see it).`,
     forbiddenAlso: 'a key that may see the approval but not decide its kind (an expert key deciding a client approval)',
   })
   @ApiResponse({

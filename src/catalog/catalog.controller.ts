@@ -4,7 +4,7 @@ import { ApiProblemResponse } from '../common/http/openapi.js';
 import { ApiRoles } from '../common/http/api-roles.js';
 import { RISK_LEVELS } from '../policy/policy.types.js';
 import { Roles } from '../auth/auth.decorators.js';
-import { NoQueryParameters } from './catalog.query.js';
+import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 import { ToolCatalogService } from './tool-catalog.service.js';
 
 /** The catalog as the vendor handlers declare it (ToolSpec, ToolActionSpec in vendors/vendor-handler.ts). */

@@ -123,7 +123,7 @@ export const APPROVAL_SCHEMA = {
   type: 'object',
   required: [
     'id', 'orgId', 'toolCallId', 'runId', 'kind', 'status', 'toolName', 'action', 'inputRedacted', 'riskLevel', 'reason', 'actionDigest',
-    'createdAt', 'expiresAt', 'decidedBy', 'decidedAt',
+    'createdAt', 'expiresAt', 'decidedBy', 'decidedAt', 'decisionReason',
   ],
   properties: {
     id: uuid,
@@ -142,6 +142,11 @@ export const APPROVAL_SCHEMA = {
     expiresAt: dateTime,
     decidedBy: { ...nullableUuid, description: 'the key that decided; null while pending and when it expired' },
     decidedAt: nullableDateTime,
+    decisionReason: {
+      type: 'string',
+      nullable: true,
+      description: 'the reason given with the decision (free text, as given), or the reason the run was ended with when its end rejected the approval; null when none was given and when it expired',
+    },
   },
 };
 

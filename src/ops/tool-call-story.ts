@@ -39,6 +39,7 @@ export interface ApprovalView {
   expiresAt: string;
   decidedBy: string | null;
   decidedAt: string | null;
+  decisionReason: string | null;
 }
 
 /** What GET /v1/tool-calls/:id adds to the ToolCall: the whole story of one call. */

@@ -6,6 +6,7 @@ import { CurrentPrincipal, OrgKeyOnly, Roles } from '../auth/auth.decorators.js'
 import type { Principal } from '../auth/principal.js';
 import { CreateRunDto, EndRunDto, ToolsQuery } from './runs.dto.js';
 import { RUNS_NEED_ORG_KEY, RunsService } from './runs.service.js';
+import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 
 /** A run, as POST /v1/runs and GET /v1/runs/{runId} answer it (API.md §3). */
 const RUN_SCHEMA = {
@@ -86,10 +87,10 @@ const RUN_TOOLS_SCHEMA: SchemaObject = {
 const END_DESCRIPTION =
   'For agent keys and admin keys of the run’s org (API.md leaves ending a run open; this is the gateway’s answer). ' +
   'From then on nothing new executes in the run, on any replica: new tool calls get 409 RUN_NOT_ACTIVE (a call the run made ' +
-  'before is still replayed); its pending approvals are rejected (reason: the run ended) and the calls waiting for them, or ' +
+  'before is still replayed); its pending approvals are rejected (decidedBy the key that ended it, decisionReason its reason) and the calls waiting for them, or ' +
   'approved but not yet started, are blocked with RUN_NOT_ACTIVE; calls already at the vendor finish and record their outcome. ' +
   'A ledger event run.completed / run.cancelled records who ended it and whether a reason was given; the free-text reason stays off ' +
-  'the append-only ledger: it is on the run (`ended.reason`) and on the approvals the end rejected.';
+  'the append-only ledger: it is on the run (`ended.reason`) and on the approvals the end rejected (`decisionReason`).';
 
 /** RunsService.get (reachesRun): org keys reach their own org's runs only, agent keys the ones they started, platform keys any org's. */
 const RUN_SCOPE =
@@ -123,7 +124,7 @@ export class RunsController {
   @Roles('agent', 'ops', 'admin')
   @ApiRoles(['agent', 'ops', 'admin'], RUN_SCOPE)
   @ApiResponse({ status: 200, description: 'the run', schema: RUN_SCHEMA })
-  get(@CurrentPrincipal() p: Principal, @Param('runId') runId: string) {
+  get(@CurrentPrincipal() p: Principal, @Param('runId') runId: string, @Query(NoQueryParameters) _query: Record<string, never>) {
     return this.runs.get(p, runId);
   }
 

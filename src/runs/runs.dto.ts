@@ -37,7 +37,7 @@ export class ToolsQuery {
 }
 
 export class EndRunDto {
-  @ApiProperty({ required: false, maxLength: 500, description: 'why the run ended; shown on the run (`ended.reason`) and as the decision reason of the approvals it rejects (the ledger event records only that one was given)' })
+  @ApiProperty({ required: false, maxLength: 500, description: 'why the run ended; shown on the run (`ended.reason`) and as the `decisionReason` of the approvals it rejects (the ledger event records only that one was given)' })
   @IsOptional()
   @IsString()
   @CodePointLength(0, 500)

@@ -109,7 +109,7 @@ export class RunsService {
    * Ends a run (completed or cancelled; API.md is silent, see the OpenAPI description): from then on
    * nothing new executes in it. One statement, so it happens once even when two replicas race:
    * - the run leaves running/waiting_approval (its pending count goes to 0);
-   * - its pending approvals are rejected by the caller (reason: the run ended), and the calls
+   * - its pending approvals are rejected by the caller (decision_reason: the end's reason, if one was given), and the calls
    *   waiting for one, or approved but not yet started, are blocked with RUN_NOT_ACTIVE (their raw
    *   input deleted); calls already at the vendor finish and record their outcome as usual;
    * - new tool calls get 409 RUN_NOT_ACTIVE on every replica (the intent statement reads the

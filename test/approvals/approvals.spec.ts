@@ -48,7 +48,7 @@ describe('expert approvals', () => {
     const poll = h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
     const decided = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
     expect(decided.status).toBe(200);
-    expect(decided.body).toMatchObject({ status: 'approved', decidedBy: w.expert.id });
+    expect(decided.body).toMatchObject({ status: 'approved', decidedBy: w.expert.id, decisionReason: null });
     const result = await poll;
     expect(result.status).toBe(200);
     expect(result.body).toMatchObject({ toolCallId: w.toolCallId, status: 'succeeded' });
@@ -98,6 +98,9 @@ describe('expert approvals', () => {
     const res = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'reject', actionDigest: w.approval.actionDigest, reason: 'too generous' });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('rejected');
+    // The expert's reason is on the approval for whoever reads it next.
+    expect(res.body.decisionReason).toBe('too generous');
+    expect((await h.t.http.get(`/v1/approvals/${w.approval.id}`).set(bearer(w.expert.key))).body.decisionReason).toBe('too generous');
     const result = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result`).set(bearer(w.agentKey));
     expect(result.status).toBe(200); // API.md: the result route answers 200 whatever the call's status
     expect(result.body).toMatchObject({ status: 'blocked', errorCode: 'EXPERT_REJECTED' });

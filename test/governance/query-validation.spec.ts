@@ -17,6 +17,26 @@ describe('query validation', () => {
     await h?.close();
   });
 
+  it('the GET routes that take no parameters refuse one (as GET /v1/tools does): a client that thinks they page is told', async () => {
+    const admin = bearer(o.adminKey);
+    const absent = '00000000-0000-4000-8000-000000000001';
+    const routes: [string, number][] = [
+      [`/v1/orgs/${o.orgId}`, 200],
+      [`/v1/orgs/${o.orgId}/feature-flags`, 200],
+      [`/v1/orgs/${o.orgId}/tool-permissions`, 200],
+      [`/v1/orgs/${o.orgId}/policies`, 200],
+      [`/v1/orgs/${o.orgId}/integrations`, 200],
+      [`/v1/runs/${o.runId}`, 200],
+      [`/v1/approvals/${absent}`, 404],
+      [`/v1/tool-calls/${absent}`, 404],
+    ];
+    for (const [url, status] of routes) {
+      expect((await h.t.http.get(url).set(admin)).status, url).toBe(status);
+      const paged = await h.t.http.get(`${url}?limit=1&cursor=x`).set(admin);
+      expect([paged.status, paged.body.code, paged.body.detail], url).toEqual([400, 'VALIDATION_FAILED', 'limit: property limit should not exist; cursor: property cursor should not exist']);
+    }
+  });
+
   it('GET /v1/approvals: an agent asking for kind=expert gets its cursor validated too (400), and an empty page with a good one', async () => {
     const A = bearer(o.agentKey);
     for (const url of ['/v1/approvals?cursor=garbage', '/v1/approvals?kind=expert&cursor=garbage', '/v1/approvals?kind=client&cursor=garbage']) {

@@ -114,7 +114,10 @@ describe('ending a run', () => {
     expect(cancelled.body).toMatchObject({ status: 'cancelled', pendingApprovalCount: 0, ended: { at: expect.any(String), reason: 'agent misbehaving' } });
 
     const a = await h.t.http.get(`/v1/approvals/${approval.id}`).set(bearer(expert.key));
-    expect(a.body).toMatchObject({ status: 'rejected', decidedBy: expect.any(String) });
+    // Who ended it decided, and why is shown (it used to be stored, never answered).
+    expect(a.body).toMatchObject({ status: 'rejected', decidedBy: expect.any(String), decisionReason: 'agent misbehaving' });
+    const listed = await h.t.http.get(`/v1/approvals?runId=${org.runId}`).set(bearer(expert.key));
+    expect(listed.body.items.map((i: { id: string; decisionReason: string | null }) => [i.id, i.decisionReason])).toEqual([[approval.id, 'agent misbehaving']]);
     const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
     expect([decided.status, decided.body.code]).toEqual([409, 'APPROVAL_ALREADY_DECIDED']);
 
@@ -192,6 +195,9 @@ describe('ending a run', () => {
       expect(await h.t.ds.query('SELECT status, error_code FROM tool_calls WHERE id = $1', [callId])).toEqual([{ status: 'blocked', error_code: 'RUN_NOT_ACTIVE' }]);
       expect(await h.t.ds.query('SELECT status FROM approval_requests WHERE tool_call_id = $1', [callId])).toEqual([{ status: 'rejected' }]);
       expect(await runRow(org)).toEqual({ status: 'cancelled', pending_approval_count: 0 });
+      // Ended without a reason: none is shown on the approval either.
+      const story = await h.t.http.get(`/v1/tool-calls/${callId}`).set(bearer(org.adminKey));
+      expect(story.body.approval).toMatchObject({ status: 'rejected', decisionReason: null });
     });
 
     it('an end waits for a call whose intent is in flight: that call was accepted first, and is on the ledger before the end', async () => {

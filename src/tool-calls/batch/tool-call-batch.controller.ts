@@ -65,7 +65,8 @@ export class ToolCallBatchController {
       'truncates the largest results first; a truncated one says so and stays whole at GET /v1/tool-calls/{id}/result. ' +
       'Re-posting the same batch replays every item. Re-posted while an item is still executing (the first post still runs), ' +
       'that item and every item after it that has not run yet answer 409 IDEMPOTENCY_IN_PROGRESS (nothing after it starts: writes stay ' +
-      'one at a time, in order); items after it that already ran are replayed. A write waiting for approval has not run either: ' +
+      'one at a time, in order; only a read run concurrently with it, in its group of consecutive reads, may still start, which changes nothing); ' +
+      'items after it that already ran are replayed. A write waiting for approval has not run either: ' +
       'the writes after it answer 409 IDEMPOTENCY_IN_PROGRESS (not started, nothing recorded; reads still run) until it has been decided ' +
       'and has run: re-post the batch then. Nor has a write refused before it had an outcome, for a reason a re-post may overcome ' +
       '(429 CONCURRENCY_LIMIT or RATE_LIMITED, 503 DATABASE_UNAVAILABLE, 409 CONFLICT, 500): the writes after it answer the same 409 ' +

@@ -161,8 +161,9 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     const refusals: (AppError | null)[] = toolUses.map(() => null);
     const limit = Math.min(READ_CONCURRENCY, this.config.VENDOR_CONCURRENCY_LIMIT);
     // Once an item is found still executing (the batch was sent again while its first post still runs), nothing
-    // after it starts: the items after it are answered from the ledger, or 409, so a resend cannot put a later
-    // write at the vendor beside (or ahead of) an earlier one.
+    // in a later group starts: the items after it are answered from the ledger, or 409, so a resend cannot put a
+    // later write at the vendor beside (or ahead of) an earlier one. (It is known once its group has run: a read
+    // run concurrently with it, in the same group of reads, may still start — it changes nothing.)
     let held = false;
     // Once a write has not run (waiting for approval, or refused with 429, 503, ... before its outcome was
     // recorded, or any item refused 422 IDEMPOTENCY_KEY_REUSED while the write first sent under its id has not run), no

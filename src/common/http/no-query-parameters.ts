@@ -1,6 +1,6 @@
 import { Injectable, type PipeTransform } from '@nestjs/common';
-import { isEchoableFieldName, UNNAMED_UNKNOWN_FIELD } from '../common/echoable-field-name.js';
-import { AppError } from '../common/errors/app-error.js';
+import { isEchoableFieldName, UNNAMED_UNKNOWN_FIELD } from '../echoable-field-name.js';
+import { AppError } from '../errors/app-error.js';
 
 /**
  * For a route that takes no query parameters at all (GET /v1/tools): any parameter is refused with
