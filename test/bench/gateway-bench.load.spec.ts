@@ -67,9 +67,11 @@ describe('runLoad: latencies of successes only', () => {
     expect(s.ok).toBeGreaterThan(10);
     expect(s.unexpected['200 bad body']).toBeGreaterThan(10);
     expect(s.completed).toBe(s.ok + s.unexpected['200 bad body']);
-    // the report's p50/p99 are taken over s.latencies: the fast successes alone
+    // the report's p50/p99 are taken over s.latencies: the fast successes alone. Were the failed calls' latencies (all
+    // >= 60 ms) mixed in, half of them would be slow, and so the 75th percentile; not the 99th, which on a loaded
+    // machine is the first answers (a connection set up, code warmed) among the ~30 of one connection.
     expect(s.latencies).toHaveLength(s.ok);
-    expect(percentile(s.latencies, 99)).toBeLessThan(SLOW_MS);
+    expect(percentile(s.latencies, 75)).toBeLessThan(SLOW_MS);
   });
 });
 
