@@ -7,7 +7,6 @@ import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
 import { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
 import { ApprovalsService } from './approvals.service.js';
-import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 
 /** ApprovalsService.maySee: an agent relays the client's decisions, never an expert's; the other roles see both kinds. */
 const AGENT_SEES_CLIENT_ONLY =
@@ -34,7 +33,7 @@ export class ApprovalsController {
   @Roles('expert', 'admin', 'ops', 'agent')
   @ApiRoles(['expert', 'admin', 'ops', 'agent'], `${AGENT_SEES_CLIENT_ONLY} ${WHO_DECIDES}`)
   @ApiResponse({ status: 200, description: 'the approval', schema: APPROVAL_SCHEMA })
-  get(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query(NoQueryParameters) _query: Record<string, never>) {
+  get(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
     return this.approvals.get(p, id);
   }
 

@@ -3,6 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
 import { AppError } from '../common/errors/app-error.js';
 import { bodyErrorOf } from '../common/http/json-body.js';
+import { declaresQuery, refuseQueryParameters } from '../common/http/no-query-parameters.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { Role } from './api-key.entity.js';
 import { ApiKeysService, type LookupGate } from './api-keys.service.js';
@@ -15,7 +16,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Global guard. Order of checks (API.md §9): more than one Authorization header (400) → authenticate (401) → rate limit
- * (429) → role (403) → the key's kind, platform or org (403, @KeyKind) → a body the reader refused (415, 400); the
+ * (429) → role (403) → the key's kind, platform or org (403, @KeyKind) → a body the reader refused (415, 400) → a
+ * query parameter on a route that declares none (400); the
  * ValidationPipe (400) runs after the guard, and org scope (404) is checked by the services. A route with neither
  * @Roles nor @Public is refused: forgetting the decorator fails closed. Before authentication, an
  * address whose made-up keys are over AUTH_FAILURE_RPS gets 429 for any key
@@ -60,7 +62,11 @@ export class AuthGuard implements CanActivate {
     const refusal = this.reflector.get<KeyKindRule | undefined>(KEY_KIND_KEY, ctx.getHandler())?.(principal, req.body);
     if (refusal !== undefined) throw new AppError('FORBIDDEN', refusal);
     req.principal = principal;
-    return this.bodyChecked(req);
+    this.bodyChecked(req);
+    // A query string on a route that declares none (400): a parameter the route would ignore is refused, as an
+    // unknown one is where the ValidationPipe judges a query DTO. The unauthenticated probes (/healthz, …) take any.
+    if (!declaresQuery(ctx.getClass(), ctx.getHandler())) refuseQueryParameters(req.query);
+    return true;
   }
 
   private lookupGate(req: Request): LookupGate | undefined {

@@ -1,10 +1,9 @@
-import { Controller, Get, Query } from '@nestjs/common';
+import { Controller, Get } from '@nestjs/common';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import { ApiRoles } from '../common/http/api-roles.js';
 import { RISK_LEVELS } from '../policy/policy.types.js';
 import { Roles } from '../auth/auth.decorators.js';
-import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 import { ToolCatalogService } from './tool-catalog.service.js';
 
 /** The catalog as the vendor handlers declare it (ToolSpec, ToolActionSpec in vendors/vendor-handler.ts). */
@@ -68,8 +67,8 @@ export class CatalogController {
     schema: CATALOG_SCHEMA,
   })
   @ApiProblemResponse(400, 'VALIDATION_FAILED: the route takes no query parameters; any one is refused, naming it')
-  // No query parameters: an unknown one is 400 VALIDATION_FAILED, as on every route with a query DTO.
-  list(@Query(NoQueryParameters) _query: Record<string, never>) {
+  // No query parameters: any one is 400 VALIDATION_FAILED (AuthGuard: on every route that declares none).
+  list() {
     return { items: this.catalog.list() };
   }
 }

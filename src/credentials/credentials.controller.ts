@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ApiRoles } from '../common/http/api-roles.js';
@@ -8,7 +8,6 @@ import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { CREDENTIAL_SCHEMAS } from './credential-schemas.js';
 import { CredentialsService } from './credentials.service.js';
 import { INTEGRATION_TYPES } from './integration-credential.entity.js';
-import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 
 /** CredentialsService's view of stored credentials: never the config, only which key encrypted it and its fingerprint. */
 const CREDENTIAL_VIEW_SCHEMA = {
@@ -50,7 +49,7 @@ export class CredentialsController {
     description: 'the integrations with stored credentials, by integrationType (never a secret)',
     schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: CREDENTIAL_VIEW_SCHEMA } } },
   })
-  async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Query(NoQueryParameters) _query: Record<string, never>) {
+  async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
     return { items: await this.credentials.list(orgId) };
   }

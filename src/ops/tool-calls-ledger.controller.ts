@@ -6,7 +6,6 @@ import type { Principal } from '../auth/principal.js';
 import { ToolCallExportQuery, ToolCallListQuery } from './ops.dto.js';
 import { EXPORT_CONTENT, TOOL_CALL_DETAIL_SCHEMA, TOOL_CALL_PAGE_SCHEMA } from './ops.schemas.js';
 import { ToolCallsQueryService } from './tool-calls-query.service.js';
-import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 
 /**
  * Ops' view of the tool-call ledger (API.md §6). `export` is declared before
@@ -51,7 +50,7 @@ export class ToolCallsLedgerController {
   @Roles('ops', 'admin')
   @ApiRoles(['ops', 'admin'], LEDGER_READERS)
   @ApiResponse({ status: 200, description: 'the ToolCall and its story: its ledger events, policy decision and approval', schema: TOOL_CALL_DETAIL_SCHEMA })
-  get(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query(NoQueryParameters) _query: Record<string, never>) {
+  get(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
     return this.calls.get(p, id);
   }
 }

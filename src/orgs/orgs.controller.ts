@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, Post, Put, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
@@ -8,7 +8,6 @@ import { FeatureFlagsService, FLAG_DEFAULTS } from './feature-flags.service.js';
 import { OrgScopeService } from './org-scope.service.js';
 import { CreateOrgDto, SetFeatureFlagDto } from './orgs.dto.js';
 import { ORGS_NEED_PLATFORM_ADMIN, OrgsService } from './orgs.service.js';
-import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 
 /** An org, as OrgsService answers it (POST /v1/orgs, GET /v1/orgs/{orgId}). */
 const ORG_SCHEMA = {
@@ -65,7 +64,7 @@ export class OrgsController {
   @Roles('admin', 'ops')
   @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
   @ApiResponse({ status: 200, description: 'the org', schema: ORG_SCHEMA })
-  get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Query(NoQueryParameters) _query: Record<string, never>) {
+  get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     return this.orgs.get(p, orgId);
   }
 
@@ -73,7 +72,7 @@ export class OrgsController {
   @Roles('admin', 'ops')
   @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
   @ApiResponse({ status: 200, description: 'every feature flag of the org: flag name → enabled (the default when never set)', schema: FLAGS_SCHEMA })
-  async listFlags(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Query(NoQueryParameters) _query: Record<string, never>) {
+  async listFlags(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
     return this.flags.all(orgId);
   }

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, Put, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
@@ -6,7 +6,6 @@ import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { PutToolPermissionsDto } from './tool-permissions.dto.js';
 import { ToolPermissionsService } from './tool-permissions.service.js';
-import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 
 /** The org's permission rows (ToolPermissionsService.list): by toolName, action, then the org-wide row before the specialists'. */
 const PERMISSIONS_SCHEMA = {
@@ -42,7 +41,7 @@ export class ToolPermissionsController {
   @Roles('admin', 'ops')
   @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
   @ApiResponse({ status: 200, description: 'the org’s permission rows, ordered by toolName, action, then specialistId (org-wide first)', schema: PERMISSIONS_SCHEMA })
-  async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Query(NoQueryParameters) _query: Record<string, never>) {
+  async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
     return { items: await this.permissions.list(orgId) };
   }

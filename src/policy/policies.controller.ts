@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, Put, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
@@ -7,7 +7,6 @@ import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { PoliciesService } from './policies.service.js';
 import { TOOL_NAME_PATTERN } from './policy-rules.validator.js';
 import { CONDITION_OPS, FORBIDDEN_PATH_SEGMENTS, NUMERIC_OPS, PATH_SEGMENT_PATTERN, POLICY_DECISIONS, POLICY_LIMITS, RISK_LEVELS, RULE_ID_PATTERN } from './policy.types.js';
-import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 
 const SEGMENT = PATH_SEGMENT_PATTERN.source.slice(1, -1); // [A-Za-z0-9_$-]+
 
@@ -98,7 +97,7 @@ export class PoliciesController {
   @Roles('admin', 'ops')
   @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
   @ApiResponse({ status: 200, description: 'the org’s rules ({rules: [], version: 0, updatedAt: null} when never set)', schema: POLICY_SCHEMA })
-  async get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Query(NoQueryParameters) _query: Record<string, never>) {
+  async get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
     await this.scope.assertAccess(p, orgId);
     return this.policies.get(orgId);
   }

@@ -6,7 +6,6 @@ import { CurrentPrincipal, OrgKeyOnly, Roles } from '../auth/auth.decorators.js'
 import type { Principal } from '../auth/principal.js';
 import { CreateRunDto, EndRunDto, ToolsQuery } from './runs.dto.js';
 import { RUNS_NEED_ORG_KEY, RunsService } from './runs.service.js';
-import { NoQueryParameters } from '../common/http/no-query-parameters.js';
 
 /** A run, as POST /v1/runs and GET /v1/runs/{runId} answer it (API.md §3). */
 const RUN_SCHEMA = {
@@ -124,7 +123,7 @@ export class RunsController {
   @Roles('agent', 'ops', 'admin')
   @ApiRoles(['agent', 'ops', 'admin'], RUN_SCOPE)
   @ApiResponse({ status: 200, description: 'the run', schema: RUN_SCHEMA })
-  get(@CurrentPrincipal() p: Principal, @Param('runId') runId: string, @Query(NoQueryParameters) _query: Record<string, never>) {
+  get(@CurrentPrincipal() p: Principal, @Param('runId') runId: string) {
     return this.runs.get(p, runId);
   }
 

@@ -37,6 +37,23 @@ describe('query validation', () => {
     }
   });
 
+  it('write routes refuse a query parameter before doing anything: DELETE credentials?dryRun=true deletes nothing, complete?dryRun=true ends nothing', async () => {
+    const admin = bearer(o.adminKey);
+    const refused = [400, 'VALIDATION_FAILED', 'dryRun: property dryRun should not exist'];
+    const del = await h.t.http.delete(`/v1/orgs/${o.orgId}/integrations/shopify/credentials?dryRun=true`).set(admin);
+    expect([del.status, del.body.code, del.body.detail]).toEqual(refused);
+    const listed = await h.t.http.get(`/v1/orgs/${o.orgId}/integrations`).set(admin);
+    expect(JSON.stringify(listed.body)).toContain('shopify');
+    const complete = await h.t.http.post(`/v1/runs/${o.runId}/complete?dryRun=true`).set(bearer(o.agentKey)).send({});
+    expect([complete.status, complete.body.code, complete.body.detail]).toEqual(refused);
+    const call = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls?dryRun=true`).set(bearer(o.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    expect([call.status, call.body.code, call.body.detail]).toEqual(refused);
+    expect(await h.t.ds.query('SELECT count(*)::int AS n FROM tool_calls WHERE run_id = $1', [o.runId])).toEqual([{ n: 0 }]);
+    expect((await h.t.http.get(`/v1/runs/${o.runId}`).set(admin)).body.status).toBe('running');
+    // The same requests without it are carried out.
+    expect((await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }))).status).toBe(200);
+  });
+
   it('GET /v1/approvals: an agent asking for kind=expert gets its cursor validated too (400), and an empty page with a good one', async () => {
     const A = bearer(o.agentKey);
     for (const url of ['/v1/approvals?cursor=garbage', '/v1/approvals?kind=expert&cursor=garbage', '/v1/approvals?kind=client&cursor=garbage']) {
