@@ -1,7 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiRoles, forbiddenText, PLATFORM_KEY_BELONGS_TO_NO_ORG } from '../common/http/api-roles.js';
-import { clientGone } from '../common/http/client-gone.js';
 import { ApiProblemResponse, ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/openapi.js';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../auth/auth.decorators.js';
@@ -76,12 +75,21 @@ export class ToolCallsController {
   })
   @ApiResponse({ status: 200, description: 'the tool-call body whatever the status, with the full result while it is kept', schema: TOOL_CALL_BODY_SCHEMA })
   async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() q: ToolCallResultQuery, @Res({ passthrough: true }) res: Response) {
-    // The long-poll stops, answering what it has, once the client goes away (clientGone says how it is heard).
-    const gone = clientGone(res);
+    // The long-poll stops, answering what it has, once the client goes away: the response closes before it is written
+    // (a reset), or the client's FIN arrives (the server keeps half-closed connections open: createGateway). A FIN
+    // cannot be told from a half-close (`nc -N`, `shutdown(SHUT_WR)` once the request is sent): either ends the wait
+    // whenever it is read, also before the handler began (while the guard looked the key up: neither event comes again).
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    const socket = res.req.socket;
+    res.once('close', onClose);
+    socket.once('end', onClose);
+    if (socket.destroyed || res.destroyed || socket.readableEnded) gone.abort();
     try {
       return send(res, await this.results.get(p, id, q.waitMs, gone.signal));
     } finally {
-      gone.release();
+      res.off('close', onClose);
+      socket.off('end', onClose);
     }
   }
 }
