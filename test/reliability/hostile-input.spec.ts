@@ -1,5 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LEDGER_EVENT_TYPES } from '../../src/ledger/ledger-event-types.js';
+import { TOOL_CALL_STATUSES } from '../../src/tool-calls/tool-call-status.js';
 import { listRoutes } from '../support/routes.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup, type Vendor } from '../support/scenario.js';
 import { adminAuth, bearer, createKey } from '../support/test-app.js';
@@ -237,6 +239,79 @@ describe('hostile input: property-based (fast-check)', () => {
       }),
       runs(200),
     );
+  }, 120_000);
+
+  it('filter values, valid-shaped and hostile, on the parameters each listing takes, reach its query', async () => {
+    // The property above mostly meets the early refusals (role, unknown parameter): this one sends each route only the
+    // parameters it takes, as its role, mostly well-formed values with hostile ones mixed in, so the values reach the
+    // parsing of times and cursors and the SQL behind the listing.
+    const iso = fc
+      .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2099-12-31T23:59:59Z'), noInvalidDate: true })
+      .chain((d) => fc.constantFrom(d.toISOString(), d.toISOString().slice(0, 19), d.toISOString().slice(0, 10), d.toISOString().replace('Z', '+05:30'), d.toISOString().replace('.', '.123456789').slice(0, 29) + 'Z'))
+      .map(pct);
+    const text = fc.oneof(fc.constantFrom('order_lookup', 'shopify_refund', 'lookup', 'create', 'POLICY_BLOCKED', 'VENDOR_ERROR', 'x'), fc.stringMatching(/^[A-Za-z0-9_.:-]{1,40}$/));
+    const valid: Record<string, () => fc.Arbitrary<string>> = {
+      since: () => iso,
+      until: () => iso,
+      from: () => iso,
+      to: () => iso,
+      orgId: () => fc.constant(org.orgId),
+      runId: () => fc.oneof(fc.constant(org.runId), fc.uuid()),
+      status: () => fc.constantFrom(...TOOL_CALL_STATUSES),
+      toolName: () => text,
+      action: () => text,
+      errorCode: () => text,
+      correlationId: () => fc.oneof(fc.uuid(), text),
+      limit: () => fc.integer({ min: 1, max: 200 }).map(String),
+      type: () => fc.constantFrom(...LEDGER_EVENT_TYPES),
+    };
+    const filters = ['since', 'until', 'orgId', 'runId', 'status', 'toolName', 'action', 'errorCode', 'correlationId'];
+    const routes: { path: () => string; role: 'agent' | 'ops' | 'expert' | 'admin'; keys: Record<string, () => fc.Arbitrary<string>> }[] = [
+      { path: () => '/v1/tool-calls', role: 'ops', keys: { ...Object.fromEntries(filters.map((k) => [k, valid[k]])), limit: valid.limit, cursor: () => fc.constant(cursors.toolCalls) } },
+      { path: () => '/v1/tool-calls/export', role: 'ops', keys: { ...Object.fromEntries(filters.map((k) => [k, valid[k]])), format: () => fc.constantFrom('ndjson', 'csv') } },
+      { path: () => '/v1/ledger/events', role: 'ops', keys: { since: valid.since, until: valid.until, orgId: valid.orgId, runId: valid.runId, type: valid.type, limit: valid.limit, cursor: () => fc.constant(cursors.events) } },
+      { path: () => '/v1/ledger/verify', role: 'ops', keys: { orgId: valid.orgId } },
+      { path: () => `/v1/orgs/${org.orgId}/usage`, role: 'ops', keys: { from: valid.from, to: valid.to } },
+      {
+        path: () => '/v1/approvals',
+        role: 'expert',
+        keys: {
+          status: () => fc.constantFrom('pending', 'approved', 'rejected', 'expired'),
+          kind: () => fc.constantFrom('expert', 'client'),
+          orgId: valid.orgId,
+          runId: valid.runId,
+          limit: valid.limit,
+          cursor: () => fc.constant(cursors.approvals),
+        },
+      },
+      { path: () => '/v1/api-keys', role: 'admin', keys: { orgId: () => fc.constantFrom(org.orgId, 'platform'), limit: valid.limit } },
+      { path: () => `/v1/runs/${org.runId}/tools`, role: 'agent', keys: { format: () => fc.constantFrom('anthropic', 'openai') } },
+    ];
+    const request = fc.integer({ min: 0, max: routes.length - 1 }).chain((r) => {
+      const names = Object.keys(routes[r].keys);
+      const value = (k: string) => fc.oneof({ weight: 4, arbitrary: routes[r].keys[k]() }, { weight: 1, arbitrary: rawQueryValue });
+      return fc.tuple(
+        fc.constant(r),
+        fc.uniqueArray(fc.constantFrom(...names), { minLength: 1, maxLength: Math.min(3, names.length) }).chain((ks) => fc.tuple(...ks.map((k) => value(k).map((v) => [k, v] as const)))),
+      );
+    });
+    const seen: Record<number, number> = {};
+    let total = 0;
+    await fc.assert(
+      fc.asyncProperty(request, async ([r, q]) => {
+        const url = `${routes[r].path()}?${q.map(([k, v]) => `${k}=${v}`).join('&')}`;
+        const res = await h.t.http.get(url).set(bearer(keyFor(routes[r].role)));
+        expectSane(res, `${routes[r].role} GET ${url}`);
+        expectPrototypeClean();
+        seen[res.status] = (seen[res.status] ?? 0) + 1;
+        total++;
+      }),
+      runs(200),
+    );
+    // The values reached the listings: most runs were answered (200), and some were refused by the validation (400).
+    expect((seen[200] ?? 0) / total, JSON.stringify(seen)).toBeGreaterThanOrEqual(0.3);
+    expect(seen[400] ?? 0, JSON.stringify(seen)).toBeGreaterThan(0);
+    expect(seen[403] ?? 0, JSON.stringify(seen)).toBe(0);
   }, 120_000);
 
   it('random, forged and mutated cursors are refused with 400', async () => {
