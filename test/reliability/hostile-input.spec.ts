@@ -250,58 +250,60 @@ describe('hostile input: property-based (fast-check)', () => {
       .chain((d) => fc.constantFrom(d.toISOString(), d.toISOString().slice(0, 19), d.toISOString().slice(0, 10), d.toISOString().replace('Z', '+05:30'), d.toISOString().replace('.', '.123456789').slice(0, 29) + 'Z'))
       .map(pct);
     const text = fc.oneof(fc.constantFrom('order_lookup', 'shopify_refund', 'lookup', 'create', 'POLICY_BLOCKED', 'VENDOR_ERROR', 'x'), fc.stringMatching(/^[A-Za-z0-9_.:-]{1,40}$/));
-    const valid: Record<string, () => fc.Arbitrary<string>> = {
-      since: () => iso,
-      until: () => iso,
-      from: () => iso,
-      to: () => iso,
-      orgId: () => fc.constant(org.orgId),
-      runId: () => fc.oneof(fc.constant(org.runId), fc.uuid()),
-      status: () => fc.constantFrom(...TOOL_CALL_STATUSES),
-      toolName: () => text,
-      action: () => text,
-      errorCode: () => text,
-      correlationId: () => fc.oneof(fc.uuid(), text),
-      limit: () => fc.integer({ min: 1, max: 200 }).map(String),
-      type: () => fc.constantFrom(...LEDGER_EVENT_TYPES),
+    // Built inside the test: the org, its run and the cursors exist by now.
+    const limit = fc.integer({ min: 1, max: 200 }).map(String);
+    const runId = fc.oneof(fc.constant(org.runId), fc.uuid());
+    const filters = {
+      since: iso,
+      until: iso,
+      orgId: fc.constant(org.orgId),
+      runId,
+      status: fc.constantFrom(...TOOL_CALL_STATUSES),
+      toolName: text,
+      action: text,
+      errorCode: text,
+      correlationId: fc.oneof(fc.uuid(), text),
     };
-    const filters = ['since', 'until', 'orgId', 'runId', 'status', 'toolName', 'action', 'errorCode', 'correlationId'];
-    const routes: { path: () => string; role: 'agent' | 'ops' | 'expert' | 'admin'; keys: Record<string, () => fc.Arbitrary<string>> }[] = [
-      { path: () => '/v1/tool-calls', role: 'ops', keys: { ...Object.fromEntries(filters.map((k) => [k, valid[k]])), limit: valid.limit, cursor: () => fc.constant(cursors.toolCalls) } },
-      { path: () => '/v1/tool-calls/export', role: 'ops', keys: { ...Object.fromEntries(filters.map((k) => [k, valid[k]])), format: () => fc.constantFrom('ndjson', 'csv') } },
-      { path: () => '/v1/ledger/events', role: 'ops', keys: { since: valid.since, until: valid.until, orgId: valid.orgId, runId: valid.runId, type: valid.type, limit: valid.limit, cursor: () => fc.constant(cursors.events) } },
-      { path: () => '/v1/ledger/verify', role: 'ops', keys: { orgId: valid.orgId } },
-      { path: () => `/v1/orgs/${org.orgId}/usage`, role: 'ops', keys: { from: valid.from, to: valid.to } },
+    const routes: { path: string; role: 'agent' | 'ops' | 'expert' | 'admin'; keys: Record<string, fc.Arbitrary<string>> }[] = [
+      { path: '/v1/tool-calls', role: 'ops', keys: { ...filters, limit, cursor: fc.constant(cursors.toolCalls) } },
+      { path: '/v1/tool-calls/export', role: 'ops', keys: { ...filters, format: fc.constantFrom('ndjson', 'csv') } },
       {
-        path: () => '/v1/approvals',
+        path: '/v1/ledger/events',
+        role: 'ops',
+        keys: { since: iso, until: iso, orgId: filters.orgId, runId, type: fc.constantFrom(...LEDGER_EVENT_TYPES), limit, cursor: fc.constant(cursors.events) },
+      },
+      { path: '/v1/ledger/verify', role: 'ops', keys: { orgId: filters.orgId } },
+      { path: `/v1/orgs/${org.orgId}/usage`, role: 'ops', keys: { from: iso, to: iso } },
+      {
+        path: '/v1/approvals',
         role: 'expert',
         keys: {
-          status: () => fc.constantFrom('pending', 'approved', 'rejected', 'expired'),
-          kind: () => fc.constantFrom('expert', 'client'),
-          orgId: valid.orgId,
-          runId: valid.runId,
-          limit: valid.limit,
-          cursor: () => fc.constant(cursors.approvals),
+          status: fc.constantFrom('pending', 'approved', 'rejected', 'expired'),
+          kind: fc.constantFrom('expert', 'client'),
+          orgId: filters.orgId,
+          runId,
+          limit,
+          cursor: fc.constant(cursors.approvals),
         },
       },
-      { path: () => '/v1/api-keys', role: 'admin', keys: { orgId: () => fc.constantFrom(org.orgId, 'platform'), limit: valid.limit } },
-      { path: () => `/v1/runs/${org.runId}/tools`, role: 'agent', keys: { format: () => fc.constantFrom('anthropic', 'openai') } },
+      { path: '/v1/api-keys', role: 'admin', keys: { orgId: fc.constantFrom(org.orgId, 'platform'), limit } },
+      { path: `/v1/runs/${org.runId}/tools`, role: 'agent', keys: { format: fc.constantFrom('anthropic', 'openai') } },
     ];
     const request = fc.integer({ min: 0, max: routes.length - 1 }).chain((r) => {
       const names = Object.keys(routes[r].keys);
-      const value = (k: string) => fc.oneof({ weight: 4, arbitrary: routes[r].keys[k]() }, { weight: 1, arbitrary: rawQueryValue });
+      const value = (k: string) => fc.oneof({ weight: 4, arbitrary: routes[r].keys[k] }, { weight: 1, arbitrary: rawQueryValue });
       return fc.tuple(
-        fc.constant(r),
+        fc.constant(routes[r]),
         fc.uniqueArray(fc.constantFrom(...names), { minLength: 1, maxLength: Math.min(3, names.length) }).chain((ks) => fc.tuple(...ks.map((k) => value(k).map((v) => [k, v] as const)))),
       );
     });
     const seen: Record<number, number> = {};
     let total = 0;
     await fc.assert(
-      fc.asyncProperty(request, async ([r, q]) => {
-        const url = `${routes[r].path()}?${q.map(([k, v]) => `${k}=${v}`).join('&')}`;
-        const res = await h.t.http.get(url).set(bearer(keyFor(routes[r].role)));
-        expectSane(res, `${routes[r].role} GET ${url}`);
+      fc.asyncProperty(request, async ([route, q]) => {
+        const url = `${route.path}?${q.map(([k, v]) => `${k}=${v}`).join('&')}`;
+        const res = await h.t.http.get(url).set(bearer(keyFor(route.role)));
+        expectSane(res, `${route.role} GET ${url}`);
         expectPrototypeClean();
         seen[res.status] = (seen[res.status] ?? 0) + 1;
         total++;
