@@ -38,7 +38,9 @@ export const RECONCILED_FAILED_TEXT = 'settled as failed by an operator after ch
  * verify finds it rewritten, without free text entering the chain.
  * POST /v1/tool-calls/:id/reconcile: `failed` → errorCode VENDOR_ERROR with an
  * errorText saying an operator settled it; `succeeded` → errorCode and
- * errorText null (see RECONCILED_FAILED_CODE).
+ * errorText null (see RECONCILED_FAILED_CODE). Sent again with the status and
+ * note the call was settled with, it is answered again (a client retrying a
+ * lost answer); any other settlement of a settled call is 409.
  */
 @Injectable()
 export class ReconcileService {
@@ -76,7 +78,9 @@ export class ReconcileService {
     });
     if (rows.length === 0) {
       // The status as it is now: read before the UPDATE, it still said indeterminate when another reconcile won the race.
-      const [current] = await this.sql.query<{ status: string }>('SELECT status FROM tool_calls WHERE id = $1', [id]);
+      const [current] = await this.sql.query<{ status: string; note: string | null }>('SELECT status, note FROM tool_calls WHERE id = $1', [id]);
+      // The same settlement sent again (its answer was lost): answered again, with nothing written a second time.
+      if (current && current.status === input.status && current.note === input.note) return { id, status: input.status, note: input.note };
       throw new AppError('NOT_RECONCILABLE', `only an indeterminate call can be reconciled (this one is ${current?.status ?? existing.status})`);
     }
     return { id, status: input.status, note: input.note };

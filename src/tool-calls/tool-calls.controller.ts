@@ -57,8 +57,14 @@ export class ToolCallsController {
   @HttpCode(200)
   @Roles('ops', 'admin')
   @ApiRoles(['ops', 'admin'], 'An org key reconciles its own org’s calls (another org’s → 404); a platform key (orgId null) any org’s.')
-  @ApiResponse({ status: 200, description: '{id, status, note}: the call is now succeeded or failed', schema: RECONCILE_SCHEMA })
-  @ApiProblemResponse(409, 'NOT_RECONCILABLE: only an indeterminate call can be reconciled')
+  @ApiResponse({
+    status: 200,
+    description:
+      '{id, status, note}: the call is now succeeded or failed. The same status and note sent again for a call already settled with them ' +
+      '(a retry after a lost answer) is answered again, with no second ledger event',
+    schema: RECONCILE_SCHEMA,
+  })
+  @ApiProblemResponse(409, 'NOT_RECONCILABLE: only an indeterminate call can be reconciled (a settled call, unless the same status and note are sent again)')
   reconcile(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() dto: ReconcileDto) {
     return this.reconciler.reconcile(p, id, dto);
   }

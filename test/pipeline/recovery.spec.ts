@@ -53,9 +53,19 @@ describe('crash recovery and reconcile', () => {
     const ok = await t.http.post(`/v1/tool-calls/${stale}/reconcile`).set(bearer(ops.key)).send({ status: 'succeeded', note: 'checked in the Shopify admin: note present' });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ id: stale, status: 'succeeded' });
+    // The same settlement sent again (a retry after a lost answer) is answered again and writes nothing.
+    const resent = await t.http.post(`/v1/tool-calls/${stale}/reconcile`).set(bearer(ops.key)).send({ status: 'succeeded', note: 'checked in the Shopify admin: note present' });
+    expect(resent.status).toBe(200);
+    expect(resent.body).toEqual(ok.body);
+    // Any other settlement of a settled call is refused: another status, or the same status with another note.
     const twice = await t.http.post(`/v1/tool-calls/${stale}/reconcile`).set(bearer(ops.key)).send({ status: 'failed', note: 'again' });
     expect(twice.status).toBe(409);
     expect(twice.body.code).toBe('NOT_RECONCILABLE');
+    const otherNote = await t.http.post(`/v1/tool-calls/${stale}/reconcile`).set(bearer(ops.key)).send({ status: 'succeeded', note: 'seen in the admin' });
+    expect(otherNote.status).toBe(409);
+    expect(otherNote.body).toMatchObject({ code: 'NOT_RECONCILABLE', detail: 'only an indeterminate call can be reconciled (this one is succeeded)' });
+    const [settled] = (await t.ds.query('SELECT status, note FROM tool_calls WHERE id = $1', [stale])) as { status: string; note: string }[];
+    expect(settled).toEqual({ status: 'succeeded', note: 'checked in the Shopify admin: note present' });
     const notIndeterminate = await t.http.post(`/v1/tool-calls/${young}/reconcile`).set(bearer(ops.key)).send({ status: 'failed', note: 'x' });
     expect(notIndeterminate.status).toBe(409);
     const events = (await t.ds.query(`SELECT type, actor, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq`, [stale])) as {
