@@ -3,6 +3,7 @@ import { CatalogController } from './catalog/catalog.controller.js';
 import { ToolCatalogService } from './catalog/tool-catalog.service.js';
 import { CredentialsController } from './credentials/credentials.controller.js';
 import { CredentialsService } from './credentials/credentials.service.js';
+import { MasterKeyCheck } from './credentials/master-key-check.js';
 import { RuntimeToolExecutor } from './executor/runtime-tool-executor.js';
 import { ToolPermissionsController } from './permissions/tool-permissions.controller.js';
 import { ToolPermissionsService } from './permissions/tool-permissions.service.js';
@@ -32,7 +33,7 @@ import { VendorTokenStore } from './credentials/vendor-token.store.js';
   providers: [
     Sql, VendorTokenStore, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,
     ResultsStore, ToolCallLedger, ToolCallsService, ToolCallResultsService, OrphanSweeperService, ReconcileService,
-    ToolCallBatchService, StoredCallAnswers, OutcomeRecorder, VendorAdmission,
+    ToolCallBatchService, StoredCallAnswers, OutcomeRecorder, VendorAdmission, MasterKeyCheck,
   ],
   exports: [
     Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,

@@ -4,7 +4,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { countToolCall } from '../tool-calls/count-tool-call.js';
 import { Clock } from '../common/clock.js';
 import { PeriodicTask } from '../common/periodic-task.js';
-import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
+import { DecryptionError, EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { sharedAbortController } from '../common/shared-abort.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -45,6 +45,14 @@ interface NotExecuted {
   notExecuted: string;
 }
 
+/** The approved input is there but no loaded master key opens it: the call waits, approved, for the right key. */
+interface Unreadable {
+  unreadableUnder: string;
+}
+
+/** Calls remembered as unreadable per process (the keys cannot change without a restart); past it, a sweep only looks at them again. */
+const UNREADABLE_REMEMBERED = 10_000;
+
 /**
  * Runs approved calls exactly once and expires stale approvals.
  * "Exactly once" rests on one conditional update (approved → running) that
@@ -59,6 +67,12 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   private readonly inFlight = new Set<Promise<unknown>>();
   /** Calls this process is claiming or running: a sweep does not start them a second time (nor lease a second slot). */
   private readonly running = new Set<string>();
+  /**
+   * Approved calls whose input no key this process has loaded opens (a wrong MASTER_ENCRYPTION_KEY, a key removed
+   * before its rows were rotated): said once each, and left out of the sweep, whose turns per org × vendor they
+   * would otherwise take on every pass. A decision still tries again.
+   */
+  private readonly unreadable = new Set<string>();
   /** Set when shutdown begins: no new vendor call starts from here. */
   private stopping = false;
   /** Aborted when the database is about to close: a claim stops waiting for it to come back. */
@@ -146,7 +160,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
            FROM tool_calls WHERE status = 'approved' AND NOT (id = ANY($1::uuid[]))) q
         WHERE turn <= $2
         ORDER BY turn, updated_at, id LIMIT 100`,
-      [[...this.running], this.config.VENDOR_CONCURRENCY_LIMIT],
+      [[...this.running, ...this.unreadable], this.config.VENDOR_CONCURRENCY_LIMIT],
     );
     return { expired: progress.expired, runs: approved.map((r) => this.runSoon(r.id)) };
   }
@@ -242,12 +256,24 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
          FROM tool_call_inputs i WHERE tool_call_id = $1 AND org_id = $2`,
       [toolCallId, pending.org_id],
     );
-    let ready: Ready | NotExecuted;
+    let ready: Ready | NotExecuted | Unreadable;
     try {
       ready = this.prepare(toolCallId, pending, input);
     } catch (err) {
       this.log.error({ toolCallId, err: loggableErrorText(err) }, 'approved call could not be prepared: it is not executed');
       ready = { notExecuted: 'the approved call could not be prepared for execution' };
+    }
+    if ('unreadableUnder' in ready) {
+      // Not claimed, not failed, its input kept: a human approved it, and only this process's keys are wrong.
+      if (!this.unreadable.has(toolCallId)) {
+        if (this.unreadable.size < UNREADABLE_REMEMBERED) this.unreadable.add(toolCallId);
+        this.log.error(
+          { toolCallId, keyId: ready.unreadableUnder, loadedKeyIds: this.cipher.keyIds },
+          `approved call not run: no loaded master key opens its approved input (sealed under key id "${ready.unreadableUnder}"). ` +
+            'Is MASTER_ENCRYPTION_KEY(S) the key this database was written with? The call stays approved with its input kept, and runs once a gateway with the right key is started',
+        );
+      }
+      return;
     }
     const approved = 'notExecuted' in ready ? null : ready;
     const call = await this.claimer.claim(pending.org_id, toolCallId, approved, { mayClaim: () => !this.stopping, closing: this.closing.signal });
@@ -280,8 +306,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     await this.calls.recordOutcome({ ...base, tool, dropInput: true }, outcome);
   }
 
-  /** The catalog entry and the decrypted approved input, or why the call cannot be executed. */
-  private prepare(toolCallId: string, call: ApprovedCall, input: StoredInput | undefined): Ready | NotExecuted {
+  /** The catalog entry and the decrypted approved input, or why the call cannot be executed, or that no loaded key opens its input. */
+  private prepare(toolCallId: string, call: ApprovedCall, input: StoredInput | undefined): Ready | NotExecuted | Unreadable {
     const entry = this.catalog.find(call.tool_name, call.action);
     if (!entry) {
       this.log.error({ toolCallId }, 'approved call refers to an action no longer in the catalog');
@@ -292,7 +318,9 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     try {
       const envelope = { keyId: input.key_id, iv: input.iv, ciphertext: input.ciphertext, authTag: input.auth_tag };
       params = this.cipher.decryptJson<Record<string, unknown>>(envelope, inputAad(call.org_id, toolCallId));
-    } catch {
+    } catch (err) {
+      // A ciphertext the keys do not open is no proof the input is gone: failing the call would delete it for good.
+      if (err instanceof DecryptionError) return { unreadableUnder: input.key_id };
       return { notExecuted: 'the approved input is no longer available' };
     }
     return { entry, params, approvalKind: input.approval_kind, tool: recordedTool(entry) };

@@ -266,6 +266,27 @@ export class KeyRotationService {
   }
 
   /**
+   * For each loaded key id, the first `perTable` rows labelled with it in each table, tried with that key (read-only):
+   * a loaded key that opens none of its rows is not the material this database was written with (a backup restored
+   * with another environment's key, a mistyped key). The gateway says so at start-up (MasterKeyCheck).
+   */
+  async sampleLoadedKeys(perTable = 5): Promise<{ keyId: string; sampled: number; opened: number; tables: string[] }[]> {
+    const out: { keyId: string; sampled: number; opened: number; tables: string[] }[] = [];
+    for (const keyId of this.cipher.keyIds) {
+      const tally = { keyId, sampled: 0, opened: 0, tables: [] as string[] };
+      for (const spec of this.specs()) {
+        const [sql, params] = spec.under(keyId, null, perTable);
+        const rows = (await this.ds.query(sql, params)) as StoredRow[];
+        if (rows.length > 0) tally.tables.push(spec.table);
+        tally.sampled += rows.length;
+        tally.opened += rows.filter((row) => this.open(row, keyId, spec.aad(row))).length;
+      }
+      out.push(tally);
+    }
+    return out;
+  }
+
+  /**
    * The active key id when it names different material than some of its rows (say k2 reused for the next key
    * while rows sealed under the old k2 remain): see checkActiveRows. Read-only; `rotate` runs the same check.
    */

@@ -1,0 +1,84 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
+import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
+import { emulatorEnv, setupOrg, startHarness, type Harness } from '../support/scenario.js';
+import { dropScratchDatabase, scratchDatabaseUrl } from '../support/scratch-database.js';
+import { TEST_MASTER_KEY_2 } from '../support/secrets.js';
+import { bearer, createKey, startTestApp } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
+import { approvalFor, refundUse } from './support.js';
+
+/**
+ * A gateway started with the wrong master key (a backup restored with another environment's key, a mistyped
+ * key) cannot open the approved input of a call a human approved. That is no reason to fail the call and delete
+ * its input: the approval and the data are intact, only this process's key is wrong. The call waits, approved,
+ * and the start-up check says at once that the key does not open the database's secrets; started with the right
+ * key, the gateway runs the call once. In a database of its own: the check samples the rows of every org.
+ */
+describe('started with the wrong master key', () => {
+  let h: Harness;
+  let admin: pg.Client;
+  const dbName = `tg_wrong_key_${process.pid}_${Date.now()}`;
+  const db = { DATABASE_URL: scratchDatabaseUrl(dbName) };
+  const WRONG = { MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY_2 }; // loaded as k1, like the key it replaces
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    h = await startHarness(db);
+  });
+  afterAll(async () => {
+    try {
+      await h?.close();
+      if (admin) await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
+    } finally {
+      await admin?.end();
+    }
+  });
+
+  it('an approved call waits with its input kept, the start-up check names the key, and the right key runs the call once', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const expert = (await createKey(h.t, org.orgId, 'expert')).key;
+    const submitted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('3.00', '12345'));
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+    const id = submitted.body.toolCallId as string;
+    const approval = await approvalFor(h, expert, id);
+    const refunds = () => h.emu.vendor<ShopifyEmulator>('shopify').refundCount('12345');
+    const before = refunds();
+    const row = async () =>
+      ((await h.t.ds.query(
+        'SELECT c.status, c.error_code, (SELECT count(*)::int FROM tool_call_inputs i WHERE i.tool_call_id = c.id) AS inputs FROM tool_calls c WHERE c.id = $1',
+        [id],
+      )) as { status: string; error_code: string | null; inputs: number }[])[0];
+    await h.t.close();
+
+    // The wrong key: the start-up check says so, naming the key id and where it looked, never a secret.
+    h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db, ...WRONG });
+    const keyErrors = () => h.t.logs.filter((l) => l.includes('"context":"MasterKeys"') && l.includes('"level":50'));
+    expect(keyErrors(), h.t.logs.filter((l) => l.includes('MasterKeys')).join('\n')).toHaveLength(1);
+    expect(keyErrors()[0]).toContain('the master key loaded as \\"k1\\" opens none of the');
+    expect(keyErrors()[0]).toMatch(/integration_credentials.*tool_call_inputs/);
+
+    // The expert approves on the wrong-key gateway: the decision stands, the call is not run, and nothing is lost.
+    const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert)).send({ decision: 'approve', actionDigest: approval.actionDigest });
+    expect(decided.status, JSON.stringify(decided.body)).toBe(200);
+    const notRun = () => h.t.logs.filter((l) => l.includes('approved call not run: no loaded master key opens its approved input') && l.includes(id));
+    await waitFor(async () => notRun().length > 0, 'the runner to try the approved call', 10_000);
+    // Said once, and left out of the sweep (it would take the org × vendor's turns on every pass).
+    expect(await h.t.app.get(ApprovedCallRunner).sweep()).toMatchObject({ started: 0 });
+    expect(notRun()).toHaveLength(1);
+    expect(notRun()[0]).toContain('"keyId":"k1"');
+    expect(await row()).toEqual({ status: 'approved', error_code: null, inputs: 1 });
+    expect(refunds()).toBe(before);
+    await h.t.close();
+
+    // The right key: the start-up sweep runs the approved call, once; the check has nothing to say.
+    h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db });
+    const settled = await h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=10000`).set(bearer(org.agentKey));
+    expect(settled.body, JSON.stringify(settled.body)).toMatchObject({ status: 'succeeded' });
+    expect(refunds() - before).toBe(1);
+    expect(await row()).toEqual({ status: 'succeeded', error_code: null, inputs: 0 });
+    expect(keyErrors()).toHaveLength(0);
+  }, 60_000);
+});
