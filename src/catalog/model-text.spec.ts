@@ -8,7 +8,10 @@ describe('model-written text for the ledger', () => {
     const cut = redactedModelText(`${'a'.repeat(195)} 4111111111111111`, 200);
     expect(cut).toHaveLength(200);
     expect(cut).not.toMatch(/4111/);
-    expect(redactedModelText(`${'a'.repeat(198)}😀😀`, 200)).toBe(`${'a'.repeat(198)}\uFFFD…`);
+    // Counted and cut in code points: an emoji is one character, and the cut never splits one.
+    expect(redactedModelText(`${'a'.repeat(198)}😀😀`, 200)).toBe(`${'a'.repeat(198)}😀😀`);
+    expect(redactedModelText(`${'a'.repeat(198)}😀😀😀`, 200)).toBe(`${'a'.repeat(198)}😀…`);
+    expect(redactedModelText('😀'.repeat(300), 200)).toBe(`${'😀'.repeat(199)}…`);
   });
 
   it('redacts the quoted name and keeps the problem readable', () => {

@@ -1,3 +1,4 @@
+import { codePoints, headCodePoints } from '../common/http/code-point-length.js';
 import { storableText } from '../common/storable-text.js';
 import { redactInput } from '../redaction/redaction.service.js';
 
@@ -11,13 +12,14 @@ import { redactInput } from '../redaction/redaction.service.js';
  *    tokens, secret "name: value" / "name=value" → [REDACTED]); redaction runs
  *    on the whole text first, so the cut below can never expose part of a
  *    secret that would have been recognised whole;
- * 3. cut to `max` characters ("…" marks the cut).
+ * 3. cut to `max` characters, code points ("…" marks the cut).
  */
 export function redactedModelText(text: string, max: number): string {
   const redacted = redactInput(storableText(text));
   const out = typeof redacted === 'string' ? redacted : '';
-  // A cut may split a surrogate pair: storableText repairs the half left over.
-  return out.length <= max ? out : storableText(`${out.slice(0, max - 1)}…`);
+  // Counted and cut in characters (code points), as the ops filters that find it count them: an emoji is one, and a
+  // cut never splits it into a U+FFFD.
+  return out.length <= max || codePoints(out) <= max ? out : `${headCodePoints(out, max - 1)}…`;
 }
 
 /** Longest model-written name (parameter path) quoted in an INVALID_INPUT message. */

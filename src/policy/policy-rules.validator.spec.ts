@@ -25,6 +25,12 @@ describe('validatePolicyRules: valid input', () => {
     expect(result.rules[0]!.match!.where![0]).not.toBe(bigRefunds.match.where[0]);
   });
 
+  it('counts a reason in characters (code points), as the OpenAPI maxLength does: 500 emoji are 500, not 1,000', () => {
+    for (const reason of ['😀'.repeat(500), '𠀀'.repeat(300), 'r'.repeat(500)]) {
+      expect(validatePolicyRules([{ id: 'r', decision: 'allow', reason }])).toEqual({ ok: true, rules: [{ id: 'r', decision: 'allow', reason }] });
+    }
+  });
+
   it('accepts an empty list and a rule with only id and decision', () => {
     expect(validatePolicyRules([])).toEqual({ ok: true, rules: [] });
     expect(validatePolicyRules([{ id: 'all', decision: 'block' }])).toEqual({ ok: true, rules: [{ id: 'all', decision: 'block' }] });
@@ -98,6 +104,7 @@ describe('validatePolicyRules: errors name the rule', () => {
     [{ decision: undefined }, 'decision must be one of'],
     [{ riskLevel: 'extreme' }, 'riskLevel must be one of low, medium, high'],
     [{ reason: 'r'.repeat(501) }, 'reason must be a string of at most 500'],
+    [{ reason: '😀'.repeat(501) }, 'reason must be a string of at most 500'],
     [{ reason: 5 }, 'reason must be a string'],
     [{ match: 'all' }, 'match must be an object'],
     [{ match: null }, 'match must be an object'],

@@ -1,3 +1,4 @@
+import { codePoints } from '../common/http/code-point-length.js';
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { parseDecimal } from './policy.engine.js';
 import type { ParamNames, ToolParams } from './policy-param-names.js';
@@ -110,7 +111,7 @@ function checkRule(raw: unknown, fail: Fail, known: KnownTools | undefined): Pol
   if (riskLevel !== undefined && !oneOf(RISK_LEVELS, riskLevel)) {
     ok = failWith(fail, `riskLevel must be one of ${RISK_LEVELS.join(', ')}`);
   }
-  if (reason !== undefined && (typeof reason !== 'string' || reason.length > POLICY_LIMITS.maxReasonLength)) {
+  if (reason !== undefined && (typeof reason !== 'string' || codePoints(reason) > POLICY_LIMITS.maxReasonLength)) {
     ok = failWith(fail, `reason must be a string of at most ${POLICY_LIMITS.maxReasonLength} characters`);
   }
   const checkedMatch = match === undefined ? undefined : checkMatch(match, fail, known);

@@ -144,6 +144,21 @@ describe('model-written text in the ledger: bounded and redacted', () => {
     for (const e of await eventsOf(res.body.toolCallId as string)) expect(e.metadata.action).toBe('lookupp');
   });
 
+  it('an unknown action is kept up to 200 characters counted as the ops filter counts them: 101 emoji are recorded whole and found; 201 are cut between two', async () => {
+    const recorded = async (action: string) => {
+      const res = await post(org, toolUse('order_lookup', { action, orderId: '1' }));
+      expect(res.body.errorCode).toBe('NOT_IN_MANIFEST');
+      return { id: res.body.toolCallId as string, action: (await rowOf(res.body.toolCallId as string)).action };
+    };
+    const whole = '😀'.repeat(101); // 101 characters, 202 UTF-16 units
+    const kept = await recorded(whole);
+    expect(kept.action).toBe(whole);
+    const found = await h.t.http.get('/v1/tool-calls').query({ action: whole }).set(bearer(ops));
+    expect(found.status).toBe(200);
+    expect((found.body.items as { id: string }[]).map((c) => c.id)).toEqual([kept.id]);
+    expect((await recorded('😀'.repeat(201))).action).toBe(`${'😀'.repeat(199)}…`); // never a half emoji turned U+FFFD
+  });
+
   it('422 INVALID_INPUT for a card number used as a parameter name: not in error_text, ops reads or the tool_result', async () => {
     const res = await post(org, toolUse('order_lookup', { action: 'lookup', orderId: '1', [CARD]: 'x' }));
     expect(res.status).toBe(422);

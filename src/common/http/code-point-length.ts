@@ -16,6 +16,17 @@ export function codePoints(s: string): number {
   return n;
 }
 
+/** The longest head of `s` of at most `n` code points: a cut there never splits a surrogate pair. */
+export function headCodePoints(s: string, n: number): string {
+  let i = 0;
+  for (let kept = 0; kept < n && i < s.length; kept++) {
+    const c = s.charCodeAt(i);
+    const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
+    i += c >= 0xd800 && c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff ? 2 : 1;
+  }
+  return s.slice(0, i);
+}
+
 /**
  * class-validator's @Length, counted in code points. Its own (validator.js isLength) does not count a variation
  * selector (U+FE0E, U+FE0F) after a character, so a name of 200 letters and a selector passed @Length(1, 200), and
