@@ -3,6 +3,8 @@
  * response below (status and media type) must be documented on its operation.
  */
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { beginHttpDrain } from '../../src/app.setup.js';
@@ -167,6 +169,35 @@ describe('OpenAPI document matches the live answers', () => {
     expect(doc.info.description).toMatch(/method it does not support.*404 NOT_FOUND.*"no such route".*no 405/);
     expect(operation('get', '/v1/approvals/{id}').responses['404'].description).toContain('no such route');
   });
+  it('every operation documents the 400s any route answers: an unknown query parameter (VALIDATION_FAILED) and a malformed request (BAD_REQUEST)', async () => {
+    let operations = 0;
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        operations++;
+        const documented = op.responses['400']?.description ?? '';
+        expect(documented, `${method.toUpperCase()} ${path}`).toContain('VALIDATION_FAILED for a query parameter the route does not take');
+        expect(documented, `${method.toUpperCase()} ${path}`).toContain('BAD_REQUEST for a malformed request');
+      }
+    }
+    expect(operations).toBeGreaterThan(30);
+    // Live: a tool call with a query parameter (its own 400 otherwise names only BAD_REQUEST), the catalog with two keys.
+    const dryRun = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls?dryRun=true`).set(bearer(o.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '1' }));
+    expect([dryRun.status, dryRun.body.code, dryRun.body.detail]).toEqual([400, 'VALIDATION_FAILED', 'dryRun: property dryRun should not exist']);
+    expectDocumented('post', '/v1/runs/{runId}/tool-calls', dryRun);
+    const port = ((h.t.app.getHttpServer() as Server).address() as AddressInfo).port;
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (c: Buffer) => (text += c.toString('utf8')));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+      socket.write(`GET /v1/tools HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${o.agentKey}\r\nAuthorization: Bearer ${o.agentKey}\r\nConnection: close\r\n\r\n`);
+    });
+    const [head, body] = raw.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 .*content-type: application\/problem\+json/is);
+    expect(JSON.parse(body) as { code: string }).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
+  });
+
   it('POST /v1/api-keys documents the 404 of an unknown org or (org admins) another org, and the 403 of an org admin asking for a platform key', async () => {
     const unknown = await postApiKey(h.t.http, adminAuth, { orgId: randomUUID(), role: 'agent', name: 'x' });
     expect([unknown.status, unknown.body.code]).toEqual([404, 'NOT_FOUND']);

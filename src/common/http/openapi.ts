@@ -156,6 +156,11 @@ const NO_SUCH_ROUTE =
   'An unknown path, or a known path with a method it does not support (e.g. DELETE /v1/tools), answers 404 NOT_FOUND ' +
   'with detail "no such route" (problem+json); there is no 405 Method Not Allowed.';
 
+/** What any /v1 route answers 400 before its own checks (the URL guard, AuthGuard, refuseQueryParameters). */
+const REQUEST_REFUSALS =
+  'On any route: VALIDATION_FAILED for a query parameter the route does not take (named, unless it looks like a secret); ' +
+  'BAD_REQUEST for a malformed request: a bad percent-escape, NUL or `#` in the URL, no Host header, or more than one Authorization header';
+
 /** Every documented route is authenticated; these are the errors any of them can answer (API.md §9). */
 const COMMON_ERRORS: [status: string, description: string, when: (path: string, op: OpenApiOperation) => boolean][] = [
   ['400', 'VALIDATION_FAILED (or BAD_REQUEST for a body that is not JSON): a query, path or body field is invalid', (path, op) => path.includes('{') || (op.parameters?.length ?? 0) > 0 || op.requestBody !== undefined],
@@ -202,6 +207,13 @@ export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
         if (responses[status] === undefined && applies(path, op)) {
           responses[status] = { description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
         }
+      }
+      // The refusals of a malformed request, before any route's own checks: on every /v1 operation's 400.
+      if (path.startsWith('/v1/')) {
+        const own = responses['400'];
+        responses['400'] = own
+          ? { ...own, description: `${own.description ?? ''}. ${REQUEST_REFUSALS}` }
+          : { description: REQUEST_REFUSALS, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
       }
       // After the common errors: an optional header must not make an operation look like it takes parameters (400).
       // The middleware reads it on every route; /v1 is what the document describes (health and metrics are not in it).
