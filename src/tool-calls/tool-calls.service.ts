@@ -180,7 +180,10 @@ export class ToolCallsService {
         this.policies.forget(orgId);
         release?.();
         release = null;
-        if (attempt >= GOVERNANCE_REDECIDE_MAX) throw new AppError('CONFLICT', "the organization's flag or policy kept changing while this call was decided; send it again");
+        if (attempt >= GOVERNANCE_REDECIDE_MAX) {
+          // Nothing recorded, and the client is told to send it again: when, as every other answer asking for a retry says.
+          throw new AppError('CONFLICT', "the organization's flag or policy kept changing while this call was decided; send it again", { retryAfterSeconds: 1 });
+        }
         return await this.submit(p, runId, body, idempotencyHeader, correlationId, attempt + 1);
       }
       if (status !== 'running') {

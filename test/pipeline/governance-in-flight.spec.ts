@@ -8,6 +8,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { ToolCallLedger } from '../../src/tool-calls/tool-call-ledger.js';
 import { adminAuth, bearer } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -71,5 +72,23 @@ describe('a governance change while a call is being recorded', () => {
     expect({ status: res.body.status, errorCode: res.body.errorCode, sent }).toEqual({ status: 'blocked', errorCode: 'POLICY_BLOCKED', sent: 0 });
     const [pd] = (await h.t.ds.query('SELECT rule_id FROM policy_decisions WHERE tool_call_id = $1', [res.body.toolCallId])) as { rule_id: string }[];
     expect(pd?.rule_id).toBe('no-notes');
+  });
+
+  it('governance that keeps changing on another replica while a call is decided: 409 CONFLICT with Retry-After (send it again), after deciding afresh', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_order.add_note'] });
+    // The intent statement reports each time that the flag or policy the call was decided on is no longer the org's.
+    const ledger = h.t.app.get(ToolCallLedger, { strict: false });
+    const writeIntent = ledger.writeIntent.bind(ledger);
+    let attempts = 0;
+    ledger.writeIntent = async () => (attempts++, 'governance-changed');
+    try {
+      const res = await post(org, 'keeps-changing');
+      expect([res.status, res.body.code, res.body.detail]).toEqual([409, 'CONFLICT', "the organization's flag or policy kept changing while this call was decided; send it again"]);
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.body.retryAfterSeconds).toBe(1);
+      expect(attempts).toBeGreaterThan(1); // decided again on fresh reads before giving up
+    } finally {
+      ledger.writeIntent = writeIntent;
+    }
   });
 });
