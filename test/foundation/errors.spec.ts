@@ -44,6 +44,29 @@ describe('errors, limits and correlation ids', () => {
     expect(res.body.detail).toContain('name');
   });
 
+  it('names only the rule a value breaks: a limit that is no integer is not also "greater than 200", a missing list not "more than 1000 items"', async () => {
+    const org = await createOrg(t, 'validation detail');
+    const ops = (await createKey(t, org, 'ops')).key;
+    for (const [query, detail] of [
+      ['limit=1.5', 'limit: limit must be an integer number'],
+      ['limit=abc', 'limit: limit must be an integer number'],
+      ['limit=0', 'limit: limit must not be less than 1'],
+      ['limit=201', 'limit: limit must not be greater than 200'],
+    ]) {
+      for (const path of ['/v1/tool-calls', '/v1/ledger/events', '/v1/approvals']) {
+        const res = await t.http.get(`${path}?${query}`).set(bearer(ops));
+        expect([res.status, res.body.code, res.body.detail], `${path}?${query}`).toEqual([400, 'VALIDATION_FAILED', detail]);
+      }
+    }
+    for (const body of [{}, { items: 'all' }]) {
+      const res = await t.http.put(`/v1/orgs/${org}/tool-permissions`).set(adminAuth).send(body);
+      expect([res.status, res.body.code, res.body.detail], JSON.stringify(body)).toEqual([400, 'VALIDATION_FAILED', 'items: items must be an array']);
+    }
+    const tooMany = Array.from({ length: 1001 }, () => ({ toolName: 'a', action: 'b', specialistId: null, enabled: true })); // under the 64 KiB body limit
+    const res = await t.http.put(`/v1/orgs/${org}/tool-permissions`).set(adminAuth).send({ items: tooMany });
+    expect([res.status, res.body.detail]).toEqual([400, 'items: items must contain no more than 1000 elements']);
+  });
+
   it('answers 413 for a 600 KiB body and 400 for broken or too deep JSON', async () => {
     const big = await t.http.post('/v1/orgs').set(adminAuth).set('Content-Type', 'application/json').send(JSON.stringify({ name: 'x'.repeat(600 * 1024) }));
     expect(big.status).toBe(413);

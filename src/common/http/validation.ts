@@ -9,13 +9,34 @@ import { canonicalUuid } from '../ids.js';
 const BODY_ROOT = 'body';
 const UNNAMED_INVALID_FIELD = 'a field not named here is invalid';
 
+/**
+ * class-validator rules on what a value is (present, of a type). One of them failing makes every rule on what the value
+ * holds fail too, falsely ("limit=1.5": "must not be greater than 200; must not be less than 1; must be an integer
+ * number"; no `items` at all: "must contain no more than 1000 elements"): a 400 names only the rule the value breaks.
+ */
+const TYPE_RULES = new Set(['isDefined', 'isInt', 'isNumber', 'isArray', 'isString', 'isBoolean', 'isObject']);
+
+/**
+ * The constraints a 400 reports: a value that is absent or no array is told only that (a rule on "each value in" it
+ * means nothing then); else the type rules that failed if any did; else every one that failed.
+ */
+function reported(constraints: Record<string, string>): [string, string][] {
+  const all = Object.entries(constraints);
+  for (const first of ['isDefined', 'isArray']) {
+    const only = all.filter(([rule]) => rule === first);
+    if (only.length > 0) return only;
+  }
+  const typeOnly = all.filter(([rule]) => TYPE_RULES.has(rule));
+  return typeOnly.length > 0 ? typeOnly : all;
+}
+
 function describe(errors: ValidationError[], parent = ''): string[] {
   const out: string[] = [];
   for (const e of errors) {
     // A key that is no field name (a token pasted as a key) is never echoed: it may be a secret (echoable-field-name.ts).
     const named = isEchoableFieldName(e.property) || /^\d{1,6}$/.test(e.property);
     const path = named ? (parent ? `${parent}.${e.property}` : e.property) : parent || BODY_ROOT;
-    for (const [rule, msg] of Object.entries(e.constraints ?? {})) {
+    for (const [rule, msg] of reported(e.constraints ?? {})) {
       const unnamed = rule === 'whitelistValidation' ? UNNAMED_UNKNOWN_FIELD : UNNAMED_INVALID_FIELD;
       out.push(`${path}: ${named ? msg : unnamed}`);
     }
