@@ -169,7 +169,7 @@ describe('OpenAPI document matches the live answers', () => {
     expect(doc.info.description).toMatch(/method it does not support.*404 NOT_FOUND.*"no such route".*no 405/);
     expect(operation('get', '/v1/approvals/{id}').responses['404'].description).toContain('no such route');
   });
-  it('every operation documents the 400s any route answers: an unknown query parameter (VALIDATION_FAILED) and a malformed request (BAD_REQUEST)', async () => {
+  it('every operation documents the refusals any route answers: 400 for an unknown query parameter (VALIDATION_FAILED) or a malformed request (BAD_REQUEST), 408, 417 and 431', async () => {
     let operations = 0;
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
@@ -177,6 +177,10 @@ describe('OpenAPI document matches the live answers', () => {
         const documented = op.responses['400']?.description ?? '';
         expect(documented, `${method.toUpperCase()} ${path}`).toContain('VALIDATION_FAILED for a query parameter the route does not take');
         expect(documented, `${method.toUpperCase()} ${path}`).toContain('BAD_REQUEST for a malformed request');
+        // Answered by the HTTP layer before any route (http-edges.spec.ts, slow-uploads.spec.ts): documented everywhere too.
+        expect(op.responses['408']?.description, `${method.toUpperCase()} ${path}`).toMatch(/^BAD_REQUEST: .*HTTP_REQUEST_TIMEOUT_MS/);
+        expect(op.responses['417']?.description, `${method.toUpperCase()} ${path}`).toMatch(/^BAD_REQUEST: an Expect header/);
+        expect(op.responses['431']?.description, `${method.toUpperCase()} ${path}`).toMatch(/^PAYLOAD_TOO_LARGE: the request headers/);
       }
     }
     expect(operations).toBeGreaterThan(30);
