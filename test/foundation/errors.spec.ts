@@ -67,6 +67,25 @@ describe('errors, limits and correlation ids', () => {
     expect([res.status, res.body.detail]).toEqual([400, 'items: items must contain no more than 1000 elements']);
   });
 
+  it('a JSON body that is no object is told so, in the same words on every route (no body, or null, is an empty object)', async () => {
+    const org = await createOrg(t, 'body shape');
+    const agent = (await createKey(t, org, 'agent')).key;
+    const run = (await t.http.post('/v1/runs').set(bearer(agent)).send({ specialistId: 'support' })).body.id as string;
+    const cases: [string, string, string, Record<string, string>][] = [
+      ['post', '/v1/runs', '[{}]', bearer(agent)],
+      ['post', `/v1/runs/${run}/complete`, '"x"', bearer(agent)],
+      ['post', '/v1/orgs', 'true', adminAuth],
+      ['put', `/v1/orgs/${org}/feature-flags/tool_calling_enabled`, '5', adminAuth],
+    ];
+    const kinds: Record<string, string> = { '[{}]': 'an array', '"x"': 'a string', true: 'a boolean', 5: 'a number' };
+    for (const [method, path, text, auth] of cases) {
+      const res = await t.http[method as 'post' | 'put'](path).set(auth).set('Content-Type', 'application/json').send(text);
+      expect([res.status, res.body.code, res.body.detail], `${method} ${path} ${text}`).toEqual([400, 'VALIDATION_FAILED', `body: must be a JSON object, not ${kinds[text]}`]);
+    }
+    const ended = await t.http.post(`/v1/runs/${run}/complete`).set(bearer(agent)).set('Content-Type', 'application/json').send('null');
+    expect([ended.status, ended.body.status]).toEqual([200, 'completed']);
+  });
+
   it('answers 413 for a 600 KiB body and 400 for broken or too deep JSON', async () => {
     const big = await t.http.post('/v1/orgs').set(adminAuth).set('Content-Type', 'application/json').send(JSON.stringify({ name: 'x'.repeat(600 * 1024) }));
     expect(big.status).toBe(413);

@@ -126,6 +126,12 @@ class StrictValidationPipe extends ValidationPipe {
   private async strictTransform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const { metatype, type } = metadata;
     const judged = (type === 'body' || type === 'query') && typeof metatype === 'function' && declaredProperties(metatype).size > 0;
+    // A JSON body that is no object (an array, a string, a number, a boolean): said so, the same on every route (Nest
+    // answered "Validation failed (object is expected)" to a scalar, and "0: property 0 should not exist" to an array).
+    // No body, or JSON null, is an empty object: every field absent.
+    if (judged && type === 'body' && value !== undefined && value !== null && (typeof value !== 'object' || Array.isArray(value))) {
+      throw validationFailed([`${BODY_ROOT}: must be a JSON object, not ${Array.isArray(value) ? 'an array' : `a ${typeof value}`}`]);
+    }
     if (!judged || typeof value !== 'object' || value === null || Array.isArray(value)) return super.transform(value, metadata);
     if (type === 'query') {
       // `?limit=1&limit=2` reaches here as an array (the simple query parser), which every rule of a one-value
