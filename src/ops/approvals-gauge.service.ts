@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { Clock } from '../common/clock.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 
@@ -8,7 +9,10 @@ export const APPROVALS_GAUGE_INTERVAL_MS = 15_000;
 /**
  * Keeps `approvals_pending` current: a count of pending approval requests
  * across every org, refreshed every 15 s. It reads the database rather than
- * counting in memory, so every replica reports the same truth.
+ * counting in memory, so every replica reports the same truth. An approval past
+ * its expiry is not counted, though the sweep may not have written it down yet:
+ * every read (the expert's queue, the approval itself) shows it expired from
+ * the moment it passes, and so does the gauge.
  */
 @Injectable()
 export class ApprovalsGaugeService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -17,6 +21,7 @@ export class ApprovalsGaugeService implements OnApplicationBootstrap, OnApplicat
   constructor(
     private readonly ds: DataSource,
     private readonly metrics: MetricsService,
+    private readonly clock: Clock,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -28,7 +33,7 @@ export class ApprovalsGaugeService implements OnApplicationBootstrap, OnApplicat
   }
 
   async refresh(): Promise<number> {
-    const [{ n }] = (await this.ds.query(`SELECT count(*)::int AS n FROM approval_requests WHERE status = 'pending'`)) as [{ n: number }];
+    const [{ n }] = (await this.ds.query(`SELECT count(*)::int AS n FROM approval_requests WHERE status = 'pending' AND expires_at > $1`, [this.clock.now()])) as [{ n: number }];
     this.metrics.pendingApprovals.set(n);
     return n;
   }

@@ -161,16 +161,20 @@ describe('ledger events, usage and metrics', () => {
     it('exposes the ops metrics, with approvals_pending counted from the database', async () => {
       const org = await createOrg(t, 'Metrics');
       const run = await insertRun(t.ds, org);
-      const calls = await insertCalls(t.ds, [0, 1, 2].map(() => ({ orgId: org, runId: run, status: 'waiting_approval' })));
+      const calls = await insertCalls(t.ds, [0, 1, 2, 3].map(() => ({ orgId: org, runId: run, status: 'waiting_approval' })));
       for (const [i, c] of calls.entries()) {
+        // The fourth is past its expiry, not yet written down by the sweep: every read shows it expired, and so does the gauge.
         await t.ds.query(
           `INSERT INTO approval_requests (id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason,
                                           action_digest, expires_at)
-           VALUES ($1, $2, $3, $4, 'expert', $5, 'shopify_refund', 'create', '{}', 'high', 'test', 'ab', now() + interval '1 day')`,
-          [randomUUID(), org, c.id, run, i === 2 ? 'approved' : 'pending'],
+           VALUES ($1, $2, $3, $4, 'expert', $5, 'shopify_refund', 'create', '{}', 'high', 'test', 'ab', now() + $6::interval)`,
+          [randomUUID(), org, c.id, run, i === 2 ? 'approved' : 'pending', i === 3 ? '-1 minute' : '1 day'],
         );
       }
-      const [{ n }] = (await t.ds.query(`SELECT count(*)::int AS n FROM approval_requests WHERE status = 'pending'`)) as { n: number }[];
+      const [{ n, overdue }] = (await t.ds.query(
+        `SELECT count(*) FILTER (WHERE expires_at > now())::int AS n, count(*) FILTER (WHERE expires_at <= now())::int AS overdue FROM approval_requests WHERE status = 'pending'`,
+      )) as { n: number; overdue: number }[];
+      expect(overdue).toBeGreaterThan(0);
       expect(await t.app.get(ApprovalsGaugeService).refresh()).toBe(n);
       const res = await t.http.get('/metrics');
       expect(res.status).toBe(200);
