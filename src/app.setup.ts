@@ -41,7 +41,7 @@ export function configureApp(app: INestApplication): void {
   if (hops > 0) express.set('trust proxy', hops);
   app.useLogger(app.get(Logger));
   const metrics = app.get(MetricsService);
-  const drain = new HttpDrain(app.getHttpServer() as Server, config.VENDOR_TIMEOUT_MS, config.HTTP_PIPELINE_DEPTH);
+  const drain = new HttpDrain(app.getHttpServer() as Server, config.VENDOR_TIMEOUT_MS, config.HTTP_PIPELINE_DEPTH, config.HTTP_REQUEST_TIMEOUT_MS);
   drains.set(app, drain);
   app.use(correlationMiddleware);
   // The request log and the metrics see every answer given after the correlation id, the refusals below included.

@@ -145,7 +145,8 @@ export const CONFIG_SCHEMA = {
   HTTP_REQUEST_TIMEOUT_MS: {
     description:
       'a request whose headers and body have not all arrived within this is answered 408 and its connection closed: a stalled or trickled upload ' +
-      'holds a connection and its buffered body no longer (the headers alone get at most 60 s, or this if less); answers may take longer (a long-poll)',
+      'holds a connection and its buffered body no longer (the headers alone get at most 60 s, or this if less); answers may take longer (a long-poll), ' +
+      'but a connection whose answers wait to be sent and of which the client reads nothing for this long is closed',
     parse: int(30_000, 1_000, 300_000),
   },
   DATA_DIR: { description: 'local folder for the embedded database and generated development secrets', parse: req('.data') },

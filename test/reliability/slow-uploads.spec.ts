@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrgVia, startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
 import { bearer } from '../support/test-app.js';
-import { rawClient, rssMb, sleep, type RawClient } from './support.js';
+import { rawClient, rssMb, sleep, waitFor, type RawClient } from './support.js';
 
 const head = (length: number, authorization?: string): string =>
   `POST /v1/runs/00000000-0000-4000-8000-000000000001/tool-calls HTTP/1.1\r\nHost: gateway\r\n` +
@@ -65,6 +65,40 @@ describe('uploads that do not finish', () => {
     expect(polled.status).toBe(200);
     expect(polled.body.status).toBe('waiting_approval');
   }, 30_000);
+
+  it('answers a client does not read: its connection is closed once none of them has left for the limit, and what they held is dropped', async () => {
+    // 40 OpenAPI documents asked for on one connection, none read: more than the kernel's buffers take, so the rest
+    // waits in the gateway's memory. Before, it waited as long as the client stayed connected.
+    const c = await rawClient(port);
+    c.sock.pause();
+    const asked = 40;
+    c.sock.write('GET /openapi.json HTTP/1.1\r\nHost: gateway\r\n\r\n'.repeat(asked));
+    await sleep(5_000); // the limit (2 s), a look every second, and a margin
+    c.sock.resume();
+    await waitFor(async () => c.closedAt() !== undefined, 'the gateway to close the connection', 10_000);
+    const answered = c.received().split('HTTP/1.1 200 ').length - 1;
+    expect(answered).toBeGreaterThan(0); // what had left the gateway arrives
+    expect(answered).toBeLessThan(asked); // what still waited in it was dropped with the connection
+  }, 30_000);
+
+  it('a client reading its answers slowly is not cut off, though it reads for longer than the limit', async () => {
+    const c = await rawClient(port);
+    c.sock.pause();
+    const asked = 40;
+    c.sock.write(`${'GET /openapi.json HTTP/1.1\r\nHost: gateway\r\n\r\n'.repeat(asked - 1)}GET /openapi.json HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n\r\n`);
+    // 20 ms after each chunk read (at most 64 KiB: a socket reads no more at once): some 10 MB take over 3 s, longer than
+    // the limit (2 s), and the answers keep leaving the gateway all along, so they never stall.
+    const started = performance.now();
+    c.sock.on('data', () => {
+      c.sock.pause();
+      setTimeout(() => c.sock.resume(), 20);
+    });
+    c.sock.resume();
+    await waitFor(async () => c.closedAt() !== undefined, 'the answers to end', 50_000);
+    expect(c.received().length).toBeGreaterThan(8_000_000);
+    expect(performance.now() - started).toBeGreaterThan(2_500);
+    expect(c.received().split('HTTP/1.1 200 ').length - 1).toBe(asked);
+  }, 60_000);
 });
 
 describe('memory held for bodies that do not finish', () => {

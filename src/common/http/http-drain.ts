@@ -13,10 +13,15 @@ export const DRAIN_CLIENT_DEADLINE_MS = 3_000;
 export const DRAIN_BACKSTOP_MARGIN_MS = 5_000;
 
 
+/** Longest pause between two looks at the connections for answers their clients stopped reading. */
+const STALL_CHECK_MS = 5_000;
+
 /** The requests of one connection dispatched to the app and not yet answered (several when pipelined). */
 interface Connection {
   open: Set<ServerResponse>;
   deadline?: NodeJS.Timeout;
+  /** Answer bytes waiting in the process for a client that reads none: how many had left it, and since when none more. */
+  stalled?: { bytesWritten: number; since: number };
 }
 
 function refuse(req: Request & { correlationId?: string }, res: Response): void {
@@ -50,6 +55,7 @@ export class HttpDrain {
   /** Connections destroyed for pipelining more than `pipelineDepth`: their requests still being parsed start nothing. */
   private readonly flooded = new WeakSet<Socket>();
   private backstop?: NodeJS.Timeout;
+  private readonly stallCheck: NodeJS.Timeout;
 
   /**
    * `pipelineDepth` (HTTP_PIPELINE_DEPTH): the most requests one connection may have dispatched and not yet answered.
@@ -58,11 +64,22 @@ export class HttpDrain {
    * answer in memory (about 170 MB for the OpenAPI document). Past it, the connection is destroyed, and its requests
    * not yet started are dropped.
    */
+  /**
+   * `stalledWriteMs` (HTTP_REQUEST_TIMEOUT_MS): a connection with answer bytes waiting to be sent that sends none of
+   * them for this long is closed. A client that reads nothing (a large result asked for on connection after
+   * connection, an export never read) would otherwise keep each answer in the process's memory for as long as it
+   * stays connected. A client reading slowly makes progress and is left alone, as is a request still running (it
+   * has nothing waiting to be sent).
+   */
   constructor(
     private readonly server: Server,
     private readonly vendorTimeoutMs: number,
     private readonly pipelineDepth: number,
+    private readonly stalledWriteMs = 30_000,
   ) {
+    this.stallCheck = setInterval(() => this.closeStalled(), Math.min(STALL_CHECK_MS, Math.max(100, Math.floor(stalledWriteMs / 2))));
+    this.stallCheck.unref();
+    server.once('close', () => clearInterval(this.stallCheck));
     server.on('connection', (socket: Socket) => this.track(socket));
     // Prepended: counted before the app's own listener runs (and perhaps admits it in the same tick). Not
     // 'checkExpectation': a listener there takes those requests over; they are answered 417 at once anyway.
@@ -102,6 +119,17 @@ export class HttpDrain {
       for (const socket of this.connections.keys()) socket.destroy();
     }, this.vendorTimeoutMs + DRAIN_BACKSTOP_MARGIN_MS);
     this.backstop.unref();
+  }
+
+  private closeStalled(): void {
+    const now = performance.now();
+    for (const [socket, conn] of this.connections) {
+      // bytesWritten counts the bytes queued too: what has left the process is that less what still waits in it.
+      const sent = socket.bytesWritten - socket.writableLength;
+      if (socket.writableLength === 0) conn.stalled = undefined;
+      else if (conn.stalled?.bytesWritten !== sent) conn.stalled = { bytesWritten: sent, since: now };
+      else if (now - conn.stalled.since >= this.stalledWriteMs) socket.destroy();
+    }
   }
 
   private track(socket: Socket): void {
