@@ -1,5 +1,6 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { ApiKeysService } from './auth/api-keys.service.js';
+import { KeyRateLimiter } from './auth/key-rate-limiter.js';
 import { Clock } from './common/clock.js';
 import { ClockSyncService } from './common/clock-sync.service.js';
 import { EnvelopeCipher } from './common/crypto/envelope-cipher.js';
@@ -20,6 +21,7 @@ const SHARED = [
   OrgScopeService,
   FeatureFlagsService,
   ApiKeysService,
+  KeyRateLimiter,
 ];
 
 /** Services every feature uses: config, clock, crypto, ledger events, metrics, org scope, keys. */

@@ -10,6 +10,7 @@ import { ApiKeysService, type LookupGate } from './api-keys.service.js';
 import { KEY_CHECKED_IN_WRITE, KEY_KIND_KEY, PUBLIC_KEY, RATE_COST_KEY, ROLES_KEY, type KeyKindRule, type RateCostOf } from './auth.decorators.js';
 import { clientAddressKey } from './client-address.js';
 import type { Principal } from './principal.js';
+import { KeyRateLimiter } from './key-rate-limiter.js';
 import { RateLimiter } from './rate-limiter.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -25,16 +26,15 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
-  private readonly limiter: RateLimiter;
   /** Lookups that found no key, per client address: a flood of made-up keys is refused before it reaches the database. */
   private readonly failures: RateLimiter | null;
 
   constructor(
     private readonly reflector: Reflector,
     private readonly keys: ApiKeysService,
+    private readonly limiter: KeyRateLimiter,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.limiter = new RateLimiter(config.RATE_LIMIT_RPS);
     this.failures = config.AUTH_FAILURE_RPS > 0 ? new RateLimiter(config.AUTH_FAILURE_RPS) : null;
   }
 

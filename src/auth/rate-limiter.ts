@@ -40,6 +40,28 @@ export class RateLimiter {
     return Math.max(1, Math.ceil((need - b.tokens) / this.rps));
   }
 
+  /**
+   * After take(): `cost` more tokens for work whose size is known only once the request is under way (a stored
+   * result read back in full). Spent when the bucket holds them, or when it held a full burst before take() (the key
+   * is then left in debt by the rest, as by a cost above the burst); else nothing more is spent and the seconds to
+   * wait are returned. A key with no bucket yet (limits off, or take() not called) pays nothing.
+   */
+  takeMore(key: string, cost: number): number {
+    if (this.rps <= 0 || cost <= 0) return 0;
+    const b = this.buckets.get(key);
+    if (!b) return 0;
+    const burst = this.rps * 2;
+    const t = this.now();
+    b.tokens = Math.min(burst, b.tokens + ((t - b.at) / 1000) * this.rps);
+    b.at = t;
+    const need = Math.min(cost, burst - 1);
+    if (b.tokens >= need) {
+      b.tokens -= cost;
+      return 0;
+    }
+    return Math.max(1, Math.ceil((need - b.tokens) / this.rps));
+  }
+
   /** Gives back a token take() spent (the work it paid for turned out not to count). */
   refund(key: string): void {
     const b = this.buckets.get(key);

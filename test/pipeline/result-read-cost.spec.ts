@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RESULT_BYTES_PER_TOKEN } from '../../src/auth/key-rate-limiter.js';
+import { setupNangoOrg } from '../executor/support.js';
+import { emulatorEnv, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { bearer, startTestApp } from '../support/test-app.js';
+
+/**
+ * A stored result read back in full (GET /v1/tool-calls/:id/result) costs the key a token per 64 KiB beyond the
+ * first, taken before it is decrypted: one key within RATE_LIMIT_RPS could otherwise have the gateway decrypt,
+ * parse and send a megabytes-large result many times a second, and every other org's calls wait behind it (a noisy
+ * neighbour review measured another org's lookup at 10 s while one key read a 3 MB result 20 times a second).
+ */
+describe('reading a large result costs its size', () => {
+  let h: Harness;
+  let org: OrgSetup;
+  beforeAll(async () => {
+    h = await startHarness(); // no rate limit while the org is set up
+    org = await setupNangoOrg(h.t);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function storedCall(items: number): Promise<string> {
+    h.emu.fault({ vendor: 'nango', kind: 'status', status: 200, body: { items: Array.from({ length: items }, (_, i) => ({ id: i, name: `item-${i}`, qty: i % 7 })) } });
+    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('nango_proxy', { action: 'get', path: 'v1/items' }));
+    expect(res.body, JSON.stringify(res.body).slice(0, 300)).toMatchObject({ status: 'succeeded' });
+    return res.body.toolCallId as string;
+  }
+  const bytesOf = async (id: string) =>
+    ((await h.t.ds.query('SELECT octet_length(ciphertext) AS n FROM tool_call_results WHERE tool_call_id = $1', [id])) as { n: number }[])[0].n;
+
+  it('a large result: the first read passes on a full bucket and leaves the key in debt; the next waits (429, Retry-After); small reads cost one', async () => {
+    const large = await storedCall(16_000);
+    const small = await storedCall(10);
+    const cost = Math.floor((await bytesOf(large)) / RESULT_BYTES_PER_TOKEN);
+    expect(cost).toBeGreaterThanOrEqual(8); // twice the burst: its debt takes seconds to pay back
+    expect(await bytesOf(small)).toBeLessThan(RESULT_BYTES_PER_TOKEN);
+    await h.t.close();
+    h.t = await startTestApp({ ...emulatorEnv(h.emu.url), RATE_LIMIT_RPS: '2' }); // a burst of 4
+
+    const full = (ms = 2_100) => new Promise((r) => setTimeout(r, ms)); // the key's bucket refilled: 4 tokens at 2 a second
+    // A small result costs a request: four reads in a row pass on a full bucket.
+    await full();
+    for (let i = 0; i < 4; i++) expect((await h.t.http.get(`/v1/tool-calls/${small}/result`).set(bearer(org.agentKey))).status).toBe(200);
+    // The large one passes on a full bucket, answered whole, and leaves the key owing what it cost beyond the burst.
+    await full();
+    const first = await h.t.http.get(`/v1/tool-calls/${large}/result`).set(bearer(org.agentKey));
+    expect(first.status).toBe(200);
+    expect((first.body.result as { items: unknown[] }).items).toHaveLength(16_000);
+    // Right after it: refused before anything is read, with when to come back (a small read would have passed).
+    const second = await h.t.http.get(`/v1/tool-calls/${small}/result`).set(bearer(org.agentKey));
+    expect([second.status, second.body.code]).toEqual([429, 'RATE_LIMITED']);
+    expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // A bucket with some tokens, but fewer than the large result costs: refused by its size, saying so.
+    await full(((cost - 3 + 4) / 2) * 1000 + 500); // the debt paid back and the bucket full again
+    expect((await h.t.http.get(`/v1/tool-calls/${small}/result`).set(bearer(org.agentKey))).status).toBe(200);
+    expect((await h.t.http.get(`/v1/tool-calls/${small}/result`).set(bearer(org.agentKey))).status).toBe(200);
+    const priced = await h.t.http.get(`/v1/tool-calls/${large}/result`).set(bearer(org.agentKey));
+    expect([priced.status, priced.body.code]).toEqual([429, 'RATE_LIMITED']);
+    expect(priced.body.detail).toMatch(/^rate limit exceeded for this API key \(a result of \d+ bytes costs \d+ requests\)$/);
+  });
+});
