@@ -50,8 +50,13 @@ interface Unreadable {
   unreadableUnder: string;
 }
 
-/** Calls remembered as unreadable per process (the keys cannot change without a restart); past it, a sweep only looks at them again. */
+/** Calls remembered as unreadable per process; past it, a sweep looks at the others on every pass (and says so each time). */
 const UNREADABLE_REMEMBERED = 10_000;
+/**
+ * How long a sweep leaves an unreadable call out before it tries it again: the keys of this process do not change, but
+ * its row may (credentials:rotate re-seals a pending input under a loaded key while the gateway runs).
+ */
+const UNREADABLE_RETRY_MS = 60_000;
 
 /**
  * Runs approved calls exactly once and expires stale approvals.
@@ -69,10 +74,20 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   private readonly running = new Set<string>();
   /**
    * Approved calls whose input no key this process has loaded opens (a wrong MASTER_ENCRYPTION_KEY, a key removed
-   * before its rows were rotated): said once each, and left out of the sweep, whose turns per org × vendor they
-   * would otherwise take on every pass. A decision still tries again.
+   * before its rows were rotated), with when a sweep tries each again: said once each, and left out of the sweep
+   * meanwhile (they would take its turns per org × vendor on every pass). A decision tries at once.
    */
-  private readonly unreadable = new Set<string>();
+  private readonly unreadable = new Map<string, number>();
+
+  /** The unreadable calls a sweep leaves out now (those due for another try are tried: still unreadable, they are not said again). */
+  private unreadableNow(): string[] {
+    const now = this.clock.nowMs();
+    const out: string[] = [];
+    for (const [id, retryAt] of this.unreadable) {
+      if (retryAt > now) out.push(id);
+    }
+    return out;
+  }
   /** Set when shutdown begins: no new vendor call starts from here. */
   private stopping = false;
   /** Aborted when the database is about to close: a claim stops waiting for it to come back. */
@@ -160,7 +175,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
            FROM tool_calls WHERE status = 'approved' AND NOT (id = ANY($1::uuid[]))) q
         WHERE turn <= $2
         ORDER BY turn, updated_at, id LIMIT 100`,
-      [[...this.running, ...this.unreadable], this.config.VENDOR_CONCURRENCY_LIMIT],
+      [[...this.running, ...this.unreadableNow()], this.config.VENDOR_CONCURRENCY_LIMIT],
     );
     return { expired: progress.expired, runs: approved.map((r) => this.runSoon(r.id)) };
   }
@@ -220,7 +235,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       `SELECT org_id, tool_name, action FROM tool_calls WHERE id = $1 AND status = 'approved'`,
       [toolCallId],
     );
-    if (!pending) return;
+    if (!pending) {
+      this.unreadable.delete(toolCallId); // settled (run ended, claimed elsewhere): nothing left to remember
+      return;
+    }
     const vendor = this.catalog.find(pending.tool_name, pending.action)?.vendor;
     const release = vendor ? this.calls.leaseFor(pending.org_id, vendor) : () => undefined;
     if (!release) {
@@ -265,8 +283,9 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     }
     if ('unreadableUnder' in ready) {
       // Not claimed, not failed, its input kept: a human approved it, and only this process's keys are wrong.
-      if (!this.unreadable.has(toolCallId)) {
-        if (this.unreadable.size < UNREADABLE_REMEMBERED) this.unreadable.add(toolCallId);
+      const said = this.unreadable.has(toolCallId);
+      if (said || this.unreadable.size < UNREADABLE_REMEMBERED) this.unreadable.set(toolCallId, this.clock.nowMs() + UNREADABLE_RETRY_MS);
+      if (!said) {
         this.log.error(
           { toolCallId, keyId: ready.unreadableUnder, loadedKeyIds: this.cipher.keyIds },
           `approved call not run: no loaded master key opens its approved input (sealed under key id "${ready.unreadableUnder}"). ` +
@@ -275,6 +294,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       }
       return;
     }
+    this.unreadable.delete(toolCallId);
     const approved = 'notExecuted' in ready ? null : ready;
     const call = await this.claimer.claim(pending.org_id, toolCallId, approved, { mayClaim: () => !this.stopping, closing: this.closing.signal });
     if (!call) return;

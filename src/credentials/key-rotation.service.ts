@@ -179,6 +179,19 @@ export class MislabelledKeyIdError extends Error {
   }
 }
 
+/** What MasterKeyCheck learns of one key id the stored secrets are labelled with (KeyRotationService.sampleLabels). */
+export interface KeyLabelSample {
+  keyId: string;
+  /** a key of this id is loaded */
+  loaded: boolean;
+  sampled: number;
+  /** sampled rows opened: by the key of their id when it is loaded, else by any loaded key */
+  opened: number;
+  /** the loaded key ids that opened them */
+  openedBy: string[];
+  tables: string[];
+}
+
 /** Rows of each other label that the check before a rotation tries with the active key (the rotation checks every row it opens too). */
 const LABEL_SAMPLE = 20;
 
@@ -266,24 +279,34 @@ export class KeyRotationService {
   }
 
   /**
-   * For each loaded key id, the first `perTable` rows labelled with it in each table, tried with that key (read-only):
-   * a loaded key that opens none of its rows is not the material this database was written with (a backup restored
-   * with another environment's key, a mistyped key). The gateway says so at start-up (MasterKeyCheck).
+   * Every key id the stored secrets are labelled with, the first `perTable` rows of each label in each table tried
+   * (read-only): a loaded key that opens none of its rows is not the material this database was written with (a backup
+   * restored with another environment's key, a mistyped key); rows under a label no loaded key has are unreadable,
+   * unless a loaded key opens them (`openedBy`: loaded under another id than its rows'). The gateway says so at
+   * start-up (MasterKeyCheck). Stored results are not looked at: their table is large, and the labels of every other
+   * table tell the same story.
    */
-  async sampleLoadedKeys(perTable = 5): Promise<{ keyId: string; sampled: number; opened: number; tables: string[] }[]> {
-    const out: { keyId: string; sampled: number; opened: number; tables: string[] }[] = [];
-    for (const keyId of this.cipher.keyIds) {
-      const tally = { keyId, sampled: 0, opened: 0, tables: [] as string[] };
-      for (const spec of this.specs()) {
+  async sampleLabels(perTable = 5): Promise<KeyLabelSample[]> {
+    const loaded = new Set(this.cipher.keyIds);
+    const found = new Map<string, KeyLabelSample>();
+    for (const spec of this.specs().filter((s) => s.kind !== 'results')) {
+      const labels = (await this.ds.query(`SELECT DISTINCT key_id FROM ${spec.table} WHERE ${spec.sealed} ORDER BY key_id`)) as { key_id: string }[];
+      for (const { key_id: keyId } of labels) {
+        const sample = found.get(keyId) ?? { keyId, loaded: loaded.has(keyId), sampled: 0, opened: 0, openedBy: [], tables: [] };
+        found.set(keyId, sample);
         const [sql, params] = spec.under(keyId, null, perTable);
         const rows = (await this.ds.query(sql, params)) as StoredRow[];
-        if (rows.length > 0) tally.tables.push(spec.table);
-        tally.sampled += rows.length;
-        tally.opened += rows.filter((row) => this.open(row, keyId, spec.aad(row))).length;
+        if (rows.length > 0) sample.tables.push(spec.table);
+        sample.sampled += rows.length;
+        for (const row of rows) {
+          const by = sample.loaded ? (this.open(row, keyId, spec.aad(row)) ? keyId : undefined) : this.openAny(row, spec.aad(row))?.by;
+          if (by === undefined) continue;
+          sample.opened++;
+          if (!sample.openedBy.includes(by)) sample.openedBy.push(by);
+        }
       }
-      out.push(tally);
     }
-    return out;
+    return [...found.values()];
   }
 
   /**

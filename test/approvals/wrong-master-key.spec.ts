@@ -1,10 +1,16 @@
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
+import { Clock } from '../../src/common/clock.js';
+import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
+import { loadConfig } from '../../src/config/app-config.js';
+import { credentialAad } from '../../src/credentials/credentials.service.js';
+import { inputAad } from '../../src/tool-calls/tool-calls.service.js';
 import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
 import { emulatorEnv, setupOrg, startHarness, type Harness } from '../support/scenario.js';
 import { dropScratchDatabase, scratchDatabaseUrl } from '../support/scratch-database.js';
-import { TEST_MASTER_KEY_2 } from '../support/secrets.js';
+import { TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { bearer, createKey, startTestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 import { approvalFor, refundUse } from './support.js';
@@ -80,5 +86,70 @@ describe('started with the wrong master key', () => {
     expect(refunds() - before).toBe(1);
     expect(await row()).toEqual({ status: 'succeeded', error_code: null, inputs: 0 });
     expect(keyErrors()).toHaveLength(0);
+  }, 60_000);
+
+  it('an unreadable approved input re-sealed under a loaded key meanwhile (credentials:rotate beside the gateway) runs at a later sweep, without a restart', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const expert = (await createKey(h.t, org.orgId, 'expert')).key;
+    const submitted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('2.00', '12345'));
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+    const id = submitted.body.toolCallId as string;
+    const approval = await approvalFor(h, expert, id);
+    const refunds = () => h.emu.vendor<ShopifyEmulator>('shopify').refundCount('12345');
+    const before = refunds();
+    await h.t.close();
+
+    h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db, ...WRONG });
+    const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert)).send({ decision: 'approve', actionDigest: approval.actionDigest });
+    expect(decided.status).toBe(200);
+    await waitFor(async () => h.t.logs.some((l) => l.includes('approved call not run') && l.includes(id)), 'the runner to try the approved call', 10_000);
+    // What the rotation does with both keys: the input opened by the key it was sealed under, sealed again under the loaded one.
+    const right = new EnvelopeCipher(loadConfig({ NODE_ENV: 'test', DATABASE_URL: db.DATABASE_URL, MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY }).keyring);
+    const [row] = (await h.t.ds.query('SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_inputs WHERE tool_call_id = $1', [id])) as {
+      key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer;
+    }[];
+    const params = right.decryptJson({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, inputAad(org.orgId, id));
+    const sealed = h.t.app.get(EnvelopeCipher).encryptJson(params, inputAad(org.orgId, id));
+    await h.t.ds.query('UPDATE tool_call_inputs SET key_id = $2, iv = $3, ciphertext = $4, auth_tag = $5 WHERE tool_call_id = $1', [
+      id, sealed.keyId, sealed.iv, sealed.ciphertext, sealed.authTag,
+    ]);
+    // And the org's credentials, which the call needs too.
+    const [cred] = (await h.t.ds.query(`SELECT key_id, iv, ciphertext, auth_tag FROM integration_credentials WHERE org_id = $1 AND integration_type = 'shopify'`, [
+      org.orgId,
+    ])) as { key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }[];
+    const config = right.decryptJson({ keyId: cred.key_id, iv: cred.iv, ciphertext: cred.ciphertext, authTag: cred.auth_tag }, credentialAad(org.orgId, 'shopify'));
+    const credSealed = h.t.app.get(EnvelopeCipher).encryptJson(config, credentialAad(org.orgId, 'shopify'));
+    await h.t.ds.query(`UPDATE integration_credentials SET key_id = $2, iv = $3, ciphertext = $4, auth_tag = $5 WHERE org_id = $1 AND integration_type = 'shopify'`, [
+      org.orgId, credSealed.keyId, credSealed.iv, credSealed.ciphertext, credSealed.authTag,
+    ]);
+    const runner = h.t.app.get(ApprovedCallRunner);
+    expect(await runner.sweep()).toMatchObject({ started: 0 }); // left out until its next try
+    h.t.app.get(Clock).advance(61_000);
+    try {
+      await runner.sweep();
+      const settled = await h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=10000`).set(bearer(org.agentKey));
+      expect(settled.body, JSON.stringify(settled.body)).toMatchObject({ status: 'succeeded' });
+      expect(refunds() - before).toBe(1);
+    } finally {
+      h.t.app.get(Clock).advance(-61_000);
+    }
+    await h.t.close();
+    h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db }); // the right key again, for afterAll's close
+  }, 60_000);
+
+  it('started with none of the keys the secrets are labelled with (another environment\'s key, under another id): the start-up check says so', async () => {
+    await h.t.close();
+    const other = `k3:${randomBytes(32).toString('base64')}`; // the database holds rows labelled k1 only
+    h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db, MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: other });
+    try {
+      const said = h.t.logs.filter((l) => l.includes('"context":"MasterKeys"') && l.includes('"level":50'));
+      expect(said.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual([
+        expect.stringMatching(/^stored secrets are labelled "k1" \(integration_credentials.*\), a key id this gateway has not loaded, and none of its keys opens them: load the key they were written with as "k1"/),
+      ]);
+      expect(said[0]).not.toContain(other.slice(3)); // never the key itself
+    } finally {
+      await h.t.close();
+      h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db });
+    }
   }, 60_000);
 });
