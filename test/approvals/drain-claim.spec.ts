@@ -1,7 +1,9 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { Sql } from '../../src/db/sql.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
+import { dropScratchDatabase, scratchDatabaseUrl } from '../support/scratch-database.js';
 import { bearer, createKey } from '../support/test-app.js';
 import { aroundStatements, approvalFor, isClaim, refundUse, refunds } from './support.js';
 
@@ -15,11 +17,23 @@ const isPendingLookup = (text: string): boolean => text.includes('SELECT org_id,
  */
 describe('approvals: shutdown between the look-up and the claim', () => {
   let h: Harness;
+  let admin: pg.Client;
+  // In a database of its own: the call is left approved for "a live replica's sweep", and on the shared database the
+  // sweep of another file's app (another replica, to this one) took it meanwhile and ran it against its own vendors.
+  const dbName = `tg_drain_claim_${process.pid}_${Date.now()}`;
   beforeAll(async () => {
-    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
+    admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    h = await startHarness({ DATABASE_URL: scratchDatabaseUrl(dbName), APPROVAL_TTL_SECONDS: '3600' });
   });
   afterAll(async () => {
-    await h?.close();
+    try {
+      await h?.close();
+      if (admin) await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
+    } finally {
+      await admin?.end();
+    }
   });
 
   it('the run does not claim the call: it stays approved and nothing reaches the vendor', async () => {
@@ -54,7 +68,7 @@ describe('approvals: shutdown between the look-up and the claim', () => {
     const [row] = (await h.t.ds.query('SELECT status FROM tool_calls WHERE id = $1', [callId])) as { status: string }[];
     expect(row!.status).toBe('approved');
     expect(refunds(h)).toBe(before);
-    // Not left approved in the shared database for the next file's start-up pass: the run's end blocks it.
+    // Not left approved for the next start-up pass: the run's end blocks it.
     expect((await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.agentKey)).send({})).status).toBe(200);
   });
 });
