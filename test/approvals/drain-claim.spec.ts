@@ -1,9 +1,8 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { Sql } from '../../src/db/sql.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
-import { dropScratchDatabase, scratchDatabaseUrl } from '../support/scratch-database.js';
+import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 import { bearer, createKey } from '../support/test-app.js';
 import { aroundStatements, approvalFor, isClaim, refundUse, refunds } from './support.js';
 
@@ -17,23 +16,16 @@ const isPendingLookup = (text: string): boolean => text.includes('SELECT org_id,
  */
 describe('approvals: shutdown between the look-up and the claim', () => {
   let h: Harness;
-  let admin: pg.Client;
-  // In a database of its own: the call is left approved for "a live replica's sweep", and on the shared database the
-  // sweep of another file's app (another replica, to this one) took it meanwhile and ran it against its own vendors.
-  const dbName = `tg_drain_claim_${process.pid}_${Date.now()}`;
+  let scratch: ScratchDatabase | undefined;
+  // In a database of its own: the call is left approved for "a live replica's sweep", and on the shared database
+  // something else (another app or process on it) once claimed it meanwhile and failed it.
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    h = await startHarness({ DATABASE_URL: scratchDatabaseUrl(dbName), APPROVAL_TTL_SECONDS: '3600' });
+    scratch = await createScratchDatabase('tg_drain_claim');
+    h = await startHarness({ DATABASE_URL: scratch.url, APPROVAL_TTL_SECONDS: '3600' });
   });
   afterAll(async () => {
-    try {
-      await h?.close();
-      if (admin) await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
-    } finally {
-      await admin?.end();
-    }
+    await h?.close();
+    await scratch?.drop(); // leak-scanned first: the run-wide scan never sees it
   });
 
   it('the run does not claim the call: it stays approved and nothing reaches the vendor', async () => {

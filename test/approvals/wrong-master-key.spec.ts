@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { Clock } from '../../src/common/clock.js';
 import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
 import { loadConfig } from '../../src/config/app-config.js';
-import { credentialAad } from '../../src/credentials/credentials.service.js';
-import { inputAad } from '../../src/tool-calls/tool-calls.service.js';
+import { KeyRotationService } from '../../src/credentials/key-rotation.service.js';
+import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
 import { emulatorEnv, setupOrg, startHarness, type Harness } from '../support/scenario.js';
-import { dropScratchDatabase, scratchDatabaseUrl } from '../support/scratch-database.js';
+import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 import { TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { bearer, createKey, startTestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
@@ -24,33 +23,32 @@ import { approvalFor, refundUse } from './support.js';
  */
 describe('started with the wrong master key', () => {
   let h: Harness;
-  let admin: pg.Client;
-  const dbName = `tg_wrong_key_${process.pid}_${Date.now()}`;
-  const db = { DATABASE_URL: scratchDatabaseUrl(dbName) };
+  let scratch: ScratchDatabase | undefined;
+  let db: { DATABASE_URL: string };
   const WRONG = { MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY_2 }; // loaded as k1, like the key it replaces
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${dbName}`);
+    scratch = await createScratchDatabase('tg_wrong_key');
+    db = { DATABASE_URL: scratch.url };
     h = await startHarness(db);
   });
   afterAll(async () => {
-    try {
-      await h?.close();
-      if (admin) await dropScratchDatabase(admin, dbName); // leak-scanned first: the run-wide scan never sees it
-    } finally {
-      await admin?.end();
-    }
+    await h?.close();
+    await scratch?.drop(); // leak-scanned first: the run-wide scan never sees it
   });
+  const refunds = () => h.emu.vendor<ShopifyEmulator>('shopify').refundCount('12345');
 
-  it('an approved call waits with its input kept, the start-up check names the key, and the right key runs the call once', async () => {
+  /** A refund of `amount` on order 12345 waiting for an expert of a new org, with its approval. */
+  async function waitingRefund(amount: string) {
     const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
     const expert = (await createKey(h.t, org.orgId, 'expert')).key;
-    const submitted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('3.00', '12345'));
+    const submitted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount, '12345'));
     expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
     const id = submitted.body.toolCallId as string;
-    const approval = await approvalFor(h, expert, id);
-    const refunds = () => h.emu.vendor<ShopifyEmulator>('shopify').refundCount('12345');
+    return { org, expert, id, approval: await approvalFor(h, expert, id) };
+  }
+
+  it('an approved call waits with its input kept, the start-up check names the key, and the right key runs the call once', async () => {
+    const { org, expert, id, approval } = await waitingRefund('3.00');
     const before = refunds();
     const row = async () =>
       ((await h.t.ds.query(
@@ -89,39 +87,22 @@ describe('started with the wrong master key', () => {
   }, 60_000);
 
   it('an unreadable approved input re-sealed under a loaded key meanwhile (credentials:rotate beside the gateway) runs at a later sweep, without a restart', async () => {
-    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
-    const expert = (await createKey(h.t, org.orgId, 'expert')).key;
-    const submitted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('2.00', '12345'));
-    expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
-    const id = submitted.body.toolCallId as string;
-    const approval = await approvalFor(h, expert, id);
-    const refunds = () => h.emu.vendor<ShopifyEmulator>('shopify').refundCount('12345');
+    const { org, expert, id, approval } = await waitingRefund('2.00');
     const before = refunds();
     await h.t.close();
 
-    h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db, ...WRONG });
+    // The gateway has only the next key, k2: the rows are under k1, which was removed before they were rotated.
+    h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db, MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2}` });
     const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert)).send({ decision: 'approve', actionDigest: approval.actionDigest });
     expect(decided.status).toBe(200);
     await waitFor(async () => h.t.logs.some((l) => l.includes('approved call not run') && l.includes(id)), 'the runner to try the approved call', 10_000);
-    // What the rotation does with both keys: the input opened by the key it was sealed under, sealed again under the loaded one.
-    const right = new EnvelopeCipher(loadConfig({ NODE_ENV: 'test', DATABASE_URL: db.DATABASE_URL, MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY }).keyring);
-    const [row] = (await h.t.ds.query('SELECT key_id, iv, ciphertext, auth_tag FROM tool_call_inputs WHERE tool_call_id = $1', [id])) as {
-      key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer;
-    }[];
-    const params = right.decryptJson({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }, inputAad(org.orgId, id));
-    const sealed = h.t.app.get(EnvelopeCipher).encryptJson(params, inputAad(org.orgId, id));
-    await h.t.ds.query('UPDATE tool_call_inputs SET key_id = $2, iv = $3, ciphertext = $4, auth_tag = $5 WHERE tool_call_id = $1', [
-      id, sealed.keyId, sealed.iv, sealed.ciphertext, sealed.authTag,
-    ]);
-    // And the org's credentials, which the call needs too.
-    const [cred] = (await h.t.ds.query(`SELECT key_id, iv, ciphertext, auth_tag FROM integration_credentials WHERE org_id = $1 AND integration_type = 'shopify'`, [
-      org.orgId,
-    ])) as { key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }[];
-    const config = right.decryptJson({ keyId: cred.key_id, iv: cred.iv, ciphertext: cred.ciphertext, authTag: cred.auth_tag }, credentialAad(org.orgId, 'shopify'));
-    const credSealed = h.t.app.get(EnvelopeCipher).encryptJson(config, credentialAad(org.orgId, 'shopify'));
-    await h.t.ds.query(`UPDATE integration_credentials SET key_id = $2, iv = $3, ciphertext = $4, auth_tag = $5 WHERE org_id = $1 AND integration_type = 'shopify'`, [
-      org.orgId, credSealed.keyId, credSealed.iv, credSealed.ciphertext, credSealed.authTag,
-    ]);
+    // credentials:rotate beside it, with both keys: the input and the org's credentials sealed again under k2.
+    const both = loadConfig({
+      NODE_ENV: 'test', DATABASE_URL: db.DATABASE_URL, MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2',
+    });
+    const rotated = await new KeyRotationService(h.t.ds, new EnvelopeCipher(both.keyring), h.t.app.get(LedgerEventsService)).rotate();
+    expect(rotated).toMatchObject({ inputs: { failed: 0, remaining: 0 }, credentials: { failed: 0, remaining: 0 } });
+    expect(rotated.inputs.rotated).toBeGreaterThan(0);
     const runner = h.t.app.get(ApprovedCallRunner);
     expect(await runner.sweep()).toMatchObject({ started: 0 }); // left out until its next try
     h.t.app.get(Clock).advance(61_000);
@@ -139,12 +120,12 @@ describe('started with the wrong master key', () => {
 
   it('started with none of the keys the secrets are labelled with (another environment\'s key, under another id): the start-up check says so', async () => {
     await h.t.close();
-    const other = `k3:${randomBytes(32).toString('base64')}`; // the database holds rows labelled k1 only
+    const other = `k3:${randomBytes(32).toString('base64')}`; // the database holds rows labelled k2 only (rotated above)
     h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db, MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: other });
     try {
       const said = h.t.logs.filter((l) => l.includes('"context":"MasterKeys"') && l.includes('"level":50'));
       expect(said.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual([
-        expect.stringMatching(/^stored secrets are labelled "k1" \(integration_credentials.*\), a key id this gateway has not loaded, and none of its keys opens them: load the key they were written with as "k1"/),
+        expect.stringMatching(/^stored secrets are labelled "k2" \(integration_credentials.*\), a key id this gateway has not loaded, and none of its keys opens them: load the key they were written with as "k2"/),
       ]);
       expect(said[0]).not.toContain(other.slice(3)); // never the key itself
     } finally {

@@ -8,7 +8,7 @@
  * (the fixed test secrets and those minted so far) before it is dropped, and a
  * finding fails the spec.
  */
-import type pg from 'pg';
+import pg from 'pg';
 import { describeFinding, scanDatabase } from './run-leak-scan.js';
 import { runSecretNeedles } from './run-wide-scan.js';
 
@@ -65,4 +65,33 @@ export async function dropScratchDatabase(admin: pg.Client, dbName: string): Pro
     await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   }
   if (findings.length > 0) throw leakError(`scratch database ${dbName} before its drop`, findings);
+}
+
+/** A fresh database on the test server for one spec: its URL, and `drop` (leak-scanned first: dropScratchDatabase). */
+export interface ScratchDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** Creates database `<prefix>_<pid>_<now>` on the test server (TEST_SERVER_URL, or the run database's server). */
+export async function createScratchDatabase(prefix: string): Promise<ScratchDatabase> {
+  const dbName = `${prefix}_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${dbName}`);
+  } catch (err) {
+    await admin.end();
+    throw err;
+  }
+  return {
+    url: scratchDatabaseUrl(dbName),
+    drop: async () => {
+      try {
+        await dropScratchDatabase(admin, dbName);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
 }
