@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
+import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 import { bearer, createKey } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 import { approvalFor, refunds, refundUse } from './support.js';
@@ -12,11 +13,16 @@ import { approvalFor, refunds, refundUse } from './support.js';
  */
 describe('approvals while the gateway drains', () => {
   let h: Harness;
+  let scratch: ScratchDatabase | undefined;
+  // In a database of its own, as drain-claim.spec.ts: the call waits approved, and on the shared database another
+  // gateway on it could take it meanwhile.
   beforeAll(async () => {
-    h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
+    scratch = await createScratchDatabase('tg_drain');
+    h = await startHarness({ DATABASE_URL: scratch.url, APPROVAL_TTL_SECONDS: '3600' });
   });
   afterAll(async () => {
     await h?.close();
+    await scratch?.drop(); // leak-scanned first: the run-wide scan never sees it
   });
 
   it('an approval decided after shutdown began is recorded, and its call waits, approved, without reaching the vendor', async () => {
@@ -38,7 +44,7 @@ describe('approvals while the gateway drains', () => {
     const [row] = (await h.t.ds.query('SELECT status FROM tool_calls WHERE id = $1', [id])) as { status: string }[];
     expect(row.status).toBe('approved');
     expect(refunds(h)).toBe(before);
-    // Not left approved in the shared database for the next file's start-up pass: the run's end blocks it.
+    // Not left approved: the run's end blocks it.
     expect((await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.agentKey)).send({})).status).toBe(200);
   });
 });

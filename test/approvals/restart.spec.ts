@@ -4,20 +4,27 @@ import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.ser
 import { Clock } from '../../src/common/clock.js';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { emulatorEnv, setupOrg } from '../support/scenario.js';
+import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 import { bearer, createKey, startTestApp, type TestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 import { approvalFor, refundUse, refunds } from './support.js';
 
 describe('approvals across a restart', () => {
   let emu: VendorEmulator;
+  let scratch: ScratchDatabase | undefined;
+  // In a database of its own: both tests leave calls approved in the database for seconds (for "a live replica's
+  // sweep"), and on the shared database any other gateway on it could take them meanwhile (as one once took
+  // drain-claim.spec's), failing them against its own vendors.
   beforeAll(async () => {
+    scratch = await createScratchDatabase('tg_restart');
     emu = createFullEmulator();
     await emu.start();
   });
   afterAll(async () => {
     await emu?.stop();
+    await scratch?.drop(); // leak-scanned first: the run-wide scan never sees it
   });
-  const start = () => startTestApp({ ...emulatorEnv(emu.url), APPROVAL_TTL_SECONDS: '600' });
+  const start = () => startTestApp({ ...emulatorEnv(emu.url), APPROVAL_TTL_SECONDS: '600', DATABASE_URL: scratch!.url });
 
   it('pending approvals still expire and approved-but-not-started calls run exactly once', async () => {
     const first: TestApp = await start();
