@@ -1,15 +1,27 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { AppError } from '../common/errors/app-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { RateLimiter } from './rate-limiter.js';
 
 /**
  * RATE_LIMIT_RPS per API key, shared by the AuthGuard (a token per request, or a batch's cost) and the routes whose
- * cost is known only once they run (a full stored result read back: RESULT_BYTES_PER_TOKEN).
+ * cost is known only once they run (a stored result read back in full, or for a replay: RESULT_BYTES_PER_TOKEN).
  */
 @Injectable()
 export class KeyRateLimiter extends RateLimiter {
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     super(config.RATE_LIMIT_RPS);
+  }
+
+  /**
+   * A stored result of `bytes` about to be read back and decrypted for `keyId` (null: none is stored): a token per
+   * RESULT_BYTES_PER_TOKEN beyond the first, the first paid by the request itself. One the key cannot pay for now is
+   * 429 RATE_LIMITED with Retry-After, before anything is decrypted.
+   */
+  chargeResultRead(keyId: string, bytes: number | null): void {
+    const extra = bytes === null ? 0 : Math.floor(bytes / RESULT_BYTES_PER_TOKEN);
+    const wait = this.takeMore(keyId, extra);
+    if (wait > 0) throw new AppError('RATE_LIMITED', `rate limit exceeded for this API key (a result of ${bytes} bytes costs ${extra + 1} requests)`, { retryAfterSeconds: wait });
   }
 }
 

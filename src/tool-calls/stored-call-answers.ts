@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { KeyRateLimiter } from '../auth/key-rate-limiter.js';
 import { reachesRun, type RunReacher } from '../auth/principal.js';
 import { AppError } from '../common/errors/app-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -24,6 +25,7 @@ export class StoredCallAnswers {
     private readonly results: ResultsStore,
     private readonly clock: Clock,
     private readonly sql: Sql,
+    private readonly limiter: KeyRateLimiter,
   ) {}
 
   async findById(orgId: string, id: string): Promise<StoredCall | undefined> {
@@ -76,7 +78,7 @@ export class StoredCallAnswers {
         storedCall: { status: row.status, toolName: row.tool_name, action: row.action },
       });
     }
-    return this.replayStored(row, digest, toolUseId);
+    return this.replayStored(row, digest, toolUseId, who.keyId);
   }
 
   private async storedByKey(orgId: string, idempotencyKey: string): Promise<(StoredCall & { run_created_by: string | null }) | undefined> {
@@ -88,7 +90,7 @@ export class StoredCallAnswers {
     return row;
   }
 
-  private async replayStored(stored: StoredCall, digest: string, toolUseId: string): Promise<ToolCallResponse> {
+  private async replayStored(stored: StoredCall, digest: string, toolUseId: string, keyId: string): Promise<ToolCallResponse> {
     if (stored.action_digest !== digest) {
       // The stored call rides along (its status and what it does), never serialized: a batch holds the writes after
       // this one while the call first sent under the key, if a write, has not run yet (ToolCallBatchService, keyReusedHold).
@@ -100,6 +102,9 @@ export class StoredCallAnswers {
     if (row.status === 'running' || row.status === 'approved' || row.status === 'requested') {
       throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'a call with this idempotency key is still executing', { retryAfterSeconds: 1 });
     }
+    // The model gets at most the result budget, but the whole stored result is read and decrypted: charged by its size
+    // as a full read is (GET …/result), before it is decrypted.
+    if (row.status === 'succeeded') this.limiter.chargeResultRead(keyId, row.result_bytes);
     return this.answerStored(row, toolUseId, true);
   }
 

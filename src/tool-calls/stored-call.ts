@@ -22,13 +22,16 @@ export interface StoredCall {
   approval_expires_at: Date | null;
   /** Settled by ops (reconcile is the only writer of `note`). */
   reconciled: boolean;
+  /** When succeeded: the size of its stored full result (null when none is stored), what reading it back costs the key. */
+  result_bytes: number | null;
 }
 
 export const STORED_CALL_COLUMNS = `t.id, t.org_id, t.run_id, t.tool_name, t.action, t.status, t.error_code, t.error_text, t.http_status,
   t.action_digest, t.retry_after_seconds, t.vendor_status, t.vendor_refused, t.idempotency_key, t.tool_use_id, (t.note IS NOT NULL) AS reconciled,
   (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind,
   CASE WHEN t.status = 'waiting_approval' THEN (SELECT expires_at FROM approval_requests a WHERE a.tool_call_id = t.id AND a.status = 'pending') END
-    AS approval_expires_at`;
+    AS approval_expires_at,
+  CASE WHEN t.status = 'succeeded' THEN (SELECT size_bytes FROM tool_call_results r WHERE r.tool_call_id = t.id) END AS result_bytes`;
 
 /** Emits the id of every call this process settles (long-polls listen). */
 export const settledCalls = new EventEmitter().setMaxListeners(0);

@@ -1,6 +1,6 @@
 import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { reachesRun, type Principal } from '../auth/principal.js';
-import { KeyRateLimiter, RESULT_BYTES_PER_TOKEN } from '../auth/key-rate-limiter.js';
+import { KeyRateLimiter } from '../auth/key-rate-limiter.js';
 import { Clock } from '../common/clock.js';
 import { sharedAbortController } from '../common/shared-abort.js';
 import { AppError } from '../common/errors/app-error.js';
@@ -92,23 +92,14 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
       if (signal?.aborted) break; // still pending: the answer below reads nothing more (no one is listening)
       row = await this.load(p, id);
     }
-    if (row.status === 'succeeded') await this.chargeResultSize(p, row.id);
+    // A full result costs the key a token per RESULT_BYTES_PER_TOKEN beyond the first, taken before it is decrypted: a
+    // key within RATE_LIMIT_RPS could otherwise have the process decrypt, parse and send megabytes many times a second,
+    // the other orgs' calls waiting behind it.
+    if (row.status === 'succeeded') this.limiter.chargeResultRead(p.keyId, row.result_bytes);
     // API.md "Reading a result": 200 whatever the call's status — the status is in the body. A long-poll
     // that worked is not a failed request, even when the call it reports was blocked or refused.
     const answer = await this.calls.answerStored(row, row.tool_use_id, false, Number.POSITIVE_INFINITY);
     return { ...answer, httpStatus: 200 };
-  }
-
-  /**
-   * A full result costs the key a token per RESULT_BYTES_PER_TOKEN beyond the first, taken before it is decrypted: a
-   * key within RATE_LIMIT_RPS could otherwise have the process decrypt, parse and send megabytes many times a second,
-   * the other orgs' calls waiting behind it. One the key cannot pay for now is 429 RATE_LIMITED with Retry-After.
-   */
-  private async chargeResultSize(p: Principal, id: string): Promise<void> {
-    const [stored] = await this.sql.query<{ bytes: number }>('SELECT octet_length(ciphertext) AS bytes FROM tool_call_results WHERE tool_call_id = $1', [id]);
-    const extra = stored ? Math.floor(stored.bytes / RESULT_BYTES_PER_TOKEN) : 0;
-    const wait = this.limiter.takeMore(p.keyId, extra);
-    if (wait > 0) throw new AppError('RATE_LIMITED', `rate limit exceeded for this API key (a result of ${stored!.bytes} bytes costs ${extra + 1} requests)`, { retryAfterSeconds: wait });
   }
 
   /**

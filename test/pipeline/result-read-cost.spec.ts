@@ -21,12 +21,16 @@ describe('reading a large result costs its size', () => {
     await h?.close();
   });
 
+  const uses = new Map<string, object>();
   async function storedCall(items: number): Promise<string> {
     h.emu.fault({ vendor: 'nango', kind: 'status', status: 200, body: { items: Array.from({ length: items }, (_, i) => ({ id: i, name: `item-${i}`, qty: i % 7 })) } });
-    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('nango_proxy', { action: 'get', path: 'v1/items' }));
+    const use = toolUse('nango_proxy', { action: 'get', path: 'v1/items' });
+    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);
     expect(res.body, JSON.stringify(res.body).slice(0, 300)).toMatchObject({ status: 'succeeded' });
+    uses.set(res.body.toolCallId as string, use);
     return res.body.toolCallId as string;
   }
+  const replay = (id: string) => h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(uses.get(id)!);
   const bytesOf = async (id: string) =>
     ((await h.t.ds.query('SELECT octet_length(ciphertext) AS n FROM tool_call_results WHERE tool_call_id = $1', [id])) as { n: number }[])[0].n;
 
@@ -59,5 +63,20 @@ describe('reading a large result costs its size', () => {
     const priced = await h.t.http.get(`/v1/tool-calls/${large}/result`).set(bearer(org.agentKey));
     expect([priced.status, priced.body.code]).toEqual([429, 'RATE_LIMITED']);
     expect(priced.body.detail).toMatch(/^rate limit exceeded for this API key \(a result of \d+ bytes costs \d+ requests\)$/);
+
+    // A replay (the same tool_use posted again) shows the model at most the result budget, but the whole stored
+    // result is read and decrypted for it: it costs the same. On a full bucket it passes and leaves the key in debt.
+    await full(((cost - 3 + 4) / 2) * 1000 + 500);
+    const replayed = await replay(large);
+    expect([replayed.status, replayed.body.replayed, replayed.body.truncated]).toEqual([200, true, true]);
+    const afterReplay = await h.t.http.get(`/v1/tool-calls/${small}/result`).set(bearer(org.agentKey));
+    expect([afterReplay.status, afterReplay.body.code]).toEqual([429, 'RATE_LIMITED']);
+    // With fewer tokens than it costs: 429, nothing decrypted, and the small one's replay still costs one request.
+    await full(((cost - 3 + 4) / 2) * 1000 + 500);
+    expect((await replay(small)).status).toBe(200);
+    expect((await replay(small)).status).toBe(200);
+    const refused = await replay(large);
+    expect([refused.status, refused.body.code]).toEqual([429, 'RATE_LIMITED']);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   });
 });

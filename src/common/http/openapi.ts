@@ -136,7 +136,11 @@ export function ApiToolCallResponses(forbidden: string): MethodDecorator {
       content: PROBLEM_CONTENT,
       headers: { 'Retry-After': RETRY_AFTER_HEADER },
     }),
-    ApiProblemResponse(429, 'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After'),
+    ApiProblemResponse(
+      429,
+      'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After. A replay of a succeeded call costs one more request per ' +
+        '64 KiB of its stored result beyond the first (the whole result is decrypted), as GET …/result does',
+    ),
     ApiProblemResponse(
       503,
       `${UNAVAILABLE}. Without \`toolCallId\`: nothing was recorded or executed. With \`toolCallId\` and ` +
