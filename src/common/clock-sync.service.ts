@@ -11,8 +11,9 @@ const MAX_ROUND_TRIP_MS = 500;
 const WARN_SKEW_MS = 1_000;
 
 /**
- * Keeps the Clock on the database's time (see Clock): at start-up, before the sweeps start, and every minute, so a
- * host clock stepped by NTP or a resumed VM is caught up. A failed reading is logged and changes nothing.
+ * Keeps the Clock on the database's time (see Clock): at start-up, before the sweeps start, and every minute (the
+ * monotonic clock the Clock runs on between readings drifts, and stops while a VM is suspended). A failed reading is
+ * logged and changes nothing.
  */
 @Injectable()
 export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
@@ -40,11 +41,13 @@ export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
 
   /** Measures the database's clock against this host's and corrects the Clock; the correction in ms, or null when the reading was too slow. */
   async sync(): Promise<number | null> {
-    const before = this.clock.hostNowMs();
+    const before = this.clock.monotonicMs();
+    const hostBefore = this.clock.hostNowMs();
     const [{ ms }] = (await this.ds.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`)) as [{ ms: number }];
-    const after = this.clock.hostNowMs();
+    const after = this.clock.monotonicMs();
     if (after - before > MAX_ROUND_TRIP_MS) return null;
-    const correction = this.clock.correctTo(ms, (before + after) / 2);
+    // Placed at the round trip's middle on the monotonic clock; the wall clock only for the warning below.
+    const correction = this.clock.correctTo(ms, (before + after) / 2, hostBefore + (after - before) / 2);
     if (Math.abs(correction) >= WARN_SKEW_MS && !this.warned) {
       this.warned = true;
       this.log.warn({ correctionMs: Math.round(correction) }, "this host's clock is off the database's: the gateway reads the database's time (approval expiry, result lifetimes)");

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ClockSyncService } from '../../src/common/clock-sync.service.js';
 import { Clock } from '../../src/common/clock.js';
-import { decidedRefund } from '../approvals/support.js';
+import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
+import { decidedRefund, refundUse } from '../approvals/support.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
-import { adminAuth, createKey } from '../support/test-app.js';
+import { adminAuth, bearer, createKey } from '../support/test-app.js';
 
 const TTL_SECONDS = 600;
 
@@ -30,10 +31,11 @@ describe('the clock is the database\'s', () => {
 
   const dbNowMs = async () => ((await h.t.ds.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`)) as [{ ms: number }])[0].ms;
 
-  it('a host clock 30 s ahead is corrected at the next sync: the gateway\'s now is the database\'s', async () => {
+  it('a host clock 30 s ahead moves nothing: the gateway\'s now is the database\'s, and the next reading says how far off the host is', async () => {
     const host = vi.spyOn(clock, 'hostNowMs').mockImplementation(() => Date.now() + 30_000);
     try {
-      expect(Math.abs(clock.nowMs() - (await dbNowMs()))).toBeGreaterThan(25_000); // skewed until measured
+      // Between two readings time runs on the monotonic clock from the last one: the wall clock's step is not seen.
+      expect(Math.abs(clock.nowMs() - (await dbNowMs()))).toBeLessThan(250);
       const correction = await sync.sync();
       expect(correction).not.toBeNull();
       expect(Math.abs(correction! + 30_000)).toBeLessThan(250);
@@ -43,6 +45,30 @@ describe('the clock is the database\'s', () => {
       host.mockRestore();
       await sync.sync();
     }
+  });
+
+  it('a host clock stepped 2 h forward between two readings (a resumed VM set right by NTP) expires no approval early', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const submitted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('4.00', '12345'));
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+    const id = submitted.body.toolCallId as string;
+    // Its clock 2 h behind when the minute's reading is taken ...
+    const behind = vi.spyOn(clock, 'hostNowMs').mockImplementation(() => Date.now() - 2 * 3_600_000);
+    try {
+      await sync.sync();
+    } finally {
+      behind.mockRestore(); // ... then stepped to the right time, before the next reading
+    }
+    // Before, the gateway's now was the stale correction on the new wall clock: 2 h ahead, and this pass (every 5 s)
+    // expired the approval with an hour of its TTL left on the database's clock.
+    expect(Math.abs(clock.nowMs() - (await dbNowMs()))).toBeLessThan(250);
+    await h.t.app.get(ApprovedCallRunner).sweep();
+    const [row] = (await h.t.ds.query(
+      `SELECT t.status, t.error_code, a.status AS approval FROM tool_calls t JOIN approval_requests a ON a.tool_call_id = t.id WHERE t.id = $1`,
+      [id],
+    )) as { status: string; error_code: string | null; approval: string }[];
+    expect(row).toEqual({ status: 'waiting_approval', error_code: null, approval: 'pending' });
+    await sync.sync();
   });
 
   it('on such a host an approval lives APPROVAL_TTL_SECONDS from its creation and is decided before its call starts and finishes', async () => {
