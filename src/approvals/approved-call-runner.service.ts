@@ -166,6 +166,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
         'expiry of overdue approvals failed; approved calls are still started, the next pass goes on with the expiry',
       );
     }
+    await this.forgetSettledUnreadable();
     // Fair across orgs: each org × vendor's oldest calls first, in turns, and no more of one org × vendor
     // than its concurrency limit lets run at once — one org's backlog of approved calls neither fills the
     // page nor holds back another org's call until it has drained.
@@ -178,6 +179,21 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       [[...this.running, ...this.unreadableNow()], this.config.VENDOR_CONCURRENCY_LIMIT],
     );
     return { expired: progress.expired, runs: approved.map((r) => this.runSoon(r.id)) };
+  }
+
+  /**
+   * Unreadable calls due for another try that are no longer approved (their run ended, ops reconciled them, a replica
+   * with the right key ran them) are forgotten: the decision or claim that would forget them never comes, and over
+   * weeks they would fill the map (UNREADABLE_REMEMBERED), the calls unreadable after them said on every pass.
+   * Nothing is read while none is due (always, but with a wrong or missing master key).
+   */
+  private async forgetSettledUnreadable(): Promise<void> {
+    const now = this.clock.nowMs();
+    const due = [...this.unreadable].filter(([, retryAt]) => retryAt <= now).map(([id]) => id);
+    if (due.length === 0) return;
+    const still = await this.sql.query<{ id: string }>(`SELECT id FROM tool_calls WHERE id = ANY($1::uuid[]) AND status = 'approved'`, [due]);
+    const approved = new Set(still.map((r) => r.id));
+    for (const id of due) if (!approved.has(id)) this.unreadable.delete(id);
   }
 
   /**
