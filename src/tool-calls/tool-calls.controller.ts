@@ -2,6 +2,7 @@ import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res 
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiRoles, forbiddenText, PLATFORM_KEY_BELONGS_TO_NO_ORG } from '../common/http/api-roles.js';
 import { ApiProblemResponse, ApiToolCallResponses, TOOL_CALL_BODY_SCHEMA } from '../common/http/openapi.js';
+import { socketEnded } from '../common/http/socket-ended.js';
 import type { Request, Response } from 'express';
 import { CurrentPrincipal, KeyCheckedInWrite, Roles } from '../auth/auth.decorators.js';
 import type { Principal } from '../auth/principal.js';
@@ -85,17 +86,19 @@ export class ToolCallsController {
     // (a reset), or the client's FIN arrives (the server keeps half-closed connections open: createGateway). A FIN
     // cannot be told from a half-close (`nc -N`, `shutdown(SHUT_WR)` once the request is sent): either ends the wait
     // whenever it is read, also before the handler began (while the guard looked the key up: neither event comes again).
+    // The FIN is heard through one listener per connection (socketEnded), however many long-polls are pipelined on it.
     const gone = new AbortController();
     const onClose = () => gone.abort();
     const socket = res.req.socket;
+    const finned = socketEnded(socket);
     res.once('close', onClose);
-    socket.once('end', onClose);
-    if (socket.destroyed || res.destroyed || socket.readableEnded) gone.abort();
+    finned.addEventListener('abort', onClose);
+    if (socket.destroyed || res.destroyed || socket.readableEnded || finned.aborted) gone.abort();
     try {
       return send(res, await this.results.get(p, id, q.waitMs, gone.signal));
     } finally {
       res.off('close', onClose);
-      socket.off('end', onClose);
+      finned.removeEventListener('abort', onClose);
     }
   }
 }

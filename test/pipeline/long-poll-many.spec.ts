@@ -1,3 +1,5 @@
+import type { Server } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Sql } from '../../src/db/sql.js';
 import { ToolCallResultsService } from '../../src/tool-calls/tool-call-results.service.js';
@@ -63,4 +65,39 @@ describe('many open long-polls', () => {
     expect(answers.map((a) => [a.status, a.body.status, a.body.errorCode])).toEqual(answers.map(() => [200, 'blocked', 'EXPERT_REJECTED']));
     expect(results.waitingOn()).toBe(0);
   }, 60_000);
+
+  it('16 long-polls pipelined on one connection: no MaxListenersExceededWarning, and the client\'s FIN ends them all', async () => {
+    // A listener each on the socket's 'end' put 11+ on one connection (HTTP_PIPELINE_DEPTH lets 64 be dispatched at
+    // once), and Node printed "Possible EventEmitter memory leak detected": a false alarm, one per connection.
+    const rules = [{ id: 'gate', match: { toolName: 'order_lookup.lookup' }, decision: 'require_expert_approval', reason: 'gate' }];
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], rules });
+    const posted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '4242' }));
+    expect(posted.status).toBe(202);
+    const id = posted.body.toolCallId as string;
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    const socket = connect(((h.t.app.getHttpServer() as Server).address() as { port: number }).port, '127.0.0.1');
+    try {
+      let received = '';
+      socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+      await new Promise<void>((r) => socket.once('connect', () => r()));
+      const poll = `GET /v1/tool-calls/${id}/result?waitMs=20000 HTTP/1.1\r\nHost: x\r\nAuthorization: ${bearer(org.agentKey).Authorization}\r\n\r\n`;
+      socket.write(poll.repeat(16));
+      const results = h.t.app.get(ToolCallResultsService);
+      await waitFor(() => results.waitingOn(id) === 16, 'the 16 pipelined long-polls to be waiting', 10_000);
+      const started = Date.now();
+      socket.end(); // the FIN: every wait on the connection ends, answering what it has (the call still waits for its approval)
+      await waitFor(() => (received.match(/HTTP\/1\.1 200 OK/g) ?? []).length === 16, 'the 16 answers', 10_000);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect((received.match(/"status":"waiting_approval"/g) ?? []).length).toBe(16);
+      expect(results.waitingOn(id)).toBe(0);
+      await new Promise((r) => setImmediate(r)); // a warning is emitted on the next tick
+      expect(warnings.filter((w) => w.includes('MaxListenersExceeded'))).toEqual([]);
+    } finally {
+      socket.destroy();
+      process.off('warning', onWarning);
+      await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.agentKey)).send({});
+    }
+  }, 30_000);
 });
