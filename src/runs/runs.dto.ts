@@ -2,6 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsObject, IsOptional, IsString, Matches } from 'class-validator';
 import { CodePointLength } from '../common/http/code-point-length.js';
+import { NoCredentialShape } from '../redaction/credential-shape.js';
 
 export class CreateRunDto {
   @ApiProperty({
@@ -13,12 +14,14 @@ export class CreateRunDto {
   })
   @IsString()
   @Matches(/^[A-Za-z0-9._:-]{1,128}$/)
+  @NoCredentialShape()
   specialistId!: string;
 
   @ApiProperty({ required: false, pattern: '^[\\x20-\\x7e]{1,200}$', minLength: 1, maxLength: 200, description: 'printable ASCII (blanks allowed)' })
   @IsOptional()
   @IsString()
   @Matches(/^[\x20-\x7e]{1,200}$/)
+  @NoCredentialShape()
   conversationId?: string;
 
   @ApiProperty({ required: false, type: Object, description: 'free-form, at most 16 KiB of JSON' })

@@ -15,7 +15,7 @@ export const TOOL_USE_SCHEMA = {
       minLength: 1,
       maxLength: 255,
       example: 'toolu_01A09q90qw90lq917835lq9',
-      description: 'printable ASCII without blanks; with the run id, the default idempotency key',
+      description: 'printable ASCII without blanks, holding no credential (an access token\'s or key\'s shape: 400); with the run id, the default idempotency key',
     },
     name: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,128}$', minLength: 1, maxLength: 128, example: 'order_lookup', description: 'the tool' },
     input: {

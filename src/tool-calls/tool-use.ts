@@ -1,5 +1,6 @@
 import { AppError } from '../common/errors/app-error.js';
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
+import { HOLDS_CREDENTIAL, holdsCredentialShape } from '../redaction/credential-shape.js';
 
 /** A tool_use block as the model emitted it (Anthropic shape). */
 export interface ToolUse {
@@ -42,6 +43,7 @@ export function parseToolUse(body: unknown): ToolUse {
   if (extra.length) throw new AppError('BAD_REQUEST', `unknown field in tool_use: ${unknownFieldName(extra)}`);
   if (body.type !== 'tool_use') throw new AppError('BAD_REQUEST', 'type must be "tool_use"');
   if (typeof body.id !== 'string' || !ID_RE.test(body.id)) throw new AppError('BAD_REQUEST', 'id must be 1-255 printable ASCII characters');
+  if (holdsCredentialShape(body.id)) throw new AppError('BAD_REQUEST', `id ${HOLDS_CREDENTIAL}`);
   if (typeof body.name !== 'string' || !NAME_RE.test(body.name)) throw new AppError('BAD_REQUEST', 'name must be 1-128 of [A-Za-z0-9_.-]');
   if (!isPlainObject(body.input)) throw new AppError('BAD_REQUEST', 'input must be an object');
   const { action, ...params } = body.input;
@@ -54,6 +56,7 @@ export function idempotencyKeyFor(header: unknown, runId: string, toolUseId: str
   if (typeof header !== 'string' || !IDEMPOTENCY_KEY_RE.test(header)) {
     throw new AppError('BAD_REQUEST', 'Idempotency-Key must be 1-255 printable ASCII characters');
   }
+  if (holdsCredentialShape(header)) throw new AppError('BAD_REQUEST', `Idempotency-Key ${HOLDS_CREDENTIAL}`);
   return `key:${header}`;
 }
 

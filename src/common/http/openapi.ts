@@ -125,7 +125,8 @@ export function ApiToolCallResponses(forbidden: string): MethodDecorator {
       400,
       'BAD_REQUEST: the body is not a tool_use block as documented (or not JSON), holds a number a double would change (an integer beyond 2^53, ' +
         'more significant digits than a double holds: send it as a string), or the Idempotency-Key header is not 1-255 printable ASCII ' +
-        'or is sent more than once; nothing recorded',
+        'or is sent more than once; or the tool_use id or Idempotency-Key holds a credential (an access token\'s or key\'s shape: identifiers are ' +
+        'stored and shown as sent); nothing recorded',
     ),
     ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run, and, to an agent key, a run another key started)'),
     ApiResponse({

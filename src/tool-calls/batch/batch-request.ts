@@ -1,4 +1,5 @@
 import { AppError } from '../../common/errors/app-error.js';
+import { holdsCredentialShape } from '../../redaction/credential-shape.js';
 import { unknownFieldName } from '../tool-use.js';
 
 /** Most tool_uses in one batch (API.md §9). */
@@ -44,7 +45,11 @@ export function parseBatchRequest(body: unknown, idempotencyHeader: unknown): un
   for (const item of toolUses) {
     const id = isPlainObject(item) && typeof item.id === 'string' ? item.id : undefined;
     if (id === undefined) continue;
-    if (seen.has(id)) throw new AppError('VALIDATION_FAILED', `toolUses: tool_use id ${JSON.stringify(id.slice(0, 64))} appears more than once`);
+    if (seen.has(id)) {
+      // Named back only when it holds no credential (a token pasted as an id is refused by itself, never repeated).
+      const named = holdsCredentialShape(id) ? 'a tool_use id (not repeated: it has the shape of a credential)' : `tool_use id ${JSON.stringify(id.slice(0, 64))}`;
+      throw new AppError('VALIDATION_FAILED', `toolUses: ${named} appears more than once`);
+    }
     seen.add(id);
   }
   return toolUses;

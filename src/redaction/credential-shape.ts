@@ -1,0 +1,33 @@
+import { ValidateBy, type ValidationOptions } from 'class-validator';
+import { BEARER, JWT, PRIVATE_KEY_BLOCK, VENDOR_TOKEN_HEAD, VENDOR_TOKENS } from './token-shapes.js';
+
+/**
+ * Whether `text` holds a credential recognised by its shape alone: a vendor token (shpat_…, Atza|…, this gateway's
+ * tgw_…), a JWT, a Bearer value, a private key. For identifiers a client chooses (a tool_use id, an Idempotency-Key, a
+ * run's specialistId): they are stored, hash-chained into ledger events and shown back as sent, never redacted — an
+ * identifier is matched as it is — so one that holds a secret is refused instead. Only shapes: never a heuristic (a
+ * tax id's digits or a `key=value` form are ordinary in an identifier).
+ */
+export function holdsCredentialShape(text: string): boolean {
+  if (text.includes('PRIVATE KEY') && text.replace(PRIVATE_KEY_BLOCK, '') !== text) return true;
+  if (text.replace(BEARER, '') !== text) return true;
+  if (text.includes('eyJ') && text.replace(JWT, '') !== text) return true;
+  return VENDOR_TOKEN_HEAD.test(text) && VENDOR_TOKENS.some((pattern) => text.replace(pattern, '') !== text);
+}
+
+/** The words a refusal uses (never the value). */
+export const HOLDS_CREDENTIAL = 'must not hold a credential (it has the shape of an access token or key); identifiers are stored and shown as sent';
+
+/** class-validator: a string that holds no credential (holdsCredentialShape); other types are left to the other rules. */
+export function NoCredentialShape(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'noCredentialShape',
+      validator: {
+        validate: (value: unknown) => typeof value !== 'string' || !holdsCredentialShape(value),
+        defaultMessage: (args) => `${args?.property ?? 'value'} ${HOLDS_CREDENTIAL}`,
+      },
+    },
+    options,
+  );
+}

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { AMAZON_REFRESH_TOKEN, SHOPIFY_TOKEN } from '../support/secrets.js';
+import { bearer } from '../support/test-app.js';
+
+/**
+ * Identifiers a client chooses are stored, hash-chained into ledger events and shown back as sent (an identifier is
+ * matched as it is, so it cannot be redacted): a tool_use id, an Idempotency-Key or a run's specialistId holding a
+ * token put the token in agent_runs, tool_calls and the run.created event for good. Refused with a 400 that never
+ * repeats the value, nothing recorded (the run-wide leak scan reads every row and response for these secrets).
+ */
+describe('identifiers holding a credential', () => {
+  let h: Harness;
+  let org: OrgSetup;
+  beforeAll(async () => {
+    h = await startHarness();
+    org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const count = async (sql: string, params: unknown[]) => Number(((await h.t.ds.query(sql, params)) as { n: string }[])[0].n);
+
+  it('a tool_use id or an Idempotency-Key with a token in it: 400 BAD_REQUEST, value not repeated, nothing recorded', async () => {
+    const before = await count('SELECT count(*) AS n FROM tool_calls WHERE run_id = $1', [org.runId]);
+    const byId = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '1001' }, `toolu_${SHOPIFY_TOKEN}`));
+    expect([byId.status, byId.body.code]).toEqual([400, 'BAD_REQUEST']);
+    expect(byId.body.detail).toMatch(/^id must not hold a credential/);
+    const byKey = await h.t.http
+      .post(`/v1/runs/${org.runId}/tool-calls`)
+      .set(bearer(org.agentKey))
+      .set('Idempotency-Key', `retry-${AMAZON_REFRESH_TOKEN}`)
+      .send(toolUse('order_lookup', { action: 'lookup', orderId: '1001' }));
+    expect([byKey.status, byKey.body.code]).toEqual([400, 'BAD_REQUEST']);
+    expect(byKey.body.detail).toMatch(/^Idempotency-Key must not hold a credential/);
+    // In a batch, the item is refused, the others run; a duplicated one is refused without repeating it either.
+    const tokenUse = () => toolUse('order_lookup', { action: 'lookup', orderId: '1001' }, `toolu_${SHOPIFY_TOKEN}`);
+    const batch = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls:batch`).set(bearer(org.agentKey)).send({ toolUses: [tokenUse(), toolUse('order_lookup', { action: 'lookup', orderId: '1002' })] });
+    expect(batch.status).toBe(200);
+    const [refused, ran] = batch.body.results as { status?: number | string; code?: string }[];
+    expect([refused.status, refused.code]).toEqual([400, 'BAD_REQUEST']);
+    expect(ran.status).toBe('succeeded');
+    const twice = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls:batch`).set(bearer(org.agentKey)).send({ toolUses: [tokenUse(), tokenUse()] });
+    expect([twice.status, twice.body.code]).toEqual([400, 'VALIDATION_FAILED']);
+    for (const body of [batch.body, twice.body]) expect(JSON.stringify(body)).not.toContain(SHOPIFY_TOKEN.slice(0, 12));
+    for (const body of [byId.body, byKey.body]) {
+      expect(JSON.stringify(body)).not.toContain(SHOPIFY_TOKEN);
+      expect(JSON.stringify(body)).not.toContain(AMAZON_REFRESH_TOKEN);
+    }
+    expect(await count('SELECT count(*) AS n FROM tool_calls WHERE run_id = $1', [org.runId])).toBe(before + 1); // the batch's other item
+    // An ordinary id still runs.
+    const ok = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).set('Idempotency-Key', 'order-12-3456789').send(toolUse('order_lookup', { action: 'lookup', orderId: '1001' }));
+    expect(ok.body.status).toBe('succeeded');
+  });
+
+  it("a run's specialistId or conversationId with a token in it: 400 VALIDATION_FAILED, no run", async () => {
+    const runs = () => count('SELECT count(*) AS n FROM agent_runs WHERE org_id = $1', [org.orgId]);
+    const before = await runs();
+    for (const body of [{ specialistId: SHOPIFY_TOKEN }, { specialistId: 'support', conversationId: `conv ${AMAZON_REFRESH_TOKEN}` }]) {
+      const res = await h.t.http.post('/v1/runs').set(bearer(org.agentKey)).send(body);
+      expect([res.status, res.body.code], JSON.stringify(res.body)).toEqual([400, 'VALIDATION_FAILED']);
+      expect(JSON.stringify(res.body)).toMatch(/(specialistId|conversationId) must not hold a credential/);
+      expect(JSON.stringify(res.body)).not.toContain(SHOPIFY_TOKEN);
+      expect(JSON.stringify(res.body)).not.toContain(AMAZON_REFRESH_TOKEN);
+    }
+    expect(await runs()).toBe(before);
+  });
+});
