@@ -96,6 +96,30 @@ describe('the scan', () => {
     ]);
   });
 
+  it("finds a long secret's end under a mask over its start, and the secret upper- or lower-cased; a whole one is reported once", async () => {
+    const secret = 'amzn1.oa2-cs.v1.7f3e9a2c5b1d4e6f8091a2b3c4d5e6f7081928374655647382910a1b2c3d0001';
+    const mixed = 'JumioEmuSecret7qR2vX9mB4nL8pW3tY';
+    const needles = secretForms({ AMAZON_CLIENT_SECRET: secret, JUMIO_CLIENT_SECRET: mixed });
+    const log = join(dir, 'forms.log');
+    writeFileSync(
+      log,
+      [
+        `a.spec.ts | masked\tsecret ****${secret.slice(-60)}`,
+        `b.spec.ts | shouted\tSECRET=${secret.toUpperCase()}`,
+        `c.spec.ts | folded\tsecret=${mixed.slice(0, 28).toLowerCase()}`,
+        `d.spec.ts | whole\t{"secret":"${secret}"}`,
+        `e.spec.ts | clean\tnothing here`,
+      ].join('\n') + '\n',
+    );
+    const { findings } = await scanRunLog(log, needles);
+    expect(findings.map((f) => describeFinding(f, 'line(s)'))).toEqual([
+      'AMAZON_CLIENT_SECRET (plain, its last 24 characters) in the run log (first at line 1; from a.spec.ts | masked): 1 line(s)',
+      'AMAZON_CLIENT_SECRET (plain, upper-cased) in the run log (first at line 2; from b.spec.ts | shouted): 1 line(s)',
+      'JUMIO_CLIENT_SECRET (plain, lower-cased, cut short: its first 24 characters) in the run log (first at line 3; from c.spec.ts | folded): 1 line(s)',
+      'AMAZON_CLIENT_SECRET (plain) in the run log (first at line 4; from d.spec.ts | whole): 1 line(s)',
+    ]);
+  });
+
   describe('in a database of its own', () => {
     const server = process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!;
     const name = `tg_scan_unit_${process.pid}`;

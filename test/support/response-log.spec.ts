@@ -4,9 +4,9 @@ import { fileURLToPath } from 'node:url';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess, type GatewayProcess } from './gateway-process.js';
-import { logResponse, MAX_LOGGED_BODY, MINTED_KEY_PLACEHOLDER, overflowFindings, withoutNewKey } from './response-log.js';
+import { capped, logResponse, MAX_LOGGED_BODY, MINTED_KEY_PLACEHOLDER, overflowFindings, withoutNewKey } from './response-log.js';
 import { scanRunLog, secretForms } from './run-leak-scan.js';
-import { RUN_LOG_ENV } from './run-log.js';
+import { lineCollector, MAX_PARTIAL, RUN_LOG_ENV } from './run-log.js';
 import { TEST_ADMIN_KEY } from './secrets.js';
 import { adminAuth, createKey, createOrg, startTestApp, type TestApp } from './test-app.js';
 
@@ -89,6 +89,29 @@ describe('every response a test gets, and each gateway\'s /metrics, go to the ru
       expect(overflowFindings('row\n'.repeat(50_000), { needles })).toEqual([]);
       // Fails closed: minted secrets that cannot be read leave the whole rest in the log.
       expect(overflowFindings(rest, { needles, unreadable: new Error('gone') })).toEqual([rest]);
+    });
+
+    it('finds a secret across the cap: its start a few characters before the cut, the rest after it', () => {
+      const needles = secretForms({ PLANTED });
+      for (const before of [1, 10, PLANTED.length - 1]) {
+        const body = `${'x'.repeat(MAX_LOGGED_BODY - before)}${PLANTED}${'y'.repeat(100)}`;
+        const logged = capped(body, { needles });
+        // The logged part holds fewer characters of it than its needle: the search past the cap starts before the cut.
+        expect(logged.slice(0, MAX_LOGGED_BODY)).not.toContain(PLANTED);
+        expect(logged.slice(MAX_LOGGED_BODY)).toContain(PLANTED);
+        expect(logged).toMatch(/; 1 secret\(s\) found in them/);
+      }
+    });
+
+    it('a runaway line cut at MAX_PARTIAL: a secret across the cut is whole on one of the two lines', () => {
+      const collector = lineCollector('runaway probe');
+      // Written in two pieces, the first past MAX_PARTIAL ending with the secret's first 10 characters: it is cut there.
+      collector.push(`${'z'.repeat(MAX_PARTIAL)}${PLANTED.slice(0, 10)}`);
+      collector.push(`${PLANTED.slice(10)}${'z'.repeat(100)}\n`);
+      collector.flush();
+      const lines = linesOf('runaway probe');
+      expect(lines.length).toBeGreaterThanOrEqual(2);
+      expect(lines.some((l) => l.includes(PLANTED))).toBe(true);
     });
 
     it("leaves out only the agent's own add_note text handed back as it wrote it", () => {

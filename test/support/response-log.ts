@@ -11,8 +11,8 @@ import type { Response } from 'supertest';
 import { MINTED_API_KEY, recordApiKey } from './api-keys.js';
 import { MINTED_SECRETS_ENV, readMintedSecrets } from './minted-secrets.js';
 import { NeedleIndex } from './needle-index.js';
-import type { Needle } from './run-leak-scan.js';
-import { appendToRunLog } from './run-log.js';
+import { hitsIn, type Needle } from './run-leak-scan.js';
+import { appendToRunLog, CUT_OVERLAP } from './run-log.js';
 import { runSecretNeedles } from './run-wide-scan.js';
 import { ALL_TEST_SECRETS } from './secrets.js';
 
@@ -25,6 +25,7 @@ import { ALL_TEST_SECRETS } from './secrets.js';
 export const MAX_LOGGED_BODY = 64 * 1024;
 /** Characters logged on each side of a secret found past the cap. */
 const OVERFLOW_CONTEXT = 100;
+
 
 /** What the log shows in place of the one secret an answer hands out by design. */
 export const MINTED_KEY_PLACEHOLDER = '[minted API key: recorded by postApiKey, not logged]';
@@ -129,7 +130,7 @@ export function withoutNewKey(method: string, url: string, status: number, text:
 export function overflowFindings(rest: string, run: { needles: Needle[]; unreadable?: unknown } = runSecretNeedles()): string[] {
   const { needles, unreadable } = run;
   if (unreadable !== undefined) return [rest];
-  return new NeedleIndex(needles).find(rest).map((n) => {
+  return hitsIn(new NeedleIndex(needles), rest).map((n) => {
     const at = rest.indexOf(n.text);
     return rest.slice(Math.max(0, at - OVERFLOW_CONTEXT), at + n.text.length + OVERFLOW_CONTEXT);
   });
@@ -141,9 +142,11 @@ function loggedBody(method: string, url: string, status: number, raw: string, se
 }
 
 /** `text` up to MAX_LOGGED_BODY, and past that only what the run's needles find in the rest (overflowFindings). */
-function capped(text: string): string {
+export function capped(text: string, run?: { needles: Needle[]; unreadable?: unknown }): string {
   if (text.length <= MAX_LOGGED_BODY) return text;
-  const found = overflowFindings(text.slice(MAX_LOGGED_BODY));
+  // From CUT_OVERLAP before the cut: a secret starting just before it has too little of itself on the logged side for
+  // its needle (a secret's start), and its start is not in the rest.
+  const found = overflowFindings(text.slice(MAX_LOGGED_BODY - CUT_OVERLAP), run);
   return [
     text.slice(0, MAX_LOGGED_BODY),
     `[… ${text.length - MAX_LOGGED_BODY} more characters searched, not logged; ${found.length} secret(s) found in them, with their surroundings:]`,

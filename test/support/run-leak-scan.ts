@@ -24,6 +24,19 @@ export interface Needle {
   forms: { form: string; whole: string }[];
   /** when `text` is a start: how many characters of the secret it holds */
   window?: number;
+  /**
+   * A secret's end, or its start upper- or lower-cased: what a leak keeping only the tail ("****" over the start) or
+   * changing the case leaves. Not reported where a needle of the same secret that is neither is found too.
+   */
+  secondary?: true;
+}
+
+/** The needles `index` finds in `text`, without the secondary ones of a secret found by a primary one there. */
+export function hitsIn<N extends Needle>(index: NeedleIndex<N>, text: string): N[] {
+  const hits = index.find(text);
+  if (!hits.some((n) => n.secondary)) return hits;
+  const primary = new Set(hits.filter((n) => !n.secondary).map((n) => n.name));
+  return hits.filter((n) => !n.secondary || !primary.has(n.name));
 }
 
 /**
@@ -85,14 +98,14 @@ function textualForms(value: string, cut: boolean): [string, string][] {
 export function secretForms(secrets: Readonly<Record<string, string>> = NAMED_TEST_SECRETS, fixedStart: (value: string) => number = () => 0): Needle[] {
   const out: Needle[] = [];
   const byText = new Map<string, Needle>();
-  const add = (name: string, form: string, text: string, whole: string, window?: number): void => {
+  const add = (name: string, form: string, text: string, whole: string, window?: number, secondary = false): void => {
     // bytea columns (IVs, auth tags, ciphertext) read as the hex of random bytes: a needle of hex digits only needs
     // 64 bits (16 digits) not to be found there by chance.
     if (text.length < (/^[0-9a-f]+$/.test(text) ? 16 : 8)) return;
     const key = `${name}\0${text}`;
     const n = byText.get(key);
     if (!n) {
-      const needle: Needle = { name, text, forms: [{ form, whole }], window };
+      const needle: Needle = { name, text, forms: [{ form, whole }], window, ...(secondary ? { secondary: true as const } : {}) };
       byText.set(key, needle);
       out.push(needle);
     } else if (!n.forms.some((f) => f.whole === whole)) n.forms.push({ form, whole });
@@ -113,6 +126,17 @@ export function secretForms(secrets: Readonly<Record<string, string>> = NAMED_TE
     for (const f of forms) {
       if (!f.form.endsWith('(hex)')) add(name, `${f.form}, as bytes (hex)`, hex(f.text), hex(f.whole), f.text === f.whole ? undefined : window);
     }
+    if (window === undefined) continue;
+    // A long secret's end too, in each form (a mask over its start leaves it), and its start upper- and lower-cased.
+    const tailLength = SECRET_WINDOW.of(value.length - fixed);
+    const tail = value.slice(-tailLength);
+    for (const [form, text] of textualForms(tail, true)) {
+      add(name, `${form}, its last ${tailLength} characters`, text, text, undefined, true);
+      add(name, `${form}, its last ${tailLength} characters, as bytes (hex)`, hex(text), hex(text), undefined, true);
+    }
+    const start = value.slice(0, window);
+    add(name, 'plain, upper-cased', start.toUpperCase(), value.toUpperCase(), window, true);
+    add(name, 'plain, lower-cased', start.toLowerCase(), value.toLowerCase(), window, true);
   }
   return out;
 }
@@ -139,7 +163,7 @@ export async function scanRunLog(path: string, needles: Needle[]): Promise<{ lin
   const rl = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
   for await (const line of rl) {
     lines++;
-    for (const n of index.find(line)) {
+    for (const n of hitsIn(index, line)) {
       const tab = line.indexOf('\t');
       const source = tab > 0 ? line.slice(0, tab) : 'unlabelled';
       const form = formName(n, n.forms.findIndex((w) => line.includes(w.whole)));
@@ -202,7 +226,7 @@ export async function scanDatabase(url: string, needles: Needle[]): Promise<{ ta
         for (const row of rows) {
           row.forEach((value, i) => {
             if (value === null) return;
-            for (const n of index.find(value)) {
+            for (const n of hitsIn(index, value)) {
               const form = formName(n, n.forms.findIndex((w) => value.includes(w.whole)));
               const where = `table ${schema === 'public' ? '' : `${schema}.`}${table}, column ${columns[i]!}`;
               const key = `${where}\0${n.name}\0${n.text}\0${form}`;

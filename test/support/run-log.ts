@@ -47,15 +47,23 @@ export function appendToRunLog(source: string, text: string): void {
  * break is held until one comes, until flush(), or until it grows past
  * MAX_PARTIAL (a runaway line without a break is cut, not held for ever).
  */
-const MAX_PARTIAL = 1 << 20;
-function lineCollector(source: string): { push: (chunk: Buffer | string) => void; flush: () => void } {
+export const MAX_PARTIAL = 1 << 20;
+/** More than the longest needle (a secret's start \\u-escaped inside a JSON string, as hex): what a cut text is searched across. */
+export const CUT_OVERLAP = 1024;
+export function lineCollector(source: string): { push: (chunk: Buffer | string) => void; flush: () => void } {
   const decoder = new StringDecoder('utf8');
   let partial = '';
   return {
     push(chunk) {
       partial += typeof chunk === 'string' ? chunk : decoder.write(chunk);
-      let cut = partial.lastIndexOf('\n');
-      if (cut < 0 && partial.length > MAX_PARTIAL) cut = partial.length - 1;
+      const cut = partial.lastIndexOf('\n');
+      if (cut < 0 && partial.length > MAX_PARTIAL) {
+        // A runaway line is cut, and its last CUT_OVERLAP characters begin the next piece too: a secret across the cut
+        // is then whole on one of the two (each searched on its own).
+        appendToRunLog(source, `${partial}\n`);
+        partial = partial.slice(-CUT_OVERLAP);
+        return;
+      }
       if (cut < 0) return;
       const whole = partial.slice(0, cut + 1);
       partial = partial.slice(cut + 1);
