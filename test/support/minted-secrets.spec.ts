@@ -120,6 +120,13 @@ describe('the scan', () => {
     ]);
   });
 
+  it("does not search for the end of a stand-in a spec typed (shpat_0123456789abcdef…): other test data holds it too", () => {
+    const typed = secretForms({ TYPED: 'shpat_0123456789abcdef0123456789abcdef', REPEATED: 'sk-live-secret-value-xxxxxxxxxxxxxxxxxxxxxxxx' });
+    expect(typed.filter((n) => n.secondary && n.forms[0]!.form.includes('its last'))).toEqual([]);
+    const drawn = secretForms({ DRAWN: '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' });
+    expect(drawn.some((n) => n.secondary && n.forms[0]!.form === 'plain, its last 24 characters')).toBe(true);
+  });
+
   describe('in a database of its own', () => {
     const server = process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!;
     const name = `tg_scan_unit_${process.pid}`;
