@@ -41,7 +41,7 @@ export class MetricsService {
 
   readonly pendingApprovals = new Gauge({
     name: 'approvals_pending',
-    help: 'Approval requests pending (as of the last sweep)',
+    help: 'Approval requests pending and not yet past their expiry, counted every 15 s',
     registers: [this.registry],
   });
 
