@@ -19,11 +19,24 @@ export class KeyRateLimiter extends RateLimiter {
    * 429 RATE_LIMITED with Retry-After, before anything is decrypted.
    */
   chargeResultRead(keyId: string, bytes: number | null): void {
-    const extra = bytes === null ? 0 : Math.floor(bytes / RESULT_BYTES_PER_TOKEN);
+    const extra = resultReadCost(bytes);
     const wait = this.takeMore(keyId, extra);
     if (wait > 0) throw new AppError('RATE_LIMITED', `rate limit exceeded for this API key (a result of ${bytes} bytes costs ${extra + 1} requests)`, { retryAfterSeconds: wait });
   }
+
+  /**
+   * A replay (the same tool_use sent again, alone or in a batch) of a succeeded call whose stored result is `bytes`
+   * large: never refused for its size — a batch has spent a token per tool_use already, and a replay refused there
+   * would be refused on every resend, the writes after it held for good — but charged all the same, as debt the key
+   * pays back before its next requests pass.
+   */
+  chargeReplay(keyId: string, bytes: number | null): void {
+    this.owe(keyId, resultReadCost(bytes));
+  }
 }
+
+/** The tokens a stored result of `bytes` costs beyond the request's own (null: none is stored). */
+const resultReadCost = (bytes: number | null): number => (bytes === null ? 0 : Math.floor(bytes / RESULT_BYTES_PER_TOKEN));
 
 /**
  * A stored result read back in full costs a token per this many bytes beyond the first: decrypting, parsing and

@@ -62,6 +62,19 @@ export class RateLimiter {
     return Math.max(1, Math.ceil((need - b.tokens) / this.rps));
   }
 
+  /**
+   * After take(): `cost` more tokens for work already admitted that is not refused for its size (a replay): spent
+   * whatever the bucket holds, the key left in debt for the rest, which its next requests wait for.
+   */
+  owe(key: string, cost: number): void {
+    if (this.rps <= 0 || cost <= 0) return;
+    const b = this.buckets.get(key);
+    if (!b) return;
+    const t = this.now();
+    b.tokens = Math.min(this.rps * 2, b.tokens + ((t - b.at) / 1000) * this.rps) - cost;
+    b.at = t;
+  }
+
   /** Gives back a token take() spent (the work it paid for turned out not to count). */
   refund(key: string): void {
     const b = this.buckets.get(key);

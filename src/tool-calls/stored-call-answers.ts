@@ -103,8 +103,8 @@ export class StoredCallAnswers {
       throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'a call with this idempotency key is still executing', { retryAfterSeconds: 1 });
     }
     // The model gets at most the result budget, but the whole stored result is read and decrypted: charged by its size
-    // as a full read is (GET …/result), before it is decrypted.
-    if (row.status === 'succeeded') this.limiter.chargeResultRead(keyId, row.result_bytes);
+    // as a full read is (GET …/result), as debt rather than refused (KeyRateLimiter.chargeReplay).
+    if (row.status === 'succeeded') this.limiter.chargeReplay(keyId, row.result_bytes);
     return this.answerStored(row, toolUseId, true);
   }
 

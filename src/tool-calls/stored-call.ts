@@ -22,7 +22,7 @@ export interface StoredCall {
   approval_expires_at: Date | null;
   /** Settled by ops (reconcile is the only writer of `note`). */
   reconciled: boolean;
-  /** When succeeded: the size of its stored full result (null when none is stored), what reading it back costs the key. */
+  /** When succeeded: the size of its stored full result (null when none is stored, or it expired), what reading it back costs the key. */
   result_bytes: number | null;
 }
 
@@ -31,7 +31,7 @@ export const STORED_CALL_COLUMNS = `t.id, t.org_id, t.run_id, t.tool_name, t.act
   (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind,
   CASE WHEN t.status = 'waiting_approval' THEN (SELECT expires_at FROM approval_requests a WHERE a.tool_call_id = t.id AND a.status = 'pending') END
     AS approval_expires_at,
-  CASE WHEN t.status = 'succeeded' THEN (SELECT size_bytes FROM tool_call_results r WHERE r.tool_call_id = t.id) END AS result_bytes`;
+  CASE WHEN t.status = 'succeeded' THEN (SELECT size_bytes FROM tool_call_results r WHERE r.tool_call_id = t.id AND r.expires_at > now()) END AS result_bytes`;
 
 /** Emits the id of every call this process settles (long-polls listen). */
 export const settledCalls = new EventEmitter().setMaxListeners(0);

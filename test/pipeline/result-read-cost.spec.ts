@@ -65,18 +65,33 @@ describe('reading a large result costs its size', () => {
     expect(priced.body.detail).toMatch(/^rate limit exceeded for this API key \(a result of \d+ bytes costs \d+ requests\)$/);
 
     // A replay (the same tool_use posted again) shows the model at most the result budget, but the whole stored
-    // result is read and decrypted for it: it costs the same. On a full bucket it passes and leaves the key in debt.
+    // result is read and decrypted for it: it costs the same, never refused for it (a batch, which spent a token per
+    // item already, could otherwise never pay) but as debt. On a full bucket: answered, and the key owes the rest.
     await full(((cost - 3 + 4) / 2) * 1000 + 500);
     const replayed = await replay(large);
     expect([replayed.status, replayed.body.replayed, replayed.body.truncated]).toEqual([200, true, true]);
     const afterReplay = await h.t.http.get(`/v1/tool-calls/${small}/result`).set(bearer(org.agentKey));
     expect([afterReplay.status, afterReplay.body.code]).toEqual([429, 'RATE_LIMITED']);
-    // With fewer tokens than it costs: 429, nothing decrypted, and the small one's replay still costs one request.
+    // With fewer tokens than it costs: still answered, and the key is in debt again: its next request waits.
     await full(((cost - 3 + 4) / 2) * 1000 + 500);
     expect((await replay(small)).status).toBe(200);
     expect((await replay(small)).status).toBe(200);
-    const refused = await replay(large);
-    expect([refused.status, refused.body.code]).toEqual([429, 'RATE_LIMITED']);
-    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-  });
+    const inDebt = await replay(large);
+    expect([inDebt.status, inDebt.body.replayed]).toEqual([200, true]);
+    const next = await h.t.http.get(`/v1/tool-calls/${small}/result`).set(bearer(org.agentKey));
+    expect([next.status, next.body.code]).toEqual([429, 'RATE_LIMITED']);
+    expect(Number(next.headers['retry-after'])).toBeGreaterThanOrEqual(Math.floor((cost - 4) / 2));
+
+    // A batch sent again with a large replay in it passes (before, every resend was refused for the batch's own tokens).
+    await full(((cost + 4) / 2) * 1000 + 500);
+    const batch = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls:batch`).set(bearer(org.agentKey)).send({ toolUses: [uses.get(large), uses.get(small)] });
+    expect(batch.status).toBe(200);
+    expect((batch.body.results as { status: string; replayed: boolean }[]).map((r) => [r.status, r.replayed])).toEqual([['succeeded', true], ['succeeded', true]]);
+
+    // A result past its expiry (not purged yet) is not decrypted, and costs nothing more.
+    await h.t.ds.query(`UPDATE tool_call_results SET expires_at = now() - interval '1 second' WHERE tool_call_id = $1`, [large]);
+    await full(((cost + 4) / 2) * 1000 + 500);
+    for (let i = 0; i < 3; i++) expect((await replay(large)).status).toBe(200);
+    expect((await h.t.http.get(`/v1/tool-calls/${large}/result`).set(bearer(org.agentKey))).status).toBe(200);
+  }, 120_000); // the key's bucket refilled seven times at 2 tokens a second
 });

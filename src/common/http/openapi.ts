@@ -139,8 +139,9 @@ export function ApiToolCallResponses(forbidden: string): MethodDecorator {
     }),
     ApiProblemResponse(
       429,
-      'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After. A replay of a succeeded call costs one more request per ' +
-        '64 KiB of its stored result beyond the first (the whole result is decrypted), as GET …/result does',
+      'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After. A replay of a succeeded call is never refused for its ' +
+        'size, but costs one more request per 64 KiB of its stored result beyond the first (the whole result is decrypted), as debt the ' +
+        'key\'s next requests wait for',
     ),
     ApiProblemResponse(
       503,
