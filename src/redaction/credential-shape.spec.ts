@@ -10,7 +10,7 @@ describe('holdsCredentialShape', () => {
       'idem-Atzr%7Cabcdef',
       'tgw_' + 'A'.repeat(43),
       'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl',
-      'Bearer abcdefgh12345678',
+      'Bearer abcdefgh12345678abcdefgh',
       '-----BEGIN PRIVATE KEY-----MIIB',
       'sk_live_' + 'a'.repeat(24),
     ]) {
@@ -28,6 +28,9 @@ describe('holdsCredentialShape', () => {
       'support-specialist',
       'shpat_short', // a head without a token's length
       'Bearer', // a word, not a value
+      'Ring bearer invitations', // the word in a sentence
+      'standard bearer campaign-2024',
+      'Bearer of news 12345', // a short value
       'x'.repeat(255),
     ]) {
       expect(holdsCredentialShape(text), text).toBe(false);

@@ -1,5 +1,11 @@
 import { ValidateBy, type ValidationOptions } from 'class-validator';
-import { BEARER, JWT, PRIVATE_KEY_BLOCK, VENDOR_TOKEN_HEAD, VENDOR_TOKENS } from './token-shapes.js';
+import { JWT, PRIVATE_KEY_BLOCK, VENDOR_TOKEN_HEAD, VENDOR_TOKENS } from './token-shapes.js';
+
+/**
+ * A Bearer credential as a header writes it: the word as RFC 6750 spells it, then a token68 of 20 characters or more.
+ * Not redaction's BEARER (any case, 8 characters): "Ring bearer invitations" is an ordinary conversation id.
+ */
+const BEARER_VALUE = /\bBearer +[A-Za-z0-9\-._~+/]{20,}=*/;
 
 /**
  * Whether `text` holds a credential recognised by its shape alone: a vendor token (shpat_…, Atza|…, this gateway's
@@ -10,7 +16,7 @@ import { BEARER, JWT, PRIVATE_KEY_BLOCK, VENDOR_TOKEN_HEAD, VENDOR_TOKENS } from
  */
 export function holdsCredentialShape(text: string): boolean {
   if (text.includes('PRIVATE KEY') && text.replace(PRIVATE_KEY_BLOCK, '') !== text) return true;
-  if (text.replace(BEARER, '') !== text) return true;
+  if (BEARER_VALUE.test(text)) return true;
   if (text.includes('eyJ') && text.replace(JWT, '') !== text) return true;
   return VENDOR_TOKEN_HEAD.test(text) && VENDOR_TOKENS.some((pattern) => text.replace(pattern, '') !== text);
 }
