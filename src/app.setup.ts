@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
+import { docsGuard, noSniff } from './common/http/response-hardening.js';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
@@ -44,6 +45,7 @@ export function configureApp(app: INestApplication): void {
   const drain = new HttpDrain(app.getHttpServer() as Server, config.VENDOR_TIMEOUT_MS, config.HTTP_PIPELINE_DEPTH, config.HTTP_REQUEST_TIMEOUT_MS);
   drains.set(app, drain);
   app.use(correlationMiddleware);
+  app.use(noSniff); // every answer from here on, the refusals before the routes included
   // The request log and the metrics see every answer given after the correlation id, the refusals below included.
   app.use(requestLog(config));
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -84,5 +86,7 @@ export function configureApp(app: INestApplication): void {
       .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'opaque API key (tgw_…)', description: 'Authorization: Bearer <API key>' })
       .build(),
   ));
-  SwaggerModule.setup('docs', app, doc, { jsonDocumentUrl: 'openapi.json' });
+  app.use('/docs', docsGuard);
+  // The document at /openapi.json only (README): no second copy at /docs-yaml or /docs-json.
+  SwaggerModule.setup('docs', app, doc, { jsonDocumentUrl: 'openapi.json', raw: ['json'] });
 }

@@ -101,6 +101,7 @@ function answerAndClose(req: IncomingMessage, res: ServerResponse, status: numbe
   const body = statusProblem(status, errorCode, detail, correlationId);
   res.writeHead(status, {
     'Content-Type': 'application/problem+json',
+    'X-Content-Type-Options': 'nosniff',
     'Content-Length': Buffer.byteLength(body),
     'X-Correlation-Id': correlationId,
     Connection: 'close',
@@ -137,6 +138,7 @@ function endWithProblem(socket: Duplex, status: number, errorCode: ErrorCode, de
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
       'Content-Type: application/problem+json\r\n' +
+      'X-Content-Type-Options: nosniff\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Correlation-Id: ${correlationId}\r\n` +
       'Connection: close\r\n\r\n' +

@@ -1,0 +1,77 @@
+import type { Server } from 'node:http';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postApiKey } from '../support/api-keys.js';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { adminAuth, bearer } from '../support/test-app.js';
+
+/**
+ * Headers of an API that hands out unredacted vendor results and keys (hardening review): every answer says
+ * `nosniff` (results hold text third parties wrote); the /docs page, where an operator pastes a key, may not be
+ * framed and loads nothing from elsewhere; under /docs only the files the page loads are served (SwaggerModule
+ * mounted the whole swagger-ui-dist folder: its package.json, source maps, a demo initializer), and the document is
+ * at /openapi.json only (no /docs-yaml or /docs-json copy).
+ */
+describe('response hardening', () => {
+  let h: Harness;
+  let a: OrgSetup;
+  let callId: string;
+  beforeAll(async () => {
+    h = await startHarness();
+    a = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const res = await h.t.http.post(`/v1/runs/${a.runId}/tool-calls`).set(bearer(a.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    expect(res.status).toBe(200);
+    callId = res.body.toolCallId as string;
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('every answer says nosniff: a full result, a minted key, an error, an export, a refusal before the routes, a raw one', async () => {
+    const answers = {
+      result: await h.t.http.get(`/v1/tool-calls/${callId}/result`).set(bearer(a.agentKey)),
+      mintedKey: await postApiKey(h.t.http, adminAuth, { orgId: a.orgId, role: 'agent', name: 'nosniff probe' }, 'response-hardening.spec'),
+      unknownRoute: await h.t.http.get('/v1/no-such-route').set(bearer(a.agentKey)),
+      exportCsv: await h.t.http.get('/v1/tool-calls/export?format=csv').set(bearer(a.adminKey)),
+      nulInUrl: await h.t.http.get('/v1/orgs/%00').set(adminAuth),
+      metrics: await h.t.http.get('/metrics'),
+    };
+    expect(Object.fromEntries(Object.entries(answers).map(([k, r]) => [k, r.status]))).toEqual({
+      result: 200, mintedKey: 201, unknownRoute: 404, exportCsv: 200, nulInUrl: 400, metrics: 200,
+    });
+    for (const [k, r] of Object.entries(answers)) expect([k, r.headers['x-content-type-options']]).toEqual([k, 'nosniff']);
+    // Written on the socket before any ServerResponse exists (an Expect the server cannot meet): nosniff too.
+    const port = ((h.t.app.getHttpServer() as Server).address() as { port: number }).port;
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n\r\n'));
+      let got = '';
+      socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+      socket.on('close', () => resolve(got));
+      socket.on('error', reject);
+    });
+    expect(raw.split('\r\n')[0]).toBe('HTTP/1.1 417 Expectation Failed');
+    expect(raw.toLowerCase()).toContain('x-content-type-options: nosniff');
+  });
+
+  it('/docs may not be framed and loads nothing from elsewhere; what it loads is served', async () => {
+    const page = await h.t.http.get('/docs');
+    expect([page.status, page.headers['content-type']]).toEqual([200, expect.stringMatching(/^text\/html/)]);
+    expect(page.headers['x-frame-options']).toBe('DENY');
+    expect(page.headers['content-security-policy']).toMatch(/frame-ancestors 'none'/);
+    expect(page.headers['content-security-policy']).toMatch(/script-src 'self';/);
+    const loaded = [...String(page.text).matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!).filter((u) => !u.startsWith('#') && !u.startsWith('http'));
+    expect(loaded.length).toBeGreaterThanOrEqual(5);
+    for (const u of loaded) {
+      const path = new URL(u, 'http://gateway/docs').pathname; // as a browser on /docs resolves it
+      expect([path, (await h.t.http.get(path)).status]).toEqual([path, 200]);
+    }
+    expect((await h.t.http.get('/openapi.json')).status).toBe(200);
+  });
+
+  it('nothing else under /docs, and no second copy of the document', async () => {
+    for (const path of ['/docs/swagger-initializer.js', '/docs/package.json', '/docs/swagger-ui.js.map', '/docs/swagger-ui-bundle.js.map', '/docs/index.js', '/docs/README.md', '/docs-yaml', '/docs-json']) {
+      const res = await h.t.http.get(path);
+      expect([path, res.status, res.headers['content-type']]).toEqual([path, 404, expect.stringMatching(/^application\/problem\+json/)]);
+    }
+  });
+});
