@@ -20,6 +20,8 @@ export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
   private readonly log = new Logger('ClockSync');
   private readonly task = new PeriodicTask('clock sync', CLOCK_SYNC_INTERVAL_MS, () => this.sync(), this.log);
   private warned = false;
+  private again: Promise<number | null> | null = null;
+  private lastAgainAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly ds: DataSource,
@@ -27,6 +29,7 @@ export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
   ) {}
 
   async onModuleInit(): Promise<void> {
+    this.clock.onDisagreement = () => this.readAgainSoon();
     try {
       await this.sync();
     } catch (err) {
@@ -36,7 +39,27 @@ export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.clock.onDisagreement = null;
     await this.task.stop();
+    await this.again;
+  }
+
+  /**
+   * The wall clock ran ahead of the monotonic one since the last reading (a suspend, or a step: see Clock): the
+   * database's clock is read again now rather than at the minute. One at a time, and not more than once a second.
+   */
+  private readAgainSoon(): void {
+    const now = this.clock.monotonicMs();
+    if (this.again || now - this.lastAgainAt < 1_000) return;
+    this.lastAgainAt = now;
+    this.again = this.sync()
+      .catch((err: unknown) => {
+        this.log.warn({ err: loggableErrorText(err) }, "the database's clock could not be read again after this host's clocks disagreed; the next reading is at the minute");
+        return null;
+      })
+      .finally(() => {
+        this.again = null;
+      });
   }
 
   /** Measures the database's clock against this host's and corrects the Clock; the correction in ms, or null when the reading was too slow. */

@@ -1,20 +1,31 @@
+import { readFileSync } from 'node:fs';
 import { Injectable } from '@nestjs/common';
+
+/** How far the wall and monotonic clocks may disagree on the time since the last reading before it is looked into. */
+const DISAGREEMENT_MS = 1_000;
 
 /**
  * Time behind an injectable seam so expiry, breakers and sweeps are testable without sleeps. It reads the database's
  * clock, not this host's: ClockSyncService reads it at start-up and every minute (correctTo), so replicas whose host
  * clocks are seconds apart still agree on when an approval expires, and the times the gateway writes (an approval's
  * expiry and decision, a result's lifetime) sit on one time line with the ones PostgreSQL writes (now(): created_at,
- * finished_at, the events). Between two readings time runs on this host's monotonic clock from the last one, never
- * on its wall clock: a wall clock stepped between two readings (NTP after a resumed VM, `date -s`) would otherwise
- * move the gateway's time by the whole step until the next reading, and a sweep meanwhile expire approvals hours
- * early. (After a suspend the monotonic clock lags until the next reading: late, never early.)
+ * finished_at, the events).
+ *
+ * Between two readings time runs from the last one on this host's monotonic clock, not its wall clock: a wall clock
+ * stepped between two readings (NTP setting right a resumed VM, `date -s`) would move the gateway's time by the whole
+ * step until the next reading, and a sweep meanwhile expire approvals hours early. The monotonic clock stands still
+ * while the host is suspended, though (the wall clock does not): when the wall clock has run ahead of it, the boot
+ * clock (/proc/uptime, which counts a suspend) tells a suspend, whose time is then counted, from a step, which is not;
+ * either way the database's clock is read again at once (onDisagreement).
  */
 @Injectable()
 export class Clock {
   private offsetMs = 0;
-  /** The database's clock as last read, and this host's monotonic clock then (null until the first reading). */
-  private anchor: { dbMs: number; monoMs: number } | null = null;
+  /** The last reading: the database's clock, and this host's monotonic, wall and boot clocks then (null until the first). */
+  private anchor: { dbMs: number; monoMs: number; hostMs: number; bootMs: number | null } | null = null;
+  private bootClockReadable = true;
+  /** Called when the wall clock ran ahead of the monotonic one since the last reading (ClockSyncService reads again). */
+  onDisagreement: (() => void) | null = null;
 
   now(): Date {
     return new Date(this.nowMs());
@@ -22,7 +33,18 @@ export class Clock {
 
   nowMs(): number {
     const a = this.anchor;
-    return (a ? a.dbMs + (this.monotonicMs() - a.monoMs) : this.hostNowMs()) + this.offsetMs;
+    if (!a) return this.hostNowMs() + this.offsetMs;
+    let elapsed = this.monotonicMs() - a.monoMs;
+    if (this.hostNowMs() - a.hostMs - elapsed > DISAGREEMENT_MS) {
+      const boot = a.bootMs === null ? null : this.bootNowMs();
+      const suspended = boot === null ? 0 : boot - a.bootMs! - elapsed;
+      if (suspended > DISAGREEMENT_MS) {
+        a.monoMs -= suspended; // the time the monotonic clock missed, counted from here on
+        elapsed += suspended;
+      }
+      this.onDisagreement?.();
+    }
+    return a.dbMs + elapsed + this.offsetMs;
   }
 
   /**
@@ -38,9 +60,22 @@ export class Clock {
     return Date.now();
   }
 
-  /** This host's monotonic clock (ms from an arbitrary origin). */
+  /** This host's monotonic clock (ms from an arbitrary origin; stands still while the host is suspended). */
   monotonicMs(): number {
     return performance.now();
+  }
+
+  /** This host's boot clock (ms since boot, a suspend counted), null where /proc/uptime cannot be read. */
+  bootNowMs(): number | null {
+    if (!this.bootClockReadable) return null;
+    try {
+      const seconds = Number.parseFloat(readFileSync('/proc/uptime', 'latin1'));
+      if (Number.isFinite(seconds)) return seconds * 1000;
+    } catch {
+      // not Linux, or no /proc: a suspend is then not told from a step (read again at once all the same)
+    }
+    this.bootClockReadable = false;
+    return null;
   }
 
   /**
@@ -48,7 +83,7 @@ export class Clock {
    * `hostMs`. Time runs from that reading on; answers the database's clock minus this host's wall clock.
    */
   correctTo(dbMs: number, monoMs: number, hostMs: number): number {
-    this.anchor = { dbMs, monoMs };
+    this.anchor = { dbMs, monoMs, hostMs, bootMs: this.bootNowMs() };
     return dbMs - hostMs;
   }
 

@@ -71,6 +71,31 @@ describe('the clock is the database\'s', () => {
     await sync.sync();
   });
 
+  it('after a suspend of 2 h (the monotonic clock stood still, the wall and boot clocks did not) an approval asked for at once lives its TTL', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    await sync.sync(); // the last reading before the host was suspended
+    const real = clock.monotonicMs.bind(clock);
+    const suspended = vi.spyOn(clock, 'monotonicMs').mockImplementation(() => real() - 2 * 3_600_000);
+    let id: string;
+    try {
+      // No reading in between: before, the gateway's now was 2 h behind until the next one, and this approval's
+      // expiry (now + TTL) lay in its past.
+      expect(Math.abs(clock.nowMs() - (await dbNowMs()))).toBeLessThan(250);
+      const submitted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('4.00', '12345'));
+      expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+      id = submitted.body.toolCallId as string;
+    } finally {
+      suspended.mockRestore();
+      await sync.sync();
+    }
+    await h.t.app.get(ApprovedCallRunner).sweep();
+    const story = (await h.t.http.get(`/v1/tool-calls/${id}`).set(adminAuth)).body as { status: string; approval: { status: string; createdAt: string; expiresAt: string } };
+    const lifeMs = Date.parse(story.approval.expiresAt) - Date.parse(story.approval.createdAt);
+    expect(Math.abs(lifeMs - TTL_SECONDS * 1000)).toBeLessThan(1_000);
+    expect([story.status, story.approval.status]).toEqual(['waiting_approval', 'pending']);
+    await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.agentKey)).send({});
+  });
+
   it('on such a host an approval lives APPROVAL_TTL_SECONDS from its creation and is decided before its call starts and finishes', async () => {
     const host = vi.spyOn(clock, 'hostNowMs').mockImplementation(() => Date.now() + 30_000);
     try {
