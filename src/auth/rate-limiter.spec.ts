@@ -32,3 +32,26 @@ describe('RateLimiter.takeMore: a cost known once the request runs', () => {
     for (let i = 0; i < 3; i++) expect(limiter.take('k')).toBe(0); // the 0 spent nothing: 4 in all
   });
 });
+
+describe('RateLimiter.owe: a cost admitted work is never refused for', () => {
+  it('spends it whatever the bucket holds: the key owes the rest, and its next requests wait for it', () => {
+    const clock = { now: 0 };
+    const limiter = new RateLimiter(2, () => clock.now); // burst 4
+    for (let i = 0; i < 4; i++) expect(limiter.take('k')).toBe(0); // empty
+    limiter.owe('k', 6); // -6
+    expect(limiter.take('k')).toBe(4); // 1 token needs 7: 3.5 s, said as 4
+    clock.now = 3_500;
+    expect(limiter.take('k')).toBe(0); // refilled by 7 since: 1 - 1 = 0
+    limiter.owe('k', 0);
+    expect(limiter.take('k')).toBe(1);
+  });
+
+  it('owes nothing with the limit off or for a key take() never saw', () => {
+    const off = new RateLimiter(0);
+    off.owe('k', 100);
+    expect(off.take('k')).toBe(0);
+    const limiter = new RateLimiter(2, () => 0);
+    limiter.owe('unseen', 100);
+    for (let i = 0; i < 4; i++) expect(limiter.take('unseen')).toBe(0);
+  });
+});
