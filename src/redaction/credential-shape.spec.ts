@@ -11,6 +11,8 @@ describe('holdsCredentialShape', () => {
       'tgw_' + 'A'.repeat(43),
       'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl',
       'Bearer abcdefgh12345678abcdefgh',
+      'authorization: bearer 0a1B2c3D4e5F6g7H8i9J0k1L', // any case, as log lines and proxies write it
+      'BEARER 0a1B2c3D4e5F6g7H8i9J0k1L',
       '-----BEGIN PRIVATE KEY-----MIIB',
       'sk_live_' + 'a'.repeat(24),
     ]) {
@@ -31,6 +33,7 @@ describe('holdsCredentialShape', () => {
       'Ring bearer invitations', // the word in a sentence
       'standard bearer campaign-2024',
       'Bearer of news 12345', // a short value
+      'bearer invitations-for-the-whole-family', // words: no digit
       'x'.repeat(255),
     ]) {
       expect(holdsCredentialShape(text), text).toBe(false);

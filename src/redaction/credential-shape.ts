@@ -2,18 +2,12 @@ import { ValidateBy, type ValidationOptions } from 'class-validator';
 import { JWT, PRIVATE_KEY_BLOCK, VENDOR_TOKEN_HEAD, VENDOR_TOKENS } from './token-shapes.js';
 
 /**
- * A Bearer credential as a header writes it: the word as RFC 6750 spells it, then a token68 of 20 characters or more.
- * Not redaction's BEARER (any case, 8 characters): "Ring bearer invitations" is an ordinary conversation id.
+ * A Bearer credential as a header or a log line writes it: the scheme (any case: RFC 9110 §11.1), then a token68 of 20
+ * characters or more holding a letter and a digit. Not redaction's BEARER (8 characters, any): "Ring bearer
+ * invitations" or "standard bearer campaign-2024" is an ordinary conversation id.
  */
-const BEARER_VALUE = /\bBearer +[A-Za-z0-9\-._~+/]{20,}=*/;
+const BEARER_VALUE = /\bbearer +(?=[A-Za-z0-9\-._~+/]*[0-9])(?=[A-Za-z0-9\-._~+/]*[A-Za-z])[A-Za-z0-9\-._~+/]{20,}=*/i;
 
-/**
- * Whether `text` holds a credential recognised by its shape alone: a vendor token (shpat_…, Atza|…, this gateway's
- * tgw_…), a JWT, a Bearer value, a private key. For identifiers a client chooses (a tool_use id, an Idempotency-Key, a
- * run's specialistId): they are stored, hash-chained into ledger events and shown back as sent, never redacted — an
- * identifier is matched as it is — so one that holds a secret is refused instead. Only shapes: never a heuristic (a
- * tax id's digits or a `key=value` form are ordinary in an identifier).
- */
 export function holdsCredentialShape(text: string): boolean {
   if (text.includes('PRIVATE KEY') && text.replace(PRIVATE_KEY_BLOCK, '') !== text) return true;
   if (BEARER_VALUE.test(text)) return true;
