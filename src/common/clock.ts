@@ -68,14 +68,9 @@ export class Clock {
   /** This host's boot clock (ms since boot, a suspend counted), null where /proc/uptime cannot be read. */
   bootNowMs(): number | null {
     if (!this.bootClockReadable) return null;
-    try {
-      const seconds = Number.parseFloat(readFileSync('/proc/uptime', 'latin1'));
-      if (Number.isFinite(seconds)) return seconds * 1000;
-    } catch {
-      // not Linux, or no /proc: a suspend is then not told from a step (read again at once all the same)
-    }
-    this.bootClockReadable = false;
-    return null;
+    const { ms, gone } = bootClockReading(() => readFileSync('/proc/uptime', 'latin1'));
+    if (gone) this.bootClockReadable = false;
+    return ms;
   }
 
   /**
@@ -91,4 +86,21 @@ export class Clock {
   advance(ms: number): void {
     this.offsetMs += ms;
   }
+}
+
+/**
+ * The boot clock from /proc/uptime's text (`read`): ms since boot, or null; `gone` when it will never be readable
+ * here (not Linux, no /proc, a text that is not a number). Any other error (no file descriptor left, for one) is
+ * this read's alone.
+ */
+export function bootClockReading(read: () => string): { ms: number | null; gone: boolean } {
+  let text: string;
+  try {
+    text = read();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return { ms: null, gone: code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR' };
+  }
+  const seconds = Number.parseFloat(text);
+  return Number.isFinite(seconds) && seconds >= 0 ? { ms: seconds * 1000, gone: false } : { ms: null, gone: true };
 }
