@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { DecryptionError, EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -27,6 +28,7 @@ const PURGE_BATCH = 5_000;
 @Injectable()
 export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('ResultsStore');
+  private capping: Promise<number> = Promise.resolve(0);
   private readonly task = new PeriodicTask('purge of expired results', PURGE_EVERY_MS, () => this.purgeExpired(this.clock.now()), this.log);
 
   constructor(
@@ -39,10 +41,36 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
   /** Expired results are unreadable already (load checks expires_at); the purge keeps the table from growing forever. */
   onApplicationBootstrap(): void {
     this.task.start();
+    // At once, not at the first purge: after RESULT_TTL_SECONDS was lowered, results kept under the longer retention
+    // are already unreadable (load), and what reading one back costs (result_bytes, by expires_at) must say so too.
+    this.capping = this.capToRetention(this.clock.now()).catch((err: unknown) => {
+      this.log.warn({ err: loggableErrorText(err) }, 'results kept under a longer retention could not be brought to today\'s at start-up; the first purge does it');
+      return 0;
+    });
   }
 
   async onApplicationShutdown(): Promise<void> {
+    await this.capping;
     await this.task.stop();
+  }
+
+  /** Brings the expiry of results stored under a longer RESULT_TTL_SECONDS than today's to today's; how many. */
+  async capToRetention(now: Date, batch = PURGE_BATCH): Promise<number> {
+    const ttl = this.config.RESULT_TTL_SECONDS;
+    let total = 0;
+    for (;;) {
+      const [{ n }] = await this.sql.query<{ n: number }>(
+        `WITH c AS (UPDATE tool_call_results r SET expires_at = r.created_at + make_interval(secs => $2)
+                     WHERE r.tool_call_id IN (SELECT tool_call_id FROM tool_call_results
+                                               WHERE expires_at > $1::timestamptz + make_interval(secs => $2)
+                                                 AND created_at + make_interval(secs => $2) < expires_at LIMIT $3)
+                    RETURNING 1)
+         SELECT count(*)::int AS n FROM c`,
+        [now, ttl, batch],
+      );
+      total += n;
+      if (n < batch) return total;
+    }
   }
 
   seal(orgId: string, toolCallId: string, json: string, now: Date): EncryptedResult {
@@ -83,19 +111,7 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
    * the index range is empty.
    */
   async purgeExpired(now: Date, batch = PURGE_BATCH): Promise<number> {
-    const ttl = this.config.RESULT_TTL_SECONDS;
-    for (;;) {
-      const [{ n }] = await this.sql.query<{ n: number }>(
-        `WITH c AS (UPDATE tool_call_results r SET expires_at = r.created_at + make_interval(secs => $2)
-                     WHERE r.tool_call_id IN (SELECT tool_call_id FROM tool_call_results
-                                               WHERE expires_at > $1::timestamptz + make_interval(secs => $2)
-                                                 AND created_at + make_interval(secs => $2) < expires_at LIMIT $3)
-                    RETURNING 1)
-         SELECT count(*)::int AS n FROM c`,
-        [now, ttl, batch],
-      );
-      if (n < batch) break;
-    }
+    await this.capToRetention(now, batch);
     let total = 0;
     for (;;) {
       const [{ n }] = await this.sql.query<{ n: number }>(

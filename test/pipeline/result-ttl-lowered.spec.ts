@@ -5,6 +5,7 @@ import { ResultsStore } from '../../src/tool-calls/results.store.js';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { dropScratchDatabase, scratchDatabaseUrl } from '../support/scratch-database.js';
 import { bearer, startTestApp } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * RESULT_TTL_SECONDS is how long full results live (README). An operator who lowers it (say 90 days → 1 hour,
@@ -44,6 +45,14 @@ describe('lowering RESULT_TTL_SECONDS applies to results already stored', () => 
     await h.t.close(); // the operator restarts with the shorter retention
     h.t = await startTestApp({ ...emulatorEnv(h.emu.url), ...db, RESULT_TTL_SECONDS: '3600' });
     expect(await result(old)).toMatchObject({ status: 'succeeded', result: { orderId: '12345' } }); // within an hour of its writing
+    // Its expiry brought to the new retention at start-up, not at the first purge: what reading it back costs
+    // (result_bytes, by expires_at) agrees with what load() reads from the start.
+    const capped = async () =>
+      ((await h.t.ds.query(
+        `SELECT abs(extract(epoch FROM expires_at - (created_at + interval '1 hour'))) < 1 AS capped FROM tool_call_results WHERE tool_call_id = $1`,
+        [old],
+      )) as [{ capped: boolean }])[0].capped;
+    await waitFor(capped, 'the start-up pass to bring the old result to the new retention', 5_000, 20); // it runs behind start-up
 
     const clock = h.t.app.get(Clock);
     clock.advance(2 * 3600 * 1000); // two hours later: past the new retention, far inside the old one
