@@ -44,14 +44,18 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   const emu = createFullEmulator();
   await emu.start();
   const t = await startTestApp({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: '2000', VENDOR_CONNECT_TIMEOUT_MS: '500', ...env });
-  return {
+  const h: Harness = {
     t,
     emu,
     async close() {
-      await t.close();
+      // The app the harness holds now: a spec that restarts the gateway (h.t = await startTestApp(…)) replaces it, and
+      // closing the first one (again) left the replacement running — its sweeps and sealer on the shared database for
+      // the rest of the run, taking other specs' approved calls and the sealer's lock.
+      await h.t.close();
       await emu.stop();
     },
   };
+  return h;
 }
 
 export interface OrgSetup {
