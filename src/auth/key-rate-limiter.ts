@@ -25,13 +25,21 @@ export class KeyRateLimiter extends RateLimiter {
   }
 
   /**
-   * A replay (the same tool_use sent again, alone or in a batch) of a succeeded call whose stored result is `bytes`
-   * large: never refused for its size — a batch has spent a token per tool_use already, and a replay refused there
-   * would be refused on every resend, the writes after it held for good — but charged all the same, as debt the key
-   * pays back before its next requests pass.
+   * A replay (the same tool_use sent again) of a succeeded call whose stored result is `bytes` large, before it is
+   * decrypted: never refused for its own size — a batch has spent a token per tool_use already, and a replay refused
+   * there for its size would be refused on every resend, the writes after it held for good — but charged all the
+   * same, as debt its next requests wait for. A replay sent alone while the key is in debt already (concurrent
+   * replays of a large result: the first put it there) is 429 RATE_LIMITED, nothing decrypted; a batch's item is not
+   * (the batch's size bounds it, and its first item's debt would refuse the others on every resend).
    */
-  chargeReplay(keyId: string, bytes: number | null): void {
-    this.owe(keyId, resultReadCost(bytes));
+  chargeReplay(keyId: string, bytes: number | null, batchItem = false): void {
+    const cost = resultReadCost(bytes);
+    if (cost === 0) return;
+    if (!batchItem) {
+      const wait = this.debtWait(keyId);
+      if (wait > 0) throw new AppError('RATE_LIMITED', `rate limit exceeded for this API key (it owes for a large result read back, and this replay's result of ${bytes} bytes costs ${cost + 1} requests)`, { retryAfterSeconds: wait });
+    }
+    this.owe(keyId, cost);
   }
 }
 

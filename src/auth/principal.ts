@@ -5,6 +5,8 @@ export interface Principal {
   keyId: string;
   orgId: string | null;
   role: Role;
+  /** Acting for one tool_use of a batch the guard let in (its rate-limit tokens spent for every item at once). */
+  batchItem?: true;
 }
 
 export const actorOf = (p: Principal): { keyId: string; role: Role } => ({ keyId: p.keyId, role: p.role });

@@ -55,3 +55,18 @@ describe('RateLimiter.owe: a cost admitted work is never refused for', () => {
     for (let i = 0; i < 4; i++) expect(limiter.take('unseen')).toBe(0);
   });
 });
+
+describe('RateLimiter.debtWait', () => {
+  it('says how long a key in debt waits until it is out of it, and 0 when it is not', () => {
+    const clock = { now: 0 };
+    const limiter = new RateLimiter(2, () => clock.now);
+    expect(limiter.debtWait('k')).toBe(0); // never seen
+    expect(limiter.take('k')).toBe(0);
+    expect(limiter.debtWait('k')).toBe(0); // 3 tokens
+    limiter.owe('k', 8); // -5
+    expect(limiter.debtWait('k')).toBe(3); // 5 tokens at 2 a second: 2.5 s, said as 3
+    clock.now = 2_500;
+    expect(limiter.debtWait('k')).toBe(0);
+    expect(new RateLimiter(0).debtWait('k')).toBe(0);
+  });
+});

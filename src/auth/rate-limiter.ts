@@ -75,6 +75,15 @@ export class RateLimiter {
     b.at = t;
   }
 
+  /** Seconds until a key in debt (its bucket below zero) has paid it back; 0 when it is not in debt. */
+  debtWait(key: string): number {
+    if (this.rps <= 0) return 0;
+    const b = this.buckets.get(key);
+    if (!b) return 0;
+    const tokens = Math.min(this.rps * 2, b.tokens + ((this.now() - b.at) / 1000) * this.rps);
+    return tokens < 0 ? Math.max(1, Math.ceil(-tokens / this.rps)) : 0;
+  }
+
   /** Gives back a token take() spent (the work it paid for turned out not to count). */
   refund(key: string): void {
     const b = this.buckets.get(key);

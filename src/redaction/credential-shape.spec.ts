@@ -34,6 +34,8 @@ describe('holdsCredentialShape', () => {
       'standard bearer campaign-2024',
       'Bearer of news 12345', // a short value
       'bearer invitations-for-the-whole-family', // words: no digit
+      'standard bearer campaign-2024-spring-sale', // a slug of words and numbers
+      'Ring bearer invitations-for-the-whole-family-2024',
       'x'.repeat(255),
     ]) {
       expect(holdsCredentialShape(text), text).toBe(false);

@@ -66,7 +66,7 @@ export class StoredCallAnswers {
    * The replay of the call stored under the key, or `none()` when there is none: the run ended (409
    * RUN_NOT_ACTIVE), a batch item not started, or (after a key conflict) a bug.
    */
-  async replayByKey(who: RunReacher & { orgId: string }, idempotencyKey: string, digest: string, toolUseId: string, none: () => Error): Promise<ToolCallResponse> {
+  async replayByKey(who: RunReacher & { orgId: string; batchItem?: boolean }, idempotencyKey: string, digest: string, toolUseId: string, none: () => Error): Promise<ToolCallResponse> {
     const found = await this.storedByKey(who.orgId, idempotencyKey);
     if (!found) throw none();
     const { run_created_by: runCreatedBy, ...row } = found;
@@ -78,7 +78,7 @@ export class StoredCallAnswers {
         storedCall: { status: row.status, toolName: row.tool_name, action: row.action },
       });
     }
-    return this.replayStored(row, digest, toolUseId, who.keyId);
+    return this.replayStored(row, digest, toolUseId, who.keyId, who.batchItem === true);
   }
 
   private async storedByKey(orgId: string, idempotencyKey: string): Promise<(StoredCall & { run_created_by: string | null }) | undefined> {
@@ -90,7 +90,7 @@ export class StoredCallAnswers {
     return row;
   }
 
-  private async replayStored(stored: StoredCall, digest: string, toolUseId: string, keyId: string): Promise<ToolCallResponse> {
+  private async replayStored(stored: StoredCall, digest: string, toolUseId: string, keyId: string, batchItem: boolean): Promise<ToolCallResponse> {
     if (stored.action_digest !== digest) {
       // The stored call rides along (its status and what it does), never serialized: a batch holds the writes after
       // this one while the call first sent under the key, if a write, has not run yet (ToolCallBatchService, keyReusedHold).
@@ -103,8 +103,8 @@ export class StoredCallAnswers {
       throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'a call with this idempotency key is still executing', { retryAfterSeconds: 1 });
     }
     // The model gets at most the result budget, but the whole stored result is read and decrypted: charged by its size
-    // as a full read is (GET …/result), as debt rather than refused (KeyRateLimiter.chargeReplay).
-    if (row.status === 'succeeded') this.limiter.chargeReplay(keyId, row.result_bytes);
+    // as a full read is (GET …/result), before it is decrypted (KeyRateLimiter.chargeReplay).
+    if (row.status === 'succeeded') this.limiter.chargeReplay(keyId, row.result_bytes, batchItem);
     return this.answerStored(row, toolUseId, true);
   }
 

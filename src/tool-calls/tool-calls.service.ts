@@ -29,12 +29,15 @@ import { ToolCallLedger, type IntentResult } from './tool-call-ledger.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 import { recordedAction, recordedToolName } from './recorded-action.js';
 import { respond, type ToolCallResponse } from './tool-call-response.js';
-import { idempotencyKeyFor, parseToolUse } from './tool-use.js';
+import { credentialInIdentifiers, idempotencyKeyFor, parseToolUse } from './tool-use.js';
 import { VendorAdmission } from './vendor-admission.js';
 
 export { recordedTool, type RecordedTool } from './outcome-recorder.js';
 export { settledCalls, STORED_CALL_COLUMNS, type StoredCall } from './stored-call.js';
 export type { ToolCallResponse } from './tool-call-response.js';
+
+/** Who a replay is for: the key (whose runs it reaches, and which pays for it), and whether it is a batch's item. */
+const replayer = (p: Principal, orgId: string) => ({ orgId, keyId: p.keyId, role: p.role, batchItem: p.batchItem === true });
 
 export const inputAad = (orgId: string, toolCallId: string): string => `input:${orgId}:${toolCallId}`;
 
@@ -87,7 +90,14 @@ export class ToolCallsService {
     // An ended run takes no new calls; a call it made before it ended is still answered (the agent may resend after a lost answer).
     if (run.status !== 'running' && run.status !== 'waiting_approval') {
       await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-      return await this.answers.replayByKey({ orgId, keyId: p.keyId, role: p.role }, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
+      return await this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
+    }
+
+    // A new call only: one stored under these identifiers before they were refused is replayed as any other.
+    const credential = credentialInIdentifiers(use.id, idempotencyHeader);
+    if (credential) {
+      await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
+      return await this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, () => credential);
     }
 
     const [flagEnabled, { rules, version: policyVersion }] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
@@ -105,7 +115,7 @@ export class ToolCallsService {
     let release: (() => void) | null = null;
     if (decision.status === 'running') {
       release = this.leaseFor(orgId, decision.entry.vendor);
-      if (!release) return this.keyChecked(p, this.admission.concurrencyLimited(orgId, { keyId: p.keyId, role: p.role }, run.id, idempotencyKey, digest, use.id, decision.entry));
+      if (!release) return this.keyChecked(p, this.admission.concurrencyLimited(orgId, { keyId: p.keyId, role: p.role }, run.id, idempotencyKey, digest, use.id, decision.entry, p.batchItem === true));
     }
     try {
       const id = newId();
@@ -172,8 +182,8 @@ export class ToolCallsService {
         this.keys.refused(p);
         throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
       }
-      if (written === 'run-ended') return await this.answers.replayByKey({ orgId, keyId: p.keyId, role: p.role }, idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
-      if (written === 'exists') return await this.answers.replayByKey({ orgId, keyId: p.keyId, role: p.role }, idempotencyKey, digest, use.id, conflictWithoutRow);
+      if (written === 'run-ended') return await this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
+      if (written === 'exists') return await this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, conflictWithoutRow);
       if (written === 'governance-changed') {
         // Changed on another replica inside this one's cache window: decide again on fresh reads, the lease given back first.
         this.flags.forget(orgId);
@@ -235,7 +245,7 @@ export class ToolCallsService {
   async replayOnly(p: Principal, runId: string, body: unknown, notStarted: () => AppError = heldBehindEarlierItem): Promise<ToolCallResponse> {
     const { orgId, use, idempotencyKey, digest } = await this.identify(p, runId, body, undefined);
     await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-    return this.answers.replayByKey({ orgId, keyId: p.keyId, role: p.role }, idempotencyKey, digest, use.id, notStarted);
+    return this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, notStarted);
   }
 
   /**

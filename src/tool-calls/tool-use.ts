@@ -2,6 +2,17 @@ import { AppError } from '../common/errors/app-error.js';
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { HOLDS_CREDENTIAL, holdsCredentialShape } from '../redaction/credential-shape.js';
 
+/**
+ * The refusal of a NEW call whose tool_use id or Idempotency-Key holds a credential by its shape (identifiers are
+ * stored, chained into events and shown back as sent), or null. Asked only once no call is stored under the key: a
+ * call recorded before the gateway refused such ids is still replayed (and holds the batch's writes after it).
+ */
+export function credentialInIdentifiers(toolUseId: string, idempotencyHeader: unknown): AppError | null {
+  if (typeof idempotencyHeader === 'string' && holdsCredentialShape(idempotencyHeader)) return new AppError('BAD_REQUEST', `Idempotency-Key ${HOLDS_CREDENTIAL}`);
+  if (holdsCredentialShape(toolUseId)) return new AppError('BAD_REQUEST', `id ${HOLDS_CREDENTIAL}`);
+  return null;
+}
+
 /** A tool_use block as the model emitted it (Anthropic shape). */
 export interface ToolUse {
   id: string;
@@ -43,7 +54,6 @@ export function parseToolUse(body: unknown): ToolUse {
   if (extra.length) throw new AppError('BAD_REQUEST', `unknown field in tool_use: ${unknownFieldName(extra)}`);
   if (body.type !== 'tool_use') throw new AppError('BAD_REQUEST', 'type must be "tool_use"');
   if (typeof body.id !== 'string' || !ID_RE.test(body.id)) throw new AppError('BAD_REQUEST', 'id must be 1-255 printable ASCII characters');
-  if (holdsCredentialShape(body.id)) throw new AppError('BAD_REQUEST', `id ${HOLDS_CREDENTIAL}`);
   if (typeof body.name !== 'string' || !NAME_RE.test(body.name)) throw new AppError('BAD_REQUEST', 'name must be 1-128 of [A-Za-z0-9_.-]');
   if (!isPlainObject(body.input)) throw new AppError('BAD_REQUEST', 'input must be an object');
   const { action, ...params } = body.input;
@@ -56,7 +66,6 @@ export function idempotencyKeyFor(header: unknown, runId: string, toolUseId: str
   if (typeof header !== 'string' || !IDEMPOTENCY_KEY_RE.test(header)) {
     throw new AppError('BAD_REQUEST', 'Idempotency-Key must be 1-255 printable ASCII characters');
   }
-  if (holdsCredentialShape(header)) throw new AppError('BAD_REQUEST', `Idempotency-Key ${HOLDS_CREDENTIAL}`);
   return `key:${header}`;
 }
 

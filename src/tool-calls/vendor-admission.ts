@@ -56,6 +56,7 @@ export class VendorAdmission {
     digest: string,
     toolUseId: string,
     entry: CatalogEntry,
+    batchItem = false,
   ): Promise<ToolCallResponse> {
     await this.intentsInFlight.get(`${orgId}:${idempotencyKey}`);
     // The intent statement, which re-checks the key, is not reached on this path: a key revoked since the request
@@ -66,7 +67,7 @@ export class VendorAdmission {
               EXISTS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval')) AS live`,
       [orgId, idempotencyKey, runId],
     );
-    if (exists) return this.answers.replayByKey({ orgId, keyId: actor.keyId, role: actor.role }, idempotencyKey, digest, toolUseId, conflictWithoutRow);
+    if (exists) return this.answers.replayByKey({ orgId, keyId: actor.keyId, role: actor.role, batchItem }, idempotencyKey, digest, toolUseId, conflictWithoutRow);
     // A run that ended (on another replica, since this one cached it) takes no call, now or later: not "retry shortly".
     if (!live) throw this.answers.runEnded(runId);
     await this.events.append([{ orgId, type: 'tool_call.rejected', runId, actor, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);

@@ -66,4 +66,27 @@ describe('identifiers holding a credential', () => {
     }
     expect(await runs()).toBe(before);
   });
+
+  it('a call stored under such an id before they were refused is still replayed, and a resent batch still holds the writes after it', async () => {
+    const { agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_refund.create', 'shopify_order.add_note'] });
+    const refund = toolUse('shopify_refund', { action: 'create', orderId: '12345', amount: '2.00' });
+    const note = toolUse('shopify_order', { action: 'add_note', orderId: '12345', note: 'upgrade: refund issued' });
+    const post = (uses: unknown[]) => h.t.http.post(`/v1/runs/${runId}/tool-calls:batch`).set(bearer(agentKey)).send({ toolUses: uses });
+    const [r0, n0] = (await post([refund, note])).body.results as Record<string, unknown>[];
+    expect(r0).toMatchObject({ status: 'waiting_approval' });
+    expect(n0).toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_PROGRESS' });
+    // As a gateway before the refusal stored it: under an id holding a token's shape (a GitHub classic token's here).
+    const storedId = `toolu_ghp_${'Q7x2Lm9Pz4Kc8Rt1Vb6Nw3Hy5Jd0Fs2Ga7Ue'}`;
+    await h.t.ds.query(`UPDATE tool_calls SET tool_use_id = $2, idempotency_key = $3 WHERE id = $1`, [r0.toolCallId, storedId, `run:${runId}:${storedId}`]);
+    const resent = [{ ...refund, id: storedId }, note];
+
+    const single = await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(resent[0]);
+    expect([single.status, single.body.status, single.body.replayed], JSON.stringify(single.body)).toEqual([202, 'waiting_approval', true]);
+    const from = h.emu.requests.length;
+    const [r1, n1] = (await post(resent)).body.results as Record<string, unknown>[];
+    expect(r1).toMatchObject({ status: 'waiting_approval', replayed: true });
+    expect(n1).toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_PROGRESS' }); // held behind the refund, not run
+    expect(h.emu.requests.slice(from).filter((r) => /upgrade: refund issued/.test(r.body))).toHaveLength(0);
+    await h.t.http.post(`/v1/runs/${runId}/cancel`).set(bearer(agentKey)).send({});
+  });
 });

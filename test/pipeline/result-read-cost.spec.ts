@@ -82,6 +82,12 @@ describe('reading a large result costs its size', () => {
     expect([next.status, next.body.code]).toEqual([429, 'RATE_LIMITED']);
     expect(Number(next.headers['retry-after'])).toBeGreaterThanOrEqual(Math.floor((cost - 4) / 2));
 
+    // Concurrent replays of it sent alone: the first is answered (and leaves the key in debt), the others are refused
+    // before anything is decrypted — not each decrypted on a token apiece.
+    await full(((cost + 4) / 2) * 1000 + 500);
+    const together = await Promise.all([replay(large), replay(large), replay(large)]);
+    expect(together.map((r) => r.status).sort()).toEqual([200, 429, 429]);
+
     // A batch sent again with a large replay in it passes (before, every resend was refused for the batch's own tokens).
     await full(((cost + 4) / 2) * 1000 + 500);
     const batch = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls:batch`).set(bearer(org.agentKey)).send({ toolUses: [uses.get(large), uses.get(small)] });

@@ -141,7 +141,7 @@ export function ApiToolCallResponses(forbidden: string): MethodDecorator {
       429,
       'CONCURRENCY_LIMIT (org × vendor) or RATE_LIMITED (per key), with Retry-After. A replay of a succeeded call is never refused for its ' +
         'size, but costs one more request per 64 KiB of its stored result beyond the first (the whole result is decrypted), as debt the ' +
-        'key\'s next requests wait for',
+        'key\'s next requests wait for; one sent alone while the key is in debt already is RATE_LIMITED, nothing decrypted',
     ),
     ApiProblemResponse(
       503,

@@ -173,6 +173,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     /** Items answered 409 only because a write before them has not run (not because their own call still runs). */
     const heldBehindWrite = new Set<number>();
     const kinds = toolUses.map((u) => this.kindOf(u));
+    const item: Principal = { ...p, batchItem: true }; // its replays are charged as debt, never refused (KeyRateLimiter.chargeReplay)
     for (const group of scheduleBatch(kinds)) {
       const hold = held;
       const holdWrite = kinds[group[0]] === 'write' ? writeHold : null;
@@ -182,12 +183,12 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
           const unreadable = refusedBatchItem(toolUses[i]);
           if (unreadable) throw unreadable;
           const answer = this.stopping
-            ? this.calls.replayOnly(p, run.id, toolUses[i], gatewayStopping)
+            ? this.calls.replayOnly(item, run.id, toolUses[i], gatewayStopping)
             : hold
-              ? this.calls.replayOnly(p, run.id, toolUses[i])
+              ? this.calls.replayOnly(item, run.id, toolUses[i])
               : holdWrite
-                ? this.calls.replayOnly(p, run.id, toolUses[i], () => (heldBehindWrite.add(i), holdWrite()))
-                : this.calls.submit(p, run.id, toolUses[i], undefined, correlationId);
+                ? this.calls.replayOnly(item, run.id, toolUses[i], () => (heldBehindWrite.add(i), holdWrite()))
+                : this.calls.submit(item, run.id, toolUses[i], undefined, correlationId);
           bodies[i] = (await answer).body;
         } catch (err) {
           refusals[i] = this.refusal(err, i, correlationId);
