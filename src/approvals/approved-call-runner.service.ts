@@ -256,6 +256,12 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       return;
     }
     const vendor = this.catalog.find(pending.tool_name, pending.action)?.vendor;
+    // An open org × vendor breaker would fail the call once claimed (CIRCUIT_OPEN, nothing sent) and use the approval
+    // up: it stays approved, as for a full lease, and a sweep after the cooldown runs it.
+    if (vendor && this.executor.breakerFor(pending.org_id, vendor).refusing) {
+      this.log.log({ toolCallId }, 'approved call deferred: the org × vendor circuit breaker is open; a sweep after its cooldown runs it');
+      return;
+    }
     const release = vendor ? this.calls.leaseFor(pending.org_id, vendor) : () => undefined;
     if (!release) {
       this.log.log({ toolCallId }, 'approved call deferred: the org × vendor concurrency limit is reached; the sweep runs it');

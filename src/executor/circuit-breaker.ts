@@ -37,6 +37,12 @@ export class CircuitBreaker {
     return this.state;
   }
 
+  /** Whether tryAcquire would refuse now (open within its cooldown, or its half-open probe out), without taking a pass. */
+  get refusing(): boolean {
+    const state = this.current;
+    return state === 'open' || (state === 'half_open' && this.state === 'half_open' && this.probeInFlight);
+  }
+
   /** May a call go out now (a pass), or not (null)? In half-open, exactly once until that probe reports back. */
   tryAcquire(): BreakerPass | null {
     if (this.state === 'closed') return { generation: this.generation, probe: false };
