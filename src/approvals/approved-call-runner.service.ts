@@ -262,9 +262,12 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       this.log.log({ toolCallId }, 'approved call deferred: the org × vendor circuit breaker is open; a sweep after its cooldown runs it');
       return;
     }
-    const release = vendor ? this.calls.leaseFor(pending.org_id, vendor) : () => undefined;
+    const release = vendor ? this.calls.leaseFor(pending.org_id, vendor, true) : () => undefined;
     if (!release) {
-      this.log.log({ toolCallId }, 'approved call deferred: the org × vendor concurrency limit is reached; the sweep runs it');
+      // The next free slot is kept for it (new calls there are refused meanwhile), for two sweeps: an approved write
+      // does not wait behind the org's direct calls for as long as they keep coming.
+      this.calls.reserveFor(pending.org_id, vendor!, 2 * SWEEP_EVERY_MS);
+      this.log.log({ toolCallId }, 'approved call deferred: the org × vendor concurrency limit is reached; new calls there wait, and the next sweep runs it');
       return;
     }
     try {

@@ -218,8 +218,13 @@ export class ToolCallsService {
   }
 
   /** A slot of the org × vendor concurrency limit, or null when it is full (see VendorAdmission.leaseFor). */
-  leaseFor(orgId: string, vendor: string): (() => void) | null {
-    return this.admission.leaseFor(orgId, vendor);
+  leaseFor(orgId: string, vendor: string, approved = false): (() => void) | null {
+    return this.admission.leaseFor(orgId, vendor, approved);
+  }
+
+  /** An approved call found the org × vendor full: new calls there are refused until it takes a slot (at most `forMs`). */
+  reserveFor(orgId: string, vendor: string, forMs: number): void {
+    this.admission.reserveFor(orgId, vendor, forMs);
   }
 
   /** Writes the outcome of an executed call and answers with the tool-call body. Also used by approvals. */

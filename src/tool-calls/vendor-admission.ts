@@ -38,8 +38,13 @@ export class VendorAdmission {
    * null when it is full; the caller gives it back once the vendor has answered.
    * Approved calls take one too, so approving many at once cannot exceed it.
    */
-  leaseFor(orgId: string, vendor: string): (() => void) | null {
-    return this.leases.acquire(`${orgId}:${vendor}`);
+  leaseFor(orgId: string, vendor: string, approved = false): (() => void) | null {
+    return this.leases.acquire(`${orgId}:${vendor}`, approved);
+  }
+
+  /** An approved call found the org × vendor full: the next free slot is kept for it for up to `forMs` (ConcurrencyLeases.reserve). */
+  reserveFor(orgId: string, vendor: string, forMs: number): void {
+    this.leases.reserve(`${orgId}:${vendor}`, forMs);
   }
 
   /**

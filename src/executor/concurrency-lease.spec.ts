@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { ConcurrencyLeases } from './concurrency-lease.js';
+
+describe('ConcurrencyLeases', () => {
+  it('hands out up to the limit per key, and a release (once) gives one back', () => {
+    const leases = new ConcurrencyLeases(2);
+    const a = leases.acquire('o:v')!;
+    const b = leases.acquire('o:v')!;
+    expect(leases.acquire('o:v')).toBeNull();
+    expect(leases.acquire('o:other')).not.toBeNull();
+    a();
+    a();
+    expect(leases.count('o:v')).toBe(1);
+    expect(leases.acquire('o:v')).not.toBeNull();
+    b();
+  });
+
+  it('a reservation for an approved call refuses new calls until an approved call takes a slot, or it lapses', () => {
+    const clock = { now: 0 };
+    const leases = new ConcurrencyLeases(1, () => clock.now);
+    const direct = leases.acquire('o:v')!;
+    expect(leases.acquire('o:v', true)).toBeNull(); // full: the approved call is deferred ...
+    leases.reserve('o:v', 10_000); // ... and reserves the next free slot
+    direct();
+    expect(leases.acquire('o:v')).toBeNull(); // free, but kept for it
+    expect(leases.acquire('o:other')).not.toBeNull(); // another org × vendor is not held
+    const approved = leases.acquire('o:v', true)!;
+    expect(approved).not.toBeNull();
+    approved();
+    expect(leases.acquire('o:v')).not.toBeNull(); // the reservation ended with it
+  });
+
+  it('a reservation nobody takes lapses', () => {
+    const clock = { now: 0 };
+    const leases = new ConcurrencyLeases(1, () => clock.now);
+    leases.reserve('o:v', 10_000);
+    expect(leases.acquire('o:v')).toBeNull();
+    clock.now = 10_000;
+    expect(leases.acquire('o:v')).not.toBeNull();
+  });
+});
