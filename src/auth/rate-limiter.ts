@@ -20,24 +20,21 @@ export class RateLimiter {
    */
   take(key: string, cost = 1): number {
     if (this.rps <= 0) return 0;
-    const burst = this.rps * 2;
     const charge = Math.max(1, cost);
-    const need = Math.min(charge, burst);
-    const t = this.now();
+    const need = Math.min(charge, this.burst);
     let b = this.buckets.get(key);
     if (!b) {
       // Bound memory under key churn: the oldest bucket goes (it starts again full if its key comes back).
       if (this.buckets.size >= MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value!);
-      b = { tokens: burst, at: t };
+      b = { tokens: this.burst, at: this.now() };
       this.buckets.set(key, b);
     }
-    b.tokens = Math.min(burst, b.tokens + ((t - b.at) / 1000) * this.rps);
-    b.at = t;
+    this.refill(b);
     if (b.tokens >= need) {
       b.tokens -= charge;
       return 0;
     }
-    return Math.max(1, Math.ceil((need - b.tokens) / this.rps));
+    return this.secondsUntil(b, need);
   }
 
   /**
@@ -47,19 +44,14 @@ export class RateLimiter {
    * wait are returned. A key with no bucket yet (limits off, or take() not called) pays nothing.
    */
   takeMore(key: string, cost: number): number {
-    if (this.rps <= 0 || cost <= 0) return 0;
-    const b = this.buckets.get(key);
+    const b = cost > 0 ? this.refilled(key) : undefined;
     if (!b) return 0;
-    const burst = this.rps * 2;
-    const t = this.now();
-    b.tokens = Math.min(burst, b.tokens + ((t - b.at) / 1000) * this.rps);
-    b.at = t;
-    const need = Math.min(cost, burst - 1);
+    const need = Math.min(cost, this.burst - 1);
     if (b.tokens >= need) {
       b.tokens -= cost;
       return 0;
     }
-    return Math.max(1, Math.ceil((need - b.tokens) / this.rps));
+    return this.secondsUntil(b, need);
   }
 
   /**
@@ -67,26 +59,42 @@ export class RateLimiter {
    * whatever the bucket holds, the key left in debt for the rest, which its next requests wait for.
    */
   owe(key: string, cost: number): void {
-    if (this.rps <= 0 || cost <= 0) return;
-    const b = this.buckets.get(key);
-    if (!b) return;
-    const t = this.now();
-    b.tokens = Math.min(this.rps * 2, b.tokens + ((t - b.at) / 1000) * this.rps) - cost;
-    b.at = t;
+    const b = cost > 0 ? this.refilled(key) : undefined;
+    if (b) b.tokens -= cost;
   }
 
   /** Seconds until a key in debt (its bucket below zero) has paid it back; 0 when it is not in debt. */
   debtWait(key: string): number {
-    if (this.rps <= 0) return 0;
+    const b = this.refilled(key);
+    return b && b.tokens < 0 ? this.secondsUntil(b, 0) : 0;
+  }
+
+  private get burst(): number {
+    return this.rps * 2;
+  }
+
+  /** The key's bucket refilled to now; none with the limit off or for a key take() never saw. */
+  private refilled(key: string): { tokens: number; at: number } | undefined {
+    if (this.rps <= 0) return undefined;
     const b = this.buckets.get(key);
-    if (!b) return 0;
-    const tokens = Math.min(this.rps * 2, b.tokens + ((this.now() - b.at) / 1000) * this.rps);
-    return tokens < 0 ? Math.max(1, Math.ceil(-tokens / this.rps)) : 0;
+    if (b) this.refill(b);
+    return b;
+  }
+
+  private refill(b: { tokens: number; at: number }): void {
+    const t = this.now();
+    b.tokens = Math.min(this.burst, b.tokens + ((t - b.at) / 1000) * this.rps);
+    b.at = t;
+  }
+
+  /** Whole seconds (at least 1) until the bucket holds `need` tokens. */
+  private secondsUntil(b: { tokens: number }, need: number): number {
+    return Math.max(1, Math.ceil((need - b.tokens) / this.rps));
   }
 
   /** Gives back a token take() spent (the work it paid for turned out not to count). */
   refund(key: string): void {
     const b = this.buckets.get(key);
-    if (b) b.tokens = Math.min(this.rps * 2, b.tokens + 1);
+    if (b) b.tokens = Math.min(this.burst, b.tokens + 1);
   }
 }
