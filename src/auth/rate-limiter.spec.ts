@@ -18,9 +18,29 @@ describe('RateLimiter.takeMore: a cost known once the request runs', () => {
     const clock = { now: 0 };
     const limiter = new RateLimiter(2, at(clock));
     for (let i = 0; i < 3; i++) expect(limiter.take('k')).toBe(0); // 1 left
-    expect(limiter.takeMore('k', 2)).toBe(1); // needs 1 more token: 0.5 s, said as 1
+    expect(limiter.takeMore('k', 2)).toBe(1); // needs 2 more tokens (1 for the retry's own): 1 s
     expect(limiter.takeMore('k', 1)).toBe(0); // what it held is still there
     expect(limiter.take('k')).toBe(1);
+  });
+
+  it('the wait it says is enough for the retry, whose own token take() spends again (at 1 request/s too)', () => {
+    for (const [rps, cost] of [[1, 1], [2, 3], [3, 1], [5, 9], [50, 30]]) {
+      const clock = { now: 0 };
+      const limiter = new RateLimiter(rps, at(clock));
+      let sizeRefusals = 0;
+      for (let read = 0; read < 20; read++) {
+        const wait = limiter.take('k');
+        clock.now += wait * 1000; // a client honouring the guard's Retry-After
+        if (wait > 0) expect(limiter.take('k')).toBe(0);
+        const more = limiter.takeMore('k', cost);
+        if (more === 0) continue;
+        sizeRefusals++;
+        clock.now += more * 1000; // …and the size refusal's: the same read sent again then passes
+        expect(limiter.take('k'), `rps ${rps} cost ${cost} read ${read}`).toBe(0);
+        expect(limiter.takeMore('k', cost), `rps ${rps} cost ${cost} read ${read}`).toBe(0);
+      }
+      if (rps === 1) expect(sizeRefusals).toBeGreaterThan(0); // the case the review found refused for ever
+    }
   });
 
   it('costs nothing with the limit off, for nothing extra, or for a key take() never saw', () => {

@@ -41,7 +41,9 @@ export class RateLimiter {
    * After take(): `cost` more tokens for work whose size is known only once the request is under way (a stored
    * result read back in full). Spent when the bucket holds them, or when it held a full burst before take() (the key
    * is then left in debt by the rest, as by a cost above the burst); else nothing more is spent and the seconds to
-   * wait are returned. A key with no bucket yet (limits off, or take() not called) pays nothing.
+   * wait are returned: until the bucket holds the request's own token as well, which its retry spends again at take()
+   * (waiting only for `cost`, a retry sent on time was one token short, and at 1 request/s refused every time).
+   * A key with no bucket yet (limits off, or take() not called) pays nothing.
    */
   takeMore(key: string, cost: number): number {
     const b = cost > 0 ? this.refilled(key) : undefined;
@@ -51,7 +53,7 @@ export class RateLimiter {
       b.tokens -= cost;
       return 0;
     }
-    return this.secondsUntil(b, need);
+    return this.secondsUntil(b, need + 1);
   }
 
   /**
