@@ -7,7 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import { RunsService } from '../runs/runs.service.js';
 import { ResultsStore } from './results.store.js';
-import { settledCalls, STORED_CALL_COLUMNS, type StoredCall } from './stored-call.js';
+import { remainingWait, settledCalls, STORED_CALL_COLUMNS, type StoredCall } from './stored-call.js';
 import { buildToolCallBody } from './tool-call-body.js';
 import { respond, type ToolCallResponse } from './tool-call-response.js';
 
@@ -56,7 +56,7 @@ export class StoredCallAnswers {
     const result = row.status === 'succeeded' ? await this.results.load(row.org_id, row.id, this.clock.now()) : ({ found: false } as const);
     const facts = {
       id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' || row.error_code === 'NOT_IN_MANIFEST' ? row.error_text : null,
-      retryAfterSeconds: row.retry_after_seconds, approvalKind: row.approval_kind, reconciled: row.reconciled === true, vendorStatus: row.vendor_status,
+      retryAfterSeconds: remainingWait(row.retry_after_seconds, row.finished_at, this.clock.nowMs()), approvalKind: row.approval_kind, reconciled: row.reconciled === true, vendorStatus: row.vendor_status,
       vendorRefused: row.vendor_refused,
     };
     return respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);

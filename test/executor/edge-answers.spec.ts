@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NangoEmulator, ShopifyEmulator } from '../../src/emulator/index.js';
-import { setupOrg, shopDomainOf, startHarness, type Harness } from '../support/scenario.js';
-import { call, rowOf } from './support.js';
+import { Clock } from '../../src/common/clock.js';
+import { setupOrg, shopDomainOf, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
+import { call, rowOf, send } from './support.js';
 
 const MAX_BYTES = 4 * 1024;
 const TOOLS = ['nango_proxy.get', 'nango_proxy.post', 'shopify_refund.create', 'order_lookup.lookup'];
@@ -46,6 +48,43 @@ describe('vendor answers at the edges: huge Retry-After, oversized error bodies,
     expect(rows, JSON.stringify(res.body)).toEqual([{ status: 'failed', error_code: 'VENDOR_RATE_LIMITED', retry_after_seconds: 86_400, retry_count: 0 }]);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ retryAfterSeconds: 86_400 });
+  });
+
+  it("a stored vendor wait counts down on replays and GET …/result, and is left out once passed: a client that waits it and re-posts the same tool_use is not told to wait as long again, for ever", async () => {
+    const org = await fresh();
+    h.emu.fault({ vendor: 'shopify', kind: 'status', status: 429, headers: { 'retry-after': '3600' }, times: Infinity });
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const first = await send(h, org, use);
+    expect(first.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED', retryAfterSeconds: 3600, replayed: false });
+    h.emu.clearFaults(); // the vendor is fine again: only a new tool call would find out
+    const atVendor = h.emu.count({ vendor: 'shopify' });
+    const wait = (b: { retryAfterSeconds?: number }) => b.retryAfterSeconds;
+    const replay = await send(h, org, use);
+    expect(replay.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED', replayed: true });
+    expect(wait(replay.body)).toBeGreaterThan(3590); // a resend after a lost answer still gets (nearly) the whole wait
+    const clock = h.t.app.get(Clock);
+    clock.advance(1_800_000);
+    try {
+      const half = await send(h, org, use);
+      expect(wait(half.body)).toBeGreaterThan(1_790);
+      expect(wait(half.body)).toBeLessThanOrEqual(1_800);
+      expect(half.body.toolResult.content).toContain(`Try again in ${wait(half.body)} seconds`);
+      clock.advance(1_801_000);
+      const after = await send(h, org, use);
+      const result = await h.t.http.get(`/v1/tool-calls/${first.body.toolCallId}/result`).set(bearer(org.agentKey));
+      for (const b of [after.body, result.body]) {
+        expect(b, JSON.stringify(b)).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED' });
+        expect(b).not.toHaveProperty('retryAfterSeconds');
+        expect(b.toolResult.content).toBe('The vendor is limiting requests. Try again later.');
+      }
+      expect(after.body.replayed).toBe(true);
+      expect(after.headers['retry-after']).toBeUndefined();
+      // The ledger keeps what the vendor said.
+      expect(await rowOf(h, first.body.toolCallId)).toMatchObject({ retry_after_seconds: 3600 });
+      expect(h.emu.count({ vendor: 'shopify' }) - atVendor).toBe(0); // replays: nothing sent again
+    } finally {
+      clock.advance(-3_601_000);
+    }
   });
 
   it('nango_proxy.post answered 502 with a body over VENDOR_MAX_RESPONSE_BYTES (upstream then applies it) is indeterminate, not failed', async () => {

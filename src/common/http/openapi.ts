@@ -73,7 +73,12 @@ export const TOOL_CALL_BODY_SCHEMA = {
     replayed: { type: 'boolean', description: 'true when this answers a repeat of an earlier request (header Idempotent-Replayed: true)' },
     result: { description: 'the full vendor result; null when there is none, or when it exceeded the result budget (see truncated)' },
     truncated: { type: 'boolean', description: 'the model-facing content was cut to the budget; GET /v1/tool-calls/{id}/result has it all' },
-    retryAfterSeconds: { type: 'integer', description: 'VENDOR_RATE_LIMITED: how long the vendor asked to wait' },
+    retryAfterSeconds: {
+      type: 'integer',
+      description:
+        'VENDOR_RATE_LIMITED: how long the vendor asked to wait, then make the call again as a new tool call (a new tool_use id); ' +
+        'a replay or GET …/result counts it down from when the call ended and leaves it out once passed',
+    },
     toolResult: {
       type: 'object',
       description: 'hand this to the model as-is',
