@@ -45,6 +45,9 @@ export class ListApiKeysQuery extends OmitType(PageQuery, ['limit'] as const) {
 
   @ApiProperty({
     required: false,
+    minLength: 1,
+    maxLength: 64,
+    pattern: '^(?:platform|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$',
     description: 'platform admins: an org id, "platform" for platform keys, or absent for every key; org admins: their own org only (another → 404)',
   })
   @IsOptional()

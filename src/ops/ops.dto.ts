@@ -50,19 +50,19 @@ export class ToolCallFiltersQuery extends TimeWindowQuery {
   @IsIn(TOOL_CALL_STATUSES)
   status?: ToolCallStatus;
 
-  @ApiProperty({ required: false, maxLength: 200 })
+  @ApiProperty({ required: false, minLength: 1, maxLength: 200 })
   @IsOptional()
   @IsString()
   @CodePointLength(1, 200)
   toolName?: string;
 
-  @ApiProperty({ required: false, maxLength: 200 })
+  @ApiProperty({ required: false, minLength: 1, maxLength: 200 })
   @IsOptional()
   @IsString()
   @CodePointLength(1, 200)
   action?: string;
 
-  @ApiProperty({ required: false, maxLength: 100, example: 'VENDOR_TIMEOUT' })
+  @ApiProperty({ required: false, minLength: 1, maxLength: 100, example: 'VENDOR_TIMEOUT' })
   @IsOptional()
   @IsString()
   @CodePointLength(1, 100)

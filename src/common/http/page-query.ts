@@ -16,7 +16,7 @@ export class PageQuery {
   @Max(200)
   limit?: number;
 
-  @ApiProperty({ required: false, description: 'nextCursor of the previous page, with the same filters' })
+  @ApiProperty({ required: false, minLength: 1, maxLength: 1024, description: 'nextCursor of the previous page, with the same filters' })
   @IsOptional()
   @IsString()
   @CodePointLength(1, 1024)
