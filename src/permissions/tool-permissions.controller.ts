@@ -1,11 +1,14 @@
-import { Body, Controller, Get, Param, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Headers, Param, Put, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
+import { ETAG_HEADER, IF_MATCH_HEADER, PRECONDITION_FAILED_TEXT, parseIfMatch, quoted } from '../common/http/if-match.js';
+import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { PutToolPermissionsDto } from './tool-permissions.dto.js';
-import { ToolPermissionsService } from './tool-permissions.service.js';
+import { permissionsTag, ToolPermissionsService } from './tool-permissions.service.js';
 
 /** The org's permission rows (ToolPermissionsService.list): by toolName, action, then the org-wide row before the specialists'. */
 const PERMISSIONS_SCHEMA = {
@@ -40,18 +43,40 @@ export class ToolPermissionsController {
   @Get()
   @Roles('admin', 'ops')
   @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
-  @ApiResponse({ status: 200, description: 'the org’s permission rows, ordered by toolName, action, then specialistId (org-wide first)', schema: PERMISSIONS_SCHEMA })
-  async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
+  @ApiResponse({
+    status: 200,
+    description: 'the org’s permission rows, ordered by toolName, action, then specialistId (org-wide first); ETag: the set’s tag, for If-Match on PUT',
+    schema: PERMISSIONS_SCHEMA,
+    headers: { ETag: ETAG_HEADER },
+  })
+  async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Res({ passthrough: true }) res: Response) {
     await this.scope.assertAccess(p, orgId);
-    return { items: await this.permissions.list(orgId) };
+    const items = await this.permissions.list(orgId);
+    res.setHeader('ETag', quoted(permissionsTag(items)));
+    return { items };
   }
 
   @Put()
   @Roles('admin')
   @ApiRoles(['admin'], ADMIN_CHANGES_CONFIG)
-  @ApiResponse({ status: 200, description: 'the new set, as GET answers it (the rows given replace every earlier row; event tool_permissions.changed)', schema: PERMISSIONS_SCHEMA })
-  async replace(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Body() dto: PutToolPermissionsDto) {
+  @ApiHeader(IF_MATCH_HEADER)
+  @ApiResponse({
+    status: 200,
+    description: 'the new set, as GET answers it (the rows given replace every earlier row; event tool_permissions.changed), with its ETag',
+    schema: PERMISSIONS_SCHEMA,
+    headers: { ETag: ETAG_HEADER },
+  })
+  @ApiProblemResponse(412, PRECONDITION_FAILED_TEXT)
+  async replace(
+    @CurrentPrincipal() p: Principal,
+    @Param('orgId') orgId: string,
+    @Body() dto: PutToolPermissionsDto,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
     await this.scope.assertAccess(p, orgId);
-    return { items: await this.permissions.replace(p, orgId, dto.items) };
+    const items = await this.permissions.replace(p, orgId, dto.items, parseIfMatch(ifMatch));
+    res.setHeader('ETag', quoted(permissionsTag(items)));
+    return { items };
   }
 }

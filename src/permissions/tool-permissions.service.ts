@@ -4,6 +4,7 @@ import { actorOf, type Principal } from '../auth/principal.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { AppError } from '../common/errors/app-error.js';
+import { contentTag, assertIfMatch, type IfMatch } from '../common/http/if-match.js';
 import { newId } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { ToolPermissionEntity } from './tool-permission.entity.js';
@@ -62,6 +63,13 @@ export function diffPermissions(before: PermissionView[], after: PermissionView[
   return diff;
 }
 
+/** The ETag of a set of permission rows: a digest of its rows in one order (code units), whatever order they were read in. */
+export function permissionsTag(items: PermissionView[]): string {
+  const key = (r: PermissionView) => JSON.stringify([r.toolName, r.action, r.specialistId ?? null, r.enabled]);
+  const rows = items.map(key).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return contentTag(`[${rows.join(',')}]`);
+}
+
 @Injectable()
 export class ToolPermissionsService {
   constructor(
@@ -87,7 +95,11 @@ export class ToolPermissionsService {
     return this.catalog.list().flatMap((t) => t.actions.map((a) => `${t.name}.${a.name}`)).sort();
   }
 
-  async replace(actor: Principal, orgId: string, items: ToolPermissionDto[]): Promise<PermissionView[]> {
+  /**
+   * Replaces the org's set. `ifMatch` (the If-Match header): the set's ETag the change was made against; when another
+   * PUT came first, 412 PRECONDITION_FAILED and nothing is written (see if-match.ts).
+   */
+  async replace(actor: Principal, orgId: string, items: ToolPermissionDto[], ifMatch?: IfMatch): Promise<PermissionView[]> {
     const problems: string[] = [];
     const seen = new Set<string>();
     items.forEach((it, i) => {
@@ -115,6 +127,7 @@ export class ToolPermissionsService {
       // Read after the lock (each statement of a READ COMMITTED transaction sees what committed before it): a PUT
       // that waited on another diffs against the set that one wrote, so consecutive events chain.
       const before = await this.list(orgId, m);
+      assertIfMatch(ifMatch, permissionsTag(before));
       await m.getRepository(ToolPermissionEntity).delete({ orgId });
       if (items.length) {
         await m.getRepository(ToolPermissionEntity).insert(

@@ -1,10 +1,13 @@
-import { Body, Controller, Get, Param, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Headers, Param, Put, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
+import { ETAG_HEADER, IF_MATCH_HEADER, PRECONDITION_FAILED_TEXT, parseIfMatch, quoted } from '../common/http/if-match.js';
+import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
-import { PoliciesService } from './policies.service.js';
+import { PoliciesService, policyTag } from './policies.service.js';
 import { TOOL_NAME_PATTERN } from './policy-rules.validator.js';
 import { CONDITION_OPS, FORBIDDEN_PATH_SEGMENTS, NUMERIC_OPS, PATH_SEGMENT_PATTERN, POLICY_DECISIONS, POLICY_LIMITS, RISK_LEVELS, RULE_ID_PATTERN } from './policy.types.js';
 
@@ -96,10 +99,17 @@ export class PoliciesController {
   @Get()
   @Roles('admin', 'ops')
   @ApiRoles(['admin', 'ops'], OPS_READS_CONFIG)
-  @ApiResponse({ status: 200, description: 'the org’s rules ({rules: [], version: 0, updatedAt: null} when never set)', schema: POLICY_SCHEMA })
-  async get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string) {
+  @ApiResponse({
+    status: 200,
+    description: 'the org’s rules ({rules: [], version: 0, updatedAt: null} when never set); ETag: the version’s tag, for If-Match on PUT',
+    schema: POLICY_SCHEMA,
+    headers: { ETag: ETAG_HEADER },
+  })
+  async get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Res({ passthrough: true }) res: Response) {
     await this.scope.assertAccess(p, orgId);
-    return this.policies.get(orgId);
+    const view = await this.policies.get(orgId);
+    res.setHeader('ETag', quoted(policyTag(view.version)));
+    return view;
   }
 
   @Put()
@@ -109,9 +119,19 @@ export class PoliciesController {
     description: 'Ordered rules, first match wins (API.md §2). A bad rule → 400 naming it.',
     schema: { type: 'object', required: ['rules'], properties: { rules: { type: 'array', maxItems: POLICY_LIMITS.maxRules, items: POLICY_RULE_SCHEMA } } },
   })
-  @ApiResponse({ status: 200, description: 'the rules as stored, with the new version (event policy.changed)', schema: POLICY_SCHEMA })
-  async replace(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Body() body: Record<string, unknown>) {
+  @ApiHeader(IF_MATCH_HEADER)
+  @ApiResponse({ status: 200, description: 'the rules as stored, with the new version (event policy.changed) and its ETag', schema: POLICY_SCHEMA, headers: { ETag: ETAG_HEADER } })
+  @ApiProblemResponse(412, PRECONDITION_FAILED_TEXT)
+  async replace(
+    @CurrentPrincipal() p: Principal,
+    @Param('orgId') orgId: string,
+    @Body() body: Record<string, unknown>,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
     await this.scope.assertAccess(p, orgId);
-    return this.policies.replace(p, orgId, body);
+    const view = await this.policies.replace(p, orgId, body, parseIfMatch(ifMatch));
+    res.setHeader('ETag', quoted(policyTag(view.version)));
+    return view;
   }
 }

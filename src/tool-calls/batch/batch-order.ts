@@ -44,6 +44,7 @@ export function mayRunOnResend(code: ErrorCode): boolean {
     case 'APPROVAL_ALREADY_DECIDED':
     case 'ACTION_DIGEST_MISMATCH':
     case 'NOT_RECONCILABLE':
+    case 'PRECONDITION_FAILED':
     case 'PAYLOAD_TOO_LARGE':
     case 'UNSUPPORTED_MEDIA_TYPE':
     case 'INVALID_INPUT':

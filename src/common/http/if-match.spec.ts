@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../errors/app-error.js';
+import { assertIfMatch, contentTag, parseIfMatch } from './if-match.js';
+
+const code = (f: () => unknown): string | undefined => {
+  try {
+    f();
+    return undefined;
+  } catch (err) {
+    return err instanceof AppError ? err.code : 'not an AppError';
+  }
+};
+
+describe('If-Match (RFC 9110 §13.1.1)', () => {
+  it('parses *, one tag, a list (blanks and empty elements allowed, repeated fields joined); weak tags are kept out', () => {
+    expect(parseIfMatch(undefined)).toBeUndefined();
+    expect(parseIfMatch('*')).toEqual({ any: true });
+    expect(parseIfMatch(' "abc" ')).toEqual({ tags: ['abc'] });
+    expect(parseIfMatch('"a", W/"b",,"c"')).toEqual({ tags: ['a', 'c'] });
+    expect(parseIfMatch(['"a"', '"b"'])).toEqual({ tags: ['a', 'b'] });
+    expect(parseIfMatch('W/"a"')).toEqual({ tags: [] });
+    expect(parseIfMatch('""')).toEqual({ tags: [''] });
+  });
+
+  it('anything else is 400 BAD_REQUEST', () => {
+    for (const bad of ['', 'abc', '"a" "b"', ',', 'W/', '"a', 'a"', '*, "a"', '"a b"', 'w/"a"']) expect(code(() => parseIfMatch(bad)), bad).toBe('BAD_REQUEST');
+  });
+
+  it('holds with no condition, with *, or when a strong tag equals the current one; else 412 PRECONDITION_FAILED with the current ETag', () => {
+    expect(code(() => assertIfMatch(undefined, 'x'))).toBeUndefined();
+    expect(code(() => assertIfMatch({ any: true }, 'x'))).toBeUndefined();
+    expect(code(() => assertIfMatch({ tags: ['y', 'x'] }, 'x'))).toBeUndefined();
+    expect(code(() => assertIfMatch({ tags: ['y'] }, 'x'))).toBe('PRECONDITION_FAILED');
+    expect(code(() => assertIfMatch({ tags: [] }, 'x'))).toBe('PRECONDITION_FAILED');
+    try {
+      assertIfMatch({ tags: ['y'] }, 'x');
+    } catch (err) {
+      expect((err as AppError).extra.headers).toEqual({ ETag: '"x"' });
+    }
+  });
+
+  it('contentTag: 22 base64url characters, the same for the same text only', () => {
+    expect(contentTag('[1]')).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(contentTag('[1]')).toBe(contentTag('[1]'));
+    expect(contentTag('[1]')).not.toBe(contentTag('[2]'));
+  });
+});

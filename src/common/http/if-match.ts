@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '../errors/app-error.js';
+
+/**
+ * Optimistic concurrency for the PUTs that replace a whole set (tool permissions, policies): GET answers an ETag,
+ * and a PUT sent with `If-Match: <that ETag>` is refused 412 PRECONDITION_FAILED, nothing written, when the set
+ * changed since (another admin's PUT in between), instead of silently undoing that change. Without If-Match the
+ * last PUT wins, as before. RFC 9110 §13.1.1: `*`, or a list of entity tags compared strongly (a weak tag never
+ * matches); a header that is neither is 400.
+ */
+export type IfMatch = { any: true } | { tags: string[] };
+
+const ENTITY_TAG = /^(W\/)?"([\x21\x23-\x7e]*)"$/;
+
+/** The If-Match header as sent (Node joins repeated fields with ", "), or undefined when absent. */
+export function parseIfMatch(header: string | string[] | undefined): IfMatch | undefined {
+  if (header === undefined) return undefined;
+  const text = (Array.isArray(header) ? header.join(',') : header).trim();
+  if (text === '*') return { any: true };
+  const tags: string[] = [];
+  let items = 0;
+  // Entity tags hold no comma or blank (etagc), so a split on commas is exact.
+  for (const part of text.split(',')) {
+    const item = part.trim();
+    if (item === '') continue; // empty list elements are allowed (RFC 9110 §5.6.1)
+    const m = ENTITY_TAG.exec(item);
+    if (!m) throw malformed();
+    items++;
+    if (!m[1]) tags.push(m[2]); // a weak tag is kept out: it never matches
+  }
+  if (items === 0) throw malformed();
+  return { tags };
+}
+
+const malformed = (): AppError => new AppError('BAD_REQUEST', 'If-Match must be * or a list of entity tags as ETag answers them ("…")');
+
+/** 412 PRECONDITION_FAILED (with the current ETag) unless the condition holds for the set's current tag (no condition always holds). */
+export function assertIfMatch(cond: IfMatch | undefined, current: string): void {
+  if (cond === undefined || 'any' in cond || cond.tags.includes(current)) return;
+  throw new AppError('PRECONDITION_FAILED', 'the set changed since the ETag sent in If-Match was read (another change came first): nothing was written; read it again and send the change against it', {
+    headers: { ETag: quoted(current) },
+  });
+}
+
+/** The header value of a tag. */
+export const quoted = (tag: string): string => `"${tag}"`;
+
+/** A strong tag for a representation: the first 128 bits of its SHA-256, base64url. */
+export const contentTag = (canonical: string): string => createHash('sha256').update(canonical).digest('base64url').slice(0, 22);
+
+/** OpenAPI: the If-Match request header of a PUT replacing a set. */
+export const IF_MATCH_HEADER = {
+  name: 'If-Match',
+  required: false,
+  description:
+    'the ETag of the set this change was made against (from GET, or the last PUT): when the set has changed since, 412 PRECONDITION_FAILED and nothing ' +
+    'is written. * or absent: no check (the last PUT wins). A list of tags matches any of them; a weak tag (W/"…") never matches; anything else is 400',
+};
+
+/** OpenAPI: the ETag response header. */
+export const ETAG_HEADER = { description: 'the tag of the set as answered, for If-Match on PUT', schema: { type: 'string' } };
+
+export const PRECONDITION_FAILED_TEXT =
+  'PRECONDITION_FAILED: If-Match named a tag the set no longer has (another change came first); nothing was written. ETag holds the current tag: read the set again';
