@@ -84,9 +84,22 @@ describe('RateLimiter.debtWait', () => {
     expect(limiter.take('k')).toBe(0);
     expect(limiter.debtWait('k')).toBe(0); // 3 tokens
     limiter.owe('k', 8); // -5
-    expect(limiter.debtWait('k')).toBe(3); // 5 tokens at 2 a second: 2.5 s, said as 3
+    expect(limiter.debtWait('k')).toBe(3); // 5 tokens and the retry's own at 2 a second: 3 s
     clock.now = 2_500;
     expect(limiter.debtWait('k')).toBe(0);
     expect(new RateLimiter(0).debtWait('k')).toBe(0);
+  });
+
+  it('waiting what it says lets the retry through the guard, which spends its own token again (at 1 request/s too)', () => {
+    for (const [rps, debt] of [[1, 3], [1, 1], [2, 5], [3, 7], [50, 200]]) {
+      const clock = { now: 0 };
+      const limiter = new RateLimiter(rps, () => clock.now);
+      expect(limiter.take('k')).toBe(0);
+      limiter.owe('k', debt + 2 * rps); // past the burst: in debt by about `debt`
+      const wait = limiter.debtWait('k');
+      expect(wait, `rps ${rps} debt ${debt}`).toBeGreaterThan(0);
+      clock.now += wait * 1000;
+      expect(limiter.take('k'), `rps ${rps} debt ${debt}`).toBe(0);
+    }
   });
 });

@@ -65,10 +65,13 @@ export class RateLimiter {
     if (b) b.tokens -= cost;
   }
 
-  /** Seconds until a key in debt (its bucket below zero) has paid it back; 0 when it is not in debt. */
+  /**
+   * Seconds until a key in debt (its bucket below zero) has paid it back and holds the token its retry spends again
+   * at take(); 0 when it is not in debt. (Until it was back at zero only, a retry sent on time was refused again.)
+   */
   debtWait(key: string): number {
     const b = this.refilled(key);
-    return b && b.tokens < 0 ? this.secondsUntil(b, 0) : 0;
+    return b && b.tokens < 0 ? this.secondsUntil(b, 1) : 0;
   }
 
   private get burst(): number {
