@@ -10,23 +10,34 @@ import { AppError } from '../errors/app-error.js';
  */
 export type IfMatch = { any: true } | { tags: string[] };
 
-const ENTITY_TAG = /^(W\/)?"([\x21\x23-\x7e]*)"$/;
+/** etagc (RFC 9110 §8.8.3): a comma and obs-text (0x80-0xFF, as Node hands a header's bytes) included. */
+const OPAQUE_TAG = /^[\x21\x23-\x7e\x80-\xff]*$/;
+const isBlank = (c: string | undefined): boolean => c === ' ' || c === '\t';
 
 /** The If-Match header as sent (Node joins repeated fields with ", "), or undefined when absent. */
 export function parseIfMatch(header: string | string[] | undefined): IfMatch | undefined {
   if (header === undefined) return undefined;
-  const text = (Array.isArray(header) ? header.join(',') : header).trim();
-  if (text === '*') return { any: true };
+  const text = Array.isArray(header) ? header.join(', ') : header;
+  if (text.trim() === '*') return { any: true };
   const tags: string[] = [];
   let items = 0;
-  // Entity tags hold no comma or blank (etagc), so a split on commas is exact.
-  for (const part of text.split(',')) {
-    const item = part.trim();
-    if (item === '') continue; // empty list elements are allowed (RFC 9110 §5.6.1)
-    const m = ENTITY_TAG.exec(item);
-    if (!m) throw malformed();
+  // A scan, not a split on commas: a comma may stand inside a tag ("v1,old").
+  let i = 0;
+  for (;;) {
+    while (i < text.length && (isBlank(text[i]) || text[i] === ',')) i++; // blanks, separators, empty list elements (§5.6.1)
+    if (i >= text.length) break;
+    const weak = text.startsWith('W/', i);
+    if (weak) i += 2;
+    if (text[i] !== '"') throw malformed();
+    const end = text.indexOf('"', i + 1);
+    if (end < 0) throw malformed();
+    const tag = text.slice(i + 1, end);
+    if (!OPAQUE_TAG.test(tag)) throw malformed();
+    i = end + 1;
+    while (isBlank(text[i])) i++;
+    if (i < text.length && text[i] !== ',') throw malformed(); // two tags must be separated by a comma
     items++;
-    if (!m[1]) tags.push(m[2]); // a weak tag is kept out: it never matches
+    if (!weak) tags.push(tag); // a weak tag is kept out: it never matches
   }
   if (items === 0) throw malformed();
   return { tags };
