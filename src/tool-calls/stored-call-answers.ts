@@ -48,18 +48,17 @@ export class StoredCallAnswers {
   }
 
   /**
-   * The body for a stored call, with its full result while it is kept.
-   * `budgetBytes` bounds the model-facing content: the result budget for
-   * replays, unbounded for GET …/result (which exists to hand out everything).
+   * The body for a stored call, with its full result while it is kept. The model-facing content is cut to the
+   * result budget; `wholeResult` (GET …/result) keeps `result` whole all the same (see buildToolCallBody).
    */
-  async answerStored(row: StoredCall, toolUseId: string, replayed: boolean, budgetBytes = this.config.RESULT_BUDGET_BYTES): Promise<ToolCallResponse> {
+  async answerStored(row: StoredCall, toolUseId: string, replayed: boolean, wholeResult = false): Promise<ToolCallResponse> {
     const result = row.status === 'succeeded' ? await this.results.load(row.org_id, row.id, this.clock.now()) : ({ found: false } as const);
     const facts = {
       id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' || row.error_code === 'NOT_IN_MANIFEST' ? row.error_text : null,
       retryAfterSeconds: remainingWait(row.retry_after_seconds, row.finished_at, this.clock.nowMs()), approvalKind: row.approval_kind, reconciled: row.reconciled === true, vendorStatus: row.vendor_status,
       vendorRefused: row.vendor_refused,
     };
-    return respond(buildToolCallBody(facts, result, toolUseId, replayed, budgetBytes), row.http_status, replayed);
+    return respond(buildToolCallBody(facts, result, toolUseId, replayed, this.config.RESULT_BUDGET_BYTES, wholeResult), row.http_status, replayed);
   }
 
   /**

@@ -56,7 +56,7 @@ export function modelMessage(f: CallFacts): string {
     const who = f.approvalKind === 'client' ? 'the customer' : 'an expert';
     return f.status === 'approved'
       ? 'The action was approved and is about to run. Its result will be available shortly; do not send it again.'
-      : `This action needs approval by ${who} before it can run. It has not been executed yet. Do not send it again; its result will be available once it has been decided.`;
+      : `This action needs approval by ${who} before it can run. It has not been executed yet. Do not send it again; you will be told its outcome once it has been decided.`;
   }
   if (f.status === 'running') return 'The action is still running. Its result will be available shortly; do not send it again.';
   if (f.reconciled && f.status === 'failed') {
@@ -119,12 +119,18 @@ export function modelMessage(f: CallFacts): string {
   }
 }
 
+/**
+ * The tool-call body. `budgetBytes` bounds the model-facing content (toolResult.content) always; `wholeResult` (GET
+ * …/result, which exists to hand out everything) keeps `result` whole even when the content was cut, where a call's
+ * answer and its replays leave it out then (truncated: true).
+ */
 export function buildToolCallBody(
   f: CallFacts,
   result: StoredResult,
   toolUseId: string,
   replayed: boolean,
   budgetBytes: number,
+  wholeResult = false,
 ): ToolCallBody {
   let content: string;
   let truncated = false;
@@ -133,7 +139,7 @@ export function buildToolCallBody(
     const rendered = renderForModel(result.json, budgetBytes, f.id);
     content = rendered.content;
     truncated = rendered.truncated;
-    shownResult = truncated ? null : result.value;
+    shownResult = truncated && !wholeResult ? null : result.value;
   } else if (f.status === 'succeeded' && f.reconciled) {
     // Its answer never came back (it was indeterminate), or came after the call was given up on and has since expired.
     content =

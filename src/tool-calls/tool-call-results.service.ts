@@ -98,7 +98,9 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
     if (row.status === 'succeeded') this.limiter.chargeResultRead(p.keyId, row.result_bytes);
     // API.md "Reading a result": 200 whatever the call's status — the status is in the body. A long-poll
     // that worked is not a failed request, even when the call it reports was blocked or refused.
-    const answer = await this.calls.answerStored(row, row.tool_use_id, false, Number.POSITIVE_INFINITY);
+    // The whole result, and the model-facing content within the result budget, as every other answer gives it: an
+    // agent passing on the toolResult of a long-poll (an approved call's outcome) must not hand the model megabytes.
+    const answer = await this.calls.answerStored(row, row.tool_use_id, false, true);
     return { ...answer, httpStatus: 200 };
   }
 

@@ -80,7 +80,11 @@ export class ToolCallsController {
     summary: 'The full result of a tool call',
     description: 'A long-poll stops as soon as the client goes away.',
   })
-  @ApiResponse({ status: 200, description: 'the tool-call body whatever the status, with the full result while it is kept', schema: TOOL_CALL_BODY_SCHEMA })
+  @ApiResponse({
+    status: 200,
+    description: 'the tool-call body whatever the status, with the full result (in `result`) while it is kept; toolResult.content within the result budget, as on every answer',
+    schema: TOOL_CALL_BODY_SCHEMA,
+  })
   async result(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Query() q: ToolCallResultQuery, @Res({ passthrough: true }) res: Response) {
     // The long-poll stops, answering what it has, once the client goes away: the response closes before it is written
     // (a reset), or the client's FIN arrives (the server keeps half-closed connections open: createGateway). A FIN

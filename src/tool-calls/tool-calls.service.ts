@@ -286,9 +286,9 @@ export class ToolCallsService {
     }
   }
 
-  /** The body for a stored call (see StoredCallAnswers.answerStored); `budgetBytes` defaults to the result budget. */
-  answerStored(row: StoredCall, toolUseId: string, replayed: boolean, budgetBytes?: number): Promise<ToolCallResponse> {
-    return this.answers.answerStored(row, toolUseId, replayed, budgetBytes);
+  /** The body for a stored call (see StoredCallAnswers.answerStored); `wholeResult` for GET …/result. */
+  answerStored(row: StoredCall, toolUseId: string, replayed: boolean, wholeResult = false): Promise<ToolCallResponse> {
+    return this.answers.answerStored(row, toolUseId, replayed, wholeResult);
   }
 
   private count(tool: string, action: string, status: string, errorCode: string | null): void {

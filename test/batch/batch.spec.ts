@@ -254,8 +254,9 @@ describe('batches of tool calls: the batch-wide budget', () => {
     expect(cut.toolResult.content).toContain(`GET /v1/tool-calls/${cut.toolCallId}/result`);
     expect(cut.toolResult.content).not.toContain('\uFFFD');
     const full = await fullResult(agentKey, cut);
-    expect(full).toMatchObject({ toolCallId: cut.toolCallId, status: 'succeeded', truncated: false });
-    const fullText = full.toolResult.content;
+    expect(full).toMatchObject({ toolCallId: cut.toolCallId, status: 'succeeded' });
+    expect(full.result).not.toBeNull(); // the whole result (its toolResult.content is cut to the per-result budget, as every answer's)
+    const fullText = JSON.stringify(full.result);
     expect(bytes(fullText)).toBeGreaterThan(bytes(results[1].toolResult.content)); // it was the largest
     expect(fullText.startsWith(cut.toolResult.content.slice(0, cut.toolResult.content.indexOf('\n[truncated:')))).toBe(true);
     expect((full.result as { items: unknown[] }).items).toHaveLength(22);
@@ -283,9 +284,10 @@ describe('batches of tool calls: the batch-wide budget', () => {
     expect(small).toMatchObject({ truncated: false, result: { productId: '108828309' } });
     for (const r of [already, largest]) {
       const full = await fullResult(agentKey, r);
-      expect(full).toMatchObject({ status: 'succeeded', truncated: false });
-      expect(full.toolResult.content).not.toContain('\uFFFD');
-      expect(full.toolResult.content.startsWith(r.toolResult.content.slice(0, r.toolResult.content.indexOf('\n[truncated:')))).toBe(true);
+      expect(full).toMatchObject({ status: 'succeeded' });
+      const fullText = JSON.stringify(full.result);
+      expect(fullText).not.toContain('\uFFFD');
+      expect(fullText.startsWith(r.toolResult.content.slice(0, r.toolResult.content.indexOf('\n[truncated:')))).toBe(true);
     }
   });
 
@@ -299,7 +301,7 @@ describe('batches of tool calls: the batch-wide budget', () => {
     for (const r of results) {
       expect(bytes(r.toolResult.content)).toBeGreaterThan(BUDGET / 2 - 16); // fair shares
       expect(r.toolResult.content).toContain(`GET /v1/tool-calls/${r.toolCallId}/result`);
-      expect((await fullResult(agentKey, r)).truncated).toBe(false);
+      expect((await fullResult(agentKey, r)).result).not.toBeNull();
     }
   });
 });

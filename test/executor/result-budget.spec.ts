@@ -34,7 +34,9 @@ describe('result budgets for the model', () => {
 
     const full = await fullResult(id);
     expect(full.status).toBe(200);
-    expect(full.body).toMatchObject({ status: 'succeeded', truncated: false, result: { orderId: '12345', trackingNumber: 'TRACK-001' } });
+    // The whole result; its model-facing content cut as the call's own answer was (a long-poll's toolResult is passed on too).
+    expect(full.body).toMatchObject({ status: 'succeeded', truncated: true, result: { orderId: '12345', trackingNumber: 'TRACK-001' } });
+    expect(full.body.toolResult.content).toBe(content);
     const fullJson = JSON.stringify(full.body.result);
     expect(Buffer.byteLength(fullJson)).toBeGreaterThan(BUDGET);
     // What the model saw is the start of the real JSON, then the note.

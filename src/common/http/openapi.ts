@@ -71,8 +71,11 @@ export const TOOL_CALL_BODY_SCHEMA = {
       ],
     },
     replayed: { type: 'boolean', description: 'true when this answers a repeat of an earlier request (header Idempotent-Replayed: true)' },
-    result: { description: 'the full vendor result; null when there is none, or when it exceeded the result budget (see truncated)' },
-    truncated: { type: 'boolean', description: 'the model-facing content was cut to the budget; GET /v1/tool-calls/{id}/result has it all' },
+    result: {
+      description:
+        'the full vendor result; null when there is none, or (but on GET /v1/tool-calls/{id}/result, which always has it whole) when it exceeded the result budget (see truncated)',
+    },
+    truncated: { type: 'boolean', description: 'the model-facing content (toolResult.content) was cut to the result budget; GET /v1/tool-calls/{id}/result has the whole result' },
     retryAfterSeconds: {
       type: 'integer',
       description:
