@@ -73,7 +73,8 @@ describe('If-Match on the PUTs that replace a set', () => {
       const tag2 = (await t.http.get(path(org)).set(adminAuth)).headers.etag as string;
       expect(tag2).toBe(tag0); // the empty set again
       expect((await put(org, [allow('order_lookup', 'lookup')], `W/${tag2}`)).status).toBe(412);
-      for (const bad of ['nope', '"a" "b"', ',', 'W/', '"unterminated']) {
+      expect((await put(org, [allow('order_lookup', 'lookup')], '')).status).toBe(412); // an empty list matches nothing
+      for (const bad of ['nope', '"a" "b"', '"a"x', 'W/', '"unterminated']) {
         const res = await put(org, [allow('order_lookup', 'lookup')], bad);
         expect(res.status, bad).toBe(400);
         expect(res.body.code, bad).toBe('BAD_REQUEST');

@@ -20,7 +20,6 @@ export function parseIfMatch(header: string | string[] | undefined): IfMatch | u
   const text = Array.isArray(header) ? header.join(', ') : header;
   if (text.trim() === '*') return { any: true };
   const tags: string[] = [];
-  let items = 0;
   // A scan, not a split on commas: a comma may stand inside a tag ("v1,old").
   let i = 0;
   for (;;) {
@@ -36,10 +35,9 @@ export function parseIfMatch(header: string | string[] | undefined): IfMatch | u
     i = end + 1;
     while (isBlank(text[i])) i++;
     if (i < text.length && text[i] !== ',') throw malformed(); // two tags must be separated by a comma
-    items++;
     if (!weak) tags.push(tag); // a weak tag is kept out: it never matches
   }
-  if (items === 0) throw malformed();
+  // No tag at all (an empty field, or only commas) is a list of none (RFC 9110 §5.6.1): it matches nothing, so 412.
   return { tags };
 }
 
