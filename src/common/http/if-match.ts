@@ -18,7 +18,9 @@ const isBlank = (c: string | undefined): boolean => c === ' ' || c === '\t';
 export function parseIfMatch(header: string | string[] | undefined): IfMatch | undefined {
   if (header === undefined) return undefined;
   const text = Array.isArray(header) ? header.join(', ') : header;
-  if (text.trim() === '*') return { any: true };
+  // Only SP and HTAB are blanks here (RFC 9110 §5.6.3): trim() would also take U+00A0 (a 0xA0 byte, as Node hands it),
+  // and "<0xA0>*" — malformed — would turn the check off.
+  if (text.replace(/^[ \t]+|[ \t]+$/g, '') === '*') return { any: true };
   const tags: string[] = [];
   // A scan, not a split on commas: a comma may stand inside a tag ("v1,old").
   let i = 0;

@@ -75,7 +75,10 @@ export const TOOL_CALL_BODY_SCHEMA = {
       description:
         'the full vendor result; null when there is none, or (but on GET /v1/tool-calls/{id}/result, which always has it whole) when it exceeded the result budget (see truncated)',
     },
-    truncated: { type: 'boolean', description: 'the model-facing content (toolResult.content) was cut to the result budget; GET /v1/tool-calls/{id}/result has the whole result' },
+    truncated: {
+      type: 'boolean',
+      description: 'the model-facing content (toolResult.content) was cut to the result budget (in a batch, or to the batch budget); GET /v1/tool-calls/{id}/result has the whole result',
+    },
     retryAfterSeconds: {
       type: 'integer',
       description:
