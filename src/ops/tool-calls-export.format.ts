@@ -65,3 +65,14 @@ export function* exportChunks(format: ExportFormat, views: Iterable<ToolCallView
   }
   if (out.length > 0) yield out;
 }
+
+/**
+ * The last line of an export cut short by a failure where the body's end cannot say so (HTTP/1.0: only the
+ * connection's close ends it): NDJSON an object that is no tool call, `{"exportIncomplete": true, "rows": N, …}`;
+ * CSV a one-cell row starting `#export incomplete`. A reader that checks for it knows the file is partial; one that
+ * does not fails on a line unlike the others instead of silently taking a part of the ledger for the whole.
+ */
+export function incompleteExportLine(format: ExportFormat, rows: number): string {
+  if (format === 'csv') return `#export incomplete - it stopped after ${rows} rows when the database failed - request it again\r\n`; // one cell: no comma or quote
+  return `${JSON.stringify({ exportIncomplete: true, rows, detail: `the export stopped after ${rows} rows (the database failed): this file is incomplete; request it again` })}\n`;
+}

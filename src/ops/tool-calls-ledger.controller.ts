@@ -1,4 +1,5 @@
-import { Controller, Get, Param, Query } from '@nestjs/common';
+import { Controller, Get, Param, Query, Req } from '@nestjs/common';
+import type { Request } from 'express';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ApiRoles, LEDGER_READERS } from '../common/http/api-roles.js';
@@ -42,8 +43,8 @@ export class ToolCallsLedgerController {
     description: 'every matching tool call, newest first, as an attachment (tool-calls.ndjson or tool-calls.csv): the media type follows `format`',
     content: EXPORT_CONTENT,
   })
-  export(@CurrentPrincipal() p: Principal, @Query() q: ToolCallExportQuery) {
-    return this.calls.export(p, q);
+  export(@CurrentPrincipal() p: Principal, @Query() q: ToolCallExportQuery, @Req() req: Request) {
+    return this.calls.export(p, q, req.httpVersion === '1.0');
   }
 
   @Get(':id')

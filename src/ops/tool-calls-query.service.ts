@@ -1,10 +1,11 @@
 import { Readable } from 'node:stream';
-import { Injectable, StreamableFile } from '@nestjs/common';
+import { Injectable, Logger, StreamableFile } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { EXPIRY_BATCH, settleApprovalsSql } from '../approvals/approval-settle.sql.js';
 import type { Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { notFound } from '../common/errors/app-error.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
 import { isUuid } from '../common/ids.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
@@ -14,7 +15,7 @@ import { filterHash, LedgerCursorCodec, type CursorPosition } from './ledger-cur
 import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
 import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { ToolCallFiltersQuery, ToolCallExportQuery, ToolCallListQuery } from './ops.dto.js';
-import { csvHeader, EXPORT_CONTENT_TYPES, exportChunks } from './tool-calls-export.format.js';
+import { csvHeader, EXPORT_CONTENT_TYPES, exportChunks, incompleteExportLine } from './tool-calls-export.format.js';
 import { loadToolCallStory, type ToolCallStory } from './tool-call-story.js';
 import { toolCallByIdSql, toolCallEntityOf, toolCallsSizedPageSql, type SizedToolCallRow, type ToolCallFilters, type ToolCallRow } from './tool-calls.sql.js';
 
@@ -68,6 +69,7 @@ function filtersOf(q: ToolCallFiltersQuery): ToolCallFilters {
 /** Ops' read side of the tool-call ledger: filtered keyset pages, one call's whole story, and the export. */
 @Injectable()
 export class ToolCallsQueryService {
+  private readonly log = new Logger('ToolCallsExport');
   constructor(
     private readonly ds: DataSource,
     private readonly scope: OrgScopeService,
@@ -151,17 +153,31 @@ export class ToolCallsQueryService {
    * chunks of text of about 64 K characters. The first batch is read before answering, so
    * scope, validation and database errors still get a problem+json; a failure
    * later aborts the response rather than ending a truncated file cleanly.
+   * `closeDelimited` (HTTP/1.0, as nginx's default proxy_http_version speaks it): there a body ends only by the
+   * connection's close, so an abort looks like the end of a complete file. The file ends instead with a last line
+   * saying it is incomplete (incompleteExportLine).
    */
-  async export(p: Principal, q: ToolCallExportQuery): Promise<StreamableFile> {
+  async export(p: Principal, q: ToolCallExportQuery, closeDelimited = false): Promise<StreamableFile> {
     const filters = filtersOf(q);
     const orgId = await listingScope(this.scope, p, q.orgId);
     await this.expireOverdueApprovals(orgId, filters);
     const first = await this.page(orgId, filters, undefined, EXPORT_BATCH, EXPORT_BATCH_BYTES);
     const batches = this.batches(orgId, filters, first);
     const format = q.format;
+    const log = this.log;
     async function* text(): AsyncGenerator<string> {
       if (format === 'csv') yield csvHeader();
-      for await (const rows of batches) yield* exportChunks(format, rows.map((r) => toToolCallView(toolCallEntityOf(r))));
+      let sent = 0;
+      try {
+        for await (const rows of batches) {
+          yield* exportChunks(format, rows.map((r) => toToolCallView(toolCallEntityOf(r))));
+          sent += rows.length;
+        }
+      } catch (err) {
+        if (!closeDelimited) throw err; // chunked: the abort (no last chunk) tells the client
+        log.error(`tool-call export stopped after ${sent} rows; the HTTP/1.0 file ends with a line saying so: ${loggableErrorText(err)}`);
+        yield incompleteExportLine(format, sent);
+      }
     }
     return new StreamableFile(Readable.from(text()), {
       type: EXPORT_CONTENT_TYPES[format],

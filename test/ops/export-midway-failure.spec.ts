@@ -1,0 +1,118 @@
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { insertCalls, insertRun, microsAfterEpoch2026 } from './ledger-seed.js';
+
+/**
+ * An export whose database fails after its first batch (500 rows) must never look complete (README "Export"). Over
+ * HTTP/1.1 the chunked body stops without its last chunk. Over HTTP/1.0 — nginx's default proxy_http_version — a body
+ * ends only by the connection's close, so the abort looked exactly like a whole file of 500 rows (export review): there
+ * the file now ends with a line saying it is incomplete.
+ */
+describe('an export cut short by the database', () => {
+  let t: TestApp;
+  let ops: string;
+  let port: number;
+  const ROWS = 1200;
+  beforeAll(async () => {
+    t = await startTestApp();
+    const org = await createOrg(t, 'Export Midway Co');
+    ops = (await createKey(t, org, 'ops')).key;
+    port = (t.app.getHttpServer().address() as AddressInfo).port;
+    const run = await insertRun(t.ds, org);
+    await insertCalls(t.ds, Array.from({ length: ROWS }, (_, i) => ({ orgId: org, runId: run, createdAt: microsAfterEpoch2026(i) })));
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  /** Runs `work` with every export page query after the first failing as a statement timeout would. */
+  async function failingAfterFirstPage<T>(work: () => Promise<T>): Promise<T> {
+    const ds = t.ds as unknown as { query: (sql: string, params?: unknown[]) => Promise<unknown> };
+    const original = ds.query.bind(ds);
+    let pages = 0;
+    ds.query = async (sql: string, params?: unknown[]) => {
+      if (sql.includes('page_rows') && ++pages >= 2) throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+      return original(sql, params);
+    };
+    try {
+      return await work();
+    } finally {
+      ds.query = original;
+    }
+  }
+
+  /** HTTP/1.0 over a raw socket: the head and the body as the close delimited it. */
+  function get10(path: string): Promise<{ head: string; body: string }> {
+    return new Promise((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => s.write(`GET ${path} HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer ${ops}\r\n\r\n`));
+      let raw = '';
+      s.setEncoding('utf8');
+      s.on('data', (c: string) => (raw += c));
+      s.on('error', reject);
+      s.on('close', () => {
+        const i = raw.indexOf('\r\n\r\n');
+        resolve({ head: raw.slice(0, i), body: raw.slice(i + 4) });
+      });
+    });
+  }
+
+  /** HTTP/1.1: the body, and whether it ended (its last chunk came) or was aborted. */
+  function get11(path: string): Promise<{ status: number; body: string; complete: boolean }> {
+    return new Promise((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${ops}` } }, (res) => {
+        let body = '';
+        let done = false;
+        const finish = (complete: boolean): void => {
+          if (!done) resolve({ status: res.statusCode ?? 0, body, complete });
+          done = true;
+        };
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => finish(res.complete));
+        res.on('aborted', () => finish(false));
+        res.on('error', () => finish(false));
+        res.on('close', () => finish(res.complete));
+      });
+      req.on('error', reject);
+    });
+  }
+
+  it('HTTP/1.0, CSV: whole, the header and every row; cut short, the rows sent and then a line saying the file is incomplete', async () => {
+    const whole = await get10('/v1/tool-calls/export?format=csv');
+    expect(whole.head).toMatch(/^HTTP\/1\.1 200/);
+    const wholeLines = whole.body.trimEnd().split('\r\n');
+    expect(wholeLines).toHaveLength(ROWS + 1);
+    expect(whole.body).not.toContain('#export incomplete');
+
+    const cut = await failingAfterFirstPage(() => get10('/v1/tool-calls/export?format=csv'));
+    const lines = cut.body.trimEnd().split('\r\n');
+    expect(lines.length).toBeLessThan(ROWS + 1);
+    expect(lines.at(-1)).toBe(`#export incomplete - it stopped after ${lines.length - 2} rows when the database failed - request it again`);
+    expect(lines.slice(0, -1)).toEqual(wholeLines.slice(0, lines.length - 1)); // what came before it is the export's head, unchanged
+  });
+
+  it('HTTP/1.0, NDJSON: cut short, the last line is {exportIncomplete: true, rows}, no tool call', async () => {
+    const cut = await failingAfterFirstPage(() => get10('/v1/tool-calls/export?format=ndjson'));
+    const lines = cut.body.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const last = lines.at(-1)!;
+    expect(last).toMatchObject({ exportIncomplete: true, rows: lines.length - 1 });
+    expect(last.detail).toMatch(/incomplete; request it again/);
+    expect(lines.slice(0, -1).every((l) => typeof l.id === 'string' && !('exportIncomplete' in l))).toBe(true);
+    expect(lines.length - 1).toBeGreaterThan(0);
+    const whole = await get10('/v1/tool-calls/export?format=ndjson');
+    expect(whole.body.trimEnd().split('\n')).toHaveLength(ROWS); // and a whole one has no such line
+    expect(whole.body).not.toContain('exportIncomplete');
+  });
+
+  it('HTTP/1.1: cut short, the response is aborted (no last chunk), with no marker line; whole, it ends', async () => {
+    const cut = await failingAfterFirstPage(() => get11('/v1/tool-calls/export?format=csv'));
+    expect(cut.status).toBe(200);
+    expect(cut.complete).toBe(false);
+    expect(cut.body).not.toContain('#export incomplete');
+    const whole = await get11('/v1/tool-calls/export?format=csv');
+    expect(whole.complete).toBe(true);
+    expect(whole.body.trimEnd().split('\r\n')).toHaveLength(ROWS + 1);
+  });
+});
