@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseQueryTimestamp } from './ledger-time.js';
+import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
 import { csvCell, csvJsonCell } from './tool-calls-export.format.js';
 
 describe('parseQueryTimestamp', () => {
@@ -31,9 +31,20 @@ describe('parseQueryTimestamp', () => {
     expect(parseQueryTimestamp('since', '1969-12-31T23:59:59.9989991Z')).toBe('1969-12-31T23:59:59.999000Z');
   });
 
+  it('takes an "end of time" past 9999 in UTC as PostgreSQL reads it (usage review: .NET DateTime.MaxValue, nanosecond clocks were 400)', () => {
+    expect(parseQueryTimestamp('to', '9999-12-31T23:59:59.9999999Z')).toBe('10000-01-01T00:00:00.000000Z');
+    expect(parseQueryTimestamp('to', '9999-12-31T23:59:59.999999999Z')).toBe('10000-01-01T00:00:00.000000Z');
+    expect(parseQueryTimestamp('to', '9999-12-31T23:59:59.9999999-05:00')).toBe('10000-01-01T05:00:00.000000Z');
+    expect(parseQueryTimestamp('to', '9999-12-31T23:59:59.999999Z')).toBe('9999-12-31T23:59:59.999999Z'); // no finer digits: as sent
+    // The window check reads both spellings.
+    expect(() => assertTimeWindow('from', '9999-12-31T23:59:59.999999Z', 'to', '10000-01-01T00:00:00.000000Z')).not.toThrow();
+    expect(() => assertTimeWindow('from', '10000-01-01T00:00:00.000001Z', 'to', '10000-01-01T00:00:00.000000Z')).toThrow(/from/);
+    expect(() => assertTimeWindow('from', '2026-01-01T00:00:00Z', 'to', '10000-01-01T05:00:00.000000Z')).not.toThrow();
+  });
+
   it('refuses what is not a real instant', () => {
     for (const bad of ['', 'now', '2026-02-30', '2026-13-01', '2026-01-01T24:00:00Z', '2026-01-01T00:60Z', '2026-01-01T00:00:0012Z',
-      '9999-12-31T23:59:59.9999991Z', '0001-01-01T00:30:00.0000001+01:00',
+      '0001-01-01T00:30:00.0000001+01:00',
       '2026-01-01 00:00:00', '2026-01-01T00:00:00+25:00', "2026-01-01'; DROP TABLE x; --", '20260101',
       '0000-01-01', '0000-12-31T23:59:59Z', '0000-06-01T00:00:00+01:00']) {
       expect(() => parseQueryTimestamp('since', bad), bad).toThrow(/since/);

@@ -29,22 +29,29 @@ export function parseQueryTimestamp(field: string, raw: string | undefined): str
   // exactly the rows they would at full precision.
   if (!/[1-9]/.test(finer)) return text;
   const up = microsText(epochMicros(text) + 1n);
-  // Only years 1 to 9999 in UTC: JavaScript writes others as 0000 or +010000, which PostgreSQL refuses or misreads.
-  if (!/^\d{4}-/.test(up) || up.startsWith('0000')) throw bad();
+  // Not before year 1 (JavaScript writes year 0 as 0000, which PostgreSQL refuses). Past 9999 it is the next instant
+  // all the same, as PostgreSQL reads it (10000-01-01…): an "end of time" bound such as .NET's DateTime.MaxValue
+  // (9999-12-31T23:59:59.9999999Z) or a nanosecond clock's selects every row, as the same bound in microseconds does.
+  if (up.startsWith('0000') || up.startsWith('-')) throw bad();
   return up;
 }
 
-/** Microseconds since the epoch as UTC text parseQueryTimestamp could have returned. */
+/**
+ * Microseconds since the epoch as UTC text parseQueryTimestamp could have returned. A year past 9999 is written as
+ * PostgreSQL reads it (10000-…), not as JavaScript's expanded year (+010000-…).
+ */
 function microsText(micros: bigint): string {
   const ms = micros >= 0n ? micros / 1000n : (micros - 999n) / 1000n; // floor, before 1970 too
-  return `${new Date(Number(ms)).toISOString().slice(0, 23)}${String(micros - ms * 1000n).padStart(3, '0')}Z`;
+  const iso = new Date(Number(ms)).toISOString().replace(/^\+0*(\d{5,})/, '$1');
+  return `${iso.slice(0, -1)}${String(micros - ms * 1000n).padStart(3, '0')}Z`;
 }
 
 /** A timestamp as parseQueryTimestamp returns it, in microseconds since the epoch (exact: no float). */
 function epochMicros(text: string): bigint {
-  const m = /^(.{19})(?:\.(\d{1,6}))?(Z|[+-]\d{2}:\d{2})$/.exec(text);
+  const m = /^(\d{4,6})(-.{14})(?:\.(\d{1,6}))?(Z|[+-]\d{2}:\d{2})$/.exec(text);
   if (!m) throw new Error(`not a parsed query timestamp: ${text}`);
-  return BigInt(Date.parse(`${m[1]}${m[3]}`)) * 1000n + BigInt((m[2] ?? '').padEnd(6, '0'));
+  const year = m[1].length > 4 ? `+${m[1].padStart(6, '0')}` : m[1]; // JavaScript's expanded year
+  return BigInt(Date.parse(`${year}${m[2]}${m[4]}`)) * 1000n + BigInt((m[3] ?? '').padEnd(6, '0'));
 }
 
 /**
