@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
-import { csvCell, csvJsonCell } from './tool-calls-export.format.js';
+import { csvCell, csvJsonCell, ndjsonLine } from './tool-calls-export.format.js';
+import type { ToolCallView } from '../tool-calls/tool-call.view.js';
 
 describe('parseQueryTimestamp', () => {
   it('keeps microseconds and offsets, and reads missing parts as UTC midnight', () => {
@@ -83,5 +84,16 @@ describe('csvJsonCell', () => {
     expect(cells).toEqual(['"[1,2]"', '"""[1,2]"""', '5', '"""5"""', '"{""a"":1}"', '"""{\\""a\\"":1}"""', '"""=1+1"""', '-5', 'true', '"""true"""']);
     expect(new Set(cells).size).toBe(cells.length);
     expect(csvJsonCell(null)).toBe('');
+  });
+});
+
+describe('ndjsonLine', () => {
+  it('one line per row, U+0085/U+2028/U+2029 escaped (Unicode-aware line splitters would cut the row there), the same JSON value', () => {
+    const v = { id: 'x', errorText: 'a\u2028b\u2029c\nd\u0085e', inputRedacted: { note: '\u2028' } } as unknown as ToolCallView;
+    const line = ndjsonLine(v);
+    expect(line.endsWith('\n')).toBe(true);
+    expect(line.slice(0, -1)).not.toMatch(/[\n\r\u2028\u2029\u0085]/);
+    expect(line.slice(0, -1).split(/\r\n|[\n\r\u2028\u2029\u0085]/)).toHaveLength(1);
+    expect(JSON.parse(line)).toEqual(v);
   });
 });

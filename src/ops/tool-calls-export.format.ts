@@ -43,7 +43,13 @@ export const csvHeader = (): string => `${TOOL_CALL_VIEW_FIELDS.join(',')}\r\n`;
 export const csvLine = (v: ToolCallView): string =>
   `${TOOL_CALL_VIEW_FIELDS.map((f) => (JSON_FIELDS.has(f) ? csvJsonCell(v[f]) : csvCell(v[f]))).join(',')}\r\n`;
 
-export const ndjsonLine = (v: ToolCallView): string => `${JSON.stringify(v)}\n`;
+/**
+ * One JSON object per line. U+0085, U+2028 and U+2029 are escaped (JSON.stringify escapes the C0 controls only): valid
+ * raw in JSON, but line breaks to readers that split lines the Unicode way (Python's splitlines, some log shippers),
+ * which would cut such a row in two (export review).
+ */
+export const ndjsonLine = (v: ToolCallView): string =>
+  `${JSON.stringify(v).replace(/[\u0085\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`;
 
 /** About how many characters of export text go to the stream at once. */
 const EXPORT_CHUNK_CHARS = 64 * 1024;
