@@ -10,6 +10,8 @@ import { bearer, startTestApp } from '../support/test-app.js';
  * parse and send a megabytes-large result many times a second, and every other org's calls wait behind it (a noisy
  * neighbour review measured another org's lookup at 10 s while one key read a 3 MB result 20 times a second).
  */
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 describe('reading a large result costs its size', () => {
   let h: Harness;
   let org: OrgSetup;
@@ -102,4 +104,34 @@ describe('reading a large result costs its size', () => {
     // Not left expired on the shared database for another spec's purge to count.
     await h.t.ds.query('DELETE FROM tool_call_results WHERE tool_call_id = $1', [large]);
   }, 120_000); // the key's bucket refilled seven times at 2 tokens a second
+
+  // Retry review: the guard spent the request's own token, which its retry spends again, and the Retry-After of a read
+  // refused for its size counted only the size's tokens. A client waiting exactly that long was refused again, and at
+  // RATE_LIMIT_RPS=1 every time (RateLimiter.takeMore).
+  it('waiting Retry-After and sending the same GET again is answered (not 429 again and again)', async () => {
+    await h.t.close();
+    h.t = await startTestApp(emulatorEnv(h.emu.url)); // whatever an earlier test left the key owing
+    const id = await storedCall(2_500); // 1-2 tokens' worth (64-128 KiB stored)
+    expect(Math.floor((await bytesOf(id)) / RESULT_BYTES_PER_TOKEN)).toBeGreaterThanOrEqual(1);
+    await h.t.close();
+    h.t = await startTestApp({ ...emulatorEnv(h.emu.url), RATE_LIMIT_RPS: '1' }); // burst 2
+    await sleep(2_100); // full bucket
+
+    const get = () => h.t.http.get(`/v1/tool-calls/${id}/result`).set(bearer(org.agentKey));
+    expect((await get()).status).toBe(200); // full bucket: passes
+    const statuses: number[] = [];
+    let r = await get();
+    statuses.push(r.status);
+    // A literal client: wait what Retry-After says, send it again; at most 4 times.
+    for (let i = 0; i < 4 && r.status === 429; i++) {
+      const wait = Number(r.headers['retry-after']);
+      expect(wait).toBe(r.body.retryAfterSeconds);
+      await sleep(wait * 1000);
+      r = await get();
+      statuses.push(r.status);
+    }
+    // After honouring Retry-After, the read is answered (at most the first, early, request is refused).
+    expect(statuses, JSON.stringify(statuses)).toContain(200);
+    expect(statuses.filter((s) => s === 429).length).toBeLessThanOrEqual(2);
+  }, 60_000);
 });
