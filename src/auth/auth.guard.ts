@@ -1,6 +1,7 @@
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { bodyErrorOf } from '../common/http/json-body.js';
 import { declaresQuery, refuseQueryParameters } from '../common/http/no-query-parameters.js';
@@ -34,8 +35,9 @@ export class AuthGuard implements CanActivate {
     private readonly keys: ApiKeysService,
     private readonly limiter: KeyRateLimiter,
     @Inject(APP_CONFIG) config: AppConfig,
+    clock: Clock,
   ) {
-    this.failures = config.AUTH_FAILURE_RPS > 0 ? new RateLimiter(config.AUTH_FAILURE_RPS) : null;
+    this.failures = config.AUTH_FAILURE_RPS > 0 ? new RateLimiter(config.AUTH_FAILURE_RPS, () => clock.elapsedMs()) : null;
   }
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { RateLimiter } from './rate-limiter.js';
@@ -6,11 +7,13 @@ import { RateLimiter } from './rate-limiter.js';
 /**
  * RATE_LIMIT_RPS per API key, shared by the AuthGuard (a token per request, or a batch's cost) and the routes whose
  * cost is known only once they run (a stored result read back in full, or for a replay: RESULT_BYTES_PER_TOKEN).
+ * Buckets refill on the Clock's monotonic reading (elapsedMs): a stepped host clock does not move it, and a test
+ * moves it with advance() rather than sleeping while they refill.
  */
 @Injectable()
 export class KeyRateLimiter extends RateLimiter {
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
-    super(config.RATE_LIMIT_RPS);
+  constructor(@Inject(APP_CONFIG) config: AppConfig, clock: Clock) {
+    super(config.RATE_LIMIT_RPS, () => clock.elapsedMs());
   }
 
   /**

@@ -102,4 +102,17 @@ describe('RateLimiter.debtWait', () => {
       expect(limiter.take('k'), `rps ${rps} debt ${debt}`).toBe(0);
     }
   });
+
+  it('time going back (a test moving the Clock back) takes nothing from a bucket: it refills again from there', () => {
+    const clock = { now: 10_000 };
+    const limiter = new RateLimiter(2, () => clock.now); // burst 4
+    expect(limiter.take('k')).toBe(0); // 3 left
+    clock.now = -3_600_000; // an hour back: before, the bucket owed 7,200 tokens and the key waited an hour
+    expect(limiter.take('k')).toBe(0); // 2 left
+    expect(limiter.take('k')).toBe(0);
+    expect(limiter.take('k')).toBe(0);
+    expect(limiter.take('k')).toBe(1); // empty: half a second's refill away, said as 1 s
+    clock.now += 500;
+    expect(limiter.take('k')).toBe(0);
+  });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESULT_BYTES_PER_TOKEN } from '../../src/auth/key-rate-limiter.js';
+import { Clock } from '../../src/common/clock.js';
 import { setupNangoOrg } from '../executor/support.js';
 import { emulatorEnv, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer, startTestApp } from '../support/test-app.js';
@@ -9,8 +10,9 @@ import { bearer, startTestApp } from '../support/test-app.js';
  * first, taken before it is decrypted: one key within RATE_LIMIT_RPS could otherwise have the gateway decrypt,
  * parse and send a megabytes-large result many times a second, and every other org's calls wait behind it (a noisy
  * neighbour review measured another org's lookup at 10 s while one key read a 3 MB result 20 times a second).
+ *
+ * The key's bucket refills on the gateway's Clock (KeyRateLimiter), moved here with advance() instead of waiting.
  */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('reading a large result costs its size', () => {
   let h: Harness;
@@ -45,7 +47,8 @@ describe('reading a large result costs its size', () => {
     await h.t.close();
     h.t = await startTestApp({ ...emulatorEnv(h.emu.url), RATE_LIMIT_RPS: '2' }); // a burst of 4
 
-    const full = (ms = 2_100) => new Promise((r) => setTimeout(r, ms)); // the key's bucket refilled: 4 tokens at 2 a second
+    const clock = h.t.app.get(Clock);
+    const full = async (ms = 2_100) => clock.advance(ms); // the key's bucket refilled: 4 tokens at 2 a second
     // A small result costs a request: four reads in a row pass on a full bucket.
     await full();
     for (let i = 0; i < 4; i++) expect((await h.t.http.get(`/v1/tool-calls/${small}/result`).set(bearer(org.agentKey))).status).toBe(200);
@@ -103,7 +106,7 @@ describe('reading a large result costs its size', () => {
     expect((await h.t.http.get(`/v1/tool-calls/${large}/result`).set(bearer(org.agentKey))).status).toBe(200);
     // Not left expired on the shared database for another spec's purge to count.
     await h.t.ds.query('DELETE FROM tool_call_results WHERE tool_call_id = $1', [large]);
-  }, 120_000); // the key's bucket refilled seven times at 2 tokens a second
+  });
 
   // Retry review: the guard spent the request's own token, which its retry spends again, and the Retry-After of a read
   // refused for its size counted only the size's tokens. A client waiting exactly that long was refused again, and at
@@ -115,7 +118,8 @@ describe('reading a large result costs its size', () => {
     expect(Math.floor((await bytesOf(id)) / RESULT_BYTES_PER_TOKEN)).toBeGreaterThanOrEqual(1);
     await h.t.close();
     h.t = await startTestApp({ ...emulatorEnv(h.emu.url), RATE_LIMIT_RPS: '1' }); // burst 2
-    await sleep(2_100); // full bucket
+    const clock = h.t.app.get(Clock);
+    clock.advance(2_100); // full bucket
 
     const get = () => h.t.http.get(`/v1/tool-calls/${id}/result`).set(bearer(org.agentKey));
     expect((await get()).status).toBe(200); // full bucket: passes
@@ -126,12 +130,12 @@ describe('reading a large result costs its size', () => {
     for (let i = 0; i < 4 && r.status === 429; i++) {
       const wait = Number(r.headers['retry-after']);
       expect(wait).toBe(r.body.retryAfterSeconds);
-      await sleep(wait * 1000);
+      clock.advance(wait * 1000);
       r = await get();
       statuses.push(r.status);
     }
     // After honouring Retry-After, the read is answered (at most the first, early, request is refused).
     expect(statuses, JSON.stringify(statuses)).toContain(200);
     expect(statuses.filter((s) => s === 429).length).toBeLessThanOrEqual(2);
-  }, 60_000);
+  });
 });
