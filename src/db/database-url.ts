@@ -13,9 +13,20 @@ export function readDatabaseUrl(url: string): URL {
 
 /** The same server and options, another database. */
 export function withDatabaseName(url: string, database: string): string {
+  return rewritten(url, (u) => {
+    u.pathname = `/${database}`;
+  });
+}
+
+/** The same URL with its query parameter `name` set to `value` (pg-connection-string reads it back decoded). */
+export function withSearchParam(url: string, name: string, value: string): string {
+  return rewritten(url, (u) => u.searchParams.set(name, value));
+}
+
+function rewritten(url: string, edit: (u: URL) => void): string {
   const socket = USER_THEN_NO_HOST.test(url);
   const u = readDatabaseUrl(url);
-  u.pathname = `/${database}`;
+  edit(u);
   const out = u.toString();
   return socket ? out.replace(/^(postgres(?:ql)?:\/\/[^/@?#]*@)localhost(?=\/)/, '$1') : out;
 }

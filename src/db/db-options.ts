@@ -1,5 +1,6 @@
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
+import { readDatabaseUrl, withSearchParam } from './database-url.js';
 import { ENTITIES } from './entities.js';
 import { QueryTimeoutClient } from './pg-client.js';
 
@@ -23,9 +24,12 @@ export function statementTimeoutFor(queryTimeoutMs: number): number {
  * of its own choosing, so the pool itself must carry the setting).
  */
 export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): DataSourceOptions {
+  // pg sends statement_timeout and idle_in_transaction_session_timeout only when they are not 0: the migrator's 0
+  // ("none") is sent here, or a database's own ALTER DATABASE … SET statement_timeout would cancel a long migration.
+  const session = withSessionSettings(url, queryTimeoutMs === 0 ? [...PINNED_SETTINGS, 'statement_timeout=0', 'idle_in_transaction_session_timeout=0'] : PINNED_SETTINGS);
   return {
     type: 'postgres',
-    url,
+    url: session.url,
     entities: ENTITIES,
     migrations: MIGRATIONS,
     migrationsTableName: 'typeorm_migrations',
@@ -52,8 +56,37 @@ export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): 
       keepAliveInitialDelayMillis: 10_000,
       idleTimeoutMillis: 30_000,
       application_name: 'tool-gateway',
+      ...(session.options === undefined ? {} : { options: session.options }),
     },
   };
+}
+
+/**
+ * Session settings the code is written for, pinned on every connection whatever the server, the database or the role
+ * sets (postgresql.conf, ALTER DATABASE … SET, ALTER ROLE … SET — a shop's own PostgreSQL often has some): a client's
+ * startup options come after those. DateStyle: the driver reads only ISO timestamps, and any other style read every
+ * timestamp as null (500s; a new API key stored but its answer lost). default_transaction_isolation: the
+ * transactions are written for read committed; under repeatable read or serializable, concurrent calls failed with
+ * serialization errors, and an executed call's outcome write among them (the call left `running`). IntervalStyle
+ * and TimeZone: one reading of intervals and times on every server.
+ */
+const PINNED_SETTINGS = ['DateStyle=ISO', 'IntervalStyle=postgres', 'TimeZone=UTC', 'default_transaction_isolation=read\\ committed'];
+
+/**
+ * The startup `options` carrying `settings` (`-c name=value` each), after the user's own: the URL's `options`
+ * parameter, or PGOPTIONS (which the driver would otherwise have sent). The driver lets the URL's parameter override
+ * the config's, so when the URL has one, the settings are added to it there, and `options` is undefined.
+ */
+export function withSessionSettings(url: string, settings: readonly string[]): { url: string; options: string | undefined } {
+  const ours = settings.map((s) => `-c ${s}`).join(' ');
+  let theirs: string | null;
+  try {
+    theirs = readDatabaseUrl(url).searchParams.get('options');
+  } catch {
+    theirs = null; // not a URL WHATWG reads: left to the driver, which says what is wrong with it
+  }
+  if (theirs === null) return { url, options: [process.env.PGOPTIONS?.trim(), ours].filter(Boolean).join(' ') };
+  return { url: withSearchParam(url, 'options', `${theirs} ${ours}`), options: undefined };
 }
 
 /**

@@ -6,8 +6,8 @@ const pgError = (code: string, message = 'x') => Object.assign(new Error(message
 const wrapped = (driverError: unknown) => Object.assign(new Error('QueryFailedError'), { driverError });
 
 describe('isDatabaseUnavailable', () => {
-  it('is true for "retry later": lost connections, cancelled statements, lock timeouts, exhausted servers', () => {
-    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57014', '55P03', '53300', '53100', '08006', '25006', '25P03']) {
+  it('is true for "retry later": lost connections, cancelled statements, lock timeouts, exhausted servers, serialization failures', () => {
+    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57014', '55P03', '53300', '53100', '08006', '25006', '25P03', '40001']) {
       expect(isDatabaseUnavailable(pgError(code)), code).toBe(true);
       expect(isDatabaseUnavailable(wrapped(pgError(code))), `wrapped ${code}`).toBe(true);
     }
@@ -17,7 +17,7 @@ describe('isDatabaseUnavailable', () => {
   });
 
   it('is false for errors in the request or the code: constraints, syntax, bad input values', () => {
-    for (const code of ['23505', '23503', '42601', '42P01', '22P02', '22008', '40001', 'ERR_SOMETHING']) {
+    for (const code of ['23505', '23503', '42601', '42P01', '22P02', '22008', 'ERR_SOMETHING']) {
       expect(isDatabaseUnavailable(pgError(code)), code).toBe(false);
       expect(isDatabaseUnavailable(wrapped(pgError(code))), `wrapped ${code}`).toBe(false);
     }

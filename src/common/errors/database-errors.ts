@@ -7,12 +7,14 @@
  * disk full, out of memory), a server that is read-only for now (25006: during
  * a failover the writer endpoint may still reach the demoted primary or a
  * replica) and a session the server ended after it sat idle in a transaction
- * (25P03). Retrying later can succeed; a 500 would say the request itself was
- * at fault.
+ * (25P03), and a serialization failure (40001: rolled back whole; only under an
+ * isolation level above read committed, which every connection pins —
+ * db-options.ts). Retrying later can succeed; a 500 would say the request
+ * itself was at fault.
  */
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
-  '57P01', '57P02', '57P03', '57014', '55P03', '53000', '53100', '53200', '53300', '53400', '25006', '25P03',
+  '57P01', '57P02', '57P03', '57014', '55P03', '53000', '53100', '53200', '53300', '53400', '25006', '25P03', '40001',
   '08000', '08001', '08003', '08004', '08006',
 ]);
 const UNAVAILABLE_MESSAGES = [

@@ -1,0 +1,41 @@
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { dbOptions, migratorOptions, withSessionSettings } from './db-options.js';
+
+/** What the driver sends at connect (ConnectionParameters): the URL's parameters override the config's. */
+const sent = (o: ReturnType<typeof dbOptions>) => {
+  const { url, extra } = o as { url: string; extra: pg.ClientConfig };
+  const c = new pg.Client({ ...extra, connectionString: url }) as unknown as { connectionParameters: { options?: string; host: string; database: string } };
+  return c.connectionParameters;
+};
+
+describe('session settings pinned at connect (startup options)', () => {
+  const pgOptions = process.env.PGOPTIONS;
+  afterEach(() => {
+    if (pgOptions === undefined) delete process.env.PGOPTIONS;
+    else process.env.PGOPTIONS = pgOptions;
+  });
+
+  it('every pool sends DateStyle, IntervalStyle, TimeZone and read committed; the migrator also no statement or idle-in-transaction limit', () => {
+    delete process.env.PGOPTIONS;
+    const request = sent(dbOptions('postgres://gw@db.internal:5432/tg', 20, 20_000)).options!;
+    expect(request).toBe('-c DateStyle=ISO -c IntervalStyle=postgres -c TimeZone=UTC -c default_transaction_isolation=read\\ committed');
+    const migrator = sent(migratorOptions('postgres://gw@db.internal:5432/tg')).options!;
+    expect(migrator).toBe(`${request} -c statement_timeout=0 -c idle_in_transaction_session_timeout=0`);
+  });
+
+  it("keeps the user's own options (the URL's, or else PGOPTIONS) ahead of the pinned ones, which win where they overlap", () => {
+    process.env.PGOPTIONS = '-c search_path=gw,public ';
+    expect(sent(dbOptions('postgres://gw@db.internal/tg')).options).toMatch(/^-c search_path=gw,public -c DateStyle=ISO /);
+    // The URL's parameter overrides the config's in the driver: the pinned settings go into it, PGOPTIONS is not read.
+    const o = dbOptions('postgres://gw:p%40ss@db.internal:6543/tg?sslmode=disable&options=-c%20lock_timeout%3D5s');
+    const read = sent(o);
+    expect(read.options).toMatch(/^-c lock_timeout=5s -c DateStyle=ISO .* -c default_transaction_isolation=read\\ committed$/);
+    expect([read.host, read.database]).toEqual(['db.internal', 'tg']);
+    expect((o as { extra: { options?: string } }).extra.options).toBeUndefined();
+    // A socket form keeps its host-less shape.
+    const socket = withSessionSettings('postgres://gw@/tg?host=/var/run/postgresql&options=-c%20jit%3Doff', ['TimeZone=UTC']);
+    expect(socket.url).toMatch(/^postgres:\/\/gw@\/tg\?/);
+    expect(new pg.Client({ connectionString: socket.url }) as unknown as { host: string }).toMatchObject({ host: '/var/run/postgresql' });
+  });
+});
