@@ -46,6 +46,12 @@ export function configureApp(app: INestApplication): void {
   drains.set(app, drain);
   app.use(correlationMiddleware);
   app.use(noSniff); // every answer from here on, the refusals before the routes included
+  // Every /v1 answer is for one key's eyes (full tool results, keys shown once): no cache may keep it. Here, ahead of
+  // the refusals before the routes (a second Host, a transfer coding, the drain's 503), which are /v1 answers too.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (/^\/v1\//i.test(req.path)) res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   // The request log and the metrics see every answer given after the correlation id, the refusals below included.
   app.use(requestLog(config));
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -61,11 +67,6 @@ export function configureApp(app: INestApplication): void {
   app.use(transferCodingGuard);
   // Ahead of everything that could start work (the 503 carries the correlation id, and is logged and counted).
   app.use(drain.refuseEarly);
-  // Every /v1 answer is for one key's eyes (full tool results, keys shown once): no cache may keep it.
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    if (/^\/v1\//i.test(req.path)) res.setHeader('Cache-Control', 'no-store');
-    next();
-  });
   app.use(nulInUrlGuard);
   app.use(canonicalIdsInPath);
   app.use(jsonBodyMiddleware);

@@ -102,6 +102,7 @@ function answerAndClose(req: IncomingMessage, res: ServerResponse, status: numbe
   res.writeHead(status, {
     'Content-Type': 'application/problem+json',
     'X-Content-Type-Options': 'nosniff',
+    'Cache-Control': 'no-store', // a refusal, of a /v1 upload most often: no cache keeps it (as every /v1 answer)
     'Content-Length': Buffer.byteLength(body),
     'X-Correlation-Id': correlationId,
     Connection: 'close',
@@ -139,6 +140,7 @@ function endWithProblem(socket: Duplex, status: number, errorCode: ErrorCode, de
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
       'Content-Type: application/problem+json\r\n' +
       'X-Content-Type-Options: nosniff\r\n' +
+      'Cache-Control: no-store\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Correlation-Id: ${correlationId}\r\n` +
       'Connection: close\r\n\r\n' +
@@ -154,13 +156,16 @@ function endWithProblem(socket: Duplex, status: number, errorCode: ErrorCode, de
  * reset, not writable, or already carrying a response's headers.
  */
 export function handleClientError(err: Error & { code?: string }, socket: Duplex): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean; req?: IncomingMessage & { correlationId?: string } } })._httpMessage;
   if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
   }
   const { status, errorCode, detail } = clientErrorProblem(err.code);
-  endWithProblem(socket, status, errorCode, detail, randomUUID());
+  // A request whose headers were read (a body that stopped arriving: 408) answers with its own correlation id, the
+  // one its request log line has; one whose headers never parsed gets a new one.
+  const req = inFlight?.req;
+  endWithProblem(socket, status, errorCode, detail, req ? (req.correlationId ?? correlationIdOf(req)) : randomUUID());
 }
 
 /**

@@ -53,6 +53,38 @@ describe('response hardening', () => {
     expect(raw.toLowerCase()).toContain('x-content-type-options: nosniff');
   });
 
+  it('every /v1 answer says no-store, the refusals before the routes and those written on the socket included', async () => {
+    const port = ((h.t.app.getHttpServer() as Server).address() as { port: number }).port;
+    // The head of the answer to `text`, sent on a connection of its own (an answer before the body is read is whole).
+    const rawHead = (text: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write(text));
+        let got = '';
+        socket.on('data', (d: Buffer) => {
+          got += d.toString('latin1');
+          if (got.includes('\r\n\r\n')) socket.destroy();
+        });
+        socket.on('close', () => resolve(got.split('\r\n\r\n')[0]));
+        socket.on('error', reject);
+      });
+    const auth = `Authorization: Bearer ${a.adminKey}\r\n`;
+    const heads = {
+      transferCoding: await rawHead(`POST /v1/orgs HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n`),
+      twoHosts: await rawHead(`GET /v1/tool-calls HTTP/1.1\r\nHost: x\r\nHost: y\r\n${auth}\r\n`),
+      tooLargeToInvite: await rawHead(`POST /v1/orgs HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n`),
+      expectation: await rawHead(`GET /v1/tool-calls HTTP/1.1\r\nHost: x\r\n${auth}Expect: something-else\r\n\r\n`),
+      unparsable: await rawHead('GET /v1/tool-calls HTTP/1.1\r\nHost x\r\n\r\n'),
+    };
+    expect(Object.fromEntries(Object.entries(heads).map(([k, v]) => [k, v.split('\r\n')[0]]))).toEqual({
+      transferCoding: 'HTTP/1.1 415 Unsupported Media Type',
+      twoHosts: 'HTTP/1.1 400 Bad Request',
+      tooLargeToInvite: 'HTTP/1.1 413 Payload Too Large',
+      expectation: 'HTTP/1.1 417 Expectation Failed',
+      unparsable: 'HTTP/1.1 400 Bad Request',
+    });
+    for (const [k, v] of Object.entries(heads)) expect([k, /\r\ncache-control: no-store(\r\n|$)/i.test(v)]).toEqual([k, true]);
+  });
+
   it('/docs may not be framed and loads nothing from elsewhere; what it loads is served', async () => {
     const page = await h.t.http.get('/docs');
     expect([page.status, page.headers['content-type']]).toEqual([200, expect.stringMatching(/^text\/html/)]);

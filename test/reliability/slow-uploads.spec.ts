@@ -34,7 +34,7 @@ describe('uploads that do not finish', () => {
     {
       const c = await rawClient(port, { noDelay: true });
       const started = performance.now();
-      c.sock.write(head(64, A_KEY_SHAPED_TOKEN));
+      c.sock.write(head(64, A_KEY_SHAPED_TOKEN).replace('Host: gateway\r\n', 'Host: gateway\r\nX-Correlation-Id: slow-upload-408\r\n'));
       while (performance.now() - started < 8_000 && c.closedAt() === undefined) {
         c.sock.write(' ');
         await sleep(250);
@@ -46,6 +46,11 @@ describe('uploads that do not finish', () => {
       expect(c.received()).toMatch(/^HTTP\/1\.1 408 /);
       expect(c.received()).toMatch(/content-type: application\/problem\+json/i);
       expect(c.received()).toContain('"detail":"the request was not received in time"');
+      // Its headers were read: the answer carries the client's correlation id, the one its request log line has (before:
+      // a new one), and no cache keeps it (before: no Cache-Control).
+      expect(c.received()).toMatch(/\r\nx-correlation-id: slow-upload-408\r\n/i);
+      expect(c.received()).toContain('"correlationId":"slow-upload-408"');
+      expect(c.received()).toMatch(/\r\ncache-control: no-store\r\n/i);
     }
   }, 30_000);
 
