@@ -162,10 +162,12 @@ export function handleClientError(err: Error & { code?: string }, socket: Duplex
     return;
   }
   const { status, errorCode, detail } = clientErrorProblem(err.code);
-  // A request whose headers were read (a body that stopped arriving: 408) answers with its own correlation id, the
-  // one its request log line has; one whose headers never parsed gets a new one.
+  // A body that stopped arriving (408) is the in-flight request's own: the answer carries its correlation id, the one
+  // its request log line has. Anything else (a request that did not parse, one whose headers never came) gets a new
+  // one: on a pipelined connection the request in flight is an earlier one, answered or running, not the one refused.
   const req = inFlight?.req;
-  endWithProblem(socket, status, errorCode, detail, req ? (req.correlationId ?? correlationIdOf(req)) : randomUUID());
+  const own = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && req !== undefined && !req.complete;
+  endWithProblem(socket, status, errorCode, detail, own ? (req.correlationId ?? correlationIdOf(req)) : randomUUID());
 }
 
 /**

@@ -33,6 +33,8 @@ describe('session settings pinned at connect (startup options)', () => {
     expect(read.options).toMatch(/^-c lock_timeout=5s -c DateStyle=ISO .* -c default_transaction_isolation=read\\ committed$/);
     expect([read.host, read.database]).toEqual(['db.internal', 'tg']);
     expect((o as { extra: { options?: string } }).extra.options).toBeUndefined();
+    // Given twice, the driver sends the last: that one is kept.
+    expect(sent(dbOptions('postgres://gw@db.internal/tg?options=-c%20search_path%3Dold&options=-c%20lock_timeout%3D5s')).options).toMatch(/^-c lock_timeout=5s -c DateStyle=ISO /);
     // A socket form keeps its host-less shape.
     const socket = withSessionSettings('postgres://gw@/tg?host=/var/run/postgresql&options=-c%20jit%3Doff', ['TimeZone=UTC']);
     expect(socket.url).toMatch(/^postgres:\/\/gw@\/tg\?/);

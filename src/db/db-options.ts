@@ -81,7 +81,7 @@ export function withSessionSettings(url: string, settings: readonly string[]): {
   const ours = settings.map((s) => `-c ${s}`).join(' ');
   let theirs: string | null;
   try {
-    theirs = readDatabaseUrl(url).searchParams.get('options');
+    theirs = readDatabaseUrl(url).searchParams.getAll('options').at(-1) ?? null; // given twice, the driver takes the last
   } catch {
     theirs = null; // not a URL WHATWG reads: left to the driver, which says what is wrong with it
   }

@@ -85,6 +85,28 @@ describe('response hardening', () => {
     for (const [k, v] of Object.entries(heads)) expect([k, /\r\ncache-control: no-store(\r\n|$)/i.test(v)]).toEqual([k, true]);
   });
 
+  it('a request that does not parse, pipelined after one that ran, is not answered with the earlier request\'s correlation id', async () => {
+    const port = ((h.t.app.getHttpServer() as Server).address() as { port: number }).port;
+    const body = JSON.stringify(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    const ran =
+      `POST /v1/runs/${a.runId}/tool-calls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.agentKey}\r\n` +
+      `X-Correlation-Id: pipelined-first\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const unparsable = 'GET /v1/tool-calls HTTP/1.1\r\nHost x\r\n\r\n';
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(ran + unparsable));
+      let got = '';
+      socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+      socket.on('close', () => resolve(got));
+      socket.on('error', reject);
+    });
+    const ids = [...raw.matchAll(/^HTTP\/1\.1 (\d+)[^]*?\r\nx-correlation-id: ([^\r\n]*)/gim)].map((m) => [m[1], m[2]]);
+    // The first ran (its answer may or may not have been written before the parser failed on the second); the 400 is not
+    // its answer (before: it carried pipelined-first, which the ledger has as the call that succeeded).
+    const refused = ids.find(([status]) => status === '400');
+    expect(refused?.[1]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(ids.filter(([, id]) => id === 'pipelined-first').map(([status]) => status)).not.toContain('400');
+  });
+
   it('/docs may not be framed and loads nothing from elsewhere; what it loads is served', async () => {
     const page = await h.t.http.get('/docs');
     expect([page.status, page.headers['content-type']]).toEqual([200, expect.stringMatching(/^text\/html/)]);
