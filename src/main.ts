@@ -54,6 +54,7 @@ async function main(): Promise<void> {
       intervalMs: 2_000,
       onWait: (line) => process.stderr.write(`${line}\n`),
       stopped: () => stopRequested !== undefined,
+      queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS,
     });
     if (stopRequested) process.exit(0);
     if (problem) {

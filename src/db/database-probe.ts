@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { readDatabaseUrl } from './database-url.js';
+import { dbOptions } from './db-options.js';
 
 /** Errors that say "not yet" (the server is starting, restarting or not reachable yet) rather than "never". */
 const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P03', '53300']);
@@ -13,6 +14,8 @@ export interface ProbeOptions {
   onWait: (line: string) => void;
   /** asked between attempts: a stop during start-up ends the wait */
   stopped: () => boolean;
+  /** DB_QUERY_TIMEOUT_MS: the probe connects with the request pool's own startup parameters (db-options.ts) */
+  queryTimeoutMs?: number;
 }
 
 /** Where the URL points, for messages: host and port, never the user or password. */
@@ -44,9 +47,12 @@ function reason(err: unknown): { text: string; transient: boolean } {
   if (known !== undefined) return { text: (e as { message: string }).message, transient: known };
   // The server's own message for its refusals (authentication, unknown database) names no secret; a client-side
   // error's message may quote the URL's parts, so only its code.
-  const text = code && /^[0-9A-Z]{5}$/.test(code) && typeof e?.message === 'string' ? `${e.message} (${code})` : (code ?? 'connection failed');
-  const timedOut = typeof e?.message === 'string' && /timeout/i.test(e.message);
-  return { text: timedOut && !code ? 'connection timed out' : text, transient: timedOut || (code !== undefined && TRANSIENT.has(code)) };
+  let text = code && /^[0-9A-Z]{5}$/.test(code) && typeof e?.message === 'string' ? `${e.message} (${code})` : (code ?? 'connection failed');
+  if (code === '08P01' && /startup parameter/i.test(text)) text += '; behind a connection pooler, see README "Running against your own PostgreSQL"';
+  // The client's own timeouts carry no code (a server's refusal may name a timeout: "unsupported startup parameter:
+  // statement_timeout" is not one).
+  const timedOut = !code && typeof e?.message === 'string' && /timeout/i.test(e.message);
+  return { text: timedOut ? 'connection timed out' : text, transient: timedOut || (code !== undefined && TRANSIENT.has(code)) };
 }
 
 /**
@@ -61,7 +67,11 @@ export async function probeDatabase(url: string, opts: ProbeOptions): Promise<st
     let client: pg.Client | undefined;
     try {
       // Inside the try: the driver reads the URL's SSL files (sslrootcert…) as it builds the client, and may throw.
-      client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'tool-gateway' });
+      // With the pools' startup parameters (their timeouts, the pinned session settings): a pooler that refuses one
+      // (PgBouncer: "unsupported startup parameter", 08P01) is told here, at once, not by the framework's retries.
+      const { url: pooled, extra } = dbOptions(url, 1, opts.queryTimeoutMs) as { url: string; extra: pg.ClientConfig };
+      const { statement_timeout, idle_in_transaction_session_timeout, options, application_name } = extra;
+      client = new pg.Client({ connectionString: pooled, connectionTimeoutMillis: 5_000, statement_timeout, idle_in_transaction_session_timeout, options, application_name });
       // A connection lost mid-probe is reported by connect() or end(); without a listener it would crash the process.
       client.on('error', () => undefined);
       await client.connect();

@@ -81,6 +81,41 @@ describe('reaching the database DATABASE_URL names, before start-up', () => {
     }
   });
 
+  it('a pooler refusing a startup parameter the pools send (PgBouncer: 08P01) is a problem at once, pointing to the README', async () => {
+    // Speaks as PgBouncer does to a startup packet with a parameter it does not track: one ErrorResponse, then closes.
+    // The probe connects with the pools' own parameters (before: without them, so it passed, and the framework's ten
+    // retries with stack traces followed over 29 s before the same refusal ended start-up).
+    const seen: string[][] = [];
+    const front = net.createServer((c) => {
+      c.once('data', (packet: Buffer) => {
+        const fields = packet.subarray(8).toString('utf8').split('\0').filter(Boolean);
+        seen.push(fields.filter((_, i) => i % 2 === 0));
+        const refused = fields.find((f, i) => i % 2 === 0 && !['user', 'database', 'application_name'].includes(f));
+        if (!refused) return void c.end();
+        const body = Buffer.from(`SFATAL\0VFATAL\0C08P01\0Munsupported startup parameter: ${refused}\0\0`);
+        const head = Buffer.alloc(5);
+        head.write('E', 0);
+        head.writeInt32BE(body.length + 4, 1);
+        c.end(Buffer.concat([head, body]));
+      });
+      c.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    try {
+      const port = (front.address() as net.AddressInfo).port;
+      const waits: string[] = [];
+      const problem = await probeDatabase(`postgres://gw:pw-secret@127.0.0.1:${port}/tg`, { ...quick(waits), queryTimeoutMs: 20_000 });
+      expect(seen[0]).toEqual(expect.arrayContaining(['statement_timeout', 'idle_in_transaction_session_timeout', 'options']));
+      expect(problem).toBe(
+        `cannot connect to the database in DATABASE_URL (127.0.0.1:${port}/tg): unsupported startup parameter: statement_timeout (08P01); ` +
+          'behind a connection pooler, see README "Running against your own PostgreSQL"',
+      );
+      expect(waits).toEqual([]);
+    } finally {
+      front.close();
+    }
+  });
+
   it('an SSL mode the server does not speak is a problem at once, saying so', async () => {
     const u = new URL(process.env.DATABASE_URL!);
     u.searchParams.set('sslmode', 'no-verify');
