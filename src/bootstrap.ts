@@ -5,6 +5,7 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { migratorOptions } from './db/db-options.js';
+import { pendingMigrations } from './db/pending-migrations.js';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { requestPath } from './logging/logging.js';
@@ -44,6 +45,10 @@ export class MigrationsStopped extends Error {
  * once instead of once the other replica is done.
  */
 export async function runMigrations(ds: DataSource, wait: MigrationWait = {}): Promise<void> {
+  // None pending (every start but an upgrade's): no lock is taken, nothing is set. A session-level lock taken and
+  // released at every start was what a transaction-mode pooler (PgBouncer) could leave held on a server connection
+  // another client then had, so that later start-ups waited for it; and no replica now queues behind another's start.
+  if ((await pendingMigrations(ds)).length === 0) return;
   const qr = ds.createQueryRunner();
   await qr.connect();
   let locked = false;

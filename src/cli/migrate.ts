@@ -9,6 +9,7 @@ import { projectRoot } from '../common/project-root.js';
 import { CONFIG_SCHEMA, databaseUrlProblem } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
 import { withDatabaseName } from '../db/database-url.js';
+import { pendingMigrations } from '../db/pending-migrations.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 
@@ -56,17 +57,6 @@ export async function schemaDrift(ds: DataSource): Promise<string[]> {
   const files = readdirSync(join(projectRoot(), 'migrations')).filter((f) => /^\d+-.*\.ts$/.test(f));
   if (files.length !== MIGRATIONS.length) problems.push(`migrations/ has ${files.length} migration files but index.ts lists ${MIGRATIONS.length}`);
   return problems;
-}
-
-/**
- * The migrations the database has not applied, read without writing anything: TypeORM's showMigrations creates
- * its migrations table first, so merely looking would have changed the database.
- */
-async function pendingMigrations(ds: DataSource): Promise<string[]> {
-  const table = ds.options.migrationsTableName ?? 'migrations';
-  const [{ present }] = (await ds.query('SELECT to_regclass($1) IS NOT NULL AS present', [table])) as { present: boolean }[];
-  const applied = present ? ((await ds.query(`SELECT name FROM "${table}"`)) as { name: string }[]).map((r) => r.name) : [];
-  return ds.migrations.map((m) => m.name ?? m.constructor.name).filter((name) => !applied.includes(name));
 }
 
 async function withServer<T>(given: string | undefined, fn: (serverUrl: string) => Promise<T>): Promise<T> {

@@ -8,64 +8,111 @@ import { ApprovalInputs1764700000000 } from '../../migrations/1764700000000-appr
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../../src/bootstrap.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
+import { pendingMigrations } from '../../src/db/pending-migrations.js';
 import { appendToRunLog } from '../support/run-log.js';
 import { startTestApp } from '../support/test-app.js';
-import { dropScratchDatabase } from '../support/scratch-database.js';
+import { createScratchDatabase, dropScratchDatabase } from '../support/scratch-database.js';
 
 /** The advisory lock key runMigrations serialises replicas on (bootstrap.ts). */
 const MIGRATION_LOCK = 7_413_920_552;
 
 describe('migrations when several replicas start together', () => {
   let holder: pg.Client;
-  let ds: DataSource;
 
   beforeAll(async () => {
     holder = new pg.Client({ connectionString: process.env.DATABASE_URL });
     await holder.connect();
-    // Two pooled connections (the lock's and the migrations'), and a statement timeout far shorter than a migration can take.
-    const base = dbOptions(process.env.DATABASE_URL!, 2);
-    ds = await new DataSource({ ...base, extra: { ...(base.extra as object), statement_timeout: 300 } } as typeof base).initialize();
   });
   afterAll(async () => {
     await holder?.end();
-    await ds?.destroy();
   });
 
-  it('a replica waits for the one migrating, past its statement timeout, and its pooled connection gets the timeout back', async () => {
-    await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]); // "another replica is migrating"
-    let settled = false;
-    const waiting = runMigrations(ds).finally(() => (settled = true));
-    await new Promise((r) => setTimeout(r, 1_000)); // more than three statement timeouts
-    expect(settled).toBe(false);
-    await holder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
-    await waiting; // resolves: it neither crashed nor gave up
+  async function lockHolder(url: string): Promise<pg.Client> {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    return c;
+  }
 
-    // Both pooled connections, held at once so each is looked at.
-    const runners = [ds.createQueryRunner(), ds.createQueryRunner()];
+  /** A fresh database (every migration pending), and on it a pool like `runMigrations` is given, with `statementTimeoutMs`. */
+  async function freshDatabase(statementTimeoutMs: number): Promise<{ url: string; ds: DataSource; drop(): Promise<void> }> {
+    const db = await createScratchDatabase('tg_migrate_wait');
+    // Two pooled connections (the lock's and the migrations'), and a statement timeout far shorter than a migration can take.
+    const base = dbOptions(db.url, 2);
+    const ds = await new DataSource({ ...base, extra: { ...(base.extra as object), statement_timeout: statementTimeoutMs } } as typeof base).initialize();
+    return { url: db.url, ds, drop: async () => (await ds.destroy(), await db.drop()) };
+  }
+
+  it('a replica waits for the one migrating, past its statement timeout, and its pooled connection gets the timeout back', async () => {
+    const fresh = await freshDatabase(300);
+    const other = await lockHolder(fresh.url); // advisory locks are per database
     try {
-      const shown = await Promise.all(runners.map(async (qr) => ((await qr.query('SHOW statement_timeout')) as { statement_timeout: string }[])[0].statement_timeout));
-      expect(shown).toEqual(['300ms', '300ms']);
+      await other.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]); // "another replica is migrating"
+      let settled = false;
+      const waiting = runMigrations(fresh.ds).finally(() => (settled = true));
+      await new Promise((r) => setTimeout(r, 1_000)); // more than three statement timeouts
+      expect(settled).toBe(false);
+      await other.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      await waiting; // resolves: it neither crashed nor gave up
+      expect(await pendingMigrations(fresh.ds)).toEqual([]);
+
+      // Both pooled connections, held at once so each is looked at.
+      const runners = [fresh.ds.createQueryRunner(), fresh.ds.createQueryRunner()];
+      try {
+        const shown = await Promise.all(runners.map(async (qr) => ((await qr.query('SHOW statement_timeout')) as { statement_timeout: string }[])[0].statement_timeout));
+        expect(shown).toEqual(['300ms', '300ms']);
+      } finally {
+        await Promise.all(runners.map((qr) => qr.release()));
+      }
     } finally {
-      await Promise.all(runners.map((qr) => qr.release()));
+      await other.end();
+      await fresh.drop();
+    }
+  });
+
+  it('with none pending (every start but an upgrade\'s) no lock is taken: a replica holding it does not hold the others up', async () => {
+    const ds = await new DataSource(migratorOptions(process.env.DATABASE_URL!)).initialize(); // the run's database
+    try {
+      await runMigrations(ds); // up to date (whether or not a spec before this one started an app on it)
+      await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      const started = performance.now();
+      await runMigrations(ds, { onWaiting: () => expect.fail('it waited for the lock') });
+      expect(performance.now() - started).toBeLessThan(1_000);
+      // And it took none: another session gets it at once (a transaction-mode pooler could leave a lock taken and
+      // released at every start held on a server connection another client then had).
+      const [{ held }] = (await ds.query(`SELECT count(*)::int AS held FROM pg_locks WHERE locktype = 'advisory' AND pid <> $1 AND pid IN (SELECT pid FROM pg_stat_activity WHERE application_name = 'tool-gateway')`, [
+        (holder as unknown as { processID: number }).processID,
+      ])) as [{ held: number }];
+      expect(held).toBe(0);
+    } finally {
+      await holder.query('SELECT pg_advisory_unlock_all()');
+      await ds.destroy();
     }
   });
 
   it('the gateway migrates on connections without the client-side query timeout: waiting longer than DB_QUERY_TIMEOUT_MS for another replica is fine', async () => {
-    await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]); // "another replica is migrating"
+    const db = await createScratchDatabase('tg_migrate_wait_app'); // every migration pending
+    const other = await lockHolder(db.url);
+    await other.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]); // "another replica is migrating"
     let unlocked = false;
     try {
-      const started = startTestApp({ DB_QUERY_TIMEOUT_MS: '1000' }).then(
+      const started = startTestApp({ DATABASE_URL: db.url, DB_QUERY_TIMEOUT_MS: '1000' }).then(
         (t) => ({ t }),
         (err: unknown) => ({ err }),
       );
       await new Promise((r) => setTimeout(r, 2_500)); // two and a half query timeouts
-      await holder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      let settled = false;
+      void started.finally(() => (settled = true));
+      await new Promise((r) => setImmediate(r));
+      expect(settled, 'it should have waited for the lock').toBe(false);
+      await other.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
       unlocked = true;
       const result = await started;
       expect('err' in result ? String(result.err) : 'started').toBe('started');
       if ('t' in result) await result.t.close();
     } finally {
-      if (!unlocked) await holder.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      if (!unlocked) await other.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      await other.end();
+      await db.drop();
     }
   });
 

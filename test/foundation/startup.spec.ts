@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggedFetch } from '../support/response-log.js';
 import { teeChildToRunLog } from '../support/run-log.js';
-import { dropScratchDatabase } from '../support/scratch-database.js';
+import { createScratchDatabase, dropScratchDatabase } from '../support/scratch-database.js';
 import { waitFor } from '../support/wait.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 
@@ -194,12 +194,13 @@ describe('start-up', () => {
   });
 
   it('a SIGTERM while start-up waits for another replica\'s migration lock stops it at once: exit 0, never listening, lock still held', async () => {
-    const holder = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    const db = await createScratchDatabase('tg_startup_lock'); // migrations pending: with none, start-up takes no lock
+    const holder = new pg.Client({ connectionString: db.url });
     await holder.connect();
     await holder.query('SELECT pg_advisory_lock(7413920552)'); // bootstrap.ts MIGRATION_LOCK: "another replica is migrating"
     try {
       const child = startMain({
-        NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: process.env.DATABASE_URL!,
+        NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: db.url,
         MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY, BOOTSTRAP_ADMIN_KEY: TEST_ADMIN_KEY, LOG_LEVEL: 'warn',
       });
       let out = '';
@@ -218,6 +219,7 @@ describe('start-up', () => {
     } finally {
       await holder.query('SELECT pg_advisory_unlock(7413920552)').catch(() => undefined);
       await holder.end();
+      await db.drop();
     }
   });
 
