@@ -2,11 +2,18 @@ import type { DataSource } from 'typeorm';
 
 /**
  * The migrations the database has not applied, read without writing anything: TypeORM's showMigrations creates
- * its migrations table first, so merely looking would have changed the database.
+ * its migrations table first, so merely looking would have changed the database. The table is looked for where
+ * TypeORM keeps it, in current_schema() (the first schema of search_path that exists), not along the whole path: a
+ * gateway given a schema of its own (`-c search_path=tg_b,public`) with another's tables in public found those,
+ * saw nothing pending, and then read and wrote the other gateway's tables.
  */
 export async function pendingMigrations(ds: DataSource): Promise<string[]> {
   const table = ds.options.migrationsTableName ?? 'migrations';
-  const [{ present }] = (await ds.query('SELECT to_regclass($1) IS NOT NULL AS present', [table])) as { present: boolean }[];
-  const applied = present ? ((await ds.query(`SELECT name FROM "${table}"`)) as { name: string }[]).map((r) => r.name) : [];
+  const [{ qualified }] = (await ds.query(
+    `SELECT CASE WHEN to_regclass(quote_ident(current_schema()) || '.' || quote_ident($1)) IS NOT NULL
+                 THEN quote_ident(current_schema()) || '.' || quote_ident($1) END AS qualified`,
+    [table],
+  )) as { qualified: string | null }[];
+  const applied = qualified ? ((await ds.query(`SELECT name FROM ${qualified}`)) as { name: string }[]).map((r) => r.name) : [];
   return ds.migrations.map((m) => m.name ?? m.constructor.name).filter((name) => !applied.includes(name));
 }

@@ -186,3 +186,35 @@ describe('migration:check (built dist/)', () => {
     expect(stdout).toMatch(/^no drift: \d+ migration\(s\) apply, revert and re-apply/); // execFile rejects on a non-zero exit
   }, 150_000);
 });
+
+describe('start-up migrations in a schema of its own (search_path)', () => {
+  it("a gateway whose search_path names a fresh schema before another gateway's migrated public migrates its own", async () => {
+    // Pending migrations are looked for where TypeORM keeps its table, current_schema(): looked for along the whole
+    // path, the other gateway's table in public was found, nothing seemed pending, nothing was created in tg_b, and
+    // every unqualified query then read and wrote public's tables (session review).
+    const db = await createScratchDatabase('tg_migrate_schema');
+    try {
+      const first = await new DataSource(migratorOptions(db.url)).initialize(); // gateway A, in public
+      try {
+        await runMigrations(first);
+        await first.query('CREATE SCHEMA tg_b');
+      } finally {
+        await first.destroy();
+      }
+      const u = new URL(db.url);
+      u.searchParams.set('options', '-c search_path=tg_b,public');
+      const b = await new DataSource(migratorOptions(u.toString())).initialize();
+      try {
+        expect((await pendingMigrations(b)).length).toBe(MIGRATIONS.length);
+        await runMigrations(b); // createGateway's step for gateway B
+        const [{ orgs }] = (await b.query(`SELECT n.nspname AS orgs FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass('orgs')`)) as { orgs: string }[];
+        expect(orgs).toBe('tg_b');
+        expect(await pendingMigrations(b)).toEqual([]);
+      } finally {
+        await b.destroy();
+      }
+    } finally {
+      await db.drop();
+    }
+  });
+});
