@@ -56,6 +56,27 @@ function reason(err: unknown): { text: string; transient: boolean } {
 }
 
 /**
+ * The settings the code cannot work without, as the session has them: a pooler that accepts the startup options
+ * and drops them without a word (Supabase's Supavisor does) leaves the database's own. A DateStyle other than ISO
+ * reads every timestamp as null (500s, a new key's one answer lost); an isolation above read committed fails
+ * concurrent calls. Null when they hold, else the problem.
+ */
+async function sessionSettingsDropped(client: pg.Client): Promise<string | null> {
+  const { rows } = await client.query<{ ds: string; iso: string }>(
+    `SELECT current_setting('DateStyle') AS ds, current_setting('default_transaction_isolation') AS iso`,
+  );
+  const wrong = [
+    ...(/^ISO\b/.test(rows[0].ds) ? [] : [`DateStyle is "${rows[0].ds}", not ISO`]),
+    ...(rows[0].iso === 'read committed' ? [] : [`default_transaction_isolation is "${rows[0].iso}", not read committed`]),
+  ];
+  if (wrong.length === 0) return null;
+  return (
+    `the database sessions do not have the settings the gateway sends at connect (${wrong.join('; ')}): something between the ` +
+    'gateway and PostgreSQL dropped them (a connection pooler?); see README "Running against your own PostgreSQL"'
+  );
+}
+
+/**
  * Connects once to the database DATABASE_URL names, before the gateway is built: a wrong password or database
  * name stops start-up at once with one line naming DATABASE_URL, and a database not up yet (a container starting
  * beside the gateway) is waited for, a line per attempt, instead of the framework's retries with stack traces.
@@ -71,12 +92,16 @@ export async function probeDatabase(url: string, opts: ProbeOptions): Promise<st
       // (PgBouncer: "unsupported startup parameter", 08P01) is told here, at once, not by the framework's retries.
       const { url: pooled, extra } = dbOptions(url, 1, opts.queryTimeoutMs) as { url: string; extra: pg.ClientConfig };
       const { statement_timeout, idle_in_transaction_session_timeout, options, application_name } = extra;
-      client = new pg.Client({ connectionString: pooled, connectionTimeoutMillis: 5_000, statement_timeout, idle_in_transaction_session_timeout, options, application_name });
+      client = new pg.Client({
+        connectionString: pooled, connectionTimeoutMillis: 5_000, query_timeout: 5_000,
+        statement_timeout, idle_in_transaction_session_timeout, options, application_name,
+      });
       // A connection lost mid-probe is reported by connect() or end(); without a listener it would crash the process.
       client.on('error', () => undefined);
       await client.connect();
+      const dropped = await sessionSettingsDropped(client);
       await client.end().catch(() => undefined);
-      return null;
+      return dropped;
     } catch (err) {
       await client?.end().catch(() => undefined);
       const { text, transient } = reason(err);

@@ -2,8 +2,10 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { databaseTarget, probeDatabase } from '../../src/db/database-probe.js';
 import { teeChildToRunLog } from '../support/run-log.js';
+import { createScratchDatabase } from '../support/scratch-database.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 
 /**
@@ -113,6 +115,54 @@ describe('reaching the database DATABASE_URL names, before start-up', () => {
       expect(waits).toEqual([]);
     } finally {
       front.close();
+    }
+  });
+
+  it('a pooler that accepts the startup options and drops them (Supavisor): the database\'s own DateStyle and isolation are a problem at once', async () => {
+    const db = await createScratchDatabase('tg_probe_dropped');
+    const server = new URL(db.url);
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    await admin.query(`ALTER DATABASE ${server.pathname.slice(1)} SET DateStyle = 'SQL, DMY'`);
+    await admin.query(`ALTER DATABASE ${server.pathname.slice(1)} SET default_transaction_isolation = 'serializable'`);
+    await admin.end();
+    // Forwards a startup packet with only user, database and application_name, as Supavisor opens its server connections.
+    const sockets = new Set<net.Socket>();
+    const front = net.createServer((c) => {
+      sockets.add(c);
+      c.on('error', () => undefined);
+      c.once('data', (packet: Buffer) => {
+        const fields = packet.subarray(8).toString('utf8').split('\0');
+        const kept: string[] = [];
+        for (let i = 0; i + 1 < fields.length; i += 2) if (['user', 'database', 'application_name'].includes(fields[i])) kept.push(fields[i], fields[i + 1]);
+        const body = Buffer.concat([packet.subarray(4, 8), Buffer.from(`${kept.join('\0')}\0\0`)]);
+        const len = Buffer.alloc(4);
+        len.writeInt32BE(body.length + 4);
+        const to = net.connect(Number(server.port || 5432), server.hostname, () => to.write(Buffer.concat([len, body])));
+        sockets.add(to);
+        to.on('error', () => c.destroy());
+        c.pipe(to).pipe(c);
+      });
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    try {
+      const u = new URL(db.url);
+      u.hostname = '127.0.0.1';
+      u.port = String((front.address() as net.AddressInfo).port);
+      const waits: string[] = [];
+      const problem = await probeDatabase(u.toString(), { ...quick(waits), queryTimeoutMs: 20_000 });
+      expect(problem).toBe(
+        `the database sessions do not have the settings the gateway sends at connect (DateStyle is "SQL, DMY", not ISO; default_transaction_isolation ` +
+          'is "serializable", not read committed): something between the gateway and PostgreSQL dropped them (a connection pooler?); ' +
+          'see README "Running against your own PostgreSQL"',
+      );
+      expect(waits).toEqual([]);
+      // Straight to the server, the options reach it: no problem.
+      expect(await probeDatabase(db.url, quick([]))).toBeNull();
+    } finally {
+      for (const sk of sockets) sk.destroy();
+      front.close();
+      await db.drop();
     }
   });
 
