@@ -9,11 +9,10 @@ import type { DataSource } from 'typeorm';
  */
 export async function pendingMigrations(ds: DataSource): Promise<string[]> {
   const table = ds.options.migrationsTableName ?? 'migrations';
-  const [{ qualified }] = (await ds.query(
-    `SELECT CASE WHEN to_regclass(quote_ident(current_schema()) || '.' || quote_ident($1)) IS NOT NULL
-                 THEN quote_ident(current_schema()) || '.' || quote_ident($1) END AS qualified`,
-    [table],
-  )) as { qualified: string | null }[];
-  const applied = qualified ? ((await ds.query(`SELECT name FROM ${qualified}`)) as { name: string }[]).map((r) => r.name) : [];
+  // regclass as text: the table's name quoted as this session's search_path reads it (null when there is none).
+  const [{ name }] = (await ds.query(`SELECT to_regclass(quote_ident(current_schema()) || '.' || quote_ident($1))::text AS name`, [table])) as {
+    name: string | null;
+  }[];
+  const applied = name ? ((await ds.query(`SELECT name FROM ${name}`)) as { name: string }[]).map((r) => r.name) : [];
   return ds.migrations.map((m) => m.name ?? m.constructor.name).filter((name) => !applied.includes(name));
 }
