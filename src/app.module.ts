@@ -31,7 +31,7 @@ export class AppModule {
         // useExisting: configureApp mounts pino-http (requestLog) ahead of every other middleware; Nest's copy would
         // come after them all. The module still builds the logger for logs made outside a request.
         LoggerModule.forRoot({ pinoHttp: pinoHttpOptions(config), useExisting: true }),
-        TypeOrmModule.forRoot(dbOptions(config.DATABASE_URL, config.DB_POOL_SIZE, config.DB_QUERY_TIMEOUT_MS)),
+        TypeOrmModule.forRoot(dbOptions(config.DATABASE_URL, config.DB_POOL_SIZE, config.DB_QUERY_TIMEOUT_MS, config.DB_CONNECTION_MODE)),
         ...ToolGatewayModules,
       ],
       controllers: [HealthController, ApiKeysController, OrgsController, ...(opts.extraControllers ?? [])],

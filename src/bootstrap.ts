@@ -38,11 +38,11 @@ export class MigrationsStopped extends Error {
 
 /**
  * Runs pending migrations once even when several replicas start together: the
- * others wait for the advisory lock for as long as the first one migrates (an
- * index build on a large table outlasts the pool's statement timeout, which
- * would otherwise cancel the wait and crash them). The wait polls rather than
- * blocks in pg_advisory_lock, so a stop asked for meanwhile is carried out at
- * once instead of once the other replica is done.
+ * others wait for the advisory lock for as long as the first one migrates. The
+ * wait polls rather than blocks in pg_advisory_lock, so no statement of it
+ * outlasts a statement timeout (an index build on a large table outlasts the
+ * pool's), and a stop asked for meanwhile is carried out at once instead of
+ * once the other replica is done.
  */
 export async function runMigrations(ds: DataSource, wait: MigrationWait = {}): Promise<void> {
   // None pending (every start but an upgrade's): no lock is taken, nothing is set. A session-level lock taken and
@@ -52,8 +52,9 @@ export async function runMigrations(ds: DataSource, wait: MigrationWait = {}): P
   const qr = ds.createQueryRunner();
   await qr.connect();
   let locked = false;
+  // Nothing is SET on the lock's connection: the wait polls (each poll answers at once), and a session SET through a
+  // transaction-mode pooler (DB_CONNECTION_MODE=pooled) would stay on whichever server connection ran it.
   try {
-    await qr.query('SET statement_timeout = 0');
     for (let waited = false; ; waited = true) {
       const [{ acquired }] = (await qr.query('SELECT pg_try_advisory_lock($1) AS acquired', [MIGRATION_LOCK])) as { acquired: boolean }[];
       if (acquired) break;
@@ -66,8 +67,6 @@ export async function runMigrations(ds: DataSource, wait: MigrationWait = {}): P
     await ds.runMigrations({ transaction: 'each' });
   } finally {
     if (locked) await qr.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
-    // The connection goes back to the pool: with the pool's own timeout again.
-    await qr.query('RESET statement_timeout').catch(() => undefined);
     await qr.release();
   }
 }
@@ -228,7 +227,7 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
   server.on('connect', refuseConnect);
   // On connections of their own, without the client-side query timeout (DB_QUERY_TIMEOUT_MS): waiting for
   // another replica's migration, or an index build on a large table, may rightly take longer.
-  const migrator = await new DataSource(migratorOptions(config.DATABASE_URL!)).initialize();
+  const migrator = await new DataSource(migratorOptions(config.DATABASE_URL!, config.DB_CONNECTION_MODE)).initialize();
   try {
     await runMigrations(migrator, { stopRequested: hooks.stopRequested, onWaiting: hooks.onMigrationWait });
   } catch (err) {

@@ -55,6 +55,7 @@ async function main(): Promise<void> {
       onWait: (line) => process.stderr.write(`${line}\n`),
       stopped: () => stopRequested !== undefined,
       queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS,
+      connectionMode: config.DB_CONNECTION_MODE,
     });
     if (stopRequested) process.exit(0);
     if (problem) {
@@ -63,7 +64,8 @@ async function main(): Promise<void> {
     }
   } else {
     embedded = await startEmbeddedPostgres(join(config.DATA_DIR, 'pg'));
-    config = { ...config, DATABASE_URL: embedded.url };
+    // Nothing stands between the gateway and its own database: the settings are always sent (DB_CONNECTION_MODE).
+    config = { ...config, DATABASE_URL: embedded.url, DB_CONNECTION_MODE: 'direct' };
     process.stderr.write(`embedded PostgreSQL started (data in ${join(config.DATA_DIR, 'pg')})\n`);
   }
 

@@ -75,7 +75,7 @@ async function main(args: string[]): Promise<number> {
   }
   for (const w of config.warnings) console.error(`warning: ${w}`);
 
-  const ds = await new DataSource(dbOptions(config.DATABASE_URL!, 2)).initialize();
+  const ds = await new DataSource(dbOptions(config.DATABASE_URL!, 2, config.DB_QUERY_TIMEOUT_MS, config.DB_CONNECTION_MODE)).initialize();
   try {
     const [{ ready }] = (await ds.query(
       `SELECT to_regclass('integration_credentials') IS NOT NULL AND to_regclass('tool_call_results') IS NOT NULL

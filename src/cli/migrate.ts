@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../bootstrap.js';
 import { projectRoot } from '../common/project-root.js';
-import { CONFIG_SCHEMA, databaseUrlProblem } from '../config/config.schema.js';
+import { CONFIG_SCHEMA, databaseUrlProblem, connectionModeFromEnv } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
 import { withDatabaseName } from '../db/database-url.js';
 import { pendingMigrations } from '../db/pending-migrations.js';
@@ -79,8 +79,9 @@ async function main(cmd: string | undefined): Promise<number> {
     return 2;
   }
   const problem = databaseUrlProblem(process.env.DATABASE_URL);
-  if (problem) {
-    console.error(problem);
+  const settings = connectionModeFromEnv(process.env);
+  if (problem || 'problem' in settings) {
+    console.error(problem ?? (settings as { problem: string }).problem);
     return 2;
   }
   // As the gateway reads it: without the spaces or newline around it; only spaces is unset.
@@ -91,7 +92,8 @@ async function main(cmd: string | undefined): Promise<number> {
       console.error('DATABASE_URL is required (the gateway migrates its embedded database itself at start-up)');
       return 2;
     }
-    const ds = await new DataSource(migratorOptions(url)).initialize(); // no query or statement timeout: migrations may run long
+    // No query or statement timeout (migrations may run long), unless DB_CONNECTION_MODE=pooled: the role's then.
+    const ds = await new DataSource(migratorOptions(url, settings.mode)).initialize();
     try {
       if (cmd === 'run') {
         await runMigrations(ds);

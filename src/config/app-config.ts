@@ -144,6 +144,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   // NODE_ENV may itself be invalid; judge the keys as production would (strictest).
   const keyring = resolveKeyring(raw.NODE_ENV ? raw : { ...raw, NODE_ENV: 'production' }, problems, warnings);
   if (problems.length) throw new ConfigError(problems);
+  if (raw.DB_CONNECTION_MODE === 'pooled' && !raw.DATABASE_URL) {
+    warnings.push('DB_CONNECTION_MODE=pooled is for a DATABASE_URL behind a connection pooler: the embedded database is connected to directly, with the settings sent at connect');
+  }
   const { MASTER_ENCRYPTION_KEY: _a, MASTER_ENCRYPTION_KEYS: _b, MASTER_ENCRYPTION_ACTIVE_KEY_ID: _c, ...rest } = raw;
   return { ...rest, keyring, warnings };
 }

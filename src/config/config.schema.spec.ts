@@ -57,6 +57,15 @@ describe('config schema', () => {
     expect(parseRawConfigCollecting({ PORT: ' 80 80 ' }).problems).toEqual(['PORT must be an integer, got " 80 80 "']);
   });
 
+  it('DB_CONNECTION_MODE: startup by default, server when asked, anything else refused; server without DATABASE_URL is warned about', () => {
+    expect(parseRawConfigCollecting({}).raw.DB_CONNECTION_MODE).toBe('direct');
+    expect(parseRawConfigCollecting({ DB_CONNECTION_MODE: ' pooled\n' }).raw.DB_CONNECTION_MODE).toBe('pooled');
+    expect(parseRawConfigCollecting({ DB_CONNECTION_MODE: 'none' }).problems).toEqual(['DB_CONNECTION_MODE must be one of direct, pooled, got "none"']);
+    const base = { NODE_ENV: 'production', MASTER_ENCRYPTION_KEY: KEY, DB_CONNECTION_MODE: 'pooled' };
+    expect(loadConfig(base).warnings).toEqual([expect.stringMatching(/^DB_CONNECTION_MODE=pooled is for a DATABASE_URL behind a connection pooler: the embedded database/)]);
+    expect(loadConfig({ ...base, DATABASE_URL: 'postgres://gw@proxy.internal:5432/tg' }).warnings).toEqual([]);
+  });
+
   it('a vendor base URL is one fixed URL: a {placeholder} (never filled in), a query, a fragment or a user part is refused', () => {
     for (const [name, value, problem] of [
       ['JUMIO_AUTH_BASE_URL', 'https://auth.{region}.jumio.ai', /a \{placeholder\} is not filled in/],

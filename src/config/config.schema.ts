@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { readDatabaseUrl } from '../db/database-url.js';
+import { DB_CONNECTION_MODES, type DbConnectionMode } from '../db/session-settings.js';
 
 /** What the auth guard accepts as a bearer key (src/auth/auth.guard.ts): printable ASCII without spaces, at most 512 characters. */
 export const API_KEY_MAX_LENGTH = 512;
@@ -142,6 +143,13 @@ export const CONFIG_SCHEMA = {
       'the server-side statement_timeout is kept below it (15 s, or 1 s less)',
     parse: int(20_000, 1_000, 600_000),
   },
+  DB_CONNECTION_MODE: {
+    description:
+      'direct: DATABASE_URL is PostgreSQL itself; every connection sends the session settings the gateway needs as startup parameters. pooled: a ' +
+      "connection pooler stands between (PgBouncer in any pool mode, AWS RDS Proxy, Neon's pooler, Supavisor): no startup parameters beyond the user, " +
+      'database and application name, no named prepared statements; the role must set the settings, which start-up checks',
+    parse: oneOf<DbConnectionMode>('direct', DB_CONNECTION_MODES),
+  },
   HTTP_REQUEST_TIMEOUT_MS: {
     description:
       'a request whose headers and body have not all arrived within this is answered 408 and its connection closed: a stalled or trickled upload ' +
@@ -262,6 +270,15 @@ export const SENSITIVE_VARS = Object.entries(CONFIG_SCHEMA)
  * What is wrong with DATABASE_URL, by the gateway's own check, for the command-line tools that read it alone;
  * undefined when it is fine. The check's messages never echo the value (the password).
  */
+/** DB_CONNECTION_MODE as the gateway reads it, for the command-line tools that connect without the whole config. */
+export function connectionModeFromEnv(env: NodeJS.ProcessEnv): { mode: DbConnectionMode } | { problem: string } {
+  try {
+    return { mode: CONFIG_SCHEMA.DB_CONNECTION_MODE.parse(env.DB_CONNECTION_MODE) };
+  } catch (err) {
+    return { problem: `DB_CONNECTION_MODE ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
 export function databaseUrlProblem(url: string | undefined): string | undefined {
   try {
     CONFIG_SCHEMA.DATABASE_URL.parse(url);

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { readDatabaseUrl } from './database-url.js';
 import { dbOptions } from './db-options.js';
+import { DEFAULT_QUERY_TIMEOUT_MS, sessionSettingProblems, sessionSettingsMessage, type DbConnectionMode } from './session-settings.js';
 
 /** Errors that say "not yet" (the server is starting, restarting or not reachable yet) rather than "never". */
 const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P03', '53300']);
@@ -16,6 +17,8 @@ export interface ProbeOptions {
   stopped: () => boolean;
   /** DB_QUERY_TIMEOUT_MS: the probe connects with the request pool's own startup parameters (db-options.ts) */
   queryTimeoutMs?: number;
+  /** DB_CONNECTION_MODE: whether those parameters carry the session settings (direct, the default), or the role must (pooled) */
+  connectionMode?: DbConnectionMode;
 }
 
 /** Where the URL points, for messages: host and port, never the user or password. */
@@ -56,24 +59,18 @@ function reason(err: unknown): { text: string; transient: boolean } {
 }
 
 /**
- * The settings the code cannot work without, as the session has them: a pooler that accepts the startup options
- * and drops them without a word (Supabase's Supavisor does) leaves the database's own. A DateStyle other than ISO
- * reads every timestamp as null (500s, a new key's one answer lost); an isolation above read committed fails
- * concurrent calls. Null when they hold, else the problem.
+ * The settings the code cannot work without, as the session has them (see sessionSettingProblems): a pooler that
+ * accepts the startup options and drops them without a word (Supabase's Supavisor does) leaves the database's own,
+ * and with DB_CONNECTION_MODE=pooled none are sent. Null when they hold, else the problem and its fix.
  */
-async function sessionSettingsDropped(client: pg.Client): Promise<string | null> {
-  const { rows } = await client.query<{ ds: string; iso: string }>(
-    `SELECT current_setting('DateStyle') AS ds, current_setting('default_transaction_isolation') AS iso`,
+async function sessionSettingsMissing(client: pg.Client, queryTimeoutMs: number, mode: DbConnectionMode): Promise<string | null> {
+  const { rows } = await client.query<{ ds: string; iso: string; st: string; it: string }>(
+    `SELECT current_setting('DateStyle') AS ds, current_setting('default_transaction_isolation') AS iso,
+            (SELECT setting FROM pg_settings WHERE name = 'statement_timeout') AS st,
+            (SELECT setting FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout') AS it`,
   );
-  const wrong = [
-    ...(/^ISO\b/.test(rows[0].ds) ? [] : [`DateStyle is "${rows[0].ds}", not ISO`]),
-    ...(rows[0].iso === 'read committed' ? [] : [`default_transaction_isolation is "${rows[0].iso}", not read committed`]),
-  ];
-  if (wrong.length === 0) return null;
-  return (
-    `the database sessions do not have the settings the gateway sends at connect (${wrong.join('; ')}): something between the ` +
-    'gateway and PostgreSQL dropped them (a connection pooler?); see README "Running against your own PostgreSQL"'
-  );
+  const read = { dateStyle: rows[0].ds, isolation: rows[0].iso, statementTimeoutMs: Number(rows[0].st), idleInTransactionTimeoutMs: Number(rows[0].it) };
+  return sessionSettingsMessage(sessionSettingProblems(read, queryTimeoutMs), mode);
 }
 
 /**
@@ -90,7 +87,9 @@ export async function probeDatabase(url: string, opts: ProbeOptions): Promise<st
       // Inside the try: the driver reads the URL's SSL files (sslrootcert…) as it builds the client, and may throw.
       // With the pools' startup parameters (their timeouts, the pinned session settings): a pooler that refuses one
       // (PgBouncer: "unsupported startup parameter", 08P01) is told here, at once, not by the framework's retries.
-      const { url: pooled, extra } = dbOptions(url, 1, opts.queryTimeoutMs) as { url: string; extra: pg.ClientConfig };
+      const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
+      const mode = opts.connectionMode ?? 'direct';
+      const { url: pooled, extra } = dbOptions(url, 1, queryTimeoutMs, mode) as { url: string; extra: pg.ClientConfig };
       const { statement_timeout, idle_in_transaction_session_timeout, options, application_name } = extra;
       client = new pg.Client({
         connectionString: pooled, connectionTimeoutMillis: 5_000, query_timeout: 5_000,
@@ -99,9 +98,9 @@ export async function probeDatabase(url: string, opts: ProbeOptions): Promise<st
       // A connection lost mid-probe is reported by connect() or end(); without a listener it would crash the process.
       client.on('error', () => undefined);
       await client.connect();
-      const dropped = await sessionSettingsDropped(client);
+      const missing = await sessionSettingsMissing(client, queryTimeoutMs, mode);
       await client.end().catch(() => undefined);
-      return dropped;
+      return missing;
     } catch (err) {
       await client?.end().catch(() => undefined);
       const { text, transient } = reason(err);

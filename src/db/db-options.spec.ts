@@ -41,3 +41,28 @@ describe('session settings pinned at connect (startup options)', () => {
     expect(new pg.Client({ connectionString: socket.url }) as unknown as { host: string }).toMatchObject({ host: '/var/run/postgresql' });
   });
 });
+
+describe('DB_CONNECTION_MODE=pooled: no session settings sent', () => {
+  const startupParameters = (o: ReturnType<typeof dbOptions>) => {
+    const { url, extra } = o as { url: string; extra: pg.ClientConfig };
+    const c = new pg.Client({ ...extra, connectionString: url }) as unknown as { getStartupConf(): Record<string, string> };
+    return c.getStartupConf();
+  };
+  const pgOptions = process.env.PGOPTIONS;
+  afterEach(() => {
+    if (pgOptions === undefined) delete process.env.PGOPTIONS;
+    else process.env.PGOPTIONS = pgOptions;
+  });
+
+  it('the request pools and the migrator send only the user, database and application name; the client-side wait stays', () => {
+    delete process.env.PGOPTIONS;
+    const url = 'postgres://gw@proxy.internal:5432/tg';
+    for (const o of [dbOptions(url, 20, 20_000, 'pooled'), dbOptions(url, 20, 5_000, 'pooled'), migratorOptions(url, 'pooled')]) {
+      expect(startupParameters(o)).toEqual({ user: 'gw', database: 'tg', application_name: 'tool-gateway' });
+      expect((o as { url: string }).url).toBe(url);
+    }
+    expect((dbOptions(url, 20, 5_000, 'pooled') as { extra: pg.ClientConfig }).extra.query_timeout).toBe(5_000);
+    // The default sends them all.
+    expect(Object.keys(startupParameters(dbOptions(url, 20, 20_000)))).toEqual(['user', 'database', 'application_name', 'statement_timeout', 'idle_in_transaction_session_timeout', 'options']);
+  });
+});

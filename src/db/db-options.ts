@@ -3,30 +3,24 @@ import { MIGRATIONS } from '../../migrations/index.js';
 import { readDatabaseUrl, withSearchParam } from './database-url.js';
 import { ENTITIES } from './entities.js';
 import { QueryTimeoutClient } from './pg-client.js';
-
-/** The server-side statement_timeout for a request pool whose client gives up after `queryTimeoutMs`. */
-const STATEMENT_TIMEOUT_MS = 15_000;
-
-/**
- * The server must cancel a slow statement before the client stops waiting for it: a statement the client gave up
- * on (DATABASE_UNAVAILABLE to the caller) but the server went on with would commit behind the gateway's back —
- * a tool call's intent left `running` that nothing executes. So 15 s, or 1 s short of a lower DB_QUERY_TIMEOUT_MS
- * (half of it at the very least: the 1 s minimum has no second to spare). 0 (migrations) is 0: no timeout at all.
- */
-export function statementTimeoutFor(queryTimeoutMs: number): number {
-  if (queryTimeoutMs === 0) return 0;
-  return Math.min(STATEMENT_TIMEOUT_MS, Math.max(queryTimeoutMs - 1_000, Math.ceil(queryTimeoutMs / 2)));
-}
+import { DEFAULT_QUERY_TIMEOUT_MS, statementTimeoutFor, type DbConnectionMode } from './session-settings.js';
 
 /**
  * `queryTimeoutMs` 0: no client-side query timeout, and no server-side statement timeout either (migrations: an
  * index build over a large ledger rightly takes longer than any request; TypeORM runs them on a pooled connection
  * of its own choosing, so the pool itself must carry the setting).
+ *
+ * `connectionMode` 'pooled' (DB_CONNECTION_MODE): no startup parameter but the user, database and application name
+ * is sent — no `options`, no timeouts — for a pooler that refuses them (RDS Proxy); the role or database sets them,
+ * and start-up checks (database-probe.ts). The migrations then run under the role's statement_timeout.
  */
-export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): DataSourceOptions {
+export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS, connectionMode: DbConnectionMode = 'direct'): DataSourceOptions {
+  const sent = connectionMode === 'direct';
   // pg sends statement_timeout and idle_in_transaction_session_timeout only when they are not 0: the migrator's 0
   // ("none") is sent here, or a database's own ALTER DATABASE … SET statement_timeout would cancel a long migration.
-  const session = withSessionSettings(url, queryTimeoutMs === 0 ? [...PINNED_SETTINGS, 'statement_timeout=0', 'idle_in_transaction_session_timeout=0'] : PINNED_SETTINGS);
+  const session = sent
+    ? withSessionSettings(url, queryTimeoutMs === 0 ? [...PINNED_SETTINGS, 'statement_timeout=0', 'idle_in_transaction_session_timeout=0'] : PINNED_SETTINGS)
+    : { url, options: undefined };
   return {
     type: 'postgres',
     url: session.url,
@@ -40,7 +34,7 @@ export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): 
       max: poolSize,
       // Fail fast while the database is down so callers get 503, not a hang.
       connectionTimeoutMillis: 3_000,
-      statement_timeout: statementTimeoutFor(queryTimeoutMs),
+      ...(sent ? { statement_timeout: statementTimeoutFor(queryTimeoutMs) } : {}),
       // A database that stops answering without closing the connection (a network partition, a frozen host)
       // never triggers statement_timeout, which runs on the server: the client gives up after this, and
       // QueryTimeoutClient closes that connection, whichever path ran the statement. Always longer than
@@ -51,7 +45,7 @@ export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = 20_000): 
       // The gateway's transactions pause between statements only for work in this process: one left idle longer
       // than the client waits for any answer is one it lost track of, and would hold its locks and swallow the
       // statements of whatever next used the connection. The server ends it. 0 (migrations): no limit.
-      idle_in_transaction_session_timeout: queryTimeoutMs,
+      ...(sent ? { idle_in_transaction_session_timeout: queryTimeoutMs } : {}),
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
       idleTimeoutMillis: 30_000,
@@ -94,6 +88,6 @@ export function withSessionSettings(url: string, settings: readonly string[]): {
  * TypeORM's own), no client-side query timeout and no statement timeout. One definition, so none of them drifts back
  * to a request pool's 15 s statement timeout.
  */
-export function migratorOptions(url: string): DataSourceOptions {
-  return dbOptions(url, 2, 0);
+export function migratorOptions(url: string, connectionMode: DbConnectionMode = 'direct'): DataSourceOptions {
+  return dbOptions(url, 2, 0, connectionMode);
 }

@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 
 /**
  * Plain SQL on TypeORM's own pg pool, for the hot path: one round trip per
@@ -9,7 +10,21 @@ import { DataSource } from 'typeorm';
  */
 @Injectable()
 export class Sql {
-  constructor(private readonly ds: DataSource) {}
+  /**
+   * Whether statements may be prepared by name (DB_CONNECTION_MODE=direct). Through a pooler they are not: a
+   * transaction-mode pool runs the next statement on whichever server connection is free, where a name prepared on
+   * another is unknown (26000) or already taken (42P05), and RDS Proxy pins a session that prepares one. Turned off
+   * for good the first time that happens (see prepared).
+   */
+  private named: boolean;
+  private readonly log = new Logger('Sql');
+
+  constructor(
+    private readonly ds: DataSource,
+    @Inject(APP_CONFIG) config: Pick<AppConfig, 'DB_CONNECTION_MODE'>,
+  ) {
+    this.named = config.DB_CONNECTION_MODE === 'direct';
+  }
 
   private get pool(): Pool {
     return (this.ds.driver as unknown as { master: Pool }).master;
@@ -25,16 +40,34 @@ export class Sql {
   /**
    * A hot-path statement as a named prepared statement: PostgreSQL parses and
    * plans it once per connection instead of on every call. The name is a hash
-   * of the text, so each distinct statement shape gets its own.
+   * of the text, so each distinct statement shape gets its own. Through a pooler, an unnamed one (see `named`).
    */
   async prepared<T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
+    if (!this.named) return this.query<T>(text, params);
     let name = this.names.get(text);
     if (!name) {
       name = `tg_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
       if (this.names.size < 1_000) this.names.set(text, name);
     }
-    const res = await this.pool.query({ name, text, values: params });
-    return res.rows as T[];
+    try {
+      const res = await this.pool.query({ name, text, values: params });
+      return res.rows as T[];
+    } catch (err) {
+      const code = (err as { code?: unknown } | null)?.code;
+      if (code !== NAME_UNKNOWN && code !== NAME_TAKEN) throw err;
+      // The server connection did not know the name (Bind failed) or had it already (Parse failed): either way the
+      // statement did not run, so it is sent again, unnamed. A pooler in transaction mode between the gateway and
+      // PostgreSQL does this (DB_CONNECTION_MODE=direct behind PgBouncer): before, such statements failed with 500s,
+      // an executed call's outcome write among them (the call left `running`).
+      if (this.named) {
+        this.named = false;
+        this.log.warn(
+          `a statement prepared by name was ${code === NAME_UNKNOWN ? 'unknown to' : 'already on'} the server connection that ran it (${String(code)}): ` +
+            'a connection pooler in transaction mode? Statements are sent unnamed from now on; set DB_CONNECTION_MODE=pooled',
+        );
+      }
+      return this.query<T>(text, params);
+    }
   }
 
   /**
@@ -64,3 +97,8 @@ export class Sql {
 }
 
 const ignore = (): undefined => undefined;
+
+/** invalid_sql_statement_name: Bind to a name the server connection never prepared. */
+const NAME_UNKNOWN = '26000';
+/** duplicate_prepared_statement: Parse of a name the server connection already has. */
+const NAME_TAKEN = '42P05';

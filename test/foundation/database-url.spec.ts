@@ -6,6 +6,7 @@ import pg from 'pg';
 import { databaseTarget, probeDatabase } from '../../src/db/database-probe.js';
 import { teeChildToRunLog } from '../support/run-log.js';
 import { createScratchDatabase } from '../support/scratch-database.js';
+import { startStartupFilterProxy } from '../support/startup-filter-proxy.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 
 /**
@@ -87,81 +88,46 @@ describe('reaching the database DATABASE_URL names, before start-up', () => {
     // Speaks as PgBouncer does to a startup packet with a parameter it does not track: one ErrorResponse, then closes.
     // The probe connects with the pools' own parameters (before: without them, so it passed, and the framework's ten
     // retries with stack traces followed over 29 s before the same refusal ended start-up).
-    const seen: string[][] = [];
-    const front = net.createServer((c) => {
-      c.once('data', (packet: Buffer) => {
-        const fields = packet.subarray(8).toString('utf8').split('\0').filter(Boolean);
-        seen.push(fields.filter((_, i) => i % 2 === 0));
-        const refused = fields.find((f, i) => i % 2 === 0 && !['user', 'database', 'application_name'].includes(f));
-        if (!refused) return void c.end();
-        const body = Buffer.from(`SFATAL\0VFATAL\0C08P01\0Munsupported startup parameter: ${refused}\0\0`);
-        const head = Buffer.alloc(5);
-        head.write('E', 0);
-        head.writeInt32BE(body.length + 4, 1);
-        c.end(Buffer.concat([head, body]));
-      });
-      c.on('error', () => undefined);
-    });
-    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const front = await startStartupFilterProxy(process.env.DATABASE_URL!, 'refuse');
     try {
-      const port = (front.address() as net.AddressInfo).port;
+      const port = new URL(front.url).port;
       const waits: string[] = [];
-      const problem = await probeDatabase(`postgres://gw:pw-secret@127.0.0.1:${port}/tg`, { ...quick(waits), queryTimeoutMs: 20_000 });
-      expect(seen[0]).toEqual(expect.arrayContaining(['statement_timeout', 'idle_in_transaction_session_timeout', 'options']));
+      const problem = await probeDatabase(front.url, { ...quick(waits), queryTimeoutMs: 20_000 });
+      expect(front.seen[0]).toEqual(expect.arrayContaining(['statement_timeout', 'idle_in_transaction_session_timeout', 'options']));
       expect(problem).toBe(
-        `cannot connect to the database in DATABASE_URL (127.0.0.1:${port}/tg): unsupported startup parameter: statement_timeout (08P01); ` +
+        `cannot connect to the database in DATABASE_URL (127.0.0.1:${port}${new URL(front.url).pathname}): unsupported startup parameter: statement_timeout (08P01); ` +
           'behind a connection pooler, see README "Running against your own PostgreSQL"',
       );
       expect(waits).toEqual([]);
     } finally {
-      front.close();
+      await front.close();
     }
   });
 
-  it('a pooler that accepts the startup options and drops them (Supavisor): the database\'s own DateStyle and isolation are a problem at once', async () => {
+  it('a pooler that accepts the startup options and drops them (Supavisor): the database\'s own settings are a problem at once, with the role settings that fix them', async () => {
     const db = await createScratchDatabase('tg_probe_dropped');
-    const server = new URL(db.url);
     const admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
-    await admin.query(`ALTER DATABASE ${server.pathname.slice(1)} SET DateStyle = 'SQL, DMY'`);
-    await admin.query(`ALTER DATABASE ${server.pathname.slice(1)} SET default_transaction_isolation = 'serializable'`);
+    await admin.query(`ALTER DATABASE ${new URL(db.url).pathname.slice(1)} SET DateStyle = 'SQL, DMY'`);
+    await admin.query(`ALTER DATABASE ${new URL(db.url).pathname.slice(1)} SET default_transaction_isolation = 'serializable'`);
     await admin.end();
-    // Forwards a startup packet with only user, database and application_name, as Supavisor opens its server connections.
-    const sockets = new Set<net.Socket>();
-    const front = net.createServer((c) => {
-      sockets.add(c);
-      c.on('error', () => undefined);
-      c.once('data', (packet: Buffer) => {
-        const fields = packet.subarray(8).toString('utf8').split('\0');
-        const kept: string[] = [];
-        for (let i = 0; i + 1 < fields.length; i += 2) if (['user', 'database', 'application_name'].includes(fields[i])) kept.push(fields[i], fields[i + 1]);
-        const body = Buffer.concat([packet.subarray(4, 8), Buffer.from(`${kept.join('\0')}\0\0`)]);
-        const len = Buffer.alloc(4);
-        len.writeInt32BE(body.length + 4);
-        const to = net.connect(Number(server.port || 5432), server.hostname, () => to.write(Buffer.concat([len, body])));
-        sockets.add(to);
-        to.on('error', () => c.destroy());
-        c.pipe(to).pipe(c);
-      });
-    });
-    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const front = await startStartupFilterProxy(db.url, 'drop');
     try {
-      const u = new URL(db.url);
-      u.hostname = '127.0.0.1';
-      u.port = String((front.address() as net.AddressInfo).port);
       const waits: string[] = [];
-      const problem = await probeDatabase(u.toString(), { ...quick(waits), queryTimeoutMs: 20_000 });
+      const problem = await probeDatabase(front.url, { ...quick(waits), queryTimeoutMs: 20_000 });
       expect(problem).toBe(
-        `the database sessions do not have the settings the gateway sends at connect (DateStyle is "SQL, DMY", not ISO; default_transaction_isolation ` +
-          'is "serializable", not read committed): something between the gateway and PostgreSQL dropped them (a connection pooler?); ' +
-          'see README "Running against your own PostgreSQL"',
+        'the database sessions do not have the settings the gateway sends at connect (DateStyle is "SQL, DMY", not ISO; default_transaction_isolation ' +
+          'is "serializable", not read committed; statement_timeout is 0 (none); idle_in_transaction_session_timeout is 0 (none)): something between ' +
+          "the gateway and PostgreSQL dropped them (a connection pooler? then set DB_CONNECTION_MODE=pooled). Set them on the gateway's role, connected as that role: " +
+          "ALTER ROLE CURRENT_USER SET DateStyle = 'ISO'; ALTER ROLE CURRENT_USER SET default_transaction_isolation = 'read committed'; " +
+          "ALTER ROLE CURRENT_USER SET statement_timeout = '15000ms'; ALTER ROLE CURRENT_USER SET idle_in_transaction_session_timeout = '20000ms'; " +
+          'Then restart or reload any pooler in between; see README "Running against your own PostgreSQL"',
       );
       expect(waits).toEqual([]);
       // Straight to the server, the options reach it: no problem.
       expect(await probeDatabase(db.url, quick([]))).toBeNull();
     } finally {
-      for (const sk of sockets) sk.destroy();
-      front.close();
+      await front.close();
       await db.drop();
     }
   });

@@ -48,9 +48,11 @@ describe('embedded PostgreSQL: an interrupted first start', () => {
     expect(again.err).not.toMatch(/postmaster\.pid exists/);
 
     // pg-server's own knobs in the gateway's environment are not passed on: the gateway picks the port and database.
-    const gw = await startGatewayProcess({ DATABASE_URL: undefined, DATA_DIR: root, PG_PORT: BAD_PORT, PG_DATABASE: 'elsewhere' }, 60_000);
+    // DB_CONNECTION_MODE=pooled is for a pooler in front of a DATABASE_URL: said so, and the embedded one gets the settings.
+    const gw = await startGatewayProcess({ DATABASE_URL: undefined, DATA_DIR: root, PG_PORT: BAD_PORT, PG_DATABASE: 'elsewhere', DB_CONNECTION_MODE: 'pooled' }, 60_000);
     try {
       expect(gw.output()).toContain('embedded PostgreSQL started');
+      expect(gw.output()).toContain('warning: DB_CONNECTION_MODE=pooled is for a DATABASE_URL behind a connection pooler');
       expect((await gw.http.get('/readyz')).status).toBe(200);
     } finally {
       await gw.stop();

@@ -67,7 +67,7 @@ describe('a transaction cut off by a partition past DB_QUERY_TIMEOUT_MS', () => 
   });
 
   it('through Sql.transaction, the connection is dropped', async () => {
-    const res = await cutOff('sql', (insert) => new Sql(ds).transaction((c) => c.query(insert)));
+    const res = await cutOff('sql', (insert) => new Sql(ds, { DB_CONNECTION_MODE: 'direct' }).transaction((c) => c.query(insert)));
     expect(res).toEqual({ outcome: 'Query read timeout', seen: ['sql-acknowledged'], idleInTransaction: 0 });
   });
 

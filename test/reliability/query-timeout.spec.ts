@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dbOptions, statementTimeoutFor } from '../../src/db/db-options.js';
+import { dbOptions } from '../../src/db/db-options.js';
+import { statementTimeoutFor } from '../../src/db/session-settings.js';
 import { startHarness, setupOrg, toolUse, type Harness } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
 

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { sessionSettingProblems, sessionSettingsMessage, statementTimeoutFor } from './session-settings.js';
+
+const good = { dateStyle: 'ISO, MDY', isolation: 'read committed', statementTimeoutMs: 15_000, idleInTransactionTimeoutMs: 20_000 };
+
+describe('the session settings a request pool needs', () => {
+  it('what the gateway sends at connect passes, at every query timeout it takes', () => {
+    for (const q of [1_000, 1_001, 2_000, 5_000, 20_000, 600_000]) {
+      expect(sessionSettingProblems({ ...good, statementTimeoutMs: statementTimeoutFor(q), idleInTransactionTimeoutMs: q }, q)).toEqual([]);
+    }
+    expect(sessionSettingProblems({ ...good, dateStyle: 'ISO, DMY' }, 20_000)).toEqual([]); // the field order does not matter: ISO is read
+  });
+
+  it('names each setting that is not as needed, with the role setting that fixes it', () => {
+    const problems = sessionSettingProblems({ dateStyle: 'SQL, DMY', isolation: 'serializable', statementTimeoutMs: 0, idleInTransactionTimeoutMs: 0 }, 5_000);
+    expect(problems).toEqual([
+      { found: 'DateStyle is "SQL, DMY", not ISO', set: "DateStyle = 'ISO'" },
+      { found: 'default_transaction_isolation is "serializable", not read committed', set: "default_transaction_isolation = 'read committed'" },
+      { found: 'statement_timeout is 0 (none)', set: "statement_timeout = '4000ms'" },
+      { found: 'idle_in_transaction_session_timeout is 0 (none)', set: "idle_in_transaction_session_timeout = '5000ms'" },
+    ]);
+  });
+
+  it('a statement_timeout not below the client-side wait is a problem (a statement given up on could still commit); just below it is not', () => {
+    expect(sessionSettingProblems({ ...good, statementTimeoutMs: 20_000 }, 20_000).map((p) => p.found)).toEqual([
+      'statement_timeout is 20000 ms, not below DB_QUERY_TIMEOUT_MS (20000 ms)',
+    ]);
+    expect(sessionSettingProblems({ ...good, statementTimeoutMs: 60_000 }, 20_000)).toHaveLength(1);
+    expect(sessionSettingProblems({ ...good, statementTimeoutMs: 19_999 }, 20_000)).toEqual([]);
+    expect(sessionSettingProblems({ ...good, isolation: 'repeatable read' }, 20_000).map((p) => p.set)).toEqual(["default_transaction_isolation = 'read committed'"]);
+  });
+
+  it('the message says why, per mode, and lists one ALTER ROLE per missing setting; none missing is no message', () => {
+    const problems = sessionSettingProblems({ ...good, statementTimeoutMs: 0 }, 20_000);
+    expect(sessionSettingsMessage(problems, 'pooled')).toBe(
+      'the database sessions do not have the settings the gateway needs (statement_timeout is 0 (none)), and with DB_CONNECTION_MODE=pooled it does ' +
+        "not send them. Set them on the gateway's role, connected as that role: ALTER ROLE CURRENT_USER SET statement_timeout = '15000ms'; " +
+        'Then restart or reload any pooler in between; see README "Running against your own PostgreSQL"',
+    );
+    expect(sessionSettingsMessage(problems, 'direct')).toMatch(/^the database sessions do not have the settings the gateway sends at connect \(statement_timeout is 0 \(none\)\): something between/);
+    expect(sessionSettingsMessage([], 'pooled')).toBeNull();
+  });
+});
