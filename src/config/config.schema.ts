@@ -146,7 +146,7 @@ export const CONFIG_SCHEMA = {
   DB_CONNECTION_MODE: {
     description:
       'direct: DATABASE_URL is PostgreSQL itself; every connection sends the session settings the gateway needs as startup parameters. pooled: a ' +
-      "connection pooler stands between (PgBouncer in any pool mode, AWS RDS Proxy, Neon's pooler, Supavisor): no startup parameters beyond the user, " +
+      "connection pooler stands between (PgBouncer in session or transaction mode, AWS RDS Proxy, Neon's pooler, Supavisor): no startup parameters beyond the user, " +
       'database and application name, no named prepared statements; the role must set the settings, which start-up checks',
     parse: oneOf<DbConnectionMode>('direct', DB_CONNECTION_MODES),
   },

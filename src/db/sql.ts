@@ -43,7 +43,7 @@ export class Sql {
    * of the text, so each distinct statement shape gets its own. Through a pooler, an unnamed one (see `named`).
    */
   async prepared<T = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
-    if (!this.named) return this.query<T>(text, params);
+    if (!this.named) return (await this.pool.query(text, params)).rows as T[];
     let name = this.names.get(text);
     if (!name) {
       name = `tg_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
@@ -66,7 +66,7 @@ export class Sql {
             'a connection pooler in transaction mode? Statements are sent unnamed from now on; set DB_CONNECTION_MODE=pooled',
         );
       }
-      return this.query<T>(text, params);
+      return (await this.pool.query(text, params)).rows as T[];
     }
   }
 
