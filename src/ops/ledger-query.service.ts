@@ -8,6 +8,7 @@ import { ledgerEventsPageSql, ledgerEventView, type LedgerEventFilters, type Led
 import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
 import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { LedgerEventsQuery } from './ops.dto.js';
+import { ToolCallsQueryService } from './tool-calls-query.service.js';
 
 /** Ops' read side of the event ledger: filtered keyset pages and chain verification. */
 @Injectable()
@@ -17,6 +18,7 @@ export class LedgerQueryService {
     private readonly scope: OrgScopeService,
     private readonly cursors: LedgerCursorCodec,
     private readonly verifier: LedgerVerifierService,
+    private readonly calls: ToolCallsQueryService,
   ) {}
 
   async events(p: Principal, q: LedgerEventsQuery): Promise<{ items: LedgerEventView[]; nextCursor: string | null }> {
@@ -32,6 +34,9 @@ export class LedgerQueryService {
     const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, 'ledger-events', scopeKey(orgId), hash);
     const limit = q.limit ?? DEFAULT_PAGE;
     const { sql, params } = ledgerEventsPageSql(orgId, filters, after, limit + 1);
+    // An approval past its expiry is written down first (its tool_call.blocked event, reason approval_expired), as the
+    // tool-call listings do: the events would otherwise go on showing the call waiting until the sweep's next pass.
+    if (after === undefined && (filters.type === undefined || filters.type === 'tool_call.blocked')) await this.calls.expireOverdueApprovalsOf(orgId);
     const rows = (await this.ds.query(sql, params)) as LedgerEventRow[];
     const items = rows.slice(0, limit);
     const last = items.at(-1);

@@ -155,6 +155,27 @@ describe('an approval past its expiry, read before the sweep wrote it down', () 
     expect(await stored(w.toolCallId)).toEqual({ approval: 'expired', call: 'blocked', error_code: 'APPROVAL_EXPIRED', inputs: 0, expiry_events: 1 });
   });
 
+  it("the ledger's events, the first to read them, show the expiry; a type filter that cannot hold it, or a later page, does not settle it", async () => {
+    const w = await waitingRefund(undefined, '2.00');
+    const ops = await createKey(h.t, w.orgId, 'ops');
+    advance(61_000);
+    const events = async (query: string) => {
+      const res = await h.t.http.get(`/v1/ledger/events?runId=${w.runId}${query}`).set(bearer(ops.key));
+      expect(res.status).toBe(200);
+      return res.body as { items: { type: string; toolCallId: string | null; metadata: { reason?: string } }[]; nextCursor: string | null };
+    };
+    expect((await events('&type=tool_call.requested')).items.map((e) => e.type)).toEqual(['tool_call.requested']);
+    expect(await stored(w.toolCallId)).toMatchObject({ approval: 'pending', call: 'waiting_approval' }); // that filter cannot hold it
+    const firstTwo = await events('&limit=2');
+    expect(await stored(w.toolCallId)).toMatchObject({ approval: 'expired', call: 'blocked', expiry_events: 1 }); // that first page settled it
+    const w2 = await waitingRefund(w.org, '2.50');
+    advance(61_000);
+    await events(`&limit=2&cursor=${encodeURIComponent(firstTwo.nextCursor!)}`);
+    expect(await stored(w2.toolCallId)).toMatchObject({ approval: 'pending', call: 'waiting_approval' }); // a later page does not
+    const blocked = (await events('&type=tool_call.blocked')).items.filter((e) => e.toolCallId === w2.toolCallId);
+    expect(blocked.map((e) => e.metadata.reason)).toEqual(['approval_expired']);
+  });
+
   it('usage, the first to read it, counts the call blocked, as the listing does at the same moment (before: neither blocked nor anything else)', async () => {
     const w = await waitingRefund(undefined, '3.00');
     const ops = await createKey(h.t, w.orgId, 'ops');
