@@ -42,6 +42,7 @@ async function main(args: string[]): Promise<number> {
     }
     console.error(`using the embedded database of the gateway running in ${dataDir} (127.0.0.1:${embedded.port})`);
     process.env.DATABASE_URL = embedded.url;
+    process.env.DB_CONNECTION_MODE = 'direct'; // reached directly, as the gateway reaches it: the settings sent at connect
   }
   // Read as the configuration reads them (as src/cli/migrate.ts does): without the spaces around, a blank one unset.
   const env = (name: 'MASTER_ENCRYPTION_KEYS' | 'MASTER_ENCRYPTION_KEY' | 'MASTER_ENCRYPTION_ACTIVE_KEY_ID') => CONFIG_SCHEMA[name].parse(process.env[name]);

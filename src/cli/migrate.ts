@@ -121,7 +121,7 @@ async function main(cmd: string | undefined): Promise<number> {
     await admin.query(`CREATE DATABASE ${dbName}`);
     let ds: DataSource | undefined;
     try {
-      ds = await new DataSource(migratorOptions(url)).initialize();
+      ds = await new DataSource(migratorOptions(url, settings.mode)).initialize();
       await runMigrations(ds);
       // Down then up again: every migration must be reversible.
       for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });

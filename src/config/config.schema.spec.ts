@@ -64,6 +64,14 @@ describe('config schema', () => {
     const base = { NODE_ENV: 'production', MASTER_ENCRYPTION_KEY: KEY, DB_CONNECTION_MODE: 'pooled' };
     expect(loadConfig(base).warnings).toEqual([expect.stringMatching(/^DB_CONNECTION_MODE=pooled is for a DATABASE_URL behind a connection pooler: the embedded database/)]);
     expect(loadConfig({ ...base, DATABASE_URL: 'postgres://gw@proxy.internal:5432/tg' }).warnings).toEqual([]);
+    // The user's own startup options are still sent: a pooler refusing `options` would refuse every connection.
+    expect(loadConfig({ ...base, DATABASE_URL: 'postgres://gw@proxy.internal:5432/tg', PGOPTIONS: '-c jit=off' }).warnings).toEqual([
+      expect.stringMatching(/^DB_CONNECTION_MODE=pooled, but PGOPTIONS is set: it is still sent, as the startup parameter `options`/),
+    ]);
+    expect(loadConfig({ ...base, DATABASE_URL: 'postgres://gw@proxy.internal:5432/tg?options=-c%20jit%3Doff' }).warnings).toEqual([
+      expect.stringMatching(/^DB_CONNECTION_MODE=pooled, but DATABASE_URL's options parameter is set/),
+    ]);
+    expect(loadConfig({ ...base, DB_CONNECTION_MODE: 'direct', DATABASE_URL: 'postgres://gw@db.internal:5432/tg', PGOPTIONS: '-c jit=off' }).warnings).toEqual([]);
   });
 
   it('a vendor base URL is one fixed URL: a {placeholder} (never filled in), a query, a fragment or a user part is refused', () => {

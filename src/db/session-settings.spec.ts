@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sessionSettingProblems, sessionSettingsMessage, statementTimeoutFor } from './session-settings.js';
+import { sessionSettingProblems, sessionSettingsMessage, statementTimeoutFor, statementTimeoutRange } from './session-settings.js';
 
 const good = { dateStyle: 'ISO, MDY', isolation: 'read committed', statementTimeoutMs: 15_000, idleInTransactionTimeoutMs: 20_000 };
 
@@ -21,12 +21,17 @@ describe('the session settings a request pool needs', () => {
     ]);
   });
 
-  it('a statement_timeout not below the client-side wait is a problem (a statement given up on could still commit); just below it is not', () => {
-    expect(sessionSettingProblems({ ...good, statementTimeoutMs: 20_000 }, 20_000).map((p) => p.found)).toEqual([
-      'statement_timeout is 20000 ms, not below DB_QUERY_TIMEOUT_MS (20000 ms)',
+  it('a statement_timeout not at least 1 s under the client-side wait is a problem (a statement given up on could still commit), nor one of a few ms', () => {
+    expect(sessionSettingProblems({ ...good, statementTimeoutMs: 19_999 }, 20_000).map((p) => p.found)).toEqual([
+      'statement_timeout is 19999 ms; with DB_QUERY_TIMEOUT_MS 20000 ms it must be between 1000 and 19000 ms',
     ]);
     expect(sessionSettingProblems({ ...good, statementTimeoutMs: 60_000 }, 20_000)).toHaveLength(1);
-    expect(sessionSettingProblems({ ...good, statementTimeoutMs: 19_999 }, 20_000)).toEqual([]);
+    expect(sessionSettingProblems({ ...good, statementTimeoutMs: 15 }, 20_000).map((p) => p.set)).toEqual(["statement_timeout = '15000ms'"]); // '15' for 15 s
+    for (const st of [1_000, 19_000]) expect(sessionSettingProblems({ ...good, statementTimeoutMs: st }, 20_000), String(st)).toEqual([]);
+    expect(statementTimeoutRange(1_000)).toEqual({ min: 500, max: 500 }); // the least DB_QUERY_TIMEOUT_MS: half of it, as the gateway sends
+    expect(sessionSettingProblems({ ...good, idleInTransactionTimeoutMs: 50 }, 20_000).map((p) => p.found)).toEqual([
+      'idle_in_transaction_session_timeout is 50 ms, under 1000 ms',
+    ]);
     expect(sessionSettingProblems({ ...good, isolation: 'repeatable read' }, 20_000).map((p) => p.set)).toEqual(["default_transaction_isolation = 'read committed'"]);
   });
 

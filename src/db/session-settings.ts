@@ -32,6 +32,20 @@ export function statementTimeoutFor(queryTimeoutMs: number): number {
   return Math.min(STATEMENT_TIMEOUT_MS, Math.max(queryTimeoutMs - 1_000, Math.ceil(queryTimeoutMs / 2)));
 }
 
+/**
+ * The statement_timeout a session may have with a client that gives up after `queryTimeoutMs`: at most 1 s under it
+ * (half of it under 2 s), as statementTimeoutFor keeps its own, so a statement the gateway gave up on has been
+ * cancelled by then; at least 1 s (or statementTimeoutFor's own, if less), so `15` set for "15 s" (15 ms) is caught
+ * rather than cancelling every statement.
+ */
+export function statementTimeoutRange(queryTimeoutMs: number): { min: number; max: number } {
+  const own = statementTimeoutFor(queryTimeoutMs);
+  return { min: Math.min(1_000, own), max: Math.max(queryTimeoutMs - 1_000, Math.ceil(queryTimeoutMs / 2)) };
+}
+
+/** The least idle_in_transaction_session_timeout a session may have: the gateway's transactions pause for its own work only, never this long. */
+const MIN_IDLE_IN_TRANSACTION_MS = 1_000;
+
 /** What a session has, as read from it (pg_settings' `setting`: the timeouts in ms). */
 export interface SessionSettingsRead {
   dateStyle: string;
@@ -51,8 +65,9 @@ export interface SettingProblem {
  * The settings the code cannot work without, judged as a request pool's session has them (`queryTimeoutMs`:
  * DB_QUERY_TIMEOUT_MS). A DateStyle other than ISO reads every timestamp as null (500s, a new key's one answer lost);
  * an isolation above read committed fails concurrent calls and executed calls' outcome writes; a statement_timeout
- * of none, or not below the client's wait, lets a statement the client gave up on commit behind its back (an intent
- * left `running`); no idle-in-transaction limit leaves a transaction the gateway lost track of holding its locks.
+ * of none, or not well below the client's wait, lets a statement the client gave up on commit behind its back (an
+ * intent left `running`), and one of a few ms cancels every statement (statementTimeoutRange); no idle-in-transaction
+ * limit leaves a transaction the gateway lost track of holding its locks, and one of a few ms ends its own.
  */
 export function sessionSettingProblems(s: SessionSettingsRead, queryTimeoutMs: number): SettingProblem[] {
   const problems: SettingProblem[] = [];
@@ -60,17 +75,24 @@ export function sessionSettingProblems(s: SessionSettingsRead, queryTimeoutMs: n
   if (s.isolation !== 'read committed') {
     problems.push({ found: `default_transaction_isolation is "${s.isolation}", not read committed`, set: "default_transaction_isolation = 'read committed'" });
   }
-  if (!(s.statementTimeoutMs > 0 && s.statementTimeoutMs < queryTimeoutMs)) {
+  const { min, max } = statementTimeoutRange(queryTimeoutMs);
+  if (!(s.statementTimeoutMs >= min && s.statementTimeoutMs <= max)) {
     problems.push({
       found:
         s.statementTimeoutMs > 0
-          ? `statement_timeout is ${s.statementTimeoutMs} ms, not below DB_QUERY_TIMEOUT_MS (${queryTimeoutMs} ms)`
+          ? `statement_timeout is ${s.statementTimeoutMs} ms; with DB_QUERY_TIMEOUT_MS ${queryTimeoutMs} ms it must be between ${min} and ${max} ms`
           : 'statement_timeout is 0 (none)',
       set: `statement_timeout = '${statementTimeoutFor(queryTimeoutMs)}ms'`,
     });
   }
-  if (!(s.idleInTransactionTimeoutMs > 0)) {
-    problems.push({ found: 'idle_in_transaction_session_timeout is 0 (none)', set: `idle_in_transaction_session_timeout = '${queryTimeoutMs}ms'` });
+  if (!(s.idleInTransactionTimeoutMs >= MIN_IDLE_IN_TRANSACTION_MS)) {
+    problems.push({
+      found:
+        s.idleInTransactionTimeoutMs > 0
+          ? `idle_in_transaction_session_timeout is ${s.idleInTransactionTimeoutMs} ms, under ${MIN_IDLE_IN_TRANSACTION_MS} ms`
+          : 'idle_in_transaction_session_timeout is 0 (none)',
+      set: `idle_in_transaction_session_timeout = '${queryTimeoutMs}ms'`,
+    });
   }
   return problems;
 }

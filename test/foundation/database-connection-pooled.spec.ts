@@ -1,14 +1,19 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeDatabase } from '../../src/db/database-probe.js';
 import { ledgerVerifyCommand } from '../../src/ops/ledger-verify.command.js';
+import { runBuiltCli } from '../support/built-cli.js';
 import { gatewayEnv } from '../support/gateway-process.js';
 import { teeChildToRunLog } from '../support/run-log.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { KNOWN_STARTUP_PARAMETERS, startStartupFilterProxy, type StartupFilterProxy } from '../support/startup-filter-proxy.js';
+import { TEST_MASTER_KEY } from '../support/secrets.js';
 import { bearer } from '../support/test-app.js';
 
 /**
@@ -51,7 +56,7 @@ describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as
       await asAdmin(asRole.toString(), fixes); // the role itself, not a superuser
       expect(await probeDatabase(front.url, quick)).toBeNull();
       // A lower DB_QUERY_TIMEOUT_MS than the role's statement_timeout allows is named too.
-      expect(await probeDatabase(front.url, { ...quick, queryTimeoutMs: 10_000 })).toMatch(/\(statement_timeout is 15000 ms, not below DB_QUERY_TIMEOUT_MS \(10000 ms\)\).*SET statement_timeout = '9000ms';/);
+      expect(await probeDatabase(front.url, { ...quick, queryTimeoutMs: 10_000 })).toMatch(/\(statement_timeout is 15000 ms; with DB_QUERY_TIMEOUT_MS 10000 ms it must be between 1000 and 9000 ms\).*SET statement_timeout = '9000ms';/);
       // Without the setting, the same pooler refuses the connection outright.
       expect(await probeDatabase(front.url, { ...quick, connectionMode: 'direct' })).toMatch(/unsupported startup parameter: statement_timeout \(08P01\)/);
     } finally {
@@ -81,6 +86,34 @@ describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as
       await db.drop();
     }
   }, 30_000);
+
+  it('migrate check (a scratch database on the server, migrated down and up) runs through that pooler too', async () => {
+    const front = await startStartupFilterProxy(process.env.DATABASE_URL!, 'refuse');
+    try {
+      const r = await runBuiltCli('migrate', ['check'], { DATABASE_URL: front.url, DB_CONNECTION_MODE: 'pooled' });
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      expect(front.seen.every((names) => names.every((n) => KNOWN_STARTUP_PARAMETERS.includes(n)))).toBe(true);
+    } finally {
+      await front.close();
+    }
+  }, 120_000);
+
+  it("credentials-rotate beside a gateway on its embedded database reaches it directly, settings sent, whatever DB_CONNECTION_MODE says", async () => {
+    // A stand-in for a running embedded database: DATA_DIR/pg/postmaster.pid naming this process and a proxy's port.
+    const front = await startStartupFilterProxy(process.env.DATABASE_URL!, 'drop');
+    const dir = mkdtempSync(join(tmpdir(), 'tg-rotate-embedded-'));
+    try {
+      mkdirSync(join(dir, 'pg'));
+      writeFileSync(join(dir, 'pg', 'postmaster.pid'), `${process.pid}\n${dir}/pg\n0\n${new URL(front.url).port}\n`);
+      writeFileSync(join(dir, 'pg.password'), 'a'.repeat(48));
+      const r = await runBuiltCli('credentials-rotate', [], { DATABASE_URL: '', DATA_DIR: dir, DB_CONNECTION_MODE: 'pooled', MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY });
+      expect(r.stderr).toContain('using the embedded database');
+      expect(front.seen[0]).toEqual(expect.arrayContaining(['options', 'statement_timeout', 'idle_in_transaction_session_timeout']));
+    } finally {
+      await front.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   describe('on a database that sets them', () => {
     let db: ScratchDatabase;
