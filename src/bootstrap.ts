@@ -23,6 +23,8 @@ const MIGRATION_LOCK = 7_413_920_552;
 const LOCK_RETRY_MS = 500;
 
 export interface MigrationWait {
+  /** DB_CONNECTION_MODE=pooled: pending migrations are not run (MigrationsPendingBehindPooler). */
+  pooled?: boolean;
   /** Asked between tries for the lock: true gives up the wait (a stop during start-up) with MigrationsStopped. */
   stopRequested?: () => boolean;
   /** Called once, when the lock is found held by another replica. */
@@ -30,6 +32,24 @@ export interface MigrationWait {
 }
 
 /** Start-up was asked to stop while it waited for another replica's migrations: nothing ran, nothing is held. */
+/**
+ * Migrations pending with DB_CONNECTION_MODE=pooled: not run through the pooler. The migration lock is a session-level
+ * advisory lock, which a transaction-mode pool cannot hold: taken through PgBouncer, two replicas starting together on
+ * an empty database both got it (both lock attempts ran on the server connection that held it already), one crashed
+ * on "relation already exists", and the lock stayed on an idle server connection, so a later upgrade's
+ * `migration:run` against the server waited for it without a word.
+ */
+export class MigrationsPendingBehindPooler extends Error {
+  override readonly name = 'MigrationsPendingBehindPooler';
+  constructor(readonly pending: string[]) {
+    super(
+      `${pending.length} database migration(s) pending (${pending.join(', ')}), and DB_CONNECTION_MODE=pooled: they are not run through a connection ` +
+        'pooler, which cannot hold the lock that keeps replicas from migrating at once. Run them against PostgreSQL itself first ' +
+        '(DATABASE_URL=<the server, not the pooler> DB_CONNECTION_MODE=direct npm run migration:run), then start the gateway',
+    );
+  }
+}
+
 export class MigrationsStopped extends Error {
   constructor() {
     super('stopped while waiting for another replica to finish migrating');
@@ -48,7 +68,9 @@ export async function runMigrations(ds: DataSource, wait: MigrationWait = {}): P
   // None pending (every start but an upgrade's): no lock is taken, nothing is set. A session-level lock taken and
   // released at every start was what a transaction-mode pooler (PgBouncer) could leave held on a server connection
   // another client then had, so that later start-ups waited for it; and no replica now queues behind another's start.
-  if ((await pendingMigrations(ds)).length === 0) return;
+  const pending = await pendingMigrations(ds);
+  if (pending.length === 0) return;
+  if (wait.pooled) throw new MigrationsPendingBehindPooler(pending);
   const qr = ds.createQueryRunner();
   await qr.connect();
   let locked = false;
@@ -229,9 +251,10 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
   // another replica's migration, or an index build on a large table, may rightly take longer.
   const migrator = await new DataSource(migratorOptions(config.DATABASE_URL!, config.DB_CONNECTION_MODE)).initialize();
   try {
-    await runMigrations(migrator, { stopRequested: hooks.stopRequested, onWaiting: hooks.onMigrationWait });
+    await runMigrations(migrator, { stopRequested: hooks.stopRequested, onWaiting: hooks.onMigrationWait, pooled: config.DB_CONNECTION_MODE === 'pooled' });
   } catch (err) {
-    if (err instanceof MigrationsStopped) await app.close().catch(() => undefined); // not initialised: only its pools to close
+    // Not initialised: only its pools to close.
+    if (err instanceof MigrationsStopped || err instanceof MigrationsPendingBehindPooler) await app.close().catch(() => undefined);
     throw err;
   } finally {
     await migrator.destroy();

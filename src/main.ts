@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beginHttpDrain } from './app.setup.js';
-import { createGateway, MigrationsStopped, type Gateway } from './bootstrap.js';
+import { createGateway, MigrationsPendingBehindPooler, MigrationsStopped, type Gateway } from './bootstrap.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config.schema.js';
 import { probeDatabase } from './db/database-probe.js';
@@ -85,6 +85,10 @@ async function main(): Promise<void> {
       onMigrationWait: () => process.stderr.write('waiting for another replica to finish migrating the database\n'),
     });
   } catch (err) {
+    if (err instanceof MigrationsPendingBehindPooler) {
+      process.stderr.write(`fatal: ${err.message}\n`);
+      process.exit(1);
+    }
     if (!(err instanceof MigrationsStopped)) throw err;
     await stopEmbedded();
     process.exit(0);

@@ -8,6 +8,7 @@ import { dbOptions } from '../db/db-options.js';
 import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { poolerHint } from '../db/database-probe.js';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
 
@@ -155,7 +156,7 @@ function unknownArgument(index: number, arg: string): string {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`credentials-rotate failed: ${loggableErrorText(err)}`);
+    console.error(`credentials-rotate failed: ${loggableErrorText(err)}${poolerHint(err)}`);
     process.exit(1);
   },
 );

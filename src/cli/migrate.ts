@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { runMigrations } from '../bootstrap.js';
+import { MigrationsPendingBehindPooler, runMigrations } from '../bootstrap.js';
 import { projectRoot } from '../common/project-root.js';
 import { CONFIG_SCHEMA, databaseUrlProblem, connectionModeFromEnv } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
@@ -12,6 +12,7 @@ import { withDatabaseName } from '../db/database-url.js';
 import { pendingMigrations } from '../db/pending-migrations.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { poolerHint } from '../db/database-probe.js';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
 
@@ -96,7 +97,13 @@ async function main(cmd: string | undefined): Promise<number> {
     const ds = await new DataSource(migratorOptions(url, settings.mode)).initialize();
     try {
       if (cmd === 'run') {
-        await runMigrations(ds);
+        try {
+          await runMigrations(ds, { pooled: settings.mode === 'pooled' });
+        } catch (err) {
+          if (!(err instanceof MigrationsPendingBehindPooler)) throw err;
+          console.error(err.message); // a configuration error: run against the server itself
+          return 2;
+        }
         console.log('migrations are up to date');
         return 0;
       }
@@ -145,7 +152,7 @@ const cmd = process.argv[2];
 main(cmd).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`migrate failed: ${loggableErrorText(err)}`);
+    console.error(`migrate failed: ${loggableErrorText(err)}${poolerHint(err)}`);
     // show's 1 means "migrations pending": a deploy script must not read an unreachable database as that.
     process.exit(cmd === 'show' ? 3 : 1);
   },

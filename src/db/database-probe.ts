@@ -43,7 +43,21 @@ const CLIENT_MESSAGES: ReadonlyMap<string, boolean> = new Map([
   ['The server does not support SSL connections', false],
 ]);
 
-function reason(err: unknown): { text: string; transient: boolean } {
+/**
+ * For a connection a pooler refused for a startup parameter it does not take (PgBouncer, RDS Proxy, Neon: 08P01
+ * "unsupported startup parameter"), what to do; else ''. The gateway's start-up and the commands say it alike.
+ */
+export function poolerHint(err: unknown, mode: DbConnectionMode = 'direct'): string {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (e?.code !== '08P01' || typeof e.message !== 'string' || !/startup parameter/i.test(e.message)) return '';
+  const what =
+    mode === 'pooled'
+      ? "with DB_CONNECTION_MODE=pooled only your own startup options are sent (DATABASE_URL's options parameter, PGOPTIONS): remove them"
+      : 'behind a connection pooler, set DB_CONNECTION_MODE=pooled';
+  return `; ${what}: see README "Running against your own PostgreSQL"`;
+}
+
+function reason(err: unknown, mode: DbConnectionMode): { text: string; transient: boolean } {
   const e = err as { code?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : undefined;
   const known = !code && typeof e?.message === 'string' ? CLIENT_MESSAGES.get(e.message) : undefined;
@@ -51,7 +65,7 @@ function reason(err: unknown): { text: string; transient: boolean } {
   // The server's own message for its refusals (authentication, unknown database) names no secret; a client-side
   // error's message may quote the URL's parts, so only its code.
   let text = code && /^[0-9A-Z]{5}$/.test(code) && typeof e?.message === 'string' ? `${e.message} (${code})` : (code ?? 'connection failed');
-  if (code === '08P01' && /startup parameter/i.test(text)) text += '; behind a connection pooler, see README "Running against your own PostgreSQL"';
+  text += poolerHint(err, mode);
   // The client's own timeouts carry no code (a server's refusal may name a timeout: "unsupported startup parameter:
   // statement_timeout" is not one).
   const timedOut = !code && typeof e?.message === 'string' && /timeout/i.test(e.message);
@@ -103,7 +117,7 @@ export async function probeDatabase(url: string, opts: ProbeOptions): Promise<st
       return missing;
     } catch (err) {
       await client?.end().catch(() => undefined);
-      const { text, transient } = reason(err);
+      const { text, transient } = reason(err, opts.connectionMode ?? 'direct');
       const problem = `cannot connect to the database in DATABASE_URL (${databaseTarget(url)}): ${text}`;
       if (!transient || Date.now() + opts.intervalMs > deadline || opts.stopped()) return problem;
       opts.onWait(`${problem}; trying again`);

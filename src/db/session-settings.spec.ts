@@ -40,7 +40,7 @@ describe('the session settings a request pool needs', () => {
     expect(sessionSettingsMessage(problems, 'pooled')).toBe(
       'the database sessions do not have the settings the gateway needs (statement_timeout is 0 (none)), and with DB_CONNECTION_MODE=pooled it does ' +
         "not send them. Set them on the gateway's role, connected as that role: ALTER ROLE CURRENT_USER SET statement_timeout = '15000ms'; " +
-        'Then restart or reload any pooler in between; see README "Running against your own PostgreSQL"',
+        'Then have any pooler in between open new server connections (PgBouncer: RECONNECT on its admin console, or a restart; RELOAD keeps the ones it has); see README "Running against your own PostgreSQL"',
     );
     expect(sessionSettingsMessage(problems, 'direct')).toMatch(/^the database sessions do not have the settings the gateway sends at connect \(statement_timeout is 0 \(none\)\): something between/);
     expect(sessionSettingsMessage([], 'pooled')).toBeNull();

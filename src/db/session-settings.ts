@@ -106,5 +106,5 @@ export function sessionSettingsMessage(problems: SettingProblem[], mode: DbConne
     mode === 'pooled'
       ? `the database sessions do not have the settings the gateway needs (${found}), and with DB_CONNECTION_MODE=pooled it does not send them`
       : `the database sessions do not have the settings the gateway sends at connect (${found}): something between the gateway and PostgreSQL dropped them (a connection pooler? then set DB_CONNECTION_MODE=pooled)`;
-  return `${why}. Set them on the gateway's role, connected as that role: ${fix} Then restart or reload any pooler in between; see README "Running against your own PostgreSQL"`;
+  return `${why}. Set them on the gateway's role, connected as that role: ${fix} Then have any pooler in between open new server connections (PgBouncer: RECONNECT on its admin console, or a restart; RELOAD keeps the ones it has); see README "Running against your own PostgreSQL"`;
 }

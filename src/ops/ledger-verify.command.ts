@@ -9,6 +9,7 @@ import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
 import { LedgerSealerService } from '../ledger/ledger-sealer.service.js';
 import { verifyOrgChain, type VerifyResult } from '../ledger/ledger-verifier.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { poolerHint } from '../db/database-probe.js';
 
 export const USAGE = `usage: ledger-verify --org <org uuid | ${NIL_UUID} for the platform chain> [--no-seal]   (needs DATABASE_URL)`;
 
@@ -95,7 +96,7 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
     io.out(JSON.stringify(result));
     return result.ok ? 0 : 1;
   } catch (err) {
-    io.err(`ledger-verify failed: ${loggableErrorText(err)}`);
+    io.err(`ledger-verify failed: ${loggableErrorText(err)}${poolerHint(err)}`);
     return 3;
   } finally {
     await ds?.destroy();

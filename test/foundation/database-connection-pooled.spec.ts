@@ -57,8 +57,19 @@ describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as
       expect(await probeDatabase(front.url, quick)).toBeNull();
       // A lower DB_QUERY_TIMEOUT_MS than the role's statement_timeout allows is named too.
       expect(await probeDatabase(front.url, { ...quick, queryTimeoutMs: 10_000 })).toMatch(/\(statement_timeout is 15000 ms; with DB_QUERY_TIMEOUT_MS 10000 ms it must be between 1000 and 9000 ms\).*SET statement_timeout = '9000ms';/);
-      // Without the setting, the same pooler refuses the connection outright.
-      expect(await probeDatabase(front.url, { ...quick, connectionMode: 'direct' })).toMatch(/unsupported startup parameter: statement_timeout \(08P01\)/);
+      // Without the setting, the same pooler refuses the connection outright, and what to set is said.
+      expect(await probeDatabase(front.url, { ...quick, connectionMode: 'direct' })).toMatch(
+        /unsupported startup parameter: statement_timeout \(08P01\); behind a connection pooler, set DB_CONNECTION_MODE=pooled: see README/,
+      );
+      // With it, options of the user's own are still sent (the driver reads PGOPTIONS): refused, and said so.
+      const own = new URL(front.url);
+      own.searchParams.set('options', '-c lock_timeout=5s');
+      expect(await probeDatabase(own.toString(), quick)).toMatch(
+        /unsupported startup parameter: options \(08P01\); with DB_CONNECTION_MODE=pooled only your own startup options are sent .*: remove them/,
+      );
+      // The commands say what the gateway says.
+      const show = await runBuiltCli('migrate', ['show'], { DATABASE_URL: front.url });
+      expect([show.code, show.stderr]).toEqual([3, expect.stringMatching(/unsupported startup parameter: .*; behind a connection pooler, set DB_CONNECTION_MODE=pooled/)]);
     } finally {
       await front.close();
       await db.drop();
@@ -125,7 +136,16 @@ describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as
       const name = new URL(db.url).pathname.slice(1);
       await asAdmin(db.url, [`ALTER DATABASE ${name} SET statement_timeout = '12s'`, `ALTER DATABASE ${name} SET idle_in_transaction_session_timeout = '19s'`]);
       front = await startStartupFilterProxy(db.url, 'refuse');
-      h = await startHarness({ DATABASE_URL: front.url, DB_CONNECTION_MODE: 'pooled' }); // migrates it, through the pooler
+      // With migrations pending, neither start-up nor migrate run migrates through the pooler (its transaction pool could
+      // not hold the migration lock); each says to run them against the server itself.
+      await expect(startHarness({ DATABASE_URL: front.url, DB_CONNECTION_MODE: 'pooled' })).rejects.toThrow(
+        /^\d+ database migration\(s\) pending \(.+\), and DB_CONNECTION_MODE=pooled: they are not run through a connection pooler/,
+      );
+      const viaPooler = await runBuiltCli('migrate', ['run'], { DATABASE_URL: front.url, DB_CONNECTION_MODE: 'pooled' });
+      expect([viaPooler.code, viaPooler.stderr]).toEqual([2, expect.stringContaining('DB_CONNECTION_MODE=direct npm run migration:run')]);
+      const direct = await runBuiltCli('migrate', ['run'], { DATABASE_URL: db.url });
+      expect([direct.code, direct.stdout.trim()]).toEqual([0, 'migrations are up to date']);
+      h = await startHarness({ DATABASE_URL: front.url, DB_CONNECTION_MODE: 'pooled' }); // nothing pending now
     }, 90_000);
     afterAll(async () => {
       await h?.close();
@@ -133,7 +153,7 @@ describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as
       await db?.drop();
     });
 
-    it('migrates, records and executes calls, and verifies, with the sessions on the database\'s own settings', async () => {
+    it('records and executes calls, and verifies, with the sessions on the database\'s own settings', async () => {
       const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
       const call = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
       expect([call.status, call.body.status]).toEqual([200, 'succeeded']);

@@ -96,7 +96,7 @@ describe('reaching the database DATABASE_URL names, before start-up', () => {
       expect(front.seen[0]).toEqual(expect.arrayContaining(['statement_timeout', 'idle_in_transaction_session_timeout', 'options']));
       expect(problem).toBe(
         `cannot connect to the database in DATABASE_URL (127.0.0.1:${port}${new URL(front.url).pathname}): unsupported startup parameter: statement_timeout (08P01); ` +
-          'behind a connection pooler, see README "Running against your own PostgreSQL"',
+          'behind a connection pooler, set DB_CONNECTION_MODE=pooled: see README "Running against your own PostgreSQL"',
       );
       expect(waits).toEqual([]);
     } finally {
@@ -121,7 +121,7 @@ describe('reaching the database DATABASE_URL names, before start-up', () => {
           "the gateway and PostgreSQL dropped them (a connection pooler? then set DB_CONNECTION_MODE=pooled). Set them on the gateway's role, connected as that role: " +
           "ALTER ROLE CURRENT_USER SET DateStyle = 'ISO'; ALTER ROLE CURRENT_USER SET default_transaction_isolation = 'read committed'; " +
           "ALTER ROLE CURRENT_USER SET statement_timeout = '15000ms'; ALTER ROLE CURRENT_USER SET idle_in_transaction_session_timeout = '20000ms'; " +
-          'Then restart or reload any pooler in between; see README "Running against your own PostgreSQL"',
+          'Then have any pooler in between open new server connections (PgBouncer: RECONNECT on its admin console, or a restart; RELOAD keeps the ones it has); see README "Running against your own PostgreSQL"',
       );
       expect(waits).toEqual([]);
       // Straight to the server, the options reach it: no problem.
