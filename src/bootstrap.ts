@@ -62,14 +62,14 @@ export class MigrationsStopped extends Error {
  * wait polls rather than blocks in pg_advisory_lock, so no statement of it
  * outlasts a statement timeout (an index build on a large table outlasts the
  * pool's), and a stop asked for meanwhile is carried out at once instead of
- * once the other replica is done.
+ * once the other replica is done. Answers the names of the migrations it ran (none: []).
  */
-export async function runMigrations(ds: DataSource, wait: MigrationWait = {}): Promise<void> {
+export async function runMigrations(ds: DataSource, wait: MigrationWait = {}): Promise<string[]> {
   // None pending (every start but an upgrade's): no lock is taken, nothing is set. A session-level lock taken and
   // released at every start was what a transaction-mode pooler (PgBouncer) could leave held on a server connection
   // another client then had, so that later start-ups waited for it; and no replica now queues behind another's start.
   const pending = await pendingMigrations(ds);
-  if (pending.length === 0) return;
+  if (pending.length === 0) return [];
   if (wait.pooled) throw new MigrationsPendingBehindPooler(pending);
   const qr = ds.createQueryRunner();
   await qr.connect();
@@ -86,7 +86,7 @@ export async function runMigrations(ds: DataSource, wait: MigrationWait = {}): P
       if (wait.stopRequested?.()) throw new MigrationsStopped();
     }
     locked = true;
-    await ds.runMigrations({ transaction: 'each' });
+    return (await ds.runMigrations({ transaction: 'each' })).map((m) => m.name);
   } finally {
     if (locked) await qr.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     await qr.release();

@@ -97,13 +97,19 @@ async function main(cmd: string | undefined): Promise<number> {
     const ds = await new DataSource(migratorOptions(url, settings.mode)).initialize();
     try {
       if (cmd === 'run') {
+        let applied: string[];
         try {
-          await runMigrations(ds, { pooled: settings.mode === 'pooled' });
+          applied = await runMigrations(ds, {
+            pooled: settings.mode === 'pooled',
+            // Said, not waited for in silence: another replica migrating, or a lock a pooler left held (README).
+            onWaiting: () => console.error('waiting for the migration lock: another gateway or migration:run is migrating the database (or a connection pooler left it held: see README "Running against your own PostgreSQL")'),
+          });
         } catch (err) {
           if (!(err instanceof MigrationsPendingBehindPooler)) throw err;
           console.error(err.message); // a configuration error: run against the server itself
           return 2;
         }
+        if (applied.length > 0) console.log(`applied ${applied.length} migration(s):\n${applied.map((name) => `  - ${name}`).join('\n')}`);
         console.log('migrations are up to date');
         return 0;
       }

@@ -9,6 +9,7 @@ import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../../src/bootstrap.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { pendingMigrations } from '../../src/db/pending-migrations.js';
+import { runBuiltCli } from '../support/built-cli.js';
 import { appendToRunLog } from '../support/run-log.js';
 import { startTestApp } from '../support/test-app.js';
 import { createScratchDatabase, dropScratchDatabase } from '../support/scratch-database.js';
@@ -68,6 +69,24 @@ describe('migrations when several replicas start together', () => {
       await fresh.drop();
     }
   });
+
+  it('migration:run says it is waiting for the lock (not silence), then lists what it applied', async () => {
+    const db = await createScratchDatabase('tg_migrate_cli_wait');
+    const other = await lockHolder(db.url); // advisory locks are per database
+    try {
+      await other.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      const run = runBuiltCli('migrate', ['run'], { DATABASE_URL: db.url });
+      await new Promise((r) => setTimeout(r, 1_500));
+      await other.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      const r = await run;
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain('waiting for the migration lock: another gateway or migration:run is migrating the database');
+      expect(r.stdout.trim()).toBe(`applied ${MIGRATIONS.length} migration(s):\n${MIGRATIONS.map((m) => `  - ${m.name}`).join('\n')}\nmigrations are up to date`);
+    } finally {
+      await other.end();
+      await db.drop();
+    }
+  }, 60_000);
 
   it('with none pending (every start but an upgrade\'s) no lock is taken: a replica holding it does not hold the others up', async () => {
     const ds = await new DataSource(migratorOptions(process.env.DATABASE_URL!)).initialize(); // the run's database
