@@ -31,7 +31,6 @@ export interface MigrationWait {
   onWaiting?: () => void;
 }
 
-/** Start-up was asked to stop while it waited for another replica's migrations: nothing ran, nothing is held. */
 /**
  * Migrations pending with DB_CONNECTION_MODE=pooled: not run through the pooler. The migration lock is a session-level
  * advisory lock, which a transaction-mode pool cannot hold: taken through PgBouncer, two replicas starting together on
@@ -50,6 +49,7 @@ export class MigrationsPendingBehindPooler extends Error {
   }
 }
 
+/** Start-up was asked to stop while it waited for another replica's migrations: nothing ran, nothing is held. */
 export class MigrationsStopped extends Error {
   constructor() {
     super('stopped while waiting for another replica to finish migrating');

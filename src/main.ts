@@ -64,8 +64,7 @@ async function main(): Promise<void> {
     }
   } else {
     embedded = await startEmbeddedPostgres(join(config.DATA_DIR, 'pg'));
-    // Nothing stands between the gateway and its own database: the settings are always sent (DB_CONNECTION_MODE).
-    config = { ...config, DATABASE_URL: embedded.url, DB_CONNECTION_MODE: 'direct' };
+    config = { ...config, DATABASE_URL: embedded.url }; // DB_CONNECTION_MODE is direct without a DATABASE_URL (loadConfig)
     process.stderr.write(`embedded PostgreSQL started (data in ${join(config.DATA_DIR, 'pg')})\n`);
   }
 

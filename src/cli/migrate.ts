@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { MigrationsPendingBehindPooler, runMigrations } from '../bootstrap.js';
 import { projectRoot } from '../common/project-root.js';
-import { CONFIG_SCHEMA, databaseUrlProblem, connectionModeFromEnv } from '../config/config.schema.js';
+import { CONFIG_SCHEMA, databaseEnvProblem } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
 import { withDatabaseName } from '../db/database-url.js';
 import { pendingMigrations } from '../db/pending-migrations.js';
@@ -79,12 +79,12 @@ async function main(cmd: string | undefined): Promise<number> {
     console.error(USAGE);
     return 2;
   }
-  const problem = databaseUrlProblem(process.env.DATABASE_URL);
-  const settings = connectionModeFromEnv(process.env);
-  if (problem || 'problem' in settings) {
-    console.error(problem ?? (settings as { problem: string }).problem);
+  const problem = databaseEnvProblem(process.env);
+  if (problem) {
+    console.error(problem);
     return 2;
   }
+  const mode = CONFIG_SCHEMA.DB_CONNECTION_MODE.parse(process.env.DB_CONNECTION_MODE);
   // As the gateway reads it: without the spaces or newline around it; only spaces is unset.
   const given = CONFIG_SCHEMA.DATABASE_URL.parse(process.env.DATABASE_URL);
   if (cmd === 'run' || cmd === 'show') {
@@ -94,13 +94,13 @@ async function main(cmd: string | undefined): Promise<number> {
       return 2;
     }
     // No query or statement timeout (migrations may run long), unless DB_CONNECTION_MODE=pooled: the role's then.
-    const ds = await new DataSource(migratorOptions(url, settings.mode)).initialize();
+    const ds = await new DataSource(migratorOptions(url, mode)).initialize();
     try {
       if (cmd === 'run') {
         let applied: string[];
         try {
           applied = await runMigrations(ds, {
-            pooled: settings.mode === 'pooled',
+            pooled: mode === 'pooled',
             // Said, not waited for in silence: another replica migrating, or a lock a pooler left held (README).
             onWaiting: () => console.error('waiting for the migration lock: another gateway or migration:run is migrating the database (or a connection pooler left it held: see README "Running against your own PostgreSQL")'),
           });
@@ -134,7 +134,7 @@ async function main(cmd: string | undefined): Promise<number> {
     await admin.query(`CREATE DATABASE ${dbName}`);
     let ds: DataSource | undefined;
     try {
-      ds = await new DataSource(migratorOptions(url, settings.mode)).initialize();
+      ds = await new DataSource(migratorOptions(url, mode)).initialize();
       await runMigrations(ds);
       // Down then up again: every migration must be reversible.
       for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, constants, existsSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { readDatabaseUrl } from '../db/database-url.js';
+import { userStartupOptions } from '../db/database-url.js';
 import { ConfigError, parseRawConfigCollecting, type RawConfig } from './config.schema.js';
 
 export interface MasterKeyring {
@@ -146,26 +146,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const keyring = resolveKeyring(raw.NODE_ENV ? raw : { ...raw, NODE_ENV: 'production' }, problems, warnings);
   if (problems.length) throw new ConfigError(problems);
   if (raw.DB_CONNECTION_MODE === 'pooled' && !raw.DATABASE_URL) {
+    // Nothing stands between the gateway and its embedded database: connected to directly, the settings sent.
     warnings.push('DB_CONNECTION_MODE=pooled is for a DATABASE_URL behind a connection pooler: the embedded database is connected to directly, with the settings sent at connect');
+    raw.DB_CONNECTION_MODE = 'direct';
   }
-  if (raw.DB_CONNECTION_MODE === 'pooled' && raw.DATABASE_URL && ownStartupOptions(raw.DATABASE_URL, env)) {
+  const own = raw.DB_CONNECTION_MODE === 'pooled' && raw.DATABASE_URL ? userStartupOptions(raw.DATABASE_URL, env) : null;
+  if (own) {
     // The driver sends them whatever the mode: they are the user's own. Said here, as a pooler refusing them says only
     // "unsupported startup parameter: options".
     warnings.push(
-      `DB_CONNECTION_MODE=pooled, but ${ownStartupOptions(raw.DATABASE_URL, env)} is set: it is still sent, as the startup parameter \`options\`, which ` +
-        "RDS Proxy, Neon's pooler and a PgBouncer without it in ignore_startup_parameters refuse",
+      `DB_CONNECTION_MODE=pooled, but ${own.from === 'url' ? "DATABASE_URL's options parameter" : 'PGOPTIONS'} is set: it is still sent, as the startup ` +
+        "parameter `options`, which RDS Proxy, Neon's pooler and a PgBouncer without it in ignore_startup_parameters refuse",
     );
   }
   const { MASTER_ENCRYPTION_KEY: _a, MASTER_ENCRYPTION_KEYS: _b, MASTER_ENCRYPTION_ACTIVE_KEY_ID: _c, ...rest } = raw;
   return { ...rest, keyring, warnings };
-}
-
-/** Which of the user's own startup options the driver will send: the URL's `options` parameter, else PGOPTIONS. */
-function ownStartupOptions(url: string, env: NodeJS.ProcessEnv): string | null {
-  try {
-    if (readDatabaseUrl(url).searchParams.has('options')) return "DATABASE_URL's options parameter";
-  } catch {
-    return null; // not read here: the driver says what is wrong with it
-  }
-  return env.PGOPTIONS?.trim() ? 'PGOPTIONS' : null;
 }

@@ -63,6 +63,7 @@ describe('config schema', () => {
     expect(parseRawConfigCollecting({ DB_CONNECTION_MODE: 'none' }).problems).toEqual(['DB_CONNECTION_MODE must be one of direct, pooled, got "none"']);
     const base = { NODE_ENV: 'production', MASTER_ENCRYPTION_KEY: KEY, DB_CONNECTION_MODE: 'pooled' };
     expect(loadConfig(base).warnings).toEqual([expect.stringMatching(/^DB_CONNECTION_MODE=pooled is for a DATABASE_URL behind a connection pooler: the embedded database/)]);
+    expect(loadConfig(base).DB_CONNECTION_MODE).toBe('direct'); // as the embedded database is reached
     expect(loadConfig({ ...base, DATABASE_URL: 'postgres://gw@proxy.internal:5432/tg' }).warnings).toEqual([]);
     // The user's own startup options are still sent: a pooler refusing `options` would refuse every connection.
     expect(loadConfig({ ...base, DATABASE_URL: 'postgres://gw@proxy.internal:5432/tg', PGOPTIONS: '-c jit=off' }).warnings).toEqual([

@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { readDatabaseUrl } from '../db/database-url.js';
-import { DB_CONNECTION_MODES, type DbConnectionMode } from '../db/session-settings.js';
+import { DB_CONNECTION_MODES, DEFAULT_QUERY_TIMEOUT_MS, type DbConnectionMode } from '../db/session-settings.js';
 
 /** What the auth guard accepts as a bearer key (src/auth/auth.guard.ts): printable ASCII without spaces, at most 512 characters. */
 export const API_KEY_MAX_LENGTH = 512;
@@ -141,7 +141,7 @@ export const CONFIG_SCHEMA = {
     description:
       'a statement the database does not answer within this (a network partition, a frozen host) fails as DATABASE_UNAVAILABLE and its connection is dropped; ' +
       'the server-side statement_timeout is kept below it (15 s, or 1 s less)',
-    parse: int(20_000, 1_000, 600_000),
+    parse: int(DEFAULT_QUERY_TIMEOUT_MS, 1_000, 600_000),
   },
   DB_CONNECTION_MODE: {
     description:
@@ -270,20 +270,14 @@ export const SENSITIVE_VARS = Object.entries(CONFIG_SCHEMA)
  * What is wrong with DATABASE_URL, by the gateway's own check, for the command-line tools that read it alone;
  * undefined when it is fine. The check's messages never echo the value (the password).
  */
-/** DB_CONNECTION_MODE as the gateway reads it, for the command-line tools that connect without the whole config. */
-export function connectionModeFromEnv(env: NodeJS.ProcessEnv): { mode: DbConnectionMode } | { problem: string } {
-  try {
-    return { mode: CONFIG_SCHEMA.DB_CONNECTION_MODE.parse(env.DB_CONNECTION_MODE) };
-  } catch (err) {
-    return { problem: `DB_CONNECTION_MODE ${err instanceof Error ? err.message : String(err)}` };
+/** What is wrong with the database variables as the gateway reads them, for the commands that connect without the whole config. */
+export function databaseEnvProblem(env: NodeJS.ProcessEnv): string | undefined {
+  for (const name of ['DATABASE_URL', 'DB_CONNECTION_MODE'] as const) {
+    try {
+      CONFIG_SCHEMA[name].parse(env[name]);
+    } catch (err) {
+      return `${name} ${err instanceof Error ? err.message : String(err)}`;
+    }
   }
-}
-
-export function databaseUrlProblem(url: string | undefined): string | undefined {
-  try {
-    CONFIG_SCHEMA.DATABASE_URL.parse(url);
-    return undefined;
-  } catch (err) {
-    return `DATABASE_URL ${err instanceof Error ? err.message : String(err)}`;
-  }
+  return undefined;
 }

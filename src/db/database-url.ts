@@ -11,6 +11,22 @@ export function readDatabaseUrl(url: string): URL {
   return new URL(url.replace(USER_THEN_NO_HOST, `$1${STAND_IN}`));
 }
 
+/**
+ * The user's own startup options, as the driver sends them: the URL's `options` parameter (given twice, the last),
+ * else PGOPTIONS; null when neither. The driver lets the URL's parameter override its config's.
+ */
+export function userStartupOptions(url: string, env: NodeJS.ProcessEnv = process.env): { from: 'url' | 'PGOPTIONS'; value: string } | null {
+  let fromUrl: string | undefined;
+  try {
+    fromUrl = readDatabaseUrl(url).searchParams.getAll('options').at(-1);
+  } catch {
+    fromUrl = undefined; // not a URL WHATWG reads: left to the driver, which says what is wrong with it
+  }
+  if (fromUrl !== undefined) return { from: 'url', value: fromUrl };
+  const pgOptions = env.PGOPTIONS?.trim();
+  return pgOptions ? { from: 'PGOPTIONS', value: pgOptions } : null;
+}
+
 /** The same server and options, another database. */
 export function withDatabaseName(url: string, database: string): string {
   return rewritten(url, (u) => {

@@ -2,19 +2,26 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dbOptions, migratorOptions, withSessionSettings } from './db-options.js';
 
-/** What the driver sends at connect (ConnectionParameters): the URL's parameters override the config's. */
-const sent = (o: ReturnType<typeof dbOptions>) => {
+/** The driver's client for a pool built from `o`, as it would connect. */
+const clientOf = (o: ReturnType<typeof dbOptions>) => {
   const { url, extra } = o as { url: string; extra: pg.ClientConfig };
-  const c = new pg.Client({ ...extra, connectionString: url }) as unknown as { connectionParameters: { options?: string; host: string; database: string } };
-  return c.connectionParameters;
+  return new pg.Client({ ...extra, connectionString: url }) as unknown as {
+    connectionParameters: { options?: string; host: string; database: string };
+    getStartupConf(): Record<string, string>;
+  };
 };
+/** What the driver sends at connect (ConnectionParameters): the URL's parameters override the config's. */
+const sent = (o: ReturnType<typeof dbOptions>) => clientOf(o).connectionParameters;
+/** The startup message's parameters themselves. */
+const startupParameters = (o: ReturnType<typeof dbOptions>) => clientOf(o).getStartupConf();
+
+const pgOptions = process.env.PGOPTIONS;
+afterEach(() => {
+  if (pgOptions === undefined) delete process.env.PGOPTIONS;
+  else process.env.PGOPTIONS = pgOptions;
+});
 
 describe('session settings pinned at connect (startup options)', () => {
-  const pgOptions = process.env.PGOPTIONS;
-  afterEach(() => {
-    if (pgOptions === undefined) delete process.env.PGOPTIONS;
-    else process.env.PGOPTIONS = pgOptions;
-  });
 
   it('every pool sends DateStyle, IntervalStyle, TimeZone and read committed; the migrator also no statement or idle-in-transaction limit', () => {
     delete process.env.PGOPTIONS;
@@ -43,16 +50,6 @@ describe('session settings pinned at connect (startup options)', () => {
 });
 
 describe('DB_CONNECTION_MODE=pooled: no session settings sent', () => {
-  const startupParameters = (o: ReturnType<typeof dbOptions>) => {
-    const { url, extra } = o as { url: string; extra: pg.ClientConfig };
-    const c = new pg.Client({ ...extra, connectionString: url }) as unknown as { getStartupConf(): Record<string, string> };
-    return c.getStartupConf();
-  };
-  const pgOptions = process.env.PGOPTIONS;
-  afterEach(() => {
-    if (pgOptions === undefined) delete process.env.PGOPTIONS;
-    else process.env.PGOPTIONS = pgOptions;
-  });
 
   it('the request pools and the migrator send only the user, database and application name; the client-side wait stays', () => {
     delete process.env.PGOPTIONS;

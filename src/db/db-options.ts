@@ -1,6 +1,6 @@
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { readDatabaseUrl, withSearchParam } from './database-url.js';
+import { userStartupOptions, withSearchParam } from './database-url.js';
 import { ENTITIES } from './entities.js';
 import { QueryTimeoutClient } from './pg-client.js';
 import { DEFAULT_QUERY_TIMEOUT_MS, statementTimeoutFor, type DbConnectionMode } from './session-settings.js';
@@ -10,9 +10,9 @@ import { DEFAULT_QUERY_TIMEOUT_MS, statementTimeoutFor, type DbConnectionMode } 
  * index build over a large ledger rightly takes longer than any request; TypeORM runs them on a pooled connection
  * of its own choosing, so the pool itself must carry the setting).
  *
- * `connectionMode` 'pooled' (DB_CONNECTION_MODE): no startup parameter but the user, database and application name
- * is sent — no `options`, no timeouts — for a pooler that refuses them (RDS Proxy); the role or database sets them,
- * and start-up checks (database-probe.ts). The migrations then run under the role's statement_timeout.
+ * `connectionMode` 'pooled' (DB_CONNECTION_MODE): none of the settings is sent — no `options` of ours, no timeouts —
+ * for a pooler that refuses them (RDS Proxy); the role or database sets them, and start-up checks (database-probe.ts).
+ * Migrations are not run through a pooler (runMigrations), so the migrator's "no timeout" is not needed there.
  */
 export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS, connectionMode: DbConnectionMode = 'direct'): DataSourceOptions {
   const sent = connectionMode === 'direct';
@@ -73,14 +73,9 @@ const PINNED_SETTINGS = ['DateStyle=ISO', 'IntervalStyle=postgres', 'TimeZone=UT
  */
 export function withSessionSettings(url: string, settings: readonly string[]): { url: string; options: string | undefined } {
   const ours = settings.map((s) => `-c ${s}`).join(' ');
-  let theirs: string | null;
-  try {
-    theirs = readDatabaseUrl(url).searchParams.getAll('options').at(-1) ?? null; // given twice, the driver takes the last
-  } catch {
-    theirs = null; // not a URL WHATWG reads: left to the driver, which says what is wrong with it
-  }
-  if (theirs === null) return { url, options: [process.env.PGOPTIONS?.trim(), ours].filter(Boolean).join(' ') };
-  return { url: withSearchParam(url, 'options', `${theirs} ${ours}`), options: undefined };
+  const theirs = userStartupOptions(url);
+  if (theirs?.from !== 'url') return { url, options: [theirs?.value, ours].filter(Boolean).join(' ') };
+  return { url: withSearchParam(url, 'options', `${theirs.value} ${ours}`), options: undefined };
 }
 
 /**

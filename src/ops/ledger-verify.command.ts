@@ -2,7 +2,7 @@ import { inspect } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
-import { CONFIG_SCHEMA, databaseUrlProblem, connectionModeFromEnv } from '../config/config.schema.js';
+import { CONFIG_SCHEMA, databaseEnvProblem } from '../config/config.schema.js';
 import { isUuid, NIL_UUID } from '../common/ids.js';
 import { dbOptions } from '../db/db-options.js';
 import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
@@ -55,16 +55,15 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
     return 2;
   }
   // A malformed URL is a configuration error (2) named as such, not "could not verify" (3) with the driver's "Invalid URL".
-  const problem = databaseUrlProblem(env.DATABASE_URL);
-  const settings = connectionModeFromEnv(env);
-  if (problem || 'problem' in settings) {
-    io.err(`${problem ?? (settings as { problem: string }).problem}\n${USAGE}`);
+  const problem = databaseEnvProblem(env);
+  if (problem) {
+    io.err(`${problem}\n${USAGE}`);
     return 2;
   }
   // Read as the gateway, migrate and credentials-rotate read it: without the spaces or newline around it, and a
   // value of only spaces is unset.
   let url = CONFIG_SCHEMA.DATABASE_URL.parse(env.DATABASE_URL);
-  let embeddedUsed = false;
+  let mode = CONFIG_SCHEMA.DB_CONNECTION_MODE.parse(env.DB_CONNECTION_MODE);
   if (!url) {
     // A gateway on its embedded database (no DATABASE_URL) in the same DATA_DIR: that database, found as it serves it.
     const dataDir = CONFIG_SCHEMA.DATA_DIR.parse(env.DATA_DIR) as string;
@@ -75,11 +74,11 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
     }
     io.err(`using the embedded database of the gateway running in ${dataDir} (127.0.0.1:${embedded.port})`);
     url = embedded.url;
-    embeddedUsed = true; // reached directly: the settings are sent at connect, as the gateway sends them there
+    mode = 'direct'; // reached directly, as the gateway reaches it: the settings sent at connect
   }
   let ds: DataSource | undefined;
   try {
-    ds = await new DataSource(dbOptions(url, 2, undefined, embeddedUsed ? 'direct' : settings.mode)).initialize();
+    ds = await new DataSource(dbOptions(url, 2, undefined, mode)).initialize();
     // A mistyped id would otherwise verify an empty chain as intact (the API answers 404).
     const [org] = orgId === NIL_UUID ? [true] : ((await ds.query('SELECT 1 FROM orgs WHERE id = $1', [orgId])) as unknown[]);
     if (!org) {
