@@ -29,7 +29,12 @@ const STATEMENT_TIMEOUT_MS = 15_000;
  */
 export function statementTimeoutFor(queryTimeoutMs: number): number {
   if (queryTimeoutMs === 0) return 0;
-  return Math.min(STATEMENT_TIMEOUT_MS, Math.max(queryTimeoutMs - 1_000, Math.ceil(queryTimeoutMs / 2)));
+  return Math.min(STATEMENT_TIMEOUT_MS, latestStatementTimeout(queryTimeoutMs));
+}
+
+/** The longest statement_timeout that ends a statement before the client gives up: 1 s under its wait, half of it under 2 s. */
+function latestStatementTimeout(queryTimeoutMs: number): number {
+  return Math.max(queryTimeoutMs - 1_000, Math.ceil(queryTimeoutMs / 2));
 }
 
 /**
@@ -39,8 +44,7 @@ export function statementTimeoutFor(queryTimeoutMs: number): number {
  * rather than cancelling every statement.
  */
 export function statementTimeoutRange(queryTimeoutMs: number): { min: number; max: number } {
-  const own = statementTimeoutFor(queryTimeoutMs);
-  return { min: Math.min(1_000, own), max: Math.max(queryTimeoutMs - 1_000, Math.ceil(queryTimeoutMs / 2)) };
+  return { min: Math.min(1_000, statementTimeoutFor(queryTimeoutMs)), max: latestStatementTimeout(queryTimeoutMs) };
 }
 
 /** The least idle_in_transaction_session_timeout a session may have: the gateway's transactions pause for its own work only, never this long. */
