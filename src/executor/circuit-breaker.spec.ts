@@ -17,6 +17,25 @@ function setup(threshold = 3) {
 }
 
 describe('CircuitBreaker', () => {
+  it('says when a report opened or closed it (what the executor logs), and only then', () => {
+    const { b, pass, advance } = setup(2);
+    expect(b.onFailure(pass())).toBe(false);
+    expect(b.onFailure(pass())).toBe(true); // the threshold
+    advance(1_000);
+    const probe = pass();
+    expect(b.onFailure(probe)).toBe(true); // the failed probe opens it again
+    advance(1_000);
+    expect(b.onNeutral(pass())).toBe(true); // a neutral probe closes it
+    expect(b.onSuccess(pass())).toBe(false); // closed already
+    expect(b.onNeutral(pass())).toBe(false);
+    const early = pass();
+    b.onFailure(pass());
+    b.onFailure(pass()); // open: `early` is from the phase before
+    expect(b.onFailure(early)).toBe(false);
+    advance(1_000);
+    expect(b.onSuccess(pass())).toBe(true);
+  });
+
   it('opens after the threshold of consecutive failures', () => {
     const { b, fail } = setup();
     fail(2);

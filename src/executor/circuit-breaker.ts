@@ -57,28 +57,35 @@ export class CircuitBreaker {
     return { generation: this.generation, probe: true };
   }
 
-  onSuccess(pass: BreakerPass): void {
-    if (this.stale(pass)) return;
+  /** True when this closed the breaker (its half-open probe succeeded): a change worth telling the operator. */
+  onSuccess(pass: BreakerPass): boolean {
+    if (this.stale(pass)) return false;
+    const closed = this.state !== 'closed';
     this.state = 'closed';
     this.failures = 0;
     this.probeInFlight = false;
+    return closed;
   }
 
-  onFailure(pass: BreakerPass): void {
-    if (this.stale(pass)) return;
+  /** True when this opened the breaker (the threshold reached, or the half-open probe failed). */
+  onFailure(pass: BreakerPass): boolean {
+    if (this.stale(pass)) return false;
     if (this.state === 'half_open') {
       this.open();
-      return;
+      return true;
     }
     this.failures++;
-    if (this.failures >= this.threshold) this.open();
+    if (this.failures < this.threshold) return false;
+    this.open();
+    return true;
   }
 
-  /** A call that neither proved nor disproved the vendor's health (e.g. a 404). */
-  onNeutral(pass: BreakerPass): void {
-    if (this.stale(pass)) return;
-    if (this.state === 'half_open') this.onSuccess(pass);
-    else this.failures = 0;
+  /** A call that neither proved nor disproved the vendor's health (e.g. a 404). True when it closed the breaker. */
+  onNeutral(pass: BreakerPass): boolean {
+    if (this.stale(pass)) return false;
+    if (this.state === 'half_open') return this.onSuccess(pass);
+    this.failures = 0;
+    return false;
   }
 
   /**

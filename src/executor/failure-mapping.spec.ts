@@ -22,6 +22,15 @@ describe('failure mapping', () => {
     expect(errorCodeFor(f('bad_response'), READ)).toBe('VENDOR_ERROR');
   });
 
+  it("calls the gateway's own database trouble before sending EXECUTION_ERROR, never the vendor's", () => {
+    const local = (kind: F['kind']): F => f(kind, { requestSent: false, local: true });
+    expect(errorCodeFor(local('network'), READ)).toBe('EXECUTION_ERROR');
+    expect(errorCodeFor(local('network'), WRITE)).toBe('EXECUTION_ERROR');
+    expect(errorCodeFor(f('network', { requestSent: false }), READ)).toBe('VENDOR_ERROR'); // a refused connect is the vendor's
+    // A local wait (another refund of the order in flight, another replica renewing the token) stays a timeout.
+    expect(errorCodeFor(local('timeout'), READ)).toBe('VENDOR_TIMEOUT');
+  });
+
   it('calls a write whose answer was lost OUTCOME_UNKNOWN, but not one that never left', () => {
     expect(errorCodeFor(f('timeout'), WRITE)).toBe('OUTCOME_UNKNOWN');
     expect(errorCodeFor(f('network'), WRITE)).toBe('OUTCOME_UNKNOWN');

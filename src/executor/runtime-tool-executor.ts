@@ -92,11 +92,35 @@ export class RuntimeToolExecutor {
     return b;
   }
 
-  /** Breaker states by vendor, for /metrics. */
+  /**
+   * An org's calls to a vendor are refused from now on (CIRCUIT_OPEN) until the cooldown has passed: the one line
+   * that says which org, which vendor and why, where the request log only shows 200s (tool results) either side.
+   */
+  private breakerOpened(req: ExecuteRequest, cause: Failure): void {
+    this.log.warn(
+      {
+        orgId: req.orgId,
+        vendor: req.entry.vendor,
+        toolCallId: req.toolCallId,
+        cause: cause.kind,
+        vendorStatus: cause.vendorStatus ?? null,
+        cooldownMs: this.config.CIRCUIT_BREAKER_COOLDOWN_MS,
+      },
+      'circuit breaker opened: this org\'s calls to the vendor are answered CIRCUIT_OPEN until the cooldown has passed, then one probe is let through',
+    );
+  }
+
+  private breakerClosed(req: ExecuteRequest): void {
+    this.log.log({ orgId: req.orgId, vendor: req.entry.vendor, toolCallId: req.toolCallId }, 'circuit breaker closed: the probe call succeeded');
+  }
+
+  /** Breaker states by vendor, for /metrics: breakers not closed (open, half_open) only, so any series above 0 is trouble. */
   breakerCounts(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const [key, b] of this.breakers) {
-      const k = `${key.slice(key.indexOf(':') + 1)}|${b.current}`;
+      const state = b.current;
+      if (state === 'closed') continue;
+      const k = `${key.slice(key.indexOf(':') + 1)}|${state}`;
       counts.set(k, (counts.get(k) ?? 0) + 1);
     }
     return counts;
@@ -123,6 +147,13 @@ export class RuntimeToolExecutor {
         credentials = await this.credentials.loadStamped(req.orgId, req.entry.vendor);
       } catch (err) {
         if (err instanceof DecryptionError) {
+          // Answered CREDENTIALS_INVALID like a vendor's 401, but the fix is not the same: a master key missing from
+          // this replica (a deploy with the wrong MASTER_ENCRYPTION_KEY, README "Rotating the master key") fails
+          // every call of every org this way, and re-entering the credentials would seal them under the wrong key.
+          this.log.warn(
+            { toolCallId: req.toolCallId, orgId: req.orgId, vendor: req.entry.vendor },
+            'stored credentials could not be decrypted with the master keys this replica has loaded (a wrong or missing MASTER_ENCRYPTION_KEY, or a damaged row): the call failed CREDENTIALS_INVALID without reaching the vendor',
+          );
           return done({ status: 'failed', errorCode: 'CREDENTIALS_INVALID', errorText: 'stored credentials could not be decrypted', vendorStatus: null }, false);
         }
         throw err;
@@ -140,7 +171,7 @@ export class RuntimeToolExecutor {
       const outcome = await this.callWithRetries(req, credentials, retries, progress, started, pass.probe);
       pending = undefined;
       if (outcome.ok) {
-        breaker.onSuccess(pass);
+        if (breaker.onSuccess(pass)) this.breakerClosed(req);
         return { status: 'succeeded', result: outcome.data, vendorStatus: outcome.vendorStatus, vendorReached: true, retries, durationMs: Math.round(performance.now() - started) };
       }
       // Not always the last attempt: one that may have taken effect earlier keeps a write unknown.
@@ -150,12 +181,22 @@ export class RuntimeToolExecutor {
       // A connect failure or a budget spent before the first send on every attempt: nothing reached the vendor.
       const vendorReached = attempts.some(reachedVendor);
       const namedWaitMs = decisive.kind === 'rate_limited' ? vendorNamedWaitMs(decisive) : undefined;
-      if (countsAgainstBreaker(outcome)) breaker.onFailure(pass);
+      if (countsAgainstBreaker(outcome)) {
+        if (breaker.onFailure(pass)) this.breakerOpened(req, outcome);
+      }
       else if (outcome.kind === 'rate_limited') breaker.onRateLimited(pass);
       // A call that never reached the vendor (a path refused before sending, a busy refund lease, the gateway's
       // own token store) says nothing of its health: it must not close a half-open breaker, nor reset the count.
       else if (!vendorReached) breaker.onAbandoned(pass);
-      else breaker.onNeutral(pass);
+      else if (breaker.onNeutral(pass)) this.breakerClosed(req);
+      if (errorCode === 'OUTCOME_UNKNOWN') {
+        // A write that may have happened: somebody has to find out (POST /v1/tool-calls/:id/reconcile). The one
+        // line that names it, where the request log shows a 200 like any other tool result.
+        this.log.warn(
+          { toolCallId: req.toolCallId, orgId: req.orgId, vendor: req.entry.vendor, tool: req.entry.tool.name, action: req.entry.action.name, cause: decisive.kind, vendorStatus: decisive.vendorStatus ?? null },
+          'write outcome unknown: the call is indeterminate until an operator reconciles it with the vendor',
+        );
+      }
       return done(
         {
           status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
@@ -179,6 +220,12 @@ export class RuntimeToolExecutor {
       const reached = sent || progress.failures.some(reachedVendor);
       // A write that threw after it may have been sent cannot be called failed with certainty.
       const unknown = req.entry.action.sideEffect === 'write' && sent;
+      if (unknown) {
+        this.log.warn(
+          { toolCallId: req.toolCallId, orgId: req.orgId, vendor: req.entry.vendor, tool: req.entry.tool.name, action: req.entry.action.name },
+          'write outcome unknown: the call is indeterminate until an operator reconciles it with the vendor',
+        );
+      }
       return done(
         {
           status: unknown ? 'indeterminate' : 'failed',
@@ -290,7 +337,9 @@ export class RuntimeToolExecutor {
         credentialsCurrent: () => this.credentialsState(req, credentials),
       });
       progress.inHandler = false;
-      this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);
+      // An attempt that ended in the gateway's own trouble (its database, another call's lease) is not a vendor
+      // answer: counted here it read as the vendor's network errors or timeouts on the dashboards.
+      if (outcome.ok || !outcome.local) this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);
       if (!outcome.ok) {
         last = outcome;
         progress.failures.push(outcome);

@@ -264,8 +264,9 @@ describe('shopify_refund.create, through the pipeline', () => {
         const from = h.emu.requests.length;
         const res = await refund(org, '450789469', '1.25');
         expect(spy).toHaveBeenCalledTimes(1);
-        expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
-        expect(res.body.toolResult.content).toMatch(/may work later/);
+        // The gateway's own failure, not Shopify's: EXECUTION_ERROR (not sent), never VENDOR_ERROR.
+        expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+        expect(res.body.toolResult.content).toMatch(/temporary problem on its side; nothing was sent to the vendor\. It may work later/);
         expect(refundsSince(from)).toHaveLength(0);
         expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/could not be checked before the refund was sent/);
         expect(await leases(org.orgId)).toEqual([]);

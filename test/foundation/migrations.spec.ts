@@ -12,6 +12,7 @@ import { pendingMigrations } from '../../src/db/pending-migrations.js';
 import { runBuiltCli } from '../support/built-cli.js';
 import { appendToRunLog } from '../support/run-log.js';
 import { startTestApp } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
 import { createScratchDatabase, dropScratchDatabase } from '../support/scratch-database.js';
 
 /** The advisory lock key runMigrations serialises replicas on (bootstrap.ts). */
@@ -76,7 +77,14 @@ describe('migrations when several replicas start together', () => {
     try {
       await other.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
       const run = runBuiltCli('migrate', ['run'], { DATABASE_URL: db.url });
-      await new Promise((r) => setTimeout(r, 1_500));
+      // Released once the CLI has found it held (a try that failed), not after a fixed sleep: on a loaded machine the
+      // CLI took longer than 1.5 s to reach the lock, found it free, and had nothing to wait for.
+      await waitFor(async () => {
+        const tried = await other.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle' AND query LIKE 'SELECT pg_try_advisory_lock%'`,
+        );
+        return tried.rowCount! > 0;
+      }, 'migration:run to try the held lock', 30_000);
       await other.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
       const r = await run;
       expect(r.code).toBe(0);
