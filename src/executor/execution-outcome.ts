@@ -36,7 +36,9 @@ export type ExecutionOutcome =
       vendorStatus: number | null;
       /**
        * A failure at the vendor: true when it refused the input (the same input fails the same way), false for
-       * trouble on its side or on the way (it may work later). Absent when the call stopped before the vendor.
+       * trouble on its side or on the way (it may work later). Also false for EXECUTION_ERROR when the gateway's own
+       * database failed before anything was sent (it may work later). Absent when the call stopped before the vendor
+       * for any other reason.
        */
       vendorRefused?: boolean;
       retryAfterSeconds?: number;

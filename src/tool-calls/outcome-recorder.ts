@@ -133,6 +133,7 @@ export class OutcomeRecorder {
   recordUnsent(c: ExecutedCall): void {
     const outcome: ExecutionOutcome = {
       status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: UNSENT_TEXT, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false,
+      vendorRefused: false, // the gateway's own trouble, passing: the model is told a new call may work (tool-call-body.ts)
     };
     const { row, events } = this.outcomeWrite(c, outcome, null, this.clock.now());
     this.ledger.settleUnsent(row, events, () => this.settled(c, row));

@@ -11,6 +11,9 @@ import { remainingWait, settledCalls, STORED_CALL_COLUMNS, type StoredCall } fro
 import { buildToolCallBody } from './tool-call-body.js';
 import { respond, type ToolCallResponse } from './tool-call-response.js';
 
+/** A call recorded under the key or the tool_use id of this request, for another action. */
+const KEY_REUSED = 'this Idempotency-Key or this tool_use id (in this run) was already used for a different action';
+
 /** The key conflicted on insert, yet no row holds it: cannot happen (the row is never deleted). */
 export function conflictWithoutRow(): Error {
   return new Error('idempotency key conflict without a row');
@@ -65,26 +68,40 @@ export class StoredCallAnswers {
    * The replay of the call stored under the key, or `none()` when there is none: the run ended (409
    * RUN_NOT_ACTIVE), a batch item not started, or (after a key conflict) a bug.
    */
-  async replayByKey(who: RunReacher & { orgId: string; batchItem?: boolean }, idempotencyKey: string, digest: string, toolUseId: string, none: () => Error): Promise<ToolCallResponse> {
-    const found = await this.storedByKey(who.orgId, idempotencyKey);
+  async replayByKey(
+    who: RunReacher & { orgId: string; batchItem?: boolean },
+    call: { runId: string; idempotencyKey: string },
+    digest: string,
+    toolUseId: string,
+    none: () => Error,
+  ): Promise<ToolCallResponse> {
+    const found = await this.storedCall(who.orgId, call.idempotencyKey, call.runId, toolUseId);
     if (!found) throw none();
     const { run_created_by: runCreatedBy, ...row } = found;
     // An Idempotency-Key is unique per org, so one an agent key sends may name a call of another key's run: that call
     // is never replayed to it (its result is the other key's, reachesRun). The key is taken all the same: 422, as for
     // a key used for another action, and nothing runs.
     if (!reachesRun(who, { orgId: row.org_id, createdBy: runCreatedBy })) {
-      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key (or, without one, this tool_use id in this run) was already used for a different action'), {
+      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', KEY_REUSED), {
         storedCall: { status: row.status, toolName: row.tool_name, action: row.action },
       });
     }
     return this.replayStored(row, digest, toolUseId, who.keyId, who.batchItem === true);
   }
 
-  private async storedByKey(orgId: string, idempotencyKey: string): Promise<(StoredCall & { run_created_by: string | null }) | undefined> {
+  /**
+   * The call recorded under this idempotency key, else the one recorded for this tool_use id in this run (sent
+   * before under another key, or under one and now without). The second branch is read only when the first finds
+   * nothing (Append under LIMIT 1): a replay by its key costs what it did.
+   */
+  private async storedCall(orgId: string, idempotencyKey: string, runId: string, toolUseId: string): Promise<(StoredCall & { run_created_by: string | null }) | undefined> {
     const [row] = await this.sql.prepared<StoredCall & { run_created_by: string | null }>(
       `SELECT ${STORED_CALL_COLUMNS}, (SELECT r.created_by FROM agent_runs r WHERE r.id = t.run_id) AS run_created_by
-         FROM tool_calls t WHERE t.org_id = $1 AND t.idempotency_key = $2`,
-      [orgId, idempotencyKey],
+         FROM (SELECT * FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2
+               UNION ALL
+               SELECT * FROM tool_calls WHERE run_id = $3 AND tool_use_id = $4 AND tool_use_unique AND org_id = $1) t
+        LIMIT 1`,
+      [orgId, idempotencyKey, runId, toolUseId],
     );
     return row;
   }
@@ -93,7 +110,7 @@ export class StoredCallAnswers {
     if (stored.action_digest !== digest) {
       // The stored call rides along (its status and what it does), never serialized: a batch holds the writes after
       // this one while the call first sent under the key, if a write, has not run yet (ToolCallBatchService, keyReusedHold).
-      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key (or, without one, this tool_use id in this run) was already used for a different action'), {
+      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', KEY_REUSED), {
         storedCall: { status: stored.status, toolName: stored.tool_name, action: stored.action },
       });
     }

@@ -100,7 +100,8 @@ export function modelMessage(f: CallFacts): string {
       return 'No usable answer was recorded for this request, so it is unknown whether it took effect. Do not send it again if it changes something (a refund, a note, any write): an operator will check and settle it. A lookup that changes nothing may be run again as a new tool call.';
     case 'EXECUTION_ERROR':
       // vendorRefused false: the gateway's own database failed before the request left (the executor's `local`
-      // failures); nothing was sent, and a new call may well work. Otherwise a bug, or a call recorded as not sent.
+      // failures, and a call recorded as not sent after its intent's answer was lost); a new call may well work.
+      // Otherwise a bug (or a not-sent call recorded before vendorRefused was kept).
       if (f.vendorRefused === false) return 'The gateway could not run this action because of a temporary problem on its side; nothing was sent to the vendor. It may work later, as a new tool call.';
       return 'The tool failed unexpectedly. The action was not completed.';
     default:

@@ -50,8 +50,8 @@ export interface ApprovalRow {
 export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' | 'governance-changed';
 
 /**
- * `reserved`: this request reserved the idempotency key and recorded the call; `exists`: the key
- * already existed (a replay); `run-ended`: the run is no longer active (completed or cancelled,
+ * `reserved`: this request reserved the idempotency key and recorded the call; `exists`: the key, or
+ * the tool_use id in this run, was taken already (a replay); `run-ended`: the run is no longer active (completed or cancelled,
  * perhaps on another replica since this one cached it), so nothing was written; `key-revoked`: the
  * API key the call came with was revoked since the request was authenticated (a long batch, or
  * another replica's revocation inside its cache window), so nothing was written; `governance-changed`:
@@ -98,7 +98,7 @@ export async function writeIntentRow(
               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb, $17, $18, $19,
                 ${running ? 'now()' : 'NULL'}, ${settled ? 'now()' : 'NULL'}
                WHERE EXISTS (SELECT 1 FROM live) AND EXISTS (SELECT 1 FROM actor) AND (SELECT ok FROM gov)
-              ON CONFLICT (org_id, idempotency_key) DO NOTHING RETURNING id)`,
+              ON CONFLICT DO NOTHING RETURNING id)`,
   ];
   if (policy) {
     const b = p.length;
@@ -119,6 +119,8 @@ export async function writeIntentRow(
     ctes.push(`ru AS (UPDATE agent_runs SET pending_approval_count = pending_approval_count + 1, status = 'waiting_approval', updated_at = now()
                          WHERE id = $3 AND status IN ('running', 'waiting_approval') AND EXISTS (SELECT 1 FROM tc))`);
   }
+  // The INSERT names no conflict target: the call is taken by its idempotency key (per org) or by its tool_use id
+  // (per run, tool_calls_run_tool_use_uq), and either makes this a replay of the call already recorded.
   ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
   const t0 = performance.now();
   // `mine`: this very call's row, committed by an earlier attempt of this statement whose answer was lost (the

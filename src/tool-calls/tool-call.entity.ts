@@ -18,6 +18,8 @@ export class ToolCallEntity {
   @Column('text', { name: 'correlation_id' }) correlationId!: string;
   @Column('text', { name: 'idempotency_key' }) idempotencyKey!: string;
   @Column('text', { name: 'tool_use_id' }) toolUseId!: string;
+  /** False only on a call recorded before its tool_use id became unique per run, under an id an earlier call of the run held. */
+  @Column('boolean', { name: 'tool_use_unique', default: true }) toolUseUnique!: boolean;
   @Column('text', { name: 'action_digest' }) actionDigest!: string;
   @Column('jsonb', { name: 'input_redacted' }) inputRedacted!: unknown;
   @Column('jsonb', { name: 'output_redacted', nullable: true }) outputRedacted!: unknown;

@@ -90,14 +90,14 @@ export class ToolCallsService {
     // An ended run takes no new calls; a call it made before it ended is still answered (the agent may resend after a lost answer).
     if (run.status !== 'running' && run.status !== 'waiting_approval') {
       await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-      return await this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
+      return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, () => this.answers.runEnded(run.id));
     }
 
     // A new call only: one stored under these identifiers before they were refused is replayed as any other.
     const credential = credentialInIdentifiers(use.id, idempotencyHeader);
     if (credential) {
       await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-      return await this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, () => credential);
+      return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, () => credential);
     }
 
     const [flagEnabled, { rules, version: policyVersion }] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
@@ -182,8 +182,8 @@ export class ToolCallsService {
         this.keys.refused(p);
         throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
       }
-      if (written === 'run-ended') return await this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, () => this.answers.runEnded(run.id));
-      if (written === 'exists') return await this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, conflictWithoutRow);
+      if (written === 'run-ended') return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, () => this.answers.runEnded(run.id));
+      if (written === 'exists') return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, conflictWithoutRow);
       if (written === 'governance-changed') {
         // Changed on another replica inside this one's cache window: decide again on fresh reads, the lease given back first.
         this.flags.forget(orgId);
@@ -248,9 +248,9 @@ export class ToolCallsService {
    * batch): nothing was started.
    */
   async replayOnly(p: Principal, runId: string, body: unknown, notStarted: () => AppError = heldBehindEarlierItem): Promise<ToolCallResponse> {
-    const { orgId, use, idempotencyKey, digest } = await this.identify(p, runId, body, undefined);
+    const { orgId, use, run, idempotencyKey, digest } = await this.identify(p, runId, body, undefined);
     await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-    return this.answers.replayByKey(replayer(p, orgId), idempotencyKey, digest, use.id, notStarted);
+    return this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, notStarted);
   }
 
   /**

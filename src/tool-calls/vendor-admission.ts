@@ -67,12 +67,14 @@ export class VendorAdmission {
     // The intent statement, which re-checks the key, is not reached on this path: a key revoked since the request
     // was authenticated gets neither a replay nor an event naming it (KeyCheckedInWrite).
     await this.answers.assertKeyLive(actor.keyId);
+    // Recorded already (under this key, or this tool_use id in this run): its replay, not a refusal.
     const [{ exists, live }] = await this.sql.query<{ exists: boolean; live: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2) AS exists,
+      `SELECT EXISTS (SELECT 1 FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2)
+              OR EXISTS (SELECT 1 FROM tool_calls WHERE run_id = $3 AND tool_use_id = $4 AND tool_use_unique) AS exists,
               EXISTS (SELECT 1 FROM agent_runs WHERE id = $3 AND status IN ('running', 'waiting_approval')) AS live`,
-      [orgId, idempotencyKey, runId],
+      [orgId, idempotencyKey, runId, toolUseId],
     );
-    if (exists) return this.answers.replayByKey({ orgId, keyId: actor.keyId, role: actor.role, batchItem }, idempotencyKey, digest, toolUseId, conflictWithoutRow);
+    if (exists) return this.answers.replayByKey({ orgId, keyId: actor.keyId, role: actor.role, batchItem }, { runId, idempotencyKey }, digest, toolUseId, conflictWithoutRow);
     // A run that ended (on another replica, since this one cached it) takes no call, now or later: not "retry shortly".
     if (!live) throw this.answers.runEnded(runId);
     await this.events.append([{ orgId, type: 'tool_call.rejected', runId, actor, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);

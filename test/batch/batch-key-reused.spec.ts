@@ -58,7 +58,7 @@ describe('batch: a write refused 422 IDEMPOTENCY_KEY_REUSED holds the writes aft
       ['succeeded', null],
     ]);
     expect(Object.keys(results[0]).sort()).toEqual(PROBLEM_KEYS);
-    expect(results[0].detail).toBe('this Idempotency-Key (or, without one, this tool_use id in this run) was already used for a different action');
+    expect(results[0].detail).toBe('this Idempotency-Key or this tool_use id (in this run) was already used for a different action');
     expect(String(results[1].detail)).toMatch(/toolUses\[0\].*IDEMPOTENCY_KEY_REUSED.*waiting for approval.*not started/);
     expect(results[1].retryAfterSeconds).toBe(5);
     expect(sent(from, /422: after the refund/)).toHaveLength(0);

@@ -162,7 +162,7 @@ describe('migrations when several replicas start together', () => {
       for (const [i, [run, cost]] of calls.entries()) {
         await scratch.query(
           `INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, status, correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, cost_cents)
-           VALUES (gen_random_uuid(), $1, $2, 's', 't', 'a', 'succeeded', 'c', $3, 'u', 'd', '{}', $4)`,
+           VALUES (gen_random_uuid(), $1, $2, 's', 't', 'a', 'succeeded', 'c', $3, $3, 'd', '{}', $4)`,
           [org, run, `k${i}`, cost],
         );
       }
@@ -173,6 +173,42 @@ describe('migrations when several replicas start together', () => {
     } finally {
       await scratch.destroy();
       await dropScratchDatabase(holder, dbName); // leak-scanned first: the run-wide scan never sees it
+    }
+  });
+});
+
+describe('the tool_use id made unique per run over a ledger that already holds it twice', () => {
+  it('earlier calls stay as they were, all but the first of a tool_use marked; from then on the id is taken once per run', async () => {
+    const db = await createScratchDatabase('tg_migrate_tool_use');
+    const scratch = await new DataSource(dbOptions(db.url, 2)).initialize();
+    try {
+      await runMigrations(scratch);
+      await scratch.undoLastMigration({ transaction: 'each' }); // back to before ToolUseOncePerRun
+      const org = '00000000-0000-4000-8000-000000000001';
+      const run = '00000000-0000-4000-8000-0000000000a1';
+      await scratch.query(`INSERT INTO orgs (id, name) VALUES ($1, 'o')`, [org]);
+      await scratch.query(`INSERT INTO agent_runs (id, org_id, specialist_id, status, metadata) VALUES ($1, $2, 's', 'running', '{}')`, [run, org]);
+      const insert = (key: string, toolUseId: string, createdAt: string) =>
+        scratch.query(
+          `INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, status, correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, created_at)
+           VALUES (gen_random_uuid(), $1, $2, 's', 't', 'a', 'succeeded', 'c', $3, $4, 'd', '{}', $5)`,
+          [org, run, key, toolUseId, createdAt],
+        );
+      // One tool_use sent under three keys (the same write run three times, before), and another sent once.
+      await insert('key:c', 'toolu_dup', '2026-12-01T10:00:02Z');
+      await insert('key:a', 'toolu_dup', '2026-12-01T10:00:00Z');
+      await insert('key:b', 'toolu_dup', '2026-12-01T10:00:01Z');
+      await insert('run:x', 'toolu_one', '2026-12-01T10:00:03Z');
+
+      await runMigrations(scratch);
+      const rows = (await scratch.query('SELECT idempotency_key, tool_use_unique FROM tool_calls ORDER BY idempotency_key')) as { idempotency_key: string; tool_use_unique: boolean }[];
+      expect(rows.map((r) => [r.idempotency_key, r.tool_use_unique])).toEqual([['key:a', true], ['key:b', false], ['key:c', false], ['run:x', true]]);
+      for (const toolUseId of ['toolu_dup', 'toolu_one']) {
+        await expect(insert(`key:new-${toolUseId}`, toolUseId, '2026-12-01T11:00:00Z')).rejects.toMatchObject({ code: '23505', constraint: 'tool_calls_run_tool_use_uq' });
+      }
+    } finally {
+      await scratch.destroy();
+      await db.drop();
     }
   });
 });

@@ -72,7 +72,7 @@ describe('ledger rows forged around the gateway', () => {
     const call = (column: string, value: string) =>
       refusal(
         `INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, status, correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, ${column})
-         VALUES (gen_random_uuid(), $1, $2, 's', 't', 'a', 'succeeded', 'c', gen_random_uuid()::text, 'u', 'd', '{}', $3)`,
+         VALUES (gen_random_uuid(), $1, $2, 's', 't', 'a', 'succeeded', 'c', gen_random_uuid()::text, gen_random_uuid()::text, 'd', '{}', $3)`,
         [org, run, value],
       );
     const times = { code: '23514', constraint: 'tool_calls_times_finite' };
@@ -83,7 +83,7 @@ describe('ledger rows forged around the gateway', () => {
     }
     const [{ id }] = (await t.ds.query(
       `INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, status, correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted)
-       VALUES (gen_random_uuid(), $1, $2, 's', 't', 'a', 'succeeded', 'c', 'k', 'u', 'd', '{}') RETURNING id`,
+       VALUES (gen_random_uuid(), $1, $2, 's', 't', 'a', 'succeeded', 'c', 'k', 'u-forged', 'd', '{}') RETURNING id`,
       [org, run],
     )) as { id: string }[];
     expect(await refusal(`UPDATE tool_calls SET finished_at = 'infinity' WHERE id = $1`, [id])).toEqual(times);

@@ -26,7 +26,7 @@ describe('crash recovery and reconcile', () => {
       await first.ds.query(
         `INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, correlation_id, idempotency_key,
            tool_use_id, action_digest, input_redacted, started_at)
-         VALUES ($1, $2, $3, 'support', 'shopify_order', 'add_note', 'shopify', 'running', 'c', $4, 't', $5, '{}', now() - $6::interval)`,
+         VALUES ($1, $2, $3, 'support', 'shopify_order', 'add_note', 'shopify', 'running', 'c', $4, $4, $5, '{}', now() - $6::interval)`,
         [id, org.orgId, org.runId, `k-${id}`, 'a'.repeat(64), age],
       );
     }

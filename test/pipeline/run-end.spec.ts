@@ -204,11 +204,11 @@ describe('ending a run', () => {
       const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
       const first = await post(h.t, org, lookupUse());
       const use = lookupUse();
-      // Another transaction holds the call's idempotency key: its intent waits there, after reading the run.
+      // Another transaction holds the call's idempotency key and tool_use id: its intent waits there, after reading the run.
       const qr = await holding(
-        `INSERT INTO tool_calls SELECT (jsonb_populate_record(NULL::tool_calls, to_jsonb(t) || jsonb_build_object('id', gen_random_uuid(), 'idempotency_key', $2::text))).*
+        `INSERT INTO tool_calls SELECT (jsonb_populate_record(NULL::tool_calls, to_jsonb(t) || jsonb_build_object('id', gen_random_uuid(), 'idempotency_key', $2::text, 'tool_use_id', $3::text))).*
            FROM tool_calls t WHERE t.id = $1`,
-        [first.body.toolCallId, `run:${org.runId}:${use.id}`],
+        [first.body.toolCallId, `run:${org.runId}:${use.id}`, use.id],
       );
       const call = post(h.t, org, use).then((r) => r);
       await waitForWaiters(1);

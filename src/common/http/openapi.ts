@@ -120,7 +120,7 @@ export function ApiToolCallResponses(forbidden: string): MethodDecorator {
     ApiResponse({ status: 202, description: 'waiting for approval', schema: TOOL_CALL_BODY_SCHEMA, headers: replayed }),
     ApiResponse({
       status: 403,
-      description: `blocked (flag, manifest, policy, rejected, expired) — tool-call body (application/json); or ${forbidden} — problem+json`,
+      description: `blocked (flag, manifest, policy, rejected, expired, or its run ended while it waited for an approval: RUN_NOT_ACTIVE) — tool-call body (application/json); or ${forbidden} — problem+json`,
       content: bodyOrProblem,
       headers: replayed,
     }),
@@ -156,7 +156,10 @@ export function ApiToolCallResponses(forbidden: string): MethodDecorator {
     ),
     ApiProblemResponse(
       503,
-      `${UNAVAILABLE}. Without \`toolCallId\`: nothing was recorded or executed. With \`toolCallId\` and ` +
+      `${UNAVAILABLE}. Without \`toolCallId\`: nothing was executed, and the vendor was not called. The call may still have been ` +
+        'recorded (the database went away as it committed, and its answer was lost): send the same tool_use again later; it then ' +
+        'runs, or, if it was recorded, answers 200 failed / EXECUTION_ERROR (not sent, nothing charged), and a new tool_use id is needed ' +
+        'to try it again. With `toolCallId` and ' +
         '`outcomeConfirmed: false`: the call was recorded and ran (the detail says whether the vendor was called), but its outcome ' +
         'may not be written yet; the gateway keeps it and retries. Send the same tool_use again (same id or Idempotency-Key) to read ' +
         'it (409 IDEMPOTENCY_IN_PROGRESS until then) — never under a new id',

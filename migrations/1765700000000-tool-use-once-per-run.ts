@@ -1,0 +1,30 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * A tool_use id names one call in its run, whatever Idempotency-Key it comes with. The key alone was unique (per
+ * org): the same tool_use sent again under another key (a runtime that restarted and lost the keys it had chosen,
+ * or one that read "the same id or Idempotency-Key" in a 503 and sent the id alone) was a new call, and a write ran
+ * twice at the vendor. Model tool_use ids are unique by construction: in one run, the same id is the same call.
+ *
+ * Calls recorded before this migration may already hold a tool_use id twice in a run (under two keys): they stay as
+ * they were (ledger rows are not rewritten), marked `tool_use_unique = false` on every call but the first, and the
+ * unique index covers the rest. A column with a constant default is added without rewriting the table; the index is
+ * built inside the migration's transaction (as every earlier one): writes to tool_calls wait for the build.
+ */
+export class ToolUseOncePerRun1765700000000 implements MigrationInterface {
+  name = 'ToolUseOncePerRun1765700000000';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query('ALTER TABLE tool_calls ADD COLUMN tool_use_unique boolean NOT NULL DEFAULT true');
+    await q.query(
+      `UPDATE tool_calls t SET tool_use_unique = false
+        WHERE EXISTS (SELECT 1 FROM tool_calls e WHERE e.run_id = t.run_id AND e.tool_use_id = t.tool_use_id AND (e.created_at, e.id) < (t.created_at, t.id))`,
+    );
+    await q.query('CREATE UNIQUE INDEX tool_calls_run_tool_use_uq ON tool_calls (run_id, tool_use_id) WHERE tool_use_unique');
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query('DROP INDEX tool_calls_run_tool_use_uq');
+    await q.query('ALTER TABLE tool_calls DROP COLUMN tool_use_unique');
+  }
+}
