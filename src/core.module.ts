@@ -1,4 +1,5 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { ApprovalExpiries } from './approvals/approval-expiries.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
 import { KeyRateLimiter } from './auth/key-rate-limiter.js';
 import { Clock } from './common/clock.js';
@@ -15,6 +16,7 @@ import { OrgScopeService } from './orgs/org-scope.service.js';
 const SHARED = [
   Clock,
   MetricsService,
+  ApprovalExpiries,
   LedgerEventsService,
   LedgerSealerService,
   LedgerVerifierService,

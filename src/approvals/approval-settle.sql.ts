@@ -1,3 +1,5 @@
+import type { ApprovalKind, ApprovalStatus } from './approval-request.entity.js';
+
 /**
  * One statement that settles approval requests and everything that hangs off
  * them: the approval row (only while still pending — the conditional update is
@@ -81,5 +83,16 @@ export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?
                                 'reason', CASE ap.status WHEN 'approved' THEN NULL WHEN 'expired' THEN 'approval_expired'
                                                ELSE ap.kind || '_rejected' END)
         FROM ap)
-    SELECT ap.id, ap.tool_call_id, ap.status, ap.kind FROM ap`;
+    SELECT ap.id, ap.tool_call_id, ap.status, ap.kind, ap.org_id, ap.tool_name, ap.action FROM ap`;
+}
+
+/** A row the settle statement returns: one approval it settled, as it settled it. */
+export interface SettledApproval {
+  id: string;
+  tool_call_id: string;
+  status: ApprovalStatus;
+  kind: ApprovalKind;
+  org_id: string;
+  tool_name: string;
+  action: string;
 }

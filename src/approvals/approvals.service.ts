@@ -9,7 +9,8 @@ import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import { Sql } from '../db/sql.js';
 import { filterHash, LedgerCursorCodec } from '../ops/ledger-cursor.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
-import { settleApprovalsSql } from './approval-settle.sql.js';
+import { ApprovalExpiries } from './approval-expiries.js';
+import { settleApprovalsSql, type SettledApproval } from './approval-settle.sql.js';
 import { APPROVAL_COLUMNS, approvalView, type ApprovalRecord } from './approval.view.js';
 import type { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
 import { listingScope } from '../ops/ops-scope.js';
@@ -40,6 +41,7 @@ export class ApprovalsService {
     private readonly cursors: LedgerCursorCodec,
     private readonly clock: Clock,
     private readonly runner: ApprovedCallRunner,
+    private readonly expiries: ApprovalExpiries,
   ) {}
 
   async list(p: Principal, q: ListApprovalsQuery) {
@@ -92,6 +94,7 @@ export class ApprovalsService {
     }
     const settled = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason ?? null]);
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
+    this.expiries.recorded([settled]);
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
     // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
     if (settled.status === 'approved') void this.runner.runSoon(settled.tool_call_id); // it logs its own errors
@@ -107,11 +110,11 @@ export class ApprovalsService {
    * whole, and the statement only settles a still-pending approval, so running it again is safe: it
    * settles it, or finds it settled by the end (→ 409 above).
    */
-  private async settle(p: Principal, id: string, decision: 'approved' | 'rejected', decider: unknown[]): Promise<{ status: string; tool_call_id: string } | undefined> {
+  private async settle(p: Principal, id: string, decision: 'approved' | 'rejected', decider: unknown[]): Promise<SettledApproval | undefined> {
     return retryOnDeadlock(() =>
       this.sql.transaction(async (client) => {
         await client.query('SELECT 1 FROM approval_requests WHERE id = $1 FOR UPDATE', [id]);
-        const { rows } = await client.query<{ status: string; tool_call_id: string }>(settleApprovalsSql('by-id'), [id, decision, this.clock.now(), ...decider]);
+        const { rows } = await client.query<SettledApproval>(settleApprovalsSql('by-id'), [id, decision, this.clock.now(), ...decider]);
         // A decision by a key revoked meanwhile (while this waited for the row, say) is none: 401, nothing settled.
         await holdActorKey(clientQuery(client), p);
         return rows[0];

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { CatalogEntry } from '../catalog/tool-catalog.service.js';
-import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
+import { databaseCause } from '../common/errors/database-errors.js';
 import { newId } from '../common/ids.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
@@ -107,8 +107,9 @@ export class ApprovedCallClaimer {
       return call;
     } catch (err) {
       // Any other error is the statement's own: it rolled back, the call is still approved, a later sweep retries.
-      if (!isDatabaseUnavailable(err)) throw err;
-      this.log.warn({ toolCallId }, 'approved call claim unconfirmed (database unavailable): a later sweep runs it if it is still approved; if the claim committed, the orphan sweep will mark it indeterminate');
+      const cause = databaseCause(err);
+      if (!cause) throw err;
+      this.log.warn({ toolCallId, ...cause }, 'approved call claim unconfirmed (database unavailable): a later sweep runs it if it is still approved; if the claim committed, the orphan sweep will mark it indeterminate');
       return undefined;
     }
   }

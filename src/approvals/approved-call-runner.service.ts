@@ -14,7 +14,8 @@ import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
 import { inputAad, recordedTool, settledCalls, ToolCallsService, type RecordedTool } from '../tool-calls/tool-calls.service.js';
 import type { ApprovalKind } from './approval-request.entity.js';
 import { ApprovedCallClaimer } from './approved-call-claimer.js';
-import { EXPIRY_BATCH, settleApprovalsSql } from './approval-settle.sql.js';
+import { ApprovalExpiries } from './approval-expiries.js';
+import { EXPIRY_BATCH, settleApprovalsSql, type SettledApproval } from './approval-settle.sql.js';
 
 const SWEEP_EVERY_MS = 5_000;
 
@@ -102,6 +103,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     private readonly cipher: EnvelopeCipher,
     private readonly clock: Clock,
     private readonly metrics: MetricsService,
+    private readonly expiries: ApprovalExpiries,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -205,7 +207,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    */
   async expireOverdue(now: Date, batch = EXPIRY_BATCH, progress = { expired: 0 }): Promise<number> {
     for (;;) {
-      const rows = await this.sql.query(settleApprovalsSql('expired', { batched: true }), [null, 'expired', now, null, null, null, batch]);
+      const rows = await this.sql.query<SettledApproval>(settleApprovalsSql('expired', { batched: true }), [null, 'expired', now, null, null, null, batch]);
+      this.expiries.recorded(rows);
       progress.expired += rows.length;
       if (rows.length === 0 || rows.length < batch) return progress.expired;
     }

@@ -9,8 +9,8 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { Role } from './api-key.entity.js';
 import { ApiKeysService, type LookupGate } from './api-keys.service.js';
 import { KEY_CHECKED_IN_WRITE, KEY_KIND_KEY, PUBLIC_KEY, RATE_COST_KEY, ROLES_KEY, type KeyKindRule, type RateCostOf } from './auth.decorators.js';
-import { clientAddressKey } from './client-address.js';
-import type { Principal } from './principal.js';
+import { clientAddressOf } from './client-address.js';
+import type { AuthenticatedRequest, Principal } from './principal.js';
 import { KeyRateLimiter } from './key-rate-limiter.js';
 import { RateLimiter } from './rate-limiter.js';
 
@@ -42,7 +42,7 @@ export class AuthGuard implements CanActivate {
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     const targets = [ctx.getHandler(), ctx.getClass()];
-    const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal }>();
+    const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal } & AuthenticatedRequest>();
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return this.bodyChecked(req);
     // Node keeps the first of repeated fields in req.headers; a proxy or audit log in front may read another one.
     // Authorization is no list (RFC 9110 §5.3): two are refused before either is looked up, as a repeated Host is.
@@ -55,6 +55,9 @@ export class AuthGuard implements CanActivate {
     const fresh = !SAFE_METHODS.has(req.method) && !this.reflector.getAllAndOverride<boolean>(KEY_CHECKED_IN_WRITE, targets);
     const principal = match ? await this.keys.authenticate(match[1], this.lookupGate(req), fresh) : null;
     if (!principal) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
+    // For the request log, also when a check below refuses the key (its 429 names whom to revoke); req.principal is
+    // set only once every check has passed.
+    req.authenticatedKey = { keyId: principal.keyId, orgId: principal.orgId };
     const costOf = this.reflector.get<RateCostOf | undefined>(RATE_COST_KEY, ctx.getHandler());
     const wait = this.limiter.take(principal.keyId, costOf ? costOf(req) : 1);
     if (wait > 0) throw new AppError('RATE_LIMITED', 'rate limit exceeded for this API key', { retryAfterSeconds: wait });
@@ -74,7 +77,7 @@ export class AuthGuard implements CanActivate {
   private lookupGate(req: Request): LookupGate | undefined {
     const failures = this.failures;
     if (!failures) return undefined;
-    const address = clientAddressKey(req.ip ?? req.socket.remoteAddress);
+    const address = clientAddressOf(req);
     return { take: () => failures.take(address), refund: () => failures.refund(address) };
   }
 

@@ -31,6 +31,14 @@ export function clientAddressKey(raw: string | undefined): string {
     .join(':')}::/64`;
 }
 
+/**
+ * The metering key of a request's client: req.ip (what the last TRUST_PROXY_HOPS proxies report, app.setup.ts), else
+ * its peer. The rate limiters meter by it and the request log names the client by it, so the two always agree.
+ */
+export function clientAddressOf(req: { ip?: string; socket: { remoteAddress?: string } }): string {
+  return clientAddressKey(req.ip ?? req.socket.remoteAddress);
+}
+
 /** "a.b.c.d:port" → "a.b.c.d", "[v6]:port" or "[v6]" → "v6"; anything else as it is. */
 function withoutPort(ip: string): string {
   const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(ip);

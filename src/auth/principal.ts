@@ -9,6 +9,14 @@ export interface Principal {
   batchItem?: true;
 }
 
+/**
+ * What the request log reads of the key a request authenticated with (AuthGuard): ids only, never the key. Set also
+ * when the key is then refused (429, 403).
+ */
+export interface AuthenticatedRequest {
+  authenticatedKey?: Pick<Principal, 'keyId' | 'orgId'>;
+}
+
 export const actorOf = (p: Principal): { keyId: string; role: Role } => ({ keyId: p.keyId, role: p.role });
 
 /** What reachesRun needs of a principal (the actor a call path carries, whose role is kept as text, will do). */

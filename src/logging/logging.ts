@@ -1,10 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pinoHttp, type HttpLogger, type Options } from 'pino-http';
 import type { DestinationStream } from 'pino';
+import { clientAddressOf } from '../auth/client-address.js';
+import type { AuthenticatedRequest } from '../auth/principal.js';
 import type { AppConfig } from '../config/app-config.js';
 import { redactInput } from '../redaction/redaction.service.js';
 
-type Req = IncomingMessage & { correlationId?: string; originalUrl?: string };
+type Req = IncomingMessage & AuthenticatedRequest & { correlationId?: string; originalUrl?: string; ip?: string };
 
 /** Only these request facts are logged: no headers (Authorization, keys), no bodies, no query values. */
 type Listener = (line: string) => void;
@@ -61,11 +63,23 @@ export function loggedPath(url: string | undefined): string {
   return redactInput(requestPath(url)) as string;
 }
 
+/**
+ * Who sent a request, for its "request completed" line: the address the rate limiters meter it by, and the ids of the
+ * key it authenticated with (kept on the request by the AuthGuard: no look-up here), so a client hammering the gateway
+ * can be told apart and its key revoked. Never the key or a header.
+ */
+function requestCaller(req: Req): { client: string; keyId?: string; orgId?: string | null } {
+  const key = req.authenticatedKey;
+  return { client: clientAddressOf(req), ...(key ? { keyId: key.keyId, orgId: key.orgId } : {}) };
+}
+
 export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream] {
   const options: Options = {
     level: config.LOG_LEVEL,
     genReqId: (req: Req) => req.correlationId ?? 'unknown',
     customProps: (req: Req) => ({ correlationId: req.correlationId }),
+    customSuccessObject: (req: Req, _res: ServerResponse, line: object) => ({ ...requestCaller(req), ...line }),
+    customErrorObject: (req: Req, _res: ServerResponse, _err: Error, line: object) => ({ ...requestCaller(req), ...line }),
     serializers: {
       req: (req: { method?: string; url?: string }) => ({ method: req.method, path: loggedPath(req.url) }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),

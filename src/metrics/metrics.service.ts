@@ -34,7 +34,7 @@ export class MetricsService {
 
   readonly breakerState = new Gauge({
     name: 'vendor_circuit_breaker_open',
-    help: 'Circuit breakers of this process by vendor and state (count of org x vendor breakers)',
+    help: 'Org x vendor circuit breakers of this process that are not closed (open or half_open), by vendor and state',
     labelNames: ['vendor', 'state'] as const,
     registers: [this.registry],
   });
@@ -42,6 +42,13 @@ export class MetricsService {
   readonly pendingApprovals = new Gauge({
     name: 'approvals_pending',
     help: 'Approval requests pending and not yet past their expiry, counted every 15 s',
+    registers: [this.registry],
+  });
+
+  readonly approvalsExpired = new Counter({
+    name: 'approvals_expired_total',
+    help: 'Approval requests that expired undecided (their calls blocked APPROVAL_EXPIRED), by kind, as written by this process',
+    labelNames: ['kind'] as const,
     registers: [this.registry],
   });
 

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import { Injectable, Logger, StreamableFile } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { EXPIRY_BATCH, settleApprovalsSql } from '../approvals/approval-settle.sql.js';
+import { ApprovalExpiries } from '../approvals/approval-expiries.js';
+import { EXPIRY_BATCH, settleApprovalsSql, type SettledApproval } from '../approvals/approval-settle.sql.js';
 import type { Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { notFound } from '../common/errors/app-error.js';
@@ -76,6 +77,7 @@ export class ToolCallsQueryService {
     private readonly cursors: LedgerCursorCodec,
     private readonly calls: ToolCallsService,
     private readonly clock: Clock,
+    private readonly expiries: ApprovalExpiries,
   ) {}
 
   async list(p: Principal, q: ToolCallListQuery): Promise<ToolCallPage> {
@@ -138,10 +140,9 @@ export class ToolCallsQueryService {
       // Sent again if it lost a deadlock (rolled back whole; it settles only approvals still pending).
       const settled = await retryOnDeadlock(
         () =>
-          this.ds.query(settleApprovalsSql('expired', { batched: true }), [orgId, 'expired', this.clock.now(), null, null, null, EXPIRY_BATCH]) as Promise<
-            { tool_call_id: string }[]
-          >,
+          this.ds.query(settleApprovalsSql('expired', { batched: true }), [orgId, 'expired', this.clock.now(), null, null, null, EXPIRY_BATCH]) as Promise<SettledApproval[]>,
       );
+      this.expiries.recorded(settled);
       for (const r of settled) settledCalls.emit('settled', r.tool_call_id);
       if (settled.length < EXPIRY_BATCH || performance.now() >= deadline) return;
     }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, reachesRun, type Principal } from '../auth/principal.js';
-import { settleApprovalsSql } from '../approvals/approval-settle.sql.js';
+import { ApprovalExpiries } from '../approvals/approval-expiries.js';
+import { settleApprovalsSql, type SettledApproval } from '../approvals/approval-settle.sql.js';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
@@ -57,6 +58,7 @@ export class RunsService {
     private readonly permissions: ToolPermissionsService,
     private readonly catalog: ToolCatalogService,
     private readonly clock: Clock,
+    private readonly expiries: ApprovalExpiries,
   ) {}
 
   async create(actor: Principal, dto: CreateRunDto) {
@@ -187,7 +189,8 @@ export class RunsService {
     for (const a of overdue) {
       // Past its expiry at `now`, the statement settles it expired whatever $2 says; like a decision, sent again if it
       // lost a deadlock to a run ending at the same moment (rolled back whole, so safe to resend).
-      const rows = await retryOnDeadlock(() => this.ds.query(settleApprovalsSql('by-id'), [a.id, 'expired', now, null, null, null]) as Promise<{ tool_call_id: string }[]>);
+      const rows = await retryOnDeadlock(() => this.ds.query(settleApprovalsSql('by-id'), [a.id, 'expired', now, null, null, null]) as Promise<SettledApproval[]>);
+      this.expiries.recorded(rows); // a read that settles an expiry says so, as the sweep does
       settled.push(...rows.map((r) => r.tool_call_id));
     }
     return settled;

@@ -1,5 +1,5 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
+import { databaseCause, isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { sharedAbortController } from '../common/shared-abort.js';
 import { Sql } from '../db/sql.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
@@ -126,7 +126,7 @@ export class ToolCallLedger implements OnApplicationShutdown {
       return await retryWhileUnavailable(attempt, { budgetMs: OUTCOME_WRITE_INLINE_MS, capMs: 1_000 });
     } catch (err) {
       if (!isDatabaseUnavailable(err)) throw err;
-      throw new OutcomeNotWritten(this.keepTrying(o, attempt, lateWrite, OUTCOME_LOGS), err);
+      throw new OutcomeNotWritten(this.keepTrying(o, attempt, lateWrite, OUTCOME_LOGS, err), err);
     }
   }
 
@@ -149,13 +149,14 @@ export class ToolCallLedger implements OnApplicationShutdown {
   }
 
   /** Keeps retrying in the background; false when it cannot (the gateway is stopping). */
-  private keepTrying(o: OutcomeRow, attempt: () => Promise<boolean>, lateWrite: (written: boolean) => void, logs: KeptWriteLogs): boolean {
+  private keepTrying(o: OutcomeRow, attempt: () => Promise<boolean>, lateWrite: (written: boolean) => void, logs: KeptWriteLogs, first?: unknown): boolean {
     const fields = { toolCallId: o.id, status: o.status };
+    const cause = databaseCause(first); // what the write that gave up first met (none for an unsent call's settling)
     if (this.closing.signal.aborted) {
-      this.log.warn(fields, `${logs.what} not recorded (database unavailable while stopping): the orphan sweep will mark the call indeterminate`);
+      this.log.warn({ ...fields, ...cause }, `${logs.what} not recorded (database unavailable while stopping): the orphan sweep will mark the call indeterminate`);
       return false;
     }
-    this.log.warn(fields, `${logs.what} not recorded yet (database unavailable): kept in memory, retrying`);
+    this.log.warn({ ...fields, ...cause }, `${logs.what} not recorded yet (database unavailable): kept in memory, retrying`);
     const task = retryWhileUnavailable(attempt, { budgetMs: OUTCOME_WRITE_LATE_MS, capMs: 5_000, signal: this.closing.signal }).then(
       (written) => {
         this.log.log(fields, written ? `${logs.what} recorded after the database came back` : logs.notWritten);
@@ -165,7 +166,7 @@ export class ToolCallLedger implements OnApplicationShutdown {
         // A code, not the error's text: a statement's error may quote its values.
         const code = (err as { code?: unknown } | null)?.code;
         const reason = isDatabaseUnavailable(err) ? 'database unavailable' : typeof code === 'string' ? `error ${code}` : 'write failed';
-        this.log.warn({ ...fields, reason }, `${logs.what} not recorded: the orphan sweep will mark the call indeterminate`);
+        this.log.warn({ ...fields, reason, ...databaseCause(err) }, `${logs.what} not recorded: the orphan sweep will mark the call indeterminate`);
       },
     );
     this.late.add(task);

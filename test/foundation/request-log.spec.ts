@@ -11,7 +11,7 @@ import { MetricsService } from '../../src/metrics/metrics.service.js';
 import request from 'supertest';
 import { logSocketAnswer, recordingResponses } from '../support/response-log.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
-import { adminAuth, startTestApp, type TestApp } from '../support/test-app.js';
+import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 @Controller('v1/test-log')
 class LoggingController {
@@ -223,5 +223,54 @@ describe('request log: answers given before the routes', () => {
       stop();
       await app.close();
     }
+  });
+});
+
+/**
+ * A client hammering the gateway is named in each answer's line: by the address the rate limiters meter it by (behind
+ * TRUST_PROXY_HOPS proxies, the one they report), and once its key is known, by the key's id and org. Ids only: never
+ * the key, never a header.
+ */
+describe('request log: who sent it', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ AUTH_FAILURE_RPS: '2', RATE_LIMIT_RPS: '3', TRUST_PROXY_HOPS: '1' });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const answered = async (send: () => request.Test): Promise<{ status: number; line: LogLine & Record<string, unknown> }> => {
+    const res = await send();
+    const lines = await requestLine(t.logs, res.headers['x-correlation-id'] as string);
+    expect(lines).toHaveLength(1);
+    return { status: res.status, line: lines[0] as LogLine & Record<string, unknown> };
+  };
+
+  it('made-up keys, answered 401 then 429: each line names the client address they are metered by, and no key', async () => {
+    const keys = Array.from({ length: 6 }, (_, i) => `tgw_madeup${i}_${randomBytes(16).toString('hex')}`);
+    const answers = [];
+    for (const key of keys) answers.push(await answered(() => t.http.get('/v1/tool-calls').set(bearer(key)).set('X-Forwarded-For', '203.0.113.7')));
+    expect(new Set(answers.map((a) => a.status))).toEqual(new Set([401, 429]));
+    for (const { status, line } of answers) {
+      expect(line).toMatchObject({ msg: 'request completed', client: '203.0.113.7', res: { statusCode: status } });
+      expect(line).not.toHaveProperty('keyId');
+    }
+    const text = JSON.stringify(answers);
+    for (const key of keys) expect(text).not.toContain(key);
+  });
+
+  it('a valid key, answered 200 then 429 RATE_LIMITED: each line names its key id and org, never the key', async () => {
+    const orgId = await createOrg(t, 'Hammering Org');
+    const agent = await createKey(t, orgId, 'agent');
+    const answers = [];
+    for (let i = 0; i < 10; i++) answers.push(await answered(() => t.http.get('/v1/approvals').set(bearer(agent.key))));
+    expect(new Set(answers.map((a) => a.status))).toEqual(new Set([200, 429]));
+    for (const { status, line } of answers) {
+      expect(line).toMatchObject({ client: '127.0.0.1', keyId: agent.id, orgId, res: { statusCode: status } });
+    }
+    const text = JSON.stringify(answers);
+    expect(text).not.toContain(agent.key);
+    expect(text).not.toMatch(/authorization|bearer/i);
   });
 });

@@ -178,9 +178,11 @@ describe('ledger events, usage and metrics', () => {
       expect(await t.app.get(ApprovalsGaugeService).refresh()).toBe(n);
       const res = await t.http.get('/metrics');
       expect(res.status).toBe(200);
-      for (const name of ['tool_calls_total', 'vendor_call_duration_seconds', 'vendor_circuit_breaker_open', 'approvals_pending', 'ledger_write_duration_seconds']) {
+      for (const name of ['tool_calls_total', 'vendor_call_duration_seconds', 'vendor_circuit_breaker_open', 'approvals_pending', 'approvals_expired_total', 'ledger_write_duration_seconds']) {
         expect(res.text).toContain(`# TYPE ${name} `);
       }
+      // Closed breakers are not reported: the help says what the series count.
+      expect(res.text).toMatch(/^# HELP vendor_circuit_breaker_open .*not closed \(open or half_open\), by vendor and state$/m);
       expect(res.text).toMatch(new RegExp(`^approvals_pending ${n}$`, 'm'));
     });
   });

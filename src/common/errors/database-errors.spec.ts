@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable, isDeadlock, retryOnDeadlock } from './database-errors.js';
+import { databaseCause, isDatabaseUnavailable, isDeadlock, retryOnDeadlock } from './database-errors.js';
 
 /** The shape node-postgres gives a server error, optionally wrapped the way TypeORM wraps it. */
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
@@ -23,6 +23,37 @@ describe('isDatabaseUnavailable', () => {
     }
     expect(isDatabaseUnavailable(undefined)).toBe(false);
     expect(isDatabaseUnavailable('57014')).toBe(false);
+  });
+});
+
+describe('databaseCause', () => {
+  it('names the code and our phrase for it, found through the wrappers', () => {
+    expect(databaseCause(wrapped(pgError('57014', 'canceling statement due to statement timeout')))).toEqual({
+      code: '57014',
+      cause: 'statement timeout (a lock or a slow query), or cancelled by an operator',
+    });
+    expect(databaseCause(pgError('ECONNREFUSED'))).toEqual({ code: 'ECONNREFUSED', cause: 'connection refused' });
+    expect(databaseCause(pgError('53300'))).toEqual({ code: '53300', cause: 'too many connections' });
+    expect(databaseCause(pgError('57P01'))).toEqual({ code: '57P01', cause: 'server shutting down' });
+    expect(databaseCause(pgError('25006'))).toEqual({ code: '25006', cause: 'read-only (a replica or a failover)' });
+    expect(databaseCause(Object.assign(new Error('x'), { cause: pgError('40001') }))).toEqual({ code: '40001', cause: 'serialization failure' });
+  });
+
+  it("a driver error with no code is named by the fixed text it was recognised by, never the rest of its message", () => {
+    expect(databaseCause(wrapped(new Error('Query read timeout')))).toEqual({ code: 'Query read timeout', cause: 'client query timeout (DB_QUERY_TIMEOUT_MS)' });
+    expect(databaseCause(new Error("Connection terminated unexpectedly, near 'secret-value'"))).toEqual({
+      code: 'Connection terminated unexpectedly',
+      cause: 'connection lost',
+    });
+    // Without "unexpectedly": a statement queued on a connection pg-client.ts ended after its query timeout.
+    expect(databaseCause(new Error('Connection terminated'))?.cause).toMatch(/DB_QUERY_TIMEOUT_MS/);
+  });
+
+  it('is undefined exactly when the error is not "database unavailable"', () => {
+    for (const err of [pgError('23505'), wrapped(pgError('42601')), new Error('canceling statement due to statement timeout'), undefined, '57014']) {
+      expect(databaseCause(err)).toBeUndefined();
+      expect(isDatabaseUnavailable(err)).toBe(false);
+    }
   });
 });
 

@@ -12,32 +12,71 @@
  * db-options.ts). Retrying later can succeed; a 500 would say the request
  * itself was at fault.
  */
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
-  '57P01', '57P02', '57P03', '57014', '55P03', '53000', '53100', '53200', '53300', '53400', '25006', '25P03', '40001',
-  '08000', '08001', '08003', '08004', '08006',
+const UNAVAILABLE_CODES = new Map([
+  ['ECONNREFUSED', 'connection refused'],
+  ['ECONNRESET', 'connection reset'],
+  ['ETIMEDOUT', 'connection timed out'],
+  ['EPIPE', 'connection broken'],
+  ['ENOTFOUND', 'host not found (DNS)'],
+  ['EAI_AGAIN', 'host not found for now (DNS)'],
+  ['EHOSTUNREACH', 'host unreachable'],
+  ['ENETUNREACH', 'network unreachable'],
+  ['57P01', 'server shutting down'],
+  ['57P02', 'server crashed (crash shutdown)'],
+  ['57P03', 'server not accepting connections yet (starting up or recovering)'],
+  ['57014', 'statement timeout (a lock or a slow query), or cancelled by an operator'],
+  ['55P03', 'lock timeout (a lock held by another session)'],
+  ['53000', 'server out of resources'],
+  ['53100', 'disk full'],
+  ['53200', 'server out of memory'],
+  ['53300', 'too many connections'],
+  ['53400', 'server configuration limit exceeded'],
+  ['25006', 'read-only (a replica or a failover)'],
+  ['25P03', 'session ended after idling in a transaction'],
+  ['40001', 'serialization failure'],
+  ['08000', 'connection failure'],
+  ['08001', 'could not connect'],
+  ['08003', 'connection does not exist'],
+  ['08004', 'connection rejected by the server'],
+  ['08006', 'connection failure'],
 ]);
-const UNAVAILABLE_MESSAGES = [
-  'Connection terminated',
-  'timeout exceeded when trying to connect',
-  'Client has encountered a connection error',
-  'connect ECONNREFUSED',
-  'the database system is shutting down',
-  'the database system is starting up',
-  'Connection terminated unexpectedly',
-  'Query read timeout', // pg's query_timeout: the database did not answer in time (db-options.ts)
-  'Client was closed and is not queryable', // a statement after that timeout, on the connection it closed (pg-client.ts)
-];
+/** Longest first where one contains another, so the code logged is the most specific. */
+const UNAVAILABLE_MESSAGES = new Map([
+  ['Connection terminated unexpectedly', 'connection lost'],
+  // pg says it without "unexpectedly" when the client was ended on purpose: by pg-client.ts after a query timeout, or at a stop
+  ['Connection terminated', 'connection ended by the gateway (after a client query timeout, DB_QUERY_TIMEOUT_MS, or while stopping)'],
+  ['timeout exceeded when trying to connect', 'no pool connection in time (DB_POOL_SIZE busy, or connecting timed out)'],
+  ['Client has encountered a connection error', 'connection error'],
+  ['connect ECONNREFUSED', 'connection refused'],
+  ['the database system is shutting down', 'server shutting down'],
+  ['the database system is starting up', 'server starting up'],
+  // pg's query_timeout: the database did not answer in time (db-options.ts)
+  ['Query read timeout', 'client query timeout (DB_QUERY_TIMEOUT_MS)'],
+  // a statement after that timeout, on the connection it closed (pg-client.ts)
+  ['Client was closed and is not queryable', 'connection closed after a client query timeout (DB_QUERY_TIMEOUT_MS)'],
+]);
+
+/**
+ * Why the database is unavailable, as log fields: the SQLSTATE or Node errno code (or, for the driver's own errors
+ * that carry none, the fixed message it was recognised by) and our phrase for it. Never the error's own message: the
+ * server's can quote values from the statement. undefined when the error is not "database unavailable".
+ */
+export function databaseCause(err: unknown): { code: string; cause: string } | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 4; depth++) {
+    const o = e as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
+    const byCode = typeof o.code === 'string' ? UNAVAILABLE_CODES.get(o.code) : undefined;
+    if (byCode !== undefined) return { code: o.code as string, cause: byCode };
+    if (typeof o.message === 'string') {
+      for (const [known, cause] of UNAVAILABLE_MESSAGES) if (o.message.includes(known)) return { code: known, cause };
+    }
+    e = o.driverError ?? o.cause;
+  }
+  return undefined;
+}
 
 /** True when an error means "the database cannot be reached right now" (answer 503, not 500). */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e && depth < 4; depth++) {
-    const o = e as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
-    if (typeof o.code === 'string' && UNAVAILABLE_CODES.has(o.code)) return true;
-    if (typeof o.message === 'string' && UNAVAILABLE_MESSAGES.some((m) => (o.message as string).includes(m))) return true;
-    e = o.driverError ?? o.cause;
-  }
-  return false;
+  return databaseCause(err) !== undefined;
 }
 
 /** SQLSTATE 40P01: PostgreSQL broke a deadlock by rolling this transaction back whole. */

@@ -2,7 +2,7 @@ import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter 
 import type { Request, Response } from 'express';
 import { AppError } from './app-error.js';
 import { ERROR_STATUS, ERROR_TITLES, type ErrorCode } from './error-codes.js';
-import { isDatabaseUnavailable } from './database-errors.js';
+import { databaseCause, isDatabaseUnavailable } from './database-errors.js';
 import { loggableErrorWithStack } from './loggable-error.js';
 
 const HTTP_FALLBACK: Record<number, ErrorCode> = {
@@ -65,7 +65,8 @@ export class ProblemFilter implements ExceptionFilter {
       // The stack goes to the log (with the correlation id), never to the caller; its message redacted, as any logged error's.
       this.log.error({ correlationId, err: loggableErrorWithStack(err) }, 'unhandled error');
     } else if (e.code === 'DATABASE_UNAVAILABLE') {
-      this.log.warn({ correlationId }, 'database unavailable');
+      // Its code and our phrase for it tell a lock or a full pool from an outage (/readyz can be green meanwhile).
+      this.log.warn({ correlationId, ...databaseCause(err) }, 'database unavailable');
     }
     if (res.headersSent) {
       res.end();

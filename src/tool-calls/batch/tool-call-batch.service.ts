@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import type { Principal } from '../../auth/principal.js';
 import { ToolCatalogService } from '../../catalog/tool-catalog.service.js';
 import { AppError } from '../../common/errors/app-error.js';
+import { databaseCause } from '../../common/errors/database-errors.js';
 import type { ErrorCode } from '../../common/errors/error-codes.js';
 import { problemBody, toAppError } from '../../common/errors/problem.filter.js';
 import { refusedBatchItem } from '../../common/http/json-body.js';
@@ -227,7 +228,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
       // As the exception filter does for a single call: the stack to the log, nothing inside to the caller.
       this.log.error({ correlationId, index, err: loggableErrorWithStack(err) }, 'batch item failed unexpectedly');
     } else if (e.code === 'DATABASE_UNAVAILABLE') {
-      this.log.warn({ correlationId, index }, 'database unavailable');
+      this.log.warn({ correlationId, index, ...databaseCause(err) }, 'database unavailable');
     }
     return e;
   }
