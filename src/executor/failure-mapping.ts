@@ -92,7 +92,12 @@ export function decisiveFailure(attempts: readonly Failure[], action: ActionKind
   if (!last) throw new Error('decisiveFailure needs at least one failed attempt');
   const unknown = attempts.filter((a) => isUnknownWriteOutcome(a, action));
   // The vendor's own word that an attempt reached it says more than a lost or 5xx answer.
-  return unknown.findLast(reachedVendor) ?? unknown.at(-1) ?? last;
+  const decisive = unknown.findLast(reachedVendor) ?? unknown.at(-1);
+  if (decisive) return decisive;
+  // A retry that the gateway's own trouble stopped before it left says nothing of the call: the vendor's last answer
+  // does (a 429, then the refund lease's statement failing, is the 429, not "nothing was sent").
+  if (last.local) return attempts.findLast((a) => !a.local && (a.requestSent || a.vendorStatus !== undefined)) ?? last;
+  return last;
 }
 
 /** The vendor said it has (or is running) an attempt: "in progress", the key already used, a 2xx or a redirect. */

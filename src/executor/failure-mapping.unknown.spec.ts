@@ -73,4 +73,15 @@ describe('failure mapping: writes that may have taken effect', () => {
     expect(decisiveFailure([gateway, unavailable], WRITE)).toBe(unavailable);
     expect(decisiveFailure([inProgress, unavailable], READ)).toBe(unavailable);
   });
+
+  it('a retry the gateway\'s own trouble stopped before it left is not the call\'s failure when the vendor answered an earlier attempt', () => {
+    const limited = f('rate_limited', { vendorStatus: 429, retryAfterMs: 100 });
+    const lease = f('network', { requestSent: false, local: true });
+    expect(decisiveFailure([limited, lease], WRITE)).toBe(limited);
+    expect(errorCodeFor(decisiveFailure([limited, lease], WRITE), WRITE)).toBe('VENDOR_RATE_LIMITED');
+    // Nothing answered before it (a refused connect is no answer): the gateway's failure decides.
+    expect(decisiveFailure([lease], READ)).toBe(lease);
+    const refused = f('network', { requestSent: false });
+    expect(decisiveFailure([refused, lease], READ)).toBe(lease);
+  });
 });

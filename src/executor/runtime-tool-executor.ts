@@ -114,12 +114,16 @@ export class RuntimeToolExecutor {
     this.log.log({ orgId: req.orgId, vendor: req.entry.vendor, toolCallId: req.toolCallId }, 'circuit breaker closed: the probe call succeeded');
   }
 
-  /** Breaker states by vendor, for /metrics: breakers not closed (open, half_open) only, so any series above 0 is trouble. */
+  /**
+   * Breaker states by vendor, for /metrics: only breakers refusing calls now (open within the cooldown, or half-open
+   * with its probe out), so any series above 0 is trouble. One past its cooldown that no call has probed is not: it
+   * lets the next call through, and an org that stopped calling would otherwise keep the series up for good.
+   */
   breakerCounts(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const [key, b] of this.breakers) {
+      if (!b.refusing) continue;
       const state = b.current;
-      if (state === 'closed') continue;
       const k = `${key.slice(key.indexOf(':') + 1)}|${state}`;
       counts.set(k, (counts.get(k) ?? 0) + 1);
     }

@@ -34,7 +34,7 @@ export class MetricsService {
 
   readonly breakerState = new Gauge({
     name: 'vendor_circuit_breaker_open',
-    help: 'Org x vendor circuit breakers of this process that are not closed (open or half_open), by vendor and state',
+    help: 'Org x vendor circuit breakers of this process refusing calls now (open within its cooldown, or half_open with its one probe out), by vendor and state',
     labelNames: ['vendor', 'state'] as const,
     registers: [this.registry],
   });

@@ -166,7 +166,7 @@ export class ToolCallsService {
         approval,
         sends++ > 0,
       ), { budgetMs: INTENT_WRITE_RETRY_MS, capMs: 500 });
-      if (release) this.admission.trackIntent(`${orgId}:${idempotencyKey}`, intent);
+      if (release) this.admission.trackIntent([`${orgId}:${idempotencyKey}`, `${run.id}:${use.id}`], intent);
       let written: IntentResult;
       try {
         written = await intent;

@@ -63,7 +63,8 @@ export class VendorAdmission {
     entry: CatalogEntry,
     batchItem = false,
   ): Promise<ToolCallResponse> {
-    await this.intentsInFlight.get(`${orgId}:${idempotencyKey}`);
+    // A twin in flight, under this key or with this tool_use id in this run: its intent decides replay or refusal.
+    await Promise.all([this.intentsInFlight.get(`${orgId}:${idempotencyKey}`), this.intentsInFlight.get(`${runId}:${toolUseId}`)]);
     // The intent statement, which re-checks the key, is not reached on this path: a key revoked since the request
     // was authenticated gets neither a replay nor an event naming it (KeyCheckedInWrite).
     await this.answers.assertKeyLive(actor.keyId);
@@ -82,14 +83,15 @@ export class VendorAdmission {
     throw new AppError('CONCURRENCY_LIMIT', `too many ${entry.vendor} calls in flight for this org; retry shortly`, { retryAfterSeconds: 1 });
   }
 
-  trackIntent(key: string, intent: Promise<unknown>): void {
+  /** `keys`: the org and idempotency key, and the run and tool_use id, the intent may be found by. */
+  trackIntent(keys: string[], intent: Promise<unknown>): void {
     const settled: Promise<void> = intent.then(
       () => undefined,
       () => undefined,
     );
-    this.intentsInFlight.set(key, settled);
+    for (const key of keys) this.intentsInFlight.set(key, settled);
     void settled.then(() => {
-      if (this.intentsInFlight.get(key) === settled) this.intentsInFlight.delete(key);
+      for (const key of keys) if (this.intentsInFlight.get(key) === settled) this.intentsInFlight.delete(key);
     });
   }
 }

@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Clock } from '../../src/common/clock.js';
+import { Sql } from '../../src/db/sql.js';
+import { aroundStatements, connectionLost } from '../approvals/support.js';
 import { SHOPIFY_CLIENT_ID, SHOPIFY_CLIENT_SECRET, SHOPIFY_REFRESH_TOKEN } from '../support/secrets.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
@@ -78,6 +80,9 @@ describe('signals an operator acts on', () => {
 
     h.emu.clearFaults();
     h.t.app.get(Clock).advance(COOLDOWN_MS);
+    // Past its cooldown with no call yet it refuses nothing (the next call is its probe): not trouble, not reported.
+    // An org that stops calling would otherwise keep the series up for as long as the process lives.
+    expect(Object.values(await breakerSeries()).filter((v) => v > 0)).toEqual([]);
     const closedFrom = h.t.logs.length;
     expect((await lookup(org)).body.status).toBe('succeeded');
     expect(linesSince(closedFrom).filter((l) => l.msg?.startsWith('circuit breaker closed'))).toMatchObject([{ level: 30, orgId: org.orgId, vendor: 'shopify' }]);
@@ -133,5 +138,36 @@ describe('signals an operator acts on', () => {
     expect(await vendorSamples()).toBe(samples);
     // And it passes: the next call gets its token and goes through.
     expect((await lookup(org)).body.status).toBe('succeeded');
+  });
+});
+
+describe('a retry stopped by the gateway\'s own database', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ VENDOR_TIMEOUT_MS: '4000' }); // retries on (VENDOR_MAX_RETRIES' default)
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('a retry the gateway\'s own database stopped, after an attempt the vendor answered, is reported by that answer, not as "nothing was sent"', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'], rules: [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow' }] });
+    h.emu.fault({ vendor: 'shopify', kind: 'status', status: 429, headers: { 'Retry-After': '0.1' }, bodyMatch: /refundCreate/, times: 1 });
+    let leases = 0;
+    const undo = aroundStatements(h.t.app.get(Sql), async (text, _params, send) => {
+      if (text.startsWith('INSERT INTO shopify_refund_leases') && ++leases === 2) throw connectionLost(); // the retry's lease
+      return send();
+    });
+    const from = h.emu.requests.length;
+    let res;
+    try {
+      res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' });
+    } finally {
+      undo();
+    }
+    expect(leases).toBe(2);
+    expect(h.emu.requests.slice(from).filter((r) => /refundCreate/.test(r.body))).toHaveLength(1); // the 429'd attempt only
+    expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED' });
+    expect(res.body.toolResult.content).not.toMatch(/nothing was sent/);
   });
 });

@@ -353,16 +353,17 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(refundsSince(from)).toHaveLength(1);
     });
 
-    it('after a 429 the lease is given up, and the retry takes it anew with the room check: too little of the budget left → not sent', async () => {
+    it('after a 429 the lease is given up, and the retry takes it anew with the room check: too little of the budget left → not sent, answered as the 429', async () => {
       const org = await fresh();
       // Retried 1.2 s into a 2 s budget: less than the half the refund's own request is kept.
       h.emu.fault({ vendor: 'shopify', kind: 'status', status: 429, headers: { 'Retry-After': '1.2' }, bodyMatch: REFUND, times: 1 });
       const from = h.emu.requests.length;
       const res = await refund(org, '12345', '1.00');
-      expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'VENDOR_TIMEOUT' });
+      // The vendor's last answer, not the retry the gateway kept back: the agent is told to wait, not that Shopify timed out.
+      expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED', retryAfterSeconds: 2 });
       const row = await rowOf(h, res.body.toolCallId);
       expect(row.retry_count).toBe(1);
-      expect(row.error_text).toMatch(/too little of the call's time budget was left.*not sent/);
+      expect(row.error_text).toMatch(/; then: too little of the call's time budget was left.*not sent/);
       expect(refundsSince(from)).toHaveLength(1); // the 429'd one only
       expect(await leases(org.orgId)).toEqual([]);
     });

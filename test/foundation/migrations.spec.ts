@@ -5,6 +5,7 @@ import pg from 'pg';
 import { DataSource, type MigrationInterface, type QueryRunner } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalInputs1764700000000 } from '../../migrations/1764700000000-approval-inputs.js';
+import { ToolUseOncePerRun1765710000000 } from '../../migrations/1765710000000-tool-use-once-per-run.js';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../../src/bootstrap.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
@@ -184,6 +185,7 @@ describe('the tool_use id made unique per run over a ledger that already holds i
     try {
       await runMigrations(scratch);
       await scratch.undoLastMigration({ transaction: 'each' }); // back to before ToolUseOncePerRun
+      await scratch.undoLastMigration({ transaction: 'each' }); // and its column
       const org = '00000000-0000-4000-8000-000000000001';
       const run = '00000000-0000-4000-8000-0000000000a1';
       await scratch.query(`INSERT INTO orgs (id, name) VALUES ($1, 'o')`, [org]);
@@ -207,6 +209,43 @@ describe('the tool_use id made unique per run over a ledger that already holds i
         await expect(insert(`key:new-${toolUseId}`, toolUseId, '2026-12-01T11:00:00Z')).rejects.toMatchObject({ code: '23505', constraint: 'tool_calls_run_tool_use_uq' });
       }
     } finally {
+      await scratch.destroy();
+      await db.drop();
+    }
+  });
+
+  it('while it marks and builds, reads of tool_calls go on and writes wait (its column was added by a migration of its own)', async () => {
+    const db = await createScratchDatabase('tg_migrate_tool_use_lock');
+    const scratch = await new DataSource(dbOptions(db.url, 2)).initialize();
+    const other = new pg.Client({ connectionString: db.url });
+    await other.connect();
+    const qr = scratch.createQueryRunner();
+    try {
+      await runMigrations(scratch);
+      await scratch.undoLastMigration({ transaction: 'each' }); // the column stays
+      const org = '00000000-0000-4000-8000-000000000001';
+      const run = '00000000-0000-4000-8000-0000000000a1';
+      await scratch.query(`INSERT INTO orgs (id, name) VALUES ($1, 'o')`, [org]);
+      await scratch.query(`INSERT INTO agent_runs (id, org_id, specialist_id, status, metadata) VALUES ($1, $2, 's', 'running', '{}')`, [run, org]);
+      const insert = (n: number) =>
+        other.query(
+          `INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, status, correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted)
+           VALUES (gen_random_uuid(), $1, $2, 's', 't', 'a', 'succeeded', 'c', $3, $3, 'd', '{}')`,
+          [org, run, `k${n}`],
+        );
+      await insert(1);
+      // The migration's work, its transaction held open as a long build on a large ledger holds it.
+      await qr.startTransaction();
+      await new ToolUseOncePerRun1765710000000().up(qr);
+      await other.query(`SET lock_timeout = '300ms'`);
+      expect(((await other.query('SELECT count(*)::int AS n FROM tool_calls')) as { rows: { n: number }[] }).rows[0].n).toBe(1);
+      await expect(insert(2)).rejects.toMatchObject({ code: '55P03' }); // lock_timeout: the write waited
+      await qr.commitTransaction();
+      await insert(3);
+    } finally {
+      if (qr.isTransactionActive) await qr.rollbackTransaction();
+      await qr.release();
+      await other.end();
       await scratch.destroy();
       await db.drop();
     }

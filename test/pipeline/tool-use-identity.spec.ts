@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Sql } from '../../src/db/sql.js';
+import { VendorAdmission } from '../../src/tool-calls/vendor-admission.js';
 import { aroundStatements, connectionLost } from '../approvals/support.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
@@ -113,6 +114,23 @@ describe('the tool_use id names the call in its run, whatever key comes with it'
     expect(sent(marker)).toBe(1);
   });
 
+  it('a key naming one call sent with a tool_use id naming another: the tool_use id\'s call is answered, never the key\'s', async () => {
+    const org = await nangoOrg();
+    const marker = `m-${newId()}`;
+    // Call A (key c7:a) refused by the vendor; call B, the same write as another tool_use under c7:b, succeeded.
+    h.emu.fault({ vendor: 'nango', kind: 'status', status: 400, times: 1 });
+    const a = await post(org, write(marker), { 'Idempotency-Key': 'c7:a' });
+    h.emu.clearFaults();
+    expect(a.body.status).toBe('failed');
+    const useB = write(marker);
+    const b = await post(org, useB, { 'Idempotency-Key': 'c7:b' });
+    expect(b.body).toMatchObject({ status: 'succeeded', replayed: false });
+    // A runtime that lost track of its keys sends B's tool_use under A's key: told "failed", the model would write again.
+    const again = await post(org, useB, { 'Idempotency-Key': 'c7:a' });
+    expect(again.body).toMatchObject({ toolCallId: b.body.toolCallId, status: 'succeeded', replayed: true });
+    expect(sent(marker)).toBe(2);
+  });
+
   it('the same tool_use id in another run is another call (the id is unique per run, as its default key is)', async () => {
     const a = await nangoOrg();
     const marker = `m-${newId()}`;
@@ -123,5 +141,53 @@ describe('the tool_use id names the call in its run, whatever key comes with it'
     const other = await h.t.http.post(`/v1/runs/${run.body.id}/tool-calls`).set(bearer(a.agentKey)).send(use);
     expect(other.body).toMatchObject({ status: 'succeeded', replayed: false });
     expect(sent(marker)).toBe(2);
+  });
+});
+
+describe('the same tool_use under another key while its twin holds the only vendor slot', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ VENDOR_CONCURRENCY_LIMIT: '1' });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('waits for the twin\'s intent and is answered as its replay (409 while it runs), not refused 429', async () => {
+    const org = await setupOrg(h.t, { tools: ['nango_proxy.post'], vendors: ['nango'], rules: [{ id: 'allow', match: {}, decision: 'allow' }] });
+    const marker = `twin-${newId()}`;
+    const use = toolUse('nango_proxy', { action: 'post', path: '/v1/tickets', body: { marker } }, newId());
+    const post = (key: string) => h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).set({ 'Idempotency-Key': key }).send(use);
+    // The first request's intent is held at the database, its vendor slot taken, until the twin is refused the slot.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let held!: () => void;
+    const holding = new Promise<void>((r) => (held = r));
+    const undo = aroundStatements(h.t.app.get(Sql), async (text, params, send) => {
+      if (text.includes('tc AS (INSERT INTO tool_calls') && params.includes(use.id)) {
+        held();
+        await gate;
+      }
+      return send();
+    });
+    const admission = h.t.app.get(VendorAdmission);
+    const limited = vi.spyOn(admission, 'concurrencyLimited').mockImplementation(function (this: VendorAdmission, ...args) {
+      release(); // the twin found the slot taken: let the first intent commit
+      return VendorAdmission.prototype.concurrencyLimited.apply(this, args);
+    });
+    try {
+      const first = post('conv-1:a').then((r) => r);
+      await holding;
+      const twin = await post('conv-1:b');
+      expect(limited).toHaveBeenCalledTimes(1);
+      expect((await first).body.status).toBe('succeeded');
+      expect([200, 409], JSON.stringify(twin.body)).toContain(twin.status);
+      if (twin.status === 200) expect(twin.body).toMatchObject({ toolCallId: (await first).body.toolCallId, replayed: true });
+      expect(h.emu.requests.filter((r) => r.body.includes(marker))).toHaveLength(1);
+    } finally {
+      release();
+      limited.mockRestore();
+      undo();
+    }
   });
 });
