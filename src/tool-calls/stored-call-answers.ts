@@ -90,19 +90,23 @@ export class StoredCallAnswers {
   }
 
   /**
-   * The call recorded for this tool_use id in this run (sent before under another key, or under one and now without),
-   * else the one recorded under this idempotency key. The tool_use id first: it is the model's own name for the call,
-   * which the answer is given under, so a key that names another call of the run (a runtime that lost track of the
-   * keys it chose) never hands this tool_use another call's outcome. The second branch is read only when the first
-   * finds nothing (Append under LIMIT 1); without a header the two name the same row.
+   * The call this request names, by the first of: the call under this idempotency key recorded for this very run and
+   * tool_use id (every replay without a header, and a call recorded twice under two keys before the tool_use id was
+   * unique: each key still gets its own); the call recorded for this tool_use id in this run (sent before under
+   * another key, or under one and now without); the call under this key (the same key with another tool_use id). The
+   * tool_use id before a key naming something else: it is the model's own name for the call, which the answer is given
+   * under, so a key naming another call of the run (a runtime that lost track of the keys it chose) never hands this
+   * tool_use that call's outcome. Each branch is one index probe.
    */
   private async storedCall(orgId: string, idempotencyKey: string, runId: string, toolUseId: string): Promise<(StoredCall & { run_created_by: string | null }) | undefined> {
     const [row] = await this.sql.prepared<StoredCall & { run_created_by: string | null }>(
       `SELECT ${STORED_CALL_COLUMNS}, (SELECT r.created_by FROM agent_runs r WHERE r.id = t.run_id) AS run_created_by
-         FROM (SELECT * FROM tool_calls WHERE run_id = $3 AND tool_use_id = $4 AND tool_use_unique AND org_id = $1
+         FROM (SELECT c.*, 1 AS pick FROM tool_calls c WHERE org_id = $1 AND idempotency_key = $2 AND run_id = $3 AND tool_use_id = $4
                UNION ALL
-               SELECT * FROM tool_calls WHERE org_id = $1 AND idempotency_key = $2) t
-        LIMIT 1`,
+               SELECT c.*, 2 FROM tool_calls c WHERE run_id = $3 AND tool_use_id = $4 AND tool_use_unique AND org_id = $1
+               UNION ALL
+               SELECT c.*, 3 FROM tool_calls c WHERE org_id = $1 AND idempotency_key = $2) t
+        ORDER BY t.pick LIMIT 1`,
       [orgId, idempotencyKey, runId, toolUseId],
     );
     return row;

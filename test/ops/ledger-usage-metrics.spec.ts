@@ -181,8 +181,8 @@ describe('ledger events, usage and metrics', () => {
       for (const name of ['tool_calls_total', 'vendor_call_duration_seconds', 'vendor_circuit_breaker_open', 'approvals_pending', 'approvals_expired_total', 'ledger_write_duration_seconds']) {
         expect(res.text).toContain(`# TYPE ${name} `);
       }
-      // Closed breakers are not reported: the help says what the series count.
-      expect(res.text).toMatch(/^# HELP vendor_circuit_breaker_open .*not closed \(open or half_open\), by vendor and state$/m);
+      // Only breakers refusing calls are reported: the help says what the series count.
+      expect(res.text).toMatch(/^# HELP vendor_circuit_breaker_open .*refusing calls now \(open within its cooldown, or half_open with its one probe out\), by vendor and state$/m);
       expect(res.text).toMatch(new RegExp(`^approvals_pending ${n}$`, 'm'));
     });
   });

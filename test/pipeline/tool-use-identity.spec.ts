@@ -131,6 +131,28 @@ describe('the tool_use id names the call in its run, whatever key comes with it'
     expect(sent(marker)).toBe(2);
   });
 
+  it('a tool_use recorded twice under two keys before it was unique per run: each key still gets its own call, the id alone the first', async () => {
+    const org = await nangoOrg();
+    const marker = `m-${newId()}`;
+    const use = write(marker);
+    const first = await post(org, use, { 'Idempotency-Key': 'before-a' });
+    expect(first.body.status).toBe('succeeded');
+    // As an earlier release let it happen: the same tool_use run again under another key (that one failed), and the
+    // upgrade's migration marked the later one tool_use_unique = false.
+    const [{ id: second }] = (await h.t.ds.query(
+      `INSERT INTO tool_calls SELECT (jsonb_populate_record(NULL::tool_calls, to_jsonb(t) || jsonb_build_object(
+           'id', gen_random_uuid(), 'idempotency_key', 'key:before-b', 'tool_use_unique', false, 'status', 'failed', 'error_code', 'VENDOR_ERROR',
+           'vendor_status', 502, 'vendor_refused', false, 'created_at', now()))).*
+         FROM tool_calls t WHERE t.id = $1 RETURNING id`,
+      [first.body.toolCallId],
+    )) as { id: string }[];
+    const underB = await post(org, use, { 'Idempotency-Key': 'before-b' });
+    expect(underB.body).toMatchObject({ toolCallId: second, status: 'failed', errorCode: 'VENDOR_ERROR', replayed: true });
+    expect((await post(org, use, { 'Idempotency-Key': 'before-a' })).body).toMatchObject({ toolCallId: first.body.toolCallId, status: 'succeeded', replayed: true });
+    expect((await post(org, use)).body).toMatchObject({ toolCallId: first.body.toolCallId, status: 'succeeded', replayed: true });
+    expect(sent(marker)).toBe(1);
+  });
+
   it('the same tool_use id in another run is another call (the id is unique per run, as its default key is)', async () => {
     const a = await nangoOrg();
     const marker = `m-${newId()}`;
