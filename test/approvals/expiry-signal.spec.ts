@@ -99,6 +99,18 @@ describe('an approval expiring undecided is logged and counted, once', () => {
     expect((await expiredTotal('expert')) - before).toBe(lines.filter(({ line }) => line.kind === 'expert').length);
   });
 
+  it('a decision in time is no expiry: neither logged nor counted as one', async () => {
+    const { expert, ids } = await waitingRefunds(['9.31']);
+    const approval = await approvalFor(h, expert.key, ids[0]);
+    const before = await expiredTotal('expert');
+    const from = h.t.logs.length;
+    const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'reject', actionDigest: approval.actionDigest });
+    expect(decided.status).toBe(200);
+    const lines = expiryLines(from);
+    expect(lines.filter(({ line }) => line.toolCallId === ids[0])).toEqual([]);
+    expect((await expiredTotal('expert')) - before).toBe(lines.filter(({ line }) => line.kind === 'expert').length);
+  });
+
   it.each([
     ['the agent reading its result', (h: Harness, w: Awaited<ReturnType<typeof waitingRefunds>>) => h.t.http.get(`/v1/tool-calls/${w.ids[0]}/result`).set(bearer(w.org.agentKey))],
     ['the run read', (h: Harness, w: Awaited<ReturnType<typeof waitingRefunds>>) => h.t.http.get(`/v1/runs/${w.org.runId}`).set(bearer(w.org.agentKey))],

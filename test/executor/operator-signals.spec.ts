@@ -124,6 +124,7 @@ describe('signals an operator acts on', () => {
       [...(await scrape())].filter(([k]) => k.startsWith('vendor_call_duration_seconds_count{vendor="shopify"')).reduce((n, [, v]) => n + v, 0);
     const samples = await vendorSamples();
     const sent = h.emu.requests.length;
+    const from = h.t.logs.length;
     await direct.query('BEGIN');
     await direct.query('LOCK TABLE vendor_tokens IN ACCESS EXCLUSIVE MODE'); // the store's statements time out
     let res;
@@ -136,6 +137,8 @@ describe('signals an operator acts on', () => {
     expect(res.body.toolResult.content).toMatch(/temporary problem on its side; nothing was sent to the vendor\. It may work later, as a new tool call/);
     expect(h.emu.requests.length - sent).toBe(0);
     expect(await vendorSamples()).toBe(samples);
+    // The warn line says why: the statement timeout behind the lock, as a code and our phrase.
+    expect(linesSince(from).filter((l) => l.msg === 'token store failed')).toMatchObject([{ level: 40, orgId: org.orgId, code: '57014' }]);
     // And it passes: the next call gets its token and goes through.
     expect((await lookup(org)).body.status).toBe('succeeded');
   });

@@ -208,6 +208,9 @@ describe('the tool_use id made unique per run over a ledger that already holds i
       for (const toolUseId of ['toolu_dup', 'toolu_one']) {
         await expect(insert(`key:new-${toolUseId}`, toolUseId, '2026-12-01T11:00:00Z')).rejects.toMatchObject({ code: '23505', constraint: 'tool_calls_run_tool_use_uq' });
       }
+      // Reverted, the marks go with the index: re-applied, the marking starts from the rows as they are.
+      await scratch.undoLastMigration({ transaction: 'each' });
+      expect(await scratch.query('SELECT count(*)::int AS n FROM tool_calls WHERE NOT tool_use_unique')).toEqual([{ n: 0 }]);
     } finally {
       await scratch.destroy();
       await db.drop();
@@ -237,6 +240,11 @@ describe('the tool_use id made unique per run over a ledger that already holds i
       // The migration's work, its transaction held open as a long build on a large ledger holds it.
       await qr.startTransaction();
       await new ToolUseOncePerRun1765710000000().up(qr);
+      // Its own lock, taken before the marking (the index build's SHARE lock comes only after it): writes wait throughout.
+      const modes = (await other.query(
+        `SELECT l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'tool_calls' AND l.granted AND l.pid <> pg_backend_pid() ORDER BY l.mode`,
+      )) as { rows: { mode: string }[] };
+      expect(modes.rows.map((r) => r.mode)).toContain('ShareRowExclusiveLock');
       await other.query(`SET lock_timeout = '300ms'`);
       expect(((await other.query('SELECT count(*)::int AS n FROM tool_calls')) as { rows: { n: number }[] }).rows[0].n).toBe(1);
       await expect(insert(2)).rejects.toMatchObject({ code: '55P03' }); // lock_timeout: the write waited
