@@ -267,10 +267,10 @@ export const SENSITIVE_VARS = Object.entries(CONFIG_SCHEMA)
   .map(([name]) => name);
 
 /**
- * What is wrong with DATABASE_URL, by the gateway's own check, for the command-line tools that read it alone;
- * undefined when it is fine. The check's messages never echo the value (the password).
+ * What is wrong with the database variables (DATABASE_URL, DB_CONNECTION_MODE) as the gateway reads them, for the
+ * commands that connect without the whole config; undefined when they are fine. The messages never echo the URL
+ * (its password).
  */
-/** What is wrong with the database variables as the gateway reads them, for the commands that connect without the whole config. */
 export function databaseEnvProblem(env: NodeJS.ProcessEnv): string | undefined {
   for (const name of ['DATABASE_URL', 'DB_CONNECTION_MODE'] as const) {
     try {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DecryptionError, EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
-import { databaseCause, isDatabaseUnavailable } from '../common/errors/database-errors.js';
+import { failedStatementFields, isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { newId } from '../common/ids.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
@@ -104,7 +104,7 @@ export class VendorTokenStore implements RotatingTokenStore {
       // The gateway's own trouble, not the vendor's: nothing was sent to the vendor's API, and the vendor's
       // breaker does not count it. A code, never the statement's text.
       const unavailable = isDatabaseUnavailable(err);
-      this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: unavailable ? 'database unavailable' : typeof code === 'string' ? `error ${code}` : 'error', ...databaseCause(err) }, 'token store failed');
+      this.log.warn({ orgId: grant.orgId, integration: grant.integration, ...failedStatementFields(err) }, 'token store failed');
       throw new TokenFetchError({
         ok: false,
         kind: 'network',
@@ -184,7 +184,7 @@ export class VendorTokenStore implements RotatingTokenStore {
       if (stored.length === 0) this.log.warn({ orgId: grant.orgId, integration: grant.integration }, 'refreshed access token not stored: the lease ran out or the grant was replaced first');
     } catch (err) {
       // The token is good; only its replacement refresh token is lost, and the one stored still works once more.
-      this.log.warn({ orgId: grant.orgId, integration: grant.integration, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'write failed', ...databaseCause(err) }, 'refreshed access token not stored');
+      this.log.warn({ orgId: grant.orgId, integration: grant.integration, ...failedStatementFields(err, 'write failed') }, 'refreshed access token not stored');
       // Held to its end, the lease would make every other replica wait that long for a token never stored, then fail.
       await this.release(grant, lease).catch(() => undefined);
     }

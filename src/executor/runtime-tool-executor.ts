@@ -110,6 +110,17 @@ export class RuntimeToolExecutor {
     );
   }
 
+  /**
+   * A write that may have happened: somebody has to find out (POST /v1/tool-calls/:id/reconcile). The one line that
+   * names it, where the request log shows a 200 like any other tool result. `why`: the decisive failure, when known.
+   */
+  private outcomeUnknown(req: ExecuteRequest, why: { cause?: string; vendorStatus?: number | null }): void {
+    this.log.warn(
+      { toolCallId: req.toolCallId, orgId: req.orgId, vendor: req.entry.vendor, tool: req.entry.tool.name, action: req.entry.action.name, ...why },
+      'write outcome unknown: the call is indeterminate until an operator reconciles it with the vendor',
+    );
+  }
+
   private breakerClosed(req: ExecuteRequest): void {
     this.log.log({ orgId: req.orgId, vendor: req.entry.vendor, toolCallId: req.toolCallId }, 'circuit breaker closed: the probe call succeeded');
   }
@@ -193,14 +204,7 @@ export class RuntimeToolExecutor {
       // own token store) says nothing of its health: it must not close a half-open breaker, nor reset the count.
       else if (!vendorReached) breaker.onAbandoned(pass);
       else if (breaker.onNeutral(pass)) this.breakerClosed(req);
-      if (errorCode === 'OUTCOME_UNKNOWN') {
-        // A write that may have happened: somebody has to find out (POST /v1/tool-calls/:id/reconcile). The one
-        // line that names it, where the request log shows a 200 like any other tool result.
-        this.log.warn(
-          { toolCallId: req.toolCallId, orgId: req.orgId, vendor: req.entry.vendor, tool: req.entry.tool.name, action: req.entry.action.name, cause: decisive.kind, vendorStatus: decisive.vendorStatus ?? null },
-          'write outcome unknown: the call is indeterminate until an operator reconciles it with the vendor',
-        );
-      }
+      if (errorCode === 'OUTCOME_UNKNOWN') this.outcomeUnknown(req, { cause: decisive.kind, vendorStatus: decisive.vendorStatus ?? null });
       return done(
         {
           status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
@@ -224,12 +228,7 @@ export class RuntimeToolExecutor {
       const reached = sent || progress.failures.some(reachedVendor);
       // A write that threw after it may have been sent cannot be called failed with certainty.
       const unknown = req.entry.action.sideEffect === 'write' && sent;
-      if (unknown) {
-        this.log.warn(
-          { toolCallId: req.toolCallId, orgId: req.orgId, vendor: req.entry.vendor, tool: req.entry.tool.name, action: req.entry.action.name },
-          'write outcome unknown: the call is indeterminate until an operator reconciles it with the vendor',
-        );
-      }
+      if (unknown) this.outcomeUnknown(req, {});
       return done(
         {
           status: unknown ? 'indeterminate' : 'failed',

@@ -92,6 +92,8 @@ export async function writeIntentRow(
     // waited for a flag or policy change reads the key as a revocation committed meanwhile left it, not as its snapshot
     // had it, and a revocation waits only for intents that have done their waiting.
     `actor AS (SELECT 1 FROM api_keys WHERE id = $19 AND revoked_at IS NULL AND (SELECT ok FROM gov) IS NOT NULL FOR SHARE)`,
+    // No conflict target: the call is taken by its idempotency key (per org) or by its tool_use id (per run,
+    // tool_calls_run_tool_use_uq), and either makes this a replay of the call already recorded.
     `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
                 correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
                 started_at, finished_at)
@@ -119,8 +121,6 @@ export async function writeIntentRow(
     ctes.push(`ru AS (UPDATE agent_runs SET pending_approval_count = pending_approval_count + 1, status = 'waiting_approval', updated_at = now()
                          WHERE id = $3 AND status IN ('running', 'waiting_approval') AND EXISTS (SELECT 1 FROM tc))`);
   }
-  // The INSERT names no conflict target: the call is taken by its idempotency key (per org) or by its tool_use id
-  // (per run, tool_calls_run_tool_use_uq), and either makes this a replay of the call already recorded.
   ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
   const t0 = performance.now();
   // `mine`: this very call's row, committed by an earlier attempt of this statement whose answer was lost (the

@@ -1,5 +1,5 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { databaseCause, isDatabaseUnavailable } from '../common/errors/database-errors.js';
+import { databaseCause, failedStatementFields, isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { sharedAbortController } from '../common/shared-abort.js';
 import { Sql } from '../db/sql.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
@@ -163,10 +163,7 @@ export class ToolCallLedger implements OnApplicationShutdown {
         lateWrite(written);
       },
       (err: unknown) => {
-        // A code, not the error's text: a statement's error may quote its values.
-        const code = (err as { code?: unknown } | null)?.code;
-        const reason = isDatabaseUnavailable(err) ? 'database unavailable' : typeof code === 'string' ? `error ${code}` : 'write failed';
-        this.log.warn({ ...fields, reason, ...databaseCause(err) }, `${logs.what} not recorded: the orphan sweep will mark the call indeterminate`);
+        this.log.warn({ ...fields, ...failedStatementFields(err, 'write failed') }, `${logs.what} not recorded: the orphan sweep will mark the call indeterminate`);
       },
     );
     this.late.add(task);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { databaseCause, isDatabaseUnavailable, isDeadlock, retryOnDeadlock } from './database-errors.js';
+import { databaseCause, failedStatementFields, isDatabaseUnavailable, isDeadlock, retryOnDeadlock } from './database-errors.js';
 
 /** The shape node-postgres gives a server error, optionally wrapped the way TypeORM wraps it. */
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
@@ -23,6 +23,20 @@ describe('isDatabaseUnavailable', () => {
     }
     expect(isDatabaseUnavailable(undefined)).toBe(false);
     expect(isDatabaseUnavailable('57014')).toBe(false);
+  });
+});
+
+describe('failedStatementFields', () => {
+  it('unavailable: the reason with its code and cause; else the SQLSTATE, else the caller\'s word; never the message', () => {
+    expect(failedStatementFields(wrapped(pgError('57014', 'canceling statement due to statement timeout')))).toEqual({
+      reason: 'database unavailable',
+      code: '57014',
+      cause: 'statement timeout (a lock or a slow query), or cancelled by an operator',
+    });
+    const quoting = pgError('23505', 'duplicate key value violates unique constraint: Key (x)=(secret-value)');
+    expect(failedStatementFields(quoting)).toEqual({ reason: 'error 23505' });
+    expect(failedStatementFields(new Error('secret-value'), 'write failed')).toEqual({ reason: 'write failed' });
+    expect(failedStatementFields(null)).toEqual({ reason: 'error' });
   });
 });
 

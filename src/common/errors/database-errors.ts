@@ -74,6 +74,18 @@ export function databaseCause(err: unknown): { code: string; cause: string } | u
   return undefined;
 }
 
+/**
+ * The log fields of a statement that failed, never its text (a server's message can quote the statement's values):
+ * `reason` 'database unavailable' with its `code` and `cause` (databaseCause), else `error <code>` when the error has
+ * one (a SQLSTATE), else `otherwise`.
+ */
+export function failedStatementFields(err: unknown, otherwise = 'error'): { reason: string; code?: string; cause?: string } {
+  const unavailable = databaseCause(err);
+  if (unavailable) return { reason: 'database unavailable', ...unavailable };
+  const code = (err as { code?: unknown } | null)?.code;
+  return { reason: typeof code === 'string' ? `error ${code}` : otherwise };
+}
+
 /** True when an error means "the database cannot be reached right now" (answer 503, not 500). */
 export function isDatabaseUnavailable(err: unknown): boolean {
   return databaseCause(err) !== undefined;

@@ -14,7 +14,7 @@
  */
 import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { databaseCause, isDatabaseUnavailable } from '../../common/errors/database-errors.js';
+import { failedStatementFields, isDatabaseUnavailable } from '../../common/errors/database-errors.js';
 import type { FailedOutcome } from '../vendor-handler.js';
 
 /** The database access a lease needs: single statements on the pool (db/sql.ts), never a transaction. */
@@ -94,7 +94,7 @@ export class SqlRefundLeases implements RefundLeases {
       } catch (err) {
         // Without the lease the refund could race another one: it is not sent. The gateway's trouble, not Shopify's.
         const unavailable = isDatabaseUnavailable(err);
-        this.log.warn({ orgId: key.orgId, reason: unavailable ? 'database unavailable' : 'error', ...databaseCause(err) }, 'refund lease not taken');
+        this.log.warn({ orgId: key.orgId, ...failedStatementFields(err) }, 'refund lease not taken');
         return {
           ok: false,
           kind: 'network',
@@ -117,7 +117,7 @@ export class SqlRefundLeases implements RefundLeases {
     try {
       await this.sql.prepared(RELEASE, [key.shopDomain, key.orderId, holder]);
     } catch (err) {
-      this.log.warn({ orgId: key.orgId, reason: isDatabaseUnavailable(err) ? 'database unavailable' : 'error', ...databaseCause(err) }, 'refund lease not released: it expires on its own');
+      this.log.warn({ orgId: key.orgId, ...failedStatementFields(err) }, 'refund lease not released: it expires on its own');
     }
   }
 }
