@@ -8,6 +8,8 @@ import { Sql } from '../db/sql.js';
 const SWEEP_EVERY_MS = 60_000;
 /** Orphaned calls settled per statement (see sweep). */
 const SWEEP_BATCH = 1_000;
+/** Call ids the sweep's log line names (the first ones settled); the rest are counted. */
+export const SWEEP_LOGGED_IDS = 20;
 /** What the sweep writes as the call's error text; an outcome that arrives late recognises the sweep's verdict by it. */
 export const ORPHANED_TEXT = 'the process running this call stopped before recording its outcome';
 
@@ -59,9 +61,10 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
   async sweep(batch = SWEEP_BATCH): Promise<number> {
     const staleAfterMs = this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS;
     let total = 0;
+    const ids: string[] = [];
     try {
       for (;;) {
-        const [{ n }] = await this.sql.query<{ n: number }>(
+        const [{ n, some }] = await this.sql.query<{ n: number; some: string[] | null }>(
           `WITH due AS MATERIALIZED (
              SELECT id FROM tool_calls
               WHERE status = 'running' AND started_at < now() - make_interval(secs => $1::double precision / 1000)
@@ -81,14 +84,16 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
              SELECT gen_random_uuid(), org_id, 'tool_call.indeterminate', run_id, id,
                     jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned')
                FROM tc)
-           SELECT count(*)::int AS n FROM tc`,
-          [staleAfterMs, ORPHANED_TEXT, ...this.costs, batch],
+           SELECT count(*)::int AS n, (array_agg(id ORDER BY id))[1:$7::int]::text[] AS some FROM tc`,
+          [staleAfterMs, ORPHANED_TEXT, ...this.costs, batch, SWEEP_LOGGED_IDS],
         );
         total += n;
+        for (const id of some ?? []) if (ids.length < SWEEP_LOGGED_IDS) ids.push(id);
         if (n === 0 || n < batch) return total;
       }
     } finally {
-      if (total > 0) this.log.warn({ count: total }, 'orphaned running tool calls marked indeterminate');
+      // The ids let on-call reconcile without a ledger query first (POST /v1/tool-calls/:id/reconcile); past the first ones, a flood is counted.
+      if (total > 0) this.log.warn({ count: total, toolCallIds: ids }, 'orphaned running tool calls marked indeterminate');
     }
   }
 }

@@ -6,7 +6,7 @@ import { beginHttpDrain } from '../../src/app.setup.js';
 import { Roles } from '../../src/auth/auth.decorators.js';
 import { createGateway } from '../../src/bootstrap.js';
 import { loadConfig } from '../../src/config/app-config.js';
-import { captureLogs, loggedPath, requestPath } from '../../src/logging/logging.js';
+import { captureLogs, loggedPath, pinoHttpOptions, requestPath } from '../../src/logging/logging.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
 import request from 'supertest';
 import { logSocketAnswer, recordingResponses } from '../support/response-log.js';
@@ -272,5 +272,23 @@ describe('request log: who sent it', () => {
     const text = JSON.stringify(answers);
     expect(text).not.toContain(agent.key);
     expect(text).not.toMatch(/authorization|bearer/i);
+  });
+
+  it('an answer logged as an error (a 5xx) names its caller as a completed one does', () => {
+    const config = loadConfig({
+      NODE_ENV: 'test', DATABASE_URL: process.env.DATABASE_URL, MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY,
+      BOOTSTRAP_ADMIN_KEY: TEST_ADMIN_KEY, LOG_LEVEL: 'info', DATA_DIR: '.tmp/data-test',
+    });
+    const [options] = pinoHttpOptions(config);
+    const keyId = randomUUID();
+    const orgId = randomUUID();
+    const req = { ip: '198.51.100.4', socket: { remoteAddress: '127.0.0.1' }, authenticatedKey: { keyId, orgId } };
+    const line = { responseTime: 3 };
+    const asError = (options.customErrorObject as (...a: unknown[]) => object)(req, {}, new Error('x'), line);
+    const asSuccess = (options.customSuccessObject as (...a: unknown[]) => object)(req, {}, line);
+    expect(asError).toEqual({ client: '198.51.100.4', keyId, orgId, responseTime: 3 });
+    expect(asError).toEqual(asSuccess);
+    const anonymous = (options.customErrorObject as (...a: unknown[]) => object)({ ip: '198.51.100.4', socket: {} }, {}, new Error('x'), line);
+    expect(anonymous).toEqual({ client: '198.51.100.4', responseTime: 3 });
   });
 });

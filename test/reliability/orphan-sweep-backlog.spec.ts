@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sql } from '../../src/db/sql.js';
-import { OrphanSweeperService } from '../../src/tool-calls/orphan-sweeper.service.js';
+import { OrphanSweeperService, SWEEP_LOGGED_IDS } from '../../src/tool-calls/orphan-sweeper.service.js';
 import { aroundStatements } from '../approvals/support.js';
 import { insertCalls, insertRun } from '../ops/ledger-seed.js';
 import { createOrg, startTestApp, type TestApp } from '../support/test-app.js';
@@ -39,6 +39,7 @@ describe('orphan sweep over a backlog of orphaned calls', () => {
       if (isOrphanSweep(text)) batches.push((rows as { n: number }[])[0].n);
       return rows;
     });
+    const logsFrom = t.logs.length;
     let swept: number;
     try {
       swept = await t.app.get(OrphanSweeperService).sweep(BATCH);
@@ -61,5 +62,22 @@ describe('orphan sweep over a backlog of orphaned calls', () => {
     expect(batches.at(-1)).toBeLessThan(BATCH);
     expect(batches.slice(0, -1).every((n) => n === BATCH)).toBe(true);
     expect(swept).toBe(batches.reduce((a, b) => a + b, 0));
+    // One warn line for the pass: on-call gets the count, and the first ids to reconcile, whatever the batching.
+    const lines = t.logs
+      .slice(logsFrom)
+      .flatMap((chunk) => chunk.split('\n'))
+      .filter((text) => text.includes('orphaned running tool calls marked indeterminate'))
+      .map((text) => JSON.parse(text) as { level: number; count: number; toolCallIds: string[] });
+    expect(lines).toHaveLength(1);
+    expect(lines[0].level).toBe(40);
+    expect(lines[0].count).toBe(swept);
+    expect(lines[0].toolCallIds).toHaveLength(Math.min(SWEEP_LOGGED_IDS, swept));
+    expect(new Set(lines[0].toolCallIds).size).toBe(lines[0].toolCallIds.length);
+    // Every id named is a call this pass settled (ours, or another spec's orphan in the shared database).
+    const named = (await t.ds.query(`SELECT count(*)::int AS n FROM tool_calls WHERE id = ANY($1::uuid[]) AND status = 'indeterminate' AND error_text = $2`, [
+      lines[0].toolCallIds,
+      'the process running this call stopped before recording its outcome',
+    ])) as { n: number }[];
+    expect(named[0].n).toBe(lines[0].toolCallIds.length);
   });
 });

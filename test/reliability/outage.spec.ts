@@ -244,6 +244,19 @@ describe('database outage', () => {
     const events = await gw.http.get(`/v1/tool-calls/${problem.toolCallId as string}`).set(bearer(org.adminKey));
     expect(events.status).toBe(200);
     expect(events.body).toMatchObject({ status: 'succeeded' });
+    // On-call reads the same story in the log: the outcome kept, with what the write met, then recorded.
+    const lines = gw
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{') && l.includes(problem.toolCallId as string))
+      .map((l) => JSON.parse(l) as { msg: string; level: number; code?: string; cause?: string; status?: string });
+    expect(lines.find((l) => l.msg === 'outcome not recorded yet (database unavailable): kept in memory, retrying')).toMatchObject({
+      level: 40,
+      status: 'succeeded',
+      code: expect.any(String),
+      cause: expect.any(String),
+    });
+    expect(lines.find((l) => l.msg === 'outcome recorded after the database came back')).toMatchObject({ level: 30, status: 'succeeded' });
   }, 60_000);
 
   it('the gateway wrote no secret and no crash to its output', () => {
