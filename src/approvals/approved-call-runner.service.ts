@@ -91,6 +91,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   }
   /** Set when shutdown begins: no new vendor call starts from here. */
   private stopping = false;
+  /** A call settled in this process (its run ended, say) no longer waits for a slot kept for it. */
+  private readonly onSettled = (id: string): void => this.calls.unreserve(id);
   /** Aborted when the database is about to close: a claim stops waiting for it to come back. */
   private readonly closing = sharedAbortController();
 
@@ -113,6 +115,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * vendor. They are tracked in inFlight, which shutdown waits for.
    */
   async onApplicationBootstrap(): Promise<void> {
+    settledCalls.on('settled', this.onSettled);
     await this.tick().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${loggableErrorText(err)}`));
     this.task.start();
   }
@@ -128,6 +131,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   }
 
   async onApplicationShutdown(): Promise<void> {
+    settledCalls.off('settled', this.onSettled);
     await this.task.stop();
     this.closing.abort();
     await Promise.allSettled([...this.inFlight]); // the calls already started record their outcomes before the database closes
@@ -169,6 +173,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       );
     }
     await this.forgetSettledUnreadable();
+    await this.releaseSettledReservations();
     // Fair across orgs: each org × vendor's oldest calls first, in turns, and no more of one org × vendor
     // than its concurrency limit lets run at once — one org's backlog of approved calls neither fills the
     // page nor holds back another org's call until it has drained.
@@ -196,6 +201,19 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     const still = await this.sql.query<{ id: string }>(`SELECT id FROM tool_calls WHERE id = ANY($1::uuid[]) AND status = 'approved'`, [due]);
     const approved = new Set(still.map((r) => r.id));
     for (const id of due) if (!approved.has(id)) this.unreadable.delete(id);
+  }
+
+  /**
+   * Slots kept for approved calls that no longer wait (their run ended, another replica claimed them) are given back:
+   * the run's end on this replica lets them go at once (onSettled), one on another replica is seen here, on the next
+   * pass, rather than refusing the org's calls until the reservation lapses. Nothing is read while none is kept.
+   */
+  private async releaseSettledReservations(): Promise<void> {
+    const holders = this.calls.reservationHolders();
+    if (holders.length === 0) return;
+    const still = await this.sql.query<{ id: string }>(`SELECT id FROM tool_calls WHERE id = ANY($1::uuid[]) AND status = 'approved'`, [holders]);
+    const approved = new Set(still.map((r) => r.id));
+    for (const id of holders) if (!approved.has(id)) this.calls.unreserve(id);
   }
 
   /**
@@ -256,6 +274,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     );
     if (!pending) {
       this.unreadable.delete(toolCallId); // settled (run ended, claimed elsewhere): nothing left to remember
+      this.calls.unreserve(toolCallId);
       return;
     }
     const vendor = this.catalog.find(pending.tool_name, pending.action)?.vendor;
@@ -269,7 +288,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     if (!release) {
       // The next free slot is kept for it (new calls there are refused meanwhile), for two sweeps: an approved write
       // does not wait behind the org's direct calls for as long as they keep coming.
-      this.calls.reserveFor(pending.org_id, vendor!, 2 * SWEEP_EVERY_MS);
+      this.calls.reserveFor(pending.org_id, vendor!, 2 * SWEEP_EVERY_MS, toolCallId);
       this.log.log({ toolCallId }, 'approved call deferred: the org × vendor concurrency limit is reached; new calls there wait, and the next sweep runs it');
       return;
     }

@@ -20,7 +20,7 @@ describe('ConcurrencyLeases', () => {
     const leases = new ConcurrencyLeases(1, () => clock.now);
     const direct = leases.acquire('o:v')!;
     expect(leases.acquire('o:v', true)).toBeNull(); // full: the approved call is deferred ...
-    leases.reserve('o:v', 10_000); // ... and reserves the next free slot
+    leases.reserve('o:v', 10_000, 'call-a'); // ... and reserves the next free slot
     direct();
     expect(leases.acquire('o:v')).toBeNull(); // free, but kept for it
     expect(leases.acquire('o:other')).not.toBeNull(); // another org × vendor is not held
@@ -33,9 +33,28 @@ describe('ConcurrencyLeases', () => {
   it('a reservation nobody takes lapses', () => {
     const clock = { now: 0 };
     const leases = new ConcurrencyLeases(1, () => clock.now);
-    leases.reserve('o:v', 10_000);
+    leases.reserve('o:v', 10_000, 'call-a');
     expect(leases.acquire('o:v')).toBeNull();
     clock.now = 10_000;
     expect(leases.acquire('o:v')).not.toBeNull();
   });
+
+  it('a reservation ends when no call it is kept for still waits (unreserve), not before', () => {
+    const clock = { now: 0 };
+    const leases = new ConcurrencyLeases(1, () => clock.now);
+    leases.reserve('o:v', 10_000, 'call-a');
+    leases.reserve('o:v', 10_000, 'call-b'); // a second approved call deferred on the same org × vendor
+    leases.reserve('o:w', 10_000, 'call-c');
+    expect(leases.reservationHolders().sort()).toEqual(['call-a', 'call-b', 'call-c']);
+    leases.unreserve('call-a');
+    expect(leases.acquire('o:v')).toBeNull(); // still kept for call-b
+    leases.unreserve('call-unknown');
+    leases.unreserve('call-b');
+    expect(leases.reservationHolders()).toEqual(['call-c']);
+    const direct = leases.acquire('o:v');
+    expect(direct).not.toBeNull(); // nobody waits for it any more: free for new calls
+    direct!();
+    expect(leases.acquire('o:w')).toBeNull(); // another org × vendor's reservation is untouched
+  });
 });
+

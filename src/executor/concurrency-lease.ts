@@ -4,12 +4,14 @@
  * An approved call that found its org × vendor full reserves the next free slot (reserve): until it takes one, or the
  * reservation lapses, new calls are refused, so the slots drain and the next sweep's attempt finds one. Without it a
  * human-approved write waited behind the org's direct calls for as long as they kept coming, each taking the slot the
- * moment it was given back while the approved call looked again only every few seconds.
+ * moment it was given back while the approved call looked again only every few seconds. A reservation names the
+ * calls it is kept for: once none of them is still waiting (settled otherwise — its run ended — or taken by another
+ * replica), it is dropped (unreserve), not left refusing the org's calls until it lapses.
  */
 export class ConcurrencyLeases {
   private readonly inFlight = new Map<string, number>();
-  /** Org × vendor keys an approved call waits on, with when the reservation lapses (monotonic ms). */
-  private readonly reserved = new Map<string, number>();
+  /** Org × vendor keys approved calls wait on: when the reservation lapses (monotonic ms), and the calls it is kept for. */
+  private readonly reserved = new Map<string, { until: number; holders: Set<string> }>();
 
   constructor(
     private readonly limit: number,
@@ -21,9 +23,9 @@ export class ConcurrencyLeases {
    * and this is not one (`approved`). An approved call that takes a slot ends the reservation.
    */
   acquire(key: string, approved = false): (() => void) | null {
-    const until = this.reserved.get(key);
-    if (until !== undefined && !approved) {
-      if (this.now() < until) return null;
+    const reservation = this.reserved.get(key);
+    if (reservation !== undefined && !approved) {
+      if (this.now() < reservation.until) return null;
       this.reserved.delete(key);
     }
     const n = this.inFlight.get(key) ?? 0;
@@ -40,9 +42,26 @@ export class ConcurrencyLeases {
     };
   }
 
-  /** An approved call found `key` full: new calls are refused for up to `forMs`, until an approved call takes a slot. */
-  reserve(key: string, forMs: number): void {
-    this.reserved.set(key, this.now() + forMs);
+  /**
+   * Approved call `holder` found `key` full: new calls are refused for up to `forMs`, until an approved call takes a
+   * slot or every call it is kept for is unreserved.
+   */
+  reserve(key: string, forMs: number, holder: string): void {
+    const holders = this.reserved.get(key)?.holders ?? new Set<string>();
+    holders.add(holder);
+    this.reserved.set(key, { until: this.now() + forMs, holders });
+  }
+
+  /** `holder` no longer waits for a slot (settled, or run elsewhere): a reservation kept for it alone ends. */
+  unreserve(holder: string): void {
+    for (const [key, { holders }] of this.reserved) {
+      if (holders.delete(holder) && holders.size === 0) this.reserved.delete(key);
+    }
+  }
+
+  /** The calls reservations are kept for now. */
+  reservationHolders(): string[] {
+    return [...new Set([...this.reserved.values()].flatMap((r) => [...r.holders]))];
   }
 
   count(key: string): number {

@@ -10,7 +10,7 @@ import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
 import { isUuid } from '../common/ids.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
-import { settledCalls, ToolCallsService } from '../tool-calls/tool-calls.service.js';
+import { ToolCallsService } from '../tool-calls/tool-calls.service.js';
 import { toToolCallView, type ToolCallView } from '../tool-calls/tool-call.view.js';
 import { filterHash, LedgerCursorCodec, type CursorPosition } from './ledger-cursor.js';
 import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
@@ -142,8 +142,7 @@ export class ToolCallsQueryService {
         () =>
           this.ds.query(settleApprovalsSql('expired', { batched: true }), [orgId, 'expired', this.clock.now(), null, null, null, EXPIRY_BATCH]) as Promise<SettledApproval[]>,
       );
-      this.expiries.recorded(settled);
-      for (const r of settled) settledCalls.emit('settled', r.tool_call_id);
+      this.expiries.recorded(settled); // and wakes the long-polls on those calls
       if (settled.length < EXPIRY_BATCH || performance.now() >= deadline) return;
     }
   }

@@ -15,6 +15,7 @@ import { AgentRunEntity, type RunStatus } from './agent-run.entity.js';
 import type { CreateRunDto } from './runs.dto.js';
 import { buildModelTools, formatTools, type ToolFormat } from './tool-definitions.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
+import { settledCalls } from '../tool-calls/stored-call.js';
 
 /** What the hot path needs of a run; everything here is fixed at creation. */
 export interface RunSnapshot {
@@ -122,8 +123,11 @@ export class RunsService {
   async end(actor: Principal, runId: string, to: 'completed' | 'cancelled', reason: string | null) {
     const run = await this.get(actor, runId);
     // Two deciders crossing (an approval decided while the run ends) may deadlock; the loser tries again.
-    const ended = await retryOnDeadlock(() => this.ds.transaction((m) => this.endRun(m, run.id, to, reason, actorOf(actor))));
+    const blocked = await retryOnDeadlock(() => this.ds.transaction((m) => this.endRun(m, run.id, to, reason, actorOf(actor))));
     this.forget(run.id);
+    // Committed: the long-polls on the calls it blocked answer now (and an approved call's kept slot is let go).
+    for (const id of blocked ?? []) settledCalls.emit('settled', id);
+    const ended = blocked !== null;
     const now = await this.get(actor, runId);
     if (!ended && now.status !== to) throw new AppError('RUN_NOT_ACTIVE', `run is already ${now.status}`);
     return now;
@@ -133,17 +137,18 @@ export class RunsService {
    * In this order, each statement under READ COMMITTED seeing what committed before it: the run's
    * pending approvals are locked first (a decision locks its approval, then the run: the same order),
    * then the run FOR UPDATE, which waits for intent statements in flight (they hold it FOR KEY SHARE,
-   * see ToolCallLedger.writeIntent) and makes later ones find it ended; then everything the run left.
+   * see ToolCallLedger.writeIntent) and makes later ones find it ended; then everything the run left. Returns the ids
+   * of the calls it blocked, or null when the run had already ended.
    */
-  private async endRun(m: EntityManager, runId: string, to: 'completed' | 'cancelled', reason: string | null, by: { keyId: string; role: string }): Promise<boolean> {
+  private async endRun(m: EntityManager, runId: string, to: 'completed' | 'cancelled', reason: string | null, by: { keyId: string; role: string }): Promise<string[] | null> {
     await m.query(`SELECT id FROM approval_requests WHERE run_id = $1 AND status = 'pending' ORDER BY id FOR UPDATE`, [runId]);
     const [locked] = (await m.query('SELECT status FROM agent_runs WHERE id = $1 FOR UPDATE', [runId])) as { status: RunStatus }[];
-    if (!locked || (locked.status !== 'running' && locked.status !== 'waiting_approval')) return false;
+    if (!locked || (locked.status !== 'running' && locked.status !== 'waiting_approval')) return null;
     // After the waits for those locks: a revocation committed meanwhile is read (holdActorKey).
     await holdActorKey(managerQuery(m), by);
     // The free-text reason stays off the append-only ledger (as a reconcile's note does): it is kept on the
     // run and on the approvals it rejects, and the event says whether one was given.
-    await m.query(
+    const [{ blocked }] = (await m.query(
       `WITH ru AS (
          UPDATE agent_runs SET status = $2, pending_approval_count = 0, updated_at = now(),
                 metadata = metadata || jsonb_build_object('ended', jsonb_build_object('at', now(), 'reason', $5::text))
@@ -165,10 +170,10 @@ export class RunsService {
                 jsonb_build_object('toolName', tc.tool_name, 'action', tc.action, 'digest', tc.action_digest, 'approvalId', ap.id,
                                    'errorCode', 'RUN_NOT_ACTIVE', 'reason', 'run_ended')
            FROM tc LEFT JOIN ap ON ap.tool_call_id = tc.id)
-       SELECT count(*)::int AS ended FROM ru`,
+       SELECT coalesce((SELECT array_agg(id) FROM tc), '{}')::text[] AS blocked`,
       [runId, to, by.keyId, by.role, reason, to === 'completed' ? 'run.completed' : 'run.cancelled', JSON.stringify(by)],
-    );
-    return true;
+    )) as { blocked: string[] }[];
+    return blocked;
   }
 
   /**

@@ -7,7 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import { RunsService } from '../runs/runs.service.js';
 import { ResultsStore } from './results.store.js';
-import { remainingWait, settledCalls, STORED_CALL_COLUMNS, type StoredCall } from './stored-call.js';
+import { remainingWait, STORED_CALL_COLUMNS, type StoredCall } from './stored-call.js';
 import { buildToolCallBody } from './tool-call-body.js';
 import { respond, type ToolCallResponse } from './tool-call-response.js';
 
@@ -44,8 +44,7 @@ export class StoredCallAnswers {
    */
   async expireIfOverdue(row: StoredCall): Promise<StoredCall> {
     if (row.status !== 'waiting_approval' || row.approval_expires_at === null || row.approval_expires_at.getTime() > this.clock.nowMs()) return row;
-    const settled = await this.runs.expireOverdueApprovals({ toolCallId: row.id }, this.clock.now());
-    if (settled.includes(row.id)) settledCalls.emit('settled', row.id);
+    await this.runs.expireOverdueApprovals({ toolCallId: row.id }, this.clock.now()); // waking the long-polls on it (ApprovalExpiries)
     // Settled here or by someone else meanwhile (the sweep, a decision, the run's end): the row as they left it.
     return (await this.findById(row.org_id, row.id)) ?? row;
   }

@@ -223,8 +223,18 @@ export class ToolCallsService {
   }
 
   /** An approved call found the org × vendor full: new calls there are refused until it takes a slot (at most `forMs`). */
-  reserveFor(orgId: string, vendor: string, forMs: number): void {
-    this.admission.reserveFor(orgId, vendor, forMs);
+  reserveFor(orgId: string, vendor: string, forMs: number, toolCallId: string): void {
+    this.admission.reserveFor(orgId, vendor, forMs, toolCallId);
+  }
+
+  /** The approved call no longer waits for a slot: a slot kept for it alone is given back to new calls. */
+  unreserve(toolCallId: string): void {
+    this.admission.unreserve(toolCallId);
+  }
+
+  /** The approved calls slots are kept for in this process. */
+  reservationHolders(): string[] {
+    return this.admission.reservationHolders();
   }
 
   /** Writes the outcome of an executed call and answers with the tool-call body. Also used by approvals. */

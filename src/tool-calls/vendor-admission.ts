@@ -42,9 +42,19 @@ export class VendorAdmission {
     return this.leases.acquire(`${orgId}:${vendor}`, approved);
   }
 
-  /** An approved call found the org × vendor full: the next free slot is kept for it for up to `forMs` (ConcurrencyLeases.reserve). */
-  reserveFor(orgId: string, vendor: string, forMs: number): void {
-    this.leases.reserve(`${orgId}:${vendor}`, forMs);
+  /** Approved call `toolCallId` found the org × vendor full: the next free slot is kept for it for up to `forMs` (ConcurrencyLeases.reserve). */
+  reserveFor(orgId: string, vendor: string, forMs: number, toolCallId: string): void {
+    this.leases.reserve(`${orgId}:${vendor}`, forMs, toolCallId);
+  }
+
+  /** `toolCallId` no longer waits for a slot (ConcurrencyLeases.unreserve). */
+  unreserve(toolCallId: string): void {
+    this.leases.unreserve(toolCallId);
+  }
+
+  /** The approved calls slots are kept for in this process. */
+  reservationHolders(): string[] {
+    return this.leases.reservationHolders();
   }
 
   /**
