@@ -147,8 +147,9 @@ export class CredentialsService {
   /**
    * Which config is stored now, without decrypting it: its fingerprint, or null when there is none. Equal stamps
    * mean the same config (a PUT of an identical config keeps it); a replaced one has another. A key rotation
-   * recomputes fingerprints too, so a stamp taken before it differs after: callers treat that as a change, which
-   * errs on the side of not sending.
+   * recomputes fingerprints too (they are keyed by the active master key), so a stamp taken before it differs after:
+   * a caller that finds another stamp compares the decrypted configs before it calls that a change
+   * (RuntimeToolExecutor.credentialsState).
    */
   async stampOf(orgId: string, type: IntegrationType): Promise<string | null> {
     return (await this.row(orgId, type))?.fingerprint ?? null;

@@ -4,6 +4,8 @@ import type { CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
 import { DecryptionError } from '../common/crypto/envelope-cipher.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { failedStatementFields, isDatabaseUnavailable } from '../common/errors/database-errors.js';
+import { canonicalJson } from '../common/canonical-json.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CredentialsService } from '../credentials/credentials.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -170,6 +172,18 @@ export class RuntimeToolExecutor {
             'stored credentials could not be decrypted with the master keys this replica has loaded (a wrong or missing MASTER_ENCRYPTION_KEY, or a damaged row): the call failed CREDENTIALS_INVALID without reaching the vendor',
           );
           return done({ status: 'failed', errorCode: 'CREDENTIALS_INVALID', errorText: 'stored credentials could not be decrypted', vendorStatus: null }, false);
+        }
+        if (isDatabaseUnavailable(err)) {
+          // The gateway's own database, before anything left: a new call may work (as a token store or a refund
+          // lease failing), not "the tool failed unexpectedly" and a bug's error line.
+          this.log.warn(
+            { toolCallId: req.toolCallId, orgId: req.orgId, vendor: req.entry.vendor, ...failedStatementFields(err) },
+            'credentials could not be loaded (database unavailable): the call failed without reaching the vendor',
+          );
+          return done(
+            { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: 'the credentials could not be loaded (the database is unavailable); nothing was sent', vendorStatus: null, vendorRefused: false },
+            false,
+          );
         }
         throw err;
       }
@@ -359,10 +373,24 @@ export class RuntimeToolExecutor {
     return (await this.credentialsState(req, held)) === 'held';
   }
 
-  /** Whether the org still stores the config this call loaded; 'unknown' when the lookup failed (logged). */
+  /**
+   * Whether the org still stores the config this call loaded; 'unknown' when the lookup failed (logged). The stamp is
+   * a fingerprint keyed by the active master key, so a key rotation (credentials:rotate, or a PUT of the same config
+   * from a replica with another active key) changes it though the config is the same: on another stamp the stored
+   * config is decrypted and compared before the call is told it changed (rare: only after a PUT, DELETE or rotation).
+   */
   private async credentialsState(req: ExecuteRequest, held: HeldCredentials): Promise<'held' | 'changed' | 'unknown'> {
     try {
-      return (await this.credentials.stampOf(req.orgId, req.entry.vendor)) === held.stamp ? 'held' : 'changed';
+      const stamp = await this.credentials.stampOf(req.orgId, req.entry.vendor);
+      if (stamp === held.stamp) return 'held';
+      if (stamp === null) return 'changed';
+      const now = await this.credentials.loadStamped(req.orgId, req.entry.vendor).catch((err: unknown) => {
+        if (err instanceof DecryptionError) return null; // sealed under a key this replica lacks: not a config it can hold
+        throw err;
+      });
+      if (now === null || canonicalJson(now.config) !== canonicalJson(held.config)) return 'changed';
+      held.stamp = now.stamp; // the same config, re-sealed: later checks compare stamps again
+      return 'held';
     } catch (err) {
       this.log.warn({ toolCallId: req.toolCallId, err: loggableErrorText(err) }, 'credentials could not be checked before sending');
       return 'unknown';

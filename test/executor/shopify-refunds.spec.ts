@@ -235,7 +235,7 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(await leases(org.orgId)).toEqual([]);
     });
 
-    it('credentials deleted (204) while a refund waits for the order\'s lease: it is not sent with them after the wait (failed, nothing sent)', async () => {
+    it('credentials deleted (204) while a refund waits for the order\'s lease: it is not sent with them after the wait (failed EXECUTION_ERROR, nothing sent)', async () => {
       const org = await fresh();
       h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 700, bodyMatch: REFUND, times: 1 });
       const from = h.emu.requests.length;
@@ -250,9 +250,13 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect((await h.t.http.delete(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`).set(adminAuth)).status).toBe(204);
       const [ra, rb] = await Promise.all([a, b]);
       expect(ra.body.status, JSON.stringify(ra.body)).toBe('succeeded');
-      expect(rb.body, JSON.stringify(rb.body)).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
+      // Not CREDENTIALS_INVALID ("the vendor rejected … retrying will not help"): Shopify refused nothing.
+      expect(rb.body, JSON.stringify(rb.body)).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+      expect(rb.body.toolResult.content).toMatch(/nothing was sent to the vendor\. It may work later/);
       expect(refundsSince(from)).toHaveLength(1);
-      expect((await rowOf(h, rb.body.toolCallId)).error_text).toMatch(/replaced or deleted while this refund waited/);
+      const row = await rowOf(h, rb.body.toolCallId);
+      expect(row.error_text).toMatch(/replaced or deleted while this refund waited/);
+      expect(row.vendor_refused).toBe(false);
       expect(await leases(org.orgId)).toEqual([]);
     });
 

@@ -251,10 +251,11 @@ export class ShopifyHandler implements VendorHandler {
       const credentials = !held && ctx.credentialsCurrent ? await ctx.credentialsCurrent() : 'held';
       if (credentials !== 'held') {
         await this.refundLeases.release(lease, holder);
-        // Could not be checked (the gateway's database): nothing sent, nothing wrong with the credentials — a failure
-        // a later attempt of the call may get past, not "fix your credentials".
+        // Neither is the vendor refusing the credentials ("fix your credentials" would be false): replaced by an admin
+        // (a new call uses the ones stored now; deleted, it is told CREDENTIALS_NOT_FOUND), or not checked (the
+        // gateway's database). Nothing sent: the gateway's own failure, which a new call may get past.
         return credentials === 'changed'
-          ? { ...failedOutcome('auth', "the org's shopify credentials were replaced or deleted while this refund waited for the order; nothing was sent", undefined, undefined, false), local: true }
+          ? { ...failedOutcome('network', "the org's shopify credentials were replaced or deleted while this refund waited for the order; nothing was sent", undefined, undefined, false), local: true }
           : { ...failedOutcome('network', 'the credentials could not be checked before the refund was sent (the database is unavailable); nothing was sent', undefined, undefined, false), local: true };
       }
       ctx.scratch.set(LEASE_TAKEN, true);
