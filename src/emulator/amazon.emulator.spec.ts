@@ -134,4 +134,24 @@ describe('emulated Orders v0 getOrder', () => {
     expect(res.body.payload.BuyerInfo).toEqual({ BuyerEmail: 'q4w8e2r6t0y3u7i1@marketplace.amazon.com' });
     expect(res.body.payload).toMatchObject({ AmazonOrderId: AMAZON_ORDER_IDS.shipped, OrderStatus: 'Shipped', OrderTotal: { Amount: '64.98' } });
   });
+
+  it('getOrderItems of a Pending order carries no ItemPrice / ItemTax, a Shipped one does (VENDORS.md §2.2)', async () => {
+    const pending = await get(`/orders/v0/orders/${AMAZON_ORDER_IDS.pending}/orderItems`);
+    expect(pending.status).toBe(200);
+    const items = pending.body.payload.OrderItems as Record<string, unknown>[];
+    expect(items.length).toBeGreaterThan(0);
+    for (const item of items) {
+      expect(item).toHaveProperty('ASIN');
+      expect(item).not.toHaveProperty('ItemPrice');
+      expect(item).not.toHaveProperty('ItemTax');
+    }
+    const shipped = (await get(`/orders/v0/orders/${AMAZON_ORDER_IDS.shipped}/orderItems`)).body.payload.OrderItems as Record<string, unknown>[];
+    expect(shipped[0]).toMatchObject({ ItemPrice: { Amount: '49.99' }, ItemTax: { CurrencyCode: 'USD' } });
+    // v2026 getOrder derives from the same items: no unit price and no proceeds for the Pending order's items either.
+    const v2026 = (await get(path(AMAZON_ORDER_IDS.pending))).body.order;
+    for (const item of v2026.orderItems) {
+      expect(item.product).not.toHaveProperty('price');
+      expect(item).not.toHaveProperty('proceeds');
+    }
+  });
 });

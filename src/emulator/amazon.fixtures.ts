@@ -1,7 +1,8 @@
 /**
  * Seeded SP-API data for the Amazon emulator (fictional, shaped like
  * ordersV0.json). Order 112-0000002-7654321 pages its items (NextToken);
- * 113-0000004-0000024 has more pages than a client should follow.
+ * 113-0000004-0000024 has more pages than a client should follow; the items of
+ * Pending 114-0000003-0000003 carry no pricing, as getOrderItems gives none.
  */
 
 /** Items per getOrderItems page, small so paging is exercised. */
@@ -84,12 +85,18 @@ function item(n: number, shipped: boolean): Record<string, unknown> {
   };
 }
 
+/** An item of a Pending order: getOrderItems gives no pricing for it (VENDORS.md §2.2), so no ItemPrice or ItemTax. */
+function unpriced(i: Record<string, unknown>): Record<string, unknown> {
+  const { ItemPrice: _price, ItemTax: _tax, ...rest } = i;
+  return rest;
+}
+
 export const AMAZON_FIXTURE_ITEMS: Record<string, Record<string, unknown>[]> = {
   [AMAZON_ORDER_IDS.shipped]: [
     { ...item(1, true), Title: 'Aurora Trail Running Shoe - 9 / Blue', ItemPrice: usd('49.99') },
     { ...item(2, true), Title: 'Trail Socks (3 pack)', ItemPrice: usd('14.99') },
   ],
   [AMAZON_ORDER_IDS.paged]: [1, 2, 3, 4, 5].map((n) => item(100 + n, false)),
-  [AMAZON_ORDER_IDS.pending]: [item(200, false)],
+  [AMAZON_ORDER_IDS.pending]: [unpriced(item(200, false))],
   [AMAZON_ORDER_IDS.manyPages]: Array.from({ length: 24 }, (_, i) => item(300 + i, true)),
 };

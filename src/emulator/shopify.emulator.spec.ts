@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { vendorRequest } from '../vendors/http/vendor-http.js';
 import { ShopifyEmulator } from './shopify.emulator.js';
-import { SHOPIFY_EMULATOR_CLIENT_ID, SHOPIFY_EMULATOR_CLIENT_SECRET, SHOPIFY_EMULATOR_TOKEN } from './shopify.fixtures.js';
+import { SHOPIFY_EMULATOR_CLIENT_ID, SHOPIFY_EMULATOR_CLIENT_SECRET, SHOPIFY_EMULATOR_TOKEN, SHOPIFY_LONG_ORDER, SHOPIFY_MANY_VARIANTS_PRODUCT } from './shopify.fixtures.js';
 import { VendorEmulator } from './vendor-emulator.js';
 
 const shop = new ShopifyEmulator();
@@ -227,5 +227,54 @@ describe('ShopifyEmulator', () => {
     const toCard = await gql(refundDoc('k-split-2'), refundInput('20.00', 1005, 71061));
     expect((toCard.body.data as { refundCreate: { userErrors: unknown[] } }).refundCreate.userErrors).toEqual([]);
     expect(shop.refundCount(1005)).toBe(1);
+  });
+});
+
+describe('ShopifyEmulator: lists as long as `first:` asks (VENDORS.md §1.3, §1.5)', () => {
+  const LONG = `gid://shopify/Order/${SHOPIFY_LONG_ORDER.id}`;
+  const MANY = `gid://shopify/Product/${SHOPIFY_MANY_VARIANTS_PRODUCT.id}`;
+  type Connection = { nodes: Array<{ id: string }>; pageInfo?: { hasNextPage: boolean; endCursor: string | null } };
+
+  it('a connection answers at most `first` nodes, and pageInfo only when its selection names it', async () => {
+    const bare = await gql('query($id: ID!) { order(id: $id) { lineItems(first: 1) { nodes { id name } } } }', { id: 'gid://shopify/Order/12345' });
+    const items = (bare.body.data as { order: { lineItems: Connection } }).order.lineItems;
+    expect(items.nodes.map((n) => n.id)).toEqual(['gid://shopify/LineItem/66001']);
+    expect(items).not.toHaveProperty('pageInfo');
+    const asked = await gql('query($id: ID!) { order(id: $id) { lineItems(first: 1) { nodes { id } pageInfo { hasNextPage endCursor } } } }', { id: 'gid://shopify/Order/12345' });
+    expect((asked.body.data as { order: { lineItems: Connection } }).order.lineItems.pageInfo).toEqual(expect.objectContaining({ hasNextPage: true, endCursor: expect.any(String) }));
+  });
+
+  it('the >50-line order answers 50 of its 55 line items with hasNextPage true; `after: endCursor` gives the other 5, hasNextPage false', async () => {
+    const doc = 'query($id: ID!, $after: String) { order(id: $id) { lineItems(first: 50, after: $after) { nodes { id } pageInfo { hasNextPage endCursor } } } }';
+    const first = (await gql(doc, { id: LONG })).body.data as { order: { lineItems: Connection } };
+    expect(first.order.lineItems.nodes).toHaveLength(50);
+    expect(first.order.lineItems.pageInfo?.hasNextPage).toBe(true);
+    const rest = (await gql(doc, { id: LONG, after: first.order.lineItems.pageInfo?.endCursor })).body.data as { order: { lineItems: Connection } };
+    expect(rest.order.lineItems.nodes).toHaveLength(SHOPIFY_LONG_ORDER.lineItems - 50);
+    expect(rest.order.lineItems.nodes[0].id).toBe('gid://shopify/LineItem/66150');
+    expect(rest.order.lineItems.pageInfo?.hasNextPage).toBe(false);
+  });
+
+  it('the >50-variant product answers 50 of its 60 variants with hasNextPage true; an order read whole says hasNextPage false', async () => {
+    const product = (await gql('query($id: ID!) { product(id: $id) { variants(first: 50) { nodes { id } pageInfo { hasNextPage } } } }', { id: MANY })).body.data as {
+      product: { variants: Connection };
+    };
+    expect(product.product.variants.nodes).toHaveLength(50);
+    expect(product.product.variants.pageInfo?.hasNextPage).toBe(true);
+    const small = (await gql('query($id: ID!) { order(id: $id) { lineItems(first: 50) { nodes { id } pageInfo { hasNextPage } } } }', { id: 'gid://shopify/Order/12345' }))
+      .body.data as { order: { lineItems: Connection } };
+    expect(small.order.lineItems.nodes).toHaveLength(2);
+    expect(small.order.lineItems.pageInfo?.hasNextPage).toBe(false);
+  });
+
+  it('plain lists (fulfillments, trackingInfo, transactions) are sized by `first` too, without pageInfo', async () => {
+    const doc = 'query($id: ID!) { order(id: $id) { fulfillments(first: 0) { status trackingInfo(first: 0) { number } } transactions(first: 1) { id } } }';
+    const order = ((await gql(doc, { id: 'gid://shopify/Order/1005' })).body.data as { order: { fulfillments: unknown[]; transactions: Array<{ id: string }> } }).order;
+    expect(order.fulfillments).toEqual([]);
+    expect(order.transactions.map((t) => t.id)).toEqual(['gid://shopify/OrderTransaction/71060']);
+    const tracked = (await gql('query($id: ID!) { order(id: $id) { fulfillments(first: 5) { trackingInfo(first: 0) { number } } } }', { id: 'gid://shopify/Order/12345' })).body
+      .data as { order: { fulfillments: Array<{ trackingInfo: unknown[] }> } };
+    expect(tracked.order.fulfillments).toHaveLength(1);
+    expect(tracked.order.fulfillments[0].trackingInfo).toEqual([]);
   });
 });

@@ -17,6 +17,13 @@ export const SHOPIFY_EMULATOR_CLIENT_SECRET = 'shpss_5d41402abc4b2a76b9719d91101
  */
 export const SHOPIFY_EMULATOR_REFRESH_TOKEN = 'shprt_9c2e5b1f7a3d4e6081b2c3d4e5f60001';
 
+/**
+ * An order with more line items, and a product with more variants, than the gateway's reads ask for (`first: 50`):
+ * their lists come back cut, and the results say `truncated`. No other test fixture refers to them.
+ */
+export const SHOPIFY_LONG_ORDER = { id: 1051, lineItems: 55 } as const;
+export const SHOPIFY_MANY_VARIANTS_PRODUCT = { id: 733000051, variants: 60 } as const;
+
 export interface EmuAddress {
   name: string;
   address1: string;
@@ -233,6 +240,19 @@ export function seedShopifyOrders(): Map<number, EmuOrder> {
       fulfillments: [{ status: 'SUCCESS', tracking: [{ number: 'TRACK-007', company: 'Yamato', url: null }] }],
       transactions: [{ id: 71080, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: 12_000 }],
     }),
+    order({
+      // A wholesale order of 55 lines, one cap each: more line items than the gateway reads (SHOPIFY_LONG_ORDER).
+      id: SHOPIFY_LONG_ORDER.id, name: '#1050', email: 'ops@trailhead-outfitters.example.com', phone: null,
+      displayFinancialStatus: 'PAID', displayFulfillmentStatus: 'UNFULFILLED', totalCents: SHOPIFY_LONG_ORDER.lineItems * 1_000,
+      createdAt: '2026-07-08T07:30:00Z',
+      customer: { firstName: 'Trailhead', lastName: 'Outfitters', email: 'ops@trailhead-outfitters.example.com', phone: null },
+      shippingAddress: null,
+      lineItems: Array.from({ length: SHOPIFY_LONG_ORDER.lineItems }, (_, i) => ({
+        id: 66100 + i, name: `Trail Cap - Team ${i + 1}`, title: 'Trail Cap', sku: `CAP-T${String(i + 1).padStart(2, '0')}`, quantity: 1, priceCents: 1_000,
+      })),
+      fulfillments: [],
+      transactions: [{ id: 71100, kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments', amountCents: SHOPIFY_LONG_ORDER.lineItems * 1_000 }],
+    }),
   ];
   return new Map(orders.map((o) => [o.id, o]));
 }
@@ -263,6 +283,14 @@ export function seedShopifyProducts(): Map<number, EmuProduct> {
       id: 733000001, title: 'Tasse « Crème brûlée » – 抹茶碗 🍵'.repeat(12), handle: 'tasse-creme-brulee', status: 'ACTIVE',
       vendor: 'Kyōto Céramique', productType: 'Céramique', totalInventory: 3,
       variants: [{ id: 457924720, title: 'Ø 12 cm – 白', sku: 'TASSE-12', priceCents: 3_900, inventoryQuantity: 3 }],
+    },
+    {
+      // More variants than the gateway reads (SHOPIFY_MANY_VARIANTS_PRODUCT): 60 sizes, one in stock each.
+      id: SHOPIFY_MANY_VARIANTS_PRODUCT.id, title: 'Aurora Road Shoe', handle: 'aurora-road-shoe', status: 'ACTIVE',
+      vendor: 'Aurora', productType: 'Shoes', totalInventory: SHOPIFY_MANY_VARIANTS_PRODUCT.variants,
+      variants: Array.from({ length: SHOPIFY_MANY_VARIANTS_PRODUCT.variants }, (_, i) => ({
+        id: 458000100 + i, title: `Size ${i + 1}`, sku: `ARS-${String(i + 1).padStart(2, '0')}`, priceCents: 11_000, inventoryQuantity: 1,
+      })),
     },
   ];
   return new Map(products.map((p) => [p.id, p]));

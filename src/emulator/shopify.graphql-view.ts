@@ -1,12 +1,105 @@
 /**
  * GraphQL Admin shapes of the emulator's fixtures (VENDORS.md §1.3). The
  * emulator does not parse selection sets, so a view always carries every field
- * the gateway may select; clients must ignore what they did not ask for.
+ * the gateway may select; clients must ignore what they did not ask for. Lists
+ * are the exception, as their size is what a client must see: each honours the
+ * `first:` (and a connection `after:`) the document gives it, and a connection
+ * answers `pageInfo` when its selection names it (ListArgs).
  */
 import { SHOP_CURRENCY, type EmuOrder, type EmuProduct, type EmuRefund, type EmuTransaction } from './shopify.fixtures.js';
 
 export function gid(type: string, id: number): string {
   return `gid://shopify/${type}/${id}`;
+}
+
+/** How the document asks for one list field. */
+export interface ListArgs {
+  /** `first:`, a literal or a variable; absent: the whole list (real Shopify refuses a connection without first/last) */
+  first?: number;
+  /** a connection's `after:` cursor, a literal or a variable */
+  after?: string;
+  /** the connection's own selection names pageInfo */
+  pageInfo: boolean;
+}
+
+/** How the document asks for each list field, by name; a field it does not name reads as the whole list. */
+export type ListShape = (field: string) => ListArgs | undefined;
+
+const WHOLE: ListShape = () => undefined;
+
+function argValue(args: string, name: string, variables: Record<string, unknown>): unknown {
+  const m = new RegExp(`\\b${name}\\s*:\\s*(?:(\\d+)|"([^"]*)"|\\$(\\w+))`).exec(args);
+  if (!m) return undefined;
+  return m[1] !== undefined ? Number(m[1]) : m[2] !== undefined ? m[2] : variables[m[3]];
+}
+
+/**
+ * The arguments of the first `field(...)` in the document, and whether its selection set (its own level, not the
+ * fields nested in it) names pageInfo. Enough for the documents clients send: no GraphQL parser.
+ */
+export function listShapeOf(query: string, variables: Record<string, unknown>): ListShape {
+  return (field) => {
+    const m = new RegExp(`\\b${field}\\s*\\(([^)]*)\\)`).exec(query);
+    if (!m) return undefined;
+    const first = argValue(m[1], 'first', variables);
+    const after = argValue(m[1], 'after', variables);
+    let pageInfo = false;
+    let at = m.index + m[0].length;
+    while (at < query.length && /\s/.test(query[at])) at++;
+    if (query[at] === '{') {
+      let depth = 0;
+      let own = '';
+      for (; at < query.length; at++) {
+        const c = query[at];
+        if (c === '{') depth++;
+        else if (c === '}' && --depth === 0) break;
+        else if (depth === 1) own += c;
+      }
+      pageInfo = /\bpageInfo\b/.test(own);
+    }
+    return {
+      ...(typeof first === 'number' && Number.isInteger(first) && first >= 0 ? { first } : {}),
+      ...(typeof after === 'string' ? { after } : {}),
+      pageInfo,
+    };
+  };
+}
+
+/** An opaque cursor: the position after the entry it names. */
+function cursorAt(position: number): string {
+  return Buffer.from(JSON.stringify({ position }), 'utf8').toString('base64url');
+}
+
+function positionOf(cursor: string | undefined): number {
+  if (cursor === undefined) return 0;
+  try {
+    const { position } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { position?: unknown };
+    return typeof position === 'number' && Number.isInteger(position) && position >= 0 ? position : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** A plain list (Order.fulfillments, Fulfillment.trackingInfo, Order.transactions): at most `first` entries. */
+function plainList<T, V>(items: readonly T[], args: ListArgs | undefined, view: (item: T) => V): V[] {
+  return items.slice(0, args?.first ?? items.length).map(view);
+}
+
+/** A connection: `{nodes}` of at most `first` entries after `after`, with pageInfo when asked. */
+function connection<T, V>(items: readonly T[], args: ListArgs | undefined, view: (item: T) => V): Record<string, unknown> {
+  const start = Math.min(positionOf(args?.after), items.length);
+  const end = args?.first === undefined ? items.length : Math.min(items.length, start + args.first);
+  const out: Record<string, unknown> = { nodes: items.slice(start, end).map(view) };
+  if (args?.pageInfo) {
+    const empty = end === start;
+    out.pageInfo = {
+      hasNextPage: end < items.length,
+      hasPreviousPage: start > 0,
+      startCursor: empty ? null : cursorAt(start + 1),
+      endCursor: empty ? null : cursorAt(end),
+    };
+  }
+  return out;
 }
 
 // ISO 4217 minor units of the currencies that do not have 2, as Shopify keeps money in them. The emulator's own
@@ -72,7 +165,7 @@ export function refundView(order: EmuOrder, refund: EmuRefund): Record<string, u
   };
 }
 
-export function orderView(o: EmuOrder): Record<string, unknown> {
+export function orderView(o: EmuOrder, lists: ListShape = WHOLE): Record<string, unknown> {
   return {
     id: gid('Order', o.id),
     legacyResourceId: String(o.id),
@@ -93,27 +186,26 @@ export function orderView(o: EmuOrder): Record<string, unknown> {
       defaultPhoneNumber: o.customer.phone === null ? null : { phoneNumber: o.customer.phone },
     },
     shippingAddress: o.shippingAddress && { ...o.shippingAddress },
-    lineItems: {
-      nodes: o.lineItems.map((li) => ({
-        id: gid('LineItem', li.id),
-        name: li.name,
-        title: li.title,
-        sku: li.sku,
-        quantity: li.quantity,
-        originalUnitPriceSet: money(li.priceCents, o),
-      })),
-    },
-    // Order.fulfillments and trackingInfo are plain lists in the Admin API, not connections.
-    fulfillments: o.fulfillments.map((f) => ({
-      status: f.status,
-      trackingInfo: f.tracking.map((t) => ({ number: t.number, company: t.company, url: t.url })),
+    lineItems: connection(o.lineItems, lists('lineItems'), (li) => ({
+      id: gid('LineItem', li.id),
+      name: li.name,
+      title: li.title,
+      sku: li.sku,
+      quantity: li.quantity,
+      originalUnitPriceSet: money(li.priceCents, o),
     })),
-    transactions: o.transactions.map((t) => transactionView(o, t)),
+    // Order.fulfillments, Fulfillment.trackingInfo and Order.transactions are plain lists in the Admin API, not
+    // connections: `first:` sizes them, and nothing says whether more remain.
+    fulfillments: plainList(o.fulfillments, lists('fulfillments'), (f) => ({
+      status: f.status,
+      trackingInfo: plainList(f.tracking, lists('trackingInfo'), (t) => ({ number: t.number, company: t.company, url: t.url })),
+    })),
+    transactions: plainList(o.transactions, lists('transactions'), (t) => transactionView(o, t)),
     refunds: o.refunds.map((r) => refundView(o, r)),
   };
 }
 
-export function productView(p: EmuProduct): Record<string, unknown> {
+export function productView(p: EmuProduct, lists: ListShape = WHOLE): Record<string, unknown> {
   return {
     id: gid('Product', p.id),
     legacyResourceId: String(p.id),
@@ -123,14 +215,12 @@ export function productView(p: EmuProduct): Record<string, unknown> {
     vendor: p.vendor,
     productType: p.productType,
     totalInventory: p.totalInventory,
-    variants: {
-      nodes: p.variants.map((v) => ({
-        id: gid('ProductVariant', v.id),
-        title: v.title,
-        sku: v.sku,
-        price: formatMinor(v.priceCents, SHOP_CURRENCY),
-        inventoryQuantity: v.inventoryQuantity,
-      })),
-    },
+    variants: connection(p.variants, lists('variants'), (v) => ({
+      id: gid('ProductVariant', v.id),
+      title: v.title,
+      sku: v.sku,
+      price: formatMinor(v.priceCents, SHOP_CURRENCY),
+      inventoryQuantity: v.inventoryQuantity,
+    })),
   };
 }

@@ -1,6 +1,6 @@
 /** The GraphQL operations the Shopify emulator answers, over the shop it holds (ShopifyEmulator). */
 import type { EmuOrder, EmuProduct } from './shopify.fixtures.js';
-import { gid, orderView, productView } from './shopify.graphql-view.js';
+import { gid, listShapeOf, orderView, productView } from './shopify.graphql-view.js';
 import type { ShopifyRefundDesk } from './shopify.refund-desk.js';
 import { missingFields, NULL_VARIABLE, validationError, variableError, type VariableProblem } from './shopify.validation.js';
 
@@ -49,8 +49,12 @@ export function executeShopifyGraphql(store: ShopifyStore, query: string, variab
   const cost = shopifyQueryCost(query);
   if (query.includes('refundCreate')) return { cost, ...refundCreate(store, query, variables, version) };
   if (query.includes('orderUpdate')) return { cost, ...orderUpdate(store, variables) };
-  if (/\border\s*\(/.test(query)) return { cost, ...withoutDeniedFields(store, lookup('Order', query, variables, (id) => store.orders.get(id), orderView, 'order'), query) };
-  if (/\bproduct\s*\(/.test(query)) return { cost, ...lookup('Product', query, variables, (id) => store.products.get(id), productView, 'product') };
+  // Lists come back as long as the document's `first:` asks (and connections with pageInfo when selected).
+  const lists = listShapeOf(query, variables);
+  if (/\border\s*\(/.test(query)) {
+    return { cost, ...withoutDeniedFields(store, lookup('Order', query, variables, (id) => store.orders.get(id), (o) => orderView(o, lists), 'order'), query) };
+  }
+  if (/\bproduct\s*\(/.test(query)) return { cost, ...lookup('Product', query, variables, (id) => store.products.get(id), (p) => productView(p, lists), 'product') };
   // Anything else is a field the emulated schema lacks: refused by validation, as Shopify refuses an unknown field.
   const field = rootField(query);
   const typeName = /^\s*mutation\b/.test(query) ? 'Mutation' : 'QueryRoot';

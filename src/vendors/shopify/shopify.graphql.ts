@@ -3,6 +3,15 @@
  * normaliser uses: query cost and customer PII both grow with the selection.
  */
 
+/**
+ * How many entries each list of a read asks for (`first:`): one request per call, never paged with `after:`, so
+ * a longer list comes back cut, and the result says so (`truncated`). Connections (lineItems, variants) tell it
+ * with `pageInfo.hasNextPage`; Order.fulfillments and Fulfillment.trackingInfo are plain lists, which can only
+ * come back full. Connections are costed by `first` (VENDORS.md §1.5): raising these raises every read's cost.
+ */
+export const ORDER_LIST_FIRST = { lineItems: 50, fulfillments: 20, trackingInfo: 10 } as const;
+export const PRODUCT_VARIANTS_FIRST = 50;
+
 export const ORDER_QUERY = `query OrderLookup($id: ID!) {
   order(id: $id) {
     id
@@ -14,8 +23,8 @@ export const ORDER_QUERY = `query OrderLookup($id: ID!) {
     phone
     customer { defaultEmailAddress { emailAddress } defaultPhoneNumber { phoneNumber } }
     shippingAddress { name address1 address2 city province provinceCode zip country countryCodeV2 phone }
-    lineItems(first: 50) { nodes { name quantity sku } }
-    fulfillments(first: 20) { status trackingInfo(first: 10) { number company url } }
+    lineItems(first: ${ORDER_LIST_FIRST.lineItems}) { nodes { name quantity sku } pageInfo { hasNextPage } }
+    fulfillments(first: ${ORDER_LIST_FIRST.fulfillments}) { status trackingInfo(first: ${ORDER_LIST_FIRST.trackingInfo}) { number company url } }
     note
   }
 }`;
@@ -29,7 +38,7 @@ export const PRODUCT_QUERY = `query ProductLookup($id: ID!) {
     vendor
     productType
     totalInventory
-    variants(first: 50) { nodes { id title sku price inventoryQuantity } }
+    variants(first: ${PRODUCT_VARIANTS_FIRST}) { nodes { id title sku price inventoryQuantity } pageInfo { hasNextPage } }
   }
 }`;
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeRefund } from './shopify.normalize.js';
+import { ORDER_LIST_FIRST, PRODUCT_VARIANTS_FIRST } from './shopify.graphql.js';
+import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
 
 const refund = (statuses: string[]) => ({
   id: 'gid://shopify/Refund/1',
@@ -29,5 +30,50 @@ describe('normalizeRefund: a refund record is not proof money moved (VENDORS.md 
     expect(normalizeRefund('1', refund(['SUCCESS', 'ERROR'])).status).toBe('error');
     expect(normalizeRefund('1', refund(['FAILURE', 'ERROR'])).status).toBe('error');
     expect(normalizeRefund('1', refund(['FAILURE'])).status).toBe('failed');
+  });
+});
+
+describe('lists read with `first:` and never paged: a cut list is marked truncated (VENDORS.md §1.3, §1.5)', () => {
+  const variants = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `gid://shopify/ProductVariant/${i + 1}`, title: `Size ${i}`, sku: `S-${i}`, price: '1.00', inventoryQuantity: 1 }));
+  const lineItems = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `Item ${i}`, quantity: 1, sku: null }));
+  const tracking = (n: number) => Array.from({ length: n }, (_, i) => ({ number: `T${i}` }));
+
+  it('a product whose variants connection says hasNextPage → truncated: true, after the variants it has', () => {
+    const p = normalizeProduct('7', { title: 'Shoe', variants: { nodes: variants(PRODUCT_VARIANTS_FIRST), pageInfo: { hasNextPage: true } } });
+    expect(p.truncated).toBe(true);
+    expect(p.variants).toHaveLength(PRODUCT_VARIANTS_FIRST);
+    expect(Object.keys(p).slice(-2)).toEqual(['variants', 'truncated']);
+  });
+
+  it('a product whose variants are all there (hasNextPage false, even with exactly `first` of them) → no truncated key', () => {
+    expect(normalizeProduct('7', { variants: { nodes: variants(2), pageInfo: { hasNextPage: false } } })).not.toHaveProperty('truncated');
+    expect(normalizeProduct('7', { variants: { nodes: variants(PRODUCT_VARIANTS_FIRST), pageInfo: { hasNextPage: false } } })).not.toHaveProperty('truncated');
+    expect(normalizeProduct('7', { variants: { nodes: variants(3) } })).not.toHaveProperty('truncated');
+  });
+
+  it('a connection answered without pageInfo counts as cut when it came back full', () => {
+    expect(normalizeProduct('7', { variants: { nodes: variants(PRODUCT_VARIANTS_FIRST) } }).truncated).toBe(true);
+  });
+
+  it('an order whose lineItems connection has a next page → truncated: true', () => {
+    const o = normalizeOrder('1', { lineItems: { nodes: lineItems(ORDER_LIST_FIRST.lineItems), pageInfo: { hasNextPage: true } }, fulfillments: [] });
+    expect(o.truncated).toBe(true);
+    expect(o.items).toHaveLength(ORDER_LIST_FIRST.lineItems);
+  });
+
+  it('an order whose plain lists come back full (fulfillments, or one fulfillment\'s trackingInfo) → truncated: true', () => {
+    const full = Array.from({ length: ORDER_LIST_FIRST.fulfillments }, () => ({ status: 'SUCCESS', trackingInfo: tracking(1) }));
+    expect(normalizeOrder('1', { lineItems: { nodes: [], pageInfo: { hasNextPage: false } }, fulfillments: full }).truncated).toBe(true);
+    const parcels = [{ status: 'SUCCESS', trackingInfo: tracking(ORDER_LIST_FIRST.trackingInfo) }];
+    expect(normalizeOrder('1', { lineItems: { nodes: [], pageInfo: { hasNextPage: false } }, fulfillments: parcels }).truncated).toBe(true);
+  });
+
+  it('an order read whole → no truncated key', () => {
+    const o = normalizeOrder('1', {
+      lineItems: { nodes: lineItems(2), pageInfo: { hasNextPage: false } },
+      fulfillments: [{ status: 'SUCCESS', trackingInfo: tracking(ORDER_LIST_FIRST.trackingInfo - 1) }],
+    });
+    expect(o).not.toHaveProperty('truncated');
+    expect(o.trackingNumbers).toHaveLength(ORDER_LIST_FIRST.trackingInfo - 1);
   });
 });

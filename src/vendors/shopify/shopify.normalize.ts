@@ -4,6 +4,7 @@
  * for apps without approval, VENDORS.md §1.1) becomes null, never a crash.
  */
 import { isRecord } from './shopify.client.js';
+import { ORDER_LIST_FIRST, PRODUCT_VARIANTS_FIRST } from './shopify.graphql.js';
 
 function str(v: unknown): string | null {
   return typeof v === 'string' ? v : null;
@@ -17,6 +18,17 @@ function lower(v: unknown): string | null {
 function list(v: unknown): Record<string, unknown>[] {
   const items = Array.isArray(v) ? v : isRecord(v) && Array.isArray(v.nodes) ? v.nodes : [];
   return items.filter(isRecord);
+}
+
+/**
+ * Whether a list asked for with `first` may hold less than Shopify has (the query asks once, never pages on):
+ * a connection says so in `pageInfo.hasNextPage`; a plain list (or a connection answered without pageInfo) only
+ * by coming back full, `first` entries or more.
+ */
+function mayBeCut(v: unknown, first: number): boolean {
+  if (isRecord(v) && isRecord(v.pageInfo) && typeof v.pageInfo.hasNextPage === 'boolean') return v.pageInfo.hasNextPage;
+  const items = Array.isArray(v) ? v : isRecord(v) && Array.isArray(v.nodes) ? v.nodes : [];
+  return items.length >= first;
 }
 
 /** "gid://shopify/Refund/123" → "123"; other text passes through. */
@@ -39,13 +51,20 @@ export interface NormalizedOrder {
   items: Array<{ name: string | null; quantity: number }>;
   customer: { email: string | null; phone: string | null };
   shippingAddress: Record<string, string | null> | null;
+  /**
+   * Present (true) when a list is cut: Shopify has more line items than `items` holds, or more fulfillments or
+   * tracking numbers than were read (ORDER_LIST_FIRST). As `truncated` of amazon_query.get_order_items.
+   */
+  truncated?: true;
 }
 
 export function normalizeOrder(orderId: string, o: Record<string, unknown>): NormalizedOrder {
   // One fulfillment per parcel, each with its tracking (VENDORS.md §1.3). A Set: the answer's lists are the vendor's
   // to size (within VENDOR_MAX_RESPONSE_BYTES), and an array's includes() made 100,000 of them a 7 s stall.
   const seen = new Set<string>();
+  let truncated = mayBeCut(o.lineItems, ORDER_LIST_FIRST.lineItems) || mayBeCut(o.fulfillments, ORDER_LIST_FIRST.fulfillments);
   for (const f of list(o.fulfillments)) {
+    if (mayBeCut(f.trackingInfo, ORDER_LIST_FIRST.trackingInfo)) truncated = true;
     for (const t of list(f.trackingInfo)) {
       const n = str(t.number);
       if (n) seen.add(n);
@@ -56,7 +75,7 @@ export function normalizeOrder(orderId: string, o: Record<string, unknown>): Nor
   const email = isRecord(customer.defaultEmailAddress) ? str(customer.defaultEmailAddress.emailAddress) : null;
   const phone = isRecord(customer.defaultPhoneNumber) ? str(customer.defaultPhoneNumber.phoneNumber) : null;
   const a = isRecord(o.shippingAddress) ? o.shippingAddress : null;
-  return {
+  const order: NormalizedOrder = {
     orderId,
     name: str(o.name),
     status: lower(o.displayFulfillmentStatus),
@@ -79,10 +98,13 @@ export function normalizeOrder(orderId: string, o: Record<string, unknown>): Nor
       phone: str(a.phone),
     },
   };
+  if (truncated) order.truncated = true;
+  return order;
 }
 
+/** `truncated: true` after `variants` when the product has more variants than were read (PRODUCT_VARIANTS_FIRST). */
 export function normalizeProduct(productId: string, p: Record<string, unknown>): Record<string, unknown> {
-  return {
+  const product: Record<string, unknown> = {
     productId,
     title: str(p.title),
     handle: str(p.handle),
@@ -98,6 +120,8 @@ export function normalizeProduct(productId: string, p: Record<string, unknown>):
       inventoryQuantity: typeof v.inventoryQuantity === 'number' ? v.inventoryQuantity : null,
     })),
   };
+  if (mayBeCut(p.variants, PRODUCT_VARIANTS_FIRST)) product.truncated = true;
+  return product;
 }
 
 function money(set: unknown): { amount: string | null; currency: string | null } {

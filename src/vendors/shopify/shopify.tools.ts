@@ -3,6 +3,7 @@
  * handler builds GIDs from them, so nothing else may reach a query.
  */
 import type { JsonSchema, ToolSpec } from '../vendor-handler.js';
+import { ORDER_LIST_FIRST, PRODUCT_VARIANTS_FIRST } from './shopify.graphql.js';
 
 // One spelling per id: Shopify reads "012345" as order 12345, so a policy comparing ids as text would see another order than the one acted on.
 // At most 19 digits: Shopify's ids are 64-bit integers (isShopifyId holds a 19-digit one to the 64-bit maximum).
@@ -36,7 +37,10 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
     actions: [
       {
         name: 'lookup',
-        description: 'Fetch one order by its numeric id.',
+        description:
+          `Fetch one order by its numeric id. At most ${ORDER_LIST_FIRST.lineItems} line items, ${ORDER_LIST_FIRST.fulfillments} fulfillments ` +
+          `and ${ORDER_LIST_FIRST.trackingInfo} tracking numbers per fulfillment are read: ` +
+          'when the order has more, those lists are cut and the result says `truncated: true`.',
         inputSchema: objectSchema({ orderId }, ['orderId']),
         riskLevel: 'low',
         sideEffect: 'read',
@@ -52,7 +56,9 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
     actions: [
       {
         name: 'get_product',
-        description: 'Fetch one product (title, status, variants with SKU and price) by its numeric id.',
+        description:
+          `Fetch one product (title, status, variants with SKU and price) by its numeric id. At most ${PRODUCT_VARIANTS_FIRST} variants are read: ` +
+          `when the product has more, \`variants\` holds the first ${PRODUCT_VARIANTS_FIRST} and the result says \`truncated: true\`.`,
         inputSchema: objectSchema(
           { productId: { type: 'string', pattern: SHOPIFY_ID_PATTERN, description: 'Numeric Shopify product id (at most 9223372036854775807)' } },
           ['productId'],
