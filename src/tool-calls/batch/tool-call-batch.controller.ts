@@ -92,6 +92,11 @@ export class ToolCallBatchController {
       'or duplicate tool_use ids. BAD_REQUEST: an Idempotency-Key header (each item is keyed by its tool_use id), or a body that is not JSON. ' +
       'Nothing recorded',
   )
+  @ApiProblemResponse(
+    401,
+    'UNAUTHENTICATED: no valid API key; also a key revoked (on another replica) before any item ran or was replayed — one 401 for the batch, ' +
+      'nothing recorded. A key revoked while the batch runs answers the items after that 401 per item (those before it stand)',
+  )
   @ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)')
   @ApiProblemResponse(429, 'RATE_LIMITED: the key has fewer rate-limit tokens than the batch has tool_uses (Retry-After says when it will). Nothing recorded')
   @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was completed or cancelled and no item is a call it made before (those are replayed, the others answer RUN_NOT_ACTIVE per item)')

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../common/errors/app-error.js';
 import type { ToolCallBody } from '../tool-call-body.js';
 import type { ScheduleKind } from './batch-request.js';
-import { endedRunOnly, writeHoldOf } from './tool-call-batch.service.js';
+import { endedRunOnly, revokedKeyOnly, writeHoldOf } from './tool-call-batch.service.js';
 
 describe('writeHoldOf', () => {
   const kinds: Record<string, ScheduleKind> = { 'shopify_refund.create': 'write', 'order_lookup.lookup': 'read' };
@@ -51,5 +51,22 @@ describe('endedRunOnly', () => {
     expect(endedRunOnly([null, null], [ended, new AppError('IDEMPOTENCY_KEY_REUSED')])).toBe(false);
     expect(endedRunOnly([null, null], [ended, new AppError('DATABASE_UNAVAILABLE')])).toBe(false);
     expect(endedRunOnly([null, null], [malformed, malformed])).toBe(false);
+  });
+});
+
+describe('revokedKeyOnly', () => {
+  const revoked = new AppError('UNAUTHENTICATED');
+  const malformed = new AppError('BAD_REQUEST', 'type must be "tool_use"');
+
+  it('refused UNAUTHENTICATED before anything ran, with or without items that are no tool_use at all: one 401 for the batch', () => {
+    expect(revokedKeyOnly([null, null], [revoked, revoked])).toBe(true);
+    expect(revokedKeyOnly([null, null, null], [malformed, revoked, malformed])).toBe(true);
+  });
+
+  it('revoked midway (an item ran or was replayed), another refusal, or no 401 at all: per-item answers', () => {
+    expect(revokedKeyOnly([{ status: 'succeeded' } as ToolCallBody, null], [null, revoked])).toBe(false);
+    expect(revokedKeyOnly([null, null], [revoked, new AppError('CONCURRENCY_LIMIT')])).toBe(false);
+    expect(revokedKeyOnly([null, null], [revoked, new AppError('RUN_NOT_ACTIVE')])).toBe(false);
+    expect(revokedKeyOnly([null, null], [malformed, malformed])).toBe(false);
   });
 });

@@ -100,6 +100,22 @@ export function endedRunOnly(bodies: readonly (ToolCallBody | null)[], refusals:
   return ended;
 }
 
+/**
+ * True when the key was found revoked before any item of the batch ran or was answered from the ledger: at least one
+ * item was refused 401 UNAUTHENTICATED (the intent statement, or a replay's key check, found it revoked since this
+ * replica cached it) and every other one 400 BAD_REQUEST. The batch then answers one 401, as a single call would —
+ * not 200 with a 401 per tool_use. A key revoked midway (an item ran before) keeps the per-item answers.
+ */
+export function revokedKeyOnly(bodies: readonly (ToolCallBody | null)[], refusals: readonly (AppError | null)[]): boolean {
+  if (bodies.some((b) => b !== null)) return false;
+  let revoked = false;
+  for (const r of refusals) {
+    if (r?.code === 'UNAUTHENTICATED') revoked = true;
+    else if (r?.code !== 'BAD_REQUEST') return false;
+  }
+  return revoked;
+}
+
 /** Statuses of a call that has not finished: the items after it in a batch wait for it. */
 const STILL_EXECUTING = new Set(['running', 'approved', 'requested']);
 
@@ -202,6 +218,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     }
     // Nothing in it was a call the run made before it ended: one 409 for the batch, as for a single call.
     if (endedRunOnly(bodies, refusals)) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
+    if (revokedKeyOnly(bodies, refusals)) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
     const fitted = fitBatchBudget(bodies, this.config.BATCH_BUDGET_BYTES);
     return { results: fitted.map((b, i) => b ?? problemBody(refusals[i]!, correlationId)) };
   }
