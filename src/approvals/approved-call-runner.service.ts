@@ -284,7 +284,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       this.log.log({ toolCallId }, 'approved call deferred: the org × vendor circuit breaker is open; a sweep after its cooldown runs it');
       return;
     }
-    const release = vendor ? this.calls.leaseFor(pending.org_id, vendor, true) : () => undefined;
+    const release = vendor ? this.calls.leaseFor(pending.org_id, vendor, toolCallId) : () => undefined;
     if (!release) {
       // The next free slot is kept for it (new calls there are refused meanwhile), for two sweeps: an approved write
       // does not wait behind the org's direct calls for as long as they keep coming.

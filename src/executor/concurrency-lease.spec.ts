@@ -19,12 +19,12 @@ describe('ConcurrencyLeases', () => {
     const clock = { now: 0 };
     const leases = new ConcurrencyLeases(1, () => clock.now);
     const direct = leases.acquire('o:v')!;
-    expect(leases.acquire('o:v', true)).toBeNull(); // full: the approved call is deferred ...
+    expect(leases.acquire('o:v', 'call-a')).toBeNull(); // full: the approved call is deferred ...
     leases.reserve('o:v', 10_000, 'call-a'); // ... and reserves the next free slot
     direct();
     expect(leases.acquire('o:v')).toBeNull(); // free, but kept for it
     expect(leases.acquire('o:other')).not.toBeNull(); // another org × vendor is not held
-    const approved = leases.acquire('o:v', true)!;
+    const approved = leases.acquire('o:v', 'call-a')!;
     expect(approved).not.toBeNull();
     approved();
     expect(leases.acquire('o:v')).not.toBeNull(); // the reservation ended with it
@@ -56,5 +56,25 @@ describe('ConcurrencyLeases', () => {
     direct!();
     expect(leases.acquire('o:w')).toBeNull(); // another org × vendor's reservation is untouched
   });
-});
 
+  it('kept for two approved calls: the first taking a slot leaves it kept for the second, which still waits', () => {
+    const clock = { now: 0 };
+    const leases = new ConcurrencyLeases(1, () => clock.now);
+    const direct = leases.acquire('o:v')!;
+    expect(leases.acquire('o:v', 'call-a')).toBeNull();
+    leases.reserve('o:v', 10_000, 'call-a');
+    expect(leases.acquire('o:v', 'call-b')).toBeNull();
+    leases.reserve('o:v', 10_000, 'call-b');
+    direct();
+    const a = leases.acquire('o:v', 'call-a')!; // A takes the slot
+    expect(a).not.toBeNull();
+    a(); // A is done: the slot is free, and B still waits for it
+    expect(leases.reservationHolders()).toEqual(['call-b']);
+    expect(leases.acquire('o:v')).toBeNull(); // a direct call does not take B's slot
+    const b = leases.acquire('o:v', 'call-b')!;
+    expect(b).not.toBeNull();
+    b();
+    expect(leases.reservationHolders()).toEqual([]);
+    expect(leases.acquire('o:v')).not.toBeNull(); // nobody waits: free for new calls
+  });
+});

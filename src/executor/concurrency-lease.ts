@@ -20,17 +20,18 @@ export class ConcurrencyLeases {
 
   /**
    * A release function, or null when the limit is reached, or when an approved call has reserved the next free slot
-   * and this is not one (`approved`). An approved call that takes a slot ends the reservation.
+   * and this is not one (`approvedCall`: the id of the approved call asking). An approved call that takes a slot no
+   * longer waits: the reservation ends once no other call it is kept for still does.
    */
-  acquire(key: string, approved = false): (() => void) | null {
+  acquire(key: string, approvedCall?: string): (() => void) | null {
     const reservation = this.reserved.get(key);
-    if (reservation !== undefined && !approved) {
+    if (reservation !== undefined && approvedCall === undefined) {
       if (this.now() < reservation.until) return null;
       this.reserved.delete(key);
     }
     const n = this.inFlight.get(key) ?? 0;
     if (n >= this.limit) return null;
-    if (approved) this.reserved.delete(key);
+    if (approvedCall !== undefined) this.unreserve(approvedCall);
     this.inFlight.set(key, n + 1);
     let released = false;
     return () => {
@@ -43,8 +44,8 @@ export class ConcurrencyLeases {
   }
 
   /**
-   * Approved call `holder` found `key` full: new calls are refused for up to `forMs`, until an approved call takes a
-   * slot or every call it is kept for is unreserved.
+   * Approved call `holder` found `key` full: new calls are refused for up to `forMs`, until every call it is kept for
+   * has taken a slot or is unreserved.
    */
   reserve(key: string, forMs: number, holder: string): void {
     const holders = this.reserved.get(key)?.holders ?? new Set<string>();

@@ -218,8 +218,8 @@ export class ToolCallsService {
   }
 
   /** A slot of the org × vendor concurrency limit, or null when it is full (see VendorAdmission.leaseFor). */
-  leaseFor(orgId: string, vendor: string, approved = false): (() => void) | null {
-    return this.admission.leaseFor(orgId, vendor, approved);
+  leaseFor(orgId: string, vendor: string, approvedCall?: string): (() => void) | null {
+    return this.admission.leaseFor(orgId, vendor, approvedCall);
   }
 
   /** An approved call found the org × vendor full: new calls there are refused until it takes a slot (at most `forMs`). */

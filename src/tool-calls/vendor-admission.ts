@@ -38,8 +38,8 @@ export class VendorAdmission {
    * null when it is full; the caller gives it back once the vendor has answered.
    * Approved calls take one too, so approving many at once cannot exceed it.
    */
-  leaseFor(orgId: string, vendor: string, approved = false): (() => void) | null {
-    return this.leases.acquire(`${orgId}:${vendor}`, approved);
+  leaseFor(orgId: string, vendor: string, approvedCall?: string): (() => void) | null {
+    return this.leases.acquire(`${orgId}:${vendor}`, approvedCall);
   }
 
   /** Approved call `toolCallId` found the org × vendor full: the next free slot is kept for it for up to `forMs` (ConcurrencyLeases.reserve). */

@@ -6,8 +6,9 @@
 /**
  * How many entries each list of a read asks for (`first:`): one request per call, never paged with `after:`, so
  * a longer list comes back cut, and the result says so (`truncated`). Connections (lineItems, variants) tell it
- * with `pageInfo.hasNextPage`; Order.fulfillments and Fulfillment.trackingInfo are plain lists, which can only
- * come back full. Connections are costed by `first` (VENDORS.md §1.5): raising these raises every read's cost.
+ * with `pageInfo.hasNextPage`; Order.fulfillments and Fulfillment.trackingInfo are plain lists, which say nothing:
+ * they are asked for one entry more than is kept, and that entry coming back is what says there are more.
+ * Connections are costed by `first` (VENDORS.md §1.5): raising these raises every read's cost.
  */
 export const ORDER_LIST_FIRST = { lineItems: 50, fulfillments: 20, trackingInfo: 10 } as const;
 export const PRODUCT_VARIANTS_FIRST = 50;
@@ -24,7 +25,7 @@ export const ORDER_QUERY = `query OrderLookup($id: ID!) {
     customer { defaultEmailAddress { emailAddress } defaultPhoneNumber { phoneNumber } }
     shippingAddress { name address1 address2 city province provinceCode zip country countryCodeV2 phone }
     lineItems(first: ${ORDER_LIST_FIRST.lineItems}) { nodes { name quantity sku } pageInfo { hasNextPage } }
-    fulfillments(first: ${ORDER_LIST_FIRST.fulfillments}) { status trackingInfo(first: ${ORDER_LIST_FIRST.trackingInfo}) { number company url } }
+    fulfillments(first: ${ORDER_LIST_FIRST.fulfillments + 1}) { status trackingInfo(first: ${ORDER_LIST_FIRST.trackingInfo + 1}) { number company url } }
     note
   }
 }`;

@@ -61,11 +61,24 @@ describe('lists read with `first:` and never paged: a cut list is marked truncat
     expect(o.items).toHaveLength(ORDER_LIST_FIRST.lineItems);
   });
 
-  it('an order whose plain lists come back full (fulfillments, or one fulfillment\'s trackingInfo) → truncated: true', () => {
-    const full = Array.from({ length: ORDER_LIST_FIRST.fulfillments }, () => ({ status: 'SUCCESS', trackingInfo: tracking(1) }));
-    expect(normalizeOrder('1', { lineItems: { nodes: [], pageInfo: { hasNextPage: false } }, fulfillments: full }).truncated).toBe(true);
+  it('an order whose plain lists come back with the one entry more they are asked for → truncated: true, and only `first` kept', () => {
+    const more = Array.from({ length: ORDER_LIST_FIRST.fulfillments + 1 }, (_, i) => ({ status: 'SUCCESS', trackingInfo: [{ number: `F${i}` }] }));
+    const o = normalizeOrder('1', { lineItems: { nodes: [], pageInfo: { hasNextPage: false } }, fulfillments: more });
+    expect(o.truncated).toBe(true);
+    expect(o.trackingNumbers).toHaveLength(ORDER_LIST_FIRST.fulfillments); // the extra fulfillment only says there are more
+    const parcels = [{ status: 'SUCCESS', trackingInfo: tracking(ORDER_LIST_FIRST.trackingInfo + 1) }];
+    const p = normalizeOrder('1', { lineItems: { nodes: [], pageInfo: { hasNextPage: false } }, fulfillments: parcels });
+    expect(p.truncated).toBe(true);
+    expect(p.trackingNumbers).toHaveLength(ORDER_LIST_FIRST.trackingInfo);
+  });
+
+  it('an order whose plain lists hold exactly `first` entries (all of them) → no truncated key', () => {
+    const all = Array.from({ length: ORDER_LIST_FIRST.fulfillments }, (_, i) => ({ status: 'SUCCESS', trackingInfo: [{ number: `F${i}` }] }));
+    expect(normalizeOrder('1', { lineItems: { nodes: [], pageInfo: { hasNextPage: false } }, fulfillments: all })).not.toHaveProperty('truncated');
     const parcels = [{ status: 'SUCCESS', trackingInfo: tracking(ORDER_LIST_FIRST.trackingInfo) }];
-    expect(normalizeOrder('1', { lineItems: { nodes: [], pageInfo: { hasNextPage: false } }, fulfillments: parcels }).truncated).toBe(true);
+    const o = normalizeOrder('1', { lineItems: { nodes: [], pageInfo: { hasNextPage: false } }, fulfillments: parcels });
+    expect(o).not.toHaveProperty('truncated');
+    expect(o.trackingNumbers).toHaveLength(ORDER_LIST_FIRST.trackingInfo);
   });
 
   it('an order read whole → no truncated key', () => {

@@ -21,14 +21,14 @@ function list(v: unknown): Record<string, unknown>[] {
 }
 
 /**
- * Whether a list asked for with `first` may hold less than Shopify has (the query asks once, never pages on):
- * a connection says so in `pageInfo.hasNextPage`; a plain list (or a connection answered without pageInfo) only
- * by coming back full, `first` entries or more.
+ * Whether Shopify has more of a list than the `first` entries kept (the query asks once, never pages on): a
+ * connection says so in `pageInfo.hasNextPage` (answered without it: by coming back full); a plain list is asked for
+ * one entry more than is kept (ORDER_QUERY), so more than `first` coming back says it.
  */
 function mayBeCut(v: unknown, first: number): boolean {
+  if (Array.isArray(v)) return v.length > first;
   if (isRecord(v) && isRecord(v.pageInfo) && typeof v.pageInfo.hasNextPage === 'boolean') return v.pageInfo.hasNextPage;
-  const items = Array.isArray(v) ? v : isRecord(v) && Array.isArray(v.nodes) ? v.nodes : [];
-  return items.length >= first;
+  return isRecord(v) && Array.isArray(v.nodes) && v.nodes.length >= first;
 }
 
 /** "gid://shopify/Refund/123" → "123"; other text passes through. */
@@ -63,9 +63,9 @@ export function normalizeOrder(orderId: string, o: Record<string, unknown>): Nor
   // to size (within VENDOR_MAX_RESPONSE_BYTES), and an array's includes() made 100,000 of them a 7 s stall.
   const seen = new Set<string>();
   let truncated = mayBeCut(o.lineItems, ORDER_LIST_FIRST.lineItems) || mayBeCut(o.fulfillments, ORDER_LIST_FIRST.fulfillments);
-  for (const f of list(o.fulfillments)) {
+  for (const f of list(o.fulfillments).slice(0, ORDER_LIST_FIRST.fulfillments)) {
     if (mayBeCut(f.trackingInfo, ORDER_LIST_FIRST.trackingInfo)) truncated = true;
-    for (const t of list(f.trackingInfo)) {
+    for (const t of list(f.trackingInfo).slice(0, ORDER_LIST_FIRST.trackingInfo)) {
       const n = str(t.number);
       if (n) seen.add(n);
     }
