@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { ToolCallsService } from '../../src/tool-calls/tool-calls.service.js';
-import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 import { approvalFor, refundUse, refunds } from './support.js';
@@ -21,26 +21,39 @@ describe('the slot kept for an approved call that no longer waits', () => {
     await h?.close();
   });
 
-  it('new calls of the org are not refused 429 once the approved call is blocked by its run end and slots are free', async () => {
+  /**
+   * A refund approved while every shopify slot of a fresh org is busy: deferred, with the next free slot kept for it.
+   * `meanwhile` runs while the slots are still busy; then they are all given back.
+   */
+  async function deferredRefund(amount: string, meanwhile: (org: OrgSetup, toolCallId: string) => Promise<void>) {
     const org = await setupOrg(h.t, { tools: ['shopify_refund.create', 'order_lookup.lookup'] });
     const expert = await createKey(h.t, org.orgId, 'expert');
-    const before = refunds(h);
-    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('0.99'));
+    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
     expect(res.status).toBe(202);
-    const approval = await approvalFor(h, expert.key, res.body.toolCallId);
+    const toolCallId = res.body.toolCallId as string;
+    const approval = await approvalFor(h, expert.key, toolCallId);
     const calls = h.t.app.get(ToolCallsService);
     const held: (() => void)[] = [];
     for (let r = calls.leaseFor(org.orgId, 'shopify'); r; r = calls.leaseFor(org.orgId, 'shopify')) held.push(r);
     try {
       const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
       expect(decided.status).toBe(200);
-      await waitFor(() => h.t.logs.some((l) => l.includes('approved call deferred') && l.includes(res.body.toolCallId)), 'the approved call to be deferred');
-      // The agent's conversation ends: the approved-but-not-started refund is blocked RUN_NOT_ACTIVE (README, runs).
-      expect((await h.t.http.post(`/v1/runs/${org.runId}/complete`).set(bearer(org.agentKey)).send({})).status).toBe(200);
+      await waitFor(() => h.t.logs.some((l) => l.includes('approved call deferred') && l.includes(toolCallId)), 'the approved call to be deferred');
+      expect(calls.reservationHolders()).toContain(toolCallId);
+      await meanwhile(org, toolCallId);
     } finally {
       for (const r of held) r(); // every slot free again
     }
-    const blocked = await h.t.http.get(`/v1/tool-calls/${res.body.toolCallId}/result`).set(bearer(org.agentKey));
+    return { org, toolCallId, calls };
+  }
+
+  it('new calls of the org are not refused 429 once the approved call is blocked by its run end and slots are free', async () => {
+    const before = refunds(h);
+    const { org, toolCallId } = await deferredRefund('0.99', async (o) => {
+      // The agent's conversation ends: the approved-but-not-started refund is blocked RUN_NOT_ACTIVE (README, runs).
+      expect((await h.t.http.post(`/v1/runs/${o.runId}/complete`).set(bearer(o.agentKey)).send({})).status).toBe(200);
+    });
+    const blocked = await h.t.http.get(`/v1/tool-calls/${toolCallId}/result`).set(bearer(org.agentKey));
     expect(blocked.body).toMatchObject({ status: 'blocked', errorCode: 'RUN_NOT_ACTIVE' });
     // Another conversation of the org, all 8 slots free: a plain order lookup.
     const run2 = await h.t.http.post('/v1/runs').set(bearer(org.agentKey)).send({ specialistId: 'support' });
@@ -51,31 +64,16 @@ describe('the slot kept for an approved call that no longer waits', () => {
   });
 
   it('settled on another replica: the next sweep here gives the slot back', async () => {
-    const org = await setupOrg(h.t, { tools: ['shopify_refund.create', 'order_lookup.lookup'] });
-    const expert = await createKey(h.t, org.orgId, 'expert');
     const before = refunds(h);
-    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('0.98'));
-    expect(res.status).toBe(202);
-    const approval = await approvalFor(h, expert.key, res.body.toolCallId);
-    const calls = h.t.app.get(ToolCallsService);
-    const held: (() => void)[] = [];
-    for (let r = calls.leaseFor(org.orgId, 'shopify'); r; r = calls.leaseFor(org.orgId, 'shopify')) held.push(r);
-    try {
-      const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
-      expect(decided.status).toBe(200);
-      await waitFor(() => h.t.logs.some((l) => l.includes('approved call deferred') && l.includes(res.body.toolCallId)), 'the approved call to be deferred');
-      expect(calls.reservationHolders()).toContain(res.body.toolCallId);
-    } finally {
-      for (const r of held) r();
-    }
+    const { org, toolCallId, calls } = await deferredRefund('0.98', async () => undefined);
     // Another replica ended the run: this process heard nothing of it (no settled call here), the row says so.
     await h.t.ds.query(`UPDATE tool_calls SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 403, finished_at = now(), updated_at = now() WHERE id = $1 AND status = 'approved'`, [
-      res.body.toolCallId,
+      toolCallId,
     ]);
     const refused = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
     expect([refused.status, refused.body.code]).toEqual([429, 'CONCURRENCY_LIMIT']); // kept until this replica learns it
     await h.t.app.get(ApprovedCallRunner).sweep();
-    expect(calls.reservationHolders()).not.toContain(res.body.toolCallId);
+    expect(calls.reservationHolders()).not.toContain(toolCallId);
     const lookup = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
     expect(lookup.status, JSON.stringify(lookup.body)).toBe(200);
     expect(refunds(h)).toBe(before);

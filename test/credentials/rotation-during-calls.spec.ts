@@ -41,17 +41,30 @@ describe('master-key rotation (credentials:rotate) with live traffic', () => {
 
   const rotate = () => new KeyRotationService(h.t.ds, h.t.app.get(EnvelopeCipher), new LedgerEventsService(h.t.ds)).rotate();
 
-  it('a refund waiting for its order\'s lease while the rotation runs is sent once the lease is free (the credentials were not replaced)', async () => {
+  /**
+   * An org whose shopify config is sealed under k1, with another refund of order 1001 holding its lease for 1.5 s (as
+   * in shopify-refunds.spec "a lease left by a holder that died").
+   */
+  async function orgWithLeasedOrder(): Promise<OrgSetup> {
     const org = await setupOrg(h.t, { tools: ['shopify_refund.create'], rules: RULES });
     await sealUnderK1(org, 'shopify', { ...CREDENTIALS.shopify, shopDomain: shopDomainOf(org.orgId) });
-    // Another refund of order 1001 holds its lease for 1.5 s (as in shopify-refunds.spec "a lease left by a holder that died").
     await h.t.ds.query(
       `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until) VALUES ($1, $2, '1001', $3, now() + interval '1500 milliseconds')`,
       [org.orgId, shopDomainOf(org.orgId), randomUUID()],
     );
+    return org;
+  }
+
+  /** A refund of order 1001, once it has read the order and waits for the lease. */
+  async function refundWaitingForLease(org: OrgSetup) {
     const from = h.emu.requests.length;
     const pending = Promise.resolve(call(h, org, 'shopify_refund', { action: 'create', orderId: '1001', amount: '1.00' }));
-    await waitFor(() => h.emu.requests.slice(from).some((r) => r.vendor === 'shopify' && r.finishedAt !== undefined)); // the order read: now it waits for the lease
+    await waitFor(() => h.emu.requests.slice(from).some((r) => r.vendor === 'shopify' && r.finishedAt !== undefined)); // the order read
+    return { from, pending };
+  }
+
+  it('a refund waiting for its order\'s lease while the rotation runs is sent once the lease is free (the credentials were not replaced)', async () => {
+    const { pending } = await refundWaitingForLease(await orgWithLeasedOrder());
     const summary = await rotate(); // the operator's `npm run credentials:rotate`
     expect(summary.credentials.rotated).toBeGreaterThanOrEqual(1);
     const res = await pending;
@@ -62,15 +75,8 @@ describe('master-key rotation (credentials:rotate) with live traffic', () => {
   });
 
   it('a refund waiting for its lease while an admin PUTs another token is sent with neither (the config did change)', async () => {
-    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'], rules: RULES });
-    await sealUnderK1(org, 'shopify', { ...CREDENTIALS.shopify, shopDomain: shopDomainOf(org.orgId) });
-    await h.t.ds.query(
-      `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until) VALUES ($1, $2, '1001', $3, now() + interval '1500 milliseconds')`,
-      [org.orgId, shopDomainOf(org.orgId), randomUUID()],
-    );
-    const from = h.emu.requests.length;
-    const pending = Promise.resolve(call(h, org, 'shopify_refund', { action: 'create', orderId: '1001', amount: '1.00' }));
-    await waitFor(() => h.emu.requests.slice(from).some((r) => r.vendor === 'shopify' && r.finishedAt !== undefined));
+    const org = await orgWithLeasedOrder();
+    const { from, pending } = await refundWaitingForLease(org);
     const put = await h.t.http
       .put(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`)
       .set(adminAuth)
@@ -83,13 +89,7 @@ describe('master-key rotation (credentials:rotate) with live traffic', () => {
   });
 
   it('control: the same refund with the same lease and no rotation is sent once the lease is free', async () => {
-    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'], rules: RULES });
-    await sealUnderK1(org, 'shopify', { ...CREDENTIALS.shopify, shopDomain: shopDomainOf(org.orgId) });
-    await h.t.ds.query(
-      `INSERT INTO shopify_refund_leases (org_id, shop_domain, order_id, holder, lease_until) VALUES ($1, $2, '1001', $3, now() + interval '1500 milliseconds')`,
-      [org.orgId, shopDomainOf(org.orgId), randomUUID()],
-    );
-    const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '1001', amount: '1.00' });
+    const res = await call(h, await orgWithLeasedOrder(), 'shopify_refund', { action: 'create', orderId: '1001', amount: '1.00' });
     expect(res.body.status, JSON.stringify(res.body)).toBe('succeeded');
   });
 
