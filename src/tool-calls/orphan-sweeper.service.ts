@@ -8,7 +8,7 @@ import { Sql } from '../db/sql.js';
 const SWEEP_EVERY_MS = 60_000;
 /** Orphaned calls settled per statement (see sweep). */
 const SWEEP_BATCH = 1_000;
-/** Call ids the sweep's log line names (the first ones settled); the rest are counted. */
+/** Call ids the sweep's log line names (the longest-running ones settled first); the rest are counted. */
 export const SWEEP_LOGGED_IDS = 20;
 /** What the sweep writes as the call's error text; an outcome that arrives late recognises the sweep's verdict by it. */
 export const ORPHANED_TEXT = 'the process running this call stopped before recording its outcome';
@@ -76,7 +76,7 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
                                             WHERE c.tool = tool_calls.tool_name AND c.action = tool_calls.action), 0),
                     finished_at = now(), updated_at = now()
               WHERE id IN (SELECT id FROM due) AND status = 'running'
-              RETURNING id, org_id, run_id, tool_name, action, action_digest),
+              RETURNING id, org_id, run_id, tool_name, action, action_digest, started_at),
            -- an approved call's raw input goes with its run, as when its outcome is recorded
            ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
            ev AS (
@@ -84,7 +84,7 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
              SELECT gen_random_uuid(), org_id, 'tool_call.indeterminate', run_id, id,
                     jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned')
                FROM tc)
-           SELECT count(*)::int AS n, (array_agg(id ORDER BY id))[1:$7::int]::text[] AS some FROM tc`,
+           SELECT count(*)::int AS n, (array_agg(id ORDER BY started_at, id))[1:$7::int]::text[] AS some FROM tc`,
           [staleAfterMs, ORPHANED_TEXT, ...this.costs, batch, SWEEP_LOGGED_IDS],
         );
         total += n;

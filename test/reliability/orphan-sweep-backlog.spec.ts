@@ -29,7 +29,12 @@ describe('orphan sweep over a backlog of orphaned calls', () => {
     const seeded = await insertCalls(t.ds, Array.from({ length: 25 }, () => ({ orgId: org, runId: run, status: 'running' })));
     const ids = seeded.map((c) => c.id);
     // Orphaned: started long before the vendor timeout plus the margin. One more, started just now, is not.
-    await t.ds.query(`UPDATE tool_calls SET started_at = now() - interval '3 hours', finished_at = NULL, duration_ms = NULL WHERE id = ANY($1::uuid[])`, [ids]);
+    // Each a minute older than the one before it: the sweep's log names the longest-running first.
+    await t.ds.query(
+      `UPDATE tool_calls SET started_at = now() - interval '3 hours' - make_interval(mins => array_position($1::uuid[], id)), finished_at = NULL, duration_ms = NULL
+        WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
     const [young] = await insertCalls(t.ds, [{ orgId: org, runId: run, status: 'running' }]);
     await t.ds.query('UPDATE tool_calls SET started_at = now(), finished_at = NULL, duration_ms = NULL WHERE id = $1', [young.id]);
 
@@ -79,5 +84,9 @@ describe('orphan sweep over a backlog of orphaned calls', () => {
       'the process running this call stopped before recording its outcome',
     ])) as { n: number }[];
     expect(named[0].n).toBe(lines[0].toolCallIds.length);
+    const oldestFirst = [...ids].reverse();
+    const oursNamed = lines[0].toolCallIds.filter((id) => ids.includes(id));
+    expect(oursNamed.length).toBeGreaterThan(0);
+    expect(oursNamed).toEqual(oldestFirst.slice(0, oursNamed.length));
   });
 });
