@@ -17,10 +17,15 @@ export interface ApprovalRecord {
   decided_by: string | null;
   decided_at: Date | null;
   decision_reason: string | null;
+  /** the call's own state now (tool_calls), for an expert who cannot read the ledger */
+  tool_call_status: string | null;
+  tool_call_error_code: string | null;
 }
 
 export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason,
-  action_digest, created_at, expires_at, decided_by, decided_at, decision_reason`;
+  action_digest, created_at, expires_at, decided_by, decided_at, decision_reason,
+  (SELECT t.status FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_status,
+  (SELECT t.error_code FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_error_code`;
 
 /**
  * The API's view. Given the time, a pending approval past its expiry is shown expired: that is
@@ -47,5 +52,9 @@ export function approvalView(a: ApprovalRecord, nowMs?: number) {
     decidedBy: a.decided_by,
     decidedAt: a.decided_at?.toISOString() ?? null,
     decisionReason: a.decision_reason,
+    // What became of the call: an approval stays `approved` though the call it let through was then blocked (the flag
+    // turned off, a policy added, the run ended) or failed at the vendor; the expert sees it here.
+    toolCallStatus: a.tool_call_status,
+    toolCallErrorCode: a.tool_call_error_code,
   };
 }

@@ -123,7 +123,7 @@ export const APPROVAL_SCHEMA = {
   type: 'object',
   required: [
     'id', 'orgId', 'toolCallId', 'runId', 'kind', 'status', 'toolName', 'action', 'inputRedacted', 'riskLevel', 'reason', 'actionDigest',
-    'createdAt', 'expiresAt', 'decidedBy', 'decidedAt', 'decisionReason',
+    'createdAt', 'expiresAt', 'decidedBy', 'decidedAt', 'decisionReason', 'toolCallStatus', 'toolCallErrorCode',
   ],
   properties: {
     id: uuid,
@@ -147,6 +147,15 @@ export const APPROVAL_SCHEMA = {
       nullable: true,
       description: 'the reason given with the decision (free text, as given), or the reason the run was ended with when its end rejected the approval; null when none was given and when it expired',
     },
+    toolCallStatus: {
+      type: 'string',
+      nullable: true,
+      enum: [...TOOL_CALL_STATUSES, null],
+      description:
+        'the state of the call the approval is for, now: an approval stays `approved` though the call it let through may then be blocked ' +
+        '(tool calling turned off, a policy that blocks it now, the run ended), fail at the vendor, or succeed',
+    },
+    toolCallErrorCode: { type: 'string', nullable: true, description: 'the call’s error code (e.g. FEATURE_DISABLED, POLICY_BLOCKED, RUN_NOT_ACTIVE, VENDOR_ERROR); null while it has none' },
   },
 };
 

@@ -40,6 +40,8 @@ export interface ApprovalView {
   decidedBy: string | null;
   decidedAt: string | null;
   decisionReason: string | null;
+  toolCallStatus: string | null;
+  toolCallErrorCode: string | null;
 }
 
 /** What GET /v1/tool-calls/:id adds to the ToolCall: the whole story of one call. */

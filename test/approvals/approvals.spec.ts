@@ -134,6 +134,8 @@ describe('expert approvals', () => {
   it('tool calling turned off while a call waits → approving it blocks it FEATURE_DISABLED; nothing reaches the vendor', async () => {
     const w = await waitingRefund('4.00');
     const before = refunds(h);
+    const pending = await h.t.http.get(`/v1/approvals/${w.approval.id}`).set(bearer(w.expert.key));
+    expect(pending.body).toMatchObject({ status: 'pending', toolCallStatus: 'waiting_approval', toolCallErrorCode: null });
     const off = await h.t.http.put(`/v1/orgs/${w.orgId}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: false });
     expect(off.status).toBe(200);
     const poll = h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
@@ -144,6 +146,11 @@ describe('expert approvals', () => {
     expect(result.body).toMatchObject({ toolCallId: w.toolCallId, status: 'blocked', errorCode: 'FEATURE_DISABLED' });
     await h.t.app.get(ApprovedCallRunner).sweep();
     expect(refunds(h)).toBe(before);
+    // The expert, who may not read the ledger, sees what became of the call the approval let through.
+    const approval = await h.t.http.get(`/v1/approvals/${w.approval.id}`).set(bearer(w.expert.key));
+    expect(approval.body).toMatchObject({ status: 'approved', toolCallStatus: 'blocked', toolCallErrorCode: 'FEATURE_DISABLED' });
+    const listed = await h.t.http.get(`/v1/approvals?runId=${w.runId}`).set(bearer(w.expert.key));
+    expect(listed.body.items.find((a: { id: string }) => a.id === w.approval.id)).toMatchObject({ toolCallStatus: 'blocked', toolCallErrorCode: 'FEATURE_DISABLED' });
     const events = (await h.t.ds.query('SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [w.toolCallId])) as { type: string; metadata: Record<string, unknown> }[];
     expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.approval_requested', 'tool_call.approved', 'tool_call.blocked']);
     expect(events[3].metadata).toMatchObject({ errorCode: 'FEATURE_DISABLED', reason: 'feature_disabled', afterApproval: true });
