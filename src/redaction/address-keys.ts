@@ -1,9 +1,12 @@
 import { normalizeKey } from './redaction-keys.js';
 
-/** shippingAddress, billing_address, ShippingAddress, addresses, address ... but not emailAddress or ipAddress. */
+/**
+ * shippingAddress, billing_address, ShippingAddress, addresses, address, and the short form QuickBooks uses (BillAddr,
+ * ShipAddr) ... but not emailAddress or ipAddress (nor emailAddr, ipAddr, macAddr).
+ */
 export function isAddressContainer(norm: string): boolean {
-  if (!(norm.endsWith('address') || norm.endsWith('addresses'))) return false;
-  return !(norm.includes('email') || norm.startsWith('ip') || norm.endsWith('ipaddress') || norm.includes('mac'));
+  if (!(norm.endsWith('address') || norm.endsWith('addresses') || norm.endsWith('addr'))) return false;
+  return !(norm.includes('email') || norm.startsWith('ip') || norm.endsWith('ipaddress') || norm.endsWith('ipaddr') || norm.includes('mac'));
 }
 
 const ADDRESS_LINE_KEYS = new Set(['address1', 'addressline1', 'line1', 'street', 'street1', 'streetaddress']);
@@ -39,24 +42,46 @@ const ADDRESS_FIELD_KEYS = new Set([
   'countrycode',
   'countrycodev2',
   'countryname',
+  // QuickBooks CountrySubDivisionCode, Lat, Long; Google lat / lng
+  'countrysubdivisioncode',
   'latitude',
   'longitude',
+  'lat',
+  'lng',
+  'lon',
+  'long',
 ]);
 
 /**
  * An address under an unrelated key ({location: {street, city, postal_code}}): a street line, and mostly address
- * fields. A record that merely has a street among other fields (a Salesforce Lead: Id, Company, Status, Street,
- * PostalCode) is not one: it keeps its other members, and its street goes as a personal key.
+ * fields; its own `id` (QuickBooks gives every address one) is not counted either way. A record that merely has a
+ * street among other fields (a Salesforce Lead: Id, Company, Status, Street, PostalCode) is not one: it keeps its
+ * other members, and its street goes as a personal key.
  */
 export function looksLikeAddress(keys: readonly string[]): boolean {
   let line = false;
   let fields = 0;
+  let counted = keys.length;
   for (const key of keys) {
     const norm = normalizeKey(key);
     if (ADDRESS_LINE_KEYS.has(norm)) line = true;
     if (ADDRESS_FIELD_KEYS.has(norm)) fields++;
+    else if (norm === 'id') counted--;
   }
-  return line && fields * 2 > keys.length;
+  return line && fields * 2 > counted;
+}
+
+/** The facts about an address kept flat beside it: address_id, addressType, address_status, address_count. */
+const ADDRESS_FACT = /(?:id|ids|type|status|count)$/;
+
+/**
+ * A part of an address kept flat in a record, named address_<part> (Pipedrive address_route, address_street_number,
+ * address_locality, address_admin_area_level_1, address_country): gone, but for the postal code
+ * (address_postal_code) and the facts about it. Takes the normalised name; a cheap first test turns most names away.
+ */
+export function isFlatAddressPart(norm: string): boolean {
+  if (!norm.startsWith('address') || norm.length <= 7 || norm === 'addresses') return false;
+  return !isPostalKey(norm.slice(7)) && !ADDRESS_FACT.test(norm);
 }
 
 /** A record with a street line: its plain name is whoever lives or works there. */

@@ -33,20 +33,39 @@ const NANP_PHONE = /(?<![\w.+-])(?:1-(?=\d{3}-))?[2-9]\d{2}([-.])\d{3}\1\d{4}(?!
  */
 const NANP_PHONE_SPACED = /(?<![\w.+-])(?<!\d )(?:1 (?=\d{3} ))?[2-9]\d{2} \d{3} \d{4}(?!\w|[-. ]\d)/g;
 
-/** Contact details: what output redaction adds for vendor results, written out or percent-encoded in a URL. */
-export function redactContactsInText(text: string): string {
-  const out = redactWrittenContacts(text);
+/**
+ * A national number written with its trunk 0 (UK 07911 123456, 020 7946 0958; Germany 030 12345678, 030/12345678;
+ * Japan 090-1234-5678): an area or mobile code of 0 then 2-4 digits (not 00: an international prefix, or a zero-padded
+ * reference), then one or two groups, one separator used throughout. Not a part of a longer run of digit groups, dots,
+ * dashes or word characters (an Amazon 3-7-7 id, a version, a timestamp, a tracking number, a card): redactTrunkPhone
+ * keeps the total to 9-11 digits, which also leaves times (0800-1700) and short postal codes (060-0001) alone.
+ */
+const TRUNK_PHONE = /(?<![\w.+/-])(?<!\d[ /])0[1-9]\d{1,3}([ /-])\d{3,8}(?:\1\d{3,8})?(?![\w/]|[-.: /]\d)/g;
+
+/**
+ * Contact details: what output redaction adds for vendor results, written out or percent-encoded in a URL.
+ * `nationalPhones: false` leaves national numbers (TRUNK_PHONE) alone: the walker says so for the value of an
+ * identifier key (a SKU, a tracking number, an id), where 0201-123456 is a code, not a phone.
+ */
+export function redactContactsInText(text: string, options: { nationalPhones: boolean } = { nationalPhones: true }): string {
+  const out = redactWrittenContacts(text, options.nationalPhones);
   // Cheap first test: text with neither "%" nor "+" holds no encoded run, and ordinary prose pays nothing more.
-  return out.includes('%') || out.includes('+') ? out.replace(ENCODED_RUN, redactEncodedRun) : out;
+  if (!(out.includes('%') || out.includes('+'))) return out;
+  return out.replace(ENCODED_RUN, options.nationalPhones ? redactEncodedRunWithNational : redactEncodedRunWithoutNational);
 }
 
-function redactWrittenContacts(text: string): string {
+/** Made once, not per text: ENCODED_RUN's replacer with and without national numbers. */
+const redactEncodedRunWithNational = (run: string): string => redactEncodedRun(run, true);
+const redactEncodedRunWithoutNational = (run: string): string => redactEncodedRun(run, false);
+
+function redactWrittenContacts(text: string, nationalPhones: boolean): string {
   let out = text.includes('@') ? text.replace(EMAIL, REDACTED) : text;
   if (/[A-Z]{2}\d{2}/.test(out)) out = out.replace(IBAN, redactIban);
   out = out.replace(PHONE, redactPhone);
   if (out.includes('00')) out = out.replace(PHONE_00, (match) => (isCountryCode(/^\d+/.exec(match.slice(2))![0]) ? redactPhone(match.slice(2)) : match));
   out = out.replace(NANP_PHONE, REDACTED);
-  return out.includes(' ') ? out.replace(NANP_PHONE_SPACED, REDACTED) : out;
+  if (out.includes(' ')) out = out.replace(NANP_PHONE_SPACED, REDACTED);
+  return nationalPhones ? out.replace(TRUNK_PHONE, redactTrunkPhone) : out;
 }
 
 /**
@@ -64,11 +83,11 @@ const ENCODED_RUN = /(?<![^\s&?=#/"'<>\\])[^\s&?=#/"'<>\\]*(?:%[0-9A-Fa-f]{2}|\+
  * (jane.doe%2540example.com: a URL inside a URL) shows its %25 and is decoded once more; never more than twice, so the
  * cost stays a few passes over the run.
  */
-function redactEncodedRun(run: string): string {
+function redactEncodedRun(run: string, nationalPhones: boolean): string {
   const once = formDecode(run);
-  if (showsContact(once)) return REDACTED;
-  if (run.includes('+') && run.includes('%') && showsContact(percentDecode(run))) return REDACTED;
-  return /%25[0-9A-Fa-f]{2}/.test(run) && showsContact(formDecode(once)) ? REDACTED : run;
+  if (showsContact(once, nationalPhones)) return REDACTED;
+  if (run.includes('+') && run.includes('%') && showsContact(percentDecode(run), nationalPhones)) return REDACTED;
+  return /%25[0-9A-Fa-f]{2}/.test(run) && showsContact(formDecode(once), nationalPhones) ? REDACTED : run;
 }
 
 /** "+" is a space in a form-encoded query (decoded first: a "+" of %2B is a plus). */
@@ -77,8 +96,8 @@ function formDecode(text: string): string {
 }
 
 /** Every contact has a digit (a phone) or an "@" (an email): text with neither, as most decoded runs, is not searched. */
-function showsContact(decoded: string): boolean {
-  return /[\d@]/.test(decoded) && redactWrittenContacts(decoded) !== decoded;
+function showsContact(decoded: string, nationalPhones: boolean): boolean {
+  return /[\d@]/.test(decoded) && redactWrittenContacts(decoded, nationalPhones) !== decoded;
 }
 
 /** ITU-T E.164 country codes of two digits, and the first two digits of the three-digit ones (1 and 7 stand alone). */
@@ -94,6 +113,19 @@ function isCountryCode(digits: string): boolean {
   if (digits.length === 1) return n === 1 || n === 7;
   if (digits.length === 2) return CC_TWO.has(n);
   return CC_THREE_ZONES.has(Math.floor(n / 10));
+}
+
+/**
+ * Group sizes that are something else: a US ZIP+4 that starts with 0 (New England, New Jersey, Puerto Rico:
+ * 02134-1234), and the North American 3-3-4 with an area code no phone there has (015-555-2671: an id in that shape).
+ */
+const NOT_TRUNK_PHONE_SHAPES = new Set(['5,4', '3,3,4']);
+
+/** A national number has 9-11 digits with its trunk 0 (UK and Germany 11, Australia 10, Belgium 9). */
+function redactTrunkPhone(match: string): string {
+  const groups = match.split(/[ /-]/);
+  const digits = groups.reduce((sum, group) => sum + group.length, 0);
+  return digits >= 9 && digits <= 11 && !NOT_TRUNK_PHONE_SHAPES.has(groups.map((group) => group.length).join()) ? REDACTED : match;
 }
 
 /** A phone shape with as many digits as a phone number has (E.164: at most 15, the country code included). */

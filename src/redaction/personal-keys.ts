@@ -1,32 +1,78 @@
 import { isAccountNumberName, isPaymentKey } from './payment-keys.js';
-import { normalizeKey } from './redaction-keys.js';
+import { keyWords, normalizeKey } from './redaction-keys.js';
+import { ABOUT_SECRET_WORDS } from './secret-keys.js';
 
 export function isEmailKey(norm: string): boolean {
   return norm.includes('email');
 }
+
+/**
+ * Phone numbers under names without "phone": MessageBird and Vonage msisdn, Vonage Number Insight
+ * international_format_number / national_format_number, contact_number, tel_no, landline, whatsapp. Whole names only
+ * for the short or common words (a telemetry field, a contact's whatsapp_template stay).
+ */
+const PHONE_EXACT = new Set([
+  'tel', 'telephone', 'cell', 'cellnumber', 'contactnumber', 'contactno', 'contactnum', 'contactnr', 'telno', 'telnr', 'telnum', 'telnumber',
+  'landline', 'landlinenumber', 'whatsapp', 'whatsappnumber', 'whatsappno',
+]);
 
 export function isPhoneKey(norm: string): boolean {
   return (
     norm.includes('phone') ||
     norm.includes('mobile') ||
     norm.includes('fax') ||
-    ['tel', 'telephone', 'cell', 'cellnumber'].includes(norm)
+    norm.includes('msisdn') ||
+    norm.endsWith('formatnumber') ||
+    PHONE_EXACT.has(norm)
   );
 }
 
-/** Personal data that is sensitive wherever it appears in a vendor result. */
-const PERSONAL_KEYS = new Set([
+/**
+ * Identity data (KYC): dates and places of birth (Google People birthdays[], Veriff person.placeOfBirth / yearOfBirth)
+ * and the numbers of identity documents. Hidden in params as in vendor results, as SSN and tax ids are (isSecretName):
+ * what a KYC provider is sent is what it sends back.
+ */
+const IDENTITY_KEYS = new Set([
   'dateofbirth',
   'dob',
   'birthdate',
   'birthday',
+  'birthdays',
+  'birthdates',
+  'birthyear',
+  'yearofbirth',
+  'birthplace',
+  'placeofbirth',
+  'countryofbirth',
+  'cityofbirth',
   'documentnumber',
   'personalnumber',
   'nationalid',
   'nationalidnumber',
   'idnumber',
+  'identitynumber',
+  'identitycard',
+  'idcard',
   'taxid',
   'taxidentifier',
+]);
+/** passportNo, passport, drivers_license, drivingLicenceNumber: anywhere in the name (as in isAccountNumberName). */
+const IDENTITY_DOCUMENT_NAME = /passport|dri(?:ver|ving)s?licen[cs]e/;
+
+/**
+ * Identity data by its name, in params and vendor results alike; a passport's machine-readable zone too (mrz, mrz_line1,
+ * mrzLine2: the holder's name, number and birth date). A name ending in a word about the document (passport_status,
+ * passport_required) names a fact about it, and stays. Asked of every key: a Set lookup, then one short regex.
+ */
+export function isIdentityDataName(key: string, norm: string): boolean {
+  if (IDENTITY_KEYS.has(norm) || norm.startsWith('mrz')) return true;
+  if (!IDENTITY_DOCUMENT_NAME.test(norm)) return false;
+  const words = keyWords(key);
+  return !ABOUT_SECRET_WORDS.has(words[words.length - 1] ?? '');
+}
+
+/** Personal data that is sensitive wherever it appears in a vendor result. */
+const PERSONAL_KEYS = new Set([
   'buyertaxinfo',
   'firstname',
   'lastname',
@@ -62,6 +108,7 @@ const PERSONAL_KEYS = new Set([
   'housenumber',
   'ip',
   'ipaddress',
+  'ipaddr',
   'browserip',
   'clientip',
   'giftmessagetext',
@@ -116,18 +163,69 @@ export function isPersonNameKey(norm: string): boolean {
   return norm === 'name' || norm === 'displayname' || norm === 'nickname';
 }
 
-/** What output redaction hides by the name alone, besides secrets (isSecretName) and addresses (isAddressContainer). */
+/**
+ * What output redaction hides by the name alone, besides secrets (isSecretName), identity data (isIdentityDataName, asked
+ * first: params lose it too) and addresses (isAddressContainer).
+ */
 export function isPersonalDataName(key: string, norm: string): boolean {
   return isEmailKey(norm) || isPhoneKey(norm) || isPaymentKey(norm) || isPersonalKey(norm) || isAccountNumberName(key, norm);
 }
 
-/** Identity-document extraction (Jumio `capabilities.extraction[]`): only these facts are kept. */
+/**
+ * Identity-document data: only these facts are kept. Jumio `capabilities.extraction[]`, Onfido id_numbers[] and
+ * document_numbers[] ({type, value}: the type stays), an identity document by its name (identity_document), and a
+ * record under `document(s)` that shows it is one (looksLikeIdentityDocument: Veriff verification.document).
+ */
 const KYC_SAFE = new Set(['type', 'subtype', 'issuingcountry', 'label', 'id', 'score', 'classifier', 'category', 'status']);
+/** Lists of identity numbers: a plain string in one (document_numbers: ["999228775"]) is a number too. */
+const IDENTITY_NUMBER_LISTS = new Set(['idnumbers', 'documentnumbers', 'identitynumbers', 'personalnumbers', 'nationalids']);
+const KYC_CONTAINERS = new Set(['extraction', 'iddocument', 'iddocuments', 'identitydocument', 'identitydocuments', ...IDENTITY_NUMBER_LISTS]);
 
 export function isKycContainer(norm: string): boolean {
-  return norm === 'extraction';
+  return KYC_CONTAINERS.has(norm);
+}
+
+export function isIdentityNumberList(norm: string): boolean {
+  return IDENTITY_NUMBER_LISTS.has(norm);
 }
 
 export function isKycSafeLeaf(norm: string): boolean {
   return KYC_SAFE.has(norm);
 }
+
+/** `document` is as often a contract, an invoice or a file ({title, number: "INV-1"}): it is asked what it holds. */
+export function isDocumentKey(norm: string): boolean {
+  return norm === 'document' || norm === 'documents';
+}
+
+/** Members only an identity document has. Not number, validUntil or country alone: an invoice or a quote has them too. */
+const IDENTITY_DOCUMENT_KEYS = new Set([
+  'documentnumber', 'idnumber', 'personalnumber', 'issuingcountry', 'issuingauthority', 'issuingstate', 'nationality', 'dateofbirth', 'dob',
+]);
+/** A type that names an identity document: PASSPORT, DRIVERS_LICENSE, driving_licence, ID_CARD, national_identity_card, RESIDENCE_PERMIT, VISA. */
+const IDENTITY_DOCUMENT_TYPE = /passport|dri(?:ver|ving)s?_?licen[cs]e|(?:^|_)id_?card|identity|residen(?:ce|t)_?permit|^visa$|national_?id/i;
+const DOCUMENT_TYPE_KEYS = new Set(['type', 'documenttype', 'kind', 'category', 'idtype']);
+
+/** A record under `document(s)` that is an identity document: by an identity member, or by its type. */
+export function looksLikeIdentityDocument(value: Record<string, unknown>, keys: readonly string[]): boolean {
+  for (const key of keys) {
+    if (key.length > 20) continue;
+    const norm = normalizeKey(key);
+    if (IDENTITY_DOCUMENT_KEYS.has(norm) || norm.startsWith('mrz')) return true;
+    const type = DOCUMENT_TYPE_KEYS.has(norm) ? value[key] : undefined;
+    if (typeof type === 'string' && type.length <= 64 && IDENTITY_DOCUMENT_TYPE.test(type)) return true;
+  }
+  return false;
+}
+
+/**
+ * What the kind of a {type, value} pair must name for the value to be hidden, besides a secret (SSN, tax and national
+ * ids, credentials: isSecretFieldName): identity data, or an identity document (Onfido identity_card, residence_permit).
+ * Not a contact kind ({type: "email", value: 532} counts orders by channel: emails and phones are found in the text),
+ * nor a card brand ({type: "visa", value: 1234}).
+ */
+export function isIdentityKind(name: string): boolean {
+  return isIdentityDataName(name, normalizeKey(name)) || IDENTITY_KIND_TYPE.test(name);
+}
+
+const IDENTITY_KIND_TYPE = /(?:^|_)id_?card|identity_?card|residen(?:ce|t)_?permit|national_?id/i;

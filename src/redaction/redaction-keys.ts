@@ -38,9 +38,23 @@ export function keyWords(key: string): string[] {
 const PAIR_NAME_KEYS = new Set(['name', 'key', 'header', 'headername', 'param', 'paramname', 'parameter', 'field', 'fieldname', 'label', 'title']);
 const PAIR_VALUE_KEYS = new Set(['value', 'values', 'val', 'headervalue', 'paramvalue', 'fieldvalue']);
 
+/**
+ * Where a pair says what KIND of value it holds rather than its name: Onfido id_numbers[] {type: "ssn", value},
+ * document_numbers[] {type: "document_number", value}, Zendesk identities {type, value}. The same members hold a
+ * discount's {type: "percentage", value: 10} or a metafield's type, so a kind hides its value only when it names a
+ * secret or identity data (isSecretFieldName, isIdentityKind: the walker's isSensitivePair), never by the wider
+ * personal-data names.
+ */
+const PAIR_TYPE_KEYS = new Set(['type', 'kind', 'idtype']);
+
 /** Takes the raw key: every object is asked, so most keys are turned away by their length before being normalised. */
 export function isPairNameKey(key: string): boolean {
   return key.length <= 12 && PAIR_NAME_KEYS.has(normalizeKey(key));
+}
+
+/** Takes the raw key, as isPairNameKey. */
+export function isPairTypeKey(key: string): boolean {
+  return key.length <= 7 && PAIR_TYPE_KEYS.has(normalizeKey(key));
 }
 
 export function isPairValueKey(norm: string): boolean {

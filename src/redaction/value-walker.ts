@@ -1,4 +1,4 @@
-import { isAddressContainer, isPostalKey, looksLikeAddress } from './address-keys.js';
+import { isAddressContainer, isFlatAddressPart, isPostalKey, looksLikeAddress } from './address-keys.js';
 import { secretItems } from './array-shapes.js';
 import { redactContactsInText } from './contacts-in-text.js';
 import { redactedHead } from './cut-safe-head.js';
@@ -6,8 +6,19 @@ import { define, numberCost, RecordedNames, stripNul, toWellFormed } from './jso
 import { CIRCULAR, REDACTED, TRUNCATED } from './markers.js';
 import { redactSecretsInText } from './patterns.js';
 import { isPaymentContainer, isPaymentSafeLeaf } from './payment-keys.js';
-import { isKycContainer, isKycSafeLeaf, isPersonalDataName, isPersonContainer, isPersonNameKey } from './personal-keys.js';
-import { isIdentifierKey, isPairNameKey, isPairValueKey, normalizeKey } from './redaction-keys.js';
+import {
+  isDocumentKey,
+  isIdentityDataName,
+  isIdentityKind,
+  isIdentityNumberList,
+  isKycContainer,
+  isKycSafeLeaf,
+  isPersonalDataName,
+  isPersonContainer,
+  isPersonNameKey,
+  looksLikeIdentityDocument,
+} from './personal-keys.js';
+import { isIdentifierKey, isPairNameKey, isPairTypeKey, isPairValueKey, normalizeKey } from './redaction-keys.js';
 import { isSecretFieldName, isSecretName } from './secret-keys.js';
 import { carriesData, describesPerson, isPersonalDataOrAddressName, isSecretEntry, looksLikeCard } from './value-signals.js';
 
@@ -95,15 +106,18 @@ export class Walker {
   /** Redaction decided by the property name alone; null and booleans carry no secret and stay. */
   private byKey(value: unknown, ctx: Ctx): unknown {
     if (ctx.norm === '' || !carriesData(value)) return undefined;
-    if (isSecretName(ctx.key, ctx.norm)) return REDACTED;
-    if (this.mode === 'input') return undefined;
     const { norm } = ctx;
+    if (isSecretName(ctx.key, norm)) return REDACTED;
+    // Identity data (KYC) goes from params too, as SSN and tax ids do: what a KYC provider is sent, it sends back.
+    if (isIdentityDataName(ctx.key, norm)) return REDACTED;
+    // A plain item of a list of identity numbers (document_numbers: ["999228775"]) keeps the list's key.
+    if (typeof value !== 'object' && (ctx.kyc ? !isKycSafeLeaf(norm) : isIdentityNumberList(norm))) return REDACTED;
+    if (this.mode === 'input') return undefined;
     if (isPersonalDataName(ctx.key, norm)) return REDACTED;
     if (ctx.personName) return REDACTED;
     if (typeof value === 'object') return undefined;
-    if (isAddressContainer(norm)) return REDACTED;
+    if (isAddressContainer(norm) || isFlatAddressPart(norm)) return REDACTED;
     if (ctx.payment && !isPaymentSafeLeaf(norm)) return REDACTED;
-    if (ctx.kyc && !isKycSafeLeaf(norm)) return REDACTED;
     return undefined;
   }
 
@@ -158,7 +172,7 @@ export class Walker {
     let person: boolean | undefined = isPersonContainer(ctx.norm) || undefined;
     let sensitivePair: boolean | undefined;
     const payment = ctx.payment || isPaymentContainer(ctx.norm);
-    const kyc = ctx.kyc || isKycContainer(ctx.norm);
+    const kyc = ctx.kyc || isKycContainer(ctx.norm) || (isDocumentKey(ctx.norm) && looksLikeIdentityDocument(value, keys));
     const names = new RecordedNames(keys, out);
     for (const rawKey of keys) {
       if (this.exhausted) {
@@ -201,16 +215,25 @@ export class Walker {
    * {name: "Authorization", value: "Basic …"} (HAR, fetch, Postman, AWS tags), {name: "Phone", value: …} (Shopify
    * note_attributes), {key: "customer_phone", value: …} (metafields): the name field says what the value is, as a
    * property name would, so the value fields are redacted. Output judges the name as it judges a property name.
+   * Identity data hides the value in params too ({name: "date_of_birth", value}). A kind ({type: "ssn", value}: Onfido
+   * id_numbers[]) is judged only that way, in params and output alike: the same members hold a discount's
+   * {type: "percentage", value}.
    */
   private isSensitivePair(value: Record<string, unknown>, keys: readonly string[]): boolean {
     for (const key of keys) {
-      if (!isPairNameKey(key)) continue;
+      const named = isPairNameKey(key);
+      if (!named && !isPairTypeKey(key)) continue;
       const raw = value[key];
       if (typeof raw !== 'string') continue;
       const name = stripNul(raw);
+      // A kind ({type: "ssn", value}) hides its value only when it names a secret (SSN and tax ids too) or identity data.
+      if (!named) {
+        if (name.length <= 128 && (isSecretFieldName(name) || isIdentityKind(name))) return true;
+        continue;
+      }
       // A "name" too long to be a field's (as a property name would be): its value is taken for a secret's.
       if (name.length > REDACTION_LIMITS.maxKeyLength || isSecretFieldName(name)) return true;
-      if (this.mode === 'output' && name.length <= 128 && isPersonalDataOrAddressName(name)) return true;
+      if (name.length <= 128 && (isIdentityKind(name) || (this.mode === 'output' && isPersonalDataOrAddressName(name)))) return true;
     }
     return false;
   }
@@ -238,9 +261,11 @@ export class Walker {
   private redact(text: string, key: string): string {
     this.scanned += text.length;
     // An identifier key exempts a bare digit id that happens to pass Luhn, not a card written in its text
-    // ("card 4111-1111-1111-1111" under customerId) nor a key that merely ends in "_id".
-    const out = redactSecretsInText(text, { cards: !(isIdentifierKey(key) && BARE_DIGITS.test(text)) });
-    return this.mode === 'output' ? redactContactsInText(out) : out;
+    // ("card 4111-1111-1111-1111" under customerId) nor a key that merely ends in "_id"; and a code in a national
+    // phone's shape (sku "0201-123456"), not a phone with a country code.
+    const identifier = isIdentifierKey(key);
+    const out = redactSecretsInText(text, { cards: !(identifier && BARE_DIGITS.test(text)) });
+    return this.mode === 'output' ? redactContactsInText(out, { nationalPhones: !identifier }) : out;
   }
 
   /**

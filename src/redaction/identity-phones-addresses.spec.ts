@@ -1,0 +1,298 @@
+/**
+ * Identity data, phones under other names or in national format, and addresses in QuickBooks and Pipedrive shapes:
+ * what a privacy review found stored in clear (ARCHITECTURE.md §Security). Each rule with the values it must leave alone.
+ */
+import { describe, expect, it } from 'vitest';
+import { isFlatAddressPart, looksLikeAddress } from './address-keys.js';
+import { redactContactsInText } from './contacts-in-text.js';
+import { expectNoWorseThanProse } from './cost.spec-support.js';
+import { REDACTED } from './markers.js';
+import { isIdentityDataName, isIdentityKind, isPhoneKey } from './personal-keys.js';
+import { normalizeKey } from './redaction-keys.js';
+import { redactInput, redactOutput } from './redaction.service.js';
+
+describe('identity data (KYC): {type, value} pairs, identity documents, MRZ, dates and places of birth', () => {
+  it('an SSN given as Onfido {type: "ssn", value} goes from params (an input rule) and from output; the type stays', () => {
+    const params = { applicant: { first_name: 'Jane', id_numbers: [{ type: 'ssn', value: '123456789' }, { type: 'tax_id', value: 'DE123' }] } };
+    const expected = { first_name: 'Jane', id_numbers: [{ type: 'ssn', value: REDACTED }, { type: 'tax_id', value: REDACTED }] };
+    expect(redactInput(params)).toEqual({ applicant: expected });
+    expect(redactOutput(params)).toEqual({ applicant: { ...expected, first_name: REDACTED } });
+    // never the value handed to the model
+    expect(params.applicant.id_numbers[0]!.value).toBe('123456789');
+  });
+
+  it.each([
+    ['kind', 'passport'],
+    ['kind', 'social_insurance'],
+    ['id_type', 'national_identity_card'],
+    ['idType', 'DRIVING_LICENCE'],
+    ['type', 'identity_card'],
+    ['type', 'residence_permit'],
+    ['type', 'document_number'],
+    ['type', 'date_of_birth'],
+  ])('a pair whose %s is %s hides its value, in params and output', (typeKey, kind) => {
+    const pair = { [typeKey]: kind, value: 'X1234567' };
+    expect(redactInput({ ids: [pair] })).toEqual({ ids: [{ [typeKey]: kind, value: REDACTED }] });
+    expect(redactOutput({ ids: [pair] })).toEqual({ ids: [{ [typeKey]: kind, value: REDACTED }] });
+  });
+
+  it('keeps the {type, value} pairs that are no identity: discounts, metafields, counts by channel or card brand', () => {
+    const facts = {
+      discount_applications: [{ type: 'discount_code', value: '10.0', value_type: 'percentage', code: 'SUMMER' }],
+      adjustments: [{ type: 'percentage', value: 15 }, { kind: 'sale', value: '19.99' }],
+      metafields: [{ namespace: 'custom', key: 'color', type: 'single_line_text_field', value: 'red' }],
+      ordersByChannel: [{ type: 'email', value: 532 }, { type: 'mobile', value: 1204 }],
+      paymentsByBrand: [{ type: 'visa', value: 1234 }],
+      shipping: [{ kind: 'tracking_number', value: '1Z999AA10123456784' }],
+    };
+    expect(redactInput(facts)).toEqual(facts);
+    expect(redactOutput(facts)).toEqual(facts);
+  });
+
+  it('output: Onfido document_numbers and MRZ lines, Veriff document.number and person.placeOfBirth, Google birthdays', () => {
+    const out = redactOutput({
+      report: {
+        name: 'document',
+        result: 'clear',
+        properties: {
+          document_type: 'passport',
+          document_numbers: [{ type: 'document_number', value: '999228775' }],
+          mrz_line1: 'P<GBRDOE<<JANE<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<',
+          mrzLine2: '9992287750GBR9001011F3001019<<<<<<<<<<<<<<04',
+        },
+      },
+      verification: {
+        id: 'f04bdb47',
+        status: 'approved',
+        person: { firstName: 'SARAH', placeOfBirth: 'MADRID', yearOfBirth: 1967 },
+        document: { number: 'MORGA753116SM9IJ', type: 'DRIVERS_LICENSE', country: 'GB' },
+      },
+      person: { resourceName: 'people/c1', birthdays: [{ date: { year: 1967, month: 3, day: 30 }, text: '03/30/1967' }] },
+      applicant: { document_numbers: ['999228775'], idNumbers: [{ type: 'other', value: 'AB123' }] },
+    });
+    expect(out).toEqual({
+      report: {
+        name: 'document',
+        result: 'clear',
+        properties: { document_type: 'passport', document_numbers: [{ type: 'document_number', value: REDACTED }], mrz_line1: REDACTED, mrzLine2: REDACTED },
+      },
+      verification: {
+        id: 'f04bdb47',
+        status: 'approved',
+        person: { firstName: REDACTED, placeOfBirth: REDACTED, yearOfBirth: REDACTED },
+        document: { number: REDACTED, type: 'DRIVERS_LICENSE', country: REDACTED },
+      },
+      person: { resourceName: 'people/c1', birthdays: REDACTED },
+      applicant: { document_numbers: [REDACTED], idNumbers: [{ type: 'other', value: REDACTED }] },
+    });
+  });
+
+  it('a name/value pair that names identity data hides its value in params too; a phone pair only in output', () => {
+    const attributes = [{ name: 'Date of birth', value: '1990-01-01' }, { name: 'Phone', value: '5555550142' }, { name: 'gift_wrap', value: 'yes' }];
+    expect(redactInput({ note_attributes: attributes })).toEqual({
+      note_attributes: [{ name: 'Date of birth', value: REDACTED }, { name: 'Phone', value: '5555550142' }, { name: 'gift_wrap', value: 'yes' }],
+    });
+    expect(redactOutput({ note_attributes: attributes })).toEqual({
+      note_attributes: [{ name: 'Date of birth', value: REDACTED }, { name: 'Phone', value: REDACTED }, { name: 'gift_wrap', value: 'yes' }],
+    });
+  });
+
+  it('params lose identity data but keep names and contacts (output-only rules)', () => {
+    const params = {
+      applicant: { first_name: 'Jane', email: 'jane@example.com', dob: '1990-01-01', placeOfBirth: 'MADRID', mrz: 'P<GBR…' },
+      document: { type: 'passport', number: '999228775' },
+    };
+    expect(redactInput(params)).toEqual({
+      applicant: { first_name: 'Jane', email: 'jane@example.com', dob: REDACTED, placeOfBirth: REDACTED, mrz: REDACTED },
+      document: { type: 'passport', number: REDACTED },
+    });
+  });
+
+  it('a document that is no identity document keeps its number, title and validity: an invoice, a quote, a Google Doc, Stripe files', () => {
+    const documents = {
+      document: { type: 'invoice', number: 'INV-1001', title: 'Invoice 1001', validUntil: '2026-12-31', country: 'GB' },
+      documents: [{ documentId: '1', name: 'Contract.pdf', number: 'Q-77' }, { kind: 'license_agreement', number: 'LA-1' }],
+      verification: { status: 'verified', document: { front: 'file_1Ab', back: 'file_2Cd', details: null } },
+    };
+    expect(redactOutput(documents)).toEqual(documents);
+    expect(redactInput(documents)).toEqual(documents);
+  });
+
+  it.each(['dob', 'date_of_birth', 'birthdays', 'placeOfBirth', 'yearOfBirth', 'mrz_line1', 'MRZ', 'passportNo', 'drivingLicenceNumber', 'document_number', 'id_number'])(
+    'takes %s for identity data by its name',
+    (key) => {
+      expect(isIdentityDataName(key, normalizeKey(key))).toBe(true);
+    },
+  );
+
+  it.each(['birthdayRewardPoints', 'birthdate_verified_at', 'passport_status', 'passportRequired', 'driver_name', 'identity_provider', 'document_type', 'summary'])(
+    'does not take %s for identity data by its name',
+    (key) => {
+      expect(isIdentityDataName(key, normalizeKey(key))).toBe(false);
+    },
+  );
+
+  it('isIdentityKind: identity kinds yes; contact, brand and discount kinds no', () => {
+    for (const kind of ['passport', 'drivers_license', 'ID_CARD', 'national_id', 'mrz', 'date_of_birth']) expect(isIdentityKind(kind), kind).toBe(true);
+    for (const kind of ['email', 'phone', 'visa', 'percentage', 'fixed_amount', 'other', 'identity_verification', 'home']) expect(isIdentityKind(kind), kind).toBe(false);
+  });
+});
+
+describe('phones under other names, and written in national format', () => {
+  it.each(['msisdn', 'MSISDN', 'contactNumber', 'contact_no', 'tel_no', 'TelNumber', 'landline', 'whatsapp', 'international_format_number', 'national_format_number'])(
+    '%s names a phone',
+    (key) => {
+      expect(isPhoneKey(normalizeKey(key))).toBe(true);
+    },
+  );
+
+  it.each(['contactId', 'contact_count', 'telemetry', 'hotel', 'cellular', 'number_format', 'whatsapp_template', 'format_number_of_decimals'])('%s does not', (key) => {
+    expect(isPhoneKey(normalizeKey(key))).toBe(false);
+  });
+
+  it('output: msisdn as a JSON number, Vonage *_format_number, contactNumber and tel_no; the rest of the record stays', () => {
+    const out = redactOutput({
+      contact: { id: 'c1', msisdn: 31612345678, createdDatetime: '2026-12-05T08:58:39Z' },
+      insight: { status: 0, international_format_number: '447700900456', national_format_number: '07700 900456', country_code: 'GB', request_id: 'aaaaaaaa-bbbb' },
+      query: { contactNumber: '07911 123456', tel_no: '020 7946 0958', page: '2' },
+    });
+    expect(out).toEqual({
+      contact: { id: 'c1', msisdn: REDACTED, createdDatetime: '2026-12-05T08:58:39Z' },
+      insight: { status: 0, international_format_number: REDACTED, national_format_number: REDACTED, country_code: 'GB', request_id: 'aaaaaaaa-bbbb' },
+      query: { contactNumber: REDACTED, tel_no: REDACTED, page: '2' },
+    });
+  });
+
+  it.each([
+    ['a UK mobile', 'called back on 07911 654321 today', `called back on ${REDACTED} today`],
+    ['a London number in three groups', 'office 020 7946 0958.', `office ${REDACTED}.`],
+    ['a Berlin number', 'oder 030 12345678', `oder ${REDACTED}`],
+    ['a German number with a slash', 'Tel. 030/12345678', `Tel. ${REDACTED}`],
+    ['after "Tel:"', 'Tel:07911 123456', `Tel:${REDACTED}`],
+    ['a dashed UK number', '0161-496-0000', REDACTED],
+    ['a Japanese mobile', '090-1234-5678', REDACTED],
+    ['an Australian mobile', '0412 345 678', REDACTED],
+    ['in JSON inside a string', '{"tel":"07911 123456"}', `{"tel":"${REDACTED}"}`],
+  ])('redacts %s', (_what, text, expected) => {
+    expect(redactContactsInText(text)).toBe(expected);
+  });
+
+  it.each([
+    ['a US ZIP+4 starting with 0', 'Boston MA 02134-1234'],
+    ['a 3-3-4 id with an area code no NANP phone has', 'ref 015-555-2671'],
+    ['a time range', 'open 0800-1700'],
+    ['a Japanese postal code', '〒060-0001'],
+    ['a Brazilian CEP', 'CEP 01310-100'],
+    ['an Amazon order id', '114-0000003-0000003'],
+    ['an Amazon order id starting with 0', '026-1234567-1234567'],
+    ['a UPS tracking number', '1Z999AA10123456784'],
+    ['a tracking reference', 'TRACK-001'],
+    ['an ISO timestamp', '2026-12-05T08:58:39.192Z'],
+    ['a date', '2026-01-05 and 05/01/2026'],
+    ['a zero-padded reference', '0012-3456-7890'],
+    ['a version', 'v0.123.45678'],
+    ['an ISBN', 'ISBN 0-306-40615-2'],
+    ['a longer run of groups', 'acct 0123 4567 8901 2345'],
+    ['a group after another', 'ids 12 0123 456789'],
+    ['a number without a separator', 'order 07911123456'],
+    ['an amount', '0,99 € and 0.99 USD'],
+    ['too few digits', 'ext 012 3456'],
+    ['too many digits', '0123 45678901'],
+  ])('leaves %s', (_what, text) => {
+    expect(redactContactsInText(text)).toBe(text);
+  });
+
+  it('a code in a national phone shape under an identifier key (SKU, tracking number, id) stays; under other keys it goes', () => {
+    const codes = { sku: '0201-123456', trackingNumbers: ['0123 456789'], partId: '0800 1234567', barcode: '0123/4567890' };
+    expect(redactOutput(codes)).toEqual(codes);
+    expect(redactContactsInText('0201-123456', { nationalPhones: false })).toBe('0201-123456');
+    expect(redactContactsInText('%2B44%207911%20123456', { nationalPhones: false })).toBe(REDACTED);
+    expect(redactOutput({ reference: '0201-123456', sku: 'call +44 7911 123456' })).toEqual({ reference: REDACTED, sku: `call ${REDACTED}` });
+  });
+
+  it('params keep a national phone (contact details are an output rule)', () => {
+    expect(redactInput({ note: 'call 07911 654321', msisdn: '447700900123' })).toEqual({ note: 'call 07911 654321', msisdn: '447700900123' });
+  });
+
+  it('costs what prose does on long runs of trunk-0 groups', () => {
+    const hostile = ['0123 ', '0123-', '01234/', '0123 4567 ', '07911 1234567 '].map((unit) => unit.repeat(2_000));
+    expectNoWorseThanProse(hostile, redactContactsInText);
+  });
+});
+
+describe('addresses: QuickBooks …Addr, lat/long and ids, Pipedrive flat address_* fields', () => {
+  it('QuickBooks BillAddr and ShipAddr keep only the postal code; the customer around them stays', () => {
+    const addr = { Id: '2', Line1: '4581 Finch St.', City: 'Bayshore', CountrySubDivisionCode: 'CA', PostalCode: '94326', Lat: '37.4307709', Long: '-122.1385727' };
+    expect(redactOutput({ Customer: { Id: '1', CompanyName: 'Bird Sanctuary', BillAddr: addr, ShipAddr: addr, billing_addr: '1 Main St' } })).toEqual({
+      Customer: { Id: '1', CompanyName: 'Bird Sanctuary', BillAddr: { PostalCode: '94326' }, ShipAddr: { PostalCode: '94326' }, billing_addr: REDACTED },
+    });
+  });
+
+  it('an address under an unrelated key with its own id and lat/long is still an address', () => {
+    expect(looksLikeAddress(['Id', 'Line1', 'City', 'CountrySubDivisionCode', 'PostalCode', 'Lat', 'Long'])).toBe(true);
+    expect(redactOutput({ Location: { Id: '2', Line1: '4581 Finch St.', City: 'Bayshore', PostalCode: '94326', Lat: '37.43', Long: '-122.13' } })).toEqual({
+      Location: { PostalCode: '94326' },
+    });
+  });
+
+  it('keeps what only looks alike: a place with lat/long but no street, a lead with a street among other fields, network addresses', () => {
+    expect(looksLikeAddress(['id', 'name', 'lat', 'lng'])).toBe(false);
+    expect(looksLikeAddress(['Id', 'Company', 'Status', 'Street', 'PostalCode'])).toBe(false);
+    const kept = { store: { id: 's1', name: 'Downtown', lat: 37.77, lng: -122.41 }, device: { macAddr: '00:1B:44:11:3A:B7', hwaddr_kind: 'ether' } };
+    expect(redactOutput(kept)).toEqual(kept);
+    expect(redactOutput({ ipAddr: '203.0.113.7', emailAddr: 'jane@example.com' })).toEqual({ ipAddr: REDACTED, emailAddr: REDACTED });
+  });
+
+  it('a Pipedrive person: every flat address_* part goes but the postal code and the facts about the address', () => {
+    const person = {
+      id: 7,
+      address_street_number: '12',
+      address_route: 'Musterweg',
+      address_subpremise: '3. OG',
+      address_locality: 'Berlin',
+      address_admin_area_level_1: 'Berlin',
+      address_country: 'Germany',
+      address_formatted_address: 'Musterweg 12, 10115 Berlin',
+      address_postal_code: '10115',
+      address_id: 99,
+      address_type: 'home',
+      address_verified: true,
+      addresses_count: 2,
+      open_deals_count: 1,
+    };
+    expect(redactOutput({ person })).toEqual({
+      person: {
+        id: 7,
+        address_street_number: REDACTED,
+        address_route: REDACTED,
+        address_subpremise: REDACTED,
+        address_locality: REDACTED,
+        address_admin_area_level_1: REDACTED,
+        address_country: REDACTED,
+        address_formatted_address: REDACTED,
+        address_postal_code: '10115',
+        address_id: 99,
+        address_type: 'home',
+        address_verified: true,
+        addresses_count: 2,
+        open_deals_count: 1,
+      },
+    });
+    // params keep them: addresses are an output rule
+    expect(redactInput({ person })).toEqual({ person });
+  });
+
+  it.each([
+    ['address_route', true],
+    ['addressStreetNumber', true],
+    ['address_zip', false],
+    ['address_postcode', false],
+    ['addressId', false],
+    ['address_type', false],
+    ['addresses', false],
+    ['address', false],
+    ['email_address', false],
+  ])('isFlatAddressPart(%s) is %s', (key, expected) => {
+    expect(isFlatAddressPart(normalizeKey(key))).toBe(expected);
+  });
+});
