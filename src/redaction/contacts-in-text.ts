@@ -35,12 +35,40 @@ const NANP_PHONE_SPACED = /(?<![\w.+-])(?<!\d )(?:1 (?=\d{3} ))?[2-9]\d{2} \d{3}
 
 /**
  * A national number written with its trunk 0 (UK 07911 123456, 020 7946 0958; Germany 030 12345678, 030/12345678;
- * Japan 090-1234-5678): an area or mobile code of 0 then 2-4 digits (not 00: an international prefix, or a zero-padded
- * reference), then one or two groups, one separator used throughout. Not a part of a longer run of digit groups, dots,
- * dashes or word characters (an Amazon 3-7-7 id, a version, a timestamp, a tracking number, a card): redactTrunkPhone
- * keeps the total to 9-11 digits, which also leaves times (0800-1700) and short postal codes (060-0001) alone.
+ * Japan 090-1234-5678; Netherlands 06-12345678): an area or mobile code of 0 then 1-4 digits (not 00: an international
+ * prefix, or a zero-padded reference), then one or two groups, one separator used throughout. Not a part of a longer
+ * run of digit groups, dots, dashes or word characters (an Amazon 3-7-7 id, a version, a timestamp, a tracking number,
+ * a card), nor a fragment or an order name (#0201-123456): redactTrunkPhone keeps the total to 9-11 digits, which also
+ * leaves times (0800-1700) and short postal codes (060-0001) alone, and a query value (?ref=0201-123456) unless its
+ * name says phone (afterCodeLabel).
  */
-const TRUNK_PHONE = /(?<![\w.+/-])(?<!\d[ /])0[1-9]\d{1,3}([ /-])\d{3,8}(?:\1\d{3,8})?(?![\w/]|[-.: /]\d)/g;
+const TRUNK_PHONE = /(?<![\w.+/#-])(?<!\d[ /])0[1-9]\d{0,3}([ /-])\d{3,8}(?:\1\d{3,8})?(?![\w/]|[-.: /]\d)/g;
+/**
+ * National mobiles in the other common shapes: the UK's written unspaced (07911123456, one token of 11 digits), and
+ * France's in pairs (06 12 34 56 78, 06.12.34.56.78, 06-12-34-56-78). Bounded as TRUNK_PHONE is.
+ */
+const NATIONAL_MOBILE = /(?<![\w.+/#-])(?<!\d[ /.])(?:07\d{9}|0[1-9]([ .-])\d\d(?:\1\d\d){3})(?![\w/]|[-.: /]\d)/g;
+/**
+ * A label that says the code after it is no phone: SKU 0201-123456, ref 0201-123456, invoice 0123/456789, order
+ * 07911123456, No. …, id: … (not "tel. no", "phone no"). Read on the few characters before a national-phone match only.
+ */
+const CODE_LABEL_BEFORE =
+  /(?:^|[^\p{L}\p{N}_])(?:sku|ref|reference|invoice|inv|order|item|art|id|nr|(?<!(?:tel|phone|fax|mobile|cell|contact)\.?\s?)no)\.?\s?[:#]?\s?#?$/iu;
+const LABEL_WINDOW = 24;
+
+/** A query parameter or form field whose name says phone: ?phone=07911-123456, tel=…, whatsapp_number=…. */
+const PHONE_PARAM_BEFORE = /(?:phone|tel|mobile|cell|fax|msisdn|whatsapp|contact)[\w.-]*=$/i;
+
+/**
+ * Whether the national-phone match at offset follows a label that says it is a code (SKU, ref, invoice, …), or is the
+ * value of a query parameter (?ref=0201-123456) whose name does not say phone.
+ */
+function afterCodeLabel(text: string, offset: number): boolean {
+  if (offset === 0) return false;
+  const before = text.slice(Math.max(0, offset - LABEL_WINDOW), offset);
+  if (before.endsWith('=')) return !PHONE_PARAM_BEFORE.test(before);
+  return CODE_LABEL_BEFORE.test(before);
+}
 
 /**
  * Contact details: what output redaction adds for vendor results, written out or percent-encoded in a URL.
@@ -65,7 +93,8 @@ function redactWrittenContacts(text: string, nationalPhones: boolean): string {
   if (out.includes('00')) out = out.replace(PHONE_00, (match) => (isCountryCode(/^\d+/.exec(match.slice(2))![0]) ? redactPhone(match.slice(2)) : match));
   out = out.replace(NANP_PHONE, REDACTED);
   if (out.includes(' ')) out = out.replace(NANP_PHONE_SPACED, REDACTED);
-  return nationalPhones ? out.replace(TRUNK_PHONE, redactTrunkPhone) : out;
+  if (!nationalPhones || !out.includes('0')) return out;
+  return out.replace(TRUNK_PHONE, redactTrunkPhone).replace(NATIONAL_MOBILE, redactNationalMobile);
 }
 
 /**
@@ -119,13 +148,21 @@ function isCountryCode(digits: string): boolean {
  * Group sizes that are something else: a US ZIP+4 that starts with 0 (New England, New Jersey, Puerto Rico:
  * 02134-1234), and the North American 3-3-4 with an area code no phone there has (015-555-2671: an id in that shape).
  */
-const NOT_TRUNK_PHONE_SHAPES = new Set(['5,4', '3,3,4']);
+const NOT_TRUNK_PHONE_SHAPES = new Set(['5,4', '3,3,4', '5,5']);
 
-/** A national number has 9-11 digits with its trunk 0 (UK and Germany 11, Australia 10, Belgium 9). */
-function redactTrunkPhone(match: string): string {
+/**
+ * A national number has 9-11 digits with its trunk 0 (UK and Germany 11, Australia 10, Belgium 9). Not two US ZIPs
+ * side by side (02134 02139), nor a code after a label that says so (SKU 0201-123456).
+ */
+function redactTrunkPhone(match: string, _separator: string, offset: number, text: string): string {
   const groups = match.split(/[ /-]/);
   const digits = groups.reduce((sum, group) => sum + group.length, 0);
-  return digits >= 9 && digits <= 11 && !NOT_TRUNK_PHONE_SHAPES.has(groups.map((group) => group.length).join()) ? REDACTED : match;
+  if (digits < 9 || digits > 11 || NOT_TRUNK_PHONE_SHAPES.has(groups.map((group) => group.length).join())) return match;
+  return afterCodeLabel(text, offset) ? match : REDACTED;
+}
+
+function redactNationalMobile(match: string, _separator: string | undefined, offset: number, text: string): string {
+  return afterCodeLabel(text, offset) ? match : REDACTED;
 }
 
 /** A phone shape with as many digits as a phone number has (E.164: at most 15, the country code included). */

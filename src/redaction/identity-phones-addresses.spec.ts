@@ -82,7 +82,8 @@ describe('identity data (KYC): {type, value} pairs, identity documents, MRZ, dat
         person: { firstName: REDACTED, placeOfBirth: REDACTED, yearOfBirth: REDACTED },
         document: { number: REDACTED, type: 'DRIVERS_LICENSE', country: REDACTED },
       },
-      person: { resourceName: 'people/c1', birthdays: REDACTED },
+      // walked in KYC mode: every value under birthdays goes, the shape stays
+      person: { resourceName: 'people/c1', birthdays: [{ date: { year: REDACTED, month: REDACTED, day: REDACTED }, text: REDACTED }] },
       applicant: { document_numbers: [REDACTED], idNumbers: [{ type: 'other', value: REDACTED }] },
     });
   });

@@ -14,6 +14,8 @@ export function isEmailKey(norm: string): boolean {
 const PHONE_EXACT = new Set([
   'tel', 'telephone', 'cell', 'cellnumber', 'contactnumber', 'contactno', 'contactnum', 'contactnr', 'telno', 'telnr', 'telnum', 'telnumber',
   'landline', 'landlinenumber', 'whatsapp', 'whatsappnumber', 'whatsappno',
+  // WhatsApp Cloud API contacts[].wa_id: the number itself
+  'waid',
 ]);
 
 export function isPhoneKey(norm: string): boolean {
@@ -61,14 +63,31 @@ const IDENTITY_DOCUMENT_NAME = /passport|dri(?:ver|ving)s?licen[cs]e/;
 
 /**
  * Identity data by its name, in params and vendor results alike; a passport's machine-readable zone too (mrz, mrz_line1,
- * mrzLine2: the holder's name, number and birth date). A name ending in a word about the document (passport_status,
- * passport_required) names a fact about it, and stays. Asked of every key: a Set lookup, then one short regex.
+ * mrzLine2: the holder's name, number and birth date). A name ending in a word about the document or the zone
+ * (passport_status, passport_required, mrzStatus, mrz_check) names a fact about it, and stays. Asked of every key: a Set
+ * lookup, then one short regex.
  */
 export function isIdentityDataName(key: string, norm: string): boolean {
-  if (IDENTITY_KEYS.has(norm) || norm.startsWith('mrz')) return true;
-  if (!IDENTITY_DOCUMENT_NAME.test(norm)) return false;
+  if (IDENTITY_KEYS.has(norm)) return true;
+  if (!(norm.startsWith('mrz') || IDENTITY_DOCUMENT_NAME.test(norm))) return false;
   const words = keyWords(key);
   return !ABOUT_SECRET_WORDS.has(words[words.length - 1] ?? '');
+}
+
+/** The last word of a document's name that names the document or its number: passport, drivers_license, passportNo. */
+const IDENTITY_DOCUMENT_LAST_WORDS = new Set(['passport', 'passports', 'license', 'licence', 'card', 'number', 'numbers', 'no', 'nr', 'num']);
+
+/**
+ * The name in a name/value pair ({key: "passport_number", value}) that says its value is identity data: as a property
+ * name, but a document's name must end in the document or its number (a Shopify metafield passport_color is no
+ * identity data). Takes the name as written (a pair's name is text).
+ */
+export function isIdentityPairName(name: string): boolean {
+  const norm = normalizeKey(name);
+  if (!isIdentityDataName(name, norm)) return false;
+  if (IDENTITY_KEYS.has(norm) || norm.startsWith('mrz')) return true;
+  const words = keyWords(name);
+  return IDENTITY_DOCUMENT_LAST_WORDS.has(words[words.length - 1] ?? '');
 }
 
 /** Personal data that is sensitive wherever it appears in a vendor result. */
@@ -172,11 +191,11 @@ export function isPersonalDataName(key: string, norm: string): boolean {
 }
 
 /**
- * Identity-document data: only these facts are kept. Jumio `capabilities.extraction[]`, Onfido id_numbers[] and
+ * Identity-document data: only these facts are kept (a check's outcome too: Onfido breakdown.mrz.result). Jumio `capabilities.extraction[]`, Onfido id_numbers[] and
  * document_numbers[] ({type, value}: the type stays), an identity document by its name (identity_document), and a
  * record under `document(s)` that shows it is one (looksLikeIdentityDocument: Veriff verification.document).
  */
-const KYC_SAFE = new Set(['type', 'subtype', 'issuingcountry', 'label', 'id', 'score', 'classifier', 'category', 'status']);
+const KYC_SAFE = new Set(['type', 'subtype', 'issuingcountry', 'label', 'id', 'score', 'classifier', 'category', 'status', 'result']);
 /** Lists of identity numbers: a plain string in one (document_numbers: ["999228775"]) is a number too. */
 const IDENTITY_NUMBER_LISTS = new Set(['idnumbers', 'documentnumbers', 'identitynumbers', 'personalnumbers', 'nationalids']);
 const KYC_CONTAINERS = new Set(['extraction', 'iddocument', 'iddocuments', 'identitydocument', 'identitydocuments', ...IDENTITY_NUMBER_LISTS]);
@@ -225,7 +244,7 @@ export function looksLikeIdentityDocument(value: Record<string, unknown>, keys: 
  * nor a card brand ({type: "visa", value: 1234}).
  */
 export function isIdentityKind(name: string): boolean {
-  return isIdentityDataName(name, normalizeKey(name)) || IDENTITY_KIND_TYPE.test(name);
+  return isIdentityPairName(name) || IDENTITY_KIND_TYPE.test(name);
 }
 
 const IDENTITY_KIND_TYPE = /(?:^|_)id_?card|identity_?card|residen(?:ce|t)_?permit|national_?id/i;

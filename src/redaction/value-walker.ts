@@ -108,8 +108,10 @@ export class Walker {
     if (ctx.norm === '' || !carriesData(value)) return undefined;
     const { norm } = ctx;
     if (isSecretName(ctx.key, norm)) return REDACTED;
-    // Identity data (KYC) goes from params too, as SSN and tax ids do: what a KYC provider is sent, it sends back.
-    if (isIdentityDataName(ctx.key, norm)) return REDACTED;
+    // Identity data (KYC) goes from params too, as SSN and tax ids do: what a KYC provider is sent, it sends back. A
+    // scalar by its name; a record or a list under such a name is walked in KYC mode (record: only the facts
+    // KYC_SAFE names stay), so a check's outcome (Onfido breakdown.mrz: {result: "clear"}) is kept and the data goes.
+    if (typeof value !== 'object' && isIdentityDataName(ctx.key, norm)) return REDACTED;
     // A plain item of a list of identity numbers (document_numbers: ["999228775"]) keeps the list's key.
     if (typeof value !== 'object' && (ctx.kyc ? !isKycSafeLeaf(norm) : isIdentityNumberList(norm))) return REDACTED;
     if (this.mode === 'input') return undefined;
@@ -172,7 +174,11 @@ export class Walker {
     let person: boolean | undefined = isPersonContainer(ctx.norm) || undefined;
     let sensitivePair: boolean | undefined;
     const payment = ctx.payment || isPaymentContainer(ctx.norm);
-    const kyc = ctx.kyc || isKycContainer(ctx.norm) || (isDocumentKey(ctx.norm) && looksLikeIdentityDocument(value, keys));
+    const kyc =
+      ctx.kyc ||
+      isKycContainer(ctx.norm) ||
+      (ctx.norm !== '' && isIdentityDataName(ctx.key, ctx.norm)) ||
+      (isDocumentKey(ctx.norm) && looksLikeIdentityDocument(value, keys));
     const names = new RecordedNames(keys, out);
     for (const rawKey of keys) {
       if (this.exhausted) {
