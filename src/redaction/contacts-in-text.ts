@@ -53,7 +53,7 @@ const NATIONAL_MOBILE = /(?<![\w.+/#-])(?<!\d[ /.])(?:07\d{9}|0[1-9]([ .-])\d\d(
  * 07911123456, No. …, id: … (not "tel. no", "phone no"). Read on the few characters before a national-phone match only.
  */
 const CODE_LABEL_BEFORE =
-  /(?:^|[^\p{L}\p{N}_])(?:sku|ref|reference|invoice|inv|order|item|art|id|nr|(?<!(?:tel|phone|fax|mobile|cell|contact)\.?\s?)no)\.?\s?[:#]?\s?#?$/iu;
+  /(?:^|[^\p{L}\p{N}_])(?:sku|ref|reference|invoice|inv|order|item|art|id|nr|batch|lot|code|tag|(?<!(?:tel|phone|fax|mobile|cell|contact)\.?\s?)no)\.?\s?[:#]?\s?#?$/iu;
 const LABEL_WINDOW = 24;
 
 /** A query parameter or form field whose name says phone: ?phone=07911-123456, tel=…, whatsapp_number=…. */

@@ -203,12 +203,18 @@ describe('phones under other names, and written in national format', () => {
     expect(redactContactsInText(text)).toBe(text);
   });
 
-  it('a code in a national phone shape under an identifier key (SKU, tracking number, id) stays; under other keys it goes', () => {
+  it('a code in a national phone shape stays under an identifier key (SKU, tracking number, id), or alone as a value; in a sentence it goes', () => {
     const codes = { sku: '0201-123456', trackingNumbers: ['0123 456789'], partId: '0800 1234567', barcode: '0123/4567890' };
     expect(redactOutput(codes)).toEqual(codes);
     expect(redactContactsInText('0201-123456', { nationalPhones: false })).toBe('0201-123456');
     expect(redactContactsInText('%2B44%207911%20123456', { nationalPhones: false })).toBe(REDACTED);
-    expect(redactOutput({ reference: '0201-123456', sku: 'call +44 7911 123456' })).toEqual({ reference: REDACTED, sku: `call ${REDACTED}` });
+    // A value that is only the number is as often a tracking number (Shopify's trackingInfo.number), a tag or a reference.
+    expect(redactOutput({ reference: '0201-123456', trackingInfo: [{ number: '01234 567890' }], note: 'call me on 0201-123456', sku: 'call +44 7911 123456' })).toEqual({
+      reference: '0201-123456',
+      trackingInfo: [{ number: '01234 567890' }],
+      note: `call me on ${REDACTED}`,
+      sku: `call ${REDACTED}`,
+    });
   });
 
   it('params keep a national phone (contact details are an output rule)', () => {
@@ -295,5 +301,42 @@ describe('addresses: QuickBooks …Addr, lat/long and ids, Pipedrive flat addres
     ['email_address', false],
   ])('isFlatAddressPart(%s) is %s', (key, expected) => {
     expect(isFlatAddressPart(normalizeKey(key))).toBe(expected);
+  });
+});
+
+describe('values in a national phone shape that are codes, not phones (review of the redaction change)', () => {
+  it("Shopify's trackingInfo.number (no identifier key) keeps the tracking number", () => {
+    const order = {
+      name: '#1042',
+      fulfillments: [
+        {
+          status: 'SUCCESS',
+          trackingInfo: [
+            { number: '01234 567890', company: 'GLS', url: 'https://gls-group.eu/track/01234567890' },
+            { number: '06-12345678', company: 'PostNL' },
+            { number: '07123456789', company: 'Royal Mail' },
+          ],
+        },
+      ],
+    };
+    expect(redactOutput(order)).toEqual(order);
+  });
+
+  it('a Stripe metadata ref, a Shopify tag and a shipping line code keep their code; a batch or lot label in text keeps it too', () => {
+    const payload = {
+      charge: { id: 'ch_1', amount: 1000, currency: 'gbp', status: 'succeeded', metadata: { order_id: '1042', ref: '0201-123456' } },
+      order: { tags: ['vip', '0201 123456'], shipping_lines: [{ title: 'Express', code: '0201 123456' }], note: 'Batch 0201/123456, lot 0123 456789' },
+    };
+    expect(redactOutput(payload)).toEqual(payload);
+    // A phone in a sentence still goes.
+    expect(redactOutput({ note: 'call back on 07911 654321 or 06 12 34 56 78' })).toEqual({ note: `call back on ${REDACTED} or ${REDACTED}` });
+  });
+
+  it('a document record whose type merely mentions identity (identity_check) is no identity document', () => {
+    const doc = { document: { type: 'identity_check', created_at: '2026-12-05T09:00:00Z', status: 'complete' } };
+    expect(redactInput(doc)).toEqual(doc);
+    expect(redactOutput(doc)).toEqual(doc);
+    const card = { document: { type: 'identity_card', number: 'X1234567', created_at: '2026-12-05T09:00:00Z' } };
+    expect(((redactOutput(card) as Record<string, unknown>).document as Record<string, unknown>).number).toBe(REDACTED);
   });
 });

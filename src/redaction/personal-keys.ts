@@ -222,7 +222,7 @@ const IDENTITY_DOCUMENT_KEYS = new Set([
   'documentnumber', 'idnumber', 'personalnumber', 'issuingcountry', 'issuingauthority', 'issuingstate', 'nationality', 'dateofbirth', 'dob',
 ]);
 /** A type that names an identity document: PASSPORT, DRIVERS_LICENSE, driving_licence, ID_CARD, national_identity_card, RESIDENCE_PERMIT, VISA. */
-const IDENTITY_DOCUMENT_TYPE = /passport|dri(?:ver|ving)s?_?licen[cs]e|(?:^|_)id_?card|identity|residen(?:ce|t)_?permit|^visa$|national_?id/i;
+const IDENTITY_DOCUMENT_TYPE = /passport|dri(?:ver|ving)s?_?licen[cs]e|(?:^|_)id_?card|identity_?(?:card|document)|residen(?:ce|t)_?permit|^visa$|national_?id/i;
 const DOCUMENT_TYPE_KEYS = new Set(['type', 'documenttype', 'kind', 'category', 'idtype']);
 
 /** A record under `document(s)` that is an identity document: by an identity member, or by its type. */

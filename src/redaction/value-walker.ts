@@ -40,6 +40,8 @@ export const REDACTION_LIMITS = {
 
 /** A value that is one run of digits and nothing else: what an identifier key may hold without being taken for a card. */
 const BARE_DIGITS = /^\s*\d+\s*$/;
+/** A value that is nothing but digits and separators: a code (a tracking number, a tag, a reference), not a sentence. */
+const BARE_CODE = /^[\s\d./-]*$/;
 
 type Mode = 'input' | 'output';
 
@@ -271,7 +273,10 @@ export class Walker {
     // phone's shape (sku "0201-123456"), not a phone with a country code.
     const identifier = isIdentifierKey(key);
     const out = redactSecretsInText(text, { cards: !(identifier && BARE_DIGITS.test(text)) });
-    return this.mode === 'output' ? redactContactsInText(out, { nationalPhones: !identifier }) : out;
+    // National numbers (no country code) are looked for in text only: a value that is nothing but such a number is as
+    // often a tracking number (Shopify's trackingInfo.number), a tag or a reference; phones under a phone's name, or
+    // named by a pair, go by that name.
+    return this.mode === 'output' ? redactContactsInText(out, { nationalPhones: !identifier && !BARE_CODE.test(text) }) : out;
   }
 
   /**
