@@ -72,8 +72,9 @@ function afterCodeLabel(text: string, offset: number): boolean {
 
 /**
  * Contact details: what output redaction adds for vendor results, written out or percent-encoded in a URL.
- * `nationalPhones: false` leaves national numbers (TRUNK_PHONE) alone: the walker says so for the value of an
- * identifier key (a SKU, a tracking number, an id), where 0201-123456 is a code, not a phone.
+ * `nationalPhones: false` leaves national numbers (TRUNK_PHONE, NATIONAL_MOBILE) alone: the walker says so for the
+ * value of an identifier key (a SKU, a tracking number, an id) and for a value that is only digits and separators,
+ * where 0201-123456 is a code, not a phone.
  */
 export function redactContactsInText(text: string, options: { nationalPhones: boolean } = { nationalPhones: true }): string {
   const out = redactWrittenContacts(text, options.nationalPhones);

@@ -221,8 +221,16 @@ export function isDocumentKey(norm: string): boolean {
 const IDENTITY_DOCUMENT_KEYS = new Set([
   'documentnumber', 'idnumber', 'personalnumber', 'issuingcountry', 'issuingauthority', 'issuingstate', 'nationality', 'dateofbirth', 'dob',
 ]);
-/** A type that names an identity document: PASSPORT, DRIVERS_LICENSE, driving_licence, ID_CARD, national_identity_card, RESIDENCE_PERMIT, VISA. */
-const IDENTITY_DOCUMENT_TYPE = /passport|dri(?:ver|ving)s?_?licen[cs]e|(?:^|_)id_?card|identity_?(?:card|document)|residen(?:ce|t)_?permit|^visa$|national_?id/i;
+/**
+ * A kind that names an identity document whatever it holds: ID_CARD, national_identity_card, RESIDENCE_PERMIT,
+ * national_id (a passport or a driving licence is named by isIdentityPairName, which a pair's kind asks too).
+ */
+const IDENTITY_KIND_TYPE = /(?:^|_)id_?card|identity_?card|residen(?:ce|t)_?permit|national_?id/i;
+/**
+ * A type that names an identity document: those kinds, and PASSPORT, DRIVERS_LICENSE, driving_licence,
+ * identity_document, VISA (under `document`, not a card brand: see isIdentityKind).
+ */
+const IDENTITY_DOCUMENT_TYPE = new RegExp(`${IDENTITY_KIND_TYPE.source}|passport|dri(?:ver|ving)s?_?licen[cs]e|identity_?document|^visa$`, 'i');
 const DOCUMENT_TYPE_KEYS = new Set(['type', 'documenttype', 'kind', 'category', 'idtype']);
 
 /** A record under `document(s)` that is an identity document: by an identity member, or by its type. */
@@ -247,4 +255,3 @@ export function isIdentityKind(name: string): boolean {
   return isIdentityPairName(name) || IDENTITY_KIND_TYPE.test(name);
 }
 
-const IDENTITY_KIND_TYPE = /(?:^|_)id_?card|identity_?card|residen(?:ce|t)_?permit|national_?id/i;

@@ -1,7 +1,7 @@
 import { hasStreetLine, isAddressContainer } from './address-keys.js';
 import { stripNul } from './jsonb-copy.js';
 import { redactCardNumbers } from './payment-numbers.js';
-import { isIdentityPairName, isPersonalDataName, isPersonSignalKey, isPersonType } from './personal-keys.js';
+import { isPersonalDataName, isPersonSignalKey, isPersonType } from './personal-keys.js';
 import { isIdentifierKey, normalizeKey } from './redaction-keys.js';
 import { isSecretFieldName } from './secret-keys.js';
 
@@ -27,7 +27,7 @@ export function describesPerson(value: Record<string, unknown>, keys: readonly s
 
 export function isPersonalDataOrAddressName(name: string): boolean {
   const norm = normalizeKey(name);
-  return isPersonalDataName(name, norm) || isIdentityPairName(name) || isAddressContainer(norm);
+  return isPersonalDataName(name, norm) || isAddressContainer(norm);
 }
 
 /** ["X-Shopify-Access-Token", "shpat_…"], an entry of a header or parameter list: the first item names the second. */
