@@ -23,7 +23,13 @@ const GENERATED_NAME = 'bootstrap admin (generated)';
  * ON CONFLICT DO NOTHING, so even a replica that does not take the lock
  * (an older version during a rolling deploy) cannot make it fail.
  */
-export async function ensureBootstrapKey(ds: DataSource, events: LedgerEventsService, config: AppConfig, log: Logger): Promise<{ generatedKey?: string }> {
+export async function ensureBootstrapKey(
+  ds: DataSource,
+  events: LedgerEventsService,
+  config: AppConfig,
+  log: Logger,
+  now: () => Date,
+): Promise<{ generatedKey?: string }> {
   const configured = config.BOOTSTRAP_ADMIN_KEY;
   if (!configured && config.NODE_ENV === 'production') {
     // Production generates no key (it would be printed to a log); a new install without one would run with nobody
@@ -41,7 +47,7 @@ export async function ensureBootstrapKey(ds: DataSource, events: LedgerEventsSer
     const repo = m.getRepository(ApiKeyEntity);
     const row = (name: string, key: string) => ({
       id: newId(), orgId: null, role: 'admin' as const, name, keyHash: hashApiKey(key),
-      keyPrefix: keyPrefix(key), createdBy: null, createdAt: new Date(), revokedAt: null, lastUsedAt: null,
+      keyPrefix: keyPrefix(key), createdBy: null, createdAt: now(), revokedAt: null, lastUsedAt: null,
     });
     if (configured) {
       const configuredRow = row(BOOTSTRAP_NAME, configured);

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { DataSource, IsNull } from 'typeorm';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { isUuid, newId, NIL_UUID } from '../common/ids.js';
@@ -63,7 +64,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
   private revocations = 0;
   /** Lookups in flight, by revocation count and key hash (see authenticate). */
   private readonly lookups = new Map<string, Promise<Principal | null>>();
-  /** Key id → its latest use here (ms since the epoch), written at the next flush: the time of the use, not of the flush. */
+  /** Key id → its latest use here (ms since the epoch, on the Clock: the database's time), written at the next flush: the time of the use, not of the flush. */
   private readonly touched = new Map<string, number>();
   private readonly cursors: LedgerCursorCodec;
   private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.flushLastUsed(), this.log);
@@ -73,6 +74,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     private readonly events: LedgerEventsService,
     private readonly orgs: OrgScopeService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly clock: Clock,
   ) {
     // Its own codec (as ApprovalsModule and OpsModule have theirs): the core module does not provide one.
     this.cursors = new LedgerCursorCodec(config);
@@ -120,7 +122,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       }
       principal = await flight;
     }
-    if (principal) this.touch(principal.keyId, Date.now());
+    if (principal) this.touch(principal.keyId, this.clock.nowMs());
     return principal;
   }
 
@@ -181,7 +183,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       keyHash: hashApiKey(key),
       keyPrefix: keyPrefix(key),
       createdBy: actor.keyId,
-      createdAt: new Date(),
+      createdAt: this.clock.now(),
       revokedAt: null,
       lastUsedAt: null,
     });
@@ -264,7 +266,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
           ];
           if (n === 0) throw new AppError('CONFLICT', 'this is the last platform admin key; create another one before revoking it');
         }
-        const res = await m.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
+        const res = await m.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: this.clock.now() });
         if (!res.affected) return;
         await this.events.append(
           [{ orgId: row.orgId ?? NIL_UUID, type: 'api_key.revoked', actor: actorOf(actor), metadata: { apiKeyId: id, role: row.role } }],
@@ -282,7 +284,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
 
   /** See ensureBootstrapKey in api-keys.bootstrap.ts. */
   ensureBootstrapKey(): Promise<{ generatedKey?: string }> {
-    return ensureBootstrapKey(this.ds, this.events, this.config, this.log);
+    return ensureBootstrapKey(this.ds, this.events, this.config, this.log, () => this.clock.now());
   }
 
   private touch(keyId: string, at: number): void {

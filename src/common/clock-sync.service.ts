@@ -20,6 +20,8 @@ export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
   private readonly log = new Logger('ClockSync');
   private readonly task = new PeriodicTask('clock sync', CLOCK_SYNC_INTERVAL_MS, () => this.sync(), this.log);
   private warned = false;
+  /** The last reading was dropped as too slow (said once per streak). */
+  private slowStreak = false;
   private again: Promise<number | null> | null = null;
   private lastAgainAt = Number.NEGATIVE_INFINITY;
 
@@ -62,13 +64,27 @@ export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
       });
   }
 
-  /** Measures the database's clock against this host's and corrects the Clock; the correction in ms, or null when the reading was too slow. */
+  /**
+   * Measures the database's clock against this host's and corrects the Clock; the correction in ms, or null when the
+   * reading was too slow to be placed (the last correction stays, and the first slow reading after a good one is
+   * logged). A first reading is taken however slow it was: placed at its round trip's middle, it is off by at most
+   * half the round trip, where this host's own clock may be off by anything (a replica starting while the database
+   * is slow to answer would otherwise judge approval expiry on its host's clock until a reading came back fast).
+   */
   async sync(): Promise<number | null> {
     const before = this.clock.monotonicMs();
     const hostBefore = this.clock.hostNowMs();
     const [{ ms }] = (await this.ds.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`)) as [{ ms: number }];
     const after = this.clock.monotonicMs();
-    if (after - before > MAX_ROUND_TRIP_MS) return null;
+    const roundTripMs = Math.round(after - before);
+    const slow = after - before > MAX_ROUND_TRIP_MS;
+    if (slow && this.clock.hasReading()) {
+      if (!this.slowStreak) this.log.warn({ roundTripMs }, "the database's clock answered too slowly to be read; the last reading stays until one comes back in time");
+      this.slowStreak = true;
+      return null;
+    }
+    this.slowStreak = false;
+    if (slow) this.log.warn({ roundTripMs }, "the database's clock answered slowly at this first reading: the gateway's time may be off by up to half that until the next one");
     // Placed at the round trip's middle on the monotonic clock; the wall clock only for the warning below.
     const correction = this.clock.correctTo(ms, (before + after) / 2, hostBefore + (after - before) / 2);
     if (Math.abs(correction) >= WARN_SKEW_MS && !this.warned) {

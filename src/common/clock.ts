@@ -82,6 +82,11 @@ export class Clock {
     return dbMs - hostMs;
   }
 
+  /** Whether the database's clock was read yet (ClockSyncService: a first reading is taken however slow). */
+  hasReading(): boolean {
+    return this.anchor !== null;
+  }
+
   /** Tests only: move time forward. */
   advance(ms: number): void {
     this.offsetMs += ms;

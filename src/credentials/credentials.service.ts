@@ -3,6 +3,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
@@ -46,6 +47,7 @@ export class CredentialsService {
     private readonly ds: DataSource,
     private readonly cipher: EnvelopeCipher,
     private readonly events: LedgerEventsService,
+    private readonly clock: Clock,
   ) {
     const ajv = new Ajv({ allErrors: false, strict: true });
     this.validators = Object.fromEntries(INTEGRATION_TYPES.map((t) => [t, ajv.compile(CREDENTIAL_SCHEMAS[t])])) as Record<IntegrationType, ValidateFunction>;
@@ -72,7 +74,7 @@ export class CredentialsService {
     const env = this.cipher.encryptJson(config, credentialAad(orgId, type));
     // Bound to the org and integration: equal configs elsewhere have other fingerprints.
     const fp = this.cipher.fingerprint(config, credentialAad(orgId, type));
-    const now = new Date();
+    const now = this.clock.now(); // the database's time, as the calls' and events' are
     try {
       await this.ds.transaction(async (m) => {
         await m.query(

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from './feature-flag.entity.js';
@@ -34,6 +35,7 @@ export class FeatureFlagsService {
   constructor(
     private readonly ds: DataSource,
     private readonly events: LedgerEventsService,
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -67,11 +69,13 @@ export class FeatureFlagsService {
 
   async set(actor: Principal, orgId: string, flag: string, enabled: boolean, reason?: string) {
     if (!isFlagName(flag)) throw new AppError('NOT_FOUND', unknownFlagDetail(flag));
-    const updatedAt = new Date();
+    // The database's time (the Clock), as the calls' and events' times are, and taken once this change's turn has come.
+    let updatedAt = this.clock.now();
     try {
       await this.ds.transaction(async (m) => {
         // Lock the row (or the org's flag slot) so two admins' changes record correct from/to values.
         await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`flag:${orgId}:${flag}`]);
+        updatedAt = this.clock.now();
         const prev = await m.getRepository(FeatureFlagEntity).findOne({ where: { orgId, flag } });
         const from = prev ? prev.enabled : FLAG_DEFAULTS[flag];
         await m.getRepository(FeatureFlagEntity).upsert(

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { newId, NIL_UUID } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
@@ -19,6 +20,7 @@ export class OrgsService {
     private readonly ds: DataSource,
     private readonly events: LedgerEventsService,
     private readonly scope: OrgScopeService,
+    private readonly clock: Clock,
   ) {}
 
   async create(actor: Principal, input: { name: string; id?: string }) {
@@ -27,7 +29,7 @@ export class OrgsService {
     if (input.id?.toLowerCase() === NIL_UUID) {
       throw new AppError('VALIDATION_FAILED', 'id: the nil UUID 00000000-0000-0000-0000-000000000000 is reserved for platform-level events and cannot be an org id');
     }
-    const org = Object.assign(new OrgEntity(), { id: input.id ?? newId(), name: input.name, createdAt: new Date() });
+    const org = Object.assign(new OrgEntity(), { id: input.id ?? newId(), name: input.name, createdAt: this.clock.now() });
     await this.ds.transaction(async (m) => {
       const inserted = (await m.query('INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id', [
         org.id,

@@ -3,6 +3,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { contentTag, assertIfMatch, type IfMatch } from '../common/http/if-match.js';
 import { newId } from '../common/ids.js';
@@ -75,6 +76,7 @@ export class ToolPermissionsService {
   constructor(
     private readonly ds: DataSource,
     private readonly events: LedgerEventsService,
+    private readonly clock: Clock,
     private readonly catalog: ToolCatalogService,
   ) {}
 
@@ -130,8 +132,9 @@ export class ToolPermissionsService {
       assertIfMatch(ifMatch, permissionsTag(before));
       await m.getRepository(ToolPermissionEntity).delete({ orgId });
       if (items.length) {
+        const updatedAt = this.clock.now(); // the database's time, as the calls' and events' are
         await m.getRepository(ToolPermissionEntity).insert(
-          items.map((it) => ({ id: newId(), orgId, toolName: it.toolName, action: it.action, specialistId: it.specialistId, enabled: it.enabled, updatedAt: new Date() })),
+          items.map((it) => ({ id: newId(), orgId, toolName: it.toolName, action: it.action, specialistId: it.specialistId, enabled: it.enabled, updatedAt })),
         );
       }
       const after = await this.list(orgId, m);

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { isEchoableFieldName, UNNAMED_UNKNOWN_FIELD } from '../common/echoable-field-name.js';
+import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
@@ -45,6 +46,7 @@ export class PoliciesService {
   constructor(
     private readonly ds: DataSource,
     private readonly events: LedgerEventsService,
+    private readonly clock: Clock,
     catalog: ToolCatalogService,
   ) {
     this.known = catalogRuleChecks(catalog);
@@ -92,13 +94,15 @@ export class PoliciesService {
     // (a catalog change must not make them fail).
     const checked = validatePolicyRules(input.rules, this.known);
     if (!checked.ok) throw new AppError('VALIDATION_FAILED', checked.errors.join('; '), { fields: { errors: checked.errors } });
-    const updatedAt = new Date();
+    // The database's time (the Clock), as the calls' and events' times are, and taken once this change's turn has come.
+    let updatedAt = this.clock.now();
     let version = 1;
     try {
       await this.ds.transaction(async (m) => {
         // Every PUT of the org's policy in turn: the version If-Match is checked against is the one replaced (a row
         // lock would not cover an org with no policy row yet, where two first PUTs race to insert it).
         await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`policy:${orgId}`]);
+        updatedAt = this.clock.now();
         if (ifMatch) {
           const [current] = (await m.query('SELECT version FROM policies WHERE org_id = $1', [orgId])) as { version: number }[];
           assertIfMatch(ifMatch, policyTag(current?.version ?? 0));

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-key-hash.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
 import { createGateway } from '../../src/bootstrap.js';
+import { Clock } from '../../src/common/clock.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { ConfigError } from '../../src/config/config.schema.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
@@ -54,7 +55,7 @@ describe('bootstrap admin key: replicas starting together', () => {
 
   /** `n` services as `n` replicas would have them, all calling ensureBootstrapKey at once. */
   async function race(n: number, overrides: Partial<AppConfig>): Promise<PromiseSettledResult<{ generatedKey?: string }>[]> {
-    const replicas = Array.from({ length: n }, () => new ApiKeysService(ds, app.get(LedgerEventsService), app.get(OrgScopeService), { ...config, ...overrides }));
+    const replicas = Array.from({ length: n }, () => new ApiKeysService(ds, app.get(LedgerEventsService), app.get(OrgScopeService), { ...config, ...overrides }, app.get(Clock)));
     // The configured and the generated keys are secrets the run-wide leak scan looks for too.
     if (overrides.BOOTSTRAP_ADMIN_KEY) recordApiKey(overrides.BOOTSTRAP_ADMIN_KEY, 'admin', 'BOOTSTRAP_ADMIN_KEY');
     try {
@@ -90,7 +91,7 @@ describe('bootstrap admin key: replicas starting together', () => {
     const [oldRow, newRow] = [await state(a), await state(b)];
     expect(oldRow.revoked_at).not.toBeNull();
     expect(newRow.revoked_at).toBeNull();
-    const fresh = new ApiKeysService(ds, app.get(LedgerEventsService), app.get(OrgScopeService), config); // no cached lookups
+    const fresh = new ApiKeysService(ds, app.get(LedgerEventsService), app.get(OrgScopeService), config, app.get(Clock)); // no cached lookups
     try {
       expect(await fresh.authenticate(a)).toBeNull();
       expect(await fresh.authenticate(b)).toMatchObject({ orgId: null, role: 'admin' });

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ClockSyncService } from '../../src/common/clock-sync.service.js';
 import { Clock } from '../../src/common/clock.js';
@@ -113,6 +115,66 @@ describe('the clock is the database\'s', () => {
       expect(Math.abs(ms(story.approval.expiresAt) - ms(story.approval.createdAt) - TTL_SECONDS * 1000)).toBeLessThan(1_000);
       expect(ms(story.approval.decidedAt)).toBeLessThanOrEqual(ms(story.startedAt));
       expect(ms(story.approval.decidedAt)).toBeLessThanOrEqual(ms(story.finishedAt));
+    } finally {
+      host.mockRestore();
+      await sync.sync();
+    }
+  });
+
+  /** The database as a replica starting during a slow spell meets it: every answer 600 ms late (over the 500 ms a reading is placed within). */
+  const slowDatabase = (): DataSource =>
+    ({
+      query: async (text: string, params?: unknown[]) => {
+        await sleep(600);
+        return h.t.ds.query(text, params);
+      },
+    }) as unknown as DataSource;
+
+  it('a replica starting while the database answers slowly still takes its first reading: a host 2 h ahead expires no approval, and the slow reading is logged', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
+    const submitted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('4.00', '12345'));
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+    const id = submitted.body.toolCallId as string;
+    // Another replica starting: no reading yet, a host 2 h ahead, and a start-up reading that takes 600 ms.
+    (clock as unknown as { anchor: unknown }).anchor = null;
+    const host = vi.spyOn(clock, 'hostNowMs').mockImplementation(() => Date.now() + 2 * 3_600_000);
+    const starting = new ClockSyncService(slowDatabase(), clock);
+    const logsBefore = h.t.logs.length;
+    await starting.onModuleInit();
+    try {
+      const offMs = clock.nowMs() - (await dbNowMs());
+      const said = h.t.logs.slice(logsBefore).filter((l) => l.includes('ClockSync'));
+      await h.t.app.get(ApprovedCallRunner).sweep(); // what the sweeps started next judge expiry on
+      const [row] = (await h.t.ds.query(
+        `SELECT t.status, t.error_code, a.status AS approval FROM tool_calls t JOIN approval_requests a ON a.tool_call_id = t.id WHERE t.id = $1`,
+        [id],
+      )) as { status: string; error_code: string | null; approval: string }[];
+      expect({ gatewayOffDbMinutes: Math.round(offMs / 60_000), row }).toEqual({
+        gatewayOffDbMinutes: 0,
+        row: { status: 'waiting_approval', error_code: null, approval: 'pending' },
+      });
+      expect(said.some((l) => l.includes('answered slowly at this first reading') && l.includes('roundTripMs'))).toBe(true);
+    } finally {
+      await starting.onApplicationShutdown();
+      host.mockRestore();
+      await sync.sync();
+      await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.agentKey)).send({});
+    }
+  });
+
+  it('a slow reading after a good one keeps the last correction and is logged once while readings stay slow', async () => {
+    await sync.sync();
+    const before = clock.nowMs() - (await dbNowMs());
+    const host = vi.spyOn(clock, 'hostNowMs').mockImplementation(() => Date.now() + 2 * 3_600_000);
+    const slow = new ClockSyncService(slowDatabase(), clock);
+    const logsBefore = h.t.logs.length;
+    try {
+      expect(await slow.sync()).toBeNull();
+      expect(await slow.sync()).toBeNull();
+      const after = clock.nowMs() - (await dbNowMs());
+      expect(Math.abs(after - before)).toBeLessThan(1_000); // still the database's time, not the host's 2 h ahead
+      const said = h.t.logs.slice(logsBefore).filter((l) => l.includes('answered too slowly to be read'));
+      expect(said).toHaveLength(1);
     } finally {
       host.mockRestore();
       await sync.sync();
