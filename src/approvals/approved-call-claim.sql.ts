@@ -7,6 +7,11 @@
  * - The org's `tool_calling_enabled` flag is re-read here: turned off since the
  *   call was submitted, the call ends blocked / FEATURE_DISABLED (its raw input
  *   deleted) and nothing reaches the vendor.
+ * - The key that approved the call is re-read: revoked since (an approver
+ *   found rogue or compromised), its approval no longer stands and the call
+ *   ends blocked / APPROVAL_REVOKED (its raw input deleted): a revocation
+ *   answered 204 withdraws the approvals of that key whose calls have not
+ *   started, as it stops every decision and write of the key.
  * - The org's policy was decided again by the caller, on the call's approved
  *   params, and the claim holds only while that policy version ($5) is still
  *   the org's: a block ends the call blocked / POLICY_BLOCKED (its raw input
@@ -27,11 +32,11 @@
  * - $4 false: only that resumption, no new claim (the gateway began stopping
  *   between the attempts).
  *
- * The flag and the policy version are read FOR SHARE (as the intent statement
- * reads them): the tc update may wait on the call's row (a run end, a
+ * The flag, the policy version and the approver's key are read FOR SHARE (as
+ * the intent statement reads the flag, the policy and its own key): the tc update may wait on the call's row (a run end, a
  * concurrent decision), and a flag or policy change made meanwhile must not
- * answer 200 while the claim, on its older snapshot, then starts the call. The
- * change waits for the claim instead: the call is blocked, or its
+ * answer 200 (nor a revocation 204) while the claim, on its older snapshot,
+ * then starts the call. The change waits for the claim instead: the call is blocked, or its
  * tool_call.started comes before the change. (A first policy has no row to
  * lock yet: a claim in flight as it is created may still hold under none.)
  *
@@ -44,12 +49,14 @@
  * be made, $5 the policy version the caller decided on (0: none stored), $6
  * the id of the policy decision that blocks the call (null: it does not) with
  * $7 its risk level, $8 its rule id and $9 its reason, $10 the HTTP status of
- * a POLICY_BLOCKED block.
+ * a POLICY_BLOCKED block, $11 the HTTP status of an APPROVAL_REVOKED block.
  */
 export const CLAIM_APPROVED_CALL_SQL = `
   WITH f AS (
     SELECT CASE WHEN NOT COALESCE((SELECT ff.enabled FROM feature_flags ff
                                     WHERE ff.org_id = t.org_id AND ff.flag = 'tool_calling_enabled' FOR SHARE), false) THEN 'FEATURE_DISABLED'
+                WHEN (SELECT k.revoked_at FROM api_keys k
+                       WHERE k.id = (SELECT a.decided_by FROM approval_requests a WHERE a.tool_call_id = t.id) FOR SHARE) IS NOT NULL THEN 'APPROVAL_REVOKED'
                 WHEN $6::uuid IS NOT NULL THEN 'POLICY_BLOCKED' END AS blocked_by,
            COALESCE((SELECT p.version FROM policies p WHERE p.org_id = t.org_id FOR SHARE), 0) = $5::int AS policy_current
       FROM tool_calls t WHERE t.id = $1),
@@ -57,7 +64,7 @@ export const CLAIM_APPROVED_CALL_SQL = `
     UPDATE tool_calls SET
       status = CASE WHEN f.blocked_by IS NULL THEN 'running' ELSE 'blocked' END,
       error_code = f.blocked_by,
-      http_status = CASE f.blocked_by WHEN 'FEATURE_DISABLED' THEN $2 WHEN 'POLICY_BLOCKED' THEN $10 ELSE 200 END,
+      http_status = CASE f.blocked_by WHEN 'FEATURE_DISABLED' THEN $2 WHEN 'POLICY_BLOCKED' THEN $10 WHEN 'APPROVAL_REVOKED' THEN $11 ELSE 200 END,
       policy_decision_id = CASE WHEN f.blocked_by = 'POLICY_BLOCKED' THEN $6::uuid ELSE policy_decision_id END,
       risk_level = CASE WHEN f.blocked_by = 'POLICY_BLOCKED' THEN $7::text ELSE risk_level END,
       started_at = CASE WHEN f.blocked_by IS NULL THEN now() END,
@@ -75,6 +82,7 @@ export const CLAIM_APPROVED_CALL_SQL = `
            jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'afterApproval', true)
              || CASE error_code
                   WHEN 'FEATURE_DISABLED' THEN '{"errorCode": "FEATURE_DISABLED", "reason": "feature_disabled"}'::jsonb
+                  WHEN 'APPROVAL_REVOKED' THEN '{"errorCode": "APPROVAL_REVOKED", "reason": "approver_key_revoked"}'::jsonb
                   WHEN 'POLICY_BLOCKED' THEN jsonb_build_object('errorCode', 'POLICY_BLOCKED', 'reason', 'policy', 'ruleId', $8::text)
                   ELSE '{}'::jsonb END
       FROM tc),

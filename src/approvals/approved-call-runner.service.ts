@@ -346,7 +346,12 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     const call = await this.claimer.claim(pending.org_id, toolCallId, approved, { mayClaim: () => !this.stopping, closing: this.closing.signal });
     if (!call) return;
     if (call.status === 'blocked') {
-      const why = call.error_code === 'POLICY_BLOCKED' ? "the org's current policy blocks it" : 'tool calling was turned off for the org after it was submitted';
+      const why =
+        call.error_code === 'POLICY_BLOCKED'
+          ? "the org's current policy blocks it"
+          : call.error_code === 'APPROVAL_REVOKED'
+            ? 'the key that approved it was revoked before it ran'
+            : 'tool calling was turned off for the org after it was submitted';
       this.log.warn({ toolCallId, errorCode: call.error_code }, `approved call blocked: ${why}`);
       // Answered blocked from here on (a re-post, the result): counted as answered, as a call that runs is.
       countToolCall(this.catalog, this.metrics, call.tool_name, call.action, 'blocked', call.error_code);

@@ -77,6 +77,8 @@ export function modelMessage(f: CallFacts): string {
       return 'The customer rejected this action. It was not executed.';
     case 'APPROVAL_EXPIRED':
       return 'The approval request for this action expired before anyone decided it. It was not executed.';
+    case 'APPROVAL_REVOKED':
+      return 'The approval given for this action was withdrawn before it ran (the approver no longer has access). It was not executed.';
     case 'RUN_NOT_ACTIVE':
       return 'The run this action belonged to was completed or cancelled before it ran. It was not executed.';
     case 'INVALID_INPUT':

@@ -67,7 +67,7 @@ export const TOOL_CALL_BODY_SCHEMA = {
       enum: [
         'VENDOR_ERROR', 'VENDOR_TIMEOUT', 'VENDOR_RATE_LIMITED', 'VENDOR_NOT_FOUND', 'CREDENTIALS_INVALID', 'CIRCUIT_OPEN',
         'CREDENTIALS_NOT_FOUND', 'EXECUTION_ERROR', 'OUTCOME_UNKNOWN', 'FEATURE_DISABLED', 'NOT_IN_MANIFEST', 'POLICY_BLOCKED',
-        'EXPERT_REJECTED', 'CLIENT_REJECTED', 'APPROVAL_EXPIRED', 'INVALID_INPUT', 'RUN_NOT_ACTIVE', null,
+        'EXPERT_REJECTED', 'CLIENT_REJECTED', 'APPROVAL_EXPIRED', 'APPROVAL_REVOKED', 'INVALID_INPUT', 'RUN_NOT_ACTIVE', null,
       ],
     },
     replayed: { type: 'boolean', description: 'true when this answers a repeat of an earlier request (header Idempotent-Replayed: true)' },

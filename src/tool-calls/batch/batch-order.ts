@@ -38,6 +38,7 @@ export function mayRunOnResend(code: ErrorCode): boolean {
     case 'EXPERT_REJECTED':
     case 'CLIENT_REJECTED':
     case 'APPROVAL_EXPIRED':
+    case 'APPROVAL_REVOKED':
     case 'NOT_FOUND':
     case 'RUN_NOT_FOUND':
     case 'RUN_NOT_ACTIVE':
