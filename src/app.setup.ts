@@ -57,7 +57,8 @@ export function configureApp(app: INestApplication): void {
   app.use((req: Request, res: Response, next: NextFunction) => {
     const start = performance.now();
     res.on('finish', () => {
-      const route = (req.route as { path?: string } | undefined)?.path ?? 'unmatched';
+      // The route's template as documented (`/v1/runs/:runId/tool-calls:batch`), not as Express spells it with its escape (`\:`).
+      const route = (req.route as { path?: string } | undefined)?.path?.replace(/\\(.)/g, '$1') ?? 'unmatched';
       metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, (performance.now() - start) / 1000);
     });
     next();

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyEntity } from '../../src/auth/api-key.entity.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
+import { Clock } from '../../src/common/clock.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer, createKey, createOrg } from '../support/test-app.js';
 
@@ -55,7 +56,7 @@ describe('the API key cache under a flood of unknown keys', () => {
   it('a lastUsedAt flush that fails (a database blip) keeps its keys for the next flush instead of losing them', async () => {
     const { agentKey } = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
     const svc = h.t.app.get(ApiKeysService, { strict: false });
-    const [{ t0 }] = (await h.t.ds.query('SELECT now() AS t0')) as [{ t0: Date }];
+    const t0 = h.t.app.get(Clock).nowMs(); // the gateway's time (the database's, as the Clock reads it): what uses are stamped with
     const principal = await svc.authenticate(agentKey); // a use to record
     expect(principal).not.toBeNull();
     const holder = svc as unknown as { ds: { query: (sql: string, params?: unknown[]) => Promise<unknown> }; flushLastUsed: () => Promise<void> };
@@ -74,15 +75,16 @@ describe('the API key cache under a flood of unknown keys', () => {
     await holder.flushLastUsed(); // the next one writes what the failed one held
     const after = (await h.t.ds.query('SELECT last_used_at FROM api_keys WHERE id = $1', [principal!.keyId])) as { last_used_at: Date | null }[];
     // Recorded after the use (lost, it would still be null or an earlier flush's time).
-    expect(after[0].last_used_at!.getTime()).toBeGreaterThanOrEqual(t0.getTime());
+    expect(after[0].last_used_at!.getTime()).toBeGreaterThanOrEqual(Math.floor(t0));
   });
 
   it('lastUsedAt is the time of the use, not of the flush: a key used, then revoked, lists lastUsedAt before revokedAt', async () => {
     const org = await createOrg(h.t);
     const k = await createKey(h.t, org, 'ops');
-    const before = Date.now();
+    const clock = h.t.app.get(Clock); // what uses are stamped with: the database's time as the gateway reads it
+    const before = Math.floor(clock.nowMs());
     expect((await h.t.http.get(`/v1/orgs/${org}`).set(bearer(k.key))).status).toBe(200); // its only use
-    const after = Date.now();
+    const after = Math.ceil(clock.nowMs());
     await sleep(50);
     expect((await h.t.http.delete(`/v1/api-keys/${k.id}`).set(adminAuth)).status).toBe(204);
     await sleep(50);

@@ -126,6 +126,26 @@ describe('If-Match on the PUTs that replace a set', () => {
       expect((await put(org, RULES_A)).headers.etag).toBe('"3"'); // no If-Match: the last PUT wins, as before
     });
 
+    it('a refused PUT answers no ETag of its own: a client keeping the last answer\'s ETag sends the policy\'s version next, not a tag of the problem document', async () => {
+      const orgId = await createOrg(t);
+      const url = `/v1/orgs/${orgId}/policies`;
+      expect((await t.http.put(url).set(adminAuth).send({ rules: [{ id: 'a', match: { toolName: 'order_lookup.lookup' }, decision: 'allow' }] })).status).toBe(200);
+      const bad = await t.http.put(url).set(adminAuth).set('If-Match', '"1"').send({ rules: [{ id: 'a' }] });
+      expect(bad.status).toBe(400);
+      expect(bad.headers.etag).toBeUndefined();
+      expect(bad.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+      expect(Number(bad.headers['content-length'])).toBe(Buffer.byteLength(JSON.stringify(bad.body)));
+      const missing = await t.http.get('/v1/orgs/00000000-0000-4000-8000-000000000001/policies').set(adminAuth);
+      expect([missing.status, missing.headers.etag]).toEqual([404, undefined]);
+      const head = await t.http.head('/v1/orgs/00000000-0000-4000-8000-000000000001/policies').set(adminAuth);
+      expect([head.status, head.headers.etag, head.text ?? '']).toEqual([404, undefined, '']);
+      // The 412's ETag is the policy's current one, as before.
+      const stale = await t.http.put(url).set(adminAuth).set('If-Match', '"0"').send({ rules: [] });
+      expect([stale.status, stale.headers.etag]).toEqual([412, '"1"']);
+      const fixed = await t.http.put(url).set(adminAuth).set('If-Match', '"1"').send({ rules: [{ id: 'a', match: { toolName: 'order_lookup.lookup' }, decision: 'allow' }] });
+      expect([fixed.status, fixed.headers.etag]).toEqual([200, '"2"']);
+    });
+
     it('two first PUTs of an org with no policy yet, both against "0": one is written, the other 412', async () => {
       const org = await createOrg(t, 'IfMatch Policy Race Co');
       const answers = await Promise.all([put(org, RULES_A, '"0"'), put(org, RULES_B, '"0"'), put(org, RULES_A, '"0"')]);

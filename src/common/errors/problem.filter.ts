@@ -47,7 +47,14 @@ export function sendProblem(res: Response, e: AppError, correlationId: string): 
   // RFC 9110 §15.5.2: a 401 names the scheme it wants (RFC 6750 §3: Bearer).
   if (ERROR_STATUS[e.code] === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="tool-gateway"');
   for (const [k, v] of Object.entries(e.extra.headers ?? {})) res.setHeader(k, v);
-  res.status(ERROR_STATUS[e.code]).type('application/problem+json').send(JSON.stringify(problemBody(e, correlationId)));
+  // Written without res.send: Express would tag the problem document with an ETag of its own (W/"1b5-…"), which a
+  // client keeping "the ETag of the last PUT" for its next If-Match would send and be refused 412 for. An answer's
+  // ETag is the set's (GET, PUT, and a 412's current one), or none.
+  const body = JSON.stringify(problemBody(e, correlationId));
+  res.status(ERROR_STATUS[e.code]);
+  res.setHeader('Content-Type', 'application/problem+json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end((res.req as Response['req'] | undefined)?.method === 'HEAD' ? undefined : body);
 }
 
 /** The one exception filter: every error answers problem+json with a code and the correlation id. */
