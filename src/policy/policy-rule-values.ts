@@ -3,6 +3,7 @@ import type { CatalogEntry, ToolCatalogService } from '../catalog/tool-catalog.s
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import type { ToolSpec } from '../vendors/vendor-handler.js';
 import { compareDecimals, parseDecimal, type Decimal } from './policy-decimal.js';
+import { patternMayMatchDecimal } from './policy-decimal-pattern.js';
 import { isRecord } from './policy-equality.js';
 import type { KnownTools } from './policy-rules.validator.js';
 import type { RiskLevel } from './policy.types.js';
@@ -31,7 +32,90 @@ export function catalogRuleChecks(catalog: Pick<ToolCatalogService, 'has' | 'isT
         .map((e) => e.key)
         .sort();
     },
+    actionsNeverNumeric: (scope, path) => {
+      const segments = path.split('.');
+      return entriesOf(catalog, scope)
+        .filter((e) => neverNumeric(e, segments))
+        .map((e) => e.key)
+        .sort();
+    },
+    alwaysHeld: (scope, path) => {
+      const segments = path.split('.');
+      const held = entriesOf(catalog, scope).map((e) => heldBy(e, segments));
+      if (held.length === 0 || held.includes(null)) return null;
+      return held.includes('default') ? 'default' : 'required';
+    },
   };
+}
+
+/**
+ * Whether no call of the action holds a number or a decimal text at the path, though the action takes it: the
+ * engine's gt/gte/lt/lte could then never be evaluated (parseDecimal), and would block each call it is reached
+ * for. Judged on the schema a call's params have passed before the policy runs, and on the default the handler
+ * fills in (withDefaults); a schema this cannot judge simply (a composite one) may hold a number.
+ */
+function neverNumeric(entry: CatalogEntry, segments: readonly string[]): boolean {
+  const reached = schemaAt(entry.action.inputSchema, segments);
+  if (reached === 'absent' || reached === 'unknown') return false;
+  const filled = segments.length === 1 ? defaultOf(entry, segments[0]) : undefined;
+  return !mayHoldDecimal(reached) && parseDecimal(filled) === null;
+}
+
+/** Formats no decimal text is valid in (a date, an address, a UUID...). */
+const NEVER_DECIMAL_FORMATS = new Set(['date-time', 'date', 'time', 'duration', 'email', 'idn-email', 'uri', 'iri', 'uuid', 'ipv4', 'ipv6']);
+
+/** Whether some value a schema admits is a finite number or a decimal text (parseDecimal reads it). */
+function mayHoldDecimal(schema: Record<string, unknown>): boolean {
+  if (COMPOSITE.some((k) => Object.hasOwn(schema, k))) return true;
+  if (Object.hasOwn(schema, 'const')) return parseDecimal(schema.const) !== null;
+  if (Array.isArray(schema.enum)) return schema.enum.some((v: unknown) => parseDecimal(v) !== null);
+  const types = typeof schema.type === 'string' ? [schema.type] : Array.isArray(schema.type) ? (schema.type as unknown[]) : null;
+  if (types === null) return true;
+  if (types.includes('number') || types.includes('integer')) return true;
+  if (!types.includes('string')) return false; // boolean, null, object, array
+  if (typeof schema.maxLength === 'number' && schema.maxLength < 1) return false;
+  if (typeof schema.minLength === 'number' && schema.minLength > 100) return false; // parseDecimal reads at most 100 characters
+  if (typeof schema.format === 'string' && NEVER_DECIMAL_FORMATS.has(schema.format)) return false;
+  return typeof schema.pattern !== 'string' || patternMayMatchDecimal(schema.pattern);
+}
+
+/**
+ * The value the handler fills in for a top-level param a call leaves out (VendorHandler.withDefaults, asked about
+ * a call with no params): what the policy sees then. Undefined when it fills in none.
+ */
+function defaultOf(entry: CatalogEntry, param: string): unknown {
+  const filled = entry.handler.withDefaults?.(entry.tool.name, entry.action.name, {});
+  return filled !== undefined && Object.hasOwn(filled, param) ? filled[param] : undefined;
+}
+
+/**
+ * Why every call of the action that reaches the policy holds a value (not null) at the path: 'default' when the
+ * handler fills in a top-level param the call leaves out, 'required' when the schema requires each segment of it
+ * (and admits no null there); null when a call may lack it. The schema is checked before the policy runs.
+ */
+function heldBy(entry: CatalogEntry, segments: readonly string[]): 'default' | 'required' | null {
+  if (segments.length === 1) {
+    const filled = defaultOf(entry, segments[0]);
+    if (filled !== undefined && filled !== null) return 'default';
+  }
+  let node: Record<string, unknown> = entry.action.inputSchema;
+  for (const segment of segments) {
+    if (COMPOSITE.some((k) => Object.hasOwn(node, k)) || node.type !== 'object') return null;
+    const required = Array.isArray(node.required) && node.required.includes(segment);
+    const properties = node.properties;
+    const listed = isRecord(properties) && Object.hasOwn(properties, segment) ? properties[segment] : undefined;
+    if (!required || !isRecord(listed)) return null;
+    node = listed;
+  }
+  return admitsNull(node) ? null : 'required';
+}
+
+function admitsNull(schema: Record<string, unknown>): boolean {
+  if (COMPOSITE.some((k) => Object.hasOwn(schema, k))) return true;
+  if (Object.hasOwn(schema, 'const')) return schema.const === null;
+  if (Array.isArray(schema.enum)) return schema.enum.includes(null);
+  if (typeof schema.type === 'string') return schema.type === 'null';
+  return !Array.isArray(schema.type) || schema.type.includes('null');
 }
 
 /** What the value check reads of the catalog (ToolCatalogService has it). */

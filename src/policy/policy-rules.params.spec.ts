@@ -9,6 +9,7 @@ import type { VendorRegistry } from '../vendors/vendor-registry.js';
 import { JUMIO_TOOLS } from '../vendors/jumio/jumio.tools.js';
 import { NANGO_TOOLS } from '../vendors/nango/nango.tools.js';
 import { SHOPIFY_TOOLS } from '../vendors/shopify/shopify.tools.js';
+import { patternMayMatchDecimal } from './policy-decimal-pattern.js';
 import { paramNamesIndex, type ToolParams } from './policy-param-names.js';
 import { catalogRuleChecks } from './policy-rule-values.js';
 import { validatePolicyRules, type KnownTools } from './policy-rules.validator.js';
@@ -299,5 +300,77 @@ describe('validatePolicyRules: a name that does not look like one is not repeate
     expect(errorsOf(where('orderId', 'order_lookups.lookup'), catalog)).toEqual([
       'rules[0] ("r"): match.toolName "order_lookups.lookup" names no tool action of the catalog (GET /v1/tools lists them)',
     ]);
+  });
+});
+
+describe('patternMayMatchDecimal: whether some decimal text ("-12", "3.5") passes a schema pattern', () => {
+  it('says no only when no decimal text of the probes passes', () => {
+    const cases: [string, boolean][] = [
+      ['^\\d{3}-\\d{7}-\\d{7}$', false], // Amazon's 3-7-7 order id: digits, but never one number
+      ['^[A-Z]{3}$', false],
+      ['^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', false],
+      ['^\\d+\\.\\d+\\.\\d+$', false],
+      ['^\\.5$', false], // no digit before the point: parseDecimal reads no such text
+      ['^[^0-9]+$', false],
+      ['^a|b$', false],
+      ['[]', false],
+      ['^(?=x)\\d$', false],
+      ['^\\d{1,9}(\\.\\d{1,3})?$', true], // a refund amount
+      ['^[1-9][0-9]{0,18}$', true], // a Shopify id
+      ['^-?\\d+$', true],
+      ['^-\\d+\\.\\d{2}$', true],
+      ['^0\\d{5}$', true],
+      ['^9{40}$', true],
+      ['\\d', true], // unanchored: "5" contains a digit
+      ['^a|5$', true],
+      ['^[^a-z]+$', true],
+      ['^[\\u0030-\\u0039]$', true],
+      ['^(\\d)\\1$', true],
+      ['(', true], // not a pattern the engine compiles: taken to admit one
+    ];
+    for (const [pattern, may] of cases) expect(patternMayMatchDecimal(pattern), pattern).toBe(may);
+  });
+});
+
+describe('validatePolicyRules with the catalog: a rule that could never work on the params the policy sees', () => {
+  const catalog = realCatalog();
+  const rule = (toolName: string | undefined, where: unknown[]) => [{ id: 'r', match: { ...(toolName === undefined ? {} : { toolName }), where }, decision: 'allow' }];
+
+  it('refuses gt/gte/lt/lte on a param an action takes but never as a number, an exists guard or not', () => {
+    expect(errorsOf(rule('amazon_query.get_order', [{ path: 'orderId', op: 'gte', value: 100 }]), catalog)).toEqual([
+      'rules[0] ("r"): where[0].path "orderId" is compared (gte) but never holds a number or a decimal text in a call of amazon_query.get_order ' +
+        '(GET /v1/tools lists their input schemas): the rule could not be evaluated for those calls and would block them, whatever its decision',
+    ]);
+    expect(errorsOf(rule('kyc.*', [{ path: 'includeDetails', op: 'exists' }, { path: 'includeDetails', op: 'lte', value: 0 }]), catalog)[0]).toContain('"includeDetails" is compared (lte) but never holds a number');
+    expect(errorsOf(rule('nango_proxy.get', [{ path: 'query', op: 'gt', value: 0 }]), catalog)[0]).toContain('"query" is compared (gt) but never holds a number');
+    // Some of the matched actions are enough: their calls would all be blocked.
+    expect(errorsOf(rule(undefined, [{ path: 'orderId', op: 'exists' }, { path: 'orderId', op: 'gt', value: 1 }]), catalog)[0]).toMatch(/in a call of amazon_query\.get_order, amazon_query\.\w+ \(/);
+  });
+
+  it('accepts them where a call may hold a number or a decimal text', () => {
+    expect(errorsOf(rule('shopify_refund.create', [{ path: 'amount', op: 'gt', value: 100 }]), catalog)).toEqual([]);
+    expect(errorsOf(rule('order_lookup.lookup', [{ path: 'orderId', op: 'gte', value: '1000' }]), catalog)).toEqual([]);
+    expect(errorsOf(rule('nango_proxy.get', [{ path: 'query.limit', op: 'exists' }, { path: 'query.limit', op: 'lte', value: 100 }]), catalog)).toEqual([]);
+    expect(errorsOf(rule('nango_proxy.post', [{ path: 'body.qty', op: 'exists' }, { path: 'body.qty', op: 'lte', value: 100 }]), catalog)).toEqual([]);
+  });
+
+  it('refuses exists:false on a param every call holds once its default is filled in, or which the schema requires', () => {
+    expect(errorsOf(rule('kyc.get_status', [{ path: 'includeDetails', op: 'exists', value: false }]), catalog)).toEqual([
+      'rules[0] ("r"): where[0].path "includeDetails" always holds a value in every call of kyc.get_status ' +
+        '(left out, it is filled in with its default before the policy runs): exists false never holds, so the rule would never apply',
+    ]);
+    expect(errorsOf(rule('shopify_refund.create', [{ path: 'amount', op: 'exists', value: false }]), catalog)[0]).toContain('"amount" always holds a value in every call of shopify_refund.create (it is required)');
+  });
+
+  it('accepts exists:false where some call the rule applies to may lack the param', () => {
+    expect(errorsOf(rule('shopify_refund.create', [{ path: 'currency', op: 'exists', value: false }]), catalog)).toEqual([]);
+    // nango_proxy.post takes no amount: exists:false holds for its calls.
+    expect(errorsOf([{ id: 'r', match: { riskLevel: 'high', where: [{ path: 'amount', op: 'exists', value: false }] }, decision: 'allow' }], catalog)).toEqual([]);
+    expect(errorsOf(rule('nango_proxy.get', [{ path: 'query.page', op: 'exists', value: false }]), catalog)).toEqual([]);
+  });
+
+  it('without the catalog (stored rules read back) neither is checked', () => {
+    expect(validatePolicyRules(rule('amazon_query.get_order', [{ path: 'orderId', op: 'gte', value: 100 }])).ok).toBe(true);
+    expect(validatePolicyRules(rule('kyc.get_status', [{ path: 'includeDetails', op: 'exists', value: false }])).ok).toBe(true);
   });
 });

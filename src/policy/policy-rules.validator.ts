@@ -53,6 +53,13 @@ export interface KnownTools {
   pathAbsent?(scope: RuleScope, path: string): boolean;
   /** The actions ("tool.action") a rule applies to whose calls never hold a value at the path. Absent, not checked. */
   actionsWithout?(scope: RuleScope, path: string): readonly string[];
+  /** The actions a rule applies to that take the path but whose calls never hold a number or a decimal text there. Absent, not checked. */
+  actionsNeverNumeric?(scope: RuleScope, path: string): readonly string[];
+  /**
+   * Why every call a rule applies to holds a value at the path when the policy runs ('required' by the schema, or
+   * a 'default' the gateway fills in), or null when some call may lack it. Absent, not checked.
+   */
+  alwaysHeld?(scope: RuleScope, path: string): 'required' | 'default' | null;
 }
 
 /** What a 400 says instead of a name it does not echo (it may be a pasted secret, see isEchoableFieldName). */
@@ -164,6 +171,7 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
       ok = failWith(fail, `match.where holds at most ${POLICY_LIMITS.maxConditionsPerRule} conditions (got ${where.length})`);
     } else {
       let without: readonly string[] = [];
+      let held: 'required' | 'default' | null = null;
       where.forEach((item: unknown, j) => {
         const condition = checkCondition(item, `where[${j}]`, fail);
         if (condition === null) ok = false;
@@ -172,6 +180,10 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
         else if (toolNameOk && riskLevelOk && !holdsWhenAbsent(condition) && known?.pathAbsent?.(scope, condition.path)) ok = failWith(fail, neverPresent(`where[${j}]`, condition.path, scope));
         else if (toolNameOk && riskLevelOk && unguardedComparison(where, j, condition) && (without = known?.actionsWithout?.(scope, condition.path) ?? []).length > 0) {
           ok = failWith(fail, blocksWhereAbsent(`where[${j}]`, condition, without));
+        } else if (toolNameOk && riskLevelOk && COMPARISONS.includes(condition.op) && (without = known?.actionsNeverNumeric?.(scope, condition.path) ?? []).length > 0) {
+          ok = failWith(fail, neverNumeric(`where[${j}]`, condition, without));
+        } else if (toolNameOk && riskLevelOk && condition.op === 'exists' && condition.value === false && (held = known?.alwaysHeld?.(scope, condition.path) ?? null) !== null) {
+          ok = failWith(fail, alwaysHeld(`where[${j}]`, condition.path, scope, held));
         } else {
           const problems = valueProblem ? neverMatched(condition, `where[${j}]`, scope, valueProblem) : [];
           for (const problem of problems) ok = failWith(fail, problem);
@@ -266,11 +278,36 @@ function blocksWhereAbsent(at: string, condition: PolicyCondition, actions: read
   const named = isEchoablePath(condition.path);
   const what = named ? `${at}.path ${JSON.stringify(condition.path)}` : `${at}.path (${NOT_NAMED})`;
   const guard = named ? `{"path": ${JSON.stringify(condition.path)}, "op": "exists"}` : 'an "exists" condition on the same path';
-  const list = actions.length > 5 ? `${actions.slice(0, 5).join(', ')} and ${actions.length - 5} more` : actions.join(', ');
   return (
-    `${what} is compared (${condition.op}) but is never present in a call of ${list}: ` +
+    `${what} is compared (${condition.op}) but is never present in a call of ${listed(actions)}: ` +
     `the rule could not be evaluated for those calls and would block them; narrow match.toolName, or put ${guard} before it`
   );
+}
+
+/**
+ * A comparison on a param some of the rule's actions take but never as a number (a boolean, an object, a text no
+ * decimal passes: an order id of 3-7-7 digits, a currency code): it could not be evaluated for their calls, which it
+ * would block whatever the rule decides (an allow rule too), and no exists guard helps.
+ */
+function neverNumeric(at: string, condition: PolicyCondition, actions: readonly string[]): string {
+  const what = isEchoablePath(condition.path) ? `${at}.path ${JSON.stringify(condition.path)}` : `${at}.path (${NOT_NAMED})`;
+  return (
+    `${what} is compared (${condition.op}) but never holds a number or a decimal text in a call of ${listed(actions)} ` +
+    '(GET /v1/tools lists their input schemas): the rule could not be evaluated for those calls and would block them, whatever its decision'
+  );
+}
+
+/** exists:false on a path every call the rule applies to holds once the gateway filled in its defaults: it never matches. */
+function alwaysHeld(at: string, path: string, scope: RuleScope, why: 'required' | 'default'): string {
+  const what = isEchoablePath(path) ? `${at}.path ${JSON.stringify(path)}` : `${at}.path (${NOT_NAMED})`;
+  const of = scope.toolName === undefined ? 'any catalog action' : scope.toolName.endsWith('.*') ? `any ${scope.toolName.slice(0, -2)} action` : scope.toolName;
+  const reason = why === 'default' ? 'left out, it is filled in with its default before the policy runs' : 'it is required';
+  const risk = scope.riskLevel === undefined ? '' : ` of risk ${scope.riskLevel}`;
+  return `${what} always holds a value in every call of ${of}${risk} (${reason}): exists false never holds, so the rule would never apply`;
+}
+
+function listed(actions: readonly string[]): string {
+  return actions.length > 5 ? `${actions.slice(0, 5).join(', ')} and ${actions.length - 5} more` : actions.join(', ');
 }
 
 /** A path no call the rule applies to can hold (a param only actions of another risk take, a field below a text param). */
