@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
 import { CONFIG_SCHEMA, ConfigError } from '../config/config.schema.js';
-import { KeyRotationService, MislabelledKeyIdError, type RotationSummary } from '../credentials/key-rotation.service.js';
+import { ForeignActiveKeyError, KeyRotationService, MislabelledKeyIdError, type RotationSummary } from '../credentials/key-rotation.service.js';
 import { dbOptions } from '../db/db-options.js';
 import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
@@ -92,6 +92,13 @@ async function main(args: string[]): Promise<number> {
     try {
       summary = await rotation.rotate({ batchSize });
     } catch (err) {
+      if (err instanceof ForeignActiveKeyError) {
+        console.error(
+          `the key loaded as ${err.keyId} opens none of the ${err.rows} rows labelled ${err.keyId} (${err.kinds.join(', ')}): it is not the key the gateway seals with as ${err.keyId}. ` +
+            `Load the same ${err.keyId} the replicas have (and the old key under its own id), then re-run; nothing was written`,
+        );
+        return 2;
+      }
       if (!(err instanceof MislabelledKeyIdError)) throw err;
       // Rows labelled with the active id are never rotated: they would stay under the old material, lost with it.
       // Thrown before anything was written.

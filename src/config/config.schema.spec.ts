@@ -231,6 +231,19 @@ describe('config schema', () => {
     );
   });
 
+  it('refuses one key under two ids (the old key pasted for the new one), naming the ids, never the key', () => {
+    let message = '';
+    try {
+      loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${KEY},k1:${KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('MASTER_ENCRYPTION_KEYS gives key ids "k2" and "k1" the same key: each id names its own key');
+    expect(message).not.toContain(KEY);
+    // The same key spelt in another base64 form (no padding) is the same key.
+    expect(() => loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${KEY.replace(/=+$/, '')},k1:${KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' })).toThrow(/the same key/);
+  });
+
   it('loads several keys with one active', () => {
     const k2 = Buffer.alloc(32, 2).toString('base64');
     const cfg = loadConfig({ MASTER_ENCRYPTION_KEYS: `k2:${k2},k1:${KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' });

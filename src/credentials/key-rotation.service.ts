@@ -179,6 +179,22 @@ export class MislabelledKeyIdError extends Error {
   }
 }
 
+/**
+ * Rows are labelled with the active id and the active key opens none of them: the material loaded under that id
+ * is not what the gateway's replicas seal with under it (another environment's key pasted for it). Re-encrypting
+ * the other rows under it would label them with that id too, and no replica could open them. Thrown by `rotate`
+ * before anything is written.
+ */
+export class ForeignActiveKeyError extends Error {
+  constructor(
+    readonly keyId: string,
+    readonly rows: number,
+    readonly kinds: string[],
+  ) {
+    super(`the key loaded as ${keyId} opens none of the ${rows} rows labelled ${keyId} (${kinds.join(', ')})`);
+  }
+}
+
 /** What MasterKeyCheck learns of one key id the stored secrets are labelled with (KeyRotationService.sampleLabels). */
 export interface KeyLabelSample {
   keyId: string;
@@ -201,6 +217,8 @@ interface ActiveRowsCheck {
   mislabelled: Mislabelled[];
   /** per table, rows no loaded key opens */
   unreadable: Record<RotationFailure['kind'], number>;
+  /** rows the active key opened */
+  opened: number;
   /** ids of the first MAX_REPORTED_FAILURES of them */
   failures: RotationFailure[];
 }
@@ -232,6 +250,11 @@ export class KeyRotationService {
     const toKeyId = this.cipher.activeKeyId;
     const checked = await this.checkActiveRows(batchSize);
     if (checked.mislabelled.length > 0) throw new MislabelledKeyIdError(checked.mislabelled);
+    // Some rows under the active id not opening are failures to report; none opening is the wrong key.
+    const unreadable = Object.entries(checked.unreadable).filter(([, n]) => n > 0);
+    if (checked.opened === 0 && unreadable.length > 0) {
+      throw new ForeignActiveKeyError(toKeyId, unreadable.reduce((n, [, k]) => n + k, 0), unreadable.map(([kind]) => kind));
+    }
     const relabelled = await this.checkOtherLabels();
     if (relabelled.length > 0) throw new MislabelledKeyIdError(relabelled);
     const loaded = new Set(this.cipher.keyIds);
@@ -328,7 +351,7 @@ export class KeyRotationService {
   private async checkActiveRows(batchSize: number): Promise<ActiveRowsCheck> {
     const active = this.cipher.activeKeyId;
     const others = this.cipher.keyIds.filter((k) => k !== active);
-    const found: ActiveRowsCheck = { mislabelled: [], unreadable: { credentials: 0, results: 0, inputs: 0, tokens: 0 }, failures: [] };
+    const found: ActiveRowsCheck = { mislabelled: [], unreadable: { credentials: 0, results: 0, inputs: 0, tokens: 0 }, failures: [], opened: 0 };
     for (const spec of this.specs()) {
       let cursor: StoredRow | null = null;
       let wrong = false;
@@ -337,7 +360,10 @@ export class KeyRotationService {
         const rows = (await this.ds.query(sql, params)) as StoredRow[];
         for (const row of rows) {
           const aad = spec.aad(row);
-          if (this.open(row, active, aad)) continue;
+          if (this.open(row, active, aad)) {
+            found.opened++;
+            continue;
+          }
           wrong = others.some((k) => this.open(row, k, aad));
           if (wrong) break;
           found.unreadable[spec.kind]++;

@@ -224,7 +224,8 @@ describe('key rotation: remaining rows and reused key ids', () => {
    * The operator's mistake this guards against: the CLI run with only the new key (MASTER_ENCRYPTION_KEY=<new>, which
    * is k1) or with an id reused for new material and the old one not loaded. The rows labelled with the active id were
    * never selected, every count was 0 and the run exited 0, "the old key may go": removing it lost everything. A fresh
-   * key (not TEST_MASTER_KEY_2) opens no row of the shared database, so the run writes nothing.
+   * key (not TEST_MASTER_KEY_2) opens no row of the shared database: the key loaded as k1 is not the replicas' k1, and
+   * rows of other labels re-sealed under it would be unreadable to them, so the run stops before writing anything.
    */
   it.each([
     ['MASTER_ENCRYPTION_KEY=<another key> (k1)', (other: string) => ({ MASTER_ENCRYPTION_KEY: other })],
@@ -233,32 +234,52 @@ describe('key rotation: remaining rows and reused key ids', () => {
       'MASTER_ENCRYPTION_KEYS=k1:<another key>,k0:<a third>, active k1',
       (other: string) => ({ MASTER_ENCRYPTION_KEYS: `k1:${other},k0:${randomBytes(32).toString('base64')}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k1' }),
     ],
-  ])('%s: rows labelled with the active id that it does not open are failures (exit 1), never "all done"', async (_what, keys) => {
+  ])('%s: an active key that opens none of the rows labelled with its id is refused (exit 2), nothing written, never "all done"', async (_what, keys) => {
     const org = await createOrg(t, 'rotation wrong key');
     const k1Only = new EnvelopeCipher(keyringOf([['k1', TEST_MASTER_KEY]], 'k1'));
     const env = await putNango(t.ds, org, k1Only);
     const other = randomBytes(32).toString('base64');
     try {
       const run = await runBuiltCli('credentials-rotate', [], { DATA_DIR: '.tmp/data-test', MASTER_ENCRYPTION_KEY: '', ...keys(other) });
-      // The credential is still sealed under material the run did not have: exit 0 would say "remove the old key".
-      expect(run.code, run.stdout + run.stderr).toBe(1);
-      const summary = JSON.parse(run.stdout) as RotationSummary;
-      expect(summary.toKeyId).toBe('k1');
-      // A fresh key opens no stored row, whatever its label: each table's rows are all failed and remaining (the
-      // failures list ids only, and at most 100 of them: the shared database may hold more).
-      for (const [kind, table] of [['credentials', 'integration_credentials'], ['results', 'tool_call_results'], ['inputs', 'tool_call_inputs'], ['tokens', 'vendor_tokens']] as const) {
-        const [{ n }] = (await t.ds.query(`SELECT count(*)::int AS n FROM ${table} WHERE key_id IS NOT NULL`)) as [{ n: number }];
-        expect({ kind, ...summary[kind] }).toEqual({ kind, rotated: 0, skipped: 0, failed: n, remaining: n });
-      }
-      expect(summary.failures.length).toBeGreaterThanOrEqual(1);
-      expect(summary.failures[0]).toMatchObject({ kind: 'credentials', keyId: 'k1' });
-      expect(run.stderr).toContain('rows labelled k1 do not open with the key loaded as k1');
+      expect(run.code, run.stdout + run.stderr).toBe(2);
+      expect(run.stdout).toBe(''); // no summary: nothing was done
+      expect(run.stderr).toMatch(/the key loaded as k1 opens none of the \d+ rows labelled k1 \(credentials[^)]*\): it is not the key the gateway seals with as k1/);
+      expect(run.stderr).toContain('nothing was written');
       for (const s of [other, TEST_MASTER_KEY, NANGO_SECRET_KEY]) expect(run.stdout + run.stderr).not.toContain(s);
       // Left as it was.
       const [row] = (await t.ds.query(`SELECT key_id, iv FROM integration_credentials WHERE org_id = $1`, [org])) as { key_id: string; iv: Buffer }[];
       expect([row.key_id, row.iv.equals(env.iv)]).toEqual(['k1', true]);
     } finally {
       await t.ds.query(`DELETE FROM integration_credentials WHERE org_id = $1`, [org]);
+    }
+  });
+
+  it('a row labelled with the active id that the active key does not open, among rows it does, is a failure (exit 1), never "all done"', async () => {
+    const org = await createOrg(t, 'rotation one foreign row');
+    const mine = await createOrg(t, 'rotation one own row');
+    // A fresh id and material of their own (the shared database's other rows are no business of this run's): one row the
+    // active key sealed, and one labelled with its id but sealed under other material (another environment's).
+    const material = randomBytes(32).toString('base64');
+    await putNango(t.ds, mine, new EnvelopeCipher(keyringOf([['rx1', material]], 'rx1')));
+    const foreign = await putNango(t.ds, org, new EnvelopeCipher(keyringOf([['rx1', randomBytes(32).toString('base64')]], 'rx1')));
+    try {
+      const run = await runBuiltCli('credentials-rotate', [], {
+        DATA_DIR: '.tmp/data-test',
+        MASTER_ENCRYPTION_KEY: '',
+        MASTER_ENCRYPTION_KEYS: `rx1:${material}`,
+        MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'rx1',
+      });
+      expect(run.code, run.stdout + run.stderr).toBe(1);
+      const summary = JSON.parse(run.stdout) as RotationSummary;
+      expect(summary.toKeyId).toBe('rx1');
+      // The rows under the active id are checked first: the failures list starts with them.
+      expect(summary.failures[0]).toEqual({ kind: 'credentials', keyId: 'rx1', orgId: org, integrationType: 'nango' });
+      expect(run.stderr).toContain('rows labelled rx1 do not open with the key loaded as rx1');
+      for (const s of [material, NANGO_SECRET_KEY]) expect(run.stdout + run.stderr).not.toContain(s);
+      const [row] = (await t.ds.query(`SELECT key_id, iv FROM integration_credentials WHERE org_id = $1`, [org])) as { key_id: string; iv: Buffer }[];
+      expect([row.key_id, row.iv.equals(foreign.iv)]).toEqual(['rx1', true]);
+    } finally {
+      await t.ds.query(`DELETE FROM integration_credentials WHERE org_id IN ($1, $2)`, [org, mine]);
     }
   });
 });
