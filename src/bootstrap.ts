@@ -1,15 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { pino } from 'pino';
+import { startTime } from 'pino-http';
 import { DataSource } from 'typeorm';
 import { migratorOptions } from './db/db-options.js';
 import { pendingMigrations } from './db/pending-migrations.js';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
-import { requestPath } from './logging/logging.js';
+import { loggedPath, markAnsweredOutsideExpress, pinoHttpOptions, requestCaller, requestPath } from './logging/logging.js';
+import { MetricsService } from './metrics/metrics.service.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
+import { clientAddressKey } from './auth/client-address.js';
 import { AppError } from './common/errors/app-error.js';
 import type { ErrorCode } from './common/errors/error-codes.js';
 import { problemBody } from './common/errors/problem.filter.js';
@@ -113,6 +118,51 @@ function clientErrorProblem(code: string | undefined): { status: number; errorCo
   }
 }
 
+/** An answer given outside Express, as the request log and http_request_duration_seconds record it. */
+export interface OutsideAnswer {
+  /** The request answered; none when it did not parse (431, 400, a 408 to headers that never came). */
+  req?: IncomingMessage;
+  /** The connection's peer, for the line's `client` when there is no request. */
+  socket: Duplex;
+  status: number;
+  correlationId: string;
+  /** performance.now() when the request began (as far as the gateway knows). */
+  startedAt: number;
+}
+
+/** Records an answer given outside Express (createGateway's: outsideAnswerRecorder). */
+export type RecordOutsideAnswer = (answer: OutsideAnswer) => void;
+
+/**
+ * The request log line and the http_request_duration_seconds sample of an answer given outside Express, as
+ * configureApp's requestLog (pino-http) and metrics middleware give every other: "request completed" at the level
+ * customLogLevel gives its status, the correlation id handed to the client, req {method, path} (the path as loggedPath
+ * writes it: no query, no userinfo, redacted), the client, res {statusCode}, responseTime; route "unmatched" (no route
+ * ran). Nothing else the client sent. A request that did not parse has no method or path (`req: {}`, method label
+ * "unknown"); CONNECT's target is an authority, not a path: only its method.
+ */
+export function outsideAnswerRecorder(config: AppConfig, metrics: MetricsService): RecordOutsideAnswer {
+  const [options, sink] = pinoHttpOptions(config);
+  const log = pino({ level: options.level, redact: options.redact }, sink);
+  const ignore = typeof options.autoLogging === 'object' ? options.autoLogging.ignore : undefined;
+  return ({ req, socket, status, correlationId, startedAt }) => {
+    const ms = performance.now() - startedAt;
+    const route = (req as { route?: { path?: string } } | undefined)?.route?.path ?? 'unmatched';
+    metrics.httpDuration.observe({ method: req?.method ?? 'unknown', route, status: String(status) }, ms / 1000);
+    if (req && ignore?.(req)) return;
+    const level = options.customLogLevel?.(req ?? ({ url: undefined } as IncomingMessage), { statusCode: status } as ServerResponse) ?? 'info';
+    if (level === 'silent') return;
+    const line = {
+      req: !req ? {} : req.method === 'CONNECT' ? { method: req.method } : { method: req.method, path: loggedPath(req.url) },
+      correlationId,
+      ...(req ? requestCaller(req as Parameters<typeof requestCaller>[0]) : { client: clientAddressKey((socket as Partial<Socket>).remoteAddress) }),
+      res: { statusCode: status },
+      responseTime: Math.round(ms),
+    };
+    log[level](line, status >= 500 ? 'request errored' : 'request completed');
+  };
+}
+
 /** The body every other error has; only the HTTP status is Node's (431, 408 and 417 have no code of their own). */
 function statusProblem(status: number, errorCode: ErrorCode, detail: string, correlationId: string): string {
   return JSON.stringify({ ...problemBody(new AppError(errorCode, detail), correlationId), status });
@@ -122,7 +172,8 @@ function statusProblem(status: number, errorCode: ErrorCode, detail: string, cor
  * A problem+json answer given outside Express (the request is not run), closing the connection after it: the body a
  * client holds back until its expectation is met would otherwise be read as the next request.
  */
-function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, errorCode: ErrorCode, detail: string): void {
+function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, errorCode: ErrorCode, detail: string, record?: RecordOutsideAnswer): void {
+  const startedAt = performance.now();
   const correlationId = correlationIdOf(req);
   const body = statusProblem(status, errorCode, detail, correlationId);
   res.writeHead(status, {
@@ -134,14 +185,15 @@ function answerAndClose(req: IncomingMessage, res: ServerResponse, status: numbe
     Connection: 'close',
   });
   res.end(body);
+  record?.({ req, socket: req.socket, status, correlationId, startedAt });
 }
 
 /**
  * Node's 'checkExpectation': an Expect other than 100-continue (which checkContinue answers).
  * 417 problem+json instead of Node's bare 417.
  */
-export function refuseExpectation(req: IncomingMessage, res: ServerResponse): void {
-  answerAndClose(req, res, 417, 'BAD_REQUEST', 'the Expect header can only be 100-continue');
+export function refuseExpectation(req: IncomingMessage, res: ServerResponse, record?: RecordOutsideAnswer): void {
+  answerAndClose(req, res, 417, 'BAD_REQUEST', 'the Expect header can only be 100-continue', record);
 }
 
 /**
@@ -150,10 +202,10 @@ export function refuseExpectation(req: IncomingMessage, res: ServerResponse): vo
  * read the whole body to reach the next request). Any other request is invited and runs as usual; emitted as
  * 'request', so HttpDrain counts it like every other.
  */
-export function checkContinue(server: Server): (req: IncomingMessage, res: ServerResponse) => void {
+export function checkContinue(server: Server, record?: RecordOutsideAnswer): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const limit = bodyLimitFor(requestPath(req.url));
-    if (Number(req.headers['content-length'] ?? 0) > limit) return answerAndClose(req, res, 413, 'PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`);
+    if (Number(req.headers['content-length'] ?? 0) > limit) return answerAndClose(req, res, 413, 'PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`, record);
     res.writeContinue();
     server.emit('request', req, res);
   };
@@ -179,10 +231,11 @@ function endWithProblem(socket: Duplex, status: number, errorCode: ErrorCode, de
 /**
  * Node's 'clientError': answers a minimal problem+json (like every other error,
  * API.md §8) and closes the connection. Writes nothing to a socket that is
- * reset, not writable, or already carrying a response's headers.
+ * reset, not writable, or already carrying a response's headers. An answer given is recorded (record).
  */
-export function handleClientError(err: Error & { code?: string }, socket: Duplex): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean; req?: IncomingMessage & { correlationId?: string } } })._httpMessage;
+export function handleClientError(err: Error & { code?: string }, socket: Duplex, record?: RecordOutsideAnswer): void {
+  const startedAt = performance.now();
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse & { req?: IncomingMessage & { correlationId?: string }; [startTime]?: number } })._httpMessage;
   if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
@@ -193,19 +246,31 @@ export function handleClientError(err: Error & { code?: string }, socket: Duplex
   // one: on a pipelined connection the request in flight is an earlier one, answered or running, not the one refused.
   const req = inFlight?.req;
   const own = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && req !== undefined && !req.complete;
-  endWithProblem(socket, status, errorCode, detail, own ? (req.correlationId ?? correlationIdOf(req)) : randomUUID());
+  const correlationId = own ? (req.correlationId ?? correlationIdOf(req)) : randomUUID();
+  // The 408's line is its request's own, with the status given, timed from its start (when the request log saw it):
+  // pino-http would otherwise log it once the connection closes, as "request aborted" with no status, and the metrics
+  // middleware never (its response never finishes).
+  if (own && record && inFlight) markAnsweredOutsideExpress(inFlight);
+  endWithProblem(socket, status, errorCode, detail, correlationId);
+  if (!record) return;
+  if (!own) return record({ socket, status, correlationId, startedAt });
+  const seen = inFlight?.[startTime];
+  record({ req, socket, status, correlationId, startedAt: seen === undefined ? startedAt : performance.now() - (Date.now() - seen) });
 }
 
 /**
  * Node's 'connect': the gateway is no proxy. Without a listener Node destroys the socket without a word; the
  * client gets problem+json instead (400: the API has no 405 code), then the connection closes. Nothing is tunnelled.
  */
-export function refuseConnect(req: IncomingMessage, socket: Duplex): void {
+export function refuseConnect(req: IncomingMessage, socket: Duplex, record?: RecordOutsideAnswer): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  endWithProblem(socket, 400, 'BAD_REQUEST', 'CONNECT is not supported: the gateway is not a proxy', correlationIdOf(req));
+  const startedAt = performance.now();
+  const correlationId = correlationIdOf(req);
+  endWithProblem(socket, 400, 'BAD_REQUEST', 'CONNECT is not supported: the gateway is not a proxy', correlationId);
+  record?.({ req, socket, status: 400, correlationId, startedAt });
 }
 
 export interface Gateway {
@@ -243,10 +308,12 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
   server.headersTimeout = Math.min(60_000, config.HTTP_REQUEST_TIMEOUT_MS);
   server.connectionsCheckingInterval = Math.min(30_000, Math.max(250, Math.floor(config.HTTP_REQUEST_TIMEOUT_MS / 4)));
   configureApp(app);
-  server.on('clientError', handleClientError);
-  server.on('checkExpectation', refuseExpectation);
-  server.on('checkContinue', checkContinue(server));
-  server.on('connect', refuseConnect);
+  // The answers given outside Express are logged and counted like every other (configureApp's request log and metrics).
+  const record = outsideAnswerRecorder(config, app.get(MetricsService));
+  server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => handleClientError(err, socket, record));
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => refuseExpectation(req, res, record));
+  server.on('checkContinue', checkContinue(server, record));
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => refuseConnect(req, socket, record));
   // On connections of their own, without the client-side query timeout (DB_QUERY_TIMEOUT_MS): waiting for
   // another replica's migration, or an index build on a large table, may rightly take longer.
   const migrator = await new DataSource(migratorOptions(config.DATABASE_URL!, config.DB_CONNECTION_MODE)).initialize();

@@ -68,9 +68,21 @@ export function loggedPath(url: string | undefined): string {
  * key it authenticated with (kept on the request by the AuthGuard: no look-up here), so a client hammering the gateway
  * can be told apart and its key revoked. Never the key or a header.
  */
-function requestCaller(req: Req): { client: string; keyId?: string; orgId?: string | null } {
+export function requestCaller(req: Req): { client: string; keyId?: string; orgId?: string | null } {
   const key = req.authenticatedKey;
   return { client: clientAddressOf(req), ...(key ? { keyId: key.keyId, orgId: key.orgId } : {}) };
+}
+
+/**
+ * Responses whose answer was written on the socket outside Express (bootstrap.ts: the 408 to a body that stopped
+ * arriving) and logged there, with the status given: pino-http's own line when the connection closes would be a
+ * second one, "request aborted" with no status.
+ */
+const answeredOutside = new WeakSet<ServerResponse>();
+
+/** bootstrap.ts: this response's answer was written on its socket and logged; pino-http logs nothing for it. */
+export function markAnsweredOutsideExpress(res: ServerResponse): void {
+  answeredOutside.add(res);
 }
 
 export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream] {
@@ -90,7 +102,7 @@ export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream]
     },
     // A readiness probe that passes says nothing (Docker's HEALTHCHECK asks every 10 s); one that fails is logged.
     customLogLevel: (req: IncomingMessage, res: ServerResponse, err?: Error) =>
-      err || res.statusCode >= 500 ? 'error' : res.statusCode < 400 && requestPath(req.url) === '/readyz' ? 'silent' : 'info',
+      answeredOutside.has(res) ? 'silent' : err || res.statusCode >= 500 ? 'error' : res.statusCode < 400 && requestPath(req.url) === '/readyz' ? 'silent' : 'info',
     autoLogging: { ignore: (req: IncomingMessage) => QUIET_PATHS.has(requestPath(req.url)) },
   };
   return [options, logSink];
