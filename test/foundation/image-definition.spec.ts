@@ -1,0 +1,39 @@
+/**
+ * The production image as the Dockerfile defines it (no Docker engine here, so read, not built): it runs as a user
+ * Kubernetes' runAsNonRoot can check, on one Node image for both stages, without the npm cache, and installs send no
+ * analytics.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '..', '..');
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
+const stages = dockerfile.split(/^FROM /m).slice(1);
+/** The instructions of the last stage (what the shipped image is made of). */
+const finalStage = stages.at(-1) ?? '';
+
+describe('the production image definition', () => {
+  it('runs as a numeric user (runAsNonRoot cannot verify "image has non-numeric user (node)"), and not as root', () => {
+    const user = /^USER\s+(\S+)/m.exec(finalStage)?.[1];
+    expect(user).toMatch(/^[1-9]\d*(:\d+)?$/);
+  });
+
+  it('builds and runs on one Node image, of a line past 20 (Node 20 reached its end of life on 2026-04-30)', () => {
+    const images = stages.map((s) => /^(\S+)/.exec(s)?.[1]);
+    expect(images).toHaveLength(2);
+    expect(images[0]).toBe(images[1]);
+    expect(Number(/^node:(\d+)\./.exec(images[1] ?? '')?.[1])).toBeGreaterThanOrEqual(22);
+  });
+
+  it("leaves no npm cache in the final stage (tens of MB the gateway never reads)", () => {
+    const run = /^RUN .*npm ci[^\n]*$/m.exec(finalStage)?.[0] ?? '';
+    expect(run).toMatch(/--omit=dev/);
+    expect(run).toMatch(/&& npm cache clean --force/);
+  });
+
+  it('installs send no analytics (swagger-ui-dist depends on @scarf/scarf, whose postinstall reports unless told not to)', () => {
+    expect(pkg.scarfSettings).toEqual({ enabled: false });
+  });
+});
