@@ -14,7 +14,7 @@ import { configureApp } from './app.setup.js';
 import { loggedPath, markAnsweredOutsideExpress, pinoHttpOptions, requestCaller, requestPath } from './logging/logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
-import { clientAddressKey } from './auth/client-address.js';
+import { clientAddressKey, forwardedAddress } from './auth/client-address.js';
 import { AppError } from './common/errors/app-error.js';
 import type { ErrorCode } from './common/errors/error-codes.js';
 import { problemBody } from './common/errors/problem.filter.js';
@@ -155,7 +155,10 @@ export function outsideAnswerRecorder(config: AppConfig, metrics: MetricsService
     const line = {
       req: !req ? {} : req.method === 'CONNECT' ? { method: req.method } : { method: req.method, path: loggedPath(req.url) },
       correlationId,
-      ...(req ? requestCaller(req as Parameters<typeof requestCaller>[0]) : { client: clientAddressKey((socket as Partial<Socket>).remoteAddress) }),
+      // A request Express never saw has no req.ip: its client as Express would read it (TRUST_PROXY_HOPS), not the proxy.
+      ...(req
+        ? { ...requestCaller(req as Parameters<typeof requestCaller>[0]), ...((req as { ip?: string }).ip === undefined ? { client: clientAddressKey(forwardedAddress(req, config.TRUST_PROXY_HOPS)) } : {}) }
+        : { client: clientAddressKey((socket as Partial<Socket>).remoteAddress) }),
       res: { statusCode: status },
       responseTime: Math.round(ms),
     };

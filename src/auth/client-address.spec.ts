@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clientAddressKey } from './client-address.js';
+import { clientAddressKey, forwardedAddress } from './client-address.js';
 import { RateLimiter } from './rate-limiter.js';
 
 describe('clientAddressKey', () => {
@@ -31,6 +31,19 @@ describe('clientAddressKey', () => {
     expect(clientAddressKey(undefined)).toBe('unknown');
     expect(clientAddressKey('')).toBe('unknown');
     for (const made of ['not-an-ip', 'x'.repeat(16_000), '10.0.0.1, 10.0.0.2', '999.1.1.1', '2001:db8::g']) expect(clientAddressKey(made), made.slice(0, 20)).toBe('invalid');
+  });
+});
+
+describe('forwardedAddress: req.ip as Express gives it for a hop count', () => {
+  const req = (xff: string | string[] | undefined, peer = '10.0.0.1') => ({ headers: { 'x-forwarded-for': xff }, socket: { remoteAddress: peer } });
+  it('reads X-Forwarded-For from its end, hops back at most; the peer with no hops', () => {
+    expect(forwardedAddress(req('203.0.113.7'), 0)).toBe('10.0.0.1');
+    expect(forwardedAddress(req('203.0.113.7'), 1)).toBe('203.0.113.7');
+    expect(forwardedAddress(req('198.51.100.1, 203.0.113.7'), 1)).toBe('203.0.113.7');
+    expect(forwardedAddress(req('198.51.100.1, 203.0.113.7'), 2)).toBe('198.51.100.1');
+    expect(forwardedAddress(req('198.51.100.1,203.0.113.7'), 5)).toBe('198.51.100.1'); // fewer hops than trusted: the first
+    expect(forwardedAddress(req(['198.51.100.1', '203.0.113.7']), 2)).toBe('198.51.100.1'); // two header fields, one list
+    expect(forwardedAddress(req(undefined), 1)).toBe('10.0.0.1'); // no header: the peer
   });
 });
 

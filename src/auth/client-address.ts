@@ -39,6 +39,19 @@ export function clientAddressOf(req: { ip?: string; socket: { remoteAddress?: st
   return clientAddressKey(req.ip ?? req.socket.remoteAddress);
 }
 
+/**
+ * The address Express gives req.ip with `trust proxy` set to `hops` (app.setup.ts), for a request answered before
+ * Express saw it (bootstrap.ts: an Expect refused): the peer, then X-Forwarded-For read from its end, `hops` back
+ * at most (proxy-addr's rule for a hop count).
+ */
+export function forwardedAddress(req: { headers: Record<string, string | string[] | undefined>; socket: { remoteAddress?: string } }, hops: number): string | undefined {
+  if (hops <= 0) return req.socket.remoteAddress;
+  const header = req.headers['x-forwarded-for'];
+  const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(/[ ,]+/).filter(Boolean).reverse();
+  const chain = [req.socket.remoteAddress, ...forwarded];
+  return chain[Math.min(hops, chain.length - 1)];
+}
+
 /** "a.b.c.d:port" → "a.b.c.d", "[v6]:port" or "[v6]" → "v6"; anything else as it is. */
 function withoutPort(ip: string): string {
   const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(ip);

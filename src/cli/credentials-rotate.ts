@@ -76,6 +76,17 @@ async function main(args: string[]): Promise<number> {
     throw err;
   }
   for (const w of config.warnings) console.error(`warning: ${w}`);
+  // A rotation to a key loaded under another id too would relabel every row and exit 0 (the cue to remove the old id)
+  // while the key being retired still opens them all: the old key pasted for the new one.
+  const active = config.keyring.keys.get(config.keyring.activeKeyId);
+  const twin = [...config.keyring.keys].find(([id, key]) => id !== config.keyring.activeKeyId && active?.equals(key))?.[0];
+  if (twin !== undefined) {
+    console.error(
+      `the active key ${config.keyring.activeKeyId} is the same key as ${twin}: rotating to it would change nothing, and ${twin}'s key would still open every row. ` +
+        'Load the new key under the active id; nothing was written',
+    );
+    return 2;
+  }
 
   const ds = await new DataSource(dbOptions(config.DATABASE_URL!, 2, config.DB_QUERY_TIMEOUT_MS, config.DB_CONNECTION_MODE)).initialize();
   try {

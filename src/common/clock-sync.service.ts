@@ -69,7 +69,9 @@ export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
    * reading was too slow to be placed (the last correction stays, and the first slow reading after a good one is
    * logged). A first reading is taken however slow it was: placed at its round trip's middle, it is off by at most
    * half the round trip, where this host's own clock may be off by anything (a replica starting while the database
-   * is slow to answer would otherwise judge approval expiry on its host's clock until a reading came back fast).
+   * is slow to answer would otherwise judge approval expiry on its host's clock until a reading came back fast). A
+   * slow reading placed so is replaced by any later one with a shorter round trip, slow or not. Only a reading in
+   * time tells how far off this host's clock is (the warning): a slow one's error could be most of what it shows.
    */
   async sync(): Promise<number | null> {
     const before = this.clock.monotonicMs();
@@ -78,16 +80,18 @@ export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
     const after = this.clock.monotonicMs();
     const roundTripMs = Math.round(after - before);
     const slow = after - before > MAX_ROUND_TRIP_MS;
-    if (slow && this.clock.hasReading()) {
+    if (slow && after - before >= (this.clock.readingRoundTripMs() ?? Number.POSITIVE_INFINITY)) {
       if (!this.slowStreak) this.log.warn({ roundTripMs }, "the database's clock answered too slowly to be read; the last reading stays until one comes back in time");
       this.slowStreak = true;
       return null;
     }
     this.slowStreak = false;
-    if (slow) this.log.warn({ roundTripMs }, "the database's clock answered slowly at this first reading: the gateway's time may be off by up to half that until the next one");
+    if (slow) {
+      this.log.warn({ roundTripMs }, "the database's clock answered slowly: the gateway's time may be off by up to half that until a reading comes back faster");
+    }
     // Placed at the round trip's middle on the monotonic clock; the wall clock only for the warning below.
-    const correction = this.clock.correctTo(ms, (before + after) / 2, hostBefore + (after - before) / 2);
-    if (Math.abs(correction) >= WARN_SKEW_MS && !this.warned) {
+    const correction = this.clock.correctTo(ms, (before + after) / 2, hostBefore + (after - before) / 2, after - before);
+    if (!slow && Math.abs(correction) >= WARN_SKEW_MS && !this.warned) {
       this.warned = true;
       this.log.warn({ correctionMs: Math.round(correction) }, "this host's clock is off the database's: the gateway reads the database's time (approval expiry, result lifetimes)");
     }

@@ -22,7 +22,7 @@ const DISAGREEMENT_MS = 1_000;
 export class Clock {
   private offsetMs = 0;
   /** The last reading: the database's clock, and this host's monotonic, wall and boot clocks then (null until the first). */
-  private anchor: { dbMs: number; monoMs: number; hostMs: number; bootMs: number | null } | null = null;
+  private anchor: { dbMs: number; monoMs: number; hostMs: number; bootMs: number | null; roundTripMs: number } | null = null;
   private bootClockReadable = true;
   /** Called when the wall clock ran ahead of the monotonic one since the last reading (ClockSyncService reads again). */
   onDisagreement: (() => void) | null = null;
@@ -75,16 +75,17 @@ export class Clock {
 
   /**
    * ClockSyncService: the database read `dbMs` when this host's monotonic clock read `monoMs` and its wall clock
-   * `hostMs`. Time runs from that reading on; answers the database's clock minus this host's wall clock.
+   * `hostMs`, placed within a round trip of `roundTripMs`. Time runs from that reading on; answers the database's
+   * clock minus this host's wall clock.
    */
-  correctTo(dbMs: number, monoMs: number, hostMs: number): number {
-    this.anchor = { dbMs, monoMs, hostMs, bootMs: this.bootNowMs() };
+  correctTo(dbMs: number, monoMs: number, hostMs: number, roundTripMs = 0): number {
+    this.anchor = { dbMs, monoMs, hostMs, bootMs: this.bootNowMs(), roundTripMs };
     return dbMs - hostMs;
   }
 
-  /** Whether the database's clock was read yet (ClockSyncService: a first reading is taken however slow). */
-  hasReading(): boolean {
-    return this.anchor !== null;
+  /** The round trip of the reading time runs from (its error is at most half of it), null before the first. */
+  readingRoundTripMs(): number | null {
+    return this.anchor?.roundTripMs ?? null;
   }
 
   /** Tests only: move time forward. */

@@ -45,9 +45,13 @@ function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]):
       if (keys.has(id)) problems.push(`MASTER_ENCRYPTION_KEYS lists key id "${id}" twice`);
       const key = decodeKey(`MASTER_ENCRYPTION_KEYS entry "${id}"`, part.slice(idx + 1), problems);
       // One key under two ids is a copy-paste slip (the old key pasted for the new): a "rotation" to it would relabel
-      // every row and report done while the key being retired still opens them all. Named by id, never shown.
+      // every row and report done while the key being retired still opens them all (credentials-rotate refuses to
+      // rotate to such a key). Said, not refused: a deployment already running so has rows under both ids, and needs
+      // both loaded until a rotation to a key of its own. Named by id, never shown.
       const twin = key ? [...keys].find(([, other]) => other.equals(key))?.[0] : undefined;
-      if (twin !== undefined && twin !== id) problems.push(`MASTER_ENCRYPTION_KEYS gives key ids "${twin}" and "${id}" the same key: each id names its own key`);
+      if (twin !== undefined && twin !== id) {
+        warnings.push(`MASTER_ENCRYPTION_KEYS gives key ids "${twin}" and "${id}" the same key: each id should name its own key (rotate to a new key under a new id)`);
+      }
       if (key) keys.set(id, key);
     }
     // With several keys, which one encrypts new data is chosen, never guessed: defaulting to the first listed would

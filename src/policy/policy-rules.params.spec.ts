@@ -347,6 +347,15 @@ describe('validatePolicyRules with the catalog: a rule that could never work on 
     expect(errorsOf(rule(undefined, [{ path: 'orderId', op: 'exists' }, { path: 'orderId', op: 'gt', value: 1 }]), catalog)[0]).toMatch(/in a call of amazon_query\.get_order, amazon_query\.\w+ \(/);
   });
 
+  it('accepts one that an earlier condition keeps away from the actions whose calls never hold a number there', () => {
+    // No toolName: Amazon's calls have no currency, so the eq is false for them and the comparison is never reached.
+    const eurRefunds = [{ path: 'currency', op: 'eq', value: 'EUR' }, { path: 'orderId', op: 'exists' }, { path: 'orderId', op: 'gte', value: '6000000000' }];
+    expect(errorsOf(rule(undefined, eurRefunds), catalog)).toEqual([]);
+    // ne and exists:false hold for a call without their path: they keep nothing away.
+    const notEur = [{ path: 'currency', op: 'ne', value: 'EUR' }, { path: 'orderId', op: 'exists' }, { path: 'orderId', op: 'gte', value: '6000000000' }];
+    expect(errorsOf(rule(undefined, notEur), catalog)[0]).toMatch(/"orderId" is compared \(gte\) but never holds a number or a decimal text in a call of amazon_query\./);
+  });
+
   it('accepts them where a call may hold a number or a decimal text', () => {
     expect(errorsOf(rule('shopify_refund.create', [{ path: 'amount', op: 'gt', value: 100 }]), catalog)).toEqual([]);
     expect(errorsOf(rule('order_lookup.lookup', [{ path: 'orderId', op: 'gte', value: '1000' }]), catalog)).toEqual([]);

@@ -180,7 +180,7 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
         else if (toolNameOk && riskLevelOk && !holdsWhenAbsent(condition) && known?.pathAbsent?.(scope, condition.path)) ok = failWith(fail, neverPresent(`where[${j}]`, condition.path, scope));
         else if (toolNameOk && riskLevelOk && unguardedComparison(where, j, condition) && (without = known?.actionsWithout?.(scope, condition.path) ?? []).length > 0) {
           ok = failWith(fail, blocksWhereAbsent(`where[${j}]`, condition, without));
-        } else if (toolNameOk && riskLevelOk && COMPARISONS.includes(condition.op) && (without = known?.actionsNeverNumeric?.(scope, condition.path) ?? []).length > 0) {
+        } else if (toolNameOk && riskLevelOk && COMPARISONS.includes(condition.op) && (without = reachedNeverNumeric(known, scope, condition.path, conditions)).length > 0) {
           ok = failWith(fail, neverNumeric(`where[${j}]`, condition, without));
         } else if (toolNameOk && riskLevelOk && condition.op === 'exists' && condition.value === false && (held = known?.alwaysHeld?.(scope, condition.path) ?? null) !== null) {
           ok = failWith(fail, alwaysHeld(`where[${j}]`, condition.path, scope, held));
@@ -260,6 +260,19 @@ function holdsWhenAbsent(condition: PolicyCondition): boolean {
 }
 
 const COMPARISONS: readonly string[] = ['gt', 'gte', 'lt', 'lte'];
+
+/**
+ * The actions the rule applies to whose calls never hold a number at the path, among those the comparison is reached
+ * for: an earlier condition that is false for a call without its path (any but exists:false and ne) stops the rule
+ * before it for the actions that never take that path (a `currency` condition keeps an org-wide rule from Amazon's
+ * order ids).
+ */
+function reachedNeverNumeric(known: KnownTools | undefined, scope: RuleScope, path: string, earlier: readonly PolicyCondition[]): readonly string[] {
+  const never = known?.actionsNeverNumeric?.(scope, path) ?? [];
+  if (never.length === 0) return never;
+  const stopped = new Set(earlier.filter((c) => !holdsWhenAbsent(c)).flatMap((c) => known?.actionsWithout?.(scope, c.path) ?? []));
+  return never.filter((action) => !stopped.has(action));
+}
 
 /**
  * A comparison the engine cannot evaluate on a call without the param, so the rule blocks it (fail closed), and
