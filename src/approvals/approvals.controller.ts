@@ -24,7 +24,14 @@ export class ApprovalsController {
   @Get()
   @Roles('expert', 'admin', 'ops', 'agent')
   @ApiRoles(['expert', 'admin', 'ops', 'agent'], `${AGENT_SEES_CLIENT_ONLY} ${WHO_DECIDES}`)
-  @ApiResponse({ status: 200, description: 'one page of approvals, newest first (an agent key sees the client ones only, of every run of its org)', schema: APPROVAL_PAGE_SCHEMA })
+  @ApiResponse({
+    status: 200,
+    description:
+      'one page of approvals, newest first (an agent key sees the client ones only, of every run of its org). A page of large approvals ' +
+      'ends before `limit` items, with a nextCursor, once its rows hold 16 MiB of redacted input (inputRedacted), as the tool-call ' +
+      'listing does; it still holds at least one, and nextCursor continues after the last one returned',
+    schema: APPROVAL_PAGE_SCHEMA,
+  })
   list(@CurrentPrincipal() p: Principal, @Query() q: ListApprovalsQuery) {
     return this.approvals.list(p, q);
   }

@@ -24,6 +24,35 @@ interface ApprovalRow extends ApprovalRecord {
 const COLUMNS = `${APPROVAL_COLUMNS}, ${CREATED_ISO_SQL} AS created_iso`;
 
 /**
+ * Redacted input (jsonb text) a list page holds at most: it ends early, with a nextCursor, past this. The same 16 MiB
+ * as the tool-call listing's LIST_PAGE_BYTES (src/ops/tool-calls-query.service.ts, not exported), measured the same
+ * way (octet_length of the jsonb text, in SQL). Each approval carries its call's redacted input, up to the redactor's
+ * ~256 K characters: without this a page of 200 pending nango_proxy.post approvals (expert ones by default, which an
+ * agent can queue) would be ~50 MB parsed and serialised at once.
+ */
+const APPROVALS_PAGE_BYTES = 16 * 1024 * 1024;
+
+interface SizedApprovalRow extends ApprovalRow {
+  /** bigint, as pg hands it over: how many rows the page held before the cut by size */
+  page_rows: string;
+}
+
+/**
+ * The keyset page `page` (FROM … ORDER BY created_at DESC, id DESC LIMIT …) cut short where the rows before a row
+ * already hold `budget` ($budgetParam) bytes of redacted input, as the tool-call listing cuts its pages
+ * (toolCallsSizedPageSql): the first row always comes, and the rows cut are the page's last ones, so a cursor after
+ * the last row returned continues with them.
+ */
+const sizedPageSql = (page: string, budgetParam: string): string => `SELECT * FROM (
+    SELECT page.*, count(*) OVER () AS page_rows,
+           coalesce(sum(octet_length(input_redacted::text))
+                      OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
+      FROM (SELECT ${COLUMNS} ${page}) page
+  ) sized
+  WHERE bytes_before < ${budgetParam}
+  ORDER BY created_at DESC, id DESC`;
+
+/**
  * Who may see and decide which kind, within the key's org: experts/admins the expert ones, agents the client ones
  * (API.md §5) — of every run of the org, not only the runs the agent key started: "Client approvals are decided by
  * any `agent` key of the run's org" (API.md §9; the customer's answer may be relayed by another bot of the org). The
@@ -65,15 +94,16 @@ export class ApprovalsService {
     else if (q.status) query.where((x) => `status = ${x}`, q.status);
     if (kind) query.where((x) => `kind = ${x}`, kind);
     if (q.runId) query.where((x) => `run_id = ${x}::uuid`, q.runId);
-    const rows = await this.sql.query<ApprovalRow>(
-      `SELECT ${COLUMNS} ${query.after(after, 'id', 'uuid').page('approval_requests', 'id', limit + 1)}`,
-      query.params,
-    );
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
+    const page = query.after(after, 'id', 'uuid').page('approval_requests', 'id', limit + 1);
+    query.params.push(APPROVALS_PAGE_BYTES);
+    const rows = await this.sql.query<SizedApprovalRow>(sizedPageSql(page, `$${query.params.length}`), query.params);
+    // A page of large rows ends sooner (APPROVALS_PAGE_BYTES): fewer rows than the page held means more follow.
+    const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
     return {
-      items: page.map((a) => approvalView(a, now.getTime())),
-      nextCursor: rows.length > limit && last ? this.cursors.encode('approvals', scopeKey, filters, { createdIso: last.created_iso, key: last.id }) : null,
+      items: items.map((a) => approvalView(a, now.getTime())),
+      nextCursor: (rows.length > limit || cut) && last ? this.cursors.encode('approvals', scopeKey, filters, { createdIso: last.created_iso, key: last.id }) : null,
     };
   }
 
