@@ -6,7 +6,7 @@ import { RateLimiter } from './rate-limiter.js';
 
 /**
  * RATE_LIMIT_RPS per API key, shared by the AuthGuard (a token per request, or a batch's cost) and the routes whose
- * cost is known only once they run (a stored result read back in full, or for a replay: RESULT_BYTES_PER_TOKEN).
+ * cost is known only once they run (a stored result read back in full, or for a replay, a ledger list page or export: RESULT_BYTES_PER_TOKEN).
  * Buckets refill on the Clock's monotonic reading (elapsedMs): a stepped host clock does not move it, and a test
  * moves it with advance() rather than sleeping while they refill.
  */
@@ -42,6 +42,21 @@ export class KeyRateLimiter extends RateLimiter {
       const wait = this.debtWait(keyId);
       if (wait > 0) throw new AppError('RATE_LIMITED', `rate limit exceeded for this API key (it owes for a large result read back, and this replay's result of ${bytes} bytes costs ${cost + 1} requests)`, { retryAfterSeconds: wait });
     }
+    this.owe(keyId, cost);
+  }
+
+  /**
+   * A ledger listing of `bytes` built for `keyId` (a list page, or an export's first batch), before anything of it is
+   * sent: charged as a replay is, a token per RESULT_BYTES_PER_TOKEN beyond the first, as debt its next requests
+   * wait for — never refused for its own size (its rows are read already; a page larger than the burst would be
+   * refused on every resend) — unless the key is in debt already (concurrent large pages: the first put it there):
+   * then 429 RATE_LIMITED, nothing sent, with a Retry-After that a retry sent on time is admitted at.
+   */
+  chargeListing(keyId: string, bytes: number, what: string): void {
+    const cost = resultReadCost(bytes);
+    if (cost === 0) return;
+    const wait = this.debtWait(keyId);
+    if (wait > 0) throw new AppError('RATE_LIMITED', `rate limit exceeded for this API key (it owes for a large read already, and this ${what} of ${bytes} bytes costs ${cost + 1} requests)`, { retryAfterSeconds: wait });
     this.owe(keyId, cost);
   }
 }

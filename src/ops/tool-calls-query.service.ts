@@ -3,6 +3,7 @@ import { Injectable, Logger, StreamableFile } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ApprovalExpiries } from '../approvals/approval-expiries.js';
 import { EXPIRY_BATCH, settleApprovalsSql, type SettledApproval } from '../approvals/approval-settle.sql.js';
+import { KeyRateLimiter, RESULT_BYTES_PER_TOKEN } from '../auth/key-rate-limiter.js';
 import type { Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { notFound } from '../common/errors/app-error.js';
@@ -41,10 +42,11 @@ const EXPORT_BATCH_BYTES = 8 * 1024 * 1024;
  */
 const LIST_PAGE_BYTES = 16 * 1024 * 1024;
 
-/** A keyset page cut by size: its rows, and whether rows may follow the last. */
+/** A keyset page cut by size: its rows, whether rows may follow the last, and their redacted input and output bytes. */
 interface SizedPage {
-  rows: ToolCallRow[];
+  rows: SizedToolCallRow[];
   more: boolean;
+  bytes: number;
 }
 
 export interface ToolCallPage {
@@ -78,6 +80,7 @@ export class ToolCallsQueryService {
     private readonly calls: ToolCallsService,
     private readonly clock: Clock,
     private readonly expiries: ApprovalExpiries,
+    private readonly limiter: KeyRateLimiter,
   ) {}
 
   async list(p: Principal, q: ToolCallListQuery): Promise<ToolCallPage> {
@@ -89,6 +92,11 @@ export class ToolCallsQueryService {
     await this.expireOverdueApprovals(orgId, filters);
     const { rows, more } = await this.page(orgId, filters, after, limit + 1, LIST_PAGE_BYTES);
     const items = rows.slice(0, limit);
+    // README (RATE_LIMIT_RPS): a page of up to LIST_PAGE_BYTES costs the key a token per RESULT_BYTES_PER_TOKEN of its
+    // rows beyond the first, once it is built and before it is sent, as debt as a replay is (KeyRateLimiter.chargeListing).
+    // At a token a page, one key within its burst had the gateway read, parse and send hundreds of MB at once, every
+    // other org's requests (health included) waiting behind it.
+    this.limiter.chargeListing(p.keyId, sumBytes(items), 'page');
     const last = items.at(-1);
     const nextCursor =
       (rows.length > limit || more) && last ? this.cursors.encode('tool-calls', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.id }) : null;
@@ -162,15 +170,33 @@ export class ToolCallsQueryService {
     const orgId = await listingScope(this.scope, p, q.orgId);
     await this.expireOverdueApprovals(orgId, filters);
     const first = await this.page(orgId, filters, undefined, EXPORT_BATCH, EXPORT_BATCH_BYTES);
+    // README (RATE_LIMIT_RPS): an export costs the key a token per RESULT_BYTES_PER_TOKEN it streams beyond the first.
+    // The first batch is charged by its rows' size before the answer starts (a key already in debt, as concurrent
+    // exports leave it, is 429 and nothing is sent); the stream then charges the bytes it sends beyond that as it goes,
+    // as debt: a body under way cannot be refused, so the key's next requests wait for what it owes.
+    const { keyId } = p;
+    const limiter = this.limiter;
+    limiter.chargeListing(keyId, first.bytes, 'export');
+    let charged = Math.floor(first.bytes / RESULT_BYTES_PER_TOKEN);
+    let streamed = 0;
+    const charge = (chunk: string): string => {
+      streamed += Buffer.byteLength(chunk);
+      const due = Math.floor(streamed / RESULT_BYTES_PER_TOKEN) - charged;
+      if (due > 0) {
+        limiter.owe(keyId, due);
+        charged += due;
+      }
+      return chunk;
+    };
     const batches = this.batches(orgId, filters, first);
     const format = q.format;
     const log = this.log;
     async function* text(): AsyncGenerator<string> {
-      if (format === 'csv') yield csvHeader();
+      if (format === 'csv') yield charge(csvHeader());
       let sent = 0;
       try {
         for await (const rows of batches) {
-          yield* exportChunks(format, rows.map((r) => toToolCallView(toolCallEntityOf(r))));
+          for (const chunk of exportChunks(format, rows.map((r) => toToolCallView(toolCallEntityOf(r))))) yield charge(chunk);
           sent += rows.length;
         }
       } catch (err) {
@@ -205,6 +231,9 @@ export class ToolCallsQueryService {
     const { sql, params } = toolCallsSizedPageSql(orgId, filters, after, limit, budgetBytes);
     const rows = (await this.ds.query(sql, params)) as SizedToolCallRow[];
     const pageRows = rows.length ? Number(rows[0].page_rows) : 0;
-    return { rows, more: rows.length < pageRows || pageRows === limit };
+    return { rows, more: rows.length < pageRows || pageRows === limit, bytes: sumBytes(rows) };
   }
 }
+
+/** The redacted input and output bytes of rows read by toolCallsSizedPageSql. */
+const sumBytes = (rows: readonly SizedToolCallRow[]): number => rows.reduce((n, r) => n + Number(r.row_bytes), 0);

@@ -78,8 +78,8 @@ export function toolCallsPageSql(orgId: string | null, f: ToolCallFilters, after
 /**
  * toolCallsPageSql's page cut short where the rows before a row already hold `budgetBytes` of redacted input and
  * output (their jsonb text, as PostgreSQL prints it: about their JSON size), so a page of large rows never becomes
- * one huge list body or export batch in memory. The first row always comes. `page_rows` is how many rows the page
- * held before the cut: fewer returned than that, or a full page, means there may be more after the last one.
+ * one huge list body or export batch in memory. The first row always comes. `row_bytes` is a row's own size,
+ * `page_rows` how many rows the page held before the cut: fewer returned than that, or a full page, means there may be more after the last one.
  */
 export function toolCallsSizedPageSql(
   orgId: string | null, f: ToolCallFilters, after: CursorPosition | undefined, limit: number, budgetBytes: number,
@@ -87,10 +87,10 @@ export function toolCallsSizedPageSql(
   const { sql: page, params } = toolCallsPageSql(orgId, f, after, limit);
   params.push(budgetBytes);
   const sql = `SELECT * FROM (
-      SELECT page.*, count(*) OVER () AS page_rows,
-             coalesce(sum(octet_length(input_redacted::text) + coalesce(octet_length(output_redacted::text), 0))
-                        OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
-        FROM (${page}) page
+      SELECT measured.*, count(*) OVER () AS page_rows,
+             coalesce(sum(row_bytes) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
+        FROM (SELECT page.*, octet_length(input_redacted::text) + coalesce(octet_length(output_redacted::text), 0) AS row_bytes
+                FROM (${page}) page) measured
     ) sized
     WHERE bytes_before < $${params.length}
     ORDER BY created_at DESC, id DESC`;
@@ -101,6 +101,8 @@ export function toolCallsSizedPageSql(
 export interface SizedToolCallRow extends ToolCallRow {
   /** bigint, as pg hands it over */
   page_rows: string;
+  /** its redacted input and output, jsonb text bytes (what the page's budget counts; a list page's charge) */
+  row_bytes: number;
 }
 
 /** One call by id (the detail view); `orgId` null = any org (platform keys). */
