@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
+import { KeyRateLimiter } from '../auth/key-rate-limiter.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
@@ -35,6 +36,8 @@ const APPROVALS_PAGE_BYTES = 16 * 1024 * 1024;
 interface SizedApprovalRow extends ApprovalRow {
   /** bigint, as pg hands it over: how many rows the page held before the cut by size */
   page_rows: string;
+  /** its redacted input, jsonb text bytes (what the page's budget counts, and its charge) */
+  row_bytes: number;
 }
 
 /**
@@ -44,10 +47,9 @@ interface SizedApprovalRow extends ApprovalRow {
  * the last row returned continues with them.
  */
 const sizedPageSql = (page: string, budgetParam: string): string => `SELECT * FROM (
-    SELECT page.*, count(*) OVER () AS page_rows,
-           coalesce(sum(octet_length(input_redacted::text))
-                      OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
-      FROM (SELECT ${COLUMNS} ${page}) page
+    SELECT measured.*, count(*) OVER () AS page_rows,
+           coalesce(sum(row_bytes) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
+      FROM (SELECT page.*, octet_length(input_redacted::text) AS row_bytes FROM (SELECT ${COLUMNS} ${page}) page) measured
   ) sized
   WHERE bytes_before < ${budgetParam}
   ORDER BY created_at DESC, id DESC`;
@@ -71,6 +73,7 @@ export class ApprovalsService {
     private readonly clock: Clock,
     private readonly runner: ApprovedCallRunner,
     private readonly expiries: ApprovalExpiries,
+    private readonly limiter: KeyRateLimiter,
   ) {}
 
   async list(p: Principal, q: ListApprovalsQuery) {
@@ -100,6 +103,8 @@ export class ApprovalsService {
     // A page of large rows ends sooner (APPROVALS_PAGE_BYTES): fewer rows than the page held means more follow.
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
     const items = rows.slice(0, limit);
+    // Charged by size as a ledger list page is (KeyRateLimiter.chargeListing): a token more per 64 KiB of redacted input.
+    this.limiter.chargeListing(p.keyId, items.reduce((n, r) => n + Number(r.row_bytes), 0), 'page');
     const last = items[items.length - 1];
     return {
       items: items.map((a) => approvalView(a, now.getTime())),

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { KeyRateLimiter } from '../../src/auth/key-rate-limiter.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
 import { refundUse } from './support.js';
@@ -99,6 +100,23 @@ describe('approvals listing: a page of large approvals ends sooner', () => {
     expect(page.items.length).toBeGreaterThanOrEqual(1);
     expect(page.items.length).toBeLessThan(BIG);
     expect(page.nextCursor).toEqual(expect.any(String));
+  }, 60_000);
+
+  it('a page is charged by its size, as a ledger list page is: the key is charged for the redacted input of the rows it returns', async () => {
+    const limiter = h.t.app.get(KeyRateLimiter);
+    const charge = vi.spyOn(limiter, 'chargeListing');
+    try {
+      const res = await h.t.http.get('/v1/approvals').query({ status: 'pending', limit: '5' }).set(bearer(bigExpert));
+      expect(res.status).toBe(200);
+      const ids = (res.body as Page).items.map((i) => i.id);
+      const [{ bytes }] = (await h.t.ds.query('SELECT sum(octet_length(input_redacted::text))::int AS bytes FROM approval_requests WHERE id = ANY($1::uuid[])', [ids])) as {
+        bytes: number;
+      }[];
+      expect(bytes).toBeGreaterThan(5 * 200_000);
+      expect(charge.mock.calls).toEqual([[expect.any(String), bytes, 'page']]);
+    } finally {
+      charge.mockRestore();
+    }
   }, 60_000);
 
   it('walking nextCursor over pages cut by size returns every approval exactly once, newest first, each page within the cap', async () => {
