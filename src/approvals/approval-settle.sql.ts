@@ -26,12 +26,28 @@ import type { ApprovalKind, ApprovalStatus } from './approval-request.entity.js'
  * statement timeout on every pass and never catch up. Each batch is a
  * statement, and a transaction, of its own, so none holds its locks while the
  * next runs; within each the lock order is still the id order.
+ *
+ * `ofRun` (a run read, RunsService.get): the batched expiry of one run's
+ * overdue approvals, $1 being the run's id rather than an org's.
+ *
+ * An approval of a run that has ended is never settled here (neither decided
+ * nor expired): the run's end rejects it (RunsService.endRun, a batch at a
+ * time for a large backlog), its call blocked RUN_NOT_ACTIVE. The run is read
+ * FOR KEY SHARE as the approval is updated — after the approval's lock, the
+ * order every settle and the end's batches keep — so a decision or sweep that
+ * waited for a run ending finds it ended and settles nothing, and an end waits
+ * for a decision already past that read (it then blocks the approved call).
  */
 /** Overdue approvals settled per `batched` statement (the sweep's, and a read's: ToolCallsQueryService). */
 export const EXPIRY_BATCH = 1_000;
 
-export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?: boolean } = {}): string {
-  const overdue = `status = 'pending' AND expires_at <= $3 AND ($1::uuid IS NULL OR org_id = $1::uuid)`;
+/** The approval's run (`a`: the approval's table or alias) has not ended; `lock`: its row read FOR KEY SHARE. */
+const runLive = (a: string, lock: boolean): string =>
+  `EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = ${a}.run_id AND r.status IN ('running', 'waiting_approval')${lock ? ' FOR KEY SHARE' : ''})`;
+
+export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?: boolean; ofRun?: boolean } = {}): string {
+  const scope = opts.ofRun ? 'run_id = $1::uuid' : '($1::uuid IS NULL OR org_id = $1::uuid)';
+  const overdue = `status = 'pending' AND expires_at <= $3 AND ${scope}`;
   // A batch is the $7 first to expire (read off the index of pending expiries, not the whole backlog sorted by id on
   // every batch), then locked in id order; the conditions repeated, so one settled meanwhile is skipped.
   const due =
@@ -39,9 +55,9 @@ export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?
       ? ''
       : `due AS MATERIALIZED (
       SELECT id FROM approval_requests
-       WHERE ${opts.batched ? `id IN (SELECT id FROM approval_requests WHERE ${overdue} ORDER BY expires_at, id LIMIT $7::int) AND ` : ''}${overdue}
+       WHERE ${opts.batched ? `id IN (SELECT id FROM approval_requests o WHERE ${overdue} AND ${runLive('o', false)} ORDER BY expires_at, id LIMIT $7::int) AND ` : ''}${overdue}
        ORDER BY id FOR UPDATE),`;
-  const where = target === 'by-id' ? 'id = $1 AND status = \'pending\'' : 'id IN (SELECT id FROM due) AND status = \'pending\' AND expires_at <= $3';
+  const where = `${target === 'by-id' ? 'id = $1 AND status = \'pending\'' : 'id IN (SELECT id FROM due) AND status = \'pending\' AND expires_at <= $3'} AND ${runLive('approval_requests', true)}`;
   return `
     WITH ${due}
     ap AS (

@@ -1,12 +1,13 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, reachesRun, type Principal } from '../auth/principal.js';
 import { ApprovalExpiries } from '../approvals/approval-expiries.js';
-import { settleApprovalsSql, type SettledApproval } from '../approvals/approval-settle.sql.js';
+import { EXPIRY_BATCH, settleApprovalsSql, type SettledApproval } from '../approvals/approval-settle.sql.js';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
+import { PeriodicTask } from '../common/periodic-task.js';
 import { isUuid, newId } from '../common/ids.js';
 import { jsonbNumberLength } from '../common/storable-text.js';
 import { insertEventsSql } from '../ledger/ledger-events.service.js';
@@ -16,6 +17,7 @@ import type { CreateRunDto } from './runs.dto.js';
 import { buildModelTools, formatTools, type ToolFormat } from './tool-definitions.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 import { settledCalls } from '../tool-calls/stored-call.js';
+import { loggableErrorText } from '../common/errors/loggable-error.js';
 
 /** What the hot path needs of a run; everything here is fixed at creation. */
 export interface RunSnapshot {
@@ -30,6 +32,71 @@ export interface RunSnapshot {
 
 const MAX_METADATA_BYTES = 16 * 1024;
 const SNAPSHOT_CACHE_MAX = 50_000;
+/**
+ * How long a run read settles the run's overdue approvals before answering (as the ops reads do,
+ * ToolCallsQueryService.expireOverdueApprovalsOf): EXPIRY_BATCH a statement; the sweep settles the rest, and the
+ * read counts those still pending past their expiry as expired meanwhile.
+ */
+const READ_EXPIRY_BUDGET_MS = 1_000;
+/** Pending approvals a run's end rejects per statement (its first statement included): one over the whole backlog outlasted the statement timeout. */
+export const END_BATCH = 1_000;
+/** How long the request that ends a run goes on rejecting its backlog before answering; the rest goes on after it (finishEnds). */
+const END_BUDGET_MS = 1_000;
+/**
+ * How often the backlogs ended runs left (a process stopped while rejecting one, an approval held through every pass) are
+ * looked for: a read of every pending approval, so not every few seconds; the process that ended the run finishes its
+ * backlog itself, at once (finishEnd).
+ */
+const ENDED_BACKLOG_EVERY_MS = 60_000;
+/** Passes over an ended run that had to skip an approval someone held, and the pause before each. */
+const SKIPPED_RETRIES = 10;
+const SKIPPED_RETRY_MS = 500;
+
+/** Where a batch of an end's rejections stopped: the last approval it read (keyset, newest first), and whether more may follow. */
+interface EndBatch {
+  blocked: string[];
+  more: boolean;
+  /** Some it read were held by someone else (skipped; a later pass takes them). */
+  skipped: boolean;
+  after: { created: string; id: string } | null;
+}
+
+/**
+ * One batch of the pending approvals of an ended run ($1), the newest first from after ($2 created_at text, $3 id;
+ * null: the start), at most $4: rejected as the end rejects them (decided by the key that ended it, with its reason:
+ * metadata.ended), each call blocked RUN_NOT_ACTIVE, its raw input deleted, a tool_call.blocked event each. Decisions and
+ * the expiry sweep leave an ended run's approvals alone (settleApprovalsSql), so only this settles them; an approval
+ * another end batch holds is skipped (SKIP LOCKED: concurrent batches, here or on another replica, share the work,
+ * and never wait for each other or for a decision holding one), and one settled meanwhile is not read again
+ * (status = 'pending' once locked). Locked in id order, as every settle.
+ */
+const REJECT_ENDED_BATCH_SQL = `
+  WITH pick AS MATERIALIZED (
+         SELECT id, created_at FROM approval_requests
+          WHERE run_id = $1 AND status = 'pending' AND ($2::text IS NULL OR (created_at, id) < ($2::timestamptz, $3::uuid))
+          ORDER BY created_at DESC, id DESC LIMIT $4::int),
+       lk AS MATERIALIZED (
+         SELECT id FROM approval_requests WHERE id IN (SELECT id FROM pick) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED),
+       ru AS (
+         SELECT id, org_id, metadata->'ended' AS ended FROM agent_runs WHERE id = $1 AND status IN ('completed', 'cancelled')),
+       ap AS (
+         UPDATE approval_requests a SET status = 'rejected', decided_by = (ru.ended->'by'->>'keyId')::uuid, decided_role = ru.ended->'by'->>'role',
+                decided_at = now(), decision_reason = ru.ended->>'reason'
+           FROM ru WHERE a.id IN (SELECT id FROM lk) AND a.status = 'pending' RETURNING a.id, a.tool_call_id),
+       tc AS (
+         UPDATE tool_calls t SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 403, finished_at = now(), updated_at = now()
+           FROM ap WHERE t.id = ap.tool_call_id AND t.status IN ('waiting_approval', 'approved')
+          RETURNING t.id, t.org_id, t.tool_name, t.action, t.action_digest),
+       ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
+       ev AS (
+         INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
+         SELECT gen_random_uuid(), tc.org_id, 'tool_call.blocked', $1::uuid, tc.id, ru.ended->'by',
+                jsonb_build_object('toolName', tc.tool_name, 'action', tc.action, 'digest', tc.action_digest, 'approvalId', ap.id,
+                                   'errorCode', 'RUN_NOT_ACTIVE', 'reason', 'run_ended')
+           FROM tc JOIN ap ON ap.tool_call_id = tc.id CROSS JOIN ru),
+       last AS (SELECT created_at::text AS created, id::text AS id FROM pick ORDER BY created_at, id LIMIT 1)
+  SELECT coalesce((SELECT array_agg(id) FROM tc), '{}')::text[] AS blocked, (SELECT count(*) FROM pick)::int AS picked, (SELECT count(*) FROM lk)::int AS locked,
+         (SELECT created FROM last) AS last_created, (SELECT id FROM last) AS last_id`;
 
 /** Bytes of JSON as PostgreSQL gives the metadata back: a jsonb number is printed in full (1e308 is 309 digits). */
 function metadataBytes(metadata: object): number {
@@ -51,8 +118,14 @@ function endedView(r: AgentRunEntity): { at: string; reason: string | null } {
 export const RUNS_NEED_ORG_KEY = 'runs are created with an agent or admin key of an org; a platform key (orgId null) belongs to no org';
 
 @Injectable()
-export class RunsService {
+export class RunsService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly snapshots = new Map<string, RunSnapshot>();
+  private readonly log = new Logger('Runs');
+  /** Finishes the backlogs of ended runs left pending (see finishEnds). */
+  private readonly endedBacklogs = new PeriodicTask('ended runs backlog', ENDED_BACKLOG_EVERY_MS, () => this.finishEnds(), this.log);
+  /** Runs whose backlog a background pass of this process is rejecting now, and those passes (awaited at shutdown). */
+  private readonly finishing = new Map<string, Promise<void>>();
+  private stopping = false;
 
   constructor(
     private readonly ds: DataSource,
@@ -61,6 +134,16 @@ export class RunsService {
     private readonly clock: Clock,
     private readonly expiries: ApprovalExpiries,
   ) {}
+
+  onApplicationBootstrap(): void {
+    this.endedBacklogs.start(0); // what a previous process left (stopped while an end's backlog was being rejected)
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true; // a pass stops after its batch in progress; another replica's, or the restart's, finishes
+    await this.endedBacklogs.stop();
+    await Promise.allSettled([...this.finishing.values()]);
+  }
 
   async create(actor: Principal, dto: CreateRunDto) {
     // Agent or org admin keys (API.md §1); a platform key has no org to create the run in.
@@ -98,23 +181,70 @@ export class RunsService {
     let run = isUuid(runId) ? await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } }) : null;
     if (!run || !reachesRun(actor, run)) throw new AppError(notFound, 'run not found');
     // Its status and pending count are counters the settle keeps: an approval past its expiry is written down
-    // first (nothing more to read for a run with none pending), so the run does not show it pending until the sweep.
-    if (run.pendingApprovalCount > 0 && (await this.expireOverdueApprovals({ runId: run.id }, this.clock.now())).length > 0) {
-      run = (await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } })) ?? run;
+    // first (nothing more to read for a run with none pending), a batch at a time for up to READ_EXPIRY_BUDGET_MS,
+    // so the run does not show it pending until the sweep. Past the budget, those still pending past their expiry
+    // are shown expired all the same (README: from the moment it passes), and the sweep settles them.
+    let stillOverdue = 0;
+    if (run.pendingApprovalCount > 0 && (run.status === 'running' || run.status === 'waiting_approval')) {
+      const now = this.clock.now();
+      const { settled, more } = await this.expireOverdueOfRun(run.id, now);
+      if (more) {
+        // The run's counters and the overdue ones still pending, on one snapshot (the sweep may be settling them).
+        const [row] = (await this.ds.query(
+          `SELECT r.status, r.pending_approval_count,
+                  (SELECT count(*)::int FROM approval_requests a WHERE a.run_id = r.id AND a.status = 'pending' AND a.expires_at <= $2) AS overdue
+             FROM agent_runs r WHERE r.id = $1`,
+          [run.id, now],
+        )) as { status: RunStatus; pending_approval_count: number; overdue: number }[];
+        if (row && (row.status === 'running' || row.status === 'waiting_approval')) {
+          run.status = row.status;
+          run.pendingApprovalCount = row.pending_approval_count;
+          stillOverdue = row.overdue;
+        } else {
+          run = (await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } })) ?? run; // ended meanwhile
+        }
+      } else if (settled.length > 0) {
+        run = (await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } })) ?? run;
+      }
     }
     const [{ total }] = (await this.ds.query('SELECT coalesce(sum(cost_cents), 0)::bigint AS total FROM tool_calls WHERE run_id = $1', [runId])) as [
       { total: string },
     ];
-    return this.view(run, Number(total));
+    return this.view(run, Number(total), stillOverdue);
+  }
+
+  /**
+   * The run's approvals overdue at `now` written down (as the sweep would: expired, the call blocked APPROVAL_EXPIRED),
+   * EXPIRY_BATCH a statement, each a transaction of its own, until fewer come back or READ_EXPIRY_BUDGET_MS has passed
+   * (`more`: some may be left, for the sweep).
+   */
+  private async expireOverdueOfRun(runId: string, now: Date): Promise<{ settled: string[]; more: boolean }> {
+    const deadline = performance.now() + READ_EXPIRY_BUDGET_MS;
+    const settled: string[] = [];
+    for (;;) {
+      // Sent again if it lost a deadlock (rolled back whole; it settles only approvals still pending).
+      const rows = await retryOnDeadlock(
+        () => this.ds.query(settleApprovalsSql('expired', { batched: true, ofRun: true }), [runId, 'expired', now, null, null, null, EXPIRY_BATCH]) as Promise<SettledApproval[]>,
+      );
+      this.expiries.recorded(rows); // a read that settles an expiry says so, as the sweep does (and wakes the long-polls)
+      settled.push(...rows.map((r) => r.tool_call_id));
+      if (rows.length < EXPIRY_BATCH) return { settled, more: false };
+      if (performance.now() >= deadline) return { settled, more: true };
+    }
   }
 
   /**
    * Ends a run (completed or cancelled; API.md is silent, see the OpenAPI description): from then on
-   * nothing new executes in it. One statement, so it happens once even when two replicas race:
+   * nothing new executes in it. One transaction under the run's lock, so it happens once even when two replicas race:
    * - the run leaves running/waiting_approval (its pending count goes to 0);
-   * - its pending approvals are rejected by the caller (decision_reason: the end's reason, if one was given), and the calls
-   *   waiting for one, or approved but not yet started, are blocked with RUN_NOT_ACTIVE (their raw
-   *   input deleted); calls already at the vendor finish and record their outcome as usual;
+   * - the calls approved but not yet started are blocked with RUN_NOT_ACTIVE (their raw input deleted); calls already
+   *   at the vendor finish and record their outcome as usual;
+   * - its pending approvals are rejected by the caller (decision_reason: the end's reason, if one was given) and the calls
+   *   waiting for them blocked with RUN_NOT_ACTIVE (their raw input deleted): END_BATCH in that transaction, the rest of
+   *   a large backlog a batch a statement after it (one statement over all of it outlasted the statement timeout, and
+   *   the run could not be ended at all) — in this request for up to END_BUDGET_MS, then in the background (finishEnd,
+   *   and finishEnds for what a stopped process left). Meanwhile none of them can be approved or expire: the settle
+   *   statement leaves an ended run's approvals to these batches (settleApprovalsSql);
    * - new tool calls get 409 RUN_NOT_ACTIVE on every replica (the intent statement reads the
    *   run's status under a lock this waits for: a call whose intent committed first was accepted
    *   before the end and runs); a call the run made earlier is still replayed.
@@ -123,57 +253,139 @@ export class RunsService {
   async end(actor: Principal, runId: string, to: 'completed' | 'cancelled', reason: string | null) {
     const run = await this.get(actor, runId);
     // Two deciders crossing (an approval decided while the run ends) may deadlock; the loser tries again.
-    const blocked = await retryOnDeadlock(() => this.ds.transaction((m) => this.endRun(m, run.id, to, reason, actorOf(actor))));
+    const first = await retryOnDeadlock(() => this.ds.transaction((m) => this.endRun(m, run.id, to, reason, actorOf(actor))));
     this.forget(run.id);
     // Committed: the long-polls on the calls it blocked answer now (and an approved call's kept slot is let go).
-    for (const id of blocked ?? []) settledCalls.emit('settled', id);
-    const ended = blocked !== null;
+    for (const id of first?.blocked ?? []) settledCalls.emit('settled', id);
+    const ended = first !== null;
+    // The rest of a large backlog, a batch a statement, for up to END_BUDGET_MS; then after the answer (finishEnd). The
+    // run has ended either way: a batch failing here (it is sent again later) does not fail the request.
+    const progress = { after: first?.after ?? null, skipped: first?.skipped ?? false };
+    if (first && (first.skipped || (first.more && !(await this.rejectEndedBacklog(run.id, first.after, performance.now() + END_BUDGET_MS, progress).catch((err: unknown) => {
+      this.log.warn(`rejecting the pending approvals of ended run ${run.id} goes on after the answer: ${loggableErrorText(err)}`);
+      return false;
+    }))))) {
+      // From where this request stopped, unless it skipped some (then over the whole run again).
+      void this.finishEnd(run.id, first.skipped || progress.skipped ? null : progress.after);
+    }
     const now = await this.get(actor, runId);
     if (!ended && now.status !== to) throw new AppError('RUN_NOT_ACTIVE', `run is already ${now.status}`);
     return now;
   }
 
   /**
-   * In this order, each statement under READ COMMITTED seeing what committed before it: the run's
-   * pending approvals are locked first (a decision locks its approval, then the run: the same order),
-   * then the run FOR UPDATE, which waits for intent statements in flight (they hold it FOR KEY SHARE,
-   * see ToolCallLedger.writeIntent) and makes later ones find it ended; then everything the run left. Returns the ids
-   * of the calls it blocked, or null when the run had already ended.
+   * In this order, each statement under READ COMMITTED seeing what committed before it: the run FOR UPDATE, which
+   * waits for intent statements in flight (they hold it FOR KEY SHARE, see ToolCallLedger.writeIntent) and makes later
+   * ones find it ended, and for a decision or expiry already settling one of its approvals (they read the run FOR KEY
+   * SHARE, settleApprovalsSql; one that comes after finds it ended and settles nothing: only the end's batches settle
+   * an ended run's approvals). Then one bounded statement ends it: its status (pending count 0; who ended it and why
+   * kept in metadata.ended, for the batches that follow), the calls approved but not started blocked, the run's event;
+   * then the first batch of its pending approvals (REJECT_ENDED_BATCH_SQL: it skips, not waits for, one locked by
+   * someone else). Returns the ids of the calls it blocked and where the batch stopped, or null when the run had
+   * already ended.
    */
-  private async endRun(m: EntityManager, runId: string, to: 'completed' | 'cancelled', reason: string | null, by: { keyId: string; role: string }): Promise<string[] | null> {
-    await m.query(`SELECT id FROM approval_requests WHERE run_id = $1 AND status = 'pending' ORDER BY id FOR UPDATE`, [runId]);
+  private async endRun(m: EntityManager, runId: string, to: 'completed' | 'cancelled', reason: string | null, by: { keyId: string; role: string }): Promise<EndBatch | null> {
     const [locked] = (await m.query('SELECT status FROM agent_runs WHERE id = $1 FOR UPDATE', [runId])) as { status: RunStatus }[];
     if (!locked || (locked.status !== 'running' && locked.status !== 'waiting_approval')) return null;
-    // After the waits for those locks: a revocation committed meanwhile is read (holdActorKey).
+    // After the wait for that lock: a revocation committed meanwhile is read (holdActorKey).
     await holdActorKey(managerQuery(m), by);
     // The free-text reason stays off the append-only ledger (as a reconcile's note does): it is kept on the
-    // run and on the approvals it rejects, and the event says whether one was given.
+    // run and on the approvals it rejects, and the event says whether one was given. blockedCalls counts the calls
+    // waiting for an approval too: the batches block every one of them.
     const [{ blocked }] = (await m.query(
       `WITH ru AS (
          UPDATE agent_runs SET status = $2, pending_approval_count = 0, updated_at = now(),
-                metadata = metadata || jsonb_build_object('ended', jsonb_build_object('at', now(), 'reason', $5::text))
+                metadata = metadata || jsonb_build_object('ended', jsonb_build_object('at', now(), 'reason', $3::text, 'by', $5::jsonb))
           WHERE id = $1 RETURNING id, org_id),
-       ap AS (
-         UPDATE approval_requests a SET status = 'rejected', decided_by = $3::uuid, decided_role = $4, decided_at = now(), decision_reason = $5
-           FROM ru WHERE a.run_id = ru.id AND a.status = 'pending' RETURNING a.id, a.tool_call_id),
        tc AS (
          UPDATE tool_calls t SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 403, finished_at = now(), updated_at = now()
-           FROM ru WHERE t.run_id = ru.id AND t.status IN ('waiting_approval', 'approved')
+           FROM ru WHERE t.run_id = ru.id AND t.status = 'approved'
           RETURNING t.id, t.org_id, t.tool_name, t.action, t.action_digest),
        ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
+       waiting AS (SELECT count(*) AS n FROM tool_calls WHERE run_id = $1 AND status = 'waiting_approval'),
        ev AS (
          INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
-         SELECT gen_random_uuid(), ru.org_id, $6, ru.id, NULL, $7::jsonb,
-                jsonb_build_object('reasonGiven', $5::text IS NOT NULL, 'blockedCalls', (SELECT count(*) FROM tc)) FROM ru
+         SELECT gen_random_uuid(), ru.org_id, $4, ru.id, NULL, $5::jsonb,
+                jsonb_build_object('reasonGiven', $3::text IS NOT NULL, 'blockedCalls', (SELECT count(*) FROM tc) + (SELECT n FROM waiting)) FROM ru
          UNION ALL
-         SELECT gen_random_uuid(), tc.org_id, 'tool_call.blocked', $1::uuid, tc.id, $7::jsonb,
-                jsonb_build_object('toolName', tc.tool_name, 'action', tc.action, 'digest', tc.action_digest, 'approvalId', ap.id,
+         SELECT gen_random_uuid(), tc.org_id, 'tool_call.blocked', $1::uuid, tc.id, $5::jsonb,
+                jsonb_build_object('toolName', tc.tool_name, 'action', tc.action, 'digest', tc.action_digest, 'approvalId', NULL,
                                    'errorCode', 'RUN_NOT_ACTIVE', 'reason', 'run_ended')
-           FROM tc LEFT JOIN ap ON ap.tool_call_id = tc.id)
+           FROM tc)
        SELECT coalesce((SELECT array_agg(id) FROM tc), '{}')::text[] AS blocked`,
-      [runId, to, by.keyId, by.role, reason, to === 'completed' ? 'run.completed' : 'run.cancelled', JSON.stringify(by)],
+      [runId, to, reason, to === 'completed' ? 'run.completed' : 'run.cancelled', JSON.stringify(by)],
     )) as { blocked: string[] }[];
-    return blocked;
+    const batch = await this.rejectEndedBatch((sql, params) => m.query(sql, params) as Promise<unknown>, runId, null);
+    return { ...batch, blocked: [...blocked, ...batch.blocked] };
+  }
+
+  /** One REJECT_ENDED_BATCH_SQL statement. */
+  private async rejectEndedBatch(query: (sql: string, params: unknown[]) => Promise<unknown>, runId: string, after: EndBatch['after']): Promise<EndBatch> {
+    const [row] = (await query(REJECT_ENDED_BATCH_SQL, [runId, after?.created ?? null, after?.id ?? null, END_BATCH])) as {
+      blocked: string[]; picked: number; locked: number; last_created: string | null; last_id: string | null;
+    }[];
+    return { blocked: row.blocked, more: row.picked >= END_BATCH, skipped: row.locked < row.picked, after: row.last_created && row.last_id ? { created: row.last_created, id: row.last_id } : after };
+  }
+
+  /**
+   * Rejects the pending approvals an ended run still has, a batch a statement (each its own transaction), from
+   * `after` on, until none is left (true) or the deadline or shutdown comes first, or one was skipped (false). A batch
+   * that deadlocks is sent again (rolled back whole).
+   */
+  private async rejectEndedBacklog(runId: string, after: EndBatch['after'], deadline: number, progress?: { after: EndBatch['after']; skipped: boolean }): Promise<boolean> {
+    let skipped = false;
+    for (;;) {
+      if (performance.now() >= deadline || this.stopping) return false;
+      const batch = await retryOnDeadlock(() => this.rejectEndedBatch((sql, params) => this.ds.query(sql, params) as Promise<unknown>, runId, after));
+      for (const id of batch.blocked) settledCalls.emit('settled', id);
+      skipped ||= batch.skipped;
+      after = batch.after;
+      if (progress) Object.assign(progress, { after, skipped });
+      if (!batch.more) return !skipped;
+    }
+  }
+
+  /**
+   * Goes on rejecting an ended run's backlog after the request that ended it has answered (in the background, logged).
+   * A pass that had to skip approvals someone held (a decision being refused, say) goes over the run again shortly, a
+   * few times; the periodic pass (finishEnds) takes whatever is left after that.
+   */
+  private finishEnd(runId: string, from: EndBatch['after'] = null): Promise<void> {
+    const running = this.finishing.get(runId);
+    if (running) return running;
+    const passes = async (): Promise<void> => {
+      // The first pass from where the request stopped (those before it are settled, or were skipped: the next passes).
+      let after = from;
+      for (let pass = 0; pass < SKIPPED_RETRIES && !(await this.rejectEndedBacklog(runId, after, Infinity)) && !this.stopping; pass++) {
+        after = null;
+        await new Promise((r) => setTimeout(r, SKIPPED_RETRY_MS).unref());
+      }
+    };
+    const pass = passes()
+      .then(
+        () => undefined,
+        (err: unknown) => this.log.warn(`rejecting the pending approvals of ended run ${runId} failed (the next pass goes on): ${loggableErrorText(err)}`),
+      )
+      .finally(() => this.finishing.delete(runId));
+    this.finishing.set(runId, pass);
+    return pass;
+  }
+
+  /**
+   * The periodic pass (and the start-up one): every ended run that still has pending approvals — its end's request
+   * answered before the last batch, and this process or the one rejecting them stopped, or it is another replica's —
+   * has them rejected. Read off the index of pending approvals (few, as a rule), one run after another.
+   */
+  private async finishEnds(): Promise<void> {
+    const runs = (await this.ds.query(
+      `SELECT DISTINCT a.run_id FROM approval_requests a
+        WHERE a.status = 'pending' AND EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = a.run_id AND r.status IN ('completed', 'cancelled'))
+        LIMIT 100`,
+    )) as { run_id: string }[];
+    for (const { run_id } of runs) {
+      if (this.stopping) return;
+      await this.finishEnd(run_id);
+    }
   }
 
   /**
@@ -185,9 +397,9 @@ export class RunsService {
    * another read, each expiry is recorded once. Returns the ids of the calls this settled.
    */
   async expireOverdueApprovals(scope: { toolCallId: string } | { runId: string }, now: Date): Promise<string[]> {
-    const [column, id] = 'toolCallId' in scope ? ['tool_call_id', scope.toolCallId] : ['run_id', scope.runId];
-    const overdue = (await this.ds.query(`SELECT id FROM approval_requests WHERE ${column} = $1 AND status = 'pending' AND expires_at <= $2 ORDER BY id`, [
-      id,
+    if ('runId' in scope) return (await this.expireOverdueOfRun(scope.runId, now)).settled; // a batch a statement, for up to a second
+    const overdue = (await this.ds.query(`SELECT id FROM approval_requests WHERE tool_call_id = $1 AND status = 'pending' AND expires_at <= $2 ORDER BY id`, [
+      scope.toolCallId,
       now,
     ])) as { id: string }[];
     const settled: string[] = [];
@@ -243,14 +455,17 @@ export class RunsService {
     return { tools: formatTools(buildModelTools(entries), format) };
   }
 
-  private view(r: AgentRunEntity, totalCostCents: number) {
+  /** `overdue`: pending approvals of the run past their expiry, not written down yet (shown expired: not pending). */
+  private view(r: AgentRunEntity, totalCostCents: number, overdue = 0) {
+    const pending = Math.max(r.pendingApprovalCount - overdue, 0);
     return {
       id: r.id,
       orgId: r.orgId,
       specialistId: r.specialistId,
       conversationId: r.conversationId,
-      status: r.status,
-      pendingApprovalCount: r.pendingApprovalCount,
+      // As the settle leaves it once it writes them down: with none pending left, a run waiting for approval runs again.
+      status: overdue > 0 && pending === 0 && r.status === 'waiting_approval' ? 'running' : r.status,
+      pendingApprovalCount: pending,
       totalCostCents,
       manifest: { allowedTools: r.metadata.runtimeManifest.allowedTools },
       metadata: r.metadata.user ?? {},
