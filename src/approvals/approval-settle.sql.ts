@@ -30,20 +30,22 @@ import type { ApprovalKind, ApprovalStatus } from './approval-request.entity.js'
  * `ofRun` (a run read, RunsService.get): the batched expiry of one run's
  * overdue approvals, $1 being the run's id rather than an org's.
  *
- * An approval of a run that has ended is never settled here (neither decided
- * nor expired): the run's end rejects it (RunsService.endRun, a batch at a
- * time for a large backlog), its call blocked RUN_NOT_ACTIVE. The run is read
- * FOR KEY SHARE as the approval is updated — after the approval's lock, the
- * order every settle and the end's batches keep — so a decision or sweep that
- * waited for a run ending finds it ended and settles nothing, and an end waits
- * for a decision already past that read (it then blocks the approved call).
+ * An approval of a run that has ended is never decided here: the run's end
+ * rejects it (RunsService.endRun, a batch at a time for a large backlog), its
+ * call blocked RUN_NOT_ACTIVE. The run is read FOR KEY SHARE as the approval is
+ * decided — after the approval's lock, the order every settle and the end's
+ * batches keep — so a decision that waited for a run ending finds it ended and
+ * settles nothing, and an end waits for a decision already past that read (it
+ * then blocks the approved call). An overdue approval is expired whatever its
+ * run (the end's batches leave overdue ones alone): it expired before anyone
+ * rejected it, and reads have shown it expired since.
  */
 /** Overdue approvals settled per `batched` statement (the sweep's, and a read's: ToolCallsQueryService). */
 export const EXPIRY_BATCH = 1_000;
 
-/** The approval's run (`a`: the approval's table or alias) has not ended; `lock`: its row read FOR KEY SHARE. */
-const runLive = (a: string, lock: boolean): string =>
-  `EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = ${a}.run_id AND r.status IN ('running', 'waiting_approval')${lock ? ' FOR KEY SHARE' : ''})`;
+/** The approval's run (`a`: the approval's table or alias) has not ended, its row read FOR KEY SHARE. */
+const runLive = (a: string): string =>
+  `EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = ${a}.run_id AND r.status IN ('running', 'waiting_approval') FOR KEY SHARE)`;
 
 export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?: boolean; ofRun?: boolean } = {}): string {
   const scope = opts.ofRun ? 'run_id = $1::uuid' : '($1::uuid IS NULL OR org_id = $1::uuid)';
@@ -55,9 +57,12 @@ export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?
       ? ''
       : `due AS MATERIALIZED (
       SELECT id FROM approval_requests
-       WHERE ${opts.batched ? `id IN (SELECT id FROM approval_requests o WHERE ${overdue} AND ${runLive('o', false)} ORDER BY expires_at, id LIMIT $7::int) AND ` : ''}${overdue}
+       WHERE ${opts.batched ? `id IN (SELECT id FROM approval_requests WHERE ${overdue} ORDER BY expires_at, id LIMIT $7::int) AND ` : ''}${overdue}
        ORDER BY id FOR UPDATE),`;
-  const where = `${target === 'by-id' ? 'id = $1 AND status = \'pending\'' : 'id IN (SELECT id FROM due) AND status = \'pending\' AND expires_at <= $3'} AND ${runLive('approval_requests', true)}`;
+  const where =
+    target === 'by-id'
+      ? `id = $1 AND status = 'pending' AND (expires_at <= $3 OR ${runLive('approval_requests')})`
+      : `id IN (SELECT id FROM due) AND status = 'pending' AND expires_at <= $3`;
   return `
     WITH ${due}
     ap AS (

@@ -7,6 +7,10 @@
  * - The org's `tool_calling_enabled` flag is re-read here: turned off since the
  *   call was submitted, the call ends blocked / FEATURE_DISABLED (its raw input
  *   deleted) and nothing reaches the vendor.
+ * - The call's run is re-read: ended since (on a replica of an earlier release
+ *   that decided the approval as the run ended, or by a run end racing the
+ *   decision), the call ends blocked / RUN_NOT_ACTIVE, as the run's end blocks
+ *   the approved calls it finds.
  * - The key that approved the call is re-read: revoked since (an approver
  *   found rogue or compromised), its approval no longer stands and the call
  *   ends blocked / APPROVAL_REVOKED (its raw input deleted): a revocation
@@ -49,11 +53,13 @@
  * be made, $5 the policy version the caller decided on (0: none stored), $6
  * the id of the policy decision that blocks the call (null: it does not) with
  * $7 its risk level, $8 its rule id and $9 its reason, $10 the HTTP status of
- * a POLICY_BLOCKED block, $11 the HTTP status of an APPROVAL_REVOKED block.
+ * a POLICY_BLOCKED block, $11 the HTTP status of an APPROVAL_REVOKED block, $12 that of a RUN_NOT_ACTIVE one.
  */
 export const CLAIM_APPROVED_CALL_SQL = `
   WITH f AS (
-    SELECT CASE WHEN NOT COALESCE((SELECT ff.enabled FROM feature_flags ff
+    SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = t.run_id AND r.status IN ('running', 'waiting_approval') FOR KEY SHARE)
+                  THEN 'RUN_NOT_ACTIVE'
+                WHEN NOT COALESCE((SELECT ff.enabled FROM feature_flags ff
                                     WHERE ff.org_id = t.org_id AND ff.flag = 'tool_calling_enabled' FOR SHARE), false) THEN 'FEATURE_DISABLED'
                 WHEN (SELECT k.revoked_at FROM api_keys k
                        WHERE k.id = (SELECT a.decided_by FROM approval_requests a WHERE a.tool_call_id = t.id) FOR SHARE) IS NOT NULL THEN 'APPROVAL_REVOKED'
@@ -64,7 +70,7 @@ export const CLAIM_APPROVED_CALL_SQL = `
     UPDATE tool_calls SET
       status = CASE WHEN f.blocked_by IS NULL THEN 'running' ELSE 'blocked' END,
       error_code = f.blocked_by,
-      http_status = CASE f.blocked_by WHEN 'FEATURE_DISABLED' THEN $2 WHEN 'POLICY_BLOCKED' THEN $10 WHEN 'APPROVAL_REVOKED' THEN $11 ELSE 200 END,
+      http_status = CASE f.blocked_by WHEN 'FEATURE_DISABLED' THEN $2 WHEN 'POLICY_BLOCKED' THEN $10 WHEN 'APPROVAL_REVOKED' THEN $11 WHEN 'RUN_NOT_ACTIVE' THEN $12 ELSE 200 END,
       policy_decision_id = CASE WHEN f.blocked_by = 'POLICY_BLOCKED' THEN $6::uuid ELSE policy_decision_id END,
       risk_level = CASE WHEN f.blocked_by = 'POLICY_BLOCKED' THEN $7::text ELSE risk_level END,
       started_at = CASE WHEN f.blocked_by IS NULL THEN now() END,
@@ -83,6 +89,7 @@ export const CLAIM_APPROVED_CALL_SQL = `
              || CASE error_code
                   WHEN 'FEATURE_DISABLED' THEN '{"errorCode": "FEATURE_DISABLED", "reason": "feature_disabled"}'::jsonb
                   WHEN 'APPROVAL_REVOKED' THEN '{"errorCode": "APPROVAL_REVOKED", "reason": "approver_key_revoked"}'::jsonb
+                  WHEN 'RUN_NOT_ACTIVE' THEN '{"errorCode": "RUN_NOT_ACTIVE", "reason": "run_ended"}'::jsonb
                   WHEN 'POLICY_BLOCKED' THEN jsonb_build_object('errorCode', 'POLICY_BLOCKED', 'reason', 'policy', 'ruleId', $8::text)
                   ELSE '{}'::jsonb END
       FROM tc),

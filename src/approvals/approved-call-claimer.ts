@@ -27,7 +27,7 @@ export interface ClaimedCall {
   idempotency_key: string;
   tool_use_id: string;
   status: 'running' | 'blocked';
-  error_code: 'FEATURE_DISABLED' | 'POLICY_BLOCKED' | 'APPROVAL_REVOKED' | null;
+  error_code: 'FEATURE_DISABLED' | 'POLICY_BLOCKED' | 'APPROVAL_REVOKED' | 'RUN_NOT_ACTIVE' | null;
 }
 
 /** The claim's answer may also be the call still `approved`: not claimed, the policy it was decided on is no longer the org's. */
@@ -99,10 +99,11 @@ export class ApprovedCallClaimer {
     const blockedBy = block ? [newId(), block.riskLevel, block.ruleId, block.reason] : [null, null, null, null];
     const policyStatus = httpStatusFor('blocked', 'POLICY_BLOCKED');
     const revokedStatus = httpStatusFor('blocked', 'APPROVAL_REVOKED');
+    const endedStatus = httpStatusFor('blocked', 'RUN_NOT_ACTIVE');
     try {
       const [call] = await retryWhileUnavailable(
         // Once the gateway is stopping, a resend only resumes a claim that may have committed: it makes no new one.
-        () => this.sql.query<ClaimAnswer>(CLAIM_APPROVED_CALL_SQL, [toolCallId, disabledStatus, token, gate.mayClaim(), policyVersion, ...blockedBy, policyStatus, revokedStatus]),
+        () => this.sql.query<ClaimAnswer>(CLAIM_APPROVED_CALL_SQL, [toolCallId, disabledStatus, token, gate.mayClaim(), policyVersion, ...blockedBy, policyStatus, revokedStatus, endedStatus]),
         { budgetMs: this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS, capMs: 1_000, signal: gate.closing },
       );
       return call;

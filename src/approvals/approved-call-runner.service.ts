@@ -351,7 +351,9 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
           ? "the org's current policy blocks it"
           : call.error_code === 'APPROVAL_REVOKED'
             ? 'the key that approved it was revoked before it ran'
-            : 'tool calling was turned off for the org after it was submitted';
+            : call.error_code === 'RUN_NOT_ACTIVE'
+              ? 'its run ended before it ran'
+              : 'tool calling was turned off for the org after it was submitted';
       this.log.warn({ toolCallId, errorCode: call.error_code }, `approved call blocked: ${why}`);
       // Answered blocked from here on (a re-post, the result): counted as answered, as a call that runs is.
       countToolCall(this.catalog, this.metrics, call.tool_name, call.action, 'blocked', call.error_code);

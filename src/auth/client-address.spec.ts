@@ -44,6 +44,9 @@ describe('forwardedAddress: req.ip as Express gives it for a hop count', () => {
     expect(forwardedAddress(req('198.51.100.1,203.0.113.7'), 5)).toBe('198.51.100.1'); // fewer hops than trusted: the first
     expect(forwardedAddress(req(['198.51.100.1', '203.0.113.7']), 2)).toBe('198.51.100.1'); // two header fields, one list
     expect(forwardedAddress(req(undefined), 1)).toBe('10.0.0.1'); // no header: the peer
+    // Commas only separate entries (the forwarded package's reading): "a b" is one entry, and no address.
+    expect(clientAddressKey(forwardedAddress(req('203.0.113.7 198.51.100.9'), 1))).toBe('invalid');
+    expect(forwardedAddress(req(' 198.51.100.1 ,203.0.113.7 '), 2)).toBe('198.51.100.1');
   });
 });
 

@@ -47,7 +47,8 @@ export function clientAddressOf(req: { ip?: string; socket: { remoteAddress?: st
 export function forwardedAddress(req: { headers: Record<string, string | string[] | undefined>; socket: { remoteAddress?: string } }, hops: number): string | undefined {
   if (hops <= 0) return req.socket.remoteAddress;
   const header = req.headers['x-forwarded-for'];
-  const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(/[ ,]+/).filter(Boolean).reverse();
+  // Split on commas only, each entry trimmed (the forwarded package's reading): "a b" is one entry, not an address.
+  const forwarded = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',').map((e) => e.trim()).filter(Boolean).reverse();
   const chain = [req.socket.remoteAddress, ...forwarded];
   return chain[Math.min(hops, chain.length - 1)];
 }

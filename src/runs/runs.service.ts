@@ -62,10 +62,11 @@ interface EndBatch {
 }
 
 /**
- * One batch of the pending approvals of an ended run ($1), the newest first from after ($2 created_at text, $3 id;
- * null: the start), at most $4: rejected as the end rejects them (decided by the key that ended it, with its reason:
- * metadata.ended), each call blocked RUN_NOT_ACTIVE, its raw input deleted, a tool_call.blocked event each. Decisions and
- * the expiry sweep leave an ended run's approvals alone (settleApprovalsSql), so only this settles them; an approval
+ * One batch of the pending approvals of an ended run ($1) not yet past their expiry at $5 (an overdue one expired
+ * before anyone rejected it: the expiry sweep settles it as such, settleApprovalsSql), the newest first from after
+ * ($2 created_at text, $3 id; null: the start), at most $4: rejected as the end rejects them (decided by the key that ended it, with its reason:
+ * metadata.ended), each call blocked RUN_NOT_ACTIVE, its raw input deleted, a tool_call.blocked event each. Decisions
+ * leave an ended run's approvals alone (settleApprovalsSql), so only this rejects them; an approval
  * another end batch holds is skipped (SKIP LOCKED: concurrent batches, here or on another replica, share the work,
  * and never wait for each other or for a decision holding one), and one settled meanwhile is not read again
  * (status = 'pending' once locked). Locked in id order, as every settle.
@@ -73,10 +74,10 @@ interface EndBatch {
 const REJECT_ENDED_BATCH_SQL = `
   WITH pick AS MATERIALIZED (
          SELECT id, created_at FROM approval_requests
-          WHERE run_id = $1 AND status = 'pending' AND ($2::text IS NULL OR (created_at, id) < ($2::timestamptz, $3::uuid))
+          WHERE run_id = $1 AND status = 'pending' AND expires_at > $5 AND ($2::text IS NULL OR (created_at, id) < ($2::timestamptz, $3::uuid))
           ORDER BY created_at DESC, id DESC LIMIT $4::int),
        lk AS MATERIALIZED (
-         SELECT id FROM approval_requests WHERE id IN (SELECT id FROM pick) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED),
+         SELECT id FROM approval_requests WHERE id IN (SELECT id FROM pick) AND status = 'pending' AND expires_at > $5 ORDER BY id FOR UPDATE SKIP LOCKED),
        ru AS (
          SELECT id, org_id, metadata->'ended' AS ended FROM agent_runs WHERE id = $1 AND status IN ('completed', 'cancelled')),
        ap AS (
@@ -243,8 +244,9 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
    *   waiting for them blocked with RUN_NOT_ACTIVE (their raw input deleted): END_BATCH in that transaction, the rest of
    *   a large backlog a batch a statement after it (one statement over all of it outlasted the statement timeout, and
    *   the run could not be ended at all) — in this request for up to END_BUDGET_MS, then in the background (finishEnd,
-   *   and finishEnds for what a stopped process left). Meanwhile none of them can be approved or expire: the settle
-   *   statement leaves an ended run's approvals to these batches (settleApprovalsSql);
+   *   and finishEnds for what a stopped process left). Meanwhile none of them can be approved (the settle statement
+   *   decides no approval of an ended run, and the claim runs no call of one), and one that passes its expiry first
+   *   is expired, not rejected;
    * - new tool calls get 409 RUN_NOT_ACTIVE on every replica (the intent statement reads the
    *   run's status under a lock this waits for: a call whose intent committed first was accepted
    *   before the end and runs); a call the run made earlier is still replayed.
@@ -276,9 +278,9 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
   /**
    * In this order, each statement under READ COMMITTED seeing what committed before it: the run FOR UPDATE, which
    * waits for intent statements in flight (they hold it FOR KEY SHARE, see ToolCallLedger.writeIntent) and makes later
-   * ones find it ended, and for a decision or expiry already settling one of its approvals (they read the run FOR KEY
-   * SHARE, settleApprovalsSql; one that comes after finds it ended and settles nothing: only the end's batches settle
-   * an ended run's approvals). Then one bounded statement ends it: its status (pending count 0; who ended it and why
+   * ones find it ended, and for a decision already settling one of its approvals (it reads the run FOR KEY SHARE,
+   * settleApprovalsSql; one that comes after finds it ended and decides nothing: only the end's batches reject an ended
+   * run's approvals, and the expiry sweep expires those past their expiry). Then one bounded statement ends it: its status (pending count 0; who ended it and why
    * kept in metadata.ended, for the batches that follow), the calls approved but not started blocked, the run's event;
    * then the first batch of its pending approvals (REJECT_ENDED_BATCH_SQL: it skips, not waits for, one locked by
    * someone else). Returns the ids of the calls it blocked and where the batch stopped, or null when the run had
@@ -321,7 +323,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
 
   /** One REJECT_ENDED_BATCH_SQL statement. */
   private async rejectEndedBatch(query: (sql: string, params: unknown[]) => Promise<unknown>, runId: string, after: EndBatch['after']): Promise<EndBatch> {
-    const [row] = (await query(REJECT_ENDED_BATCH_SQL, [runId, after?.created ?? null, after?.id ?? null, END_BATCH])) as {
+    const [row] = (await query(REJECT_ENDED_BATCH_SQL, [runId, after?.created ?? null, after?.id ?? null, END_BATCH, this.clock.now()])) as {
       blocked: string[]; picked: number; locked: number; last_created: string | null; last_id: string | null;
     }[];
     return { blocked: row.blocked, more: row.picked >= END_BATCH, skipped: row.locked < row.picked, after: row.last_created && row.last_id ? { created: row.last_created, id: row.last_id } : after };
