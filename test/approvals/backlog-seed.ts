@@ -1,4 +1,7 @@
+import pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
+import type { Harness } from '../support/scenario.js';
 
 /**
  * `n` copies of a call waiting for approval (its tool_calls row, approval request and stored input), each with its
@@ -21,4 +24,19 @@ export async function cloneWaitingCalls(ds: DataSource, templateId: string, n: n
     [templateId, n],
   )) as { id: string }[];
   return rows.map((r) => r.id);
+}
+
+/** Stops the harness's approvals sweep: a spec that seeds a backlog runs the passes itself (ApprovedCallRunner.sweep). */
+export async function stopSweep(h: Harness): Promise<void> {
+  await (h.t.app.get(ApprovedCallRunner) as unknown as { task: { stop(): Promise<void> } }).task.stop();
+}
+
+/**
+ * A connection of its own to seed large backlogs on (no statement timeout: the harness may run with a small one), and
+ * the same as the DataSource-shaped `db` cloneWaitingCalls takes. The caller ends `client`.
+ */
+export async function seedingClient(): Promise<{ client: pg.Client; db: DataSource }> {
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  return { client, db: { query: async (sql: string, params: unknown[]) => (await client.query(sql, params)).rows } as unknown as DataSource };
 }

@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { seedingClient, stopSweep } from './backlog-seed.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { approvalFor, refundUse, refunds } from './support.js';
@@ -19,9 +20,8 @@ describe('a decision by a replica of the release before, racing a run end during
   let seeder: pg.Client;
   beforeAll(async () => {
     h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
-    await (h.t.app.get(ApprovedCallRunner) as unknown as { task: { stop(): Promise<void> } }).task.stop();
-    seeder = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await seeder.connect();
+    await stopSweep(h);
+    ({ client: seeder } = await seedingClient());
   }, 60_000);
   afterAll(async () => {
     await seeder?.end();

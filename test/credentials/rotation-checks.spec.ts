@@ -2,29 +2,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvelopeCipher, type Envelope } from '../../src/common/crypto/envelope-cipher.js';
 import type { DataSource } from 'typeorm';
-import type { MasterKeyring } from '../../src/config/app-config.js';
-import { credentialAad } from '../../src/credentials/credentials.service.js';
 import { KeyRotationService, MislabelledKeyIdError, type RotationSummary } from '../../src/credentials/key-rotation.service.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { resultAad } from '../../src/tool-calls/results.store.js';
 import { runBuiltCli } from '../support/built-cli.js';
+import { keyringOf, putNango } from './rotation-support.js';
 import { NANGO_SECRET_KEY, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { withQueryHook } from '../support/query-hook.js';
 
 const BOTH_KEYS = { MASTER_ENCRYPTION_KEY: '', MASTER_ENCRYPTION_KEYS: `k2:${TEST_MASTER_KEY_2},k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k2' };
-const NANGO = { secretKey: NANGO_SECRET_KEY, connectionId: 'conn-rotation', providerConfigKey: 'zendesk' };
-const keyringOf = (entries: [string, string][], activeKeyId: string): MasterKeyring => ({ activeKeyId, keys: new Map(entries.map(([id, b64]) => [id, Buffer.from(b64, 'base64')])) });
-
-/** A Nango credential of `org` sealed by `cipher` (its label and material), as a gateway with that keyring writes it. */
-async function putNango(ds: DataSource, org: string, cipher: EnvelopeCipher): Promise<Envelope> {
-  const env = cipher.encryptJson(NANGO, credentialAad(org, 'nango'));
-  await ds.query(
-    `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
-    [org, env.keyId, env.iv, env.ciphertext, env.authTag, cipher.fingerprint(NANGO, credentialAad(org, 'nango'))],
-  );
-  return env;
-}
 
 /** Drops the org's seeded credentials and results. */
 async function dropSealed(ds: DataSource, org: string): Promise<void> {

@@ -1,24 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DataSource } from 'typeorm';
-import { EnvelopeCipher, type Envelope } from '../../src/common/crypto/envelope-cipher.js';
-import type { MasterKeyring } from '../../src/config/app-config.js';
+import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
 import { credentialAad } from '../../src/credentials/credentials.service.js';
 import { runBuiltCli } from '../support/built-cli.js';
+import { keyringOf, NANGO, putNango } from './rotation-support.js';
 import { NANGO_SECRET_KEY, TEST_MASTER_KEY, TEST_MASTER_KEY_2 } from '../support/secrets.js';
 import { createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
-const NANGO = { secretKey: NANGO_SECRET_KEY, connectionId: 'conn-rotation-wrong-new', providerConfigKey: 'zendesk' };
-const keyringOf = (entries: [string, string][], activeKeyId: string): MasterKeyring => ({ activeKeyId, keys: new Map(entries.map(([id, b64]) => [id, Buffer.from(b64, 'base64')])) });
-
-async function putNango(ds: DataSource, org: string, cipher: EnvelopeCipher): Promise<Envelope> {
-  const env = cipher.encryptJson(NANGO, credentialAad(org, 'nango'));
-  await ds.query(
-    `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint) VALUES ($1, 'nango', $2, $3, $4, $5, $6)`,
-    [org, env.keyId, env.iv, env.ciphertext, env.authTag, cipher.fingerprint(NANGO, credentialAad(org, 'nango'))],
-  );
-  return env;
-}
 
 /**
  * Slips an operator makes in README "Rotating the master key", step 2, refused before anything is written:

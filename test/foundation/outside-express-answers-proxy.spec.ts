@@ -3,20 +3,10 @@
  * the client its request log line names for any other answer: the address the proxy forwarded, as req.ip gives it,
  * not the proxy's (the request never went through Express, so it has no req.ip of its own).
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawExchange } from '../support/response-log.js';
 import { adminAuth, startTestApp, type TestApp } from '../support/test-app.js';
 
-function raw(port: number, text: string, holdMs = 1_500): Promise<string> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1', () => s.write(text));
-    let out = '';
-    s.setEncoding('utf8').on('data', (c: string) => (out += c));
-    s.on('close', () => resolve(out));
-    s.on('error', () => resolve(out));
-    setTimeout(() => s.destroy(), holdMs);
-  });
-}
 const lineFor = (logs: string[], cid: string) =>
   logs
     .flatMap((c) => c.split('\n'))
@@ -38,8 +28,8 @@ describe('outside-Express answers behind a proxy (TRUST_PROXY_HOPS=1)', () => {
     `POST /v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nX-Forwarded-For: 203.0.113.7\r\nX-Correlation-Id: ${cid}\r\nContent-Type: application/json\r\n${headers}\r\n`;
 
   it('the 413 to Expect: 100-continue names the same client as the 413 Express gives the same request', async () => {
-    await raw(port, post('dx-413-in-express', 'Content-Length: 100000\r\n'));
-    await raw(port, post('dx-413-outside', 'Content-Length: 100000\r\nExpect: 100-continue\r\n'));
+    await rawExchange(port, post('dx-413-in-express', 'Content-Length: 100000\r\n'));
+    await rawExchange(port, post('dx-413-outside', 'Content-Length: 100000\r\nExpect: 100-continue\r\n'));
     await new Promise((r) => setTimeout(r, 300));
     const inside = lineFor(t.logs, 'dx-413-in-express');
     const outside = lineFor(t.logs, 'dx-413-outside');
@@ -49,7 +39,7 @@ describe('outside-Express answers behind a proxy (TRUST_PROXY_HOPS=1)', () => {
   });
 
   it('the 417 to another Expect names the forwarded client too', async () => {
-    await raw(port, post('dx-417-outside', 'Content-Length: 2\r\nExpect: something-else\r\n'));
+    await rawExchange(port, post('dx-417-outside', 'Content-Length: 2\r\nExpect: something-else\r\n'));
     await new Promise((r) => setTimeout(r, 300));
     expect(lineFor(t.logs, 'dx-417-outside')).toMatchObject({ res: { statusCode: 417 }, client: '203.0.113.7' });
   });

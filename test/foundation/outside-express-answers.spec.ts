@@ -10,27 +10,12 @@
  * http_request_duration_seconds sample (route "unmatched"). The 408 to a body that stopped arriving is its request's
  * own line, with status 408, not pino-http's "request aborted" with no status.
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
-import { logSocketAnswer } from '../support/response-log.js';
+import { rawExchange } from '../support/response-log.js';
 import { TEST_ADMIN_KEY } from '../support/secrets.js';
 import { adminAuth, startTestApp, type TestApp } from '../support/test-app.js';
 
-/** One raw exchange: resolves with what came back once the connection closes (or after holdMs). */
-function raw(port: number, text: string, holdMs = 2_000): Promise<string> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1', () => s.write(text));
-    let out = '';
-    s.setEncoding('utf8').on('data', (c: string) => (out += c));
-    s.on('close', () => {
-      logSocketAnswer(text, out); // the run-wide leak scan reads it
-      resolve(out);
-    });
-    s.on('error', () => resolve(out));
-    setTimeout(() => s.destroy(), holdMs);
-  });
-}
 
 interface Line {
   level: number;
@@ -86,7 +71,7 @@ describe('answers given outside Express are in the request log and in http_reque
       const labels = `method="${c.method}",route="unmatched",status="${c.status}"`;
       const before = sampleCount(await metrics.render(), labels);
       const logsBefore = t.logs.length;
-      const answer = await raw(port, c.text, c.holdMs);
+      const answer = await rawExchange(port, c.text, c.holdMs);
       expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${c.status} `));
       const cid = correlationIdIn(answer);
       expect(answer).toContain(`X-Correlation-Id: ${cid}\r\n`);
@@ -104,8 +89,8 @@ describe('answers given outside Express are in the request log and in http_reque
   }
 
   it('the 413 to Expect: 100-continue has the same line (fields and their order) as the 413 Express gives the same request without Expect', async () => {
-    await raw(port, post('ox-413-in-express', 'Content-Length: 100000\r\n'), 1_000);
-    await raw(port, post('ox-413-outside', 'Content-Length: 100000\r\nExpect: 100-continue\r\n'));
+    await rawExchange(port, post('ox-413-in-express', 'Content-Length: 100000\r\n'), 1_000);
+    await rawExchange(port, post('ox-413-outside', 'Content-Length: 100000\r\nExpect: 100-continue\r\n'));
     await new Promise((r) => setTimeout(r, 200));
     const [inside] = linesFor(t.logs, 'ox-413-in-express');
     const [outside] = linesFor(t.logs, 'ox-413-outside');

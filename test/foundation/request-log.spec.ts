@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import net from 'node:net';
 import { Controller, Get, Logger } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { beginHttpDrain } from '../../src/app.setup.js';
@@ -9,7 +8,7 @@ import { loadConfig } from '../../src/config/app-config.js';
 import { captureLogs, loggedPath, pinoHttpOptions, requestPath } from '../../src/logging/logging.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
 import request from 'supertest';
-import { logSocketAnswer, recordingResponses } from '../support/response-log.js';
+import { rawExchange, recordingResponses } from '../support/response-log.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -46,20 +45,6 @@ async function requestLine(logs: string[], correlationId: string): Promise<LogLi
   return (await linesOf(logs, correlationId)).filter((l) => /^request /.test(l.msg));
 }
 
-/** One raw HTTP/1.1 exchange, for request targets supertest would not send as they are. */
-function raw(port: number, text: string): Promise<string> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1', () => s.write(text));
-    let out = '';
-    s.setEncoding('utf8').on('data', (c: string) => (out += c));
-    s.on('close', () => {
-      logSocketAnswer(text, out); // the run-wide leak scan reads it
-      resolve(out);
-    });
-    s.on('error', () => resolve(out));
-    setTimeout(() => s.destroy(), 2_000);
-  });
-}
 
 /**
  * The request log names a request by method and path only: never its query, never what an absolute-form target
@@ -104,7 +89,7 @@ describe('request log lines', () => {
   it('an absolute-form target with userinfo and a query: the line holds the path, not the credential or the query', async () => {
     const port = (t.app.getHttpServer().address() as { port: number }).port;
     const lines = await linesDuring(() =>
-      raw(port, 'GET http://opsuser:SUPERSECRETPW@127.0.0.1/v1/orgs?token=QSECRET HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'),
+      rawExchange(port, 'GET http://opsuser:SUPERSECRETPW@127.0.0.1/v1/orgs?token=QSECRET HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'),
     );
     const text = lines.join('');
     expect(text).toContain('"path":"/v1/orgs"');
@@ -181,7 +166,7 @@ describe('request log: answers given before the routes', () => {
       ['rl-two-hosts-1', 'GET /v1/api-keys HTTP/1.1\r\nHost: a\r\nHost: b\r\nX-Correlation-Id: rl-two-hosts-1\r\n\r\n', 400],
       ['rl-te-1', 'GET /v1/api-keys HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\nX-Correlation-Id: rl-te-1\r\n\r\n0\r\n\r\n', 415],
     ] as const) {
-      const answer = await raw(port, text);
+      const answer = await rawExchange(port, text);
       expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} [^]*\r\nX-Correlation-Id: ${cid}\r\n[^]*"correlationId":"${cid}"`));
       expect(await requestLine(t.logs, cid), cid).toEqual([
         expect.objectContaining({ msg: 'request completed', correlationId: cid, req: { method: 'GET', path: '/v1/api-keys' }, res: { statusCode: status } }),

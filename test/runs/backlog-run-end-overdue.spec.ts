@@ -1,9 +1,9 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { RunsService } from '../../src/runs/runs.service.js';
-import { cloneWaitingCalls } from '../approvals/backlog-seed.js';
+import { cloneWaitingCalls, seedingClient, stopSweep } from '../approvals/backlog-seed.js';
 import { refundUse } from '../approvals/support.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
@@ -17,13 +17,13 @@ import { bearer, createKey } from '../support/test-app.js';
 describe('ending a run whose overdue approvals its read did not reach', () => {
   let h: Harness;
   let seeder: pg.Client;
+  let db: DataSource;
 
   beforeAll(async () => {
     h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
     // The periodic sweep stopped: this spec runs its passes itself.
-    await (h.t.app.get(ApprovedCallRunner) as unknown as { task: { stop(): Promise<void> } }).task.stop();
-    seeder = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await seeder.connect();
+    await stopSweep(h);
+    ({ client: seeder, db } = await seedingClient());
   }, 60_000);
   afterAll(async () => {
     await seeder?.end();
@@ -35,7 +35,6 @@ describe('ending a run whose overdue approvals its read did not reach', () => {
     const expert = await createKey(h.t, org.orgId, 'expert');
     const first = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('9.99'));
     expect(first.status).toBe(202);
-    const db = { query: async (sql: string, params: unknown[]) => (await seeder.query(sql, params)).rows } as unknown as DataSource;
     const overdue = await cloneWaitingCalls(db, first.body.toolCallId as string, 3); // each a minute past its expiry
     // The read's second runs out before the backlog does (a large one; simulated: it settles nothing).
     const runs = h.t.app.get(RunsService) as unknown as { expireOverdueOfRun: (runId: string, now: Date) => Promise<{ settled: string[]; more: boolean }> };

@@ -1,8 +1,8 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
-import { cloneWaitingCalls } from '../approvals/backlog-seed.js';
+import { cloneWaitingCalls, seedingClient, stopSweep } from '../approvals/backlog-seed.js';
 import { approvalFor, refundUse, refunds } from '../approvals/support.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
@@ -20,6 +20,7 @@ describe('ending a run with a large backlog of pending approvals', () => {
   const BACKLOG = 30_000;
   let h: Harness;
   let seeder: pg.Client;
+  let db: DataSource;
 
   const pendingOf = async (runId: string): Promise<number> =>
     ((await h.t.ds.query(`SELECT count(*)::int AS n FROM approval_requests WHERE run_id = $1 AND status = 'pending'`, [runId])) as [{ n: number }])[0].n;
@@ -33,9 +34,8 @@ describe('ending a run with a large backlog of pending approvals', () => {
 
   beforeAll(async () => {
     h = await startHarness({ APPROVAL_TTL_SECONDS: '3600', DB_QUERY_TIMEOUT_MS: '2000' });
-    await (h.t.app.get(ApprovedCallRunner) as unknown as { task: { stop(): Promise<void> } }).task.stop();
-    seeder = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await seeder.connect();
+    await stopSweep(h);
+    ({ client: seeder, db } = await seedingClient());
   }, 60_000);
   afterAll(async () => {
     await seeder?.end();
@@ -47,7 +47,6 @@ describe('ending a run with a large backlog of pending approvals', () => {
     const admin = (await h.t.ds.query('SELECT id FROM api_keys WHERE org_id = $1 AND role = $2', [org.orgId, 'admin'])) as { id: string }[];
     const res0 = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('9.99'));
     expect(res0.status).toBe(202);
-    const db = { query: async (sql: string, params: unknown[]) => (await seeder.query(sql, params)).rows } as unknown as DataSource;
     await cloneWaitingCalls(db, res0.body.toolCallId as string, BACKLOG);
     await seeder.query(`UPDATE approval_requests SET expires_at = now() + interval '1 hour' WHERE run_id = $1`, [org.runId]); // pending, not overdue
     await seeder.query('ANALYZE approval_requests; ANALYZE tool_calls; ANALYZE tool_call_inputs');

@@ -1,9 +1,9 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXPIRY_BATCH } from '../../src/approvals/approval-settle.sql.js';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
-import { cloneWaitingCalls } from '../approvals/backlog-seed.js';
+import { cloneWaitingCalls, seedingClient, stopSweep } from '../approvals/backlog-seed.js';
 import { refundUse } from '../approvals/support.js';
 import { RunsService } from '../../src/runs/runs.service.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
@@ -21,6 +21,7 @@ describe('reading a run with a backlog of overdue approvals', () => {
   let h: Harness;
   let org: OrgSetup;
   let seeder: pg.Client;
+  let db: DataSource;
   /** Two runs of the org, each with a refund waiting for approval (an hour to go) and BACKLOG copies of it overdue. */
   let runA: string;
   let runB: string;
@@ -37,7 +38,6 @@ describe('reading a run with a backlog of overdue approvals', () => {
     const runId = run.body.id as string;
     const res = await h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('9.99'));
     expect(res.status).toBe(202);
-    const db = { query: async (sql: string, params: unknown[]) => (await seeder.query(sql, params)).rows } as unknown as DataSource;
     await cloneWaitingCalls(db, res.body.toolCallId as string, BACKLOG);
     return runId;
   }
@@ -62,9 +62,8 @@ describe('reading a run with a backlog of overdue approvals', () => {
   beforeAll(async () => {
     h = await startHarness({ APPROVAL_TTL_SECONDS: '3600' });
     org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
-    await (h.t.app.get(ApprovedCallRunner) as unknown as { task: { stop(): Promise<void> } }).task.stop();
-    seeder = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await seeder.connect();
+    await stopSweep(h);
+    ({ client: seeder, db } = await seedingClient());
     runA = await seededRun();
     runB = await seededRun();
     await seeder.query('ANALYZE approval_requests; ANALYZE tool_calls');

@@ -7,6 +7,7 @@
  * Only the response is written: status line, headers and body. The request
  * (its Authorization header above all: the test's own keys) never is.
  */
+import { connect } from 'node:net';
 import type { Response } from 'supertest';
 import { MINTED_API_KEY, recordApiKey } from './api-keys.js';
 import { MINTED_SECRETS_ENV, readMintedSecrets } from './minted-secrets.js';
@@ -287,4 +288,23 @@ export async function logMetrics(baseUrl: string, timeoutMs = 5_000): Promise<vo
   } catch {
     // not serving any more
   }
+}
+
+/**
+ * One raw HTTP/1.1 exchange, for what supertest would not send as it is (a malformed request, an Expect, a header
+ * past the limit): what came back once the connection closes, or after `holdMs`; the answer goes to the run log
+ * (logSocketAnswer), which the run-wide leak scan reads.
+ */
+export function rawExchange(port: number, text: string, holdMs = 2_000): Promise<string> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1', () => s.write(text));
+    let out = '';
+    s.setEncoding('utf8').on('data', (c: string) => (out += c));
+    s.on('close', () => {
+      logSocketAnswer(text, out);
+      resolve(out);
+    });
+    s.on('error', () => resolve(out));
+    setTimeout(() => s.destroy(), holdMs);
+  });
 }
