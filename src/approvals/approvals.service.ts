@@ -9,6 +9,7 @@ import { KeysetQuery } from '../db/keyset-query.js';
 import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import { Sql } from '../db/sql.js';
 import { filterHash, LedgerCursorCodec } from '../ops/ledger-cursor.js';
+import { LIST_PAGE_BYTES, sizedPageSql } from '../ops/tool-calls.sql.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { ApprovalExpiries } from './approval-expiries.js';
 import { settleApprovalsSql, type SettledApproval } from './approval-settle.sql.js';
@@ -24,35 +25,12 @@ interface ApprovalRow extends ApprovalRecord {
 
 const COLUMNS = `${APPROVAL_COLUMNS}, ${CREATED_ISO_SQL} AS created_iso`;
 
-/**
- * Redacted input (jsonb text) a list page holds at most: it ends early, with a nextCursor, past this. The same 16 MiB
- * as the tool-call listing's LIST_PAGE_BYTES (src/ops/tool-calls-query.service.ts, not exported), measured the same
- * way (octet_length of the jsonb text, in SQL). Each approval carries its call's redacted input, up to the redactor's
- * ~256 K characters: without this a page of 200 pending nango_proxy.post approvals (expert ones by default, which an
- * agent can queue) would be ~50 MB parsed and serialised at once.
- */
-const APPROVALS_PAGE_BYTES = 16 * 1024 * 1024;
-
 interface SizedApprovalRow extends ApprovalRow {
   /** bigint, as pg hands it over: how many rows the page held before the cut by size */
   page_rows: string;
   /** its redacted input, jsonb text bytes (what the page's budget counts, and its charge) */
   row_bytes: number;
 }
-
-/**
- * The keyset page `page` (FROM … ORDER BY created_at DESC, id DESC LIMIT …) cut short where the rows before a row
- * already hold `budget` ($budgetParam) bytes of redacted input, as the tool-call listing cuts its pages
- * (toolCallsSizedPageSql): the first row always comes, and the rows cut are the page's last ones, so a cursor after
- * the last row returned continues with them.
- */
-const sizedPageSql = (page: string, budgetParam: string): string => `SELECT * FROM (
-    SELECT measured.*, count(*) OVER () AS page_rows,
-           coalesce(sum(row_bytes) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
-      FROM (SELECT page.*, octet_length(input_redacted::text) AS row_bytes FROM (SELECT ${COLUMNS} ${page}) page) measured
-  ) sized
-  WHERE bytes_before < ${budgetParam}
-  ORDER BY created_at DESC, id DESC`;
 
 /**
  * Who may see and decide which kind, within the key's org: experts/admins the expert ones, agents the client ones
@@ -98,9 +76,13 @@ export class ApprovalsService {
     if (kind) query.where((x) => `kind = ${x}`, kind);
     if (q.runId) query.where((x) => `run_id = ${x}::uuid`, q.runId);
     const page = query.after(after, 'id', 'uuid').page('approval_requests', 'id', limit + 1);
-    query.params.push(APPROVALS_PAGE_BYTES);
-    const rows = await this.sql.query<SizedApprovalRow>(sizedPageSql(page, `$${query.params.length}`), query.params);
-    // A page of large rows ends sooner (APPROVALS_PAGE_BYTES): fewer rows than the page held means more follow.
+    // A page of large rows ends sooner, as the tool-call listing's (LIST_PAGE_BYTES of redacted input; an approval
+    // carries its call's, which an agent can make large and queue): fewer rows than the page held means more follow.
+    query.params.push(LIST_PAGE_BYTES);
+    const rows = await this.sql.query<SizedApprovalRow>(
+      sizedPageSql(`SELECT ${COLUMNS} ${page}`, 'octet_length(input_redacted::text)', `$${query.params.length}`),
+      query.params,
+    );
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
     const items = rows.slice(0, limit);
     // Charged by size as a ledger list page is (KeyRateLimiter.chargeListing): a token more per 64 KiB of redacted input.

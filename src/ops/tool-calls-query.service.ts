@@ -19,7 +19,7 @@ import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { ToolCallFiltersQuery, ToolCallExportQuery, ToolCallListQuery } from './ops.dto.js';
 import { csvHeader, EXPORT_CONTENT_TYPES, exportChunks, incompleteExportLine } from './tool-calls-export.format.js';
 import { loadToolCallStory, type ToolCallStory } from './tool-call-story.js';
-import { toolCallByIdSql, toolCallEntityOf, toolCallsSizedPageSql, type SizedToolCallRow, type ToolCallFilters, type ToolCallRow } from './tool-calls.sql.js';
+import { LIST_PAGE_BYTES, toolCallByIdSql, toolCallEntityOf, toolCallsSizedPageSql, type SizedToolCallRow, type ToolCallFilters, type ToolCallRow } from './tool-calls.sql.js';
 
 /**
  * How long a read settles a backlog of overdue approvals before answering (expireOverdueApprovalsOf): a batch of
@@ -36,11 +36,6 @@ const EXPORT_BATCH_MIN = 4;
  * before the cap up to ~1.6 MB: without this a batch of 500 could be hundreds of MB of parsed jsonb in one process.
  */
 const EXPORT_BATCH_BYTES = 8 * 1024 * 1024;
-/**
- * The same bound for a list page: it ends early, with a nextCursor, past this. With outputs capped at 64 KiB a page
- * of 200 is ~13 MB of outputs at most, an acceptable body; this also bounds large inputs and rows written before the cap.
- */
-const LIST_PAGE_BYTES = 16 * 1024 * 1024;
 
 /** A keyset page cut by size: its rows, whether rows may follow the last, and their redacted input and output bytes. */
 interface SizedPage {

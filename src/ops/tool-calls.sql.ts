@@ -76,6 +76,31 @@ export function toolCallsPageSql(orgId: string | null, f: ToolCallFilters, after
 }
 
 /**
+ * Redacted input and output a list page holds at most (the tool-call and approval listings): it ends early, with a
+ * nextCursor, past this. With outputs capped at 64 KiB a page of 200 tool calls is ~13 MB of outputs at most, an
+ * acceptable body; this also bounds large inputs (an approval carries its call's, up to the redactor's ~256 K
+ * characters) and rows written before the cap.
+ */
+export const LIST_PAGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The keyset page `page` (a SELECT … ORDER BY created_at DESC, id DESC LIMIT …) cut short where the rows before a row
+ * already hold the budget ($budgetParam) of `rowBytes` (an expression over the page's columns: jsonb text, as
+ * PostgreSQL prints it, about its JSON size): the first row always comes, and the rows cut are the page's last, so a
+ * cursor after the last row returned continues with them. Each row has its `row_bytes`, and `page_rows`, how many rows
+ * the page held before the cut.
+ */
+export function sizedPageSql(page: string, rowBytes: string, budgetParam: string): string {
+  return `SELECT * FROM (
+      SELECT measured.*, count(*) OVER () AS page_rows,
+             coalesce(sum(row_bytes) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
+        FROM (SELECT page.*, ${rowBytes} AS row_bytes FROM (${page}) page) measured
+    ) sized
+    WHERE bytes_before < ${budgetParam}
+    ORDER BY created_at DESC, id DESC`;
+}
+
+/**
  * toolCallsPageSql's page cut short where the rows before a row already hold `budgetBytes` of redacted input and
  * output (their jsonb text, as PostgreSQL prints it: about their JSON size), so a page of large rows never becomes
  * one huge list body or export batch in memory. The first row always comes. `row_bytes` is a row's own size,
@@ -86,14 +111,7 @@ export function toolCallsSizedPageSql(
 ): { sql: string; params: unknown[] } {
   const { sql: page, params } = toolCallsPageSql(orgId, f, after, limit);
   params.push(budgetBytes);
-  const sql = `SELECT * FROM (
-      SELECT measured.*, count(*) OVER () AS page_rows,
-             coalesce(sum(row_bytes) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
-        FROM (SELECT page.*, octet_length(input_redacted::text) + coalesce(octet_length(output_redacted::text), 0) AS row_bytes
-                FROM (${page}) page) measured
-    ) sized
-    WHERE bytes_before < $${params.length}
-    ORDER BY created_at DESC, id DESC`;
+  const sql = sizedPageSql(page, 'octet_length(input_redacted::text) + coalesce(octet_length(output_redacted::text), 0)', `$${params.length}`);
   return { sql, params };
 }
 

@@ -262,17 +262,27 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     const ended = first !== null;
     // The rest of a large backlog, a batch a statement, for up to END_BUDGET_MS; then after the answer (finishEnd). The
     // run has ended either way: a batch failing here (it is sent again later) does not fail the request.
-    const progress = { after: first?.after ?? null, skipped: first?.skipped ?? false };
-    if (first && (first.skipped || (first.more && !(await this.rejectEndedBacklog(run.id, first.after, performance.now() + END_BUDGET_MS, progress).catch((err: unknown) => {
-      this.log.warn(`rejecting the pending approvals of ended run ${run.id} goes on after the answer: ${loggableErrorText(err)}`);
-      return false;
-    }))))) {
-      // From where this request stopped, unless it skipped some (then over the whole run again).
-      void this.finishEnd(run.id, first.skipped || progress.skipped ? null : progress.after);
-    }
+    if (first) await this.rejectRestOfBacklog(run.id, first);
     const now = await this.get(actor, runId);
     if (!ended && now.status !== to) throw new AppError('RUN_NOT_ACTIVE', `run is already ${now.status}`);
     return now;
+  }
+
+  /**
+   * What the end's first batch left of the backlog: rejected here for up to END_BUDGET_MS, then in the background
+   * (finishEnd) from where this stopped — over the whole run again when a batch skipped an approval someone held. A
+   * batch failing here does not fail the request: the run has ended, and the background pass sends it again.
+   */
+  private async rejectRestOfBacklog(runId: string, first: EndBatch): Promise<void> {
+    const progress = { after: first.after, skipped: first.skipped };
+    let done = !first.more && !first.skipped;
+    if (first.more && !first.skipped) {
+      done = await this.rejectEndedBacklog(runId, first.after, performance.now() + END_BUDGET_MS, progress).catch((err: unknown) => {
+        this.log.warn(`rejecting the pending approvals of ended run ${runId} goes on after the answer: ${loggableErrorText(err)}`);
+        return false;
+      });
+    }
+    if (!done) void this.finishEnd(runId, progress.skipped ? null : progress.after);
   }
 
   /**
