@@ -29,6 +29,8 @@ const PURGE_BATCH = 5_000;
 export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = new Logger('ResultsStore');
   private capping: Promise<number> = Promise.resolve(0);
+  /** Set by shutdown: a pass ends after its statement in flight, and the rest of its backlog waits for the next process. */
+  private stopping = false;
   private readonly task = new PeriodicTask('purge of expired results', PURGE_EVERY_MS, () => this.purgeExpired(this.clock.now()), this.log);
 
   constructor(
@@ -38,18 +40,26 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  /** Expired results are unreadable already (load checks expires_at); the purge keeps the table from growing forever. */
+  /**
+   * Expired results are unreadable already (load checks expires_at); the purge keeps the table from growing forever.
+   * Its first pass comes at start-up, right after the cap: a replica restarted more often than every PURGE_EVERY_MS (a
+   * deploy, a crash loop, a short-lived autoscaled one) would otherwise never delete what is past its retention.
+   */
   onApplicationBootstrap(): void {
-    this.task.start();
     // At once, not at the first purge: after RESULT_TTL_SECONDS was lowered, results kept under the longer retention
     // are already unreadable (load), and what reading one back costs (result_bytes, by expires_at) must say so too.
     this.capping = this.capToRetention(this.clock.now()).catch((err: unknown) => {
       this.log.warn({ err: loggableErrorText(err) }, 'results kept under a longer retention could not be brought to today\'s at start-up; the first purge does it');
       return 0;
     });
+    // Not before the cap ends (the purge caps first too): no two passes over the same rows. A shutdown meanwhile stops
+    // the task first, and a stopped task does not start.
+    void this.capping.finally(() => this.task.start(0));
   }
 
+  /** Waits for the statement in flight only: a pass over a large backlog (a lowered retention) stops between batches. */
   async onApplicationShutdown(): Promise<void> {
+    this.stopping = true;
     await this.capping;
     await this.task.stop();
   }
@@ -69,7 +79,7 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
         [now, ttl, batch],
       );
       total += n;
-      if (n < batch) return total;
+      if (n < batch || this.stopping) return total;
     }
   }
 
@@ -112,6 +122,7 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
    */
   async purgeExpired(now: Date, batch = PURGE_BATCH): Promise<number> {
     await this.capToRetention(now, batch);
+    if (this.stopping) return 0;
     let total = 0;
     for (;;) {
       const [{ n }] = await this.sql.query<{ n: number }>(
@@ -121,7 +132,7 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
         [now, batch],
       );
       total += n;
-      if (n < batch) return total;
+      if (n < batch || this.stopping) return total;
     }
   }
 }
