@@ -34,6 +34,8 @@ export interface LedgerEventView {
   actor: unknown;
   metadata: unknown;
   createdAt: string;
+  /** created_at as the event's hash covers it (CREATED_ISO_SQL: UTC, microseconds), so the chain can be recomputed from the listing */
+  createdAtExact: string;
   chainSeq: number | null;
   prevHash: string | null;
   hash: string | null;
@@ -64,6 +66,7 @@ export function ledgerEventView(r: LedgerEventRow): LedgerEventView {
     actor: r.actor,
     metadata: r.metadata,
     createdAt: r.created_at.toISOString(),
+    createdAtExact: r.created_iso,
     chainSeq: r.chain_seq === null ? null : Number(r.chain_seq),
     prevHash: r.prev_hash,
     hash: r.hash,

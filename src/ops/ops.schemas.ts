@@ -213,7 +213,7 @@ export const LEDGER_EVENT_PAGE_SCHEMA = {
       description: 'newest first',
       items: {
         type: 'object',
-        required: ['id', 'orgId', 'type', 'runId', 'toolCallId', 'actor', 'metadata', 'createdAt', 'chainSeq', 'prevHash', 'hash'],
+        required: ['id', 'orgId', 'type', 'runId', 'toolCallId', 'actor', 'metadata', 'createdAt', 'createdAtExact', 'chainSeq', 'prevHash', 'hash'],
         properties: {
           id: uuid,
           orgId: { ...uuid, description: 'the nil UUID for platform-level events' },
@@ -223,6 +223,13 @@ export const LEDGER_EVENT_PAGE_SCHEMA = {
           actor: EVENT_ACTOR_SCHEMA,
           metadata: { type: 'object', description: 'facts of the event, per type' },
           createdAt: dateTime,
+          createdAtExact: {
+            type: 'string',
+            example: '2026-12-05T14:13:41.963123Z',
+            description:
+              'createdAt as the event’s hash covers it: UTC with microseconds (createdAt is cut to milliseconds), so the chain can be recomputed ' +
+              'outside the gateway (README "Verifying the chain")',
+          },
           chainSeq: { type: 'integer', nullable: true, description: 'position in the org’s hash chain; null until sealed' },
           prevHash: { ...sha256Hex, nullable: true, description: 'null until sealed' },
           hash: { ...sha256Hex, nullable: true, description: 'null until sealed' },
