@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pinoHttp, type HttpLogger, type Options } from 'pino-http';
-import type { DestinationStream } from 'pino';
+import { levels, type DestinationStream } from 'pino';
 import { clientAddressOf } from '../auth/client-address.js';
 import type { AuthenticatedRequest } from '../auth/principal.js';
 import type { AppConfig } from '../config/app-config.js';
@@ -86,6 +86,8 @@ export function markAnsweredOutsideExpress(res: ServerResponse): void {
 }
 
 export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream] {
+  // The lowest level written ('silent' writes nothing).
+  const threshold = config.LOG_LEVEL === 'silent' ? Infinity : levels.values[config.LOG_LEVEL];
   const options: Options = {
     level: config.LOG_LEVEL,
     genReqId: (req: Req) => req.correlationId ?? 'unknown',
@@ -100,9 +102,13 @@ export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream]
       paths: ['req.headers', 'res.headers', '*.authorization', '*.accessToken', '*.clientSecret', '*.refreshToken', '*.secretKey', '*.password', '*.token'],
       censor: '[REDACTED]',
     },
-    // A readiness probe that passes says nothing (Docker's HEALTHCHECK asks every 10 s); one that fails is logged.
-    customLogLevel: (req: IncomingMessage, res: ServerResponse, err?: Error) =>
-      answeredOutside.has(res) ? 'silent' : err || res.statusCode >= 500 ? 'error' : res.statusCode < 400 && requestPath(req.url) === '/readyz' ? 'silent' : 'info',
+    // A readiness probe that passes says nothing (Docker's HEALTHCHECK asks every 10 s); one that fails is logged. A line
+    // below LOG_LEVEL is 'silent' here, not left to the logger: pino-http builds the line (the caller, the response
+    // time, the bindings) before the logger drops it, about half of the request logger's work at warn.
+    customLogLevel: (req: IncomingMessage, res: ServerResponse, err?: Error) => {
+      const level = answeredOutside.has(res) ? 'silent' : err || res.statusCode >= 500 ? 'error' : res.statusCode < 400 && requestPath(req.url) === '/readyz' ? 'silent' : 'info';
+      return level === 'silent' || levels.values[level] < threshold ? 'silent' : level;
+    },
     autoLogging: { ignore: (req: IncomingMessage) => QUIET_PATHS.has(requestPath(req.url)) },
   };
   return [options, logSink];

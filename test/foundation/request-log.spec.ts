@@ -259,6 +259,25 @@ describe('request log: who sent it', () => {
     expect(text).not.toMatch(/authorization|bearer/i);
   });
 
+  it('a request line below LOG_LEVEL is silent before pino-http builds it; a 5xx is still an error line at warn and error', () => {
+    const levelFor = (logLevel: string, status: number, url = '/v1/runs'): string => {
+      const config = loadConfig({
+        NODE_ENV: 'test', DATABASE_URL: process.env.DATABASE_URL, MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY,
+        BOOTSTRAP_ADMIN_KEY: TEST_ADMIN_KEY, LOG_LEVEL: logLevel, DATA_DIR: '.tmp/data-test',
+      });
+      const [options] = pinoHttpOptions(config);
+      const req = { url } as Parameters<NonNullable<typeof options.customLogLevel>>[0];
+      const res = { statusCode: status } as Parameters<NonNullable<typeof options.customLogLevel>>[1];
+      return options.customLogLevel!(req, res, undefined);
+    };
+    const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+    expect(levels.map((l) => levelFor(l, 200))).toEqual(['info', 'info', 'info', 'silent', 'silent', 'silent', 'silent']);
+    expect(levels.map((l) => levelFor(l, 404))).toEqual(['info', 'info', 'info', 'silent', 'silent', 'silent', 'silent']);
+    expect(levels.map((l) => levelFor(l, 503))).toEqual(['error', 'error', 'error', 'error', 'error', 'silent', 'silent']);
+    expect(levels.map((l) => levelFor(l, 503, '/readyz'))).toEqual(['error', 'error', 'error', 'error', 'error', 'silent', 'silent']);
+    expect(levels.map((l) => levelFor(l, 200, '/readyz'))).toEqual(levels.map(() => 'silent'));
+  });
+
   it('an answer logged as an error (a 5xx) names its caller as a completed one does', () => {
     const config = loadConfig({
       NODE_ENV: 'test', DATABASE_URL: process.env.DATABASE_URL, MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY,
