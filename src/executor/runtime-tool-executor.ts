@@ -67,7 +67,8 @@ const WRITE_RETRY_ROOM = 0.25;
 @Injectable()
 export class RuntimeToolExecutor {
   private readonly log = new Logger('Executor');
-  private readonly breakers = new Map<string, CircuitBreaker>();
+  /** Per org × vendor, with the stamp of the credentials the breaker's calls were made with (see breakerFor). */
+  private readonly breakers = new Map<string, { breaker: CircuitBreaker; stamp: string | null }>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -84,14 +85,27 @@ export class RuntimeToolExecutor {
     });
   }
 
-  breakerFor(orgId: string, vendor: VendorKey): CircuitBreaker {
+  /**
+   * The org × vendor breaker. Given the stamp of the credentials a call is about to use: a breaker whose failures came
+   * under other credentials (an admin replaced a wrong shop domain or connection) starts again closed, so the fix is
+   * not answered CIRCUIT_OPEN for the rest of a cooldown that only the old credentials earned. A key rotation changes
+   * stamps too, which at worst lets one more round of calls find a vendor still down. Without a stamp (a caller that
+   * only asks whether the breaker refuses), the breaker as it stands.
+   */
+  breakerFor(orgId: string, vendor: VendorKey, stamp?: string): CircuitBreaker {
     const key = `${orgId}:${vendor}`;
-    let b = this.breakers.get(key);
-    if (!b) {
-      b = new CircuitBreaker(this.config.CIRCUIT_BREAKER_THRESHOLD, this.config.CIRCUIT_BREAKER_COOLDOWN_MS, () => this.clock.elapsedMs());
-      this.breakers.set(key, b);
+    const held = this.breakers.get(key);
+    if (held && (stamp === undefined || held.stamp === stamp)) return held.breaker;
+    if (held && held.stamp === null) {
+      held.stamp = stamp!; // made by a caller without a stamp: its history belongs to these credentials as far as is known
+      return held.breaker;
     }
-    return b;
+    if (held?.breaker.refusing) {
+      this.log.log({ orgId, vendor }, 'circuit breaker reset: the org\'s credentials for the vendor were replaced since it opened');
+    }
+    const breaker = new CircuitBreaker(this.config.CIRCUIT_BREAKER_THRESHOLD, this.config.CIRCUIT_BREAKER_COOLDOWN_MS, () => this.clock.elapsedMs());
+    this.breakers.set(key, { breaker, stamp: stamp ?? null });
+    return breaker;
   }
 
   /**
@@ -134,7 +148,7 @@ export class RuntimeToolExecutor {
    */
   breakerCounts(): Map<string, number> {
     const counts = new Map<string, number>();
-    for (const [key, b] of this.breakers) {
+    for (const [key, { breaker: b }] of this.breakers) {
       if (!b.refusing) continue;
       const state = b.current;
       const k = `${key.slice(key.indexOf(':') + 1)}|${state}`;
@@ -190,7 +204,7 @@ export class RuntimeToolExecutor {
       if (!credentials) {
         return done({ status: 'failed', errorCode: 'CREDENTIALS_NOT_FOUND', errorText: `no ${req.entry.vendor} credentials for this org`, vendorStatus: null }, false);
       }
-      const breaker = this.breakerFor(req.orgId, req.entry.vendor);
+      const breaker = this.breakerFor(req.orgId, req.entry.vendor, credentials.stamp);
       const pass = breaker.tryAcquire();
       if (!pass) {
         return done({ status: 'failed', errorCode: 'CIRCUIT_OPEN', errorText: `${req.entry.vendor} circuit breaker is open`, vendorStatus: null }, false);

@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { Clock } from '../../src/common/clock.js';
 import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js';
 import { VendorRegistry } from '../../src/vendors/vendor-registry.js';
-import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { CREDENTIALS, setupOrg, shopDomainOf, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { adminAuth } from '../support/test-app.js';
 import { call, eventsOf, rowOf, waitFor } from './support.js';
 
 const THRESHOLD = 3;
@@ -157,5 +158,21 @@ describe('circuit breaker through the pipeline', () => {
     for (let i = 0; i < THRESHOLD - 1; i++) expect((await lookup(org)).body.errorCode).toBe('VENDOR_ERROR');
     expect(state(org)).toBe('closed');
     expect((await lookup(org)).body.status).toBe('succeeded');
+  });
+  it('credentials replaced after it opened start it again closed; the same credentials saved again do not', async () => {
+    const org = await fresh();
+    await openBreaker(org);
+    h.emu.clearFaults();
+    const put = (shopDomain: string) =>
+      h.t.http.put(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`).set(adminAuth).send({ config: { ...CREDENTIALS.shopify, shopDomain } });
+    // Saved again as they were: the same stored config (the same stamp), so the breaker those calls opened stays open.
+    expect((await put(shopDomainOf(org.orgId))).status).toBe(200);
+    expect((await lookup(org)).body.errorCode).toBe('CIRCUIT_OPEN');
+    // An admin fixes them (another shop domain): the next call reaches the vendor instead of waiting out the cooldown.
+    const before = shopifyCalls();
+    expect((await put(`fixed-${shopDomainOf(org.orgId)}`)).status).toBe(200);
+    expect((await lookup(org)).body).toMatchObject({ status: 'succeeded' });
+    expect(shopifyCalls() - before).toBe(1);
+    expect(state(org)).toBe('closed');
   });
 });
