@@ -43,10 +43,12 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
       marketplaceId: { type: 'string', pattern: '^[A-Z0-9]{1,32}$' },
     },
   },
+  // accountId is the default account only: Jumio KYX keeps one account per end user, and kyc.get_status names the
+  // execution's own account in its accountId param. A call that names none under config without one is refused.
   jumio: {
     type: 'object',
     additionalProperties: false,
-    required: ['clientId', 'clientSecret', 'region', 'accountId'],
+    required: ['clientId', 'clientSecret', 'region'],
     properties: {
       clientId: { type: 'string', minLength: 1, maxLength: 256, pattern: NOT_BLANK },
       clientSecret: { type: 'string', minLength: 1, maxLength: 512, pattern: NOT_BLANK },

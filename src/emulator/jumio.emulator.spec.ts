@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JUMIO_EMULATOR_CREDENTIALS, JUMIO_EXECUTION_IDS, JumioEmulator } from './jumio.emulator.js';
+import { JUMIO_ACCOUNT_IDS, JUMIO_EMULATOR_CREDENTIALS, JUMIO_EXECUTION_IDS, JumioEmulator } from './jumio.emulator.js';
 import { VendorEmulator } from './vendor-emulator.js';
 
 const emu = new VendorEmulator([new JumioEmulator()]);
@@ -43,5 +43,25 @@ describe('emulated Jumio token endpoint headers (VENDORS.md §3.1: Accept: appli
     const ok = await tokenRequest('application/json, text/plain;q=0.5');
     expect(ok.status).toBe(200);
     expect(await ok.json()).toMatchObject({ token_type: 'Bearer', expires_in: 3600 });
+  });
+});
+
+describe('emulated Jumio accounts (VENDORS.md §3.2: one account per end user, an execution only under its own)', () => {
+  it('answers an execution under its own account and 404 under any other, in Jumio\'s shapes', async () => {
+    const headers = { authorization: `Bearer ${await token()}`, 'user-agent': 'Acme/1', accept: 'application/json' };
+    const get = async (account: string, id: string, suffix = '') => {
+      const res = await fetch(`${emu.url}/api/v1/accounts/${account}/workflow-executions/${id}${suffix}`, { headers });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const { primary, second } = JUMIO_ACCOUNT_IDS;
+    const { processed, secondProcessed } = JUMIO_EXECUTION_IDS;
+    expect(await get(second, secondProcessed, '/status')).toMatchObject({ status: 200, body: { account: { id: second }, workflowExecution: { id: secondProcessed, status: 'PROCESSED' } } });
+    expect(await get(second, secondProcessed)).toMatchObject({ status: 200, body: { account: { id: second }, workflow: { id: secondProcessed, status: 'PROCESSED' } } });
+    expect(await get(primary, processed)).toMatchObject({ status: 200, body: { account: { id: primary } } });
+    const notFound = { status: 404, body: { title: 'Not Found', status: 404, detail: 'Resource not found' } };
+    for (const [account, id] of [[primary, secondProcessed], [second, processed]] as const) {
+      expect(await get(account, id, '/status'), `${account}/${id}`).toEqual(notFound);
+      expect(await get(account, id), `${account}/${id}`).toEqual(notFound);
+    }
   });
 });

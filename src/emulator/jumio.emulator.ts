@@ -2,7 +2,8 @@
  * Emulated Jumio KYX auth + retrieval (VENDORS.md §3): Basic-auth token
  * endpoint, bearer-checked retrieval, 403 without a User-Agent or without
  * Accept: application/json (the token endpoint: without that Accept), and a PROCESSED execution whose details carry
- * full extraction PII so tests can prove the handler never passes it on.
+ * full extraction PII so tests can prove the handler never passes it on. Executions are filed per account, as Jumio
+ * KYX keeps one account per end user (VENDORS.md §3.2): one asked for under any other account is a 404.
  */
 import { randomBytes } from 'node:crypto';
 import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec } from './emulator.types.js';
@@ -15,10 +16,21 @@ export const JUMIO_EMULATOR_CREDENTIALS = {
   accountId: 'f3b1c2d4-5e6f-4a70-8b9c-0d1e2f3a4b5c',
 } as const;
 
+/**
+ * The tenant's end-user accounts: `primary` is the one the emulator credentials name as the org's default, `second`
+ * another end user's, whose executions only a call naming its account can read.
+ */
+export const JUMIO_ACCOUNT_IDS = {
+  primary: JUMIO_EMULATOR_CREDENTIALS.accountId,
+  second: '7c9e6679-7425-40de-944b-e07fc1f90ae7',
+} as const;
+
+/** `processed`, `initiated` and `unknown` belong to (or are missing from) the primary account, `secondProcessed` to the second. */
 export const JUMIO_EXECUTION_IDS = {
   processed: 'a1b2c3d4-0000-4c5d-8e9f-000000000003',
   initiated: 'a1b2c3d4-0000-4c5d-8e9f-000000000001',
   unknown: 'a1b2c3d4-0000-4c5d-8e9f-0000000000ff',
+  secondProcessed: 'b2c3d4e5-0000-4c5d-8e9f-000000000004',
 } as const;
 
 /** PII planted in the PROCESSED details; must never appear in a handler result. */
@@ -41,8 +53,11 @@ function acceptsJson(req: EmuRequest): boolean {
   return (req.headers.accept ?? '').toLowerCase().includes('application/json');
 }
 
-function processedDetails(id: string): Record<string, unknown> {
-  const acc = JUMIO_EMULATOR_CREDENTIALS.accountId;
+/** Where the emulator files an execution: Jumio finds one only under its own account. */
+const executionKey = (accountId: string, id: string): string => `${accountId}/${id}`;
+
+function processedDetails(accountId: string, id: string): Record<string, unknown> {
+  const acc = accountId;
   const pii = JUMIO_FIXTURE_PII;
   const passed = (label = 'OK') => ({ type: 'PASSED', details: { label } });
   return {
@@ -82,6 +97,7 @@ export class JumioEmulator implements EmulatedVendor, FaultResponder {
   tokenRequests = 0;
   private tokenLifetimeSec = 3600;
   private readonly tokens = new Map<string, { expiresAt: number; expired: boolean }>();
+  /** Execution status by executionKey(account, id). */
   private readonly statuses = new Map<string, string>();
 
   constructor() {
@@ -101,8 +117,9 @@ export class JumioEmulator implements EmulatedVendor, FaultResponder {
     this.tokenLifetimeSec = 3600;
     this.tokens.clear();
     this.statuses.clear();
-    this.statuses.set(JUMIO_EXECUTION_IDS.processed, 'PROCESSED');
-    this.statuses.set(JUMIO_EXECUTION_IDS.initiated, 'INITIATED');
+    this.statuses.set(executionKey(JUMIO_ACCOUNT_IDS.primary, JUMIO_EXECUTION_IDS.processed), 'PROCESSED');
+    this.statuses.set(executionKey(JUMIO_ACCOUNT_IDS.primary, JUMIO_EXECUTION_IDS.initiated), 'INITIATED');
+    this.statuses.set(executionKey(JUMIO_ACCOUNT_IDS.second, JUMIO_EXECUTION_IDS.secondProcessed), 'PROCESSED');
   }
 
   setTokenLifetime(sec: number): void {
@@ -149,8 +166,9 @@ export class JumioEmulator implements EmulatedVendor, FaultResponder {
     const m = API_PATH.exec(req.path);
     if (req.method !== 'GET' || !m) return problem(404, 'Not Found', 'Resource not found');
     const [, accountId, id, isStatus] = m;
-    const status = this.statuses.get(id);
-    if (accountId !== JUMIO_EMULATOR_CREDENTIALS.accountId || !status) return problem(404, 'Not Found', 'Resource not found');
+    // An execution asked for under an account other than its own is not found, as at Jumio (VENDORS.md §3.3).
+    const status = this.statuses.get(executionKey(accountId, id));
+    if (!status) return problem(404, 'Not Found', 'Resource not found');
     const base = `https://retrieval.amer-1.jumio.ai/api/v1/accounts/${accountId}/workflow-executions/${id}`;
     if (isStatus) {
       return {
@@ -161,6 +179,6 @@ export class JumioEmulator implements EmulatedVendor, FaultResponder {
     if (status !== 'PROCESSED') {
       return { status: 200, body: { workflow: { id, status, definitionKey: '10013' }, account: { id: accountId }, createdAt: '2026-08-04T11:00:02.000Z' } };
     }
-    return { status: 200, body: processedDetails(id) };
+    return { status: 200, body: processedDetails(accountId, id) };
   }
 }

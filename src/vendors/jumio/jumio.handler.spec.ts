@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { JUMIO_EMULATOR_CREDENTIALS, JUMIO_EXECUTION_IDS, JUMIO_FIXTURE_PII, JumioEmulator } from '../../emulator/jumio.emulator.js';
+import { JUMIO_ACCOUNT_IDS, JUMIO_EMULATOR_CREDENTIALS, JUMIO_EXECUTION_IDS, JUMIO_FIXTURE_PII, JumioEmulator } from '../../emulator/jumio.emulator.js';
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
 import { TokenCache } from '../auth/token-cache.js';
 import type { VendorCallContext, VendorEndpoints } from '../vendor-handler.js';
@@ -262,6 +262,53 @@ describe('JumioHandler failures', () => {
     const out = await handler.execute(ctx(params));
     expect(out.ok && out.data).toMatchObject({ workflowExecutionId: JUMIO_EXECUTION_IDS.processed, status: 'PROCESSED' });
     expect(emu.requests.filter((r) => statusPath.test(r.path) || detailsPath.test(r.path)).map((r) => r.path.split('/').includes(JUMIO_EXECUTION_IDS.processed))).toEqual([true, true]);
+  });
+
+  it('canonicalParams: a valid accountId in upper case becomes lower case too, alone or with the id', () => {
+    const handler = new JumioHandler(endpoints);
+    const account = JUMIO_ACCOUNT_IDS.second;
+    expect(handler.canonicalParams('kyc', 'get_status', { ...processed, accountId: account.toUpperCase() })).toEqual({ ...processed, accountId: account });
+    expect(handler.canonicalParams('kyc', 'get_status', { workflowExecutionId: JUMIO_EXECUTION_IDS.processed.toUpperCase(), accountId: account.toUpperCase() })).toEqual({
+      ...processed,
+      accountId: account,
+    });
+    expect(handler.canonicalParam('kyc', 'get_status', 'accountId', account.toUpperCase())).toBe(account);
+    for (const params of [{ ...processed, accountId: account }, { ...processed, accountId: '../../ACCOUNTS' }, { ...processed, accountId: 42 }]) {
+      expect(handler.canonicalParams('kyc', 'get_status', params)).toBe(params);
+    }
+  });
+
+  it('accountId names the account the execution is asked for under; without it the credentials\' default account is used', async () => {
+    // A handler (and token cache) per step: emu.reset() forgets the tokens it minted.
+    const handler = () => new JumioHandler(endpoints, new TokenCache());
+    const second = await handler().execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, accountId: JUMIO_ACCOUNT_IDS.second }));
+    expect(second.ok && second.data).toMatchObject({ workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, status: 'PROCESSED' });
+    const asked = () => emu.requests.filter((r) => statusPath.test(r.path) || detailsPath.test(r.path)).map((r) => r.path.split('/')[4]);
+    expect(asked()).toEqual([JUMIO_ACCOUNT_IDS.second, JUMIO_ACCOUNT_IDS.second]);
+    emu.reset();
+    expect((await handler().execute(ctx(processed))).ok).toBe(true);
+    expect(asked()).toEqual([JUMIO_ACCOUNT_IDS.primary, JUMIO_ACCOUNT_IDS.primary]);
+    // Under the default account the second end user's execution is not found, as at Jumio.
+    emu.reset();
+    expect(failure(await handler().execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed })))).toMatchObject({ kind: 'not_found', vendorStatus: 404 });
+  });
+
+  it('credentials without an accountId: a call naming its account works, one naming none is refused before anything is sent', async () => {
+    const { accountId: _default, ...noDefault } = CREDS;
+    const named = await new JumioHandler(endpoints, new TokenCache()).execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, accountId: JUMIO_ACCOUNT_IDS.second }, noDefault));
+    expect(named.ok).toBe(true);
+    emu.reset();
+    const out = failure(await new JumioHandler(endpoints, new TokenCache()).execute(ctx(processed, noDefault)));
+    expect(out).toMatchObject({ kind: 'rejected', requestSent: false });
+    expect(out.vendorStatus).toBeUndefined();
+    expect(out.message).toMatch(/^accountId: is required/);
+    expect(emu.requests).toHaveLength(0); // not even a token
+  });
+
+  it('a non-UUID accountId never leaves the gateway, whatever the credentials say', async () => {
+    const out = failure(await new JumioHandler(endpoints).execute(ctx({ ...processed, accountId: '../../accounts' })));
+    expect(out).toMatchObject({ kind: 'rejected', requestSent: false, message: 'accountId: must be a UUID' });
+    expect(emu.requests).toHaveLength(0);
   });
 
   it('a non-UUID id never leaves the gateway', async () => {

@@ -16,6 +16,9 @@ import { JUMIO_TOOLS, UUID } from './jumio.tools.js';
 /** Retrieval allows 15 requests/s per tenant (75 per 5 s, VENDORS.md §3.3): one slot is 67 ms. */
 export const JUMIO_RETRIEVAL_BACKOFF_MS = Math.ceil(1000 / 15);
 
+/** The params of kyc.get_status that are UUIDs, spelled in lower case (canonicalParams). */
+const UUID_PARAMS: readonly string[] = ['workflowExecutionId', 'accountId'];
+
 type Answer = { ok: true; status: number; body: unknown } | { ok: false; outcome: FailedOutcome };
 
 interface CallState {
@@ -46,6 +49,21 @@ function classify(res: VendorHttpResponse): Answer {
   return { ok: false, outcome: fail('rejected', `Jumio rejected the request: HTTP ${s}`, s) };
 }
 
+/**
+ * The account the execution is asked for under. Jumio KYX keeps one account per end user and files each end user's
+ * workflow executions under their own account (VENDORS.md §3.2), so the call's accountId names it; the credentials'
+ * accountId is only the org's default, for an org whose executions all live under one account. With neither, no
+ * account can be asked: the call is refused before anything (a token included) is sent, naming the param to give.
+ */
+function executionAccount(param: unknown, creds: JumioCredentials): { ok: true; id: string } | { ok: false; message: string } {
+  if (param !== undefined) {
+    // It goes into the URL path: re-checked even though the schema did.
+    return typeof param === 'string' && UUID.test(param) ? { ok: true, id: param } : { ok: false, message: 'accountId: must be a UUID' };
+  }
+  if (creds.accountId !== undefined) return { ok: true, id: creds.accountId };
+  return { ok: false, message: "accountId: is required, as the org's jumio credentials name no default accountId (give the end user's Jumio account id)" };
+}
+
 export class JumioHandler implements VendorHandler {
   readonly vendor = 'jumio' as const;
   readonly tools = JUMIO_TOOLS;
@@ -56,13 +74,19 @@ export class JumioHandler implements VendorHandler {
   ) {}
 
   /**
-   * A valid workflow execution id in lower case: Jumio reads a UUID's hex digits alike in either case, and a
-   * policy rule compares the text, so the upper-case spelling would walk around `workflowExecutionId eq "…"`.
+   * A valid workflow execution id and account id in lower case: Jumio reads a UUID's hex digits alike in either
+   * case, and a policy rule compares the text, so the upper-case spelling would walk around `workflowExecutionId eq
+   * "…"` (or `accountId eq "…"`), and the ledger and the idempotency digest would hold two spellings of one call.
    */
   canonicalParams(toolName: string, action: string, params: Record<string, unknown>): Record<string, unknown> {
-    const id = params.workflowExecutionId;
-    const canonical = this.canonicalParam(toolName, action, 'workflowExecutionId', id);
-    return canonical === id ? params : { ...params, workflowExecutionId: canonical };
+    let out = params;
+    for (const name of UUID_PARAMS) {
+      if (!Object.hasOwn(params, name)) continue;
+      const value = params[name];
+      const canonical = this.canonicalParam(toolName, action, name, value);
+      if (canonical !== value) out = { ...out, [name]: canonical };
+    }
+    return out;
   }
 
   /**
@@ -75,7 +99,7 @@ export class JumioHandler implements VendorHandler {
   }
 
   canonicalParam(toolName: string, action: string, param: string, value: unknown): unknown {
-    if (toolName !== 'kyc' || action !== 'get_status' || param !== 'workflowExecutionId' || typeof value !== 'string' || !UUID.test(value)) return value;
+    if (toolName !== 'kyc' || action !== 'get_status' || !UUID_PARAMS.includes(param) || typeof value !== 'string' || !UUID.test(value)) return value;
     return value.toLowerCase();
   }
 
@@ -86,8 +110,10 @@ export class JumioHandler implements VendorHandler {
     const id = ctx.params.workflowExecutionId;
     // The id goes into the URL path: re-check it even though the schema did.
     if (typeof id !== 'string' || !UUID.test(id)) return fail('rejected', 'workflowExecutionId: must be a UUID');
+    const account = executionAccount(ctx.params.accountId, creds);
+    if (!account.ok) return fail('rejected', account.message);
     const state: CallState = { creds, cacheKey: jumioCacheKey(this.endpoints, creds), signal: ctx.signal, refreshed: false };
-    const base = `${jumioRetrievalBaseUrl(this.endpoints, creds.region)}/api/v1/accounts/${creds.accountId}/workflow-executions/${id}`;
+    const base = `${jumioRetrievalBaseUrl(this.endpoints, creds.region)}/api/v1/accounts/${account.id}/workflow-executions/${id}`;
     try {
       const res = await this.get(state, `${base}/status`);
       if (!res.ok) return res.outcome;

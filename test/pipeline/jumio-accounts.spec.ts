@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { actionDigest } from '../../src/common/canonical-json.js';
+import { JUMIO_ACCOUNT_IDS, JUMIO_EXECUTION_IDS } from '../../src/emulator/jumio.emulator.js';
+import { CREDENTIALS, setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { adminAuth, bearer } from '../support/test-app.js';
+
+/**
+ * Jumio KYX keeps one account per end user, and a workflow execution is found only under its own account
+ * (GET /api/v1/accounts/{accountId}/workflow-executions/{id}, VENDORS.md §3.2). kyc.get_status names the account in
+ * its accountId param; the org's credentials hold only a default one. Driven end to end over HTTP: the gateway, its
+ * ledger and the Jumio emulator, which files the executions of two accounts apart and answers 404 under the wrong one.
+ */
+describe('kyc.get_status: the execution is asked for under the end user\'s own Jumio account', () => {
+  let h: Harness;
+  // Credentials naming the emulator's primary account as the org's default.
+  let org: OrgSetup;
+  const { primary, second } = JUMIO_ACCOUNT_IDS;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    org = await setupOrg(h.t, { tools: ['kyc.get_status'], vendors: ['jumio'] });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const get = (o: OrgSetup, input: Record<string, unknown>) =>
+    h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).send(toolUse('kyc', { action: 'get_status', ...input }));
+  /** The account of every retrieval request the emulator received since request number `from`. */
+  const accountsAskedSince = (from: number) =>
+    h.emu.requests.slice(from).filter((r) => r.vendor === 'jumio' && r.path.includes('/workflow-executions/')).map((r) => r.path.split('/')[4]);
+  const rowOf = async (id: string) =>
+    ((await h.t.ds.query('SELECT status, error_code, error_text, input_redacted, action_digest, vendor_refused FROM tool_calls WHERE id = $1', [id])) as Record<string, unknown>[])[0];
+
+  it("a PROCESSED execution under a second end user's account is read when the call names that account", async () => {
+    const from = h.emu.requests.length;
+    const res = await get(org, { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, accountId: second });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ status: 'succeeded', errorCode: null, result: { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, status: 'PROCESSED' } });
+    expect(accountsAskedSince(from)).toEqual([second, second]); // the status, then the details
+  });
+
+  it('without accountId the credentials\' default account is used (and the second account\'s execution is not found there)', async () => {
+    const from = h.emu.requests.length;
+    const res = await get(org, { workflowExecutionId: JUMIO_EXECUTION_IDS.processed });
+    expect(res.body).toMatchObject({ status: 'succeeded', result: { workflowExecutionId: JUMIO_EXECUTION_IDS.processed, status: 'PROCESSED' } });
+    expect(accountsAskedSince(from)).toEqual([primary, primary]);
+    const wrong = await get(org, { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed });
+    expect(wrong.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_NOT_FOUND' });
+  });
+
+  it('an accountId in upper case is recorded, digested, judged by the policy and sent in lower case', async () => {
+    const rules = [{ id: 'not-this-user', match: { toolName: 'kyc.get_status', where: [{ path: 'accountId', op: 'eq', value: second } ] }, decision: 'block' }];
+    const guarded = await setupOrg(h.t, { tools: ['kyc.get_status'], vendors: ['jumio'], rules });
+    const blocked = await get(guarded, { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, accountId: second.toUpperCase() });
+    expect([blocked.status, blocked.body.errorCode]).toEqual([403, 'POLICY_BLOCKED']);
+
+    const from = h.emu.requests.length;
+    const input = { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed.toUpperCase(), accountId: second.toUpperCase() };
+    const res = await get(org, input);
+    expect(res.body).toMatchObject({ status: 'succeeded', result: { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, status: 'PROCESSED' } });
+    expect(accountsAskedSince(from)).toEqual([second, second]);
+    const lower = { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, accountId: second };
+    const row = await rowOf(res.body.toolCallId as string);
+    expect(row.input_redacted).toEqual({ ...lower, includeDetails: true });
+    expect(row.action_digest).toBe(actionDigest({ toolName: 'kyc', action: 'get_status', params: lower }));
+  });
+
+  it('credentials without an accountId are accepted; a call naming no account is then refused before anything is sent', async () => {
+    const noDefault = await setupOrg(h.t, { tools: ['kyc.get_status'], vendors: [] });
+    const { accountId: _default, ...config } = CREDENTIALS.jumio;
+    const put = await h.t.http.put(`/v1/orgs/${noDefault.orgId}/integrations/jumio/credentials`).set(adminAuth).send({ config });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    // A malformed one is still refused.
+    const bad = await h.t.http.put(`/v1/orgs/${noDefault.orgId}/integrations/jumio/credentials`).set(adminAuth).send({ config: { ...config, accountId: 'not/an-account' } });
+    expect([bad.status, bad.body.code]).toEqual([400, 'VALIDATION_FAILED']);
+    expect(bad.body.detail).toContain('accountId');
+
+    const from = h.emu.requests.length;
+    const refused = await get(noDefault, { workflowExecutionId: JUMIO_EXECUTION_IDS.processed });
+    expect(refused.status).toBe(200);
+    expect(refused.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR', toolResult: { is_error: true } });
+    expect(refused.body.toolResult.content).toMatch(/check the input/);
+    const row = await rowOf(refused.body.toolCallId as string);
+    expect(row).toMatchObject({ status: 'failed', error_code: 'VENDOR_ERROR', vendor_refused: true });
+    expect(row.error_text).toMatch(/^accountId: is required/);
+    // Nothing reached Jumio, not even a token request.
+    expect(h.emu.requests.slice(from).filter((r) => r.vendor === 'jumio')).toEqual([]);
+
+    const named = await get(noDefault, { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, accountId: second });
+    expect(named.body).toMatchObject({ status: 'succeeded', result: { status: 'PROCESSED' } });
+  });
+});
