@@ -54,31 +54,52 @@ export const ndjsonLine = (v: ToolCallView): string =>
 /** About how many characters of export text go to the stream at once. */
 const EXPORT_CHUNK_CHARS = 64 * 1024;
 
-/**
- * The text of rows in the chosen format, rows joined into chunks of about EXPORT_CHUNK_CHARS (a longer row is a
- * chunk alone): never one string for a whole batch, which large rows would take past V8's string limit.
- */
-export function* exportChunks(format: ExportFormat, views: Iterable<ToolCallView>): Generator<string> {
-  const line = format === 'csv' ? csvLine : ndjsonLine;
-  let out = '';
-  for (const v of views) {
-    const text = line(v);
-    if (out.length > 0 && out.length + text.length > EXPORT_CHUNK_CHARS) {
-      yield out;
-      out = '';
-    }
-    out += text;
-  }
-  if (out.length > 0) yield out;
+/** A piece of export text and how many rows it holds (whole rows only). */
+export interface ExportChunk {
+  text: string;
+  rows: number;
 }
 
 /**
- * The last line of an export cut short by a failure where the body's end cannot say so (HTTP/1.0: only the
- * connection's close ends it): NDJSON an object that is no tool call, `{"exportIncomplete": true, "rows": N, …}`;
- * CSV a one-cell row starting `#export incomplete`. A reader that checks for it knows the file is partial; one that
- * does not fails on a line unlike the others instead of silently taking a part of the ledger for the whole.
+ * The text of rows in the chosen format, rows joined into chunks of about EXPORT_CHUNK_CHARS (a longer row is a
+ * chunk alone): never one string for a whole batch, which large rows would take past V8's string limit. Each chunk
+ * says how many rows it holds, so an export stopped between two chunks knows how many it sent.
  */
-export function incompleteExportLine(format: ExportFormat, rows: number): string {
-  if (format === 'csv') return `#export incomplete - it stopped after ${rows} rows when the database failed - request it again\r\n`; // one cell: no comma or quote
-  return `${JSON.stringify({ exportIncomplete: true, rows, detail: `the export stopped after ${rows} rows (the database failed): this file is incomplete; request it again` })}\n`;
+export function* exportChunks(format: ExportFormat, views: Iterable<ToolCallView>): Generator<ExportChunk> {
+  const line = format === 'csv' ? csvLine : ndjsonLine;
+  let out = '';
+  let rows = 0;
+  for (const v of views) {
+    const text = line(v);
+    if (out.length > 0 && out.length + text.length > EXPORT_CHUNK_CHARS) {
+      yield { text: out, rows };
+      out = '';
+      rows = 0;
+    }
+    out += text;
+    rows++;
+  }
+  if (out.length > 0) yield { text: out, rows };
+}
+
+/** Why an export was cut short: its database failed, or the gateway is stopping (HttpDrain's beforeBackstop). */
+export type ExportCut = 'database' | 'stopping';
+
+/** Each cause in the CSV line's words (no comma or quote: the line stays one cell) and in the NDJSON detail's. */
+const CUT_WORDS: Record<ExportCut, { csv: string; ndjson: string }> = {
+  database: { csv: 'when the database failed', ndjson: 'the database failed' },
+  stopping: { csv: 'when the gateway was stopping', ndjson: 'the gateway is stopping' },
+};
+
+/**
+ * The last line of an export cut short where the body's end cannot say so (HTTP/1.0: only the connection's close
+ * ends it), by a failure or by the gateway stopping: NDJSON an object that is no tool call,
+ * `{"exportIncomplete": true, "rows": N, "detail": …}`; CSV a one-cell row starting `#export incomplete`. A reader that
+ * checks for it knows the file is partial; one that does not fails on a line unlike the others instead of silently
+ * taking a part of the ledger for the whole.
+ */
+export function incompleteExportLine(format: ExportFormat, rows: number, cut: ExportCut = 'database'): string {
+  const words = CUT_WORDS[cut];
+  if (format === 'csv') return `#export incomplete - it stopped after ${rows} rows ${words.csv} - request it again\r\n`; // one cell: no comma or quote
+  return `${JSON.stringify({ exportIncomplete: true, rows, detail: `the export stopped after ${rows} rows (${words.ndjson}): this file is incomplete; request it again` })}\n`;
 }

@@ -3,6 +3,7 @@ import type { Request } from 'express';
 import { ApiBearerAuth, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ApiRoles, LEDGER_READERS } from '../common/http/api-roles.js';
+import { beforeBackstop } from '../common/http/http-drain.js';
 import type { Principal } from '../auth/principal.js';
 import { ToolCallExportQuery, ToolCallListQuery } from './ops.dto.js';
 import { EXPORT_CONTENT, TOOL_CALL_DETAIL_SCHEMA, TOOL_CALL_PAGE_SCHEMA } from './ops.schemas.js';
@@ -44,7 +45,8 @@ export class ToolCallsLedgerController {
     content: EXPORT_CONTENT,
   })
   export(@CurrentPrincipal() p: Principal, @Query() q: ToolCallExportQuery, @Req() req: Request) {
-    return this.calls.export(p, q, req.httpVersion === '1.0');
+    // HTTP/1.0 (close-delimited): the drain's signal lets the export end with its incomplete line before the backstop.
+    return this.calls.export(p, q, req.httpVersion === '1.0', beforeBackstop(req));
   }
 
   @Get(':id')

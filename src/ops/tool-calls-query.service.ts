@@ -158,9 +158,12 @@ export class ToolCallsQueryService {
    * later aborts the response rather than ending a truncated file cleanly.
    * `closeDelimited` (HTTP/1.0, as nginx's default proxy_http_version speaks it): there a body ends only by the
    * connection's close, so an abort looks like the end of a complete file. The file ends instead with a last line
-   * saying it is incomplete (incompleteExportLine).
+   * saying it is incomplete (incompleteExportLine), after a database failure, and when `beforeBackstop` fires (HttpDrain:
+   * the gateway is stopping and is about to close every connection left). Then the export stops between two chunks,
+   * or without waiting for the batch it is reading, and ends normally, so that line leaves before the connection
+   * closes. Over HTTP/1.1 the backstop's abort (no last chunk) tells the client already.
    */
-  async export(p: Principal, q: ToolCallExportQuery, closeDelimited = false): Promise<StreamableFile> {
+  async export(p: Principal, q: ToolCallExportQuery, closeDelimited = false, beforeBackstop?: AbortSignal): Promise<StreamableFile> {
     const filters = filtersOf(q);
     const orgId = await listingScope(this.scope, p, q.orgId);
     await this.expireOverdueApprovals(orgId, filters);
@@ -186,18 +189,44 @@ export class ToolCallsQueryService {
     const batches = this.batches(orgId, filters, first);
     const format = q.format;
     const log = this.log;
+    const windUp = closeDelimited ? beforeBackstop : undefined;
     async function* text(): AsyncGenerator<string> {
       if (format === 'csv') yield charge(csvHeader());
       let sent = 0;
+      let stopping = false;
+      const stop = windUp && whenAborted(windUp);
       try {
-        for await (const rows of batches) {
-          for (const chunk of exportChunks(format, rows.map((r) => toToolCallView(toolCallEntityOf(r))))) yield charge(chunk);
-          sent += rows.length;
+        while (!stopping) {
+          const next = batches.next();
+          const batch = stop ? await Promise.race([next, stop.aborted]) : await next;
+          if (batch === STOPPING) {
+            // The batch query is not waited for (it may take up to the statement timeout, past the backstop): it
+            // ends on its own, and its failure, if any, is no one's to hear.
+            next.catch(() => undefined);
+            stopping = true;
+          } else if (batch.done) return;
+          else {
+            for (const chunk of exportChunks(format, batch.value.map((r) => toToolCallView(toolCallEntityOf(r))))) {
+              // Between two chunks, each of whole rows: the file never ends in the middle of one.
+              if (windUp?.aborted) {
+                stopping = true;
+                break;
+              }
+              yield charge(chunk.text);
+              sent += chunk.rows;
+            }
+          }
         }
+        log.warn(`tool-call export stopped after ${sent} rows: the gateway is stopping; the HTTP/1.0 file ends with a line saying so`);
+        yield incompleteExportLine(format, sent, 'stopping');
       } catch (err) {
         if (!closeDelimited) throw err; // chunked: the abort (no last chunk) tells the client
         log.error(`tool-call export stopped after ${sent} rows; the HTTP/1.0 file ends with a line saying so: ${loggableErrorText(err)}`);
         yield incompleteExportLine(format, sent);
+      } finally {
+        stop?.dispose();
+        // Not awaited: after a stop it settles only once the batch query left running ends.
+        batches.return(undefined).catch(() => undefined);
       }
     }
     return new StreamableFile(Readable.from(text()), {
@@ -228,6 +257,23 @@ export class ToolCallsQueryService {
     const pageRows = rows.length ? Number(rows[0].page_rows) : 0;
     return { rows, more: rows.length < pageRows || pageRows === limit, bytes: sumBytes(rows) };
   }
+}
+
+/** What an export's wait for its next batch gives when the gateway's stop overtakes it. */
+const STOPPING = Symbol('stopping');
+
+/**
+ * A promise of STOPPING once `signal` aborts, and `dispose` to stop listening: the drain's signal lives as long as the
+ * server, and each export adds a listener to it.
+ */
+function whenAborted(signal: AbortSignal): { aborted: Promise<typeof STOPPING>; dispose: () => void } {
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<typeof STOPPING>((resolve) => {
+    onAbort = () => resolve(STOPPING);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return { aborted, dispose: () => signal.removeEventListener('abort', onAbort) };
 }
 
 /** The redacted input and output bytes of rows read by toolCallsSizedPageSql. */

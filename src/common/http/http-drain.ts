@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
@@ -11,7 +12,27 @@ import { sendProblem } from '../errors/problem.filter.js';
 export const DRAIN_CLIENT_DEADLINE_MS = 3_000;
 /** The backstop closes every connection this long after VENDOR_TIMEOUT_MS: recording an outcome and answering it. */
 export const DRAIN_BACKSTOP_MARGIN_MS = 5_000;
+/**
+ * How long before the backstop `beforeBackstop` fires: an answer that can end itself cleanly (an HTTP/1.0 export,
+ * which ends with a line saying it is incomplete) stops then, and its last bytes have this long to leave before the
+ * backstop destroys its connection. At begin() when the backstop comes sooner than that.
+ */
+export const DRAIN_WIND_UP_MS = 1_000;
 
+/**
+ * Each connection's drain signal (HttpDrain.windUp), found from a request (beforeBackstop): the routes reach the drain
+ * through their request, as the drain is made for the HTTP server after the application's providers.
+ */
+const windUpSignals = new WeakMap<Socket, AbortSignal>();
+
+/**
+ * Fires DRAIN_WIND_UP_MS before the drain's backstop closes every connection left (undefined for a request the drain
+ * does not watch). An answer whose abort would read as a complete body (HTTP/1.0: only the connection's close ends it)
+ * stops here at a boundary of its own and ends normally, saying it is incomplete, instead of being cut by the backstop.
+ */
+export function beforeBackstop(req: IncomingMessage): AbortSignal | undefined {
+  return windUpSignals.get(req.socket);
+}
 
 /** Longest pause between two looks at the connections for answers their clients stopped reading. */
 const STALL_CHECK_MS = 5_000;
@@ -46,7 +67,9 @@ function refuse(req: Request & { correlationId?: string }, res: Response): void 
  * - admitted requests finish; answers not yet sent close their connection after them;
  * - a backstop closes every connection VENDOR_TIMEOUT_MS + DRAIN_BACKSTOP_MARGIN_MS after the start (a client
  *   that does not read its answer), so the process always ends by itself. Outcomes do not depend on the socket:
- *   the ledger waits for calls at their vendors whatever happened to their clients.
+ *   the ledger waits for calls at their vendors whatever happened to their clients;
+ * - DRAIN_WIND_UP_MS before the backstop, `beforeBackstop` fires: an answer still streaming that the backstop's cut
+ *   would make look complete (an HTTP/1.0 export) ends itself first, saying it is incomplete.
  */
 export class HttpDrain {
   private stopping = false;
@@ -55,6 +78,9 @@ export class HttpDrain {
   /** Connections destroyed for pipelining more than `pipelineDepth`: their requests still being parsed start nothing. */
   private readonly flooded = new WeakSet<Socket>();
   private backstop?: NodeJS.Timeout;
+  /** Aborted DRAIN_WIND_UP_MS before the backstop (beforeBackstop). */
+  private readonly windUp = new AbortController();
+  private windUpTimer?: NodeJS.Timeout;
   private readonly stallCheck: NodeJS.Timeout;
 
   /**
@@ -79,12 +105,17 @@ export class HttpDrain {
   ) {
     this.stallCheck = setInterval(() => this.closeStalled(), Math.min(STALL_CHECK_MS, Math.max(100, Math.floor(stalledWriteMs / 2))));
     this.stallCheck.unref();
+    // Every export still streaming over HTTP/1.0 listens to it at once: no leak warning past ten.
+    setMaxListeners(0, this.windUp.signal);
     server.once('close', () => clearInterval(this.stallCheck));
     server.on('connection', (socket: Socket) => this.track(socket));
     // Prepended: counted before the app's own listener runs (and perhaps admits it in the same tick). Not
     // 'checkExpectation': a listener there takes those requests over; they are answered 417 at once anyway.
     server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => this.dispatched(req.socket, res));
-    server.once('close', () => clearTimeout(this.backstop));
+    server.once('close', () => {
+      clearTimeout(this.backstop);
+      clearTimeout(this.windUpTimer);
+    });
   }
 
   /**
@@ -114,10 +145,13 @@ export class HttpDrain {
         this.armDeadline(socket, conn);
       }
     }
+    const backstopMs = this.vendorTimeoutMs + DRAIN_BACKSTOP_MARGIN_MS;
+    this.windUpTimer = setTimeout(() => this.windUp.abort(), Math.max(0, backstopMs - DRAIN_WIND_UP_MS));
+    this.windUpTimer.unref();
     this.backstop = setTimeout(() => {
       this.server.closeAllConnections();
       for (const socket of this.connections.keys()) socket.destroy();
-    }, this.vendorTimeoutMs + DRAIN_BACKSTOP_MARGIN_MS);
+    }, backstopMs);
     this.backstop.unref();
   }
 
@@ -135,6 +169,7 @@ export class HttpDrain {
   private track(socket: Socket): void {
     const conn: Connection = { open: new Set() };
     this.connections.set(socket, conn);
+    windUpSignals.set(socket, this.windUp.signal);
     socket.once('close', () => {
       clearTimeout(conn.deadline);
       this.connections.delete(socket);
