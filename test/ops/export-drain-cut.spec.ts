@@ -1,9 +1,10 @@
-import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { beginHttpDrain } from '../../src/app.setup.js';
 import { DRAIN_BACKSTOP_MARGIN_MS, DRAIN_WIND_UP_MS } from '../../src/common/http/http-drain.js';
 import { createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { exportOverHttp10, exportOverHttp11 } from './export-http.js';
 import { insertCalls, insertRun, ledgerOrder, microsAfterEpoch2026 } from './ledger-seed.js';
 
 const VENDOR_TIMEOUT_MS = 50; // the least allowed: the backstop comes ~5 s after the drain begins
@@ -50,42 +51,6 @@ describe('an export still streaming when the gateway stops', () => {
     await t?.close();
   }, 60_000);
 
-  /** HTTP/1.0 over a raw socket: the body as the connection's close delimited it, and when that close came. */
-  function get10(path: string, key: string): Promise<{ head: string; body: string; closedAt: number }> {
-    return new Promise((resolve, reject) => {
-      const s = net.connect(port, '127.0.0.1', () => s.write(`GET ${path} HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`));
-      let raw = '';
-      s.setEncoding('utf8');
-      s.on('data', (c: string) => (raw += c));
-      s.on('error', reject);
-      s.on('close', () => {
-        const i = raw.indexOf('\r\n\r\n');
-        resolve({ head: raw.slice(0, i), body: raw.slice(i + 4), closedAt: performance.now() });
-      });
-    });
-  }
-
-  /** HTTP/1.1: the body, whether it ended (its last chunk came) or was aborted, and when. */
-  function get11(path: string, key: string): Promise<{ status: number; body: string; complete: boolean; closedAt: number }> {
-    return new Promise((resolve, reject) => {
-      const req = http.get({ host: '127.0.0.1', port, path, agent: false, headers: { authorization: `Bearer ${key}` } }, (res) => {
-        let body = '';
-        let done = false;
-        const finish = (complete: boolean): void => {
-          if (!done) resolve({ status: res.statusCode ?? 0, body, complete, closedAt: performance.now() });
-          done = true;
-        };
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => finish(res.complete));
-        res.on('aborted', () => finish(false));
-        res.on('error', () => finish(false));
-        res.on('close', () => finish(res.complete));
-      });
-      req.on('error', reject);
-    });
-  }
-
   it('HTTP/1.0 ends before the backstop with whole rows and a line saying the gateway is stopping; HTTP/1.1 is aborted; one done in time is whole', async () => {
     const ds = t.ds as unknown as { query: (sql: string, params?: unknown[]) => Promise<unknown> };
     const original = ds.query.bind(ds);
@@ -109,9 +74,9 @@ describe('an export still streaming when the gateway stops', () => {
       return original(sql, params);
     };
     try {
-      const cut10 = get10('/v1/tool-calls/export?format=ndjson', keys.cut10);
-      const cut11 = get11('/v1/tool-calls/export?format=csv', keys.cut11);
-      const done10 = get10('/v1/tool-calls/export?format=csv', keys.done10);
+      const cut10 = exportOverHttp10(port, '/v1/tool-calls/export?format=ndjson', keys.cut10);
+      const cut11 = exportOverHttp11(port, '/v1/tool-calls/export?format=csv', keys.cut11);
+      const done10 = exportOverHttp10(port, '/v1/tool-calls/export?format=csv', keys.done10);
       await Promise.all(waiting); // each has sent its first 500 rows and waits for its next batch
       const begun = performance.now();
       beginHttpDrain(t.app);

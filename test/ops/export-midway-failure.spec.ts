@@ -1,7 +1,7 @@
-import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { exportOverHttp10, exportOverHttp11 } from './export-http.js';
 import { insertCalls, insertRun, microsAfterEpoch2026 } from './ledger-seed.js';
 
 /**
@@ -43,50 +43,14 @@ describe('an export cut short by the database', () => {
     }
   }
 
-  /** HTTP/1.0 over a raw socket: the head and the body as the close delimited it. */
-  function get10(path: string): Promise<{ head: string; body: string }> {
-    return new Promise((resolve, reject) => {
-      const s = net.connect(port, '127.0.0.1', () => s.write(`GET ${path} HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer ${ops}\r\n\r\n`));
-      let raw = '';
-      s.setEncoding('utf8');
-      s.on('data', (c: string) => (raw += c));
-      s.on('error', reject);
-      s.on('close', () => {
-        const i = raw.indexOf('\r\n\r\n');
-        resolve({ head: raw.slice(0, i), body: raw.slice(i + 4) });
-      });
-    });
-  }
-
-  /** HTTP/1.1: the body, and whether it ended (its last chunk came) or was aborted. */
-  function get11(path: string): Promise<{ status: number; body: string; complete: boolean }> {
-    return new Promise((resolve, reject) => {
-      const req = http.get({ host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${ops}` } }, (res) => {
-        let body = '';
-        let done = false;
-        const finish = (complete: boolean): void => {
-          if (!done) resolve({ status: res.statusCode ?? 0, body, complete });
-          done = true;
-        };
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => finish(res.complete));
-        res.on('aborted', () => finish(false));
-        res.on('error', () => finish(false));
-        res.on('close', () => finish(res.complete));
-      });
-      req.on('error', reject);
-    });
-  }
-
   it('HTTP/1.0, CSV: whole, the header and every row; cut short, the rows sent and then a line saying the file is incomplete', async () => {
-    const whole = await get10('/v1/tool-calls/export?format=csv');
+    const whole = await exportOverHttp10(port, '/v1/tool-calls/export?format=csv', ops);
     expect(whole.head).toMatch(/^HTTP\/1\.1 200/);
     const wholeLines = whole.body.trimEnd().split('\r\n');
     expect(wholeLines).toHaveLength(ROWS + 1);
     expect(whole.body).not.toContain('#export incomplete');
 
-    const cut = await failingAfterFirstPage(() => get10('/v1/tool-calls/export?format=csv'));
+    const cut = await failingAfterFirstPage(() => exportOverHttp10(port, '/v1/tool-calls/export?format=csv', ops));
     const lines = cut.body.trimEnd().split('\r\n');
     expect(lines.length).toBeLessThan(ROWS + 1);
     expect(lines.at(-1)).toBe(`#export incomplete - it stopped after ${lines.length - 2} rows when the database failed - request it again`);
@@ -94,24 +58,24 @@ describe('an export cut short by the database', () => {
   });
 
   it('HTTP/1.0, NDJSON: cut short, the last line is {exportIncomplete: true, rows}, no tool call', async () => {
-    const cut = await failingAfterFirstPage(() => get10('/v1/tool-calls/export?format=ndjson'));
+    const cut = await failingAfterFirstPage(() => exportOverHttp10(port, '/v1/tool-calls/export?format=ndjson', ops));
     const lines = cut.body.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     const last = lines.at(-1)!;
     expect(last).toMatchObject({ exportIncomplete: true, rows: lines.length - 1 });
     expect(last.detail).toMatch(/incomplete; request it again/);
     expect(lines.slice(0, -1).every((l) => typeof l.id === 'string' && !('exportIncomplete' in l))).toBe(true);
     expect(lines.length - 1).toBeGreaterThan(0);
-    const whole = await get10('/v1/tool-calls/export?format=ndjson');
+    const whole = await exportOverHttp10(port, '/v1/tool-calls/export?format=ndjson', ops);
     expect(whole.body.trimEnd().split('\n')).toHaveLength(ROWS); // and a whole one has no such line
     expect(whole.body).not.toContain('exportIncomplete');
   });
 
   it('HTTP/1.1: cut short, the response is aborted (no last chunk), with no marker line; whole, it ends', async () => {
-    const cut = await failingAfterFirstPage(() => get11('/v1/tool-calls/export?format=csv'));
+    const cut = await failingAfterFirstPage(() => exportOverHttp11(port, '/v1/tool-calls/export?format=csv', ops));
     expect(cut.status).toBe(200);
     expect(cut.complete).toBe(false);
     expect(cut.body).not.toContain('#export incomplete');
-    const whole = await get11('/v1/tool-calls/export?format=csv');
+    const whole = await exportOverHttp11(port, '/v1/tool-calls/export?format=csv', ops);
     expect(whole.complete).toBe(true);
     expect(whole.body.trimEnd().split('\r\n')).toHaveLength(ROWS + 1);
   });
