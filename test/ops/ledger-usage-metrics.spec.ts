@@ -52,7 +52,7 @@ describe('ledger events, usage and metrics', () => {
       const listed = await all(ops, {}, 4);
       expect(listed.map((e) => e.id)).toEqual(db.map((r) => r.id));
       expect(listed[0]).toMatchObject({ orgId: org, type: 'tool_call.requested', runId: run });
-      expect(Object.keys(listed[0]).sort()).toEqual(['actor', 'chainSeq', 'createdAt', 'hash', 'id', 'metadata', 'orgId', 'prevHash', 'runId', 'toolCallId', 'type']);
+      expect(Object.keys(listed[0]).sort()).toEqual(['actor', 'chainSeq', 'createdAt', 'createdAtExact', 'hash', 'id', 'metadata', 'orgId', 'prevHash', 'runId', 'toolCallId', 'type']);
     });
 
     it('filters by run, type and time', async () => {
