@@ -1,6 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-export type ApprovalKind = 'expert' | 'client';
+export const APPROVAL_KINDS = ['expert', 'client'] as const;
+export type ApprovalKind = (typeof APPROVAL_KINDS)[number];
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired';
 
 @Entity('approval_requests')

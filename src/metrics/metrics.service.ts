@@ -41,7 +41,8 @@ export class MetricsService {
 
   readonly pendingApprovals = new Gauge({
     name: 'approvals_pending',
-    help: 'Approval requests pending and not yet past their expiry, counted every 15 s',
+    help: 'Approval requests pending and not yet past their expiry, counted every 15 s, by kind (expert: the experts\' queue; client: waiting on the customer)',
+    labelNames: ['kind'] as const,
     registers: [this.registry],
   });
 

@@ -1,5 +1,6 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { APPROVAL_KINDS } from '../approvals/approval-request.entity.js';
 import { Clock } from '../common/clock.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -7,8 +8,8 @@ import { MetricsService } from '../metrics/metrics.service.js';
 export const APPROVALS_GAUGE_INTERVAL_MS = 15_000;
 
 /**
- * Keeps `approvals_pending` current: a count of pending approval requests
- * across every org, refreshed every 15 s. It reads the database rather than
+ * Keeps `approvals_pending{kind}` current: a count of pending approval requests
+ * across every org, by kind, refreshed every 15 s. It reads the database rather than
  * counting in memory, so every replica reports the same truth. An approval past
  * its expiry is not counted, though the sweep may not have written it down yet:
  * every read (the expert's queue, the approval itself) shows it expired from
@@ -32,9 +33,18 @@ export class ApprovalsGaugeService implements OnApplicationBootstrap, OnApplicat
     await this.task.stop();
   }
 
+  /**
+   * By kind: an expert's approval is the experts' queue to staff, a client's waits on the customer (an expert cannot
+   * decide it), so one count would page for a queue nobody on staff can shorten. Both series are always set, 0 too.
+   * The total, for callers that want one.
+   */
   async refresh(): Promise<number> {
-    const [{ n }] = (await this.ds.query(`SELECT count(*)::int AS n FROM approval_requests WHERE status = 'pending' AND expires_at > $1`, [this.clock.now()])) as [{ n: number }];
-    this.metrics.pendingApprovals.set(n);
-    return n;
+    const rows = (await this.ds.query(
+      `SELECT kind, count(*)::int AS n FROM approval_requests WHERE status = 'pending' AND expires_at > $1 GROUP BY kind`,
+      [this.clock.now()],
+    )) as { kind: string; n: number }[];
+    const byKind = new Map(rows.map((r) => [r.kind, r.n]));
+    for (const kind of APPROVAL_KINDS) this.metrics.pendingApprovals.set({ kind }, byKind.get(kind) ?? 0);
+    return rows.reduce((total, r) => total + r.n, 0);
   }
 }

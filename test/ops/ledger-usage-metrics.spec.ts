@@ -161,21 +161,25 @@ describe('ledger events, usage and metrics', () => {
     it('exposes the ops metrics, with approvals_pending counted from the database', async () => {
       const org = await createOrg(t, 'Metrics');
       const run = await insertRun(t.ds, org);
-      const calls = await insertCalls(t.ds, [0, 1, 2, 3].map(() => ({ orgId: org, runId: run, status: 'waiting_approval' })));
+      const calls = await insertCalls(t.ds, [0, 1, 2, 3, 4].map(() => ({ orgId: org, runId: run, status: 'waiting_approval' })));
       for (const [i, c] of calls.entries()) {
         // The fourth is past its expiry, not yet written down by the sweep: every read shows it expired, and so does the gauge.
+        // The fifth waits on the customer, not on an expert: counted apart (kind="client"), not as the experts' queue.
         await t.ds.query(
           `INSERT INTO approval_requests (id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason,
                                           action_digest, expires_at)
-           VALUES ($1, $2, $3, $4, 'expert', $5, 'shopify_refund', 'create', '{}', 'high', 'test', 'ab', now() + $6::interval)`,
-          [randomUUID(), org, c.id, run, i === 2 ? 'approved' : 'pending', i === 3 ? '-1 minute' : '1 day'],
+           VALUES ($1, $2, $3, $4, $7, $5, 'shopify_refund', 'create', '{}', 'high', 'test', 'ab', now() + $6::interval)`,
+          [randomUUID(), org, c.id, run, i === 2 ? 'approved' : 'pending', i === 3 ? '-1 minute' : '1 day', i === 4 ? 'client' : 'expert'],
         );
       }
-      const [{ n, overdue }] = (await t.ds.query(
-        `SELECT count(*) FILTER (WHERE expires_at > now())::int AS n, count(*) FILTER (WHERE expires_at <= now())::int AS overdue FROM approval_requests WHERE status = 'pending'`,
-      )) as { n: number; overdue: number }[];
+      const [{ expert, client, overdue }] = (await t.ds.query(
+        `SELECT count(*) FILTER (WHERE expires_at > now() AND kind = 'expert')::int AS expert, count(*) FILTER (WHERE expires_at > now() AND kind = 'client')::int AS client,
+                count(*) FILTER (WHERE expires_at <= now())::int AS overdue
+           FROM approval_requests WHERE status = 'pending'`,
+      )) as { expert: number; client: number; overdue: number }[];
       expect(overdue).toBeGreaterThan(0);
-      expect(await t.app.get(ApprovalsGaugeService).refresh()).toBe(n);
+      expect(client).toBeGreaterThan(0);
+      expect(await t.app.get(ApprovalsGaugeService).refresh()).toBe(expert + client);
       const res = await t.http.get('/metrics');
       expect(res.status).toBe(200);
       for (const name of ['tool_calls_total', 'vendor_call_duration_seconds', 'vendor_circuit_breaker_open', 'approvals_pending', 'approvals_expired_total', 'ledger_write_duration_seconds']) {
@@ -183,7 +187,8 @@ describe('ledger events, usage and metrics', () => {
       }
       // Only breakers refusing calls are reported: the help says what the series count.
       expect(res.text).toMatch(/^# HELP vendor_circuit_breaker_open .*refusing calls now \(open within its cooldown, or half_open with its one probe out\), by vendor and state$/m);
-      expect(res.text).toMatch(new RegExp(`^approvals_pending ${n}$`, 'm'));
+      expect(res.text).toMatch(new RegExp(`^approvals_pending\\{kind="expert"\\} ${expert}$`, 'm'));
+      expect(res.text).toMatch(new RegExp(`^approvals_pending\\{kind="client"\\} ${client}$`, 'm'));
     });
   });
 });
