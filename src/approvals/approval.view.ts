@@ -34,13 +34,17 @@ export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status,
  * reads), the row as stored.
  */
 export function approvalView(a: ApprovalRecord, nowMs?: number) {
+  const overdue = nowMs !== undefined && a.status === 'pending' && a.expires_at.getTime() <= nowMs;
+  // Shown expired, its call is shown as every read of the call answers it (blocked, APPROVAL_EXPIRED), not as still
+  // waiting: the expiry is written down on both together (the sweep, or the first read of the call).
+  const callShownBlocked = overdue && a.tool_call_status === 'waiting_approval';
   return {
     id: a.id,
     orgId: a.org_id,
     toolCallId: a.tool_call_id,
     runId: a.run_id,
     kind: a.kind,
-    status: nowMs !== undefined && a.status === 'pending' && a.expires_at.getTime() <= nowMs ? 'expired' : a.status,
+    status: overdue ? 'expired' : a.status,
     toolName: a.tool_name,
     action: a.action,
     inputRedacted: a.input_redacted,
@@ -54,7 +58,7 @@ export function approvalView(a: ApprovalRecord, nowMs?: number) {
     decisionReason: a.decision_reason,
     // What became of the call: an approval stays `approved` though the call it let through was then blocked (the flag
     // turned off, a policy added, the run ended) or failed at the vendor; the expert sees it here.
-    toolCallStatus: a.tool_call_status,
-    toolCallErrorCode: a.tool_call_error_code,
+    toolCallStatus: callShownBlocked ? 'blocked' : a.tool_call_status,
+    toolCallErrorCode: callShownBlocked ? 'APPROVAL_EXPIRED' : a.tool_call_error_code,
   };
 }
