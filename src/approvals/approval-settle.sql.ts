@@ -14,6 +14,13 @@ import type { ApprovalKind, ApprovalStatus } from './approval-request.entity.js'
  * ('approved' | 'rejected'; the sweep passes 'expired'), $3 the clock's now,
  * $4 the decider key id, $5 its role, $6 the decision reason.
  *
+ * The decider's reason is kept on the approval row only (free text stays off
+ * the append-only ledger, as a reconcile's note does): the event records its
+ * SHA-256 as stored (`reasonDigest`, lowercase hex; null when none was given,
+ * and on an expiry, which stores none), and ledger verify finds the row's
+ * reason rewritten (tool-call-check.ts, approvalMismatch). Events written
+ * before it was recorded have no `reasonDigest` key and are not compared.
+ *
  * The sweep locks the approvals it settles first, in id order, as a run's end
  * does (RunsService.endRun): an UPDATE locks rows in whatever order its plan
  * reads them, and two statements locking the same approvals in different
@@ -73,7 +80,7 @@ export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?
         decided_at = $3,
         decision_reason = CASE WHEN expires_at <= $3 THEN NULL ELSE $6 END
       WHERE ${where}
-      RETURNING id, org_id, run_id, tool_call_id, kind, status, tool_name, action, action_digest),
+      RETURNING id, org_id, run_id, tool_call_id, kind, status, tool_name, action, action_digest, decision_reason),
     tc AS (
       UPDATE tool_calls t SET
         status = CASE ap.status WHEN 'approved' THEN 'approved' ELSE 'blocked' END,
@@ -102,7 +109,8 @@ export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?
                                 'errorCode', CASE ap.status WHEN 'approved' THEN NULL WHEN 'expired' THEN 'APPROVAL_EXPIRED'
                                                ELSE CASE ap.kind WHEN 'expert' THEN 'EXPERT_REJECTED' ELSE 'CLIENT_REJECTED' END END,
                                 'reason', CASE ap.status WHEN 'approved' THEN NULL WHEN 'expired' THEN 'approval_expired'
-                                               ELSE ap.kind || '_rejected' END)
+                                               ELSE ap.kind || '_rejected' END,
+                                'reasonDigest', encode(sha256(convert_to(ap.decision_reason, 'UTF8')), 'hex'))
         FROM ap)
     SELECT ap.id, ap.tool_call_id, ap.status, ap.kind, ap.org_id, ap.tool_name, ap.action FROM ap`;
 }

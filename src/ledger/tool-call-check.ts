@@ -74,11 +74,16 @@ interface CallEvent {
   decision: string | null;
   actorKeyId: string | null;
   actorRole: string | null;
+  /** A decision's SHA-256 of the decider's reason (null: none given); hasReasonDigest false on events from before it was recorded. */
+  reasonDigest: string | null;
+  hasReasonDigest: boolean;
 }
 
 /** The call's approval row, as the detail view shows it. */
 interface ApprovalRow {
   id: string; kind: string; status: string; riskLevel: string; decidedBy: string | null; decidedRole: string | null;
+  /** The SHA-256 (hex) of its decision_reason, null when it has none. */
+  reasonDigest: string | null;
 }
 
 /** The call's policy decision row the detail view shows (its policy_decision_id's, else its latest). */
@@ -99,7 +104,8 @@ interface CallRow {
  * code the one the event that led there recorded (and a reconciled call's note the digest its event
  * recorded, when it has one: events from before it was recorded do not); every event must name the
  * row's run, tool, action and action digest; its approval and policy decision rows, which the detail
- * view shows, must be the ones its events recorded (approvalMismatch, decisionMismatch). Row and events are read in one statement, as the
+ * view shows, must be the ones its events recorded (approvalMismatch, decisionMismatch; the decider's reason
+ * by its digest, when the event has one). Row and events are read in one statement, as the
  * gateway writes a call's status and its events in one: a call moving meanwhile is never half seen.
  * (A forged event INSERTed to match an edit still passes: inserting is what an append-only ledger
  * allows. cost_cents is on no event, so a rewrite of it alone is not found.)
@@ -110,7 +116,8 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
       `SELECT t.id, t.status, t.error_code, t.action_digest, ${isoSql('t.created_at')} AS created_iso,
               encode(sha256(convert_to(t.note, 'UTF8')), 'hex') AS note_digest, e.events,
               (SELECT jsonb_build_object('id', a.id, 'kind', a.kind, 'status', a.status, 'riskLevel', a.risk_level,
-                                         'decidedBy', a.decided_by, 'decidedRole', a.decided_role)
+                                         'decidedBy', a.decided_by, 'decidedRole', a.decided_role,
+                                         'reasonDigest', encode(sha256(convert_to(a.decision_reason, 'UTF8')), 'hex'))
                  FROM approval_requests a WHERE a.tool_call_id = t.id AND a.org_id = t.org_id) AS approval,
               (SELECT jsonb_build_object('decision', d.decision, 'ruleId', d.rule_id, 'riskLevel', d.risk_level, 'digest', d.action_digest)
                  FROM policy_decisions d WHERE d.tool_call_id = t.id AND d.org_id = t.org_id
@@ -128,7 +135,8 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
                     'kind', e.metadata->>'kind', 'ruleId', e.metadata->>'ruleId', 'hasRuleId', e.metadata ? 'ruleId',
                     'riskLevel', e.metadata->>'riskLevel', 'reason', e.metadata->>'reason',
                     'approvalId', e.metadata->>'approvalId', 'decision', e.metadata->>'decision',
-                    'actorKeyId', e.actor->>'keyId', 'actorRole', e.actor->>'role')
+                    'actorKeyId', e.actor->>'keyId', 'actorRole', e.actor->>'role',
+                    'reasonDigest', e.metadata->>'reasonDigest', 'hasReasonDigest', e.metadata ? 'reasonDigest')
                   ORDER BY e.seq) AS events
              FROM runtime_ledger_events e WHERE e.tool_call_id = t.id AND e.org_id = t.org_id) e ON true
         WHERE t.org_id = $1 AND (t.created_at, t.id) > ($2::timestamptz, $3::uuid)
@@ -179,8 +187,10 @@ function callMismatch(r: CallRow): Mismatch | null {
 /**
  * The call's approval row against its events. The detail view shows the row (who decided, what), the chain
  * recorded the request (kind, risk) and the decision (approvalId, decision, the deciding key; no key for an
- * expiry): approval-settle.sql.ts, or RunsService.endRun, which rejects the pending approvals of the run it ends
- * (its event names the approval but no decision). A row still pending whose call moved on was never decided.
+ * expiry; the SHA-256 of the decider's reason, `reasonDigest`, null when none, as the reconcile's noteDigest):
+ * approval-settle.sql.ts, or RunsService.endRun, which rejects the pending approvals of the run it ends (its event
+ * names the approval but no decision, nor a reasonDigest: the end's reason it stores is not compared). A row still
+ * pending whose call moved on was never decided.
  */
 function approvalMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
   const requested = events.find((e) => e.type === 'tool_call.approval_requested');
@@ -200,6 +210,10 @@ function approvalMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
   const status = decided.decision ?? 'rejected';
   if (decided.approvalId !== a.id || a.status !== status || a.decidedBy !== decided.actorKeyId || a.decidedRole !== decided.actorRole) {
     return { at: decided, reason: `tool call ${r.id}: its approval row differs from the decision its event recorded` };
+  }
+  // The reason, when the event recorded its digest: not on decisions from before it was, nor on a run end's rejection.
+  if (decided.hasReasonDigest && a.reasonDigest !== decided.reasonDigest) {
+    return { at: decided, reason: `tool call ${r.id}: its approval's decision reason differs from the one its event recorded` };
   }
   return null;
 }
