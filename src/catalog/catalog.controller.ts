@@ -28,7 +28,7 @@ const CATALOG_SCHEMA = {
               properties: {
                 name: { type: 'string', example: 'lookup' },
                 description: { type: 'string' },
-                inputSchema: { type: 'object', description: 'JSON Schema of the action’s params (without `action`)' },
+                inputSchema: { type: 'object', additionalProperties: true, description: 'JSON Schema of the action’s params (without `action`)' },
                 riskLevel: { type: 'string', enum: [...RISK_LEVELS] },
                 sideEffect: { type: 'string', enum: ['read', 'write'] },
                 idempotent: { type: 'boolean' },

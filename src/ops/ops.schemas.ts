@@ -36,7 +36,7 @@ export const TOOL_CALL_VIEW_SCHEMA = {
     correlationId: { type: 'string', description: 'the X-Correlation-Id of the request that recorded the call' },
     idempotencyKey: { type: 'string', description: 'the Idempotency-Key the client sent, or the tool_use id for the default key (scoped to the run)' },
     actionDigest: { ...sha256Hex, description: 'sha256 hex of the canonical action (tool, action, params)' },
-    inputRedacted: { type: 'object', description: 'the params (input without `action`), redacted' },
+    inputRedacted: { type: 'object', additionalProperties: true, description: 'the params (input without `action`), redacted' },
     outputRedacted: {
       description:
         'the vendor result, redacted: any JSON value, null when there is none. When its JSON is over 64 KiB the ledger keeps ' +
@@ -92,7 +92,7 @@ const TOOL_CALL_EVENT_SCHEMA = {
     id: uuid,
     type: { type: 'string', example: 'tool_call.requested' },
     actor: EVENT_ACTOR_SCHEMA,
-    metadata: { type: 'object', description: 'facts of the event, per type' },
+    metadata: { type: 'object', additionalProperties: true, description: 'facts of the event, per type' },
     createdAt: dateTime,
     chainSeq: { type: 'integer', nullable: true, description: 'null until the sealer has chained it (a fraction of a second)' },
     hash: { ...sha256Hex, nullable: true, description: 'null until sealed' },
@@ -134,7 +134,7 @@ export const APPROVAL_SCHEMA = {
     status: { type: 'string', enum: ['pending', 'approved', 'rejected', 'expired'], description: 'a pending approval past expiresAt reads expired' },
     toolName: { type: 'string' },
     action: { type: 'string' },
-    inputRedacted: { type: 'object', description: 'the params of the action awaiting approval, redacted' },
+    inputRedacted: { type: 'object', additionalProperties: true, description: 'the params of the action awaiting approval, redacted' },
     riskLevel: { type: 'string', enum: [...RISK_LEVELS] },
     reason: { type: 'string', description: 'why it needs approval (the policy’s reason)' },
     actionDigest: { ...sha256Hex, description: 'send it back with the decision: it proves what exactly is being approved' },
@@ -221,7 +221,7 @@ export const LEDGER_EVENT_PAGE_SCHEMA = {
           runId: nullableUuid,
           toolCallId: nullableUuid,
           actor: EVENT_ACTOR_SCHEMA,
-          metadata: { type: 'object', description: 'facts of the event, per type' },
+          metadata: { type: 'object', additionalProperties: true, description: 'facts of the event, per type' },
           createdAt: dateTime,
           createdAtExact: {
             type: 'string',

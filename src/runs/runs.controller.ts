@@ -22,9 +22,10 @@ const RUN_SCHEMA = {
     manifest: {
       type: 'object',
       description: 'a snapshot, taken when the run was created, of the org’s enabled permissions for the specialist',
+      required: ['allowedTools'],
       properties: { allowedTools: { type: 'array', items: { type: 'string', example: 'order_lookup.lookup' } } },
     },
-    metadata: { type: 'object', description: 'as given at creation ({} when none)' },
+    metadata: { type: 'object', additionalProperties: true, description: 'as given at creation ({} when none)' },
     createdAt: { type: 'string', format: 'date-time' },
     ended: {
       type: 'object',
@@ -43,7 +44,7 @@ const MODEL_TOOL_INPUT_SCHEMA = {
   description: 'JSON Schema: {type: "object", properties: {action: {type: "string", enum: [...]}, ...the actions’ params}, required: ["action"]}',
   properties: {
     type: { type: 'string', enum: ['object'] },
-    properties: { type: 'object' },
+    properties: { type: 'object', additionalProperties: true },
     required: { type: 'array', items: { type: 'string', enum: ['action'] } },
   },
 };

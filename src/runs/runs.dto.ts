@@ -24,7 +24,7 @@ export class CreateRunDto {
   @NoCredentialShape()
   conversationId?: string;
 
-  @ApiProperty({ required: false, type: Object, description: 'free-form, at most 16 KiB of JSON' })
+  @ApiProperty({ required: false, type: Object, additionalProperties: true, description: 'free-form, at most 16 KiB of JSON' })
   @IsOptional()
   @IsObject()
   // As sent: class-transformer's copy would drop keys named like Object.prototype members (constructor, toString), at any depth.

@@ -88,6 +88,7 @@ export const TOOL_CALL_BODY_SCHEMA = {
     toolResult: {
       type: 'object',
       description: 'hand this to the model as-is',
+      required: ['type', 'tool_use_id', 'content', 'is_error'],
       properties: {
         type: { type: 'string', enum: ['tool_result'] },
         tool_use_id: { type: 'string' },
