@@ -4,57 +4,22 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { MigrationsPendingBehindPooler, runMigrations } from '../bootstrap.js';
+import { MigrationsPendingBehindPooler, MigrationTableLockTimeout, revertMigration, runMigrations, type MigrationWait } from '../bootstrap.js';
 import { projectRoot } from '../common/project-root.js';
 import { CONFIG_SCHEMA, databaseEnvProblem } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
 import { withDatabaseName } from '../db/database-url.js';
 import { pendingMigrations } from '../db/pending-migrations.js';
+import { schemaDrift } from '../db/schema-check.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { poolerHint } from '../db/database-probe.js';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
 
-const PG_TYPES: Record<string, string> = {
-  uuid: 'uuid',
-  text: 'text',
-  boolean: 'boolean',
-  integer: 'integer',
-  bigint: 'bigint',
-  jsonb: 'jsonb',
-  timestamptz: 'timestamp with time zone',
-  bytea: 'bytea',
-};
-
-/** Entities vs the schema the migrations build: every mapped column exists with the same type and nullability. */
-export async function schemaDrift(ds: DataSource): Promise<string[]> {
-  const problems: string[] = [];
-  const cols = (await ds.query(
-    `SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = current_schema()`,
-  )) as { table_name: string; column_name: string; data_type: string; is_nullable: string }[];
-  const byTable = new Map<string, Map<string, { type: string; nullable: boolean }>>();
-  for (const c of cols) {
-    if (!byTable.has(c.table_name)) byTable.set(c.table_name, new Map());
-    byTable.get(c.table_name)!.set(c.column_name, { type: c.data_type, nullable: c.is_nullable === 'YES' });
-  }
-  for (const meta of ds.entityMetadatas) {
-    const table = byTable.get(meta.tableName);
-    if (!table) {
-      problems.push(`table ${meta.tableName} (entity ${meta.name}) is not created by any migration`);
-      continue;
-    }
-    for (const col of meta.columns) {
-      const db = table.get(col.databaseName);
-      const want = PG_TYPES[String(col.type)] ?? String(col.type);
-      if (!db) problems.push(`${meta.tableName}.${col.databaseName} is mapped but missing in the database`);
-      else if (db.type !== want) problems.push(`${meta.tableName}.${col.databaseName}: entity type ${want}, database ${db.type}`);
-      else if (db.nullable !== col.isNullable) problems.push(`${meta.tableName}.${col.databaseName}: nullability differs (entity ${col.isNullable})`);
-    }
-    for (const name of table.keys()) {
-      if (!meta.columns.some((c) => c.databaseName === name)) problems.push(`${meta.tableName}.${name} exists in the database but no entity maps it`);
-    }
-  }
+/** Entities vs the schema the migrations build (schemaDrift's `exact`), and every migration file listed in index.ts. */
+async function checkDrift(ds: DataSource): Promise<string[]> {
+  const problems = await schemaDrift(ds, 'exact');
   const files = readdirSync(join(projectRoot(), 'migrations')).filter((f) => /^\d+-.*\.ts$/.test(f));
   if (files.length !== MIGRATIONS.length) problems.push(`migrations/ has ${files.length} migration files but index.ts lists ${MIGRATIONS.length}`);
   return problems;
@@ -71,11 +36,21 @@ async function withServer<T>(given: string | undefined, fn: (serverUrl: string) 
   }
 }
 
-/** Exit codes: 0 done (show: none pending), 1 show: migrations pending / run, check: failed or drift, 2 usage or configuration error, 3 show: could not read the database. */
-const USAGE = 'usage: migrate run | show | check';
+/**
+ * Exit codes: 0 done (show: none pending), 1 show: migrations pending / run, revert, check: failed or drift, 2 usage or
+ * configuration error, 3 show: could not read the database.
+ */
+const USAGE = 'usage: migrate run | show | check | revert <the name of the last migration applied>';
 
-async function main(cmd: string | undefined): Promise<number> {
-  if (cmd !== 'run' && cmd !== 'show' && cmd !== 'check') {
+/** Said, not waited for in silence: another replica migrating, or a lock a pooler left held (README). */
+const cliWait = (pooled: boolean): MigrationWait => ({
+  pooled,
+  onWaiting: () => console.error('waiting for the migration lock: another gateway or migration:run is migrating the database (or a connection pooler left it held: see README "Running against your own PostgreSQL")'),
+  onTableLockWait: (line) => console.error(line),
+});
+
+async function main(cmd: string | undefined, arg: string | undefined): Promise<number> {
+  if ((cmd !== 'run' && cmd !== 'show' && cmd !== 'check' && cmd !== 'revert') || (cmd === 'revert') !== (arg !== undefined)) {
     console.error(USAGE);
     return 2;
   }
@@ -87,29 +62,41 @@ async function main(cmd: string | undefined): Promise<number> {
   const mode = CONFIG_SCHEMA.DB_CONNECTION_MODE.parse(process.env.DB_CONNECTION_MODE);
   // As the gateway reads it: without the spaces or newline around it; only spaces is unset.
   const given = CONFIG_SCHEMA.DATABASE_URL.parse(process.env.DATABASE_URL);
-  if (cmd === 'run' || cmd === 'show') {
+  if (cmd === 'run' || cmd === 'show' || cmd === 'revert') {
     const url = given;
     if (!url) {
       console.error('DATABASE_URL is required (the gateway migrates its embedded database itself at start-up)');
       return 2;
     }
+    if (cmd === 'revert' && mode === 'pooled') {
+      console.error('DB_CONNECTION_MODE=pooled: migrations are not reverted through a connection pooler, which cannot hold the migration lock. Revert against PostgreSQL itself (DATABASE_URL=<the server, not the pooler> DB_CONNECTION_MODE=direct)');
+      return 2;
+    }
     // No query or statement timeout (migrations may run long), unless DB_CONNECTION_MODE=pooled: the role's then.
     const ds = await new DataSource(migratorOptions(url, mode)).initialize();
     try {
+      if (cmd === 'revert') return await revert(ds, arg!);
       if (cmd === 'run') {
         let applied: string[];
         try {
-          applied = await runMigrations(ds, {
-            pooled: mode === 'pooled',
-            // Said, not waited for in silence: another replica migrating, or a lock a pooler left held (README).
-            onWaiting: () => console.error('waiting for the migration lock: another gateway or migration:run is migrating the database (or a connection pooler left it held: see README "Running against your own PostgreSQL")'),
-          });
+          applied = await runMigrations(ds, cliWait(mode === 'pooled'));
         } catch (err) {
+          if (err instanceof MigrationTableLockTimeout) {
+            console.error(err.message);
+            return 1;
+          }
           if (!(err instanceof MigrationsPendingBehindPooler)) throw err;
           console.error(err.message); // a configuration error: run against the server itself
           return 2;
         }
         if (applied.length > 0) console.log(`applied ${applied.length} migration(s):\n${applied.map((name) => `  - ${name}`).join('\n')}`);
+        // What the gateway checks at start-up: a migration reverted by hand is still recorded, and is not applied again.
+        const missing = await schemaDrift(ds, 'needed');
+        if (missing.length > 0) {
+          console.error(`every migration is recorded as applied, but the schema lacks what this release needs:\n${missing.map((m) => `  - ${m}`).join('\n')}\n` +
+            'a migration reverted by hand leaves its row in typeorm_migrations: delete the rows of those reverted, then run again');
+          return 1;
+        }
         console.log('migrations are up to date');
         return 0;
       }
@@ -139,7 +126,7 @@ async function main(cmd: string | undefined): Promise<number> {
       // Down then up again: every migration must be reversible.
       for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });
       await runMigrations(ds);
-      const problems = await schemaDrift(ds);
+      const problems = await checkDrift(ds);
       if (problems.length) {
         console.error(`schema drift:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
         return 1;
@@ -154,8 +141,30 @@ async function main(cmd: string | undefined): Promise<number> {
   });
 }
 
-const cmd = process.argv[2];
-main(cmd).then(
+/**
+ * `revert <name>`: the last migration applied, `down` and its row in typeorm_migrations in one transaction, under the
+ * migration lock (revertMigration), so that the release that has it applies it again when it next starts. The name
+ * is asked for, and must be the last one's: a count could revert one more than meant, with its data.
+ */
+async function revert(ds: DataSource, name: string): Promise<number> {
+  let done: { last: string | undefined; reverted: boolean };
+  try {
+    done = await revertMigration(ds, name, cliWait(false));
+  } catch (err) {
+    if (!(err instanceof MigrationTableLockTimeout)) throw err;
+    console.error(err.message);
+    return 1;
+  }
+  if (!done.reverted) {
+    console.error(done.last === undefined ? 'no migration is applied' : `${name} is not the last migration applied: ${done.last} is (revert that first)`);
+    return 2;
+  }
+  console.log(`reverted ${name}`);
+  return 0;
+}
+
+const [cmd, arg] = process.argv.slice(2);
+main(cmd, arg).then(
   (code) => process.exit(code),
   (err: unknown) => {
     console.error(`migrate failed: ${loggableErrorText(err)}${poolerHint(err)}`);

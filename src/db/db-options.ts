@@ -7,8 +7,8 @@ import { DEFAULT_QUERY_TIMEOUT_MS, statementTimeoutFor, type DbConnectionMode } 
 
 /**
  * `queryTimeoutMs` 0: no client-side query timeout, and no server-side statement timeout either (migrations: an
- * index build over a large ledger rightly takes longer than any request; TypeORM runs them on a pooled connection
- * of its own choosing, so the pool itself must carry the setting).
+ * index build over a large ledger rightly takes longer than any request; they run on a pooled connection, the one
+ * holding the migration lock, so the pool itself must carry the setting).
  *
  * `connectionMode` 'pooled' (DB_CONNECTION_MODE): none of the settings is sent — no `options` of ours, no timeouts —
  * for a pooler that refuses them (RDS Proxy); the role or database sets them, and start-up checks (database-probe.ts).
@@ -79,8 +79,8 @@ export function withSessionSettings(url: string, settings: readonly string[]): {
 }
 
 /**
- * The data source migrations run on (start-up, `migration:run`, `migration:check`): two connections (the lock's and
- * TypeORM's own), no client-side query timeout and no statement timeout. One definition, so none of them drifts back
+ * The data source migrations run on (start-up, `migration:run`, `migration:check`): two connections (the lock's, which
+ * the migrations run on, and one for the looks before and after), no client-side query timeout and no statement timeout. One definition, so none of them drifts back
  * to a request pool's 15 s statement timeout.
  */
 export function migratorOptions(url: string, connectionMode: DbConnectionMode = 'direct'): DataSourceOptions {

@@ -271,7 +271,7 @@ describe('migrations run without a statement timeout', () => {
   }
 
   it('a migration run by runMigrations on the migrator data source (as createGateway and migrate run build it) sees statement_timeout 0', async () => {
-    // TypeORM runs the migrations on a pooled connection of its own, not the one holding the lock: the pool must carry it.
+    // The migrations run on a pooled connection (the one holding the lock): the pool itself must carry the setting.
     const ds = await new DataSource({ ...migratorOptions(process.env.DATABASE_URL!), migrations: [...MIGRATIONS, ProbeStatementTimeout1799999999999] }).initialize();
     try {
       await runMigrations(ds);

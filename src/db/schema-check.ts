@@ -1,0 +1,124 @@
+import type { DataSource } from 'typeorm';
+
+const PG_TYPES: Record<string, string> = {
+  uuid: 'uuid',
+  text: 'text',
+  boolean: 'boolean',
+  integer: 'integer',
+  bigint: 'bigint',
+  jsonb: 'jsonb',
+  timestamptz: 'timestamp with time zone',
+  bytea: 'bytea',
+};
+
+/**
+ * Every unique index and primary key the migrations build, by name, as `table (columns) [WHERE predicate]`
+ * (pg_get_indexdef without the index's name, schema and access method): what the code's ON CONFLICT and its "the same
+ * call once" rules rely on, and no entity declares. Without tool_calls_run_tool_use_uq, for one, a tool_use sent again
+ * under another key ran twice at the vendor. `migration:check` fails when a migration adds or drops one and this list
+ * is not changed with it.
+ */
+export const UNIQUE_KEYS: Readonly<Record<string, string>> = {
+  agent_runs_pkey: 'agent_runs (id)',
+  api_keys_pkey: 'api_keys (id)',
+  api_keys_hash_uq: 'api_keys (key_hash)',
+  approval_requests_pkey: 'approval_requests (id)',
+  approval_requests_tool_call_id_key: 'approval_requests (tool_call_id)',
+  feature_flags_pkey: 'feature_flags (org_id, flag)',
+  integration_credentials_pkey: 'integration_credentials (org_id, integration_type)',
+  orgs_pkey: 'orgs (id)',
+  policies_pkey: 'policies (org_id)',
+  policy_decisions_pkey: 'policy_decisions (id)',
+  runtime_ledger_events_id_key: 'runtime_ledger_events (id)',
+  ledger_events_chain_uq: 'runtime_ledger_events (org_id, chain_seq)',
+  runtime_ledger_events_pkey: 'runtime_ledger_events (seq)',
+  shopify_refund_leases_pkey: 'shopify_refund_leases (shop_domain, order_id)',
+  tool_call_inputs_pkey: 'tool_call_inputs (tool_call_id)',
+  tool_call_results_pkey: 'tool_call_results (tool_call_id)',
+  tool_calls_pkey: 'tool_calls (id)',
+  tool_calls_idem_uq: 'tool_calls (org_id, idempotency_key)',
+  tool_calls_run_tool_use_uq: 'tool_calls (run_id, tool_use_id) WHERE tool_use_unique',
+  tool_permissions_pkey: 'tool_permissions (id)',
+  tool_permissions_uq: "tool_permissions (org_id, tool_name, action, COALESCE(specialist_id, ''::text))",
+  vendor_tokens_pkey: 'vendor_tokens (org_id, integration_type)',
+};
+
+/**
+ * `exact` (migration:check): the entities and the schema the migrations build match both ways, types and
+ * nullability included, and the unique keys are UNIQUE_KEYS, no more, no fewer.
+ *
+ * `needed` (every start-up, after migrating): only what this release's code needs is looked for — every mapped table
+ * and column, and every unique key. A database newer than the code (the release after this one migrated it, and this
+ * one is its roll-back) has columns, tables and indexes this code does not know, and may have changed a type or
+ * dropped a NOT NULL for the code that knows why: none of that stops this one.
+ */
+export type SchemaScope = 'exact' | 'needed';
+
+/**
+ * What differs between the entities (with UNIQUE_KEYS) and the database's current schema, one line each; [] when
+ * nothing. typeorm_migrations records a migration as applied whatever happened to its work afterwards (a `down`
+ * run by hand left its rows): start-up reads the schema itself, so it does not serve on one missing a column or an
+ * index the code's answers depend on.
+ */
+export async function schemaDrift(ds: DataSource, scope: SchemaScope = 'exact'): Promise<string[]> {
+  const exact = scope === 'exact';
+  const problems: string[] = [];
+  const cols = (await ds.query(
+    `SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = current_schema()`,
+  )) as { table_name: string; column_name: string; data_type: string; is_nullable: string }[];
+  const byTable = new Map<string, Map<string, { type: string; nullable: boolean }>>();
+  for (const c of cols) {
+    if (!byTable.has(c.table_name)) byTable.set(c.table_name, new Map());
+    byTable.get(c.table_name)!.set(c.column_name, { type: c.data_type, nullable: c.is_nullable === 'YES' });
+  }
+  for (const meta of ds.entityMetadatas) {
+    const table = byTable.get(meta.tableName);
+    if (!table) {
+      problems.push(`table ${meta.tableName} (entity ${meta.name}) is missing in the database`);
+      continue;
+    }
+    for (const col of meta.columns) {
+      const db = table.get(col.databaseName);
+      const want = PG_TYPES[String(col.type)] ?? String(col.type);
+      if (!db) problems.push(`${meta.tableName}.${col.databaseName} is mapped but missing in the database`);
+      else if (!exact) continue;
+      else if (db.type !== want) problems.push(`${meta.tableName}.${col.databaseName}: entity type ${want}, database ${db.type}`);
+      else if (db.nullable !== col.isNullable) problems.push(`${meta.tableName}.${col.databaseName}: nullability differs (entity ${col.isNullable})`);
+    }
+    if (!exact) continue;
+    for (const name of table.keys()) {
+      if (!meta.columns.some((c) => c.databaseName === name)) problems.push(`${meta.tableName}.${name} exists in the database but no entity maps it`);
+    }
+  }
+  const migrationsTable = ds.options.migrationsTableName ?? 'migrations';
+  if (!exact) {
+    // By name, from the catalogs alone: pg_get_indexdef takes a lock on the table, and a start-up must not wait behind
+    // a session holding one (a migration of another replica, a LOCK TABLE, a VACUUM FULL) just to read the schema.
+    const names = new Set(
+      (
+        (await ds.query(
+          `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+            WHERE i.indisunique AND i.indisvalid AND c.relnamespace = to_regnamespace(quote_ident(current_schema()))`,
+        )) as { name: string }[]
+      ).map((r) => r.name),
+    );
+    for (const [name, key] of Object.entries(UNIQUE_KEYS)) if (!names.has(name)) problems.push(`unique index ${name} on ${key} is missing in the database`);
+    return problems;
+  }
+  const keys = (
+    (await ds.query(
+      `SELECT c.relname AS name, regexp_replace(pg_get_indexdef(i.indexrelid), '^CREATE UNIQUE INDEX \\S+ ON (\\S+\\.)?(\\S+) USING \\S+ ', '\\2 ') AS key
+         FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE i.indisunique AND t.relnamespace = to_regnamespace(quote_ident(current_schema())) AND t.relname <> $1`,
+      [migrationsTable],
+    )) as { name: string; key: string }[]
+  );
+  const found = new Map(keys.map((k) => [k.name, k.key]));
+  for (const [name, key] of Object.entries(UNIQUE_KEYS)) {
+    const there = found.get(name);
+    if (there === undefined) problems.push(`unique index ${name} on ${key} is missing in the database`);
+    else if (there !== key) problems.push(`unique index ${name} is ${there} in the database, ${key} in UNIQUE_KEYS (src/db/schema-check.ts)`);
+  }
+  for (const { name, key } of keys) if (!Object.hasOwn(UNIQUE_KEYS, name)) problems.push(`unique index ${name} on ${key} exists in the database but is not in UNIQUE_KEYS (src/db/schema-check.ts)`);
+  return problems;
+}
