@@ -37,6 +37,11 @@ const CATALOG_SCHEMA = {
                 decimalParams: { type: 'array', items: { type: 'string' } },
                 pathParams: { type: 'array', items: { type: 'string' } },
                 textParams: { type: 'array', items: { type: 'string' } },
+                unseenDefaults: {
+                  type: 'object',
+                  additionalProperties: { type: 'string' },
+                  description: 'optional params whose absence stands for a value the policy cannot see, each with what leaving it out means',
+                },
               },
             },
           },
@@ -58,10 +63,12 @@ export class CatalogController {
   @ApiResponse({
     status: 200,
     description:
-      '{items: [{name, vendor, description, actions: [{name, description, inputSchema, riskLevel, sideEffect, idempotent, costCents, overwrite?, decimalParams?, pathParams?, textParams?}]}]}. ' +
+      '{items: [{name, vendor, description, actions: [{name, description, inputSchema, riskLevel, sideEffect, idempotent, costCents, overwrite?, decimalParams?, pathParams?, textParams?, unseenDefaults?}]}]}. ' +
       '`decimalParams` names params that are decimal strings (a refund amount): policy rules compare them by value in eq, ne and in ("100" matches "100.00"). ' +
       '`pathParams` names params that are URL paths (a Nango path): eq, ne and in ignore one trailing "/". ' +
       '`textParams` names params whose values are sent as text (a Nango query): eq, ne and in also match the same text (false and "false"). ' +
+      '`unseenDefaults` names optional params whose absence stands for a value the gateway learns only after the policy ran (a refund\'s ' +
+      '`currency`: the order\'s), each with what leaving it out means: a policy rule\'s eq, ne or in on one needs an exists condition on it first. ' +
       'Writes also say `overwrite`: true when a second call with the same input leaves the same state (the order note), so a write answered 5xx ' +
       'is failed; false when it would be a second side effect (a refund, a Nango POST), so a 5xx leaves it indeterminate / OUTCOME_UNKNOWN.',
     schema: CATALOG_SCHEMA,

@@ -85,6 +85,18 @@ function describeAjvError(e: ErrorObject): string {
 }
 
 /**
+ * A param whose absence stands for an unseen value must be one a call may leave out: a misspelt or required one
+ * would leave the policy check that relies on it (validatePolicyRules) silently guarding nothing.
+ */
+function checkUnseenDefaults(key: string, action: ToolActionSpec): void {
+  const { properties, required } = action.inputSchema;
+  for (const param of Object.keys(action.unseenDefaults ?? {})) {
+    const declared = typeof properties === 'object' && properties !== null && Object.hasOwn(properties, param);
+    if (!declared || (Array.isArray(required) && required.includes(param))) throw new Error(`${key}: unseenDefaults names ${param}, not an optional param`);
+  }
+}
+
+/**
  * The catalog: every tool and action the vendors declare, with compiled JSON
  * Schema validators (ajv, strict, compiled once at start-up).
  */
@@ -103,6 +115,7 @@ export class ToolCatalogService {
         for (const action of tool.actions) {
           const key = `${tool.name}.${action.name}`;
           if (this.entries.has(key)) throw new Error(`duplicate catalog entry ${key}`);
+          checkUnseenDefaults(key, action);
           this.entries.set(key, { tool, action, vendor: handler.vendor, handler, key });
           this.validators.set(key, ajv.compile(action.inputSchema));
         }

@@ -63,7 +63,9 @@ const POLICY_RULE_SCHEMA = {
                   'otherwise (12 and "0012", 100 and "100.00") cannot be evaluated, so the rule blocks the call, unless an in list also holds the ' +
                   'call\'s own spelling (declared decimalParams compare by value). ' +
                   `${NUMERIC_OPS.join(', ')} on a call without the param cannot be evaluated either (the rule blocks it): a PUT whose comparison names a param ` +
-                  'some matched action never takes is refused unless an exists condition on the same path comes first',
+                  'some matched action never takes is refused unless an exists condition on the same path comes first. ' +
+                  'So is an eq, ne or in on a param a matched action lists in its catalog unseenDefaults (a refund\'s currency, a kyc accountId: ' +
+                  'left out, the vendor or the credentials fill in a value the policy cannot see) with no exists condition on the same path before it',
               },
             },
           },

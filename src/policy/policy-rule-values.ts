@@ -39,6 +39,13 @@ export function catalogRuleChecks(catalog: Pick<ToolCatalogService, 'has' | 'isT
         .map((e) => e.key)
         .sort();
     },
+    unseenDefaults: (scope, path) => {
+      const param = path.split('.', 1)[0];
+      return entriesOf(catalog, scope).flatMap((e) => {
+        const declared = e.action.unseenDefaults;
+        return declared !== undefined && Object.hasOwn(declared, param) ? [{ action: e.key, meaning: declared[param] }] : [];
+      });
+    },
     alwaysHeld: (scope, path) => {
       const segments = path.split('.');
       const held = entriesOf(catalog, scope).map((e) => heldBy(e, segments));

@@ -168,7 +168,6 @@ describe('validatePolicyRules with the catalog: an eq, ne or in value must be on
       ['shopify_refund.create', 'amount', 100],
       // A number equals the decimal text of its value: 12345 is the call's "12345".
       ['shopify_refund.create', 'orderId', 12345],
-      ['shopify_refund.create', 'currency', 'USD'],
       // Canonicalised as the call is: a leading "/" added, hex upper-cased, a UUID lower-cased; a trailing "/" ignored.
       ['nango_proxy.get', 'path', 'v1/admin/users'],
       ['nango_proxy.get', 'path', '/v1/search/caf%c3%a9'],
@@ -185,6 +184,9 @@ describe('validatePolicyRules with the catalog: an eq, ne or in value must be on
     }
     // What the schema cannot say simply is let through (a body of any shape).
     expect(errorsOf(on('nango_proxy.post', 'body.items.0.qty', 1), catalog)).toEqual([]);
+    // A currency a call can carry, once a guard says the rule is for the refunds that name one.
+    const usd = [{ id: 'r', match: { toolName: 'shopify_refund.create', where: [{ path: 'currency', op: 'exists' }, { path: 'currency', op: 'eq', value: 'USD' }] }, decision: 'block' }];
+    expect(errorsOf(usd, catalog)).toEqual([]);
   });
 
   it('judges the value against every action the rule applies to (toolName and riskLevel): one that takes it is enough', () => {
@@ -348,11 +350,12 @@ describe('validatePolicyRules with the catalog: a rule that could never work on 
   });
 
   it('accepts one that an earlier condition keeps away from the actions whose calls never hold a number there', () => {
-    // No toolName: Amazon's calls have no currency, so the eq is false for them and the comparison is never reached.
-    const eurRefunds = [{ path: 'currency', op: 'eq', value: 'EUR' }, { path: 'orderId', op: 'exists' }, { path: 'orderId', op: 'gte', value: '6000000000' }];
+    // No toolName: Amazon's calls have no currency, so the eq (after its exists guard, as a refund may leave currency
+    // out) is false for them and the comparison is never reached.
+    const eurRefunds = [{ path: 'currency', op: 'exists' }, { path: 'currency', op: 'eq', value: 'EUR' }, { path: 'orderId', op: 'exists' }, { path: 'orderId', op: 'gte', value: '6000000000' }];
     expect(errorsOf(rule(undefined, eurRefunds), catalog)).toEqual([]);
     // ne and exists:false hold for a call without their path: they keep nothing away.
-    const notEur = [{ path: 'currency', op: 'ne', value: 'EUR' }, { path: 'orderId', op: 'exists' }, { path: 'orderId', op: 'gte', value: '6000000000' }];
+    const notEur = [{ path: 'note', op: 'ne', value: 'EUR' }, { path: 'orderId', op: 'exists' }, { path: 'orderId', op: 'gte', value: '6000000000' }];
     expect(errorsOf(rule(undefined, notEur), catalog)[0]).toMatch(/"orderId" is compared \(gte\) but never holds a number or a decimal text in a call of amazon_query\./);
   });
 
@@ -381,5 +384,106 @@ describe('validatePolicyRules with the catalog: a rule that could never work on 
   it('without the catalog (stored rules read back) neither is checked', () => {
     expect(validatePolicyRules(rule('amazon_query.get_order', [{ path: 'orderId', op: 'gte', value: 100 }])).ok).toBe(true);
     expect(validatePolicyRules(rule('kyc.get_status', [{ path: 'includeDetails', op: 'exists', value: false }])).ok).toBe(true);
+  });
+});
+
+describe('validatePolicyRules with the catalog: eq, ne and in on a param whose absence stands for a value the policy cannot see', () => {
+  const catalog = realCatalog();
+  const ACCOUNT = '0b3a8c52-5a4e-4a2f-9d4e-2f6c3b1a7e90';
+  const rule = (toolName: string | undefined, where: unknown[], decision = 'block') => [
+    { id: 'r', match: { ...(toolName === undefined ? {} : { toolName }), where }, decision },
+  ];
+  const REFUND_CURRENCY =
+    'but a call of shopify_refund.create may leave currency out, and left out, the refund is in the order\'s currency, which the policy cannot see: ' +
+    'the rule would judge such a call as if it had no currency (eq and in never hold, ne always does), though the vendor acts on one; ' +
+    'put {"path": "currency", "op": "exists"} before it so the rule is for calls that name currency, ' +
+    'and a separate rule with {"path": "currency", "op": "exists", "value": false} for those that leave it out';
+
+  it('refuses an unguarded eq, ne or in on the refund currency, naming the path, the action, what absence means and the guard', () => {
+    expect(errorsOf(rule('shopify_refund.create', [{ path: 'currency', op: 'eq', value: 'USD' }]), catalog)).toEqual([
+      `rules[0] ("r"): where[0].path "currency" is compared (eq) ${REFUND_CURRENCY}`,
+    ]);
+    expect(errorsOf(rule('shopify_refund.create', [{ path: 'currency', op: 'ne', value: 'USD' }], 'allow'), catalog)).toEqual([
+      `rules[0] ("r"): where[0].path "currency" is compared (ne) ${REFUND_CURRENCY}`,
+    ]);
+    const withAmount = [{ path: 'amount', op: 'exists' }, { path: 'amount', op: 'gt', value: 100 }, { path: 'currency', op: 'in', value: ['USD', 'CAD'] }];
+    expect(errorsOf(rule('shopify_refund.*', withAmount, 'require_expert_approval'), catalog)).toEqual([
+      `rules[0] ("r"): where[2].path "currency" is compared (in) ${REFUND_CURRENCY}`,
+    ]);
+  });
+
+  it('refuses one on the kyc accountId, the credentials\' default account standing for it', () => {
+    expect(errorsOf(rule('kyc.get_status', [{ path: 'accountId', op: 'eq', value: ACCOUNT }]), catalog)).toEqual([
+      'rules[0] ("r"): where[0].path "accountId" is compared (eq) but a call of kyc.get_status may leave accountId out, and left out, ' +
+        'the account of the org\'s Jumio credentials is used, which the policy cannot see: the rule would judge such a call as if it had no accountId ' +
+        '(eq and in never hold, ne always does), though the vendor acts on one; put {"path": "accountId", "op": "exists"} before it so the rule ' +
+        'is for calls that name accountId, and a separate rule with {"path": "accountId", "op": "exists", "value": false} for those that leave it out',
+    ]);
+  });
+
+  it('reaches the actions the rule applies to: an org-wide rule or one of their risk, not a rule for another tool', () => {
+    expect(errorsOf(rule(undefined, [{ path: 'currency', op: 'eq', value: 'USD' }]), catalog)[0]).toContain('"currency" is compared (eq) but a call of shopify_refund.create may leave');
+    expect(errorsOf([{ id: 'r', match: { riskLevel: 'medium', where: [{ path: 'accountId', op: 'ne', value: ACCOUNT }] }, decision: 'allow' }], catalog)[0]).toContain(
+      'but a call of kyc.get_status may leave accountId out',
+    );
+    // kyc is medium: a rule on high-risk actions never meets its calls (ne holds on a missing param, so is not "never present").
+    expect(errorsOf([{ id: 'r', match: { riskLevel: 'high', where: [{ path: 'accountId', op: 'ne', value: ACCOUNT }] }, decision: 'allow' }], catalog)).toEqual([]);
+    // Another tool's params are left as they were: a Shopify orderId, a Nango path, the kyc execution id.
+    expect(errorsOf(rule('shopify_refund.create', [{ path: 'orderId', op: 'eq', value: '12345' }]), catalog)).toEqual([]);
+    expect(errorsOf(rule('nango_proxy.get', [{ path: 'path', op: 'ne', value: '/v1/admin' }]), catalog)).toEqual([]);
+    expect(errorsOf(rule('kyc.get_status', [{ path: 'workflowExecutionId', op: 'in', value: [ACCOUNT] }]), catalog)).toEqual([]);
+  });
+
+  it('accepts one after an exists condition on the same path, true or false, and a rule for the calls that leave it out', () => {
+    for (const guard of [{ path: 'currency', op: 'exists' }, { path: 'currency', op: 'exists', value: true }, { path: 'currency', op: 'exists', value: false }]) {
+      expect(errorsOf(rule('shopify_refund.create', [guard, { path: 'currency', op: 'eq', value: 'USD' }]), catalog), JSON.stringify(guard)).toEqual([]);
+    }
+    expect(errorsOf(rule('shopify_refund.create', [{ path: 'currency', op: 'exists', value: false }], 'require_expert_approval'), catalog)).toEqual([]);
+    expect(errorsOf(rule('kyc.*', [{ path: 'accountId', op: 'exists' }, { path: 'accountId', op: 'in', value: [ACCOUNT] }]), catalog)).toEqual([]);
+  });
+
+  it('a guard after the condition, or on another path, does not say which calls the rule is for', () => {
+    const after = [{ path: 'currency', op: 'eq', value: 'USD' }, { path: 'currency', op: 'exists' }];
+    expect(errorsOf(rule('shopify_refund.create', after), catalog)).toEqual([`rules[0] ("r"): where[0].path "currency" is compared (eq) ${REFUND_CURRENCY}`]);
+    const other = [{ path: 'note', op: 'exists' }, { path: 'currency', op: 'eq', value: 'USD' }];
+    expect(errorsOf(rule('shopify_refund.create', other), catalog)).toEqual([`rules[0] ("r"): where[1].path "currency" is compared (eq) ${REFUND_CURRENCY}`]);
+  });
+
+  it('names a value no call can carry instead (guarded or not it would never match), and leaves gt/gte/lt/lte to the numeric checks', () => {
+    expect(errorsOf(rule('shopify_refund.create', [{ path: 'currency', op: 'eq', value: 'usd' }]), catalog)).toEqual([
+      'rules[0] ("r"): where[0].value can never match currency: must match pattern "^[A-Z]{3}$"',
+    ]);
+    // A currency code never holds a number: refused as before, with or without a guard, by neverNumeric alone.
+    const [numeric] = errorsOf(rule('shopify_refund.create', [{ path: 'currency', op: 'gt', value: 1 }]), catalog);
+    expect(numeric).toContain('"currency" is compared (gt) but never holds a number or a decimal text in a call of shopify_refund.create');
+  });
+
+  it('without the catalog (stored rules read back) it is not checked: a policy saved before is read as it is', () => {
+    expect(validatePolicyRules(rule('shopify_refund.create', [{ path: 'currency', op: 'eq', value: 'USD' }])).ok).toBe(true);
+    expect(validatePolicyRules(rule('kyc.get_status', [{ path: 'accountId', op: 'eq', value: ACCOUNT }])).ok).toBe(true);
+  });
+
+  it('groups the actions by what leaving the param out means, and names no path that does not look like a name', () => {
+    const stand: KnownTools = {
+      ...knownOf([]),
+      has: () => true,
+      unseenDefaults: () => [
+        { action: 'b_tool.get', meaning: 'the default B is used' },
+        { action: 'a_tool.get', meaning: 'the default A is used' },
+        { action: 'c_tool.get', meaning: 'the default B is used' },
+      ],
+    };
+    expect(errorsOf(rule('a_tool.get', [{ path: 'region', op: 'eq', value: 'x' }]), stand)).toEqual([
+      'rules[0] ("r"): where[0].path "region" is compared (eq) but a call of a_tool.get, b_tool.get, c_tool.get may leave region out, and the policy ' +
+        'cannot see what stands for it then (a_tool.get: left out, the default A is used; b_tool.get, c_tool.get: left out, the default B is used): ' +
+        'the rule would judge such a call as if it had no region (eq and in never hold, ne always does), though the vendor acts on one; ' +
+        'put {"path": "region", "op": "exists"} before it so the rule is for calls that name region, ' +
+        'and a separate rule with {"path": "region", "op": "exists", "value": false} for those that leave it out',
+    ]);
+    const pasted = 'sk_live_4eC39HqLyjWDarjtT1zdp7dc';
+    const [unnamed] = errorsOf(rule('a_tool.get', [{ path: `region.${pasted}`, op: 'eq', value: 'x' }]), stand);
+    expect(unnamed).toMatch(/^rules\[0\] \("r"\): where\[0\]\.path \(not named here as it does not look like a name\) is compared \(eq\) /);
+    expect(unnamed).toContain('put an "exists" condition on the same path before it');
+    expect(unnamed).not.toContain(pasted);
   });
 });

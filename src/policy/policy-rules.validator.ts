@@ -60,6 +60,17 @@ export interface KnownTools {
    * a 'default' the gateway fills in), or null when some call may lack it. Absent, not checked.
    */
   alwaysHeld?(scope: RuleScope, path: string): 'required' | 'default' | null;
+  /**
+   * The actions a rule applies to whose calls may leave the path's param out and get a value for it only after the
+   * policy ran (ToolActionSpec.unseenDefaults), each with what leaving it out means. Absent, not checked.
+   */
+  unseenDefaults?(scope: RuleScope, path: string): readonly UnseenDefault[];
+}
+
+/** An action ("tool.action") whose calls may leave a param out, and what leaving it out means (a clause). */
+export interface UnseenDefault {
+  action: string;
+  meaning: string;
 }
 
 /** What a 400 says instead of a name it does not echo (it may be a pasted secret, see isEchoableFieldName). */
@@ -187,7 +198,10 @@ function checkMatch(raw: unknown, fail: Fail, known: KnownTools | undefined): Po
         } else {
           const problems = valueProblem ? neverMatched(condition, `where[${j}]`, scope, valueProblem) : [];
           for (const problem of problems) ok = failWith(fail, problem);
-          if (problems.length === 0) conditions.push(condition);
+          // A value no call can carry is named first: guarded or not, the condition would never work as written.
+          const unseen = problems.length === 0 && toolNameOk && riskLevelOk && unguardedEquality(where, j, condition) ? (known?.unseenDefaults?.(scope, condition.path) ?? []) : [];
+          if (unseen.length > 0) ok = failWith(fail, judgedWithoutDefault(`where[${j}]`, condition, unseen));
+          if (problems.length === 0 && unseen.length === 0) conditions.push(condition);
         }
       });
     }
@@ -281,6 +295,47 @@ function reachedNeverNumeric(known: KnownTools | undefined, scope: RuleScope, pa
 function unguardedComparison(where: readonly unknown[], j: number, condition: PolicyCondition): boolean {
   if (!COMPARISONS.includes(condition.op)) return false;
   return !where.slice(0, j).some((c) => isRecord(c) && c.path === condition.path && c.op === 'exists' && (c.value === undefined || c.value === true));
+}
+
+/**
+ * An eq, ne or in with no earlier `exists` condition on the same path (true or false: either says which calls the
+ * rule is for). On a call that leaves the param out, eq and in are false and ne is true (policy.engine.ts), which
+ * is what the call means only when leaving the param out means having none. gt/gte/lt/lte need no such check here:
+ * on a call without the param they block it (fail closed), and unguardedComparison and neverNumeric judge them.
+ */
+function unguardedEquality(where: readonly unknown[], j: number, condition: PolicyCondition): boolean {
+  if (condition.op !== 'eq' && condition.op !== 'ne' && condition.op !== 'in') return false;
+  return !where.slice(0, j).some((c) => isRecord(c) && c.path === condition.path && c.op === 'exists' && (c.value === undefined || typeof c.value === 'boolean'));
+}
+
+/**
+ * An unguarded eq, ne or in on a param whose absence stands for a value the gateway learns only after the policy ran
+ * (the order's currency from Shopify, the account of the org's credentials): the policy judges such a call as if it
+ * had no value there while the vendor acts on one, so a block on `currency eq USD` is walked around by leaving
+ * currency out, and an allow on `currency ne USD` lets the USD refund through. An exists condition first splits the
+ * calls that name the param from those that leave it out, each decided knowingly.
+ */
+function judgedWithoutDefault(at: string, condition: PolicyCondition, defaults: readonly UnseenDefault[]): string {
+  const named = isEchoablePath(condition.path);
+  const what = named ? `${at}.path ${JSON.stringify(condition.path)}` : `${at}.path (${NOT_NAMED})`;
+  // The first segment is the catalog's param name (never the admin's own text), so it can always be named.
+  const param = condition.path.split('.', 1)[0];
+  const sorted = [...defaults].sort((a, b) => (a.action < b.action ? -1 : a.action > b.action ? 1 : 0));
+  const byMeaning = new Map<string, string[]>();
+  for (const d of sorted) byMeaning.set(d.meaning, [...(byMeaning.get(d.meaning) ?? []), d.action]);
+  const actions = listed(sorted.map((d) => d.action));
+  const meanings = [...byMeaning];
+  const absent =
+    meanings.length === 1
+      ? `left out, ${meanings[0][0]}, which the policy cannot see`
+      : `the policy cannot see what stands for it then (${meanings.map(([meaning, of]) => `${listed(of)}: left out, ${meaning}`).join('; ')})`;
+  const guard = named ? `{"path": ${JSON.stringify(condition.path)}, "op": "exists"}` : 'an "exists" condition on the same path';
+  const guardAbsent = named ? `{"path": ${JSON.stringify(condition.path)}, "op": "exists", "value": false}` : 'an "exists" condition with value false on the same path';
+  return (
+    `${what} is compared (${condition.op}) but a call of ${actions} may leave ${param} out, and ${absent}: ` +
+    `the rule would judge such a call as if it had no ${param} (eq and in never hold, ne always does), though the vendor acts on one; ` +
+    `put ${guard} before it so the rule is for calls that name ${param}, and a separate rule with ${guardAbsent} for those that leave it out`
+  );
 }
 
 /**

@@ -35,6 +35,14 @@ export interface ToolActionSpec {
   pathParams?: readonly string[];
   /** Top-level params whose values the vendor sends as text (a query string): policy rules also equate the same text, false and "false" (eq, ne, in). */
   textParams?: readonly string[];
+  /**
+   * Optional top-level params whose absence stands for a value the gateway learns only after the policy ran (from
+   * the vendor, or from the org's credentials), by param: what leaving it out means, as a clause ("the refund is in
+   * the order's currency"). The policy sees no value there, so an eq, ne or in on such a param would judge the call
+   * as if it had none while the vendor acts on one: a PUT refuses those unless an exists condition on the param
+   * comes first (validatePolicyRules). Kept out of inputSchema, which the model reads as it is.
+   */
+  unseenDefaults?: Readonly<Record<string, string>>;
 }
 
 export interface ToolSpec {

@@ -13,6 +13,7 @@ interface CatalogAction {
   decimalParams?: string[];
   pathParams?: string[];
   textParams?: string[];
+  unseenDefaults?: Record<string, string>;
   costCents: number;
 }
 
@@ -110,6 +111,15 @@ describe('GET /v1/tools — the tool catalog', () => {
         fields.push('textParams');
         for (const p of action.textParams) expect(action.inputSchema.properties, `${key} text param ${p}`).toHaveProperty(p);
       }
+      // Optional params whose absence stands for a value the policy cannot see: each a declared param a call may leave out.
+      if (action.unseenDefaults !== undefined) {
+        fields.push('unseenDefaults');
+        for (const [p, meaning] of Object.entries(action.unseenDefaults)) {
+          expect(action.inputSchema.properties, `${key} unseen default ${p}`).toHaveProperty(p);
+          expect(action.inputSchema.required ?? [], `${key} unseen default ${p}`).not.toContain(p);
+          expect(meaning.length, `${key} unseen default ${p}`).toBeGreaterThan(0);
+        }
+      }
       expect(Object.keys(action).sort(), key).toEqual(fields.sort());
       if (action.sideEffect === 'write') expect(typeof action.overwrite, key).toBe('boolean');
       expect(action.description.length, key).toBeGreaterThan(0);
@@ -128,6 +138,16 @@ describe('GET /v1/tools — the tool catalog', () => {
       // A real JSON Schema, as the gateway's validator compiles it.
       expect(() => ajv.compile(schema), key).not.toThrow();
     }
+  });
+
+  it('names the params whose absence stands for a value the policy cannot see (refund currency, kyc accountId), outside the input schema', () => {
+    const marked = [...actions].filter(([, { action }]) => action.unseenDefaults !== undefined).map(([key, { action }]) => [key, Object.keys(action.unseenDefaults!)]);
+    expect(marked).toEqual([
+      ['shopify_refund.create', ['currency']],
+      ['kyc.get_status', ['accountId']],
+    ]);
+    // The schema the model reads holds only standard keywords: the mark is the action's, not the param's.
+    expect(JSON.stringify(actions.get('shopify_refund.create')!.action.inputSchema)).not.toMatch(/unseen/i);
   });
 
   it('marks the writes that must never be retried blindly', () => {

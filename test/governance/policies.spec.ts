@@ -24,8 +24,9 @@ const ALL_OPS = {
       { path: 'amount', op: 'gte', value: '1.5' },
       { path: 'amount', op: 'lt', value: 10 },
       { path: 'amount', op: 'lte', value: 10 },
-      { path: 'currency', op: 'in', value: ['USD', 'EUR'] },
+      // An exists guard first: a refund that leaves currency out is in the order's currency, which the policy cannot see.
       { path: 'currency', op: 'exists' },
+      { path: 'currency', op: 'in', value: ['USD', 'EUR'] },
       { path: 'note', op: 'exists', value: false },
     ],
   },

@@ -50,7 +50,7 @@ describe('kyc.get_status: the execution is asked for under the end user\'s own J
   });
 
   it('an accountId in upper case is recorded, digested, judged by the policy and sent in lower case', async () => {
-    const rules = [{ id: 'not-this-user', match: { toolName: 'kyc.get_status', where: [{ path: 'accountId', op: 'eq', value: second } ] }, decision: 'block' }];
+    const rules = [{ id: 'not-this-user', match: { toolName: 'kyc.get_status', where: [{ path: 'accountId', op: 'exists' }, { path: 'accountId', op: 'eq', value: second }] }, decision: 'block' }];
     const guarded = await setupOrg(h.t, { tools: ['kyc.get_status'], vendors: ['jumio'], rules });
     const blocked = await get(guarded, { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, accountId: second.toUpperCase() });
     expect([blocked.status, blocked.body.errorCode]).toEqual([403, 'POLICY_BLOCKED']);

@@ -43,6 +43,9 @@ export const JUMIO_TOOLS: ToolSpec[] = [
         sideEffect: 'read',
         idempotent: true,
         costCents: 0,
+        // JumioHandler asks under the account of the org's credentials when the call names none, which the policy
+        // never reads: a rule on accountId must say whether it is for calls that name one (README "Tools").
+        unseenDefaults: { accountId: "the account of the org's Jumio credentials is used" },
       },
     ],
   },

@@ -137,6 +137,9 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         costCents: 5,
         // "100", "100.0" and "0100" are one refund of 100 (formatAmount): a rule's amount matches by value.
         decimalParams: ['amount'],
+        // buildRefundInput sends the order's currency when the call names none, and Shopify tells it only when the
+        // call runs: a rule on currency must say whether it is for calls that name one (README "Tools").
+        unseenDefaults: { currency: "the refund is in the order's currency" },
       },
     ],
   },
