@@ -194,17 +194,13 @@ export class ToolCallsQueryService {
       if (format === 'csv') yield charge(csvHeader());
       let sent = 0;
       let stopping = false;
-      const stop = windUp && whenAborted(windUp);
       try {
         while (!stopping) {
-          const next = batches.next();
-          const batch = stop ? await Promise.race([next, stop.aborted]) : await next;
-          if (batch === STOPPING) {
-            // The batch query is not waited for (it may take up to the statement timeout, past the backstop): it
-            // ends on its own, and its failure, if any, is no one's to hear.
-            next.catch(() => undefined);
-            stopping = true;
-          } else if (batch.done) return;
+          // The batch query is not waited for once the stop comes (it may take up to the statement timeout, past the
+          // backstop): it ends on its own, and its failure, if any, is no one's to hear (orStopping handles it).
+          const batch = windUp ? await orStopping(batches.next(), windUp) : await batches.next();
+          if (batch === STOPPING) stopping = true;
+          else if (batch.done) return;
           else {
             for (const chunk of exportChunks(format, batch.value.map((r) => toToolCallView(toolCallEntityOf(r))))) {
               // Between two chunks, each of whole rows: the file never ends in the middle of one.
@@ -224,7 +220,6 @@ export class ToolCallsQueryService {
         log.error(`tool-call export stopped after ${sent} rows; the HTTP/1.0 file ends with a line saying so: ${loggableErrorText(err)}`);
         yield incompleteExportLine(format, sent);
       } finally {
-        stop?.dispose();
         // Not awaited: after a stop it settles only once the batch query left running ends.
         batches.return(undefined).catch(() => undefined);
       }
@@ -263,17 +258,30 @@ export class ToolCallsQueryService {
 const STOPPING = Symbol('stopping');
 
 /**
- * A promise of STOPPING once `signal` aborts, and `dispose` to stop listening: the drain's signal lives as long as the
- * server, and each export adds a listener to it.
+ * `work`'s value, or STOPPING if `signal` aborts first; `work`'s failure after that is handled here (no one waits for
+ * it). One listener per wait, removed once `work` settles: a promise raced against on every batch and kept pending for
+ * the whole export would hold a reaction per race, and with it every batch already sent (V8 keeps each race's result
+ * reachable from the long-lived promise), the whole export in memory.
  */
-function whenAborted(signal: AbortSignal): { aborted: Promise<typeof STOPPING>; dispose: () => void } {
-  let onAbort = (): void => undefined;
-  const aborted = new Promise<typeof STOPPING>((resolve) => {
-    onAbort = () => resolve(STOPPING);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
+function orStopping<T>(work: Promise<T>, signal: AbortSignal): Promise<T | typeof STOPPING> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.resolve(STOPPING);
+  }
+  return new Promise<T | typeof STOPPING>((resolve, reject) => {
+    const onAbort = (): void => resolve(STOPPING);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
   });
-  return { aborted, dispose: () => signal.removeEventListener('abort', onAbort) };
 }
 
 /** The redacted input and output bytes of rows read by toolCallsSizedPageSql. */
