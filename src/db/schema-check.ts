@@ -92,17 +92,26 @@ export async function schemaDrift(ds: DataSource, scope: SchemaScope = 'exact'):
   }
   const migrationsTable = ds.options.migrationsTableName ?? 'migrations';
   if (!exact) {
-    // By name, from the catalogs alone: pg_get_indexdef takes a lock on the table, and a start-up must not wait behind
-    // a session holding one (a migration of another replica, a LOCK TABLE, a VACUUM FULL) just to read the schema.
-    const names = new Set(
-      (
-        (await ds.query(
-          `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-            WHERE i.indisunique AND i.indisvalid AND c.relnamespace = to_regnamespace(quote_ident(current_schema()))`,
-        )) as { name: string }[]
-      ).map((r) => r.name),
-    );
-    for (const [name, key] of Object.entries(UNIQUE_KEYS)) if (!names.has(name)) problems.push(`unique index ${name} on ${key} is missing in the database`);
+    // From the catalogs alone: pg_get_indexdef takes a lock on the table, and a start-up must not wait behind a session
+    // holding one (a migration of another replica, a LOCK TABLE, a VACUUM FULL) just to read the schema. Found by name,
+    // or by what the code's ON CONFLICT relies on (the table, its key columns in order, partial or not): a later
+    // release that renamed an index has not taken it away, and this one, its roll-back, runs on that schema.
+    const indexes = (await ds.query(
+      `SELECT c.relname AS name, t.relname AS "table", i.indpred IS NOT NULL AS partial,
+              ARRAY(SELECT COALESCE(a.attname::text, '(expression)') FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
+                      LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum ORDER BY k.ord) AS columns
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
+        WHERE i.indisunique AND i.indisvalid AND c.relnamespace = to_regnamespace(quote_ident(current_schema()))`,
+    )) as { name: string; table: string; partial: boolean; columns: string[] }[];
+    for (const [name, key] of Object.entries(UNIQUE_KEYS)) {
+      const shape = /^(\S+) \(([^()]*)\)( WHERE .+)?$/.exec(key); // null for an expression key: by name only
+      const found = indexes.some(
+        (ix) =>
+          ix.name === name ||
+          (shape !== null && ix.table === shape[1] && ix.partial === (shape[3] !== undefined) && ix.columns.join(', ') === shape[2]),
+      );
+      if (!found) problems.push(`unique index ${name} on ${key} is missing in the database`);
+    }
     return problems;
   }
   const keys = (

@@ -70,7 +70,7 @@ describe('start-up refuses a schema missing what the code needs, and accepts a n
     }
   }, 60_000);
 
-  it('a database newer than the code (a later release migrated it: another column, table, unique index, migration) is accepted', async () => {
+  it('a database newer than the code (a later release migrated it: another column, table, unique index, migration, unique indexes renamed) is accepted', async () => {
     const db = await createScratchDatabase('tg_mig_check_newer');
     try {
       expect(await startOutcome(db.url)).toBe('started');
@@ -79,6 +79,9 @@ describe('start-up refuses a schema missing what the code needs, and accepts a n
         'ALTER TABLE tool_calls ALTER COLUMN correlation_id DROP NOT NULL',
         'CREATE TABLE later_release_things (id uuid PRIMARY KEY, name text NOT NULL UNIQUE)',
         'CREATE UNIQUE INDEX tool_calls_later_uq ON tool_calls (org_id, tool_use_id, later_release)',
+        // Renamed, the same keys (the table, the columns, partial or not): what this code's ON CONFLICT relies on is there.
+        'ALTER INDEX approval_requests_tool_call_id_key RENAME TO approval_requests_tool_call_uq',
+        'ALTER INDEX tool_calls_run_tool_use_uq RENAME TO tool_calls_tool_use_once_uq',
         `INSERT INTO typeorm_migrations (timestamp, name) VALUES (1799999999999, 'LaterRelease1799999999999')`,
       ]);
       expect(await startOutcome(db.url)).toBe('started');
