@@ -3,14 +3,13 @@ import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeDatabase } from '../../src/db/database-probe.js';
 import { ledgerVerifyCommand } from '../../src/ops/ledger-verify.command.js';
 import { runBuiltCli } from '../support/built-cli.js';
 import { gatewayEnv } from '../support/gateway-process.js';
 import { teeChildToRunLog } from '../support/run-log.js';
-import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
+import { createScratchDatabase, runStatements, type ScratchDatabase } from '../support/scratch-database.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { KNOWN_STARTUP_PARAMETERS, startStartupFilterProxy, type StartupFilterProxy } from '../support/startup-filter-proxy.js';
 import { TEST_MASTER_KEY } from '../support/secrets.js';
@@ -25,21 +24,11 @@ import { bearer } from '../support/test-app.js';
 
 const quick = { budgetMs: 600, intervalMs: 150, onWait: () => undefined, stopped: () => false, queryTimeoutMs: 20_000, connectionMode: 'pooled' as const };
 
-async function asAdmin(url: string, statements: string[]): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    for (const s of statements) await c.query(s);
-  } finally {
-    await c.end();
-  }
-}
-
 describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as startup parameters', () => {
   it('start-up names what the role lacks, with the ALTER ROLE statements; run as that role, they are all it takes', async () => {
     const db = await createScratchDatabase('tg_role_settings');
     const role = `tg_probe_role_${process.pid}`;
-    await asAdmin(db.url, [`CREATE ROLE ${role} LOGIN PASSWORD 'role-pw'`]);
+    await runStatements(db.url, [`CREATE ROLE ${role} LOGIN PASSWORD 'role-pw'`]);
     const asRole = new URL(db.url);
     asRole.username = role;
     asRole.password = 'role-pw';
@@ -53,7 +42,7 @@ describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as
         "ALTER ROLE CURRENT_USER SET statement_timeout = '15000ms';",
         "ALTER ROLE CURRENT_USER SET idle_in_transaction_session_timeout = '20000ms';",
       ]);
-      await asAdmin(asRole.toString(), fixes); // the role itself, not a superuser
+      await runStatements(asRole.toString(), fixes); // the role itself, not a superuser
       expect(await probeDatabase(front.url, quick)).toBeNull();
       // A lower DB_QUERY_TIMEOUT_MS than the role's statement_timeout allows is named too.
       expect(await probeDatabase(front.url, { ...quick, queryTimeoutMs: 10_000 })).toMatch(/\(statement_timeout is 15000 ms; with DB_QUERY_TIMEOUT_MS 10000 ms it must be between 1000 and 9000 ms\).*SET statement_timeout = '9000ms';/);
@@ -73,7 +62,7 @@ describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as
     } finally {
       await front.close();
       await db.drop();
-      await asAdmin(process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!, [`DROP ROLE IF EXISTS ${role}`]);
+      await runStatements(process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!, [`DROP ROLE IF EXISTS ${role}`]);
     }
   });
 
@@ -134,7 +123,7 @@ describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as
     beforeAll(async () => {
       db = await createScratchDatabase('tg_server_settings');
       const name = new URL(db.url).pathname.slice(1);
-      await asAdmin(db.url, [`ALTER DATABASE ${name} SET statement_timeout = '12s'`, `ALTER DATABASE ${name} SET idle_in_transaction_session_timeout = '19s'`]);
+      await runStatements(db.url, [`ALTER DATABASE ${name} SET statement_timeout = '12s'`, `ALTER DATABASE ${name} SET idle_in_transaction_session_timeout = '19s'`]);
       front = await startStartupFilterProxy(db.url, 'refuse');
       // With migrations pending, neither start-up nor migrate run migrates through the pooler (its transaction pool could
       // not hold the migration lock); each says to run them against the server itself.

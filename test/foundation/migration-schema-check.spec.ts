@@ -1,21 +1,10 @@
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { DataSource } from 'typeorm';
 import { revertMigration } from '../../src/bootstrap.js';
 import { migratorOptions } from '../../src/db/db-options.js';
-import { createScratchDatabase } from '../support/scratch-database.js';
+import { createScratchDatabase, runStatements } from '../support/scratch-database.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { bearer, startTestApp } from '../support/test-app.js';
-
-async function psql(url: string, statements: string[]): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    for (const s of statements) await c.query(s);
-  } finally {
-    await c.end();
-  }
-}
 
 /** What startTestApp ended with: 'started' (closed again at once), or the error's message. */
 async function startOutcome(url: string): Promise<string> {
@@ -43,7 +32,7 @@ describe('start-up refuses a schema missing what the code needs, and accepts a n
     const db = await createScratchDatabase('tg_mig_check_both');
     try {
       expect(await startOutcome(db.url)).toBe('started'); // migrates the empty database
-      await psql(db.url, [...ONCE_PER_RUN_DOWN, ...UNIQUE_COLUMN_DOWN]);
+      await runStatements(db.url, [...ONCE_PER_RUN_DOWN, ...UNIQUE_COLUMN_DOWN]);
       const outcome = await startOutcome(db.url);
       expect(outcome).toContain('the database schema lacks what this release needs, though typeorm_migrations records every migration as applied');
       expect(outcome).toContain('tool_calls.tool_use_unique is mapped but missing in the database');
@@ -58,12 +47,12 @@ describe('start-up refuses a schema missing what the code needs, and accepts a n
     const db = await createScratchDatabase('tg_mig_check_index');
     try {
       expect(await startOutcome(db.url)).toBe('started');
-      await psql(db.url, ONCE_PER_RUN_DOWN);
+      await runStatements(db.url, ONCE_PER_RUN_DOWN);
       const outcome = await startOutcome(db.url);
       expect(outcome).toContain('unique index tool_calls_run_tool_use_uq on tool_calls (run_id, tool_use_id) WHERE tool_use_unique is missing in the database');
       expect(outcome).not.toContain('tool_calls.tool_use_unique is mapped');
       // Their rows deleted as the error says: the next start applies them again, and starts.
-      await psql(db.url, [`DELETE FROM typeorm_migrations WHERE name = 'ToolUseOncePerRun1765710000000'`]);
+      await runStatements(db.url, [`DELETE FROM typeorm_migrations WHERE name = 'ToolUseOncePerRun1765710000000'`]);
       expect(await startOutcome(db.url)).toBe('started');
     } finally {
       await db.drop();
@@ -74,7 +63,7 @@ describe('start-up refuses a schema missing what the code needs, and accepts a n
     const db = await createScratchDatabase('tg_mig_check_newer');
     try {
       expect(await startOutcome(db.url)).toBe('started');
-      await psql(db.url, [
+      await runStatements(db.url, [
         'ALTER TABLE tool_calls ADD COLUMN later_release text',
         'ALTER TABLE tool_calls ALTER COLUMN correlation_id DROP NOT NULL',
         'CREATE TABLE later_release_things (id uuid PRIMARY KEY, name text NOT NULL UNIQUE)',

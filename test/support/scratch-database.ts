@@ -95,3 +95,14 @@ export async function createScratchDatabase(prefix: string): Promise<ScratchData
     },
   };
 }
+
+/** Runs `statements` in order on a connection of their own to `url` (as an admin would in psql), then closes it. */
+export async function runStatements(url: string, statements: readonly string[]): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    for (const s of statements) await c.query(s);
+  } finally {
+    await c.end();
+  }
+}
