@@ -63,3 +63,24 @@ describe('nango_proxy path length: the definition and the checks agree', () => {
     expect(validate({ path: `/${relative}` })).toBe(allowed);
   });
 });
+
+describe('nango_proxy path: what the definition tells the model to send, the checks take', () => {
+  const description = (getAction.inputSchema as { properties: { path: { description: string } } }).properties.path.description;
+
+  it.each([
+    ['@', '/v1/users/jane%40example.com'],
+    [';', '/v1/notes/a%3Bb'],
+    ['?', '/v1/search/what%3F'],
+    ['#', '/v1/tags/%23urgent'],
+    ['{', '/v1/things/%7Bid%7D'],
+  ])('%s is named as not allowed in any form, and its percent-encoded form is refused', (ch, path) => {
+    const [refusedList] = /not allowed in any form[^:]*: [^(]*/.exec(description) ?? [''];
+    expect(refusedList).toContain(ch);
+    expect(checkNangoPath(path)).not.toBeNull();
+  });
+
+  it('a space and a non-ASCII letter, percent-encoded as it says, are taken', () => {
+    expect(description).toMatch(/other characters \(a space, a non-ASCII letter\) percent-encoded as UTF-8/);
+    expect(checkNangoPath('/v1/people/Jos%C3%A9%20Garc%C3%ADa')).toBeNull();
+  });
+});

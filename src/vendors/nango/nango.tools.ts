@@ -15,7 +15,8 @@ const path = {
   maxLength: NANGO_CANONICAL_PATH_MAX,
   description:
     `Provider API path relative to the provider's base URL, e.g. /v1/customers/42 (no host, no query string); at most ${NANGO_PATH_MAX} characters not counting the leading "/" (${NANGO_CANONICAL_PATH_MAX} with it). ` +
-    "Letters, digits, -._~ and !$&'()*+,=: as themselves; any other character (a space, a non-ASCII letter, @, ;, ?, #) percent-encoded as UTF-8 (José is Jos%C3%A9); no encoded '/' (%2F), no double encoding, no '.' or '..' segments; characters in their plain form (é, not e with a combining accent; no fullwidth look-alikes)",
+    "Letters, digits, -._~ and !$&'()*+,=: as themselves; other characters (a space, a non-ASCII letter) percent-encoded as UTF-8 (José is Jos%C3%A9); " +
+    "not allowed in any form, plain or percent-encoded: @ ; ? # { } \\ and || (query parameters go in `query`); no encoded '/' (%2F), no double encoding, no '.' or '..' segments, no empty segments; characters in their plain form (é, not e with a combining accent; no fullwidth look-alikes)",
 };
 
 export const NANGO_TOOLS: ToolSpec[] = [
