@@ -43,12 +43,14 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
       marketplaceId: { type: 'string', pattern: '^[A-Z0-9]{1,32}$' },
     },
   },
-  // accountId is the default account only: Jumio KYX keeps one account per end user, and kyc.get_status names the
-  // execution's own account in its accountId param. A call that names none under config without one is refused.
+  // accountId is the default account: Jumio KYX keeps one account per end user, and kyc.get_status names the
+  // execution's own account in its accountId param; a call that names none is asked under this one. Required, so every
+  // call has an account: a call refused for having none could only tell the model "check the input" (it is recorded
+  // after its params were judged valid), never which param to give.
   jumio: {
     type: 'object',
     additionalProperties: false,
-    required: ['clientId', 'clientSecret', 'region'],
+    required: ['clientId', 'clientSecret', 'region', 'accountId'],
     properties: {
       clientId: { type: 'string', minLength: 1, maxLength: 256, pattern: NOT_BLANK },
       clientSecret: { type: 'string', minLength: 1, maxLength: 512, pattern: NOT_BLANK },

@@ -1,7 +1,7 @@
 /**
  * The org's Jumio integration config (API.md §7). Region and account id end up
  * in host names and URL paths, so both are checked against strict shapes. The
- * account id is optional: it is the default for calls that name no account.
+ * account id is the default for calls that name no account.
  */
 import type { VendorEndpoints } from '../vendor-handler.js';
 
@@ -13,9 +13,9 @@ export interface JumioCredentials {
   region: JumioRegion;
   /**
    * The org's default account. Jumio KYX keeps one account per end user, so a call names the execution's own
-   * account (kyc.get_status accountId) and this one is used only when it does not; optional since then.
+   * account (kyc.get_status accountId) and this one is used only when it does not.
    */
-  accountId?: string;
+  accountId: string;
 }
 
 const REGIONS: readonly JumioRegion[] = ['amer-1', 'emea-1', 'apac-1'];
@@ -30,10 +30,8 @@ export function parseJumioCredentials(raw: Record<string, unknown>): JumioCreden
   if (!nonEmpty(raw.clientId)) return { invalidField: 'clientId' };
   if (!nonEmpty(raw.clientSecret)) return { invalidField: 'clientSecret' };
   if (!REGIONS.includes(raw.region as JumioRegion)) return { invalidField: 'region' };
-  const creds: JumioCredentials = { clientId: raw.clientId, clientSecret: raw.clientSecret, region: raw.region as JumioRegion };
-  if (raw.accountId === undefined) return creds;
   if (typeof raw.accountId !== 'string' || !ACCOUNT_ID.test(raw.accountId)) return { invalidField: 'accountId' };
-  return { ...creds, accountId: raw.accountId };
+  return { clientId: raw.clientId, clientSecret: raw.clientSecret, region: raw.region as JumioRegion, accountId: raw.accountId };
 }
 
 export function jumioAuthBaseUrl(endpoints: VendorEndpoints, region: JumioRegion): string {

@@ -293,18 +293,6 @@ describe('JumioHandler failures', () => {
     expect(failure(await handler().execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed })))).toMatchObject({ kind: 'not_found', vendorStatus: 404 });
   });
 
-  it('credentials without an accountId: a call naming its account works, one naming none is refused before anything is sent', async () => {
-    const { accountId: _default, ...noDefault } = CREDS;
-    const named = await new JumioHandler(endpoints, new TokenCache()).execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, accountId: JUMIO_ACCOUNT_IDS.second }, noDefault));
-    expect(named.ok).toBe(true);
-    emu.reset();
-    const out = failure(await new JumioHandler(endpoints, new TokenCache()).execute(ctx(processed, noDefault)));
-    expect(out).toMatchObject({ kind: 'rejected', requestSent: false });
-    expect(out.vendorStatus).toBeUndefined();
-    expect(out.message).toMatch(/^accountId: is required/);
-    expect(emu.requests).toHaveLength(0); // not even a token
-  });
-
   it('a non-UUID accountId never leaves the gateway, whatever the credentials say', async () => {
     const out = failure(await new JumioHandler(endpoints).execute(ctx({ ...processed, accountId: '../../accounts' })));
     expect(out).toMatchObject({ kind: 'rejected', requestSent: false, message: 'accountId: must be a UUID' });

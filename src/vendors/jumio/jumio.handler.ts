@@ -52,16 +52,14 @@ function classify(res: VendorHttpResponse): Answer {
 /**
  * The account the execution is asked for under. Jumio KYX keeps one account per end user and files each end user's
  * workflow executions under their own account (VENDORS.md §3.2), so the call's accountId names it; the credentials'
- * accountId is only the org's default, for an org whose executions all live under one account. With neither, no
- * account can be asked: the call is refused before anything (a token included) is sent, naming the param to give.
+ * accountId is the org's default, for a call that names none.
  */
 function executionAccount(param: unknown, creds: JumioCredentials): { ok: true; id: string } | { ok: false; message: string } {
   if (param !== undefined) {
     // It goes into the URL path: re-checked even though the schema did.
     return typeof param === 'string' && UUID.test(param) ? { ok: true, id: param } : { ok: false, message: 'accountId: must be a UUID' };
   }
-  if (creds.accountId !== undefined) return { ok: true, id: creds.accountId };
-  return { ok: false, message: "accountId: is required, as the org's jumio credentials name no default accountId (give the end user's Jumio account id)" };
+  return { ok: true, id: creds.accountId };
 }
 
 export class JumioHandler implements VendorHandler {
