@@ -189,8 +189,8 @@ function callMismatch(r: CallRow): Mismatch | null {
  * recorded the request (kind, risk) and the decision (approvalId, decision, the deciding key; no key for an
  * expiry; the SHA-256 of the decider's reason, `reasonDigest`, null when none, as the reconcile's noteDigest):
  * approval-settle.sql.ts, or RunsService.endRun, which rejects the pending approvals of the run it ends (its event
- * names the approval but no decision, nor a reasonDigest: the end's reason it stores is not compared). A row still
- * pending whose call moved on was never decided.
+ * names the approval but no decision; the end's reason it stores as the decision reason has its reasonDigest, except
+ * on ends from before it was recorded). A row still pending whose call moved on was never decided.
  */
 function approvalMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
   const requested = events.find((e) => e.type === 'tool_call.approval_requested');
@@ -211,7 +211,7 @@ function approvalMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
   if (decided.approvalId !== a.id || a.status !== status || a.decidedBy !== decided.actorKeyId || a.decidedRole !== decided.actorRole) {
     return { at: decided, reason: `tool call ${r.id}: its approval row differs from the decision its event recorded` };
   }
-  // The reason, when the event recorded its digest: not on decisions from before it was, nor on a run end's rejection.
+  // The reason, when the event recorded its digest: not on decisions (nor run ends' rejections) from before it was.
   if (decided.hasReasonDigest && a.reasonDigest !== decided.reasonDigest) {
     return { at: decided, reason: `tool call ${r.id}: its approval's decision reason differs from the one its event recorded` };
   }

@@ -83,7 +83,7 @@ const REJECT_ENDED_BATCH_SQL = `
        ap AS (
          UPDATE approval_requests a SET status = 'rejected', decided_by = (ru.ended->'by'->>'keyId')::uuid, decided_role = ru.ended->'by'->>'role',
                 decided_at = now(), decision_reason = ru.ended->>'reason'
-           FROM ru WHERE a.id IN (SELECT id FROM lk) AND a.status = 'pending' RETURNING a.id, a.tool_call_id),
+           FROM ru WHERE a.id IN (SELECT id FROM lk) AND a.status = 'pending' RETURNING a.id, a.tool_call_id, a.decision_reason),
        tc AS (
          UPDATE tool_calls t SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 403, finished_at = now(), updated_at = now()
            FROM ap WHERE t.id = ap.tool_call_id AND t.status IN ('waiting_approval', 'approved')
@@ -93,7 +93,9 @@ const REJECT_ENDED_BATCH_SQL = `
          INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
          SELECT gen_random_uuid(), tc.org_id, 'tool_call.blocked', $1::uuid, tc.id, ru.ended->'by',
                 jsonb_build_object('toolName', tc.tool_name, 'action', tc.action, 'digest', tc.action_digest, 'approvalId', ap.id,
-                                   'errorCode', 'RUN_NOT_ACTIVE', 'reason', 'run_ended')
+                                   'errorCode', 'RUN_NOT_ACTIVE', 'reason', 'run_ended',
+                                   -- The end's reason, kept on the approval as its decision reason: its SHA-256, as a decision's (approval-settle.sql.ts).
+                                   'reasonDigest', encode(sha256(convert_to(ap.decision_reason, 'UTF8')), 'hex'))
            FROM tc JOIN ap ON ap.tool_call_id = tc.id CROSS JOIN ru),
        last AS (SELECT created_at::text AS created, id::text AS id FROM pick ORDER BY created_at, id LIMIT 1)
   SELECT coalesce((SELECT array_agg(id) FROM tc), '{}')::text[] AS blocked, (SELECT count(*) FROM pick)::int AS picked, (SELECT count(*) FROM lk)::int AS locked,

@@ -129,7 +129,7 @@ describe('the decision reason on the ledger: reasonDigest, checked by verify', (
     expect(await verify(org.orgId)).toMatchObject({ ok: true });
   });
 
-  it('a run end\'s rejection (the end\'s reason on the approval, no reasonDigest on its event) verifies ok', async () => {
+  it('a run end\'s rejection records the SHA-256 of the end\'s reason (kept on the approval); a rewritten one is a break', async () => {
     const { org, approval } = await waitingRefund('7.00');
     const end = await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.adminKey)).send({ reason: 'conversation closed' });
     expect([end.status, end.body.status]).toEqual([200, 'cancelled']);
@@ -137,8 +137,18 @@ describe('the decision reason on the ledger: reasonDigest, checked by verify', (
     expect(row).toEqual({ status: 'rejected', decision_reason: 'conversation closed' });
 
     const event = await decisionEvent(org, approval.id);
-    expect(event.metadata).toMatchObject({ errorCode: 'RUN_NOT_ACTIVE', reason: 'run_ended' });
-    expect(event.metadata).not.toHaveProperty('reasonDigest');
+    expect(event.metadata).toMatchObject({ errorCode: 'RUN_NOT_ACTIVE', reason: 'run_ended', reasonDigest: sha256('conversation closed') });
+    expect(JSON.stringify(event)).not.toContain('conversation closed');
     expect(await verify(org.orgId)).toMatchObject({ ok: true });
+    await setReason(approval.id, 'ended by the customer');
+    expect(await verify(org.orgId)).toMatchObject({ ok: false, brokenAt: { eventId: event.id } });
+    await setReason(approval.id, 'conversation closed');
+    expect(await verify(org.orgId)).toMatchObject({ ok: true });
+
+    // Ended without a reason: none stored, and the digest null.
+    const quiet = await waitingRefund('8.00');
+    expect((await h.t.http.post(`/v1/runs/${quiet.org.runId}/cancel`).set(bearer(quiet.org.adminKey)).send({})).status).toBe(200);
+    expect((await decisionEvent(quiet.org, quiet.approval.id)).metadata).toMatchObject({ reasonDigest: null });
+    expect(await verify(quiet.org.orgId)).toMatchObject({ ok: true });
   });
 });
