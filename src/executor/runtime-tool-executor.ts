@@ -96,10 +96,7 @@ export class RuntimeToolExecutor {
     const key = `${orgId}:${vendor}`;
     const held = this.breakers.get(key);
     if (held && (stamp === undefined || held.stamp === stamp)) return held.breaker;
-    if (held && held.stamp === null) {
-      held.stamp = stamp!; // made by a caller without a stamp: its history belongs to these credentials as far as is known
-      return held.breaker;
-    }
+    // Replaced (one made without a stamp has no history: only calls, which give theirs, report to a breaker).
     if (held?.breaker.refusing) {
       this.log.log({ orgId, vendor }, 'circuit breaker reset: the org\'s credentials for the vendor were replaced since it opened');
     }

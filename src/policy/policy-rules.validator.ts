@@ -294,7 +294,12 @@ function reachedNeverNumeric(known: KnownTools | undefined, scope: RuleScope, pa
  */
 function unguardedComparison(where: readonly unknown[], j: number, condition: PolicyCondition): boolean {
   if (!COMPARISONS.includes(condition.op)) return false;
-  return !where.slice(0, j).some((c) => isRecord(c) && c.path === condition.path && c.op === 'exists' && (c.value === undefined || c.value === true));
+  return !existsBefore(where, j, condition.path, (value) => value === undefined || value === true);
+}
+
+/** Whether an `exists` condition on `path` whose value `counts` comes before where[j]. */
+function existsBefore(where: readonly unknown[], j: number, path: string, counts: (value: unknown) => boolean): boolean {
+  return where.slice(0, j).some((c) => isRecord(c) && c.path === path && c.op === 'exists' && counts(c.value));
 }
 
 /**
@@ -305,7 +310,7 @@ function unguardedComparison(where: readonly unknown[], j: number, condition: Po
  */
 function unguardedEquality(where: readonly unknown[], j: number, condition: PolicyCondition): boolean {
   if (condition.op !== 'eq' && condition.op !== 'ne' && condition.op !== 'in') return false;
-  return !where.slice(0, j).some((c) => isRecord(c) && c.path === condition.path && c.op === 'exists' && (c.value === undefined || typeof c.value === 'boolean'));
+  return !existsBefore(where, j, condition.path, (value) => value === undefined || typeof value === 'boolean');
 }
 
 /**
