@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
-import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
-import { adminAuth, bearer, createKey } from '../support/test-app.js';
+import { startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { adminAuth, bearer } from '../support/test-app.js';
 import { settleApprovalsSql as previousReleaseSettle } from './fixtures/previous-release-settle.sql.js';
-import { approvalFor, refundUse } from './support.js';
+import { waitingRefund } from './support.js';
 
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
@@ -40,21 +40,10 @@ describe('the decision reason on the ledger: reasonDigest, checked by verify', (
     return found;
   }
 
-  /** A refund of a new org's run waiting for its expert, and that expert's key. */
-  async function waitingRefund(amount: string) {
-    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
-    const expert = await createKey(h.t, org.orgId, 'expert');
-    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
-    expect(res.status, JSON.stringify(res.body)).toBe(202);
-    const toolCallId = res.body.toolCallId as string;
-    const approval = await approvalFor(h, expert.key, toolCallId);
-    return { org, expert, toolCallId, approval };
-  }
-
   const setReason = (approvalId: string, reason: string | null) => h.t.ds.query('UPDATE approval_requests SET decision_reason = $2 WHERE id = $1', [approvalId, reason]);
 
   it('a rejection records the SHA-256 of its reason (not the text); a rewritten or deleted reason is a break at that event', async () => {
-    const { org, expert, toolCallId, approval } = await waitingRefund('3.00');
+    const { org, expert, toolCallId, approval } = await waitingRefund(h, '3.00');
     const reason = 'déjà remboursé en magasin (customer already refunded in store)';
     const rej = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'reject', actionDigest: approval.actionDigest, reason });
     expect([rej.status, rej.body.decisionReason]).toEqual([200, reason]);
@@ -75,7 +64,7 @@ describe('the decision reason on the ledger: reasonDigest, checked by verify', (
   });
 
   it('an approval decided without a reason records reasonDigest null and verifies ok; a reason added afterwards is a break', async () => {
-    const { org, expert, toolCallId, approval } = await waitingRefund('4.00');
+    const { org, expert, toolCallId, approval } = await waitingRefund(h, '4.00');
     const ok = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
     expect([ok.status, ok.body.decisionReason]).toEqual([200, null]);
     const settled = await h.t.http.get(`/v1/tool-calls/${toolCallId}/result?waitMs=8000`).set(bearer(org.agentKey));
@@ -90,7 +79,7 @@ describe('the decision reason on the ledger: reasonDigest, checked by verify', (
   });
 
   it('an expiry stores no reason and records reasonDigest null: ok, and a reason put on the expired approval is a break', async () => {
-    const { org, expert, approval } = await waitingRefund('5.00');
+    const { org, expert, approval } = await waitingRefund(h, '5.00');
     await h.t.ds.query(`UPDATE approval_requests SET expires_at = now() - interval '1 minute' WHERE id = $1`, [approval.id]);
     // A late decision finds it expired: the settle statement expires it, the reason given is not kept.
     const late = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest, reason: 'too late' });
@@ -107,7 +96,7 @@ describe('the decision reason on the ledger: reasonDigest, checked by verify', (
   });
 
   it('the sweep\'s expiry records reasonDigest null too, and verifies ok', async () => {
-    const { org, approval } = await waitingRefund('5.50');
+    const { org, approval } = await waitingRefund(h, '5.50');
     await h.t.ds.query(`UPDATE approval_requests SET expires_at = now() - interval '1 minute' WHERE id = $1`, [approval.id]);
     await h.t.app.get(ApprovedCallRunner).sweep();
     const event = await decisionEvent(org, approval.id);
@@ -116,7 +105,7 @@ describe('the decision reason on the ledger: reasonDigest, checked by verify', (
   });
 
   it('a decision written by the previous release (no reasonDigest key) verifies ok, its reason not compared', async () => {
-    const { org, approval } = await waitingRefund('6.00');
+    const { org, approval } = await waitingRefund(h, '6.00');
     const [{ id: expertKeyId }] = (await h.t.ds.query(`SELECT id FROM api_keys WHERE org_id = $1 AND role = 'expert'`, [org.orgId])) as { id: string }[];
     const settled = (await h.t.ds.query(previousReleaseSettle('by-id'), [approval.id, 'rejected', new Date(), expertKeyId, 'expert', 'not this customer'])) as unknown[];
     expect(settled).toHaveLength(1);
@@ -130,7 +119,7 @@ describe('the decision reason on the ledger: reasonDigest, checked by verify', (
   });
 
   it('a run end\'s rejection records the SHA-256 of the end\'s reason (kept on the approval); a rewritten one is a break', async () => {
-    const { org, approval } = await waitingRefund('7.00');
+    const { org, approval } = await waitingRefund(h, '7.00');
     const end = await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.adminKey)).send({ reason: 'conversation closed' });
     expect([end.status, end.body.status]).toEqual([200, 'cancelled']);
     const [row] = (await h.t.ds.query('SELECT status, decision_reason FROM approval_requests WHERE id = $1', [approval.id])) as unknown[];
@@ -146,7 +135,7 @@ describe('the decision reason on the ledger: reasonDigest, checked by verify', (
     expect(await verify(org.orgId)).toMatchObject({ ok: true });
 
     // Ended without a reason: none stored, and the digest null.
-    const quiet = await waitingRefund('8.00');
+    const quiet = await waitingRefund(h, '8.00');
     expect((await h.t.http.post(`/v1/runs/${quiet.org.runId}/cancel`).set(bearer(quiet.org.adminKey)).send({})).status).toBe(200);
     expect((await decisionEvent(quiet.org, quiet.approval.id)).metadata).toMatchObject({ reasonDigest: null });
     expect(await verify(quiet.org.orgId)).toMatchObject({ ok: true });

@@ -2,9 +2,9 @@ import type pg from 'pg';
 import { seedingClient, stopSweep } from './backlog-seed.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
-import { approvalFor, refundUse, refunds } from './support.js';
-import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
-import { bearer, createKey } from '../support/test-app.js';
+import { refunds, waitingRefund } from './support.js';
+import { startHarness, type Harness } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
 import { settleApprovalsSql as previousReleaseSettle } from './fixtures/previous-release-settle.sql.js';
 
 /**
@@ -29,12 +29,7 @@ describe('a decision by a replica of the release before, racing a run end during
   });
 
   it('the approval it writes after the end runs nothing: the claim finds the run ended and blocks the call RUN_NOT_ACTIVE', async () => {
-    const org: OrgSetup = await setupOrg(h.t, { tools: ['shopify_refund.create'] });
-    const expert = await createKey(h.t, org.orgId, 'expert');
-    const res0 = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('4.00'));
-    expect(res0.status).toBe(202);
-    const callId = res0.body.toolCallId as string;
-    const approval = await approvalFor(h, expert.key, callId);
+    const { org, toolCallId: callId, approval } = await waitingRefund(h, '4.00');
     const before = refunds(h);
     const [{ id: expertKeyId }] = (await h.t.ds.query(`SELECT id FROM api_keys WHERE org_id = $1 AND role = 'expert'`, [org.orgId])) as { id: string }[];
 

@@ -3,8 +3,8 @@ import type { ShopifyEmulator } from '../../src/emulator/shopify.emulator.js';
 import type { PoolClient } from 'pg';
 import type { Sql } from '../../src/db/sql.js';
 import type { Harness } from '../support/scenario.js';
-import { toolUse } from '../support/scenario.js';
-import { bearer } from '../support/test-app.js';
+import { setupOrg, toolUse } from '../support/scenario.js';
+import { bearer, createKey } from '../support/test-app.js';
 
 export const refundUse = (amount = '1.00', orderId = '12345') => toolUse('shopify_refund', { action: 'create', orderId, amount });
 
@@ -98,3 +98,14 @@ export const connectionLost = (): Error => Object.assign(new Error('Connection t
 
 /** The statement that claims an approved call (approved → running, tool_call.started). */
 export const isClaim = (text: string): boolean => text.includes("'tool_call.started'") && text.includes("status = 'approved'");
+
+/** A new org's run with a refund waiting for its expert: the org, the expert's key, the call and its approval. */
+export async function waitingRefund(h: Harness, amount: string, tools: string[] = ['shopify_refund.create']) {
+  const org = await setupOrg(h.t, { tools });
+  const expert = await createKey(h.t, org.orgId, 'expert');
+  const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse(amount));
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  const toolCallId = res.body.toolCallId as string;
+  const approval = await approvalFor(h, expert.key, toolCallId);
+  return { org, expert, toolCallId, approval };
+}

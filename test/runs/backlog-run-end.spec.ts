@@ -3,9 +3,9 @@ import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
 import { cloneWaitingCalls, seedingClient, stopSweep } from '../approvals/backlog-seed.js';
-import { approvalFor, refundUse, refunds } from '../approvals/support.js';
+import { refundUse, refunds, waitingRefund } from '../approvals/support.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
-import { bearer, createKey } from '../support/test-app.js';
+import { bearer } from '../support/test-app.js';
 
 /**
  * Ending a run (complete/cancel) whose agent filled the approval queue: it used to reject the whole backlog in one
@@ -97,12 +97,7 @@ describe('ending a run with a large backlog of pending approvals', () => {
   }, 240_000);
 
   it('an approval held by someone else as the run ends does not hold the end up; a decision on it then is refused, and the call never runs', async () => {
-    const org: OrgSetup = await setupOrg(h.t, { tools: ['shopify_refund.create', 'order_lookup.lookup'] });
-    const expert = await createKey(h.t, org.orgId, 'expert');
-    const res0 = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('4.00'));
-    expect(res0.status).toBe(202);
-    const callId = res0.body.toolCallId as string;
-    const approval = await approvalFor(h, expert.key, callId);
+    const { org, expert, toolCallId: callId, approval } = await waitingRefund(h, '4.00', ['shopify_refund.create', 'order_lookup.lookup']);
     const before = refunds(h);
     // Another transaction holds the approval's row (as a decision being written down does) while the run ends.
     await seeder.query('BEGIN');
