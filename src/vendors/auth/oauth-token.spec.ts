@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emulatorEndpoints } from '../handler.spec-support.js';
 import { fetchOAuthToken, MAX_LIFETIME_SEC } from './oauth-token.js';
+import { TokenFetchError } from './token-cache.js';
 
 /** A token endpoint answering 200 with whatever body the test set last. */
 let body = '';
@@ -47,5 +48,35 @@ describe('fetchOAuthToken: the lifetime it believes', () => {
     expect(await lifetimeFor('{"access_token":"tok-lifetime","expires_in":"soon"}')).toBe(300);
     expect(await lifetimeFor('{"access_token":"tok-lifetime","expires_in":0}')).toBe(300);
     expect(await lifetimeFor('{"access_token":"tok-lifetime","expires_in":1e400}')).toBe(300); // Infinity once parsed
+  });
+});
+
+function fetchWith(raw: string) {
+  body = raw;
+  return fetchOAuthToken({ label: 'Test', url: `${url}/token`, headers: {}, body: '{}', endpoints: emulatorEndpoints(url), rateLimitBackoffMs: 1_000 });
+}
+
+describe('fetchOAuthToken: the access token it accepts', () => {
+  it('refuses a token that cannot be sent as a header: bad_response, nothing sent, the token not in the message', async () => {
+    for (const bad of ['tok-bad\r\nx-injected: 1', 'tok with space', 'tök-ünicode', `tok-${'x'.repeat(8_189)}`, '\u0000tok']) {
+      const err = await fetchWith(JSON.stringify({ access_token: bad, expires_in: 3600 })).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err, JSON.stringify(bad.slice(0, 20))).toBeInstanceOf(TokenFetchError);
+      const { outcome } = err as TokenFetchError;
+      expect(outcome).toMatchObject({ ok: false, kind: 'bad_response', vendorStatus: 200, requestSent: false });
+      expect(outcome.message).toBe('Test token endpoint answered with an access token that cannot be sent as a header');
+    }
+  });
+
+  it("accepts the vendors' real token shapes (LWA Atza|..., a Jumio JWT, Shopify shpat_/shpua_), up to 8 KiB", async () => {
+    for (const tok of ['Atza|IwEBIJr-abc_DEF+/=', 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln-_', 'shpat_0123456789abcdef', 'shpua_x', `t${'x'.repeat(8_191)}`]) {
+      expect((await fetchWith(JSON.stringify({ access_token: tok, expires_in: 3600 }))).token).toBe(tok);
+    }
+  });
+
+  it('reads a token answer that starts with a UTF-8 byte order mark', async () => {
+    expect((await fetchWith('\ufeff{"access_token":"tok-bom","expires_in":3600}')).token).toBe('tok-bom');
   });
 });

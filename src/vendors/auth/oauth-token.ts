@@ -24,6 +24,14 @@ export interface OAuthTokenRequest {
 // OAuth error codes are lower_snake ASCII; anything else might be vendor text
 // and stays out of the message.
 const SAFE_OAUTH_CODE = /^[a-z_]{1,40}$/;
+/**
+ * An access token the gateway can send as a header value (Authorization: Bearer, x-amz-access-token,
+ * X-Shopify-Access-Token): printable ASCII without spaces, as every vendor's is (Atza|..., a JWT, shpat_...,
+ * VENDORS.md §1.1, §2.1, §3.1), at most 8 KiB (a JWT runs to 1-2 KiB; 8 KiB is a common server limit on one header
+ * line). Anything else (a CR/LF, a space, a megabyte) could never be sent: refused here, never cached, where it
+ * would fail every call of the org until its expiry.
+ */
+const SENDABLE_TOKEN = /^[\x21-\x7e]{1,8192}$/;
 /** Used when a vendor omits expires_in: short, so a wrong guess costs little. */
 const DEFAULT_LIFETIME_SEC = 300;
 /**
@@ -48,9 +56,9 @@ function tokenFailure(kind: VendorFailureKind, status: number | undefined, messa
   return new TokenFetchError(tokenOutcome(kind, status, message, retryAfterMs));
 }
 
-function oauthErrorCode(body: Buffer): string | undefined {
+function oauthErrorCode(res: VendorHttpResponse): string | undefined {
   try {
-    const code = (JSON.parse(body.toString('utf8')) as { error?: unknown } | null)?.error;
+    const code = (JSON.parse(res.text()) as { error?: unknown } | null)?.error;
     return typeof code === 'string' && SAFE_OAUTH_CODE.test(code) ? code : undefined;
   } catch {
     return undefined;
@@ -90,6 +98,10 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
     if (typeof token !== 'string' || token === '') {
       throw tokenFailure('bad_response', status, `${label} token endpoint answered without an access token`);
     }
+    if (!SENDABLE_TOKEN.test(token)) {
+      // The token itself stays out of the message: it is a secret, and may be the vendor's text.
+      throw tokenFailure('bad_response', status, `${label} token endpoint answered with an access token that cannot be sent as a header`);
+    }
     const lifetime = Number(parsed?.expires_in);
     const refreshToken = parsed?.refresh_token;
     return {
@@ -98,7 +110,7 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
       ...(typeof refreshToken === 'string' && refreshToken !== '' ? { refreshToken } : {}),
     };
   }
-  const code = oauthErrorCode(res.body);
+  const code = oauthErrorCode(res);
   const suffix = code ? ` (${code})` : '';
   // invalid_grant / invalid_client and friends: a credentials problem, never retryable.
   if (status === 400 || status === 401 || status === 403) {

@@ -205,6 +205,36 @@ describe('vendorRequest', () => {
     expect(err.message).not.toContain('secret');
     expect(err.requestSent).toBe(false);
   });
+
+  it('a request it cannot build (a header value Node refuses) is unsendable: never sent, a refusal, not a network failure', async () => {
+    let hits = 0;
+    const url = await serve((_rq, rs) => {
+      hits++;
+      rs.end('{}');
+    });
+    const err = await failure(vendorRequest(req(url, { headers: { Authorization: 'Bearer tok\r\nx-injected: 1' } })));
+    expect(err).toMatchObject({ kind: 'unsendable', requestSent: false });
+    expect(hits).toBe(0);
+    // 'rejected', not 'network': the executor neither retries it nor counts it against the vendor's breaker.
+    expect(httpErrorOutcome(err)).toEqual({ ok: false, kind: 'rejected', requestSent: false, message: 'vendor request could not be built (invalid header)' });
+  });
+
+  it('text() and json() drop one leading UTF-8 byte order mark, and only one', async () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    let payload = Buffer.concat([bom, Buffer.from('{"id":42}')]);
+    const url = await serve((_rq, rs) => {
+      rs.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' });
+      rs.end(payload);
+    });
+    const res = await vendorRequest(req(url));
+    expect(res.json()).toEqual({ id: 42 });
+    expect(res.text()).toBe('{"id":42}');
+    expect(res.body.subarray(0, 3)).toEqual(bom); // the raw body is left as it came
+    payload = Buffer.concat([bom, bom, Buffer.from('{"id":42}')]);
+    const twice = await vendorRequest(req(url));
+    expect(twice.text()).toBe('\ufeff{"id":42}');
+    expect(() => twice.json()).toThrow(VendorHttpError);
+  });
 });
 
 describe('parseRetryAfterMs', () => {

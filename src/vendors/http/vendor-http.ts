@@ -32,7 +32,11 @@ export interface VendorHttpResponse {
   json(): unknown;
 }
 
-export type VendorHttpErrorKind = 'connect_timeout' | 'connect_error' | 'timeout' | 'reset' | 'too_large' | 'aborted' | 'bad_json';
+/**
+ * `unsendable`: the request could not be built (Node refused a header value), so it never left: a known failure of
+ * this request, not a network one (the vendor's health is not in question), and the same request would fail again.
+ */
+export type VendorHttpErrorKind = 'connect_timeout' | 'connect_error' | 'timeout' | 'reset' | 'too_large' | 'aborted' | 'bad_json' | 'unsendable';
 
 export class VendorHttpError extends Error {
   override readonly name = 'VendorHttpError';
@@ -80,14 +84,23 @@ function flattenHeaders(raw: http.IncomingHttpHeaders): Record<string, string> {
 /** Deeper than any vendor's real answer (theirs stay under 20 levels), shallow enough to serialize and redact. */
 export const MAX_VENDOR_JSON_DEPTH = 64;
 
+/**
+ * The body as UTF-8 text, without one leading byte order mark: some servers (IIS, .NET) start a JSON answer with
+ * U+FEFF, which RFC 8259 §8.1 lets a parser ignore and WHATWG fetch's text() strips; JSON.parse would refuse it.
+ */
+function bodyText(body: Buffer): string {
+  const text = body.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
 function makeResponse(status: number, headers: Record<string, string>, body: Buffer): VendorHttpResponse {
   return {
     status,
     headers,
     body,
-    text: () => body.toString('utf8'),
+    text: () => bodyText(body),
     json: () => {
-      const text = body.toString('utf8');
+      const text = bodyText(body);
       // JSON.parse has no nesting limit, but what is parsed is then serialized, redacted and stored: a body nested
       // 100,000 deep (200 KB) overflowed the stack there, after the vendor had answered (a 500, the call left running).
       if (jsonDepth(text) > MAX_VENDOR_JSON_DEPTH) {
@@ -131,7 +144,8 @@ export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpRespon
       request = (isHttps ? https : http).request(url, { method: spec.method, headers, agent: isHttps ? httpsAgent : httpAgent });
     } catch {
       // Node throws synchronously on an invalid header name/value; its message names the header, so drop it.
-      reject(new VendorHttpError('connect_error', false, 'vendor request could not be built (invalid header)'));
+      // Nothing was sent: not a network failure (no retry, nothing against the vendor's breaker).
+      reject(new VendorHttpError('unsendable', false, 'vendor request could not be built (invalid header)'));
       return;
     }
 
@@ -235,6 +249,9 @@ const OUTCOME_KIND: Record<VendorHttpErrorKind, VendorFailureKind> = {
   // The executor aborts the signal when the call's time budget is spent.
   aborted: 'timeout',
   bad_json: 'bad_response',
+  // Never sent, and the same request would be refused again (a header value Node will not write): a refusal
+  // before sending, not retried and not held against the vendor's breaker (failure-mapping.ts).
+  unsendable: 'rejected',
 };
 
 /** Maps a transport failure to a failed VendorOutcome; the message is our own text. */
