@@ -1,6 +1,7 @@
 import { REDACTED } from './markers.js';
 import { IBAN, redactIban } from './payment-numbers.js';
 import { percentDecode } from './percent-decode.js';
+import { FoldedText, foldForms, NON_ASCII, type Scannable } from './unicode-forms.js';
 
 /** Internationalised too: letters and digits of any script in the local part and the domain (jöhn@exämple.com). */
 const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+/gu;
@@ -88,8 +89,15 @@ const redactEncodedRunWithNational = (run: string): string => redactEncodedRun(r
 const redactEncodedRunWithoutNational = (run: string): string => redactEncodedRun(run, false);
 
 function redactWrittenContacts(text: string, nationalPhones: boolean): string {
+  // Text with non-ASCII characters may write a phone or an IBAN with other dashes, blanks or digits (+1 415–555–2671,
+  // ＋１ ４１５ …): its contacts are looked for in a folded copy of the same length, and cut out of the text as written.
+  const scanned = NON_ASCII.test(text) ? foldForms(text) : text;
+  return scanned === text ? redactWrittenContactsIn(text, nationalPhones) : redactWrittenContactsIn(new FoldedText(text, scanned), nationalPhones).text;
+}
+
+function redactWrittenContactsIn<T extends Scannable<T>>(text: T, nationalPhones: boolean): T {
   let out = text.includes('@') ? text.replace(EMAIL, REDACTED) : text;
-  if (/[A-Z]{2}\d{2}/.test(out)) out = out.replace(IBAN, redactIban);
+  if (out.search(/[A-Z]{2}\d{2}/) >= 0) out = out.replace(IBAN, redactIban);
   out = out.replace(PHONE, redactPhone);
   if (out.includes('00')) out = out.replace(PHONE_00, (match) => (isCountryCode(/^\d+/.exec(match.slice(2))![0]) ? redactPhone(match.slice(2)) : match));
   out = out.replace(NANP_PHONE, REDACTED);

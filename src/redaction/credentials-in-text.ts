@@ -1,4 +1,5 @@
 import { REDACTED } from './markers.js';
+import { BLANK_CHARS } from './unicode-forms.js';
 
 /**
  * scheme://user:password@host (and //user:password@host): the password goes, the user and host stay. The password
@@ -30,9 +31,9 @@ export function redactUrlUser(match: string, prefix: string, user: string): stri
  * so the credential must decode to printable "user:password" — as UTF-8, which browsers and clients send
  * (a password "pässwörd" is as secret as an ASCII one).
  */
-export const BASIC = /(?:\b|(?<=\\[nrt]))(Basic)[ \t]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])/gi;
+export const BASIC = new RegExp(String.raw`(?:\b|(?<=\\[nrt]))(Basic)[${BLANK_CHARS}]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])`, 'gi');
 /** A replace with a function costs even when nothing matches; this test does not. */
-export const HAS_BASIC = /(?:\b|(?<=\\[nrt]))Basic[ \t]+[A-Za-z0-9+/]{4}/i;
+export const HAS_BASIC = new RegExp(String.raw`(?:\b|(?<=\\[nrt]))Basic[${BLANK_CHARS}]+[A-Za-z0-9+/]{4}`, 'i');
 
 /**
  * Not printable: a control, format, unassigned or private-use character, or U+FFFD, which is what bytes that are no
@@ -50,17 +51,18 @@ export function redactBasic(match: string, scheme: string, credential: string): 
  * in text: a header dump, a curl command, JSON, a Ruby or PHP hash ("=>") or code inside a string.
  * Whatever the scheme (Basic, Token, Digest, AWS4-HMAC-SHA256, none), the credentials after it are
  * redacted; the scheme stays. A list of values (a Go header map, http.Header as JSON) goes whole.
- * Captures the quote that opens the value, if any.
+ * Captures the quote that opens the value, if any. Blanks are any within a line (tab, space, no-break, thin, …: text
+ * copied from a page or a typeset document has those), here and around the scheme and auth-params.
  */
-const AUTHORIZATION = /(?<![A-Za-z0-9])authorization(?:\\?["'])?[ \t]*(?::|=>?)[ \t]*(?:(\\?["'])[ \t]*)?/gi;
+const AUTHORIZATION = new RegExp(String.raw`(?<![A-Za-z0-9])authorization(?:\\?["'])?[${BLANK_CHARS}]*(?::|=>?)[${BLANK_CHARS}]*(?:(\\?["'])[${BLANK_CHARS}]*)?`, 'gi');
 export const AUTHORIZATION_NAME = /(?<![A-Za-z0-9])authorization$/i;
 /** An auth scheme: letters (one trailing digit, as AWS4), then hyphenated parts, then blanks. Longer words are credentials. */
-const AUTH_SCHEME = /[A-Za-z]{1,30}\d?(?:-[A-Za-z0-9]{1,20}){0,4}[ \t]+/y;
+const AUTH_SCHEME = new RegExp(String.raw`[A-Za-z]{1,30}\d?(?:-[A-Za-z0-9]{1,20}){0,4}[${BLANK_CHARS}]+`, 'y');
 /**
  * auth-params (Digest username="x", Token token=abc) rather than a single token68: a name, "=", then a
  * token or a whole quoted string. Base64 padding before a closing quote (Basic dXNlcjpwYXNz=") is not one.
  */
-const AUTH_PARAM = /[A-Za-z0-9!#$%*+.^_`|~-]+[ \t]*=[ \t]*(?:"[^"\r\n]*"|[A-Za-z0-9!#$%*+.^_`|~-])/y;
+const AUTH_PARAM = new RegExp(String.raw`[A-Za-z0-9!#$%*+.^_\`|~-]+[${BLANK_CHARS}]*=[${BLANK_CHARS}]*(?:"[^"\r\n]*"|[A-Za-z0-9!#$%*+.^_\`|~-])`, 'y');
 /** Where a token68 credential ends when the value is not quoted. */
 const TOKEN_END = /[\s"'\\;&<>]/g;
 const LINE_END = /[\r\n]/g;

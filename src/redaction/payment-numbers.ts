@@ -1,4 +1,5 @@
 import { REDACTED } from './markers.js';
+import { foldForms, NON_ASCII, replaceFolded } from './unicode-forms.js';
 
 /**
  * Digit groups joined by a dash, a dot, or one or two blanks of any kind (spaces, no-break spaces U+00A0 and
@@ -6,9 +7,6 @@ import { REDACTED } from './markers.js';
  * 1Z999AA10123456784).
  */
 const DIGIT_RUN = /(?<![A-Za-z0-9])\d+(?:(?:[.-]|\s{1,2})\d+)*/g;
-/** Full-width digits (０-９, U+FF10-U+FF19), as East Asian input methods type them. */
-const FULL_WIDTH_DIGIT = /[\uff10-\uff19]/;
-const FULL_WIDTH_DIGITS = /[\uff10-\uff19]/g;
 /**
  * An IBAN: country, two check digits, then 11 to 30 letters and digits, contiguous or in the printed groups of four.
  * Only one whose check digits hold (ISO 13616 mod 97) goes: a product code of that shape passes one time in 97.
@@ -54,10 +52,11 @@ interface DigitGroup {
  * rule is what keeps dash-joined ids such as Amazon's 3-7-7 order numbers out.
  */
 export function redactCardNumbers(text: string): string {
-  // Full-width digits are read as ASCII ones in a copy of the same length; what stays is taken from the text as written.
-  const scanned = FULL_WIDTH_DIGIT.test(text) ? text.replace(FULL_WIDTH_DIGITS, (d) => String.fromCharCode(d.charCodeAt(0) - 0xfee0)) : text;
+  // Text with non-ASCII characters (full-width or Arabic-Indic digits, en dashes, no-break spaces) is read in a folded
+  // copy of the same length (unicode-forms.ts); what stays is taken from the text as written.
+  const scanned = NON_ASCII.test(text) ? foldForms(text) : text;
   if (!/\d{4}/.test(scanned)) return text;
-  return scanned.replace(DIGIT_RUN, (run: string, offset: number) => {
+  const redactRun = (run: string, offset: number): string => {
     const written = scanned === text ? run : text.slice(offset, offset + run.length);
     // The id of a global object id (gid://shopify/Order/5927413514539) is an id whatever its digits; only the id:
     // digits after it ("…/Order/123 4111 1111 1111 1111") are judged as any others.
@@ -66,7 +65,8 @@ export function redactCardNumbers(text: string): string {
       return written.slice(0, id) + redactCardGroups(run.slice(id), written.slice(id));
     }
     return redactCardGroups(run, written);
-  });
+  };
+  return scanned === text ? text.replace(DIGIT_RUN, redactRun) : replaceFolded(text, scanned, DIGIT_RUN, redactRun);
 }
 
 /** The card numbers among a run of ASCII digit groups (see redactCardNumbers), kept as `written` shows them. */

@@ -10,13 +10,37 @@ const NON_ASCII = /[^\u0020-\u007e]/; // also control characters: NFKD leaves th
 const COMBINING_MARK = /\p{M}/gu;
 
 /**
+ * Cyrillic and Greek letters drawn like Latin ones (Cyrillic а е о р с у х, Greek Α Ο Ρ, lunate sigma ϲ): a key spelled
+ * with them ("pаssword" with a Cyrillic а, "ΑPI_KEY" with a Greek Alpha) reads as its Latin twin to people and to the
+ * tools that use it. Upper case stays upper case, so camelCase still splits the words.
+ */
+const CONFUSABLE_LETTERS: Readonly<Record<string, string>> = {
+  // Cyrillic
+  а: 'a', в: 'b', е: 'e', ё: 'e', к: 'k', м: 'm', н: 'h', о: 'o', р: 'p', с: 'c', т: 't', у: 'y', х: 'x', ѕ: 's', і: 'i', ї: 'i', ј: 'j', һ: 'h',
+  ԁ: 'd', ԛ: 'q', ԝ: 'w', ӏ: 'l', ɡ: 'g',
+  А: 'A', В: 'B', Е: 'E', Ё: 'E', К: 'K', М: 'M', Н: 'H', О: 'O', Р: 'P', С: 'C', Т: 'T', У: 'Y', Х: 'X', Ѕ: 'S', І: 'I', Ї: 'I', Ј: 'J',
+  Һ: 'H', Ԁ: 'D', Ԛ: 'Q', Ԝ: 'W', Ӏ: 'I',
+  // Greek
+  Α: 'A', Β: 'B', Ε: 'E', Ζ: 'Z', Η: 'H', Ι: 'I', Κ: 'K', Μ: 'M', Ν: 'N', Ο: 'O', Ρ: 'P', Τ: 'T', Υ: 'Y', Χ: 'X', Ϲ: 'C', Ϳ: 'J',
+  α: 'a', ι: 'i', κ: 'k', ν: 'v', ο: 'o', ρ: 'p', υ: 'u', χ: 'x', ϲ: 'c', ϳ: 'j',
+};
+const CONFUSABLE = new RegExp(`[${Object.keys(CONFUSABLE_LETTERS).join('')}]`, 'g');
+
+/**
  * Compatibility forms decomposed and their marks dropped, so a full-width, ligature or accented spelling
  * (ｐａｓｓｗｏｒｄ, ﬁle, pässword, userPİN) reads as its ASCII letters instead of losing them, and normalizeKey and
  * keyWords read a name alike (İ lower-cases to "i" plus a combining dot, which would split the word "pin" in two).
- * Only keys with non-ASCII characters pay for it.
+ * Cyrillic and Greek look-alikes read as the Latin letters they pass for (CONFUSABLE_LETTERS): before NFKD, which
+ * would make the lunate sigma ϲ a final sigma, and again after the marks go, so an accented "ό" is an "o" too. Only keys
+ * with non-ASCII characters pay for it.
  */
 function foldKey(key: string): string {
-  return NON_ASCII.test(key) ? key.normalize('NFKD').replace(COMBINING_MARK, '') : key;
+  if (!NON_ASCII.test(key)) return key;
+  return unconfuse(unconfuse(key).normalize('NFKD').replace(COMBINING_MARK, ''));
+}
+
+function unconfuse(key: string): string {
+  return key.replace(CONFUSABLE, (letter) => CONFUSABLE_LETTERS[letter]!);
 }
 
 /**

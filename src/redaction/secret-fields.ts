@@ -2,6 +2,7 @@ import { AUTHORIZATION_NAME, closingBracket, closingQuote, indexOf } from './cre
 import { REDACTED } from './markers.js';
 import { normalizeKey } from './redaction-keys.js';
 import { isSecretFieldName, SECRET_NAME_MIN_LETTERS } from './secret-keys.js';
+import { BLANK_CHARS } from './unicode-forms.js';
 
 /**
  * "Name: value" where the name is a secret one, written out in text: a header line of a dump or an echoed
@@ -66,7 +67,7 @@ function redactFieldsAfter(text: string, operator: ':' | '=>'): string {
  */
 function secretFieldBefore(text: string, colon: number): boolean | undefined {
   let end = colon;
-  while (end > 0 && (text[end - 1] === ' ' || text[end - 1] === '\t')) end--;
+  while (end > 0 && isBlank(text[end - 1])) end--;
   if (end > 0 && isQuote(text[end - 1])) end -= end > 1 && text[end - 2] === '\\' ? 2 : 1;
   let start = end;
   let letters = 0;
@@ -124,9 +125,15 @@ function isQuote(ch: string | undefined): boolean {
   return ch === '"' || ch === "'";
 }
 
+/** A blank within a line around a name's colon: a space, a tab, or another Unicode space (no-break, thin, …: \p{Zs}). */
+function isBlank(ch: string | undefined): boolean {
+  return ch === ' ' || ch === '\t' || (ch !== undefined && ch > '\u007f' && UNICODE_BLANK.test(ch));
+}
+const UNICODE_BLANK = new RegExp(`[${BLANK_CHARS}]`);
+
 function skipBlanks(text: string, from: number): number {
   let i = from;
-  while (text[i] === ' ' || text[i] === '\t') i++;
+  while (isBlank(text[i])) i++;
   return i;
 }
 
@@ -143,7 +150,7 @@ function valueStart(text: string, from: number, nextLine: boolean): number {
   if (lineBreak === 0) return start;
   if (!nextLine) return -1;
   let next = skipBlanks(text, start + lineBreak);
-  if (text[next] === '-' && (text[next + 1] === ' ' || text[next + 1] === '\t')) next = skipBlanks(text, next + 1);
+  if (text[next] === '-' && isBlank(text[next + 1])) next = skipBlanks(text, next + 1);
   return opensField(text, next) ? -1 : next;
 }
 

@@ -2,6 +2,7 @@ import { AUTHORIZATION_NAME } from './credentials-in-text.js';
 import { REDACTED } from './markers.js';
 import { isSecretFieldName, isSecretName } from './secret-keys.js';
 import { percentDecode } from './percent-decode.js';
+import { BLANK_CHARS } from './unicode-forms.js';
 
 /**
  * <password>…</password>, <ApiKey>…</ApiKey>, <ns:ClientSecret a="b">…</ns:ClientSecret>: an element named like a secret
@@ -20,9 +21,12 @@ export function redactXmlElement(match: string, name: string, rest: string, cont
  * name=value with a secret-like name (access_token, client_secret, X-Api-Key, auth[token]) in a URL,
  * a bare query string, a path or prose; the name is judged as a property name would be. A name starts
  * only where a run of name characters starts, so each run is tried once; a value never starts with "="
- * ("token==null" is code, not a parameter).
+ * ("token==null" is code, not a parameter). Blanks around "=" are any within a line (api_key\u00a0=\u00a0…).
  */
-export const SECRET_PARAM = /(?<![\w.%[\]-])([\w.%[\]-]+)([ \t]*=[ \t]*)(?:"[^"\r\n]*"|'[^'\r\n]*'|[^\s&#;"'<>\\=][^\s&#;"'<>\\]*)/g;
+export const SECRET_PARAM = new RegExp(
+  String.raw`(?<![\w.%[\]-])([\w.%[\]-]+)([${BLANK_CHARS}]*=[${BLANK_CHARS}]*)(?:"[^"\r\n]*"|'[^'\r\n]*'|[^\s&#;"'<>\\=][^\s&#;"'<>\\]*)`,
+  'g',
+);
 
 /**
  * Also the assignments of config files and code: api_key="…", password = hunter2, SECRET='…' (the quotes stay,
