@@ -25,6 +25,7 @@ import { OutcomeRecorder } from './tool-calls/outcome-recorder.js';
 import { StoredCallAnswers } from './tool-calls/stored-call-answers.js';
 import { VendorAdmission } from './tool-calls/vendor-admission.js';
 import { VendorRegistry } from './vendors/vendor-registry.js';
+import { OrgDigestKeys } from './orgs/org-digest-keys.js';
 import { VendorTokenStore } from './credentials/vendor-token.store.js';
 
 /** The governed tool call: catalog, permissions, policy, runs, credentials, executor and the pipeline itself. */
@@ -33,7 +34,7 @@ import { VendorTokenStore } from './credentials/vendor-token.store.js';
   providers: [
     Sql, VendorTokenStore, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,
     ResultsStore, ToolCallLedger, ToolCallsService, ToolCallResultsService, OrphanSweeperService, ReconcileService,
-    ToolCallBatchService, StoredCallAnswers, OutcomeRecorder, VendorAdmission, MasterKeyCheck,
+    ToolCallBatchService, StoredCallAnswers, OutcomeRecorder, VendorAdmission, MasterKeyCheck, OrgDigestKeys,
   ],
   exports: [
     Sql, VendorRegistry, ToolCatalogService, ToolPermissionsService, PoliciesService, RunsService, CredentialsService, RuntimeToolExecutor,

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { actionDigest, CanonicalJsonError, canonicalJson, sha256Hex } from './canonical-json.js';
+import { actionDigest, CanonicalJsonError, canonicalJson, sha256Hex, unkeyedActionDigest } from './canonical-json.js';
 
 describe('canonicalJson', () => {
   it('writes scalars like JSON', () => {
@@ -102,27 +102,42 @@ describe('sha256Hex', () => {
 
 describe('actionDigest', () => {
   const base = { toolName: 'shopify_refund', action: 'create', params: { orderId: '1', amount: '10.00' } };
+  const key = Buffer.alloc(32, 7);
+  const text = '{"action":"create","params":{"amount":"10.00","orderId":"1"},"toolName":"shopify_refund"}';
 
-  it('is the sha256 of the canonical JSON of {toolName, action, params}', () => {
-    expect(actionDigest(base)).toBe(
-      sha256Hex('{"action":"create","params":{"amount":"10.00","orderId":"1"},"toolName":"shopify_refund"}'),
-    );
+  it('is the HMAC-SHA256, under the org key, of the canonical JSON of {toolName, action, params}', () => {
+    expect(actionDigest(base, key)).toBe(createHmac('sha256', key).update(text, 'utf8').digest('hex'));
+    expect(actionDigest(base, key)).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('is not the unkeyed sha256 (no offline oracle for a redacted param), which unkeyedActionDigest still computes for legacy rows', () => {
+    expect(unkeyedActionDigest(base)).toBe(sha256Hex(text));
+    expect(actionDigest(base, key)).not.toBe(unkeyedActionDigest(base));
+  });
+
+  it('differs under another key (another org)', () => {
+    expect(actionDigest(base, Buffer.alloc(32, 8))).not.toBe(actionDigest(base, key));
+  });
+
+  it('refuses a key shorter than 32 bytes', () => {
+    expect(() => actionDigest(base, Buffer.alloc(16))).toThrow(/32 bytes/);
   });
 
   it('ignores param key order', () => {
-    expect(actionDigest({ ...base, params: { amount: '10.00', orderId: '1' } })).toBe(actionDigest(base));
+    expect(actionDigest({ ...base, params: { amount: '10.00', orderId: '1' } }, key)).toBe(actionDigest(base, key));
   });
 
   it('changes with any part of the action', () => {
-    const d = actionDigest(base);
-    expect(actionDigest({ ...base, toolName: 'shopify_order' })).not.toBe(d);
-    expect(actionDigest({ ...base, action: 'get' })).not.toBe(d);
-    expect(actionDigest({ ...base, params: { orderId: '1', amount: '10.01' } })).not.toBe(d);
-    expect(actionDigest({ ...base, params: { orderId: '1', amount: 10 } })).not.toBe(d);
+    const d = actionDigest(base, key);
+    expect(actionDigest({ ...base, toolName: 'shopify_order' }, key)).not.toBe(d);
+    expect(actionDigest({ ...base, action: 'get' }, key)).not.toBe(d);
+    expect(actionDigest({ ...base, params: { orderId: '1', amount: '10.01' } }, key)).not.toBe(d);
+    expect(actionDigest({ ...base, params: { orderId: '1', amount: 10 } }, key)).not.toBe(d);
   });
 
   it('covers only toolName, action and params', () => {
     const withExtra = { ...base, correlationId: 'abc' } as typeof base;
-    expect(actionDigest(withExtra)).toBe(actionDigest(base));
+    expect(actionDigest(withExtra, key)).toBe(actionDigest(base, key));
+    expect(unkeyedActionDigest(withExtra)).toBe(unkeyedActionDigest(base));
   });
 });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 
 /**
  * Deterministic JSON: the same value always gives the same text, whatever the
@@ -28,9 +28,28 @@ export interface ActionIdentity {
   params: unknown;
 }
 
-/** SHA-256 of exactly {toolName, action, params}: extra fields on the argument never leak into the digest. */
-export function actionDigest({ toolName, action, params }: ActionIdentity): string {
-  return sha256Hex(canonicalJson({ toolName, action, params }));
+/** The bytes every action digest is taken over: exactly {toolName, action, params}, extra fields on the argument left out. */
+const actionText = ({ toolName, action, params }: ActionIdentity): string => canonicalJson({ toolName, action, params });
+
+/**
+ * The action digest (idempotency, approval binding, policy decisions, ledger events): HMAC-SHA256, under the org's
+ * digest key (orgs.digest_key, 32 random bytes that never change, not even when the master key rotates), of the
+ * canonical {toolName, action, params}; 64 hex. Keyed because it is shown beside the redacted input (GET
+ * /v1/tool-calls/:id, the approval view, ledger events and their exports): a plain hash of it would confirm
+ * offline guesses of a low-entropy redacted value (a PIN, an SSN, a card number), as an unkeyed credential
+ * fingerprint would (EnvelopeCipher.fingerprint). Per org: the same call in two orgs has two digests.
+ */
+export function actionDigest(identity: ActionIdentity, key: Uint8Array): string {
+  if (key.byteLength < 32) throw new Error('an action digest key is 32 bytes or more');
+  return createHmac('sha256', key).update(actionText(identity), 'utf8').digest('hex');
+}
+
+/**
+ * The unkeyed SHA-256 digest calls were recorded under before digests were keyed. Only ever compared with a stored
+ * digest (a resend of a call recorded before the upgrade is still the same call): never stored nor shown again.
+ */
+export function unkeyedActionDigest(identity: ActionIdentity): string {
+  return sha256Hex(actionText(identity));
 }
 
 function write(value: unknown, ancestors: Set<object>): string {

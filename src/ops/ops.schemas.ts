@@ -35,7 +35,7 @@ export const TOOL_CALL_VIEW_SCHEMA = {
     errorText: { type: 'string', nullable: true },
     correlationId: { type: 'string', description: 'the X-Correlation-Id of the request that recorded the call' },
     idempotencyKey: { type: 'string', description: 'the Idempotency-Key the client sent, or the tool_use id for the default key (scoped to the run)' },
-    actionDigest: { ...sha256Hex, description: 'sha256 hex of the canonical action (tool, action, params)' },
+    actionDigest: { ...sha256Hex, description: 'HMAC-SHA256 hex, under the org\'s digest key, of the canonical action (tool, action, params); plain SHA-256 for calls recorded before digests were keyed' },
     inputRedacted: { type: 'object', additionalProperties: true, description: 'the params (input without `action`), redacted' },
     outputRedacted: {
       description:

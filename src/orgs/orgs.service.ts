@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
@@ -12,7 +13,7 @@ import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 /** The 403 an org key gets on POST /v1/orgs (the route's @PlatformKeyOnly, and create's own check). */
 export const ORGS_NEED_PLATFORM_ADMIN = 'only a platform admin can create orgs';
 
-const view = (o: OrgEntity) => ({ id: o.id, name: o.name, createdAt: o.createdAt.toISOString() });
+const view = (o: Pick<OrgEntity, 'id' | 'name' | 'createdAt'>) => ({ id: o.id, name: o.name, createdAt: o.createdAt.toISOString() });
 
 @Injectable()
 export class OrgsService {
@@ -31,10 +32,12 @@ export class OrgsService {
     }
     const org = Object.assign(new OrgEntity(), { id: input.id ?? newId(), name: input.name, createdAt: this.clock.now() });
     await this.ds.transaction(async (m) => {
-      const inserted = (await m.query('INSERT INTO orgs (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id', [
+      // Its action digest key: 32 bytes from the CSPRNG, never changed afterwards (see OrgDigestKeys).
+      const inserted = (await m.query('INSERT INTO orgs (id, name, created_at, digest_key) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING RETURNING id', [
         org.id,
         org.name,
         org.createdAt,
+        randomBytes(32),
       ])) as unknown[];
       if (inserted.length === 0) throw new AppError('CONFLICT', 'an org with this id already exists');
       await holdActorKey(managerQuery(m), actor);

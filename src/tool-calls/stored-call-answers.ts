@@ -14,6 +14,23 @@ import { respond, type ToolCallResponse } from './tool-call-response.js';
 /** A call recorded under the key or the tool_use id of this request, for another action. */
 const KEY_REUSED = 'this Idempotency-Key or this tool_use id (in this run) was already used for a different action';
 
+/**
+ * A request's action digest: `keyed`, under its org's digest key (what is stored and shown), and `unkeyed`, the plain
+ * SHA-256 calls were recorded under before digests were keyed, computed only when a stored digest is not `keyed`.
+ */
+export interface CallDigest {
+  keyed: string;
+  unkeyed: () => string;
+}
+
+/**
+ * Whether a stored call's digest is this request's action: its keyed digest, or the unkeyed one of a call recorded
+ * before the upgrade (a resend of it is the same call, replayed, not 422 IDEMPOTENCY_KEY_REUSED).
+ */
+export function sameAction(stored: string, digest: CallDigest): boolean {
+  return stored === digest.keyed || stored === digest.unkeyed();
+}
+
 /** The key conflicted on insert, yet no row holds it: cannot happen (the row is never deleted). */
 export function conflictWithoutRow(): Error {
   return new Error('idempotency key conflict without a row');
@@ -70,7 +87,7 @@ export class StoredCallAnswers {
   async replayByKey(
     who: RunReacher & { orgId: string; batchItem?: boolean },
     call: { runId: string; idempotencyKey: string },
-    digest: string,
+    digest: CallDigest,
     toolUseId: string,
     none: () => Error,
   ): Promise<ToolCallResponse> {
@@ -111,8 +128,8 @@ export class StoredCallAnswers {
     return row;
   }
 
-  private async replayStored(stored: StoredCall, digest: string, toolUseId: string, keyId: string, batchItem: boolean): Promise<ToolCallResponse> {
-    if (stored.action_digest !== digest) {
+  private async replayStored(stored: StoredCall, digest: CallDigest, toolUseId: string, keyId: string, batchItem: boolean): Promise<ToolCallResponse> {
+    if (!sameAction(stored.action_digest, digest)) {
       // The stored call rides along (its status and what it does), never serialized: a batch holds the writes after
       // this one while the call first sent under the key, if a write, has not run yet (ToolCallBatchService, keyReusedHold).
       throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', KEY_REUSED), {

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ApiKeysService } from '../auth/api-keys.service.js';
 import type { Principal } from '../auth/principal.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
-import { actionDigest } from '../common/canonical-json.js';
+import { actionDigest, unkeyedActionDigest } from '../common/canonical-json.js';
 import { Clock } from '../common/clock.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { AppError } from '../common/errors/app-error.js';
@@ -16,13 +16,14 @@ import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { FeatureFlagsService } from '../orgs/feature-flags.service.js';
+import { OrgDigestKeys } from '../orgs/org-digest-keys.js';
 import { PoliciesService } from '../policy/policies.service.js';
 import { redactInput } from '../redaction/redaction.service.js';
 import { RunsService } from '../runs/runs.service.js';
 import { countToolCall } from './count-tool-call.js';
 import { OutcomeRecorder, recordedTool, type ExecutedCall } from './outcome-recorder.js';
 import type { StoredCall } from './stored-call.js';
-import { conflictWithoutRow, StoredCallAnswers } from './stored-call-answers.js';
+import { conflictWithoutRow, StoredCallAnswers, type CallDigest } from './stored-call-answers.js';
 import { decide } from './tool-call-decision.js';
 import { buildToolCallBody, httpStatusFor } from './tool-call-body.js';
 import { ToolCallLedger, type IntentResult } from './tool-call-ledger.js';
@@ -80,24 +81,26 @@ export class ToolCallsService {
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
     private readonly keys: ApiKeysService,
+    private readonly digestKeys: OrgDigestKeys,
   ) {}
 
   async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string, attempt = 0): Promise<ToolCallResponse> {
-    const { orgId, use, run, idempotencyKey, digest } = await this.identify(p, runId, body, idempotencyHeader);
+    const { orgId, use, run, idempotencyKey, callDigest } = await this.identify(p, runId, body, idempotencyHeader);
+    const digest = callDigest.keyed;
     // The one form of the model's tool name and action that reaches the row, the events and the metrics (see recorded-action.ts).
     const toolName = recordedToolName(use.name, this.catalog);
     const action = recordedAction(use.name, use.action, this.catalog);
     // An ended run takes no new calls; a call it made before it ended is still answered (the agent may resend after a lost answer).
     if (run.status !== 'running' && run.status !== 'waiting_approval') {
       await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-      return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, () => this.answers.runEnded(run.id));
+      return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, callDigest, use.id, () => this.answers.runEnded(run.id));
     }
 
     // A new call only: one stored under these identifiers before they were refused is replayed as any other.
     const credential = credentialInIdentifiers(use.id, idempotencyHeader);
     if (credential) {
       await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-      return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, () => credential);
+      return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, callDigest, use.id, () => credential);
     }
 
     const [flagEnabled, { rules, version: policyVersion }] = await Promise.all([this.flags.isEnabled(orgId, 'tool_calling_enabled'), this.policies.rulesFor(orgId)]);
@@ -115,7 +118,7 @@ export class ToolCallsService {
     let release: (() => void) | null = null;
     if (decision.status === 'running') {
       release = this.leaseFor(orgId, decision.entry.vendor);
-      if (!release) return this.keyChecked(p, this.admission.concurrencyLimited(orgId, { keyId: p.keyId, role: p.role }, run.id, idempotencyKey, digest, use.id, decision.entry, p.batchItem === true));
+      if (!release) return this.keyChecked(p, this.admission.concurrencyLimited(orgId, { keyId: p.keyId, role: p.role }, run.id, idempotencyKey, callDigest, use.id, decision.entry, p.batchItem === true));
     }
     try {
       const id = newId();
@@ -182,8 +185,8 @@ export class ToolCallsService {
         this.keys.refused(p);
         throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
       }
-      if (written === 'run-ended') return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, () => this.answers.runEnded(run.id));
-      if (written === 'exists') return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, conflictWithoutRow);
+      if (written === 'run-ended') return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, callDigest, use.id, () => this.answers.runEnded(run.id));
+      if (written === 'exists') return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, callDigest, use.id, conflictWithoutRow);
       if (written === 'governance-changed') {
         // Changed on another replica inside this one's cache window: decide again on fresh reads, the lease given back first.
         this.flags.forget(orgId);
@@ -258,9 +261,9 @@ export class ToolCallsService {
    * batch): nothing was started.
    */
   async replayOnly(p: Principal, runId: string, body: unknown, notStarted: () => AppError = heldBehindEarlierItem): Promise<ToolCallResponse> {
-    const { orgId, use, run, idempotencyKey, digest } = await this.identify(p, runId, body, undefined);
+    const { orgId, use, run, idempotencyKey, callDigest } = await this.identify(p, runId, body, undefined);
     await this.keyChecked(p, this.answers.assertKeyLive(p.keyId)); // no intent statement on this path to re-check the key
-    return this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, digest, use.id, notStarted);
+    return this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, callDigest, use.id, notStarted);
   }
 
   /**
@@ -275,12 +278,16 @@ export class ToolCallsService {
     // From here on, one spelling of the params, its defaults spelled out: the policy judges what the vendor will act on.
     const { canonical, acted } = this.catalog.paramSpellings(parsed.name, parsed.action, parsed.params);
     const use = { ...parsed, params: acted };
-    const run = await this.runs.snapshot(p, runId);
+    // The org's digest key: read once per org and process, then from memory (OrgDigestKeys), never a query per call.
+    const [run, digestKey] = await Promise.all([this.runs.snapshot(p, runId), this.digestKeys.get(orgId)]);
     const idempotencyKey = idempotencyKeyFor(idempotencyHeader, run.id, use.id);
     // Over the params as sent (in their one spelling), not their defaults: a call recorded before a default was
     // spelled out (VendorHandler.withDefaults) is replayed when sent again, not refused as another action.
-    const digest = actionDigest({ toolName: use.name, action: (use.action ?? null) as string, params: canonical });
-    return { orgId, use, run, idempotencyKey, digest };
+    const identity = { toolName: use.name, action: (use.action ?? null) as string, params: canonical };
+    // Keyed under the org's key (what is stored and shown); the unkeyed form only to recognise a call recorded before
+    // digests were keyed, computed only when a stored digest is compared and differs (sameAction).
+    const callDigest: CallDigest = { keyed: actionDigest(identity, digestKey), unkeyed: () => unkeyedActionDigest(identity) };
+    return { orgId, use, run, idempotencyKey, callDigest };
   }
 
   /**

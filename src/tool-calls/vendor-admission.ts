@@ -7,7 +7,7 @@ import { ConcurrencyLeases } from '../executor/concurrency-lease.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { countToolCall } from './count-tool-call.js';
-import { conflictWithoutRow, StoredCallAnswers } from './stored-call-answers.js';
+import { conflictWithoutRow, StoredCallAnswers, type CallDigest } from './stored-call-answers.js';
 import type { ToolCallResponse } from './tool-call-response.js';
 
 /** The org × vendor concurrency limit: its leases, and the answer to a call that finds it full. */
@@ -68,7 +68,7 @@ export class VendorAdmission {
     actor: { keyId: string; role: string },
     runId: string,
     idempotencyKey: string,
-    digest: string,
+    digest: CallDigest,
     toolUseId: string,
     entry: CatalogEntry,
     batchItem = false,
@@ -88,7 +88,7 @@ export class VendorAdmission {
     if (exists) return this.answers.replayByKey({ orgId, keyId: actor.keyId, role: actor.role, batchItem }, { runId, idempotencyKey }, digest, toolUseId, conflictWithoutRow);
     // A run that ended (on another replica, since this one cached it) takes no call, now or later: not "retry shortly".
     if (!live) throw this.answers.runEnded(runId);
-    await this.events.append([{ orgId, type: 'tool_call.rejected', runId, actor, metadata: { toolName: entry.tool.name, action: entry.action.name, digest, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);
+    await this.events.append([{ orgId, type: 'tool_call.rejected', runId, actor, metadata: { toolName: entry.tool.name, action: entry.action.name, digest: digest.keyed, errorCode: 'CONCURRENCY_LIMIT', vendor: entry.vendor } }]);
     countToolCall(this.catalog, this.metrics, entry.tool.name, entry.action.name, 'rejected', 'CONCURRENCY_LIMIT');
     throw new AppError('CONCURRENCY_LIMIT', `too many ${entry.vendor} calls in flight for this org; retry shortly`, { retryAfterSeconds: 1 });
   }

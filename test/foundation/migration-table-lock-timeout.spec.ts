@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrations } from '../../src/bootstrap.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { pendingMigrations } from '../../src/db/pending-migrations.js';
@@ -11,8 +12,12 @@ const ORG = '00000000-0000-4000-8000-000000000001';
 const RUN = '00000000-0000-4000-8000-0000000000a1';
 const CALL = '00000000-0000-4000-8000-0000000000c1';
 
-/** The previous release's database: every migration but the last `undo`, and one recorded call. */
-async function previousRelease(prefix: string, undo: number): Promise<ScratchDatabase> {
+/** The names of the migrations from `name` (included) to the last: what a database from before `name` has pending. */
+const fromOn = (name: string): string[] => MIGRATIONS.slice(MIGRATIONS.findIndex((m) => m.name === name)).map((m) => m.name);
+
+/** The previous release's database: every migration before `first` (the later ones undone), and one recorded call. */
+async function previousRelease(prefix: string, first: string): Promise<ScratchDatabase> {
+  const undo = fromOn(first).length;
   const db = await createScratchDatabase(prefix);
   const setup = await new DataSource(migratorOptions(db.url)).initialize();
   try {
@@ -58,7 +63,7 @@ const applied = async (url: string, name: string): Promise<boolean> => {
  */
 describe('migrations wait for table locks for a bounded time, then try again', () => {
   it('behind a long reader of tool_calls, the previous release reads on; the migration is tried again, said, and applied once the reader is gone', async () => {
-    const db = await previousRelease('tg_mig_lockwait', 2);
+    const db = await previousRelease('tg_mig_lockwait', 'ToolUseUniqueColumn1765700000000');
     const reader = await holding(db.url, 'SELECT count(*) FROM tool_calls');
     // The previous release, serving: its request pool, with a statement timeout (15 s in production; 3 s here).
     const old = await new DataSource(dbOptions(db.url, 2, 3_000)).initialize();
@@ -99,9 +104,9 @@ describe('migrations wait for table locks for a bounded time, then try again', (
           ),
         ),
       );
-      expect(await pendingMigrations(migrator)).toEqual(['ToolUseUniqueColumn1765700000000', 'ToolUseOncePerRun1765710000000']);
+      expect(await pendingMigrations(migrator)).toEqual(fromOn('ToolUseUniqueColumn1765700000000'));
       await reader.query('COMMIT');
-      expect(await migrated).toEqual(['ToolUseUniqueColumn1765700000000', 'ToolUseOncePerRun1765710000000']);
+      expect(await migrated).toEqual(fromOn('ToolUseUniqueColumn1765700000000'));
     } finally {
       await reader.query('ROLLBACK').catch(() => undefined);
       await reader.end();
@@ -113,7 +118,7 @@ describe('migrations wait for table locks for a bounded time, then try again', (
   }, 30_000);
 
   it("ToolUseOncePerRun's LOCK TABLE behind an open write gives up after its tries: a clear error naming it, nothing of it applied", async () => {
-    const db = await previousRelease('tg_mig_lockfail', 1); // its column is there
+    const db = await previousRelease('tg_mig_lockfail', 'ToolUseOncePerRun1765710000000'); // its column is there
     // A write left open on tool_calls (ROW EXCLUSIVE: the SHARE ROW EXCLUSIVE the migration asks for waits for it).
     const writer = await holding(db.url, `UPDATE tool_calls SET status = status WHERE id = '${CALL}'`);
     const migrator = await new DataSource(migratorOptions(db.url)).initialize();
@@ -142,7 +147,7 @@ describe('migrations wait for table locks for a bounded time, then try again', (
       expect(await applied(db.url, 'ToolUseOncePerRun1765710000000')).toBe(false);
       // The migration lock was let go: the next start (the write done) applies it.
       await writer.query('COMMIT');
-      expect(await runMigrations(migrator)).toEqual(['ToolUseOncePerRun1765710000000']);
+      expect(await runMigrations(migrator)).toEqual(fromOn('ToolUseOncePerRun1765710000000'));
     } finally {
       await writer.query('ROLLBACK').catch(() => undefined);
       await writer.end();

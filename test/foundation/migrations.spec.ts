@@ -178,14 +178,17 @@ describe('migrations when several replicas start together', () => {
   });
 });
 
+/** How many undoLastMigration calls take a fully migrated database back to before `m` (the later ones undone first). */
+const undoneToBefore = (m: (typeof MIGRATIONS)[number]): number => MIGRATIONS.length - MIGRATIONS.indexOf(m);
+
 describe('the tool_use id made unique per run over a ledger that already holds it twice', () => {
   it('earlier calls stay as they were, all but the first of a tool_use marked; from then on the id is taken once per run', async () => {
     const db = await createScratchDatabase('tg_migrate_tool_use');
     const scratch = await new DataSource(dbOptions(db.url, 2)).initialize();
     try {
       await runMigrations(scratch);
-      await scratch.undoLastMigration({ transaction: 'each' }); // back to before ToolUseOncePerRun
-      await scratch.undoLastMigration({ transaction: 'each' }); // and its column
+      // Back to before ToolUseOncePerRun and its column (the migrations after them undone first).
+      for (let n = undoneToBefore(ToolUseOncePerRun1765710000000) + 1; n > 0; n--) await scratch.undoLastMigration({ transaction: 'each' });
       const org = '00000000-0000-4000-8000-000000000001';
       const run = '00000000-0000-4000-8000-0000000000a1';
       await scratch.query(`INSERT INTO orgs (id, name) VALUES ($1, 'o')`, [org]);
@@ -209,7 +212,7 @@ describe('the tool_use id made unique per run over a ledger that already holds i
         await expect(insert(`key:new-${toolUseId}`, toolUseId, '2026-12-01T11:00:00Z')).rejects.toMatchObject({ code: '23505', constraint: 'tool_calls_run_tool_use_uq' });
       }
       // Reverted, the marks go with the index: re-applied, the marking starts from the rows as they are.
-      await scratch.undoLastMigration({ transaction: 'each' });
+      for (let n = undoneToBefore(ToolUseOncePerRun1765710000000); n > 0; n--) await scratch.undoLastMigration({ transaction: 'each' });
       expect(await scratch.query('SELECT count(*)::int AS n FROM tool_calls WHERE NOT tool_use_unique')).toEqual([{ n: 0 }]);
     } finally {
       await scratch.destroy();
@@ -225,7 +228,7 @@ describe('the tool_use id made unique per run over a ledger that already holds i
     const qr = scratch.createQueryRunner();
     try {
       await runMigrations(scratch);
-      await scratch.undoLastMigration({ transaction: 'each' }); // the column stays
+      for (let n = undoneToBefore(ToolUseOncePerRun1765710000000); n > 0; n--) await scratch.undoLastMigration({ transaction: 'each' }); // the column stays
       const org = '00000000-0000-4000-8000-000000000001';
       const run = '00000000-0000-4000-8000-0000000000a1';
       await scratch.query(`INSERT INTO orgs (id, name) VALUES ($1, 'o')`, [org]);

@@ -47,7 +47,8 @@ describe('policy: one spelling per effective request (defaults and look-alikes)'
       action_digest: string;
       input_redacted: unknown;
     }[];
-    expect(row.action_digest).toBe(actionDigest({ toolName: 'kyc', action: 'get_status', params: { workflowExecutionId: id } }));
+    const [{ digest_key: key }] = (await h.t.ds.query('SELECT digest_key FROM orgs WHERE id = $1', [org.orgId])) as { digest_key: Buffer }[];
+    expect(row.action_digest).toBe(actionDigest({ toolName: 'kyc', action: 'get_status', params: { workflowExecutionId: id } }, key));
     expect(row.input_redacted).toEqual({ workflowExecutionId: id, includeDetails: true });
     const sent = h.emu.count({ vendor: 'jumio', path: /workflow-executions/ });
     const again = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(use);

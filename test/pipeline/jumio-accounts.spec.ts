@@ -63,7 +63,8 @@ describe('kyc.get_status: the execution is asked for under the end user\'s own J
     const lower = { workflowExecutionId: JUMIO_EXECUTION_IDS.secondProcessed, accountId: second };
     const row = await rowOf(res.body.toolCallId as string);
     expect(row.input_redacted).toEqual({ ...lower, includeDetails: true });
-    expect(row.action_digest).toBe(actionDigest({ toolName: 'kyc', action: 'get_status', params: lower }));
+    const [{ digest_key: key }] = (await h.t.ds.query('SELECT digest_key FROM orgs WHERE id = $1', [org.orgId])) as { digest_key: Buffer }[];
+    expect(row.action_digest).toBe(actionDigest({ toolName: 'kyc', action: 'get_status', params: lower }, key));
   });
 
   it('credentials need their default account: without one, or a malformed one, they are refused', async () => {
