@@ -64,7 +64,8 @@ export class ApprovalsController {
   )
   @ApiProblemResponse(
     409,
-    'ACTION_DIGEST_MISMATCH: actionDigest is not the digest of the action awaiting approval; ' +
+    'ACTION_DIGEST_MISMATCH: actionDigest is not the digest of the action awaiting approval, or (approve) the approval shown ' +
+      'is not that action: its tool, action, redacted input or digest differ from its call’s; ' +
       'APPROVAL_ALREADY_DECIDED: the approval is no longer pending (decided, by someone else first, or expired)',
   )
   decide(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() dto: DecideApprovalDto) {

@@ -18,6 +18,7 @@ import type { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
 import { listingScope } from '../ops/ops-scope.js';
 import { ApprovedCallRunner } from './approved-call-runner.service.js';
 import { clientQuery, holdActorKey } from '../auth/actor-key-hold.js';
+import { APPROVAL_NOT_BOUND, APPROVAL_ROW_AGREES_SQL } from './approval-binding.js';
 
 interface ApprovalRow extends ApprovalRecord {
   created_iso: string;
@@ -109,6 +110,7 @@ export class ApprovalsService {
       if (a.expires_at.getTime() <= this.clock.nowMs()) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
       throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
     }
+    if (dto.decision === 'approve') await this.assertBound(a);
     const settled = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason ?? null]);
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     this.expiries.recorded([settled]);
@@ -116,6 +118,21 @@ export class ApprovalsService {
     // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
     if (settled.status === 'approved') void this.runner.runSoon(settled.tool_call_id); // it logs its own errors
     return approvalView(await this.load(p, id, false), this.clock.nowMs());
+  }
+
+  /**
+   * What the approver was shown is the call that would run (approval-binding.ts): the approval row names the call
+   * row's tool, action, redacted input and digest. Else 409 ACTION_DIGEST_MISMATCH, nothing settled: the digest sent
+   * back is not that of the action awaiting approval. The runner checks it again before anything is sent.
+   */
+  private async assertBound(a: ApprovalRow): Promise<void> {
+    const [b] = await this.sql.query<{ agrees: boolean }>(
+      `SELECT ${APPROVAL_ROW_AGREES_SQL} AS agrees
+         FROM approval_requests a JOIN tool_calls t ON t.id = a.tool_call_id AND t.org_id = a.org_id
+        WHERE a.id = $1`,
+      [a.id],
+    );
+    if (!b?.agrees) throw new AppError('ACTION_DIGEST_MISMATCH', APPROVAL_NOT_BOUND);
   }
 
   /**

@@ -16,6 +16,7 @@ import type { ApprovalKind } from './approval-request.entity.js';
 import { ApprovedCallClaimer } from './approved-call-claimer.js';
 import { ApprovalExpiries } from './approval-expiries.js';
 import { EXPIRY_BATCH, settleApprovalsSql, type SettledApproval } from './approval-settle.sql.js';
+import { APPROVAL_NOT_BOUND, APPROVAL_ROW_AGREES_SQL } from './approval-binding.js';
 
 const SWEEP_EVERY_MS = 5_000;
 
@@ -33,6 +34,8 @@ interface StoredInput {
   ciphertext: Buffer;
   auth_tag: Buffer;
   approval_kind: ApprovalKind | null;
+  /** Whether the approval row shows the call row's tool, action, redacted input and digest (null: no approval row). */
+  shown_agrees: boolean | null;
 }
 
 interface Ready {
@@ -317,7 +320,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       // approval is as strong as an expert's.
       `SELECT key_id, iv, ciphertext, auth_tag,
               (SELECT CASE WHEN a.decided_role IN ('expert', 'admin') THEN 'expert' ELSE a.kind END
-                 FROM approval_requests a WHERE a.tool_call_id = i.tool_call_id) AS approval_kind
+                 FROM approval_requests a WHERE a.tool_call_id = i.tool_call_id) AS approval_kind,
+              (SELECT ${APPROVAL_ROW_AGREES_SQL}
+                 FROM approval_requests a JOIN tool_calls t ON t.id = a.tool_call_id AND t.org_id = a.org_id
+                WHERE a.tool_call_id = i.tool_call_id) AS shown_agrees
          FROM tool_call_inputs i WHERE tool_call_id = $1 AND org_id = $2`,
       [toolCallId, pending.org_id],
     );
@@ -396,6 +402,11 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       // A ciphertext the keys do not open is no proof the input is gone: failing the call would delete it for good.
       if (err instanceof DecryptionError) return { unreadableUnder: input.key_id };
       return { notExecuted: 'the approved input is no longer available' };
+    }
+    // What the approver was shown must be the call that runs (approval-binding.ts): else nothing is sent.
+    if (input.shown_agrees === false) {
+      this.log.error({ toolCallId }, 'approved call not executed: its approval row differs from the call');
+      return { notExecuted: `not executed: ${APPROVAL_NOT_BOUND}` };
     }
     return { entry, params, approvalKind: input.approval_kind, tool: recordedTool(entry) };
   }

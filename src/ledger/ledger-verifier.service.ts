@@ -5,6 +5,7 @@ import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, type ChainedEventFields
 import { LedgerSealerService } from './ledger-sealer.service.js';
 import { SharedRuns } from './shared-runs.js';
 import { firstCallOffLedger } from './tool-call-check.js';
+import { firstCredentialOffLedger } from './credential-check.js';
 
 export interface VerifyBreak {
   chainSeq: number;
@@ -38,7 +39,7 @@ const hashed = (r: EventRow, chainSeq: number): ChainedEventFields => ({
  * Recomputes an org's sealed hash chain from the stored events, page by page,
  * and reports the first position where it breaks (a changed, missing or
  * reordered event); then that every tool call of the org agrees with its
- * events. Pure of Nest, so the ledger:verify CLI runs the same code.
+ * events, and its live credentials rows with their last credentials events. Pure of Nest, so the ledger:verify CLI runs the same code.
  */
 export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<VerifyResult> {
   let prev = GENESIS_HASH;
@@ -74,6 +75,8 @@ export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<Ve
   if (off) return { ok: false, checked, brokenAt: { chainSeq: 0, ...off } };
   const call = await firstCallOffLedger(db, orgId);
   if (call) return { ok: false, checked, brokenAt: call };
+  const credentials = await firstCredentialOffLedger(db, orgId);
+  if (credentials) return { ok: false, checked, brokenAt: credentials };
   return { ok: true, checked, headHash: checked ? prev : null };
 }
 

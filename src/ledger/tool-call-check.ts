@@ -1,4 +1,5 @@
 import { NIL_UUID } from '../common/ids.js';
+import { APPROVAL_ROW_AGREES_SQL } from '../approvals/approval-binding.js';
 import type { ToolCallStatus } from '../tool-calls/tool-call-status.js';
 import { CREATED_ISO_SQL, isoSql } from './ledger-chain.js';
 import type { ChainReader, VerifyBreak } from './ledger-verifier.service.js';
@@ -84,6 +85,8 @@ interface ApprovalRow {
   id: string; kind: string; status: string; riskLevel: string; decidedBy: string | null; decidedRole: string | null;
   /** The SHA-256 (hex) of its decision_reason, null when it has none. */
   reasonDigest: string | null;
+  /** Whether it shows the call row's tool name, action, redacted input and action digest (what its reviewer saw is what runs). */
+  agrees: boolean;
 }
 
 /** The call's policy decision row the detail view shows (its policy_decision_id's, else its latest). */
@@ -117,7 +120,8 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
               encode(sha256(convert_to(t.note, 'UTF8')), 'hex') AS note_digest, e.events,
               (SELECT jsonb_build_object('id', a.id, 'kind', a.kind, 'status', a.status, 'riskLevel', a.risk_level,
                                          'decidedBy', a.decided_by, 'decidedRole', a.decided_role,
-                                         'reasonDigest', encode(sha256(convert_to(a.decision_reason, 'UTF8')), 'hex'))
+                                         'reasonDigest', encode(sha256(convert_to(a.decision_reason, 'UTF8')), 'hex'),
+                                         'agrees', ${APPROVAL_ROW_AGREES_SQL})
                  FROM approval_requests a WHERE a.tool_call_id = t.id AND a.org_id = t.org_id) AS approval,
               (SELECT jsonb_build_object('decision', d.decision, 'ruleId', d.rule_id, 'riskLevel', d.risk_level, 'digest', d.action_digest)
                  FROM policy_decisions d WHERE d.tool_call_id = t.id AND d.org_id = t.org_id
@@ -197,6 +201,8 @@ function approvalMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
   const a = r.approval;
   if (!requested) return a ? { at: null, reason: `tool call ${r.id} has an approval request, but none on the ledger` } : null;
   if (!a) return { at: requested, reason: `tool call ${r.id}: its approval request on the ledger has no approval row` };
+  // Written with the call row in one statement (tool-call-intent.ts) and never updated: what the reviewer is shown.
+  if (!a.agrees) return { at: requested, reason: `tool call ${r.id}: its approval row shows another tool, action, input or action digest than the call's` };
   if ((requested.kind !== null && a.kind !== requested.kind) || (requested.riskLevel !== null && a.riskLevel !== requested.riskLevel)) {
     return { at: requested, reason: `tool call ${r.id}: its approval row differs from the request its event recorded` };
   }
@@ -226,10 +232,12 @@ function approvalMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
  */
 function decisionMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
   const d = r.decision;
-  if (!d) return null;
+  const ruled = events.findLast((e) => (e.type === 'tool_call.blocked' && e.reason === 'policy') || e.type === 'tool_call.approval_requested');
+  // A block by policy and an approval request are written with their decision row, in one statement (the intent's, or the
+  // claim's for a block after approval): a decision on the ledger with no row is a row deleted around the gateway.
+  if (!d) return ruled ? { at: ruled, reason: `tool call ${r.id}: its policy decision on the ledger has no decision row` } : null;
   const off = (at: CallEvent | null): Mismatch => ({ at, reason: `tool call ${r.id}: its policy decision differs from the one its events recorded` });
   if (d.digest !== r.action_digest) return off(null);
-  const ruled = events.findLast((e) => (e.type === 'tool_call.blocked' && e.reason === 'policy') || e.type === 'tool_call.approval_requested');
   if (ruled?.type === 'tool_call.blocked') return d.decision === 'block' && (!ruled.hasRuleId || d.ruleId === ruled.ruleId) ? null : off(ruled);
   if (ruled) {
     const expected = ruled.kind === null ? null : `require_${ruled.kind}_approval`;

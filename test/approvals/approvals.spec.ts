@@ -71,7 +71,12 @@ describe('expert approvals', () => {
 
   it.each([
     ['its approved input is gone', 'DELETE FROM tool_call_inputs WHERE tool_call_id = $1'],
-    ['its action is no longer in the catalog', "UPDATE tool_calls SET action = 'create_v0' WHERE id = $1"],
+    // Both rows name the dropped action, as for a call recorded under an action a later release removed: an approval
+    // row naming another action than its call's is refused at the decision (approval-input-binding.spec.ts).
+    [
+      'its action is no longer in the catalog',
+      "WITH a AS (UPDATE approval_requests SET action = 'create_v0' WHERE tool_call_id = $1) UPDATE tool_calls SET action = 'create_v0' WHERE id = $1",
+    ],
   ])('an approved call that cannot run (%s) is recorded like any outcome: failed / EXECUTION_ERROR, terminal event, no cost, nothing sent, the long-poll answered', async (_why, sql) => {
     const w = await waitingRefund();
     const before = refunds(h);
