@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
-import { startHarness, type Harness } from '../support/scenario.js';
-import { adminAuth, bearer } from '../support/test-app.js';
+import { startHarness, type Harness, verifyLedger } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
 import { refunds, waitingRefund } from './support.js';
 import { stopSweep } from './backlog-seed.js';
 
@@ -21,7 +21,7 @@ describe('approval bound to the call that runs', () => {
     await h?.close();
   });
 
-  const verify = async (orgId: string) => (await h.t.http.get('/v1/ledger/verify').query({ orgId }).set(adminAuth)).body as { ok: boolean; brokenAt?: { reason: string } };
+  const verify = (orgId: string) => verifyLedger(h.t, orgId);
   const showAmount = (approvalId: string, amount: string) =>
     h.t.ds.query(`UPDATE approval_requests SET input_redacted = jsonb_set(input_redacted, '{amount}', to_jsonb($2::text)) WHERE id = $1`, [approvalId, amount]);
   const callOf = async (id: string) =>

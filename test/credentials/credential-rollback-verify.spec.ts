@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvelopeCipher } from '../../src/common/crypto/envelope-cipher.js';
 import { credentialAad } from '../../src/credentials/credentials.service.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
-import { CREDENTIALS, setupOrg, shopDomainOf, startHarness, type Harness } from '../support/scenario.js';
+import { CREDENTIALS, setupOrg, shopDomainOf, startHarness, type Harness, verifyLedger } from '../support/scenario.js';
 import { adminAuth } from '../support/test-app.js';
 
 interface StoredRow { key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer; fingerprint: string }
@@ -21,7 +21,7 @@ describe('verify: credentials rows against their events', () => {
     await h?.close();
   });
 
-  const verify = async (orgId: string) => (await h.t.http.get('/v1/ledger/verify').query({ orgId }).set(adminAuth)).body as { ok: boolean; brokenAt?: { reason: string } };
+  const verify = (orgId: string) => verifyLedger(h.t, orgId);
   const rowOf = async (orgId: string): Promise<StoredRow | undefined> =>
     ((await h.t.ds.query(`SELECT key_id, iv, ciphertext, auth_tag, fingerprint FROM integration_credentials WHERE org_id = $1 AND integration_type = 'shopify'`, [orgId])) as StoredRow[])[0];
   const putRow = (orgId: string, r: StoredRow) =>

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
-import { adminAuth, bearer } from '../support/test-app.js';
+import { setupOrg, startHarness, toolUse, type Harness, verifyLedger } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
 
 /**
  * The policy decision a block by a rule (or an approval request) recorded on the ledger has its row, which the detail
@@ -16,7 +16,7 @@ describe('verify: a deleted policy decision row', () => {
     await h?.close();
   });
 
-  const verify = async (orgId: string) => (await h.t.http.get('/v1/ledger/verify').query({ orgId }).set(adminAuth)).body as { ok: boolean; brokenAt?: { reason: string } };
+  const verify = (orgId: string) => verifyLedger(h.t, orgId);
   const deleteDecision = async (id: string) => {
     await h.t.ds.query('UPDATE tool_calls SET policy_decision_id = NULL WHERE id = $1', [id]);
     await h.t.ds.query('DELETE FROM policy_decisions WHERE tool_call_id = $1', [id]);

@@ -98,3 +98,8 @@ let seq = 0;
 export function toolUse(name: string, input: Record<string, unknown>, id = `toolu_${Date.now()}_${++seq}`) {
   return { type: 'tool_use', id, name, input };
 }
+
+/** GET /v1/ledger/verify for an org, as the platform admin: whether its chain and rows hold, and where not. */
+export async function verifyLedger(t: TestApp, orgId: string): Promise<{ ok: boolean; brokenAt?: { reason: string } }> {
+  return (await t.http.get('/v1/ledger/verify').query({ orgId }).set(adminAuth)).body as { ok: boolean; brokenAt?: { reason: string } };
+}
