@@ -13,21 +13,25 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *
  * Added nullable (no rewrite), filled, then given its default and NOT NULL, in this migration's one transaction: orgs
  * holds a row per org, so its ACCESS EXCLUSIVE lock is held for moments (waited for no longer than lock_timeout).
- * Reverting drops the keys: calls recorded since then keep keyed digests the previous release cannot recompute, so a
- * resend of one of them is refused 422 IDEMPOTENCY_KEY_REUSED by it.
+ *
+ * Reverting keeps the keys: digests stored under them (calls, approvals, events) cannot be recomputed without them, so
+ * dropping them would refuse every later resend of those calls (422 IDEMPOTENCY_KEY_REUSED) by every release, this one
+ * rolled forward again included. The previous release ignores the column (it reads the columns it needs; orgs it
+ * creates get the default), though it digests new calls unkeyed (recognised by this release as calls from before);
+ * applying this again keeps the keys an org has and fills only missing ones.
  */
 export class OrgDigestKeys1765800000000 implements MigrationInterface {
   name = 'OrgDigestKeys1765800000000';
 
   async up(q: QueryRunner): Promise<void> {
     const random32 = 'uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())';
-    await q.query('ALTER TABLE orgs ADD COLUMN digest_key bytea');
-    await q.query(`UPDATE orgs SET digest_key = ${random32}`);
+    await q.query('ALTER TABLE orgs ADD COLUMN IF NOT EXISTS digest_key bytea');
+    await q.query(`UPDATE orgs SET digest_key = ${random32} WHERE digest_key IS NULL`);
     await q.query(`ALTER TABLE orgs ALTER COLUMN digest_key SET DEFAULT (${random32}), ALTER COLUMN digest_key SET NOT NULL`);
+    await q.query('ALTER TABLE orgs DROP CONSTRAINT IF EXISTS orgs_digest_key_len');
     await q.query('ALTER TABLE orgs ADD CONSTRAINT orgs_digest_key_len CHECK (octet_length(digest_key) >= 32)');
   }
 
-  async down(q: QueryRunner): Promise<void> {
-    await q.query('ALTER TABLE orgs DROP COLUMN digest_key');
-  }
+  /** Keeps the keys (see above): the digests recorded under them outlive a rollback. */
+  async down(): Promise<void> {}
 }
