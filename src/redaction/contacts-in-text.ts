@@ -99,7 +99,8 @@ function redactWrittenContactsIn<T extends Scannable<T>>(text: T, nationalPhones
   let out = text.includes('@') ? text.replace(EMAIL, REDACTED) : text;
   if (out.search(/[A-Z]{2}\d{2}/) >= 0) out = out.replace(IBAN, redactIban);
   out = out.replace(PHONE, redactPhone);
-  if (out.includes('00')) out = out.replace(PHONE_00, (match) => (isCountryCode(/^\d+/.exec(match.slice(2))![0]) ? redactPhone(match.slice(2)) : match));
+  // A "00" run that is not a phone (a country code too short a number) is kept as written, its "00" included.
+  if (out.includes('00')) out = out.replace(PHONE_00, (match) => (isCountryCode(/^\d+/.exec(match.slice(2))![0]) && redactPhone(match.slice(2)) === REDACTED ? REDACTED : match));
   out = out.replace(NANP_PHONE, REDACTED);
   if (out.includes(' ')) out = out.replace(NANP_PHONE_SPACED, REDACTED);
   if (!nationalPhones || !out.includes('0')) return out;
