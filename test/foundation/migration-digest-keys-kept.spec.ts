@@ -30,7 +30,7 @@ describe('an org digest key survives a revert and re-apply of its migration', ()
     const m = new OrgDigestKeys1765800000000();
     const qr = h.t.ds.createQueryRunner();
     try {
-      await m.down(qr);
+      await m.down();
       await m.up(qr);
     } finally {
       await qr.release();
