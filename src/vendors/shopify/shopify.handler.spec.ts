@@ -74,6 +74,19 @@ describe('ShopifyHandler reads', () => {
     expect(emu.requests[0].path).toBe('/admin/api/2026-04/graphql.json');
   });
 
+  it('refuses an answer about another order or product than the one asked for (a proxy or cache mixing answers up)', async () => {
+    emu.fault({ vendor: 'shopify', bodyMatch: /OrderLookup/, kind: 'status', status: 200, body: { data: { order: { id: 'gid://shopify/Order/450789469', name: '#1001', email: 'someone.else@example.com' } } } });
+    const out = await handler.execute(lookup('12345'));
+    expect(failure(out)).toMatchObject({ kind: 'bad_response', requestSent: true, message: 'shopify answered with another order than the one asked for' });
+    expect(JSON.stringify(out)).not.toContain('someone.else');
+    emu.reset();
+    emu.fault({ vendor: 'shopify', bodyMatch: /ProductLookup/, kind: 'status', status: 200, body: { data: { product: { id: 'gid://shopify/Product/1', title: 'Other' } } } });
+    expect(failure(await handler.execute(ctx('shopify_query', 'get_product', { productId: '632910392' })))).toMatchObject({ kind: 'bad_response', message: 'shopify answered with another product than the one asked for' });
+    emu.reset();
+    // the order asked for, as ever
+    expect(await handler.execute(lookup('12345'))).toMatchObject({ ok: true, data: { orderId: '12345' } });
+  });
+
   it('maps an unknown order (data.order null) to not_found', async () => {
     expect(failure(await handler.execute(lookup('999999')))).toMatchObject({ kind: 'not_found', requestSent: true });
   });

@@ -15,11 +15,20 @@ function unavailable(denied: string[] | undefined, root: string): { unavailable?
   return { unavailable: denied.map((p) => (p.startsWith(`${root}.`) ? p.slice(root.length + 1) : p)) };
 }
 
+/**
+ * An answer about another object than the one asked for: `order(id:)` and `product(id:)` answer that object or null, so
+ * a different id is a proxy or cache mixing answers up: another customer's data, never handed back as this one's.
+ */
+function answersAnother(found: Record<string, unknown>, type: 'Order' | 'Product', id: unknown): boolean {
+  return typeof found.id === 'string' && found.id !== `gid://shopify/${type}/${String(id)}`;
+}
+
 export function orderLookupOutcome(ctx: VendorCallContext, res: GraphqlAnswer): VendorOutcome {
   const order = res.data.order;
   // Unknown ids (and orders outside the 60-day window without read_all_orders) come back as null.
   if (order === null || order === undefined) return failedOutcome('not_found', 'shopify order not found', res.vendorStatus);
   if (!isRecord(order)) return failedOutcome('bad_response', 'shopify order has an unexpected shape', res.vendorStatus);
+  if (answersAnother(order, 'Order', ctx.params.orderId)) return failedOutcome('bad_response', 'shopify answered with another order than the one asked for', res.vendorStatus);
   return { ok: true, data: { ...normalizeOrder(String(ctx.params.orderId), order), ...unavailable(res.denied, 'order') }, vendorStatus: res.vendorStatus };
 }
 
@@ -27,6 +36,7 @@ export function productOutcome(ctx: VendorCallContext, res: GraphqlAnswer): Vend
   const product = res.data.product;
   if (product === null || product === undefined) return failedOutcome('not_found', 'shopify product not found', res.vendorStatus);
   if (!isRecord(product)) return failedOutcome('bad_response', 'shopify product has an unexpected shape', res.vendorStatus);
+  if (answersAnother(product, 'Product', ctx.params.productId)) return failedOutcome('bad_response', 'shopify answered with another product than the one asked for', res.vendorStatus);
   return { ok: true, data: { ...normalizeProduct(String(ctx.params.productId), product), ...unavailable(res.denied, 'product') }, vendorStatus: res.vendorStatus };
 }
 
