@@ -71,6 +71,10 @@ describe('csvCell', () => {
     expect(csvCell('@SUM(A1)')).toBe("'@SUM(A1)");
     expect(csvCell('\tcmd')).toBe("'\tcmd");
     expect(csvCell('\r=1')).toBe('"\'\r=1"');
+    expect(csvCell('＝HYPERLINK("http://evil.example")')).toBe('"\'＝HYPERLINK(""http://evil.example"")"');
+    expect(csvCell('＋1')).toBe("'＋1");
+    expect(csvCell('－1')).toBe("'－1");
+    expect(csvCell('＠SUM(A1)')).toBe("'＠SUM(A1)");
     expect(csvCell('a=b')).toBe('a=b');
     expect(csvCell(-5)).toBe('-5');
     expect(csvCell({ note: '=1+1' })).toBe('"{""note"":""=1+1""}"');

@@ -7,12 +7,16 @@ export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
 };
 
-/** A text cell a spreadsheet would read as a formula (OWASP "CSV injection"). */
-const FORMULA_START = /^[=+\-@\t\r]/;
+/**
+ * A text cell a spreadsheet would read as a formula (OWASP "CSV injection"), also written with the full-width signs
+ * (＝ ＋ － ＠) an East Asian input method types, which a spreadsheet in such a locale may read as their ASCII twins: a
+ * leading `'` costs a reader nothing.
+ */
+const FORMULA_START = /^[=+\-@\t\r\uff1d\uff0b\uff0d\uff20]/;
 
 /**
  * RFC 4180: a cell holding a comma, quote, CR or LF is quoted, with quotes doubled.
- * A string that starts like a formula (= + - @ TAB CR) gets a leading `'`, so a
+ * A string that starts like a formula (= + - @ TAB CR, or full-width ＝ ＋ － ＠) gets a leading `'`, so a
  * spreadsheet opening the export shows it as text instead of evaluating it: error
  * texts and specialist ids come from vendors and agents. Numbers and JSON cells are
  * never prefixed (a JSON cell starts with `{`, `[` or `"`).
