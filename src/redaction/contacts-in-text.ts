@@ -1,7 +1,7 @@
 import { REDACTED } from './markers.js';
 import { IBAN, redactIban } from './payment-numbers.js';
 import { percentDecode } from './percent-decode.js';
-import { FoldedText, foldForms, NON_ASCII, type Scannable } from './unicode-forms.js';
+import { FoldedText, foldForms, type Scannable } from './unicode-forms.js';
 
 /** Internationalised too: letters and digits of any script in the local part and the domain (jöhn@exämple.com). */
 const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+/gu;
@@ -91,7 +91,7 @@ const redactEncodedRunWithoutNational = (run: string): string => redactEncodedRu
 function redactWrittenContacts(text: string, nationalPhones: boolean): string {
   // Text with non-ASCII characters may write a phone or an IBAN with other dashes, blanks or digits (+1 415–555–2671,
   // ＋１ ４１５ …): its contacts are looked for in a folded copy of the same length, and cut out of the text as written.
-  const scanned = NON_ASCII.test(text) ? foldForms(text) : text;
+  const scanned = foldForms(text);
   return scanned === text ? redactWrittenContactsIn(text, nationalPhones) : redactWrittenContactsIn(new FoldedText(text, scanned), nationalPhones).text;
 }
 

@@ -8,7 +8,7 @@ import { REDACTED } from './markers.js';
 import { redactCardNumbers } from './payment-numbers.js';
 import { redactSecretFields } from './secret-fields.js';
 import { ENCODED_EQUALS, ENCODED_SECRET_PARAM, redactEncodedParam, redactParam, redactXmlElement, SECRET_PARAM, XML_ELEMENT } from './secret-params.js';
-import { FoldedText, foldForms, NON_ASCII } from './unicode-forms.js';
+import { FoldedText, foldForms } from './unicode-forms.js';
 import { BEARER, JWT, PRIVATE_KEY_BLOCK, SLACK_WEBHOOK, TELEGRAM_BOT_TOKEN, VENDOR_TOKEN_HEAD, VENDOR_TOKENS } from './token-shapes.js';
 
 /** US SSN 123-45-6789 and EIN 12-3456789, not when part of a longer dash-joined number (Amazon 112-0000001-1234567). */
@@ -34,7 +34,7 @@ export function redactSecretsInText(text: string, options: { cards: boolean }): 
   if (out.includes('</')) out = out.replace(XML_ELEMENT, redactXmlElement);
   if (options.cards) out = redactCardNumbers(out);
   // Text with non-ASCII characters may write a tax id with other dashes, blanks or digits: read in a folded copy.
-  const scanned = NON_ASCII.test(out) ? foldForms(out) : out;
+  const scanned = foldForms(out);
   if (scanned === out) return out.replace(TAX_ID, REDACTED).replace(TAX_ID_SPACED, REDACTED);
   return new FoldedText(out, scanned).replace(TAX_ID, REDACTED).replace(TAX_ID_SPACED, REDACTED).text;
 }

@@ -1,5 +1,5 @@
 import { REDACTED } from './markers.js';
-import { foldForms, NON_ASCII, replaceFolded } from './unicode-forms.js';
+import { FoldedText, foldForms } from './unicode-forms.js';
 
 /**
  * Digit groups joined by a dash, a dot, or one or two blanks of any kind (spaces, no-break spaces U+00A0 and
@@ -54,7 +54,7 @@ interface DigitGroup {
 export function redactCardNumbers(text: string): string {
   // Text with non-ASCII characters (full-width or Arabic-Indic digits, en dashes, no-break spaces) is read in a folded
   // copy of the same length (unicode-forms.ts); what stays is taken from the text as written.
-  const scanned = NON_ASCII.test(text) ? foldForms(text) : text;
+  const scanned = foldForms(text);
   if (!/\d{4}/.test(scanned)) return text;
   const redactRun = (run: string, offset: number): string => {
     const written = scanned === text ? run : text.slice(offset, offset + run.length);
@@ -66,7 +66,7 @@ export function redactCardNumbers(text: string): string {
     }
     return redactCardGroups(run, written);
   };
-  return scanned === text ? text.replace(DIGIT_RUN, redactRun) : replaceFolded(text, scanned, DIGIT_RUN, redactRun);
+  return scanned === text ? text.replace(DIGIT_RUN, redactRun) : new FoldedText(text, scanned).replace(DIGIT_RUN, redactRun).text;
 }
 
 /** The card numbers among a run of ASCII digit groups (see redactCardNumbers), kept as `written` shows them. */

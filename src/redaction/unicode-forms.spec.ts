@@ -7,7 +7,7 @@ import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { REDACTED } from './markers.js';
 import { normalizeKey } from './redaction-keys.js';
 import { redactInput, redactOutput } from './redaction.service.js';
-import { foldForms, replaceFolded } from './unicode-forms.js';
+import { FoldedText, foldForms } from './unicode-forms.js';
 
 const NBSP = '\u00a0';
 const THIN = '\u2009';
@@ -99,7 +99,7 @@ describe('unicode forms: cards, SSNs, phones and IBANs with Unicode dashes, no-b
   });
 });
 
-describe('unicode forms: foldForms and replaceFolded', () => {
+describe('unicode forms: foldForms and FoldedText', () => {
   it('folds digits of any script, dashes and blanks to ASCII, one UTF-16 unit for one', () => {
     const text = '\u0664\u06f1\u096a\uff14\u2013\u2014\u2212\uff0d\u00a0\u2009\u3000\uff0b\uff08\uff09';
     expect(foldForms(text)).toBe('4144----   +()');
@@ -116,9 +116,9 @@ describe('unicode forms: foldForms and replaceFolded', () => {
     expect(foldForms(text)).toBe(text);
   });
 
-  it('replaceFolded cuts the span found in the folded copy out of the text as written', () => {
+  it('FoldedText.replace cuts the span found in the folded copy out of the text as written', () => {
     const text = 'a\u00a0\u0661\u0662\u2013\u0663 b';
-    expect(replaceFolded(text, foldForms(text), /\d+-\d/g, REDACTED)).toBe(`a\u00a0${REDACTED} b`);
+    expect(new FoldedText(text, foldForms(text)).replace(/\d+-\d/g, REDACTED).text).toBe(`a\u00a0${REDACTED} b`);
   });
 });
 

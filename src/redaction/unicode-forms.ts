@@ -6,7 +6,7 @@
  */
 
 /** Any character outside ASCII: one test, and pure-ASCII text (nearly all of it) goes the fast path. */
-export const NON_ASCII = /[\u0080-\uffff]/;
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /**
  * The horizontal blanks of Unicode (general category Zs) and the tab, as a character-class body: what may stand around
@@ -61,8 +61,12 @@ function digitValue(code: number): number {
 let lastText = '';
 let lastFolded = '';
 
-/** The text with each foldable character read as its ASCII twin; the same length, each character where it was. */
+/**
+ * The text with each foldable character read as its ASCII twin; the same length, each character where it was. Text
+ * of ASCII alone is the text itself (one regex test): a caller compares the two to take its plain-string path.
+ */
 export function foldForms(text: string): string {
+  if (!NON_ASCII.test(text)) return text;
   if (text === lastText) return lastFolded;
   lastFolded = foldUnits(text);
   lastText = text;
@@ -95,10 +99,6 @@ export type Replacer = (match: string, ...rest: any[]) => string;
  * replacement keeps at either end of its match (redactIban keeps the groups after the IBAN). A replacement equal to
  * its match leaves the text as written. A string replacement is taken literally (no "$1"); `pattern` must be global.
  */
-export function replaceFolded(text: string, scanned: string, pattern: RegExp, replacer: Replacer | string): string {
-  return replaceBoth(text, scanned, pattern, replacer).text;
-}
-
 function replaceBoth(text: string, scanned: string, pattern: RegExp, replacer: Replacer | string): FoldedText {
   let out = '';
   let outScanned = '';

@@ -20,7 +20,7 @@ import {
 } from './personal-keys.js';
 import { isIdentifierKey, isPairNameKey, isPairTypeKey, isPairValueKey, normalizeKey } from './redaction-keys.js';
 import { isSecretFieldName, isSecretName } from './secret-keys.js';
-import { foldForms, NON_ASCII } from './unicode-forms.js';
+import { foldForms } from './unicode-forms.js';
 import { carriesData, describesPerson, isPersonalDataOrAddressName, isSecretEntry, looksLikeCard } from './value-signals.js';
 
 export const REDACTION_LIMITS = {
@@ -274,7 +274,7 @@ export class Walker {
     // phone's shape (sku "0201-123456"), not a phone with a country code.
     const identifier = isIdentifierKey(key);
     // Judged as read (any script's digits, Unicode dashes and blanks: unicode-forms.ts), as the card scan reads them.
-    const read = NON_ASCII.test(text) ? foldForms(text) : text;
+    const read = foldForms(text);
     const out = redactSecretsInText(text, { cards: !(identifier && BARE_DIGITS.test(read)) });
     // National numbers (no country code) are looked for in text only: a value that is nothing but such a number is as
     // often a tracking number (Shopify's trackingInfo.number), a tag or a reference; phones under a phone's name, or

@@ -27,7 +27,7 @@ export interface CallDigest {
  * Whether a stored call's digest is this request's action: its keyed digest, or the unkeyed one of a call recorded
  * before the upgrade (a resend of it is the same call, replayed, not 422 IDEMPOTENCY_KEY_REUSED).
  */
-export function sameAction(stored: string, digest: CallDigest): boolean {
+function sameAction(stored: string, digest: CallDigest): boolean {
   return stored === digest.keyed || stored === digest.unkeyed();
 }
 
