@@ -318,13 +318,13 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     const [input] = await this.sql.query<StoredInput>(
       // Given by a key that may decide expert approvals (an expert; an admin, who may decide either kind), a client
       // approval is as strong as an expert's.
-      `SELECT key_id, iv, ciphertext, auth_tag,
-              (SELECT CASE WHEN a.decided_role IN ('expert', 'admin') THEN 'expert' ELSE a.kind END
-                 FROM approval_requests a WHERE a.tool_call_id = i.tool_call_id) AS approval_kind,
-              (SELECT ${APPROVAL_ROW_AGREES_SQL}
-                 FROM approval_requests a JOIN tool_calls t ON t.id = a.tool_call_id AND t.org_id = a.org_id
-                WHERE a.tool_call_id = i.tool_call_id) AS shown_agrees
-         FROM tool_call_inputs i WHERE tool_call_id = $1 AND org_id = $2`,
+      `SELECT i.key_id, i.iv, i.ciphertext, i.auth_tag,
+              CASE WHEN a.decided_role IN ('expert', 'admin') THEN 'expert' ELSE a.kind END AS approval_kind,
+              CASE WHEN a.id IS NOT NULL THEN ${APPROVAL_ROW_AGREES_SQL} END AS shown_agrees
+         FROM tool_call_inputs i
+         LEFT JOIN approval_requests a ON a.tool_call_id = i.tool_call_id
+         LEFT JOIN tool_calls t ON t.id = i.tool_call_id AND t.org_id = i.org_id
+        WHERE i.tool_call_id = $1 AND i.org_id = $2`,
       [toolCallId, pending.org_id],
     );
     let ready: Ready | NotExecuted | Unreadable;

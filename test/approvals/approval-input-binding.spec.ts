@@ -24,11 +24,20 @@ describe('approval bound to the call that runs', () => {
   const verify = (orgId: string) => verifyLedger(h.t, orgId);
   const showAmount = (approvalId: string, amount: string) =>
     h.t.ds.query(`UPDATE approval_requests SET input_redacted = jsonb_set(input_redacted, '{amount}', to_jsonb($2::text)) WHERE id = $1`, [approvalId, amount]);
+  /** Approved with the digest it was asked under: 200, and the refund runs, once. */
+  async function approvedRuns(w: Awaited<ReturnType<typeof waitingRefund>>, before: number): Promise<void> {
+    const decided = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    expect(decided.status, JSON.stringify(decided.body)).toBe(200);
+    const settled = await h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=8000`).set(bearer(w.org.agentKey));
+    expect(settled.body.status).toBe('succeeded');
+    expect(refunds(h)).toBe(before + 1);
+  }
   const callOf = async (id: string) =>
     ((await h.t.ds.query('SELECT status, error_code, error_text FROM tool_calls WHERE id = $1', [id])) as { status: string; error_code: string | null; error_text: string | null }[])[0];
 
   it('an approval whose shown input was rewritten is refused 409 ACTION_DIGEST_MISMATCH, nothing runs, and verify reports it', async () => {
-    const { org, expert, toolCallId, approval } = await waitingRefund(h, '40.00');
+    const waiting = await waitingRefund(h, '40.00');
+    const { org, expert, toolCallId, approval } = waiting;
     const before = refunds(h);
     expect((await verify(org.orgId)).ok).toBe(true);
     await showAmount(approval.id, '1.00');
@@ -44,15 +53,12 @@ describe('approval bound to the call that runs', () => {
     // Put back, it is approved and runs as shown.
     await showAmount(approval.id, '40.00');
     expect((await verify(org.orgId)).ok).toBe(true);
-    const ok = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
-    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    const settled = await h.t.http.get(`/v1/tool-calls/${toolCallId}/result?waitMs=8000`).set(bearer(org.agentKey));
-    expect(settled.body.status).toBe('succeeded');
-    expect(refunds(h)).toBe(before + 1);
+    await approvedRuns(waiting, before);
   });
 
   it('an approval recorded by a release that redacted its input otherwise (both rows alike) is still approved, and runs', async () => {
-    const { toolCallId, expert, approval, org } = await waitingRefund(h, '41.00');
+    const waiting = await waitingRefund(h, '41.00');
+    const { toolCallId } = waiting;
     const before = refunds(h);
     // As a release that did not yet redact a phone in a note left both rows: today's redaction would show it otherwise,
     // and a deploy must not make pending approvals unapprovable (the input is not redacted again to compare).
@@ -60,11 +66,7 @@ describe('approval bound to the call that runs', () => {
       const col = table === 'tool_calls' ? 'id' : 'tool_call_id';
       await h.t.ds.query(`UPDATE ${table} SET input_redacted = input_redacted || '{"note": "call 415-555-2671"}'::jsonb WHERE ${col} = $1`, [toolCallId]);
     }
-    const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'approve', actionDigest: approval.actionDigest });
-    expect(decided.status, JSON.stringify(decided.body)).toBe(200);
-    const settled = await h.t.http.get(`/v1/tool-calls/${toolCallId}/result?waitMs=8000`).set(bearer(org.agentKey));
-    expect(settled.body.status).toBe('succeeded');
-    expect(refunds(h)).toBe(before + 1);
+    await approvedRuns(waiting, before);
   });
 
   it('the runner does not send an approved call whose approval row shows another input (failed, not executed)', async () => {
