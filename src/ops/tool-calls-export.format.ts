@@ -86,13 +86,17 @@ export function* exportChunks(format: ExportFormat, views: Iterable<ToolCallView
   if (out.length > 0) yield { text: out, rows };
 }
 
-/** Why an export was cut short: its database failed, or the gateway is stopping (HttpDrain's beforeBackstop). */
-export type ExportCut = 'database' | 'stopping';
+/**
+ * Why an export was cut short: its database failed, the gateway is stopping (HttpDrain's beforeBackstop), or the API key
+ * it was requested with was revoked while it streamed.
+ */
+export type ExportCut = 'database' | 'stopping' | 'revoked';
 
 /** Each cause in the CSV line's words (no comma or quote: the line stays one cell) and in the NDJSON detail's. */
 const CUT_WORDS: Record<ExportCut, { csv: string; ndjson: string }> = {
   database: { csv: 'when the database failed', ndjson: 'the database failed' },
   stopping: { csv: 'when the gateway was stopping', ndjson: 'the gateway is stopping' },
+  revoked: { csv: 'when its API key was revoked', ndjson: 'its API key was revoked' },
 };
 
 /**

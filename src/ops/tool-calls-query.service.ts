@@ -186,7 +186,7 @@ export class ToolCallsQueryService {
       }
       return chunk;
     };
-    const batches = this.batches(orgId, filters, first);
+    const batches = this.batches(orgId, filters, first, keyId);
     const format = q.format;
     const log = this.log;
     const windUp = closeDelimited ? beforeBackstop : undefined;
@@ -216,9 +216,11 @@ export class ToolCallsQueryService {
         log.warn(`tool-call export stopped after ${sent} rows: the gateway is stopping; the HTTP/1.0 file ends with a line saying so`);
         yield incompleteExportLine(format, sent, 'stopping');
       } catch (err) {
+        const revoked = err instanceof ExportKeyRevoked;
+        if (revoked) log.warn(`tool-call export stopped after ${sent} rows: its API key was revoked`);
         if (!closeDelimited) throw err; // chunked: the abort (no last chunk) tells the client
-        log.error(`tool-call export stopped after ${sent} rows; the HTTP/1.0 file ends with a line saying so: ${loggableErrorText(err)}`);
-        yield incompleteExportLine(format, sent);
+        if (!revoked) log.error(`tool-call export stopped after ${sent} rows; the HTTP/1.0 file ends with a line saying so: ${loggableErrorText(err)}`);
+        yield incompleteExportLine(format, sent, revoked ? 'revoked' : 'database');
       } finally {
         // Not awaited: after a stop it settles only once the batch query left running ends.
         batches.return(undefined).catch(() => undefined);
@@ -233,14 +235,19 @@ export class ToolCallsQueryService {
   /**
    * After a batch cut by size the next asks for about twice the rows that fitted, growing back to EXPORT_BATCH when
    * rows are small again: each batch sizes every row it reads, so a run of large rows is not sized 500 at a time.
+   * Each batch after the first is read only while the export's key is live: the request was authenticated once, and
+   * an export of a large ledger streams for minutes, so one begun just before its key's revocation (on any replica)
+   * stops at its next batch instead of handing out the rest of the org's ledger (ExportKeyRevoked).
    */
-  private async *batches(orgId: string | null, filters: ToolCallFilters, first: SizedPage): AsyncGenerator<ToolCallRow[]> {
+  private async *batches(orgId: string | null, filters: ToolCallFilters, first: SizedPage, keyId: string): AsyncGenerator<ToolCallRow[]> {
     let batch = first;
     for (;;) {
       const last = batch.rows.at(-1);
       if (last) yield batch.rows;
       if (!batch.more || !last) return;
       const limit = Math.min(EXPORT_BATCH, Math.max(EXPORT_BATCH_MIN, batch.rows.length * 2));
+      const [key] = (await this.ds.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL', [keyId])) as unknown[];
+      if (!key) throw new ExportKeyRevoked();
       batch = await this.page(orgId, filters, { createdIso: last.created_iso, key: last.id }, limit, EXPORT_BATCH_BYTES);
     }
   }
@@ -251,6 +258,13 @@ export class ToolCallsQueryService {
     const rows = (await this.ds.query(sql, params)) as SizedToolCallRow[];
     const pageRows = rows.length ? Number(rows[0].page_rows) : 0;
     return { rows, more: rows.length < pageRows || pageRows === limit, bytes: sumBytes(rows) };
+  }
+}
+
+/** The export's API key was found revoked before its next batch. */
+class ExportKeyRevoked extends Error {
+  constructor() {
+    super('the API key of this export was revoked');
   }
 }
 
