@@ -63,7 +63,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
    */
   private revocations = 0;
   /** Lookups in flight, by revocation count and key hash (see authenticate). */
-  private readonly lookups = new Map<string, Promise<Principal | null>>();
+  private readonly lookups = new Map<string, { startedAt: number; principal: Promise<Principal | null> }>();
   /** Key id → its latest use here (ms since the epoch, on the Clock: the database's time), written at the next flush: the time of the use, not of the flush. */
   private readonly touched = new Map<string, number>();
   private readonly cursors: LedgerCursorCodec;
@@ -113,14 +113,21 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     } else {
       // Requests presenting one key at once share one lookup (a burst from a runtime whose key this replica
       // has not seen yet, or a flood of one made-up key): one query, and one unit of the address's budget.
-      // Not across a revocation here: a request after it must not get the answer of a lookup begun before.
+      // Not across a revocation here: a request after it must not get the answer of a lookup begun before. Nor one
+      // begun more than CACHE_TTL_MS ago (a stalled connection, a slow database): a revocation on another replica
+      // does not reach this counter, and such a lookup may have read the key before it, so joining it would stretch
+      // the other replicas' bound past CACHE_TTL_MS, as a cached entry never does.
       const flightKey = `${this.revocations}:${cacheKey}`;
       let flight = this.lookups.get(flightKey);
-      if (!flight) {
-        flight = this.lookUp(hash, cacheKey, now, this.meter(cacheKey, gate)).finally(() => this.lookups.delete(flightKey));
-        this.lookups.set(flightKey, flight);
+      if (!flight || now - flight.startedAt > CACHE_TTL_MS) {
+        const started = { startedAt: now, principal: this.lookUp(hash, cacheKey, now, this.meter(cacheKey, gate)) };
+        void started.principal.finally(() => {
+          if (this.lookups.get(flightKey) === started) this.lookups.delete(flightKey);
+        }).catch(() => undefined);
+        this.lookups.set(flightKey, started);
+        flight = started;
       }
-      principal = await flight;
+      principal = await flight.principal;
     }
     if (principal) this.touch(principal.keyId, this.clock.nowMs());
     return principal;
