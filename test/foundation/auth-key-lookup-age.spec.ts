@@ -59,8 +59,8 @@ describe('an API key lookup in flight is not joined past the cache lifetime', ()
   it('a request 5.2 s after another replica revoked the key starts its own lookup and is refused', async () => {
     const org = await createOrg(t, 'Stalled Lookup Co');
     const key = await createKey(t, org, 'ops'); // never presented yet: no cache entry
-    const svc = t.app.get(ApiKeysService, { strict: false }) as unknown as ApiKeysService & { ds: DataSource };
-    const stall = stallNextLookup(svc);
+    const svc = t.app.get(ApiKeysService, { strict: false });
+    const stall = stallNextLookup(svc as unknown as { ds: DataSource });
     try {
       const first = svc.authenticate(key.key);
       await stall.read; // the lookup read the key while it was live
@@ -80,11 +80,12 @@ describe('an API key lookup in flight is not joined past the cache lifetime', ()
   it('a request while the lookup is young still joins it: one database read for both', async () => {
     const org = await createOrg(t, 'Young Lookup Co');
     const key = await createKey(t, org, 'ops');
-    const svc = t.app.get(ApiKeysService, { strict: false }) as unknown as ApiKeysService & { ds: DataSource };
-    const stall = stallNextLookup(svc);
-    const real = (svc as unknown as { ds: DataSource }).ds;
+    const svc = t.app.get(ApiKeysService, { strict: false });
+    const stall = stallNextLookup(svc as unknown as { ds: DataSource });
+    const holder = svc as unknown as { ds: DataSource };
+    const real = holder.ds;
     let reads = 0;
-    (svc as unknown as { ds: DataSource }).ds = new Proxy(real, {
+    holder.ds = new Proxy(real, {
       get(target, prop) {
         if (prop === 'getRepository') reads++;
         return Reflect.get(target, prop) as unknown;
