@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
+import { loggableErrorWithStack } from '../common/errors/loggable-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { vendorRefusedOf, type ExecutionOutcome } from '../executor/execution-outcome.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
@@ -97,7 +98,7 @@ export class OutcomeRecorder {
     try {
       written = await this.ledger.writeOutcomeDurably(row, events, (late) => late && settled());
     } catch (err) {
-      if (!(err instanceof OutcomeNotWritten)) throw err;
+      if (!(err instanceof OutcomeNotWritten)) throw this.outcomeWriteFailed(c, vendorReached, err);
       // Not "nothing was executed": the caller must not send this call again under a new id. "May not be":
       // a connection lost mid-write may have committed it.
       const what = vendorReached
@@ -121,6 +122,22 @@ export class OutcomeRecorder {
     const facts = { id: c.id, status, errorCode, errorText: null, retryAfterSeconds, vendorStatus: outcome.status === 'succeeded' ? null : outcome.vendorStatus, vendorRefused: vendorRefusedOf(outcome) };
     const result: StoredResult = outcome.status === 'succeeded' && json !== null ? { found: true, value: outcome.result, json } : { found: false };
     return respond(buildToolCallBody(facts, result, c.toolUseId, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
+  }
+
+  /**
+   * The outcome statement failed with an error retrying cannot help (not "database unavailable": a constraint, a value
+   * the database refused). The row stays `running` and the orphan sweep makes it `indeterminate`. The client is told
+   * which call it was and that its outcome is not recorded, as for a database outage, not a bare 500: an agent told only
+   * "internal error" would send it again under a new id, and the vendor would act twice.
+   */
+  private outcomeWriteFailed(c: ExecutedCall, vendorReached: boolean, err: unknown): AppError {
+    this.log.error({ toolCallId: c.id, err: loggableErrorWithStack(err) }, 'outcome not recorded: the write failed; the orphan sweep will mark the call indeterminate');
+    const what = vendorReached ? 'the vendor was called, but its outcome could not be recorded' : 'the outcome of this call (the vendor was not called) could not be recorded';
+    return new AppError(
+      'INTERNAL',
+      `${what}; the call becomes indeterminate. Send the same tool_use again (same id or Idempotency-Key) later to read it${vendorReached ? ', never under a new id: that would call the vendor again' : ''}`,
+      { fields: { toolCallId: c.id, outcomeConfirmed: false } },
+    );
   }
 
   /**

@@ -7,10 +7,12 @@
  * disk full, out of memory), a server that is read-only for now (25006: during
  * a failover the writer endpoint may still reach the demoted primary or a
  * replica) and a session the server ended after it sat idle in a transaction
- * (25P03), and a serialization failure (40001: rolled back whole; only under an
+ * (25P03), a serialization failure (40001: rolled back whole; only under an
  * isolation level above read committed, which every connection pins —
- * db-options.ts). Retrying later can succeed; a 500 would say the request
- * itself was at fault.
+ * db-options.ts) and a deadlock the server broke by rolling this transaction
+ * back whole (40P01; retryOnDeadlock retries some at once, and the outcome of
+ * an executed call must not be lost to one). Retrying later can succeed; a 500
+ * would say the request itself was at fault.
  */
 const UNAVAILABLE_CODES = new Map([
   ['ECONNREFUSED', 'connection refused'],
@@ -34,6 +36,7 @@ const UNAVAILABLE_CODES = new Map([
   ['25006', 'read-only (a replica or a failover)'],
   ['25P03', 'session ended after idling in a transaction'],
   ['40001', 'serialization failure'],
+  ['40P01', 'deadlock (this transaction was rolled back whole)'],
   ['08000', 'connection failure'],
   ['08001', 'could not connect'],
   ['08003', 'connection does not exist'],
