@@ -245,7 +245,13 @@ export class ShopifyHandler implements VendorHandler {
       // call, which held the lease already, goes on within the budget (same key: it can only pick up the original).
       const held = ctx.scratch.get(LEASE_TAKEN) === true;
       const busy = await this.refundLeases.acquire(lease, holder, ctx.signal, held ? undefined : ctx.deadline);
-      if (busy) return busy;
+      if (busy) {
+        // Not taken as far as this call knows; but a take whose answer was lost may have committed, and that lease
+        // would hold up every refund of the order until it expires. The release deletes only this call's own lease.
+        // Not after an earlier attempt of this call took it: a refund may be at Shopify under it.
+        if (!held) await this.refundLeases.release(lease, holder);
+        return busy;
+      }
       // The wait for the lease (another refund of the order at Shopify) may be long: credentials the admin deleted
       // or replaced meanwhile, answered 204/200, are not sent the refund after it (as between attempts).
       const credentials = !held && ctx.credentialsCurrent ? await ctx.credentialsCurrent() : 'held';
