@@ -340,18 +340,88 @@ function endWithProblem(socket: Duplex, status: number, errorCode: ErrorCode, de
   setTimeout(() => socket.destroy(), 1_000).unref();
 }
 
+type InFlight = ServerResponse & { req?: IncomingMessage & { correlationId?: string }; [startTime]?: number };
+
+/** The response Node has on the socket now (the earliest not yet finished of a pipeline), if any. */
+function responseOn(socket: Duplex): InFlight | undefined {
+  return (socket as Duplex & { _httpMessage?: InFlight | null })._httpMessage ?? undefined;
+}
+
+/** Sockets whose clientError answer is decided (written, or waiting for the answers before it): later ones are dropped. */
+const clientErrorAnswered = new WeakSet<Duplex>();
+
+/**
+ * Calls `then` once no answer to an earlier request of the connection is outstanding: Node has no response on the
+ * socket, or the one it has is to a request still incomplete (the one the error is about: a body that did not
+ * parse or stopped coming). Node sends pipelined answers one at a time in request order and puts the next on the
+ * socket when the one before finishes, so it waits for each in turn. `then` gets false when the socket closed
+ * meanwhile (or the answers before closed it: Connection: close): nothing more can be written. No listener is left.
+ */
+function afterEarlierAnswers(socket: Duplex, then: (open: boolean) => void): void {
+  let waitingOn: InFlight | undefined;
+  const stopWaiting = (): void => {
+    waitingOn?.off('finish', step);
+    waitingOn?.off('close', step);
+    waitingOn = undefined;
+  };
+  const closed = (): void => {
+    stopWaiting();
+    then(false);
+  };
+  function step(): void {
+    stopWaiting();
+    if (socket.destroyed || !socket.writable) {
+      socket.off('close', closed);
+      return then(false);
+    }
+    const res = responseOn(socket);
+    // Its request parsed whole: an earlier one's answer, still running or being sent (or written already, its 'finish'
+    // to come: what is queued behind it goes on the socket then). Node's resOnFinish (the first 'finish' listener)
+    // takes it off the socket, and puts the next answer there, before this one's 'finish' listener runs.
+    if (res && res.req?.complete === true) {
+      waitingOn = res;
+      res.once('finish', step);
+      res.once('close', step);
+      return;
+    }
+    socket.off('close', closed);
+    then(true);
+  }
+  socket.once('close', closed);
+  step();
+}
+
 /**
  * Node's 'clientError': answers a minimal problem+json (like every other error,
  * API.md §8) and closes the connection. Writes nothing to a socket that is
- * reset, not writable, or already carrying a response's headers. An answer given is recorded (record).
+ * reset or not writable. On a pipelined connection the answers to the requests before the refused one come first
+ * (RFC 9112 §9.3.2): the refusal is written once the last of them has finished, never in the middle of one, so a
+ * client never pairs it with a call that ran. Only when the request in flight is the refused one itself (its body
+ * did not parse, or stopped coming: 408) and its answer has begun is the connection destroyed instead. An answer
+ * given is recorded (record).
  */
 export function handleClientError(err: Error & { code?: string }, socket: Duplex, record?: RecordOutsideAnswer): void {
+  // Node reports its parser's error again for every later chunk, and at the client's FIN: answered once.
+  if (clientErrorAnswered.has(socket)) return;
   const startedAt = performance.now();
-  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse & { req?: IncomingMessage & { correlationId?: string }; [startTime]?: number } })._httpMessage;
-  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
+  clientErrorAnswered.add(socket);
+  afterEarlierAnswers(socket, (open) => {
+    if (!open) return; // closed meanwhile, or by the answers before (Connection: close): nothing to add
+    const inFlight = responseOn(socket);
+    if (inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    answerClientError(err, socket, inFlight, startedAt, record);
+  });
+}
+
+/** handleClientError's answer, once nothing earlier on the socket is outstanding. */
+function answerClientError(err: Error & { code?: string }, socket: Duplex, inFlight: InFlight | undefined, startedAt: number, record?: RecordOutsideAnswer): void {
   const { status, errorCode, detail } = clientErrorProblem(err.code);
   // A body that stopped arriving (408) is the in-flight request's own: the answer carries its correlation id, the one
   // its request log line has. Anything else (a request that did not parse, one whose headers never came) gets a new
