@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { sendProblem } from '../errors/problem.filter.js';
 import { jsonDepth } from '../json-depth.js';
+import { closeLingering } from './lingering-close.js';
 import { findUnstorableText } from '../storable-text.js';
 
 export { jsonDepth };
@@ -106,9 +107,20 @@ export function bodyErrorOf(req: Request): AppError | undefined {
 }
 
 /**
+ * The 413 (RFC 9110 §15.5.14: the server may close the connection), the connection closed after it: the rest of the
+ * body is not read, and the client does not send its next request behind a body the server stopped reading. The close
+ * lingers (closeLingering), so a client still sending reads the 413 rather than a reset.
+ */
+function tooLarge(req: Request, res: Response, limit: number, cid: string): void {
+  res.setHeader('Connection', 'close');
+  closeLingering(req.socket);
+  sendProblem(res, new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`), cid);
+}
+
+/**
  * Our own JSON body reader (Nest's body parser is off): a per-route size limit
  * (413), a nesting limit, and problem+json for every failure. The limit is
- * enforced while reading, so an oversized body is never buffered whole.
+ * enforced while reading, so an oversized body is never buffered whole, nor read on after its 413.
  */
 export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFunction): void {
   const method = req.method;
@@ -118,15 +130,17 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
   const limit = bodyLimitFor(req.path);
   const cid = req.correlationId ?? 'unknown';
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > limit) {
-    req.resume();
-    return sendProblem(res, new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`), cid);
-  }
+  // A body over the limit is not read on: the 413 closes the connection (Connection: close), which Node ends once the
+  // answer is out, rather than reading (and throwing away) the rest of it until the request timeout, gigabytes maybe.
+  if (declared > limit) return tooLarge(req, res, limit, cid);
   // Without credentials the answer is 401 whatever the body holds (or 404 for no route): given at once, the body not
   // read, and the connection closed after it rather than read to the end of a body nobody will use. Anonymous
   // uploads held open across many connections pinned up to the limit each.
   if (!bearerCredentialsIn(req.headers.authorization)) {
-    if (declared > 0 || req.headers['transfer-encoding'] !== undefined) res.setHeader('Connection', 'close');
+    if (declared > 0 || req.headers['transfer-encoding'] !== undefined) {
+      res.setHeader('Connection', 'close');
+      closeLingering(req.socket);
+    }
     return next();
   }
   const received = new BodyBuffer(declared > 0 ? declared : undefined);
@@ -135,7 +149,7 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
     if (failed) return;
     if (received.size + chunk.length > limit) {
       failed = true;
-      sendProblem(res, new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`), cid);
+      tooLarge(req, res, limit, cid);
       return;
     }
     received.append(chunk);

@@ -10,15 +10,30 @@ function otherCodings(value: string): string[] {
     .filter((c) => c !== '' && c !== 'chunked');
 }
 
+/** Connections that sent an HTTP/1.0 request with Transfer-Encoding: nothing Node parses after it on them is run. */
+const faultyFramed = new WeakSet<object>();
+
 /**
+ * An HTTP/1.0 request with any Transfer-Encoding has faulty framing (RFC 9112 §6.1: HTTP/1.0 has no transfer coding,
+ * so a front end may have framed its body otherwise, and read the rest as another request): refused 400, its
+ * connection closed after the answer, and the requests Node already parsed behind it on that connection not run.
  * Only chunked is understood (RFC 9112 §6.1). Node's parser takes "gzip, chunked" (chunked last), undoes the chunking
  * and hands on the gzip bytes as they are: a body the client meant otherwise would be read and acted on. Refused with
  * problem+json before anything reads the body (415, as a Content-Encoding we do not apply: the API has no 501 code),
  * and the connection closes after the answer, its body unread.
  */
 export function transferCodingGuard(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
+  // A request Node parsed after a faulty-framed one on its connection: not run, nor answered (the connection closes
+  // after the refusal, the answers behind it unsent). Its bytes were the refused body to a server that framed it otherwise.
+  if (faultyFramed.has(req.socket)) return;
   const value = req.headers['transfer-encoding'];
-  if (value === undefined || otherCodings(value).length === 0) return next();
+  if (value === undefined) return next();
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor === 0) {
+    faultyFramed.add(req.socket);
+    res.setHeader('Connection', 'close');
+    return sendProblem(res, new AppError('BAD_REQUEST', 'Transfer-Encoding is not allowed in an HTTP/1.0 request: send the body with a Content-Length'), req.correlationId ?? 'unknown');
+  }
+  if (otherCodings(value).length === 0) return next();
   res.setHeader('Connection', 'close');
   sendProblem(res, new AppError('UNSUPPORTED_MEDIA_TYPE', 'Transfer-Encoding other than chunked is not supported: send the body chunked or with a Content-Length'), req.correlationId ?? 'unknown');
 }
