@@ -2,11 +2,9 @@
  * What a refund call carries across its attempts (ctx.scratch): its lease holder, whether it holds the lease, whether it may
  * still run at Shopify, the payment it refunds to.
  */
-import { randomUUID } from 'node:crypto';
 import type { VendorCallContext, VendorOutcome } from '../vendor-handler.js';
 import type { RefundParent } from './shopify.refund.js';
 
-const LEASE_HOLDER = 'shopify.refundLeaseHolder';
 /** Set once the call has taken the order's refund lease (its later attempts renew it). */
 export const LEASE_TAKEN = 'shopify.refundLeaseTaken';
 /** Set once an attempt of the call may still be running at Shopify: from then on the call never gives the lease up. */
@@ -18,13 +16,13 @@ export const MAY_STILL_RUN = 'shopify.refundMayStillRun';
 export const SHOP_REACHED = 'shopify.refundShopReached';
 const PARENT = 'shopify.refundParent';
 
-/** The lease holder of this call: the same on every attempt (scratch), so a retry takes its own lease back instead of waiting for it. */
+/**
+ * The lease holder of this call: its id, the same on every attempt, so a retry takes its own lease back instead of
+ * waiting for it; and the reconcile of the call, once ops have settled it at Shopify, frees the lease an indeterminate
+ * refund keeps (ReconcileService), instead of every refund of the order waiting for it to expire.
+ */
 export function refundLeaseHolder(ctx: VendorCallContext): string {
-  const held = ctx.scratch.get(LEASE_HOLDER);
-  if (typeof held === 'string') return held;
-  const holder = randomUUID();
-  ctx.scratch.set(LEASE_HOLDER, holder);
-  return holder;
+  return ctx.toolCallId;
 }
 
 /**
