@@ -1,5 +1,6 @@
 import { Module, type DynamicModule, type Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, DiscoveryModule } from '@nestjs/core';
+import { ConditionalWritesGuard } from './common/http/conditional-writes.guard.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { ApiKeysController } from './auth/api-keys.controller.js';
@@ -37,6 +38,7 @@ export class AppModule {
       controllers: [HealthController, ApiKeysController, OrgsController, ...(opts.extraControllers ?? [])],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_GUARD, useClass: ConditionalWritesGuard }, // after the AuthGuard: preconditions of an admitted request
         { provide: APP_FILTER, useClass: ProblemFilter },
         OrgsService,
       ],

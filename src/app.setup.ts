@@ -82,7 +82,9 @@ export function configureApp(app: INestApplication): void {
       .setDescription(
         'Governed, audited tool calls from AI agents to vendor APIs. Errors are application/problem+json ' +
           '{type, title, status, detail, code, correlationId}. Ids are UUIDs, case-insensitive in paths, filters and bodies, ' +
-          'and always answered in lower case. See README and API.md for the full contract.',
+          'and always answered in lower case. Preconditions on writes: only the PUTs of policies and tool-permissions answer an ETag and ' +
+          'evaluate If-Match; on any other write an If-Match naming tags is 412, and If-None-Match: * is 412 on every write. ' +
+          'See README and API.md for the full contract.',
       )
       .setVersion('0.1.0')
       .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'opaque API key (tgw_…)', description: 'Authorization: Bearer <API key>' })

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger'
 import type { Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
+import { EvaluatesIfMatch } from '../common/http/conditional-writes.guard.js';
 import { ETAG_HEADER, IF_MATCH_HEADER, PRECONDITION_FAILED_TEXT, parseIfMatch, quoted } from '../common/http/if-match.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
@@ -56,6 +57,7 @@ export class ToolPermissionsController {
     return { items };
   }
 
+  @EvaluatesIfMatch()
   @Put()
   @Roles('admin')
   @ApiRoles(['admin'], ADMIN_CHANGES_CONFIG)

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs
 import type { Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
+import { EvaluatesIfMatch } from '../common/http/conditional-writes.guard.js';
 import { ETAG_HEADER, IF_MATCH_HEADER, PRECONDITION_FAILED_TEXT, parseIfMatch, quoted } from '../common/http/if-match.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
@@ -121,6 +122,7 @@ export class PoliciesController {
     description: 'Ordered rules, first match wins (API.md §2). A bad rule → 400 naming it.',
     schema: { type: 'object', required: ['rules'], properties: { rules: { type: 'array', maxItems: POLICY_LIMITS.maxRules, items: POLICY_RULE_SCHEMA } } },
   })
+  @EvaluatesIfMatch()
   @ApiHeader(IF_MATCH_HEADER)
   @ApiResponse({ status: 200, description: 'the rules as stored, with the new version (event policy.changed) and its ETag', schema: POLICY_SCHEMA, headers: { ETag: ETAG_HEADER } })
   @ApiProblemResponse(412, PRECONDITION_FAILED_TEXT)

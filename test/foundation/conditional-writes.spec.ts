@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+
+/**
+ * RFC 9110 §13.1: an origin server evaluates If-Match and If-None-Match before performing a write. Only the whole-set
+ * PUTs (policies, tool permissions) did; elsewhere the headers were dropped (HTTP request review): a PUT of a feature
+ * flag sent with If-Match naming a tag it had read wrote anyway, and If-None-Match: * ("only if nothing is there")
+ * replaced an existing policy set. A client asking for lost-update protection now gets it or a 412, never silence.
+ */
+describe('preconditions on writes', () => {
+  let t: TestApp;
+  let orgId: string;
+  beforeAll(async () => {
+    t = await startTestApp();
+    orgId = await createOrg(t, 'Conditional Co');
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const flagOn = async () => (await t.http.get(`/v1/orgs/${orgId}/feature-flags`).set(adminAuth)).body.tool_calling_enabled as boolean;
+  const putFlag = (headers: Record<string, string>, enabled: boolean) =>
+    t.http.put(`/v1/orgs/${orgId}/feature-flags/tool_calling_enabled`).set({ ...adminAuth, ...headers }).send({ enabled });
+  const rules = (id: string) => ({ rules: [{ id, match: { toolName: 'order_lookup.lookup' }, decision: 'allow' }] });
+
+  it('If-Match naming a tag on a write whose resource has none: 412 PRECONDITION_FAILED, nothing written', async () => {
+    const before = await flagOn();
+    const res = await putFlag({ 'If-Match': '"not-the-current-tag"' }, !before);
+    expect(res.status).toBe(412);
+    expect(res.body).toMatchObject({ code: 'PRECONDITION_FAILED' });
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(await flagOn()).toBe(before);
+  });
+
+  it('If-Match: * holds (the flag exists), and a malformed If-Match is 400 as on the routes that evaluate it', async () => {
+    const before = await flagOn();
+    expect((await putFlag({ 'If-Match': '*' }, !before)).status).toBe(200);
+    expect(await flagOn()).toBe(!before);
+    const bad = await putFlag({ 'If-Match': 'no-quotes' }, before);
+    expect(bad.status).toBe(400);
+    expect(await flagOn()).toBe(!before);
+  });
+
+  it('If-None-Match: * on a write: 412, the policy set not replaced; a list of tags holds (none of ours matches it)', async () => {
+    expect((await t.http.put(`/v1/orgs/${orgId}/policies`).set(adminAuth).send(rules('first'))).status).toBe(200);
+    const res = await t.http.put(`/v1/orgs/${orgId}/policies`).set({ ...adminAuth, 'If-None-Match': '*' }).send(rules('second'));
+    expect(res.status).toBe(412);
+    expect((await t.http.get(`/v1/orgs/${orgId}/policies`).set(adminAuth)).body.rules[0].id).toBe('first');
+    const tags = await t.http.put(`/v1/orgs/${orgId}/policies`).set({ ...adminAuth, 'If-None-Match': '"x"' }).send(rules('third'));
+    expect(tags.status).toBe(200);
+    expect(tags.body.rules[0].id).toBe('third');
+  });
+
+  it('the routes that evaluate If-Match still do: the current ETag passes, an old one is 412', async () => {
+    const got = await t.http.get(`/v1/orgs/${orgId}/policies`).set(adminAuth);
+    const tag = got.headers.etag as string;
+    const ok = await t.http.put(`/v1/orgs/${orgId}/policies`).set({ ...adminAuth, 'If-Match': tag }).send(rules('fourth'));
+    expect(ok.status).toBe(200);
+    const stale = await t.http.put(`/v1/orgs/${orgId}/policies`).set({ ...adminAuth, 'If-Match': tag }).send(rules('fifth'));
+    expect(stale.status).toBe(412);
+  });
+
+  it('a request refused without its preconditions is refused as before: no key is 401, not 412', async () => {
+    const res = await t.http.put(`/v1/orgs/${orgId}/feature-flags/tool_calling_enabled`).set({ 'If-Match': '"x"' }).send({ enabled: true });
+    expect(res.status).toBe(401);
+  });
+});
