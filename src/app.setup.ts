@@ -15,6 +15,7 @@ import { canonicalIdsInPath, nulInUrlGuard } from './common/http/url-guard.js';
 import { createValidationPipe } from './common/http/validation.js';
 import { requestLog } from './logging/logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
+import { ToolCallResultsService } from './tool-calls/tool-call-results.service.js';
 import { ToolCallBatchService } from './tool-calls/batch/tool-call-batch.service.js';
 
 const drains = new WeakMap<INestApplication, HttpDrain>();
@@ -27,8 +28,10 @@ const drains = new WeakMap<INestApplication, HttpDrain>();
  */
 export function beginHttpDrain(app: INestApplication): void {
   drains.get(app)?.begin();
-  // At once, with the HTTP side: a batch still running starts no further item (ToolCallBatchService.stopStarting).
+  // At once, with the HTTP side: a batch still running starts no further item (ToolCallBatchService.stopStarting),
+  // and the open long-polls are answered, not held until the shutdown hooks reach theirs.
   app.get(ToolCallBatchService, { strict: false }).stopStarting();
+  app.get(ToolCallResultsService, { strict: false }).answerWaiting();
 }
 
 /** The same HTTP setup for main.ts and every e2e test (STACK.md gotcha 15). */

@@ -223,7 +223,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * Settles every approval overdue at `now` (every org), `batch` at a time, the first to expire first: one statement over a
    * large backlog could outlast the statement timeout on every pass and never catch up (as the results purge,
    * ResultsStore.purgeExpired). Each batch is a statement and a transaction of its own (none is held across
-   * batches); `now` is fixed for the pass, so approvals coming due meanwhile wait for the next one. `progress`
+   * batches); `now` is fixed for the pass, so approvals coming due meanwhile wait for the next one, and once the gateway
+   * is stopping it ends after the batch in flight. `progress`
    * counts the batches committed so far, also when a later one fails.
    */
   async expireOverdue(now: Date, batch = EXPIRY_BATCH, progress = { expired: 0 }): Promise<number> {
@@ -232,6 +233,9 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       this.expiries.recorded(rows);
       progress.expired += rows.length;
       if (rows.length === 0 || rows.length < batch) return progress.expired;
+      // Stopping: the rest waits for another replica's sweep, or the restart's. Shutdown waits for this pass
+      // (beforeApplicationShutdown), and a backlog of thousands would hold the stop a batch at a time.
+      if (this.stopping) return progress.expired;
     }
   }
 

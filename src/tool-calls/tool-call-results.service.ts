@@ -45,6 +45,15 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
 
   /** Every open long-poll answers now, with the call's current state (the agent polls again, on another replica). */
   beforeApplicationShutdown(): void {
+    this.answerWaiting();
+  }
+
+  /**
+   * Answers every open long-poll now, with the call as it stands, and takes no new wait (README "Stopping"): from
+   * the drain's start (beginHttpDrain), so no shutdown hook that runs before this one (the approvals sweep finishing
+   * its batch) holds them. Idempotent.
+   */
+  answerWaiting(): void {
     this.closing.abort();
     settledCalls.off('settled', this.onSettled);
     if (this.pollTimer) clearTimeout(this.pollTimer);
