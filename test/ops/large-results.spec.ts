@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ExportFormat } from '../../src/ops/tool-calls-export.format.js';
@@ -71,12 +70,13 @@ describe('large results in the ledger', () => {
   describe('rows of ~1 MB written before the cap', () => {
     const ROWS = 40;
     let ops: string;
+    let opsId: string;
     let orgId: string;
     let seeded: SeededCall[];
     let service: ToolCallsQueryService;
     beforeAll(async () => {
       orgId = await createOrg(h.t, 'Large rows');
-      ops = (await createKey(h.t, orgId, 'ops')).key;
+      ({ key: ops, id: opsId } = await createKey(h.t, orgId, 'ops'));
       const runId = await insertRun(h.t.ds, orgId);
       const blob = 'x'.repeat(MB);
       const rows = Array.from({ length: ROWS }, (_, i) => ({ orgId, runId, createdAt: microsAfterEpoch2026(i * 1000), outputRedacted: { i, blob } }));
@@ -101,7 +101,7 @@ describe('large results in the ledger', () => {
     });
 
     it('the export streams in small chunks from batches bounded by size, and completes over HTTP', async () => {
-      const principal = { keyId: randomUUID(), orgId, role: 'ops' as const };
+      const principal = { keyId: opsId, orgId, role: 'ops' as const }; // a live key: the export checks it before each batch
       const batchBytes: number[] = [];
       const query = h.t.ds.query.bind(h.t.ds);
       // A pass-through that records what each page read from the real database returned.
