@@ -5,6 +5,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { APP_CONFIG, type AppConfig } from './config/app-config.js';
+import { dropBehindClose } from './common/http/closing-connection.js';
 import { correlationMiddleware } from './common/http/correlation.js';
 import { hostRequired } from './common/http/host-required.js';
 import { HttpDrain } from './common/http/http-drain.js';
@@ -47,6 +48,7 @@ export function configureApp(app: INestApplication): void {
   const metrics = app.get(MetricsService);
   const drain = new HttpDrain(app.getHttpServer() as Server, config.VENDOR_TIMEOUT_MS, config.HTTP_PIPELINE_DEPTH, config.HTTP_REQUEST_TIMEOUT_MS);
   drains.set(app, drain);
+  app.use(dropBehindClose); // a request pipelined behind a refusal that closes its connection is not run
   app.use(correlationMiddleware);
   app.use(noSniff); // every answer from here on, the refusals before the routes included
   // Every /v1 answer is for one key's eyes (full tool results, keys shown once): no cache may keep it. Here, ahead of
@@ -75,6 +77,7 @@ export function configureApp(app: INestApplication): void {
   app.use(canonicalIdsInPath);
   app.use(jsonBodyMiddleware);
   // A request starts here, its body read: one still uploading when the drain began is refused, not started late.
+  app.use(dropBehindClose);
   app.use(drain.admit);
   app.useGlobalPipes(createValidationPipe());
 

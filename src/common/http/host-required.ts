@@ -2,6 +2,7 @@ import { isIPv6 } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { sendProblem } from '../errors/problem.filter.js';
+import { closeAfterAnswer } from './closing-connection.js';
 
 /** How many Host fields a request carries: Node keeps only the first in req.headers and drops the others. */
 function hostFieldCount(rawHeaders: string[]): number {
@@ -56,6 +57,6 @@ export function hostRequired(req: Request & { correlationId?: string }, res: Res
   if (valid && (count === 1 || (count === 0 && !http11))) return next();
   const detail =
     count === 0 ? 'an HTTP/1.1 request must carry a Host header' : count > 1 ? 'a request must carry one Host header, not several' : 'the Host header is not a valid host[:port]';
-  res.setHeader('Connection', 'close');
+  closeAfterAnswer(req, res);
   sendProblem(res, new AppError('BAD_REQUEST', detail), req.correlationId ?? 'unknown');
 }

@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { sendProblem } from '../errors/problem.filter.js';
 import { jsonDepth } from '../json-depth.js';
+import { closeAfterAnswer } from './closing-connection.js';
 import { closeLingering } from './lingering-close.js';
 import { findUnstorableText } from '../storable-text.js';
 
@@ -112,7 +113,7 @@ export function bodyErrorOf(req: Request): AppError | undefined {
  * lingers (closeLingering), so a client still sending reads the 413 rather than a reset.
  */
 function tooLarge(req: Request, res: Response, limit: number, cid: string): void {
-  res.setHeader('Connection', 'close');
+  closeAfterAnswer(req, res);
   closeLingering(req.socket);
   sendProblem(res, new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`), cid);
 }
@@ -138,7 +139,7 @@ export function jsonBodyMiddleware(req: BodyRequest, res: Response, next: NextFu
   // uploads held open across many connections pinned up to the limit each.
   if (!bearerCredentialsIn(req.headers.authorization)) {
     if (declared > 0 || req.headers['transfer-encoding'] !== undefined) {
-      res.setHeader('Connection', 'close');
+      closeAfterAnswer(req, res);
       closeLingering(req.socket);
     }
     return next();

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { sendProblem } from '../errors/problem.filter.js';
+import { closeAfterAnswer } from './closing-connection.js';
 
 /** The transfer codings of a Transfer-Encoding value other than chunked (Node joins repeated fields with ", "). */
 function otherCodings(value: string): string[] {
@@ -9,9 +10,6 @@ function otherCodings(value: string): string[] {
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'chunked');
 }
-
-/** Connections that sent an HTTP/1.0 request with Transfer-Encoding: nothing Node parses after it on them is run. */
-const faultyFramed = new WeakSet<object>();
 
 /**
  * An HTTP/1.0 request with any Transfer-Encoding has faulty framing (RFC 9112 §6.1: HTTP/1.0 has no transfer coding,
@@ -23,17 +21,15 @@ const faultyFramed = new WeakSet<object>();
  * and the connection closes after the answer, its body unread.
  */
 export function transferCodingGuard(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
-  // A request Node parsed after a faulty-framed one on its connection: not run, nor answered (the connection closes
-  // after the refusal, the answers behind it unsent). Its bytes were the refused body to a server that framed it otherwise.
-  if (faultyFramed.has(req.socket)) return;
+  // A request Node parsed after a faulty-framed one on its connection is not run, nor answered (closeAfterAnswer): its
+  // bytes were the refused body to a server that framed it otherwise.
   const value = req.headers['transfer-encoding'];
   if (value === undefined) return next();
   if (req.httpVersionMajor === 1 && req.httpVersionMinor === 0) {
-    faultyFramed.add(req.socket);
-    res.setHeader('Connection', 'close');
+    closeAfterAnswer(req, res);
     return sendProblem(res, new AppError('BAD_REQUEST', 'Transfer-Encoding is not allowed in an HTTP/1.0 request: send the body with a Content-Length'), req.correlationId ?? 'unknown');
   }
   if (otherCodings(value).length === 0) return next();
-  res.setHeader('Connection', 'close');
+  closeAfterAnswer(req, res);
   sendProblem(res, new AppError('UNSUPPORTED_MEDIA_TYPE', 'Transfer-Encoding other than chunked is not supported: send the body chunked or with a Content-Length'), req.correlationId ?? 'unknown');
 }
