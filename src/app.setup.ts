@@ -39,6 +39,9 @@ export function beginHttpDrain(app: INestApplication): void {
 export function configureApp(app: INestApplication): void {
   const express = app.getHttpAdapter().getInstance() as Express;
   express.disable('x-powered-by');
+  // No automatic weak ETags: an answer's ETag is a tag the gateway evaluates on writes (the policy and permission
+  // sets'), never one a client could send back in If-Match or If-None-Match to no effect (ConditionalWritesGuard).
+  express.set('etag', false);
   express.set('query parser', 'simple');
   // req.ip: the client's address as the last TRUST_PROXY_HOPS proxies report it (X-Forwarded-For), else the peer's.
   const config = app.get<AppConfig>(APP_CONFIG);
@@ -89,7 +92,7 @@ export function configureApp(app: INestApplication): void {
         'Governed, audited tool calls from AI agents to vendor APIs. Errors are application/problem+json ' +
           '{type, title, status, detail, code, correlationId}. Ids are UUIDs, case-insensitive in paths, filters and bodies, ' +
           'and always answered in lower case. Preconditions on writes: only the PUTs of policies and tool-permissions answer an ETag and ' +
-          'evaluate If-Match; on any other write an If-Match naming tags is 412, and If-None-Match: * is 412 on every write. ' +
+          'evaluate If-Match and If-None-Match; on any other write an If-Match naming tags is 412, and If-None-Match: * is 412 on every write. ' +
           'See README and API.md for the full contract.',
       )
       .setVersion('0.1.0')

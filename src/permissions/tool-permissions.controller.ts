@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import { EvaluatesIfMatch } from '../common/http/conditional-writes.guard.js';
-import { ETAG_HEADER, IF_MATCH_HEADER, PRECONDITION_FAILED_TEXT, parseIfMatch, quoted } from '../common/http/if-match.js';
+import { ETAG_HEADER, IF_MATCH_HEADER, PRECONDITION_FAILED_TEXT, parsePreconditions, quoted } from '../common/http/if-match.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
@@ -74,10 +74,11 @@ export class ToolPermissionsController {
     @Param('orgId') orgId: string,
     @Body() dto: PutToolPermissionsDto,
     @Headers('if-match') ifMatch: string | undefined,
+    @Headers('if-none-match') ifNoneMatch: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ) {
     await this.scope.assertAccess(p, orgId);
-    const items = await this.permissions.replace(p, orgId, dto.items, parseIfMatch(ifMatch));
+    const items = await this.permissions.replace(p, orgId, dto.items, parsePreconditions(ifMatch, ifNoneMatch));
     res.setHeader('ETag', quoted(permissionsTag(items)));
     return { items };
   }

@@ -5,7 +5,7 @@ import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
-import { contentTag, assertIfMatch, type IfMatch } from '../common/http/if-match.js';
+import { contentTag, assertPreconditions, type Preconditions } from '../common/http/if-match.js';
 import { newId } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { ToolPermissionEntity } from './tool-permission.entity.js';
@@ -101,7 +101,7 @@ export class ToolPermissionsService {
    * Replaces the org's set. `ifMatch` (the If-Match header): the set's ETag the change was made against; when another
    * PUT came first, 412 PRECONDITION_FAILED and nothing is written (see if-match.ts).
    */
-  async replace(actor: Principal, orgId: string, items: ToolPermissionDto[], ifMatch?: IfMatch): Promise<PermissionView[]> {
+  async replace(actor: Principal, orgId: string, items: ToolPermissionDto[], preconditions?: Preconditions): Promise<PermissionView[]> {
     const problems: string[] = [];
     const seen = new Set<string>();
     items.forEach((it, i) => {
@@ -129,7 +129,7 @@ export class ToolPermissionsService {
       // Read after the lock (each statement of a READ COMMITTED transaction sees what committed before it): a PUT
       // that waited on another diffs against the set that one wrote, so consecutive events chain.
       const before = await this.list(orgId, m);
-      assertIfMatch(ifMatch, permissionsTag(before));
+      assertPreconditions(preconditions, permissionsTag(before));
       await m.getRepository(ToolPermissionEntity).delete({ orgId });
       if (items.length) {
         const updatedAt = this.clock.now(); // the database's time, as the calls' and events' are

@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import { EvaluatesIfMatch } from '../common/http/conditional-writes.guard.js';
-import { ETAG_HEADER, IF_MATCH_HEADER, PRECONDITION_FAILED_TEXT, parseIfMatch, quoted } from '../common/http/if-match.js';
+import { ETAG_HEADER, IF_MATCH_HEADER, PRECONDITION_FAILED_TEXT, parsePreconditions, quoted } from '../common/http/if-match.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
@@ -131,10 +131,11 @@ export class PoliciesController {
     @Param('orgId') orgId: string,
     @Body() body: Record<string, unknown>,
     @Headers('if-match') ifMatch: string | undefined,
+    @Headers('if-none-match') ifNoneMatch: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ) {
     await this.scope.assertAccess(p, orgId);
-    const view = await this.policies.replace(p, orgId, body, parseIfMatch(ifMatch));
+    const view = await this.policies.replace(p, orgId, body, parsePreconditions(ifMatch, ifNoneMatch));
     res.setHeader('ETag', quoted(policyTag(view.version)));
     return view;
   }

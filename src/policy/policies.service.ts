@@ -12,7 +12,7 @@ import { validatePolicyRules, type KnownTools } from './policy-rules.validator.j
 import type { PolicyRule } from './policy.types.js';
 import { PolicyEntity } from './policy.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
-import { assertIfMatch, type IfMatch } from '../common/http/if-match.js';
+import { assertPreconditions, type Preconditions } from '../common/http/if-match.js';
 
 /** The ETag of a policy version (0: never set): every PUT makes a new version. */
 export const policyTag = (version: number): string => String(version);
@@ -82,7 +82,7 @@ export class PoliciesService {
    * Replaces the org's rules. `ifMatch` (the If-Match header): the version's ETag the change was made against; when
    * another PUT came first, 412 PRECONDITION_FAILED and nothing is written (see if-match.ts).
    */
-  async replace(actor: Principal, orgId: string, body: unknown, ifMatch?: IfMatch): Promise<PolicyView> {
+  async replace(actor: Principal, orgId: string, body: unknown, preconditions?: Preconditions): Promise<PolicyView> {
     const input = body as { rules?: unknown } | undefined;
     if (!input || typeof input !== 'object' || Array.isArray(input)) throw new AppError('VALIDATION_FAILED', 'body must be {"rules": [...]}');
     const extra = Object.keys(input).filter((k) => k !== 'rules');
@@ -103,9 +103,9 @@ export class PoliciesService {
         // lock would not cover an org with no policy row yet, where two first PUTs race to insert it).
         await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`policy:${orgId}`]);
         updatedAt = this.clock.now();
-        if (ifMatch) {
+        if (preconditions) {
           const [current] = (await m.query('SELECT version FROM policies WHERE org_id = $1', [orgId])) as { version: number }[];
-          assertIfMatch(ifMatch, policyTag(current?.version ?? 0));
+          assertPreconditions(preconditions, policyTag(current?.version ?? 0));
         }
         const [row] = (await m.query(
           `INSERT INTO policies (org_id, rules, version, updated_by, updated_at) VALUES ($1, $2::jsonb, 1, $3, $4)

@@ -60,6 +60,26 @@ describe('preconditions on writes', () => {
     expect(stale.status).toBe(412);
   });
 
+  it('If-None-Match naming the set\'s current ETag (weakly too) on the whole-set PUTs: 412, nothing written; another tag holds', async () => {
+    const tag = (await t.http.get(`/v1/orgs/${orgId}/policies`).set(adminAuth)).headers.etag as string;
+    for (const named of [tag, `W/${tag}`, `"other", ${tag}`]) {
+      const res = await t.http.put(`/v1/orgs/${orgId}/policies`).set({ ...adminAuth, 'If-None-Match': named }).send(rules('not-written'));
+      expect([named, res.status, res.body.code]).toEqual([named, 412, 'PRECONDITION_FAILED']);
+      expect(res.headers.etag).toBe(tag);
+    }
+    expect((await t.http.get(`/v1/orgs/${orgId}/policies`).set(adminAuth)).body.rules[0].id).not.toBe('not-written');
+    const permTag = (await t.http.get(`/v1/orgs/${orgId}/tool-permissions`).set(adminAuth)).headers.etag as string;
+    const perms = await t.http.put(`/v1/orgs/${orgId}/tool-permissions`).set({ ...adminAuth, 'If-None-Match': permTag }).send({ items: [] });
+    expect(perms.status).toBe(412);
+    expect((await t.http.put(`/v1/orgs/${orgId}/policies`).set({ ...adminAuth, 'If-None-Match': '"other"' }).send(rules('written'))).status).toBe(200);
+  });
+
+  it('only those sets answer an ETag: no automatic one a client could send back to no effect', async () => {
+    expect((await t.http.get(`/v1/orgs/${orgId}/feature-flags`).set(adminAuth)).headers.etag).toBeUndefined();
+    expect((await putFlag({}, await flagOn())).headers.etag).toBeUndefined();
+    expect((await t.http.get(`/v1/orgs/${orgId}/policies`).set(adminAuth)).headers.etag).toMatch(/^"\d+"$/);
+  });
+
   it('a request refused without its preconditions is refused as before: no key is 401, not 412', async () => {
     const res = await t.http.put(`/v1/orgs/${orgId}/feature-flags/tool_calling_enabled`).set({ 'If-Match': '"x"' }).send({ enabled: true });
     expect(res.status).toBe(401);

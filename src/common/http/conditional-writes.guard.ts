@@ -17,10 +17,11 @@ const blank = (v: string | string[] | undefined): string | undefined => (v === u
  * Preconditions a client sends on a write are never dropped (RFC 9110 §13.1: an origin server MUST evaluate If-Match
  * and If-None-Match before performing the method): a client that asked for lost-update protection and got none would
  * undo another admin's change unawares. Only the whole-set PUTs (policies, tool permissions) keep an entity tag a
- * client can hold, and evaluate If-Match themselves. On every other write nothing has a tag an If-Match could name, so
+ * client can hold (no other answer carries an ETag: Express's automatic ones are off), and evaluate If-Match and
+ * If-None-Match themselves (assertPreconditions). On every other write nothing has a tag an If-Match could name, so
  * one that names tags cannot match: 412 PRECONDITION_FAILED, nothing done (`*`, "if it exists", holds). If-None-Match
- * `*` ("only if nothing is there") is 412 on every write: each targets a resource or collection that exists (a list of
- * tags matches none of ours, so it holds). If-Unmodified-Since is ignored: no resource here has a modification date
+ * `*` ("only if nothing is there") is 412 on every write: each targets a resource or collection that exists (elsewhere
+ * a list of tags matches none of ours, so it holds). If-Unmodified-Since is ignored: no resource here has a modification date
  * (RFC 9110 §13.1.4). Runs after the AuthGuard: a request refused without its preconditions is refused as before.
  */
 @Injectable()

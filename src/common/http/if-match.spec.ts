@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../errors/app-error.js';
-import { assertIfMatch, contentTag, parseIfMatch } from './if-match.js';
+import { assertIfMatch, assertPreconditions, contentTag, parseIfMatch, parseIfNoneMatch, parsePreconditions } from './if-match.js';
 
 const code = (f: () => unknown): string | undefined => {
   try {
@@ -49,5 +49,34 @@ describe('If-Match (RFC 9110 §13.1.1)', () => {
     expect(contentTag('[1]')).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(contentTag('[1]')).toBe(contentTag('[1]'));
     expect(contentTag('[1]')).not.toBe(contentTag('[2]'));
+  });
+});
+
+describe('If-None-Match on the whole-set PUTs', () => {
+  const code = (f: () => void): string | undefined => {
+    try {
+      f();
+      return undefined;
+    } catch (err) {
+      return (err as { code?: string }).code;
+    }
+  };
+
+  it('keeps weak tags (it compares weakly) and refuses a malformed list naming its own header', () => {
+    expect(parseIfNoneMatch('W/"3", "4"')).toEqual({ tags: ['3', '4'] });
+    expect(parseIfNoneMatch('*')).toEqual({ any: true });
+    expect(parseIfNoneMatch(undefined)).toBeUndefined();
+    expect(() => parseIfNoneMatch('3')).toThrow(/If-None-Match must be/);
+    expect(() => parseIfMatch('3')).toThrow(/If-Match must be/);
+    expect(parsePreconditions(undefined, undefined)).toBeUndefined();
+  });
+
+  it('holds unless it names the current tag; If-Match is evaluated first', () => {
+    expect(code(() => assertPreconditions(parsePreconditions(undefined, '"2"'), '3'))).toBeUndefined();
+    expect(code(() => assertPreconditions(parsePreconditions(undefined, 'W/"3"'), '3'))).toBe('PRECONDITION_FAILED');
+    expect(code(() => assertPreconditions(parsePreconditions(undefined, '*'), '3'))).toBe('PRECONDITION_FAILED');
+    expect(code(() => assertPreconditions(parsePreconditions('"3"', '"2"'), '3'))).toBeUndefined();
+    expect(code(() => assertPreconditions(parsePreconditions('"2"', '"1"'), '3'))).toBe('PRECONDITION_FAILED');
+    expect(code(() => assertPreconditions(undefined, '3'))).toBeUndefined();
   });
 });

@@ -16,7 +16,20 @@ const isBlank = (c: string | undefined): boolean => c === ' ' || c === '\t';
 
 /** The If-Match header as sent (Node joins repeated fields with ", "), or undefined when absent. */
 export function parseIfMatch(header: string | string[] | undefined): IfMatch | undefined {
+  return parseTagList(header, 'If-Match');
+}
+
+/**
+ * The tag list of If-None-Match (RFC 9110 §13.1.2), weak tags kept as their opaque part: it compares weakly, so
+ * `W/"3"` names the tag `"3"`. `*` is { any: true } (ConditionalWritesGuard refuses it on every write first).
+ */
+export function parseIfNoneMatch(header: string | string[] | undefined): IfMatch | undefined {
+  return parseTagList(header, 'If-None-Match');
+}
+
+function parseTagList(header: string | string[] | undefined, field: 'If-Match' | 'If-None-Match'): IfMatch | undefined {
   if (header === undefined) return undefined;
+  const malformed = (): AppError => new AppError('BAD_REQUEST', `${field} must be * or a list of entity tags as ETag answers them ("…")`);
   const text = Array.isArray(header) ? header.join(', ') : header;
   // Only SP and HTAB are blanks here (RFC 9110 §5.6.3): trim() would also take U+00A0 (a 0xA0 byte, as Node hands it),
   // and "<0xA0>*" — malformed — would turn the check off.
@@ -37,18 +50,43 @@ export function parseIfMatch(header: string | string[] | undefined): IfMatch | u
     i = end + 1;
     while (isBlank(text[i])) i++;
     if (i < text.length && text[i] !== ',') throw malformed(); // two tags must be separated by a comma
-    if (!weak) tags.push(tag); // a weak tag is kept out: it never matches
+    if (!weak || field === 'If-None-Match') tags.push(tag); // If-Match compares strongly: a weak tag never matches
   }
   // No tag at all (an empty field, or only commas) is a list of none (RFC 9110 §5.6.1): it matches nothing, so 412.
   return { tags };
 }
 
-const malformed = (): AppError => new AppError('BAD_REQUEST', 'If-Match must be * or a list of entity tags as ETag answers them ("…")');
 
 /** 412 PRECONDITION_FAILED (with the current ETag) unless the condition holds for the set's current tag (no condition always holds). */
 export function assertIfMatch(cond: IfMatch | undefined, current: string): void {
   if (cond === undefined || 'any' in cond || cond.tags.includes(current)) return;
   throw new AppError('PRECONDITION_FAILED', 'the set changed since the ETag sent in If-Match was read (another change came first): nothing was written; read it again and send the change against it', {
+    headers: { ETag: quoted(current) },
+  });
+}
+
+/** A whole-set PUT's preconditions: If-Match, then If-None-Match (RFC 9110 §13.2.2 order). */
+export interface Preconditions {
+  ifMatch?: IfMatch;
+  ifNoneMatch?: IfMatch;
+}
+
+/** Both headers parsed (a malformed one is 400), or undefined when neither was sent. */
+export function parsePreconditions(ifMatch: string | string[] | undefined, ifNoneMatch: string | string[] | undefined): Preconditions | undefined {
+  if (ifMatch === undefined && ifNoneMatch === undefined) return undefined;
+  return { ifMatch: parseIfMatch(ifMatch), ifNoneMatch: parseIfNoneMatch(ifNoneMatch) };
+}
+
+/**
+ * 412 PRECONDITION_FAILED (with the current ETag) unless both hold for the set's current tag: If-Match names it (or is
+ * `*`), and If-None-Match does not (`*` never holds: the set always has a representation, `{rules: [], version: 0}`).
+ */
+export function assertPreconditions(p: Preconditions | undefined, current: string): void {
+  if (p === undefined) return;
+  assertIfMatch(p.ifMatch, current);
+  const none = p.ifNoneMatch;
+  if (none === undefined || !('any' in none || none.tags.includes(current))) return;
+  throw new AppError('PRECONDITION_FAILED', 'the set is still the one If-None-Match names (its ETag matches): nothing was written', {
     headers: { ETag: quoted(current) },
   });
 }
