@@ -64,8 +64,9 @@ export class ReconcileService {
             RETURNING id, org_id, run_id, tool_name, action, action_digest),
          ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
          -- A Shopify refund left indeterminate keeps its order's refund lease (it may still run there) until the lease
-         -- expires; settled by ops after checking at Shopify, it no longer may: the order's next refund need not wait.
-         sl AS (DELETE FROM shopify_refund_leases l USING tc WHERE l.holder = tc.id),
+         -- expires. Seen done at Shopify (succeeded) it no longer runs, and the order's next refund need not wait; not
+         -- seen (failed) it may yet land, so its lease runs out as it would have.
+         sl AS (DELETE FROM shopify_refund_leases l USING tc WHERE l.holder = tc.id AND $2 = 'succeeded'),
          ev AS (
            INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
            SELECT gen_random_uuid(), org_id, 'tool_call.reconciled', run_id, id, $4::jsonb,
