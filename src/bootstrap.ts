@@ -23,6 +23,7 @@ import { problemBody } from './common/errors/problem.filter.js';
 import { correlationIdOf } from './common/http/correlation.js';
 import { bodyLimitFor } from './common/http/json-body.js';
 import type { AppConfig } from './config/app-config.js';
+import { closeAfterOutsideAnswer } from './common/http/closing-connection.js';
 
 const MIGRATION_LOCK = 7_413_920_552;
 
@@ -296,6 +297,7 @@ function answerAndClose(req: IncomingMessage, res: ServerResponse, status: numbe
     'X-Correlation-Id': correlationId,
     Connection: 'close',
   });
+  closeAfterOutsideAnswer(req.socket); // nothing pipelined behind it runs: its answer would never be sent
   res.end(body);
   record?.({ req, socket: req.socket, status, correlationId, startedAt });
 }
