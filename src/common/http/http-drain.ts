@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
+import { closeAfterOutsideAnswer } from './closing-connection.js';
 import { AppError } from '../errors/app-error.js';
 import { sendProblem } from '../errors/problem.filter.js';
 
@@ -177,16 +178,29 @@ export class HttpDrain {
     if (this.stopping) this.armDeadline(socket, conn);
   }
 
+  /**
+   * Past the depth, the connection reads no more and takes no new request: the requests before are run and answered as
+   * ever, the last of them closes it (closeAfterOutsideAnswer: this one and any parsed after it are never run), and it
+   * is destroyed once they are answered. Destroying it at once lost the answers of requests within the depth that went
+   * on to run (their bodies still being read), and a client told only "connection reset" sends such a write again.
+   */
   private dispatched(socket: Socket, res: ServerResponse): void {
     const conn = this.connections.get(socket);
     if (!conn) return;
-    conn.open.add(res);
-    if (conn.open.size > this.pipelineDepth && !this.flooded.has(socket)) {
+    if (this.flooded.has(socket)) return; // dropped: never answered, the connection closes after the ones before
+    if (conn.open.size >= this.pipelineDepth) {
       this.flooded.add(socket);
-      socket.destroy();
+      socket.pause();
+      closeAfterOutsideAnswer(socket); // every request numbered so far is before this one
+      const last = [...conn.open].at(-1); // answered last (Node answers in request order): the connection closes after it
+      if (last && !last.headersSent) last.setHeader('Connection', 'close');
+      if (conn.open.size === 0) socket.destroy();
+      return;
     }
+    conn.open.add(res);
     res.once('close', () => {
       conn.open.delete(res);
+      if (this.flooded.has(socket) && conn.open.size === 0) socket.end(); // the answers before the flood are out: flushed, then closed
       if (this.stopping) this.armDeadline(socket, conn);
     });
   }
