@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 /**
  * RFC 9110 §13.1: an origin server evaluates If-Match and If-None-Match before performing a write. Only the whole-set
@@ -78,6 +78,18 @@ describe('preconditions on writes', () => {
     expect((await t.http.get(`/v1/orgs/${orgId}/feature-flags`).set(adminAuth)).headers.etag).toBeUndefined();
     expect((await putFlag({}, await flagOn())).headers.etag).toBeUndefined();
     expect((await t.http.get(`/v1/orgs/${orgId}/policies`).set(adminAuth)).headers.etag).toMatch(/^"\d+"$/);
+  });
+
+  it('on the whole-set PUTs a target out of reach is 404 whatever the preconditions, and If-None-Match: * there is 412 with the ETag', async () => {
+    const other = await createOrg(t, 'Conditional Other Co');
+    const otherAdmin = (await createKey(t, other, 'admin')).key;
+    const withHeader = await t.http.put(`/v1/orgs/${orgId}/policies`).set({ ...bearer(otherAdmin), 'If-None-Match': '*' }).send(rules('x'));
+    const without = await t.http.put(`/v1/orgs/${orgId}/policies`).set(bearer(otherAdmin)).send(rules('x'));
+    expect(withHeader.status).toBe(without.status);
+    expect(withHeader.status).not.toBe(412);
+    const own = await t.http.put(`/v1/orgs/${orgId}/policies`).set({ ...adminAuth, 'If-None-Match': '*' }).send(rules('x'));
+    expect(own.status).toBe(412);
+    expect(own.headers.etag).toMatch(/^"\d+"$/);
   });
 
   it('a request refused without its preconditions is refused as before: no key is 401, not 412', async () => {

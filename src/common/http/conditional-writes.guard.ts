@@ -21,8 +21,10 @@ const blank = (v: string | string[] | undefined): string | undefined => (v === u
  * If-None-Match themselves (assertPreconditions). On every other write nothing has a tag an If-Match could name, so
  * one that names tags cannot match: 412 PRECONDITION_FAILED, nothing done (`*`, "if it exists", holds). If-None-Match
  * `*` ("only if nothing is there") is 412 on every write: each targets a resource or collection that exists (elsewhere
- * a list of tags matches none of ours, so it holds). If-Unmodified-Since is ignored: no resource here has a modification date
- * (RFC 9110 §13.1.4). Runs after the AuthGuard: a request refused without its preconditions is refused as before.
+ * a list of tags matches none of ours, so it holds). If-Unmodified-Since is ignored: no resource here has a modification
+ * date (RFC 9110 §13.1.4). Runs after the AuthGuard: a request refused without its preconditions for its key or role
+ * is refused as before; but before the target is looked up, so on those other writes a target that does not exist is
+ * 412, not 404, when such a header is sent (RFC 9110 §13.2.1 would have the 404 win: README says so).
  */
 @Injectable()
 export class ConditionalWritesGuard implements CanActivate {
@@ -32,10 +34,11 @@ export class ConditionalWritesGuard implements CanActivate {
     if (ctx.getType() !== 'http') return true;
     const req = ctx.switchToHttp().getRequest<Request>();
     if (SAFE.has(req.method)) return true;
+    // Those evaluate both headers themselves, once the org is known to be in reach (a 404 comes first).
+    if (this.reflector.get<boolean>(EVALUATES_IF_MATCH, ctx.getHandler())) return true;
     if (blank(req.headers['if-none-match']) === '*') {
       throw new AppError('PRECONDITION_FAILED', 'If-None-Match: * holds only where nothing exists, and this write targets something that does: nothing was done');
     }
-    if (this.reflector.get<boolean>(EVALUATES_IF_MATCH, ctx.getHandler())) return true;
     const ifMatch = parseIfMatch(req.headers['if-match']); // a malformed one is 400, as on the routes that evaluate it
     if (ifMatch === undefined || 'any' in ifMatch) return true;
     throw new AppError(
