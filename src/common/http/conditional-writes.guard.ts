@@ -2,7 +2,7 @@ import { Injectable, SetMetadata, type CanActivate, type ExecutionContext } from
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
 import { AppError } from '../errors/app-error.js';
-import { parseIfMatch } from './if-match.js';
+import { parseIfMatch, parseIfNoneMatch } from './if-match.js';
 
 const EVALUATES_IF_MATCH = 'evaluatesIfMatch';
 
@@ -10,8 +10,6 @@ const EVALUATES_IF_MATCH = 'evaluatesIfMatch';
 export const EvaluatesIfMatch = (): MethodDecorator => SetMetadata(EVALUATES_IF_MATCH, true);
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-const blank = (v: string | string[] | undefined): string | undefined => (v === undefined ? undefined : (Array.isArray(v) ? v.join(', ') : v).replace(/^[ \t]+|[ \t]+$/g, ''));
 
 /**
  * Preconditions a client sends on a write are never dropped (RFC 9110 §13.1: an origin server MUST evaluate If-Match
@@ -36,7 +34,8 @@ export class ConditionalWritesGuard implements CanActivate {
     if (SAFE.has(req.method)) return true;
     // Those evaluate both headers themselves, once the org is known to be in reach (a 404 comes first).
     if (this.reflector.get<boolean>(EVALUATES_IF_MATCH, ctx.getHandler())) return true;
-    if (blank(req.headers['if-none-match']) === '*') {
+    const ifNoneMatch = parseIfNoneMatch(req.headers['if-none-match']); // malformed: 400, as If-Match
+    if (ifNoneMatch !== undefined && 'any' in ifNoneMatch) {
       throw new AppError('PRECONDITION_FAILED', 'If-None-Match: * holds only where nothing exists, and this write targets something that does: nothing was done');
     }
     const ifMatch = parseIfMatch(req.headers['if-match']); // a malformed one is 400, as on the routes that evaluate it

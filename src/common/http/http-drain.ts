@@ -120,11 +120,10 @@ export class HttpDrain {
   }
 
   /**
-   * First in the chain after the correlation id: once stopping, nothing new is read or started. Nor is anything for a
-   * connection destroyed for pipelining too deep (no answer: its socket is gone).
+   * First in the chain after the correlation id: once stopping, nothing new is read or started. (A request past
+   * HTTP_PIPELINE_DEPTH never gets here: dropBehindClose, mounted first, drops it.)
    */
   readonly refuseEarly = (req: Request, res: Response, next: NextFunction): void => {
-    if (this.flooded.has(req.socket)) return;
     if (this.stopping) return refuse(req, res);
     next();
   };
@@ -194,7 +193,6 @@ export class HttpDrain {
       closeAfterOutsideAnswer(socket); // every request numbered so far is before this one
       const last = [...conn.open].at(-1); // answered last (Node answers in request order): the connection closes after it
       if (last && !last.headersSent) last.setHeader('Connection', 'close');
-      if (conn.open.size === 0) socket.destroy();
       return;
     }
     conn.open.add(res);
