@@ -1,7 +1,7 @@
 /**
  * The production image as the Dockerfile defines it (no Docker engine here, so read, not built): it runs as a user
  * Kubernetes' runAsNonRoot can check, on one Node image for both stages, without the npm cache, and installs send no
- * analytics.
+ * analytics. And the compose file ships no password.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,5 +35,13 @@ describe('the production image definition', () => {
 
   it('installs send no analytics (swagger-ui-dist depends on @scarf/scarf, whose postinstall reports unless told not to)', () => {
     expect(pkg.scarfSettings).toEqual({ enabled: false });
+  });
+
+  it('docker-compose.yml has no database password of its own: both the server\'s and the URL\'s come from .env (POSTGRES_PASSWORD, required)', () => {
+    const compose = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
+    const settings = compose.split('\n').filter((l) => !/^\s*#/.test(l));
+    const value = (name: string) => settings.find((l) => l.trim().startsWith(`${name}:`))?.trim().slice(name.length + 1).trim();
+    expect(value('POSTGRES_PASSWORD')).toBe('${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}');
+    expect(value('DATABASE_URL')).toBe('postgres://gateway:${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}@postgres:5432/tool_gateway');
   });
 });
