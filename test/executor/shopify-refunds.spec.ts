@@ -46,6 +46,28 @@ describe('shopify_refund.create, through the pipeline', () => {
     expect(named.body).toMatchObject({ status: 'succeeded' });
   });
 
+  it('an order answer naming the customer\'s currency (KWD) but not the shop\'s: a refund leaving currency out is refused before it is sent (a rule written for the shop\'s money must not judge KWD); naming KWD goes through', async () => {
+    const org = await fresh();
+    const order = {
+      id: 'gid://shopify/Order/1006',
+      presentmentCurrencyCode: 'KWD',
+      transactions: [
+        {
+          id: 'gid://shopify/OrderTransaction/71070', kind: 'SALE', status: 'SUCCESS', gateway: 'shopify_payments',
+          amountSet: { shopMoney: { amount: '147.06', currencyCode: 'USD' }, presentmentMoney: { amount: '45.25', currencyCode: 'KWD' } },
+          maximumRefundableV2: { amount: '45.25', currencyCode: 'KWD' },
+        },
+      ],
+    };
+    h.emu.fault({ vendor: 'shopify', kind: 'status', status: 200, bodyMatch: /RefundContext/, body: { data: { order } }, times: Infinity });
+    const before = shop.refundCount(1006);
+    const unnamed = await call(h, org, 'shopify_refund', { action: 'create', orderId: '1006', amount: '45' });
+    expect({ status: unnamed.body.status, refunds: shop.refundCount(1006) - before }).toEqual({ status: 'failed', refunds: 0 });
+    expect((await rowOf(h, unnamed.body.toolCallId)).error_text).toMatch(/did not say the shop's currency: give currency "KWD"/);
+    const named = await call(h, org, 'shopify_refund', { action: 'create', orderId: '1006', amount: '45', currency: 'KWD' });
+    expect({ status: named.body.status, refunds: shop.refundCount(1006) - before }).toEqual({ status: 'succeeded', refunds: 1 });
+  });
+
   describe('top-level GraphQL errors on refundCreate', () => {
     it('an error raised by refundCreate itself (path ["refundCreate"], data null): the resolver ran → indeterminate / OUTCOME_UNKNOWN, sent once, never resent', async () => {
       const org = await fresh();

@@ -154,7 +154,10 @@ export function refundCurrencyProblem(order: Record<string, unknown>, asked: unk
   // Shopify did not say: a currency named by the call could not be checked, so it is not taken on trust.
   if (paid === undefined) return typeof asked === 'string' ? 'shopify did not say which currency the order was paid in: refund without naming one' : null;
   if (typeof asked === 'string') return asked === paid ? null : `the customer paid in ${paid}: the refund amount must be in ${paid} (currency "${paid}")`;
-  return shop === undefined || paid === shop ? null : `the customer paid in ${paid}, not the shop's ${shop}: give currency "${paid}" to refund in it`;
+  // Shopify named the customer's currency but not the shop's: whether a bare amount is in the shop's money (as a rule
+  // written without `currency` takes it) cannot be told, so the call must say.
+  if (shop === undefined) return `shopify did not say the shop's currency: give currency "${paid}" to refund in ${paid}`;
+  return paid === shop ? null : `the customer paid in ${paid}, not the shop's ${shop}: give currency "${paid}" to refund in it`;
 }
 
 export function buildRefundInput(
