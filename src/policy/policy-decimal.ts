@@ -39,6 +39,15 @@ export function compareDecimals(a: Decimal, b: Decimal): -1 | 0 | 1 {
   return (left > right ? sign : -sign) as -1 | 1;
 }
 
+/**
+ * A finite number as plain decimal text, the value a rule compared ("1000000000000000000000", "0.0000001"): where a
+ * number is sent as text (a Nango query value), String() would send "1e+21" or "1e-7", which an integer parser reads
+ * as 1 or refuses.
+ */
+export function plainDecimalText(value: number): string {
+  return expandExponent(String(value));
+}
+
 /** String(1e21) is "1e+21" and String(1.5e-7) is "1.5e-7": write them out digit by digit. */
 function expandExponent(text: string): string {
   const m = /^(-?)(\d+)(?:\.(\d+))?e([+-]\d+)$/.exec(text);

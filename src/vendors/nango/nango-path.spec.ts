@@ -133,6 +133,11 @@ describe('checkNangoParams', () => {
 });
 
 describe('buildNangoProxyUrl', () => {
+  it('writes a number in the query as the plain decimal a rule compared, never in exponent form (String() gave "1e-7", "1e+21": an integer parser reads 1, or refuses)', () => {
+    const url = new URL(buildNangoProxyUrl('https://api.nango.dev', '/v1/items', { small: 0.0000001, big: 1e21, neg: -1.5e-7, plain: 12.5, zero: -0 })!);
+    expect(Object.fromEntries(url.searchParams)).toEqual({ small: '0.0000001', big: '1000000000000000000000', neg: '-0.00000015', plain: '12.5', zero: '0' });
+  });
+
   it('keeps the Nango host and appends the encoded query', () => {
     const url = buildNangoProxyUrl('https://api.nango.dev', '/v1/customers/42', { limit: 10, q: 'a b&c' });
     expect(url).toBe('https://api.nango.dev/proxy/v1/customers/42?limit=10&q=a+b%26c');

@@ -10,6 +10,7 @@
  * Checks run on the raw text AND on its decoded (and NFKC-normalised) form,
  * because upstream servers decode again; double encoding is refused outright.
  */
+import { plainDecimalText } from '../../policy/policy-decimal.js';
 
 /**
  * The longest path, in characters (code points, as JSON Schema counts them), not counting its optional
@@ -198,6 +199,7 @@ export function buildNangoProxyUrl(nangoHost: string, path: string, query?: Reco
     return null;
   }
   if (url.origin !== host.origin || url.pathname !== expectedPath || url.username !== '' || url.password !== '') return null;
-  for (const [k, v] of Object.entries(query ?? {})) url.searchParams.append(k, String(v));
+  // A number goes as the decimal text the policy compared, never in exponent form.
+  for (const [k, v] of Object.entries(query ?? {})) url.searchParams.append(k, typeof v === 'number' ? plainDecimalText(v) : String(v));
   return url.toString();
 }
