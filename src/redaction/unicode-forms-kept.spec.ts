@@ -33,3 +33,24 @@ describe('identifier exemption for ids in other scripts\' digits', () => {
     expect(redactOutput(v)).toEqual(v);
   });
 });
+
+/**
+ * A URL path's segments of bare digits name resources (nango_proxy's `path`): an id that passes Luhn is kept there too,
+ * so an approver sees which user a write targets (two writes to two users were both shown "/v1/users/[REDACTED]/role").
+ */
+describe('a URL path: bare digit segments are ids, other secrets in it still hidden', () => {
+  it('a Luhn-passing id as a whole segment is kept, in input and output records', () => {
+    const path = `/v1/users/${id}/role`;
+    expect(redactInput({ path, body: { role: 'owner' } })).toEqual({ path, body: { role: 'owner' } });
+    expect(redactOutput({ path })).toEqual({ path });
+    expect(redactInput({ path: `/v1/users/${arabic(id)}` })).toEqual({ path: `/v1/users/${arabic(id)}` });
+  });
+  it('a card written inside a segment, with its groups, or outside a path, is still hidden; other secret shapes too', () => {
+    expect(redactInput({ path: `/v1/cards/card-${id}` })).toEqual({ path: '/v1/cards/card-[REDACTED]' });
+    expect(redactInput({ path: '/v1/cards/4111-1111-1111-1111/x' })).toEqual({ path: '/v1/cards/[REDACTED]/x' });
+    expect(redactInput({ path: `v1/users/${id}` })).toEqual({ path: `v1/users/${id}` }); // Nango takes it without its "/" too
+    expect(redactInput({ note: `/v1/users/${id}` })).toEqual({ note: '/v1/users/[REDACTED]' }); // only under `path`
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U';
+    expect(redactInput({ path: `/v1/tokens/${jwt}` })).toEqual({ path: '/v1/tokens/[REDACTED]' });
+  });
+});

@@ -4,6 +4,7 @@ import { redactContactsInText } from './contacts-in-text.js';
 import { redactedHead } from './cut-safe-head.js';
 import { define, numberCost, RecordedNames, stripNul, toWellFormed } from './jsonb-copy.js';
 import { CIRCULAR, REDACTED, TRUNCATED } from './markers.js';
+import { redactCardNumbers } from './payment-numbers.js';
 import { redactSecretsInText } from './patterns.js';
 import { isPaymentContainer, isPaymentSafeLeaf } from './payment-keys.js';
 import {
@@ -41,6 +42,19 @@ export const REDACTION_LIMITS = {
 
 /** A value that is one run of digits and nothing else: what an identifier key may hold without being taken for a card. */
 const BARE_DIGITS = /^\s*\d+\s*$/;
+
+/**
+ * A URL path (nango_proxy's `path`, with or without its leading "/"; a vendor's `path` field): a segment of bare digits names a resource, as a value
+ * under an identifier key does, so a numeric id that happens to pass Luhn stays (an approver must see which user a
+ * write targets: two writes to two users were shown alike). A card in any other segment, and every other secret
+ * shape in the whole path, is still hidden. Segments are split on "/", which no card's digit groups are joined by.
+ */
+function redactUrlPath(text: string): string {
+  return redactSecretsInText(text, { cards: false })
+    .split('/')
+    .map((segment) => (BARE_DIGITS.test(foldForms(segment)) ? segment : redactCardNumbers(segment)))
+    .join('/');
+}
 /** A value that is nothing but digits and separators: a code (a tracking number, a tag, a reference), not a sentence. */
 const BARE_CODE = /^[\s\d./-]*$/;
 
@@ -275,7 +289,7 @@ export class Walker {
     const identifier = isIdentifierKey(key);
     // Judged as read (any script's digits, Unicode dashes and blanks: unicode-forms.ts), as the card scan reads them.
     const read = foldForms(text);
-    const out = redactSecretsInText(text, { cards: !(identifier && BARE_DIGITS.test(read)) });
+    const out = key === 'path' ? redactUrlPath(text) : redactSecretsInText(text, { cards: !(identifier && BARE_DIGITS.test(read)) });
     // National numbers (no country code) are looked for in text only: a value that is nothing but such a number is as
     // often a tracking number (Shopify's trackingInfo.number), a tag or a reference; phones under a phone's name, or
     // named by a pair, go by that name.
