@@ -15,9 +15,12 @@ import type { ShopifyConnection } from './shopify.connection.js';
 type ClientAuth = Extract<ShopifyConnection['auth'], { kind: 'client' }>;
 type RefreshAuth = Extract<ShopifyConnection['auth'], { kind: 'refresh' }>;
 
-/** One cached token per (shop, app); no secret in the key. */
+/**
+ * One cached token per (shop, app); no secret in the key. The shop is named on its own: with SHOPIFY_BASE_URL set,
+ * every shop's token URL is the same address, and one shop's token must not be used for another's calls.
+ */
 export function shopifyCacheKey(conn: ShopifyConnection, auth: ClientAuth): string {
-  return tokenCacheKey('shopify', conn.tokenUrl, auth.clientId, auth.clientSecret);
+  return tokenCacheKey('shopify', conn.tokenUrl, conn.shopDomain, auth.clientId, auth.clientSecret);
 }
 
 export function fetchShopifyToken(endpoints: VendorEndpoints, conn: ShopifyConnection, auth: ClientAuth): Promise<FetchedToken> {

@@ -472,6 +472,13 @@ describe('ShopifyHandler with an app\'s client id and secret (client-credentials
     expect(JSON.parse(grant?.body ?? '{}')).toEqual({ client_id: SHOPIFY_EMULATOR_CLIENT_ID, client_secret: SHOPIFY_EMULATOR_CLIENT_SECRET, grant_type: 'client_credentials' });
   });
 
+  it('buys a token per shop, even where SHOPIFY_BASE_URL sends every shop to one address: a token is the shop\'s, not the app\'s', async () => {
+    expect(await appHandler.execute(lookup('12345', { credentials: app }))).toMatchObject({ ok: true });
+    expect(await appHandler.execute(lookup('12345', { credentials: { ...app, shopDomain: 'other-shop.myshopify.com' } }))).toMatchObject({ ok: true });
+    expect(await appHandler.execute(lookup('1001', { credentials: app }))).toMatchObject({ ok: true });
+    expect(tokenRequests()).toBe(2);
+  });
+
   it('renews a token Shopify stopped accepting (401) once, and the call succeeds — a refund included, made once', async () => {
     expect(await appHandler.execute(lookup('12345', { credentials: app }))).toMatchObject({ ok: true });
     shop().expireGrantedTokens();
