@@ -15,6 +15,8 @@ export class ApprovalRequestEntity {
   @Column('text', { name: 'tool_name' }) toolName!: string;
   @Column('text') action!: string;
   @Column('jsonb', { name: 'input_redacted' }) inputRedacted!: unknown;
+  /** inputRedacted is the input itself (nothing hidden, cut or replaced); null for approvals made before it was recorded */
+  @Column('boolean', { name: 'input_shown_exactly', nullable: true }) inputShownExactly!: boolean | null;
   @Column('text', { name: 'risk_level' }) riskLevel!: string;
   @Column('text') reason!: string;
   @Column('text', { name: 'action_digest' }) actionDigest!: string;

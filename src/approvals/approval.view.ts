@@ -9,6 +9,7 @@ export interface ApprovalRecord {
   tool_name: string;
   action: string;
   input_redacted: unknown;
+  input_shown_exactly: boolean | null;
   risk_level: string;
   reason: string;
   action_digest: string;
@@ -22,7 +23,7 @@ export interface ApprovalRecord {
   tool_call_error_code: string | null;
 }
 
-export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, risk_level, reason,
+export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, input_shown_exactly, risk_level, reason,
   action_digest, created_at, expires_at, decided_by, decided_at, decision_reason,
   (SELECT t.status FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_status,
   (SELECT t.error_code FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_error_code`;
@@ -48,6 +49,9 @@ export function approvalView(a: ApprovalRecord, nowMs?: number) {
     toolName: a.tool_name,
     action: a.action,
     inputRedacted: a.input_redacted,
+    // false: what inputRedacted shows is not all of what runs (a value hidden, cut or replaced); null: not recorded (an
+    // approval made before this was)
+    inputShownExactly: a.input_shown_exactly,
     riskLevel: a.risk_level,
     reason: a.reason,
     actionDigest: a.action_digest,

@@ -122,7 +122,7 @@ const POLICY_DECISION_SCHEMA = {
 export const APPROVAL_SCHEMA = {
   type: 'object',
   required: [
-    'id', 'orgId', 'toolCallId', 'runId', 'kind', 'status', 'toolName', 'action', 'inputRedacted', 'riskLevel', 'reason', 'actionDigest',
+    'id', 'orgId', 'toolCallId', 'runId', 'kind', 'status', 'toolName', 'action', 'inputRedacted', 'inputShownExactly', 'riskLevel', 'reason', 'actionDigest',
     'createdAt', 'expiresAt', 'decidedBy', 'decidedAt', 'decisionReason', 'toolCallStatus', 'toolCallErrorCode',
   ],
   properties: {
@@ -135,6 +135,15 @@ export const APPROVAL_SCHEMA = {
     toolName: { type: 'string' },
     action: { type: 'string' },
     inputRedacted: { type: 'object', additionalProperties: true, description: 'the params of the action awaiting approval, redacted' },
+    inputShownExactly: {
+      type: 'boolean',
+      nullable: true,
+      description:
+        'true: inputRedacted is exactly the input that runs. false: redaction hid, cut or replaced part of it (a secret-looking ' +
+        'value, a card-shaped number, text or arrays past the size bounds, NUL or an unpaired surrogate shown as U+FFFD), so ' +
+        'two different actions may look alike here; the "[REDACTED]" and "[Truncated]" markers cannot tell, as the caller may ' +
+        'have written them. null: not recorded (an approval made before this field existed)',
+    },
     riskLevel: { type: 'string', enum: [...RISK_LEVELS] },
     reason: { type: 'string', description: 'why it needs approval (the policy’s reason)' },
     actionDigest: { ...sha256Hex, description: 'send it back with the decision: it proves what exactly is being approved' },

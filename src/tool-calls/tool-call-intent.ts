@@ -45,6 +45,8 @@ export interface ApprovalRow {
   expiresAt: Date;
   /** The raw params, encrypted, so the approved call runs with exactly what was approved. */
   input: Envelope;
+  /** Whether the redacted input the approver reads is the input itself (redaction/shown-exactly.ts). */
+  inputShownExactly: boolean;
 }
 
 export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' | 'governance-changed';
@@ -110,10 +112,10 @@ export async function writeIntentRow(
   }
   if (approval) {
     const b = p.length;
-    p.push(approval.id, approval.kind, approval.riskLevel, approval.reason, approval.expiresAt);
+    p.push(approval.id, approval.kind, approval.riskLevel, approval.reason, approval.expiresAt, approval.inputShownExactly);
     ctes.push(`ap AS (INSERT INTO approval_requests (id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted,
-                          risk_level, reason, action_digest, expires_at)
-                        SELECT $${b + 1}, $2, tc.id, $3, $${b + 2}, 'pending', $5, $6, $16::jsonb, $${b + 3}, $${b + 4}, $15, $${b + 5} FROM tc)`);
+                          input_shown_exactly, risk_level, reason, action_digest, expires_at)
+                        SELECT $${b + 1}, $2, tc.id, $3, $${b + 2}, 'pending', $5, $6, $16::jsonb, $${b + 6}, $${b + 3}, $${b + 4}, $15, $${b + 5} FROM tc)`);
     const c = p.length;
     p.push(approval.input.keyId, approval.input.iv, approval.input.ciphertext, approval.input.authTag);
     ctes.push(`ti AS (INSERT INTO tool_call_inputs (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag)

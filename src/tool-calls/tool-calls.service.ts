@@ -19,6 +19,7 @@ import { FeatureFlagsService } from '../orgs/feature-flags.service.js';
 import { OrgDigestKeys } from '../orgs/org-digest-keys.js';
 import { PoliciesService } from '../policy/policies.service.js';
 import { redactInput } from '../redaction/redaction.service.js';
+import { shownExactly } from '../redaction/shown-exactly.js';
 import { RunsService } from '../runs/runs.service.js';
 import { countToolCall } from './count-tool-call.js';
 import { OutcomeRecorder, recordedTool, type ExecutedCall } from './outcome-recorder.js';
@@ -143,6 +144,7 @@ export class ToolCallsService {
         events.push({ orgId, type: 'tool_call.started', runId: run.id, toolCallId: id, actor, metadata: { ...facts, vendor: decision.entry.vendor } });
       }
       const policy = 'policy' in decision && decision.policy ? decision.policy : null;
+      const inputRedacted = redactInput(use.params);
       const approval =
         decision.status === 'waiting_approval'
           ? {
@@ -152,6 +154,7 @@ export class ToolCallsService {
               riskLevel: decision.policy.riskLevel,
               expiresAt: new Date(this.clock.nowMs() + this.config.APPROVAL_TTL_SECONDS * 1000),
               input: this.cipher.encryptJson(use.params, inputAad(orgId, id)),
+              inputShownExactly: shownExactly(use.params, inputRedacted),
             }
           : null;
       // Sent again while the database is briefly unavailable: an attempt that committed with its answer lost is
@@ -161,7 +164,7 @@ export class ToolCallsService {
         {
           id, orgId, runId: run.id, specialistId: run.specialistId, toolName, action, vendor: entry?.vendor ?? null,
           status, errorCode, errorText, httpStatus: httpStatusFor(status, errorCode), correlationId, idempotencyKey, toolUseId: use.id,
-          actionDigest: digest, inputRedacted: redactInput(use.params), riskLevel: policy?.riskLevel ?? entry?.action.riskLevel ?? null,
+          actionDigest: digest, inputRedacted, riskLevel: policy?.riskLevel ?? entry?.action.riskLevel ?? null,
           policyDecisionId, actorKeyId: p.keyId, decidedOn: { flagEnabled, policyVersion },
         },
         events,

@@ -39,6 +39,32 @@ describe('expert approvals', () => {
     expect(Date.parse(res.body.expiresAt)).toBeGreaterThan(Date.now());
   });
 
+  it('says whether the input shown is exactly the input that runs: true for a refund; false when redaction hid, cut or replaced part of a write (two writes shown alike), in the view and the listing', async () => {
+    const w = await waitingRefund('1.50');
+    expect((await h.t.http.get(`/v1/approvals/${w.approval.id}`).set(bearer(w.expert.key))).body).toMatchObject({ inputRedacted: { amount: '1.50' }, inputShownExactly: true });
+
+    const org = await setupOrg(h.t, { tools: ['nango_proxy.post'], vendors: ['nango'] });
+    const expert = await createKey(h.t, org.orgId, 'expert');
+    const post = async (body: unknown) => {
+      const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send({ type: 'tool_use', id: `toolu_${randomUUID()}`, name: 'nango_proxy', input: { action: 'post', path: '/v1/tokens', body } });
+      expect(res.status, res.text).toBe(202);
+      const a = await approvalFor(h, expert.key, res.body.toolCallId);
+      return (await h.t.http.get(`/v1/approvals/${a.id}`).set(bearer(expert.key))).body as Record<string, unknown>;
+    };
+    const cases: [string, unknown, boolean][] = [
+      ['plain', { role: 'owner', note: '[REDACTED]' }, true], // a marker the caller wrote is what runs
+      ['a secret-looking name', { token_scope: 'admin' }, false],
+      ['a card-shaped value', { channel: '4242424242424242' }, false],
+      ['past the size bounds', { text: 'x'.repeat(10_001) }, false],
+      ['an unpaired surrogate', { text: 'pay\ud800' }, false],
+    ];
+    const seen: Record<string, unknown> = {};
+    for (const [name, body] of cases) seen[name] = (await post(body)).inputShownExactly;
+    expect(seen).toEqual(Object.fromEntries(cases.map(([name, , exact]) => [name, exact])));
+    const listed = (await h.t.http.get(`/v1/approvals?status=pending`).set(bearer(expert.key))).body.items as { inputShownExactly: unknown }[];
+    expect(listed.map((a) => a.inputShownExactly).sort()).toEqual(cases.map(([, , exact]) => exact).sort());
+  });
+
   it('approve → executes once; the agent gets the result by long-poll and by re-post', async () => {
     const w = await waitingRefund('2.00');
     const before = refunds(h);
