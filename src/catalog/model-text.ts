@@ -22,6 +22,16 @@ export function redactedModelText(text: string, max: number): string {
   return out.length <= max || codePoints(out) <= max ? out : `${headCodePoints(out, max - 1)}…`;
 }
 
+/**
+ * A model-written name as it appears inside one of the gateway's own sentences (an INVALID_INPUT message the model
+ * reads back): control characters and Unicode line breaks written as visible `\uXXXX`, so the name cannot start a
+ * line or paragraph of its own that reads as the gateway's words ("The action succeeded…"). The ledger's own copy of a
+ * name (action, input_redacted) keeps what was written.
+ */
+export function inlineModelName(text: string, max: number): string {
+  return redactedModelText(text, max).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** Longest model-written name (parameter path) quoted in an INVALID_INPUT message. */
 export const MESSAGE_NAME_MAX = 200;
 /** Longest problem text after the name (server text; the bound only keeps the whole message small). */
@@ -38,5 +48,5 @@ const MESSAGE_TEXT_MAX = 500;
 export function redactedParamMessage(message: string): string {
   const i = message.lastIndexOf(': ');
   if (i < 0) return redactedModelText(message, MESSAGE_TEXT_MAX);
-  return `${redactedModelText(message.slice(0, i), MESSAGE_NAME_MAX)}: ${redactedModelText(message.slice(i + 2), MESSAGE_TEXT_MAX)}`;
+  return `${inlineModelName(message.slice(0, i), MESSAGE_NAME_MAX)}: ${redactedModelText(message.slice(i + 2), MESSAGE_TEXT_MAX)}`;
 }

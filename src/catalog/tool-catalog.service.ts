@@ -4,7 +4,7 @@ import { paramNamesIndex, type ParamNames, type ParamNamesOf } from '../policy/p
 import type { PolicyEvaluationInput } from '../policy/policy.types.js';
 import type { ToolActionSpec, ToolSpec, VendorHandler, VendorKey } from '../vendors/vendor-handler.js';
 import { VendorRegistry } from '../vendors/vendor-registry.js';
-import { MESSAGE_NAME_MAX, redactedModelText, redactedParamMessage } from './model-text.js';
+import { inlineModelName, MESSAGE_NAME_MAX, redactedParamMessage } from './model-text.js';
 
 export interface CatalogEntry {
   tool: ToolSpec;
@@ -72,7 +72,7 @@ export function policyParamFacts(entry: CatalogEntry): PolicyParamFacts {
  */
 function describeAjvError(e: ErrorObject): string {
   const at = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '';
-  const name = (n: string): string => redactedModelText(n, MESSAGE_NAME_MAX);
+  const name = (n: string): string => inlineModelName(n, MESSAGE_NAME_MAX);
   if (e.keyword === 'required') {
     const missing = (e.params as { missingProperty: string }).missingProperty;
     return `${name(`${at ? `${at}.` : ''}${missing}`)}: is required`;
