@@ -29,8 +29,10 @@ export function redactedModelText(text: string, max: number): string {
  * name (action, input_redacted) keeps what was written.
  */
 export function inlineModelName(text: string, max: number): string {
-  return redactedModelText(text, max).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return redactedModelText(text, max).replace(LINE_BREAKING, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+// eslint-disable-next-line no-control-regex
+const LINE_BREAKING = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 
 /** Longest model-written name (parameter path) quoted in an INVALID_INPUT message. */
 export const MESSAGE_NAME_MAX = 200;
