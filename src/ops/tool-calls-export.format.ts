@@ -28,8 +28,16 @@ export function csvCell(value: unknown): string {
   return rfc4180(text);
 }
 
-/** RFC 4180: quoted when it holds a comma, quote, CR or LF, with quotes doubled. */
-const rfc4180 = (text: string): string => (/[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
+/**
+ * RFC 4180: quoted when it holds a comma, quote, CR or LF, with quotes doubled. Also when it holds what another reader
+ * splits at (injection review): `;` (Excel's list separator in de, fr, nl… locales) and TAB, where "lookup;=cmd|…"
+ * written bare became a second cell starting "=", evaluated; and the Unicode line breaks (VT, FF, FS, GS, RS, U+0085,
+ * U+2028, U+2029) at which a reader that splits lines the Unicode way would cut the row, as the NDJSON lines escape.
+ * Quoted, a cell stays whole whatever the reader splits at.
+ */
+// eslint-disable-next-line no-control-regex
+const QUOTED = /[",;\t\r\n\u000b\u000c\u001c-\u001e\u0085\u2028\u2029]/;
+const rfc4180 = (text: string): string => (QUOTED.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
 
 /**
  * A cell of a JSON column (inputRedacted, outputRedacted: any JSON value): always its JSON text, so the text "[1,2]"
