@@ -9,12 +9,16 @@ function cells(line: string, sep: string): string[] {
   for (let i = 0; i < line.length; i++) {
     const c = line[i];
     if (quoted) {
-      if (c === '"' && line[i + 1] === '"') (cur += '"'), i++;
-      else if (c === '"') quoted = false;
+      if (c === '"' && line[i + 1] === '"') {
+        cur += '"';
+        i++;
+      } else if (c === '"') quoted = false;
       else cur += c;
     } else if (c === '"') quoted = true;
-    else if (c === sep) out.push(cur), (cur = '');
-    else cur += c;
+    else if (c === sep) {
+      out.push(cur);
+      cur = '';
+    } else cur += c;
   }
   return [...out, cur];
 }
