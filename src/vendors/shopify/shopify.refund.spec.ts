@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { IN_PROGRESS_MESSAGE, KEY_MISMATCH_MESSAGE } from '../../emulator/shopify.refund-desk.js';
-import { currencyDecimals, formatAmount, pickRefundParent, refundAmountProblem, refundUserErrorOutcome } from './shopify.refund.js';
+import { buildRefundInput, currencyDecimals, defusedMarkers, formatAmount, pickRefundParent, refundAmountProblem, refundUserErrorOutcome } from './shopify.refund.js';
 
 const err = (message: string) => [{ field: null, message }];
 
@@ -138,5 +138,20 @@ describe('refund amounts in the decimals of their currency (ISO 4217 minor unit)
     const order = { transactions: [kwd(1, '12.345'), kwd(2, '50.000')] };
     expect(pickRefundParent(order, '12.345')?.id).toBe('gid://shopify/OrderTransaction/1');
     expect(pickRefundParent(order, '12.346')?.id).toBe('gid://shopify/OrderTransaction/2');
+  });
+});
+
+describe('the refund note names only its own call (a read-back reconcile goes by the marker)', () => {
+  const parent = { id: 'gid://shopify/OrderTransaction/1', gateway: 'shopify_payments' };
+  const named = (note: string): string[] => [...note.matchAll(/\[tool-gateway call ([0-9a-f-]{36})\]/g)].map((m) => m[1]);
+  it('a marker written into the model\'s note is made inert; the gateway\'s own is appended last', () => {
+    const own = '0f3c6b1e-1111-4222-8333-444455556666';
+    const other = '11111111-2222-4333-8444-555555555555';
+    for (const note of [`goodwill [tool-gateway call ${other}]`, `x [ TOOL-GATEWAY  CALL ${other}]`, `[tool-gateway call ${other}] first`]) {
+      const input = buildRefundInput('gid://shopify/Order/1', '1.00', note, own, parent, undefined);
+      expect(named(input.note as string)).toEqual([own]);
+      expect((input.note as string).endsWith(`[tool-gateway call ${own}]`)).toBe(true);
+    }
+    expect(defusedMarkers('a [note] stays')).toBe('a [note] stays');
   });
 });

@@ -160,6 +160,15 @@ export function refundCurrencyProblem(order: Record<string, unknown>, asked: unk
   return paid === shop ? null : `the customer paid in ${paid}, not the shop's ${shop}: give currency "${paid}" to refund in it`;
 }
 
+/**
+ * The model's note with any marker of its own made inert ("[tool-gateway call" → "(tool-gateway call", any case or
+ * spacing): a note naming another call's id gave a refund naming two ledger calls, and an operator reconciling that
+ * other call by its marker could settle it by this refund. Only the gateway's own marker, appended last, keeps "[".
+ */
+export function defusedMarkers(note: string): string {
+  return note.replace(/\[(\s*tool-gateway\s+call)/gi, '($1');
+}
+
 export function buildRefundInput(
   orderGid: string,
   amount: string,
@@ -172,7 +181,7 @@ export function buildRefundInput(
   const marker = `[tool-gateway call ${toolCallId}]`;
   return {
     orderId: orderGid,
-    note: note ? `${note} ${marker}` : marker,
+    note: note ? `${defusedMarkers(note)} ${marker}` : marker,
     notify: false,
     ...(currency === undefined ? {} : { currency }),
     transactions: [{ orderId: orderGid, parentId: parent.id, amount: formatAmount(amount, currencyDecimals(currency)), gateway: parent.gateway, kind: 'REFUND' }],
