@@ -42,6 +42,9 @@ export function platformKeyRefusal(p: Principal, body: unknown): string | undefi
 }
 
 /** A meter of database lookups that find no key (see authenticate). */
+/** A key found, but revoked: whose it was, for the logs (never the key). */
+export type RevokedKey = Pick<Principal, 'keyId' | 'orgId'>;
+
 export interface LookupGate {
   /** Spends one lookup: 0 when it may run, else the seconds to wait (nothing spent). */
   take(): number;
@@ -54,7 +57,8 @@ export class ApiKeysService implements BeforeApplicationShutdown {
   private readonly log = new Logger('ApiKeys');
   /** hash(hex) → principal; short-lived so a revoke on another replica takes effect within seconds. */
   private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
-  private readonly unknownKeys = new Map<string, { principal: Principal | null; until: number }>();
+  /** Keys found unknown or revoked; a revoked one keeps its ids for the request log (revokedKeyOf). */
+  private readonly unknownKeys = new Map<string, { principal: Principal | null; until: number; revoked?: RevokedKey }>();
   /**
    * Bumped by every revoke on this replica. A lookup that read its row before
    * a revoke committed may still answer its own request, but must not cache
@@ -133,6 +137,11 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     return principal;
   }
 
+  /** The ids of a presented key its last lookup here found revoked (within CACHE_TTL_MS), for its 401's request log line. */
+  revokedKeyOf(presented: string): RevokedKey | undefined {
+    return this.unknownKeys.get(hashApiKey(presented).toString('hex'))?.revoked;
+  }
+
   /**
    * A request let in with a key found revoked afterwards (on another replica; cached as valid here), refused 401
    * by the statement that re-checked the key: it was no use of the key, so its pending use is dropped, else
@@ -162,11 +171,15 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     const revocations = this.revocations;
     const row = await this.ds.getRepository(ApiKeyEntity).findOne({ where: { keyHash: hash } });
     const principal = row && !row.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId, role: row.role } : null;
+    // A revoked key still in use is what its revocation was for: said, with whose key it was (a made-up key is not),
+    // once per lookup: the entry below answers its repeats for CACHE_TTL_MS.
+    const revoked = row?.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId } : undefined;
+    if (revoked) this.log.warn({ ...revoked, revokedAt: row!.revokedAt!.toISOString() }, 'revoked API key used');
     // Unknown keys are remembered apart, in a small map: a flood of made-up keys must not push the keys in
     // use out of the cache (each would go back to the database). Both maps drop their oldest entry when full.
     const into = principal ? this.cache : this.unknownKeys;
     if (into.size >= (principal ? KNOWN_KEYS_MAX : UNKNOWN_KEYS_MAX)) into.delete(into.keys().next().value!);
-    if (revocations === this.revocations) into.set(cacheKey, { principal, until: now + CACHE_TTL_MS });
+    if (revocations === this.revocations) into.set(cacheKey, { principal, until: now + CACHE_TTL_MS, ...(revoked ? { revoked } : {}) });
     if (principal) metered?.refund();
     else this.cache.delete(cacheKey); // revoked (on another replica): no longer a key found valid
     return principal;

@@ -54,7 +54,12 @@ export class AuthGuard implements CanActivate {
     // write looks the key up afresh unless its own statement re-checks it (KeyCheckedInWrite).
     const fresh = !SAFE_METHODS.has(req.method) && !this.reflector.getAllAndOverride<boolean>(KEY_CHECKED_IN_WRITE, targets);
     const principal = match ? await this.keys.authenticate(match[1], this.lookupGate(req), fresh) : null;
-    if (!principal) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
+    if (!principal) {
+      // A revoked key's 401 line names whose key it was (a SIEM alerts on it); a made-up key's names none.
+      const revoked = match ? this.keys.revokedKeyOf(match[1]) : undefined;
+      if (revoked) req.authenticatedKey = { ...revoked, revoked: true };
+      throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
+    }
     // For the request log, also when a check below refuses the key (its 429 names whom to revoke); req.principal is
     // set only once every check has passed.
     req.authenticatedKey = { keyId: principal.keyId, orgId: principal.orgId };

@@ -14,7 +14,7 @@ export interface Principal {
  * when the key is then refused (429, 403).
  */
 export interface AuthenticatedRequest {
-  authenticatedKey?: Pick<Principal, 'keyId' | 'orgId'>;
+  authenticatedKey?: Pick<Principal, 'keyId' | 'orgId'> & { revoked?: true };
 }
 
 export const actorOf = (p: Principal): { keyId: string; role: Role } => ({ keyId: p.keyId, role: p.role });

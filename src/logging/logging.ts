@@ -5,6 +5,7 @@ import { clientAddressOf } from '../auth/client-address.js';
 import type { AuthenticatedRequest } from '../auth/principal.js';
 import type { AppConfig } from '../config/app-config.js';
 import { redactInput } from '../redaction/redaction.service.js';
+import { problemCodeOf } from '../common/errors/answered-problem.js';
 
 type Req = IncomingMessage & AuthenticatedRequest & { correlationId?: string; originalUrl?: string; ip?: string };
 
@@ -68,9 +69,15 @@ export function loggedPath(url: string | undefined): string {
  * key it authenticated with (kept on the request by the AuthGuard: no look-up here), so a client hammering the gateway
  * can be told apart and its key revoked. Never the key or a header.
  */
-export function requestCaller(req: Req): { client: string; keyId?: string; orgId?: string | null } {
+export function requestCaller(req: Req): { client: string; keyId?: string; orgId?: string | null; keyRevoked?: true } {
   const key = req.authenticatedKey;
-  return { client: clientAddressOf(req), ...(key ? { keyId: key.keyId, orgId: key.orgId } : {}) };
+  return { client: clientAddressOf(req), ...(key ? { keyId: key.keyId, orgId: key.orgId, ...(key.revoked ? { keyRevoked: true as const } : {}) } : {}) };
+}
+
+/** The problem code of an error answer (sendProblem), so its line tells a 409 of one kind from another. */
+function answeredCode(res: ServerResponse): { code?: string } {
+  const code = problemCodeOf(res);
+  return code === undefined ? {} : { code };
 }
 
 /**
@@ -92,8 +99,8 @@ export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream]
     level: config.LOG_LEVEL,
     genReqId: (req: Req) => req.correlationId ?? 'unknown',
     customProps: (req: Req) => ({ correlationId: req.correlationId }),
-    customSuccessObject: (req: Req, _res: ServerResponse, line: object) => ({ ...requestCaller(req), ...line }),
-    customErrorObject: (req: Req, _res: ServerResponse, _err: Error, line: object) => ({ ...requestCaller(req), ...line }),
+    customSuccessObject: (req: Req, res: ServerResponse, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...line }),
+    customErrorObject: (req: Req, res: ServerResponse, _err: Error, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...line }),
     serializers: {
       req: (req: { method?: string; url?: string }) => ({ method: req.method, path: loggedPath(req.url) }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),

@@ -253,10 +253,34 @@ describe('request log: who sent it', () => {
     expect(new Set(answers.map((a) => a.status))).toEqual(new Set([200, 429]));
     for (const { status, line } of answers) {
       expect(line).toMatchObject({ client: '127.0.0.1', keyId: agent.id, orgId, res: { statusCode: status } });
+      // An error answer's line names its problem code (a 409 of one kind told from another); a 200's names none.
+      if (status === 429) expect(line.code).toBe('RATE_LIMITED');
+      else expect(line).not.toHaveProperty('code');
     }
     const text = JSON.stringify(answers);
     expect(text).not.toContain(agent.key);
     expect(text).not.toMatch(/authorization|bearer/i);
+  });
+
+  it('a revoked key still in use: its 401 line names whose key it was (keyRevoked), and a warning says so once per lookup; a made-up key names none', async () => {
+    const orgId = await createOrg(t, 'Revoked Key Org');
+    const agent = await createKey(t, orgId, 'agent');
+    expect((await t.http.get('/v1/approvals').set(bearer(agent.key))).status).toBe(200);
+    expect((await t.http.delete(`/v1/api-keys/${agent.id}`).set(adminAuth)).status).toBe(204);
+    const from = t.logs.length;
+    const uses = [];
+    for (let i = 0; i < 2; i++) uses.push(await answered(() => t.http.get('/v1/approvals').set(bearer(agent.key)).set('X-Forwarded-For', '203.0.113.99')));
+    for (const { status, line } of uses) {
+      expect(status).toBe(401);
+      expect(line).toMatchObject({ client: '203.0.113.99', keyId: agent.id, orgId, keyRevoked: true, code: 'UNAUTHENTICATED', res: { statusCode: 401 } });
+    }
+    const madeUp = await answered(() => t.http.get('/v1/approvals').set(bearer(`tgw_madeup_${randomBytes(16).toString('hex')}`)).set('X-Forwarded-For', '203.0.113.98'));
+    expect(madeUp.line).toMatchObject({ code: 'UNAUTHENTICATED', res: { statusCode: 401 } });
+    expect(madeUp.line).not.toHaveProperty('keyId');
+    expect(madeUp.line).not.toHaveProperty('keyRevoked');
+    const warnings = t.logs.slice(from).flatMap((chunk) => chunk.split('\n')).filter((l) => l.includes('revoked API key used')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(warnings).toEqual([expect.objectContaining({ keyId: agent.id, orgId, level: 40 })]); // the second use was answered from the lookup's entry
+    expect(JSON.stringify([uses, warnings])).not.toContain(agent.key);
   });
 
   it('a request line below LOG_LEVEL is silent before pino-http builds it; a 5xx is still an error line at warn and error', () => {

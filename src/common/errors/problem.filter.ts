@@ -1,6 +1,7 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { AppError } from './app-error.js';
+import { rememberProblemCode } from './answered-problem.js';
 import { ERROR_STATUS, ERROR_TITLES, type ErrorCode } from './error-codes.js';
 import { databaseCause, isDatabaseUnavailable } from './database-errors.js';
 import { loggableErrorWithStack } from './loggable-error.js';
@@ -51,6 +52,7 @@ export function sendProblem(res: Response, e: AppError, correlationId: string): 
   // client keeping "the ETag of the last PUT" for its next If-Match would send and be refused 412 for. An answer's
   // ETag is the set's (GET, PUT, and a 412's current one), or none.
   const body = JSON.stringify(problemBody(e, correlationId));
+  rememberProblemCode(res, e.code);
   res.status(ERROR_STATUS[e.code]);
   res.setHeader('Content-Type', 'application/problem+json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(body));
