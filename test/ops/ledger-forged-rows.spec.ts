@@ -191,11 +191,14 @@ describe('ledger rows forged before the finite-checks migration', () => {
     expect(JSON.parse(out[0])).toEqual(res.body);
   });
 
-  it('an event sealed with created_at -infinity (hashed as null) is a break at its position', async () => {
+  it('an event sealed with created_at -infinity (hashed as null) is a break at its position, and the break is logged as an error', async () => {
+    const from = t!.logs.length;
     expect(await verify(orgs.sealedInfinite)).toEqual({
       status: 200,
       body: { ok: false, checked: 0, brokenAt: { chainSeq: 1, eventId: ids.sealedInfinite, reason: expect.stringMatching(/cannot be hashed/) } },
     });
+    const logged = t!.logs.slice(from).flatMap((c) => c.split('\n')).filter((l) => l.includes('ledger chain broken')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(logged).toEqual([expect.objectContaining({ level: 50, orgId: orgs.sealedInfinite, brokenAt: expect.objectContaining({ chainSeq: 1, eventId: ids.sealedInfinite }) })]);
   });
 
   it('an unsealed event below seq 0 is reported; one at seq 0 is sealed like any other', async () => {
