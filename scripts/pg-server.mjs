@@ -161,19 +161,19 @@ function cluster(databaseDir) {
 /**
  * The library hands initdb the superuser's password in a file it writes to os.tmpdir() with the default mode
  * (/tmp/pg-password-<id>, 0644), and names it on initdb's command line (`--pwfile=<path>`), which every local user
- * can read (`ps`, /proc/<pid>/cmdline): a random name hides nothing. It goes in a folder of ours instead, mode 0700,
- * which no one else may enter: owned by us, or, started as root, by the postgres system user initdb runs as (root
- * still writes the file into it). TMPDIR is read by os.tmpdir() at each call.
+ * can read (`ps`, /proc/<pid>/cmdline): a random name hides nothing. It goes in a folder of ours instead, which no one
+ * else may enter: mode 0700; started as root, 0710 and group postgres, so that initdb, run as the postgres system
+ * user, may reach the file while the folder stays root's own (root writes the file into it without needing to pass
+ * another owner's permissions: a container started as root with CAP_DAC_OVERRIDE dropped could not). TMPDIR is read
+ * by os.tmpdir() at each call.
  */
 async function privately(instance, initialise) {
   const folder = `${dataDir}.initdb-tmp.${process.pid}`;
   rmSync(folder, { recursive: true, force: true });
-  mkdirSync(folder, { mode: 0o700 });
-  chmodSync(folder, 0o700); // whatever the umask
-  if (clusterOptions.createPostgresUser) {
-    const { uid, gid } = await postgresAccount(instance);
-    chownSync(folder, uid, gid);
-  }
+  const mode = clusterOptions.createPostgresUser ? 0o710 : 0o700;
+  mkdirSync(folder, { mode });
+  chmodSync(folder, mode); // whatever the umask
+  if (clusterOptions.createPostgresUser) chownSync(folder, process.getuid(), (await postgresAccount(instance)).gid);
   const before = process.env.TMPDIR;
   process.env.TMPDIR = folder;
   try {
