@@ -44,7 +44,7 @@ export const REDACTION_LIMITS = {
 const BARE_DIGITS = /^\s*\d+\s*$/;
 
 /**
- * A URL path (nango_proxy's `path`, with or without its leading "/"; a vendor's `path` field): a segment of bare digits names a resource, as a value
+ * A URL path in a call's input (nango_proxy's `path`, with or without its leading "/"): a segment of bare digits names a resource, as a value
  * under an identifier key does, so a numeric id that happens to pass Luhn stays (an approver must see which user a
  * write targets: two writes to two users were shown alike). A card in any other segment, and every other secret
  * shape in the whole path, is still hidden. Segments are split on "/", which no card's digit groups are joined by.
@@ -289,7 +289,7 @@ export class Walker {
     const identifier = isIdentifierKey(key);
     // Judged as read (any script's digits, Unicode dashes and blanks: unicode-forms.ts), as the card scan reads them.
     const read = foldForms(text);
-    const out = key === 'path' ? redactUrlPath(text) : redactSecretsInText(text, { cards: !(identifier && BARE_DIGITS.test(read)) });
+    const out = key === 'path' && this.mode === 'input' ? redactUrlPath(text) : redactSecretsInText(text, { cards: !(identifier && BARE_DIGITS.test(read)) });
     // National numbers (no country code) are looked for in text only: a value that is nothing but such a number is as
     // often a tracking number (Shopify's trackingInfo.number), a tag or a reference; phones under a phone's name, or
     // named by a pair, go by that name.
