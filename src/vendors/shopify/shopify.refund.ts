@@ -161,12 +161,15 @@ export function refundCurrencyProblem(order: Record<string, unknown>, asked: unk
 }
 
 /**
- * The model's note with any marker of its own made inert ("[tool-gateway call" → "(tool-gateway call", any case or
- * spacing): a note naming another call's id gave a refund naming two ledger calls, and an operator reconciling that
- * other call by its marker could settle it by this refund. Only the gateway's own marker, appended last, keeps "[".
+ * The model's note with any marker of its own made inert: a note naming another call's id gave a refund naming two
+ * ledger calls, and an operator reconciling that other call by its marker could settle it by this refund. A note that
+ * mentions the marker's words at all, read as a person reads it (compatibility forms, invisible format characters
+ * dropped, any dash a hyphen, any case), has every bracket that reads as "[" turned into "(": only the gateway's own
+ * marker, appended last, keeps one.
  */
 export function defusedMarkers(note: string): string {
-  return note.replace(/\[(\s*tool-gateway\s+call)/gi, '($1');
+  const read = note.normalize('NFKC').replace(/\p{Cf}/gu, '').replace(/\p{Pd}/gu, '-').toLowerCase();
+  return /tool\s*-\s*gateway\s*call/.test(read) ? note.replace(/[[\uFE47\uFF3B]/g, '(') : note;
 }
 
 export function buildRefundInput(
