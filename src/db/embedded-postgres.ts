@@ -19,7 +19,7 @@ export interface EmbeddedPostgres {
  * scripts are not passed either: set in the gateway's own environment they would move its database elsewhere than
  * the gateway chose, or break its first start.
  */
-const PASSED_ENV = /^(?:PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEST_MINTED_SECRETS)$/;
+const PASSED_ENV = /^(?:PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEST_MINTED_SECRETS|SYSTEMROOT|WINDIR|TEMP|TMP|USERPROFILE|APPDATA|LOCALAPPDATA|COMSPEC|PATHEXT)$/i; // Windows spells PATH Path
 function pgServerEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => PASSED_ENV.test(name)));
 }
