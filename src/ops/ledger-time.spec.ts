@@ -69,7 +69,7 @@ describe('csvCell', () => {
     expect(csvCell('+1+1')).toBe("'+1+1");
     expect(csvCell('-2+3')).toBe("'-2+3");
     expect(csvCell('@SUM(A1)')).toBe("'@SUM(A1)");
-    expect(csvCell('\tcmd')).toBe("'\tcmd");
+    expect(csvCell('\tcmd')).toBe('"\'\tcmd"'); // quoted too: a TAB is a separator to some readers
     expect(csvCell('\r=1')).toBe('"\'\r=1"');
     expect(csvCell('＝HYPERLINK("http://evil.example")')).toBe('"\'＝HYPERLINK(""http://evil.example"")"');
     expect(csvCell('＋1')).toBe("'＋1");
