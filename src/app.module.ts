@@ -10,6 +10,7 @@ import type { AppConfig } from './config/app-config.js';
 import { CoreModule } from './core.module.js';
 import { dbOptions } from './db/db-options.js';
 import { HealthController } from './health/health.controller.js';
+import { StopNotice } from './health/stop-notice.js';
 import { pinoHttpOptions } from './logging/logging.js';
 import { OrgsController } from './orgs/orgs.controller.js';
 import { OrgsService } from './orgs/orgs.service.js';
@@ -41,6 +42,7 @@ export class AppModule {
         { provide: APP_GUARD, useClass: ConditionalWritesGuard }, // after the AuthGuard: preconditions of an admitted request
         { provide: APP_FILTER, useClass: ProblemFilter },
         OrgsService,
+        StopNotice,
       ],
     };
   }

@@ -493,6 +493,9 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
   server.requestTimeout = config.HTTP_REQUEST_TIMEOUT_MS;
   server.headersTimeout = Math.min(60_000, config.HTTP_REQUEST_TIMEOUT_MS);
   server.connectionsCheckingInterval = Math.min(30_000, Math.max(250, Math.floor(config.HTTP_REQUEST_TIMEOUT_MS / 4)));
+  // An idle keep-alive connection is kept past a load balancer's own idle timeout (ALB, nginx: 60 s): closed first by
+  // the gateway (Node's default: 5 s), one the balancer reuses as it closes loses its request, answered 502 there.
+  server.keepAliveTimeout = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
   configureApp(app);
   // The answers given outside Express are logged and counted like every other (configureApp's request log and metrics).
   const record = outsideAnswerRecorder(config, app.get(MetricsService));

@@ -8,6 +8,7 @@ import { ConfigError } from './config/config.schema.js';
 import { probeDatabase } from './db/database-probe.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
 import { loggableErrorText } from './common/errors/loggable-error.js';
+import { StopNotice } from './health/stop-notice.js';
 
 /**
  * SIGTERM / SIGINT at any time, start-up included: in a container Node is PID 1, and PID 1
@@ -94,10 +95,18 @@ async function main(): Promise<void> {
   }
   const { app } = gateway;
   let stopping: Promise<void> | undefined;
+  let listening = false;
   /** Drains (README "Stopping") and exits; once, whoever asks first (a signal, a failed listen). */
   const shutdown = (exitCode = 0): Promise<void> =>
     (stopping ??= (async () => {
       let code = exitCode;
+      // Out of rotation before the listener closes (SHUTDOWN_DELAY_MS): /readyz fails while requests are still served,
+      // for a load balancer or Kubernetes that keeps routing for a while after the stop signal. Not when it never listened.
+      if (config.SHUTDOWN_DELAY_MS > 0 && listening) {
+        app.get(StopNotice).announce();
+        process.stderr.write(`stopping: /readyz answers 503, serving for ${config.SHUTDOWN_DELAY_MS} ms more (SHUTDOWN_DELAY_MS), then draining\n`);
+        await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_MS));
+      }
       beginHttpDrain(app);
       await app.close().catch((err: unknown) => {
         code = 1; // a failed close (an outcome not written, say) is not a clean stop
@@ -119,6 +128,7 @@ async function main(): Promise<void> {
     await shutdown(1);
     return;
   }
+  listening = true;
   const addr = app.getHttpServer().address() as { port: number } | null;
   process.stdout.write(`tool-gateway listening on http://${config.HOST}:${addr?.port ?? config.PORT} (docs at /docs)\n`);
 

@@ -189,6 +189,18 @@ export const CONFIG_SCHEMA = {
       'reverse proxies in front of the gateway whose X-Forwarded-For it trusts for the client address (AUTH_FAILURE_RPS meters per client); 0: the peer address',
     parse: int(0, 0, 10),
   },
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: {
+    description:
+      'an idle keep-alive connection is closed after this long; keep it above the idle timeout of a load balancer or proxy in front ' +
+      '(AWS ALB and nginx: 60 s), else a request it sends on a connection the gateway is closing is lost (502 there)',
+    parse: int(65_000, 1_000, 3_600_000),
+  },
+  SHUTDOWN_DELAY_MS: {
+    description:
+      'on a stop signal, /readyz answers 503 for this long while requests are still served, before the drain closes the listener: ' +
+      'time for a load balancer or Kubernetes to take the replica out of rotation (5000-15000 there); 0: drain at once',
+    parse: int(0, 0, 120_000),
+  },
   HTTP_PIPELINE_DEPTH: {
     description:
       'requests one connection may have unanswered (HTTP/1.1 pipelining); a client that sends more without reading the answers is disconnected, so it cannot make the gateway hold an answer for each in memory',

@@ -7,6 +7,7 @@ import { AppError } from '../common/errors/app-error.js';
 import { sendProblem } from '../common/errors/problem.filter.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { DatabaseProbe } from './database-probe.js';
+import { StopNotice } from './stop-notice.js';
 
 @ApiExcludeController()
 @Public()
@@ -17,6 +18,7 @@ export class HealthController implements OnApplicationShutdown {
   constructor(
     ds: DataSource,
     private readonly metrics: MetricsService,
+    private readonly stopNotice: StopNotice,
   ) {
     this.probe = new DatabaseProbe(ds.options);
   }
@@ -32,6 +34,11 @@ export class HealthController implements OnApplicationShutdown {
 
   @Get('readyz')
   async ready(@Req() req: Request & { correlationId?: string }, @Res() res: Response): Promise<void> {
+    if (this.stopNotice.announced) {
+      // Out of rotation first (SHUTDOWN_DELAY_MS): the requests the load balancer still sends meanwhile are served.
+      sendProblem(res, new AppError('GATEWAY_STOPPING', 'the gateway is stopping; not ready', { retryAfterSeconds: 1 }), req.correlationId ?? 'unknown');
+      return;
+    }
     const database = await this.probe.ping().catch(() => 'down' as const);
     if (database !== 'up') {
       // An error like every other (API.md §8): problem+json with code and correlationId. `database` stays as an

@@ -169,6 +169,25 @@ describe('graceful shutdown', () => {
     expect(answer.body).toMatchObject({ status: 'waiting_approval' });
   }, 60_000);
 
+  it('SHUTDOWN_DELAY_MS: after SIGTERM, /readyz answers 503 GATEWAY_STOPPING while calls are still served (out of rotation before the listener closes), then it drains and exits 0', async () => {
+    gw = await startGatewayProcess({ ...emulatorEnv(emu.url), SHUTDOWN_DELAY_MS: '2000' });
+    const org = await setupOrgVia(gw, { tools: ['order_lookup.lookup'] });
+    expect((await gw.http.get('/readyz')).status).toBe(200);
+    await gw.logMetrics(); // a signal ends it below (stop() would find it dead): /metrics to the run log now
+    const t0 = Date.now();
+    gw.kill('SIGTERM');
+    await sleep(300);
+    const ready = await gw.http.get('/readyz');
+    expect([ready.status, ready.body.code]).toEqual([503, 'GATEWAY_STOPPING']);
+    const call = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    expect([call.status, call.body.status]).toEqual([200, 'succeeded']);
+    expect(Date.now() - t0).toBeLessThan(2_000); // both within the delay
+    const exit = await within(gw.waitExit(), 20_000, 'the gateway to exit');
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2_000);
+    expect(gw.output()).toContain('/readyz answers 503, serving for 2000 ms more (SHUTDOWN_DELAY_MS)');
+  }, 60_000);
+
   it('Ctrl-C in a terminal (SIGINT to the whole process group) with the embedded database: the call at the vendor is still recorded', async () => {
     // `npm start` with no DATABASE_URL: the gateway's embedded PostgreSQL must outlive the drain, not stop on the same Ctrl-C.
     const dataDir = join('.tmp', `data-ctrl-c-${process.pid}-${Date.now()}`);
