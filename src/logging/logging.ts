@@ -6,6 +6,7 @@ import type { AuthenticatedRequest } from '../auth/principal.js';
 import type { AppConfig } from '../config/app-config.js';
 import { redactInput } from '../redaction/redaction.service.js';
 import { problemCodeOf } from '../common/errors/answered-problem.js';
+import { CORRELATION_ID } from '../common/http/correlation.js';
 
 type Req = IncomingMessage & AuthenticatedRequest & { correlationId?: string; originalUrl?: string; ip?: string };
 
@@ -74,6 +75,16 @@ export function requestCaller(req: Req): { client: string; keyId?: string; orgId
   return { client: clientAddressOf(req), ...(key ? { keyId: key.keyId, orgId: key.orgId, ...(key.revoked ? { keyRevoked: true as const } : {}) } : {}) };
 }
 
+/**
+ * The request id a load balancer or proxy in front gave the request (nginx `$request_id`, Envoy, Heroku's router:
+ * X-Request-Id), beside the correlation id, so its access-log line can be joined to the gateway's; only a sane one
+ * (the correlation id's own rule), never echoed.
+ */
+function balancerRequestId(req: IncomingMessage): { requestId?: string } {
+  const id = req.headers['x-request-id'];
+  return typeof id === 'string' && CORRELATION_ID.test(id) ? { requestId: id } : {};
+}
+
 /** The problem code of an error answer (sendProblem), so its line tells a 409 of one kind from another. */
 function answeredCode(res: ServerResponse): { code?: string } {
   const code = problemCodeOf(res);
@@ -98,7 +109,7 @@ export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream]
   const options: Options = {
     level: config.LOG_LEVEL,
     genReqId: (req: Req) => req.correlationId ?? 'unknown',
-    customProps: (req: Req) => ({ correlationId: req.correlationId }),
+    customProps: (req: Req) => ({ correlationId: req.correlationId, ...balancerRequestId(req) }),
     customSuccessObject: (req: Req, res: ServerResponse, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...line }),
     customErrorObject: (req: Req, res: ServerResponse, _err: Error, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...line }),
     serializers: {

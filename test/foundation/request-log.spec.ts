@@ -262,6 +262,14 @@ describe('request log: who sent it', () => {
     expect(text).not.toMatch(/authorization|bearer/i);
   });
 
+  it('a load balancer\'s X-Request-Id is logged beside the correlation id (its access log joins the gateway\'s); a malformed one is not', async () => {
+    const tagged = await answered(() => t.http.get('/healthz-not-a-route').set('X-Request-Id', 'lb-7f3a9c'));
+    expect(tagged.line).toMatchObject({ requestId: 'lb-7f3a9c' });
+    expect(tagged.line.correlationId).not.toBe('lb-7f3a9c'); // the correlation id is still the gateway's (API.md)
+    const bad = await answered(() => t.http.get('/healthz-not-a-route').set('X-Request-Id', 'has a space'));
+    expect(bad.line).not.toHaveProperty('requestId');
+  });
+
   it('a revoked key still in use: its 401 line names whose key it was (keyRevoked), and a warning says so once per lookup; a made-up key names none', async () => {
     const orgId = await createOrg(t, 'Revoked Key Org');
     const agent = await createKey(t, orgId, 'agent');
