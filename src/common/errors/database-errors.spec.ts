@@ -7,7 +7,7 @@ const wrapped = (driverError: unknown) => Object.assign(new Error('QueryFailedEr
 
 describe('isDatabaseUnavailable', () => {
   it('is true for "retry later": lost connections, cancelled statements, lock timeouts, exhausted servers, serialization failures', () => {
-    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57014', '55P03', '53300', '53100', '08006', '25006', '25P03', '40001', '40P01']) {
+    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57014', '55P03', '53300', '53100', '08006', '25006', '25P03', '40001', '40P01', 'EMFILE', 'ENFILE', 'EADDRNOTAVAIL', 'ENOBUFS']) {
       expect(isDatabaseUnavailable(pgError(code)), code).toBe(true);
       expect(isDatabaseUnavailable(wrapped(pgError(code))), `wrapped ${code}`).toBe(true);
     }

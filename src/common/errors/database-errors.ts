@@ -1,6 +1,6 @@
 /**
  * Node socket errors and SQLSTATEs that mean "not now" rather than "wrong":
- * connection failures (08xxx, refused, reset, unknown or unreachable host),
+ * connection failures (08xxx, refused, reset, unknown or unreachable host, the gateway out of descriptors or ports),
  * the server going away or starting (57P0x), a statement cancelled — by
  * statement_timeout or by an operator (57014) — or a lock it could not get in
  * time (55P03), and a server out of resources (53xxx: too many connections,
@@ -23,6 +23,12 @@ const UNAVAILABLE_CODES = new Map([
   ['EAI_AGAIN', 'host not found for now (DNS)'],
   ['EHOSTUNREACH', 'host unreachable'],
   ['ENETUNREACH', 'network unreachable'],
+  // The gateway's own machine out of what a new connection needs, for now: descriptors, local ports, buffers. An
+  // outcome the vendor gave must be kept and written once they are back, as in an outage, not answered 500 and lost.
+  ['EMFILE', 'too many open files in the gateway (a new database connection could not be opened)'],
+  ['ENFILE', 'too many open files on the machine (a new database connection could not be opened)'],
+  ['EADDRNOTAVAIL', 'no local address or port free for a new database connection'],
+  ['ENOBUFS', 'no buffer space for a new database connection'],
   ['57P01', 'server shutting down'],
   ['57P02', 'server crashed (crash shutdown)'],
   ['57P03', 'server not accepting connections yet (starting up or recovering)'],

@@ -1,6 +1,6 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import net, { type AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { httpErrorOutcome, parseRetryAfterMs, vendorRequest, VendorHttpError, type VendorHttpRequest } from './vendor-http.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -62,6 +62,28 @@ describe('vendorRequest', () => {
     expect(err.kind).toBe('connect_error');
     expect(err.requestSent).toBe(false);
     expect(httpErrorOutcome(err)).toMatchObject({ ok: false, kind: 'network', requestSent: false });
+  });
+
+  it('a socket whose connect fails at once (EMFILE: the gateway out of descriptors) is connect_error, not sent — never a "reset" after sending', async () => {
+    const url = await serve(() => undefined);
+    // What net does when no descriptor is left for the socket: the connect to an IP address, run on the next tick,
+    // fails at once and destroys the socket, so by the time the request sees it it is neither connecting nor
+    // connected, and the error (syscall "connect") follows.
+    const connect = vi.spyOn(net.Socket.prototype, 'connect').mockImplementation(function (this: net.Socket) {
+      (this as { connecting: boolean }).connecting = true;
+      process.nextTick(() => {
+        (this as { connecting: boolean }).connecting = false;
+        this.destroy(Object.assign(new Error('connect EMFILE 127.0.0.1'), { code: 'EMFILE', errno: -24, syscall: 'connect' }));
+      });
+      return this;
+    });
+    try {
+      const err = await failure(vendorRequest(req(url)));
+      expect({ kind: err.kind, requestSent: err.requestSent }).toEqual({ kind: 'connect_error', requestSent: false });
+      expect(httpErrorOutcome(err)).toMatchObject({ ok: false, kind: 'network', requestSent: false });
+    } finally {
+      connect.mockRestore();
+    }
   });
 
   it('times out a silent vendor, marks the request sent and closes the socket', async () => {

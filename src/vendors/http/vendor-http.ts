@@ -183,15 +183,17 @@ export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpRespon
 
     request.once('socket', (socket: Socket) => {
       // A pooled socket is already connected. A fresh TLS socket counts as
-      // connected only after the handshake: nothing is written before it.
-      if (request.reusedSocket || (!isHttps && !socket.connecting)) onConnected();
+      // connected only after the handshake: nothing is written before it. A socket whose connect failed at once
+      // (EMFILE, ENFILE, EADDRNOTAVAIL: it is destroyed, not connecting) never connected: nothing was sent.
+      if (request.reusedSocket || (!isHttps && !socket.connecting && !socket.destroyed)) onConnected();
       else socket.once(isHttps ? 'secureConnect' : 'connect', onConnected);
     });
 
     request.on('error', (err) => {
       // On a pooled socket the server may have closed it just as we wrote; we
       // cannot tell whether it read anything, so a reset there counts as sent.
-      if (connected) fail('reset', `vendor connection was reset (${errCode(err)})`);
+      // A connect error (syscall "connect") is never one after sending, whatever `connected` says.
+      if (connected && (err as NodeJS.ErrnoException).syscall !== 'connect') fail('reset', `vendor connection was reset (${errCode(err)})`);
       else fail('connect_error', `could not connect to vendor (${errCode(err)})`);
     });
 
