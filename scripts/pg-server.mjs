@@ -133,6 +133,8 @@ function recordedForLeakScan(password) {
 /** Chosen, and the server built, inside the start's try below: a failure there is reported as a failed start. */
 let port;
 let pg;
+/** A stop was asked for (the "stop" control, the shutdown): PostgreSQL's exit then is no death (startWatched). */
+let stopAsked = false;
 const clusterOptions = {
   user: 'postgres',
   password: undefined, // clusterPassword(), once the data folder's parent exists
@@ -370,7 +372,7 @@ try {
   pg = cluster(dataDir);
   if (!existsSync(`${dataDir}/PG_VERSION`)) await initialiseCluster();
   else await stopOrphanedServer();
-  await pg.start();
+  await startWatched();
   await ensureDatabase();
 } catch (err) {
   try {
@@ -389,10 +391,41 @@ try {
 process.stdout.write(JSON.stringify({ url: `postgres://postgres:${clusterOptions.password}@127.0.0.1:${port}/${database}`, port }) + '\n');
 
 /**
+ * PostgreSQL started, and started again if it dies on its own (the OOM killer, a kill -9): the gateway would otherwise
+ * stay up and unready for good, every call refused, with nothing to restart either (its own process is fine). A stop we
+ * were asked for (the "stop" control, the shutdown) is not a death. Again after 1 s, then up to 30 s apart: backends of
+ * the killed postmaster may hold its shared memory for a moment, and the start is refused until they are gone.
+ */
+async function startWatched() {
+  stopAsked = false;
+  await pg.start();
+  const child = pg.process;
+  child?.once('exit', (code, signal) => {
+    if (stopAsked || pg.process !== child) return;
+    process.stderr.write(`embedded postgres: PostgreSQL exited on its own (code ${code}, signal ${signal}); starting it again\n`);
+    void restartAfterDeath(1_000);
+  });
+}
+async function restartAfterDeath(waitMs) {
+  await sleep(waitMs);
+  if (stopAsked) return;
+  pg.process = undefined;
+  try {
+    await startWatched();
+    process.stderr.write('embedded postgres: PostgreSQL started again\n');
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err ?? '');
+    process.stderr.write(`embedded postgres: starting PostgreSQL again failed${reason ? `: ${reason}` : ''}; trying again\n`);
+    void restartAfterDeath(Math.min(30_000, waitMs * 2));
+  }
+}
+
+/**
  * The library's stop() waits for an 'exit' that has already happened when PostgreSQL stopped by itself (a SIGTERM
  * sent to every process of a systemd unit makes it stop once its last session ends): it would wait for ever.
  */
 async function stopServer() {
+  stopAsked = true;
   if (pg.process && (pg.process.exitCode !== null || pg.process.signalCode !== null)) pg.process = undefined;
   await pg.stop();
 }
@@ -415,7 +448,7 @@ lines.on('line', async (line) => {
   const cmd = line.trim();
   try {
     if (cmd === 'stop') { await stopServer(); process.stdout.write('{"stopped":true}\n'); }
-    if (cmd === 'start') { await pg.start(); process.stdout.write('{"started":true}\n'); }
+    if (cmd === 'start') { await startWatched(); process.stdout.write('{"started":true}\n'); }
   } catch (err) {
     process.stdout.write(JSON.stringify({ error: String(err) }) + '\n');
   }
