@@ -13,7 +13,7 @@ import { isLockTimeout, LockBoundedMigrationExecutor, longLockHolders, MIGRATION
 import { schemaDrift } from './db/schema-check.js';
 import { AppModule, type AppModuleOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
-import { loggedPath, markAnsweredOutsideExpress, pinoHttpOptions, requestCaller, requestPath } from './logging/logging.js';
+import { balancerRequestId, loggedPath, markAnsweredOutsideExpress, pinoHttpOptions, requestCaller, requestPath } from './logging/logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { ApiKeysService } from './auth/api-keys.service.js';
 import { clientAddressKey, forwardedAddress } from './auth/client-address.js';
@@ -238,6 +238,8 @@ export interface OutsideAnswer {
   correlationId: string;
   /** performance.now() when the request began (as far as the gateway knows). */
   startedAt: number;
+  /** The problem code the answer carried (an error answer's line names it, as inside Express). */
+  code: ErrorCode;
 }
 
 /** Records an answer given outside Express (createGateway's: outsideAnswerRecorder). */
@@ -255,7 +257,7 @@ export function outsideAnswerRecorder(config: AppConfig, metrics: MetricsService
   const [options, sink] = pinoHttpOptions(config);
   const log = pino({ level: options.level, redact: options.redact }, sink);
   const ignore = typeof options.autoLogging === 'object' ? options.autoLogging.ignore : undefined;
-  return ({ req, socket, status, correlationId, startedAt }) => {
+  return ({ req, socket, status, correlationId, startedAt, code }) => {
     const ms = performance.now() - startedAt;
     const route = (req as { route?: { path?: string } } | undefined)?.route?.path ?? 'unmatched';
     metrics.httpDuration.observe({ method: req?.method ?? 'unknown', route, status: String(status) }, ms / 1000);
@@ -265,10 +267,12 @@ export function outsideAnswerRecorder(config: AppConfig, metrics: MetricsService
     const line = {
       req: !req ? {} : req.method === 'CONNECT' ? { method: req.method } : { method: req.method, path: loggedPath(req.url) },
       correlationId,
+      ...(req ? balancerRequestId(req) : {}),
       // A request Express never saw has no req.ip: its client as Express would read it (TRUST_PROXY_HOPS), not the proxy.
       ...(req
         ? { ...requestCaller(req as Parameters<typeof requestCaller>[0]), ...((req as { ip?: string }).ip === undefined ? { client: clientAddressKey(forwardedAddress(req, config.TRUST_PROXY_HOPS)) } : {}) }
         : { client: clientAddressKey((socket as Partial<Socket>).remoteAddress) }),
+      code,
       res: { statusCode: status },
       responseTime: Math.round(ms),
     };
@@ -299,7 +303,7 @@ function answerAndClose(req: IncomingMessage, res: ServerResponse, status: numbe
   });
   closeAfterOutsideAnswer(req.socket); // nothing pipelined behind it runs: its answer would never be sent
   res.end(body);
-  record?.({ req, socket: req.socket, status, correlationId, startedAt });
+  record?.({ req, socket: req.socket, status, correlationId, startedAt, code: errorCode });
 }
 
 /**
@@ -437,9 +441,9 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex, inFli
   if (own && record && inFlight) markAnsweredOutsideExpress(inFlight);
   endWithProblem(socket, status, errorCode, detail, correlationId);
   if (!record) return;
-  if (!own) return record({ socket, status, correlationId, startedAt });
+  if (!own) return record({ socket, status, correlationId, startedAt, code: errorCode });
   const seen = inFlight?.[startTime];
-  record({ req, socket, status, correlationId, startedAt: seen === undefined ? startedAt : performance.now() - (Date.now() - seen) });
+  record({ req, socket, status, correlationId, startedAt: seen === undefined ? startedAt : performance.now() - (Date.now() - seen), code: errorCode });
 }
 
 /**
@@ -454,7 +458,7 @@ export function refuseConnect(req: IncomingMessage, socket: Duplex, record?: Rec
   const startedAt = performance.now();
   const correlationId = correlationIdOf(req);
   endWithProblem(socket, 400, 'BAD_REQUEST', 'CONNECT is not supported: the gateway is not a proxy', correlationId);
-  record?.({ req, socket, status: 400, correlationId, startedAt });
+  record?.({ req, socket, status: 400, correlationId, startedAt, code: 'BAD_REQUEST' });
 }
 
 export interface Gateway {

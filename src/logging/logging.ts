@@ -80,7 +80,7 @@ export function requestCaller(req: Req): { client: string; keyId?: string; orgId
  * X-Request-Id), beside the correlation id, so its access-log line can be joined to the gateway's; only a sane one
  * (the correlation id's own rule), never echoed.
  */
-function balancerRequestId(req: IncomingMessage): { requestId?: string } {
+export function balancerRequestId(req: IncomingMessage): { requestId?: string } {
   const id = req.headers['x-request-id'];
   return typeof id === 'string' && CORRELATION_ID.test(id) ? { requestId: id } : {};
 }
