@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess } from '../support/gateway-process.js';
 import { teeChildToRunLog } from '../support/run-log.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
+import { childrenOf, postmasterOf } from '../support/embedded-processes.js';
 
 const root = resolve('.tmp', `first-start-${process.pid}`);
 const pgDir = join(root, 'pg'); // where main.ts keeps the embedded cluster of DATA_DIR=root
@@ -31,21 +32,6 @@ async function failingPgServer(): Promise<{ code: number; err: string }> {
   return { code, err };
 }
 
-/** The processes whose parent is `ppid` (/proc/<pid>/stat). */
-function childrenOf(ppid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(Number(name));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-const cmdline = (pid: number): string[] => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
 const environ = (pid: number): string[] => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -77,14 +63,13 @@ describe('embedded PostgreSQL: an interrupted first start', () => {
       // Nor the gateway's secrets: pg-server.mjs, the postmaster and its backends never need them. The library hands
       // its whole environment on, so the postmaster (run as the postgres system user when started as root: a second
       // account) held the master key, and a superuser session read it back with COPY … FROM PROGRAM.
-      const pgServer = childrenOf(gw.pid).find((pid) => cmdline(pid).some((a) => a.endsWith('pg-server.mjs')));
-      const postmaster = pgServer === undefined ? undefined : childrenOf(pgServer).find((pid) => cmdline(pid)[0].endsWith('/postgres'));
+      const { pid: postmaster, port } = postmasterOf(pgDir);
+      const pgServer = childrenOf(gw.pid).find((pid) => childrenOf(pid).includes(postmaster));
       expect({ pgServer, postmaster }).toEqual({ pgServer: expect.any(Number), postmaster: expect.any(Number) });
-      const holders = [pgServer!, postmaster!, ...childrenOf(postmaster!)].filter((pid) =>
+      const holders = [pgServer!, postmaster, ...childrenOf(postmaster)].filter((pid) =>
         environ(pid).some((kv) => kv === `MASTER_ENCRYPTION_KEY=${TEST_MASTER_KEY}` || kv === `BOOTSTRAP_ADMIN_KEY=${TEST_ADMIN_KEY}`),
       );
       expect(holders).toEqual([]);
-      const port = Number(readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[3]);
       const su = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: readFileSync(`${pgDir}.password`, 'utf8').trim(), database: 'postgres' });
       await su.connect();
       try {

@@ -7,7 +7,7 @@
  * - a postgres whose parent is alive (another gateway on the folder) is never stopped: the second start refuses.
  * One data folder for the three (initdb costs seconds), in order.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -19,19 +19,15 @@ import { expectNoLeaksIn } from '../support/scratch-database.js';
 import { emulatorEnv, toolUse } from '../support/scenario.js';
 import { adminAuth } from '../support/test-app.js';
 import { postToolUse, waitFor } from './support.js';
+import { childrenOf, postmasterOf } from '../support/embedded-processes.js';
 
 const dataDir = resolve('.tmp', `embedded-signals-${process.pid}-${Date.now()}`);
 const pgDir = join(dataDir, 'pg');
 
-const postmasterPid = (): number => Number(readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+const postmasterPid = (): number => postmasterOf(pgDir).pid;
 /** The gateway's embedded database as pg-server.mjs serves it (user, password, database), on the port postmaster.pid names. */
 const embeddedUrl = (): string =>
-  `postgres://postgres:${readFileSync(`${pgDir}.password`, 'utf8').trim()}@127.0.0.1:${readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[3]}/tool_gateway`;
-const childrenOf = (pid: number): number[] =>
-  execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
-    .split('\n')
-    .map((s) => Number(s.trim()))
-    .filter((n) => n > 0);
+  `postgres://postgres:${readFileSync(`${pgDir}.password`, 'utf8').trim()}@127.0.0.1:${postmasterOf(pgDir).port}/tool_gateway`;
 /** Alive and not a zombie (an exited orphan stays a zombie until PID 1 reaps it). */
 function running(pid: number): boolean {
   try {

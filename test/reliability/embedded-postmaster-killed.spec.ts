@@ -4,11 +4,12 @@
  * anything (its own process never exits, so no supervisor restarts it). scripts/pg-server.mjs now starts PostgreSQL
  * again, and the gateway's pool reconnects by itself.
  */
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
+import { childrenOf, postmasterOf } from '../support/embedded-processes.js';
 import { startGatewayProcess, setupOrgVia, type GatewayProcess } from '../support/gateway-process.js';
 import { emulatorEnv, toolUse } from '../support/scenario.js';
 import { postToolUse, sleep } from './support.js';
@@ -16,21 +17,7 @@ import { postToolUse, sleep } from './support.js';
 const base = mkdtempSync(join(tmpdir(), 'postmaster-killed-'));
 chmodSync(base, 0o755); // reachable by the postgres system user when the suite runs as root
 
-/** The processes whose parent is `ppid` (/proc/<pid>/stat). */
-function childrenOf(ppid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(Number(name));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-const argv0 = (pid: number): string => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0];
+const pgDir = join(base, 'pg'); // where main.ts keeps the embedded cluster of DATA_DIR=base
 
 describe('the embedded postmaster killed under a running gateway', () => {
   let gw: GatewayProcess | undefined;
@@ -48,10 +35,10 @@ describe('the embedded postmaster killed under a running gateway', () => {
     let exited = false;
     void gw.waitExit().then(() => (exited = true));
     const org = await setupOrgVia(gw, { tools: ['order_lookup.lookup'] });
-    const [pgServer] = childrenOf(gw.pid);
-    const postmaster = childrenOf(pgServer).find((pid) => argv0(pid).endsWith('/postgres'));
-    expect(postmaster).toBeDefined();
-    process.kill(postmaster!, 'SIGKILL');
+    const postmaster = postmasterOf(pgDir).pid;
+    const pgServer = childrenOf(gw.pid).find((pid) => childrenOf(pid).includes(postmaster));
+    expect(pgServer).toBeDefined();
+    process.kill(postmaster, 'SIGKILL');
     let ready = false;
     for (let i = 0; i < 60 && !ready; i++) {
       await sleep(500);
@@ -60,7 +47,9 @@ describe('the embedded postmaster killed under a running gateway', () => {
     }
     expect(ready).toBe(true);
     expect(gw.output()).toMatch(/PostgreSQL exited on its own \(code null, signal SIGKILL\); starting it again/);
-    expect(childrenOf(pgServer).find((pid) => argv0(pid).endsWith('/postgres'))).not.toBe(postmaster);
+    const restarted = postmasterOf(pgDir).pid;
+    expect(restarted).not.toBe(postmaster);
+    expect(childrenOf(pgServer!)).toContain(restarted);
     const call = await postToolUse(gw.http, org.runId, org.agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
     expect([call.status, call.body.status]).toEqual([200, 'succeeded']);
   }, 150_000);
