@@ -41,10 +41,10 @@ export function platformKeyRefusal(p: Principal, body: unknown): string | undefi
   return Object.hasOwn(body, 'orgId') && (body as { orgId?: unknown }).orgId === null ? PLATFORM_KEYS_NEED_PLATFORM_ADMIN : undefined;
 }
 
-/** A meter of database lookups that find no key (see authenticate). */
 /** A key found, but revoked: whose it was, for the logs (never the key). */
 export type RevokedKey = Pick<Principal, 'keyId' | 'orgId'>;
 
+/** A meter of database lookups that find no key (see authenticate). */
 export interface LookupGate {
   /** Spends one lookup: 0 when it may run, else the seconds to wait (nothing spent). */
   take(): number;
@@ -170,11 +170,12 @@ export class ApiKeysService implements BeforeApplicationShutdown {
   private async lookUp(hash: Buffer, cacheKey: string, now: number, metered: LookupGate | undefined): Promise<Principal | null> {
     const revocations = this.revocations;
     const row = await this.ds.getRepository(ApiKeyEntity).findOne({ where: { keyHash: hash } });
-    const principal = row && !row.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId, role: row.role } : null;
+    const found = row && sameHash(row.keyHash, hash) ? row : null;
+    const principal = found && !found.revokedAt ? { keyId: found.id, orgId: found.orgId, role: found.role } : null;
     // A revoked key still in use is what its revocation was for: said, with whose key it was (a made-up key is not),
     // once per lookup: the entry below answers its repeats for CACHE_TTL_MS.
-    const revoked = row?.revokedAt && sameHash(row.keyHash, hash) ? { keyId: row.id, orgId: row.orgId } : undefined;
-    if (revoked) this.log.warn({ ...revoked, revokedAt: row!.revokedAt!.toISOString() }, 'revoked API key used');
+    const revoked = found?.revokedAt ? { keyId: found.id, orgId: found.orgId } : undefined;
+    if (revoked) this.log.warn({ ...revoked, revokedAt: found!.revokedAt!.toISOString() }, 'revoked API key used');
     // Unknown keys are remembered apart, in a small map: a flood of made-up keys must not push the keys in
     // use out of the cache (each would go back to the database). Both maps drop their oldest entry when full.
     const into = principal ? this.cache : this.unknownKeys;

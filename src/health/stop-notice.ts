@@ -7,13 +7,9 @@ import { Injectable } from '@nestjs/common';
  */
 @Injectable()
 export class StopNotice {
-  private announcedAt: number | undefined;
+  announced = false;
 
   announce(): void {
-    this.announcedAt ??= Date.now();
-  }
-
-  get announced(): boolean {
-    return this.announcedAt !== undefined;
+    this.announced = true;
   }
 }
