@@ -1,25 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOL_CALL_VIEW_FIELDS } from '../../src/tool-calls/tool-call.view.js';
+import { parseCsv } from '../support/csv.js';
 import { bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { insertCalls, insertRun, microsAfterEpoch2026 } from './ledger-seed.js';
-
-/** Minimal RFC 4180 reader (quoted cells, doubled quotes, CRLF rows). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (ch === '"') quoted = false; else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') { row.push(cell); cell = ''; }
-    else if (ch === '\r' && text[i + 1] === '\n') { row.push(cell); cell = ''; rows.push(row); row = []; i++; }
-    else cell += ch;
-  }
-  return rows;
-}
 
 /**
  * outputRedacted is "any JSON value" (OpenAPI): a Nango call whose upstream answers text/plain records the text as a

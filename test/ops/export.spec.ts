@@ -2,39 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOL_CALL_VIEW_FIELDS } from '../../src/tool-calls/tool-call.view.js';
 import { ALL_TEST_SECRETS } from '../support/secrets.js';
+import { parseCsv } from '../support/csv.js';
 import { bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { insertCalls, insertRun, microsAfterEpoch2026 } from './ledger-seed.js';
-
-/** RFC 4180 parser (quoted cells with doubled quotes and embedded CR/LF), enough to read the export back. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  const endCell = (): void => {
-    row.push(cell);
-    cell = '';
-  };
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') endCell();
-    else if (ch === '\r' && text[i + 1] === '\n') {
-      endCell();
-      rows.push(row);
-      row = [];
-      i++;
-    } else cell += ch;
-  }
-  if (cell || row.length) throw new Error('CSV does not end with CRLF');
-  return rows;
-}
 
 /** The text a row's value has in a CSV cell: text that starts like a spreadsheet formula gets a leading `'`. */
 const cellOf = (v: unknown): string =>

@@ -1,27 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { csvCell, csvJsonCell } from './tool-calls-export.format.js';
+import { csvCell, csvJsonCell } from '../../src/ops/tool-calls-export.format.js';
+import { parseCsv } from '../support/csv.js';
 
-/** Splits a line of cells at `sep` outside quotes, as a spreadsheet with that list separator reads it. */
-function cells(line: string, sep: string): string[] {
-  const out: string[] = [];
-  let cur = '';
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (quoted) {
-      if (c === '"' && line[i + 1] === '"') {
-        cur += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else cur += c;
-    } else if (c === '"') quoted = true;
-    else if (c === sep) {
-      out.push(cur);
-      cur = '';
-    } else cur += c;
-  }
-  return [...out, cur];
-}
+/** A line of cells as a spreadsheet whose list separator is `sep` reads it. */
+const cells = (line: string, sep: string): string[] => parseCsv(`${line}\r\n`, sep)[0];
 
 describe('CSV cells of the ledger export', () => {
   it('a formula behind a ; or TAB stays inside its quoted cell, whatever separator the reader splits at (Excel in de/fr splits at ;)', () => {
