@@ -8,11 +8,13 @@ describe('PeriodicTask', () => {
     vi.restoreAllMocks();
   });
 
-  const logger = (): { log: Logger; warnings: string[] } => {
+  const logger = (): { log: Logger; warnings: string[]; infos: string[] } => {
     const log = new Logger('test');
     const warnings: string[] = [];
+    const infos: string[] = [];
     vi.spyOn(log, 'warn').mockImplementation((m: unknown) => void warnings.push(String(m)));
-    return { log, warnings };
+    vi.spyOn(log, 'log').mockImplementation((m: unknown) => void infos.push(String(m)));
+    return { log, warnings, infos };
   };
 
   it('runs after the first delay, then one period after each run ends, never overlapping', async () => {
@@ -49,6 +51,41 @@ describe('PeriodicTask', () => {
     await task.stop();
     expect(warnings).toEqual(['the sweep failed: database unavailable']);
     expect(runs).toBe(3);
+  });
+
+  it('a streak of failures is one warning, then one when the error changes or a minute has passed, and one line on recovery', async () => {
+    vi.useFakeTimers();
+    const { log, warnings, infos } = logger();
+    let error: string | null = 'database unavailable';
+    let runs = 0;
+    const task = new PeriodicTask('sealing', 200, async () => {
+      runs++;
+      if (error) throw new Error(error);
+    }, log, () => Date.now());
+    task.start(0);
+    await vi.advanceTimersByTimeAsync(30_000); // 151 failed runs (t = 0 … 30 s)
+    expect(warnings).toEqual(['sealing failed: database unavailable']);
+    error = 'connection refused';
+    await vi.advanceTimersByTimeAsync(200); // the error changes: said at once, with the runs not logged since
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]).toBe('sealing still failing, 152 runs in a row over 30.2 s: connection refused (150 more failed runs not logged since the last line)');
+    await vi.advanceTimersByTimeAsync(59_800); // no line until a minute after the last one
+    expect(warnings).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(warnings).toHaveLength(3);
+    expect(warnings[2]).toBe('sealing still failing, 452 runs in a row over 90.2 s: connection refused (299 more failed runs not logged since the last line)');
+    expect(infos).toEqual([]);
+    error = null;
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(infos).toEqual(['sealing works again after 452 failed runs over 90.4 s']);
+    // a new streak after recovery starts with a plain warning again
+    error = 'database unavailable';
+    await vi.advanceTimersByTimeAsync(1_000);
+    await task.stop();
+    expect(warnings).toHaveLength(4);
+    expect(warnings[3]).toBe('sealing failed: database unavailable');
+    expect(infos).toHaveLength(1);
+    expect(runs).toBeGreaterThan(460);
   });
 
   it('stop() waits for the run in progress and schedules no more', async () => {

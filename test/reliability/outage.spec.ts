@@ -94,6 +94,7 @@ describe('database outage', () => {
     // stop PostgreSQL: then the attempt does not count, the database comes back and the warm-up is made again.
     const vendorAtStart = vendorCalls();
     const startedAtStart = await startedCalls();
+    const outputAtStart = gw.output().length;
     let warm: Response | undefined;
     let warmCalls = 0;
     let before: number;
@@ -164,6 +165,14 @@ describe('database outage', () => {
     const vendorDuring = vendorCalls() - vendorAtStart;
     expect(vendorDuring).toBe(warmCalls + 1);
     expect(vendorDuring, 'vendor calls during the test ≤ tool calls with a tool_call.started event').toBeLessThanOrEqual((await startedCalls()) - startedAtStart);
+
+    // The sealer ran every 200 ms (LEDGER_SEAL_INTERVAL_MS) through the outage, more than 30 failed passes: on-call reads
+    // one warning when it began and one line when it ended, not a line per pass (PeriodicTask).
+    await waitFor(async () => gw.output().slice(outputAtStart).includes('sealing works again after'), 'the sealer to log its recovery', 10_000, 100);
+    const sealerLines = gw.output().slice(outputAtStart).split('\n').filter((l) => /sealing (failed|still failing|works again)/.test(l));
+    expect(sealerLines.length, sealerLines.join('\n')).toBeLessThanOrEqual(3 * 2); // each of up to 3 outages: its warning, its recovery
+    expect(sealerLines.filter((l) => l.includes('sealing failed')).length).toBeGreaterThanOrEqual(1);
+    expect(sealerLines.at(-1)).toMatch(/sealing works again after ([3-9]\d|\d{3,}) failed runs over/);
 
     const exited = await Promise.race([gw.waitExit(), sleep(0).then(() => null)]);
     expect(exited).toBeNull(); // the same process, never restarted
