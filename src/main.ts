@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
 import { beginHttpDrain } from './app.setup.js';
 import { createGateway, MigrationsPendingBehindPooler, MigrationsStopped, type Gateway } from './bootstrap.js';
@@ -130,7 +131,9 @@ async function main(): Promise<void> {
   }
   listening = true;
   const addr = app.getHttpServer().address() as { port: number } | null;
-  process.stdout.write(`tool-gateway listening on http://${config.HOST}:${addr?.port ?? config.PORT} (docs at /docs)\n`);
+  // An IPv6 host is bracketed (http://[::1]:3000): the line is a URL people and tools copy.
+  const host = isIPv6(config.HOST) ? `[${config.HOST}]` : config.HOST;
+  process.stdout.write(`tool-gateway listening on http://${host}:${addr?.port ?? config.PORT} (docs at /docs)\n`);
 
   stopNow = () => void shutdown();
   if (stopRequested) void shutdown(); // arrived between the check above and now
