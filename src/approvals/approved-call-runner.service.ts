@@ -3,6 +3,7 @@ import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.s
 import { MetricsService } from '../metrics/metrics.service.js';
 import { countToolCall } from '../tool-calls/count-tool-call.js';
 import { Clock } from '../common/clock.js';
+import { FailureStreak } from '../common/failure-streak.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { DecryptionError, EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
@@ -82,6 +83,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * meanwhile (they would take its turns per org × vendor on every pass). A decision tries at once.
    */
   private readonly unreadable = new Map<string, number>();
+  /** Approved calls waiting for their org × vendor (an open breaker, every slot taken), with why they were last said to. */
+  private readonly deferredSaid = new Map<string, string>();
+  /** The expiry step failing pass after pass (the database away): said when it starts, then as a streak. */
+  private readonly expiryFailures = new FailureStreak('expiry of overdue approvals', this.log, 'approved calls are still started, and the next pass goes on with the expiry');
 
   /** The unreadable calls a sweep leaves out now (those due for another try are tried: still unreadable, they are not said again). */
   private unreadableNow(): string[] {
@@ -95,7 +100,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   /** Set when shutdown begins: no new vendor call starts from here. */
   private stopping = false;
   /** A call settled in this process (its run ended, say) no longer waits for a slot kept for it. */
-  private readonly onSettled = (id: string): void => this.calls.unreserve(id);
+  private readonly onSettled = (id: string): void => {
+    this.calls.unreserve(id);
+    this.deferredSaid.delete(id);
+  };
   /** Aborted when the database is about to close: a claim stops waiting for it to come back. */
   private readonly closing = sharedAbortController();
 
@@ -169,11 +177,9 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     const progress = { expired: 0 };
     try {
       await this.expireOverdue(this.clock.now(), expiryBatch, progress);
+      this.expiryFailures.succeeded();
     } catch (err) {
-      this.log.error(
-        { expired: progress.expired, err: loggableErrorText(err) },
-        'expiry of overdue approvals failed; approved calls are still started, the next pass goes on with the expiry',
-      );
+      this.expiryFailures.failed(loggableErrorText(err));
     }
     await this.forgetSettledUnreadable();
     await this.releaseSettledReservations();
@@ -188,6 +194,9 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
         ORDER BY turn, updated_at, id LIMIT 100`,
       [[...this.running, ...this.unreadableNow()], this.config.VENDOR_CONCURRENCY_LIMIT],
     );
+    // A deferred call no longer among the approved ones (run, settled, or past this page) is said again if deferred again.
+    const listed = new Set(approved.map((r) => r.id));
+    for (const id of this.deferredSaid.keys()) if (!listed.has(id) && !this.running.has(id)) this.deferredSaid.delete(id);
     return { expired: progress.expired, runs: approved.map((r) => this.runSoon(r.id)) };
   }
 
@@ -274,6 +283,13 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     }
   }
 
+  /** Says why an approved call waits once per reason, not on every sweep that finds it still waiting. */
+  private deferred(toolCallId: string, orgId: string, vendor: string, why: string): void {
+    if (this.deferredSaid.get(toolCallId) === why) return;
+    this.deferredSaid.set(toolCallId, why);
+    this.log.log({ toolCallId, orgId, vendor }, why);
+  }
+
   private async runOnce(toolCallId: string): Promise<void> {
     const [pending] = await this.sql.query<ApprovedCall>(
       `SELECT org_id, tool_name, action FROM tool_calls WHERE id = $1 AND status = 'approved'`,
@@ -281,6 +297,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     );
     if (!pending) {
       this.unreadable.delete(toolCallId); // settled (run ended, claimed elsewhere): nothing left to remember
+      this.deferredSaid.delete(toolCallId);
       this.calls.unreserve(toolCallId);
       return;
     }
@@ -288,7 +305,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     // An open org × vendor breaker would fail the call once claimed (CIRCUIT_OPEN, nothing sent) and use the approval
     // up: it stays approved, as for a full lease, and a sweep after the cooldown runs it.
     if (vendor && this.executor.breakerFor(pending.org_id, vendor).refusing) {
-      this.log.log({ toolCallId }, 'approved call deferred: the org × vendor circuit breaker is open; a sweep after its cooldown runs it');
+      this.deferred(toolCallId, pending.org_id, vendor, 'approved call deferred: the org × vendor circuit breaker is open; a sweep after its cooldown runs it');
       return;
     }
     const release = vendor ? this.calls.leaseFor(pending.org_id, vendor, toolCallId) : () => undefined;
@@ -296,9 +313,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       // The next free slot is kept for it (new calls there are refused meanwhile), for two sweeps: an approved write
       // does not wait behind the org's direct calls for as long as they keep coming.
       this.calls.reserveFor(pending.org_id, vendor!, 2 * SWEEP_EVERY_MS, toolCallId);
-      this.log.log({ toolCallId }, 'approved call deferred: the org × vendor concurrency limit is reached; new calls there wait, and the next sweep runs it');
+      this.deferred(toolCallId, pending.org_id, vendor!, 'approved call deferred: the org × vendor concurrency limit is reached; new calls there wait, and the next sweep runs it');
       return;
     }
+    this.deferredSaid.delete(toolCallId);
     try {
       await this.claimAndExecute(toolCallId, pending, release);
     } finally {

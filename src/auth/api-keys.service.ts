@@ -71,7 +71,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
   /** Key id → its latest use here (ms since the epoch, on the Clock: the database's time), written at the next flush: the time of the use, not of the flush. */
   private readonly touched = new Map<string, number>();
   private readonly cursors: LedgerCursorCodec;
-  private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.flushLastUsed(), this.log);
+  private readonly flushes = new PeriodicTask('lastUsedAt flush', TOUCH_FLUSH_MS, () => this.writeLastUsed(), this.log);
 
   constructor(
     private readonly ds: DataSource,
@@ -92,7 +92,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
    */
   async beforeApplicationShutdown(): Promise<void> {
     await this.flushes.stop();
-    await this.flushLastUsed().catch((err: unknown) => this.log.warn(`lastUsedAt flush at shutdown failed: ${loggableErrorText(err)}`));
+    await this.writeLastUsed().catch((err: unknown) => this.log.warn(`lastUsedAt flush at shutdown failed: ${loggableErrorText(err)}`));
   }
 
   /**
@@ -313,7 +313,13 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     if (known === undefined || at > known) this.touched.set(keyId, at);
   }
 
+  /** A listing's flush: one that fails is logged, and the listing goes on (its uses wait for the next flush). */
   private async flushLastUsed(): Promise<void> {
+    await this.writeLastUsed().catch((err: unknown) => this.log.warn(`could not record lastUsedAt: ${loggableErrorText(err)}`));
+  }
+
+  /** Writes the uses noted since the last flush; failing, it keeps them for the next one and throws (the periodic flush logs a streak). */
+  private async writeLastUsed(): Promise<void> {
     if (this.touched.size === 0) return;
     const uses = [...this.touched];
     this.touched.clear();
@@ -335,7 +341,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     } catch (err) {
       // Kept for the next flush (a database blip must not lose them; new uses of the same keys merge in).
       for (const [id, at] of uses) this.touch(id, at);
-      this.log.warn(`could not record lastUsedAt: ${loggableErrorText(err)}`);
+      throw err;
     }
   }
 }

@@ -173,6 +173,10 @@ describe('database outage', () => {
     expect(sealerLines.length, sealerLines.join('\n')).toBeLessThanOrEqual(3 * 2); // each of up to 3 outages: its warning, its recovery
     expect(sealerLines.filter((l) => l.includes('sealing failed')).length).toBeGreaterThanOrEqual(1);
     expect(sealerLines.at(-1)).toMatch(/sealing works again after ([3-9]\d|\d{3,}) failed runs over/);
+    // So does the approvals sweep's expiry step (every 5 s), which catches its own failure: a warning, not an error per pass.
+    const expiryLines = gw.output().slice(outputAtStart).split('\n').filter((l) => /expiry of overdue approvals (failed|still failing)/.test(l));
+    expect(expiryLines.length, expiryLines.join('\n')).toBeLessThanOrEqual(3);
+    expect(expiryLines.every((l) => (JSON.parse(l) as { level: number }).level === 40), expiryLines.join('\n')).toBe(true);
 
     const exited = await Promise.race([gw.waitExit(), sleep(0).then(() => null)]);
     expect(exited).toBeNull(); // the same process, never restarted
