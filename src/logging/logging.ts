@@ -5,7 +5,7 @@ import { clientAddressOf } from '../auth/client-address.js';
 import type { AuthenticatedRequest } from '../auth/principal.js';
 import type { AppConfig } from '../config/app-config.js';
 import { redactInput } from '../redaction/redaction.service.js';
-import { problemCodeOf } from '../common/errors/answered-problem.js';
+import { databaseCauseOf, problemCodeOf } from '../common/errors/answered-problem.js';
 import { CORRELATION_ID } from '../common/http/correlation.js';
 
 type Req = IncomingMessage & AuthenticatedRequest & { correlationId?: string; originalUrl?: string; ip?: string };
@@ -85,10 +85,24 @@ export function balancerRequestId(req: IncomingMessage): { requestId?: string } 
   return typeof id === 'string' && CORRELATION_ID.test(id) ? { requestId: id } : {};
 }
 
-/** The problem code of an error answer (sendProblem), so its line tells a 409 of one kind from another. */
-function answeredCode(res: ServerResponse): { code?: string } {
+/**
+ * The problem code of an error answer (sendProblem), so its line tells a 409 of one kind from another; for a 503
+ * DATABASE_UNAVAILABLE also why (databaseCode: the SQLSTATE or driver code; databaseCause: our phrase for it).
+ */
+function answeredCode(res: ServerResponse): { code?: string; databaseCode?: string; databaseCause?: string } {
   const code = problemCodeOf(res);
-  return code === undefined ? {} : { code };
+  if (code === undefined) return {};
+  const db = databaseCauseOf(res);
+  return db === undefined ? { code } : { code, databaseCode: db.code, databaseCause: db.cause };
+}
+
+/**
+ * pino-http puts an Error on the line of every 5xx it was not handed one for ("failed with status code 503", with
+ * pino-http's own stack): nothing about the request. The ProblemFilter has logged a real error (with its stack) already.
+ */
+function withoutStatusError(line: object): object {
+  const { err, ...rest } = line as { err?: { message?: unknown } };
+  return err && typeof err.message === 'string' && err.message.startsWith('failed with status code ') ? rest : line;
 }
 
 /**
@@ -111,7 +125,7 @@ export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream]
     genReqId: (req: Req) => req.correlationId ?? 'unknown',
     customProps: (req: Req) => ({ correlationId: req.correlationId, ...balancerRequestId(req) }),
     customSuccessObject: (req: Req, res: ServerResponse, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...line }),
-    customErrorObject: (req: Req, res: ServerResponse, _err: Error, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...line }),
+    customErrorObject: (req: Req, res: ServerResponse, _err: Error, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...withoutStatusError(line) }),
     serializers: {
       req: (req: { method?: string; url?: string }) => ({ method: req.method, path: loggedPath(req.url) }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),

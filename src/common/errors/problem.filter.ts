@@ -1,7 +1,7 @@
 import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { AppError } from './app-error.js';
-import { rememberProblemCode } from './answered-problem.js';
+import { rememberDatabaseCause, rememberProblemCode } from './answered-problem.js';
 import { ERROR_STATUS, ERROR_TITLES, type ErrorCode } from './error-codes.js';
 import { databaseCause, isDatabaseUnavailable } from './database-errors.js';
 import { loggableErrorWithStack } from './loggable-error.js';
@@ -74,8 +74,10 @@ export class ProblemFilter implements ExceptionFilter {
       // The stack goes to the log (with the correlation id), never to the caller; its message redacted, as any logged error's.
       this.log.error({ correlationId, err: loggableErrorWithStack(err) }, 'unhandled error');
     } else if (e.code === 'DATABASE_UNAVAILABLE') {
-      // Its code and our phrase for it tell a lock or a full pool from an outage (/readyz can be green meanwhile).
-      this.log.warn({ correlationId, ...databaseCause(err) }, 'database unavailable');
+      // Its code and our phrase for it tell a lock or a full pool from an outage (/readyz can be green meanwhile):
+      // on the answer's own request line (databaseCode, databaseCause), not a second line per answer.
+      const cause = databaseCause(err);
+      if (cause) rememberDatabaseCause(res, cause);
     }
     if (res.headersSent) {
       res.end();
