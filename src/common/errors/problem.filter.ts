@@ -39,6 +39,8 @@ export function problemBody(e: AppError, correlationId: string): Record<string, 
     code: e.code,
     correlationId,
     ...(e.extra.retryAfterSeconds !== undefined ? { retryAfterSeconds: e.extra.retryAfterSeconds } : {}),
+    // Every VALIDATION_FAILED has `errors` (the Problem schema): a check that finds one problem gives its detail.
+    ...(e.code === 'VALIDATION_FAILED' ? { errors: [e.detail ?? ERROR_TITLES[e.code]] } : {}),
     ...(e.extra.fields ?? {}),
   };
 }

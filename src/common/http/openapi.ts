@@ -183,7 +183,7 @@ const REQUEST_REFUSALS =
   'BAD_REQUEST for a malformed request: a bad percent-escape, NUL or `#` in the URL, no Host header, or more than one Authorization header';
 
 /** Every documented route is authenticated; these are the errors any of them can answer (API.md §9). */
-const COMMON_ERRORS: [status: string, description: string, when: (path: string, op: OpenApiOperation) => boolean][] = [
+const COMMON_ERRORS: [status: string, description: string, when: (path: string, op: OpenApiOperation, method: (typeof METHODS)[number]) => boolean][] = [
   ['400', 'VALIDATION_FAILED (or BAD_REQUEST for a body that is not JSON): a query, path or body field is invalid', (path, op) => path.includes('{') || (op.parameters?.length ?? 0) > 0 || op.requestBody !== undefined],
   ['401', 'UNAUTHENTICATED: no valid API key', () => true],
   ['403', 'FORBIDDEN: this key’s role may not call the route', () => true],
@@ -194,6 +194,12 @@ const COMMON_ERRORS: [status: string, description: string, when: (path: string, 
     (path, op) => path.includes('{') || hasOrgIdFilter(op),
   ],
   ['408', 'BAD_REQUEST: the request line, headers and body did not all arrive within HTTP_REQUEST_TIMEOUT_MS; the connection is closed', () => true],
+  [
+    '412',
+    'PRECONDITION_FAILED: an If-Match naming an entity tag, or If-None-Match: *, on a write: nothing this route writes has a tag ' +
+      '(only the PUTs of …/policies and …/tool-permissions, which document their own 412), so the condition cannot hold; nothing was done',
+    (_path, _op, method) => method !== 'get',
+  ],
   ['413', 'PAYLOAD_TOO_LARGE', (_path, op) => op.requestBody !== undefined],
   ['417', 'BAD_REQUEST: an Expect header other than 100-continue; the connection is closed', () => true],
   ['431', 'PAYLOAD_TOO_LARGE: the request headers are too large', () => true],
@@ -228,7 +234,7 @@ export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
       if (!op) continue;
       const responses = (op.responses ??= {});
       for (const [status, description, applies] of COMMON_ERRORS) {
-        if (responses[status] === undefined && applies(path, op)) {
+        if (responses[status] === undefined && applies(path, op, method)) {
           responses[status] = { description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
         }
       }
