@@ -146,7 +146,11 @@ const clusterOptions = {
   // other user runs PostgreSQL as itself: asked to create the user, the library runs groupadd/useradd, which fails
   // for every non-root user, so the README's first `npm start` failed on an ordinary developer machine.
   createPostgresUser: process.getuid?.() === 0,
-  initdbFlags: fast ? ['--no-sync'] : [],
+  // UTF8 and the C locale whatever the host's locale: with LANG unset (the Docker image, env -i, cron) initdb made a
+  // SQL_ASCII cluster, where length() counts bytes (an org name of 150 "é" broke its 200-character CHECK: a 500) and
+  // left() cuts characters in half; a LANG naming a locale the host lacks (ssh forwards the desktop's) failed initdb.
+  // C collates by code point, as the C.UTF-8 clusters made so far did.
+  initdbFlags: ['--encoding=UTF8', '--locale=C', ...(fast ? ['--no-sync'] : [])],
   postgresFlags: [
     '-c', 'max_connections=200',
     ...(fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),

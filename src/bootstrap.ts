@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { INestApplication } from '@nestjs/common';
+import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { pino } from 'pino';
 import { startTime } from 'pino-http';
@@ -522,6 +522,7 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
     // `needed`): the roll-back of an upgrade runs the previous release on the new schema.
     const missing = await schemaDrift(migrator, 'needed');
     if (missing.length > 0) throw new SchemaIncomplete(missing);
+    await warnUnlessUtf8(migrator);
   } catch (err) {
     // Not initialised: only its pools to close.
     if (
@@ -547,4 +548,20 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
     throw err;
   }
   return { app, generatedAdminKey: generatedKey };
+}
+
+/**
+ * A database not in UTF8 (SQL_ASCII: initdb's choice with LANG unset) counts lengths in bytes and cuts characters in
+ * half: a name of 150 "é" passes the API's 200-character check and breaks the column's CHECK (a 500). Said at every
+ * start, not refused: a release must not stop on a database an earlier one ran on (pg_dump and restore into a
+ * database created WITH ENCODING 'UTF8' moves it).
+ */
+async function warnUnlessUtf8(ds: DataSource): Promise<void> {
+  const [row] = (await ds.query(`SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()`)) as { encoding: string }[];
+  if (row && row.encoding !== 'UTF8') {
+    new Logger('Database').warn(
+      `the database's encoding is ${row.encoding}, not UTF8: lengths are counted in bytes, so some valid non-ASCII input is refused (500) ` +
+        "or cut mid-character; move the data to a database created WITH ENCODING 'UTF8' (pg_dump, then restore)",
+    );
+  }
 }
