@@ -62,7 +62,17 @@ function remember(message) {
 function createParentFolder() {
   const parent = dirname(dataDir);
   try {
-    mkdirSync(parent, { recursive: true });
+    // Created folders get a mode of their own whatever the umask, as src/common/data-dir.ts makeDataDir: 0700, or 0711
+    // as root (the postgres user passes through to its folder). Umask 000 made DATA_DIR world-writable; root's umask
+    // 077 made it one the postgres user could not enter, and the first start failed.
+    const first = mkdirSync(parent, { recursive: true });
+    if (first !== undefined) {
+      const mode = process.getuid?.() === 0 ? 0o711 : 0o700;
+      for (let d = resolve(parent); ; d = dirname(d)) {
+        chmodSync(d, mode);
+        if (d === resolve(first) || dirname(d) === d) break;
+      }
+    }
   } catch (err) {
     throw new Error(`cannot create ${parent} (${err?.code ?? err?.message ?? String(err)}): check DATA_DIR`, { cause: err });
   }
@@ -182,9 +192,14 @@ async function privately(instance, initialise) {
   if (clusterOptions.createPostgresUser) chownSync(folder, process.getuid(), (await postgresAccount(instance)).gid);
   const before = process.env.TMPDIR;
   process.env.TMPDIR = folder;
+  // The library writes the file with the umask's mode: under root's umask 077 it was 0600 (root:root), and initdb, as
+  // the postgres user, could not read it. It is readable as under umask 022: only root and the postgres group enter
+  // the folder above.
+  const umask = clusterOptions.createPostgresUser ? process.umask(process.umask() & ~0o004) : undefined;
   try {
     return await initialise();
   } finally {
+    if (umask !== undefined) process.umask(umask);
     if (before === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = before;
     rmSync(folder, { recursive: true, force: true });

@@ -1,8 +1,9 @@
 import 'reflect-metadata';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
 import { beginHttpDrain } from './app.setup.js';
+import { makeDataDir } from './common/data-dir.js';
 import { createGateway, MigrationsPendingBehindPooler, MigrationsStopped, type Gateway } from './bootstrap.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
 import { ConfigError } from './config/config.schema.js';
@@ -148,7 +149,7 @@ function showGeneratedKey(dataDir: string, key: string): void {
   const file = join(dataDir, 'bootstrap-admin.key');
   let saved = `also saved to ${file}`;
   try {
-    mkdirSync(dataDir, { recursive: true });
+    makeDataDir(dataDir);
     writeFileSync(file, key + '\n', { mode: 0o600 });
     chmodSync(file, 0o600);
   } catch (err) {

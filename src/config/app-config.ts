@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { accessSync, chmodSync, constants, existsSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, linkSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { makeDataDir } from '../common/data-dir.js';
 import { userStartupOptions } from '../db/database-url.js';
 import { ConfigError, parseRawConfigCollecting, type RawConfig } from './config.schema.js';
 
@@ -133,7 +134,7 @@ function unwritableDir(dir: string): string | undefined {
  * reads a half-written key.
  */
 function createOnce(file: string, content: string): void {
-  mkdirSync(dirname(file), { recursive: true });
+  makeDataDir(dirname(file));
   const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   writeFileSync(tmp, content, { mode: 0o600, flag: 'wx' });
   try {
