@@ -69,8 +69,12 @@ describe('an outcome write the database refuses', () => {
     expect(sent).toBe(1);
   });
 
-  it('an error retrying cannot help: 500 naming the call, outcome not confirmed, never to be sent under a new id', async () => {
+  it('an error retrying cannot help: 500 naming the call, outcome not confirmed, never to be sent under a new id; logged once', async () => {
+    const from = h.t.logs.length;
     const { res, use, failed, sent } = await postFailingOnce(isOutcome, () => pgError('23505', 'duplicate key value violates unique constraint "x"'));
+    // One error line with the stack (the recorder's, naming the call), not a second "unhandled error" from the filter.
+    const errors = h.t.logs.slice(from).filter((l) => (JSON.parse(l) as { level: number }).level >= 50 && !l.includes('"msg":"request errored"'));
+    expect(errors.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['outcome not recorded: the write failed; the orphan sweep will mark the call indeterminate']);
     expect(failed).toBe(1);
     expect(sent).toBe(1);
     expect(res.status).toBe(500);

@@ -72,8 +72,9 @@ export class ProblemFilter implements ExceptionFilter {
     const res = ctx.getResponse<Response>();
     const correlationId = req.correlationId ?? 'unknown';
     const e = toAppError(err);
-    if (e.code === 'INTERNAL') {
+    if (e.code === 'INTERNAL' && !(err instanceof AppError)) {
       // The stack goes to the log (with the correlation id), never to the caller; its message redacted, as any logged error's.
+      // (An INTERNAL AppError was made on purpose by code that logged its cause: the outcome recorder's.)
       this.log.error({ correlationId, err: loggableErrorWithStack(err) }, 'unhandled error');
     } else if (e.code === 'DATABASE_UNAVAILABLE') {
       // Its code and our phrase for it tell a lock or a full pool from an outage (/readyz can be green meanwhile):
