@@ -483,7 +483,7 @@ export interface GatewayHooks {
 /** Builds the app, migrates the database and makes sure an admin key exists. Does not listen. */
 export async function createGateway(config: AppConfig, opts: AppModuleOptions = {}, hooks: GatewayHooks = {}): Promise<Gateway> {
   const app = await NestFactory.create(AppModule.forRoot(config, opts), { bodyParser: false, bufferLogs: true, abortOnError: false });
-  const server = app.getHttpServer() as Server & { requireHostHeader: boolean; connectionsCheckingInterval: number; httpAllowHalfOpen: boolean };
+  const server = app.getHttpServer() as Server & { requireHostHeader: boolean; connectionsCheckingInterval: number; httpAllowHalfOpen: boolean; maxHeaderSize?: number };
   server.requireHostHeader = false; // hostRequired (configureApp) answers instead, with problem+json
   // Node keeps only the first 2000 fields by default and drops the rest unseen: a second Host, an Authorization or
   // X-Forwarded-For after them. maxHeaderSize still bounds the headers (431).
@@ -500,6 +500,8 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
   // An idle keep-alive connection is kept past a load balancer's own idle timeout (ALB, nginx: 60 s): closed first by
   // the gateway (Node's default: 5 s), one the balancer reuses as it closes loses its request, answered 502 there.
   server.keepAliveTimeout = config.HTTP_KEEP_ALIVE_TIMEOUT_MS;
+  // Read by Node for each new connection's parser (as http.createServer's maxHeaderSize option): Nest makes the server.
+  server.maxHeaderSize = config.HTTP_MAX_HEADER_BYTES;
   configureApp(app);
   // The answers given outside Express are logged and counted like every other (configureApp's request log and metrics).
   const record = outsideAnswerRecorder(config, app.get(MetricsService));

@@ -195,6 +195,12 @@ export const CONFIG_SCHEMA = {
       '(AWS ALB and nginx: 60 s), else a request it sends on a connection the gateway is closing is lost (502 there)',
     parse: int(65_000, 1_000, 3_600_000),
   },
+  HTTP_MAX_HEADER_BYTES: {
+    description:
+      'the largest request line and headers taken, in bytes; larger is answered 431. Node\'s 16 KiB by default; a load balancer in front ' +
+      'may pass more (AWS ALB: 64 KiB), which the gateway would refuse with 431 where the balancer let it through',
+    parse: int(16_384, 4_096, 65_536),
+  },
   SHUTDOWN_DELAY_MS: {
     description:
       'on a stop signal, /readyz answers 503 for this long while requests are still served, before the drain closes the listener: ' +
