@@ -440,3 +440,52 @@ describe('TokenCache.acquire: a failed refresh in the margin is not retried at o
     expect(f.calls()).toBe(1);
   });
 });
+
+/**
+ * The call's budget spent before it asks for a token (a Shopify refund's lease wait and credentials re-read outlasted
+ * it): the fetch it started, or joined, was left with a derived promise nobody handled, and when that fetch failed
+ * Node's default (--unhandled-rejections=throw) ended the gateway.
+ */
+describe('TokenCache.acquire with an already-aborted signal', () => {
+  const watchingUnhandled = async (body: () => Promise<void>): Promise<unknown[]> => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await body();
+      await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    return unhandled;
+  };
+  const spent = (): AbortSignal => AbortSignal.abort();
+
+  it('starts no token request, and answers the budget error', async () => {
+    let fetches = 0;
+    const cache = new TokenCache();
+    const fetcher = (): Promise<FetchedToken> => {
+      fetches++;
+      return Promise.reject(new Error('token endpoint down'));
+    };
+    const unhandled = await watchingUnhandled(async () => {
+      await expect(cache.acquire('k', fetcher, { signal: spent() })).rejects.toThrow(/call time budget spent/);
+    });
+    expect(fetches).toBe(0);
+    expect(unhandled).toEqual([]);
+  });
+
+  it('joining a fetch in flight that then fails raises no unhandled rejection; the caller that waits gets the failure', async () => {
+    const cache = new TokenCache();
+    let fail!: (e: unknown) => void;
+    const fetcher = (): Promise<FetchedToken> => new Promise((_, reject) => (fail = reject));
+    let waiting!: Promise<unknown>;
+    const unhandled = await watchingUnhandled(async () => {
+      waiting = cache.acquire('k', fetcher).catch((e: unknown) => e);
+      await expect(cache.acquire('k', fetcher, { signal: spent() })).rejects.toThrow(/call time budget spent/);
+      fail(new Error('token endpoint down'));
+    });
+    expect(unhandled).toEqual([]);
+    expect(String(await waiting)).toMatch(/token endpoint down/);
+  });
+});

@@ -121,6 +121,8 @@ export class TokenCache {
       }
       return { token: entry.token, fresh: false };
     }
+    // The call's budget already spent: no token request is started for a caller that cannot wait for it.
+    if (!pending && opts.signal?.aborted) return raceAbort(new Promise<AcquiredToken>(() => undefined), opts.signal, opts.waitIsLocal);
     pending ??= this.start(cacheKey, fetcher);
     const issued = pending.then((token): AcquiredToken => ({ token, fresh: true }));
     return opts.signal ? raceAbort(issued, opts.signal, opts.waitIsLocal) : issued;
@@ -190,7 +192,12 @@ function raceAbort<T>(pending: Promise<T>, signal: AbortSignal, waitIsLocal?: ()
           requestSent: false,
           message: 'call time budget spent while waiting for an access token',
         });
-  if (signal.aborted) return Promise.reject(aborted());
+  if (signal.aborted) {
+    // A fetch this caller joined goes on for the others; its failure is theirs, not an unhandled rejection here
+    // (Node would end the process).
+    pending.catch(() => undefined);
+    return Promise.reject(aborted());
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(aborted());
     signal.addEventListener('abort', onAbort, { once: true });
