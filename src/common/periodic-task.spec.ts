@@ -88,6 +88,25 @@ describe('PeriodicTask', () => {
     expect(runs).toBeGreaterThan(460);
   });
 
+  it('causes that alternate (a dead pooled connection, then a connect timeout) are each said once, then only the minute\'s reminder', async () => {
+    vi.useFakeTimers();
+    const { log, warnings } = logger();
+    let n = 0;
+    const task = new PeriodicTask('sealing', 200, async () => {
+      n++;
+      throw new Error(n % 2 ? 'Query read timeout' : 'timeout exceeded when trying to connect');
+    }, log, () => Date.now());
+    task.start(0);
+    await vi.advanceTimersByTimeAsync(60_300); // 302 failed runs (t = 0 … 60.2 s)
+    await task.stop();
+    expect(n).toBe(302);
+    expect(warnings).toEqual([
+      'sealing failed: Query read timeout',
+      'sealing still failing, 2 runs in a row over 0.2 s: timeout exceeded when trying to connect',
+      'sealing still failing, 302 runs in a row over 60.2 s: timeout exceeded when trying to connect (299 more failed runs not logged since the last line)',
+    ]);
+  });
+
   it('stop() waits for the run in progress and schedules no more', async () => {
     const { log } = logger();
     let finished = 0;
