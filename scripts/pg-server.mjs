@@ -65,7 +65,7 @@ function createParentFolder() {
     // Created folders get a mode of their own whatever the umask, as src/common/data-dir.ts makeDataDir: 0700, or 0711
     // as root (the postgres user passes through to its folder). Umask 000 made DATA_DIR world-writable; root's umask
     // 077 made it one the postgres user could not enter, and the first start failed.
-    const first = mkdirSync(parent, { recursive: true });
+    const first = mkdirSync(parent, { recursive: true, mode: 0o700 });
     if (first !== undefined) {
       const mode = process.getuid?.() === 0 ? 0o711 : 0o700;
       for (let d = resolve(parent); ; d = dirname(d)) {

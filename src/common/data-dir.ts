@@ -10,7 +10,8 @@ import { dirname, resolve } from 'node:path';
  * (scripts/pg-server.mjs does the same for the folders it creates).
  */
 export function makeDataDir(dir: string): void {
-  const first = mkdirSync(dir, { recursive: true });
+  // Created 0700 (the umask can only narrow it): not one moment writable by others, who could plant a link there.
+  const first = mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (first === undefined) return;
   const mode = process.getuid?.() === 0 ? 0o711 : 0o700;
   const top = resolve(first);
