@@ -85,9 +85,27 @@ describe('JumioHandler get_status', () => {
       workflowExecutionId: JUMIO_EXECUTION_IDS.processed,
       status: 'PROCESSED',
       decision: { type: null, label: null, riskScore: null },
-      capabilities: { extraction: 'REJECTED', similarity: 'WARNING' },
+      // liveness's verdict is not in Jumio's form: not echoed, and not left out either (UNKNOWN: look at this)
+      capabilities: { extraction: 'REJECTED', similarity: 'WARNING', liveness: 'UNKNOWN' },
       completedAt: null,
     });
+  });
+
+  it('an entry whose verdict cannot be read (no decision, a type not in Jumio\'s form) beside a PASSED one: UNKNOWN, never PASSED', async () => {
+    const body = {
+      workflow: { id: JUMIO_EXECUTION_IDS.processed, status: 'PROCESSED' },
+      decision: { type: 'WARNING' },
+      capabilities: {
+        similarity: [{ decision: { type: 'PASSED' } }, { decision: null }],
+        liveness: [{ decision: { type: 'PASSED' } }, { decision: { type: 'rejected' } }],
+        usability: [{ decision: { type: 'PASSED' } }, 'PASSED'],
+        extraction: [],
+      },
+    };
+    emu.fault({ vendor: 'jumio', path: detailsPath, kind: 'status', status: 200, body });
+    const out = await new JumioHandler(endpoints).execute(ctx(processed));
+    expect(out.ok && out.data).toMatchObject({ capabilities: { similarity: 'UNKNOWN', liveness: 'UNKNOWN', usability: 'UNKNOWN' } });
+    expect(out.ok && (out.data as { capabilities: object }).capabilities).not.toHaveProperty('extraction'); // no entry: nothing to say
   });
 
   it('a decision type Jumio has not documented never hides behind a known one: it is reported as the most severe', async () => {

@@ -16,7 +16,7 @@ export interface JumioSafeResult {
   workflowExecutionId: string;
   status: string;
   decision?: JumioDecision;
-  /** capability name → its decision type (e.g. similarity: "WARNING") */
+  /** capability name → its decision type (e.g. similarity: "WARNING"; "UNKNOWN": an entry's verdict could not be read) */
   capabilities?: Record<string, string>;
   completedAt?: string | null;
 }
@@ -31,7 +31,8 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:
  * Several entries of one capability (one per credential) collapse to the most
  * severe. A type not listed here (one Jumio adds later) ranks above REJECTED
  * and is reported as-is: nobody knows how bad it is, and in an identity check
- * an unknown verdict must read as "look at this", never as a pass.
+ * an unknown verdict must read as "look at this", never as a pass. An entry
+ * whose verdict cannot be read at all counts as UNKNOWN, ranked the same.
  */
 const SEVERITY = ['REJECTED', 'WARNING', 'NOT_EXECUTED', 'PASSED'];
 
@@ -59,9 +60,13 @@ function decisionOf(v: unknown): JumioDecision {
   };
 }
 
+/** What a capability entry whose verdict cannot be read (no decision, a type not in Jumio's form) reads as: worst of all. */
+const UNREADABLE = 'UNKNOWN';
+
 function capabilityType(entries: unknown): string | null {
   const list = Array.isArray(entries) ? entries : [entries];
-  const types = list.map((e) => (isObj(e) ? decisionOf(e.decision).type : null)).filter((t): t is string => t !== null);
+  // An entry there but unreadable is not left out: a PASSED one beside it would make the capability read as a pass.
+  const types = list.map((e) => (isObj(e) ? decisionOf(e.decision).type : null) ?? UNREADABLE);
   if (types.length === 0) return null;
   const rank = (t: string): number => SEVERITY.indexOf(t); // unknown: -1, worst of all
   return types.reduce((worst, t) => (rank(t) < rank(worst) ? t : worst));
