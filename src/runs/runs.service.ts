@@ -111,10 +111,24 @@ function metadataBytes(metadata: object): number {
   return Buffer.byteLength(text) + longer;
 }
 
+type Loose = Record<string, unknown> | null | undefined;
+const objectOr = (v: unknown): Loose => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+
+/**
+ * The run's manifest as stored. The column is jsonb the gateway writes, but a row of another shape (an operator's
+ * edit, a restore) must fail closed, not answer 500 on every read and call of the run: what is not a list of strings
+ * allows nothing.
+ */
+function manifestTools(metadata: unknown): string[] {
+  const list = objectOr(objectOr(metadata)?.runtimeManifest)?.allowedTools;
+  return Array.isArray(list) ? list.filter((t): t is string => typeof t === 'string') : [];
+}
+
 /** When and why an ended run ended (runs ended before `at` was kept: the row's last update, which was the end). */
 function endedView(r: AgentRunEntity): { at: string; reason: string | null } {
-  const ended = r.metadata.ended;
-  return { at: ended?.at ? new Date(ended.at).toISOString() : r.updatedAt.toISOString(), reason: ended?.reason ?? null };
+  const ended = objectOr(objectOr(r.metadata)?.ended);
+  const at = typeof ended?.at === 'string' ? new Date(ended.at) : null;
+  return { at: (at && !Number.isNaN(at.getTime()) ? at : r.updatedAt).toISOString(), reason: typeof ended?.reason === 'string' ? ended.reason : null };
 }
 
 /** The 403 a platform key gets on POST /v1/runs (the route's @OrgKeyOnly, and create's own check). */
@@ -448,7 +462,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     if (!run || !reaches(run)) throw new AppError('RUN_NOT_FOUND', 'run not found');
     const snap: RunSnapshot = {
       id: run.id, orgId: run.orgId, specialistId: run.specialistId,
-      allowedTools: new Set(run.metadata.runtimeManifest.allowedTools), status: run.status, createdBy: run.createdBy,
+      allowedTools: new Set(manifestTools(run.metadata)), status: run.status, createdBy: run.createdBy,
     };
     // An active run stays cacheable: if it ends meanwhile (on any replica), the intent statement finds out and the entry goes.
     if (snap.status === 'running' || snap.status === 'waiting_approval') {
@@ -481,8 +495,8 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
       status: overdue > 0 && pending === 0 && r.status === 'waiting_approval' ? 'running' : r.status,
       pendingApprovalCount: pending,
       totalCostCents,
-      manifest: { allowedTools: r.metadata.runtimeManifest.allowedTools },
-      metadata: r.metadata.user ?? {},
+      manifest: { allowedTools: manifestTools(r.metadata) },
+      metadata: objectOr(objectOr(r.metadata)?.user) ?? {},
       createdAt: r.createdAt.toISOString(),
       ended: r.status === 'completed' || r.status === 'cancelled' ? endedView(r) : null,
     };
