@@ -49,8 +49,16 @@ const cliWait = (pooled: boolean): MigrationWait => ({
   onTableLockWait: (line) => console.error(line),
 });
 
-async function main(cmd: string | undefined, arg: string | undefined): Promise<number> {
-  if ((cmd !== 'run' && cmd !== 'show' && cmd !== 'check' && cmd !== 'revert') || (cmd === 'revert') !== (arg !== undefined)) {
+/** The signal that stopped a `check` (its scratch database dropped first): the exit code is 128 + its number. */
+let stoppedBy: NodeJS.Signals | undefined;
+const signalExitCode = (signal: NodeJS.Signals): number => 128 + (signal === 'SIGINT' ? 2 : 15);
+
+async function main(args: string[]): Promise<number> {
+  const [cmd, arg] = args;
+  // Exactly the words of one command: `revert <last> --dry-run` or `revert <last> <another>` reverted the first one
+  // and exited 0; an option anywhere (-h, --help) is a request for the usage, never a migration's name.
+  const known = cmd === 'run' || cmd === 'show' || cmd === 'check' || cmd === 'revert';
+  if (!known || args.length !== (cmd === 'revert' ? 2 : 1) || args.some((a) => a.startsWith('-'))) {
     console.error(USAGE);
     return 2;
   }
@@ -116,10 +124,27 @@ async function main(cmd: string | undefined, arg: string | undefined): Promise<n
     const dbName = `tg_drift_${process.pid}`;
     // Before anything is created: the URL of the scratch database (a socket form's too).
     const url = withDatabaseName(serverUrl, dbName);
+    // Its connection ended by the server (a DBA's pg_terminate_backend, a restart): the run fails in one line, not an
+    // unhandled 'error' event with Node's stack trace, and the scratch database is dropped over a new connection.
+    let adminLost: unknown;
     const admin = new pg.Client({ connectionString: serverUrl });
+    admin.on('error', (err) => (adminLost ??= err));
     await admin.connect();
     await admin.query(`CREATE DATABASE ${dbName}`);
     let ds: DataSource | undefined;
+    let cleaning: Promise<void> | undefined;
+    const cleanUp = (): Promise<void> =>
+      (cleaning ??= (async () => {
+        await ds?.destroy().catch(() => undefined);
+        await dropScratch(serverUrl, dbName, adminLost === undefined ? admin : undefined);
+      })());
+    // Ctrl-C or a CI runner's SIGTERM: the scratch database is not left on the server.
+    const onSignal = (signal: NodeJS.Signals): void => {
+      stoppedBy ??= signal;
+      void cleanUp().finally(() => process.exit(signalExitCode(signal)));
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
     try {
       ds = await new DataSource(migratorOptions(url, mode)).initialize();
       await runMigrations(ds);
@@ -127,6 +152,7 @@ async function main(cmd: string | undefined, arg: string | undefined): Promise<n
       for (let i = 0; i < MIGRATIONS.length; i++) await ds.undoLastMigration({ transaction: 'each' });
       await runMigrations(ds);
       const problems = await checkDrift(ds);
+      if (adminLost !== undefined) throw adminLost;
       if (problems.length) {
         console.error(`schema drift:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
         return 1;
@@ -134,11 +160,31 @@ async function main(cmd: string | undefined, arg: string | undefined): Promise<n
       console.log(`no drift: ${MIGRATIONS.length} migration(s) apply, revert and re-apply; every entity matches the schema`);
       return 0;
     } finally {
-      await ds?.destroy();
-      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-      await admin.end();
+      await cleanUp();
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     }
   });
+}
+
+/** Drops `check`'s scratch database: over `admin` while it is connected, else (or if that fails) over a new connection. */
+async function dropScratch(serverUrl: string, dbName: string, admin: pg.Client | undefined): Promise<void> {
+  const drop = `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`;
+  if (admin) {
+    const dropped = await admin.query(drop).then(() => true, () => false);
+    await admin.end().catch(() => undefined);
+    if (dropped) return;
+  }
+  const fresh = new pg.Client({ connectionString: serverUrl });
+  fresh.on('error', () => undefined); // a failure below is said by the query's rejection
+  try {
+    await fresh.connect();
+    await fresh.query(drop);
+  } catch (err) {
+    console.error(`could not drop the scratch database ${dbName}: ${loggableErrorText(err)}; drop it by hand`);
+  } finally {
+    await fresh.end().catch(() => undefined);
+  }
 }
 
 /**
@@ -163,12 +209,13 @@ async function revert(ds: DataSource, name: string): Promise<number> {
   return 0;
 }
 
-const [cmd, arg] = process.argv.slice(2);
-main(cmd, arg).then(
-  (code) => process.exit(code),
+const args = process.argv.slice(2);
+main(args).then(
+  (code) => process.exit(stoppedBy ? signalExitCode(stoppedBy) : code),
   (err: unknown) => {
+    if (stoppedBy) process.exit(signalExitCode(stoppedBy)); // the stop's own doing, not a failure to report
     console.error(`migrate failed: ${loggableErrorText(err)}${poolerHint(err)}`);
     // show's 1 means "migrations pending": a deploy script must not read an unreachable database as that.
-    process.exit(cmd === 'show' ? 3 : 1);
+    process.exit(args[0] === 'show' ? 3 : 1);
   },
 );
