@@ -87,6 +87,13 @@ const POLICY_SCHEMA = {
     rules: { type: 'array', items: POLICY_RULE_SCHEMA, description: 'ordered, first match wins' },
     version: { type: 'integer', minimum: 0, description: '0 while the org has never set a policy; +1 on every PUT' },
     updatedAt: { type: 'string', format: 'date-time', nullable: true, description: 'null while the org has never set a policy' },
+    unusable: {
+      type: 'array',
+      items: { type: 'string' },
+      description:
+        'only when the stored rules are not valid (a row edited by hand; `rules` then shows them as stored, or [] when they are no list): ' +
+        'what is wrong, and that every tool call of the org is blocked POLICY_BLOCKED until valid rules are PUT',
+    },
   },
 };
 

@@ -30,6 +30,8 @@ export interface PolicyView {
   rules: PolicyRule[];
   version: number;
   updatedAt: string | null;
+  /** Only when the stored rules are not valid (a hand-edited row): why, and that every call of the org is blocked meanwhile. */
+  unusable?: string[];
 }
 
 @Injectable()
@@ -54,7 +56,13 @@ export class PoliciesService {
 
   async get(orgId: string): Promise<PolicyView> {
     const row = await this.ds.getRepository(PolicyEntity).findOne({ where: { orgId } });
-    return { rules: (row?.rules as PolicyRule[] | undefined) ?? [], version: row?.version ?? 0, updatedAt: row?.updatedAt.toISOString() ?? null };
+    if (!row) return { rules: [], version: 0, updatedAt: null };
+    const view: PolicyView = { rules: row.rules as PolicyRule[], version: row.version, updatedAt: row.updatedAt.toISOString() };
+    // Checked as the pipeline checks it (loadRules): stored rules it refuses block every call (fail closed), and the
+    // admin reading them must see that, not "no rules" (a jsonb null) or a body of another shape.
+    const checked = validatePolicyRules(row.rules);
+    if (checked.ok) return view;
+    return { ...view, rules: Array.isArray(row.rules) ? (row.rules as PolicyRule[]) : [], unusable: [...checked.errors, 'every tool call of the org is blocked (POLICY_BLOCKED) until valid rules are PUT'] };
   }
 
   /**
