@@ -10,7 +10,7 @@ import { approvalFor, refundUse, refunds } from './support.js';
  * An approval decided while the org × vendor circuit breaker is open (minimum-settings review, with
  * CIRCUIT_BREAKER_THRESHOLD=1 one failed lookup opens it): the call was claimed and failed CIRCUIT_OPEN, nothing sent,
  * and the approval used up — the agent had to ask a human again. It stays approved, as for a full concurrency slot,
- * and a sweep after the cooldown runs it.
+ * and a sweep after the cooldown runs it. Said once, not on every sweep meanwhile.
  */
 describe('approvals: an approved call while the breaker is open', () => {
   let h: Harness;
@@ -39,6 +39,11 @@ describe('approvals: an approved call while the breaker is open', () => {
     await waitFor(said, 'the decision’s attempt to be deferred by the open breaker');
     const runner = h.t.app.get(ApprovedCallRunner);
     await runner.sweep(); // within the cooldown: deferred again
+    await runner.sweep();
+    // Said once, with its org and vendor, not again on every sweep (every 5 s) for as long as the breaker stays open.
+    const deferred = h.t.logs.filter((l) => l.includes('approved call deferred') && l.includes(id)).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(deferred).toHaveLength(1);
+    expect(deferred[0]).toMatchObject({ toolCallId: id, orgId: org.orgId, vendor: 'shopify' });
     const status = async () => ((await h.t.ds.query('SELECT status FROM tool_calls WHERE id = $1', [id])) as { status: string }[])[0]!.status;
     expect([await status(), refunds(h) - before]).toEqual(['approved', 0]);
 
