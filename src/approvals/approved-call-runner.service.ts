@@ -63,6 +63,9 @@ const UNREADABLE_REMEMBERED = 10_000;
  */
 const UNREADABLE_RETRY_MS = 60_000;
 
+/** How long the start-up pass settles overdue approvals before the gateway listens (the periodic pass does the rest). */
+const STARTUP_EXPIRY_BUDGET_MS = 1_000;
+
 /**
  * Runs approved calls exactly once and expires stale approvals.
  * "Exactly once" rests on one conditional update (approved → running) that
@@ -127,7 +130,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    */
   async onApplicationBootstrap(): Promise<void> {
     settledCalls.on('settled', this.onSettled);
-    await this.tick().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${loggableErrorText(err)}`));
+    // The expiry for STARTUP_EXPIRY_BUDGET_MS at most: start-up (and so /healthz, and a stop signal) does not wait for a
+    // backlog of overdue approvals (40,000 held the listen back 20 s); reads show them expired already, and the
+    // periodic pass settles the rest.
+    await this.tick(EXPIRY_BATCH, performance.now() + STARTUP_EXPIRY_BUDGET_MS).catch((err: unknown) => this.log.warn(`start-up sweep failed: ${loggableErrorText(err)}`));
     this.task.start();
   }
 
@@ -163,8 +169,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * started, so a slow vendor never holds back the next pass's expiries (a
    * call past its approval's expiry must not keep showing waiting_approval).
    */
-  async tick(expiryBatch = EXPIRY_BATCH): Promise<{ expired: number; started: number }> {
-    const { expired, runs } = await this.startSweep(expiryBatch);
+  async tick(expiryBatch = EXPIRY_BATCH, expiryDeadline = Infinity): Promise<{ expired: number; started: number }> {
+    const { expired, runs } = await this.startSweep(expiryBatch, expiryDeadline);
     return { expired, started: runs.length };
   }
 
@@ -173,10 +179,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * back the approved calls: they are looked up and started all the same, and the next pass takes the expiry up
    * again where this one stopped (each batch commits on its own).
    */
-  private async startSweep(expiryBatch: number): Promise<{ expired: number; runs: Promise<void>[] }> {
+  private async startSweep(expiryBatch: number, expiryDeadline = Infinity): Promise<{ expired: number; runs: Promise<void>[] }> {
     const progress = { expired: 0 };
     try {
-      await this.expireOverdue(this.clock.now(), expiryBatch, progress);
+      await this.expireOverdue(this.clock.now(), expiryBatch, progress, expiryDeadline);
       this.expiryFailures.succeeded();
     } catch (err) {
       this.expiryFailures.failed(loggableErrorText(err));
@@ -236,12 +242,13 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * is stopping it ends after the batch in flight. `progress`
    * counts the batches committed so far, also when a later one fails.
    */
-  async expireOverdue(now: Date, batch = EXPIRY_BATCH, progress = { expired: 0 }): Promise<number> {
+  async expireOverdue(now: Date, batch = EXPIRY_BATCH, progress = { expired: 0 }, deadline = Infinity): Promise<number> {
     for (;;) {
       const rows = await this.sql.query<SettledApproval>(settleApprovalsSql('expired', { batched: true }), [null, 'expired', now, null, null, null, batch]);
       this.expiries.recorded(rows);
       progress.expired += rows.length;
       if (rows.length === 0 || rows.length < batch) return progress.expired;
+      if (performance.now() >= deadline) return progress.expired; // the start-up pass: the periodic one goes on
       // Stopping: the rest waits for another replica's sweep, or the restart's. Shutdown waits for this pass
       // (beforeApplicationShutdown), and a backlog of thousands would hold the stop a batch at a time.
       if (this.stopping) return progress.expired;
