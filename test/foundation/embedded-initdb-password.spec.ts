@@ -18,6 +18,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 const NOBODY = 65534;
 const base = mkdtempSync(join(tmpdir(), 'initdb-password-'));
+// Also when none of the file's tests runs (-t, runIf): vitest then skips its afterAll.
+process.once('exit', () => rmSync(base, { recursive: true, force: true }));
 chmodSync(base, 0o755); // reachable by the postgres system user, as a checkout's .data is
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 

@@ -27,6 +27,8 @@ function readableByOthers(path: string): boolean {
 }
 const asRoot = process.getuid?.() === 0 && readableByOthers(resolve('.'));
 const dataDir = mkdtempSync(join(tmpdir(), 'fresh-nonroot-'));
+// Also when none of the file's tests runs (-t, runIf): vitest then skips its afterAll.
+process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }));
 if (asRoot) chownSync(dataDir, NOBODY, NOBODY);
 
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));

@@ -15,6 +15,8 @@ import { emulatorEnv, toolUse } from '../support/scenario.js';
 import { postToolUse, sleep } from './support.js';
 
 const base = mkdtempSync(join(tmpdir(), 'postmaster-killed-'));
+// Also when none of the file's tests runs (-t, runIf): vitest then skips its afterAll.
+process.once('exit', () => rmSync(base, { recursive: true, force: true }));
 chmodSync(base, 0o755); // reachable by the postgres system user when the suite runs as root
 
 const pgDir = join(base, 'pg'); // where main.ts keeps the embedded cluster of DATA_DIR=base

@@ -21,6 +21,7 @@ import { expectNoLeaksIn } from './scratch-database.js';
 import { setupOrg, type OrgSetup } from './scenario.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from './secrets.js';
 import type { TestApp } from './test-app.js';
+import { trackChild } from './child-processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
@@ -53,19 +54,11 @@ export interface GatewayProcess {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Every child this worker started, so a failing test still leaves none behind. */
-const children = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
+/** Every child this worker started is tracked (child-processes.ts), so a failing or timed-out test leaves none behind. */
 function track(child: ChildProcess): Promise<ExitInfo> {
-  children.add(child);
+  trackChild(child);
   return new Promise((resolve) => {
-    child.once('exit', (code, signal) => {
-      children.delete(child);
-      resolve({ code, signal });
-    });
+    child.once('exit', (code, signal) => resolve({ code, signal }));
   });
 }
 

@@ -13,6 +13,8 @@ import { describeFinding, scanDatabase, scanRunLog, secretForms } from './run-le
 
 /** The secrets minted during a run (API keys, the emulator's tokens): recorded, read back, and found by the run-wide scan. */
 const dir = mkdtempSync(join(tmpdir(), 'tg-minted-'));
+// Also when none of the file's tests runs (-t, runIf): vitest then skips its afterAll.
+process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const apiKey = generateApiKey();
