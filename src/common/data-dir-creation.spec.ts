@@ -3,46 +3,42 @@
  * umask's mode and chmod-ed after, under umask 000 they were world-writable for a moment, when another user could plant a
  * link where master.key or pg.password is written next.
  */
+import * as fs from 'node:fs';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
-
-/** The modes the new folders have the moment mkdir returns (before makeDataDir's chmod): what another user can race. */
-const atCreation: Record<string, number> = {};
-vi.mock('node:fs', async (importOriginal) => {
-  const fs = await importOriginal<typeof import('node:fs')>();
-  return {
-    ...fs,
-    mkdirSync: (p: string, o?: unknown) => {
-      const first = fs.mkdirSync(p, o as never);
-      if (typeof first === 'string') {
-        for (let d = p; ; d = join(d, '..')) {
-          atCreation[d] = fs.statSync(d).mode & 0o777;
-          if (d === first || d.length <= first.length) break;
-        }
-      }
-      return first;
-    },
-  };
-});
+import { dirname, join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { makeDataDir } from './data-dir.js';
 
 describe('makeDataDir under umask 000 (the moment of creation)', () => {
-  it('never leaves DATA_DIR world-writable, not even between mkdir and chmod (mkdir with mode 0700)', async () => {
-    const { makeDataDir } = await import('./data-dir.js');
-    const base = mkdtempSync(join(tmpdir(), 'scratch-diff-'));
+  it('never leaves a folder it creates group- or world-writable, not even between mkdir and chmod', () => {
+    const base = mkdtempSync(join(tmpdir(), 'data-dir-moment-'));
     const dir = join(base, 'a', 'data');
+    /** Each new folder's mode the moment mkdir returns, before makeDataDir's chmod. */
+    const atCreation: Record<string, number> = {};
+    const watching = {
+      mkdirSync: ((p: string, o?: fs.MakeDirectoryOptions) => {
+        const first = fs.mkdirSync(p, o);
+        if (typeof first === 'string') {
+          for (let d = resolve(p); ; d = dirname(d)) {
+            atCreation[d] = statSync(d).mode & 0o777;
+            if (d === resolve(first) || dirname(d) === d) break;
+          }
+        }
+        return first;
+      }) as typeof fs.mkdirSync,
+      chmodSync: fs.chmodSync,
+    };
     const before = process.umask(0);
     try {
-      makeDataDir(dir);
+      makeDataDir(dir, watching);
     } finally {
       process.umask(before);
     }
     try {
-      expect(statSync(dir).mode & 0o777).toBe(process.getuid?.() === 0 ? 0o711 : 0o700); // after: fine
-      // at creation: a world-writable folder, for as long as the chmod takes, where master.key / pg.password go
-      expect(Object.values(atCreation).map((m) => (m & 0o022) === 0)).toEqual(Object.values(atCreation).map(() => true));
-      expect(Object.keys(atCreation).length).toBeGreaterThan(0);
+      expect(Object.keys(atCreation).sort()).toEqual([join(base, 'a'), dir].sort());
+      expect(Object.values(atCreation).filter((m) => (m & 0o022) !== 0)).toEqual([]);
+      expect(statSync(dir).mode & 0o777).toBe(process.getuid?.() === 0 ? 0o711 : 0o700);
     } finally {
       rmSync(base, { recursive: true, force: true });
     }

@@ -433,12 +433,17 @@ function cpuMicros(fn: () => void): number {
 /**
  * How many times more a 10× longer text costs: about 10 when linear, about 100 when quadratic.
  * The best of a few interleaved tries: the minimum is what the code costs, the rest is the machine.
+ * GROWTH_BOUND sits between: a 100 KB text leaves the CPU caches a 10 KB one fits in, so a linear rule measured
+ * 18–34 on a quiet machine for a huge base64 run (and 42 once in CI, with the suite's heap in the same process);
+ * 1 MB of it then costs 1.4× the 100 KB, not 10× — bounded, and far from quadratic's 100.
  */
+const GROWTH_BOUND = 50;
+
 function growth(small: string, big: string, redact: (text: string) => unknown): number {
   let best = Infinity;
   let perSmall = Infinity;
   let perBig = Infinity;
-  for (let attempt = 0; attempt < 5 && best >= 35; attempt++) {
+  for (let attempt = 0; attempt < 5 && best >= GROWTH_BOUND; attempt++) {
     perSmall = Math.min(perSmall, cpuMicros(() => {
       for (let i = 0; i < 10; i++) redact(small);
     }) / 10);
@@ -510,7 +515,7 @@ describe('credential pattern cost', () => {
     const out = secrets(big);
     for (const secret of TAIL_SECRETS) expect(out).not.toContain(secret);
     secrets(small); // warm up
-    expect(growth(small, big, secrets)).toBeLessThan(35);
+    expect(growth(small, big, secrets)).toBeLessThan(GROWTH_BOUND);
   });
 
   it.each(FIELD_HOSTILE)('%s: 100 KB of near-misses of the header-field rule redact in well under 200 ms', (_what, make) => {
