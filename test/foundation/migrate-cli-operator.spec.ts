@@ -33,7 +33,6 @@ describe('migrate CLI (built dist/): revert with an extra argument', () => {
 
   it.each([['--dry-run'], ['--help'], [MIGRATIONS.at(-2)!.name]])('revert <last> %s: usage, exit 2, nothing reverted', async (extra) => {
     const last = MIGRATIONS.at(-1)!.name; // the last migration of this release
-    expect((await migrate(['run'])).code).toBe(0); // every migration applied (an earlier case may have reverted one)
     const revert = await migrate(['revert', last, extra]);
     expect(revert.stderr).toMatch(/^usage: migrate/m);
     expect(revert.code).toBe(2);
