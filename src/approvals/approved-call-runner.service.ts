@@ -240,7 +240,8 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * ResultsStore.purgeExpired). Each batch is a statement and a transaction of its own (none is held across
    * batches); `now` is fixed for the pass, so approvals coming due meanwhile wait for the next one, and once the gateway
    * is stopping it ends after the batch in flight. `progress`
-   * counts the batches committed so far, also when a later one fails.
+   * counts the batches committed so far, also when a later one fails. `deadline` (performance.now() ms): the
+   * start-up pass ends after the batch that reaches it (STARTUP_EXPIRY_BUDGET_MS), the periodic pass settles the rest.
    */
   async expireOverdue(now: Date, batch = EXPIRY_BATCH, progress = { expired: 0 }, deadline = Infinity): Promise<number> {
     for (;;) {
