@@ -121,8 +121,9 @@ export class TokenCache {
       }
       return { token: entry.token, fresh: false };
     }
-    // The call's budget already spent: no token request is started for a caller that cannot wait for it.
-    if (!pending && opts.signal?.aborted) return raceAbort(new Promise<AcquiredToken>(() => undefined), opts.signal, opts.waitIsLocal);
+    // The call's budget already spent: it neither starts a token request nor joins one (a promise made here and left
+    // would make the fetch's failure an unhandled rejection, which ends the process).
+    if (opts.signal?.aborted) return Promise.reject(budgetSpent(opts.waitIsLocal));
     pending ??= this.start(cacheKey, fetcher);
     const issued = pending.then((token): AcquiredToken => ({ token, fresh: true }));
     return opts.signal ? raceAbort(issued, opts.signal, opts.waitIsLocal) : issued;
@@ -176,28 +177,27 @@ export class TokenCache {
   }
 }
 
+/** The call's time budget ran out before it had a token. */
+function budgetSpent(waitIsLocal?: () => boolean): TokenFetchError {
+  return waitIsLocal?.()
+    ? new TokenFetchError({
+        ok: false,
+        kind: 'timeout',
+        requestSent: false,
+        local: true,
+        message: 'call time budget spent while the gateway renewed the access token (another replica holding the renewal, or its token store)',
+      })
+    : new TokenFetchError({
+        ok: false,
+        kind: 'timeout',
+        requestSent: false,
+        message: 'call time budget spent while waiting for an access token',
+      });
+}
+
+/** `pending`, or the budget error once `signal` aborts (acquire answers a signal already aborted itself). */
 function raceAbort<T>(pending: Promise<T>, signal: AbortSignal, waitIsLocal?: () => boolean): Promise<T> {
-  const aborted = (): TokenFetchError =>
-    waitIsLocal?.()
-      ? new TokenFetchError({
-          ok: false,
-          kind: 'timeout',
-          requestSent: false,
-          local: true,
-          message: 'call time budget spent while the gateway renewed the access token (another replica holding the renewal, or its token store)',
-        })
-      : new TokenFetchError({
-          ok: false,
-          kind: 'timeout',
-          requestSent: false,
-          message: 'call time budget spent while waiting for an access token',
-        });
-  if (signal.aborted) {
-    // A fetch this caller joined goes on for the others; its failure is theirs, not an unhandled rejection here
-    // (Node would end the process).
-    pending.catch(() => undefined);
-    return Promise.reject(aborted());
-  }
+  const aborted = (): TokenFetchError => budgetSpent(waitIsLocal);
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(aborted());
     signal.addEventListener('abort', onAbort, { once: true });
