@@ -8,7 +8,7 @@ import { AppError } from '../common/errors/app-error.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { catalogRuleChecks } from './policy-rule-values.js';
-import { validatePolicyRules, type KnownTools } from './policy-rules.validator.js';
+import { validatePolicyRules, type KnownTools, type PolicyRulesValidation } from './policy-rules.validator.js';
 import type { PolicyRule } from './policy.types.js';
 import { PolicyEntity } from './policy.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
@@ -55,14 +55,20 @@ export class PoliciesService {
   }
 
   async get(orgId: string): Promise<PolicyView> {
-    const row = await this.ds.getRepository(PolicyEntity).findOne({ where: { orgId } });
-    if (!row) return { rules: [], version: 0, updatedAt: null };
+    const stored = await this.stored(orgId);
+    if (!stored) return { rules: [], version: 0, updatedAt: null };
+    const { row, checked } = stored;
     const view: PolicyView = { rules: row.rules as PolicyRule[], version: row.version, updatedAt: row.updatedAt.toISOString() };
-    // Checked as the pipeline checks it (loadRules): stored rules it refuses block every call (fail closed), and the
-    // admin reading them must see that, not "no rules" (a jsonb null) or a body of another shape.
-    const checked = validatePolicyRules(row.rules);
     if (checked.ok) return view;
+    // Rules the pipeline refuses block every call (fail closed, loadRules): the admin reading them must see that, not
+    // "no rules" (a jsonb null) or a body of another shape.
     return { ...view, rules: Array.isArray(row.rules) ? (row.rules as PolicyRule[]) : [], unusable: [...checked.errors, 'every tool call of the org is blocked (POLICY_BLOCKED) until valid rules are PUT'] };
+  }
+
+  /** The org's stored policy (none: never set), checked as on save: a hand-edited row can fail the check. */
+  private async stored(orgId: string): Promise<{ row: PolicyEntity; checked: PolicyRulesValidation } | undefined> {
+    const row = await this.ds.getRepository(PolicyEntity).findOne({ where: { orgId } });
+    return row ? { row, checked: validatePolicyRules(row.rules) } : undefined;
   }
 
   /**
@@ -80,10 +86,9 @@ export class PoliciesService {
   }
 
   private async loadRules(orgId: string): Promise<DecisionRules> {
-    const row = await this.ds.getRepository(PolicyEntity).findOne({ where: { orgId } });
-    if (!row) return { rules: [], version: 0 };
-    const checked = validatePolicyRules(row.rules);
-    return { rules: checked.ok ? checked.rules : null, version: row.version };
+    const stored = await this.stored(orgId);
+    if (!stored) return { rules: [], version: 0 };
+    return { rules: stored.checked.ok ? stored.checked.rules : null, version: stored.row.version };
   }
 
   /**
