@@ -86,7 +86,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
    * meanwhile (they would take its turns per org × vendor on every pass). A decision tries at once.
    */
   private readonly unreadable = new Map<string, number>();
-  /** Approved calls waiting for their org × vendor (an open breaker, every slot taken), with why they were last said to. */
+  /**
+   * Approved calls waiting for their org × vendor (an open breaker, every slot taken), with why they were last said to;
+   * each sweep forgets those it no longer lists (run, settled), so one deferred again later is said again.
+   */
   private readonly deferredSaid = new Map<string, string>();
   /** The expiry step failing pass after pass (the database away): said when it starts, then as a streak. */
   private readonly expiryFailures = new FailureStreak('expiry of overdue approvals', this.log, 'approved calls are still started, and the next pass goes on with the expiry');
@@ -103,10 +106,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
   /** Set when shutdown begins: no new vendor call starts from here. */
   private stopping = false;
   /** A call settled in this process (its run ended, say) no longer waits for a slot kept for it. */
-  private readonly onSettled = (id: string): void => {
-    this.calls.unreserve(id);
-    this.deferredSaid.delete(id);
-  };
+  private readonly onSettled = (id: string): void => this.calls.unreserve(id);
   /** Aborted when the database is about to close: a claim stops waiting for it to come back. */
   private readonly closing = sharedAbortController();
 
@@ -305,7 +305,6 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     );
     if (!pending) {
       this.unreadable.delete(toolCallId); // settled (run ended, claimed elsewhere): nothing left to remember
-      this.deferredSaid.delete(toolCallId);
       this.calls.unreserve(toolCallId);
       return;
     }
@@ -324,7 +323,6 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       this.deferred(toolCallId, pending.org_id, vendor!, 'approved call deferred: the org × vendor concurrency limit is reached; new calls there wait, and the next sweep runs it');
       return;
     }
-    this.deferredSaid.delete(toolCallId);
     try {
       await this.claimAndExecute(toolCallId, pending, release);
     } finally {
