@@ -18,6 +18,7 @@ import { buildModelTools, formatTools, type ToolFormat } from './tool-definition
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 import { settledCalls } from '../tool-calls/stored-call.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { isRecord } from '../policy/policy-equality.js';
 
 /** What the hot path needs of a run; everything here is fixed at creation. */
 export interface RunSnapshot {
@@ -111,8 +112,8 @@ function metadataBytes(metadata: object): number {
   return Buffer.byteLength(text) + longer;
 }
 
-type Loose = Record<string, unknown> | null | undefined;
-const objectOr = (v: unknown): Loose => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+/** `v[key]` when both are JSON objects (the run's metadata as stored may be of another shape). */
+const objectAt = (v: unknown, key: string): Record<string, unknown> | undefined => (isRecord(v) && isRecord(v[key]) ? v[key] : undefined);
 
 /**
  * The run's manifest as stored. The column is jsonb the gateway writes, but a row of another shape (an operator's
@@ -120,13 +121,13 @@ const objectOr = (v: unknown): Loose => (typeof v === 'object' && v !== null && 
  * allows nothing.
  */
 function manifestTools(metadata: unknown): string[] {
-  const list = objectOr(objectOr(metadata)?.runtimeManifest)?.allowedTools;
+  const list = objectAt(metadata, 'runtimeManifest')?.allowedTools;
   return Array.isArray(list) ? list.filter((t): t is string => typeof t === 'string') : [];
 }
 
 /** When and why an ended run ended (runs ended before `at` was kept: the row's last update, which was the end). */
 function endedView(r: AgentRunEntity): { at: string; reason: string | null } {
-  const ended = objectOr(objectOr(r.metadata)?.ended);
+  const ended = objectAt(r.metadata, 'ended');
   const at = typeof ended?.at === 'string' ? new Date(ended.at) : null;
   return { at: (at && !Number.isNaN(at.getTime()) ? at : r.updatedAt).toISOString(), reason: typeof ended?.reason === 'string' ? ended.reason : null };
 }
@@ -496,7 +497,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
       pendingApprovalCount: pending,
       totalCostCents,
       manifest: { allowedTools: manifestTools(r.metadata) },
-      metadata: objectOr(objectOr(r.metadata)?.user) ?? {},
+      metadata: objectAt(r.metadata, 'user') ?? {},
       createdAt: r.createdAt.toISOString(),
       ended: r.status === 'completed' || r.status === 'cancelled' ? endedView(r) : null,
     };
