@@ -13,10 +13,18 @@ import { afterAll, describe, expect, it } from 'vitest';
 const root = resolve('.tmp', `install-umask-${process.pid}`);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** scripts/pg-server.mjs (non-persistent, fast) under `umask`; resolves once it prints its URL line, or exits. */
-async function pgServerUnder(umask: string, dataDir: string): Promise<{ started: boolean; err: string; stop: () => Promise<void> }> {
+/**
+ * scripts/pg-server.mjs (non-persistent, fast) under `umask`, its cluster in `<root>/u<umask>/data/pg` (the folder
+ * above DATA_DIR made 0755, as a checkout's is; DATA_DIR left for pg-server to create); resolves once it prints its
+ * URL line, or exits.
+ */
+async function pgServerUnder(umask: string): Promise<{ dataDir: string; started: boolean; err: string; stop: () => Promise<void> }> {
+  const above = join(root, `u${umask}`);
+  mkdirSync(above);
+  chmodSync(above, 0o755);
+  const dataDir = join(above, 'data');
   const child = spawn('/bin/sh', ['-c', `umask ${umask}; exec "$0" "$@"`, process.execPath, 'scripts/pg-server.mjs'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', PG_DATA_DIR: dataDir, PG_FAST: '1', PG_PERSISTENT: '0' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', PG_DATA_DIR: join(dataDir, 'pg'), PG_FAST: '1', PG_PERSISTENT: '0' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let err = '';
@@ -27,6 +35,7 @@ async function pgServerUnder(umask: string, dataDir: string): Promise<{ started:
     exited.then(() => false),
   ]);
   return {
+    dataDir,
     started: first,
     err,
     stop: async () => {
@@ -42,10 +51,7 @@ describe('the umask the embedded PostgreSQL is started under', () => {
   chmodSync(root, 0o755);
 
   it.runIf(process.getuid?.() === 0)('started as root under umask 077, the embedded PostgreSQL starts in a DATA_DIR the gateway creates', async () => {
-    const dataDir = join(root, 'u077', 'data');
-    mkdirSync(join(root, 'u077'));
-    chmodSync(join(root, 'u077'), 0o755);
-    const pg = await pgServerUnder('077', join(dataDir, 'pg'));
+    const pg = await pgServerUnder('077');
     try {
       // Observed: "started as root, PostgreSQL runs as the postgres system user, which cannot enter …/data (mode 700) …
       // put the checkout and DATA_DIR where it can (under /srv or /opt, say)": a folder it made itself, moments before.
@@ -56,17 +62,14 @@ describe('the umask the embedded PostgreSQL is started under', () => {
   }, 60_000);
 
   it('under umask 000 the folder holding master.key, pg.password and bootstrap-admin.key is not world-writable', async () => {
-    const dataDir = join(root, 'u000', 'data');
-    mkdirSync(join(root, 'u000'));
-    chmodSync(join(root, 'u000'), 0o755);
-    const pg = await pgServerUnder('000', join(dataDir, 'pg'));
+    const pg = await pgServerUnder('000');
     try {
       expect(pg.started, pg.err).toBe(true);
       // Observed: drwxrwxrwx. Any local user may then plant a symbolic link at pg.password.<pid> or
       // bootstrap-admin.key (writeFileSync follows it: the secret is written into the attacker's file), or replace
       // master.key with a key of their own.
-      expect((statSync(dataDir).mode & 0o777).toString(8)).not.toMatch(/[2367]$/);
-      expect(statSync(dataDir).mode & 0o002).toBe(0);
+      expect((statSync(pg.dataDir).mode & 0o777).toString(8)).not.toMatch(/[2367]$/);
+      expect(statSync(pg.dataDir).mode & 0o002).toBe(0);
     } finally {
       await pg.stop();
     }
