@@ -1,14 +1,9 @@
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
-import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { loadConfig, type AppConfig } from '../config/app-config.js';
 import { CONFIG_SCHEMA, ConfigError } from '../config/config.schema.js';
-import { ForeignActiveKeyError, KeyRotationService, MislabelledKeyIdError, type RotationSummary } from '../credentials/key-rotation.service.js';
-import { dbOptions } from '../db/db-options.js';
+import type { RotationSummary } from '../credentials/key-rotation.service.js';
 import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
-import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
-import { poolerHint } from '../db/database-probe.js';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
 
@@ -88,6 +83,16 @@ async function main(args: string[]): Promise<number> {
     return 2;
   }
 
+  // TypeORM, the entities and the services load only now (about a second): a usage or configuration mistake above is
+  // answered at once.
+  const [{ DataSource }, { dbOptions }, { EnvelopeCipher }, { ForeignActiveKeyError, KeyRotationService, MislabelledKeyIdError }, { LedgerEventsService }] =
+    await Promise.all([
+      import('typeorm'),
+      import('../db/db-options.js'),
+      import('../common/crypto/envelope-cipher.js'),
+      import('../credentials/key-rotation.service.js'),
+      import('../ledger/ledger-events.service.js'),
+    ]);
   const ds = await new DataSource(dbOptions(config.DATABASE_URL!, 2, config.DB_QUERY_TIMEOUT_MS, config.DB_CONNECTION_MODE)).initialize();
   try {
     const [{ ready }] = (await ds.query(
@@ -173,8 +178,9 @@ function unknownArgument(index: number, arg: string): string {
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(`credentials-rotate failed: ${loggableErrorText(err)}${poolerHint(err)}`);
+  async (err: unknown) => {
+    const hint = await import('../db/database-probe.js').then(({ poolerHint }) => poolerHint(err), () => '');
+    console.error(`credentials-rotate failed: ${loggableErrorText(err)}${hint}`);
     process.exit(1);
   },
 );
