@@ -118,7 +118,7 @@ export class VendorTokenStore implements RotatingTokenStore {
   }
 
   private async obtainOrThrow(grant: RotatingGrant, refresh: RefreshGrant, opts: ObtainOptions): Promise<FetchedToken> {
-    const deadline = Date.now() + this.leaseMs;
+    const deadline = performance.now() + this.leaseMs; // a wait: the monotonic clock, whatever the wall clock does
     for (;;) {
       const [row] = await this.sql.prepared<Row>(`SELECT ${COLUMNS} FROM vendor_tokens WHERE org_id = $1 AND integration_type = $2`, [grant.orgId, grant.integration]);
       if (row && row.grant_id !== grant.grantId) {
@@ -138,7 +138,7 @@ export class VendorTokenStore implements RotatingTokenStore {
       );
       if (claimed) return await this.refreshHolding(grant, lease, claimed, refresh, opts);
       // Another replica is refreshing: its token lands in the row. (Or a PUT has just replaced the grant: the next read sees it.)
-      if (Date.now() + POLL_MS >= deadline) {
+      if (performance.now() + POLL_MS >= deadline) {
         throw new TokenFetchError({ ok: false, kind: 'timeout', requestSent: false, local: true, message: `another replica is still renewing the ${grant.integration} access token` });
       }
       await sleep(POLL_MS);

@@ -94,7 +94,7 @@ async function sessionSettingsMissing(client: pg.Client, queryTimeoutMs: number,
  * Answers null when it connected, else the problem.
  */
 export async function probeDatabase(url: string, opts: ProbeOptions): Promise<string | null> {
-  const deadline = Date.now() + opts.budgetMs;
+  const deadline = performance.now() + opts.budgetMs;
   for (;;) {
     let client: pg.Client | undefined;
     try {
@@ -119,7 +119,7 @@ export async function probeDatabase(url: string, opts: ProbeOptions): Promise<st
       await client?.end().catch(() => undefined);
       const { text, transient } = reason(err, opts.connectionMode ?? 'direct');
       const problem = `cannot connect to the database in DATABASE_URL (${databaseTarget(url)}): ${text}`;
-      if (!transient || Date.now() + opts.intervalMs > deadline || opts.stopped()) return problem;
+      if (!transient || performance.now() + opts.intervalMs > deadline || opts.stopped()) return problem;
       opts.onWait(`${problem}; trying again`);
       await sleep(opts.intervalMs);
       if (opts.stopped()) return problem;

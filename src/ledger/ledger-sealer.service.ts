@@ -87,14 +87,14 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
 
   private async sealAll(full: boolean): Promise<number> {
     let total = 0;
-    const startedMs = Date.now();
+    const startedMs = performance.now();
     const first = this.frontier.startSeq(startedMs, full);
     if (first === 0) this.stops.fullScanStarted();
     let start = first;
     for (;;) {
       const batch = await this.sealBatch(start);
       if (batch === null) return total; // another replica is sealing
-      this.frontier.sealed(batch.sealed, Date.now(), batch.ceiling);
+      this.frontier.sealed(batch.sealed, performance.now(), batch.ceiling);
       total += batch.sealed.length;
       // Rows read, not rows sealed: a batch of events waiting behind a stop seals nothing, and the rest still need a pass.
       if (batch.read < BATCH) {

@@ -34,7 +34,7 @@ export class SealFrontier {
   private lastFullScanMs = -Infinity;
   private overflowMs = -Infinity;
 
-  /** The lowest seq the next pass must read (0 = a full scan). */
+  /** The lowest seq the next pass must read (0 = a full scan). `nowMs` here and in sealed(): performance.now(), durations only. */
   startSeq(nowMs: number, full: boolean): number {
     for (const [seq, since] of this.gaps) if (nowMs - since > GAP_TTL_MS) this.gaps.delete(seq);
     if (full || this.fullScanDue || nowMs - this.lastFullScanMs >= FULL_SCAN_EVERY_MS) return 0;

@@ -13,7 +13,7 @@
  * this seller and app saw for the operation, else the documented usage plan.
  */
 import { TokenCache } from '../auth/token-cache.js';
-import { parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome, type FailedOutcome, type VendorEndpoints, type VendorFailureKind } from '../vendor-handler.js';
 import { spapiBaseUrl, type AmazonCredentials } from './amazon.credentials.js';
@@ -191,8 +191,8 @@ function classify(res: VendorHttpResponse, err: SpapiError, envelope: string, qu
   if (s === 403 || s === 401) return failed('auth', s, `SP-API refused the access token: HTTP ${s}${code}`);
   if (s === 404) return failed('not_found', s, `SP-API: not found${code}`);
   // SP-API sends no Retry-After on 429 [obs]; honour one only if something in between adds it.
-  if (s === 429) return quotaExceeded(s, `SP-API quota exceeded${code}`, parseRetryAfterMs(res.headers['retry-after']), quotaWaitMs);
-  if (s >= 500) return failed('server_error', s, `SP-API failed: HTTP ${s}${code}`, parseRetryAfterMs(res.headers['retry-after']));
+  if (s === 429) return quotaExceeded(s, `SP-API quota exceeded${code}`, retryAfterMsOf(res.headers), quotaWaitMs);
+  if (s >= 500) return failed('server_error', s, `SP-API failed: HTTP ${s}${code}`, retryAfterMsOf(res.headers));
   return failed('rejected', s, `SP-API rejected the request: HTTP ${s}${code}`);
 }
 

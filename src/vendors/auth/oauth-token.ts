@@ -5,7 +5,7 @@
  * effect), so every failure here is reported with requestSent=false: the
  * vendor action itself was never sent and may be retried.
  */
-import { parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import type { FailedOutcome, VendorEndpoints, VendorFailureKind } from '../vendor-handler.js';
 import { TokenFetchError, type FetchedToken } from './token-cache.js';
@@ -118,8 +118,8 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
   }
   if (status === 429) {
     const limited = tokenOutcome('rate_limited', status, `${label} token endpoint rate limited`);
-    throw new TokenFetchError(withWait(limited, parseRetryAfterMs(res.headers['retry-after']), req.rateLimitBackoffMs));
+    throw new TokenFetchError(withWait(limited, retryAfterMsOf(res.headers), req.rateLimitBackoffMs));
   }
-  if (status >= 500) throw tokenFailure('server_error', status, `${label} token endpoint failed: HTTP ${status}`, parseRetryAfterMs(res.headers['retry-after']));
+  if (status >= 500) throw tokenFailure('server_error', status, `${label} token endpoint failed: HTTP ${status}`, retryAfterMsOf(res.headers));
   throw tokenFailure('rejected', status, `${label} token endpoint answered HTTP ${status}${suffix}`);
 }

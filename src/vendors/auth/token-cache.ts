@@ -33,7 +33,10 @@ export type TokenFetcher = () => Promise<FetchedToken>;
 export interface TokenCacheOptions {
   /** Refresh this long before the vendor's expiry (default 60 s). */
   refreshMarginMs?: number;
-  /** Injectable clock (ms since epoch). */
+  /**
+   * Injectable clock in ms (default performance.now()): only durations are measured with it (fetched at + expires_in),
+   * so a wall clock stepped back (NTP) never keeps a dead token in use, nor one stepped forward drops a live one.
+   */
   now?: () => number;
   /** Bound on cached credentials; the oldest entry goes first (default 10 000). */
   maxEntries?: number;
@@ -93,7 +96,7 @@ export class TokenCache {
 
   constructor(opts: TokenCacheOptions = {}) {
     this.marginMs = opts.refreshMarginMs ?? 60_000;
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? (() => performance.now());
     this.maxEntries = opts.maxEntries ?? 10_000;
   }
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { failedOutcome } from '../vendor-handler.js';
-import { parseHttpDate, parseRetryAfterMs, vendorNamedWaitMs, withWait } from './retry-after.js';
+import { parseHttpDate, parseRetryAfterMs, retryAfterMsOf, vendorNamedWaitMs, withWait } from './retry-after.js';
 
 const NOW = Date.parse('2026-12-02T03:55:00Z');
 
@@ -38,6 +38,28 @@ describe('parseRetryAfterMs: the three HTTP-date forms (RFC 9110 §5.6.7)', () =
     expect(parseRetryAfterMs('Wed, 02 Foo 2026 03:55:07 GMT', NOW)).toBeUndefined();
     expect(parseRetryAfterMs('Wed, 02 Dec 2026 25:55:07 GMT', NOW)).toBeUndefined();
     expect(parseRetryAfterMs('2026-12-02T03:55:07Z', NOW)).toBeUndefined();
+  });
+});
+
+describe('retryAfterMsOf: a date is read against the answer\'s own Date header (the vendor\'s clock)', () => {
+  const date = (ms: number) => new Date(ms).toUTCString();
+
+  it('30 s by the vendor\'s clock is 30 s, whether its clock is minutes behind this host\'s or ahead', () => {
+    for (const skewMs of [0, -300_000, 300_000]) {
+      const vendorNow = Date.now() + skewMs;
+      expect(retryAfterMsOf({ date: date(vendorNow), 'retry-after': date(vendorNow + 30_000) }), `skew ${skewMs} ms`).toBe(30_000);
+    }
+  });
+
+  it('seconds are seconds; a date without a (readable) Date header is read against this host\'s clock', () => {
+    expect(retryAfterMsOf({ date: date(Date.now() - 600_000), 'retry-after': '2' })).toBe(2_000);
+    const inTenSeconds = date(Date.now() + 10_000);
+    for (const headers of [{ 'retry-after': inTenSeconds }, { date: 'yesterday', 'retry-after': inTenSeconds }]) {
+      const ms = retryAfterMsOf(headers)!;
+      expect(ms).toBeGreaterThan(8_000);
+      expect(ms).toBeLessThanOrEqual(10_000);
+    }
+    expect(retryAfterMsOf({ date: date(Date.now()) })).toBeUndefined();
   });
 });
 

@@ -17,6 +17,16 @@ export function parseRetryAfterMs(value: string | undefined, now: number = Date.
   return clampRetryAfterMs(Math.max(0, at - now));
 }
 
+/**
+ * The wait a vendor's answer names (its Retry-After). A date is read against the answer's own Date header, the
+ * vendor's clock, when it has one: "retry at 10:00:30" sent at 10:00:00 means 30 s, though this host's clock be minutes
+ * ahead (read as no wait: the retry hammers a rate-limited vendor) or behind (minutes of needless wait).
+ */
+export function retryAfterMsOf(headers: Readonly<Record<string, string | undefined>>): number | undefined {
+  const sentAt = headers.date === undefined ? undefined : parseHttpDate(headers.date.trim());
+  return parseRetryAfterMs(headers['retry-after'], sentAt ?? Date.now());
+}
+
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const IMF_FIXDATE = /^[A-Za-z]{3}, (\d{1,2}) ([A-Za-z]{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT$/;
 const RFC850_DATE = /^[A-Za-z]{6,9}, (\d{1,2})-([A-Za-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) GMT$/;

@@ -5,7 +5,7 @@
  * retry per call; 403 is a header/permission problem and is not retried.
  */
 import { TokenCache, TokenFetchError } from '../auth/token-cache.js';
-import { parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchJumioToken, jumioCacheKey } from './jumio-auth.client.js';
@@ -43,9 +43,9 @@ function classify(res: VendorHttpResponse): Answer {
   // Jumio documents no Retry-After on 429 (use one if it is ever sent): wait
   // at least one slot of the retrieval limit before trying again.
   if (s === 429) {
-    return { ok: false, outcome: withWait(fail('rate_limited', 'Jumio rate limit exceeded', s), parseRetryAfterMs(res.headers['retry-after']), JUMIO_RETRIEVAL_BACKOFF_MS) };
+    return { ok: false, outcome: withWait(fail('rate_limited', 'Jumio rate limit exceeded', s), retryAfterMsOf(res.headers), JUMIO_RETRIEVAL_BACKOFF_MS) };
   }
-  if (s >= 500) return { ok: false, outcome: fail('server_error', `Jumio failed: HTTP ${s}`, s, parseRetryAfterMs(res.headers['retry-after'])) };
+  if (s >= 500) return { ok: false, outcome: fail('server_error', `Jumio failed: HTTP ${s}`, s, retryAfterMsOf(res.headers)) };
   return { ok: false, outcome: fail('rejected', `Jumio rejected the request: HTTP ${s}`, s) };
 }
 

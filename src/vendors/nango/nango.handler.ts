@@ -9,7 +9,7 @@
  * (prefix stripped, VENDORS.md §4.1): the provider's Accept and User-Agent go
  * that way; the unprefixed ones are for Nango itself.
  */
-import { parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams, checkNangoPath } from './nango-path.js';
@@ -89,7 +89,7 @@ export const NANGO_DEFAULT_429_WAIT_MS = 1_000;
 function classify(res: VendorHttpResponse, isPost: boolean): VendorOutcome {
   const s = res.status;
   if (s >= 200 && s < 300) return success(res);
-  const retryAfterMs = parseRetryAfterMs(res.headers['retry-after']);
+  const retryAfterMs = retryAfterMsOf(res.headers);
   // Nango passes an upstream's non-2xx body back raw (§4.2), and a provider's body may use a code Nango
   // also uses: a code counts as Nango's only at the status Nango answers it with. Read at any status, an
   // upstream 5xx saying "plan_limit" or "too_many_request" would turn a POST the provider may have

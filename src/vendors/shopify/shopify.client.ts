@@ -3,7 +3,7 @@
  * VendorOutcome kind (VENDORS.md §1.4-1.6). Messages are our own words: vendor
  * bodies can echo customer data and must not reach the ledger.
  */
-import { clampRetryAfterMs, parseRetryAfterMs, withWait } from '../http/retry-after.js';
+import { clampRetryAfterMs, retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, vendorRequest, VendorHttpError, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome, type FailedOutcome, type VendorEndpoints } from '../vendor-handler.js';
 
@@ -76,7 +76,7 @@ export function interpretShopifyResponse(res: VendorHttpResponse, mutation?: str
   if (status === 404) return fail('rejected', 'shopify answered 404 for its GraphQL endpoint: unknown shop or API version (check shopDomain and apiVersion)');
   if (status === 429) return withWait(fail('rate_limited', 'shopify rate limit reached (HTTP 429)'), shopify429WaitMs(res), SHOPIFY_DEFAULT_429_WAIT_MS);
   if (status === 402 || status === 423) return fail('rejected', `shopify shop is frozen or locked (HTTP ${status})`);
-  if (status >= 500) return fail('server_error', `shopify server error (HTTP ${status})`, parseRetryAfterMs(res.headers['retry-after']));
+  if (status >= 500) return fail('server_error', `shopify server error (HTTP ${status})`, retryAfterMsOf(res.headers));
   if (status < 200 || status >= 300) return fail('rejected', `shopify refused the request (HTTP ${status})`);
 
   let body: unknown;
@@ -264,7 +264,7 @@ export const SHOPIFY_DEFAULT_429_WAIT_MS = 1_000;
  * default of 1 s, as its own guess).
  */
 function shopify429WaitMs(res: VendorHttpResponse): number | undefined {
-  const retryAfter = parseRetryAfterMs(res.headers['retry-after']);
+  const retryAfter = retryAfterMsOf(res.headers);
   if (retryAfter !== undefined) return retryAfter;
   let body: unknown;
   try {

@@ -83,11 +83,11 @@ export class SqlRefundLeases implements RefundLeases {
    */
   async acquire(key: RefundLeaseKey, holder: string, signal: AbortSignal, callDeadline?: number): Promise<FailedOutcome | null> {
     const leftForWait = callDeadline === undefined ? this.timing.maxWaitMs : callDeadline - this.timing.maxWaitMs - performance.now();
-    const deadline = Date.now() + Math.min(this.timing.maxWaitMs, leftForWait);
+    const deadline = performance.now() + Math.min(this.timing.maxWaitMs, leftForWait);
     let pollMs = FIRST_POLL_MS;
     for (;;) {
       if (signal.aborted) return busy();
-      if (Date.now() > deadline) return pollMs === FIRST_POLL_MS ? noRoom() : busy(); // no room left for the refund's own request
+      if (performance.now() > deadline) return pollMs === FIRST_POLL_MS ? noRoom() : busy(); // no room left for the refund's own request
       try {
         const held = await this.sql.prepared(ACQUIRE, [key.orgId, key.shopDomain, key.orderId, holder, this.timing.leaseMs / 1000]);
         if (held.length > 0) return null;
@@ -103,7 +103,7 @@ export class SqlRefundLeases implements RefundLeases {
           message: `the order's refund lease could not be taken${unavailable ? ': the database is unavailable' : ''}; the refund was not sent`,
         };
       }
-      if (Date.now() + pollMs > deadline) return busy();
+      if (performance.now() + pollMs > deadline) return busy();
       try {
         await sleep(pollMs, undefined, { signal });
       } catch {
