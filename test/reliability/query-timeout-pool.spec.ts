@@ -58,17 +58,25 @@ describe('a transaction cut off by a partition past DB_QUERY_TIMEOUT_MS', () => 
     proxy.blackhole(false);
     await sleep(300); // the held INSERT reaches the server, if its connection is still there
     await ds.query(`INSERT INTO ${table} VALUES ('${prefix}-acknowledged')`);
-    return { outcome, seen: await seen(prefix), idleInTransaction: await idleInTransaction() };
+    return { outcome: failedAsCutOff(outcome), seen: await seen(prefix), idleInTransaction: await idleInTransaction() };
   }
+
+  /**
+   * The caller hears the client's query_timeout, or the server ending the session it sees idle in the transaction
+   * (idle_in_transaction_session_timeout, the same limit, counted from the BEGIN; the proxy holds its bytes but not its
+   * closing the connection): whichever comes first,
+   * which a loaded machine decides. Either way the statement failed and its connection is gone.
+   */
+  const failedAsCutOff = (outcome: string) => (outcome === 'Query read timeout' || outcome === 'Connection terminated unexpectedly' ? 'cut off' : outcome);
 
   it('through TypeORM (ds.transaction: every manager and repository path), the connection is dropped', async () => {
     const res = await cutOff('typeorm', (insert) => ds.transaction((m) => m.query(insert)));
-    expect(res).toEqual({ outcome: 'Query read timeout', seen: ['typeorm-acknowledged'], idleInTransaction: 0 });
+    expect(res).toEqual({ outcome: 'cut off', seen: ['typeorm-acknowledged'], idleInTransaction: 0 });
   });
 
   it('through Sql.transaction, the connection is dropped', async () => {
     const res = await cutOff('sql', (insert) => new Sql(ds, { DB_CONNECTION_MODE: 'direct' }).transaction((c) => c.query(insert)));
-    expect(res).toEqual({ outcome: 'Query read timeout', seen: ['sql-acknowledged'], idleInTransaction: 0 });
+    expect(res).toEqual({ outcome: 'cut off', seen: ['sql-acknowledged'], idleInTransaction: 0 });
   });
 
   it('the server ends a transaction left idle past DB_QUERY_TIMEOUT_MS; the migrator has no such limit', async () => {
