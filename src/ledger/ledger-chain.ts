@@ -64,3 +64,22 @@ export function eventHashOrNull(prevHash: string, e: ChainedEventFields): string
     throw err;
   }
 }
+
+/** What one page of events may hold, as stored (pg_column_size: compressed; the JSON text is some 1–3 times more). */
+export const PAGE_STORED_BYTES = 4 * 1024 * 1024;
+
+/**
+ * `inner`, a query for at most a page of events in `order` (it has its LIMIT), cut after the event that reaches
+ * PAGE_STORED_BYTES of actor and metadata: the sealer and the verifier parse and hash a page in one go, and an org
+ * admin can make every event some 120 KB (a whole permissions diff), so 5,000 of them were 600 MB of JSON held at
+ * once and 8 s of the event loop, every org's calls waiting. The first event always comes; `candidates` is how many
+ * `inner` gave, so a page is the last when it has them all and they were fewer than the limit.
+ */
+export const byteBoundedPage = (inner: string, order: string): string =>
+  `SELECT p.*, p.candidates::int AS candidates FROM (
+     SELECT a.*, sum(a.stored_bytes) OVER (ORDER BY a.${order}) - a.stored_bytes AS bytes_before, count(*) OVER () AS candidates
+       FROM (${inner}) a) p
+    WHERE p.bytes_before < ${PAGE_STORED_BYTES} ORDER BY p.${order}`;
+
+/** The stored size of an event's hashed JSON, for byteBoundedPage's `inner`. */
+export const STORED_BYTES_SQL = `coalesce(pg_column_size(metadata), 0) + coalesce(pg_column_size(actor), 0) AS stored_bytes`;

@@ -5,7 +5,7 @@ import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { ChainStops } from './chain-stops.js';
-import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH } from './ledger-chain.js';
+import { byteBoundedPage, CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, STORED_BYTES_SQL } from './ledger-chain.js';
 import { SealFrontier } from './seal-frontier.js';
 
 /** Any constant works; it only has to be the same for every replica. */
@@ -26,10 +26,14 @@ interface UnsealedRow {
   created_iso: string;
 }
 
-/** One batch: the seqs it sealed (ascending), how many unsealed rows it read, the last seq read, and the sequence's last value once read. */
+/**
+ * One batch: the seqs it sealed (ascending), how many unsealed rows it read, whether more may follow (a whole batch,
+ * or one cut by bytes), the last seq read, and the sequence's last value once read.
+ */
 interface BatchResult {
   sealed: number[];
   read: number;
+  more: boolean;
   lastSeq: number;
   ceiling: number;
 }
@@ -97,7 +101,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
       this.frontier.sealed(batch.sealed, performance.now(), batch.ceiling);
       total += batch.sealed.length;
       // Rows read, not rows sealed: a batch of events waiting behind a stop seals nothing, and the rest still need a pass.
-      if (batch.read < BATCH) {
+      if (!batch.more) {
         if (first === 0) {
           this.frontier.fullScanDone(startedMs);
           for (const [orgId, stop] of this.stops.fullScanDone()) {
@@ -117,11 +121,14 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
       const [{ locked }] = (await m.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [SEALER_LOCK_KEY])) as [{ locked: boolean }];
       if (!locked) return null;
       const rows = (await m.query(
-        `SELECT seq, id, org_id, type, run_id, tool_call_id, actor, metadata, ${CREATED_ISO_SQL} AS created_iso
-           FROM runtime_ledger_events WHERE hash IS NULL AND seq >= $1 ORDER BY seq LIMIT ${BATCH}`,
+        byteBoundedPage(
+          `SELECT seq, id, org_id, type, run_id, tool_call_id, actor, metadata, ${CREATED_ISO_SQL} AS created_iso, ${STORED_BYTES_SQL}
+             FROM runtime_ledger_events WHERE hash IS NULL AND seq >= $1 ORDER BY seq LIMIT ${BATCH}`,
+          'seq',
+        ),
         [start],
-      )) as UnsealedRow[];
-      if (rows.length === 0) return { sealed: [], read: 0, lastSeq: start, ceiling: 0 };
+      )) as (UnsealedRow & { candidates: number })[];
+      if (rows.length === 0) return { sealed: [], read: 0, more: false, lastSeq: start, ceiling: 0 };
       // Read after the rows: every seq the sequence handed out to one of them is at most this. A row
       // above it named its own seq (an insert around the gateway), and must not move the frontier.
       const ceiling = await this.readCeiling(m);
@@ -168,7 +175,8 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
         hashes.push(hash);
         head.set(r.org_id, { seq: chainSeq, hash });
       }
-      const read = { read: rows.length, lastSeq: Number(rows[rows.length - 1].seq), ceiling };
+      const more = rows.length < rows[0].candidates || rows[0].candidates === BATCH;
+      const read = { read: rows.length, more, lastSeq: Number(rows[rows.length - 1].seq), ceiling };
       if (seqs.length === 0) return { sealed: [], ...read };
       await m.query(
         `UPDATE runtime_ledger_events e SET chain_seq = v.chain_seq, prev_hash = v.prev_hash, hash = v.hash, sealed_at = clock_timestamp()
