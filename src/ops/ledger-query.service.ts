@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { KeyRateLimiter } from '../auth/key-rate-limiter.js';
 import type { Principal } from '../auth/principal.js';
 import { LedgerVerifierService, type VerifyResult } from '../ledger/ledger-verifier.service.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
@@ -9,6 +10,7 @@ import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
 import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { LedgerEventsQuery } from './ops.dto.js';
 import { ToolCallsQueryService } from './tool-calls-query.service.js';
+import { LIST_PAGE_BYTES, sizedPageSql } from './tool-calls.sql.js';
 
 /** Ops' read side of the event ledger: filtered keyset pages and chain verification. */
 @Injectable()
@@ -19,6 +21,7 @@ export class LedgerQueryService {
     private readonly cursors: LedgerCursorCodec,
     private readonly verifier: LedgerVerifierService,
     private readonly calls: ToolCallsQueryService,
+    private readonly limiter: KeyRateLimiter,
   ) {}
 
   async events(p: Principal, q: LedgerEventsQuery): Promise<{ items: LedgerEventView[]; nextCursor: string | null }> {
@@ -33,15 +36,23 @@ export class LedgerQueryService {
     const hash = filterHash({ ...filters });
     const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, 'ledger-events', scopeKey(orgId), hash);
     const limit = q.limit ?? DEFAULT_PAGE;
-    const { sql, params } = ledgerEventsPageSql(orgId, filters, after, limit + 1);
+    const { sql: page, params } = ledgerEventsPageSql(orgId, filters, after, limit + 1);
+    params.push(LIST_PAGE_BYTES);
     // An approval past its expiry is written down first (its tool_call.blocked event, reason approval_expired), as the
     // tool-call listings do: the events would otherwise go on showing the call waiting until the sweep's next pass.
     if (after === undefined && (filters.type === undefined || filters.type === 'tool_call.blocked')) await this.calls.expireOverdueApprovalsOf(orgId);
-    const rows = (await this.ds.query(sql, params)) as LedgerEventRow[];
+    // A page holds at most LIST_PAGE_BYTES of metadata and actor, as a tool-call page does of input and output (an org
+    // admin's events carry up to a 64 KiB body each), and is charged by size as it is: a token of the key's
+    // RATE_LIMIT_RPS more per 64 KiB beyond the first, once built and before it is sent. Before, ten pages of 200
+    // large events at once were 229 MB answered at a token each.
+    const sql = sizedPageSql(page, 'octet_length(metadata::text) + coalesce(octet_length(actor::text), 0)', `$${params.length}`, 'seq');
+    const rows = (await this.ds.query(sql, params)) as (LedgerEventRow & { page_rows: string; row_bytes: number })[];
+    const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
     const items = rows.slice(0, limit);
+    this.limiter.chargeListing(p.keyId, items.reduce((n, r) => n + Number(r.row_bytes), 0), 'page');
     const last = items.at(-1);
     const nextCursor =
-      rows.length > limit && last ? this.cursors.encode('ledger-events', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.seq }) : null;
+      (rows.length > limit || cut) && last ? this.cursors.encode('ledger-events', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.seq }) : null;
     return { items: items.map(ledgerEventView), nextCursor };
   }
 

@@ -84,20 +84,20 @@ export function toolCallsPageSql(orgId: string | null, f: ToolCallFilters, after
 export const LIST_PAGE_BYTES = 16 * 1024 * 1024;
 
 /**
- * The keyset page `page` (a SELECT … ORDER BY created_at DESC, id DESC LIMIT …) cut short where the rows before a row
+ * The keyset page `page` (a SELECT … ORDER BY created_at DESC, `key` DESC LIMIT …) cut short where the rows before a row
  * already hold the budget ($budgetParam) of `rowBytes` (an expression over the page's columns: jsonb text, as
  * PostgreSQL prints it, about its JSON size): the first row always comes, and the rows cut are the page's last, so a
  * cursor after the last row returned continues with them. Each row has its `row_bytes`, and `page_rows`, how many rows
  * the page held before the cut.
  */
-export function sizedPageSql(page: string, rowBytes: string, budgetParam: string): string {
+export function sizedPageSql(page: string, rowBytes: string, budgetParam: string, key: 'id' | 'seq' = 'id'): string {
   return `SELECT * FROM (
       SELECT measured.*, count(*) OVER () AS page_rows,
-             coalesce(sum(row_bytes) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
+             coalesce(sum(row_bytes) OVER (ORDER BY created_at DESC, ${key} DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
         FROM (SELECT page.*, ${rowBytes} AS row_bytes FROM (${page}) page) measured
     ) sized
     WHERE bytes_before < ${budgetParam}
-    ORDER BY created_at DESC, id DESC`;
+    ORDER BY created_at DESC, ${key} DESC`;
 }
 
 /**

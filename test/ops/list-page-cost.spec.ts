@@ -119,6 +119,21 @@ describe('ledger list pages and exports are charged by size', () => {
     expect(served.bytes).toBeLessThan(2 * PAGE * 64 * 1024);
   });
 
+  it('a page of ledger events is charged by its metadata as a tool-call page is: of concurrent large pages one is served, the others are 429', async () => {
+    // Events of some 60 KiB each, as an org admin's permission changes write them (the whole diff of a 64 KiB PUT).
+    await t.ds.query(
+      `INSERT INTO runtime_ledger_events (id, org_id, type, actor, metadata)
+       SELECT gen_random_uuid(), $1, 'tool_permissions.changed', '{"role": "admin"}'::jsonb, jsonb_build_object('i', g, 'blob', repeat('x', 60 * 1024))
+         FROM generate_series(1, $2::int) g`,
+      [orgId, PAGE],
+    );
+    refill();
+    const answers = await Promise.all(Array.from({ length: 2 * RPS }, () => get(port, `/v1/ledger/events?type=tool_permissions.changed&limit=${PAGE}`, ops.key)));
+    // Before: all four served at a token each (a growth reviewer's ten pages of 200 such events: 229 MB at once).
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 429, 429, 429]);
+    expect(answers.find((a) => a.status === 200)!.bytes).toBeGreaterThan(PAGE * 60 * 1024);
+  });
+
   it('an export is charged by the bytes it streams, batch after batch: the key owes them, its next request waits, and its Retry-After followed literally is served', async () => {
     refill();
     const file = await get(port, '/v1/tool-calls/export?format=ndjson', ops.key);
