@@ -134,6 +134,29 @@ describe('ledger list pages and exports are charged by size', () => {
     expect(answers.find((a) => a.status === 200)!.bytes).toBeGreaterThan(PAGE * 60 * 1024);
   });
 
+  it('a page of ledger events ends early, with a cursor, at 16 MiB of metadata; following it reads every event once', async () => {
+    const n = 200;
+    await t.ds.query(
+      `INSERT INTO runtime_ledger_events (id, org_id, type, actor, metadata)
+       SELECT gen_random_uuid(), $1, 'policy.changed', '{"role": "admin"}'::jsonb, jsonb_build_object('i', g, 'blob', repeat('y', 100 * 1024))
+         FROM generate_series(1, $2::int) g`,
+      [orgId, n],
+    );
+    const seen: number[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      refill();
+      const page = await t.http.get(`/v1/ledger/events?type=policy.changed&limit=200${cursor ? `&cursor=${cursor}` : ''}`).set(bearer(ops.key));
+      expect(page.status).toBe(200);
+      if (pages++ === 0) expect(page.body.items.length).toBeLessThan(170); // 16 MiB of 100 KiB events, not all 200 (20 MB)
+      seen.push(...(page.body.items as { metadata: { i: number } }[]).map((e) => e.metadata.i));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(pages).toBe(2);
+    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+  });
+
   it('an export is charged by the bytes it streams, batch after batch: the key owes them, its next request waits, and its Retry-After followed literally is served', async () => {
     refill();
     const file = await get(port, '/v1/tool-calls/export?format=ndjson', ops.key);
