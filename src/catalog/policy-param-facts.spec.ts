@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { evaluatePolicy } from '../policy/policy.engine.js';
 import type { PolicyRule } from '../policy/policy.types.js';
 import type { ToolSpec, VendorHandler } from '../vendors/vendor-handler.js';
-import { policyParamFacts, type CatalogEntry } from './tool-catalog.service.js';
+import { CANONICAL_MEMO_CHARS_MAX, canonicalMemoSize, policyParamFacts, type CatalogEntry } from './tool-catalog.service.js';
 
 /** A handler that spells `path` with a leading "/", and counts what the policy asks of it. */
 function countingEntry(name: string) {
@@ -50,5 +50,15 @@ describe('policyParamFacts: rule values in the spelling of the params', () => {
     const { entry, asked } = countingEntry('facts_tool_memo');
     for (let i = 0; i < 20; i++) decide(entry, `/v1/other${i}`);
     expect(asked.param.sort()).toEqual(['v1/admin', 'v1/keys', 'v1/root']);
+  });
+
+  it('the memo is bounded in characters as well as in count: long values, policy after policy, never hold more than its bound', () => {
+    const { entry } = countingEntry('facts_tool_long');
+    const facts = policyParamFacts(entry);
+    // 4,000 distinct paths of 2,000 characters and their canonical forms: some 16 million characters.
+    for (let i = 0; i < 4_000; i++) facts.canonicalValue!('path', `v1/${String(i).padStart(6, '0')}/${'p'.repeat(1_990)}`);
+    const { values, chars } = canonicalMemoSize();
+    expect(chars).toBeLessThanOrEqual(CANONICAL_MEMO_CHARS_MAX); // before: 16 million, kept until 50,000 values
+    expect(values).toBeGreaterThan(0);
   });
 });

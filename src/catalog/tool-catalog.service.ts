@@ -26,8 +26,18 @@ export type PolicyParamFacts = Pick<PolicyEvaluationInput, 'decimalParams' | 'pa
  */
 const canonicalRuleValues = new Map<string, Map<string, unknown>>();
 let canonicalRuleValueCount = 0;
+let canonicalRuleValueChars = 0;
 const CANONICAL_MEMO_MAX = 50_000;
 const CANONICAL_MEMO_TEXT_MAX = 2_048;
+/**
+ * The memo's bound in characters (its values and their canonical forms), besides its count: 50,000 values of up to
+ * 2,048 characters were some 400 MB, shared by every org. A growth reviewer's policies of long Nango paths, changed
+ * again and again, kept 103 MB.
+ */
+export const CANONICAL_MEMO_CHARS_MAX = 4_000_000;
+
+/** How much the canonical-value memo holds (tests). */
+export const canonicalMemoSize = (): { values: number; chars: number } => ({ values: canonicalRuleValueCount, chars: canonicalRuleValueChars });
 
 /**
  * The call's param kinds, and its vendor's canonicaliser for a rule's value: a stored rule (whatever its
@@ -49,14 +59,17 @@ export function policyParamFacts(entry: CatalogEntry): PolicyParamFacts {
       let known = canonicalRuleValues.get(where);
       if (known?.has(value)) return known.get(value);
       const canonical = canonicalParam(tool.name, action.name, param, value);
-      if (canonicalRuleValueCount >= CANONICAL_MEMO_MAX) {
+      const chars = value.length + (typeof canonical === 'string' ? canonical.length : 0);
+      if (canonicalRuleValueCount >= CANONICAL_MEMO_MAX || canonicalRuleValueChars + chars > CANONICAL_MEMO_CHARS_MAX) {
         canonicalRuleValues.clear();
         canonicalRuleValueCount = 0;
+        canonicalRuleValueChars = 0;
         known = undefined;
       }
       if (!known) canonicalRuleValues.set(where, (known = new Map()));
       known.set(value, canonical);
       canonicalRuleValueCount++;
+      canonicalRuleValueChars += chars;
       return canonical;
     }),
   };
