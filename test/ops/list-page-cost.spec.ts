@@ -147,10 +147,12 @@ describe('ledger list pages and exports are charged by size', () => {
     let pages = 0;
     do {
       refill();
-      const page = await t.http.get(`/v1/ledger/events?type=policy.changed&limit=200${cursor ? `&cursor=${cursor}` : ''}`).set(bearer(ops.key));
+      const page: { status: number; body: { items: { metadata: { i: number } }[]; nextCursor: string | null } } = await t.http
+        .get(`/v1/ledger/events?type=policy.changed&limit=200${cursor ? `&cursor=${cursor}` : ''}`)
+        .set(bearer(ops.key));
       expect(page.status).toBe(200);
       if (pages++ === 0) expect(page.body.items.length).toBeLessThan(170); // 16 MiB of 100 KiB events, not all 200 (20 MB)
-      seen.push(...(page.body.items as { metadata: { i: number } }[]).map((e) => e.metadata.i));
+      seen.push(...page.body.items.map((e) => e.metadata.i));
       cursor = page.body.nextCursor;
     } while (cursor);
     expect(pages).toBe(2);
