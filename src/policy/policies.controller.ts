@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import { EvaluatesIfMatch } from '../common/http/conditional-writes.guard.js';
-import { ETAG_HEADER, IF_MATCH_HEADER, PRECONDITION_FAILED_TEXT, parsePreconditions, quoted } from '../common/http/if-match.js';
+import { ETAG_HEADER, IF_MATCH_HEADER, NOT_MODIFIED, PRECONDITION_FAILED_TEXT, parsePreconditions, quoted } from '../common/http/if-match.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
@@ -115,6 +115,7 @@ export class PoliciesController {
     schema: POLICY_SCHEMA,
     headers: { ETag: ETAG_HEADER },
   })
+  @ApiResponse(NOT_MODIFIED)
   async get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Res({ passthrough: true }) res: Response) {
     await this.scope.assertAccess(p, orgId);
     const view = await this.policies.get(orgId);

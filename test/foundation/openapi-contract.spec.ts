@@ -161,6 +161,24 @@ describe('OpenAPI document matches the live answers', () => {
     }
   });
 
+  it.each(['policies', 'tool-permissions'])('a conditional GET of …/%s answers 304 with its ETag and no body, as the document says (a docs reviewer: undocumented)', async (what) => {
+    const path = `/v1/orgs/${o.orgId}/${what}`;
+    const first = await h.t.http.get(path).set(adminAuth);
+    expect(first.status).toBe(200);
+    const again = await h.t.http.get(path).set(adminAuth).set('If-None-Match', String(first.headers.etag));
+    expect(again.status).toBe(304);
+    expect(again.headers.etag).toBe(first.headers.etag);
+    expect(operation('get', `/v1/orgs/{orgId}/${what}`).responses['304']?.headers).toHaveProperty('ETag');
+  });
+
+  it('every operation documents 500 INTERNAL, the answer to an unexpected error (a docs reviewer: named nowhere in the document)', () => {
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(methods)) {
+        if (path.startsWith('/v1/')) expect(op.responses['500']?.description, `${method.toUpperCase()} ${path}`).toMatch(/^INTERNAL/);
+      }
+    }
+  });
+
   it('a known path with a wrong method answers 404 NOT_FOUND "no such route", and the document says so (no 405)', async () => {
     for (const res of [await h.t.http.delete('/v1/tools').set(adminAuth), await h.t.http.put('/v1/runs').set(bearer(o.agentKey)).send({}), await h.t.http.patch(`/v1/approvals/${randomUUID()}`).set(adminAuth).send({})]) {
       expect([res.status, res.body.code, res.body.detail]).toEqual([404, 'NOT_FOUND', 'no such route']);

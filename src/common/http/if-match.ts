@@ -111,3 +111,14 @@ export const ETAG_HEADER = { description: 'the tag of the set as answered, for I
 
 export const PRECONDITION_FAILED_TEXT =
   'PRECONDITION_FAILED: If-Match named a tag the set no longer has (another change came first); nothing was written. ETag holds the current tag: read the set again';
+
+/**
+ * The 304 of a GET that answers an ETag (…/policies, …/tool-permissions): an If-None-Match naming the current tag is
+ * answered Not Modified, no body (Express's freshness check, RFC 9110 §13.1.2), so a client polling for changes reads
+ * the set only when it changed. Every /v1 answer is Cache-Control: no-store: no cache in between keeps one.
+ */
+export const NOT_MODIFIED = {
+  status: 304,
+  description: 'If-None-Match named the current ETag: not modified, no body (the set is as the client has it)',
+  headers: { ETag: ETAG_HEADER },
+};

@@ -206,6 +206,7 @@ const COMMON_ERRORS: [status: string, description: string, when: (path: string, 
   ['415', 'UNSUPPORTED_MEDIA_TYPE: send the body as application/json', (_path, op) => op.requestBody !== undefined],
   ['429', 'RATE_LIMITED (per API key), with Retry-After', () => true],
   ['503', UNAVAILABLE, () => true],
+  ['500', 'INTERNAL: an unexpected error; nothing about it is in the answer but its correlation id, with which the gateway logged it', () => true],
 ];
 
 interface OpenApiOperation {
