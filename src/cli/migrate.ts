@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { MigrationsPendingBehindPooler, MigrationTableLockTimeout, revertMigration, runMigrations, type MigrationWait } from '../bootstrap.js';
+import { MigrationsPendingBehindPooler, MigrationTableLockTimeout, revertMigration, runMigrations, type MigrationWait } from '../db/migration-runner.js';
 import { projectRoot } from '../common/project-root.js';
 import { CONFIG_SCHEMA, databaseEnvProblem } from '../config/config.schema.js';
 import { migratorOptions } from '../db/db-options.js';
