@@ -1,6 +1,6 @@
 /**
  * The model-facing text of a result within a byte budget. Over budget, the JSON
- * text is cut at a UTF-8 character boundary and a note says where the rest is.
+ * text is cut between values (jsonPrefix) and a note says where the rest is.
  */
 export interface ModelContent {
   content: string;
@@ -22,11 +22,48 @@ export function utf8Prefix(text: string, maxBytes: number): string {
   return buf.subarray(0, end).toString('utf8');
 }
 
+/** A string shown cut only when this much of it is shown: text, which reads as cut; a short one goes whole or not at all. */
+export const CUT_STRING_MIN_CHARS = 256;
+
+/**
+ * The longest prefix of the JSON text `json` within `maxBytes` (utf8Prefix) that ends between values: after a `,`,
+ * `[` or `{` outside any string, so what is shown never ends in a cut number, literal, key or short string. Cut at a
+ * byte, `"amount":123456` (1,234.56 in cents) showed the model `"amount":12`, a smaller amount that reads as whole (a
+ * money reviewer's finding). A long string (CUT_STRING_MIN_CHARS shown) may still be cut inside: one large value
+ * would otherwise leave nothing to show, and cut prose reads as cut.
+ */
+export function jsonPrefix(json: string, maxBytes: number): string {
+  const prefix = utf8Prefix(json, maxBytes);
+  if (prefix.length === json.length) return json;
+  let boundary = 0;
+  let inString = false;
+  let stringStart = 0;
+  let escapeAt = -1; // the backslash of the string's last escape
+  for (let i = 0; i < prefix.length; i++) {
+    const c = prefix.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) {
+        escapeAt = i;
+        i++; // the escaped character (\uXXXX: its hex digits are no quote or backslash)
+      } else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+      stringStart = i;
+    } else if (c === 0x2c || c === 0x5b || c === 0x7b) boundary = i + 1; // , [ {
+  }
+  if (inString && prefix.length - stringStart > CUT_STRING_MIN_CHARS) {
+    // Not in the middle of an escape (a lone backslash, or \u with fewer than four digits).
+    const escapeEnd = escapeAt < 0 ? 0 : escapeAt + (prefix[escapeAt + 1] === 'u' ? 6 : 2);
+    return escapeEnd > prefix.length ? prefix.slice(0, escapeAt) : prefix;
+  }
+  return prefix.slice(0, boundary);
+}
+
 export function renderForModel(json: string, budgetBytes: number, toolCallId: string): ModelContent {
   const fullBytes = Buffer.byteLength(json, 'utf8');
   if (fullBytes <= budgetBytes) return { content: json, truncated: false, fullBytes };
   const noteBytes = Buffer.byteLength(truncationNote(fullBytes, fullBytes, toolCallId), 'utf8');
-  const shown = utf8Prefix(json, Math.max(0, budgetBytes - noteBytes));
+  const shown = jsonPrefix(json, Math.max(0, budgetBytes - noteBytes));
   const shownBytes = Buffer.byteLength(shown, 'utf8');
   return { content: shown + truncationNote(fullBytes, shownBytes, toolCallId), truncated: true, fullBytes };
 }

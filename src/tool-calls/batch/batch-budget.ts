@@ -1,4 +1,4 @@
-import { renderForModel, truncationNote, utf8Prefix } from '../../executor/result-budget.js';
+import { jsonPrefix, renderForModel, truncationNote } from '../../executor/result-budget.js';
 import type { ToolCallBody } from '../tool-call-body.js';
 
 const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
@@ -43,7 +43,7 @@ function cut(b: ToolCallBody, budgetBytes: number): string | null {
   }
   const parts = alreadyCut(b)!;
   const noteBytes = bytes(truncationNote(parts.fullBytes, parts.fullBytes, b.toolCallId));
-  const shown = utf8Prefix(parts.shown, Math.max(0, budgetBytes - noteBytes));
+  const shown = jsonPrefix(parts.shown, Math.max(0, budgetBytes - noteBytes));
   return shown + truncationNote(parts.fullBytes, bytes(shown), b.toolCallId);
 }
 
