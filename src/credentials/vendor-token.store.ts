@@ -9,6 +9,7 @@ import type { ObtainOptions, RefreshGrant, RotatingGrant, RotatingTokenStore } f
 import { TokenFetchError, type FetchedToken } from '../vendors/auth/token-cache.js';
 import { credentialAad } from './credentials.service.js';
 import { rotatingGrantId } from './rotating-grant-id.js';
+import { LEASE_RELEASE_RETRY, retryWhileUnavailable } from '../tool-calls/outcome-retry.js';
 
 /** Associated data: a stored token state only decrypts for the org and integration it was written for. */
 export const vendorTokenAad = (orgId: string, integration: string): string => `vendor-token:${orgId}:${integration}`;
@@ -229,12 +230,16 @@ export class VendorTokenStore implements RotatingTokenStore {
     return { token: got.token, expiresInSec: got.expiresInSec };
   }
 
+  /** Tried again through a short outage: held on, the lease kept every replica from renewing the org's token for its whole length. */
   private async release(grant: RotatingGrant, lease: string): Promise<void> {
-    await this.sql.prepared('UPDATE vendor_tokens SET lease_id = NULL, lease_until = NULL WHERE org_id = $1 AND integration_type = $2 AND lease_id = $3', [
-      grant.orgId,
-      grant.integration,
-      lease,
-    ]);
+    await retryWhileUnavailable(
+      () => this.sql.prepared('UPDATE vendor_tokens SET lease_id = NULL, lease_until = NULL WHERE org_id = $1 AND integration_type = $2 AND lease_id = $3', [
+        grant.orgId,
+        grant.integration,
+        lease,
+      ]),
+      LEASE_RELEASE_RETRY,
+    );
   }
 
   /** The stored access token, if it belongs to this grant, is not the refused one and has more than the margin left. */

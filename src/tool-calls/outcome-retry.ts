@@ -22,6 +22,9 @@ export interface UnavailableRetry {
   signal?: AbortSignal;
 }
 
+/** Giving back a lease (a refund's, a token renewal's) through a short outage: 3 s at most, the lease's expiry the last resort. */
+export const LEASE_RELEASE_RETRY: UnavailableRetry = { budgetMs: 3_000, capMs: 500 };
+
 /**
  * Calls `write` until it resolves. Rethrows at once an error that is not
  * "database unavailable" (retrying cannot help), and the last error when the

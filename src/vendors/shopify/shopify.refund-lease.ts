@@ -16,6 +16,7 @@ import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { failedStatementFields, isDatabaseUnavailable } from '../../common/errors/database-errors.js';
 import type { FailedOutcome } from '../vendor-handler.js';
+import { LEASE_RELEASE_RETRY, retryWhileUnavailable } from '../../tool-calls/outcome-retry.js';
 
 /** The database access a lease needs: single statements on the pool (db/sql.ts), never a transaction. */
 export interface LeaseSql {
@@ -115,7 +116,9 @@ export class SqlRefundLeases implements RefundLeases {
 
   async release(key: RefundLeaseKey, holder: string): Promise<void> {
     try {
-      await this.sql.prepared(RELEASE, [key.shopDomain, key.orderId, holder]);
+      // Tried again through a short outage (a dropped connection, a failover): held on, the lease made the order's next
+      // refund wait half its budget and fail with nothing sent, for as long as the lease lasts.
+      await retryWhileUnavailable(() => this.sql.prepared(RELEASE, [key.shopDomain, key.orderId, holder]), LEASE_RELEASE_RETRY);
     } catch (err) {
       this.log.warn({ orgId: key.orgId, ...failedStatementFields(err) }, 'refund lease not released: it expires on its own');
     }
