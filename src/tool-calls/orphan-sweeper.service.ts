@@ -30,7 +30,7 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
   private readonly log = new Logger('OrphanSweeper');
   /** Each catalog action's cost, as the sweep's three parallel arrays (tool, action, cents): the catalog is fixed at start. */
   private readonly costs: [string[], string[], number[]];
-  private readonly task = new PeriodicTask('orphan sweep', SWEEP_EVERY_MS, () => this.sweep(), this.log);
+  private readonly task = new PeriodicTask('orphan sweep', SWEEP_EVERY_MS, () => this.pass(), this.log);
 
   constructor(
     private readonly sql: Sql,
@@ -44,6 +44,36 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
   async onApplicationBootstrap(): Promise<void> {
     await this.sweep().catch((err: unknown) => this.log.warn(`start-up sweep failed: ${loggableErrorText(err)}`));
     this.task.start();
+  }
+
+  /** The periodic pass: orphaned calls, then expired refund leases. */
+  async pass(): Promise<void> {
+    await this.sweep();
+    await this.purgeExpiredLeases();
+  }
+
+  /**
+   * Deletes refund leases past their end by more than an hour, a batch per statement; returns how many. A refund whose
+   * outcome may still land keeps its order's lease on purpose, until it expires; nothing else ever deleted the row
+   * then (only its holder's release, the order's next refund taking it over, or a reconcile), so the table grew by a
+   * row per such refund, for good. An expired lease holds nothing: the order's next refund takes it over as it is.
+   * The end is checked again on the row deleted, so one taken over meanwhile stays.
+   */
+  async purgeExpiredLeases(batch = SWEEP_BATCH): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const [{ n }] = await this.sql.query<{ n: number }>(
+        `WITH gone AS (
+           DELETE FROM shopify_refund_leases l
+            USING (SELECT shop_domain, order_id FROM shopify_refund_leases WHERE lease_until < now() - interval '1 hour' LIMIT $1::int) d
+            WHERE l.shop_domain = d.shop_domain AND l.order_id = d.order_id AND l.lease_until < now() - interval '1 hour'
+           RETURNING 1)
+         SELECT count(*)::int AS n FROM gone`,
+        [batch],
+      );
+      total += n;
+      if (n < batch) return total;
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
