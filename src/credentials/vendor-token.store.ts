@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DecryptionError, EnvelopeCipher, type Envelope } from '../common/crypto/envelope-cipher.js';
 import { failedStatementFields, isDatabaseUnavailable } from '../common/errors/database-errors.js';
@@ -66,9 +66,11 @@ const COLUMNS = `grant_id, key_id, iv, ciphertext, auth_tag, extract(epoch FROM 
  *   is used, so the next refresh still works.
  */
 @Injectable()
-export class VendorTokenStore implements RotatingTokenStore {
+export class VendorTokenStore implements RotatingTokenStore, BeforeApplicationShutdown {
   private readonly log = new Logger('VendorTokens');
   private readonly leaseMs: number;
+  /** Renewals under way: a refresh ahead of expiry runs with no request waiting for it (see beforeApplicationShutdown). */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     private readonly sql: Sql,
@@ -78,7 +80,26 @@ export class VendorTokenStore implements RotatingTokenStore {
     this.leaseMs = 2 * config.VENDOR_TIMEOUT_MS + LEASE_SLACK_MS;
   }
 
+  /**
+   * Before the pool closes, the renewals under way are let finish (a lease's length at most): one cut off at a stop
+   * (a refresh ahead of expiry, which no request waits for) could neither store the new refresh token Shopify had just
+   * issued nor give back its lease, and every other replica's calls of the org waited for the lease, 35 s, and failed.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise<void>((r) => (timer = setTimeout(r, this.leaseMs)))]);
+    clearTimeout(timer);
+  }
+
   async obtain(grant: RotatingGrant, refresh: RefreshGrant, opts: ObtainOptions = {}): Promise<FetchedToken> {
+    const running = this.obtainTracked(grant, refresh, opts);
+    this.inFlight.add(running);
+    void running.catch(() => undefined).finally(() => this.inFlight.delete(running));
+    return running;
+  }
+
+  private async obtainTracked(grant: RotatingGrant, refresh: RefreshGrant, opts: ObtainOptions): Promise<FetchedToken> {
     // The store's own work (its statements, the wait for another replica's renewal) but for the refresh at the vendor.
     const mark = opts.onLocalWork;
     const atVendor: RefreshGrant = mark
