@@ -22,15 +22,15 @@ export function utf8Prefix(text: string, maxBytes: number): string {
   return buf.subarray(0, end).toString('utf8');
 }
 
-/** A string shown cut only when this much of it is shown: text, which reads as cut; a short one goes whole or not at all. */
+/** A string longer than this may be cut inside (text, a blob: it reads as cut); a shorter one is shown whole or not at all. */
 export const CUT_STRING_MIN_CHARS = 256;
 
 /**
  * The longest prefix of the JSON text `json` within `maxBytes` (utf8Prefix) that ends between values: after a `,`,
  * `[` or `{` outside any string, so what is shown never ends in a cut number, literal, key or short string. Cut at a
  * byte, `"amount":123456` (1,234.56 in cents) showed the model `"amount":12`, a smaller amount that reads as whole (a
- * money reviewer's finding). A long string (CUT_STRING_MIN_CHARS shown) may still be cut inside: one large value
- * would otherwise leave nothing to show, and cut prose reads as cut.
+ * money reviewer's finding). A long string (over CUT_STRING_MIN_CHARS, or one `json` itself ends inside: already cut)
+ * may be cut inside, never in the middle of an escape: one large value would otherwise leave nothing to show.
  */
 export function jsonPrefix(json: string, maxBytes: number): string {
   const prefix = utf8Prefix(json, maxBytes);
@@ -49,14 +49,24 @@ export function jsonPrefix(json: string, maxBytes: number): string {
     } else if (c === 0x22) {
       inString = true;
       stringStart = i;
+      escapeAt = -1;
     } else if (c === 0x2c || c === 0x5b || c === 0x7b) boundary = i + 1; // , [ {
   }
-  if (inString && prefix.length - stringStart > CUT_STRING_MIN_CHARS) {
-    // Not in the middle of an escape (a lone backslash, or \u with fewer than four digits).
+  if (inString && stringLength(json, stringStart) > CUT_STRING_MIN_CHARS) {
     const escapeEnd = escapeAt < 0 ? 0 : escapeAt + (prefix[escapeAt + 1] === 'u' ? 6 : 2);
     return escapeEnd > prefix.length ? prefix.slice(0, escapeAt) : prefix;
   }
   return prefix.slice(0, boundary);
+}
+
+/** The length of the JSON string literal opening at `start` in `json`, quotes included (to the end of `json` if it ends inside). */
+function stringLength(json: string, start: number): number {
+  for (let i = start + 1; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    if (c === 0x5c) i++;
+    else if (c === 0x22) return i + 1 - start;
+  }
+  return Number.POSITIVE_INFINITY; // already cut inside: it was long
 }
 
 export function renderForModel(json: string, budgetBytes: number, toolCallId: string): ModelContent {

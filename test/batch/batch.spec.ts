@@ -264,7 +264,6 @@ describe('batches of tool calls: the batch-wide budget', () => {
     // to end between values (jsonPrefix: a key and a value of at most some 256 characters).
     const room = BUDGET - (total(results) - bytes(cut.toolResult.content));
     expect(bytes(cut.toolResult.content)).toBeGreaterThan(room - 16 - 300);
-    expect(cut.toolResult.content.slice(0, cut.toolResult.content.indexOf('\n[truncated:'))).toMatch(/[,[{]$/);
   });
 
   // API.md §9: the batch budget "counts every result's model-facing content, truncated ones included", and it
