@@ -408,6 +408,9 @@ describe('verify checks tool calls against their events', () => {
     for (const type of ['tool_call.requested', 'tool_call.started']) {
       await t.app.get(LedgerEventsService).append(calls.map((c) => ({ orgId: org, type, runId: run, toolCallId: c.id, metadata: facts })));
     }
+    // The planner's statistics, as a database that grew to this size has them (autovacuum's ANALYZE): without them its
+    // plans for the walk depended on whether autovacuum had come by yet, 4 s one run and 15 s the next.
+    await t.ds.query('ANALYZE tool_calls, runtime_ledger_events');
     expect(await verify(org)).toMatchObject({ ok: true, checked: 10_005 });
     // The last requested event (by time) loses its row.
     const [gone] = (await t.ds.query(

@@ -302,6 +302,7 @@ describe('ledger verify: tool calls against their event trail', () => {
     for (const type of ['tool_call.requested', 'tool_call.started']) {
       await h.t.app.get(LedgerEventsService).append(calls.map((c) => ({ orgId: org, type, runId: run, toolCallId: c.id, metadata: facts })));
     }
+    await h.t.ds.query('ANALYZE tool_calls, runtime_ledger_events'); // the statistics a database this size has (autovacuum)
     expect(await verify(org)).toMatchObject({ ok: true });
     // With the app's own rights (no trigger bypass): every call but one moves about 5,026 years back, to 3001 BC …
     const target = calls[calls.length - 1].id;
