@@ -25,9 +25,6 @@ import { closeAfterOutsideAnswer } from './common/http/closing-connection.js';
 
 import { MigrationsPendingBehindPooler, MigrationsStopped, MigrationTableLockTimeout, runMigrations, SchemaIncomplete } from './db/migration-runner.js';
 
-// Where they were first: tests and tools import them from here too.
-export { MigrationsPendingBehindPooler, MigrationsStopped, MigrationTableLockTimeout, SchemaIncomplete, revertMigration, runMigrations, type MigrationWait } from './db/migration-runner.js';
-
 /**
  * What a request the HTTP parser refused before Express ever saw it is answered
  * (Node's default is a bare status with an empty body). The codes are from

@@ -9,7 +9,8 @@ import { KeysetQuery } from '../db/keyset-query.js';
 import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import { Sql } from '../db/sql.js';
 import { filterHash, LedgerCursorCodec } from '../ops/ledger-cursor.js';
-import { LIST_PAGE_BYTES, sizedPageSql } from '../ops/tool-calls.sql.js';
+import { sizedPageSql } from '../db/sized-page.js';
+import { LIST_PAGE_BYTES } from '../ops/tool-calls.sql.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { ApprovalExpiries } from './approval-expiries.js';
 import { settleApprovalsSql, type SettledApproval } from './approval-settle.sql.js';
@@ -81,7 +82,7 @@ export class ApprovalsService {
     // carries its call's, which an agent can make large and queue): fewer rows than the page held means more follow.
     query.params.push(LIST_PAGE_BYTES);
     const rows = await this.sql.query<SizedApprovalRow>(
-      sizedPageSql(`SELECT ${COLUMNS} ${page}`, 'octet_length(input_redacted::text)', `$${query.params.length}`),
+      sizedPageSql(`SELECT ${COLUMNS} ${page}`, 'octet_length(input_redacted::text)', `$${query.params.length}`, 'created_at DESC, id DESC'),
       query.params,
     );
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);

@@ -1,4 +1,5 @@
 import { CanonicalJsonError, canonicalJson, sha256Hex } from '../common/canonical-json.js';
+import { sizedPageSql } from '../db/sized-page.js';
 
 /** The fields of an event that its hash covers, in the form both sealer and verifier read them. */
 export interface ChainedEventFields {
@@ -69,17 +70,10 @@ export function eventHashOrNull(prevHash: string, e: ChainedEventFields): string
 export const PAGE_STORED_BYTES = 4 * 1024 * 1024;
 
 /**
- * `inner`, a query for at most a page of events in `order` (it has its LIMIT), cut after the event that reaches
- * PAGE_STORED_BYTES of actor and metadata: the sealer and the verifier parse and hash a page in one go, and an org
- * admin can make every event some 120 KB (a whole permissions diff), so 5,000 of them were 600 MB of JSON held at
- * once and 8 s of the event loop, every org's calls waiting. The first event always comes; `candidates` is how many
- * `inner` gave, so a page is the last when it has them all and they were fewer than the limit.
+ * `page`, a query for at most a page of events in `order` (it has its LIMIT), cut after the event that reaches
+ * PAGE_STORED_BYTES of actor and metadata as stored (sizedPageSql): the sealer and the verifier parse and hash a page
+ * in one go, and an org admin can make every event some 120 KB (a whole permissions diff), so 5,000 of them were
+ * 600 MB of JSON held at once and 8 s of the event loop, every org's calls waiting. morePages says whether more follow.
  */
-export const byteBoundedPage = (inner: string, order: string): string =>
-  `SELECT p.*, p.candidates::int AS candidates FROM (
-     SELECT a.*, sum(a.stored_bytes) OVER (ORDER BY a.${order}) - a.stored_bytes AS bytes_before, count(*) OVER () AS candidates
-       FROM (${inner}) a) p
-    WHERE p.bytes_before < ${PAGE_STORED_BYTES} ORDER BY p.${order}`;
-
-/** The stored size of an event's hashed JSON, for byteBoundedPage's `inner`. */
-export const STORED_BYTES_SQL = `coalesce(pg_column_size(metadata), 0) + coalesce(pg_column_size(actor), 0) AS stored_bytes`;
+export const storedBytesPage = (page: string, order: string): string =>
+  sizedPageSql(page, 'coalesce(pg_column_size(metadata), 0) + coalesce(pg_column_size(actor), 0)', String(PAGE_STORED_BYTES), order);

@@ -5,7 +5,8 @@ import { PeriodicTask } from '../common/periodic-task.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { ChainStops } from './chain-stops.js';
-import { byteBoundedPage, CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, STORED_BYTES_SQL } from './ledger-chain.js';
+import { morePages, type SizedRow } from '../db/sized-page.js';
+import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, storedBytesPage } from './ledger-chain.js';
 import { SealFrontier } from './seal-frontier.js';
 
 /** Any constant works; it only has to be the same for every replica. */
@@ -121,13 +122,13 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
       const [{ locked }] = (await m.query('SELECT pg_try_advisory_xact_lock($1) AS locked', [SEALER_LOCK_KEY])) as [{ locked: boolean }];
       if (!locked) return null;
       const rows = (await m.query(
-        byteBoundedPage(
-          `SELECT seq, id, org_id, type, run_id, tool_call_id, actor, metadata, ${CREATED_ISO_SQL} AS created_iso, ${STORED_BYTES_SQL}
+        storedBytesPage(
+          `SELECT seq, id, org_id, type, run_id, tool_call_id, actor, metadata, ${CREATED_ISO_SQL} AS created_iso
              FROM runtime_ledger_events WHERE hash IS NULL AND seq >= $1 ORDER BY seq LIMIT ${BATCH}`,
           'seq',
         ),
         [start],
-      )) as (UnsealedRow & { candidates: number })[];
+      )) as (UnsealedRow & SizedRow)[];
       if (rows.length === 0) return { sealed: [], read: 0, more: false, lastSeq: start, ceiling: 0 };
       // Read after the rows: every seq the sequence handed out to one of them is at most this. A row
       // above it named its own seq (an insert around the gateway), and must not move the frontier.
@@ -175,8 +176,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
         hashes.push(hash);
         head.set(r.org_id, { seq: chainSeq, hash });
       }
-      const more = rows.length < rows[0].candidates || rows[0].candidates === BATCH;
-      const read = { read: rows.length, more, lastSeq: Number(rows[rows.length - 1].seq), ceiling };
+      const read = { read: rows.length, more: morePages(rows, BATCH), lastSeq: Number(rows[rows.length - 1].seq), ceiling };
       if (seqs.length === 0) return { sealed: [], ...read };
       await m.query(
         `UPDATE runtime_ledger_events e SET chain_seq = v.chain_seq, prev_hash = v.prev_hash, hash = v.hash, sealed_at = clock_timestamp()

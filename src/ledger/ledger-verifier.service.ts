@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
-import { byteBoundedPage, CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, STORED_BYTES_SQL, type ChainedEventFields } from './ledger-chain.js';
+import { morePages, type SizedRow } from '../db/sized-page.js';
+import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, storedBytesPage, type ChainedEventFields } from './ledger-chain.js';
 import { LedgerSealerService } from './ledger-sealer.service.js';
 import { SharedRuns } from './shared-runs.js';
 import { firstCallOffLedger } from './tool-call-check.js';
@@ -23,16 +24,12 @@ export interface ChainReader {
   query(sql: string, params: unknown[]): Promise<unknown>;
 }
 
-const EVENT_COLUMNS = `seq, id, org_id, chain_seq, type, run_id, tool_call_id, actor, metadata, prev_hash, hash, ${CREATED_ISO_SQL} AS created_iso, ${STORED_BYTES_SQL}`;
+const EVENT_COLUMNS = `seq, id, org_id, chain_seq, type, run_id, tool_call_id, actor, metadata, prev_hash, hash, ${CREATED_ISO_SQL} AS created_iso`;
 
-interface EventRow {
+interface EventRow extends SizedRow {
   seq: string; id: string; org_id: string; chain_seq: string | null; type: string; run_id: string | null; tool_call_id: string | null;
   actor: unknown; metadata: unknown; prev_hash: string | null; hash: string | null; created_iso: string | null;
-  candidates: number;
 }
-
-/** Whether another page may follow `rows` (byteBoundedPage: a whole page, or one cut by bytes). */
-const morePages = (rows: EventRow[]): boolean => rows.length > 0 && (rows.length < rows[0].candidates || rows[0].candidates === PAGE);
 
 const hashed = (r: EventRow, chainSeq: number): ChainedEventFields => ({
   id: r.id, orgId: r.org_id, chainSeq, type: r.type, runId: r.run_id, toolCallId: r.tool_call_id,
@@ -51,7 +48,7 @@ export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<Ve
   let checked = 0;
   for (;;) {
     const rows = (await db.query(
-      byteBoundedPage(`SELECT ${EVENT_COLUMNS} FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq >= $2 ORDER BY chain_seq LIMIT ${PAGE}`, 'chain_seq'),
+      storedBytesPage(`SELECT ${EVENT_COLUMNS} FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq >= $2 ORDER BY chain_seq LIMIT ${PAGE}`, 'chain_seq'),
       [orgId, expected],
     )) as EventRow[];
     for (const r of rows) {
@@ -73,7 +70,7 @@ export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<Ve
       expected++;
       checked++;
     }
-    if (!morePages(rows)) break;
+    if (!morePages(rows, PAGE)) break;
   }
   const off = await firstOffChain(db, orgId);
   if (off) return { ok: false, checked, brokenAt: { chainSeq: 0, ...off } };
@@ -98,7 +95,7 @@ async function firstOffChain(db: ChainReader, orgId: string): Promise<{ eventId:
   // From the lowest bigint, inclusive: a seq below 0 (OVERRIDING SYSTEM VALUE, refused since migration 1765200000000) is read too.
   for (let after = MIN_BIGINT, op = '>='; ; op = '>') {
     const rows = (await db.query(
-      byteBoundedPage(
+      storedBytesPage(
         `SELECT ${EVENT_COLUMNS} FROM runtime_ledger_events
           WHERE org_id = $1 AND (chain_seq IS NULL OR chain_seq < 1) AND seq ${op} $2 ORDER BY seq LIMIT ${PAGE}`,
         'seq',
@@ -113,7 +110,7 @@ async function firstOffChain(db: ChainReader, orgId: string): Promise<{ eventId:
         return { eventId: r.id, reason: 'unsealed event cannot be hashed (a value with no canonical JSON form); later events of the org wait behind it' };
       }
     }
-    if (!morePages(rows)) return null;
+    if (!morePages(rows, PAGE)) return null;
     after = rows[rows.length - 1].seq;
   }
 }

@@ -10,7 +10,8 @@ import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
 import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { LedgerEventsQuery } from './ops.dto.js';
 import { ToolCallsQueryService } from './tool-calls-query.service.js';
-import { LIST_PAGE_BYTES, sizedPageSql } from './tool-calls.sql.js';
+import { sizedPageSql } from '../db/sized-page.js';
+import { LIST_PAGE_BYTES } from './tool-calls.sql.js';
 
 /** Ops' read side of the event ledger: filtered keyset pages and chain verification. */
 @Injectable()
@@ -45,7 +46,7 @@ export class LedgerQueryService {
     // admin's events carry up to a 64 KiB body each), and is charged by size as it is: a token of the key's
     // RATE_LIMIT_RPS more per 64 KiB beyond the first, once built and before it is sent. Before, ten pages of 200
     // large events at once were 229 MB answered at a token each.
-    const sql = sizedPageSql(page, 'octet_length(metadata::text) + coalesce(octet_length(actor::text), 0)', `$${params.length}`, 'seq');
+    const sql = sizedPageSql(page, 'octet_length(metadata::text) + coalesce(octet_length(actor::text), 0)', `$${params.length}`, 'created_at DESC, seq DESC');
     const rows = (await this.ds.query(sql, params)) as (LedgerEventRow & { page_rows: string; row_bytes: number })[];
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
     const items = rows.slice(0, limit);

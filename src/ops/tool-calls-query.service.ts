@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { ApprovalExpiries } from '../approvals/approval-expiries.js';
 import { EXPIRY_BATCH, settleApprovalsSql, type SettledApproval } from '../approvals/approval-settle.sql.js';
 import { KeyRateLimiter, RESULT_BYTES_PER_TOKEN } from '../auth/key-rate-limiter.js';
+import { morePages } from '../db/sized-page.js';
 import type { Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { notFound } from '../common/errors/app-error.js';
@@ -256,8 +257,7 @@ export class ToolCallsQueryService {
   private async page(orgId: string | null, filters: ToolCallFilters, after: CursorPosition | undefined, limit: number, budgetBytes: number): Promise<SizedPage> {
     const { sql, params } = toolCallsSizedPageSql(orgId, filters, after, limit, budgetBytes);
     const rows = (await this.ds.query(sql, params)) as SizedToolCallRow[];
-    const pageRows = rows.length ? Number(rows[0].page_rows) : 0;
-    return { rows, more: rows.length < pageRows || pageRows === limit, bytes: sumBytes(rows) };
+    return { rows, more: morePages(rows, limit), bytes: sumBytes(rows) };
   }
 }
 

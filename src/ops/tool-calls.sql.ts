@@ -1,4 +1,5 @@
 import { KeysetQuery } from '../db/keyset-query.js';
+import { sizedPageSql } from '../db/sized-page.js';
 import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import { ToolCallEntity } from '../tool-calls/tool-call.entity.js';
 import type { ToolCallStatus } from '../tool-calls/tool-call-status.js';
@@ -84,23 +85,6 @@ export function toolCallsPageSql(orgId: string | null, f: ToolCallFilters, after
 export const LIST_PAGE_BYTES = 16 * 1024 * 1024;
 
 /**
- * The keyset page `page` (a SELECT … ORDER BY created_at DESC, `key` DESC LIMIT …) cut short where the rows before a row
- * already hold the budget ($budgetParam) of `rowBytes` (an expression over the page's columns: jsonb text, as
- * PostgreSQL prints it, about its JSON size): the first row always comes, and the rows cut are the page's last, so a
- * cursor after the last row returned continues with them. Each row has its `row_bytes`, and `page_rows`, how many rows
- * the page held before the cut.
- */
-export function sizedPageSql(page: string, rowBytes: string, budgetParam: string, key: 'id' | 'seq' = 'id'): string {
-  return `SELECT * FROM (
-      SELECT measured.*, count(*) OVER () AS page_rows,
-             coalesce(sum(row_bytes) OVER (ORDER BY created_at DESC, ${key} DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
-        FROM (SELECT page.*, ${rowBytes} AS row_bytes FROM (${page}) page) measured
-    ) sized
-    WHERE bytes_before < ${budgetParam}
-    ORDER BY created_at DESC, ${key} DESC`;
-}
-
-/**
  * toolCallsPageSql's page cut short where the rows before a row already hold `budgetBytes` of redacted input and
  * output (their jsonb text, as PostgreSQL prints it: about their JSON size), so a page of large rows never becomes
  * one huge list body or export batch in memory. The first row always comes. `row_bytes` is a row's own size,
@@ -111,7 +95,7 @@ export function toolCallsSizedPageSql(
 ): { sql: string; params: unknown[] } {
   const { sql: page, params } = toolCallsPageSql(orgId, f, after, limit);
   params.push(budgetBytes);
-  const sql = sizedPageSql(page, 'octet_length(input_redacted::text) + coalesce(octet_length(output_redacted::text), 0)', `$${params.length}`);
+  const sql = sizedPageSql(page, 'octet_length(input_redacted::text) + coalesce(octet_length(output_redacted::text), 0)', `$${params.length}`, 'created_at DESC, id DESC');
   return { sql, params };
 }
 

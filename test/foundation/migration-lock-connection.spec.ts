@@ -2,7 +2,7 @@ import pg from 'pg';
 import { DataSource, type MigrationInterface, type QueryRunner } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { runMigrations } from '../../src/bootstrap.js';
+import { runMigrations } from '../../src/db/migration-runner.js';
 import { migratorOptions } from '../../src/db/db-options.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
 import { waitFor } from '../support/wait.js';

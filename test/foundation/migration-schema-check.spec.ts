@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DataSource } from 'typeorm';
-import { revertMigration } from '../../src/bootstrap.js';
+import { revertMigration } from '../../src/db/migration-runner.js';
 import { migratorOptions } from '../../src/db/db-options.js';
 import { createScratchDatabase, runStatements } from '../support/scratch-database.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';

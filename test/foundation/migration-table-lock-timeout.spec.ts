@@ -2,7 +2,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { runMigrations } from '../../src/bootstrap.js';
+import { runMigrations } from '../../src/db/migration-runner.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { pendingMigrations } from '../../src/db/pending-migrations.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';

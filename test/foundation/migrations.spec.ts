@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalInputs1764700000000 } from '../../migrations/1764700000000-approval-inputs.js';
 import { ToolUseOncePerRun1765710000000 } from '../../migrations/1765710000000-tool-use-once-per-run.js';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { runMigrations } from '../../src/bootstrap.js';
+import { runMigrations } from '../../src/db/migration-runner.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { pendingMigrations } from '../../src/db/pending-migrations.js';
 import { runBuiltCli } from '../support/built-cli.js';

@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerFiniteChecks1765200000000 } from '../../migrations/1765200000000-ledger-finite-checks.js';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { runMigrations } from '../../src/bootstrap.js';
+import { runMigrations } from '../../src/db/migration-runner.js';
 import { migratorOptions } from '../../src/db/db-options.js';
 import { eventHash, GENESIS_HASH } from '../../src/ledger/ledger-chain.js';
 import { ledgerVerifyCommand } from '../../src/ops/ledger-verify.command.js';

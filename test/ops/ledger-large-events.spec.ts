@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../../src/config/app-config.js';
-import { runMigrations } from '../../src/bootstrap.js';
+import { runMigrations } from '../../src/db/migration-runner.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { PAGE_STORED_BYTES } from '../../src/ledger/ledger-chain.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';

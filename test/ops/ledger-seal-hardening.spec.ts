@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LedgerSeqIdentity1765100000000 } from '../../migrations/1765100000000-ledger-seq-identity.js';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { runMigrations } from '../../src/bootstrap.js';
+import { runMigrations } from '../../src/db/migration-runner.js';
 import type { AppConfig } from '../../src/config/app-config.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
