@@ -115,8 +115,26 @@ async function underMigrationLock<T>(ds: DataSource, wait: MigrationWait, work: 
     locked = true;
     return await work(qr);
   } finally {
-    if (locked) await qr.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
-    await qr.release();
+    // A lock not released (its session in an aborted transaction, the statement cut off) stays with the session:
+    // back in the pool, it made every other replica wait for it for as long as this process lived. Its connection
+    // is closed instead, and the lock ends with the session.
+    const unreleased = locked ? await unlock(qr) : undefined;
+    await (qr as unknown as ReleasableRunner).releasePostgresConnection(unreleased);
+  }
+}
+
+/** TypeORM's PostgresQueryRunner release, given an error: the pool then closes the connection instead of keeping it. */
+interface ReleasableRunner {
+  releasePostgresConnection(err?: Error): Promise<void>;
+}
+
+/** Undefined once the migration lock is released on `qr`'s session, else why not. */
+async function unlock(qr: QueryRunner): Promise<Error | undefined> {
+  try {
+    const [{ released }] = (await qr.query('SELECT pg_advisory_unlock($1) AS released', [MIGRATION_LOCK])) as { released: boolean }[];
+    return released ? undefined : new Error('the migration lock was not held by its session');
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
   }
 }
 
