@@ -19,6 +19,7 @@ import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 import { settledCalls } from '../tool-calls/stored-call.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { isRecord } from '../policy/policy-equality.js';
+import { setBounded } from '../common/cache/bounded-map.js';
 
 /** What the hot path needs of a run; everything here is fixed at creation. */
 export interface RunSnapshot {
@@ -467,8 +468,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     };
     // An active run stays cacheable: if it ends meanwhile (on any replica), the intent statement finds out and the entry goes.
     if (snap.status === 'running' || snap.status === 'waiting_approval') {
-      if (this.snapshots.size >= SNAPSHOT_CACHE_MAX) this.snapshots.clear();
-      this.snapshots.set(runId, snap);
+      setBounded(this.snapshots, runId, snap, SNAPSHOT_CACHE_MAX);
     }
     return snap;
   }

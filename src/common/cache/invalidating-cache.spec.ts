@@ -123,3 +123,17 @@ describe('InvalidatingCache: joining a load in flight', () => {
     expect(loads).toBe(2);
   });
 });
+
+describe('InvalidatingCache: at its bound', () => {
+  it('drops the entry stored longest ago, not every entry: the newer ones stay cached', async () => {
+    const cache = new InvalidatingCache<string, string>({ ttlMs: 60_000, maxEntries: 3, now: () => 0 });
+    let loads = 0;
+    const load = (k: string) => async () => (loads++, k);
+    await cache.get('hot', load('hot'));
+    for (let i = 0; i < 9; i++) await cache.get(`cold${i}`, load(`cold${i}`));
+    const before = loads;
+    for (const k of ['cold8', 'cold7', 'cold6']) await cache.get(k, load(k));
+    // The three newest are all still there (a cache emptied at its bound held only the last one stored).
+    expect(loads - before).toBe(0);
+  });
+});

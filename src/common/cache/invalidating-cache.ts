@@ -1,3 +1,5 @@
+import { setBounded } from './bounded-map.js';
+
 /**
  * A per-key TTL cache for hot-path reads whose invalidation cannot be undone
  * by a read that was already in flight.
@@ -26,7 +28,7 @@
  */
 export interface InvalidatingCacheOptions<V> {
   ttlMs: number;
-  /** Entries above which the whole cache is dropped (cheap bound on memory). */
+  /** Entries kept at most; at the bound, the one stored longest ago makes room (setBounded). */
   maxEntries?: number;
   /** Results for which this returns false are handed back but not stored. */
   cacheable?: (value: V) => boolean;
@@ -78,8 +80,7 @@ export class InvalidatingCache<K, V> {
       (value) => {
         if (this.flights.get(key) === flight) this.flights.delete(key);
         if (flight.current && this.cacheable(value)) {
-          if (this.entries.size >= this.maxEntries) this.entries.clear();
-          this.entries.set(key, { value, until: startedAt + this.ttlMs });
+          setBounded(this.entries, key, { value, until: startedAt + this.ttlMs }, this.maxEntries);
         }
         return value;
       },
