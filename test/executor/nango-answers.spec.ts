@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NangoEmulator } from '../../src/emulator/index.js';
 import { startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { bearer } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 import { call, eventsOf, rowOf, setupNangoOrg } from './support.js';
 
@@ -39,6 +40,18 @@ describe('Nango proxy answers through the pipeline', () => {
     h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 303, headers: { location: '/elsewhere' }, body: '' });
     const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
     expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+  });
+
+  it('numbers a double would change (a 64-bit id, 1e400, 1e-400) reach the model, the stored result and the ledger as the provider wrote them', async () => {
+    // JSON.parse read 12345678901234567891 as 12345678901234567000 (another ticket, stated as fact), 1e400 as null and 1e-400 as 0.
+    h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 200, headers: { 'content-type': 'application/json' }, body: '{"ticket":{"id":12345678901234567891,"balance":1e400,"rate":1e-400,"n":42}}' });
+    const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/tickets/1' });
+    expect(res.body).toMatchObject({ status: 'succeeded' });
+    const shown = { ticket: { id: '12345678901234567891', balance: '1e400', rate: '1e-400', n: 42 } };
+    expect(JSON.parse((res.body as { toolResult: { content: string } }).toolResult.content)).toMatchObject(shown);
+    const stored = await h.t.http.get(`/v1/tool-calls/${res.body.toolCallId as string}/result`).set(bearer(org.agentKey));
+    expect(JSON.stringify(stored.body)).toContain('"id":"12345678901234567891"');
+    expect(JSON.stringify((await rowOf(h, res.body.toolCallId as string)).output_redacted)).toContain('"id":"12345678901234567891"');
   });
 
   it('failed_to_get_connection (the connection needs re-auth) → CREDENTIALS_INVALID, not retried', async () => {

@@ -6,6 +6,7 @@ import { jsonDepth } from '../json-depth.js';
 import { closeAfterAnswer } from './closing-connection.js';
 import { closeLingering } from './lingering-close.js';
 import { findUnstorableText } from '../storable-text.js';
+import { hasRoundedLiteral } from '../json-numbers.js';
 
 export { jsonDepth };
 
@@ -350,67 +351,4 @@ export function unrepresentableNumber(value: unknown, text: string, from = 0, to
     }
   }
   return numbers && hasRoundedLiteral(text, from, to) ? 'rounded' : undefined;
-}
-
-/**
- * True when a number literal of a (valid) JSON text is not the number its double writes back. A literal of at
- * most 15 significant digits comes back the same (a double holds 15 decimal digits) unless it is out of range,
- * so only longer ones, ones with an exponent and very long ones are parsed again: a body of many numbers costs no
- * more than one more pass.
- */
-function hasRoundedLiteral(text: string, from = 0, to = text.length): boolean {
-  let inString = false;
-  for (let i = from; i < to; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped char
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 45 || (c >= 48 && c <= 57)) {
-      // '-' or a digit outside a string starts a number literal: read to its end, noting its significant digits.
-      let end = i;
-      let first = -1; // first and last non-zero digit before the exponent
-      let last = -1;
-      let dot = -1;
-      let exponent = false;
-      for (let d = c; ; d = text.charCodeAt(++end)) {
-        const digit = d >= 48 && d <= 57;
-        if (digit && d !== 48 && !exponent) {
-          if (first < 0) first = end;
-          last = end;
-        } else if (d === 46) dot = end;
-        else if (d === 101 || d === 69) exponent = true;
-        else if (!digit && d !== 43 && d !== 45) break; // the end of the literal
-      }
-      const significant = first < 0 ? 0 : last - first + 1 - (dot > first && dot < last ? 1 : 0);
-      // (A non-zero literal needs an exponent or 300-odd zeros to fall below a double's range.)
-      if (first >= 0 && (significant > 15 || exponent || end - i > 300)) {
-        const literal = text.slice(i, end);
-        const parsed = Number(literal);
-        if (parsed === 0) return true; // a non-zero literal below a double's range
-        const back = String(parsed);
-        if (back !== literal && decimalValue(literal) !== decimalValue(back)) return true;
-      }
-      i = end - 1;
-    }
-  }
-  return false;
-}
-
-/** A JSON number's exact value, spelled one way: sign, significant digits, power of ten ("-1.50e3" → "-15e2"). Not zero. */
-function decimalValue(num: string): string {
-  const negative = num.charCodeAt(0) === 45;
-  const from = negative ? 1 : 0;
-  let e = num.indexOf('e');
-  if (e < 0) e = num.indexOf('E');
-  if (e < 0) e = num.length;
-  const dot = num.indexOf('.');
-  const fraction = dot >= 0 && dot < e;
-  const digits = fraction ? num.slice(from, dot) + num.slice(dot + 1, e) : num.slice(from, e);
-  let start = 0;
-  while (digits.charCodeAt(start) === 48) start++;
-  let end = digits.length;
-  while (end > start && digits.charCodeAt(end - 1) === 48) end--;
-  const exponent = (e < num.length ? Number(num.slice(e + 1)) : 0) - (fraction ? e - dot - 1 : 0) + (digits.length - end);
-  return `${negative ? '-' : ''}${digits.slice(start, end)}e${exponent}`;
 }

@@ -9,6 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import { jsonDepth } from '../../common/json-depth.js';
+import { parseJsonKeepingNumbers } from '../../common/json-numbers.js';
 import type { VendorFailureKind, VendorOutcome } from '../vendor-handler.js';
 
 export interface VendorHttpRequest {
@@ -107,7 +108,8 @@ function makeResponse(status: number, headers: Record<string, string>, body: Buf
         throw new VendorHttpError('bad_json', true, `vendor answered with JSON nested deeper than ${MAX_VENDOR_JSON_DEPTH} levels`, status);
       }
       try {
-        return JSON.parse(text) as unknown;
+        // Numbers a double would change (a 64-bit id) are kept as the vendor wrote them, as strings.
+        return parseJsonKeepingNumbers(text);
       } catch {
         throw new VendorHttpError('bad_json', true, 'vendor answered with a body that is not JSON', status);
       }
