@@ -69,8 +69,15 @@ const COLUMNS = `grant_id, key_id, iv, ciphertext, auth_tag, extract(epoch FROM 
 export class VendorTokenStore implements RotatingTokenStore, BeforeApplicationShutdown {
   private readonly log = new Logger('VendorTokens');
   private readonly leaseMs: number;
-  /** Renewals under way: a refresh ahead of expiry runs with no request waiting for it (see beforeApplicationShutdown). */
-  private readonly inFlight = new Set<Promise<unknown>>();
+  /** How long a stop waits for this replica's renewals under way: they are at the vendor, bounded as a call is. */
+  private readonly stopWaitMs: number;
+  /**
+   * Renewals under way holding the row's lease: a refresh ahead of expiry runs with no request waiting for it (see
+   * beforeApplicationShutdown). A fetch only waiting for another replica's renewal is not one: it has nothing to store.
+   */
+  private readonly renewing = new Set<Promise<unknown>>();
+  /** Set by a stop: a fetch waiting for another replica's renewal gives up at once rather than hold the stop. */
+  private stopping = false;
 
   constructor(
     private readonly sql: Sql,
@@ -78,28 +85,25 @@ export class VendorTokenStore implements RotatingTokenStore, BeforeApplicationSh
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.leaseMs = 2 * config.VENDOR_TIMEOUT_MS + LEASE_SLACK_MS;
+    this.stopWaitMs = config.VENDOR_TIMEOUT_MS;
   }
 
   /**
-   * Before the pool closes, the renewals under way are let finish (a lease's length at most): one cut off at a stop
-   * (a refresh ahead of expiry, which no request waits for) could neither store the new refresh token Shopify had just
-   * issued nor give back its lease, and every other replica's calls of the org waited for the lease, 35 s, and failed.
+   * Before the pool closes, this replica's renewals under way are let finish (VENDOR_TIMEOUT_MS at most, as a call at
+   * a vendor): one cut off at a stop (a refresh ahead of expiry, which no request waits for) could neither store the
+   * new refresh token Shopify had just issued nor give back its lease, and every other replica's calls of the org
+   * waited for the lease, 35 s, and failed. Fetches only waiting for another replica's renewal end at once: waited
+   * for, they held the stop for that replica's whole lease (35 s with the defaults, past compose's 30 s grace).
    */
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.inFlight.size === 0) return;
+    this.stopping = true;
+    if (this.renewing.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise<void>((r) => (timer = setTimeout(r, this.leaseMs)))]);
+    await Promise.race([Promise.allSettled([...this.renewing]), new Promise<void>((r) => (timer = setTimeout(r, this.stopWaitMs)))]);
     clearTimeout(timer);
   }
 
   async obtain(grant: RotatingGrant, refresh: RefreshGrant, opts: ObtainOptions = {}): Promise<FetchedToken> {
-    const running = this.obtainTracked(grant, refresh, opts);
-    this.inFlight.add(running);
-    void running.catch(() => undefined).finally(() => this.inFlight.delete(running));
-    return running;
-  }
-
-  private async obtainTracked(grant: RotatingGrant, refresh: RefreshGrant, opts: ObtainOptions): Promise<FetchedToken> {
     // The store's own work (its statements, the wait for another replica's renewal) but for the refresh at the vendor.
     const mark = opts.onLocalWork;
     const atVendor: RefreshGrant = mark
@@ -158,10 +162,16 @@ export class VendorTokenStore implements RotatingTokenStore, BeforeApplicationSh
          RETURNING ${COLUMNS.replace('grant_id', 'v.grant_id')}`,
         [grant.orgId, grant.integration, grant.grantId, lease, this.leaseMs / 1000],
       );
-      if (claimed) return await this.refreshHolding(grant, lease, claimed, refresh, opts);
+      if (claimed) {
+        const renewal = this.refreshHolding(grant, lease, claimed, refresh, opts);
+        this.renewing.add(renewal);
+        void renewal.catch(() => undefined).finally(() => this.renewing.delete(renewal));
+        return await renewal;
+      }
       // Another replica is refreshing: its token lands in the row. (Or a PUT has just replaced the grant: the next read sees it.)
-      if (performance.now() + POLL_MS >= deadline) {
-        throw new TokenFetchError({ ok: false, kind: 'timeout', requestSent: false, local: true, message: `another replica is still renewing the ${grant.integration} access token` });
+      if (this.stopping || performance.now() + POLL_MS >= deadline) {
+        const why = this.stopping ? 'the gateway is stopping while another replica renews' : 'another replica is still renewing';
+        throw new TokenFetchError({ ok: false, kind: 'timeout', requestSent: false, local: true, message: `${why} the ${grant.integration} access token` });
       }
       await sleep(POLL_MS);
     }

@@ -64,4 +64,38 @@ describe('vendor token lease at shutdown', () => {
       await client.end();
     }
   });
+  it("a stop while a call only waits for another replica's renewal is not held by that replica's lease (ends within VENDOR_TIMEOUT_MS + 5 s)", async () => {
+    // The stop waited for every fetch under way for up to a lease (2 × VENDOR_TIMEOUT_MS + 5 s), this one too, which
+    // has nothing of its own to store: 10.7 s here against README's bound of VENDOR_TIMEOUT_MS + 5 s = 8 s (35 s with
+    // the defaults, past compose's 30 s grace). Found by a reviewer of configuration interplay.
+    const VT = 3_000;
+    emu ??= createFullEmulator();
+    await emu.start();
+    emu.clearFaults();
+    t = await startTestApp({ ...emulatorEnv(emu.url), VENDOR_TIMEOUT_MS: String(VT), VENDOR_CONNECT_TIMEOUT_MS: '500' });
+    const org = await setupOrg(t, { tools: ['order_lookup.lookup'], vendors: [] });
+    const put = await t.http.put(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`).set(bearer(org.adminKey)).send({ config: PUBLIC_APP });
+    expect(put.status).toBe(200);
+    // Another replica is renewing the grant's token: its lease is on the row.
+    await t.ds.query(`UPDATE vendor_tokens SET lease_id = gen_random_uuid(), lease_until = now() + interval '1 hour' WHERE org_id = $1`, [org.orgId]);
+    const before = emu.count({ vendor: 'shopify' });
+
+    // (then: supertest sends the request only once it is awaited.)
+    const call = t.http
+      .post(`/v1/runs/${org.runId}/tool-calls`)
+      .set(bearer(org.agentKey))
+      .send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }))
+      .then((r) => r.body as { status?: string; errorCode?: string }, () => ({}) as { status?: string });
+    await sleep(300); // the call is waiting for that renewal
+    const app = t;
+    t = undefined;
+    const started = performance.now();
+    await app.close();
+    const stopMs = performance.now() - started;
+    const answered = await call;
+    expect(stopMs, `the stop took ${Math.round(stopMs)} ms`).toBeLessThan(VT + 5_000);
+    // Nothing was sent for it: its answer (when the client got one before the stop closed it) says it failed, unsent.
+    if (answered.status !== undefined) expect(answered).toMatchObject({ status: 'failed' });
+    expect(emu.count({ vendor: 'shopify' }) - before).toBe(0);
+  });
 });
