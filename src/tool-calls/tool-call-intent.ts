@@ -124,16 +124,16 @@ export async function writeIntentRow(
                          WHERE id = $3 AND status IN ('running', 'waiting_approval') AND EXISTS (SELECT 1 FROM tc))`);
   }
   ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
-  const t0 = performance.now();
   // `mine`: this very call's row, committed by an earlier attempt of this statement whose answer was lost (the
   // statement's snapshot sees committed rows only, never the one its own INSERT makes). It is this request's
   // intent, recorded once: the INSERT and everything hanging off it found the key taken and wrote nothing.
-  const [res] = await sql.prepared<{ id: string | null; live: boolean; key_live: boolean; gov_ok: boolean; mine: boolean }>(
-    `WITH ${ctes.join(',\n')} SELECT (SELECT id FROM tc) AS id, EXISTS (SELECT 1 FROM live) AS live, EXISTS (SELECT 1 FROM actor) AS key_live,
+  const [res] = await metrics.timedLedgerWrite('intent', () =>
+    sql.prepared<{ id: string | null; live: boolean; key_live: boolean; gov_ok: boolean; mine: boolean }>(
+      `WITH ${ctes.join(',\n')} SELECT (SELECT id FROM tc) AS id, EXISTS (SELECT 1 FROM live) AS live, EXISTS (SELECT 1 FROM actor) AS key_live,
               (SELECT ok FROM gov) AS gov_ok, EXISTS (SELECT 1 FROM tool_calls WHERE id = $1) AS mine`,
-    p,
+      p,
+    ),
   );
-  metrics.ledgerWrite.observe({ kind: 'intent' }, (performance.now() - t0) / 1000);
   if (res.id !== null) return 'reserved';
   // Only a resend can meet an earlier attempt of its own still committing (a replay's first send cannot).
   if (res.mine || (resent && res.key_live && res.live && res.gov_ok && (await committedSinceSnapshot(sql, row.id)))) {

@@ -99,16 +99,15 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
   }
   if (o.dropInput) ctes.push('ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id)');
   ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
-  const t0 = performance.now();
   const text = `WITH ${ctes.join(',\n')} SELECT id FROM tc`;
-  let rows = await sql.prepared<{ id: string }>(text, p);
-  if (rows.length === 0 && o.from === 'running') {
+  const rows = await metrics.timedLedgerWrite('outcome', async () => {
+    const first = await sql.prepared<{ id: string }>(text, p);
+    if (first.length > 0 || o.from !== 'running') return first;
     // Settled by someone else. If that was the sweep's statement, still uncommitted when this one took its snapshot,
     // `tc` waited for it and found the row indeterminate, while `swept` read the row as running in the old snapshot:
     // the vendor's answer (or "not sent") was recorded nowhere. Sent once more, it reads the settle as committed;
     // `tc` stays a no-op, the late event is written at most once, the charge taken back only from a swept row.
-    rows = await sql.prepared<{ id: string }>(text, p);
-  }
-  metrics.ledgerWrite.observe({ kind: 'outcome' }, (performance.now() - t0) / 1000);
+    return await sql.prepared<{ id: string }>(text, p);
+  });
   return rows.length === 1;
 }
