@@ -40,6 +40,26 @@ export function toEmuRequest(req: IncomingMessage, rawBody: Buffer): EmuRequest 
 /** Writes the answer; false when the client had already gone away. */
 export function writeResponse(res: ServerResponse, answer: EmuResponse): boolean {
   if (res.destroyed || res.writableEnded) return false;
+  const { headers, payload } = encodeResponse(answer);
+  res.writeHead(answer.status, headers);
+  res.end(payload);
+  return true;
+}
+
+/**
+ * `answer`'s status, headers (its whole Content-Length) and the first half of its body, then the connection closed
+ * (`close`) or nothing more sent until the client gives up (`stall`): an answer cut off on the way.
+ */
+export function writeCutResponse(res: ServerResponse, answer: EmuResponse, then: 'close' | 'stall'): void {
+  if (res.destroyed || res.writableEnded) return;
+  const { headers, payload } = encodeResponse(answer);
+  res.writeHead(answer.status, headers);
+  res.write(payload.subarray(0, Math.floor(payload.length / 2)), () => {
+    if (then === 'close') res.socket?.destroy();
+  });
+}
+
+function encodeResponse(answer: EmuResponse): { headers: Record<string, string>; payload: Buffer } {
   let payload: Buffer;
   let type: string | undefined;
   const body = answer.body;
@@ -58,9 +78,7 @@ export function writeResponse(res: ServerResponse, answer: EmuResponse): boolean
   if (type) headers['content-type'] = type;
   if (answer.headers) for (const [k, v] of Object.entries(answer.headers)) headers[k.toLowerCase()] = v;
   headers['content-length'] = String(payload.length);
-  res.writeHead(answer.status, headers);
-  res.end(payload);
-  return true;
+  return { headers, payload };
 }
 
 export function notFoundResponse(): EmuResponse {

@@ -62,6 +62,10 @@ export interface FaultSpec {
     // Meanwhile a vendor that tracks requests in flight sees it as in progress
     // (Shopify: the same @idempotent key is "currently in progress").
     | 'status_then_apply'
+    // answer `status` (as 'status' does, the request not applied), its body cut off halfway: then the connection
+    // is closed (`status_cut`), or nothing more is sent until the client gives up (`status_stall`)
+    | 'status_cut'
+    | 'status_stall'
     | 'throttled'; // Shopify GraphQL: HTTP 200 with errors[].extensions.code = THROTTLED; Shopify's token endpoint and others: 429
   status?: number;
   body?: string | object;

@@ -16,6 +16,7 @@ import {
   nowMs,
   toEmuRequest,
   truncatedResponse,
+  writeCutResponse,
   writeResponse,
 } from './emulator-http.js';
 import type { EmulatedVendor, EmuRequest, EmuResponse, FaultSpec, RecordedRequest } from './emulator.types.js';
@@ -228,6 +229,11 @@ export class VendorEmulator {
         const huge = hugeResponse(fault.sizeBytes);
         return answer({ status: response.status, headers: { ...response.headers, ...huge.headers }, body: huge.body });
       }
+      case 'status_cut':
+      case 'status_stall':
+        writeCutResponse(res, this.faultAnswer(vendor, { ...fault, kind: 'status' }, emu), fault.kind === 'status_cut' ? 'close' : 'stall');
+        record.finishedAt = nowMs();
+        return;
       case 'status_then_apply': {
         // Marked in flight before the early answer leaves, so a client's resend always finds it.
         const finish = hasInFlightTracker(vendor) ? vendor.beginProcessing(emu) : undefined;

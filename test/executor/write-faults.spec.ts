@@ -141,6 +141,35 @@ describe('vendor faults on writes, through the pipeline', () => {
     expect(shop.refundCount(12345)).toBe(refunds);
   });
 
+  // A refusal the shop answered whole is failed; the same one cut off on the way was recorded indeterminate (the agent
+  // told not to resend, an operator to reconcile a refund the shop refused). Shopify's answer is judged by its status.
+  for (const kind of ['status_cut', 'status_stall'] as const) {
+    it(`refund: 423 (shop locked) with its body ${kind === 'status_cut' ? 'cut off by a close' : 'stalling past the budget'} is the refusal it says → failed / VENDOR_ERROR, sent once, nothing refunded`, async () => {
+      const org = await fresh();
+      const refunds = shop.refundCount(12345);
+      h.emu.fault({ vendor: 'shopify', kind, status: 423, body: { errors: 'Unavailable Shop' }, bodyMatch: /refundCreate/ });
+      const before = sent(/refundCreate/);
+      const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' });
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+      expect(sent(/refundCreate/) - before).toBe(1);
+      expect(shop.refundCount(12345)).toBe(refunds);
+    });
+  }
+
+  it('refund: a 2xx cut off is still an unknown outcome (indeterminate): only an error status is judged without its body', async () => {
+    const org = await fresh();
+    h.emu.fault({ vendor: 'shopify', kind: 'status_cut', status: 200, body: { data: { refundCreate: { refund: null, userErrors: [] } } }, bodyMatch: /refundCreate/ });
+    const res = await call(h, org, 'shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' });
+    expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+  });
+
+  it('nango_proxy.post: a 422 cut off stays indeterminate (Nango\'s 4xx are judged by their body, which never came whole)', async () => {
+    const org = await fresh();
+    h.emu.fault({ vendor: 'nango', method: 'POST', kind: 'status_cut', status: 422, body: { error: { code: 'invalid_body', message: 'no' } } });
+    const res = await call(h, org, 'nango_proxy', { action: 'post', path: 'v1/notes', body: { a: 4 } });
+    expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' });
+  });
+
   it('nango_proxy.post: 502 (the provider applied it anyway) or reset after apply → indeterminate; 429 → failed; never retried, never a Retries header', async () => {
     const org = await fresh();
     const posts = nango.appliedPosts;

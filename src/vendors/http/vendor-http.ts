@@ -21,6 +21,12 @@ export interface VendorHttpRequest {
   timeoutMs: number;
   connectTimeoutMs: number;
   maxResponseBytes: number;
+  /**
+   * The vendor's error answers (non-2xx) are judged by their status alone (Shopify: VENDORS.md §1.4): once such a
+   * status has arrived, a body cut off, stalled past the timeout or aborted still resolves, with the bytes that came.
+   * Otherwise (a Nango 4xx, judged by its body) it fails as a reset or timeout: the answer is unknown.
+   */
+  errorJudgedByStatus?: boolean;
 }
 
 export interface VendorHttpResponse {
@@ -172,13 +178,16 @@ export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpRespon
       connected = true;
       clearTimeout(connectTimer);
     };
-    const onAbort = (): void => fail('aborted', 'vendor call aborted');
+    // Set once an error status judged by itself has arrived (errorJudgedByStatus): a body that then fails to come whole resolves.
+    let judgedByStatus: (() => void) | undefined;
+    const onAbort = (): void => (judgedByStatus ? judgedByStatus() : fail('aborted', 'vendor call aborted'));
 
     const connectTimer = setTimeout(() => {
       if (!connected) fail('connect_timeout', `vendor connect timed out after ${spec.connectTimeoutMs} ms`);
     }, spec.connectTimeoutMs);
     const totalTimer = setTimeout(() => {
-      if (connected) fail('timeout', `vendor did not answer within ${spec.timeoutMs} ms`);
+      if (judgedByStatus) judgedByStatus();
+      else if (connected) fail('timeout', `vendor did not answer within ${spec.timeoutMs} ms`);
       else fail('connect_timeout', `vendor connect did not finish within ${spec.timeoutMs} ms`);
     }, spec.timeoutMs);
     spec.signal?.addEventListener('abort', onAbort, { once: true });
@@ -218,6 +227,13 @@ export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpRespon
       }
       const chunks: Buffer[] = [];
       let size = 0;
+      if (errorAnswer && spec.errorJudgedByStatus) {
+        // A 423 whose body was cut was recorded indeterminate (a refund the shop refused, to be reconciled by hand).
+        judgedByStatus = () => {
+          finish(Buffer.concat(chunks));
+          request.destroy();
+        };
+      }
       res.on('data', (chunk: Buffer) => {
         size += chunk.length;
         if (size <= limit) {
@@ -234,9 +250,11 @@ export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpRespon
         request.destroy();
       });
       res.on('end', () => finish(Buffer.concat(chunks, size)));
-      res.on('error', (err) => fail('reset', `vendor connection was reset during the answer (${errCode(err)})`));
+      res.on('error', (err) => (judgedByStatus ? judgedByStatus() : fail('reset', `vendor connection was reset during the answer (${errCode(err)})`)));
       res.on('close', () => {
-        if (!res.complete) fail('reset', 'vendor connection closed during the answer');
+        if (res.complete) return;
+        if (judgedByStatus) judgedByStatus();
+        else fail('reset', 'vendor connection closed during the answer');
       });
     });
 

@@ -51,6 +51,7 @@ export async function postShopifyGraphql(
       timeoutMs: endpoints.timeoutMs,
       connectTimeoutMs: endpoints.connectTimeoutMs,
       maxResponseBytes: endpoints.maxResponseBytes,
+      errorJudgedByStatus: true, // interpretShopifyResponse judges an error answer by its status (a 429's body only for its wait)
     });
   } catch (err) {
     if (err instanceof VendorHttpError) return httpErrorOutcome(err) as FailedOutcome;
