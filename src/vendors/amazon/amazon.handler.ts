@@ -11,15 +11,11 @@ import { isObject, normaliseOrder, normaliseOrderItem, type AmazonOrderItem } fr
 import { AMAZON_ORDER_ID, AMAZON_TOOLS } from './amazon.tools.js';
 import { INCLUDED_DATA, normaliseOrderItemV2026, normaliseOrderV2026 } from './orders-v2026.normalise.js';
 import { SpapiRates, SpapiSession } from './spapi.client.js';
+import { hasLoneSurrogate } from '../../common/lone-surrogate.js';
 
 /** getOrderItems pages are followed up to this bound; a longer list is returned as truncated (as is one whose NextToken repeats). */
 export const MAX_ORDER_ITEM_PAGES = 10;
 
-/**
- * A lone UTF-16 surrogate: JSON.parse accepts `"\ud800"`, encodeURIComponent throws
- * on it. String.prototype.isWellFormed is ES2024, past the ES2023 lib we compile against.
- */
-const LONE_SURROGATE = /\p{Surrogate}/u;
 
 /**
  * How far one call's item listing got, kept across its attempts (ctx.scratch):
@@ -132,7 +128,7 @@ export class AmazonHandler implements VendorHandler {
         return fail('bad_response', 'SP-API answered with an unexpected order items payload', status);
       }
       nextToken = typeof payload.NextToken === 'string' && payload.NextToken !== '' ? payload.NextToken : undefined;
-      if (nextToken !== undefined && LONE_SURROGATE.test(nextToken)) {
+      if (nextToken !== undefined && hasLoneSurrogate(nextToken)) {
         // No URL can carry it, so the listing cannot go on.
         return fail('bad_response', 'SP-API answered a NextToken that is not well-formed text', status);
       }

@@ -113,6 +113,14 @@ describe('checkNangoQuery and reserved keys', () => {
     expect(checkNangoQuery({ 'a\r\nb': 'x' })).toMatch(/^query: /);
     expect(checkNangoQuery({ a: 'x'.repeat(2049) })).toMatch(/^query\.a: /);
   });
+
+  it('refuses lone UTF-16 surrogates in names and values (URLSearchParams sent U+FFFD: another text than the one judged)', () => {
+    expect(checkNangoQuery({ q: 'a\ud800b' })).toMatch(/^query\.q: must be well-formed text/);
+    expect(checkNangoQuery({ q: 'b\udc00' })).toMatch(/^query\.q: must be well-formed text/);
+    expect(checkNangoQuery({ '\ud800': 'x' })).toMatch(/^query: parameter names/);
+    // A pair is a character like any other.
+    expect(checkNangoQuery({ '😀': 'caf\u00e9 😀' })).toBeNull();
+  });
 });
 
 describe('checkNangoParams', () => {

@@ -11,6 +11,7 @@
  * because upstream servers decode again; double encoding is refused outright.
  */
 import { plainDecimalText } from '../../policy/policy-decimal.js';
+import { hasLoneSurrogate } from '../../common/lone-surrogate.js';
 
 /**
  * The longest path, in characters (code points, as JSON Schema counts them), not counting its optional
@@ -149,13 +150,15 @@ export function checkNangoQuery(query: unknown): string | null {
   const entries = Object.entries(query);
   if (entries.length > QUERY_MAX_KEYS) return `query: at most ${QUERY_MAX_KEYS} parameters`;
   for (const [key, value] of entries) {
-    if (key === '' || longerThan(key, QUERY_NAME_MAX) || CONTROL.test(key)) return `query: parameter names must be 1-${QUERY_NAME_MAX} printable characters`;
+    if (key === '' || longerThan(key, QUERY_NAME_MAX) || CONTROL.test(key) || hasLoneSurrogate(key)) return `query: parameter names must be 1-${QUERY_NAME_MAX} printable characters`;
     // Whole (at most 256): the catalog redacts the name and only then cuts it; a name cut here
     // first could keep most of a card number or token that redaction no longer recognises.
     const name = `query.${key}`;
     if (isReservedKey(key)) return `${name}: may not set Nango control headers or a base URL override`;
     if (typeof value === 'string') {
       if (longerThan(value, QUERY_VALUE_MAX)) return `${name}: longer than ${QUERY_VALUE_MAX} characters`;
+      // URLSearchParams would send U+FFFD for it: another text than the one the digest, the policy and an approver saw.
+      if (hasLoneSurrogate(value)) return `${name}: must be well-formed text (a lone UTF-16 surrogate has no URL form)`;
     } else if (!(typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)))) {
       return `${name}: must be a string, a finite number or a boolean`;
     }
