@@ -90,7 +90,8 @@ export class ToolCallsController {
     // (a reset), or the client's FIN arrives (the server keeps half-closed connections open: createGateway). A FIN
     // cannot be told from a half-close (`nc -N`, `shutdown(SHUT_WR)` once the request is sent): either ends the wait
     // whenever it is read, also before the handler began (while the guard looked the key up: neither event comes again).
-    // The FIN is heard through one listener per connection (socketEnded), however many long-polls are pipelined on it.
+    // The FIN, or the connection's close (a reset), is heard through one listener per connection (socketEnded), however
+    // many long-polls are pipelined on it: a response queued behind another has no 'close' of its own until its turn.
     const gone = new AbortController();
     const onClose = () => gone.abort();
     const socket = res.req.socket;

@@ -100,4 +100,44 @@ describe('many open long-polls', () => {
       await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.agentKey)).send({});
     }
   }, 30_000);
+
+  // Found by a reviewer of cancellation: a response queued behind another has no socket yet, so no 'close' of its own,
+  // and a reset brings no FIN: those long-polls waited out waitMs, then read (and charged for) a result for nobody.
+  it('long-polls pipelined on a connection that is reset (RST, no FIN) all stop waiting at once, and read nothing more', async () => {
+    const rules = [{ id: 'gate', match: { toolName: 'order_lookup.lookup' }, decision: 'require_expert_approval', reason: 'gate' }];
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], rules });
+    const posted = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '4242' }));
+    expect(posted.status).toBe(202);
+    const id = posted.body.toolCallId as string;
+
+    const sql = h.t.app.get(Sql);
+    const realQuery = sql.query.bind(sql);
+    let loads = 0;
+    const spy = vi.spyOn(sql, 'query').mockImplementation(((text: string, params?: unknown[]) => {
+      if (Array.isArray(params) && params[0] === id && /FROM tool_calls t WHERE t\.id = \$1/.test(text)) loads++;
+      return realQuery(text, params);
+    }) as typeof sql.query);
+
+    const socket = connect(((h.t.app.getHttpServer() as Server).address() as { port: number }).port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    await new Promise<void>((r) => socket.once('connect', () => r()));
+    const poll = `GET /v1/tool-calls/${id}/result?waitMs=20000 HTTP/1.1\r\nHost: x\r\nAuthorization: ${bearer(org.agentKey).Authorization}\r\n\r\n`;
+    socket.write(poll.repeat(3));
+    const results = h.t.app.get(ToolCallResultsService);
+    await waitFor(() => results.waitingOn(id) === 3, 'the 3 pipelined long-polls to be waiting', 10_000);
+    const loadsBefore = loads;
+
+    socket.resetAndDestroy(); // RST, no FIN
+    const started = Date.now();
+    while (Date.now() - started < 3_000 && results.waitingOn(id) > 0) await new Promise((r) => setTimeout(r, 50));
+    const leftWaiting = results.waitingOn(id);
+
+    // The run is cancelled (the call blocked): whatever still waits wakes and reads the row for nobody.
+    await h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.agentKey)).send({});
+    await new Promise((r) => setTimeout(r, 1_000));
+    const ghostLoads = loads - loadsBefore;
+
+    spy.mockRestore();
+    expect({ leftWaiting, ghostLoads }).toEqual({ leftWaiting: 0, ghostLoads: 0 });
+  }, 30_000);
 });
