@@ -10,6 +10,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CredentialsService } from '../credentials/credentials.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { clampRetryAfterMs, vendorNamedWaitMs } from '../vendors/http/retry-after.js';
+import { timeVendorExchanges } from '../vendors/http/vendor-http.js';
 import { failedOutcome as fail, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
 import { CircuitBreaker, type BreakerPass } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
@@ -348,9 +349,8 @@ export class RuntimeToolExecutor {
         if (attempt > 0) retries.pop();
         return last ?? ({ ok: false, kind: 'timeout', requestSent: false, message: 'vendor call timed out before it was sent' } satisfies Failure);
       }
-      const t0 = performance.now();
       progress.inHandler = true;
-      const outcome = await entry.handler.execute({
+      const { result: outcome, ms: atVendorMs, exchanges } = await timeVendorExchanges(() => entry.handler.execute({
         orgId: req.orgId,
         toolCallId: req.toolCallId,
         idempotencyKey: req.idempotencyKey,
@@ -363,11 +363,14 @@ export class RuntimeToolExecutor {
         attempt: attempt++,
         scratch,
         credentialsCurrent: () => this.credentialsState(req, credentials),
-      });
+      }));
       progress.inHandler = false;
       // An attempt that ended in the gateway's own trouble (its database, another call's lease) is not a vendor
-      // answer: counted here it read as the vendor's network errors or timeouts on the dashboards.
-      if (outcome.ok || !outcome.local) this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, (performance.now() - t0) / 1000);
+      // answer: counted here it read as the vendor's network errors or timeouts on the dashboards. Nor is the time an
+      // attempt spent waiting in the gateway: only its exchanges with the vendor are timed (timeVendorExchanges).
+      if (exchanges > 0 && (outcome.ok || !outcome.local)) {
+        this.metrics.vendorLatency.observe({ vendor: entry.vendor, outcome: outcome.ok ? 'ok' : outcome.kind }, atVendorMs / 1000);
+      }
       if (!outcome.ok) {
         last = outcome;
         progress.failures.push(outcome);

@@ -26,7 +26,7 @@ export class MetricsService {
 
   readonly vendorLatency = new Histogram({
     name: 'vendor_call_duration_seconds',
-    help: 'Vendor call latency (one attempt) by vendor and outcome',
+    help: 'Vendor call latency (one attempt: the time its exchanges with the vendor were under way, not the gateway\'s own waits) by vendor and outcome',
     labelNames: ['vendor', 'outcome'] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],

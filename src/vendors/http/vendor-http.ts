@@ -5,6 +5,7 @@
  * must not be blindly resent), a connect timeout separate from the total one,
  * and a hard cap enforced while the body streams in.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
@@ -123,7 +124,43 @@ function makeResponse(status: number, headers: Record<string, string>, body: Buf
   };
 }
 
+/** The time a piece of work (a call's attempt) spent in HTTP exchanges with a vendor: see timeVendorExchanges. */
+interface ExchangeTiming {
+  ms: number;
+  exchanges: number;
+  active: number;
+  since: number;
+}
+
+const exchangeTiming = new AsyncLocalStorage<ExchangeTiming>();
+
+/**
+ * `work`'s result, with the wall time during which at least one of the vendor exchanges it made (vendorRequest, a
+ * token fetch it started included) was under way, and how many it made: what vendor_call_duration_seconds observes.
+ * Timed around the whole of `work`, the gateway's own waits (another refund's lease on the order, the token store's
+ * statements, the credentials re-check) read as the vendor's latency on the dashboards.
+ */
+export async function timeVendorExchanges<T>(work: () => Promise<T>): Promise<{ result: T; ms: number; exchanges: number }> {
+  const timing: ExchangeTiming = { ms: 0, exchanges: 0, active: 0, since: 0 };
+  const result = await exchangeTiming.run(timing, work);
+  const open = timing.active > 0 ? performance.now() - timing.since : 0; // one still under way (a shared token fetch)
+  return { result, ms: timing.ms + open, exchanges: timing.exchanges };
+}
+
 export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpResponse> {
+  const timing = exchangeTiming.getStore();
+  const exchange = sendVendorRequest(spec);
+  if (!timing) return exchange;
+  timing.exchanges++;
+  if (timing.active++ === 0) timing.since = performance.now();
+  const done = (): void => {
+    if (--timing.active === 0) timing.ms += performance.now() - timing.since;
+  };
+  exchange.then(done, done);
+  return exchange;
+}
+
+function sendVendorRequest(spec: VendorHttpRequest): Promise<VendorHttpResponse> {
   return new Promise<VendorHttpResponse>((resolve, reject) => {
     if (spec.signal?.aborted) {
       reject(new VendorHttpError('aborted', false, 'vendor call aborted before it started'));
