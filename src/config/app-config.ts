@@ -168,6 +168,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         "parameter `options`, which RDS Proxy, Neon's pooler and a PgBouncer without it in ignore_startup_parameters refuse",
     );
   }
+  warnings.push(...implausibleDurations(raw));
   const { MASTER_ENCRYPTION_KEY: _a, MASTER_ENCRYPTION_KEYS: _b, MASTER_ENCRYPTION_ACTIVE_KEY_ID: _c, ...rest } = raw;
   return { ...rest, keyring, warnings };
 }
+
+/**
+ * Durations in milliseconds that start up but cannot work, most often seconds written where milliseconds are read
+ * (VENDOR_TIMEOUT_MS=60): said at start-up, not refused, since tests and drills use short ones on purpose.
+ */
+function implausibleDurations(raw: Pick<AppConfig, 'VENDOR_TIMEOUT_MS' | 'CIRCUIT_BREAKER_COOLDOWN_MS' | 'SHUTDOWN_DELAY_MS' | 'STALE_RUNNING_MARGIN_MS'>): string[] {
+  const out: string[] = [];
+  const seconds = (name: string, value: number, what: string) =>
+    out.push(`${name}=${value} is ${value} milliseconds${what}: milliseconds, not seconds (did you mean ${value * 1000}?)`);
+  if (raw.VENDOR_TIMEOUT_MS < 1_000) seconds('VENDOR_TIMEOUT_MS', raw.VENDOR_TIMEOUT_MS, ' for a whole vendor call, its connection and TLS handshake included');
+  if (raw.CIRCUIT_BREAKER_COOLDOWN_MS < 1_000) seconds('CIRCUIT_BREAKER_COOLDOWN_MS', raw.CIRCUIT_BREAKER_COOLDOWN_MS, ' of an open breaker: it barely holds a failing vendor off');
+  if (raw.SHUTDOWN_DELAY_MS > 0 && raw.SHUTDOWN_DELAY_MS < 1_000) seconds('SHUTDOWN_DELAY_MS', raw.SHUTDOWN_DELAY_MS, ' of /readyz 503 before the drain: no load balancer sees it');
+  if (raw.STALE_RUNNING_MARGIN_MS < STALE_MARGIN_FLOOR_MS) {
+    out.push(
+      `STALE_RUNNING_MARGIN_MS=${raw.STALE_RUNNING_MARGIN_MS}: a call's outcome is written up to a few seconds after its VENDOR_TIMEOUT_MS ` +
+        `(its write retried through a database blip), so below ${STALE_MARGIN_FLOOR_MS} the orphan sweep can take a call still finishing ` +
+        'for a crashed one and record it indeterminate',
+    );
+  }
+  return out;
+}
+
+/** The outcome write's inline retries (OUTCOME_WRITE_INLINE_MS, 3 s) and the time before a call's budget starts, with room. */
+const STALE_MARGIN_FLOOR_MS = 10_000;

@@ -57,6 +57,20 @@ describe('config schema', () => {
     expect(parseRawConfigCollecting({ PORT: ' 80 80 ' }).problems).toEqual(['PORT must be an integer, got " 80 80 "']);
   });
 
+  it('durations that cannot work (seconds written for milliseconds, a sweep margin below the outcome write) are warned about at start-up, not refused', () => {
+    const base = { NODE_ENV: 'production', MASTER_ENCRYPTION_KEY: KEY };
+    expect(loadConfig(base).warnings).toEqual([]); // the defaults
+    const warned = loadConfig({ ...base, VENDOR_TIMEOUT_MS: '60', CIRCUIT_BREAKER_COOLDOWN_MS: '30', SHUTDOWN_DELAY_MS: '15', STALE_RUNNING_MARGIN_MS: '0' });
+    expect(warned.VENDOR_TIMEOUT_MS).toBe(60);
+    expect(warned.warnings).toEqual([
+      expect.stringMatching(/^VENDOR_TIMEOUT_MS=60 is 60 milliseconds .*did you mean 60000\?\)$/),
+      expect.stringMatching(/^CIRCUIT_BREAKER_COOLDOWN_MS=30 is 30 milliseconds .*did you mean 30000\?\)$/),
+      expect.stringMatching(/^SHUTDOWN_DELAY_MS=15 is 15 milliseconds .*did you mean 15000\?\)$/),
+      expect.stringMatching(/^STALE_RUNNING_MARGIN_MS=0: .*below 10000 the orphan sweep can take a call still finishing/),
+    ]);
+    expect(loadConfig({ ...base, VENDOR_TIMEOUT_MS: '1000', CIRCUIT_BREAKER_COOLDOWN_MS: '1000', SHUTDOWN_DELAY_MS: '0', STALE_RUNNING_MARGIN_MS: '10000' }).warnings).toEqual([]);
+  });
+
   it('DB_CONNECTION_MODE: startup by default, server when asked, anything else refused; server without DATABASE_URL is warned about', () => {
     expect(parseRawConfigCollecting({}).raw.DB_CONNECTION_MODE).toBe('direct');
     expect(parseRawConfigCollecting({ DB_CONNECTION_MODE: ' pooled\n' }).raw.DB_CONNECTION_MODE).toBe('pooled');
