@@ -19,7 +19,16 @@ describe('ledgerOutputJson', () => {
     expect(stub.bytes).toBe(bytes(text));
     expect(text.startsWith(stub.preview)).toBe(true);
     expect(bytes(stub.preview)).toBeLessThanOrEqual(LEDGER_OUTPUT_PREVIEW_BYTES);
-    expect(bytes(stub.preview)).toBeGreaterThan(LEDGER_OUTPUT_PREVIEW_BYTES - 4);
+    expect(bytes(stub.preview)).toBeGreaterThan(LEDGER_OUTPUT_PREVIEW_BYTES - 100); // one item at most given up
+  });
+
+  it('cuts the preview between values: a number is never shown cut, as a smaller whole one', () => {
+    const value = { refunds: Array.from({ length: 20_000 }, (_, i) => ({ amount: 123456789 + i })) };
+    const stub = JSON.parse(ledgerOutputJson(value)) as TruncatedLedgerOutput;
+    expect(stub.preview).toMatch(/[,[{]$/);
+    const shown = [...stub.preview.matchAll(/"amount":(\d+)/g)].map((m) => Number(m[1]));
+    expect(shown.length).toBeGreaterThan(100);
+    expect(shown.every((n, i) => n === 123456789 + i)).toBe(true);
   });
 
   it('cuts the preview between characters, never inside a multi-byte one or a surrogate pair', () => {

@@ -1,4 +1,4 @@
-import { utf8Prefix } from '../executor/result-budget.js';
+import { jsonPrefix } from '../executor/result-budget.js';
 
 /**
  * The ledger's copy of a vendor result (tool_calls.output_redacted) is for ops to find and read a call by, in
@@ -22,19 +22,20 @@ export interface TruncatedLedgerOutput {
   truncated: true;
   /** UTF-8 bytes of the whole redacted JSON text */
   bytes: number;
-  /** its first LEDGER_OUTPUT_PREVIEW_BYTES at most, cut between characters */
+  /** its first LEDGER_OUTPUT_PREVIEW_BYTES at most, cut between values (jsonPrefix) */
   preview: string;
 }
 
 /**
  * The JSON text to store as output_redacted for an already redacted result: itself up to the cap, else a stub. The
  * preview is a prefix of the redacted text, so it holds nothing redaction removed (a cut "[REDAC" shows no more
- * than "[REDACTED]" did); it is cut on a character boundary, never half a surrogate pair (jsonb refuses those).
+ * than "[REDACTED]" did); it is cut between values as the model's copy is (jsonPrefix): an ops reader never sees
+ * `"amount":12` for `"amount":123456`, nor half a surrogate pair (jsonb refuses those).
  */
 export function ledgerOutputJson(redacted: unknown): string {
   const text = JSON.stringify(redacted) ?? 'null';
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes <= LEDGER_OUTPUT_MAX_BYTES) return text;
-  const stub: TruncatedLedgerOutput = { truncated: true, bytes, preview: utf8Prefix(text, LEDGER_OUTPUT_PREVIEW_BYTES) };
+  const stub: TruncatedLedgerOutput = { truncated: true, bytes, preview: jsonPrefix(text, LEDGER_OUTPUT_PREVIEW_BYTES) };
   return JSON.stringify(stub);
 }
