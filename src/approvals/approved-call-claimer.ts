@@ -7,7 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
 import { PoliciesService } from '../policy/policies.service.js';
 import type { PolicyDecision } from '../policy/policy.types.js';
-import { retryWhileUnavailable } from '../tool-calls/outcome-retry.js';
+import { retryWhileUnavailable } from '../common/errors/unavailable-retry.js';
 import { httpStatusFor } from '../tool-calls/tool-call-body.js';
 import type { ApprovalKind } from './approval-request.entity.js';
 import { CLAIM_APPROVED_CALL_SQL } from './approved-call-claim.sql.js';

@@ -9,7 +9,7 @@ import type { ObtainOptions, RefreshGrant, RotatingGrant, RotatingTokenStore } f
 import { TokenFetchError, type FetchedToken } from '../vendors/auth/token-cache.js';
 import { credentialAad } from './credentials.service.js';
 import { rotatingGrantId } from './rotating-grant-id.js';
-import { LEASE_RELEASE_RETRY, retryWhileUnavailable } from '../tool-calls/outcome-retry.js';
+import { LEASE_RELEASE_RETRY, retryWhileUnavailable } from '../common/errors/unavailable-retry.js';
 
 /** Associated data: a stored token state only decrypts for the org and integration it was written for. */
 export const vendorTokenAad = (orgId: string, integration: string): string => `vendor-token:${orgId}:${integration}`;

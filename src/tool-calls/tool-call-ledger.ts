@@ -4,7 +4,7 @@ import { sharedAbortController } from '../common/shared-abort.js';
 import { Sql } from '../db/sql.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { resumableWrite, retryWhileUnavailable } from './outcome-retry.js';
+import { resumableWrite, retryWhileUnavailable } from '../common/errors/unavailable-retry.js';
 import { writeIntentRow, type ApprovalRow, type IntentResult, type IntentRow, type PolicyDecisionRow } from './tool-call-intent.js';
 import { rowHoldsOutcome, writeOutcomeRow, type OutcomeRow } from './tool-call-outcome-row.js';
 

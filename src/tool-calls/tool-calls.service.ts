@@ -9,7 +9,7 @@ import { AppError } from '../common/errors/app-error.js';
 import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { newId } from '../common/ids.js';
 import { storableText } from '../common/storable-text.js';
-import { retryWhileUnavailable } from './outcome-retry.js';
+import { retryWhileUnavailable } from '../common/errors/unavailable-retry.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import type { ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';

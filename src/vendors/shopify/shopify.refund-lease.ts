@@ -16,7 +16,7 @@ import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { failedStatementFields, isDatabaseUnavailable } from '../../common/errors/database-errors.js';
 import type { FailedOutcome } from '../vendor-handler.js';
-import { LEASE_RELEASE_RETRY, retryWhileUnavailable } from '../../tool-calls/outcome-retry.js';
+import { LEASE_RELEASE_RETRY, retryWhileUnavailable } from '../../common/errors/unavailable-retry.js';
 
 /** The database access a lease needs: single statements on the pool (db/sql.ts), never a transaction. */
 export interface LeaseSql {

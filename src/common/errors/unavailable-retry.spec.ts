@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resumableWrite, retryWhileUnavailable, unavailableRetryDelayMs } from './outcome-retry.js';
+import { resumableWrite, retryWhileUnavailable, unavailableRetryDelayMs } from './unavailable-retry.js';
 
 const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 const wrong = (): Error => Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' });

@@ -6,7 +6,7 @@
  * `indeterminate`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isDatabaseUnavailable } from '../common/errors/database-errors.js';
+import { isDatabaseUnavailable } from './database-errors.js';
 
 /** 100 ms, doubling, at most `capMs`. */
 export function unavailableRetryDelayMs(attempt: number, capMs: number): number {
