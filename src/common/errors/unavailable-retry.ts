@@ -3,7 +3,8 @@
  * a dropped connection). Used for the outcome of an executed call: the vendor
  * has acted, so giving up on the write at the first refusal would lose what it
  * answered and leave the call `running` until the orphan sweep makes it
- * `indeterminate`.
+ * `indeterminate`. Also for a call's intent, and for giving back the leases of
+ * refunds and token renewals (LEASE_RELEASE_RETRY).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDatabaseUnavailable } from './database-errors.js';
