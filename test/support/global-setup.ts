@@ -6,6 +6,7 @@ import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 import { MINTED_SECRETS_ENV } from './minted-secrets.js';
 import { LEAK_SCAN_RESULT_ENV, RUN_LOG_ENV } from './run-log-env.js';
 import { runWideLeakScan } from './run-wide-scan.js';
+import { removeStaleRunDirs, staleRunDatabases } from './stale-runs.js';
 
 /**
  * One PostgreSQL for the whole run: DATABASE_URL's server when set, else an
@@ -20,6 +21,7 @@ import { runWideLeakScan } from './run-wide-scan.js';
  * the database still exists; this teardown only when that reporter did not).
  */
 export default async function setup(): Promise<() => Promise<void>> {
+  removeStaleRunDirs(tmpdir(), Date.now()); // interrupted runs' (stale-runs.ts)
   const runDir = mkdtempSync(join(tmpdir(), 'tg-test-run-'));
   const runLog = join(runDir, 'run.log');
   writeFileSync(runLog, '');
@@ -40,6 +42,10 @@ export default async function setup(): Promise<() => Promise<void>> {
   const dbName = `tg_test_${process.pid}_${Date.now()}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
+  const existing = (await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'tg\\_test\\_%'`)).rows as { datname: string }[];
+  for (const stale of staleRunDatabases(existing.map((r) => r.datname), Date.now())) {
+    await admin.query(`DROP DATABASE IF EXISTS ${stale} WITH (FORCE)`).catch(() => undefined);
+  }
   await admin.query(`CREATE DATABASE ${dbName}`);
   await admin.end();
   const url = new URL(serverUrl);
