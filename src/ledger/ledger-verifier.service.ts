@@ -6,7 +6,8 @@ import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, storedBytesPage, type C
 import { LedgerSealerService } from './ledger-sealer.service.js';
 import { SharedRuns } from './shared-runs.js';
 import { firstCallOffLedger } from './tool-call-check.js';
-import { firstCredentialOffLedger } from './credential-check.js';
+import { credentialOpener, firstCredentialOffLedger, type CredentialOpener } from './credential-check.js';
+import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 
 export interface VerifyBreak {
   chainSeq: number;
@@ -42,7 +43,7 @@ const hashed = (r: EventRow, chainSeq: number): ChainedEventFields => ({
  * reordered event); then that every tool call of the org agrees with its
  * events, and its live credentials rows with their last credentials events. Pure of Nest, so the ledger:verify CLI runs the same code.
  */
-export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<VerifyResult> {
+export async function verifyOrgChain(db: ChainReader, orgId: string, openCredentials?: CredentialOpener): Promise<VerifyResult> {
   let prev = GENESIS_HASH;
   let expected = 1;
   let checked = 0;
@@ -76,7 +77,7 @@ export async function verifyOrgChain(db: ChainReader, orgId: string): Promise<Ve
   if (off) return { ok: false, checked, brokenAt: { chainSeq: 0, ...off } };
   const call = await firstCallOffLedger(db, orgId);
   if (call) return { ok: false, checked, brokenAt: call };
-  const credentials = await firstCredentialOffLedger(db, orgId);
+  const credentials = await firstCredentialOffLedger(db, orgId, openCredentials);
   if (credentials) return { ok: false, checked, brokenAt: credentials };
   return { ok: true, checked, headHash: checked ? prev : null };
 }
@@ -130,10 +131,15 @@ export class LedgerVerifierService {
   private readonly log = new Logger('LedgerVerifier');
   private readonly runs = new SharedRuns<VerifyResult>(VERIFY_CONCURRENCY);
 
+  private readonly openCredentials: CredentialOpener;
+
   constructor(
     private readonly ds: DataSource,
     private readonly sealer: LedgerSealerService,
-  ) {}
+    cipher: EnvelopeCipher,
+  ) {
+    this.openCredentials = credentialOpener(cipher);
+  }
 
   verify(orgId: string): Promise<VerifyResult> {
     return this.runs.run(orgId, () => this.sealAndWalk(orgId));
@@ -145,7 +151,7 @@ export class LedgerVerifierService {
     await this.sealer.sealNow().catch((err: unknown) => {
       this.log.warn(`sealing before verify failed, verifying what is sealed: ${loggableErrorText(err)}`);
     });
-    const result = await verifyOrgChain(this.ds, orgId);
+    const result = await verifyOrgChain(this.ds, orgId, this.openCredentials);
     // Said where a SIEM looks, not only to whoever asked: a broken chain is tampering, or a bug to find at once. Ids,
     // a position and a fixed reason only.
     if (!result.ok) this.log.error({ orgId, checked: result.checked, brokenAt: result.brokenAt }, 'ledger chain broken');

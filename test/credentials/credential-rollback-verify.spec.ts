@@ -75,4 +75,24 @@ describe('verify: credentials rows against their events', () => {
     await putRow(org.orgId, { ...before, key_id: 'other-key', fingerprint: 'fp2:forged' });
     expect((await verify(org.orgId)).ok).toBe(false);
   });
+
+  // Found by a reviewer of cryptography: verify compared the row's fingerprint and key id columns only, so an earlier
+  // ciphertext put back under the current fingerprint was used by the gateway while verify said intact.
+  it('an older ciphertext put back under the current fingerprint and key id is a break: the sealed config itself is checked', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const old = (await rowOf(org.orgId))!;
+    expect((await h.t.http.put(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`).set(adminAuth).send({ config: replacement(org.orgId) })).status).toBe(200);
+    const current = (await rowOf(org.orgId))!;
+    expect((await verify(org.orgId)).ok).toBe(true);
+    // Only the envelope goes back; key_id (no rotation) and fingerprint stay as the last PUT left them.
+    await putRow(org.orgId, { ...current, iv: old.iv, ciphertext: old.ciphertext, auth_tag: old.auth_tag });
+    const v = await verify(org.orgId);
+    expect(v.ok).toBe(false);
+    expect(v.brokenAt?.reason).toContain('(the config sealed in the row)');
+    // A ciphertext that does not open (a forged tag) is one too.
+    await putRow(org.orgId, { ...current, auth_tag: Buffer.alloc(16) });
+    expect((await verify(org.orgId)).brokenAt?.reason).toContain('(they do not open under their key id)');
+    await putRow(org.orgId, current);
+    expect((await verify(org.orgId)).ok).toBe(true);
+  });
 });

@@ -83,10 +83,19 @@ export class EnvelopeCipher {
     if (this.fingerprintKey?.keyId !== keyId) {
       const master = this.keyring.keys.get(keyId);
       if (!master) throw new Error('active master key is not loaded');
-      this.fingerprintKey = { keyId, key: Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), 'credential-fingerprint-v2', 32)) };
+      this.fingerprintKey = { keyId, key: fingerprintKeyOf(master) };
     }
-    // An array: the binding and the config cannot run into each other.
-    return FINGERPRINT_PREFIX + createHmac('sha256', this.fingerprintKey.key).update(canonicalJson([binding, value])).digest('hex').slice(0, 16);
+    return fingerprintWith(this.fingerprintKey.key, value, binding);
+  }
+
+  /**
+   * The fingerprint `value` had when master key `keyId` was the active one (the ledger verifier checks a stored config
+   * against the fingerprint its event recorded then); undefined when that key is not loaded here.
+   */
+  fingerprintUnder(keyId: string, value: unknown, binding: string): string | undefined {
+    if (keyId === this.keyring.activeKeyId) return this.fingerprint(value, binding);
+    const master = this.keyring.keys.get(keyId);
+    return master ? fingerprintWith(fingerprintKeyOf(master), value, binding) : undefined;
   }
 
   decryptJson<T = unknown>(env: Envelope, aad: string): T {
@@ -94,4 +103,8 @@ export class EnvelopeCipher {
   }
 }
 
+const fingerprintKeyOf = (master: Buffer): Buffer => Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), 'credential-fingerprint-v2', 32));
 
+// An array: the binding and the config cannot run into each other.
+const fingerprintWith = (key: Buffer, value: unknown, binding: string): string =>
+  FINGERPRINT_PREFIX + createHmac('sha256', key).update(canonicalJson([binding, value])).digest('hex').slice(0, 16);
