@@ -322,6 +322,23 @@ describe('HTTP edges: readiness, unparsable requests, reserved org id', () => {
     expect((await rawRequest(port, `GET /v1/orgs/${org}%23x HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nConnection: close\r\n\r\n`)).status).toBe(404);
   });
 
+  // Found by a reviewer of routing edges: the router's parser reads "\\" as "/" in an absolute-form target, and an
+  // org id reached the handlers in upper case (credentials stored so were sealed to it, and unusable by every call).
+  it('a "\\" in the request path: 400 BAD_REQUEST, never an upper-case id acted on as sent; in the query, or encoded, it is a character like another', async () => {
+    const org = await createOrg(t, 'backslash');
+    const key = await createKey(t, org, 'admin');
+    const revoked = async () => Number(((await t.ds.query('SELECT count(*)::int AS n FROM api_keys WHERE id = $1 AND revoked_at IS NOT NULL', [key.id])) as [{ n: number }])[0].n);
+    for (const target of [`http://localhost/v1\\orgs\\${org.toUpperCase()}`, `http://localhost/v1\\api-keys\\${key.id.toUpperCase()}`, `/v1/orgs\\${org}`, '/healthz\\']) {
+      const method = target.includes('api-keys') ? 'DELETE' : 'GET';
+      const res = await rawRequest(port, `${method} ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nConnection: close\r\n\r\n`);
+      expectProblem(res, 400, 'BAD_REQUEST');
+      expect(JSON.parse(res.body).detail, target).toMatch(/\\/);
+    }
+    expect(await revoked()).toBe(0);
+    expect((await rawRequest(port, `GET /v1/orgs/${org}%5Cx HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nConnection: close\r\n\r\n`)).status).toBe(404);
+    expect((await rawRequest(port, `GET /v1/tool-calls?correlationId=a\\b HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth.Authorization}\r\nConnection: close\r\n\r\n`)).status).not.toBe(400);
+  });
+
   it('refuses the nil UUID as an org id: 400 VALIDATION_FAILED naming it, and no org is created', async () => {
     const res = await t.http.post('/v1/orgs').set(adminAuth).send({ name: 'platform impostor', id: NIL_UUID });
     expect(res.status).toBe(400);

@@ -18,6 +18,12 @@ export function nulInUrlGuard(req: Request & { correlationId?: string }, res: Re
   if (req.url.includes('#')) {
     return sendProblem(res, new AppError('BAD_REQUEST', 'the URL must not contain "#" (a fragment is not sent in a request; send a literal "#" as %23)'), req.correlationId ?? 'unknown');
   }
+  // The router's URL parser (parseurl: Node's legacy url.parse for an absolute-form target, `PUT http://host/v1\orgs\…`)
+  // reads "\" as "/", but the id canonicalisation below splits on "/" only: an org id reached the handlers in upper
+  // case, and credentials stored so were sealed to it and unusable by every call. No path of this API has a "\".
+  if (pathOf(req.url).includes('\\')) {
+    return sendProblem(res, new AppError('BAD_REQUEST', 'the URL path must not contain "\\" (send a literal one as %5C)'), req.correlationId ?? 'unknown');
+  }
   if (hasMalformedPathEscape(req.url)) {
     return sendProblem(res, new AppError('BAD_REQUEST', 'the URL path holds a malformed percent-escape (a "%" not followed by two hex digits, or bytes that are not UTF-8): send a literal "%" as %25'), req.correlationId ?? 'unknown');
   }
@@ -30,8 +36,7 @@ export function nulInUrlGuard(req: Request & { correlationId?: string }, res: Re
  * instead. The path is not echoed: a caller's URL is not ours to repeat.
  */
 function hasMalformedPathEscape(url: string): boolean {
-  const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
+  const path = pathOf(url);
   if (!path.includes('%')) return false;
   try {
     decodeURIComponent(path);
@@ -39,6 +44,12 @@ function hasMalformedPathEscape(url: string): boolean {
   } catch {
     return true;
   }
+}
+
+/** The request target without its query. */
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
 }
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
