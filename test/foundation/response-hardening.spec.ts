@@ -130,4 +130,16 @@ describe('response hardening', () => {
       expect([path, res.status, res.headers['content-type']]).toEqual([path, 404, expect.stringMatching(/^application\/problem\+json/)]);
     }
   });
+
+  // Found by a reviewer of routing edges: serve-static's 416 and 412 reached the problem filter as errors no code named.
+  it('/docs files are sent whole: a Range or a failed precondition is no 500 (nor an error-level log line); a revalidation still gets 304', async () => {
+    const before = h.t.logs.length;
+    for (const headers of [{ Range: 'bytes=99999999-' }, { Range: 'bytes=0-9' }, { 'If-Match': '"nope"' }, { 'If-Unmodified-Since': 'Mon, 01 Jan 1990 00:00:00 GMT' }]) {
+      const res = await h.t.http.get('/docs/swagger-ui.css').set(headers);
+      expect([JSON.stringify(headers), res.status, res.headers['content-type']]).toEqual([JSON.stringify(headers), 200, expect.stringMatching(/^text\/css/)]);
+    }
+    const first = await h.t.http.get('/docs/swagger-ui.css');
+    expect((await h.t.http.get('/docs/swagger-ui.css').set('If-None-Match', String(first.headers.etag))).status).toBe(304);
+    expect(h.t.logs.slice(before).filter((l) => l.includes('unhandled error'))).toEqual([]);
+  });
 });

@@ -12,6 +12,7 @@ const HTTP_FALLBACK: Record<number, ErrorCode> = {
   403: 'FORBIDDEN',
   404: 'NOT_FOUND',
   409: 'CONFLICT',
+  412: 'PRECONDITION_FAILED',
   413: 'PAYLOAD_TOO_LARGE',
   415: 'UNSUPPORTED_MEDIA_TYPE',
   422: 'INVALID_INPUT',
@@ -25,6 +26,8 @@ export function toAppError(err: unknown): AppError {
     const status = err.getStatus();
     const code = HTTP_FALLBACK[status];
     if (code) return new AppError(code, status === 404 ? 'no such route' : ERROR_TITLES[code]);
+    // Another client error a framework or middleware raised (416, 405…): the client's, never a 500.
+    if (status >= 400 && status < 500) return new AppError('BAD_REQUEST', `the request was refused (HTTP ${status})`);
   }
   if (isDatabaseUnavailable(err)) return new AppError('DATABASE_UNAVAILABLE', 'the database is unavailable; retry later', { retryAfterSeconds: 1 });
   return new AppError('INTERNAL', 'an internal error occurred');

@@ -32,6 +32,10 @@ const DOCS_FILES: ReadonlySet<string> = new Set([
  */
 export function docsGuard(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
   if (!DOCS_FILES.has(req.path)) return sendProblem(res, new AppError('NOT_FOUND', 'no such route'), req.correlationId ?? 'unknown');
+  // Each file is sent whole: serve-static's answers to an unsatisfiable Range (416) or a failed If-Match /
+  // If-Unmodified-Since (412) are errors no problem code names, which any anonymous caller turned into 500s and
+  // error-level "unhandled error" lines at will. A revalidation (If-None-Match, If-Modified-Since: 304) still works.
+  for (const header of ['range', 'if-range', 'if-match', 'if-unmodified-since']) delete req.headers[header];
   res.setHeader(
     'Content-Security-Policy',
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " +
