@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { DelegateBackoff, handleWhenResult, retry } from 'cockatiel';
 import type { CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
@@ -8,10 +8,11 @@ import { failedStatementFields, isDatabaseUnavailable } from '../common/errors/d
 import { canonicalJson } from '../common/canonical-json.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CredentialsService } from '../credentials/credentials.service.js';
+import { Sql } from '../db/sql.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { clampRetryAfterMs, vendorNamedWaitMs } from '../vendors/http/retry-after.js';
 import { timeVendorExchanges } from '../vendors/http/vendor-http.js';
-import { failedOutcome as fail, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
+import { failedOutcome as fail, type CallStanding, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
 import { CircuitBreaker, type BreakerPass } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
 import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isPoll, isRetryable, refusedInput } from './failure-mapping.js';
@@ -76,6 +77,8 @@ export class RuntimeToolExecutor {
     private readonly credentials: CredentialsService,
     private readonly clock: Clock,
     private readonly metrics: MetricsService,
+    // The run's and the kill switch's state before a send that waited (callStanding); absent in specs built by hand.
+    @Optional() private readonly sql?: Sql,
   ) {
     metrics.onScrape(() => {
       this.metrics.breakerState.reset();
@@ -339,6 +342,14 @@ export class RuntimeToolExecutor {
         ended = true;
         return last;
       }
+      // Nor is a retry sent once the run ended or the org's kill switch was thrown during its wait (a Retry-After
+      // slept on): both were answered 200 "nothing new executes", and the retry went out a second later. An "in
+      // progress" poll goes on: under the same key it can only pick up the original, never act again.
+      if (attempt > 0 && last && !isPoll(last) && !signal.aborted && (await this.callStanding(req)) !== 'allowed') {
+        retries.pop();
+        ended = true;
+        return last;
+      }
       // The budget ran out during a backoff: this attempt never leaves, so its
       // scheduled retry is not counted. Answer with the previous attempt's
       // failure, which was retried only because it was transient and, for a
@@ -363,6 +374,7 @@ export class RuntimeToolExecutor {
         attempt: attempt++,
         scratch,
         credentialsCurrent: () => this.credentialsState(req, credentials),
+        callStanding: () => this.callStanding(req),
       }));
       progress.inHandler = false;
       // An attempt that ended in the gateway's own trouble (its database, another call's lease) is not a vendor
@@ -377,6 +389,28 @@ export class RuntimeToolExecutor {
       }
       return outcome;
     }, signal);
+  }
+
+  /**
+   * Whether the call may still be sent, read now: its run not ended and the org's tool_calling_enabled still on (see
+   * VendorCallContext.callStanding). 'unknown' when the read failed (logged): the send is not made. A call with no row
+   * (none in specs that run the executor alone) has nothing to judge it by.
+   */
+  private async callStanding(req: ExecuteRequest): Promise<CallStanding> {
+    if (!this.sql) return 'allowed';
+    try {
+      const [row] = await this.sql.prepared<{ live: boolean; enabled: boolean }>(
+        `SELECT r.status IN ('running', 'waiting_approval') AS live,
+                COALESCE((SELECT f.enabled FROM feature_flags f WHERE f.org_id = tc.org_id AND f.flag = 'tool_calling_enabled'), false) AS enabled
+           FROM tool_calls tc JOIN agent_runs r ON r.id = tc.run_id WHERE tc.id = $1`,
+        [req.toolCallId],
+      );
+      if (!row) return 'allowed';
+      return !row.live ? 'run-ended' : row.enabled ? 'allowed' : 'disabled';
+    } catch (err) {
+      this.log.warn({ toolCallId: req.toolCallId, err: loggableErrorText(err) }, "the call's run and flag could not be checked before sending");
+      return 'unknown';
+    }
   }
 
   /**

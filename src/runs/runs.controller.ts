@@ -88,7 +88,9 @@ const END_DESCRIPTION =
   'For agent keys and admin keys of the run’s org (API.md leaves ending a run open; this is the gateway’s answer). ' +
   'From then on nothing new executes in the run, on any replica: new tool calls get 409 RUN_NOT_ACTIVE (a call the run made ' +
   'before is still replayed); its pending approvals are rejected (decidedBy the key that ended it, decisionReason its reason) and the calls waiting for them, or ' +
-  'approved but not yet started, are blocked with RUN_NOT_ACTIVE; calls already at the vendor finish and record their outcome. ' +
+  'approved but not yet started, are blocked with RUN_NOT_ACTIVE; calls already at the vendor finish and record their outcome; a refund ' +
+  'still waiting for its order (another refund of it at Shopify), or a retry waiting out a vendor\'s Retry-After, is not sent: failed ' +
+  'EXECUTION_ERROR (the retry: the answer it had). ' +
   'A ledger event run.completed / run.cancelled records who ended it and whether a reason was given; the free-text reason stays off ' +
   'the append-only ledger: it is on the run (`ended.reason`) and on the approvals the end rejected (`decisionReason`).';
 

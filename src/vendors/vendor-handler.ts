@@ -98,7 +98,16 @@ export interface VendorCallContext {
    * database unavailable: nothing to blame the credentials for). Absent: nothing to check against.
    */
   credentialsCurrent?: () => Promise<'held' | 'changed' | 'unknown'>;
+  /**
+   * Whether the call may still be sent, read now: for a handler that waits before it sends a write (the order's refund
+   * lease), so a run ended or a kill switch thrown meanwhile, each answered 200 ("nothing new executes"), stops it with
+   * nothing sent. Absent: nothing to check against.
+   */
+  callStanding?: () => Promise<CallStanding>;
 }
+
+/** 'allowed'; the run ended; the org's tool_calling_enabled turned off; or not known (the gateway's database). */
+export type CallStanding = 'allowed' | 'run-ended' | 'disabled' | 'unknown';
 
 export type VendorFailureKind =
   | 'not_found' // 404 / empty payload → VENDOR_NOT_FOUND

@@ -4,7 +4,7 @@
  * concurrent decision holds it. Before, the claim read the flag from its snapshot, waited, then marked the call running
  * after the admin's 200: the vendor was called, and the ledger showed tool_call.started after feature_flag.changed
  * {to: false}. Now the flag PUT waits for the claim instead: either the call is blocked FEATURE_DISABLED, or it was
- * started before the flag changed.
+ * started before the flag changed (and then either sent before it, or stopped unsent by the refund's own check).
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -102,6 +102,11 @@ describe('approvals: the kill switch turned off while a claim waits on the call'
     if (seen.status === 'blocked') {
       expect(seen).toEqual({ status: 'blocked', errorCode: 'FEATURE_DISABLED', sent: 0, startedBeforeChange: false });
       expect(started).toBeUndefined();
+    } else if (seen.status === 'failed') {
+      // Started under the flag as it was, then stopped before its refund was sent: the change committed while it was on
+      // its way (the refund handler reads the run and the flag again before sending: callStanding).
+      expect(seen).toEqual({ status: 'failed', errorCode: 'EXECUTION_ERROR', sent: 0, startedBeforeChange: true });
+      expect(answeredBeforeRollback).toBe(false);
     } else {
       // Started: only under the flag as it was, the change (and its 200) after the claim committed.
       expect(seen).toEqual({ status: 'succeeded', errorCode: null, sent: 1, startedBeforeChange: true });

@@ -264,6 +264,18 @@ export class ShopifyHandler implements VendorHandler {
           ? { ...failedOutcome('network', "the org's shopify credentials were replaced or deleted while this refund waited for the order; nothing was sent", undefined, undefined, false), local: true }
           : { ...failedOutcome('network', 'the credentials could not be checked before the refund was sent (the database is unavailable); nothing was sent', undefined, undefined, false), local: true };
       }
+      // Nor is it sent once the run ended or the org's kill switch was thrown meanwhile: each was answered 200
+      // ("nothing new executes"), and the refund went out seconds later (up to half the budget of waiting).
+      const standing = !held && ctx.callStanding ? await ctx.callStanding() : 'allowed';
+      if (standing !== 'allowed') {
+        await this.refundLeases.release(lease, holder);
+        const why = {
+          'run-ended': 'the run ended while this refund waited for the order',
+          disabled: "the org's tool calling was turned off while this refund waited for the order",
+          unknown: 'the run and the flag could not be checked before the refund was sent (the database is unavailable)',
+        }[standing];
+        return { ...failedOutcome('network', `${why}; nothing was sent`, undefined, undefined, false), local: true };
+      }
       ctx.scratch.set(LEASE_TAKEN, true);
     }
     // Shopify may still be running it (or the handler broke): the lease stays until it expires, so no other refund of the order overlaps it.
