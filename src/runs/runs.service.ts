@@ -321,7 +321,8 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     await holdActorKey(managerQuery(m), by);
     // The free-text reason stays off the append-only ledger (as a reconcile's note does): it is kept on the
     // run and on the approvals it rejects, and the event says whether one was given. blockedCalls counts the calls
-    // waiting for an approval too: the batches block every one of them.
+    // waiting for an approval too: the batches block every one whose approval is not past its expiry (as they pick
+    // them); one past it is the expiry sweep's, blocked APPROVAL_EXPIRED, and was counted here as the end's.
     const [{ blocked }] = (await m.query(
       `WITH ru AS (
          UPDATE agent_runs SET status = $2, pending_approval_count = 0, updated_at = now(),
@@ -332,7 +333,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
            FROM ru WHERE t.run_id = ru.id AND t.status = 'approved'
           RETURNING t.id, t.org_id, t.tool_name, t.action, t.action_digest),
        ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
-       waiting AS (SELECT count(*) AS n FROM tool_calls WHERE run_id = $1 AND status = 'waiting_approval'),
+       waiting AS (SELECT count(*) AS n FROM approval_requests WHERE run_id = $1 AND status = 'pending' AND expires_at > $6),
        ev AS (
          INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
          SELECT gen_random_uuid(), ru.org_id, $4, ru.id, NULL, $5::jsonb,
@@ -343,7 +344,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
                                    'errorCode', 'RUN_NOT_ACTIVE', 'reason', 'run_ended')
            FROM tc)
        SELECT coalesce((SELECT array_agg(id) FROM tc), '{}')::text[] AS blocked`,
-      [runId, to, reason, to === 'completed' ? 'run.completed' : 'run.cancelled', JSON.stringify(by)],
+      [runId, to, reason, to === 'completed' ? 'run.completed' : 'run.cancelled', JSON.stringify(by), this.clock.now()],
     )) as { blocked: string[] }[];
     const batch = await this.rejectEndedBatch((sql, params) => m.query(sql, params) as Promise<unknown>, runId, null);
     return { ...batch, blocked: [...blocked, ...batch.blocked] };
