@@ -42,6 +42,7 @@ export class CredentialsService {
    * not used again on this replica once the change has been answered.
    */
   private readonly cache = new InvalidatingCache<string, IntegrationCredentialEntity | null>({ ttlMs: CACHE_TTL_MS });
+  private readonly changeListeners: ((orgId: string, type: IntegrationType) => void)[] = [];
 
   constructor(
     private readonly ds: DataSource,
@@ -104,7 +105,7 @@ export class CredentialsService {
       });
     } finally {
       // After the commit (or a failed one, which may have committed), before answering.
-      this.cache.invalidate(`${orgId}:${type}`);
+      this.changed(orgId, type);
     }
     return { integrationType: type, keyId: env.keyId, fingerprint: fp, updatedAt: now.toISOString() };
   }
@@ -127,8 +128,18 @@ export class CredentialsService {
         await this.events.append([{ orgId, type: 'credentials.deleted', actor: actorOf(actor), metadata: { integrationType: type, fingerprint: deleted[0].fingerprint } }], m);
       });
     } finally {
-      this.cache.invalidate(`${orgId}:${type}`);
+      this.changed(orgId, type);
     }
+  }
+
+  /** `listener` is told of every put and delete of an org's credentials, once its transaction ended (however). */
+  onChange(listener: (orgId: string, type: IntegrationType) => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  private changed(orgId: string, type: IntegrationType): void {
+    this.cache.invalidate(`${orgId}:${type}`);
+    for (const listener of this.changeListeners) listener(orgId, type);
   }
 
   /** The decrypted config for a vendor call, or null when the org has none. Throws DecryptionError on a bad row. */

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { VendorTokenStore } from '../credentials/vendor-token.store.js';
+import { CredentialsService } from '../credentials/credentials.service.js';
 import { Sql } from '../db/sql.js';
 import { AmazonHandler } from './amazon/amazon.handler.js';
 import { TokenCache } from './auth/token-cache.js';
@@ -32,10 +33,13 @@ export function vendorEndpoints(config: AppConfig): VendorEndpoints {
 export class VendorRegistry {
   private readonly handlers: ReadonlyMap<VendorKey, VendorHandler>;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig, rotating: VendorTokenStore, sql: Sql) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig, rotating: VendorTokenStore, sql: Sql, @Optional() credentials?: CredentialsService) {
     const endpoints = vendorEndpoints(config);
     // One token cache for every OAuth vendor, so refreshes are single-flight per credential process-wide.
     const tokens = new TokenCache();
+    // Credentials deleted or replaced here: the tokens they bought leave this process's memory at once (another
+    // replica's go when they expire, or at its next call with the new ones).
+    credentials?.onChange((orgId, type) => tokens.forgetOwner(`${orgId}:${type}`));
     const all: VendorHandler[] = [new ShopifyHandler(endpoints, tokens, rotating, new SqlRefundLeases(sql, refundLeaseTiming(config.VENDOR_TIMEOUT_MS))), new AmazonHandler(endpoints, tokens), new JumioHandler(endpoints, tokens), new NangoHandler(endpoints)];
     this.handlers = new Map(all.map((h) => [h.vendor, h]));
   }

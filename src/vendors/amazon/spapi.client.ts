@@ -209,6 +209,8 @@ export class SpapiSession {
     private readonly rates: SpapiRates,
     private readonly creds: AmazonCredentials,
     private readonly signal: AbortSignal,
+    /** Whose credentials these are (`<orgId>:amazon`): their token is forgotten when they are deleted or replaced. */
+    private readonly owner?: string,
   ) {
     this.cacheKey = lwaCacheKey(endpoints, creds);
     this.rateKey = `${this.cacheKey}|${creds.region}`;
@@ -218,7 +220,7 @@ export class SpapiSession {
   /** GET `pathAndQuery` (already encoded) for `op`. Throws TokenFetchError when no token can be had. */
   async get(op: SpapiOperation, pathAndQuery: string): Promise<SpapiAnswer> {
     for (;;) {
-      const { token, fresh } = await this.tokens.acquire(this.cacheKey, () => fetchLwaToken(this.endpoints, this.creds), { signal: this.signal });
+      const { token, fresh } = await this.tokens.acquire(this.cacheKey, () => fetchLwaToken(this.endpoints, this.creds), { signal: this.signal, owner: this.owner });
       let res: VendorHttpResponse;
       try {
         res = await vendorRequest({

@@ -489,3 +489,43 @@ describe('TokenCache.acquire with an already-aborted signal', () => {
     expect(String(await waiting)).toMatch(/token endpoint down/);
   });
 });
+
+describe('TokenCache: tokens whose credentials are gone', () => {
+  it('forgetOwner drops the tokens an owner\'s calls used, and only those', async () => {
+    const cache = new TokenCache();
+    const a = counter();
+    const b = counter();
+    await cache.getToken('key-a', a.fetcher, { owner: 'org1:amazon' });
+    await cache.getToken('key-b', b.fetcher, { owner: 'org2:amazon' });
+    expect(cache.size).toBe(2);
+    cache.forgetOwner('org1:amazon');
+    expect(cache.size).toBe(1);
+    expect(await cache.getToken('key-b', b.fetcher, { owner: 'org2:amazon' })).toBe('tok-1'); // still cached
+    expect(await cache.getToken('key-a', a.fetcher, { owner: 'org1:amazon' })).toBe('tok-2'); // fetched anew
+    cache.forgetOwner('nobody'); // nothing to drop
+    expect(cache.size).toBe(2);
+  });
+
+  it('a fetch under way when its owner is forgotten hands its token to its callers but does not keep it', async () => {
+    const cache = new TokenCache();
+    const d = deferred<FetchedToken>();
+    const waiting = cache.getToken('key', () => d.promise, { owner: 'org1:jumio' });
+    cache.forgetOwner('org1:jumio');
+    d.resolve({ token: 'in-flight', expiresInSec: 3600 });
+    expect(await waiting).toBe('in-flight');
+    expect(cache.size).toBe(0);
+  });
+
+  it('an expired token is not kept: dropped when next asked for, before the fetch that replaces it', async () => {
+    let now = 0;
+    const cache = new TokenCache({ now: () => now });
+    const d = deferred<FetchedToken>();
+    await cache.getToken('key', async () => ({ token: 'old', expiresInSec: 60 }));
+    now = 61_000;
+    const next = cache.getToken('key', () => d.promise);
+    expect(cache.size).toBe(0); // gone while the new one is fetched
+    d.resolve({ token: 'new', expiresInSec: 60 });
+    expect(await next).toBe('new');
+    expect(cache.size).toBe(1);
+  });
+});

@@ -19,6 +19,7 @@
  *   does not wait for it: it fetches (one shared fetch) as before.
  */
 import { createHash } from 'node:crypto';
+import { setBounded } from '../../common/cache/bounded-map.js';
 import type { FailedOutcome } from '../vendor-handler.js';
 
 export interface FetchedToken {
@@ -56,6 +57,11 @@ export interface GetTokenOptions {
    * ends then is the gateway's (`local`), which says nothing of the vendor's health and counts against no breaker.
    */
   waitIsLocal?: () => boolean;
+  /**
+   * Whose credentials the token is bought with (`<orgId>:<integration>`): forgetOwner drops it when they are deleted
+   * or replaced, rather than it staying in memory for its whole lifetime (24 h for Shopify's).
+   */
+  owner?: string;
 }
 
 
@@ -90,6 +96,10 @@ export function tokenCacheKey(namespace: string, ...parts: string[]): string {
 export class TokenCache {
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<string>>();
+  /** The cache keys each owner's calls used (GetTokenOptions.owner), bounded as the entries are. */
+  private readonly owned = new Map<string, Set<string>>();
+  /** Fetches under way whose credentials were forgotten meanwhile: their token is handed to their callers, not kept. */
+  private readonly unwanted = new Set<string>();
   private readonly marginMs: number;
   private readonly now: () => number;
   private readonly maxEntries: number;
@@ -111,9 +121,15 @@ export class TokenCache {
    * would refuse a second one too (VENDORS.md §2.5).
    */
   async acquire(cacheKey: string, fetcher: TokenFetcher, opts: GetTokenOptions = {}): Promise<AcquiredToken> {
-    const entry = this.entries.get(cacheKey);
+    if (opts.owner !== undefined) this.own(opts.owner, cacheKey);
+    let entry = this.entries.get(cacheKey);
     const now = this.now();
     if (entry && now < entry.refreshAt) return { token: entry.token, fresh: false };
+    if (entry && now >= entry.expiresAt) {
+      // Dead: not kept in memory past its own lifetime (a fetch follows, which stores the next one).
+      this.entries.delete(cacheKey);
+      entry = undefined;
+    }
     let pending = this.inflight.get(cacheKey);
     if (entry && now < entry.expiresAt) {
       // Refresh ahead, behind this call, unless one runs already or the last one failed too recently.
@@ -139,6 +155,29 @@ export class TokenCache {
 
   clear(): void {
     this.entries.clear();
+  }
+
+  /**
+   * Drops the tokens bought with an owner's credentials (deleted or replaced: CredentialsService.onChange), and keeps
+   * none a fetch under way for them brings back: a token the org's admin took away is not kept in this process.
+   */
+  forgetOwner(owner: string): void {
+    const keys = this.owned.get(owner);
+    if (!keys) return;
+    this.owned.delete(owner);
+    for (const key of keys) {
+      this.entries.delete(key);
+      if (this.inflight.has(key)) this.unwanted.add(key);
+    }
+  }
+
+  private own(owner: string, cacheKey: string): void {
+    const keys = this.owned.get(owner);
+    if (keys) {
+      if (keys.size < OWNED_KEYS_MAX) keys.add(cacheKey);
+      return;
+    }
+    setBounded(this.owned, owner, new Set([cacheKey]), this.maxEntries);
   }
 
   get size(): number {
@@ -167,6 +206,7 @@ export class TokenCache {
       // A token living shorter than twice the margin would be "stale" at once and
       // refetched on every call; refresh it at half its life instead.
       const margin = Math.min(this.marginMs, lifetimeMs / 2);
+      if (this.unwanted.delete(cacheKey)) return token; // its credentials were forgotten while it was fetched
       this.entries.delete(cacheKey); // re-insert so Map order is age order for eviction
       this.entries.set(cacheKey, { token, expiresAt: fetchedAt + lifetimeMs, refreshAt: fetchedAt + lifetimeMs - margin, retryAt: 0 });
       if (this.entries.size > this.maxEntries) {
@@ -176,9 +216,13 @@ export class TokenCache {
       return token;
     } finally {
       this.inflight.delete(cacheKey);
+      this.unwanted.delete(cacheKey);
     }
   }
 }
+
+/** Cache keys remembered per owner: one per credential form its calls used (a few; more is a config changing often). */
+const OWNED_KEYS_MAX = 16;
 
 /** The call's time budget ran out before it had a token. */
 function budgetSpent(waitIsLocal?: () => boolean): TokenFetchError {

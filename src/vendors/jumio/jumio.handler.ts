@@ -26,6 +26,8 @@ interface CallState {
   cacheKey: string;
   signal: AbortSignal;
   refreshed: boolean;
+  /** `<orgId>:jumio`: the token is forgotten when the org's credentials are deleted or replaced. */
+  owner: string;
 }
 
 function classify(res: VendorHttpResponse): Answer {
@@ -110,7 +112,7 @@ export class JumioHandler implements VendorHandler {
     if (typeof id !== 'string' || !UUID.test(id)) return fail('rejected', 'workflowExecutionId: must be a UUID');
     const account = executionAccount(ctx.params.accountId, creds);
     if (!account.ok) return fail('rejected', account.message);
-    const state: CallState = { creds, cacheKey: jumioCacheKey(this.endpoints, creds), signal: ctx.signal, refreshed: false };
+    const state: CallState = { creds, cacheKey: jumioCacheKey(this.endpoints, creds), signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:jumio` };
     const base = `${jumioRetrievalBaseUrl(this.endpoints, creds.region)}/api/v1/accounts/${account.id}/workflow-executions/${id}`;
     try {
       const res = await this.get(state, `${base}/status`);
@@ -133,7 +135,7 @@ export class JumioHandler implements VendorHandler {
 
   private async get(state: CallState, url: string): Promise<Answer> {
     for (;;) {
-      const token = await this.tokens.getToken(state.cacheKey, () => fetchJumioToken(this.endpoints, state.creds), { signal: state.signal });
+      const token = await this.tokens.getToken(state.cacheKey, () => fetchJumioToken(this.endpoints, state.creds), { signal: state.signal, owner: state.owner });
       let res: VendorHttpResponse;
       try {
         res = await vendorRequest({

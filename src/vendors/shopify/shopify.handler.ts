@@ -33,6 +33,8 @@ interface ShopifyCall {
   conn: ShopifyConnection;
   signal: AbortSignal;
   refreshed: boolean;
+  /** `<orgId>:shopify`: its tokens are forgotten when the org's credentials are deleted or replaced. */
+  owner: string;
   /** An expiring offline token's grant (refresh-token credentials). */
   grant?: RotatingGrant;
 }
@@ -87,7 +89,7 @@ export class ShopifyHandler implements VendorHandler {
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
     const conn = resolveShopifyConnection(ctx.credentials, this.endpoints);
     if (typeof conn === 'string') return failedOutcome('auth', conn);
-    const call: ShopifyCall = { conn, signal: ctx.signal, refreshed: false };
+    const call: ShopifyCall = { conn, signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:shopify` };
     if (conn.auth.kind === 'refresh') {
       if (!this.rotating) return failedOutcome('auth', 'shopify credentials: refresh tokens need the token store, which this process lacks');
       call.grant = shopifyGrant(ctx.orgId, conn, conn.auth);
@@ -177,14 +179,14 @@ export class ShopifyHandler implements VendorHandler {
     const { conn, grant } = call;
     const auth = conn.auth;
     if (auth.kind === 'token') return Promise.resolve({ token: auth.accessToken, fresh: true });
-    if (auth.kind === 'client') return this.tokens.acquire(shopifyCacheKey(conn, auth), () => fetchShopifyToken(this.endpoints, conn, auth), { signal: call.signal });
+    if (auth.kind === 'client') return this.tokens.acquire(shopifyCacheKey(conn, auth), () => fetchShopifyToken(this.endpoints, conn, auth), { signal: call.signal, owner: call.owner });
     const store = this.rotating!;
     const key = this.cacheKey(call);
     // The fetch is shared by the calls of this key: whichever of them runs out of budget while the store does its own
     // work (another replica renewing the token, say) times out on the gateway's account, not Shopify's (no breaker).
     const onLocalWork = (local: boolean): void => void (local ? this.localTokenWork.add(key) : this.localTokenWork.delete(key));
     const fetcher = () => store.obtain(grant!, (refreshToken) => refreshShopifyToken(this.endpoints, conn, auth, refreshToken), { refused, onLocalWork });
-    return this.tokens.acquire(key, fetcher, { signal: call.signal, waitIsLocal: () => this.localTokenWork.has(key) });
+    return this.tokens.acquire(key, fetcher, { signal: call.signal, waitIsLocal: () => this.localTokenWork.has(key), owner: call.owner });
   }
 
   /** The in-process cache key of the call's token (no secret in it). */

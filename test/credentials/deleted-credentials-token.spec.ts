@@ -1,0 +1,55 @@
+/**
+ * An org's credentials DELETEd (an offboarding, a suspected leak) left the vendor access token they bought in the
+ * process's shared TokenCache (VendorRegistry → src/vendors/auth/token-cache.ts) for the life of the process: nothing
+ * removed it (found by a reviewer of data lifecycle). A delete or a replacing PUT now drops the tokens bought with the
+ * org's credentials of that integration in the replica that answered it (CredentialsService.onChange).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
+import { VendorRegistry } from '../../src/vendors/vendor-registry.js';
+import { CREDENTIALS, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
+import { adminAuth, bearer } from '../support/test-app.js';
+
+describe('credentials DELETE and the in-process access-token cache', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  /** The token cache the vendor handlers share (one per process). */
+  const cachedTokens = (): string[] => {
+    const reg = h.t.app.get(VendorRegistry) as unknown as { handlers: Map<string, { tokens: { entries: Map<string, { token: string }> } }> };
+    return [...reg.handlers.get('amazon')!.tokens.entries.values()].map((e) => e.token);
+  };
+
+  it('the LWA access token bought with deleted credentials is not kept in memory after the 204', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['amazon_query.get_order'], vendors: ['amazon'] });
+    const res = await h.t.http
+      .post(`/v1/runs/${runId}/tool-calls`)
+      .set(bearer(agentKey))
+      .send(toolUse('amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped }));
+    expect(res.body.status).toBe('succeeded');
+    const bought = cachedTokens();
+    expect(bought.length, 'the call bought and cached an access token').toBe(1);
+
+    const del = await h.t.http.delete(`/v1/orgs/${orgId}/integrations/amazon/credentials`).set(adminAuth);
+    expect(del.status).toBe(204);
+    expect(cachedTokens(), 'the deleted credentials\' bearer token is still held in the process').not.toContain(bought[0]);
+  });
+
+  it('a PUT replacing the credentials drops the token the old ones bought too', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['amazon_query.get_order'], vendors: ['amazon'] });
+    const call = () => h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(agentKey)).send(toolUse('amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped }));
+    const before = cachedTokens();
+    expect((await call()).body.status).toBe('succeeded');
+    const bought = cachedTokens().filter((t) => !before.includes(t));
+    expect(bought).toHaveLength(1);
+    const put = await h.t.http.put(`/v1/orgs/${orgId}/integrations/amazon/credentials`).set(adminAuth).send({ config: CREDENTIALS.amazon });
+    expect(put.status).toBe(200);
+    expect(cachedTokens()).not.toContain(bought[0]);
+    expect((await call()).body.status).toBe('succeeded'); // and the next call buys one with the credentials stored now
+  });
+});
