@@ -24,6 +24,12 @@ interface TokenState {
   refreshToken: string;
   accessToken: string;
   previousRefreshToken?: string;
+  /**
+   * The grant the state was bought under, sealed with it: the row's grant_id column is plain text, so an earlier
+   * grant's envelope copied back under the current grant id (a writer of vendor_tokens, without the master key) was
+   * handed out as the current grant's token. Absent in state written before it was sealed in (read as before).
+   */
+  grantId?: string;
 }
 
 interface Row {
@@ -202,7 +208,7 @@ export class VendorTokenStore implements RotatingTokenStore, BeforeApplicationSh
       await this.release(grant, lease).catch(() => undefined);
       throw err;
     }
-    const state: TokenState = { refreshToken: got.refreshToken ?? used, accessToken: got.token, previousRefreshToken: used };
+    const state: TokenState = { refreshToken: got.refreshToken ?? used, accessToken: got.token, previousRefreshToken: used, grantId: grant.grantId };
     const env = this.cipher.encryptJson(state, vendorTokenAad(grant.orgId, grant.integration));
     try {
       const stored = await this.sql.prepared(
@@ -286,7 +292,10 @@ export class VendorTokenStore implements RotatingTokenStore, BeforeApplicationSh
     if (!row.key_id || !row.iv || !row.ciphertext || !row.auth_tag) return null;
     const env: Envelope = { keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag };
     try {
-      return this.cipher.decryptJson<TokenState>(env, vendorTokenAad(grant.orgId, grant.integration));
+      const state = this.cipher.decryptJson<TokenState>(env, vendorTokenAad(grant.orgId, grant.integration));
+      if (state.grantId === undefined || state.grantId === grant.grantId) return state;
+      this.log.warn({ orgId: grant.orgId, integration: grant.integration }, "stored token state is another grant's: using the configured refresh token");
+      return null;
     } catch (err) {
       if (!(err instanceof DecryptionError)) throw err;
       this.log.warn({ orgId: grant.orgId, integration: grant.integration }, 'stored token state could not be decrypted: using the configured refresh token');

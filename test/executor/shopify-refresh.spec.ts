@@ -165,6 +165,28 @@ describe('Shopify expiring offline tokens (rotating refresh tokens)', () => {
     expect((await stored(org.orgId))?.refreshToken).toBe(shop.latestRefreshToken);
   });
 
+  // Found by a reviewer of cryptography: the row's grant_id is plain text and not sealed with the state, so an earlier
+  // grant's envelope copied back under the current grant id was handed out as the current grant's token.
+  it("an earlier grant's token state copied back under the new grant's id is not used: the new grant refreshes", async () => {
+    const org = await publicAppOrg();
+    expect((await lookup(org)).body.status).toBe('succeeded');
+    const [old] = (await h.t.ds.query('SELECT key_id, iv, ciphertext, auth_tag, access_expires_at FROM vendor_tokens WHERE org_id = $1', [org.orgId])) as Record<string, unknown>[];
+    const oldToken = (await stored(org.orgId))?.accessToken;
+    expect(oldToken).toBeTruthy();
+
+    shop.reset(); // a new install: a new grant, the row the new grant's with no state
+    const fresh = shop.installApp();
+    await configure(org, fresh);
+    await h.t.ds.query('UPDATE vendor_tokens SET key_id = $2, iv = $3, ciphertext = $4, auth_tag = $5, access_expires_at = $6 WHERE org_id = $1', [
+      org.orgId, old.key_id, old.iv, old.ciphertext, old.auth_tag, old.access_expires_at,
+    ]);
+    const before = tokenRequests();
+    const res = await lookup(org);
+    expect(res.body.status, JSON.stringify(res.body)).toBe('succeeded');
+    expect(tokenRequests() - before).toBe(1); // refreshed with the new grant, not the copied token
+    expect((await stored(org.orgId))?.accessToken).not.toBe(oldToken);
+  });
+
   it('a replica that died holding the refresh lease delays the others only until the lease runs out', async () => {
     const org = await publicAppOrg();
     // As left by a replica killed between taking the lease and storing the new token (the PUT left the grant's row).
