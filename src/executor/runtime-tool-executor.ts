@@ -12,7 +12,7 @@ import { Sql } from '../db/sql.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { clampRetryAfterMs, vendorNamedWaitMs } from '../vendors/http/retry-after.js';
 import { timeVendorExchanges } from '../vendors/http/vendor-http.js';
-import { failedOutcome as fail, type CallStanding, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
+import { failedOutcome as fail, type SendStanding, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
 import { CircuitBreaker, type BreakerPass } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
 import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isPoll, isRetryable, refusedInput } from './failure-mapping.js';
@@ -77,7 +77,7 @@ export class RuntimeToolExecutor {
     private readonly credentials: CredentialsService,
     private readonly clock: Clock,
     private readonly metrics: MetricsService,
-    // The run's and the kill switch's state before a send that waited (callStanding); absent in specs built by hand.
+    // The run's and the kill switch's state before a send that waited (sendStanding); absent in specs built by hand.
     @Optional() private readonly sql?: Sql,
   ) {
     metrics.onScrape(() => {
@@ -336,16 +336,11 @@ export class RuntimeToolExecutor {
       // Credentials replaced or deleted while this call waited to retry: it ends as the attempt before did (its
       // scheduled retry not counted), and sends neither config. Not the old one: a change answered to the admin is
       // in force from then on. Nor the new one: it may name another shop or account, where this request was never
-      // sent — that is not a retry. Checked before the budget, so the time a lookup takes is spent from it.
-      if (attempt > 0 && last && !signal.aborted && !(await this.stillHeld(req, credentials))) {
-        retries.pop();
-        ended = true;
-        return last;
-      }
-      // Nor is a retry sent once the run ended or the org's kill switch was thrown during its wait (a Retry-After
-      // slept on): both were answered 200 "nothing new executes", and the retry went out a second later. An "in
-      // progress" poll goes on: under the same key it can only pick up the original, never act again.
-      if (attempt > 0 && last && !isPoll(last) && !signal.aborted && (await this.callStanding(req)) !== 'allowed') {
+      // sent — that is not a retry. Nor is a retry sent once the run ended or the org's kill switch was thrown during
+      // its wait (a Retry-After slept on): both were answered 200 "nothing new executes", and the retry went out a
+      // second later; an "in progress" poll goes on, which under the same key can only pick up the original. Checked
+      // before the budget, so the time the lookups take is spent from it.
+      if (attempt > 0 && last && !signal.aborted && (await this.sendStanding(req, credentials, !isPoll(last))) !== 'allowed') {
         retries.pop();
         ended = true;
         return last;
@@ -373,8 +368,7 @@ export class RuntimeToolExecutor {
         deadline,
         attempt: attempt++,
         scratch,
-        credentialsCurrent: () => this.credentialsState(req, credentials),
-        callStanding: () => this.callStanding(req),
+        sendStanding: () => this.sendStanding(req, credentials, true),
       }));
       progress.inHandler = false;
       // An attempt that ended in the gateway's own trouble (its database, another call's lease) is not a vendor
@@ -392,11 +386,21 @@ export class RuntimeToolExecutor {
   }
 
   /**
-   * Whether the call may still be sent, read now: its run not ended and the org's tool_calling_enabled still on (see
-   * VendorCallContext.callStanding). 'unknown' when the read failed (logged): the send is not made. A call with no row
-   * (none in specs that run the executor alone) has nothing to judge it by.
+   * Whether a send that waited may still go (VendorCallContext.sendStanding): the org still stores the credentials the
+   * call loaded, and (`judgeRun`) its run has not ended and the org's tool_calling_enabled is still on. 'unknown' when a
+   * check failed (logged): the send is not made.
    */
-  private async callStanding(req: ExecuteRequest): Promise<CallStanding> {
+  private async sendStanding(req: ExecuteRequest, held: HeldCredentials, judgeRun: boolean): Promise<SendStanding> {
+    const credentials = await this.credentialsState(req, held);
+    if (credentials !== 'held') return credentials === 'changed' ? 'credentials-changed' : 'unknown';
+    return judgeRun ? this.runStanding(req) : 'allowed';
+  }
+
+  /**
+   * The call's run not ended and the org's tool_calling_enabled still on, read now; 'unknown' when the read failed
+   * (logged). A call with no row (none in specs that run the executor alone) has nothing to judge it by.
+   */
+  private async runStanding(req: ExecuteRequest): Promise<SendStanding> {
     if (!this.sql) return 'allowed';
     try {
       const [row] = await this.sql.prepared<{ live: boolean; enabled: boolean }>(
@@ -411,14 +415,6 @@ export class RuntimeToolExecutor {
       this.log.warn({ toolCallId: req.toolCallId, err: loggableErrorText(err) }, "the call's run and flag could not be checked before sending");
       return 'unknown';
     }
-  }
-
-  /**
-   * Whether the org still stores the config this call loaded (by stamp: the cache's TTL makes every load a new
-   * object). Cached, so cheap between attempts. A lookup that fails cannot confirm it: the retry is not sent.
-   */
-  private async stillHeld(req: ExecuteRequest, held: HeldCredentials): Promise<boolean> {
-    return (await this.credentialsState(req, held)) === 'held';
   }
 
   /**

@@ -92,22 +92,18 @@ export interface VendorCallContext {
    */
   scratch: Map<string, unknown>;
   /**
-   * Whether the org still stores the credentials this call loaded (not replaced or deleted since): for a handler
-   * that waits before it sends a write (the order's refund lease), so a change answered to the admin meanwhile is
-   * in force, as it is between attempts: 'held', 'changed', or 'unknown' when the check itself failed (its
-   * database unavailable: nothing to blame the credentials for). Absent: nothing to check against.
-   */
-  credentialsCurrent?: () => Promise<'held' | 'changed' | 'unknown'>;
-  /**
    * Whether the call may still be sent, read now: for a handler that waits before it sends a write (the order's refund
-   * lease), so a run ended or a kill switch thrown meanwhile, each answered 200 ("nothing new executes"), stops it with
-   * nothing sent. Absent: nothing to check against.
+   * lease), so a change answered 200/204 meanwhile is in force, as it is between attempts (the executor asks the same
+   * before a retry). Absent: nothing to check against.
    */
-  callStanding?: () => Promise<CallStanding>;
+  sendStanding?: () => Promise<SendStanding>;
 }
 
-/** 'allowed'; the run ended; the org's tool_calling_enabled turned off; or not known (the gateway's database). */
-export type CallStanding = 'allowed' | 'run-ended' | 'disabled' | 'unknown';
+/**
+ * 'allowed'; the org's credentials of the vendor replaced or deleted since the call loaded them; the run ended; the
+ * org's tool_calling_enabled turned off; or not known (the check failed: the gateway's database, nothing to blame).
+ */
+export type SendStanding = 'allowed' | 'credentials-changed' | 'run-ended' | 'disabled' | 'unknown';
 
 export type VendorFailureKind =
   | 'not_found' // 404 / empty payload → VENDOR_NOT_FOUND

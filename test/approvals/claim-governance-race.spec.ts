@@ -104,7 +104,7 @@ describe('approvals: the kill switch turned off while a claim waits on the call'
       expect(started).toBeUndefined();
     } else if (seen.status === 'failed') {
       // Started under the flag as it was, then stopped before its refund was sent: the change committed while it was on
-      // its way (the refund handler reads the run and the flag again before sending: callStanding).
+      // its way (the refund handler reads the run and the flag again before sending: sendStanding).
       expect(seen).toEqual({ status: 'failed', errorCode: 'EXECUTION_ERROR', sent: 0, startedBeforeChange: true });
       expect(answeredBeforeRollback).toBe(false);
     } else {

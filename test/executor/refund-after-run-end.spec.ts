@@ -4,7 +4,7 @@
  * calls already at the vendor finish" — yet the waiting refund was sent to Shopify seconds after that 200, and so was
  * a refund's retry after a Retry-After, and the same after the org's kill switch. The handler re-checked the org's
  * credentials after the lease wait, but not the run or the flag (found by a reviewer of run lifecycle races). Both
- * are now read before such a send (VendorCallContext.callStanding): nothing is sent, the call ends failed.
+ * are now read before such a send (VendorCallContext.sendStanding): nothing is sent, the call ends failed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';

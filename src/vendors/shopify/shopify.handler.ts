@@ -254,27 +254,20 @@ export class ShopifyHandler implements VendorHandler {
         if (!held) await this.refundLeases.release(lease, holder);
         return busy;
       }
-      // The wait for the lease (another refund of the order at Shopify) may be long: credentials the admin deleted
-      // or replaced meanwhile, answered 204/200, are not sent the refund after it (as between attempts).
-      const credentials = !held && ctx.credentialsCurrent ? await ctx.credentialsCurrent() : 'held';
-      if (credentials !== 'held') {
-        await this.refundLeases.release(lease, holder);
-        // Neither is the vendor refusing the credentials ("fix your credentials" would be false): replaced by an admin
-        // (a new call uses the ones stored now; deleted, it is told CREDENTIALS_NOT_FOUND), or not checked (the
-        // gateway's database). Nothing sent: the gateway's own failure, which a new call may get past.
-        return credentials === 'changed'
-          ? { ...failedOutcome('network', "the org's shopify credentials were replaced or deleted while this refund waited for the order; nothing was sent", undefined, undefined, false), local: true }
-          : { ...failedOutcome('network', 'the credentials could not be checked before the refund was sent (the database is unavailable); nothing was sent', undefined, undefined, false), local: true };
-      }
-      // Nor is it sent once the run ended or the org's kill switch was thrown meanwhile: each was answered 200
-      // ("nothing new executes"), and the refund went out seconds later (up to half the budget of waiting).
-      const standing = !held && ctx.callStanding ? await ctx.callStanding() : 'allowed';
+      // The wait for the lease (another refund of the order at Shopify) may be long: a change answered 200/204
+      // meanwhile is in force, as between attempts. Credentials the admin deleted or replaced are not sent the refund,
+      // nor is it sent once the run ended or the org's kill switch was thrown (the refund went out seconds after
+      // their 200, up to half the budget of waiting). Neither is the vendor refusing the credentials ("fix your
+      // credentials" would be false), and a new call may get past it (deleted credentials: CREDENTIALS_NOT_FOUND):
+      // nothing sent, the gateway's own failure.
+      const standing = !held && ctx.sendStanding ? await ctx.sendStanding() : 'allowed';
       if (standing !== 'allowed') {
         await this.refundLeases.release(lease, holder);
         const why = {
+          'credentials-changed': "the org's shopify credentials were replaced or deleted while this refund waited for the order",
           'run-ended': 'the run ended while this refund waited for the order',
           disabled: "the org's tool calling was turned off while this refund waited for the order",
-          unknown: 'the run and the flag could not be checked before the refund was sent (the database is unavailable)',
+          unknown: 'the credentials, the run and the flag could not be checked before the refund was sent (the database is unavailable)',
         }[standing];
         return { ...failedOutcome('network', `${why}; nothing was sent`, undefined, undefined, false), local: true };
       }
