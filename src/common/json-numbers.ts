@@ -17,14 +17,13 @@ export function hasRoundedLiteral(text: string, from = 0, to = text.length): boo
  * A vendor's JSON answer, parsed, with every number literal a double would change kept as the vendor wrote it, as
  * a string: `{"id":12345678901234567891}` is read `{id: "12345678901234567891"}`, not as another id. The model, the
  * stored result and the ledger then show the vendor's own digits (json-bigint's storeAsString). A text of numbers
- * that all parse exactly (every answer of the vendors we know) costs one more pass over it, and only when it holds
- * a number at all.
+ * that all parse exactly (every answer of the vendors we know) costs what the request check costs (unrepresentableNumber):
+ * one more pass over it, and only when it holds a number at all.
  */
 export function parseJsonKeepingNumbers(text: string): unknown {
   const value = JSON.parse(text) as unknown;
-  if (!hasNumber(value)) return value;
+  if (unrepresentableNumber(value, text) === undefined) return value;
   const spans = inexactLiterals(text, 0, text.length, false);
-  if (spans.length === 0) return value;
   let quoted = '';
   let at = 0;
   for (const [start, end] of spans) {
@@ -34,19 +33,28 @@ export function parseJsonKeepingNumbers(text: string): unknown {
   return JSON.parse(quoted + text.slice(at)) as unknown;
 }
 
-/** Whether a parsed JSON value holds a number anywhere (containers stacked, not recursed into). */
-function hasNumber(value: unknown): boolean {
-  if (typeof value === 'number') return true;
-  if (value === null || typeof value !== 'object') return false;
-  const stack: object[] = [value];
+/**
+ * What JSON.parse lost of a body's numbers: 'infinite' when a value is ±Infinity, 'rounded' when a literal
+ * does not come back from its double as the same number: an integer beyond 2^53 (1234567890123456789 is written
+ * on as 1234567890123456800), a decimal of more digits than a double holds (1.000000000000000001 as 1), a
+ * non-zero one below its range (1e-400 as 0). One that does (1e308, 9007199254740992, 6.02214076e23,
+ * 0.30000000000000004) is passed on unchanged. The walk is iterative (no recursion to blow); the text is read
+ * again only when the body holds a number (any may be a rounded literal: 1.0000000000000000001 parses to 1).
+ */
+export function unrepresentableNumber(value: unknown, text: string, from = 0, to = text.length): 'infinite' | 'rounded' | undefined {
+  let numbers = false;
+  // Only containers are stacked: a flat array of 100k numbers is read in place, not pushed item by item.
+  const stack: object[] = [[value]];
   while (stack.length) {
     const container = stack.pop()!;
     for (const item of Array.isArray(container) ? (container as unknown[]) : Object.values(container)) {
-      if (typeof item === 'number') return true;
-      if (item !== null && typeof item === 'object') stack.push(item);
+      if (typeof item === 'number') {
+        if (!Number.isFinite(item)) return 'infinite';
+        numbers = true;
+      } else if (item !== null && typeof item === 'object') stack.push(item);
     }
   }
-  return false;
+  return numbers && hasRoundedLiteral(text, from, to) ? 'rounded' : undefined;
 }
 
 /** The [start, end) of each number literal of a valid JSON text that a double does not hold; the first only when `first`. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { batchItemSpans, refuseBatchItems, refusedBatchItem, unrepresentableNumber } from './json-body.js';
+import { unrepresentableNumber } from '../json-numbers.js';
+import { batchItemSpans, refuseBatchItems, refusedBatchItem } from './json-body.js';
 
 const check = (text: string) => unrepresentableNumber(JSON.parse(text), text);
 

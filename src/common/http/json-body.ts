@@ -6,7 +6,7 @@ import { jsonDepth } from '../json-depth.js';
 import { closeAfterAnswer } from './closing-connection.js';
 import { closeLingering } from './lingering-close.js';
 import { findUnstorableText } from '../storable-text.js';
-import { hasRoundedLiteral } from '../json-numbers.js';
+import { hasRoundedLiteral, unrepresentableNumber } from '../json-numbers.js';
 
 export { jsonDepth };
 
@@ -335,28 +335,4 @@ export function batchItemSpans(text: string): [number, number][] {
     }
   }
   return spans;
-}
-
-/**
- * What JSON.parse lost of a body's numbers: 'infinite' when a value is ±Infinity, 'rounded' when a literal
- * does not come back from its double as the same number: an integer beyond 2^53 (1234567890123456789 is written
- * on as 1234567890123456800), a decimal of more digits than a double holds (1.000000000000000001 as 1), a
- * non-zero one below its range (1e-400 as 0). One that does (1e308, 9007199254740992, 6.02214076e23,
- * 0.30000000000000004) is passed on unchanged. The walk is iterative (no recursion to blow); the text is read
- * again only when the body holds a number (any may be a rounded literal: 1.0000000000000000001 parses to 1).
- */
-export function unrepresentableNumber(value: unknown, text: string, from = 0, to = text.length): 'infinite' | 'rounded' | undefined {
-  let numbers = false;
-  // Only containers are stacked: a flat array of 100k numbers is read in place, not pushed item by item.
-  const stack: object[] = [[value]];
-  while (stack.length) {
-    const container = stack.pop()!;
-    for (const item of Array.isArray(container) ? (container as unknown[]) : Object.values(container)) {
-      if (typeof item === 'number') {
-        if (!Number.isFinite(item)) return 'infinite';
-        numbers = true;
-      } else if (item !== null && typeof item === 'object') stack.push(item);
-    }
-  }
-  return numbers && hasRoundedLiteral(text, from, to) ? 'rounded' : undefined;
 }
