@@ -78,6 +78,10 @@ interface CallEvent {
   /** A decision's SHA-256 of the decider's reason (null: none given); hasReasonDigest false on events from before it was recorded. */
   reasonDigest: string | null;
   hasReasonDigest: boolean;
+  /** The metadata of an event that records an outcome (FACT_TYPES: durations, statuses, cost, the output's digest); else null. */
+  facts: Record<string, unknown> | null;
+  /** Milliseconds from the row's created_at to this event's (the requested event's is written in the row's statement). */
+  lagMs: number;
 }
 
 /** The call's approval row, as the detail view shows it. */
@@ -96,6 +100,9 @@ interface DecisionRow {
 
 interface CallRow {
   id: string; status: string; error_code: string | null; note_digest: string | null; created_iso: string; action_digest: string;
+  vendor_status: number | null; duration_ms: number | null; retry_count: number; cost_cents: number;
+  /** The SHA-256 (hex) of output_redacted's jsonb text; null when it has none. */
+  output_digest: string | null;
   events: CallEvent[] | null;
   approval: ApprovalRow | null;
   decision: DecisionRow | null;
@@ -111,13 +118,15 @@ interface CallRow {
  * by its digest, when the event has one). Row and events are read in one statement, as the
  * gateway writes a call's status and its events in one: a call moving meanwhile is never half seen.
  * (A forged event INSERTed to match an edit still passes: inserting is what an append-only ledger
- * allows. cost_cents is on no event, so a rewrite of it alone is not found.)
+ * allows; see README "What verify cannot see".)
  */
 async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
   for (let after = { iso: '-infinity', id: NIL_UUID }; ;) {
     const rows = (await db.query(
       `SELECT t.id, t.status, t.error_code, t.action_digest, ${isoSql('t.created_at')} AS created_iso,
               encode(sha256(convert_to(t.note, 'UTF8')), 'hex') AS note_digest, e.events,
+              t.vendor_status, t.duration_ms, t.retry_count, t.cost_cents,
+              encode(sha256(convert_to(t.output_redacted::text, 'UTF8')), 'hex') AS output_digest,
               (SELECT jsonb_build_object('id', a.id, 'kind', a.kind, 'status', a.status, 'riskLevel', a.risk_level,
                                          'decidedBy', a.decided_by, 'decidedRole', a.decided_role,
                                          'reasonDigest', encode(sha256(convert_to(a.decision_reason, 'UTF8')), 'hex'),
@@ -140,7 +149,9 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
                     'riskLevel', e.metadata->>'riskLevel', 'reason', e.metadata->>'reason',
                     'approvalId', e.metadata->>'approvalId', 'decision', e.metadata->>'decision',
                     'actorKeyId', e.actor->>'keyId', 'actorRole', e.actor->>'role',
-                    'reasonDigest', e.metadata->>'reasonDigest', 'hasReasonDigest', e.metadata ? 'reasonDigest')
+                    'reasonDigest', e.metadata->>'reasonDigest', 'hasReasonDigest', e.metadata ? 'reasonDigest',
+                    'facts', CASE WHEN e.type IN (${FACT_TYPES_SQL}) THEN e.metadata END,
+                    'lagMs', extract(epoch FROM e.created_at - t.created_at) * 1000)
                   ORDER BY e.seq) AS events
              FROM runtime_ledger_events e WHERE e.tool_call_id = t.id AND e.org_id = t.org_id) e ON true
         WHERE t.org_id = $1 AND (t.created_at, t.id) > ($2::timestamptz, $3::uuid)
@@ -180,7 +191,7 @@ function callMismatch(r: CallRow): Mismatch | null {
   if (r.error_code !== errorCode) return { at: by, reason: `tool call ${r.id}: its error code differs from its last ${settling ? 'settling ' : ''}event's` };
   const differs = events.findLast((e) => e.differs !== null);
   if (differs) return { at: differs, reason: `tool call ${r.id}: its ${differs.differs} differs from its events'` };
-  const recorded = approvalMismatch(r, events) ?? decisionMismatch(r, events);
+  const recorded = approvalMismatch(r, events) ?? decisionMismatch(r, events) ?? outcomeFactsMismatch(r, events);
   if (recorded) return recorded;
   // A note is what tells the agent an operator checked with the vendor (tool-call-body.ts): only a reconcile writes one.
   if (by.type !== 'tool_call.reconciled') return r.note_digest === null ? null : { at: by, reason: `tool call ${r.id} has a reconcile note, but no reconcile on the ledger` };
@@ -246,6 +257,53 @@ function decisionMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
   }
   const started = events[1]?.type === 'tool_call.started' ? events[1] : null;
   if (started && d.decision !== 'allow' && d.decision !== 'observe') return off(started);
+  return null;
+}
+
+/** The events whose metadata records what the row holds beside its status (outcomeFactsMismatch). */
+const FACT_TYPES = ['tool_call.succeeded', 'tool_call.failed', 'tool_call.indeterminate', 'tool_call.outcome_after_sweep'] as const;
+const FACT_TYPES_SQL = FACT_TYPES.map((t) => `'${t}'`).join(', ');
+
+/**
+ * How far a call's tool_call.requested event may be written after its row's created_at: both are written by the
+ * intent's one statement (the row at its transaction's now(), the event at clock_timestamp()), so by at most a
+ * statement's time; this bound is far above any statement timeout.
+ */
+export const REQUESTED_LAG_MAX_MS = 15 * 60_000;
+
+/**
+ * The row's other recorded facts against the events that recorded them: its creation time against its
+ * tool_call.requested event's (usage windows and exports go by it); the vendor status, duration, retries, cost and
+ * output (by the SHA-256 of its jsonb text) against the outcome event that wrote them (OutcomeRecorder, its
+ * `durationMs` marks it); the cost against the orphan sweep's charge, taken back by an outcome_after_sweep that
+ * found nothing sent. A call with no outcome event holds none of them. A fact the event does not carry (events
+ * written before it was recorded: cost and output digest) is not checked.
+ */
+function outcomeFactsMismatch(r: CallRow, events: CallEvent[]): Mismatch | null {
+  const requested = events[0];
+  if (!(requested.lagMs >= 0 && requested.lagMs <= REQUESTED_LAG_MAX_MS)) {
+    return { at: requested, reason: `tool call ${r.id}: its creation time differs from its tool_call.requested event's` };
+  }
+  const off = (at: CallEvent | null, what: string): Mismatch => ({ at, reason: `tool call ${r.id}: its ${what} differs from the one its events recorded` });
+  const settler = events.findLast((e) => e.facts !== null && e.type !== 'tool_call.outcome_after_sweep') ?? null;
+  const f = settler?.facts ?? {};
+  const has = (key: string): boolean => Object.hasOwn(f, key);
+  const fact = (key: string): unknown => (has(key) ? (f[key] ?? null) : null);
+  // Only the outcome recorder's event carries a duration; the sweep's, an input refusal's and a block's record no vendor facts.
+  const byRecorder = has('durationMs');
+  if (r.duration_ms !== fact('durationMs')) return off(settler, 'duration');
+  const recorded = (key: string, value: unknown, none: unknown): boolean => (byRecorder ? !has(key) || value === fact(key) : value === none);
+  if (!recorded('vendorStatus', r.vendor_status, null)) return off(settler, 'vendor status');
+  if (!recorded('retryCount', r.retry_count, 0)) return off(settler, 'retry count');
+  if (!recorded('outputDigest', r.output_digest, null)) return off(settler, 'output');
+  // The cost: the recorder's or the sweep's charge (0 for what settles with no vendor call); a late answer that found
+  // nothing sent took the sweep's back, unless ops had reconciled the call first. Unknown on events from before it was recorded.
+  const late = events.filter((e) => e.type === 'tool_call.outcome_after_sweep');
+  if (late.some((e) => !Object.hasOwn(e.facts ?? {}, 'costCents'))) return null;
+  const uncharged = late.some((e) => e.facts?.costCents === 0 && e.facts?.reconciled === false);
+  const charged = has('costCents') ? fact('costCents') : settler === null || (!byRecorder && f.reason !== 'orphaned') ? 0 : undefined;
+  if (charged === undefined) return null;
+  if (r.cost_cents !== (uncharged ? 0 : charged)) return off(uncharged ? late[late.length - 1] : settler, 'cost');
   return null;
 }
 

@@ -106,13 +106,14 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
                                             WHERE c.tool = tool_calls.tool_name AND c.action = tool_calls.action), 0),
                     finished_at = now(), updated_at = now()
               WHERE id IN (SELECT id FROM due) AND status = 'running'
-              RETURNING id, org_id, run_id, tool_name, action, action_digest, started_at),
+              RETURNING id, org_id, run_id, tool_name, action, action_digest, started_at, cost_cents),
            -- an approved call's raw input goes with its run, as when its outcome is recorded
            ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id),
            ev AS (
              INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata)
              SELECT gen_random_uuid(), org_id, 'tool_call.indeterminate', run_id, id,
-                    jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned')
+                    jsonb_build_object('toolName', tool_name, 'action', action, 'digest', action_digest, 'errorCode', 'OUTCOME_UNKNOWN', 'reason', 'orphaned',
+                                       'costCents', cost_cents)
                FROM tc)
            SELECT count(*)::int AS n, (array_agg(id ORDER BY started_at, id))[1:$7::int]::text[] AS some FROM tc`,
           [staleAfterMs, ORPHANED_TEXT, ...this.costs, batch, SWEEP_LOGGED_IDS],

@@ -171,6 +171,7 @@ export class OutcomeRecorder {
     // that may have been sent counts as sent). Not the error code: CREDENTIALS_INVALID is a vendor 401
     // (charged) or undecryptable stored credentials (nothing sent), VENDOR_TIMEOUT may be a connect timeout.
     const vendorReached = outcome.vendorReached;
+    const costCents = vendorReached ? c.tool.costCents : 0;
     const base = { toolName: c.tool.toolName, action: c.tool.action, digest: c.digest };
     const actor = c.actor ?? null;
     const events: NewLedgerEvent[] = outcome.retries.map((r) => ({
@@ -179,7 +180,8 @@ export class OutcomeRecorder {
     const terminal = status === 'succeeded' ? 'tool_call.succeeded' : status === 'failed' ? 'tool_call.failed' : 'tool_call.indeterminate';
     events.push({
       orgId: c.orgId, type: terminal, runId: c.runId, toolCallId: c.id, actor,
-      metadata: { ...base, durationMs: outcome.durationMs, errorCode, vendorStatus: outcome.vendorStatus, retryCount: outcome.retries.length },
+      // What the row records beside its status, for verify to hold the row to (the output by its digest, added in the statement).
+      metadata: { ...base, durationMs: outcome.durationMs, errorCode, vendorStatus: outcome.vendorStatus, retryCount: outcome.retries.length, costCents },
     });
     const row: OutcomeRow = {
       id: c.id, orgId: c.orgId, from: c.from, status, errorCode,
@@ -190,7 +192,7 @@ export class OutcomeRecorder {
       retryCount: outcome.retries.length,
       retryAfterSeconds: outcome.status !== 'succeeded' ? (outcome.retryAfterSeconds ?? null) : null,
       vendorStatus: outcome.vendorStatus, vendorRefused: vendorRefusedOf(outcome), durationMs: outcome.durationMs,
-      costCents: vendorReached ? c.tool.costCents : 0,
+      costCents,
       truncated: json !== null && Buffer.byteLength(json) > this.config.RESULT_BUDGET_BYTES,
       result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
       dropInput: c.dropInput,

@@ -7,6 +7,11 @@ import { ledgerOutputJson } from './ledger-output-cap.js';
 import type { EncryptedResult } from './results.store.js';
 import type { ToolCallStatus } from './tool-call-status.js';
 
+/** The events that settle a call with its outcome, the last of writeOutcomeRow's. */
+const SETTLING_TYPES: ReadonlySet<string> = new Set(['tool_call.succeeded', 'tool_call.failed', 'tool_call.indeterminate']);
+/** `outputDigest`: the SHA-256 (hex) of the stored output's jsonb text ($6, as the row stores it), null for none. */
+const OUTPUT_DIGEST_SQL = `jsonb_build_object('outputDigest', encode(sha256(convert_to($6::jsonb::text, 'UTF8')), 'hex'))`;
+
 export interface OutcomeRow {
   id: string;
   orgId: string;
@@ -80,7 +85,7 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
                 SELECT gen_random_uuid(), t.org_id, 'tool_call.outcome_after_sweep', t.run_id, t.id, $16::jsonb,
                        jsonb_build_object('toolName', t.tool_name, 'action', t.action, 'digest', t.action_digest, 'status', $2::text,
                                           'errorCode', $3::text, 'vendorStatus', $9::int, 'durationMs', $10::int,
-                                          'reconciled', t.note IS NOT NULL)
+                                          'reconciled', t.note IS NOT NULL, 'costCents', $11::int)
                   FROM swept t)`,
     // The sweep charges what may have been sent (OrphanSweeperService); an outcome that knows nothing reached the
     // vendor (cost 0: an unsent call, recordUnsent) takes that guess back, unless ops have reconciled the call since.
@@ -98,7 +103,9 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
                         ON CONFLICT (tool_call_id) DO NOTHING)`);
   }
   if (o.dropInput) ctes.push('ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id)');
-  ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
+  // The settling event records the output by its digest as stored (jsonb's text: the row's own form), so that verify
+  // finds a result rewritten around the gateway (tool-call-check.ts); no output is a null digest.
+  ctes.push(`ev AS (${eventsCte(events, p, 'tc', (e) => (SETTLING_TYPES.has(e.type) ? OUTPUT_DIGEST_SQL : null))})`);
   const text = `WITH ${ctes.join(',\n')} SELECT id FROM tc`;
   const rows = await metrics.timedLedgerWrite('outcome', async () => {
     const first = await sql.prepared<{ id: string }>(text, p);

@@ -344,7 +344,8 @@ describe('verify checks tool calls against their events', () => {
     await t.app.get(LedgerEventsService).append([
       { orgId: org, type: 'tool_call.requested', runId: run, toolCallId: call.id, metadata: facts },
       { orgId: org, type: 'tool_call.started', runId: run, toolCallId: call.id, metadata: facts },
-      { orgId: org, type: `tool_call.${status}`, runId: run, toolCallId: call.id, metadata: { ...facts, errorCode } },
+      // As the outcome recorder writes it: with the duration and cost the row holds.
+      { orgId: org, type: `tool_call.${status}`, runId: run, toolCallId: call.id, metadata: { ...facts, errorCode, durationMs: 42, costCents: 5 } },
     ]);
     await t.app.get(LedgerSealerService).sealNow();
     const [{ id }] = (await t.ds.query(`SELECT id FROM runtime_ledger_events WHERE tool_call_id = $1 AND type = $2`, [call.id, `tool_call.${status}`])) as { id: string }[];
@@ -402,7 +403,7 @@ describe('verify checks tool calls against their events', () => {
   it('finds a break past the first page of calls (5,000), among calls created in the same instant', async () => {
     const org = await createOrg(t, 'Many calls');
     const run = await insertRun(t.ds, org);
-    const calls = await insertCalls(t.ds, Array.from({ length: 5_002 }, () => ({ orgId: org, runId: run, status: 'running' })));
+    const calls = await insertCalls(t.ds, Array.from({ length: 5_002 }, () => ({ orgId: org, runId: run, status: 'running', durationMs: null })));
     const facts = { toolName: 'order_lookup', action: 'lookup', digest: 'ab'.repeat(32) };
     // As the intent of an allowed call writes them: requested, then started (one statement each: 65,535 parameters at most).
     for (const type of ['tool_call.requested', 'tool_call.started']) {

@@ -15,6 +15,8 @@ export interface CallSeed {
   /** exact text with microseconds, e.g. 2026-01-05T10:00:00.123456Z; default now() */
   createdAt?: string;
   costCents?: number;
+  /** Default 42; null for a call no outcome was recorded for (verify holds the row to its events). */
+  durationMs?: number | null;
   inputRedacted?: unknown;
   outputRedacted?: unknown;
   policyDecisionId?: string | null;
@@ -47,6 +49,7 @@ export async function insertCalls(ds: DataSource, seeds: CallSeed[]): Promise<Se
     correlationId: s.correlationId ?? `corr-${randomUUID()}`,
     createdAt: s.createdAt ?? null,
     costCents: s.costCents ?? 0,
+    durationMs: s.durationMs === undefined ? 42 : s.durationMs,
     inputRedacted: s.inputRedacted ?? { orderId: '12345' },
     outputRedacted: s.outputRedacted ?? null,
     policyDecisionId: s.policyDecisionId ?? null,
@@ -57,9 +60,9 @@ export async function insertCalls(ds: DataSource, seeds: CallSeed[]): Promise<Se
                              cost_cents, duration_ms, created_at, started_at, finished_at)
      SELECT x.id, x."orgId", x."runId", 'support', x."toolName", x.action, x.status, x."errorCode", x."errorText", x."correlationId",
             'idem-' || x.id, 'toolu_' || replace(x.id::text, '-', ''), repeat('ab', 32), x."inputRedacted", x."outputRedacted", 'low',
-            x."policyDecisionId", x."costCents", 42, coalesce(x."createdAt", now()), coalesce(x."createdAt", now()), coalesce(x."createdAt", now())
+            x."policyDecisionId", x."costCents", x."durationMs", coalesce(x."createdAt", now()), coalesce(x."createdAt", now()), coalesce(x."createdAt", now())
        FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, "orgId" uuid, "runId" uuid, "toolName" text, action text, status text, "errorCode" text,
-            "errorText" text, "correlationId" text, "createdAt" timestamptz, "costCents" int, "inputRedacted" jsonb, "outputRedacted" jsonb,
+            "errorText" text, "correlationId" text, "createdAt" timestamptz, "costCents" int, "durationMs" int, "inputRedacted" jsonb, "outputRedacted" jsonb,
             "policyDecisionId" uuid)
      RETURNING id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_iso`,
     [JSON.stringify(rows)],

@@ -297,18 +297,23 @@ describe('ledger verify: tool calls against their event trail', () => {
   it('pages calls by created_at with its era: 5,000 rows moved to BC (plain SQL) do not hide a later call rewritten as succeeded', async () => {
     const org = await createOrg(h.t, 'Era paging');
     const run = await insertRun(h.t.ds, org);
-    const calls = await insertCalls(h.t.ds, Array.from({ length: 5_001 }, () => ({ orgId: org, runId: run, status: 'running' })));
+    const calls = await insertCalls(h.t.ds, Array.from({ length: 5_001 }, () => ({ orgId: org, runId: run, status: 'running', durationMs: null })));
     const facts = { toolName: 'order_lookup', action: 'lookup', digest: 'ab'.repeat(32) };
-    for (const type of ['tool_call.requested', 'tool_call.started']) {
-      await h.t.app.get(LedgerEventsService).append(calls.map((c) => ({ orgId: org, type, runId: run, toolCallId: c.id, metadata: facts })));
-    }
-    await h.t.ds.query('ANALYZE tool_calls, runtime_ledger_events'); // the statistics a database this size has (autovacuum)
-    expect(await verify(org)).toMatchObject({ ok: true });
-    // With the app's own rights (no trigger bypass): every call but one moves about 5,026 years back, to 3001 BC …
+    // Every call but one about 5,026 years back, in 3001 BC, its events with it (verify holds a row's created_at to its
+    // tool_call.requested event's) …
     const target = calls[calls.length - 1].id;
     await h.t.ds.query(`UPDATE tool_calls SET created_at = created_at - interval '5026 years' WHERE org_id = $1 AND id <> $2`, [org, target]);
-    // … and the one left is rewritten as succeeded. The check's first page (5,000 rows) ends on a BC row: read
-    // without its era, page 2 started after 3001 AD and never reached this call.
+    await h.t.ds.query(
+      `INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, metadata, created_at)
+       SELECT gen_random_uuid(), t.org_id, k.type, t.run_id, t.id, $2::jsonb, t.created_at + k.after
+         FROM tool_calls t CROSS JOIN (VALUES ('tool_call.requested', interval '1 ms'), ('tool_call.started', interval '2 ms')) AS k(type, after)
+        WHERE t.org_id = $1 ORDER BY t.created_at, k.after`,
+      [org, JSON.stringify(facts)],
+    );
+    await h.t.ds.query('ANALYZE tool_calls, runtime_ledger_events'); // the statistics a database this size has (autovacuum)
+    expect(await verify(org)).toMatchObject({ ok: true });
+    // … and the one left, with the app's own rights (no trigger bypass), rewritten as succeeded. The check's first
+    // page (5,000 rows) ends on a BC row: read without its era, page 2 started after 3001 AD and never reached this call.
     await h.t.ds.query(`UPDATE tool_calls SET status = 'succeeded' WHERE id = $1`, [target]);
     expect(await verify(org)).toMatchObject({
       ok: false,
@@ -323,7 +328,7 @@ describe('ledger verify: tool calls against their event trail', () => {
     const calls = await insertCalls(h.t.ds, Array.from({ length: CALLS }, () => ({ orgId: org, runId: run, status: 'succeeded' })));
     const facts = { toolName: 'order_lookup', action: 'lookup', digest: 'ab'.repeat(32) };
     await h.t.app.get(LedgerEventsService).append(
-      calls.flatMap((c) => ['requested', 'started', 'succeeded'].map((s) => ({ orgId: org, type: `tool_call.${s}`, runId: run, toolCallId: c.id, metadata: { ...facts, errorCode: null } }))),
+      calls.flatMap((c) => ['requested', 'started', 'succeeded'].map((s) => ({ orgId: org, type: `tool_call.${s}`, runId: run, toolCallId: c.id, metadata: { ...facts, errorCode: null, durationMs: 42 } }))),
     );
     await h.t.app.get(LedgerSealerService).sealNow();
     await h.t.ds.query('ANALYZE runtime_ledger_events');
