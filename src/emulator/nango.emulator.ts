@@ -60,6 +60,15 @@ export class NangoEmulator implements EmulatedVendor, FaultResponder {
   readonly retriesHeaders: string[] = [];
   /** What reached the provider, in order. */
   readonly upstreamRequests: NangoUpstreamRequest[] = [];
+  /**
+   * Which Nango release's codes its own errors use (back to 'legacy' on reset). 'legacy' (VENDORS.md §4.2):
+   * 404 `unknown_provider_config`, 400 `server_error` "Failed to get connection", `server_error` "Failed to get
+   * connection credentials: '<reason>'". 'current' (proxy.service.ts ProxyServiceErrorCode): 404
+   * `unknown_integration`, 400 `connection_not_found`, `credentials_refresh_failed` with the same messages.
+   */
+  errorCodes: 'legacy' | 'current' = 'legacy';
+  /** The status the connection's token refresh fails with (failTokenRefresh), if it does. */
+  private refreshFailureStatus: number | undefined;
 
   get appliedPosts(): number {
     return this.posts.length;
@@ -73,6 +82,16 @@ export class NangoEmulator implements EmulatedVendor, FaultResponder {
     this.posts.length = 0;
     this.retriesHeaders.length = 0;
     this.upstreamRequests.length = 0;
+    this.errorCodes = 'legacy';
+    this.refreshFailureStatus = undefined;
+  }
+
+  /**
+   * From now until reset (or `undefined`), refreshing the connection's token fails: Nango answers at the
+   * refresh's status (4xx or 5xx) before anything reaches the provider (VENDORS.md §4.2, §4.5).
+   */
+  failTokenRefresh(status: number | undefined): void {
+    this.refreshFailureStatus = status;
   }
 
   faultResponse(fault: FaultSpec): EmuResponse | undefined {
@@ -102,10 +121,17 @@ export class NangoEmulator implements EmulatedVendor, FaultResponder {
     if (h.retries !== undefined && !/^\d+$/.test(h.retries)) missing.push({ code: 'invalid_string', message: 'Invalid', path: ['retries'] });
     if (missing.length > 0) return nangoError(400, 'invalid_headers', undefined, { errors: missing });
     if (h['base-url-override'] !== undefined) return nangoError(400, 'base_url_override_not_allowed', 'Base URL override is not allowed');
+    const current = this.errorCodes === 'current';
     if (h['provider-config-key'] !== NANGO_EMULATOR_CREDENTIALS.providerConfigKey) {
-      return nangoError(404, 'unknown_provider_config', 'Provider config not found');
+      return current
+        ? nangoError(404, 'unknown_integration', 'Provider config not found for the given provider config key. Please make sure the provider config exists in the Nango dashboard.')
+        : nangoError(404, 'unknown_provider_config', 'Provider config not found');
     }
-    if (h['connection-id'] !== NANGO_EMULATOR_CREDENTIALS.connectionId) return nangoError(400, 'server_error', 'Failed to get connection');
+    if (h['connection-id'] !== NANGO_EMULATOR_CREDENTIALS.connectionId) return nangoError(400, current ? 'connection_not_found' : 'server_error', 'Failed to get connection');
+    if (this.refreshFailureStatus !== undefined) {
+      const message = "Failed to get connection credentials: 'The external API returned an error when trying to refresh the access token. Please try again later.'";
+      return nangoError(this.refreshFailureStatus, current ? 'credentials_refresh_failed' : 'server_error', message);
+    }
     return this.upstream(req, h['connection-id']);
   }
 

@@ -179,6 +179,24 @@ describe('ShopifyEmulator', () => {
     expect(shop.refundCount(12345)).toBe(0);
   });
 
+  it('setRefundTransactionStatus: the refund transactions made from then on carry that status (a Refund record is not proof money moved, VENDORS.md §1.8), until reset', async () => {
+    const statuses = (a: Answer): unknown =>
+      (a.body.data as { refundCreate: { refund: { transactions: { nodes: Array<{ status: string }> } } } }).refundCreate.refund.transactions.nodes.map((t) => t.status);
+    shop.setRefundTransactionStatus('UNKNOWN');
+    const unknown = await gql(refundDoc('k-status-1'), refundInput('10.00'));
+    expect(statuses(unknown)).toEqual(['UNKNOWN']);
+    expect(shop.refundCount(12345)).toBe(1); // the refund is made: only its transaction's status says less
+    // a status Shopify may add later goes through as given; a replay under the same key answers the original
+    shop.setRefundTransactionStatus('SOME_NEW_STATUS');
+    expect(statuses(await gql(refundDoc('k-status-2'), refundInput('1.00')))).toEqual(['SOME_NEW_STATUS']);
+    expect(statuses(await gql(refundDoc('k-status-1'), refundInput('10.00')))).toEqual(['UNKNOWN']);
+    // a refund transaction that did not fail holds its amount: no more than what is left can be refunded after it
+    const over = await gql(refundDoc('k-status-3'), refundInput('110.00'));
+    expect(over.body.data).toMatchObject({ refundCreate: { refund: null, userErrors: [{ field: ['transactions', '0', 'amount'] }] } });
+    emu.reset();
+    expect(statuses(await gql(refundDoc('k-status-4'), refundInput('10.00')))).toEqual(['SUCCESS']);
+  });
+
   it('updates the note with orderUpdate', async () => {
     const a = await gql('mutation($input: OrderInput!) { orderUpdate(input: $input) { order { id note } userErrors { field message } } }', {
       input: { id: 'gid://shopify/Order/450789469', note: 'Leave at the door' },

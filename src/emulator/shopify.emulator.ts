@@ -19,6 +19,7 @@ import {
   SHOPIFY_EMULATOR_TOKEN,
   type EmuOrder,
   type EmuProduct,
+  type EmuTransactionStatus,
 } from './shopify.fixtures.js';
 import { type ShopifyStore, executeShopifyGraphql, idempotencyKeyOf, shopifyQueryCost } from './shopify.operations.js';
 import { ShopifyRefundDesk } from './shopify.refund-desk.js';
@@ -79,6 +80,15 @@ export class ShopifyEmulator implements EmulatedVendor, FaultResponder, InFlight
 
   refundCount(orderId: number | string): number {
     return this.orders.get(Number(orderId))?.refunds.length ?? 0;
+  }
+
+  /**
+   * The refunds made from now until reset carry refund transactions in `status` (SUCCESS by default):
+   * PENDING, FAILURE, ERROR, AWAITING_RESPONSE, UNKNOWN (VENDORS.md §1.8), or a status Shopify may add later.
+   * The refund is made all the same; its amount stays held unless the status is FAILURE.
+   */
+  setRefundTransactionStatus(status: EmuTransactionStatus): void {
+    this.refunds.transactionStatus = status;
   }
 
   /** The app loses an access scope until reset (a merchant who did not grant it). */

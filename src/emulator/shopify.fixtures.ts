@@ -37,10 +37,16 @@ export interface EmuAddress {
   phone: string | null;
 }
 
+/**
+ * OrderTransactionStatus (VENDORS.md §1.8), and any other string: a status Shopify may add later
+ * (ShopifyEmulator.setRefundTransactionStatus).
+ */
+export type EmuTransactionStatus = 'SUCCESS' | 'PENDING' | 'FAILURE' | 'ERROR' | 'AWAITING_RESPONSE' | 'UNKNOWN' | (string & {});
+
 export interface EmuTransaction {
   id: number;
   kind: 'SALE' | 'CAPTURE' | 'AUTHORIZATION' | 'REFUND';
-  status: 'SUCCESS' | 'PENDING' | 'FAILURE';
+  status: EmuTransactionStatus;
   gateway: string;
   amountCents: number;
   parentId?: number;

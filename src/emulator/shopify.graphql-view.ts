@@ -174,7 +174,8 @@ export function refundableMinor(order: EmuOrder, tx: EmuTransaction): number {
   if (tx.kind !== 'SALE' && tx.kind !== 'CAPTURE') return 0;
   if (tx.status !== 'SUCCESS') return 0;
   let refunded = 0;
-  for (const t of order.transactions) if (t.kind === 'REFUND' && t.parentId === tx.id && t.status === 'SUCCESS') refunded += t.amountCents;
+  // A refund transaction that did not fail (pending, unknown, ...) may yet move the money: it holds its amount.
+  for (const t of order.transactions) if (t.kind === 'REFUND' && t.parentId === tx.id && t.status !== 'FAILURE') refunded += t.amountCents;
   return Math.max(0, tx.amountCents - refunded);
 }
 

@@ -7,7 +7,7 @@
  * from its first use, after which a resend is a new refund. Keys are per shop
  * (one emulated shop).
  */
-import type { EmuOrder, EmuRefund, EmuTransaction } from './shopify.fixtures.js';
+import type { EmuOrder, EmuRefund, EmuTransaction, EmuTransactionStatus } from './shopify.fixtures.js';
 import { currencyDecimals, formatMinor, gid, refundableMinor, refundView } from './shopify.graphql-view.js';
 
 export interface UserError {
@@ -67,12 +67,18 @@ export class ShopifyRefundDesk {
   private readonly inFlight = new Map<string, number>();
   private nextRefundId = 900_000_001;
   private nextTxId = 990_000_001;
+  /**
+   * The status of the refund transactions made from now on. SUCCESS unless a test sets another: a refund
+   * record is not proof money moved (VENDORS.md §1.8), and the status is what says whether it did.
+   */
+  transactionStatus: EmuTransactionStatus = 'SUCCESS';
 
   reset(): void {
     this.byKey.clear();
     this.inFlight.clear();
     this.nextRefundId = 900_000_001;
     this.nextTxId = 990_000_001;
+    this.transactionStatus = 'SUCCESS';
   }
 
   /** A request under `key` is being processed until the returned function is called. */
@@ -145,7 +151,7 @@ export class ShopifyRefundDesk {
       transactionIds: [],
     };
     for (const p of planned) {
-      const tx: EmuTransaction = { id: this.nextTxId++, kind: 'REFUND', status: 'SUCCESS', gateway: p.gateway, amountCents: p.minor, parentId: p.parent.id };
+      const tx: EmuTransaction = { id: this.nextTxId++, kind: 'REFUND', status: this.transactionStatus, gateway: p.gateway, amountCents: p.minor, parentId: p.parent.id };
       order.transactions.push(tx);
       refund.transactionIds.push(tx.id);
     }

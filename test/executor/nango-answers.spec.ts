@@ -62,6 +62,35 @@ describe('Nango proxy answers through the pipeline', () => {
     expect(h.emu.count({ vendor: 'nango' }) - before).toBe(1);
   });
 
+  describe('the codes newer Nango releases use (unknown_integration, connection_not_found, credentials_refresh_failed)', () => {
+    afterEach(() => {
+      nango.errorCodes = 'legacy';
+      nango.failTokenRefresh(undefined);
+    });
+
+    it.each([
+      ['404 unknown_integration', 404, 'unknown_integration', 'Provider config not found for the given provider config key. Please make sure the provider config exists in the Nango dashboard.'],
+      ['400 connection_not_found', 400, 'connection_not_found', 'Failed to get connection'],
+    ])('%s (the org\'s Nango setup) → failed / CREDENTIALS_INVALID, not VENDOR_NOT_FOUND / VENDOR_ERROR, sent once', async (_, status, code, message) => {
+      const before = h.emu.count({ vendor: 'nango' });
+      h.emu.fault({ vendor: 'nango', kind: 'status', status, body: { error: { code, message } } });
+      const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
+      expect(h.emu.count({ vendor: 'nango' }) - before).toBe(1);
+    });
+
+    it.each([424, 503])('a POST Nango answers %i credentials_refresh_failed (nothing forwarded: the connection needs re-auth) → failed / CREDENTIALS_INVALID, not OUTCOME_UNKNOWN, never retried', async (status) => {
+      nango.errorCodes = 'current';
+      nango.failTokenRefresh(status);
+      const posts = nango.appliedPosts;
+      const before = h.emu.count({ vendor: 'nango' });
+      const res = await call(h, org, 'nango_proxy', { action: 'post', path: 'v1/notes', body: { a: 1 } });
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
+      expect(await rowOf(h, res.body.toolCallId as string)).toMatchObject({ status: 'failed', error_code: 'CREDENTIALS_INVALID', retry_count: 0 });
+      expect({ sent: h.emu.count({ vendor: 'nango' }) - before, applied: nango.appliedPosts - posts }).toEqual({ sent: 1, applied: 0 });
+    });
+  });
+
   // An upstream's non-2xx body comes back raw (§4.2): a code Nango also uses counts as Nango's only at Nango's status.
   it.each([
     ['server_error, "Failed to get connection from pool"', { error: { code: 'server_error', message: 'Failed to get connection from pool' } }],

@@ -186,6 +186,35 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect(row.error_text).toMatch(/ended in ERROR: whether the money moved is unknown/);
     });
 
+    it.each(['UNKNOWN', 'SOME_STATUS_ADDED_LATER'])('%s (the refund is made, its transaction\'s status says nothing of the money) → indeterminate / OUTCOME_UNKNOWN, sent once, never resent', async (status) => {
+      const org = await fresh();
+      shop.setRefundTransactionStatus(status);
+      try {
+        const before = shop.refundCount(12345);
+        const from = h.emu.requests.length;
+        const res = await refund(org, '12345', '2.00');
+        expect(res.body).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', toolResult: { is_error: true } });
+        expect(res.body.toolResult.content).toMatch(/Do not send it again/);
+        expect({ sent: refundsSince(from).length, made: shop.refundCount(12345) - before }).toEqual({ sent: 1, made: 1 });
+        const row = await rowOf(h, res.body.toolCallId);
+        expect(row).toMatchObject({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN', retry_count: 0, vendor_status: 200 });
+        expect(row.error_text).toMatch(/whether the money moved is unknown/);
+      } finally {
+        shop.setRefundTransactionStatus('SUCCESS');
+      }
+    });
+
+    it('PENDING (accepted, not yet settled) stays a success with data.status "pending"', async () => {
+      const org = await fresh();
+      shop.setRefundTransactionStatus('PENDING');
+      try {
+        const res = await refund(org, '12345', '2.00');
+        expect(res.body).toMatchObject({ status: 'succeeded', result: { orderId: '12345', status: 'pending' } });
+      } finally {
+        shop.setRefundTransactionStatus('SUCCESS');
+      }
+    });
+
     it('FAILURE (the money did not move) stays a definite failure → failed / VENDOR_ERROR', async () => {
       const org = await fresh();
       h.emu.fault(answeredWith('FAILURE'));

@@ -143,6 +143,64 @@ describe('NangoHandler errors', () => {
     await vi.waitFor(() => expect(nango.appliedPosts).toBe(1));
   });
 
+  describe('the codes newer Nango releases answer with (proxy.service.ts ProxyServiceErrorCode), as well as the old', () => {
+    beforeEach(() => {
+      nango.errorCodes = 'current';
+    });
+
+    it('an unknown integration: 404 unknown_integration → auth, not not_found', async () => {
+      const out = failure(await handler.execute(ctx('get', { path: 'v1/x' }, { ...CREDS, providerConfigKey: 'nope' })));
+      expect(out).toMatchObject({ kind: 'auth', vendorStatus: 404 });
+      expect(out.message).toContain('unknown_integration');
+      expect(nango.upstreamRequests).toHaveLength(0);
+    });
+
+    it('an unknown connection: 400 connection_not_found → auth, not rejected; a POST was not forwarded', async () => {
+      const out = failure(await handler.execute(ctx('post', { path: 'v1/notes', body: { a: 1 } }, { ...CREDS, connectionId: 'conn-unknown' })));
+      expect(out).toMatchObject({ kind: 'auth', vendorStatus: 400 });
+      expect(out.message).toContain('connection_not_found');
+      expect(nango.appliedPosts).toBe(0);
+    });
+
+    it("a failed token refresh: credentials_refresh_failed \"Failed to get connection credentials: '<reason>'\" at the refresh's status, 4xx or 5xx → auth, nothing forwarded", async () => {
+      for (const status of [400, 401, 424, 500, 503]) {
+        nango.failTokenRefresh(status);
+        const out = failure(await handler.execute(ctx('post', { path: 'v1/notes', body: { a: 1 } })));
+        expect(out, String(status)).toMatchObject({ kind: 'auth', vendorStatus: status });
+        expect(out.message, String(status)).toContain('credentials_refresh_failed');
+      }
+      expect(nango.appliedPosts).toBe(0);
+      // the older release's answer to the same failed refresh still counts
+      nango.errorCodes = 'legacy';
+      nango.failTokenRefresh(503);
+      expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'auth', vendorStatus: 503 });
+      nango.failTokenRefresh(undefined);
+      expect(await handler.execute(ctx('get', { path: 'v1/x' }))).toMatchObject({ ok: true });
+    });
+
+    it('credentials_refresh_failed at a 4xx without Nango\'s words is still Nango\'s refusal → auth', async () => {
+      emu.fault({ vendor: 'nango', kind: 'status', status: 424, body: { error: { code: 'credentials_refresh_failed' } } });
+      expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'auth', vendorStatus: 424 });
+    });
+
+    it.each([
+      [503, 'Failed to get connection credentials'],
+      [500, 'token endpoint unreachable'],
+      [502, undefined],
+    ])('a POST the provider applied, answered %i credentials_refresh_failed without Nango\'s words ("%s": the provider\'s body, passed back raw) → server_error, not auth', async (status, message) => {
+      emu.fault({ vendor: 'nango', method: 'POST', kind: 'status_then_apply', status, body: { error: { code: 'credentials_refresh_failed', ...(message === undefined ? {} : { message }) } } });
+      const out = failure(await handler.execute(ctx('post', { path: 'v1/notes', body: { a: 1 } })));
+      expect(out).toMatchObject({ kind: 'server_error', vendorStatus: status, requestSent: true });
+      await vi.waitFor(() => expect(nango.appliedPosts).toBe(1));
+    });
+
+    it('reset() goes back to the older codes', () => {
+      nango.failTokenRefresh(500);
+      emu.reset();
+      expect(nango.errorCodes).toBe('legacy');
+    });
+  });
+
   it('"Failed to get connection" with a reason, at 400, is not Nango\'s (it says that only plain) → rejected', async () => {
     emu.fault({ vendor: 'nango', kind: 'status', status: 400, body: { error: { code: 'server_error', message: 'Failed to get connection: pool exhausted' } } });
     expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rejected', vendorStatus: 400 });

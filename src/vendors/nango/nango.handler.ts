@@ -24,32 +24,47 @@ interface NangoCredentials {
 // Header-safe printable ASCII: these values become request headers.
 const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
 const SAFE_CODE = /^[a-z_]{1,64}$/;
-/** Nango codes meaning "the org's Nango setup is wrong": fix the credentials, do not retry. */
+/**
+ * Nango codes meaning "the org's Nango setup is wrong": fix the credentials, do not retry. Newer Nango releases
+ * (proxy.service.ts ProxyServiceErrorCode) renamed some of those VENDORS.md §4.2 lists: 404 `unknown_provider_config`
+ * is now `unknown_integration`, 400 `server_error` "Failed to get connection" is now `connection_not_found`, and
+ * `server_error` "Failed to get connection credentials: '<reason>'" (a failed token refresh) is now
+ * `credentials_refresh_failed`. Both spellings are read.
+ */
 const AUTH_CODES = new Set([
   'missing_auth_header',
   'malformed_auth_header',
   'invalid_secret_key_format',
   'unknown_account',
   'unknown_provider_config',
+  'unknown_integration',
   'unknown_connection',
+  'connection_not_found',
   'invalid_headers',
   'connection_refresh_backoff',
   // "Failed to get connection credentials": the connection needs re-auth (§4.5).
   'failed_to_get_connection',
+  'credentials_refresh_failed',
 ]);
 
 /** Auth codes Nango also answers with a 5xx (a failed token refresh, §4.2), and no provider would use. */
 const REFRESH_CODES = new Set(['connection_refresh_backoff', 'failed_to_get_connection']);
 
+/** Nango's words for a failed token refresh, at the refresh's status (§4.2). */
+const REFRESH_FAILED_MESSAGE = /^Failed to get connection credentials: '.*'$/s;
+
 /**
  * `server_error` in Nango's own words (§4.2, allProxy.ts): "Failed to get connection" only with 400 (an
  * unknown Connection-Id), and "Failed to get connection credentials: '<reason>'" at the failed refresh's
- * status, 4xx or 5xx. Nothing looser: at a 5xx the body may be the provider's ("Failed to get connection:
- * timeout", from its database pool), and calling that a refusal would invite a second send of a POST the
- * provider may have applied.
+ * status, 4xx or 5xx; newer releases answer the latter as `credentials_refresh_failed`, in the same words (at
+ * a 4xx AUTH_CODES already covers it). Nothing looser: at a 5xx the body may be the provider's ("Failed to get
+ * connection: timeout", from its database pool), and calling that a refusal would invite a second send of a
+ * POST the provider may have applied.
  */
-function isNangoConnectionFailure(status: number, message: string): boolean {
-  return (status === 400 && message === 'Failed to get connection') || (status >= 400 && /^Failed to get connection credentials: '.*'$/s.test(message));
+function isNangoConnectionFailure(code: string, status: number, message: string): boolean {
+  if (code === 'credentials_refresh_failed') return status >= 400 && REFRESH_FAILED_MESSAGE.test(message);
+  if (code !== 'server_error') return false;
+  return (status === 400 && message === 'Failed to get connection') || (status >= 400 && REFRESH_FAILED_MESSAGE.test(message));
 }
 
 function parseCredentials(raw: Record<string, unknown>): NangoCredentials | { invalidField: string } {
@@ -101,8 +116,8 @@ function classify(res: VendorHttpResponse, isPost: boolean): VendorOutcome {
       return fail('auth', `Nango refused the request: ${label}`, s);
     }
     // An unknown connection or one needing re-auth: not transient (§4.5).
-    if (nango.code === 'server_error' && isNangoConnectionFailure(s, nango.message)) {
-      return fail('auth', 'Nango could not use the connection: server_error', s);
+    if (isNangoConnectionFailure(nango.code, s, nango.message)) {
+      return fail('auth', `Nango could not use the connection: ${label}`, s);
     }
     if (nango.code === 'too_many_request' && s === 429) return withWait(fail('rate_limited', 'Nango rate limit exceeded', s), retryAfterMs, NANGO_DEFAULT_429_WAIT_MS);
     if (nango.code === 'plan_limit' && s === 402) return fail('rejected', `Nango refused the request: ${label}`, s);

@@ -31,6 +31,24 @@ describe('normalizeRefund: a refund record is not proof money moved (VENDORS.md 
     expect(normalizeRefund('1', refund(['FAILURE', 'ERROR'])).status).toBe('error');
     expect(normalizeRefund('1', refund(['FAILURE'])).status).toBe('failed');
   });
+
+  it('UNKNOWN ("the transaction status is unknown") says no more than ERROR → error, never pending (VENDORS.md §1.8)', () => {
+    expect(normalizeRefund('1', refund(['UNKNOWN'])).status).toBe('error');
+    expect(normalizeRefund('1', refund(['SUCCESS', 'UNKNOWN'])).status).toBe('error');
+    expect(normalizeRefund('1', refund(['FAILURE', 'UNKNOWN'])).status).toBe('error');
+    expect(normalizeRefund('1', refund(['PENDING', 'UNKNOWN'])).status).toBe('error');
+  });
+
+  it('a status outside those VENDORS.md lists (one Shopify adds later, another spelling, none at all) → error: never read as success or pending', () => {
+    for (const status of ['SETTLING', 'success', 'pending', '', 'constructor', 'toString']) {
+      expect(normalizeRefund('1', refund([status])).status, status).toBe('error');
+      expect(normalizeRefund('1', refund(['SUCCESS', status])).status, status).toBe('error');
+    }
+    const noStatus = { id: 'gid://shopify/Refund/1', transactions: { nodes: [{ id: 'gid://shopify/OrderTransaction/1' }] } };
+    expect(normalizeRefund('1', noStatus).status).toBe('error');
+    const notText = { id: 'gid://shopify/Refund/1', transactions: { nodes: [{ id: 'gid://shopify/OrderTransaction/1', status: 1 }] } };
+    expect(normalizeRefund('1', notText).status).toBe('error');
+  });
 });
 
 describe('lists read with `first:` and never paged: a cut list is marked truncated (VENDORS.md §1.3, §1.5)', () => {

@@ -134,8 +134,46 @@ function presentmentMoney(set: unknown): { amount: string | null; currency: stri
   return bag ? { amount: str(bag.amount), currency: str(bag.currencyCode) } : money(set);
 }
 
-/** `error`: a payment transaction in ERROR, which does not say whether the money moved (never handed out as a result). */
+/**
+ * `error`: a payment transaction whose status does not say whether the money moved — ERROR, UNKNOWN, or a status
+ * not known here (never handed out as a result).
+ */
 export type RefundSettlement = 'success' | 'pending' | 'failed' | 'error';
+
+/**
+ * What each OrderTransactionStatus value VENDORS.md §1.8 lists says of a refund transaction's money. UNKNOWN ("the
+ * transaction status is unknown") is left out on purpose, as is anything else: see transactionSettlement. REST's
+ * lower-case spellings are not read here: the gateway reads refunds through GraphQL only.
+ */
+const SETTLEMENT_OF_STATUS: ReadonlyMap<string, RefundSettlement> = new Map<string, RefundSettlement>([
+  ['SUCCESS', 'success'],
+  ['PENDING', 'pending'],
+  ['AWAITING_RESPONSE', 'pending'],
+  ['FAILURE', 'failed'],
+  ['ERROR', 'error'],
+]);
+
+/**
+ * One refund transaction's status, read. Any value not in SETTLEMENT_OF_STATUS — UNKNOWN, a status Shopify adds
+ * later, another spelling, none at all — says nothing of whether the money moved: `error` (the write's outcome is
+ * unknown), so that no status the gateway cannot read is ever reported as a success, nor as a failure to redo.
+ */
+export function transactionSettlement(status: unknown): RefundSettlement {
+  return (typeof status === 'string' ? SETTLEMENT_OF_STATUS.get(status) : undefined) ?? 'error';
+}
+
+const STATUS_LABEL = /^[A-Z][A-Z0-9_]{0,39}$/;
+
+/**
+ * The status of the refund's first transaction that leaves whether the money moved unknown, for the call's error text:
+ * Shopify's word when it looks like an enum value, never arbitrary vendor text. Undefined when there is none.
+ */
+export function unknownOutcomeStatus(r: Record<string, unknown>): string | undefined {
+  const t = list(r.transactions).find((tx) => transactionSettlement(tx.status) === 'error');
+  if (!t) return undefined;
+  if (typeof t.status !== 'string' || t.status === '') return 'no status';
+  return STATUS_LABEL.test(t.status) ? t.status : 'an unrecognised status';
+}
 
 export interface NormalizedRefund {
   refundId: string | null;
@@ -151,17 +189,20 @@ export interface NormalizedRefund {
  * `success` only when the refund's payment transactions are all SUCCESS
  * (VENDORS.md §1.8, §1.9 point 7). A refund record without any transaction
  * proves nothing moved: Shopify accepted it, nothing more — `pending`, like a
- * transaction still AWAITING_RESPONSE. `failed` only for FAILURE: ERROR is
- * documented as "an error while processing the transaction", not as money
- * that did not move, so it is `error` (first: it leaves the whole refund
- * unknown) — a definite failure would invite a new call, a second refund.
+ * transaction still PENDING or AWAITING_RESPONSE. `failed` only for FAILURE:
+ * ERROR is documented as "an error while processing the transaction", not as
+ * money that did not move, and UNKNOWN (or any status not known here, see
+ * transactionSettlement) says even less, so they are `error` (first: one
+ * leaves the whole refund unknown) — a definite failure would invite a new
+ * call, a second refund; a success or pending would report money that may
+ * never move.
  */
 export function normalizeRefund(orderId: string, r: Record<string, unknown>): NormalizedRefund {
-  const statuses = list(r.transactions).map((t) => str(t.status));
+  const settlements = list(r.transactions).map((t) => transactionSettlement(t.status));
   let status: RefundSettlement = 'success';
-  if (statuses.includes('ERROR')) status = 'error';
-  else if (statuses.includes('FAILURE')) status = 'failed';
-  else if (statuses.length === 0 || statuses.some((s) => s !== 'SUCCESS')) status = 'pending';
+  if (settlements.includes('error')) status = 'error';
+  else if (settlements.includes('failed')) status = 'failed';
+  else if (settlements.length === 0 || settlements.includes('pending')) status = 'pending';
   // In the currency the refund was asked in: the presentment one (the shop's
   // for most orders, where both are the same).
   const total = presentmentMoney(r.totalRefundedSet);

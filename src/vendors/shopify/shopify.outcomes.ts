@@ -1,7 +1,7 @@
 /** Shopify's GraphQL answers, read into the outcomes the gateway returns (after the request itself succeeded). */
 import { failedOutcome, type VendorCallContext, type VendorOutcome } from '../vendor-handler.js';
 import { isRecord, type GraphqlResult } from './shopify.client.js';
-import { normalizeOrder, normalizeProduct, normalizeRefund } from './shopify.normalize.js';
+import { normalizeOrder, normalizeProduct, normalizeRefund, unknownOutcomeStatus } from './shopify.normalize.js';
 import { orderMissing, refundUserErrorOutcome } from './shopify.refund.js';
 
 type GraphqlAnswer = Extract<GraphqlResult, { ok: true }>;
@@ -66,8 +66,10 @@ export function refundCreateOutcome(ctx: VendorCallContext, res: GraphqlAnswer):
     return failedOutcome('rejected', 'shopify recorded the refund but its payment transaction failed', res.vendorStatus);
   }
   if (refund.status === 'error') {
-    // A 2xx that does not say what happened: the write's outcome is unknown (OUTCOME_UNKNOWN), never a failure to redo.
-    return failedOutcome('bad_response', 'shopify recorded the refund but its payment transaction ended in ERROR: whether the money moved is unknown', res.vendorStatus);
+    // A 2xx that does not say what happened (a transaction in ERROR, UNKNOWN or a status not known here): the write's
+    // outcome is unknown (OUTCOME_UNKNOWN), never a failure to redo nor a success.
+    const status = unknownOutcomeStatus(payload.refund) ?? 'an unrecognised status';
+    return failedOutcome('bad_response', `shopify recorded the refund but its payment transaction ended in ${status}: whether the money moved is unknown`, res.vendorStatus);
   }
   return { ok: true, data: refund, vendorStatus: res.vendorStatus };
 }
