@@ -61,12 +61,14 @@ const POLICY_RULE_SCHEMA = {
                   `any JSON value nested at most ${POLICY_LIMITS.maxValueDepth} levels: required except for exists (a boolean, absent meaning true); ` +
                   `a number or decimal string for ${NUMERIC_OPS.join(', ')}; an array of at most ${POLICY_LIMITS.maxInValues} items for in. ` +
                   'eq, ne and in: two strings compare as text; a number equals its own decimal text (12 and "12"); a number and a text spelling it ' +
-                  'otherwise (12 and "0012", 100 and "100.00") cannot be evaluated, so the rule blocks the call, unless an in list also holds the ' +
-                  'call\'s own spelling (declared decimalParams compare by value). ' +
+                  'otherwise (12 and "0012", "+12", "1.2e1", 100 and "100.00") cannot be evaluated, so the rule blocks the call, unless an in list also holds the ' +
+                  'call\'s own spelling (declared decimalParams compare by value); so do a boolean and a lenient text of it in a textParam (true and "True", "1", "on"), ' +
+                  'two texts alike only after NFKC normalisation, and two pathParams alike but for letter case. ' +
                   `${NUMERIC_OPS.join(', ')} on a call without the param cannot be evaluated either (the rule blocks it): a PUT whose comparison names a param ` +
                   'some matched action never takes is refused unless an exists condition on the same path comes first. ' +
                   'So is an eq, ne or in on a param a matched action lists in its catalog unseenDefaults (a refund\'s currency, a kyc accountId: ' +
-                  'left out, the vendor or the credentials fill in a value the policy cannot see) with no exists condition on the same path before it',
+                  'left out, the vendor or the credentials fill in a value the policy cannot see) with no exists condition on the same path before it, ' +
+                  'and a rule an earlier rule with no where shadows (its toolName and riskLevel cover the later rule\'s: first match wins)',
               },
             },
           },

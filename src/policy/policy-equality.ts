@@ -1,4 +1,4 @@
-import { compareDecimals, parseDecimal } from './policy-decimal.js';
+import { compareDecimals, parseDecimal, type Decimal } from './policy-decimal.js';
 
 /** A condition the engine cannot decide. The rule that holds it blocks: fail closed, never fail open. */
 export class Unevaluable extends Error {}
@@ -15,14 +15,29 @@ export interface ParamKinds {
   canonical: (param: string, value: unknown) => unknown;
 }
 
-/** Equal, unequal, or one number spelt two ways, which a vendor may read as one value or two. */
-type Sameness = 'equal' | 'unequal' | 'ambiguous';
+/** How two spellings of one value clash: a number, a boolean, a text in two Unicode forms, a path in two letter cases. */
+type Clash = 'number' | 'boolean' | 'unicode' | 'case';
 
-const AMBIGUOUS =
-  'the param and the rule value are one number spelt two ways (12 and "0012", 100 and "100.00"), which the vendor may read as one value or two: write the rule value as the calls send it';
+/** Equal, unequal, or one value spelt two ways, which a vendor may read as one value or two. */
+type Sameness = 'equal' | 'unequal' | { clash: Clash };
+
+const CLASHES: Readonly<Record<Clash, { clash: Clash }>> = {
+  number: { clash: 'number' },
+  boolean: { clash: 'boolean' },
+  unicode: { clash: 'unicode' },
+  case: { clash: 'case' },
+};
+
+const ONE_OR_TWO = 'which the vendor may read as one value or two: write the rule value as the calls send it';
+const AMBIGUOUS: Readonly<Record<Clash, string>> = {
+  number: `the param and the rule value are one number spelt two ways (12 and "0012", "+12", " 12" or "1.2e1", 100 and "100.00"), ${ONE_OR_TWO}`,
+  boolean: `the param and the rule value are one boolean spelt two ways (true and "True", "1", "yes" or "on"), ${ONE_OR_TWO}`,
+  unicode: `the param and the rule value are one text in two Unicode forms (an accent composed or not, a fullwidth letter), ${ONE_OR_TWO}`,
+  case: `the param and the rule value are one URL path in two letter cases, ${ONE_OR_TWO}`,
+};
 
 /**
- * Whether a param equals a rule's value, for eq and ne (throws Unevaluable for one number spelt two ways). The value
+ * Whether a param equals a rule's value, for eq and ne (throws Unevaluable for one value spelt two ways). The value
  * of a top-level param is first put in the spelling the call's params were rewritten into (the admin's "v1/x" is the
  * call's "/v1/x"). Then a declared decimal param equals the same amount however either is written; a declared URL
  * path equals a value that differs only by a trailing "/"; within a param sent as text, a number or boolean equals
@@ -32,7 +47,7 @@ export function equalityAt(path: string, kinds: ParamKinds): (param: unknown, ru
   const compare = comparisonAt(path, kinds);
   return (param, ruleValue) => {
     const sameness = compare(param, ruleValue);
-    if (sameness === 'ambiguous') throw new Unevaluable(AMBIGUOUS);
+    if (typeof sameness === 'object') throw new Unevaluable(AMBIGUOUS[sameness.clash]);
     return sameness === 'equal';
   };
 }
@@ -45,13 +60,13 @@ export function equalityAt(path: string, kinds: ParamKinds): (param: unknown, ru
 export function membershipAt(path: string, kinds: ParamKinds): (param: unknown, ruleValues: readonly unknown[]) => boolean {
   const compare = comparisonAt(path, kinds);
   return (param, ruleValues) => {
-    let ambiguous = false;
+    let clash: Clash | null = null;
     for (const candidate of ruleValues) {
       const sameness = compare(param, candidate);
       if (sameness === 'equal') return true;
-      if (sameness === 'ambiguous') ambiguous = true;
+      if (typeof sameness === 'object') clash ??= sameness.clash;
     }
-    if (ambiguous) throw new Unevaluable(AMBIGUOUS);
+    if (clash !== null) throw new Unevaluable(AMBIGUOUS[clash]);
     return false;
   };
 }
@@ -63,17 +78,23 @@ function comparisonAt(path: string, kinds: ParamKinds): (param: unknown, ruleVal
   const byText = kinds.texts.includes(path.split('.')[0]);
   return (param, ruleValue) => {
     const value = topLevel ? kinds.canonical(path, ruleValue) : ruleValue;
-    const special = (byValue ? sameDecimal(param, value) : null) ?? (byPath ? samePath(param, value) : null);
-    if (special !== null) return special ? 'equal' : 'unequal';
-    return jsonSameness(param, value, byText);
+    const decimal = byValue ? sameDecimal(param, value) : null;
+    if (decimal !== null) return decimal ? 'equal' : 'unequal';
+    return (byPath ? samePath(param, value) : null) ?? jsonSameness(param, value, byText);
   };
 }
 
-/** Whether two URL paths are the same but for one trailing "/" ("/v1/users/" and "/v1/users"); null unless both are strings. */
-function samePath(a: unknown, b: unknown): boolean | null {
+/**
+ * Whether two URL paths are the same but for one trailing "/" ("/v1/users/" and "/v1/users"); null unless both are
+ * strings. Two that differ only in letter case clash: a case-insensitive router (ASP.NET Core, IIS) reads
+ * "/v1/Admin/Users" as "/v1/admin/users", a case-sensitive one as another path.
+ */
+function samePath(a: unknown, b: unknown): Sameness | null {
   if (typeof a !== 'string' || typeof b !== 'string') return null;
   const bare = (p: string): string => (p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p);
-  return bare(a) === bare(b);
+  const [left, right] = [bare(a), bare(b)];
+  if (left === right) return 'equal';
+  return left.length === right.length && left.toLowerCase() === right.toLowerCase() ? CLASHES.case : 'unequal';
 }
 
 /** Whether two values are the same decimal amount; null when either is not a decimal (then they compare as JSON). */
@@ -86,45 +107,119 @@ function sameDecimal(a: unknown, b: unknown): boolean | null {
 /**
  * Deep equality on JSON values. Two numbers are equal by value (1e3 and 1000), two strings as text ("00123" and "123"
  * are distinct identifiers), and a number equals a string that is its own decimal text (12 and "12": a rule author
- * may write 12 for an id a call sends as "12"). A number and a string of the same value spelt otherwise (12 and
- * "0012", 100 and "100.00") are ambiguous: equal would let 12 through an `ne`/`in` allow-list of "0012", unequal
- * would let "100.00" past an `eq` block of 100 — either way a rule fails open, so the rule cannot be evaluated and
- * blocks (fail closed). Declared amounts compare by value before this (sameDecimal). In a param sent as text
- * (`texts`), a boolean equals its own text too (false and "false" are one ?dryRun=false).
- * Ambiguous only when nothing else differs: {a: 12, b: "x"} and {a: "0012", b: "y"} are unequal.
+ * may write 12 for an id a call sends as "12"). A number and a string a lenient reader takes for the same value
+ * (12 and "0012", "+12", " 12", "1.2e1", "0x0C"; 100 and "100.00") clash: equal would let 12 through an `ne`/`in`
+ * allow-list of "0012", unequal would let "+12" past an `eq` block of 12 — either way a rule fails open, so the rule
+ * cannot be evaluated and blocks (fail closed). Declared amounts compare by value before this (sameDecimal). In a
+ * param sent as text (`texts`), a boolean equals its own text too (false and "false" are one ?dryRun=false), and any
+ * other text a lenient reader (Django, Spring, pydantic) takes for that boolean ("True", "1", "on", "yes"; the
+ * number 1, sent as "1") clashes with it; elsewhere (a JSON body) a boolean and a text stay two types. Two
+ * strings alike but for their Unicode form (NFKC: "Jose\u0301" and "José", fullwidth letters) clash as well.
+ * A clash counts only when nothing else differs: {a: 12, b: "x"} and {a: "0012", b: "y"} are unequal.
  */
 function jsonSameness(a: unknown, b: unknown, texts: boolean, depth = 0): Sameness {
   if (depth > 64) throw new Unevaluable('value nested too deeply');
+  if (texts && (typeof a === 'boolean' || typeof b === 'boolean')) {
+    if (typeof a === typeof b) return a === b ? 'equal' : 'unequal';
+    const [bool, other] = typeof a === 'boolean' ? [a, b] : [b as boolean, a];
+    // A number is sent as its text too: 1 is "1".
+    const text = typeof other === 'number' ? String(other) : other;
+    if (typeof text !== 'string') return 'unequal';
+    if (text === String(bool)) return 'equal';
+    return lenientBoolean(text) === bool ? CLASHES.boolean : 'unequal';
+  }
   if (typeof a === 'number' || typeof b === 'number') {
     if (typeof a === 'number' && typeof b === 'number') return a === b ? 'equal' : 'unequal';
     const [num, other] = typeof a === 'number' ? [a, b] : [b as number, a];
     if (typeof other !== 'string') return 'unequal';
     if (other === String(num)) return 'equal';
-    const left = parseDecimal(num);
-    const right = parseDecimal(other);
-    return left !== null && right !== null && compareDecimals(left, right) === 0 ? 'ambiguous' : 'unequal';
+    return readsAsNumber(other, num) ? CLASHES.number : 'unequal';
   }
-  if (texts && (typeof a === 'boolean' || typeof b === 'boolean')) {
-    if (typeof a === typeof b) return a === b ? 'equal' : 'unequal';
-    return (typeof a === 'string' || typeof b === 'string') && String(a) === String(b) ? 'equal' : 'unequal';
+  if (typeof a === 'string' && typeof b === 'string') {
+    if (a === b) return 'equal';
+    return !isAscii(a) || !isAscii(b) ? (a.normalize('NFKC') === b.normalize('NFKC') ? CLASHES.unicode : 'unequal') : 'unequal';
   }
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return a === b ? 'equal' : 'unequal';
-  let ambiguous = false;
+  let clash: Sameness | null = null;
   const each = (x: unknown, y: unknown): boolean => {
     const s = jsonSameness(x, y, texts, depth + 1);
-    if (s === 'ambiguous') ambiguous = true;
+    if (typeof s === 'object') clash ??= s;
     return s !== 'unequal';
   };
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return 'unequal';
     if (!a.every((item: unknown, i) => each(item, b[i]))) return 'unequal';
-    return ambiguous ? 'ambiguous' : 'equal';
+    return clash ?? 'equal';
   }
   // The rule's side is walked (its size is the policy's); the call's is only counted, once per object (keyCount).
   if (keyCount(a) !== keyCount(b)) return 'unequal';
   const keys = Object.keys(b);
   if (!keys.every((k) => Object.hasOwn(a, k) && each((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))) return 'unequal';
-  return ambiguous ? 'ambiguous' : 'equal';
+  return clash ?? 'equal';
+}
+
+function isAscii(text: string): boolean {
+  return !/[^\p{ASCII}]/u.test(text);
+}
+
+/** Longer texts are no number a provider reads as one of a rule's (parseDecimal reads at most 100 characters too). */
+const LENIENT_MAX = 100;
+const LENIENT_DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:e([+-]?\d{1,4}))?$/i;
+const LENIENT_RADIX = /^([+-]?)0(x[0-9a-f]+|o[0-7]+|b[01]+)$/i;
+
+/**
+ * The text as lenient readers clean it before reading a number or a boolean: Unicode compatibility form (fullwidth
+ * digits), blanks around it dropped, "_" between digits dropped (Python's int("1_000")).
+ */
+function cleaned(text: string): string {
+  const folded = isAscii(text) ? text : text.normalize('NFKC');
+  return folded.trim().replace(/(?<=\d)_(?=\d)/g, '');
+}
+
+/**
+ * Whether a lenient number reader takes the text for the number: exactly (a sign "+", blanks, leading or trailing
+ * zeros, "12.", an exponent, 0x/0o/0b, fullwidth digits) or as a double (Number(text), JSON.parse, float()).
+ */
+function readsAsNumber(text: string, num: number): boolean {
+  if (text.length > LENIENT_MAX || !Number.isFinite(num)) return false;
+  const t = cleaned(text);
+  const radix = LENIENT_RADIX.exec(t);
+  if (radix !== null) {
+    const [, sign = '', digits = ''] = radix;
+    const value = Number(BigInt(`0${digits.toLowerCase()}`)) * (sign === '-' ? -1 : 1);
+    return value === num;
+  }
+  const m = LENIENT_DECIMAL.exec(t);
+  if (m === null) return false;
+  const [, sign = '', whole = '', fraction = '', exponent = '0'] = m;
+  if (whole === '' && fraction === '') return false;
+  if (Number(t) === num) return true;
+  const own = parseDecimal(num);
+  const exact = exactDecimal(sign === '-', whole, fraction, Number(exponent));
+  return own !== null && exact !== null && compareDecimals(own, exact) === 0;
+}
+
+/** sign, digits and a power of ten as a Decimal; null when too long to be any double's decimal text. */
+function exactDecimal(negative: boolean, whole: string, fraction: string, exponent: number): Decimal | null {
+  const digits = (whole + fraction).replace(/^0+/, '');
+  if (digits === '') return { negative: false, int: '', frac: '' };
+  const point = whole.length + exponent - ((whole + fraction).length - digits.length);
+  if (point > 400 || point < -400) return null;
+  const padded = point <= 0 ? '0'.repeat(-point) + digits : digits.padEnd(point, '0');
+  const at = Math.max(point, 0);
+  return { negative, int: padded.slice(0, at).replace(/^0+/, ''), frac: padded.slice(at).replace(/0+$/, '') };
+}
+
+const LENIENT_TRUE = new Set(['true', 't', 'yes', 'y', 'on', '1']);
+const LENIENT_FALSE = new Set(['false', 'f', 'no', 'n', 'off', '0']);
+
+/** The boolean a lenient reader (Django, Spring, pydantic, Jackson) takes the text for, or null. */
+function lenientBoolean(text: string): boolean | null {
+  if (text.length > LENIENT_MAX) return null;
+  const t = cleaned(text).toLowerCase();
+  if (LENIENT_TRUE.has(t) || readsAsNumber(t, 1)) return true;
+  if (LENIENT_FALSE.has(t) || readsAsNumber(t, 0)) return false;
+  return null;
 }
 
 /**

@@ -233,14 +233,14 @@ const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null'])
 /**
  * The schema of the value at a path, walking `properties` (and a plain `additionalProperties` or `items`);
  * 'absent' when no value the schema admits holds the path (a closed object not listing a segment, a segment below a
- * scalar: a text param has no `amount.value`), 'unknown' when the walk is not that simple.
+ * scalar: a text param has no `amount.value`, a Nango query value no `page.size`), 'unknown' when the walk is not
+ * that simple.
  */
 function schemaAt(root: Record<string, unknown>, segments: readonly string[]): Record<string, unknown> | 'absent' | 'unknown' {
   let node = root;
   for (const segment of segments) {
+    if (onlyScalars(node, 0)) return 'absent';
     if (COMPOSITE.some((k) => Object.hasOwn(node, k))) return 'unknown';
-    const types = typeof node.type === 'string' ? [node.type] : Array.isArray(node.type) ? (node.type as unknown[]) : [];
-    if (types.length > 0 && types.every((t) => typeof t === 'string' && SCALAR_TYPES.has(t))) return 'absent';
     const properties = node.properties;
     const listed = isRecord(properties) && Object.hasOwn(properties, segment) ? properties[segment] : undefined;
     if (isRecord(listed)) node = listed;
@@ -250,6 +250,20 @@ function schemaAt(root: Record<string, unknown>, segments: readonly string[]): R
     else return 'unknown';
   }
   return node;
+}
+
+/**
+ * Whether every value the schema admits is a scalar: its `type` names only scalar types, or each branch of its
+ * anyOf/oneOf does (a Nango query value: string, number or boolean), whatever else it says.
+ */
+function onlyScalars(schema: unknown, depth: number): boolean {
+  if (!isRecord(schema) || depth > 8) return false;
+  const types = typeof schema.type === 'string' ? [schema.type] : Array.isArray(schema.type) ? (schema.type as unknown[]) : [];
+  if (types.length > 0 && types.every((t) => typeof t === 'string' && SCALAR_TYPES.has(t))) return true;
+  return ['anyOf', 'oneOf'].some((k) => {
+    const branches = Object.hasOwn(schema, k) ? schema[k] : undefined;
+    return Array.isArray(branches) && branches.length > 0 && branches.every((b: unknown) => onlyScalars(b, depth + 1));
+  });
 }
 
 interface Kinds {

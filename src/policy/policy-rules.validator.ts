@@ -92,6 +92,8 @@ function validate(input: unknown, known: KnownTools | undefined): PolicyRulesVal
   const errors: string[] = [];
   const rules: PolicyRule[] = [];
   const seen = new Map<string, number>();
+  /** The rules so far with no where conditions, by position: each takes every call its scope names. */
+  const unconditional: { index: number; rule: PolicyRule }[] = [];
   for (let i = 0; i < input.length; i++) {
     const raw: unknown = input[i];
     const [id] = isRecord(raw) ? ownValues(raw, ['id']) : [undefined];
@@ -102,6 +104,12 @@ function validate(input: unknown, known: KnownTools | undefined): PolicyRulesVal
     const first = seen.get(rule.id);
     if (first !== undefined) fail(`duplicate id, already used by rules[${first}]`);
     else seen.set(rule.id, i);
+    // Judged with the catalog only (a PUT): a stored policy is read as it is, and one refused there would fail closed.
+    if (known) {
+      const by = unconditional.find((u) => shadows(u.rule, rule, known));
+      if (by !== undefined) fail(shadowed(by.index, by.rule.id));
+      if ((rule.match?.where ?? []).length === 0) unconditional.push({ index: i, rule });
+    }
     rules.push(rule);
   }
   if (errors.length > 0) {
@@ -113,6 +121,30 @@ function validate(input: unknown, known: KnownTools | undefined): PolicyRulesVal
 }
 
 type Fail = (message: string) => void;
+
+/**
+ * Whether `earlier`, a rule with no where conditions, matches every call `later` could: first match wins, so `later`
+ * never applies. Its toolName names all (none), the tool (`tool.*`) or the action of `later`'s, and its riskLevel
+ * (if any) is `later`'s or that of every catalog action `later` names.
+ */
+function shadows(earlier: PolicyRule, later: PolicyRule, known: KnownTools): boolean {
+  const wide = earlier.match ?? {};
+  const narrow = later.match ?? {};
+  if (wide.toolName !== undefined) {
+    if (narrow.toolName === undefined) return false;
+    const covered = wide.toolName.endsWith('.*') ? narrow.toolName.split('.', 1)[0] === wide.toolName.slice(0, -2) : narrow.toolName === wide.toolName;
+    if (!covered) return false;
+  }
+  if (wide.riskLevel === undefined || narrow.riskLevel === wide.riskLevel) return true;
+  if (narrow.riskLevel !== undefined || !known.risksOf) return false;
+  const risks = known.risksOf(narrow.toolName);
+  return risks.length > 0 && risks.every((r) => r === wide.riskLevel);
+}
+
+function shadowed(index: number, id: string): string {
+  const by = `rules[${index}] (${JSON.stringify(id)})`;
+  return `can never match: ${by} comes first, has no where conditions and matches every call this rule could (the first matching rule wins); put this rule before it, or narrow rules[${index}]`;
+}
 
 function checkRule(raw: unknown, fail: Fail, known: KnownTools | undefined): PolicyRule | null {
   if (!isRecord(raw)) {
