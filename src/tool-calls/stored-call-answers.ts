@@ -13,6 +13,7 @@ import { respond, type ToolCallResponse } from './tool-call-response.js';
 
 /** A call recorded under the key or the tool_use id of this request, for another action. */
 const KEY_REUSED = 'this Idempotency-Key or this tool_use id (in this run) was already used for a different action';
+const KEY_OTHER_RUN = 'this Idempotency-Key was already used for a call of another run (toolCallId); a key names one call of one run: nothing was run';
 
 /**
  * A request's action digest: `keyed`, under its org's digest key (what is stored and shown), and `unkeyed`, the plain
@@ -99,6 +100,14 @@ export class StoredCallAnswers {
     // a key used for another action, and nothing runs.
     if (!reachesRun(who, { orgId: row.org_id, createdBy: runCreatedBy })) {
       throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', KEY_REUSED), {
+        storedCall: { status: row.status, toolName: row.tool_name, action: row.action },
+      });
+    }
+    // A key names one call of one run: the same key sent for another run is not a resend of it. Replayed there, a run
+    // whose manifest lacks the tool was handed the other run's result, and nothing on its own ledger said so. Nothing
+    // runs; the call is named, for its result to be read where its run is reachable (GET /v1/tool-calls/:id/result).
+    if (row.run_id !== call.runId) {
+      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', KEY_OTHER_RUN, { fields: { toolCallId: row.id } }), {
         storedCall: { status: row.status, toolName: row.tool_name, action: row.action },
       });
     }

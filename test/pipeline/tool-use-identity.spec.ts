@@ -164,6 +164,30 @@ describe('the tool_use id names the call in its run, whatever key comes with it'
     expect(other.body).toMatchObject({ status: 'succeeded', replayed: false });
     expect(sent(marker)).toBe(2);
   });
+
+  it('an explicit key first used in another run is 422 naming that call: never its result, nothing run or recorded', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    // Run B's manifest (another specialist's) does not hold the tool at all.
+    const perms = await h.t.http
+      .put(`/v1/orgs/${org.orgId}/tool-permissions`)
+      .set(bearer(org.adminKey))
+      .send({ items: [{ toolName: 'order_lookup', action: 'lookup', specialistId: 'support', enabled: true }] });
+    expect(perms.status).toBe(200);
+    const runB = await h.t.http.post('/v1/runs').set(bearer(org.agentKey)).send({ specialistId: 'billing' });
+    expect(runB.body.manifest.allowedTools).not.toContain('order_lookup.lookup');
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const key = { 'Idempotency-Key': `lookup-${newId()}` };
+    const inA = await post(org, use, key);
+    expect(inA.body.status).toBe('succeeded');
+    const inB = await h.t.http.post(`/v1/runs/${runB.body.id}/tool-calls`).set(bearer(org.agentKey)).set(key).send(use);
+    expect(inB.status, JSON.stringify(inB.body)).toBe(422);
+    expect(inB.body).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', toolCallId: inA.body.toolCallId });
+    expect(inB.body.result).toBeUndefined();
+    expect(JSON.stringify(inB.body)).not.toContain('12345');
+    expect((await h.t.ds.query('SELECT count(*)::int AS n FROM tool_calls WHERE run_id = $1', [runB.body.id]))[0].n).toBe(0);
+    // In its own run the key still replays its call.
+    expect((await post(org, use, key)).body).toMatchObject({ toolCallId: inA.body.toolCallId, status: 'succeeded', replayed: true });
+  });
 });
 
 describe('the same tool_use under another key while its twin holds the only vendor slot', () => {
