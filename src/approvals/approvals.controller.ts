@@ -49,7 +49,8 @@ export class ApprovalsController {
   @Roles('expert', 'admin', 'agent')
   @ApiRoles(['expert', 'admin', 'agent'], {
     note: `${WHO_DECIDES} An ops key reads approvals but decides none; an agent key gets 404 on an expert approval (it may not see it).`,
-    forbiddenAlso: 'a key that may see the approval but not decide its kind (an expert key deciding a client approval)',
+    forbiddenAlso:
+      'a key that may see the approval but not decide its kind (an expert key deciding a client approval); an approve of an expert approval with the key that asked for its call or started its run (four eyes: it may reject)',
   })
   @ApiResponse({
     status: 200,

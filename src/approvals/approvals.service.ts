@@ -111,7 +111,7 @@ export class ApprovalsService {
       if (a.expires_at.getTime() <= this.clock.nowMs()) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
       throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
     }
-    if (dto.decision === 'approve') await this.assertBound(a);
+    if (dto.decision === 'approve') await this.assertBound(a, p);
     const settled = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason ?? null]);
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     this.expiries.recorded([settled]);
@@ -122,17 +122,23 @@ export class ApprovalsService {
   }
 
   /**
-   * What the approver was shown is the call that would run (approval-binding.ts): the approval row names the call
+   * The approver is not the one who asked (expert approvals), and what the approver was shown is the call that would run (approval-binding.ts): the approval row names the call
    * row's tool, action, redacted input and digest. Else 409 ACTION_DIGEST_MISMATCH, nothing settled: the digest sent
    * back is not that of the action awaiting approval. The runner checks it again before anything is sent.
    */
-  private async assertBound(a: ApprovalRow): Promise<void> {
-    const [b] = await this.sql.query<{ agrees: boolean }>(
-      `SELECT ${APPROVAL_ROW_AGREES_SQL} AS agrees
+  private async assertBound(a: ApprovalRow, p: Principal): Promise<void> {
+    const [b] = await this.sql.query<{ agrees: boolean; own: boolean }>(
+      `SELECT ${APPROVAL_ROW_AGREES_SQL} AS agrees,
+              (t.actor_key_id = $2 OR EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = t.run_id AND r.created_by = $2)) AS own
          FROM approval_requests a JOIN tool_calls t ON t.id = a.tool_call_id AND t.org_id = a.org_id
         WHERE a.id = $1`,
-      [a.id],
+      [a.id, p.keyId],
     );
+    // Four eyes: an expert approval is the second person a risky call needs, so the key that asked for the call (or
+    // started its run) does not give it — an admin key can post calls and decide expert approvals both. It may reject.
+    if (b?.own === true && a.kind === 'expert') {
+      throw new AppError('FORBIDDEN', 'an expert approval cannot be given with the key that asked for the call or started its run: another expert or admin key must decide it');
+    }
     if (!b?.agrees) throw new AppError('ACTION_DIGEST_MISMATCH', APPROVAL_NOT_BOUND);
   }
 
