@@ -43,19 +43,100 @@ export const UNIQUE_KEYS: Readonly<Record<string, string>> = {
   vendor_tokens_pkey: 'vendor_tokens (org_id, integration_type)',
 };
 
+/** An object the migrations build that no entity maps, and the code relies on. */
+export type RequiredObject =
+  | { kind: 'function'; name: string; why: string } // name: its signature, `name(argument types)`
+  | { kind: 'trigger'; name: string; table: string; why: string }
+  | { kind: 'table'; name: string; why: string };
+
+/**
+ * What the migrations build outside the entities (and UNIQUE_KEYS) that the code relies on: functions, triggers, and
+ * tables the code reads and writes by raw SQL. Looked for in both scopes, so a `down` run by hand (its row left in
+ * typeorm_migrations) stops start-up here as a missing column does: without ledger_seq_ceiling() the sealer never
+ * seals; without the guard the ledger is editable while verify says ok. `migration:check` fails when a migration adds
+ * or drops one (a function of the schema, a trigger, a table no entity maps) and this list is not changed with it.
+ */
+export const REQUIRED_OBJECTS: readonly RequiredObject[] = [
+  { kind: 'function', name: 'ledger_events_guard()', why: 'the ledger append-only guard, InitialSchema1764500000000' },
+  { kind: 'trigger', name: 'ledger_events_no_update', table: 'runtime_ledger_events', why: 'the ledger append-only guard, InitialSchema1764500000000' },
+  { kind: 'trigger', name: 'ledger_events_no_truncate', table: 'runtime_ledger_events', why: 'the ledger append-only guard, InitialSchema1764500000000' },
+  { kind: 'table', name: 'vendor_tokens', why: 'VendorTokens1764900000000' },
+  { kind: 'table', name: 'shopify_refund_leases', why: 'ShopifyRefundLeases1765000000000' },
+  { kind: 'function', name: 'ledger_seq_ceiling()', why: "the ledger sealer's ceiling, LedgerSeqCeiling1765400000000" },
+];
+
+/** The name an object of REQUIRED_OBJECTS goes by in a problem: `function f()`, `trigger t on table`, `table t`. */
+const objectLabel = (o: RequiredObject): string => (o.kind === 'trigger' ? `trigger ${o.name} on ${o.table}` : `${o.kind} ${o.name}`);
+
+/**
+ * REQUIRED_OBJECTS missing (or, a trigger, disabled) in the current schema, one line each, in one query. From the
+ * catalogs and name lookups alone (to_regprocedure, to_regclass take no lock on what they find).
+ */
+async function requiredObjectProblems(ds: DataSource): Promise<string[]> {
+  const rows = (await ds.query(
+    `SELECT o.i, CASE o.kind
+              WHEN 'function' THEN to_regprocedure(s.q || '.' || o.name) IS NOT NULL
+              WHEN 'table' THEN EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = to_regclass(s.q || '.' || quote_ident(o.name)) AND c.relkind IN ('r', 'p'))
+              ELSE EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = to_regclass(s.q || '.' || quote_ident(o.tbl)) AND t.tgname = o.name AND NOT t.tgisinternal)
+            END AS present,
+            o.kind <> 'trigger' OR EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = to_regclass(s.q || '.' || quote_ident(o.tbl)) AND t.tgname = o.name AND t.tgenabled <> 'D') AS enabled
+       FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY o(kind, name, tbl, i), (SELECT quote_ident(current_schema()) AS q) s
+      ORDER BY o.i`,
+    [REQUIRED_OBJECTS.map((o) => o.kind), REQUIRED_OBJECTS.map((o) => o.name), REQUIRED_OBJECTS.map((o) => (o.kind === 'trigger' ? o.table : null))],
+  )) as { i: string; present: boolean; enabled: boolean }[];
+  const problems: string[] = [];
+  for (const r of rows) {
+    const o = REQUIRED_OBJECTS[Number(r.i) - 1]!;
+    if (!r.present) problems.push(`${objectLabel(o)} (${o.why}) is missing in the database`);
+    else if (!r.enabled) problems.push(`${objectLabel(o)} (${o.why}) is disabled in the database`);
+  }
+  return problems;
+}
+
+/**
+ * migration:check's other direction: functions (not an extension's), triggers (not internal) and tables (neither an
+ * entity's nor the migrations table) in the current schema that REQUIRED_OBJECTS does not list.
+ */
+async function unlistedObjectProblems(ds: DataSource, known: ReadonlySet<string>): Promise<string[]> {
+  const rows = (await ds.query(
+    `SELECT 'function' AS kind, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name, NULL AS "table"
+       FROM pg_proc p
+      WHERE p.pronamespace = to_regnamespace(quote_ident(current_schema()))
+        AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
+     UNION ALL
+     SELECT 'trigger', t.tgname, c.relname
+       FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+      WHERE NOT t.tgisinternal AND c.relnamespace = to_regnamespace(quote_ident(current_schema()))
+     UNION ALL
+     SELECT 'table', c.relname, NULL
+       FROM pg_class c
+      WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relnamespace = to_regnamespace(quote_ident(current_schema()))
+        AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')`,
+  )) as { kind: RequiredObject['kind']; name: string; table: string | null }[];
+  const problems: string[] = [];
+  for (const r of rows) {
+    if (r.kind === 'table' && known.has(r.name)) continue;
+    if (REQUIRED_OBJECTS.some((o) => o.kind === r.kind && o.name === r.name && (o.kind !== 'trigger' || o.table === r.table))) continue;
+    if (r.kind === 'table') problems.push(`table ${r.name} exists in the database but neither an entity nor REQUIRED_OBJECTS (src/db/schema-check.ts) names it`);
+    else problems.push(`${r.kind} ${r.name}${r.kind === 'trigger' ? ` on ${r.table}` : ''} exists in the database but is not in REQUIRED_OBJECTS (src/db/schema-check.ts)`);
+  }
+  return problems;
+}
+
 /**
  * `exact` (migration:check): the entities and the schema the migrations build match both ways, types and
- * nullability included, and the unique keys are UNIQUE_KEYS, no more, no fewer.
+ * nullability included, the unique keys are UNIQUE_KEYS, no more, no fewer, and the functions, triggers and tables no
+ * entity maps are REQUIRED_OBJECTS, no more, no fewer.
  *
  * `needed` (every start-up, after migrating): only what this release's code needs is looked for — every mapped table
- * and column, and every unique key. A database newer than the code (the release after this one migrated it, and this
+ * and column, every unique key, and every one of REQUIRED_OBJECTS (a trigger there and enabled). A database newer than the code (the release after this one migrated it, and this
  * one is its roll-back) has columns, tables and indexes this code does not know, and may have changed a type or
  * dropped a NOT NULL for the code that knows why: none of that stops this one.
  */
 export type SchemaScope = 'exact' | 'needed';
 
 /**
- * What differs between the entities (with UNIQUE_KEYS) and the database's current schema, one line each; [] when
+ * What differs between the entities (with UNIQUE_KEYS and REQUIRED_OBJECTS) and the database's current schema, one line each; [] when
  * nothing. typeorm_migrations records a migration as applied whatever happened to its work afterwards (a `down`
  * run by hand left its rows): start-up reads the schema itself, so it does not serve on one missing a column or an
  * index the code's answers depend on.
@@ -91,6 +172,8 @@ export async function schemaDrift(ds: DataSource, scope: SchemaScope = 'exact'):
     }
   }
   const migrationsTable = ds.options.migrationsTableName ?? 'migrations';
+  problems.push(...(await requiredObjectProblems(ds)));
+  if (exact) problems.push(...(await unlistedObjectProblems(ds, new Set([...ds.entityMetadatas.map((m) => m.tableName), migrationsTable]))));
   if (!exact) {
     // From the catalogs alone: pg_get_indexdef takes a lock on the table, and a start-up must not wait behind a session
     // holding one (a migration of another replica, a LOCK TABLE, a VACUUM FULL) just to read the schema. Found by name,
