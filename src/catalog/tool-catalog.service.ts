@@ -4,7 +4,7 @@ import { paramNamesIndex, type ParamNames, type ParamNamesOf } from '../policy/p
 import type { PolicyEvaluationInput } from '../policy/policy.types.js';
 import type { ToolActionSpec, ToolSpec, VendorHandler, VendorKey } from '../vendors/vendor-handler.js';
 import { VendorRegistry } from '../vendors/vendor-registry.js';
-import { inlineModelName, MESSAGE_NAME_MAX, redactedParamMessage } from './model-text.js';
+import { inlineModelName, MESSAGE_NAME_MAX, redactedModelText, redactedParamMessage } from './model-text.js';
 
 export interface CatalogEntry {
   tool: ToolSpec;
@@ -82,20 +82,23 @@ export function policyParamFacts(entry: CatalogEntry): PolicyParamFacts {
  * name is "[REDACTED]" there and must be "[REDACTED]" here too, since this text
  * is stored as error_text, shown to ops and handed back to the model. The
  * problem is ajv's own text (built from the schema, never from the input).
+ * instancePath is a JSON pointer: each key is read back as written (~1 is "/",
+ * ~0 is "~") and redacted on its own, as input_redacted redacts it, before the
+ * keys are joined with "." (a URL's password or a Slack webhook in a key needs
+ * its "/" to be recognised, and the joined path would run it into its neighbours).
  */
 function describeAjvError(e: ErrorObject): string {
-  const at = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '';
-  const name = (n: string): string => inlineModelName(n, MESSAGE_NAME_MAX);
-  if (e.keyword === 'required') {
-    const missing = (e.params as { missingProperty: string }).missingProperty;
-    return `${name(`${at ? `${at}.` : ''}${missing}`)}: is required`;
-  }
-  if (e.keyword === 'additionalProperties') {
-    const extra = (e.params as { additionalProperty: string }).additionalProperty;
-    return `${name(`${at ? `${at}.` : ''}${extra}`)}: is not an allowed parameter`;
-  }
-  return `${at ? name(at) : 'params'}: ${e.message ?? 'is invalid'}`;
+  const keys = e.instancePath ? e.instancePath.slice(1).split('/').map(unescapePointerKey) : [];
+  const name = (...more: string[]): string => inlineModelName([...keys, ...more].map(redactedKey).join('.'), MESSAGE_NAME_MAX);
+  if (e.keyword === 'required') return `${name((e.params as { missingProperty: string }).missingProperty)}: is required`;
+  if (e.keyword === 'additionalProperties') return `${name((e.params as { additionalProperty: string }).additionalProperty)}: is not an allowed parameter`;
+  return `${keys.length ? name() : 'params'}: ${e.message ?? 'is invalid'}`;
 }
+
+/** One key of a JSON pointer as written (RFC 6901: "~1" first, then "~0", so "~01" is "~1"). */
+const unescapePointerKey = (key: string): string => (key.includes('~') ? key.replace(/~1/g, '/').replace(/~0/g, '~') : key);
+/** A key redacted as input_redacted redacts it; cut only by the whole name's bound. */
+const redactedKey = (key: string): string => redactedModelText(key, MESSAGE_NAME_MAX);
 
 /**
  * A param whose absence stands for an unseen value must be one a call may leave out: a misspelt or required one

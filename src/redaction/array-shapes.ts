@@ -1,7 +1,8 @@
 /**
  * Arrays whose items say what their neighbours are, so that an item is secret though nothing in it says so:
  * a flat header list (Node's req.rawHeaders: name, value, name, value, …), as a request-echo API proxied through
- * Nango sends back, and a PEM private key split into an array of its lines. The walker redacts the items named here
+ * Nango sends back, a PEM private key split into an array of its lines, and a command line's argv (a container's
+ * args) where a secret flag item is followed by its value item. The walker redacts the items named here
  * whole, before it looks at them one by one.
  */
 import { carriesData } from './value-signals.js';
@@ -29,6 +30,7 @@ export function secretItems(items: readonly unknown[], n: number): ReadonlySet<n
   const hidden = new Hidden();
   secretHeaderValues(items, n, hidden);
   privateKeyLines(items, n, hidden);
+  flagValues(items, n, hidden);
   return hidden.indexes;
 }
 
@@ -85,4 +87,24 @@ function lastKeyMarker(text: string): 'BEGIN' | 'END' | undefined {
   let last: 'BEGIN' | 'END' | undefined;
   for (const match of text.matchAll(KEY_MARKER)) last = match[1] as 'BEGIN' | 'END';
   return last;
+}
+
+/** A long flag item of an argv list ("--db-password"); its value is the next item. */
+const LONG_FLAG = /^--[A-Za-z][\w.-]{0,127}$/;
+/** An item that is itself a flag (--stdin, -v): no value of the flag before it. */
+const ANY_FLAG = /^--?[A-Za-z]/;
+
+/**
+ * ["mysql", "--password", "…", "-h", "db"], a Kubernetes or ECS container's args ["--db-password", "…", "--verbose"]:
+ * the item after a flag item that names a secret (as a parameter name is judged), unless that item is a flag itself.
+ * "--password=…" in one item is the text rules' (SECRET_PARAM).
+ */
+function flagValues(items: readonly unknown[], n: number, hidden: Hidden): void {
+  for (let i = 0; i + 1 < n; i++) {
+    const item = items[i];
+    // Most items are no flag: one native check turns them away.
+    if (typeof item !== 'string' || !item.startsWith('--') || !LONG_FLAG.test(item) || !isSecretName(item)) continue;
+    const value = items[i + 1];
+    if (carriesData(value) && !(typeof value === 'string' && ANY_FLAG.test(value))) hidden.add(i + 1);
+  }
 }

@@ -1,4 +1,5 @@
 import { ValidateBy, type ValidationOptions } from 'class-validator';
+import { holdsConfiguredSecret } from './configured-secrets.js';
 import { JWT, PRIVATE_KEY_BLOCK, VENDOR_TOKEN_HEAD, VENDOR_TOKENS } from './token-shapes.js';
 
 /**
@@ -20,6 +21,8 @@ const bearerValue = (text: string): boolean => [...text.matchAll(BEARER_VALUE)].
  * tax id's digits or a `key=value` form are ordinary in an identifier).
  */
 export function holdsCredentialShape(text: string): boolean {
+  // A configured BOOTSTRAP_ADMIN_KEY has no shape of its own: known by its value (configured-secrets.ts).
+  if (holdsConfiguredSecret(text)) return true;
   if (text.includes('PRIVATE KEY') && text.replace(PRIVATE_KEY_BLOCK, '') !== text) return true;
   if (bearerValue(text)) return true;
   if (text.includes('eyJ') && text.replace(JWT, '') !== text) return true;

@@ -57,10 +57,16 @@ export function keyWords(key: string): string[] {
 
 /**
  * Where a name/value pair keeps the name: HAR and fetch headers, Postman and AWS key/value, form fields, metafields, and
- * the label or title of a form answer or a settings screen ({label: "API Key", value}).
+ * the label or title of a form answer or a settings screen ({label: "API Key", value}); HubSpot v1 {property, value},
+ * {attribute, value} and {variable, value} lists, CloudFormation {ParameterKey, ParameterValue}; and where it keeps
+ * the value under another member: a Cloudflare Workers binding {type: "secret_text", name, text}, {name, data},
+ * {name, content}.
  */
-const PAIR_NAME_KEYS = new Set(['name', 'key', 'header', 'headername', 'param', 'paramname', 'parameter', 'field', 'fieldname', 'label', 'title']);
-const PAIR_VALUE_KEYS = new Set(['value', 'values', 'val', 'headervalue', 'paramvalue', 'fieldvalue']);
+const PAIR_NAME_KEYS = new Set([
+  'name', 'key', 'header', 'headername', 'param', 'paramname', 'parameter', 'field', 'fieldname', 'label', 'title',
+  'property', 'attribute', 'variable', 'parameterkey',
+]);
+const PAIR_VALUE_KEYS = new Set(['value', 'values', 'val', 'headervalue', 'paramvalue', 'fieldvalue', 'text', 'data', 'content', 'parametervalue']);
 
 /**
  * Where a pair says what KIND of value it holds rather than its name: Onfido id_numbers[] {type: "ssn", value},
@@ -73,7 +79,7 @@ const PAIR_TYPE_KEYS = new Set(['type', 'kind', 'idtype']);
 
 /** Takes the raw key: every object is asked, so most keys are turned away by their length before being normalised. */
 export function isPairNameKey(key: string): boolean {
-  return key.length <= 12 && PAIR_NAME_KEYS.has(normalizeKey(key));
+  return key.length <= 14 && PAIR_NAME_KEYS.has(normalizeKey(key));
 }
 
 /** Takes the raw key, as isPairNameKey. */
