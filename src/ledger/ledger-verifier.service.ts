@@ -116,6 +116,41 @@ async function firstOffChain(db: ChainReader, orgId: string): Promise<{ eventId:
   }
 }
 
+/** A position of the chain and the hash the caller kept for it from an earlier verify (`checked`, `headHash`). */
+export interface ChainAnchor {
+  chainSeq: number;
+  hash: string;
+}
+
+/** `<chainSeq>:<hash>`, as the API's `anchor` and the CLI's `--anchor` take it. */
+export const ANCHOR_FORMAT = /^([1-9]\d{0,15}):([0-9a-f]{64})$/;
+
+export function parseAnchor(text: string): ChainAnchor | null {
+  const m = ANCHOR_FORMAT.exec(text);
+  return m ? { chainSeq: Number(m[1]), hash: m[2]! } : null;
+}
+
+/**
+ * An intact chain against a position and hash the caller kept outside the database: the walk recomputed every hash
+ * from the first event, so the stored hash at that position is the chain's own. A chain that now ends before it had
+ * events cut from its end; another hash there is a chain rewritten at or before that position and sealed again (by
+ * someone who could get past the append-only trigger: the sealer chains whatever is unsealed). A broken chain is
+ * answered as it is.
+ */
+export async function checkAnchor(db: ChainReader, orgId: string, result: VerifyResult, anchor: ChainAnchor | undefined): Promise<VerifyResult> {
+  if (!anchor || !result.ok) return result;
+  if (result.checked < anchor.chainSeq) {
+    return { ok: false, checked: result.checked, brokenAt: { chainSeq: anchor.chainSeq, eventId: null, reason: `the chain ends at ${result.checked}, before the anchor at ${anchor.chainSeq}: events were cut from its end` } };
+  }
+  const [row] = (await db.query('SELECT id, hash FROM runtime_ledger_events WHERE org_id = $1 AND chain_seq = $2', [orgId, anchor.chainSeq])) as { id: string; hash: string | null }[];
+  if (row?.hash === anchor.hash) return result;
+  return {
+    ok: false,
+    checked: result.checked,
+    brokenAt: { chainSeq: anchor.chainSeq, eventId: row?.id ?? null, reason: 'the event at the anchor is not the one anchored: the chain was rewritten at or before it and sealed again' },
+  };
+}
+
 /** How many verifies walk a chain at once in a process (across orgs); more wait their turn. */
 export const VERIFY_CONCURRENCY = 2;
 
@@ -141,8 +176,12 @@ export class LedgerVerifierService {
     this.openCredentials = credentialOpener(cipher);
   }
 
-  verify(orgId: string): Promise<VerifyResult> {
-    return this.runs.run(orgId, () => this.sealAndWalk(orgId));
+  /** With an anchor, the intact chain is also held to it (checkAnchor): concurrent verifies still share one walk. */
+  async verify(orgId: string, anchor?: ChainAnchor): Promise<VerifyResult> {
+    const walked = await this.runs.run(orgId, () => this.sealAndWalk(orgId));
+    const result = await checkAnchor(this.ds, orgId, walked, anchor);
+    if (result !== walked && !result.ok) this.log.error({ orgId, checked: result.checked, brokenAt: result.brokenAt }, 'ledger chain broken');
+    return result;
   }
 
   private async sealAndWalk(orgId: string): Promise<VerifyResult> {

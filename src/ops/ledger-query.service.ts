@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { KeyRateLimiter } from '../auth/key-rate-limiter.js';
 import type { Principal } from '../auth/principal.js';
-import { LedgerVerifierService, type VerifyResult } from '../ledger/ledger-verifier.service.js';
+import { LedgerVerifierService, parseAnchor, type VerifyResult } from '../ledger/ledger-verifier.service.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { filterHash, LedgerCursorCodec } from './ledger-cursor.js';
 import { ledgerEventsPageSql, ledgerEventView, type LedgerEventFilters, type LedgerEventRow, type LedgerEventView } from './ledger-events.sql.js';
@@ -61,7 +61,7 @@ export class LedgerQueryService {
    * Recomputes one org's hash chain: an org key its own org, a platform key the org (or the platform chain) it names (required).
    * Requests for the same org share one run in this process, and only a few orgs' run at once (LedgerVerifierService).
    */
-  async verify(p: Principal, orgId: string | undefined): Promise<VerifyResult> {
-    return this.verifier.verify(await this.scope.resolveOrg(p, orgId, { platformChain: true }));
+  async verify(p: Principal, orgId: string | undefined, anchor?: string): Promise<VerifyResult> {
+    return this.verifier.verify(await this.scope.resolveOrg(p, orgId, { platformChain: true }), anchor === undefined ? undefined : (parseAnchor(anchor) ?? undefined));
   }
 }

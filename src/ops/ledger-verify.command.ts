@@ -7,11 +7,11 @@ import { isUuid, NIL_UUID } from '../common/ids.js';
 import { dbOptions } from '../db/db-options.js';
 import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
 import { LedgerSealerService } from '../ledger/ledger-sealer.service.js';
-import { verifyOrgChain, type VerifyResult } from '../ledger/ledger-verifier.service.js';
+import { checkAnchor, parseAnchor, verifyOrgChain, type VerifyResult } from '../ledger/ledger-verifier.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { poolerHint } from '../db/database-probe.js';
 
-export const USAGE = `usage: ledger-verify --org <org uuid | ${NIL_UUID} for the platform chain> [--no-seal]   (needs DATABASE_URL)`;
+export const USAGE = `usage: ledger-verify --org <org uuid | ${NIL_UUID} for the platform chain> [--anchor <chainSeq>:<hash>] [--no-seal]   (needs DATABASE_URL)`;
 
 export interface CommandOutput {
   out(line: string): void;
@@ -49,8 +49,11 @@ export function commandLogger(io: Pick<CommandOutput, 'err'>): LoggerService {
 export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv, io: CommandOutput): Promise<number> {
   const orgAt = args.indexOf('--org');
   const orgId = orgAt >= 0 ? args[orgAt + 1] : undefined;
-  const unknown = args.filter((a, i) => !(a === '--org' || i === orgAt + 1 || a === '--no-seal'));
-  if (!isUuid(orgId) || unknown.length) {
+  // An earlier run's checked and headHash, kept elsewhere: the chain must still hold that hash there (checkAnchor).
+  const anchorAt = args.indexOf('--anchor');
+  const anchor = anchorAt >= 0 ? parseAnchor(args[anchorAt + 1] ?? '') : undefined;
+  const unknown = args.filter((a, i) => !(a === '--org' || i === orgAt + 1 || a === '--no-seal' || (anchorAt >= 0 && (i === anchorAt || i === anchorAt + 1))));
+  if (!isUuid(orgId) || unknown.length || anchor === null) {
     io.err(USAGE);
     return 2;
   }
@@ -91,7 +94,7 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
         io.err(`ledger-verify: sealing failed, verifying what is sealed: ${loggableErrorText(err)}`);
       });
     }
-    const result: VerifyResult = await verifyOrgChain(ds, orgId);
+    const result: VerifyResult = await checkAnchor(ds, orgId, await verifyOrgChain(ds, orgId), anchor);
     io.out(JSON.stringify(result));
     return result.ok ? 0 : 1;
   } catch (err) {

@@ -37,7 +37,10 @@ export class LedgerController {
       'at the first changed, missing, reordered, off-chain or unhashable event; then that every tool call row agrees with its events ' +
       '(a settled call\'s last settling event has its status, error code and digest; a row deleted or an outcome edited is a break, ' +
       'chainSeq 0 when the call has no event). Concurrent verifies of one org share one run. A platform key verifies the platform chain ' +
-      '(platform keys created and revoked, bootstrap admin keys retired) by naming orgId=00000000-0000-0000-0000-000000000000; an org key gets 404.',
+      '(platform keys created and revoked, bootstrap admin keys retired) by naming orgId=00000000-0000-0000-0000-000000000000; an org key gets 404. ' +
+      'With anchor=<chainSeq>:<hash> (an earlier answer\'s checked and headHash, kept outside the database), an intact chain must also hold ' +
+      'that hash at that position: a chain that ends before it (events cut from its end) or holds another hash there (rewritten and sealed ' +
+      'again by someone past the append-only trigger) is broken at the anchor.',
   })
   @ApiResponse({
     status: 200,
@@ -45,6 +48,6 @@ export class LedgerController {
     schema: LEDGER_VERIFY_SCHEMA,
   })
   verify(@CurrentPrincipal() p: Principal, @Query() q: LedgerVerifyQuery) {
-    return this.ledger.verify(p, q.orgId);
+    return this.ledger.verify(p, q.orgId, q.anchor);
   }
 }

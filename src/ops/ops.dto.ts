@@ -7,6 +7,7 @@ import { TOOL_CALL_STATUSES, type ToolCallStatus } from '../tool-calls/tool-call
 import { CanonicalUuid } from '../common/http/validation.js';
 import { NIL_UUID } from '../common/ids.js';
 import { LEDGER_EVENT_TYPES } from '../ledger/ledger-event-types.js';
+import { ANCHOR_FORMAT } from '../ledger/ledger-verifier.service.js';
 
 const TIME_DOC =
   'ISO-8601 timestamp (UTC when no zone is given; zone Z or ±hh:mm; a fraction finer than microseconds counts as the next microsecond up, as rows are kept to the microsecond); a start after the end is 400 VALIDATION_FAILED';
@@ -112,6 +113,17 @@ export class LedgerVerifyQuery {
   @IsUUID('all')
   @CanonicalUuid()
   orgId?: string;
+
+  @ApiProperty({
+    required: false,
+    example: '42:' + '0'.repeat(64),
+    pattern: ANCHOR_FORMAT.source,
+    description: "<chainSeq>:<hash>, an earlier verify's `checked` and `headHash` kept outside the database: the chain must still hold that hash there",
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(ANCHOR_FORMAT, { message: 'anchor must be <chainSeq>:<hash>: a position from 1 and a lowercase hex SHA-256, as an earlier verify answered checked and headHash' })
+  anchor?: string;
 }
 
 export class UsageQuery {
