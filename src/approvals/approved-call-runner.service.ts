@@ -318,8 +318,9 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     const release = vendor ? this.calls.leaseFor(pending.org_id, vendor, toolCallId) : () => undefined;
     if (!release) {
       // The next free slot is kept for it (new calls there are refused meanwhile), for two sweeps: an approved write
-      // does not wait behind the org's direct calls for as long as they keep coming.
-      this.calls.reserveFor(pending.org_id, vendor!, 2 * SWEEP_EVERY_MS, toolCallId);
+      // does not wait behind the org's direct calls for as long as they keep coming. It runs once one is given back,
+      // not at the next sweep: the new calls refused meanwhile are told to retry in a second.
+      this.calls.reserveFor(pending.org_id, vendor!, 2 * SWEEP_EVERY_MS, toolCallId, () => void this.runSoon(toolCallId));
       this.deferred(toolCallId, pending.org_id, vendor!, 'approved call deferred: the org × vendor concurrency limit is reached; new calls there wait, and the next sweep runs it');
       return;
     }

@@ -77,4 +77,27 @@ describe('ConcurrencyLeases', () => {
     expect(leases.reservationHolders()).toEqual([]);
     expect(leases.acquire('o:v')).not.toBeNull(); // nobody waits: free for new calls
   });
+
+  it('a slot given back wakes the approved calls it is kept for (once the turn ends), not others, and not once they stopped waiting', async () => {
+    const leases = new ConcurrencyLeases(1);
+    const woken: string[] = [];
+    const direct = leases.acquire('o:v')!;
+    leases.reserve('o:v', 10_000, 'call-a', () => woken.push('a'));
+    leases.reserve('o:other', 10_000, 'call-b', () => woken.push('b'));
+    direct();
+    expect(woken).toEqual([]); // not within the release itself
+    await new Promise((r) => setImmediate(r));
+    expect(woken).toEqual(['a']);
+    const taken = leases.acquire('o:v', 'call-a')!; // woken, it takes the slot: it no longer waits
+    taken();
+    await new Promise((r) => setImmediate(r));
+    expect(woken).toEqual(['a']);
+    // Unreserved (its run ended) before a slot came free: never woken.
+    const again = leases.acquire('o:v')!;
+    leases.reserve('o:v', 10_000, 'call-c', () => woken.push('c'));
+    leases.unreserve('call-c');
+    again();
+    await new Promise((r) => setImmediate(r));
+    expect(woken).toEqual(['a']);
+  });
 });

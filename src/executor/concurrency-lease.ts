@@ -12,6 +12,8 @@ export class ConcurrencyLeases {
   private readonly inFlight = new Map<string, number>();
   /** Org × vendor keys approved calls wait on: when the reservation lapses (monotonic ms), and the calls it is kept for. */
   private readonly reserved = new Map<string, { until: number; holders: Set<string> }>();
+  /** What wakes each waiting approved call when a slot it may take is given back (reserve's `wake`). */
+  private readonly wakers = new Map<string, () => void>();
 
   constructor(
     private readonly limit: number,
@@ -27,7 +29,7 @@ export class ConcurrencyLeases {
     const reservation = this.reserved.get(key);
     if (reservation !== undefined && approvedCall === undefined) {
       if (this.now() < reservation.until) return null;
-      this.reserved.delete(key);
+      this.dropReservation(key);
     }
     const n = this.inFlight.get(key) ?? 0;
     if (n >= this.limit) return null;
@@ -40,17 +42,44 @@ export class ConcurrencyLeases {
       const left = (this.inFlight.get(key) ?? 1) - 1;
       if (left <= 0) this.inFlight.delete(key);
       else this.inFlight.set(key, left);
+      this.wakeWaiting(key);
     };
   }
 
   /**
-   * Approved call `holder` found `key` full: new calls are refused for up to `forMs`, until every call it is kept for
-   * has taken a slot or is unreserved.
+   * A slot of `key` was given back: the approved calls it is kept for are woken (not left to the next sweep, seconds
+   * away, while new calls there are refused "retry shortly"). After the current turn: the one waking may still be
+   * on its way out of the attempt that reserved the slot.
    */
-  reserve(key: string, forMs: number, holder: string): void {
+  private wakeWaiting(key: string): void {
+    const reservation = this.reserved.get(key);
+    if (reservation === undefined || (this.inFlight.get(key) ?? 0) >= this.limit) return;
+    for (const holder of reservation.holders) {
+      const wake = this.wakers.get(holder);
+      if (wake) setImmediate(wake);
+    }
+  }
+
+  private dropReservation(key: string): void {
+    const reservation = this.reserved.get(key);
+    this.reserved.delete(key);
+    for (const holder of reservation?.holders ?? []) if (!this.isHolder(holder)) this.wakers.delete(holder);
+  }
+
+  private isHolder(holder: string): boolean {
+    for (const { holders } of this.reserved.values()) if (holders.has(holder)) return true;
+    return false;
+  }
+
+  /**
+   * Approved call `holder` found `key` full: new calls are refused for up to `forMs`, until every call it is kept for
+   * has taken a slot or is unreserved. `wake` is called once a slot of `key` is given back meanwhile.
+   */
+  reserve(key: string, forMs: number, holder: string, wake?: () => void): void {
     const holders = this.reserved.get(key)?.holders ?? new Set<string>();
     holders.add(holder);
     this.reserved.set(key, { until: this.now() + forMs, holders });
+    if (wake) this.wakers.set(holder, wake);
   }
 
   /** `holder` no longer waits for a slot (settled, or run elsewhere): a reservation kept for it alone ends. */
@@ -58,6 +87,7 @@ export class ConcurrencyLeases {
     for (const [key, { holders }] of this.reserved) {
       if (holders.delete(holder) && holders.size === 0) this.reserved.delete(key);
     }
+    this.wakers.delete(holder);
   }
 
   /** The calls reservations are kept for now. */

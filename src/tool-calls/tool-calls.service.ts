@@ -228,9 +228,12 @@ export class ToolCallsService {
     return this.admission.leaseFor(orgId, vendor, approvedCall);
   }
 
-  /** An approved call found the org × vendor full: new calls there are refused until it takes a slot (at most `forMs`). */
-  reserveFor(orgId: string, vendor: string, forMs: number, toolCallId: string): void {
-    this.admission.reserveFor(orgId, vendor, forMs, toolCallId);
+  /**
+   * An approved call found the org × vendor full: new calls there are refused until it takes a slot (at most `forMs`);
+   * `wake` is called when a slot there is given back meanwhile.
+   */
+  reserveFor(orgId: string, vendor: string, forMs: number, toolCallId: string, wake?: () => void): void {
+    this.admission.reserveFor(orgId, vendor, forMs, toolCallId, wake);
   }
 
   /** The approved call no longer waits for a slot: a slot kept for it alone is given back to new calls. */

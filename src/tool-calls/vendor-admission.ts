@@ -43,8 +43,8 @@ export class VendorAdmission {
   }
 
   /** Approved call `toolCallId` found the org × vendor full: the next free slot is kept for it for up to `forMs` (ConcurrencyLeases.reserve). */
-  reserveFor(orgId: string, vendor: string, forMs: number, toolCallId: string): void {
-    this.leases.reserve(`${orgId}:${vendor}`, forMs, toolCallId);
+  reserveFor(orgId: string, vendor: string, forMs: number, toolCallId: string, wake?: () => void): void {
+    this.leases.reserve(`${orgId}:${vendor}`, forMs, toolCallId, wake);
   }
 
   /** `toolCallId` no longer waits for a slot (ConcurrencyLeases.unreserve). */
