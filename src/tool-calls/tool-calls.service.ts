@@ -188,8 +188,14 @@ export class ToolCallsService {
         this.keys.refused(p);
         throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
       }
-      if (written === 'run-ended') return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, callDigest, use.id, () => this.answers.runEnded(run.id));
-      if (written === 'exists') return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, callDigest, use.id, conflictWithoutRow);
+      if (written === 'run-ended' || written === 'exists') {
+        // A replay calls no vendor: the slot goes back before the stored answer is read (and its result decrypted),
+        // not held meanwhile against the org's new calls.
+        release?.();
+        release = null;
+        const none = written === 'run-ended' ? () => this.answers.runEnded(run.id) : conflictWithoutRow;
+        return await this.answers.replayByKey(replayer(p, orgId), { runId: run.id, idempotencyKey }, callDigest, use.id, none);
+      }
       if (written === 'governance-changed') {
         // Changed on another replica inside this one's cache window: decide again on fresh reads, the lease given back first.
         this.flags.forget(orgId);

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Sql } from '../../src/db/sql.js';
 import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { call, send, waitFor } from './support.js';
@@ -97,5 +98,34 @@ describe('concurrency lease through the pipeline', () => {
     expect(notFound.body.errorCode).toBe('VENDOR_NOT_FOUND');
     const { inFlight } = await fillLease(org);
     expect((await Promise.all(inFlight)).map((r) => r.body.status)).toEqual(['succeeded', 'succeeded']);
+  });
+
+  it('a replay holds no slot while its stored answer is read: a new call beside it is admitted', async () => {
+    const org = await fresh();
+    const first = lookupUse();
+    expect((await send(h, org, first)).body.status).toBe('succeeded');
+    // One slot taken by a call at the vendor, the other free.
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_400, times: 1 }); // within VENDOR_TIMEOUT_MS (2 s)
+    const before = h.emu.count({ path: GRAPHQL });
+    const slow = send(h, org, lookupUse()).then((r) => r);
+    await waitFor(() => h.emu.count({ path: GRAPHQL }) > before);
+    // The replay's read of the stored call made slow (a busy database, a large result).
+    const sql = h.t.app.get(Sql) as unknown as { prepared: (text: string, params?: unknown[]) => Promise<unknown[]> };
+    const prepared = sql.prepared.bind(sql);
+    let slowed = 0;
+    sql.prepared = async (text, params) => {
+      if (text.includes('AS run_created_by') && slowed++ === 0) await new Promise((r) => setTimeout(r, 1_000));
+      return prepared(text, params);
+    };
+    try {
+      const replay = send(h, org, first).then((r) => r);
+      await waitFor(() => slowed > 0);
+      const fresh = await send(h, org, lookupUse());
+      expect([fresh.status, fresh.body.code, fresh.body.status]).toEqual([200, undefined, 'succeeded']);
+      expect((await replay).body).toMatchObject({ status: 'succeeded', replayed: true });
+    } finally {
+      sql.prepared = prepared;
+    }
+    expect((await slow).body.status).toBe('succeeded');
   });
 });
