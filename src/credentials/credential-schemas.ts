@@ -1,7 +1,15 @@
+import { AMAZON_MARKETPLACES, isAmazonMarketplaceOf, type AmazonRegion } from '../vendors/amazon/amazon.credentials.js';
+import { UUID_PATTERN } from '../vendors/jumio/jumio.tools.js';
 import type { IntegrationType } from './integration-credential.entity.js';
 
 /** Some character other than whitespace: the Amazon and Jumio handlers' nonEmpty. */
 const NOT_BLANK = '\\S';
+
+/**
+ * NOT_BLANK without ':': an HTTP Basic user-id may hold none (RFC 7617 §2), and the Jumio token request sends the
+ * client id as one (parseJumioCredentials refuses the same). Blanks then one other character, so the match is linear.
+ */
+const NOT_BLANK_NO_COLON = '^\\s*[^:\\s][^:]*$';
 
 /**
  * A Nango id: the characters Nango itself accepts (its server's connectionId and providerConfigKey rules), at most
@@ -40,6 +48,7 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
       clientSecret: { type: 'string', minLength: 1, maxLength: 512, pattern: NOT_BLANK },
       refreshToken: { type: 'string', minLength: 1, maxLength: 2048, pattern: NOT_BLANK },
       region: { enum: ['na', 'eu', 'fe'] },
+      // One of the region's marketplaces (credentialsProblem). No call reads it: getOrder is by order id.
       marketplaceId: { type: 'string', pattern: '^[A-Z0-9]{1,32}$' },
     },
   },
@@ -52,10 +61,11 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
     additionalProperties: false,
     required: ['clientId', 'clientSecret', 'region', 'accountId'],
     properties: {
-      clientId: { type: 'string', minLength: 1, maxLength: 256, pattern: NOT_BLANK },
+      clientId: { type: 'string', minLength: 1, maxLength: 256, pattern: NOT_BLANK_NO_COLON },
       clientSecret: { type: 'string', minLength: 1, maxLength: 512, pattern: NOT_BLANK },
       region: { enum: ['amer-1', 'emea-1', 'apac-1'] },
-      accountId: { type: 'string', pattern: '^[0-9a-fA-F-]{36}$' },
+      // A UUID, as the call's own accountId param; either case, stored in lower case (canonicalCredentials).
+      accountId: { type: 'string', pattern: UUID_PATTERN },
     },
   },
   nango: {
@@ -73,6 +83,12 @@ export const CREDENTIAL_SCHEMAS: Record<IntegrationType, Record<string, unknown>
 
 /** What the schemas cannot say (strict Ajv refuses `required` of undeclared names in oneOf branches): one message, or null. */
 export function credentialsProblem(type: IntegrationType, config: Record<string, unknown>): string | null {
+  if (type === 'amazon') {
+    const region = config.region as AmazonRegion;
+    if (config.marketplaceId === undefined || isAmazonMarketplaceOf(region, config.marketplaceId)) return null;
+    // Names the region's marketplaces, never the value sent.
+    return `config.marketplaceId: must be a marketplace of region ${region} (${AMAZON_MARKETPLACES[region].join(', ')})`;
+  }
   if (type !== 'shopify') return null;
   const token = config.accessToken !== undefined;
   const client = config.clientId !== undefined || config.clientSecret !== undefined || config.refreshToken !== undefined;
@@ -80,4 +96,13 @@ export function credentialsProblem(type: IntegrationType, config: Record<string,
     return 'config: give accessToken, or clientId and clientSecret (with refreshToken for a public app\'s expiring offline token)';
   }
   return null;
+}
+
+/**
+ * The config as stored, of one that passed the checks above: a Jumio accountId in lower case, as a call's accountId
+ * param is (JumioHandler.canonicalParams), so two spellings of one account are one config with one fingerprint.
+ */
+export function canonicalCredentials(type: IntegrationType, config: Record<string, unknown>): Record<string, unknown> {
+  if (type === 'jumio' && typeof config.accountId === 'string') return { ...config, accountId: config.accountId.toLowerCase() };
+  return config;
 }

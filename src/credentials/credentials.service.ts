@@ -7,7 +7,7 @@ import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
-import { CREDENTIAL_SCHEMAS, credentialsProblem } from './credential-schemas.js';
+import { canonicalCredentials, CREDENTIAL_SCHEMAS, credentialsProblem } from './credential-schemas.js';
 import { INTEGRATION_TYPES, IntegrationCredentialEntity, type IntegrationType } from './integration-credential.entity.js';
 import { credentialValidationDetail } from './credential-validation-detail.js';
 import { rotatingGrantId } from './rotating-grant-id.js';
@@ -69,9 +69,9 @@ export class CredentialsService {
       // Names a declared field at most, never a value or an unknown key (either may be a secret).
       throw new AppError('VALIDATION_FAILED', credentialValidationDetail(CREDENTIAL_SCHEMAS[type], validate.errors![0]));
     }
-    const config = input.config as Record<string, unknown>;
-    const problem = credentialsProblem(type, config);
+    const problem = credentialsProblem(type, input.config as Record<string, unknown>);
     if (problem) throw new AppError('VALIDATION_FAILED', problem);
+    const config = canonicalCredentials(type, input.config as Record<string, unknown>);
     const env = this.cipher.encryptJson(config, credentialAad(orgId, type));
     // Bound to the org and integration: equal configs elsewhere have other fingerprints.
     const fp = this.cipher.fingerprint(config, credentialAad(orgId, type));

@@ -29,7 +29,7 @@ const metrics = {
 
 type Vendor = 'jumio' | 'amazon' | 'nango';
 const CREDS: Record<Vendor, Record<string, unknown>> = {
-  jumio: { clientId: 'cid', clientSecret: 'csecret', region: 'amer-1', accountId: 'acc-1' },
+  jumio: { clientId: 'cid', clientSecret: 'csecret', region: 'amer-1', accountId: 'a1b2c3d4-0000-4c5d-8e9f-0000000000aa' },
   amazon: { clientId: 'cid', clientSecret: 'csecret', refreshToken: 'Atzr|refresh', region: 'na' },
   nango: { secretKey: 'sk-test-123456', connectionId: 'conn-1', providerConfigKey: 'github' },
 };

@@ -357,7 +357,7 @@ describe('AmazonHandler rate limits (VENDORS.md §2.4, §2.5)', () => {
     amazon.setRateLimit(20);
     expect((await handler.execute(order())).ok).toBe(true);
     emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 429 });
-    const other = ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }, { ...CREDS, region: 'eu' });
+    const other = ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped }, { ...CREDS, region: 'eu', marketplaceId: 'A1PA6795UKMFR9' });
     expect(failure(await handler.execute(other))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2000 });
   });
 

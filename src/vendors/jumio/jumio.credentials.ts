@@ -4,6 +4,7 @@
  * account id is the default for calls that name no account.
  */
 import type { VendorEndpoints } from '../vendor-handler.js';
+import { UUID } from './jumio.tools.js';
 
 export type JumioRegion = 'amer-1' | 'emea-1' | 'apac-1';
 
@@ -19,7 +20,14 @@ export interface JumioCredentials {
 }
 
 const REGIONS: readonly JumioRegion[] = ['amer-1', 'emea-1', 'apac-1'];
-const ACCOUNT_ID = /^[A-Za-z0-9-]{1,64}$/;
+
+/**
+ * A client id with ':' is no HTTP Basic user-id (RFC 7617 §2): the token request joins `clientId:clientSecret`, and the
+ * auth server would split at the id's colon. Refused here and by the PUT (credential-schemas.ts NOT_BLANK_NO_COLON).
+ */
+function isJumioClientId(v: unknown): v is string {
+  return nonEmpty(v) && !v.includes(':');
+}
 
 function nonEmpty(v: unknown): v is string {
   return typeof v === 'string' && v.trim() !== '';
@@ -27,11 +35,13 @@ function nonEmpty(v: unknown): v is string {
 
 /** Returns the credentials, or the name of the first field that is missing or invalid. */
 export function parseJumioCredentials(raw: Record<string, unknown>): JumioCredentials | { invalidField: string } {
-  if (!nonEmpty(raw.clientId)) return { invalidField: 'clientId' };
+  if (!isJumioClientId(raw.clientId)) return { invalidField: 'clientId' };
   if (!nonEmpty(raw.clientSecret)) return { invalidField: 'clientSecret' };
   if (!REGIONS.includes(raw.region as JumioRegion)) return { invalidField: 'region' };
-  if (typeof raw.accountId !== 'string' || !ACCOUNT_ID.test(raw.accountId)) return { invalidField: 'accountId' };
-  return { clientId: raw.clientId, clientSecret: raw.clientSecret, region: raw.region as JumioRegion, accountId: raw.accountId };
+  // A UUID, as a call's own accountId (jumio.tools.ts), and in lower case as that one is (canonicalParams): the PUT
+  // stores it so, and one stored in upper case before it did is read the same.
+  if (typeof raw.accountId !== 'string' || !UUID.test(raw.accountId)) return { invalidField: 'accountId' };
+  return { clientId: raw.clientId, clientSecret: raw.clientSecret, region: raw.region as JumioRegion, accountId: raw.accountId.toLowerCase() };
 }
 
 export function jumioAuthBaseUrl(endpoints: VendorEndpoints, region: JumioRegion): string {
