@@ -12,6 +12,7 @@ import { LedgerVerifierService } from './ledger/ledger-verifier.service.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { FeatureFlagsService } from './orgs/feature-flags.service.js';
 import { OrgScopeService } from './orgs/org-scope.service.js';
+import { ConfiguredSecretsHold } from './redaction/configured-secrets.js';
 
 const SHARED = [
   Clock,
@@ -37,6 +38,8 @@ export class CoreModule {
         { provide: APP_CONFIG, useValue: config },
         { provide: EnvelopeCipher, useFactory: () => new EnvelopeCipher(config.keyring) },
         ClockSyncService,
+        // A BOOTSTRAP_ADMIN_KEY the operator chose has no tgw_ shape: redaction is told its value while the app runs.
+        ConfiguredSecretsHold,
         ...SHARED,
       ],
       exports: [APP_CONFIG, EnvelopeCipher, ...SHARED],

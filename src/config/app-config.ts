@@ -3,7 +3,6 @@ import { accessSync, chmodSync, constants, existsSync, linkSync, readFileSync, r
 import { dirname, join, resolve } from 'node:path';
 import { makeDataDir } from '../common/data-dir.js';
 import { userStartupOptions } from '../db/database-url.js';
-import { registerConfiguredSecret } from '../redaction/configured-secrets.js';
 import { ConfigError, parseRawConfigCollecting, type RawConfig } from './config.schema.js';
 
 export interface MasterKeyring {
@@ -171,8 +170,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   }
   warnings.push(...implausibleDurations(raw));
   const { MASTER_ENCRYPTION_KEY: _a, MASTER_ENCRYPTION_KEYS: _b, MASTER_ENCRYPTION_ACTIVE_KEY_ID: _c, ...rest } = raw;
-  // A BOOTSTRAP_ADMIN_KEY the operator chose has no tgw_ shape: redaction is told its value (logs, paths, ledger input).
-  registerConfiguredSecret(raw.BOOTSTRAP_ADMIN_KEY);
   return { ...rest, keyring, warnings };
 }
 
