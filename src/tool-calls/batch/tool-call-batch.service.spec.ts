@@ -35,6 +35,15 @@ describe('writeHoldOf', () => {
     expect(holdOf('read', new AppError('RATE_LIMITED'))).toBeUndefined();
     expect(holdOf('write', new AppError('POLICY_BLOCKED'))).toBeUndefined();
   });
+
+  it('a write held behind one awaiting approval names it (its index and tool call), and every hold says it holds only within the batch', () => {
+    const waiting = { status: 'waiting_approval', toolCallId: '0b9f6a1e-0000-4000-8000-000000000001' } as ToolCallBody;
+    const hold = writeHoldOf([0, 1], ['read', 'write'], [null, waiting], [null, null], kindOf)?.();
+    expect(hold?.detail).toMatch(/toolUses\[1\], tool call 0b9f6a1e-0000-4000-8000-000000000001\) is waiting for approval/);
+    for (const held of [hold, holdOf('write', new AppError('RATE_LIMITED')), holdOf('write', reused('running', 'shopify_refund', 'create'))]) {
+      expect(held?.detail).toContain('sent again without that write before it, it is a new call and runs at once');
+    }
+  });
 });
 
 describe('endedRunOnly', () => {

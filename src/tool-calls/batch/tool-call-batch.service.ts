@@ -23,11 +23,17 @@ function gatewayStopping(): AppError {
   });
 }
 
+/**
+ * Held writes are held within their batch only: nothing is recorded for them, so one sent again alone (or in a batch
+ * without the write before it) is a new call and runs at once. Each held answer says so.
+ */
+const HELD_ONLY_HERE = 'nothing is recorded for this tool_use: sent again without that write before it, it is a new call and runs at once, ahead of it';
+
 /** A write after one of the same batch still awaiting approval: not started, so writes reach vendors in the order given. */
-function heldBehindApproval(): AppError {
+function heldBehindApproval(index: number, toolCallId: string | undefined): AppError {
   return new AppError(
     'IDEMPOTENCY_IN_PROGRESS',
-    'an earlier write of this batch is waiting for approval, so this write was not started (writes run in the order given); send the batch again once that one has been decided',
+    `an earlier write of this batch (toolUses[${index}]${toolCallId ? `, tool call ${toolCallId}` : ''}) is waiting for approval, so this write was not started (writes run in the order given); send the batch again once that one has been decided (${HELD_ONLY_HERE})`,
     { retryAfterSeconds: 5 },
   );
 }
@@ -36,7 +42,7 @@ function heldBehindApproval(): AppError {
 function heldBehindRefusal(index: number, code: ErrorCode): AppError {
   return new AppError(
     'IDEMPOTENCY_IN_PROGRESS',
-    `an earlier write of this batch (toolUses[${index}]) has no outcome yet (${code}), so this write was not started (writes run in the order given); send the batch again: it runs after that one`,
+    `an earlier write of this batch (toolUses[${index}]) has no outcome yet (${code}), so this write was not started (writes run in the order given); send the batch again: it runs after that one (${HELD_ONLY_HERE})`,
     { retryAfterSeconds: 1 },
   );
 }
@@ -51,7 +57,7 @@ function heldBehindReusedKey(index: number, hold: 'approval' | 'executing'): App
   return new AppError(
     'IDEMPOTENCY_IN_PROGRESS',
     `an earlier tool_use of this batch (toolUses[${index}]) was refused (IDEMPOTENCY_KEY_REUSED), and the write first sent under its id ${state}, ` +
-      'so this write was not started (writes run in the order given); send the batch again once that write has run',
+      `so this write was not started (writes run in the order given); send the batch again once that write has run (${HELD_ONLY_HERE})`,
     { retryAfterSeconds: hold === 'approval' ? 5 : 1 },
   );
 }
@@ -78,7 +84,8 @@ export function writeHoldOf(
       continue;
     }
     if (kinds[i] !== 'write') continue;
-    if (bodies[i]?.status === 'waiting_approval') return heldBehindApproval;
+    const body = bodies[i];
+    if (body?.status === 'waiting_approval') return () => heldBehindApproval(i, body.toolCallId);
     if (refusal && mayRunOnResend(refusal.code)) return () => heldBehindRefusal(i, refusal.code);
   }
   return null;
