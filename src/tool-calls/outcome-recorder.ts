@@ -13,7 +13,7 @@ import { ResultsStore } from './results.store.js';
 import { settledCalls } from './stored-call.js';
 import { StoredCallAnswers } from './stored-call-answers.js';
 import { buildToolCallBody, httpStatusFor, type StoredResult } from './tool-call-body.js';
-import { OutcomeNotWritten, ToolCallLedger, type OutcomeRow } from './tool-call-ledger.js';
+import { OutcomeNotWritten, ToolCallLedger, type KeptWriteLogs, type OutcomeRow } from './tool-call-ledger.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 import { respond, type ToolCallResponse } from './tool-call-response.js';
 import type { ToolCallStatus } from './tool-call-status.js';
@@ -21,6 +21,13 @@ import type { ToolCallStatus } from './tool-call-status.js';
 /** The error text of a call recorded by recordUnsent (for ops; the model gets the code's sanitized message). */
 export const UNSENT_TEXT =
   'not sent to the vendor: the database became unavailable while the call was being recorded, and the request was answered 503; send it again under a new tool_use id';
+
+/** A call not sent whose outcome was refused as it was, recorded from the gateway's own values (recordNotSentPlainly). */
+export const NOT_SENT_PLAIN_TEXT = 'not sent to the vendor; its outcome could not be recorded as it was, so it is recorded without its details';
+const NOT_SENT_PLAIN_LOGS: KeptWriteLogs = {
+  what: 'unsent call (its outcome refused as it was; recorded plainly)',
+  notWritten: 'unsent call: nothing to record (the call was settled elsewhere)',
+};
 
 /** What an outcome records about the tool: names for the events and metrics, the cost of a vendor call. */
 export interface RecordedTool {
@@ -98,7 +105,10 @@ export class OutcomeRecorder {
     try {
       written = await this.ledger.writeOutcomeDurably(row, events, (late) => late && settled());
     } catch (err) {
-      if (!(err instanceof OutcomeNotWritten)) throw this.outcomeWriteFailed(c, vendorReached, err);
+      if (!(err instanceof OutcomeNotWritten)) {
+        if (!vendorReached) this.recordNotSentPlainly(c, outcome);
+        throw this.outcomeWriteFailed(c, vendorReached, err);
+      }
       // Not "nothing was executed": the caller must not send this call again under a new id. "May not be":
       // a connection lost mid-write may have committed it.
       const what = vendorReached
@@ -131,13 +141,37 @@ export class OutcomeRecorder {
    * "internal error" would send it again under a new id, and the vendor would act twice.
    */
   private outcomeWriteFailed(c: ExecutedCall, vendorReached: boolean, err: unknown): AppError {
-    this.log.error({ toolCallId: c.id, err: loggableErrorWithStack(err) }, 'outcome not recorded: the write failed; the orphan sweep will mark the call indeterminate');
-    const what = vendorReached ? 'the vendor was called, but its outcome could not be recorded' : 'the outcome of this call (the vendor was not called) could not be recorded';
+    const then = vendorReached ? 'the orphan sweep will mark the call indeterminate' : 'it is recorded plainly as failed, not sent';
+    this.log.error({ toolCallId: c.id, err: loggableErrorWithStack(err) }, `outcome not recorded: the write failed; ${then}`);
+    const what = vendorReached
+      ? 'the vendor was called, but its outcome could not be recorded; the call becomes indeterminate'
+      : 'the outcome of this call (the vendor was not called) could not be recorded as it was; it is recorded as failed, not sent';
     return new AppError(
       'INTERNAL',
-      `${what}; the call becomes indeterminate. Send the same tool_use again (same id or Idempotency-Key) later to read it${vendorReached ? ', never under a new id: that would call the vendor again' : ''}`,
+      `${what}. Send the same tool_use again (same id or Idempotency-Key) later to read it${vendorReached ? ', never under a new id: that would call the vendor again' : ''}`,
       { fields: { toolCallId: c.id, outcomeConfirmed: false } },
     );
+  }
+
+  /**
+   * A call that never reached its vendor whose outcome the database refused (an error retrying cannot help): the
+   * same failure, recorded from the gateway's own values only (its code and a fixed text; none of what was refused),
+   * in the background. Left running, the orphan sweep would call it indeterminate ("may have run") and charge it the
+   * action's cost, though the gateway knew nothing was sent.
+   */
+  private recordNotSentPlainly(c: ExecutedCall, outcome: ExecutionOutcome): void {
+    const plain: ExecutionOutcome = {
+      status: 'failed',
+      errorCode: outcome.status === 'failed' ? outcome.errorCode : 'EXECUTION_ERROR',
+      errorText: NOT_SENT_PLAIN_TEXT,
+      vendorStatus: null,
+      retries: [],
+      durationMs: outcome.durationMs,
+      vendorReached: false,
+      vendorRefused: false,
+    };
+    const { row, events } = this.outcomeWrite(c, plain, null, this.clock.now());
+    this.ledger.settleUnsent(row, events, () => this.settled(c, row), NOT_SENT_PLAIN_LOGS);
   }
 
   /**

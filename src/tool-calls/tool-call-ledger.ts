@@ -28,7 +28,7 @@ export const OUTCOME_WRITE_LATE_MS = 15 * 60_000;
 export const OUTCOME_WRITE_SHUTDOWN_GRACE_MS = 5_000;
 
 /** How a write kept in memory (keepTrying) is named in the log. */
-interface KeptWriteLogs {
+export interface KeptWriteLogs {
   what: string;
   /** When the write found the call no longer running. */
   notWritten: string;
@@ -134,8 +134,8 @@ export class ToolCallLedger implements OnApplicationShutdown {
    * Records in the background, once the database is back, that a call whose intent may have committed was never
    * sent (see OutcomeRecorder.recordUnsent); `written` is called if it was (the row existed and was still running).
    */
-  settleUnsent(o: OutcomeRow, events: NewLedgerEvent[], written: () => void): void {
-    this.keepTrying(o, this.attemptOutcome(o, events), (w) => w && written(), UNSENT_LOGS);
+  settleUnsent(o: OutcomeRow, events: NewLedgerEvent[], written: () => void, logs: KeptWriteLogs = UNSENT_LOGS): void {
+    this.keepTrying(o, this.attemptOutcome(o, events), (w) => w && written(), logs);
   }
 
   /** writeOutcome attempts that tell an outcome of ours committed without its answer from one settled elsewhere. */
