@@ -130,7 +130,6 @@ async function main(args: string[]): Promise<number> {
     const admin = new pg.Client({ connectionString: serverUrl });
     admin.on('error', (err) => (adminLost ??= err));
     await admin.connect();
-    await admin.query(`CREATE DATABASE ${dbName}`);
     let ds: DataSource | undefined;
     let cleaning: Promise<void> | undefined;
     const cleanUp = (): Promise<void> =>
@@ -138,7 +137,9 @@ async function main(args: string[]): Promise<number> {
         await ds?.destroy().catch(() => undefined);
         await dropScratch(serverUrl, dbName, adminLost === undefined ? admin : undefined);
       })());
-    // Ctrl-C or a CI runner's SIGTERM: the scratch database is not left on the server.
+    // Ctrl-C or a CI runner's SIGTERM: the scratch database is not left on the server. Listened for before it is
+    // created: a signal between its CREATE committing and the answer arriving killed the process and left it (the
+    // drop after it waits for the CREATE on the same connection).
     const onSignal = (signal: NodeJS.Signals): void => {
       stoppedBy ??= signal;
       void cleanUp().finally(() => process.exit(signalExitCode(signal)));
@@ -146,6 +147,8 @@ async function main(args: string[]): Promise<number> {
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     try {
+      await admin.query(`CREATE DATABASE ${dbName}`);
+      if (stoppedBy) return signalExitCode(stoppedBy);
       ds = await new DataSource(migratorOptions(url, mode)).initialize();
       await runMigrations(ds);
       // Down then up again: every migration must be reversible.
