@@ -231,6 +231,7 @@ export class OutcomeRecorder {
       result: json !== null ? this.results.seal(c.orgId, c.id, json, now) : undefined,
       dropInput: c.dropInput,
       actor,
+      knownAtMs: performance.now(),
     };
     return { row, events };
   }

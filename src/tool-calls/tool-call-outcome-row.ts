@@ -35,6 +35,8 @@ export interface OutcomeRow {
   dropInput?: boolean;
   /** The key that posted the call, named by its outcome_after_sweep event as by its other outcome events (none: null). */
   actor?: { keyId: string; role: string } | null;
+  /** When the outcome was known (performance.now()): finished_at is that time, however late the write. */
+  knownAtMs?: number;
 }
 
 /**
@@ -63,11 +65,15 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
     o.id, o.status, o.errorCode, o.errorText, o.httpStatus, o.outputRedacted === undefined ? null : ledgerOutputJson(o.outputRedacted),
     o.retryCount, o.retryAfterSeconds, o.vendorStatus, o.durationMs, o.costCents, o.truncated, o.from, ORPHANED_TEXT, o.vendorRefused,
     o.actor ? JSON.stringify(o.actor) : null,
+    // Seconds since the outcome was known: finished_at is then, not when a write kept through an outage landed (a
+    // vendor's Retry-After is counted down from it on replays: remainingWait).
+    o.knownAtMs === undefined ? 0 : Math.max(0, (performance.now() - o.knownAtMs) / 1000),
   ];
   const ctes = [
     `tc AS (UPDATE tool_calls SET status = $2, error_code = $3, error_text = $4, http_status = $5, output_redacted = $6::jsonb,
                 retry_count = $7, retry_after_seconds = $8, vendor_status = $9, duration_ms = $10, cost_cents = $11, truncated = $12,
-                vendor_refused = $15, finished_at = now(), updated_at = now()
+                vendor_refused = $15, updated_at = now(),
+                finished_at = greatest(coalesce(started_at, now()), now() - make_interval(secs => $17::double precision))
               WHERE id = $1 AND status = $13 RETURNING id, org_id)`,
     // Reads the row as it was before this statement: only when the update above found it swept (no duration:
     // the sweep's verdict, not an outcome of ours), and also once ops have reconciled it since — the vendor's
