@@ -80,6 +80,14 @@ describe('csvCell', () => {
     expect(csvCell({ note: '=1+1' })).toBe('"{""note"":""=1+1""}"');
     expect(csvCell(['=x'])).toBe('"[""=x""]"');
   });
+
+  it('defuses a formula after leading blanks too (a reader that trims cells would evaluate it)', () => {
+    expect(csvCell(' =1+1')).toBe("' =1+1");
+    expect(csvCell('\u3000=1+1')).toBe("'\u3000=1+1");
+    expect(csvCell('  @SUM(A1)')).toBe("'  @SUM(A1)");
+    expect(csvCell(' plain')).toBe(' plain');
+    expect(csvCell(' -')).toBe("' -");
+  });
 });
 
 describe('csvJsonCell', () => {

@@ -10,9 +10,10 @@ export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
 /**
  * A text cell a spreadsheet would read as a formula (OWASP "CSV injection"), also written with the full-width signs
  * (＝ ＋ － ＠) an East Asian input method types, which a spreadsheet in such a locale may read as their ASCII twins: a
- * leading `'` costs a reader nothing.
+ * leading `'` costs a reader nothing. After blanks too (" =1+1", an ideographic space first): a reader that trims
+ * cells (LibreOffice's "Trim spaces") would evaluate what follows.
  */
-const FORMULA_START = /^[=+\-@\t\r\uff1d\uff0b\uff0d\uff20]/;
+const FORMULA_START = /^[\s\u3000]*[=+\-@\t\r\uff1d\uff0b\uff0d\uff20]/;
 
 /**
  * RFC 4180: a cell holding a comma, quote, CR or LF is quoted, with quotes doubled.
