@@ -8,6 +8,7 @@ import { isUuid } from '../common/ids.js';
 import { KeysetQuery } from '../db/keyset-query.js';
 import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import { Sql } from '../db/sql.js';
+import { redactFreeText } from '../redaction/redaction.service.js';
 import { filterHash, LedgerCursorCodec } from '../ops/ledger-cursor.js';
 import { sizedPageSql } from '../db/sized-page.js';
 import { LIST_PAGE_BYTES } from '../ops/tool-calls.sql.js';
@@ -112,7 +113,7 @@ export class ApprovalsService {
       throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
     }
     if (dto.decision === 'approve') await this.assertBound(a, p);
-    const settled = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason ?? null]);
+    const settled = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason === undefined ? null : redactFreeText(dto.reason)]);
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     this.expiries.recorded([settled]);
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');

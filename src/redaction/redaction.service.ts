@@ -9,6 +9,15 @@ export function redactInput(value: unknown): unknown {
   return new Walker('input').root(value);
 }
 
+/**
+ * Secrets in free text a person or an agent wrote that is kept and shown back (a run's end reason, an approval's
+ * decision reason, a reconcile note): a credential pasted into it goes as it would from a tool's input.
+ */
+export function redactFreeText(text: string): string {
+  const out = redactInput(text);
+  return typeof out === 'string' ? out : String(out);
+}
+
 /** Secrets plus personal data in vendor results, before they are written to the ledger. */
 export function redactOutput(value: unknown): unknown {
   return new Walker('output').root(value);

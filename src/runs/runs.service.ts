@@ -17,6 +17,7 @@ import type { CreateRunDto } from './runs.dto.js';
 import { buildModelTools, formatTools, type ToolFormat } from './tool-definitions.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 import { settledCalls } from '../tool-calls/stored-call.js';
+import { redactFreeText, redactInput } from '../redaction/redaction.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { isRecord } from '../policy/policy-equality.js';
 import { setBounded } from '../common/cache/bounded-map.js';
@@ -173,7 +174,8 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     // The manifest is a snapshot: later permission changes do not widen or narrow a running run.
     const allowedTools = await this.permissions.allowedTools(actor.orgId, dto.specialistId);
     const id = newId();
-    const metadata = { runtimeManifest: { allowedTools }, ...(dto.metadata ? { user: dto.metadata } : {}) };
+    // The agent's own metadata, shown back to ops and the agent: a credential in it goes as from a tool's input.
+    const metadata = { runtimeManifest: { allowedTools }, ...(dto.metadata ? { user: redactInput(dto.metadata) } : {}) };
     const ev = insertEventsSql(
       [{ orgId: actor.orgId, type: 'run.created', runId: id, actor: actorOf(actor), metadata: { specialistId: dto.specialistId, allowedToolCount: allowedTools.length } }],
       7,
@@ -270,8 +272,9 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
    *   before the end and runs); a call the run made earlier is still replayed.
    * Ending it again the same way answers the run again; the other way is 409 RUN_NOT_ACTIVE.
    */
-  async end(actor: Principal, runId: string, to: 'completed' | 'cancelled', reason: string | null) {
+  async end(actor: Principal, runId: string, to: 'completed' | 'cancelled', given: string | null) {
     const run = await this.get(actor, runId);
+    const reason = given === null ? null : redactFreeText(given);
     // Two deciders crossing (an approval decided while the run ends) may deadlock; the loser tries again.
     const first = await retryOnDeadlock(() => this.ds.transaction((m) => this.endRun(m, run.id, to, reason, actorOf(actor))));
     this.forget(run.id);
@@ -317,7 +320,8 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
   private async endRun(m: EntityManager, runId: string, to: 'completed' | 'cancelled', reason: string | null, by: { keyId: string; role: string }): Promise<EndBatch | null> {
     const [locked] = (await m.query('SELECT status FROM agent_runs WHERE id = $1 FOR UPDATE', [runId])) as { status: RunStatus }[];
     if (!locked || (locked.status !== 'running' && locked.status !== 'waiting_approval')) return null;
-    // After the wait for that lock: a revocation committed meanwhile is read (holdActorKey).
+    // After the wait for that lock: a revocation committed meanwhile is read (holdActorKey). The end is dated after it
+    // too (clock_timestamp(), not the transaction's start): not before calls the run still took in while it waited.
     await holdActorKey(managerQuery(m), by);
     // The free-text reason stays off the append-only ledger (as a reconcile's note does): it is kept on the
     // run and on the approvals it rejects, and the event says whether one was given. blockedCalls counts the calls
@@ -326,7 +330,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     const [{ blocked }] = (await m.query(
       `WITH ru AS (
          UPDATE agent_runs SET status = $2, pending_approval_count = 0, updated_at = now(),
-                metadata = metadata || jsonb_build_object('ended', jsonb_build_object('at', now(), 'reason', $3::text, 'by', $5::jsonb))
+                metadata = metadata || jsonb_build_object('ended', jsonb_build_object('at', clock_timestamp(), 'reason', $3::text, 'by', $5::jsonb))
           WHERE id = $1 RETURNING id, org_id),
        tc AS (
          UPDATE tool_calls t SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 403, finished_at = now(), updated_at = now()

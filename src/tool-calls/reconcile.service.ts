@@ -3,6 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid } from '../common/ids.js';
 import { Sql } from '../db/sql.js';
+import { redactFreeText } from '../redaction/redaction.service.js';
 import { httpStatusFor } from './tool-call-body.js';
 import { assertTransition } from './tool-call-lifecycle.js';
 import { clientQuery, holdActorKey } from '../auth/actor-key-hold.js';
@@ -46,8 +47,10 @@ export const RECONCILED_FAILED_TEXT = 'settled as failed by an operator after ch
 export class ReconcileService {
   constructor(private readonly sql: Sql) {}
 
-  async reconcile(p: Principal, id: string, input: ReconcileInput) {
-    assertTransition('indeterminate', input.status);
+  async reconcile(p: Principal, id: string, given: ReconcileInput) {
+    assertTransition('indeterminate', given.status);
+    // Free text shown back to ops and kept on the row: a credential pasted into it goes as it would from a tool's input.
+    const input = { ...given, note: redactFreeText(given.note) };
     if (!isUuid(id)) throw new AppError('NOT_FOUND', 'tool call not found');
     const [existing] = await this.sql.query<{ org_id: string; status: string }>('SELECT org_id, status FROM tool_calls WHERE id = $1', [id]);
     if (!existing || (p.orgId !== null && existing.org_id !== p.orgId)) throw new AppError('NOT_FOUND', 'tool call not found');
