@@ -68,4 +68,24 @@ describe('free text the gateway keeps: secrets redacted like a tool’s input', 
     expect(n).toBe(0);
     expect(await verifyLedger(h.t, org.orgId)).toMatchObject({ ok: true });
   });
+
+  it('ended.at is when the run ended, after the wait for the call in flight holding its row, as its run.completed event', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const qr = h.t.ds.createQueryRunner();
+    await qr.connect();
+    await qr.startTransaction();
+    // What an intent statement in flight holds (ToolCallLedger.writeIntent: the run FOR KEY SHARE).
+    await qr.query('SELECT 1 FROM agent_runs WHERE id = $1 FOR KEY SHARE', [org.runId]);
+    const ending = h.t.http.post(`/v1/runs/${org.runId}/complete`).set(bearer(org.agentKey)).send({}).then((r) => r);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const released = Date.now();
+    await qr.commitTransaction();
+    await qr.release();
+    const res = await ending;
+    expect(res.status).toBe(200);
+    const [ev] = (await h.t.ds.query(`SELECT created_at FROM runtime_ledger_events WHERE run_id = $1 AND type = 'run.completed'`, [org.runId])) as { created_at: Date }[];
+    const endedAt = Date.parse(res.body.ended.at as string);
+    expect(endedAt).toBeGreaterThanOrEqual(released - 100);
+    expect(Math.abs(endedAt - ev.created_at.getTime())).toBeLessThan(200);
+  });
 });
