@@ -229,6 +229,8 @@ describe('expert approvals', () => {
       expect((await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest })).status).toBe(200);
       await waitFor(() => h.t.logs.some((l) => l.includes('approved call deferred') && l.includes(w.toolCallId)), 'the decision’s own attempt to be deferred');
     } finally {
+      // Its kept slot let go first: a slot given back would wake it at once (ConcurrencyLeases), and this is about a pass starting it.
+      calls.unreserve(w.toolCallId);
       for (const r of held) r();
     }
     const w2 = await waitingRefund('7.00'); // expires at the third pass, while the refund is still at the vendor
