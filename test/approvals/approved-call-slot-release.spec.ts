@@ -63,15 +63,16 @@ describe('the slot kept for an approved call that no longer waits', () => {
     expect(refunds(h)).toBe(before);
   });
 
-  it('settled on another replica: the next sweep here gives the slot back', async () => {
+  it('settled on another replica: the slot kept for it is let go here, by the slot given back (or the next sweep), and nothing is sent', async () => {
     const before = refunds(h);
-    const { org, toolCallId, calls } = await deferredRefund('0.98', async () => undefined);
-    // Another replica ended the run: this process heard nothing of it (no settled call here), the row says so.
-    await h.t.ds.query(`UPDATE tool_calls SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 403, finished_at = now(), updated_at = now() WHERE id = $1 AND status = 'approved'`, [
-      toolCallId,
-    ]);
-    const refused = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
-    expect([refused.status, refused.body.code]).toEqual([429, 'CONCURRENCY_LIMIT']); // kept until this replica learns it
+    const { org, toolCallId, calls } = await deferredRefund('0.98', async (o, id) => {
+      // Another replica ended the run: this process heard nothing of it (no settled call here), the row says so.
+      await h.t.ds.query(`UPDATE tool_calls SET status = 'blocked', error_code = 'RUN_NOT_ACTIVE', http_status = 403, finished_at = now(), updated_at = now() WHERE id = $1 AND status = 'approved'`, [id]);
+      const refused = await h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+      expect([refused.status, refused.body.code]).toEqual([429, 'CONCURRENCY_LIMIT']); // no slot free, and one kept for it
+    });
+    // A slot given back woke it: it found the call settled elsewhere and let its kept slot go. A sweep would too.
+    await waitFor(() => !calls.reservationHolders().includes(toolCallId), 'the kept slot let go');
     await h.t.app.get(ApprovedCallRunner).sweep();
     expect(calls.reservationHolders()).not.toContain(toolCallId);
     const lookup = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
