@@ -70,6 +70,8 @@ export class ReconcileService {
          -- expires. Seen done at Shopify (succeeded) it no longer runs, and the order's next refund need not wait; not
          -- seen (failed) it may yet land, so its lease runs out as it would have.
          sl AS (DELETE FROM shopify_refund_leases l USING tc WHERE l.holder = tc.id AND $2 = 'succeeded'),
+         -- A late answer's result is kept for a reconcile as succeeded to hand out; failed, no one can ever read it.
+         rd AS (DELETE FROM tool_call_results r USING tc WHERE r.tool_call_id = tc.id AND $2 = 'failed'),
          ev AS (
            INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
            SELECT gen_random_uuid(), org_id, 'tool_call.reconciled', run_id, id, $4::jsonb,

@@ -146,7 +146,7 @@ export function buildToolCallBody(
     content = rendered.content;
     truncated = rendered.truncated;
     shownResult = truncated && !wholeResult ? null : result.value;
-  } else if (f.status === 'succeeded' && f.reconciled) {
+  } else if (f.status === 'succeeded' && f.reconciled && !(!result.found && result.unreadable)) {
     // Its answer never came back (it was indeterminate), or came after the call was given up on and has since expired.
     content =
       'It was unknown whether this action took effect; an operator has since checked with the vendor and confirmed that it succeeded. ' +

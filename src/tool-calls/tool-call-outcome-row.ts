@@ -80,7 +80,7 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
     // real answer is then the evidence for or against that finding. Once per call: a call has one vendor answer,
     // and a resend of this statement whose first try committed with its answer lost finds the row still swept
     // (ledger_events_call_idx keeps the check cheap).
-    `swept AS (SELECT t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.note
+    `swept AS (SELECT t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.note, t.status
                  FROM tool_calls t
                 WHERE t.id = $1 AND $13 = 'running' AND t.duration_ms IS NULL
                   AND ((t.status = 'indeterminate' AND t.error_text = $14 AND t.note IS NULL) OR t.note IS NOT NULL)
@@ -103,9 +103,10 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
     p.push(o.result.keyId, o.result.iv, o.result.ciphertext, o.result.authTag, o.result.sizeBytes, o.result.expiresAt);
     // Also for a swept call (its late answer recorded by `late`): the vendor's result is kept for the result TTL, so
     // once ops reconcile the call as succeeded, on that event's word, the agent is handed what the vendor answered.
+    // Not for one already reconciled as failed: no one could ever read it.
     ctes.push(`rs AS (INSERT INTO tool_call_results (tool_call_id, org_id, key_id, iv, ciphertext, auth_tag, size_bytes, expires_at)
                         SELECT k.id, k.org_id, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}
-                          FROM (SELECT id, org_id FROM tc UNION ALL SELECT id, org_id FROM swept) k
+                          FROM (SELECT id, org_id FROM tc UNION ALL SELECT id, org_id FROM swept WHERE status <> 'failed') k
                         ON CONFLICT (tool_call_id) DO NOTHING)`);
   }
   if (o.dropInput) ctes.push('ti AS (DELETE FROM tool_call_inputs i USING tc WHERE i.tool_call_id = tc.id)');
