@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Walker } from './value-walker.js';
+import { REDACTION_LIMITS, Walker } from './value-walker.js';
 
 export { CIRCULAR, REDACTED, TRUNCATED } from './markers.js';
 export { REDACTION_LIMITS } from './value-walker.js';
@@ -7,6 +7,15 @@ export { REDACTION_LIMITS } from './value-walker.js';
 /** Secrets in params, before they are written to the ledger. */
 export function redactInput(value: unknown): unknown {
   return new Walker('input').root(value);
+}
+
+/**
+ * Secrets in a run's metadata, the agent's own free-form JSON, capped at `maxBytes` of it when it is accepted: redacted
+ * as a tool's input is, but with no string, array or output cut below that cap (what is not a secret is kept whole).
+ */
+export function redactMetadata(value: unknown, maxBytes: number): unknown {
+  const whole = { ...REDACTION_LIMITS, maxStringLength: maxBytes, maxArrayItems: maxBytes, maxOutputChars: Math.max(REDACTION_LIMITS.maxOutputChars, 2 * maxBytes) };
+  return new Walker('input', whole).root(value);
 }
 
 /**

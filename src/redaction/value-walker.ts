@@ -40,6 +40,8 @@ export const REDACTION_LIMITS = {
   maxKeyLength: 256,
 } as const;
 
+export type RedactionLimits = { readonly [K in keyof typeof REDACTION_LIMITS]: number };
+
 /** A value that is one run of digits and nothing else: what an identifier key may hold without being taken for a card. */
 const BARE_DIGITS = /^\s*\d+\s*$/;
 
@@ -87,7 +89,10 @@ export class Walker {
   private used = 0;
   private scanned = 0;
 
-  constructor(private readonly mode: Mode) {}
+  constructor(
+    private readonly mode: Mode,
+    private readonly limits: RedactionLimits = REDACTION_LIMITS,
+  ) {}
 
   root(value: unknown): unknown {
     const out = this.value(value, { key: '', norm: '', depth: 0, personName: false, payment: false, kyc: false });
@@ -95,12 +100,12 @@ export class Walker {
   }
 
   private get exhausted(): boolean {
-    return this.used > REDACTION_LIMITS.maxOutputChars || this.scanned > REDACTION_LIMITS.maxScannedChars;
+    return this.used > this.limits.maxOutputChars || this.scanned > this.limits.maxScannedChars;
   }
 
   /** undefined means "leave the member out", as JSON.stringify would. */
   private value(value: unknown, ctx: Ctx): unknown {
-    if (ctx.depth > REDACTION_LIMITS.maxDepth || this.exhausted) return this.charge(TRUNCATED);
+    if (ctx.depth > this.limits.maxDepth || this.exhausted) return this.charge(TRUNCATED);
     const byKey = this.byKey(value, ctx);
     if (byKey !== undefined) return this.charge(byKey);
     switch (typeof value) {
@@ -166,7 +171,7 @@ export class Walker {
   private array(items: readonly unknown[], ctx: Ctx): unknown[] {
     this.spend(2);
     const out: unknown[] = [];
-    const n = Math.min(items.length, REDACTION_LIMITS.maxArrayItems);
+    const n = Math.min(items.length, this.limits.maxArrayItems);
     // Items keep the array's key: "phones": [...] or "addresses": [...] say what each item is.
     const itemCtx = { ...ctx, depth: ctx.depth + 1 };
     const secretEntry = isSecretEntry(items);
@@ -206,7 +211,7 @@ export class Walker {
       const key = stripNul(rawKey);
       const raw = value[rawKey];
       // Not normalised nor judged: every rule reads the whole name, several times.
-      if (key.length > REDACTION_LIMITS.maxKeyLength) {
+      if (key.length > this.limits.maxKeyLength) {
         define(out, names.of(rawKey, this.key(rawKey, key)), this.charge(REDACTED));
         continue;
       }
@@ -226,7 +231,7 @@ export class Walker {
     const names = new RecordedNames(keys, out);
     for (const rawKey of keys) {
       const key = stripNul(rawKey);
-      if (key.length > REDACTION_LIMITS.maxKeyLength || !isPostalKey(normalizeKey(key))) continue;
+      if (key.length > this.limits.maxKeyLength || !isPostalKey(normalizeKey(key))) continue;
       const postal = value[rawKey];
       const kept = typeof postal === 'string' ? this.text(postal, key) : typeof postal === 'number' || postal === null ? postal : REDACTED;
       define(out, names.of(rawKey, this.key(rawKey, key)), this.charge(kept));
@@ -255,7 +260,7 @@ export class Walker {
         continue;
       }
       // A "name" too long to be a field's (as a property name would be): its value is taken for a secret's.
-      if (name.length > REDACTION_LIMITS.maxKeyLength || isSecretFieldName(name)) return true;
+      if (name.length > this.limits.maxKeyLength || isSecretFieldName(name)) return true;
       if (name.length <= 128 && (isIdentityKind(name) || (this.mode === 'output' && isPersonalDataOrAddressName(name)))) return true;
     }
     return false;
@@ -264,17 +269,17 @@ export class Walker {
   /** A property name as recorded: redacted like any text; `key` is its NUL-less form that redaction matched on. */
   private key(rawKey: string, key: string): string {
     this.spend(rawKey.length + 3);
-    return this.text(rawKey, key.length > REDACTION_LIMITS.maxKeyLength ? key.slice(0, REDACTION_LIMITS.maxKeyLength) : key);
+    return this.text(rawKey, key.length > this.limits.maxKeyLength ? key.slice(0, this.limits.maxKeyLength) : key);
   }
 
   private text(raw: string, key: string): string {
-    if (raw.length <= REDACTION_LIMITS.maxStringLength) return toWellFormed(this.redactText(raw, key));
+    if (raw.length <= this.limits.maxStringLength) return toWellFormed(this.redactText(raw, key));
     return toWellFormed(`${this.redactedHead(raw, key)}…${TRUNCATED}`);
   }
 
   /** The first maxStringLength characters of a longer text, redacted without showing part of a secret the cut split. */
   private redactedHead(raw: string, key: string): string {
-    return redactedHead(raw, REDACTION_LIMITS.maxStringLength, (text) => this.redactText(text, key));
+    return redactedHead(raw, this.limits.maxStringLength, (text) => this.redactText(text, key));
   }
 
   private redactText(text: string, key: string): string {

@@ -17,7 +17,7 @@ import type { CreateRunDto } from './runs.dto.js';
 import { buildModelTools, formatTools, type ToolFormat } from './tool-definitions.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 import { settledCalls } from '../tool-calls/stored-call.js';
-import { redactFreeText, redactInput } from '../redaction/redaction.service.js';
+import { redactFreeText, redactMetadata } from '../redaction/redaction.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { isRecord } from '../policy/policy-equality.js';
 import { setBounded } from '../common/cache/bounded-map.js';
@@ -175,7 +175,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     const allowedTools = await this.permissions.allowedTools(actor.orgId, dto.specialistId);
     const id = newId();
     // The agent's own metadata, shown back to ops and the agent: a credential in it goes as from a tool's input.
-    const metadata = { runtimeManifest: { allowedTools }, ...(dto.metadata ? { user: redactInput(dto.metadata) } : {}) };
+    const metadata = { runtimeManifest: { allowedTools }, ...(dto.metadata ? { user: redactMetadata(dto.metadata, MAX_METADATA_BYTES) } : {}) };
     const ev = insertEventsSql(
       [{ orgId: actor.orgId, type: 'run.created', runId: id, actor: actorOf(actor), metadata: { specialistId: dto.specialistId, allowedToolCount: allowedTools.length } }],
       7,

@@ -38,6 +38,17 @@ describe('free text the gateway keeps: secrets redacted like a tool’s input', 
     expect(stored.m).not.toContain(TOKEN);
   });
 
+  it('metadata within its 16 KiB is otherwise kept whole: a long text, a long list (no cut as a tool’s input has)', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const metadata = { blob: 'x'.repeat(11 * 1024), ids: Array.from({ length: 1_500 }, (_, i) => i % 10), key: TOKEN };
+    const run = await h.t.http.post('/v1/runs').set(bearer(org.agentKey)).send({ specialistId: 'support', metadata });
+    expect(run.status).toBe(201);
+    const seen = (await h.t.http.get(`/v1/runs/${run.body.id}`).set(bearer(org.agentKey))).body.metadata;
+    expect(seen.blob).toBe(metadata.blob);
+    expect(seen.ids).toEqual(metadata.ids);
+    expect(seen.key).not.toContain(TOKEN);
+  });
+
   it('an approval’s decision reason and a reconcile note: not stored nor shown; verify still holds', async () => {
     const org = await setupOrg(h.t, { tools: ['shopify_refund.create', 'shopify_order.add_note'] });
     const expert = await createKey(h.t, org.orgId, 'expert');
