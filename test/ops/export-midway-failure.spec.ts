@@ -33,7 +33,9 @@ describe('an export cut short by the database', () => {
     const original = ds.query.bind(ds);
     let pages = 0;
     ds.query = async (sql: string, params?: unknown[]) => {
-      if (sql.includes('page_rows') && ++pages >= 2) throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+      // The export's pages only (they read output_redacted): the sealer's periodic pass reads sized pages too, and one
+      // counted here made the export's first page fail (503) in a loaded CI run.
+      if (sql.includes('page_rows') && sql.includes('output_redacted') && ++pages >= 2) throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
       return original(sql, params);
     };
     try {
