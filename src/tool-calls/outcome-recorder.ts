@@ -4,7 +4,7 @@ import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { loggableErrorWithStack } from '../common/errors/loggable-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
-import { vendorRefusedOf, type ExecutionOutcome } from '../executor/execution-outcome.js';
+import { vendorRefusedOf, type ExecutionErrorCode, type ExecutionOutcome } from '../executor/execution-outcome.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { redactOutput } from '../redaction/redaction.service.js';
@@ -160,18 +160,8 @@ export class OutcomeRecorder {
    * action's cost, though the gateway knew nothing was sent.
    */
   private recordNotSentPlainly(c: ExecutedCall, outcome: ExecutionOutcome): void {
-    const plain: ExecutionOutcome = {
-      status: 'failed',
-      errorCode: outcome.status === 'failed' ? outcome.errorCode : 'EXECUTION_ERROR',
-      errorText: NOT_SENT_PLAIN_TEXT,
-      vendorStatus: null,
-      retries: [],
-      durationMs: outcome.durationMs,
-      vendorReached: false,
-      vendorRefused: false,
-    };
-    const { row, events } = this.outcomeWrite(c, plain, null, this.clock.now());
-    this.ledger.settleUnsent(row, events, () => this.settled(c, row), NOT_SENT_PLAIN_LOGS);
+    const errorCode = outcome.status === 'failed' ? outcome.errorCode : 'EXECUTION_ERROR';
+    this.settleNotSent(c, errorCode, NOT_SENT_PLAIN_TEXT, outcome.durationMs, NOT_SENT_PLAIN_LOGS);
   }
 
   /**
@@ -182,12 +172,17 @@ export class OutcomeRecorder {
    * left. Nothing is written if the intent never committed (there is no row in `running`).
    */
   recordUnsent(c: ExecutedCall): void {
+    this.settleNotSent(c, 'EXECUTION_ERROR', UNSENT_TEXT, 0);
+  }
+
+  /** A call that never reached its vendor settled as failed, in the background (ToolCallLedger.settleUnsent): not charged. */
+  private settleNotSent(c: ExecutedCall, errorCode: ExecutionErrorCode, errorText: string, durationMs: number, logs?: KeptWriteLogs): void {
     const outcome: ExecutionOutcome = {
-      status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: UNSENT_TEXT, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false,
+      status: 'failed', errorCode, errorText, vendorStatus: null, retries: [], durationMs, vendorReached: false,
       vendorRefused: false, // the gateway's own trouble, passing: the model is told a new call may work (tool-call-body.ts)
     };
     const { row, events } = this.outcomeWrite(c, outcome, null, this.clock.now());
-    this.ledger.settleUnsent(row, events, () => this.settled(c, row));
+    this.ledger.settleUnsent(row, events, () => this.settled(c, row), logs);
   }
 
   /** Once an outcome is recorded: counted, and the long-polls waiting on the call woken. */
