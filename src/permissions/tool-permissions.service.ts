@@ -71,6 +71,9 @@ export function permissionsTag(items: PermissionView[]): string {
   return contentTag(`[${rows.join(',')}]`);
 }
 
+/** The advisory lock a change of the org's permissions takes alone, and a run's creation shared. */
+const permissionLock = (orgId: string): string => `perm:${orgId}`;
+
 @Injectable()
 export class ToolPermissionsService {
   constructor(
@@ -89,8 +92,14 @@ export class ToolPermissionsService {
     return rows.map((r) => ({ toolName: r.toolName, action: r.action, specialistId: r.specialistId, enabled: r.enabled }));
   }
 
-  async allowedTools(orgId: string, specialistId: string): Promise<string[]> {
-    return resolveAllowedTools(await this.list(orgId), specialistId, (k) => this.catalog.has(k));
+  /**
+   * A new run's manifest, read in the run's transaction `m` under the org's permission lock taken shared (replace
+   * takes it alone): a PUT waits for the runs being created, and a run created after a PUT's 200 holds its set.
+   * Read outside, a run created meanwhile kept a tool the PUT had removed, for its whole life.
+   */
+  async allowedToolsForNewRun(orgId: string, specialistId: string, m: EntityManager): Promise<string[]> {
+    await m.query('SELECT pg_advisory_xact_lock_shared(hashtext($1))', [permissionLock(orgId)]);
+    return resolveAllowedTools(await this.list(orgId, m), specialistId, (k) => this.catalog.has(k));
   }
 
   private catalogKeys(): string[] {
@@ -123,7 +132,7 @@ export class ToolPermissionsService {
     // The answer is read under the lock, before the commit: read after it, a PUT that committed
     // in between would answer this request with its own set.
     return this.ds.transaction(async (m) => {
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`perm:${orgId}`]);
+      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [permissionLock(orgId)]);
       // After the wait for that lock, so a revocation committed meanwhile is read (holdActorKey).
       await holdActorKey(managerQuery(m), actor);
       // Read after the lock (each statement of a READ COMMITTED transaction sees what committed before it): a PUT

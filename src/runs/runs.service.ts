@@ -171,28 +171,31 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     if (dto.metadata && metadataBytes(dto.metadata) > MAX_METADATA_BYTES) {
       throw new AppError('VALIDATION_FAILED', `metadata: at most ${MAX_METADATA_BYTES} bytes of JSON`);
     }
-    // The manifest is a snapshot: later permission changes do not widen or narrow a running run.
-    const allowedTools = await this.permissions.allowedTools(actor.orgId, dto.specialistId);
+    const orgId = actor.orgId;
     const id = newId();
     // The agent's own metadata, shown back to ops and the agent: a credential in it goes as from a tool's input.
-    const metadata = { runtimeManifest: { allowedTools }, ...(dto.metadata ? { user: redactMetadata(dto.metadata, MAX_METADATA_BYTES) } : {}) };
-    const ev = insertEventsSql(
-      [{ orgId: actor.orgId, type: 'run.created', runId: id, actor: actorOf(actor), metadata: { specialistId: dto.specialistId, allowedToolCount: allowedTools.length } }],
-      7,
-    );
-    const [row] = await this.ds.transaction(async (m) => {
+    const user = dto.metadata ? { user: redactMetadata(dto.metadata, MAX_METADATA_BYTES) } : {};
+    const { row, metadata } = await this.ds.transaction(async (m) => {
+      // The manifest is a snapshot: later permission changes do not widen or narrow a running run. Read in this
+      // transaction, ordered against a PUT of the permissions (allowedToolsForNewRun).
+      const allowedTools = await this.permissions.allowedToolsForNewRun(orgId, dto.specialistId, m);
+      const metadata = { runtimeManifest: { allowedTools }, ...user };
+      const ev = insertEventsSql(
+        [{ orgId, type: 'run.created', runId: id, actor: actorOf(actor), metadata: { specialistId: dto.specialistId, allowedToolCount: allowedTools.length } }],
+        7,
+      );
       const inserted = (await m.query(
         `WITH r AS (INSERT INTO agent_runs (id, org_id, specialist_id, conversation_id, status, metadata, created_by)
                     VALUES ($1, $2, $3, $4, 'running', $5::jsonb, $6) RETURNING created_at),
               e AS (${ev.sql})
          SELECT created_at FROM r`,
-        [id, actor.orgId, dto.specialistId, dto.conversationId ?? null, JSON.stringify(metadata), actor.keyId, ...ev.params],
+        [id, orgId, dto.specialistId, dto.conversationId ?? null, JSON.stringify(metadata), actor.keyId, ...ev.params],
       )) as [{ created_at: Date }];
       await holdActorKey(managerQuery(m), actor);
-      return inserted;
+      return { row: inserted[0], metadata };
     });
     return this.view({
-      id, orgId: actor.orgId, specialistId: dto.specialistId, conversationId: dto.conversationId ?? null, status: 'running',
+      id, orgId, specialistId: dto.specialistId, conversationId: dto.conversationId ?? null, status: 'running',
       metadata, pendingApprovalCount: 0, createdAt: row.created_at,
     } as AgentRunEntity, 0);
   }
