@@ -108,7 +108,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     const now = performance.now();
     const hit = fresh ? undefined : (this.cache.get(cacheKey) ?? this.unknownKeys.get(cacheKey));
     let principal: Principal | null;
-    if (hit && hit.until > now) {
+    if (hit) {
       principal = hit.principal;
     } else if (fresh) {
       // Never joins a lookup in flight: one a read began before a revoke committed on another replica would
@@ -270,32 +270,37 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       return;
     }
     // Two keys revoking each other at once may deadlock on each other's row (each holds its own, holdActorKey):
-    // the loser was rolled back whole and tries again, finding its own key revoked (401).
-    await retryOnDeadlock(() =>
-      this.ds.transaction(async (m) => {
-        if (row.orgId === null && row.role === 'admin') {
-          // Never the last platform admin key: nobody could create an org or a key again, and a restart with the
-          // same BOOTSTRAP_ADMIN_KEY does not bring a revoked key back. Under the bootstrap lock, so two revokes
-          // of the last two keys cannot both pass.
-          await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_KEY_LOCK]);
-        }
-        // After the bootstrap lock: two platform admins revoking each other then take turns instead of deadlocking.
-        await holdActorKey(managerQuery(m), actor);
-        if (row.orgId === null && row.role === 'admin') {
-          const [{ n }] = (await m.query(`SELECT count(*)::int AS n FROM api_keys WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL AND id <> $1`, [id])) as [
-            { n: number },
-          ];
-          if (n === 0) throw new AppError('CONFLICT', 'this is the last platform admin key; create another one before revoking it');
-        }
-        const res = await m.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: this.clock.now() });
-        if (!res.affected) return;
-        await this.events.append(
-          [{ orgId: row.orgId ?? NIL_UUID, type: 'api_key.revoked', actor: actorOf(actor), metadata: { apiKeyId: id, role: row.role } }],
-          m,
-        );
-      }),
-    );
-    this.forgetKey(row.keyHash);
+    // the loser was rolled back whole and tries again, finding its own key revoked (401). The key is forgotten here
+    // even if that failed (as the flags', policies' and credentials' caches are): a COMMIT whose answer was lost may
+    // have revoked it, and this replica kept accepting it from its cache.
+    try {
+      await retryOnDeadlock(() =>
+        this.ds.transaction(async (m) => {
+          if (row.orgId === null && row.role === 'admin') {
+            // Never the last platform admin key: nobody could create an org or a key again, and a restart with the
+            // same BOOTSTRAP_ADMIN_KEY does not bring a revoked key back. Under the bootstrap lock, so two revokes
+            // of the last two keys cannot both pass.
+            await m.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_KEY_LOCK]);
+          }
+          // After the bootstrap lock: two platform admins revoking each other then take turns instead of deadlocking.
+          await holdActorKey(managerQuery(m), actor);
+          if (row.orgId === null && row.role === 'admin') {
+            const [{ n }] = (await m.query(`SELECT count(*)::int AS n FROM api_keys WHERE org_id IS NULL AND role = 'admin' AND revoked_at IS NULL AND id <> $1`, [id])) as [
+              { n: number },
+            ];
+            if (n === 0) throw new AppError('CONFLICT', 'this is the last platform admin key; create another one before revoking it');
+          }
+          const res = await m.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: this.clock.now() });
+          if (!res.affected) return;
+          await this.events.append(
+            [{ orgId: row.orgId ?? NIL_UUID, type: 'api_key.revoked', actor: actorOf(actor), metadata: { apiKeyId: id, role: row.role } }],
+            m,
+          );
+        }),
+      );
+    } finally {
+      this.forgetKey(row.keyHash);
+    }
   }
 
   private forgetKey(keyHash: Buffer): void {
