@@ -9,10 +9,12 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { gatewayEnv, startGatewayProcess } from '../support/gateway-process.js';
+import { teeChildToRunLog } from '../support/run-log.js';
 
 function children(pid: number): number[] {
   try {
@@ -81,5 +83,42 @@ describe('stop signals reach the gateway, which drains (README "Stopping")', () 
     // Before: { code: null, signal: 'SIGHUP' } — Node's default, no drain (a call at its vendor never recorded).
     expect(exit, gw.output().slice(-500)).toEqual({ code: 0, signal: null });
     expect(gw.output()).toContain('SIGHUP received, shutting down');
+  }, 60_000);
+
+  it('a SIGTERM while the gateway’s modules are still loading is handled (Node as PID 1 ignored it): exit 0, never listening', async () => {
+    // The gateway's modules take seconds to load on a loaded machine. A loader hook marks when @nestjs/core is
+    // asked for and holds it 2 s: the signal is sent at the mark, while they load. Before, the handlers were
+    // installed only once every module had loaded: outside a container the SIGTERM killed the process undrained
+    // ({ signal: 'SIGTERM' }); as PID 1 (a container without --init, every Kubernetes pod) it was ignored, and the
+    // gateway migrated, swept and served until the SIGKILL.
+    const dir = join(process.cwd(), '.tmp', 'slow-module-load');
+    mkdirSync(dir, { recursive: true });
+    const mark = join(dir, 'loading');
+    rmSync(mark, { force: true });
+    writeFileSync(
+      join(dir, 'hooks.mjs'),
+      "import { writeFileSync } from 'node:fs';\n" +
+        'export async function resolve(specifier, context, next) {\n' +
+        `  if (specifier === '@nestjs/core') { writeFileSync(${JSON.stringify(mark)}, ''); await new Promise((r) => setTimeout(r, 2000)); }\n` +
+        '  return next(specifier, context);\n}\n',
+    );
+    writeFileSync(join(dir, 'register.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
+    const child = spawn(process.execPath, ['--import', join(dir, 'register.mjs'), 'dist/src/main.js'], {
+      env: gatewayEnv({ DATA_DIR: '.tmp/data-early-sigterm' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    teeChildToRunLog(child, 'gateway (dist/src/main.js, its modules loading slowly)');
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    const startedAt = Date.now();
+    while (!existsSync(mark) && Date.now() - startedAt < 30_000) await sleep(10);
+    expect(existsSync(mark), 'the gateway to start loading @nestjs/core').toBe(true);
+    child.kill('SIGTERM');
+    const [code, signal] = await exited;
+    expect({ code, signal }, out.slice(-500)).toEqual({ code: 0, signal: null });
+    expect(out).toContain('SIGTERM received, shutting down');
+    expect(out).not.toMatch(/listening on/);
   }, 60_000);
 });

@@ -1,0 +1,146 @@
+/**
+ * The gateway's start-up and stop, loaded by main.ts once the stop signals have their handlers (stop-signals.ts).
+ */
+import 'reflect-metadata';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
+import { join } from 'node:path';
+import { beginHttpDrain } from './app.setup.js';
+import { makeDataDir } from './common/data-dir.js';
+import { createGateway, type Gateway } from './bootstrap.js';
+import { MigrationsPendingBehindPooler, MigrationsStopped } from './db/migration-runner.js';
+import { loadConfig, type AppConfig } from './config/app-config.js';
+import { ConfigError } from './config/config.schema.js';
+import { probeDatabase } from './db/database-probe.js';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres.js';
+import { loggableErrorText } from './common/errors/loggable-error.js';
+import { StopNotice } from './health/stop-notice.js';
+import { onStopRequested, stopRequested } from './stop-signals.js';
+
+async function main(): Promise<void> {
+  let config: AppConfig;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  for (const w of config.warnings) process.stderr.write(`warning: ${w}\n`);
+
+  let embedded: EmbeddedPostgres | undefined;
+  if (config.DATABASE_URL) {
+    // One clear line instead of the framework's retries with stack traces: a wrong password or database name at
+    // once, a database still starting after up to 30 s of waiting.
+    const problem = await probeDatabase(config.DATABASE_URL, {
+      budgetMs: 30_000,
+      intervalMs: 2_000,
+      onWait: (line) => process.stderr.write(`${line}\n`),
+      stopped: () => stopRequested() !== undefined,
+      queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS,
+      connectionMode: config.DB_CONNECTION_MODE,
+    });
+    if (stopRequested()) process.exit(0);
+    if (problem) {
+      process.stderr.write(`fatal: ${problem}\n`);
+      process.exit(1);
+    }
+  } else {
+    embedded = await startEmbeddedPostgres(join(config.DATA_DIR, 'pg'));
+    config = { ...config, DATABASE_URL: embedded.url }; // DB_CONNECTION_MODE is direct without a DATABASE_URL (loadConfig)
+    process.stderr.write(`embedded PostgreSQL started (data in ${join(config.DATA_DIR, 'pg')})\n`);
+  }
+
+  const stopEmbedded = async (): Promise<void> => {
+    await embedded?.stop();
+  };
+  if (stopRequested()) {
+    await stopEmbedded();
+    process.exit(0);
+  }
+  const dataDir = config.DATA_DIR;
+  let gateway: Gateway;
+  try {
+    gateway = await createGateway(config, {}, {
+      onGeneratedAdminKey: (key) => showGeneratedKey(dataDir, key),
+      stopRequested: () => stopRequested() !== undefined,
+      onMigrationWait: () => process.stderr.write('waiting for another replica to finish migrating the database\n'),
+    });
+  } catch (err) {
+    if (err instanceof MigrationsPendingBehindPooler) {
+      process.stderr.write(`fatal: ${err.message}\n`);
+      process.exit(1);
+    }
+    if (!(err instanceof MigrationsStopped)) throw err;
+    await stopEmbedded();
+    process.exit(0);
+  }
+  const { app } = gateway;
+  let stopping: Promise<void> | undefined;
+  let listening = false;
+  /** Drains (README "Stopping") and exits; once, whoever asks first (a signal, a failed listen). */
+  const shutdown = (exitCode = 0): Promise<void> =>
+    (stopping ??= (async () => {
+      let code = exitCode;
+      // Out of rotation before the listener closes (SHUTDOWN_DELAY_MS): /readyz fails while requests are still served,
+      // for a load balancer or Kubernetes that keeps routing for a while after the stop signal. Not when it never listened.
+      if (config.SHUTDOWN_DELAY_MS > 0 && listening) {
+        app.get(StopNotice).announce();
+        process.stderr.write(`stopping: /readyz answers 503, serving for ${config.SHUTDOWN_DELAY_MS} ms more (SHUTDOWN_DELAY_MS), then draining\n`);
+        await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_MS));
+      }
+      beginHttpDrain(app);
+      await app.close().catch((err: unknown) => {
+        code = 1; // a failed close (an outcome not written, say) is not a clean stop
+        process.stderr.write(`shutdown failed: ${loggableErrorText(err)}\n`);
+      });
+      await stopEmbedded();
+      process.exit(code);
+    })());
+  if (stopRequested()) {
+    await shutdown(); // asked to stop during start-up: never start listening
+    return;
+  }
+  try {
+    await app.listen(config.PORT, config.HOST);
+  } catch (err) {
+    // A port taken, a HOST that does not resolve: start-up has run by now, and its approvals sweep may have sent
+    // approved calls to their vendors. Those finish and are recorded (app.close() waits for them) before exit 1.
+    process.stderr.write(`fatal: cannot listen on ${config.HOST}:${config.PORT}: ${loggableErrorText(err)}\n`);
+    await shutdown(1);
+    return;
+  }
+  listening = true;
+  const addr = app.getHttpServer().address() as { port: number } | null;
+  // An IPv6 host is bracketed (http://[::1]:3000): the line is a URL people and tools copy.
+  const host = isIPv6(config.HOST) ? `[${config.HOST}]` : config.HOST;
+  process.stdout.write(`tool-gateway listening on http://${host}:${addr?.port ?? config.PORT} (docs at /docs)\n`);
+
+  onStopRequested(() => void shutdown());
+  if (stopRequested()) void shutdown(); // arrived between the check above and now
+}
+
+/**
+ * Printed once, on the start that created it, whatever happens to the copy kept (mode 600) in the data folder
+ * or to this start (a stop, a failed init, a port taken): the key is already in the database, and no later start
+ * shows it again. So as soon as it is committed, not once the gateway is up.
+ */
+function showGeneratedKey(dataDir: string, key: string): void {
+  const file = join(dataDir, 'bootstrap-admin.key');
+  let saved = `also saved to ${file}`;
+  try {
+    makeDataDir(dataDir);
+    writeFileSync(file, key + '\n', { mode: 0o600 });
+    chmodSync(file, 0o600);
+  } catch (err) {
+    saved = `NOT saved: ${file} could not be written (${(err as NodeJS.ErrnoException).code ?? 'error'}); copy it now`;
+  }
+  process.stdout.write(`\nNo BOOTSTRAP_ADMIN_KEY set: generated a platform admin key (shown once, ${saved}):\n\n  ${key}\n\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`fatal: ${loggableErrorText(err)}\n`);
+  process.exit(1);
+});
