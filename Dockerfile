@@ -8,7 +8,9 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY migrations ./migrations
 COPY scripts ./scripts
-RUN npm run build
+# The vendor emulator (the demo's and the bench's fake vendors; its fixtures hold strings in the shapes of live
+# Shopify and Amazon credentials, which image secret scanners report) and the bench are not part of the gateway.
+RUN npm run build && rm -rf dist/src/emulator dist/bench
 
 FROM node:22.23-bookworm-slim
 ENV NODE_ENV=production
@@ -26,6 +28,6 @@ EXPOSE 3000
 # The port the gateway listens on: PORT (spaces around it ignored, as the configuration reads it), 3000 by default.
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+((process.env.PORT||'').trim()||3000)+'/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
-# Node as PID 1 ignores a SIGTERM that arrives before its handlers are installed (the first seconds of start-up):
-# run with `docker run --init` (docker-compose.yml sets init: true) so a stop is never left to the grace period.
+# Node as PID 1 ignores a signal it has no handler for: the gateway installs its stop handlers before it loads its
+# modules (src/stop-signals.ts), so a SIGTERM in the first seconds of start-up stops it too (Kubernetes has no --init).
 CMD ["node", "dist/src/main.js"]

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
@@ -60,6 +60,12 @@ async function main(args: string[]): Promise<number> {
   const known = cmd === 'run' || cmd === 'show' || cmd === 'check' || cmd === 'revert';
   if (!known || args.length !== (cmd === 'revert' ? 2 : 1) || args.some((a) => a.startsWith('-'))) {
     console.error(USAGE);
+    return 2;
+  }
+  // The drift check compares the migration sources with index.ts: the production image ships dist/ only, and there
+  // the check applied, reverted and re-applied every migration before failing on the missing folder.
+  if (cmd === 'check' && !existsSync(join(projectRoot(), 'migrations'))) {
+    console.error('check needs the sources (a checkout of the repository: it reads migrations/*.ts); nothing was done');
     return 2;
   }
   const problem = databaseEnvProblem(process.env);

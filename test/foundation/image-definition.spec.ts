@@ -6,6 +6,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DRAIN_BACKSTOP_MARGIN_MS } from '../../src/common/http/http-drain.js';
+import { CONFIG_SCHEMA } from '../../src/config/config.schema.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
@@ -69,5 +71,34 @@ describe('the production image definition', () => {
     const value = (name: string) => settings.find((l) => l.trim().startsWith(`${name}:`))?.trim().slice(name.length + 1).trim();
     expect(value('POSTGRES_PASSWORD')).toBe('${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}');
     expect(value('DATABASE_URL')).toBe('postgres://gateway:${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}@postgres:5432/tool_gateway');
+  });
+  it('ships no vendor emulator (its fixtures hold strings secret scanners take for live Shopify and Amazon credentials), which nothing the gateway runs imports', () => {
+    const build = stages[0] ?? '';
+    const removes = /^RUN npm run build && rm -rf ([^\n]+)$/m.exec(build)?.[1].split(/\s+/) ?? [];
+    expect(removes).toContain('dist/src/emulator');
+    expect(finalStage).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m); // the dist/ built and trimmed above
+    const importers = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && !f.startsWith('emulator/') && !f.endsWith('.spec.ts') && !f.endsWith('.spec-support.ts'))
+      .filter((f) => /from '[^']*\/emulator\//.test(readFileSync(join(root, 'src', f), 'utf8')));
+    expect(importers).toEqual([]);
+  });
+
+  it('.dockerignore leaves out everything .gitignore does: .env (the master key, the admin key) is never sent to a builder', () => {
+    const lines = (f: string) =>
+      readFileSync(join(root, f), 'utf8')
+        .split('\n')
+        .map((l) => l.trim().replace(/\/$/, ''))
+        .filter((l) => l && !l.startsWith('#'));
+    const ignored = new Set(lines('.dockerignore'));
+    expect(lines('.gitignore').filter((p) => !ignored.has(p))).toEqual([]);
+  });
+
+  it("docker-compose.yml's stop_grace_period covers the stop README recommends behind a load balancer (SHUTDOWN_DELAY_MS=15000, the default VENDOR_TIMEOUT_MS, the drain's backstop)", () => {
+    const compose = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
+    expect(compose).toMatch(/^\s*env_file: \.env$/m); // .env's SHUTDOWN_DELAY_MS and VENDOR_TIMEOUT_MS reach the gateway
+    const [, n, unit] = /^\s*stop_grace_period: (\d+)(s|m)$/m.exec(compose) ?? [];
+    const graceMs = Number(n) * (unit === 'm' ? 60_000 : 1_000);
+    const stopMs = CONFIG_SCHEMA.SHUTDOWN_DELAY_MS.parse('15000') + CONFIG_SCHEMA.VENDOR_TIMEOUT_MS.parse(undefined) + DRAIN_BACKSTOP_MARGIN_MS;
+    expect(graceMs).toBeGreaterThan(stopMs);
   });
 });
