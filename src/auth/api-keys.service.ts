@@ -108,7 +108,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     const now = performance.now();
     const hit = fresh ? undefined : (this.cache.get(cacheKey) ?? this.unknownKeys.get(cacheKey));
     let principal: Principal | null;
-    if (hit) {
+    if (hit && hit.until > now) {
       principal = hit.principal;
     } else if (fresh) {
       // Never joins a lookup in flight: one a read began before a revoke committed on another replica would

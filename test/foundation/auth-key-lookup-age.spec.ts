@@ -60,17 +60,23 @@ describe('an API key lookup in flight is not joined past the cache lifetime', ()
     const org = await createOrg(t, 'Stalled Lookup Co');
     const key = await createKey(t, org, 'ops'); // never presented yet: no cache entry
     const svc = t.app.get(ApiKeysService, { strict: false });
+    // And a key found live and cached here: its entry lapses after the cache's 5 s like the lookup (an entry kept
+    // for good accepted a key revoked on another replica for as long as the process lived).
+    const cached = await createKey(t, org, 'ops');
+    expect(await svc.authenticate(cached.key)).toMatchObject({ keyId: cached.id });
     const stall = stallNextLookup(svc as unknown as { ds: DataSource });
     try {
       const first = svc.authenticate(key.key);
       await stall.read; // the lookup read the key while it was live
-      await t.ds.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [key.id]); // another replica's revocation
+      await t.ds.query('UPDATE api_keys SET revoked_at = now() WHERE id = ANY($1)', [[key.id, cached.id]]); // another replica's revocation
+      expect(await svc.authenticate(cached.key)).toMatchObject({ keyId: cached.id }); // within the 5 s: still cached
       await sleep(5_200);
       const late = svc.authenticate(key.key);
       await sleep(100);
       stall.release();
       expect(await first).toMatchObject({ keyId: key.id }); // it asked before the revocation: answered as it read
       expect(await late).toBeNull();
+      expect(await svc.authenticate(cached.key)).toBeNull();
     } finally {
       stall.release();
       stall.restore();
