@@ -43,6 +43,12 @@ export class ToolCallsLedgerController {
     status: 200,
     description: 'every matching tool call, newest first, as an attachment (tool-calls.ndjson or tool-calls.csv): the media type follows `format`',
     content: EXPORT_CONTENT,
+    headers: {
+      'Content-Disposition': {
+        description: 'an attachment named for the format',
+        schema: { type: 'string', enum: ['attachment; filename="tool-calls.ndjson"', 'attachment; filename="tool-calls.csv"'] },
+      },
+    },
   })
   export(@CurrentPrincipal() p: Principal, @Query() q: ToolCallExportQuery, @Req() req: Request) {
     // HTTP/1.0 (close-delimited): the drain's signal lets the export end with its incomplete line before the backstop.

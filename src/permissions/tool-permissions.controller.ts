@@ -4,8 +4,8 @@ import type { Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import { EvaluatesIfMatch } from '../common/http/conditional-writes.guard.js';
-import { ETAG_HEADER, IF_MATCH_HEADER, NOT_MODIFIED, PRECONDITION_FAILED_TEXT, parsePreconditions, quoted } from '../common/http/if-match.js';
-import { ApiProblemResponse } from '../common/http/openapi.js';
+import { ETAG_HEADER, IF_MATCH_HEADER, NOT_MODIFIED, parsePreconditions, quoted } from '../common/http/if-match.js';
+import { ApiSetIfNoneMatchOnRead, ApiSetPreconditions } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { PutToolPermissionsDto } from './tool-permissions.dto.js';
@@ -51,6 +51,7 @@ export class ToolPermissionsController {
     headers: { ETag: ETAG_HEADER },
   })
   @ApiResponse(NOT_MODIFIED)
+  @ApiSetIfNoneMatchOnRead()
   async list(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Res({ passthrough: true }) res: Response) {
     await this.scope.assertAccess(p, orgId);
     const items = await this.permissions.list(orgId);
@@ -69,7 +70,7 @@ export class ToolPermissionsController {
     schema: PERMISSIONS_SCHEMA,
     headers: { ETag: ETAG_HEADER },
   })
-  @ApiProblemResponse(412, PRECONDITION_FAILED_TEXT)
+  @ApiSetPreconditions()
   async replace(
     @CurrentPrincipal() p: Principal,
     @Param('orgId') orgId: string,

@@ -4,8 +4,8 @@ import type { Response } from 'express';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ADMIN_CHANGES_CONFIG, ApiRoles, OPS_READS_CONFIG } from '../common/http/api-roles.js';
 import { EvaluatesIfMatch } from '../common/http/conditional-writes.guard.js';
-import { ETAG_HEADER, IF_MATCH_HEADER, NOT_MODIFIED, PRECONDITION_FAILED_TEXT, parsePreconditions, quoted } from '../common/http/if-match.js';
-import { ApiProblemResponse } from '../common/http/openapi.js';
+import { ETAG_HEADER, IF_MATCH_HEADER, NOT_MODIFIED, parsePreconditions, quoted } from '../common/http/if-match.js';
+import { ApiSetIfNoneMatchOnRead, ApiSetPreconditions } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { PoliciesService, policyTag } from './policies.service.js';
@@ -118,6 +118,7 @@ export class PoliciesController {
     headers: { ETag: ETAG_HEADER },
   })
   @ApiResponse(NOT_MODIFIED)
+  @ApiSetIfNoneMatchOnRead()
   async get(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Res({ passthrough: true }) res: Response) {
     await this.scope.assertAccess(p, orgId);
     const view = await this.policies.get(orgId);
@@ -135,7 +136,7 @@ export class PoliciesController {
   @EvaluatesIfMatch()
   @ApiHeader(IF_MATCH_HEADER)
   @ApiResponse({ status: 200, description: 'the rules as stored, with the new version (event policy.changed) and its ETag', schema: POLICY_SCHEMA, headers: { ETag: ETAG_HEADER } })
-  @ApiProblemResponse(412, PRECONDITION_FAILED_TEXT)
+  @ApiSetPreconditions()
   async replace(
     @CurrentPrincipal() p: Principal,
     @Param('orgId') orgId: string,

@@ -41,7 +41,7 @@ export class ToolCallsController {
     forbiddenDocumentedBy: 'ApiToolCallResponses',
   })
   @ApiToolCallResponses(forbiddenText(['agent', 'admin'], PLATFORM_KEY_BELONGS_TO_NO_ORG))
-  @ApiHeader({ name: 'Idempotency-Key', required: false, description: '1-255 printable ASCII holding no credential (an access token\'s or key\'s shape: 400), unique per org and naming a call of one run (sent for another run: 422 IDEMPOTENCY_KEY_REUSED with that call\'s toolCallId, nothing runs); default: run id + tool_use id. The tool_use id names the call in its run whatever key comes with it: sent again under another key or none, it is replayed, never run twice' })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]{1,255}$' }, description: '1-255 printable ASCII (blanks only inside: a header value is read without its leading and trailing ones) holding no credential (an access token\'s or key\'s shape: 400), unique per org and naming a call of one run (sent for another run: 422 IDEMPOTENCY_KEY_REUSED with that call\'s toolCallId, nothing runs); default: run id + tool_use id. The tool_use id names the call in its run whatever key comes with it: sent again under another key or none, it is replayed, never run twice' })
   @ApiBody({ description: 'a tool_use block: {type: "tool_use", id, name, input: {action, ...params}}; anything else is 400 BAD_REQUEST', schema: TOOL_USE_SCHEMA })
   async submit(
     @CurrentPrincipal() p: Principal,

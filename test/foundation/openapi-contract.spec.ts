@@ -171,6 +171,45 @@ describe('OpenAPI document matches the live answers', () => {
     expect(operation('get', `/v1/orgs/{orgId}/${what}`).responses['304']?.headers).toHaveProperty('ETag');
   });
 
+  it.each(['policies', 'tool-permissions'])('…/%s: GET and PUT document the If-None-Match they evaluate, and the PUT’s 412 the ETag it carries (an OpenAPI reviewer: undocumented)', async (what) => {
+    const path = `/v1/orgs/${o.orgId}/${what}`;
+    const template = `/v1/orgs/{orgId}/${what}`;
+    const body = what === 'policies' ? { rules: [] } : { items: [] };
+    const current = await h.t.http.get(path).set(adminAuth);
+    expect(current.headers.etag).toMatch(/^".+"$/);
+    // If-None-Match naming the current tag: 304 on GET, 412 on PUT; a stale If-Match: 412. Each 412 carries the current ETag.
+    const notModified = await h.t.http.get(path).set(adminAuth).set('If-None-Match', String(current.headers.etag));
+    const unchanged = await h.t.http.put(path).set(bearer(o.adminKey)).set('If-None-Match', String(current.headers.etag)).send(body);
+    const stale = await h.t.http.put(path).set(bearer(o.adminKey)).set('If-Match', '"stale"').send(body);
+    expect([notModified.status, unchanged.status, unchanged.headers.etag, stale.status, stale.headers.etag]).toEqual([304, 412, current.headers.etag, 412, current.headers.etag]);
+    for (const res of [unchanged, stale]) expect(Object.keys(expectDocumented('put', template, res).headers ?? {})).toContain('ETag');
+    const headerParams = (method: string) => (operation(method, template).parameters ?? []).filter((x) => x.in === 'header').map((x) => x.name);
+    expect(headerParams('get')).toContain('If-None-Match');
+    expect(headerParams('put')).toEqual(expect.arrayContaining(['If-Match', 'If-None-Match']));
+  });
+
+  it('every 401 documents WWW-Authenticate, as sent; the export’s 200 documents the Content-Disposition it sends (an OpenAPI reviewer: undocumented)', async () => {
+    const silent = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([, op]) => op.responses['401']?.headers?.['WWW-Authenticate'] === undefined)
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(silent).toEqual([]);
+    const anonymous = await h.t.http.get('/v1/tools');
+    expect([anonymous.status, anonymous.headers['www-authenticate']]).toEqual([401, 'Bearer realm="tool-gateway"']);
+    expect(expectDocumented('get', '/v1/tools', anonymous).headers?.['WWW-Authenticate']).toMatchObject({ schema: { example: 'Bearer realm="tool-gateway"' } });
+
+    const declared = operation('get', '/v1/tool-calls/export').responses['200'].headers?.['Content-Disposition'] as { schema: { enum: string[] } } | undefined;
+    const sent: string[] = [];
+    for (const format of ['ndjson', 'csv']) {
+      const res = await h.t.http.get(`/v1/tool-calls/export?format=${format}`).set(bearer(ops));
+      expectDocumented('get', '/v1/tool-calls/export', res);
+      sent.push(String(res.headers['content-disposition']));
+    }
+    expect(sent).toEqual(['attachment; filename="tool-calls.ndjson"', 'attachment; filename="tool-calls.csv"']);
+    expect(declared?.schema.enum).toEqual(sent);
+  });
+
   it('every operation documents 500 INTERNAL, the answer to an unexpected error (a docs reviewer: named nowhere in the document)', () => {
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(methods)) {

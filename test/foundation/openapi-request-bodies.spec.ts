@@ -13,6 +13,7 @@ import { CreateApiKeyDto, ListApiKeysQuery } from '../../src/auth/api-keys.dto.j
 import { LedgerEventsQuery, LedgerVerifyQuery, ToolCallExportQuery, ToolCallListQuery, UsageQuery } from '../../src/ops/ops.dto.js';
 import { INTEGRATION_TYPES } from '../../src/credentials/integration-credential.entity.js';
 import { FLAG_DEFAULTS } from '../../src/orgs/feature-flags.service.js';
+import { ADMIN_BODY_LIMIT, bodyLimitFor, MAX_JSON_DEPTH, TOOL_CALL_BODY_LIMIT } from '../../src/common/http/json-body.js';
 import { CreateOrgDto, SetFeatureFlagDto } from '../../src/orgs/orgs.dto.js';
 import { PutToolPermissionsDto, ToolPermissionDto } from '../../src/permissions/tool-permissions.dto.js';
 import { CreateRunDto, EndRunDto, ToolsQuery } from '../../src/runs/runs.dto.js';
@@ -20,14 +21,14 @@ import { ToolCallResultQuery } from '../../src/tool-calls/tool-calls.dto.js';
 import { parseToolUse } from '../../src/tool-calls/tool-use.js';
 import { TOOL_USE_SCHEMA } from '../../src/tool-calls/tool-use.schema.js';
 import { CREDENTIALS, setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
-import { bearer, createKey } from '../support/test-app.js';
+import { adminAuth, bearer, createKey, createOrg } from '../support/test-app.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON of the served document, walked freely
 type Schema = Record<string, any>;
 interface Operation {
   parameters?: { name: string; in: string; required?: boolean; schema?: Schema }[];
   requestBody?: { required?: boolean; content: Record<string, { schema: Schema }> };
-  responses: Record<string, { description: string }>;
+  responses: Record<string, { description: string; headers?: Record<string, unknown> }>;
 }
 interface Doc {
   components: { schemas: Record<string, Schema> };
@@ -269,6 +270,34 @@ describe('OpenAPI: DTO bodies', () => {
     expect([run, end, item].map((r) => `${r.status} ${r.body.code}`)).toEqual(['400 VALIDATION_FAILED', '400 VALIDATION_FAILED', '400 VALIDATION_FAILED']);
   });
 
+  it('every request body is closed at its top level, inline ones too: a GET of …/policies sent back whole is invalid by the document, as the server refuses it (an OpenAPI reviewer: it was valid)', async () => {
+    const open = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([, x]) => x.requestBody !== undefined)
+        .filter(([, x]) => {
+          const schema = x.requestBody!.content['application/json'].schema;
+          return (schema.$ref ? doc.components.schemas[String(schema.$ref).split('/').pop()!] : schema).additionalProperties !== false;
+        })
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(open).toEqual([]);
+    const org = await createOrg(h.t, 'Policies sent back');
+    const validBody = ajv.compile(bodySchema('put', '/v1/orgs/{orgId}/policies'));
+    const current = await h.t.http.get(`/v1/orgs/${org}/policies`).set(adminAuth);
+    const rules = [{ id: 'rest', decision: 'allow' }];
+    const bodies = [{ ...(current.body as Schema), rules }, { rules, note: 'x' }, { rules }];
+    const judged: string[] = [];
+    for (const body of bodies) {
+      const res = await h.t.http.put(`/v1/orgs/${org}/policies`).set(adminAuth).send(body);
+      judged.push(`${Object.keys(body).join('+')}: ${validBody(body) ? 'valid' : 'invalid'} → ${res.status === 200 ? 'accepted' : `${res.status} ${res.body.code}`}`);
+    }
+    expect(judged).toEqual([
+      'rules+version+updatedAt: invalid → 400 VALIDATION_FAILED',
+      'rules+note: invalid → 400 VALIDATION_FAILED',
+      'rules: valid → accepted',
+    ]);
+  });
+
   it('complete and cancel document their body as optional, and take none', async () => {
     for (const path of ['/v1/runs/{runId}/complete', '/v1/runs/{runId}/cancel']) {
       expect(op('post', path).requestBody?.required, path).toBe(false);
@@ -313,6 +342,67 @@ describe('OpenAPI: parameters and other answers', () => {
     expect([given.status, given.headers['x-correlation-id']]).toEqual([200, 'trace/abc:1']);
     expect(blank.status).toBe(200);
     expect(blank.headers['x-correlation-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('the Idempotency-Key header schema is the rule the route enforces: keys valid by it are accepted, others 400 (an OpenAPI reviewer: a bare string)', async () => {
+    const schema = op('post', '/v1/runs/{runId}/tool-calls').parameters!.find((p) => p.in === 'header' && p.name === 'Idempotency-Key')!.schema!;
+    expect(schema).toMatchObject({ type: 'string', minLength: 1, maxLength: 255 });
+    const valid = ajv.compile(schema);
+    const A = bearer(o.agentKey);
+    const keys = ['k-1', '~'.repeat(255), 'a b', 'k'.repeat(256), 'tab\there', 'café'];
+    const judged: string[] = [];
+    for (const [i, key] of keys.entries()) {
+      const res = await h.t.http
+        .post(`/v1/runs/${o.runId}/tool-calls`)
+        .set(A)
+        .set('Idempotency-Key', key)
+        .send(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, `toolu_idem_${i}`));
+      judged.push(`${JSON.stringify(key.slice(0, 12))}: ${valid(key) ? 'valid' : 'invalid'} → ${res.status === 400 ? `400 ${res.body.code}` : 'accepted'}`);
+    }
+    expect(judged).toEqual(keys.map((k, i) => `${JSON.stringify(k.slice(0, 12))}: ${i < 3 ? 'valid → accepted' : 'invalid → 400 BAD_REQUEST'}`));
+  });
+
+  it('every route that reads a body, DELETE included, documents 413 naming its limit, 415, and the 400 of JSON nested too deep; the routes agree (an OpenAPI reviewer: DELETE documented neither, 413 named no size)', async () => {
+    const wrong: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, x] of Object.entries(item)) {
+        if (x.requestBody === undefined && method !== 'delete') continue;
+        const where = `${method.toUpperCase()} ${path}`;
+        if (!x.responses['413']?.description.includes(`${bodyLimitFor(path) / 1024} KiB`)) wrong.push(`${where} 413: ${x.responses['413']?.description}`);
+        if (!x.responses['415']?.description.startsWith('UNSUPPORTED_MEDIA_TYPE')) wrong.push(`${where} 415: ${x.responses['415']?.description}`);
+        const depth = path.endsWith(':batch') ? MAX_JSON_DEPTH + 2 : MAX_JSON_DEPTH; // a batch's envelope adds two levels
+        if (!x.responses['400']?.description.includes(`nested deeper than ${depth} levels`)) wrong.push(`${where} 400 names no depth ${depth}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    expect([ADMIN_BODY_LIMIT, TOOL_CALL_BODY_LIMIT, MAX_JSON_DEPTH]).toEqual([64 * 1024, 512 * 1024, 32]);
+    expect(described('post', '/v1/orgs', 413)).toContain('64 KiB');
+    expect(described('post', '/v1/runs/{runId}/tool-calls', 413)).toContain('512 KiB');
+    expect(described('post', '/v1/runs', 400)).toContain(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+
+    const json = (text: string) => ({ 'Content-Type': 'application/json', ...bearer(o.adminKey), body: text });
+    const send = (method: 'delete' | 'post', url: string, { body, ...headers }: Record<string, string>) => h.t.http[method](url).set(headers).send(body);
+    const pad = (bytes: number) => JSON.stringify({ pad: 'a'.repeat(bytes) });
+    const deep = (levels: number) => `{"specialistId":"s","x":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+    const answers = [
+      await send('delete', `/v1/api-keys/${randomUUID()}`, { ...json('x'), 'Content-Type': 'text/plain' }),
+      await send('delete', `/v1/api-keys/${randomUUID()}`, json(pad(ADMIN_BODY_LIMIT))),
+      await send('delete', `/v1/api-keys/${randomUUID()}`, json('{"dryRun":true}')),
+      await send('post', '/v1/orgs', { ...json(pad(ADMIN_BODY_LIMIT)), ...adminAuth }),
+      await send('post', `/v1/runs/${o.runId}/tool-calls`, { ...json(pad(ADMIN_BODY_LIMIT)), ...bearer(o.agentKey) }),
+      await send('post', `/v1/runs/${o.runId}/tool-calls`, { ...json(pad(TOOL_CALL_BODY_LIMIT)), ...bearer(o.agentKey) }),
+      await send('post', '/v1/runs', { ...json(deep(MAX_JSON_DEPTH + 1)), ...bearer(o.agentKey) }),
+    ];
+    expect(answers.map((r) => `${r.status} ${r.body.code}`)).toEqual([
+      '415 UNSUPPORTED_MEDIA_TYPE',
+      '413 PAYLOAD_TOO_LARGE',
+      '400 VALIDATION_FAILED',
+      '413 PAYLOAD_TOO_LARGE',
+      '400 BAD_REQUEST', // over 64 KiB but within the tool-call routes' 512: read, and refused as no tool_use block
+      '413 PAYLOAD_TOO_LARGE',
+      '400 BAD_REQUEST',
+    ]);
+    expect(answers[6].body.detail).toBe(`JSON nesting deeper than ${MAX_JSON_DEPTH}`);
   });
 
   it('POST /v1/orgs documents the 403 an org admin key gets', async () => {

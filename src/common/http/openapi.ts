@@ -1,5 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiResponse, type OpenAPIObject } from '@nestjs/swagger';
+import { ApiHeader, ApiResponse, type OpenAPIObject } from '@nestjs/swagger';
+import { PRECONDITION_FAILED_TEXT } from './if-match.js';
+import { bodyLimitFor, MAX_JSON_DEPTH, TOOL_CALL_BODY_LIMIT } from './json-body.js';
 
 /** application/problem+json, the body of every error that has no ToolCall row (API.md §8, §9). */
 export const PROBLEM_SCHEMA = {
@@ -41,6 +43,12 @@ const CORRELATION_ID_PARAMETER = {
     'your id for this request, echoed on the answer and recorded on the tool calls it makes (ledger filter `correlationId`): 1-255 printable ASCII without blanks ' +
     '(`^[\\x21-\\x7e]{1,255}$`); absent or anything else, the gateway generates a UUID (the request is not refused)',
   schema: { type: 'string' },
+};
+
+/** WWW-Authenticate, on every 401 (the problem filter sets it, RFC 9110 §11.6.1): the scheme the gateway takes. */
+const WWW_AUTHENTICATE_HEADER = {
+  description: 'the authentication scheme: send the API key as `Authorization: Bearer <key>`',
+  schema: { type: 'string', example: 'Bearer realm="tool-gateway"' },
 };
 
 /** X-Correlation-Id, echoed on every answer. */
@@ -105,6 +113,42 @@ export const PROBLEM_CONTENT = { 'application/problem+json': { schema: { $ref: '
 /** A documented error answered as application/problem+json (API.md §9); `@ApiResponse({status, schema})` would say application/json. */
 export function ApiProblemResponse(status: number, description: string): MethodDecorator & ClassDecorator {
   return ApiResponse({ status, description, content: PROBLEM_CONTENT });
+}
+
+/**
+ * The conditional requests of a set that answers an ETag (…/policies, …/tool-permissions; if-match.ts). On its GET:
+ * If-None-Match, answered 304 (NOT_MODIFIED) when it names the current tag. On its whole-set PUT: If-None-Match, and
+ * the 412 (assertPreconditions) with the current ETag, whichever header failed.
+ */
+export function ApiSetIfNoneMatchOnRead(): MethodDecorator {
+  return ApiHeader({
+    name: 'If-None-Match',
+    required: false,
+    description:
+      'the ETag of the set as you have it (from GET, or the last PUT; a list of tags, weak ones compared weakly, or *): when it names the current tag, ' +
+      '304 Not Modified with no body, so polling reads the set only when it changed',
+    schema: { type: 'string' },
+  });
+}
+
+/** See ApiSetIfNoneMatchOnRead: the If-None-Match of the whole-set PUT and its 412, which carries the current ETag. */
+export function ApiSetPreconditions(): MethodDecorator {
+  return applyDecorators(
+    ApiHeader({
+      name: 'If-None-Match',
+      required: false,
+      description:
+        'a list of entity tags (weak ones compared weakly) or *: when it names the set’s current tag, or is * (the set always exists, as {rules: []} or ' +
+        '{items: []} when never set), 412 PRECONDITION_FAILED and nothing is written. Evaluated after If-Match; anything else is 400',
+      schema: { type: 'string' },
+    }),
+    ApiResponse({
+      status: 412,
+      description: `${PRECONDITION_FAILED_TEXT}. Also when If-None-Match named the current tag, or is *`,
+      content: PROBLEM_CONTENT,
+      headers: { ETag: { description: 'the set’s current tag: read the set again (GET) and send the change against it', schema: { type: 'string' } } },
+    }),
+  );
 }
 
 /**
@@ -182,8 +226,37 @@ const REQUEST_REFUSALS =
   'On any route: VALIDATION_FAILED for a query parameter the route does not take (named, unless it looks like a secret); ' +
   'BAD_REQUEST for a malformed request: a bad percent-escape, NUL or `#` in the URL, no Host header, or more than one Authorization header';
 
+/**
+ * An operation whose body the reader judges (json-body.ts): one documenting a request body, and every DELETE: it takes
+ * none, but one sent is read as a POST's is (its size limit, its media type) and refused unless empty.
+ */
+const readsBody = (op: OpenApiOperation, method: (typeof METHODS)[number]): boolean => op.requestBody !== undefined || method === 'delete';
+
+/** The 413 of a route: the body limit json-body.ts enforces on its path (bodyLimitFor), in bytes and KiB. */
+function payloadTooLarge(path: string, method: (typeof METHODS)[number]): string {
+  const limit = bodyLimitFor(path);
+  const which = limit === TOOL_CALL_BODY_LIMIT ? 'the limit of the tool-call routes' : 'the limit of every route but the tool-call ones';
+  return (
+    `PAYLOAD_TOO_LARGE: the body is over ${limit / 1024} KiB (${limit} bytes, ${which}${method === 'delete' ? '; a DELETE takes no body, but one sent is read as any other' : ''}). ` +
+    'Answered as soon as the Content-Length or the bytes read exceed it: the rest is not read, and the connection is closed'
+  );
+}
+
+/** What the body reader refuses 400 on a route that reads a body (readsBody), whatever the route's own checks. */
+function bodyRefusals(path: string, method: (typeof METHODS)[number]): string {
+  const depth = path.endsWith(':batch')
+    ? `nested deeper than ${MAX_JSON_DEPTH + 2} levels of arrays and objects (each tool_use as deep as a single call's ${MAX_JSON_DEPTH}, the {"toolUses": […]} envelope adding 2)`
+    : `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`;
+  const onDelete = method === 'delete' ? '; VALIDATION_FAILED for a body other than {} or null (a DELETE takes no body)' : '';
+  return `BAD_REQUEST for a body ${depth}, or that is not valid UTF-8${onDelete}`;
+}
+
 /** Every documented route is authenticated; these are the errors any of them can answer (API.md §9). */
-const COMMON_ERRORS: [status: string, description: string, when: (path: string, op: OpenApiOperation, method: (typeof METHODS)[number]) => boolean][] = [
+const COMMON_ERRORS: [
+  status: string,
+  description: string | ((path: string, method: (typeof METHODS)[number]) => string),
+  when: (path: string, op: OpenApiOperation, method: (typeof METHODS)[number]) => boolean,
+][] = [
   ['400', 'VALIDATION_FAILED (or BAD_REQUEST for a body that is not JSON): a query, path or body field is invalid', (path, op) => path.includes('{') || (op.parameters?.length ?? 0) > 0 || op.requestBody !== undefined],
   ['401', 'UNAUTHENTICATED: no valid API key', () => true],
   ['403', 'FORBIDDEN: this key’s role may not call the route', () => true],
@@ -200,10 +273,16 @@ const COMMON_ERRORS: [status: string, description: string, when: (path: string, 
       '(only the PUTs of …/policies and …/tool-permissions, which document their own 412), so the condition cannot hold; nothing was done',
     (_path, _op, method) => method !== 'get',
   ],
-  ['413', 'PAYLOAD_TOO_LARGE', (_path, op) => op.requestBody !== undefined],
+  ['413', payloadTooLarge, (_path, op, method) => readsBody(op, method)],
   ['417', 'BAD_REQUEST: an Expect header other than 100-continue; the connection is closed', () => true],
   ['431', 'PAYLOAD_TOO_LARGE: the request headers are too large', () => true],
-  ['415', 'UNSUPPORTED_MEDIA_TYPE: send the body as application/json', (_path, op) => op.requestBody !== undefined],
+  [
+    '415',
+    (_path, method) =>
+      'UNSUPPORTED_MEDIA_TYPE: send the body as application/json, UTF-8, without a Content-Encoding' +
+      (method === 'delete' ? ' (a DELETE takes no body: an empty one is not judged, any other must be JSON too)' : ''),
+    (_path, op, method) => readsBody(op, method),
+  ],
   ['429', 'RATE_LIMITED (per API key), with Retry-After', () => true],
   ['503', UNAVAILABLE, () => true],
   ['500', 'INTERNAL: an unexpected error; nothing about it is in the answer but its correlation id, with which the gateway logged it', () => true],
@@ -223,7 +302,7 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
  * Problem schema they refer to; says in the description that a wrong method is
  * a 404 "no such route", not a 405. Every answer documents X-Correlation-Id,
  * every 429 and 503 Retry-After; every /v1 operation takes it as an optional
- * request header. Body DTO schemas are closed (closeBodyDtoSchemas).
+ * request header. Body schemas, DTO and inline, are closed (closeBodyDtoSchemas); every 401 documents WWW-Authenticate.
  */
 export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
   doc.info = { ...doc.info, description: doc.info.description ? `${doc.info.description} ${NO_SUCH_ROUTE}` : NO_SUCH_ROUTE };
@@ -236,15 +315,17 @@ export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
       const responses = (op.responses ??= {});
       for (const [status, description, applies] of COMMON_ERRORS) {
         if (responses[status] === undefined && applies(path, op, method)) {
-          responses[status] = { description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
+          const text = typeof description === 'string' ? description : description(path, method);
+          responses[status] = { description: text, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
         }
       }
       // The refusals of a malformed request, before any route's own checks: on every /v1 operation's 400.
       if (path.startsWith('/v1/')) {
         const own = responses['400'];
+        const refusals = readsBody(op, method) ? `${bodyRefusals(path, method)}. ${REQUEST_REFUSALS}` : REQUEST_REFUSALS;
         responses['400'] = own
-          ? { ...own, description: `${own.description ?? ''}. ${REQUEST_REFUSALS}` }
-          : { description: REQUEST_REFUSALS, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
+          ? { ...own, description: `${own.description ?? ''}. ${refusals}` }
+          : { description: refusals, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } };
       }
       // After the common errors: an optional header must not make an operation look like it takes parameters (400).
       // The middleware reads it on every route; /v1 is what the document describes (health and metrics are not in it).
@@ -253,7 +334,8 @@ export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
       }
       for (const [status, res] of Object.entries(responses)) {
         const retry = status === '429' || status === '503' ? { 'Retry-After': RETRY_AFTER_HEADER } : {};
-        res.headers = { 'X-Correlation-Id': CORRELATION_ID_HEADER, ...retry, ...res.headers };
+        const challenge = status === '401' ? { 'WWW-Authenticate': WWW_AUTHENTICATE_HEADER } : {};
+        res.headers = { 'X-Correlation-Id': CORRELATION_ID_HEADER, ...retry, ...challenge, ...res.headers };
       }
     }
   }
@@ -263,6 +345,11 @@ export function withProblemResponses(doc: OpenAPIObject): OpenAPIObject {
 const isHeaderParameter = (x: unknown, name: string): boolean =>
   typeof x === 'object' && x !== null && (x as { in?: unknown }).in === 'header' && String((x as { name?: unknown }).name).toLowerCase() === name;
 
+/** A request body as the document holds it (inline schemas are plain objects). */
+interface RequestBody {
+  content?: Record<string, { schema?: { $ref?: string; type?: unknown; properties?: unknown; additionalProperties?: unknown } }>;
+}
+
 const COMPONENT_REF = /"\$ref":"#\/components\/schemas\/([^"]+)"/g;
 
 /**
@@ -270,11 +357,19 @@ const COMPONENT_REF = /"\$ref":"#\/components\/schemas\/([^"]+)"/g;
  * (PutToolPermissionsDto's items): those are class-validator DTOs, and the global ValidationPipe
  * (forbidNonWhitelisted) answers 400 VALIDATION_FAILED to a field they do not declare. Query DTOs are inlined as
  * parameters, never reached from a body. A schema that states additionalProperties itself keeps it.
+ * An inline body schema (@ApiBody({schema}): …/policies, …/credentials, the tool-call routes) is closed at its top
+ * level too: every route refuses a body field it does not take (PoliciesService.replace: a GET answer's `version` sent
+ * back is 400), whatever validates it; what it nests is closed, or left open, by the schema that states it.
  */
 function closeBodyDtoSchemas(doc: OpenAPIObject): void {
   const schemas = (doc.components?.schemas ?? {}) as Record<string, { additionalProperties?: unknown }>;
   const refsIn = (x: unknown): string[] => [...JSON.stringify(x ?? null).matchAll(COMPONENT_REF)].map((m) => m[1]);
-  const pending = Object.values(doc.paths).flatMap((item) => METHODS.flatMap((m) => refsIn((item[m] as { requestBody?: unknown } | undefined)?.requestBody)));
+  const bodies = Object.values(doc.paths).flatMap((item) => METHODS.map((m) => (item[m] as { requestBody?: RequestBody } | undefined)?.requestBody));
+  for (const media of bodies.flatMap((body) => Object.values(body?.content ?? {}))) {
+    const schema = media.schema;
+    if (schema && schema.$ref === undefined && (schema.type === 'object' || schema.properties !== undefined)) schema.additionalProperties ??= false;
+  }
+  const pending = bodies.flatMap(refsIn);
   const seen = new Set<string>();
   for (let name = pending.pop(); name !== undefined; name = pending.pop()) {
     const schema = schemas[name];
