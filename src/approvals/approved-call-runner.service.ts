@@ -6,7 +6,7 @@ import { Clock } from '../common/clock.js';
 import { FailureStreak } from '../common/failure-streak.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { DecryptionError, EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
-import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { loggableErrorText, loggableErrorWithStack } from '../common/errors/loggable-error.js';
 import { sharedAbortController } from '../common/shared-abort.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
@@ -262,7 +262,7 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
       this.log.log({ toolCallId }, 'approved call not started: the gateway is stopping; a sweep (another replica, or after the restart) runs it');
       return Promise.resolve();
     }
-    const p = this.run(toolCallId).catch((err: unknown) => this.log.error({ toolCallId, err: loggableErrorText(err) }, 'approved call failed to run'));
+    const p = this.run(toolCallId).catch((err: unknown) => this.log.error({ toolCallId, err: loggableErrorWithStack(err) }, 'approved call failed to run'));
     this.inFlight.add(p);
     void p.finally(() => this.inFlight.delete(p));
     return p;
@@ -360,7 +360,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     try {
       ready = this.prepare(toolCallId, pending, input);
     } catch (err) {
-      this.log.error({ toolCallId, err: loggableErrorText(err) }, 'approved call could not be prepared: it is not executed');
+      this.log.error(
+        { toolCallId, orgId: pending.org_id, tool: pending.tool_name, action: pending.action, err: loggableErrorWithStack(err) },
+        'approved call could not be prepared: it is not executed',
+      );
       ready = { notExecuted: 'the approved call could not be prepared for execution' };
     }
     if ('unreadableUnder' in ready) {

@@ -3,7 +3,7 @@ import { DelegateBackoff, handleWhenResult, retry } from 'cockatiel';
 import type { CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { Clock } from '../common/clock.js';
 import { DecryptionError } from '../common/crypto/envelope-cipher.js';
-import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { loggableErrorText, loggableErrorWithStack } from '../common/errors/loggable-error.js';
 import { failedStatementFields, isDatabaseUnavailable } from '../common/errors/database-errors.js';
 import { canonicalJson } from '../common/canonical-json.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -249,7 +249,11 @@ export class RuntimeToolExecutor {
       );
     } catch (err) {
       pending?.breaker.onAbandoned(pending.pass);
-      this.log.error({ toolCallId: req.toolCallId, err: loggableErrorText(err) }, 'tool execution threw');
+      // A bug: its stack (redacted message, frames) and whose call it was; the request's correlation id comes with the line's bindings.
+      this.log.error(
+        { toolCallId: req.toolCallId, orgId: req.orgId, vendor: req.entry.vendor, tool: req.entry.tool.name, action: req.entry.action.name, err: loggableErrorWithStack(err) },
+        'tool execution threw',
+      );
       // A handler that threw may have sent its request: that counts as sent. An
       // exception before any request (loading credentials, say) sent nothing.
       const sent = progress.inHandler || progress.failures.some(mayHaveSent);

@@ -6,7 +6,8 @@ import type { AuthenticatedRequest } from '../auth/principal.js';
 import type { AppConfig } from '../config/app-config.js';
 import { redactInput } from '../redaction/redaction.service.js';
 import { databaseCauseOf, problemCodeOf } from '../common/errors/answered-problem.js';
-import { CORRELATION_ID } from '../common/http/correlation.js';
+import { saneRequestId } from '../common/http/correlation.js';
+import { answeredToolCall } from './answered-call.js';
 
 type Req = IncomingMessage & AuthenticatedRequest & { correlationId?: string; originalUrl?: string; ip?: string };
 
@@ -78,11 +79,11 @@ export function requestCaller(req: Req): { client: string; keyId?: string; orgId
 /**
  * The request id a load balancer or proxy in front gave the request (nginx `$request_id`, Envoy, Heroku's router:
  * X-Request-Id), beside the correlation id, so its access-log line can be joined to the gateway's; only a sane one
- * (the correlation id's own rule), never echoed.
+ * (the correlation id's own rule, saneRequestId: none holding a credential's shape), never echoed.
  */
 export function balancerRequestId(req: IncomingMessage): { requestId?: string } {
   const id = req.headers['x-request-id'];
-  return typeof id === 'string' && CORRELATION_ID.test(id) ? { requestId: id } : {};
+  return saneRequestId(id) ? { requestId: id } : {};
 }
 
 /**
@@ -124,8 +125,13 @@ export function pinoHttpOptions(config: AppConfig): [Options, DestinationStream]
     level: config.LOG_LEVEL,
     genReqId: (req: Req) => req.correlationId ?? 'unknown',
     customProps: (req: Req) => ({ correlationId: req.correlationId, ...balancerRequestId(req) }),
-    customSuccessObject: (req: Req, res: ServerResponse, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...line }),
-    customErrorObject: (req: Req, res: ServerResponse, _err: Error, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...withoutStatusError(line) }),
+    customSuccessObject: (req: Req, res: ServerResponse, line: object) => ({ ...requestCaller(req), ...answeredCode(res), ...answeredToolCall(res), ...line }),
+    customErrorObject: (req: Req, res: ServerResponse, _err: Error, line: object) => ({
+      ...requestCaller(req),
+      ...answeredCode(res),
+      ...answeredToolCall(res),
+      ...withoutStatusError(line),
+    }),
     serializers: {
       req: (req: { method?: string; url?: string }) => ({ method: req.method, path: loggedPath(req.url) }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),

@@ -147,7 +147,8 @@ export class StoredCallAnswers {
     }
     const row = await this.expireIfOverdue(stored);
     if (row.status === 'running' || row.status === 'approved' || row.status === 'requested') {
-      throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'a call with this idempotency key is still executing', { retryAfterSeconds: 1 });
+      // The call is named (as for KEY_OTHER_RUN), so the agent can wait for it (GET /v1/tool-calls/:id/result) and ops find it.
+      throw new AppError('IDEMPOTENCY_IN_PROGRESS', 'a call with this idempotency key is still executing (toolCallId)', { retryAfterSeconds: 1, fields: { toolCallId: row.id } });
     }
     // The model gets at most the result budget, but the whole stored result is read and decrypted: charged by its size
     // as a full read is (GET …/result), before it is decrypted (KeyRateLimiter.chargeReplay).

@@ -13,10 +13,13 @@ import { ToolCallResultsService } from './tool-call-results.service.js';
 import { ToolCallResultQuery } from './tool-calls.dto.js';
 import { ToolCallsService, type ToolCallResponse } from './tool-calls.service.js';
 import { TOOL_USE_SCHEMA } from './tool-use.schema.js';
+import { rememberToolCallAnswer } from '../logging/answered-call.js';
 
+/** A tool-call body, with its status and headers; its request line names the call and its errorCode (rememberToolCallAnswer). */
 function send(res: Response, r: ToolCallResponse) {
   res.status(r.httpStatus);
   for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
+  rememberToolCallAnswer(res, r.body);
   return r.body;
 }
 

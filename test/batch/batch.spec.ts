@@ -103,6 +103,23 @@ describe('batches of tool calls: order, isolation, idempotency, limits', () => {
       const rows = (await h.t.ds.query('SELECT id, status, error_code, correlation_id FROM tool_calls WHERE run_id = $1', [runId])) as Record<string, unknown>[];
       expect(rows).toHaveLength(6);
       expect(new Set(rows.map((r) => r.correlation_id))).toEqual(new Set(['batch-failing-middle']));
+      // The batch's request line names each item's call (null: none) and the item refused before anything was recorded,
+      // which leaves no ledger row, event or other line.
+      await new Promise((r) => setTimeout(r, 100));
+      const lines = h.t.logs
+        .flatMap((c) => c.split('\n'))
+        .filter((l) => l.includes('batch-failing-middle'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => /^request /.test(String(l.msg)));
+      expect(lines).toHaveLength(1);
+      const items = res.body.results as Entry[];
+      expect(lines[0]).toMatchObject({
+        res: { statusCode: 200 },
+        refusedItems: [{ index: 3, code: 'BAD_REQUEST' }],
+        toolCallIds: items.map((e) => (typeof e.toolCallId === 'string' ? e.toolCallId : null)),
+      });
+      expect((lines[0].toolCallIds as unknown[]).filter((id) => id === null)).toHaveLength(1);
+      expect(lines[0]).not.toHaveProperty('code');
       const run = await h.t.http.get(`/v1/runs/${runId}`).set(bearer(agentKey));
       expect(run.body.status).toBe('running');
     } finally {

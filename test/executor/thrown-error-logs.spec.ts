@@ -57,6 +57,35 @@ describe('an exception in a tool handler is logged without the secrets its messa
     expect(JSON.stringify(await rowOf(h, body.toolCallId as string))).not.toContain('shpat_');
   });
 
+  it('the line holds the stack (README: "its stack is in the line"), whose call it was and the correlation id the agent was answered with', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const shopify = h.t.app.get(VendorRegistry).get('shopify');
+    vi.spyOn(shopify, 'execute').mockImplementation(() => Promise.reject(new TypeError("Cannot read properties of undefined (reading 'edges')")));
+    const { lines, stop } = captureLogs();
+    try {
+      const res = await call(h, org, 'order_lookup', { action: 'lookup', orderId: '12345' });
+      expect(res.body).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+      await new Promise((r) => setTimeout(r, 50));
+      const threw = lines
+        .flatMap((c) => c.split('\n'))
+        .filter((l) => l.includes('tool execution threw'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(threw).toHaveLength(1);
+      expect(threw[0]).toMatchObject({
+        toolCallId: res.body.toolCallId,
+        orgId: org.orgId,
+        correlationId: res.headers['x-correlation-id'],
+        vendor: 'shopify',
+        tool: 'order_lookup',
+        action: 'lookup',
+        err: { name: 'TypeError', message: expect.stringContaining("reading 'edges'") },
+      });
+      expect((threw[0].err as { stack?: string }).stack).toMatch(/\n\s+at /);
+    } finally {
+      stop();
+    }
+  });
+
   it('an error naming a URL with ?access_token=: the log keeps the URL, the token is redacted', async () => {
     const { lines, body } = await lookupThatThrows(() => new Error(`request to https://shop.example/admin/api/orders.json?access_token=${SHOPIFY_TOKEN}&limit=1 failed`));
     expect(body).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HealthController } from '../../src/health/health.controller.js';
+import { DatabaseProbe } from '../../src/health/database-probe.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 
@@ -50,6 +51,43 @@ describe('/readyz', () => {
       await watcher.end();
     }
   }, 20_000);
+
+  /**
+   * A failing probe says why on the 503's own line (databaseCode, databaseCause), as every DATABASE_UNAVAILABLE line
+   * does: refused, DNS, a wrong database or password. Never the database URL's password, nor the server's message.
+   */
+  it("a failing probe's 503 line says why the database is down, without the URL's password", async () => {
+    const health = t.app.get(HealthController);
+    const original = health.probe;
+    const password = `pw-${randomUUID()}`;
+    const causes: Record<string, unknown>[] = [];
+    for (const url of [`postgres://postgres:${password}@127.0.0.1:1/postgres`, `postgres://postgres@127.0.0.1:5432/no_such_db_${randomUUID().slice(0, 8)}`]) {
+      const probe = new DatabaseProbe({ type: 'postgres', url } as never);
+      (health as { probe: DatabaseProbe }).probe = probe;
+      try {
+        const from = t.logs.length;
+        const res = await t.http.get('/readyz');
+        expect([res.status, res.body.code, res.body.database]).toEqual([503, 'DATABASE_UNAVAILABLE', 'down']);
+        await new Promise((r) => setTimeout(r, 100));
+        const cid = res.headers['x-correlation-id'] as string;
+        const logged = t.logs.slice(from).join('');
+        expect(logged).not.toContain(password);
+        const lines = logged
+          .split('\n')
+          .filter((l) => l.includes(cid))
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
+        expect(lines.map((l) => [l.msg, l.code])).toEqual([['request errored', 'DATABASE_UNAVAILABLE']]);
+        causes.push({ databaseCode: lines[0].databaseCode, databaseCause: lines[0].databaseCause });
+      } finally {
+        (health as { probe: DatabaseProbe }).probe = original;
+        await probe.close().catch(() => undefined);
+      }
+    }
+    expect(causes).toEqual([
+      { databaseCode: 'ECONNREFUSED', databaseCause: 'connection refused' },
+      { databaseCode: '3D000', databaseCause: 'no such database (DATABASE_URL)' },
+    ]);
+  });
 
   it('closes its own connection when the app shuts down', async () => {
     const other = await startTestApp();

@@ -270,6 +270,26 @@ describe('request log: who sent it', () => {
     expect(bad.line).not.toHaveProperty('requestId');
   });
 
+  it('an X-Request-Id or X-Correlation-Id with a credential\'s shape is not taken: a fresh correlation id, no requestId, the token on no line', async () => {
+    // Made-up tokens of Shopify's and this gateway's shapes (not named test secrets): what an Idempotency-Key may not hold either.
+    const tokens = [`shpat_${randomBytes(16).toString('hex')}`, `tgw_${randomBytes(32).toString('base64url')}`];
+    const from = t.logs.length;
+    for (const token of tokens) {
+      const res = await t.http.get('/healthz-not-a-route').set('X-Correlation-Id', token).set('X-Request-Id', token);
+      const cid = res.headers['x-correlation-id'] as string;
+      expect(cid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      const lines = await requestLine(t.logs, cid);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).not.toHaveProperty('requestId');
+    }
+    const logged = t.logs.slice(from).join('');
+    for (const token of tokens) expect(logged).not.toContain(token);
+    // An ordinary id of the same length and alphabet is still the client's.
+    const plain = await answered(() => t.http.get('/healthz-not-a-route').set('X-Correlation-Id', `order-${randomBytes(8).toString('hex')}`).set('X-Request-Id', 'lb-7f3a9c'));
+    expect(plain.line).toMatchObject({ requestId: 'lb-7f3a9c' });
+    expect(plain.line.correlationId).toMatch(/^order-/);
+  });
+
   it('a revoked key still in use: its 401 line names whose key it was (keyRevoked), and a warning says so once per lookup; a made-up key names none', async () => {
     const orgId = await createOrg(t, 'Revoked Key Org');
     const agent = await createKey(t, orgId, 'agent');

@@ -13,6 +13,18 @@ describe('the governed tool call: every way it can end', () => {
   });
   const post = (runId: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
     h.t.http.post(`/v1/runs/${runId}/tool-calls`).set(bearer(key)).set(headers).send(body as object);
+  /** The one request log line ("request completed" / "request errored") of the answer that echoed `res`'s correlation id. */
+  const requestLineOf = async (res: { headers: Record<string, string> }): Promise<Record<string, unknown>> => {
+    await new Promise((r) => setTimeout(r, 100)); // written on 'finish'
+    const cid = res.headers['x-correlation-id'];
+    const lines = h.t.logs
+      .flatMap((c) => c.split('\n'))
+      .filter((l) => l.includes(cid))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.correlationId === cid && /^request /.test(String(l.msg)));
+    expect(lines).toHaveLength(1);
+    return lines[0];
+  };
   const eventsOf = async (id: string) =>
     ((await h.t.ds.query('SELECT type, metadata FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [id])) as {
       type: string;
@@ -94,6 +106,40 @@ describe('the governed tool call: every way it can end', () => {
     expect(res.body.errorCode).toBe('POLICY_BLOCKED');
     const [pd] = (await h.t.ds.query('SELECT decision, rule_id, reason FROM policy_decisions WHERE tool_call_id = $1', [res.body.toolCallId])) as unknown[];
     expect(pd).toEqual({ decision: 'block', rule_id: 'no-lookups', reason: 'not today' });
+  });
+
+  it("a tool-call answer's request line names its call and its errorCode (403 POLICY_BLOCKED apart from FORBIDDEN, 422, a 200 failed, a replay, GET …/result)", async () => {
+    const rules = [{ id: 'no-refunds', match: { toolName: 'shopify_refund.*' }, decision: 'block', reason: 'not today' }];
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['order_lookup.lookup', 'shopify_refund.create'], rules });
+    const tag = randomUUID();
+    const blocked = await post(runId, agentKey, toolUse('shopify_refund', { action: 'create', orderId: '12345', amount: '1.00' }), { 'X-Correlation-Id': `blocked-${tag}` });
+    expect([blocked.status, blocked.body.errorCode]).toEqual([403, 'POLICY_BLOCKED']);
+    expect(await requestLineOf(blocked)).toMatchObject({ res: { statusCode: 403 }, code: 'POLICY_BLOCKED', toolCallId: blocked.body.toolCallId, orgId });
+    const invalid = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup' }), { 'X-Correlation-Id': `invalid-${tag}` });
+    expect([invalid.status, invalid.body.errorCode]).toEqual([422, 'INVALID_INPUT']);
+    expect(await requestLineOf(invalid)).toMatchObject({ res: { statusCode: 422 }, code: 'INVALID_INPUT', toolCallId: invalid.body.toolCallId });
+    // A tool result is a 200 whatever it is: the line tells a vendor failure from a success.
+    h.emu.fault({ vendor: 'shopify', kind: 'status', status: 500, body: { errors: 'down' }, times: Infinity });
+    try {
+      const failed = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '1001' }));
+      expect([failed.status, failed.body.errorCode]).toEqual([200, 'VENDOR_ERROR']);
+      expect(await requestLineOf(failed)).toMatchObject({ res: { statusCode: 200 }, code: 'VENDOR_ERROR', toolCallId: failed.body.toolCallId });
+    } finally {
+      h.emu.clearFaults();
+    }
+    const use = toolUse('order_lookup', { action: 'lookup', orderId: '12345' });
+    const first = await post(runId, agentKey, use);
+    expect(first.body.status).toBe('succeeded');
+    const firstLine = await requestLineOf(first);
+    expect(firstLine).toMatchObject({ toolCallId: first.body.toolCallId });
+    expect(firstLine).not.toHaveProperty('code');
+    // A replay is answered under a correlation id no ledger row holds: its line names the call it replayed.
+    const again = await post(runId, agentKey, use, { 'X-Correlation-Id': `replay-${tag}` });
+    expect([again.status, again.body.replayed]).toEqual([200, true]);
+    expect(await requestLineOf(again)).toMatchObject({ toolCallId: first.body.toolCallId });
+    const read = await h.t.http.get(`/v1/tool-calls/${blocked.body.toolCallId}/result`).set(bearer(agentKey));
+    expect(read.status).toBe(200); // the body whatever the status
+    expect(await requestLineOf(read)).toMatchObject({ res: { statusCode: 200 }, code: 'POLICY_BLOCKED', toolCallId: blocked.body.toolCallId });
   });
 
   it('high risk → 202 waiting_approval with an ApprovalRequest, the run waiting', async () => {
@@ -193,6 +239,11 @@ describe('the governed tool call: every way it can end', () => {
     }
     const ids = new Set(results.filter((r) => r.status === 200).map((r) => r.body.toolCallId));
     expect(ids.size).toBe(1);
+    // A 409 names the call it waits on, so the agent can wait for it (GET …/result) and ops find it; so does its line.
+    const waiting = results.find((r) => r.status === 409);
+    expect(waiting, 'at least one duplicate came while the first was at the vendor').toBeDefined();
+    expect(waiting!.body.toolCallId).toBe([...ids][0]);
+    expect(await requestLineOf(waiting!)).toMatchObject({ code: 'IDEMPOTENCY_IN_PROGRESS', toolCallId: [...ids][0] });
   });
 
   it('admin endpoints reject an agent key; the catalog is readable', async () => {

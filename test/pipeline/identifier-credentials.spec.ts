@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { AMAZON_REFRESH_TOKEN, SHOPIFY_TOKEN } from '../support/secrets.js';
@@ -52,6 +53,25 @@ describe('identifiers holding a credential', () => {
     // An ordinary id still runs.
     const ok = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).set('Idempotency-Key', 'order-12-3456789').send(toolUse('order_lookup', { action: 'lookup', orderId: '1001' }));
     expect(ok.body.status).toBe('succeeded');
+  });
+
+  it('an X-Correlation-Id with a token in it is replaced by a fresh one: not on the ledger row, not echoed, not logged', async () => {
+    // A made-up token of Shopify's shape (not a named test secret): what holdsCredentialShape refuses in an Idempotency-Key.
+    const token = `shpat_${randomBytes(16).toString('hex')}`;
+    const from = h.t.logs.length;
+    const res = await h.t.http
+      .post(`/v1/runs/${org.runId}/tool-calls`)
+      .set(bearer(org.agentKey))
+      .set('X-Correlation-Id', token)
+      .send(toolUse('order_lookup', { action: 'lookup', orderId: '1003' }));
+    expect(res.status).toBe(200);
+    const echoed = res.headers['x-correlation-id'] as string;
+    expect(echoed).not.toBe(token);
+    expect(echoed).toMatch(/^[0-9a-f-]{36}$/);
+    const [row] = (await h.t.ds.query('SELECT correlation_id FROM tool_calls WHERE id = $1', [res.body.toolCallId])) as { correlation_id: string }[];
+    expect(row.correlation_id).toBe(echoed);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(h.t.logs.slice(from).join('')).not.toContain(token);
   });
 
   it("a run's specialistId or conversationId with a token in it: 400 VALIDATION_FAILED, no run", async () => {

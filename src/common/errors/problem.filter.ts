@@ -5,6 +5,7 @@ import { rememberDatabaseCause, rememberProblemCode } from './answered-problem.j
 import { ERROR_STATUS, ERROR_TITLES, type ErrorCode } from './error-codes.js';
 import { databaseCause, isDatabaseUnavailable } from './database-errors.js';
 import { loggableErrorWithStack } from './loggable-error.js';
+import { rememberToolCall } from '../../logging/answered-call.js';
 
 const HTTP_FALLBACK: Record<number, ErrorCode> = {
   400: 'BAD_REQUEST',
@@ -58,6 +59,9 @@ export function sendProblem(res: Response, e: AppError, correlationId: string): 
   // ETag is the set's (GET, PUT, and a 412's current one), or none.
   const body = JSON.stringify(problemBody(e, correlationId));
   rememberProblemCode(res, e.code);
+  // A problem naming a tool call (IDEMPOTENCY_IN_PROGRESS, IDEMPOTENCY_KEY_REUSED for another run, a 503 after it ran): its line names it too.
+  const toolCallId = e.extra.fields?.toolCallId;
+  if (typeof toolCallId === 'string') rememberToolCall(res, { toolCallId });
   res.status(ERROR_STATUS[e.code]);
   res.setHeader('Content-Type', 'application/problem+json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(body));

@@ -1,13 +1,14 @@
-import { Body, Controller, Headers, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
+import { rememberBatchAnswers } from '../../logging/answered-call.js';
 import { CurrentPrincipal, KeyCheckedInWrite, RateCost, Roles } from '../../auth/auth.decorators.js';
 import type { Principal } from '../../auth/principal.js';
 import { ApiRoles, PLATFORM_KEY_BELONGS_TO_NO_ORG } from '../../common/http/api-roles.js';
 import { ApiProblemResponse, PROBLEM_SCHEMA, TOOL_CALL_BODY_SCHEMA } from '../../common/http/openapi.js';
 import { TOOL_USE_SCHEMA } from '../tool-use.schema.js';
 import { batchRateCost, MAX_BATCH_SIZE } from './batch-request.js';
-import { ToolCallBatchService } from './tool-call-batch.service.js';
+import { ToolCallBatchService, type BatchResponse } from './tool-call-batch.service.js';
 
 const BATCH_BODY_SCHEMA = {
   type: 'object',
@@ -100,13 +101,17 @@ export class ToolCallBatchController {
   @ApiProblemResponse(404, 'RUN_NOT_FOUND (also another org’s run)')
   @ApiProblemResponse(429, 'RATE_LIMITED: the key has fewer rate-limit tokens than the batch has tool_uses (Retry-After says when it will). Nothing recorded')
   @ApiProblemResponse(409, 'RUN_NOT_ACTIVE: the run was completed or cancelled and no item is a call it made before (those are replayed, the others answer RUN_NOT_ACTIVE per item)')
-  submit(
+  async submit(
     @CurrentPrincipal() p: Principal,
     @Param('runId') runId: string,
     @Body() body: unknown,
     @Headers('idempotency-key') idem: string | undefined,
     @Req() req: Request & { correlationId?: string },
-  ) {
-    return this.batch.submit(p, runId, body, idem, req.correlationId ?? 'unknown');
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<BatchResponse> {
+    const answer = await this.batch.submit(p, runId, body, idem, req.correlationId ?? 'unknown');
+    // The batch's line names each item's call and the items refused before anything was recorded (nothing else does).
+    rememberBatchAnswers(res, answer.results as Record<string, unknown>[]);
+    return answer;
   }
 }
