@@ -19,7 +19,9 @@ export const PROBLEM_SCHEMA = {
     toolCallId: {
       type: 'string',
       format: 'uuid',
-      description: 'a tool call’s 503 DATABASE_UNAVAILABLE: the call that was recorded and ran, but whose outcome may not be written yet',
+      description:
+        'the tool call the problem is about: on a 503 DATABASE_UNAVAILABLE, the call that was recorded and ran, but whose outcome may not be written yet; ' +
+        'on a 409 IDEMPOTENCY_IN_PROGRESS, the call still running (wait for it: GET /v1/tool-calls/{id}/result); on a 422 IDEMPOTENCY_KEY_REUSED, the call of another run the key names',
     },
     outcomeConfirmed: { type: 'boolean', description: 'with toolCallId: false, the outcome may not be recorded yet; send the same tool_use again to read it' },
   },
