@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '../auth/principal.js';
+import { setBounded } from '../common/cache/bounded-map.js';
 import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
@@ -32,6 +33,11 @@ const view = (r: IntegrationCredentialEntity): CredentialView => ({
 
 /** Cross-replica staleness bound for cached ciphertext (decryption still happens per use). */
 const CACHE_TTL_MS = 1_000;
+/**
+ * Changes remembered for unchangedSince: the latest ones, far more than a call's lifetime can see (an admin's PUTs
+ * and DELETEs); one pushed out is older than every call in flight.
+ */
+const CHANGES_MAX = 10_000;
 
 @Injectable()
 export class CredentialsService {
@@ -43,6 +49,9 @@ export class CredentialsService {
    */
   private readonly cache = new InvalidatingCache<string, IntegrationCredentialEntity | null>({ ttlMs: CACHE_TTL_MS });
   private readonly changeListeners: ((orgId: string, type: IntegrationType) => void)[] = [];
+  /** Counts the changes answered in this process; `${orgId}:${type}` → the count at its latest change. */
+  private generation = 0;
+  private readonly changes = new Map<string, number>();
 
   constructor(
     private readonly ds: DataSource,
@@ -138,6 +147,7 @@ export class CredentialsService {
   }
 
   private changed(orgId: string, type: IntegrationType): void {
+    setBounded(this.changes, `${orgId}:${type}`, ++this.generation, CHANGES_MAX);
     this.cache.invalidate(`${orgId}:${type}`);
     for (const listener of this.changeListeners) listener(orgId, type);
   }
@@ -149,12 +159,23 @@ export class CredentialsService {
 
   /**
    * `load`, with the stamp of the stored config it decrypted (see stampOf), for a caller that holds the config
-   * across a wait and must find out whether it was replaced or deleted meanwhile.
+   * across a wait and must find out whether it was replaced or deleted meanwhile; and the generation it was read at
+   * (unchangedSince), for a check that must not wait for the database.
    */
-  async loadStamped(orgId: string, type: IntegrationType): Promise<{ config: Record<string, unknown>; stamp: string } | null> {
+  async loadStamped(orgId: string, type: IntegrationType): Promise<{ config: Record<string, unknown>; stamp: string; generation: number } | null> {
+    const generation = this.generation; // before the read: a change answered while it runs counts as after it
     const row = await this.row(orgId, type);
     if (!row) return null;
-    return { config: this.cipher.decryptJson<Record<string, unknown>>(row, credentialAad(orgId, type)), stamp: row.fingerprint };
+    return { config: this.cipher.decryptJson<Record<string, unknown>>(row, credentialAad(orgId, type)), stamp: row.fingerprint, generation };
+  }
+
+  /**
+   * No PUT or DELETE of the org's credentials of `type` answered in this process since `generation` (loadStamped's).
+   * Synchronous and local: a change made through another replica is not seen (stampOf sees it). False may also mean a
+   * PUT of the same config: the caller confirms with the stamp before it fails a call for it.
+   */
+  unchangedSince(orgId: string, type: IntegrationType, generation: number): boolean {
+    return (this.changes.get(`${orgId}:${type}`) ?? 0) <= generation;
   }
 
   /**

@@ -30,6 +30,11 @@ interface TokenState {
    * handed out as the current grant's token. Absent in state written before it was sealed in (read as before).
    */
   grantId?: string;
+  /**
+   * The access token's lifetime as the vendor gave it (expires_in), for the refresh margin: a token living two minutes
+   * or less is refreshed at half its life, not at once (TokenCache does the same). Absent in older state (the full margin).
+   */
+  lifetimeSec?: number;
 }
 
 interface Row {
@@ -42,7 +47,10 @@ interface Row {
   remaining_sec: number | null;
 }
 
-/** A stored access token this close to its expiry is refreshed instead (Amazon's own SDK uses 60 s for LWA). */
+/**
+ * A stored access token this close to its expiry is refreshed instead (Amazon's own SDK uses 60 s for LWA); one that
+ * lived less than twice that, at half its life: otherwise it would never be read from the row at all.
+ */
 const MARGIN_SEC = 60;
 /** How often a replica waiting for another one's refresh looks again. */
 const POLL_MS = 100;
@@ -208,7 +216,7 @@ export class VendorTokenStore implements RotatingTokenStore, BeforeApplicationSh
       await this.release(grant, lease).catch(() => undefined);
       throw err;
     }
-    const state: TokenState = { refreshToken: got.refreshToken ?? used, accessToken: got.token, previousRefreshToken: used, grantId: grant.grantId };
+    const state: TokenState = { refreshToken: got.refreshToken ?? used, accessToken: got.token, previousRefreshToken: used, grantId: grant.grantId, lifetimeSec: got.expiresInSec };
     const env = this.cipher.encryptJson(state, vendorTokenAad(grant.orgId, grant.integration));
     try {
       const stored = await this.sql.prepared(
@@ -281,9 +289,12 @@ export class VendorTokenStore implements RotatingTokenStore, BeforeApplicationSh
 
   /** The stored access token, if it belongs to this grant, is not the refused one and has more than the margin left. */
   private usable(row: Row | undefined, grant: RotatingGrant, refused: string | undefined): FetchedToken | null {
-    if (!row || row.grant_id !== grant.grantId || row.remaining_sec === null || row.remaining_sec <= MARGIN_SEC) return null;
+    if (!row || row.grant_id !== grant.grantId || row.remaining_sec === null || row.remaining_sec <= 0) return null;
     const state = this.decrypt(row, grant);
     if (!state || state.accessToken === refused) return null;
+    const lifetime = state.lifetimeSec;
+    const margin = typeof lifetime === 'number' && Number.isFinite(lifetime) && lifetime > 0 ? Math.min(MARGIN_SEC, lifetime / 2) : MARGIN_SEC;
+    if (row.remaining_sec <= margin) return null;
     return { token: state.accessToken, expiresInSec: row.remaining_sec };
   }
 

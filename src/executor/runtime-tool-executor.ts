@@ -12,7 +12,7 @@ import { Sql } from '../db/sql.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { clampRetryAfterMs, vendorNamedWaitMs } from '../vendors/http/retry-after.js';
 import { timeVendorExchanges } from '../vendors/http/vendor-http.js';
-import { failedOutcome as fail, type SendStanding, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
+import { failedOutcome as fail, SEND_FLOOR_MS, writeSendRoomMs, type SendStanding, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
 import { CircuitBreaker, type BreakerPass } from './circuit-breaker.js';
 import type { ExecutionOutcome, RetryRecord } from './execution-outcome.js';
 import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isPoll, isRetryable, refusedInput } from './failure-mapping.js';
@@ -24,6 +24,8 @@ type Failure = Extract<VendorOutcome, { ok: false }>;
 interface HeldCredentials {
   config: Record<string, unknown>;
   stamp: string;
+  /** CredentialsService.loadStamped's generation: a change answered in this process after it is seen without the database. */
+  generation?: number;
 }
 
 /** The vendor answered this attempt (a status), or its request may have left: the write may have been made. */
@@ -52,13 +54,7 @@ const BACKOFF = { baseMs: 100, maxMs: 2_000 };
  * on which timer fired first, keeps a retry from leaving with no time to be answered (a write's 429 would turn
  * into "sent, answer lost").
  */
-const RETRY_FLOOR_MS = 20;
-/**
- * The share of the call's budget a write's retry needs left (a retry after the vendor refused it: 429, 5xx; not a
- * poll of an "in progress" answer). Sent with less, its answer would likely come past the deadline and the call end
- * indeterminate though the vendor had cleanly refused it: the refusal (with its Retry-After) is the better answer.
- */
-const WRITE_RETRY_ROOM = 0.25;
+const RETRY_FLOOR_MS = SEND_FLOOR_MS;
 
 /**
  * Runs one vendor action: credentials, circuit breaker, timeout, retries of
@@ -305,7 +301,9 @@ export class RuntimeToolExecutor {
     const maxRetries = entry.action.idempotent && !probe ? this.config.VENDOR_MAX_RETRIES : 0;
     // A wait the vendor asked for that outlasts the call's budget is not slept on: after a 429 it is handed back
     // to the agent (VENDOR_RATE_LIMITED + retryAfterSeconds), after a 5xx the call ends VENDOR_ERROR.
-    const writeRoom = entry.action.sideEffect === 'write' ? Math.max(RETRY_FLOOR_MS, this.config.VENDOR_TIMEOUT_MS * WRITE_RETRY_ROOM) : RETRY_FLOOR_MS;
+    // A write's retry after a refusal (429, 5xx; not a poll) needs a quarter of the budget left for its answer, as a
+    // handler's write after a token wait (writeSendRoomMs): sent with less, a clean refusal would end indeterminate.
+    const writeRoom = entry.action.sideEffect === 'write' ? writeSendRoomMs(this.config.VENDOR_TIMEOUT_MS) : RETRY_FLOOR_MS;
     /** The time a retry after `f` needs left when it leaves. */
     const roomFor = (f: Failure | undefined): number => (f && !isPoll(f) ? writeRoom : RETRY_FLOOR_MS);
     const fitsBudget = (f: Failure): boolean => performance.now() + (f.retryAfterMs ?? 0) + roomFor(f) < deadline;
@@ -336,6 +334,7 @@ export class RuntimeToolExecutor {
     let attempt = 0;
     let last: Failure | undefined;
     const scratch = new Map<string, unknown>();
+    const generation = credentials.generation;
     return policy.execute(async () => {
       // Credentials replaced or deleted while this call waited to retry: it ends as the attempt before did (its
       // scheduled retry not counted), and sends neither config. Not the old one: a change answered to the admin is
@@ -373,6 +372,7 @@ export class RuntimeToolExecutor {
         attempt: attempt++,
         scratch,
         sendStanding: () => this.sendStanding(req, credentials, true),
+        ...(generation !== undefined ? { credentialsCurrent: () => this.credentials.unchangedSince(req.orgId, req.entry.vendor, generation) } : {}),
       }));
       progress.inHandler = false;
       // An attempt that ended in the gateway's own trouble (its database, another call's lease) is not a vendor

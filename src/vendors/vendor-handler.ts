@@ -97,6 +97,26 @@ export interface VendorCallContext {
    * before a retry). Absent: nothing to check against.
    */
   sendStanding?: () => Promise<SendStanding>;
+  /**
+   * Whether the credentials this call loaded are still the org's as far as this process knows (no PUT or DELETE of
+   * them answered here since they were read): synchronous, no database. A token bought with credentials that moved on
+   * is neither kept nor sent (TokenCache.acquire). Absent: nothing to check against.
+   */
+  credentialsCurrent?: () => boolean;
+}
+
+/** The least time a request is sent with: less, and its answer would come past the call's deadline. */
+export const SEND_FLOOR_MS = 20;
+/**
+ * The share of the call's budget a write needs left when it is sent after a wait (the executor's retry after a
+ * refusal, a handler's send after a slow token fetch or renewal). Sent with less, its answer would likely come past
+ * the deadline and the call end indeterminate though the vendor had cleanly refused it, or never had it.
+ */
+export const WRITE_SEND_ROOM = 0.25;
+
+/** The time a write sent after a wait needs left before the call's deadline (VENDOR_TIMEOUT_MS = `timeoutMs`). */
+export function writeSendRoomMs(timeoutMs: number): number {
+  return Math.max(SEND_FLOOR_MS, timeoutMs * WRITE_SEND_ROOM);
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
+import { CredentialsService } from '../../src/credentials/credentials.service.js';
 import { VendorRegistry } from '../../src/vendors/vendor-registry.js';
 import { CREDENTIALS, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer } from '../support/test-app.js';
@@ -51,5 +52,46 @@ describe('credentials DELETE and the in-process access-token cache', () => {
     expect(put.status).toBe(200);
     expect(cachedTokens()).not.toContain(bought[0]);
     expect((await call()).body.status).toBe('succeeded'); // and the next call buys one with the credentials stored now
+  });
+
+  it('a call that loaded the credentials before the DELETE and asks for its token after the 204 buys none, keeps none and sends nothing', async () => {
+    const { orgId, agentKey, runId } = await setupOrg(h.t, { tools: ['amazon_query.get_order'], vendors: ['amazon'] });
+    const creds = h.t.app.get(CredentialsService);
+    const original = creds.loadStamped.bind(creds);
+    let reached!: () => void;
+    const reachedP = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let armed = true;
+    // Only timing: the call's credential read completes (the config as it was), then waits until the DELETE has answered.
+    (creds as unknown as { loadStamped: typeof creds.loadStamped }).loadStamped = async (o, type) => {
+      const v = await original(o, type);
+      if (armed && o === orgId && type === 'amazon') {
+        armed = false;
+        reached();
+        await gate;
+      }
+      return v;
+    };
+    try {
+      const before = cachedTokens();
+      const pending = h.t.http
+        .post(`/v1/runs/${runId}/tool-calls`)
+        .set(bearer(agentKey))
+        .send(toolUse('amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped }))
+        .then((r) => r);
+      await reachedP;
+      expect((await h.t.http.delete(`/v1/orgs/${orgId}/integrations/amazon/credentials`).set(adminAuth)).status).toBe(204);
+      const sentFrom = h.emu.requests.length;
+      release();
+      const res = await pending;
+      expect(cachedTokens().filter((t) => !before.includes(t)), 'a token bought with the deleted credentials is held').toEqual([]);
+      // Not a token request, not the call: nothing leaves with credentials the admin took away.
+      expect(h.emu.requests.slice(sentFrom).map((r) => `${r.method} ${r.path}`)).toEqual([]);
+      // The gateway's own account ("nothing was sent"), as a refund that waited through a DELETE; a new call gets CREDENTIALS_NOT_FOUND.
+      expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+    } finally {
+      (creds as unknown as { loadStamped: unknown }).loadStamped = original;
+    }
   });
 });

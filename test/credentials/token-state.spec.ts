@@ -20,6 +20,8 @@ for (const secret of [
   'shpat_new_grant_access',
   ...[1, 2, 3].map((n) => `shpat_new_grant_access_${n}`),
   ...[4, 5, 6, 7].map((n) => `shprt_new_grant_rotated_000${n}`),
+  ...[1, 2].map((n) => `shpat_short_lived_access_${n}`),
+  ...[1, 2].map((n) => `shprt_short_lived_rotated_000${n}`),
 ])
   recordMintedSecret('token-state.spec stand-in secret', secret);
 
@@ -162,4 +164,21 @@ describe('vendor token state when the credentials are replaced', () => {
     expect((await store.obtain(oldGrant, async () => ({ token: 'shpat_old_grant_access', expiresInSec: 3600 }))).token).toBe('shpat_old_grant_access');
     expect((await tokenRows(org.orgId))[0].grant_id).toBe(newGrant.grantId);
   });
+
+  it('an access token the vendor gave 50 s (expires_in ≤ 60) is read from the row by the next call, not refreshed again at once', async () => {
+    const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], vendors: [] });
+    const store = h.t.app.get(VendorTokenStore);
+    await put(org, PUBLIC_APP);
+    const grant = grantOf(org.orgId, PUBLIC_APP);
+    let refreshes = 0;
+    const refresh = async () => {
+      refreshes += 1;
+      return { token: `shpat_short_lived_access_${refreshes}`, expiresInSec: 50, refreshToken: `shprt_short_lived_rotated_000${refreshes}` };
+    };
+    expect((await store.obtain(grant, refresh)).token).toBe('shpat_short_lived_access_1');
+    // Refreshed at half its life (25 s), as TokenCache does: with a fixed 60 s margin every call refreshed it.
+    expect((await store.obtain(grant, refresh)).token).toBe('shpat_short_lived_access_1');
+    expect(refreshes).toBe(1);
+  });
 });
+

@@ -12,7 +12,7 @@
  * executor is 1/rate seconds, the rate being the last `x-amzn-RateLimit-Limit`
  * this seller and app saw for the operation, else the documented usage plan.
  */
-import { TokenCache } from '../auth/token-cache.js';
+import { TokenCache, type CredentialsCheck } from '../auth/token-cache.js';
 import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome, type FailedOutcome, type VendorEndpoints, type VendorFailureKind } from '../vendor-handler.js';
@@ -211,6 +211,8 @@ export class SpapiSession {
     private readonly signal: AbortSignal,
     /** Whose credentials these are (`<orgId>:amazon`): their token is forgotten when they are deleted or replaced. */
     private readonly owner?: string,
+    /** Whether those credentials are still the org's: no token is bought or sent with ones that moved on. */
+    private readonly credentials?: CredentialsCheck,
   ) {
     this.cacheKey = lwaCacheKey(endpoints, creds);
     this.rateKey = `${this.cacheKey}|${creds.region}`;
@@ -220,7 +222,11 @@ export class SpapiSession {
   /** GET `pathAndQuery` (already encoded) for `op`. Throws TokenFetchError when no token can be had. */
   async get(op: SpapiOperation, pathAndQuery: string): Promise<SpapiAnswer> {
     for (;;) {
-      const { token, fresh } = await this.tokens.acquire(this.cacheKey, () => fetchLwaToken(this.endpoints, this.creds), { signal: this.signal, owner: this.owner });
+      const { token, fresh } = await this.tokens.acquire(this.cacheKey, () => fetchLwaToken(this.endpoints, this.creds), {
+        signal: this.signal,
+        owner: this.owner,
+        credentials: this.credentials,
+      });
       let res: VendorHttpResponse;
       try {
         res = await vendorRequest({

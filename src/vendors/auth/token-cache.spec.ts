@@ -383,7 +383,7 @@ describe('TokenCache.acquire: a failed refresh in the margin is not retried at o
     }
   });
 
-  it('a Retry-After past the real expiry holds nobody up after it: an expired token is fetched (one shared fetch) as always', async () => {
+  it('a Retry-After past the real expiry is still honoured once the token has expired: callers are refused at once until it is over, then share one fetch', async () => {
     const { cache, clock } = await inMargin();
     let calls = 0;
     const failing = async (): Promise<FetchedToken> => {
@@ -396,7 +396,13 @@ describe('TokenCache.acquire: a failed refresh in the margin is not retried at o
     expect(await cache.acquire('k', failing)).toEqual({ token: 'old', fresh: false });
     await settled();
     expect(calls).toBe(1);
-    clock.now = 3_600_000; // really expired
+    clock.now = 3_600_000; // really expired, the wait not over: nothing sent, the wait left handed back
+    const refused = await cache.acquire('k', failing).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(TokenFetchError);
+    expect((refused as TokenFetchError).outcome).toMatchObject({ kind: 'rate_limited', requestSent: false, retryAfterMs: 550_000 });
+    expect((refused as TokenFetchError).outcome.vendorStatus).toBeUndefined();
+    expect(calls).toBe(1);
+    clock.now = 3_550_000 + 600_000; // the wait is over
     const gate = deferred<FetchedToken>();
     let fetches = 0;
     const slow = (): Promise<FetchedToken> => {
@@ -527,5 +533,144 @@ describe('TokenCache: tokens whose credentials are gone', () => {
     d.resolve({ token: 'new', expiresInSec: 60 });
     expect(await next).toBe('new');
     expect(cache.size).toBe(1);
+  });
+});
+
+describe('TokenCache.acquire: a token endpoint that asked for a wait, with no token cached', () => {
+  const failure = (kind: 'rate_limited' | 'server_error', status: number, retryAfterMs?: number, retryAfterIsDefault?: true) =>
+    new TokenFetchError({
+      ok: false,
+      kind,
+      vendorStatus: status,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      ...(retryAfterIsDefault ? { retryAfterIsDefault } : {}),
+      requestSent: false,
+      message: 'token endpoint said no',
+    });
+
+  function failingWith(err: TokenFetchError): { fetcher: () => Promise<FetchedToken>; calls: () => number } {
+    let n = 0;
+    return {
+      fetcher: async () => {
+        n += 1;
+        throw err;
+      },
+      calls: () => n,
+    };
+  }
+
+  it('a 429 with Retry-After 30 s: every caller within the wait is refused at once (rate_limited, the wait left, nothing sent); the first after it fetches', async () => {
+    const clock = { now: 0 };
+    const cache = new TokenCache({ now: () => clock.now });
+    const f = failingWith(failure('rate_limited', 429, 30_000));
+    await expect(cache.acquire('k', f.fetcher)).rejects.toBeInstanceOf(TokenFetchError);
+    for (const at of [1, 10_000, 29_999]) {
+      clock.now = at;
+      const err = (await cache.acquire('k', f.fetcher).catch((e: unknown) => e)) as TokenFetchError;
+      expect(err.outcome).toMatchObject({ kind: 'rate_limited', requestSent: false, retryAfterMs: 30_000 - at });
+      expect(err.outcome.retryAfterIsDefault).toBeUndefined();
+    }
+    expect(f.calls()).toBe(1);
+    clock.now = 30_000;
+    const ok = counter();
+    expect(await cache.acquire('k', ok.fetcher)).toEqual({ token: 'tok-1', fresh: true });
+    // A token bought ends the wait: after it expires the next fetch goes at once.
+    clock.now = 30_000 + 3_600_000;
+    expect(await cache.acquire('k', ok.fetcher)).toEqual({ token: 'tok-2', fresh: true });
+    await expect(cache.acquire('other', ok.fetcher)).resolves.toBeTruthy(); // other keys were never held off
+  });
+
+  it('a 429 naming no wait holds off 1 s (its default marked as such); a 503 naming a wait holds off too; a plain 503 does not', async () => {
+    const clock = { now: 0 };
+    const cache = new TokenCache({ now: () => clock.now });
+    const noWait = failingWith(failure('rate_limited', 429, 100, true));
+    await expect(cache.acquire('a', noWait.fetcher)).rejects.toBeInstanceOf(TokenFetchError);
+    clock.now = 999;
+    const held = (await cache.acquire('a', noWait.fetcher).catch((e: unknown) => e)) as TokenFetchError;
+    expect(held.outcome).toMatchObject({ kind: 'rate_limited', retryAfterMs: 1, retryAfterIsDefault: true });
+    clock.now = 1_000;
+    await expect(cache.acquire('a', noWait.fetcher)).rejects.toBeInstanceOf(TokenFetchError);
+    expect(noWait.calls()).toBe(2);
+
+    const named503 = failingWith(failure('server_error', 503, 5_000));
+    await expect(cache.acquire('b', named503.fetcher)).rejects.toBeInstanceOf(TokenFetchError);
+    await expect(cache.acquire('b', named503.fetcher)).rejects.toMatchObject({ outcome: { kind: 'server_error', retryAfterMs: 5_000, requestSent: false } });
+    expect(named503.calls()).toBe(1);
+
+    const plain503 = failingWith(failure('server_error', 503));
+    await expect(cache.acquire('c', plain503.fetcher)).rejects.toBeInstanceOf(TokenFetchError);
+    await expect(cache.acquire('c', plain503.fetcher)).rejects.toBeInstanceOf(TokenFetchError);
+    expect(plain503.calls()).toBe(2);
+  });
+
+  it("the owner's credentials forgotten (deleted or replaced) end the wait", async () => {
+    const cache = new TokenCache({ now: () => 0 });
+    const f = failingWith(failure('rate_limited', 429, 30_000));
+    await expect(cache.acquire('k', f.fetcher, { owner: 'org1:jumio' })).rejects.toBeInstanceOf(TokenFetchError);
+    cache.forgetOwner('org1:jumio');
+    const ok = counter();
+    expect(await cache.acquire('k', ok.fetcher, { owner: 'org1:jumio' })).toEqual({ token: 'tok-1', fresh: true });
+  });
+});
+
+describe('TokenCache: owner records and their tokens', () => {
+  it("forgetOwner still finds the token of an org seen long ago whose token was refreshed since, however many orgs came after", async () => {
+    let now = 0;
+    const cache = new TokenCache({ maxEntries: 3, refreshMarginMs: 60_000, now: () => now });
+    const f = counter();
+    await cache.getToken('kA', f.fetcher, { owner: 'orgA:amazon' });
+    await cache.getToken('kB', f.fetcher, { owner: 'orgB:amazon' });
+    await cache.getToken('kC', f.fetcher, { owner: 'orgC:amazon' });
+    now = 3_600_000 - 30_000; // orgA's token in its margin: refreshed behind its next call (the youngest entry now)
+    await cache.getToken('kA', f.fetcher, { owner: 'orgA:amazon' });
+    await settled();
+    await cache.getToken('kD', f.fetcher, { owner: 'orgD:amazon' }); // a new org: something makes room
+    const entries = (cache as unknown as { entries: Map<string, unknown> }).entries;
+    expect(entries.has('kA')).toBe(true);
+    cache.forgetOwner('orgA:amazon');
+    expect(entries.has('kA')).toBe(false);
+  });
+
+  it('an owner record that makes room takes its tokens with it: no token is kept that forgetOwner could not find', async () => {
+    const cache = new TokenCache({ maxEntries: 2 });
+    const f = counter();
+    await cache.getToken('k1', f.fetcher, { owner: 'org1:jumio' });
+    await cache.getToken('k2', f.fetcher, { owner: 'org2:jumio' });
+    // org3's call has no token cached yet (a shared key k2 already cached): org1's record, used longest ago, goes with k1.
+    await cache.getToken('k2', f.fetcher, { owner: 'org3:jumio' });
+    const entries = (cache as unknown as { entries: Map<string, unknown> }).entries;
+    expect([...entries.keys()]).toEqual(['k2']);
+  });
+});
+
+describe('TokenCache.acquire: credentials moved on since the call loaded them', () => {
+  const moved = { current: () => false, changed: async () => true };
+
+  it('changed before the call asks: no token handed out and none bought; a local failure, nothing sent', async () => {
+    const cache = new TokenCache();
+    const f = counter();
+    await cache.acquire('k', f.fetcher); // cached, from the credentials as they were
+    const err = (await cache.acquire('k', f.fetcher, { credentials: moved }).catch((e: unknown) => e)) as TokenFetchError;
+    expect(err).toBeInstanceOf(TokenFetchError);
+    expect(err.outcome).toMatchObject({ kind: 'network', local: true, requestSent: false });
+    expect(f.calls()).toBe(1);
+  });
+
+  it('changed while the token was fetched: neither kept nor handed out', async () => {
+    const cache = new TokenCache();
+    let current = true;
+    const d = deferred<FetchedToken>();
+    const waiting = cache.acquire('k', () => d.promise, { credentials: { current: () => current, changed: async () => true } });
+    current = false; // the admin's DELETE answered meanwhile
+    d.resolve({ token: 'bought-with-deleted', expiresInSec: 3600 });
+    await expect(waiting).rejects.toMatchObject({ outcome: { kind: 'network', local: true, requestSent: false } });
+    expect(cache.size).toBe(0);
+  });
+
+  it('a PUT of the same config (not changed, by the stamp): the call goes on, though the token it buys is not kept', async () => {
+    const cache = new TokenCache();
+    const f = counter();
+    expect(await cache.acquire('k', f.fetcher, { credentials: { current: () => false, changed: async () => false } })).toEqual({ token: 'tok-1', fresh: true });
+    expect(cache.size).toBe(0);
   });
 });

@@ -15,12 +15,19 @@
  * - but a failed refresh in the margin is not started again before
  *   max(Retry-After, 1 s) (capped at the real expiry): without that wait every
  *   call in the margin would ask a rate-limited token endpoint once more, each as
- *   soon as the previous request failed. A caller whose token has really expired
- *   does not wait for it: it fetches (one shared fetch) as before.
+ *   soon as the previous request failed;
+ * - a token endpoint that answered 429 (or a 503 naming a wait) is not asked again
+ *   for that key before max(Retry-After, 1 s), token or no token: until then a
+ *   caller with no usable token is refused at once (rate_limited, retryAfterMs the
+ *   wait left, nothing sent), rather than every new call asking an endpoint that
+ *   asked for quiet (Jumio: 10 token requests/s per tenant). A token bought, an
+ *   invalidated one, or the owner's credentials forgotten ends the wait;
+ * - a token bought with credentials that were replaced or deleted since the call
+ *   loaded them (GetTokenOptions.credentials) is not kept, and not handed out.
  */
 import { createHash } from 'node:crypto';
 import { setBounded } from '../../common/cache/bounded-map.js';
-import type { FailedOutcome } from '../vendor-handler.js';
+import type { FailedOutcome, VendorCallContext } from '../vendor-handler.js';
 
 export interface FetchedToken {
   token: string;
@@ -62,8 +69,32 @@ export interface GetTokenOptions {
    * or replaced, rather than it staying in memory for its whole lifetime (24 h for Shopify's).
    */
   owner?: string;
+  /**
+   * The call's credentials, loaded before this wait: whether they are still the org's. A token is neither bought,
+   * handed out nor kept with credentials an admin's PUT or DELETE has moved on from (a call that loaded them before
+   * the change and asks for its token after it).
+   */
+  credentials?: CredentialsCheck;
 }
 
+export interface CredentialsCheck {
+  /** Synchronous: no change of the org's credentials answered in this process since the call loaded them. */
+  current: () => boolean;
+  /** Asked only when `current` says no: whether they really changed (a PUT of the same config did not). */
+  changed: () => Promise<boolean>;
+}
+
+
+/**
+ * The call's credentials check (GetTokenOptions.credentials): the executor's note of a change seen in this process,
+ * confirmed by the stored config's stamp (sendStanding) before a call is failed for it. None without the note.
+ */
+export function credentialsCheckOf(ctx: Pick<VendorCallContext, 'credentialsCurrent' | 'sendStanding'>): CredentialsCheck | undefined {
+  const current = ctx.credentialsCurrent;
+  if (!current) return undefined;
+  const standing = ctx.sendStanding;
+  return { current, changed: async () => !standing || (await standing()) === 'credentials-changed' };
+}
 
 /** A token fetch that failed in a way the handler can hand straight back as its outcome. */
 export class TokenFetchError extends Error {
@@ -75,6 +106,12 @@ export class TokenFetchError extends Error {
 
 /** The least wait before another refresh in the margin after one failed (the vendor gave no longer Retry-After). */
 export const REFRESH_RETRY_MIN_MS = 1_000;
+
+/** A key's token endpoint asked for a wait (429, or a 503 naming one): no request for it before `until`. */
+interface Blocked {
+  until: number;
+  outcome: FailedOutcome;
+}
 
 interface Entry {
   token: string;
@@ -100,6 +137,8 @@ export class TokenCache {
   private readonly owned = new Map<string, Set<string>>();
   /** Fetches under way whose credentials were forgotten meanwhile: their token is handed to their callers, not kept. */
   private readonly unwanted = new Set<string>();
+  /** Keys whose token endpoint asked for a wait: no new token request for them before it is over. */
+  private readonly blocked = new Map<string, Blocked>();
   private readonly marginMs: number;
   private readonly now: () => number;
   private readonly maxEntries: number;
@@ -121,6 +160,10 @@ export class TokenCache {
    * would refuse a second one too (VENDORS.md §2.5).
    */
   async acquire(cacheKey: string, fetcher: TokenFetcher, opts: GetTokenOptions = {}): Promise<AcquiredToken> {
+    const creds = opts.credentials;
+    // Credentials replaced or deleted since the call loaded them (a DELETE answered 204 meanwhile): nothing is bought,
+    // handed out or sent with them. Asked again (the database) only when this process saw a change: rare.
+    if (creds && !creds.current() && (await creds.changed())) throw credentialsMovedOn();
     if (opts.owner !== undefined) this.own(opts.owner, cacheKey);
     let entry = this.entries.get(cacheKey);
     const now = this.now();
@@ -131,11 +174,12 @@ export class TokenCache {
       entry = undefined;
     }
     let pending = this.inflight.get(cacheKey);
+    const blocked = this.blockedAt(cacheKey, now);
     if (entry && now < entry.expiresAt) {
       // Refresh ahead, behind this call, unless one runs already or the last one failed too recently.
       // Nobody awaits this fetch here: a failure is dropped (not cached) and only delays the next try.
-      if (!pending && now >= entry.retryAt) {
-        pending = this.start(cacheKey, fetcher);
+      if (!pending && now >= entry.retryAt && !blocked) {
+        pending = this.start(cacheKey, fetcher, creds);
         pending.catch((err: unknown) => this.holdOffRefresh(cacheKey, entry, err));
       }
       return { token: entry.token, fresh: false };
@@ -143,18 +187,27 @@ export class TokenCache {
     // The call's budget already spent: it neither starts a token request nor joins one (a promise made here and left
     // would make the fetch's failure an unhandled rejection, which ends the process).
     if (opts.signal?.aborted) return Promise.reject(budgetSpent(opts.waitIsLocal));
-    pending ??= this.start(cacheKey, fetcher);
-    const issued = pending.then((token): AcquiredToken => ({ token, fresh: true }));
+    // The token endpoint asked for a wait that is not over: refused at once, nothing sent.
+    if (!pending && blocked) return Promise.reject(heldOff(blocked.outcome, Math.ceil(blocked.until - now)));
+    pending ??= this.start(cacheKey, fetcher, creds);
+    const issued = pending.then(async (token): Promise<AcquiredToken> => {
+      // Changed while this caller waited: the token is not handed out (the fetch did not keep it either).
+      if (creds && !creds.current() && (await creds.changed())) throw credentialsMovedOn();
+      return { token, fresh: true };
+    });
     return opts.signal ? raceAbort(issued, opts.signal, opts.waitIsLocal) : issued;
   }
 
-  /** Drops the cached token only if it is still `token` (a newer one stays). */
+  /** Drops the cached token only if it is still `token` (a newer one stays); a new one may then be asked for at once. */
   invalidate(cacheKey: string, token: string): void {
-    if (this.entries.get(cacheKey)?.token === token) this.entries.delete(cacheKey);
+    if (this.entries.get(cacheKey)?.token !== token) return;
+    this.entries.delete(cacheKey);
+    this.blocked.delete(cacheKey);
   }
 
   clear(): void {
     this.entries.clear();
+    this.blocked.clear();
   }
 
   /**
@@ -166,28 +219,72 @@ export class TokenCache {
     if (!keys) return;
     this.owned.delete(owner);
     for (const key of keys) {
-      this.entries.delete(key);
-      if (this.inflight.has(key)) this.unwanted.add(key);
+      this.drop(key);
+      this.blocked.delete(key);
     }
   }
 
+  /**
+   * Notes that `owner`'s calls use `cacheKey`. Owner records are kept in last-use order and bounded as the entries
+   * are; a record that makes room takes its tokens with it (and so does a key pushed out of a full record): a token
+   * no owner record names could not be forgotten when its credentials are deleted.
+   */
   private own(owner: string, cacheKey: string): void {
-    const keys = this.owned.get(owner);
-    if (keys) {
-      if (keys.size < OWNED_KEYS_MAX) keys.add(cacheKey);
-      return;
+    let keys = this.owned.get(owner);
+    if (keys) this.owned.delete(owner); // re-inserted below: Map order is last-use order
+    else {
+      keys = new Set();
+      while (this.owned.size >= Math.max(1, this.maxEntries)) {
+        const [oldest, oldKeys] = this.owned.entries().next().value as [string, Set<string>];
+        this.owned.delete(oldest);
+        for (const key of oldKeys) this.drop(key);
+      }
     }
-    setBounded(this.owned, owner, new Set([cacheKey]), this.maxEntries);
+    this.owned.set(owner, keys);
+    if (keys.has(cacheKey)) return;
+    keys.add(cacheKey);
+    if (keys.size > OWNED_KEYS_MAX) {
+      const oldest = keys.values().next().value as string;
+      keys.delete(oldest);
+      this.drop(oldest);
+    }
+  }
+
+  /** The key's token leaves the cache, and a fetch under way for it keeps none. */
+  private drop(key: string): void {
+    this.entries.delete(key);
+    if (this.inflight.has(key)) this.unwanted.add(key);
+  }
+
+  /** The wait the key's token endpoint asked for, while it is not over. */
+  private blockedAt(cacheKey: string, now: number): Blocked | undefined {
+    const b = this.blocked.get(cacheKey);
+    if (!b) return undefined;
+    if (now < b.until) return b;
+    this.blocked.delete(cacheKey);
+    return undefined;
   }
 
   get size(): number {
     return this.entries.size;
   }
 
-  private start(cacheKey: string, fetcher: TokenFetcher): Promise<string> {
-    const pending = this.fetchAndStore(cacheKey, fetcher);
+  private start(cacheKey: string, fetcher: TokenFetcher, creds?: CredentialsCheck): Promise<string> {
+    const pending = this.fetchAndStore(cacheKey, fetcher, creds);
     this.inflight.set(cacheKey, pending);
     return pending;
+  }
+
+  /**
+   * After a failed token request: a 429, or a 503 that names a wait, holds every new request for the key off for
+   * max(Retry-After, 1 s) (a 429's default wait when it named none).
+   */
+  private blockOn(cacheKey: string, err: unknown): void {
+    if (!(err instanceof TokenFetchError)) return;
+    const o = err.outcome;
+    const named = o.retryAfterIsDefault ? undefined : o.retryAfterMs;
+    if (o.kind !== 'rate_limited' && !(o.kind === 'server_error' && o.vendorStatus === 503 && named !== undefined)) return;
+    setBounded(this.blocked, cacheKey, { until: this.now() + Math.max(o.retryAfterMs ?? 0, REFRESH_RETRY_MIN_MS), outcome: o }, this.maxEntries);
   }
 
   /** After a failed refresh in the margin: no other one before the vendor's Retry-After (at least 1 s), nor past the expiry. */
@@ -198,15 +295,24 @@ export class TokenCache {
     entry.retryAt = Math.min(this.now() + Math.max(retryAfterMs, REFRESH_RETRY_MIN_MS), entry.expiresAt);
   }
 
-  private async fetchAndStore(cacheKey: string, fetcher: TokenFetcher): Promise<string> {
+  private async fetchAndStore(cacheKey: string, fetcher: TokenFetcher, creds?: CredentialsCheck): Promise<string> {
     try {
-      const { token, expiresInSec } = await fetcher();
+      let fetched: FetchedToken;
+      try {
+        fetched = await fetcher();
+      } catch (err) {
+        this.blockOn(cacheKey, err);
+        throw err;
+      }
+      const { token, expiresInSec } = fetched;
+      this.blocked.delete(cacheKey);
       const lifetimeMs = Math.max(0, expiresInSec * 1000);
       const fetchedAt = this.now();
       // A token living shorter than twice the margin would be "stale" at once and
       // refetched on every call; refresh it at half its life instead.
       const margin = Math.min(this.marginMs, lifetimeMs / 2);
-      if (this.unwanted.delete(cacheKey)) return token; // its credentials were forgotten while it was fetched
+      // Its credentials were forgotten, or replaced or deleted since the call that started it loaded them.
+      if (this.unwanted.delete(cacheKey) || creds?.current() === false) return token;
       this.entries.delete(cacheKey); // re-insert so Map order is age order for eviction
       this.entries.set(cacheKey, { token, expiresAt: fetchedAt + lifetimeMs, refreshAt: fetchedAt + lifetimeMs - margin, retryAt: 0 });
       if (this.entries.size > this.maxEntries) {
@@ -223,6 +329,31 @@ export class TokenCache {
 
 /** Cache keys remembered per owner: one per credential form its calls used (a few; more is a config changing often). */
 const OWNED_KEYS_MAX = 16;
+
+/**
+ * A call refused while its key's token endpoint's wait is not over: the failure that asked for it, with the wait
+ * left, and nothing sent now (no status: the vendor was not asked).
+ */
+function heldOff(asked: FailedOutcome, leftMs: number): TokenFetchError {
+  const { vendorStatus: _answered, ...outcome } = asked;
+  return new TokenFetchError({
+    ...outcome,
+    requestSent: false,
+    retryAfterMs: leftMs,
+    message: `${asked.message}; no token request is sent before the wait it asked for is over`,
+  });
+}
+
+/** The call's credentials were replaced or deleted while it was under way: nothing is sent with them. */
+function credentialsMovedOn(): TokenFetchError {
+  return new TokenFetchError({
+    ok: false,
+    kind: 'network',
+    requestSent: false,
+    local: true,
+    message: "the org's credentials were replaced or deleted while this call was under way; nothing was sent with them",
+  });
+}
 
 /** The call's time budget ran out before it had a token. */
 function budgetSpent(waitIsLocal?: () => boolean): TokenFetchError {

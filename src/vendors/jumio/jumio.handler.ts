@@ -4,7 +4,7 @@
  * decisions (see jumio.safe-details.ts). A 401 earns one token refresh and one
  * retry per call; 403 is a header/permission problem and is not retried.
  */
-import { TokenCache, TokenFetchError } from '../auth/token-cache.js';
+import { credentialsCheckOf, TokenCache, TokenFetchError, type CredentialsCheck } from '../auth/token-cache.js';
 import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
@@ -28,6 +28,8 @@ interface CallState {
   refreshed: boolean;
   /** `<orgId>:jumio`: the token is forgotten when the org's credentials are deleted or replaced. */
   owner: string;
+  /** Whether the call's credentials are still the org's: no token is bought or sent with ones that moved on. */
+  credentials?: CredentialsCheck;
 }
 
 function classify(res: VendorHttpResponse): Answer {
@@ -112,7 +114,7 @@ export class JumioHandler implements VendorHandler {
     if (typeof id !== 'string' || !UUID.test(id)) return fail('rejected', 'workflowExecutionId: must be a UUID');
     const account = executionAccount(ctx.params.accountId, creds);
     if (!account.ok) return fail('rejected', account.message);
-    const state: CallState = { creds, cacheKey: jumioCacheKey(this.endpoints, creds), signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:jumio` };
+    const state: CallState = { creds, cacheKey: jumioCacheKey(this.endpoints, creds), signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:jumio`, credentials: credentialsCheckOf(ctx) };
     const base = `${jumioRetrievalBaseUrl(this.endpoints, creds.region)}/api/v1/accounts/${account.id}/workflow-executions/${id}`;
     try {
       const res = await this.get(state, `${base}/status`);
@@ -135,7 +137,11 @@ export class JumioHandler implements VendorHandler {
 
   private async get(state: CallState, url: string): Promise<Answer> {
     for (;;) {
-      const token = await this.tokens.getToken(state.cacheKey, () => fetchJumioToken(this.endpoints, state.creds), { signal: state.signal, owner: state.owner });
+      const token = await this.tokens.getToken(state.cacheKey, () => fetchJumioToken(this.endpoints, state.creds), {
+        signal: state.signal,
+        owner: state.owner,
+        credentials: state.credentials,
+      });
       let res: VendorHttpResponse;
       try {
         res = await vendorRequest({

@@ -7,8 +7,8 @@
  */
 import { Logger } from '@nestjs/common';
 import type { RotatingGrant, RotatingTokenStore } from '../auth/rotating-token.js';
-import { TokenCache, TokenFetchError, tokenCacheKey, type AcquiredToken } from '../auth/token-cache.js';
-import { failedOutcome, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
+import { credentialsCheckOf, TokenCache, TokenFetchError, tokenCacheKey, type AcquiredToken, type CredentialsCheck } from '../auth/token-cache.js';
+import { failedOutcome, writeSendRoomMs, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchShopifyToken, refreshShopifyToken, shopifyCacheKey, shopifyGrant } from './shopify.auth.js';
 import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
@@ -37,6 +37,10 @@ interface ShopifyCall {
   owner: string;
   /** An expiring offline token's grant (refresh-token credentials). */
   grant?: RotatingGrant;
+  /** When the call's budget runs out (performance.now()): a mutation is not sent after a token wait without room for its answer. */
+  deadline?: number;
+  /** Whether the call's credentials are still the org's: no token is bought or sent with ones that moved on. */
+  credentials?: CredentialsCheck;
 }
 
 /** An order a refund can be made against, as read (the payment is picked from it under the lease). */
@@ -89,7 +93,7 @@ export class ShopifyHandler implements VendorHandler {
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
     const conn = resolveShopifyConnection(ctx.credentials, this.endpoints);
     if (typeof conn === 'string') return failedOutcome('auth', conn);
-    const call: ShopifyCall = { conn, signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:shopify` };
+    const call: ShopifyCall = { conn, signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:shopify`, deadline: ctx.deadline, credentials: credentialsCheckOf(ctx) };
     if (conn.auth.kind === 'refresh') {
       if (!this.rotating) return failedOutcome('auth', 'shopify credentials: refresh tokens need the token store, which this process lacks');
       call.grant = shopifyGrant(ctx.orgId, conn, conn.auth);
@@ -123,11 +127,21 @@ export class ShopifyHandler implements VendorHandler {
    * again. A 401 to a token just issued is the credentials' fault. An expiring
    * offline token may come from the database (another replica refreshed it),
    * so any 401 to one buys one refresh, never handing out the refused token again.
+   *
+   * A mutation is sent after a token wait (a token bought for this call, or renewed after a 401) only with a quarter
+   * of the call's budget left, as the executor retries a write (writeSendRoomMs): sent with less, its answer would
+   * come past the deadline and a write Shopify never had, or cleanly refused (401), would end OUTCOME_UNKNOWN.
+   * It is answered instead as a timeout before sending (failed VENDOR_TIMEOUT; a refund's lease is given back).
    */
   private async gql(call: ShopifyCall, query: string, variables: Record<string, unknown>, mutation?: string): Promise<GraphqlResult> {
     let refused: string | undefined;
     for (;;) {
       const { token, fresh } = await this.token(call, refused);
+      const waited = refused !== undefined || (fresh && call.conn.auth.kind !== 'token');
+      if (mutation !== undefined && waited && !this.roomToSend(call)) {
+        const why = refused === undefined ? "the access token took the call's budget" : "renewing the access token Shopify refused (401) took the call's budget";
+        return failedOutcome('timeout', `${why}; the write was not sent${refused === undefined ? '' : ' again'}`, undefined, undefined, false);
+      }
       const res = await postShopifyGraphql(this.endpoints, call.conn.graphqlUrl, token, query, variables, call.signal, mutation, (h) => this.noticeVersion(call.conn.apiVersion, h));
       const renewable = call.conn.auth.kind === 'refresh' || (call.conn.auth.kind === 'client' && !fresh);
       if (!res.ok && res.vendorStatus === 401 && renewable && !call.refreshed) {
@@ -179,14 +193,28 @@ export class ShopifyHandler implements VendorHandler {
     const { conn, grant } = call;
     const auth = conn.auth;
     if (auth.kind === 'token') return Promise.resolve({ token: auth.accessToken, fresh: true });
-    if (auth.kind === 'client') return this.tokens.acquire(shopifyCacheKey(conn, auth), () => fetchShopifyToken(this.endpoints, conn, auth), { signal: call.signal, owner: call.owner });
+    if (auth.kind === 'client') return this.tokens.acquire(shopifyCacheKey(conn, auth), () => fetchShopifyToken(this.endpoints, conn, auth), {
+        signal: call.signal,
+        owner: call.owner,
+        credentials: call.credentials,
+      });
     const store = this.rotating!;
     const key = this.cacheKey(call);
     // The fetch is shared by the calls of this key: whichever of them runs out of budget while the store does its own
     // work (another replica renewing the token, say) times out on the gateway's account, not Shopify's (no breaker).
     const onLocalWork = (local: boolean): void => void (local ? this.localTokenWork.add(key) : this.localTokenWork.delete(key));
     const fetcher = () => store.obtain(grant!, (refreshToken) => refreshShopifyToken(this.endpoints, conn, auth, refreshToken), { refused, onLocalWork });
-    return this.tokens.acquire(key, fetcher, { signal: call.signal, waitIsLocal: () => this.localTokenWork.has(key), owner: call.owner });
+    return this.tokens.acquire(key, fetcher, {
+      signal: call.signal,
+      waitIsLocal: () => this.localTokenWork.has(key),
+      owner: call.owner,
+      credentials: call.credentials,
+    });
+  }
+
+  /** Whether a write may still be sent: the call's deadline leaves room for its answer (none known: the signal bounds it). */
+  private roomToSend(call: ShopifyCall): boolean {
+    return call.deadline === undefined || call.deadline - performance.now() >= writeSendRoomMs(this.endpoints.timeoutMs);
   }
 
   /** The in-process cache key of the call's token (no secret in it). */
