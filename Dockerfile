@@ -26,7 +26,9 @@ RUN mkdir -p /app/.data && chown node:node /app/.data
 USER 1000:1000
 EXPOSE 3000
 # The port the gateway listens on: PORT (spaces around it ignored, as the configuration reads it), 3000 by default.
-HEALTHCHECK --interval=10s --timeout=3s --retries=5 \
+# Start-up may wait 30 s for the database and then for migrations (or another replica's): failures in the first
+# 60 s do not count, so a slow start is not reported unhealthy.
+HEALTHCHECK --interval=10s --timeout=3s --retries=5 --start-period=60s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+((process.env.PORT||'').trim()||3000)+'/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
 # Node as PID 1 ignores a signal it has no handler for: the gateway installs its stop handlers before it loads its
 # modules (src/stop-signals.ts), so a SIGTERM in the first seconds of start-up stops it too (Kubernetes has no --init).

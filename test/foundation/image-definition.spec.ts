@@ -101,4 +101,12 @@ describe('the production image definition', () => {
     const stopMs = CONFIG_SCHEMA.SHUTDOWN_DELAY_MS.parse('15000') + CONFIG_SCHEMA.VENDOR_TIMEOUT_MS.parse(undefined) + DRAIN_BACKSTOP_MARGIN_MS;
     expect(graceMs).toBeGreaterThan(stopMs);
   });
+  it('a slow start is not reported unhealthy (the database wait is 30 s, migrations after it), and compose brings both services back', () => {
+    const startPeriod = /^HEALTHCHECK [^\n]*--start-period=(\d+)s/m.exec(finalStage)?.[1];
+    expect(Number(startPeriod)).toBeGreaterThanOrEqual(60);
+    const compose = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
+    const service = (name: string) => compose.split(/^ {2}(?=\S)/m).find((block) => block.startsWith(`${name}:`)) ?? '';
+    expect(service('gateway')).toMatch(/^ {6}start_period: 60s$/m);
+    for (const name of ['postgres', 'gateway']) expect(service(name), name).toMatch(/^ {4}restart: unless-stopped$/m);
+  });
 });
