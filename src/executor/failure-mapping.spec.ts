@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { VendorOutcome } from '../vendors/vendor-handler.js';
-import { countsAgainstBreaker, errorCodeFor, isRetryable } from './failure-mapping.js';
+import { countsAgainstBreaker, errorCodeFor, isRetryable, refusedInput } from './failure-mapping.js';
 
 const WRITE = { sideEffect: 'write' as const, overwrite: false };
 const READ = { sideEffect: 'read' as const };
@@ -91,5 +91,14 @@ describe('failure mapping', () => {
     expect(countsAgainstBreaker({ ...f('network'), vendorStatus: 502 })).toBe(true);
     expect(countsAgainstBreaker(f('network'))).toBe(true);
     expect(countsAgainstBreaker({ ...f('timeout'), local: true })).toBe(false);
+  });
+});
+
+describe('refusedInput: the ledger\'s vendor_refused and the model\'s "same input fails the same way"', () => {
+  // Nothing pinned it until a mutation review dropped `too_large` (a result over the cap told "it may work later": the
+  // agent resends the same oversized read for ever) and `key_conflict` from it and every spec still passed.
+  it('a refusal of the input is refused; trouble on the vendor\'s side or on the way is not', () => {
+    for (const kind of ['rejected', 'not_found', 'auth', 'too_large', 'key_conflict'] as const) expect(refusedInput(f(kind)), kind).toBe(true);
+    for (const kind of ['server_error', 'timeout', 'network', 'bad_response', 'rate_limited', 'in_progress'] as const) expect(refusedInput(f(kind)), kind).toBe(false);
   });
 });

@@ -512,3 +512,16 @@ describe('WhatsApp wa_id, metafield pairs named passport_*', () => {
     expect(isIdentityKind('passport_color')).toBe(false);
   });
 });
+
+describe('output walker: the postal code an address keeps is still scanned', () => {
+  // An address keeps its postal code only, but that string is text like any other: a secret or a card number in the
+  // zip must not reach the ledger raw (nothing pinned it until a mutation review returned the zip unscanned).
+  it('a provider token or a card number in an address zip is redacted; a real zip is kept', () => {
+    const token = 'shpat_0123456789abcdef0123456789abcdef';
+    const out = JSON.stringify(redactOutput({ shipping_address: { address1: '1 Main St', city: 'Springfield', zip: `token ${token}` } }));
+    expect(out).not.toContain(token);
+    const card = JSON.stringify(redactOutput({ billing_address: { address1: '2 Side St', zip: '4111 1111 1111 1111' } }));
+    expect(card).not.toContain('4111 1111 1111 1111');
+    expect(redactOutput({ shipping_address: { address1: '1 Main St', zip: '90210' } })).toEqual({ shipping_address: { zip: '90210' } });
+  });
+});

@@ -107,4 +107,36 @@ describe('verify: approval and policy decision rows against their events', () =>
     await h.t.ds.query(`UPDATE policy_decisions SET decision = 'block' WHERE tool_call_id = $1`, [ok.body.toolCallId]);
     expect(await verify(other.orgId)).toMatchObject({ ok: false });
   });
+  // The approval row's kind, risk level and decider role, and the decision row's action digest: nothing pinned them
+  // until a mutation review dropped each comparison from tool-call-check.ts and every spec still passed.
+  it.each([
+    ['risk level rewritten (a high-risk refund shown as low risk)', `risk_level = 'low'`],
+    ['kind rewritten (an expert approval shown as the customer\'s)', `kind = 'client'`],
+  ])('%s is a break', async (_what, set) => {
+    const { org, id, approval } = await refundDecidedInNewOrg('approve');
+    await h.t.ds.query(`UPDATE approval_requests SET ${set} WHERE id = $1`, [approval.id]);
+    const v = await verify(org.orgId);
+    expect(v).toMatchObject({ ok: false });
+    expect(v.brokenAt?.reason).toBe(`tool call ${id}: its approval row differs from the request its event recorded`);
+  });
+
+  it('the decider\'s role rewritten (an expert decision shown as an admin\'s) is a break', async () => {
+    const { org, id, approval } = await refundDecidedInNewOrg('approve');
+    await h.t.ds.query(`UPDATE approval_requests SET decided_role = 'admin' WHERE id = $1`, [approval.id]);
+    const v = await verify(org.orgId);
+    expect(v).toMatchObject({ ok: false });
+    expect(v.brokenAt?.reason).toBe(`tool call ${id}: its approval row differs from the decision its event recorded`);
+  });
+
+  it('a blocked call whose decision row names another action digest is a break', async () => {
+    const org = await setupOrg(h.t, { tools: ['shopify_refund.create'], rules: BLOCK_REFUNDS });
+    const res = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('5.00'));
+    expect(res.body.status, JSON.stringify(res.body)).toBe('blocked');
+    const id = res.body.toolCallId as string;
+    expect(await verify(org.orgId)).toMatchObject({ ok: true });
+    await h.t.ds.query(`UPDATE policy_decisions SET action_digest = repeat('ab', 32) WHERE tool_call_id = $1`, [id]);
+    const v = await verify(org.orgId);
+    expect(v).toMatchObject({ ok: false });
+    expect(v.brokenAt?.reason).toBe(`tool call ${id}: its policy decision differs from the one its events recorded`);
+  });
 });

@@ -139,6 +139,20 @@ describe('reconciling an indeterminate call', () => {
     await h.t.ds.query(`UPDATE tool_calls SET note = $2 WHERE id = $1`, [id, note]);
     expect(await verify()).toMatchObject({ ok: true });
   });
+
+  // Pinned after a mutation review dropped the note from reconcile.service.ts's "sent again" comparison and every
+  // spec still passed: a second operator's other evidence, answered 200, would look recorded while the first stays.
+  it('sent again: same status and same note answered again (200); same status, another note 409, the first note kept', async () => {
+    const { ops, id } = await indeterminateNote();
+    const first = 'operator A: checked the Shopify admin, the note is there';
+    expect((await h.t.http.post(`/v1/tool-calls/${id}/reconcile`).set(bearer(ops)).send({ status: 'succeeded', note: first })).status).toBe(200);
+    const again = await h.t.http.post(`/v1/tool-calls/${id}/reconcile`).set(bearer(ops)).send({ status: 'succeeded', note: first });
+    expect(again.status).toBe(200);
+    const other = await h.t.http.post(`/v1/tool-calls/${id}/reconcile`).set(bearer(ops)).send({ status: 'succeeded', note: 'operator B: a different finding' });
+    expect(other.status).toBe(409);
+    expect(other.body).toMatchObject({ code: 'NOT_RECONCILABLE' });
+    expect((await row(id)).note).toBe(first);
+  });
 });
 
 /**
