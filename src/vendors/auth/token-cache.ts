@@ -297,14 +297,7 @@ export class TokenCache {
 
   private async fetchAndStore(cacheKey: string, fetcher: TokenFetcher, creds?: CredentialsCheck): Promise<string> {
     try {
-      let fetched: FetchedToken;
-      try {
-        fetched = await fetcher();
-      } catch (err) {
-        this.blockOn(cacheKey, err);
-        throw err;
-      }
-      const { token, expiresInSec } = fetched;
+      const { token, expiresInSec } = await fetcher();
       this.blocked.delete(cacheKey);
       const lifetimeMs = Math.max(0, expiresInSec * 1000);
       const fetchedAt = this.now();
@@ -320,6 +313,9 @@ export class TokenCache {
         if (oldest !== undefined) this.entries.delete(oldest);
       }
       return token;
+    } catch (err) {
+      this.blockOn(cacheKey, err); // only the fetch's own failures (TokenFetchError) ask for a wait
+      throw err;
     } finally {
       this.inflight.delete(cacheKey);
       this.unwanted.delete(cacheKey);
