@@ -7,6 +7,7 @@ import { LedgerSealerService } from './ledger-sealer.service.js';
 import { SharedRuns } from './shared-runs.js';
 import { firstCallOffLedger } from './tool-call-check.js';
 import { credentialOpener, firstCredentialOffLedger, type CredentialOpener } from './credential-check.js';
+import { firstConfigOffLedger } from './config-check.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 
 export interface VerifyBreak {
@@ -41,7 +42,8 @@ const hashed = (r: EventRow, chainSeq: number): ChainedEventFields => ({
  * Recomputes an org's sealed hash chain from the stored events, page by page,
  * and reports the first position where it breaks (a changed, missing or
  * reordered event); then that every tool call of the org agrees with its
- * events, and its live credentials rows with their last credentials events. Pure of Nest, so the ledger:verify CLI runs the same code.
+ * events, its live credentials rows with their last credentials events, and its feature flags, tool permissions,
+ * policy and API keys with the events that set them (config-check.ts). Pure of Nest, so the ledger:verify CLI runs the same code.
  */
 export async function verifyOrgChain(db: ChainReader, orgId: string, openCredentials?: CredentialOpener): Promise<VerifyResult> {
   let prev = GENESIS_HASH;
@@ -79,6 +81,8 @@ export async function verifyOrgChain(db: ChainReader, orgId: string, openCredent
   if (call) return { ok: false, checked, brokenAt: call };
   const credentials = await firstCredentialOffLedger(db, orgId, openCredentials);
   if (credentials) return { ok: false, checked, brokenAt: credentials };
+  const config = await firstConfigOffLedger(db, orgId);
+  if (config) return { ok: false, checked, brokenAt: config };
   return { ok: true, checked, headHash: checked ? prev : null };
 }
 

@@ -5,6 +5,7 @@ import { InvalidatingCache } from '../common/cache/invalidating-cache.js';
 import { isEchoableFieldName } from '../common/echoable-field-name.js';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
+import { sha256Hex } from '../common/canonical-json.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from './feature-flag.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
@@ -69,6 +70,8 @@ export class FeatureFlagsService {
 
   async set(actor: Principal, orgId: string, flag: string, enabled: boolean, reason?: string) {
     if (!isFlagName(flag)) throw new AppError('NOT_FOUND', unknownFlagDetail(flag));
+    // An empty reason is none given, on the row as on the event.
+    const given = reason ? reason : null;
     // The database's time (the Clock), as the calls' and events' times are, and taken once this change's turn has come.
     let updatedAt = this.clock.now();
     try {
@@ -79,14 +82,19 @@ export class FeatureFlagsService {
         const prev = await m.getRepository(FeatureFlagEntity).findOne({ where: { orgId, flag } });
         const from = prev ? prev.enabled : FLAG_DEFAULTS[flag];
         await m.getRepository(FeatureFlagEntity).upsert(
-          { orgId, flag, enabled, reason: reason ?? null, updatedBy: actor.keyId, updatedAt },
+          { orgId, flag, enabled, reason: given, updatedBy: actor.keyId, updatedAt },
           ['orgId', 'flag'],
         );
         // After the waits (for the lock above, and for calls being recorded, which hold the flag row FOR SHARE): a
         // revocation committed meanwhile is read (holdActorKey), and the key is not held while this waits.
         await holdActorKey(managerQuery(m), actor);
+        // The reason lives on the row only until the next PUT replaces it: the event keeps its SHA-256 (lowercase hex of
+        // its UTF-8; null: none given), as an approval decision's event keeps its reason's (reasonDigest), so a reason
+        // kept elsewhere (a change ticket) can be checked against the ledger afterwards. A digest, not the text: a
+        // reason may name people, and the ledger is never erased. Ledger verify holds the row's reason to it.
+        const reasonDigest = given === null ? null : sha256Hex(given);
         await this.events.append(
-          [{ orgId, type: 'feature_flag.changed', actor: actorOf(actor), metadata: { flag, from, to: enabled, ...(reason ? { reasonGiven: true } : {}) } }],
+          [{ orgId, type: 'feature_flag.changed', actor: actorOf(actor), metadata: { flag, from, to: enabled, ...(given ? { reasonGiven: true } : {}), reasonDigest } }],
           m,
         );
       });

@@ -81,7 +81,7 @@ export class OrgsController {
   @Roles('admin')
   @ApiRoles(['admin'], ADMIN_CHANGES_CONFIG)
   @ApiParam({ name: 'flag', enum: Object.keys(FLAG_DEFAULTS), description: 'another name answers 404 NOT_FOUND' })
-  @ApiResponse({ status: 200, description: 'the flag as set; a feature_flag.changed event records the old and new value (also when they are equal: every PUT is an admin action on the audit trail, and it takes effect like a change, its reason and updatedBy replacing the earlier ones)', schema: FLAG_SET_SCHEMA })
+  @ApiResponse({ status: 200, description: 'the flag as set; a feature_flag.changed event records the old and new value (also when they are equal: every PUT is an admin action on the audit trail, and it takes effect like a change, its reason and updatedBy replacing the earlier ones) and the reason’s SHA-256 (reasonDigest, lowercase hex of its UTF-8; null when none was given)', schema: FLAG_SET_SCHEMA })
   async setFlag(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('flag') flag: string, @Body() dto: SetFeatureFlagDto) {
     await this.scope.assertAccess(p, orgId);
     return this.flags.set(p, orgId, flag, dto.enabled, dto.reason ?? undefined);

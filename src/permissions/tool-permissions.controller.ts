@@ -66,7 +66,9 @@ export class ToolPermissionsController {
   @ApiHeader(IF_MATCH_HEADER)
   @ApiResponse({
     status: 200,
-    description: 'the new set, as GET answers it (the rows given replace every earlier row; event tool_permissions.changed), with its ETag',
+    description:
+      'the new set, as GET answers it (the rows given replace every earlier row), with its ETag. Event tool_permissions.changed ' +
+      'records count, enabled, setTag (the new set’s ETag, unquoted; ledger verify holds the rows to the last one) and the rows added, removed and flipped',
     schema: PERMISSIONS_SCHEMA,
     headers: { ETag: ETAG_HEADER },
   })

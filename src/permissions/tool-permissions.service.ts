@@ -149,13 +149,15 @@ export class ToolPermissionsService {
       const after = await this.list(orgId, m);
       // Safe to record: every toolName.action was checked against the catalog above (the stored rows too, when
       // written: this is their only writer), and a specialistId matches the DTO's id pattern — the id run.created records.
+      // setTag: the whole set the PUT left (its ETag, as GET answers it, unquoted), which the diff alone does not say:
+      // ledger verify holds the org's rows to the last event's (firstPermissionOffLedger), reading no older event.
       await this.events.append(
         [
           {
             orgId,
             type: 'tool_permissions.changed',
             actor: actorOf(actor),
-            metadata: { count: items.length, enabled: items.filter((i) => i.enabled).length, ...diffPermissions(before, after) },
+            metadata: { count: items.length, enabled: items.filter((i) => i.enabled).length, setTag: permissionsTag(after), ...diffPermissions(before, after) },
           },
         ],
         m,

@@ -135,7 +135,11 @@ export class PoliciesController {
   })
   @EvaluatesIfMatch()
   @ApiHeader(IF_MATCH_HEADER)
-  @ApiResponse({ status: 200, description: 'the rules as stored, with the new version (event policy.changed) and its ETag', schema: POLICY_SCHEMA, headers: { ETag: ETAG_HEADER } })
+  @ApiResponse({ status: 200, description:
+      'the rules as stored, with the new version and its ETag. Event policy.changed records the version, ruleCount, ruleIds, ' +
+      'rulesDigest (SHA-256, lowercase hex, of the canonical JSON of the rules as stored: keys sorted, no spaces) and rules: ' +
+      'each rule as stored but with its reason as reasonDigest (SHA-256 of its UTF-8) and each eq/ne/in value as valueDigest ' +
+      '(SHA-256 of its canonical JSON), as they may hold personal text; gt/gte/lt/lte and exists values stay as written', schema: POLICY_SCHEMA, headers: { ETag: ETAG_HEADER } })
   @ApiSetPreconditions()
   async replace(
     @CurrentPrincipal() p: Principal,

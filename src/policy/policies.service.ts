@@ -9,7 +9,8 @@ import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { catalogRuleChecks } from './policy-rule-values.js';
 import { validatePolicyRules, type KnownTools, type PolicyRulesValidation } from './policy-rules.validator.js';
-import type { PolicyRule } from './policy.types.js';
+import { NUMERIC_OPS, type PolicyCondition, type PolicyRule } from './policy.types.js';
+import { canonicalJson, sha256Hex } from '../common/canonical-json.js';
 import { PolicyEntity } from './policy.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 import { assertPreconditions, type Preconditions } from '../common/http/if-match.js';
@@ -32,6 +33,51 @@ export interface PolicyView {
   updatedAt: string | null;
   /** Only when the stored rules are not valid (a hand-edited row): why, and that every call of the org is blocked meanwhile. */
   unusable?: string[];
+}
+
+/** A where condition as policy.changed records it: its value as written, or the SHA-256 of its canonical JSON. */
+export type ConditionOnRecord = Omit<PolicyCondition, 'value'> & { value?: unknown; valueDigest?: string };
+
+/** A rule as policy.changed records it (see policyChangedRecord). */
+export interface RuleOnRecord extends Omit<PolicyRule, 'match' | 'reason'> {
+  match?: Omit<NonNullable<PolicyRule['match']>, 'where'> & { where?: ConditionOnRecord[] };
+  reasonDigest?: string;
+}
+
+/**
+ * What a policy.changed event records of the rules a PUT stored, besides the version: without it, a rule weakened
+ * from require_expert_approval to allow and back left three events that differed only in their version, and the
+ * policies row keeps only the current rules, so nobody could tell afterwards what the rules said when a call was
+ * decided (its events follow the policy.changed of the rules it ran under, in chain order).
+ * - `rulesDigest`: SHA-256 (lowercase hex) of the canonical JSON (keys sorted, no spaces) of the rules as stored,
+ *   which GET answers: a copy kept elsewhere is checked against it, and ledger verify holds the row to it.
+ * - `rules`: each rule as stored, but for what may be personal text: a reason (free text, like an approval's reason)
+ *   becomes `reasonDigest`, the SHA-256 of its UTF-8, and an eq/ne/in value (a customer's id or email, say) becomes
+ *   `valueDigest`, the SHA-256 of its canonical JSON. Decisions, risk levels, tool names, paths (catalog params,
+ *   checked on PUT) and the numbers of gt/gte/lt/lte and the booleans of exists are configuration and stay as they
+ *   are: what an auditor needs to see a threshold raised or a decision weakened. Never secrets: the ledger is kept
+ *   for good and is read by ops keys. Bounded by the policy's limits (200 rules, 20 conditions each) and the 64 KiB
+ *   admin body, and no larger than a few times the rules themselves (a digest for each value).
+ */
+export function policyChangedRecord(rules: readonly PolicyRule[]): { rulesDigest: string; rules: RuleOnRecord[] } {
+  return { rulesDigest: sha256Hex(canonicalJson(rules)), rules: rules.map(ruleOnRecord) };
+}
+
+function ruleOnRecord({ match, reason, ...rest }: PolicyRule): RuleOnRecord {
+  const rule: RuleOnRecord = { ...rest };
+  if (match) {
+    const { where, ...scope } = match;
+    rule.match = where ? { ...scope, where: where.map(conditionOnRecord) } : scope;
+  }
+  if (reason !== undefined) rule.reasonDigest = sha256Hex(reason);
+  return rule;
+}
+
+function conditionOnRecord({ path, op, value }: PolicyCondition): ConditionOnRecord {
+  if (value === undefined) return { path, op };
+  // A number or decimal text (gt…lte) or a boolean (exists): kept. Anything an eq, ne or in compares: digested.
+  const kept = op === 'exists' || NUMERIC_OPS.includes(op);
+  return kept ? { path, op, value } : { path, op, valueDigest: sha256Hex(canonicalJson(value)) };
 }
 
 @Injectable()
@@ -130,7 +176,7 @@ export class PoliciesService {
         // After the upsert, which may have waited for another PUT's row: a revocation committed meanwhile is read.
         await holdActorKey(managerQuery(m), actor);
         await this.events.append(
-          [{ orgId, type: 'policy.changed', actor: actorOf(actor), metadata: { version, ruleCount: checked.rules.length, ruleIds: checked.rules.map((r) => r.id) } }],
+          [{ orgId, type: 'policy.changed', actor: actorOf(actor), metadata: { version, ruleCount: checked.rules.length, ruleIds: checked.rules.map((r) => r.id), ...policyChangedRecord(checked.rules) } }],
           m,
         );
       });

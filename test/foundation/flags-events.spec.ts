@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
@@ -38,6 +39,29 @@ describe('feature flags and the append-only event ledger', () => {
     expect(events).toHaveLength(1);
     expect(events[0].actor).toEqual({ keyId: admin.id, role: 'admin' });
     expect(events[0].metadata).toMatchObject({ flag: 'tool_calling_enabled', from: false, to: true });
+  });
+
+  it('feature_flag.changed keeps the SHA-256 of the reason (reasonDigest), which the next change does not overwrite; none given: null', async () => {
+    const own = await createOrg(t, 'Flags Reason Co');
+    const admin = await createKey(t, own, 'admin');
+    const flag = `/v1/orgs/${own}/feature-flags/tool_calling_enabled`;
+    const reason = 'pilot approved in CAB ticket 4711 (Jürgen)';
+    expect((await t.http.put(flag).set(bearer(admin.key)).send({ enabled: true, reason })).status).toBe(200);
+    expect((await t.http.put(flag).set(bearer(admin.key)).send({ enabled: false, reason: 'pilot over' })).status).toBe(200);
+    expect((await t.http.put(flag).set(bearer(admin.key)).send({ enabled: false })).status).toBe(200);
+    expect((await t.http.put(flag).set(bearer(admin.key)).send({ enabled: false, reason: '' })).status).toBe(200);
+    const events = (await t.ds.query(`SELECT metadata FROM runtime_ledger_events WHERE org_id = $1 AND type = 'feature_flag.changed' ORDER BY seq`, [own])) as {
+      metadata: Record<string, unknown>;
+    }[];
+    const sha = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+    expect(events.map((e) => e.metadata)).toEqual([
+      { flag: 'tool_calling_enabled', from: false, to: true, reasonGiven: true, reasonDigest: sha(reason) },
+      { flag: 'tool_calling_enabled', from: true, to: false, reasonGiven: true, reasonDigest: sha('pilot over') },
+      { flag: 'tool_calling_enabled', from: false, to: false, reasonDigest: null },
+      { flag: 'tool_calling_enabled', from: false, to: false, reasonDigest: null },
+    ]);
+    // A digest, not the text: a reason may name people, and the ledger is never erased.
+    expect(JSON.stringify(events)).not.toContain('CAB ticket');
   });
 
   it('the admin GET reads the database: a change made on another replica shows at once, whatever this replica cached', async () => {

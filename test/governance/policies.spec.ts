@@ -1,5 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/common/canonical-json.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { eventsOf, expectProblem, withoutCorrelation } from './governance.helpers.js';
 
@@ -81,6 +82,58 @@ describe('policies (GET/PUT /v1/orgs/:orgId/policies)', () => {
     expect(events[1].metadata).toMatchObject({ version: 2, ruleCount: 1, ruleIds: ['big-refunds'] });
     // Safe facts only: the rule bodies (values, reasons) stay out of the event.
     expect(JSON.stringify(events)).not.toContain('need an expert');
+  });
+
+  it('policy.changed records what the rules said: their digest, and each rule with its reason and eq/ne/in values as digests', async () => {
+    const own = await createOrg(t, 'Policy Record Co');
+    const ownAdmin = await createKey(t, own, 'admin');
+    const weakened = { ...BIG_REFUNDS, decision: 'allow' };
+    const put = async (rules: unknown[]) => {
+      const res = await t.http.put(`/v1/orgs/${own}/policies`).set(bearer(ownAdmin.key)).send({ rules });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body as { rules: unknown[] };
+    };
+    const stored = [await put([BIG_REFUNDS, ALL_OPS]), await put([weakened]), await put([BIG_REFUNDS])];
+    const events = await eventsOf(t, own, 'policy.changed');
+    expect(events).toHaveLength(3);
+    const sha = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+    // The digest of the rules as GET answers them (canonical JSON: keys sorted, no spaces): a kept copy is checked by it.
+    events.forEach((e, i) => expect(e.metadata.rulesDigest).toBe(sha(canonicalJson(stored[i]!.rules))));
+    const digestOf = (value: unknown) => sha(canonicalJson(value));
+    expect(events[0].metadata.rules).toEqual([
+      {
+        id: 'big-refunds',
+        match: { toolName: 'shopify_refund.create', where: [{ path: 'amount', op: 'gt', value: 100 }] },
+        decision: 'require_expert_approval',
+        riskLevel: 'high',
+        reasonDigest: sha(BIG_REFUNDS.reason),
+      },
+      {
+        id: 'every-op',
+        match: {
+          toolName: 'shopify_refund.*',
+          riskLevel: 'high',
+          where: [
+            { path: 'orderId', op: 'eq', valueDigest: digestOf('1') },
+            { path: 'orderId', op: 'ne', valueDigest: digestOf('2') },
+            { path: 'amount', op: 'gte', value: '1.5' },
+            { path: 'amount', op: 'lt', value: 10 },
+            { path: 'amount', op: 'lte', value: 10 },
+            { path: 'currency', op: 'exists' },
+            { path: 'currency', op: 'in', valueDigest: digestOf(['USD', 'EUR']) },
+            { path: 'note', op: 'exists', value: false },
+          ],
+        },
+        decision: 'observe',
+      },
+    ]);
+    // The rule weakened to allow and made strict again: three events an auditor tells apart without the version.
+    expect(events.map((e) => (e.metadata.rules as { decision: string }[])[0]!.decision)).toEqual(['require_expert_approval', 'allow', 'require_expert_approval']);
+    expect(events[1].metadata.rulesDigest).not.toBe(events[2].metadata.rulesDigest);
+    expect(events[0].metadata.rulesDigest).not.toBe(events[2].metadata.rulesDigest);
+    // Personal text stays out: the reason and the eq/ne/in values are on the ledger as digests only.
+    expect(JSON.stringify(events)).not.toContain('need an expert');
+    expect(JSON.stringify(events)).not.toContain('EUR');
   });
 
   it('lets ops read the rules but not change them (403)', async () => {

@@ -22,12 +22,17 @@ describe('tool permissions: the tool_permissions.changed event records what chan
 
   it('replacing a read-only grant with a refund grant names the one removed and the one added', async () => {
     const org = await createOrg(t, 'Audit Diff Co');
-    expect((await put(org, [allow('order_lookup', 'lookup')])).status).toBe(200);
-    expect((await put(org, [allow('shopify_refund', 'create')])).status).toBe(200);
+    const one = await put(org, [allow('order_lookup', 'lookup')]);
+    expect(one.status).toBe(200);
+    const two = await put(org, [allow('shopify_refund', 'create')]);
+    expect(two.status).toBe(200);
     const [first, second] = await changes(org);
+    // setTag: the whole set the PUT left, as its ETag (which ledger verify holds the rows to).
+    const tagOf = (res: { headers: Record<string, string> }) => JSON.parse(res.headers.etag!) as string;
     expect(first).toEqual({
       count: 1,
       enabled: 1,
+      setTag: tagOf(one),
       added: [{ toolName: 'order_lookup', action: 'lookup', specialistId: null, enabled: true }],
       removed: [],
       changed: [],
@@ -35,6 +40,7 @@ describe('tool permissions: the tool_permissions.changed event records what chan
     expect(second).toEqual({
       count: 1,
       enabled: 1,
+      setTag: tagOf(two),
       added: [{ toolName: 'shopify_refund', action: 'create', specialistId: null, enabled: true }],
       removed: [{ toolName: 'order_lookup', action: 'lookup', specialistId: null, enabled: true }],
       changed: [],
@@ -49,10 +55,11 @@ describe('tool permissions: the tool_permissions.changed event records what chan
     // Only the specialist's deny becomes an allow; the org-wide row of the same action stays as it was.
     expect((await put(org, [allow('kyc', 'get_status'), allow('kyc', 'get_status', 'kyc-bot'), allow('order_lookup', 'lookup')])).status).toBe(200);
     const [, same, flipped] = await changes(org);
-    expect(same).toEqual({ count: 3, enabled: 2, added: [], removed: [], changed: [] });
+    expect(same).toEqual({ count: 3, enabled: 2, setTag: expect.any(String), added: [], removed: [], changed: [] });
     expect(flipped).toEqual({
       count: 3,
       enabled: 3,
+      setTag: expect.any(String),
       added: [],
       removed: [],
       changed: [{ toolName: 'kyc', action: 'get_status', specialistId: 'kyc-bot', from: false, to: true }],
