@@ -1,4 +1,4 @@
-import type { SideEffect, ToolActionSpec, VendorFailureKind, VendorOutcome } from '../vendors/vendor-handler.js';
+import { hasFinalStatusClass, type SideEffect, type ToolActionSpec, type VendorFailureKind, type VendorOutcome } from '../vendors/vendor-handler.js';
 import type { ExecutionErrorCode } from './execution-outcome.js';
 
 type Failure = Extract<VendorOutcome, { ok: false }>;
@@ -40,12 +40,22 @@ function redirected(status: number | undefined): boolean {
 }
 
 /**
+ * An answer whose status line has no final HTTP class ("HTTP/1.1 000", "099": Node hands on 0 and 99), whatever kind
+ * the handler gave it: not a refusal the vendor made (a 4xx, or its own refusal inside a 2xx), so it says nothing of
+ * whether a write took effect, and nothing about the input either.
+ */
+function unclassified(status: number | undefined): boolean {
+  return status !== undefined && !hasFinalStatusClass(status);
+}
+
+/**
  * A write that may have taken effect, and nobody knows whether it did: the
  * answer never came (timeout, reset after sending), came but cannot be read (a
  * 2xx whose body is not JSON, cut off or over the size cap) or points elsewhere
- * (a redirect, not followed), or the vendor said an earlier attempt under the
- * same idempotency key reached it (still in progress, or the key was used with
- * other parameters), or it answered 5xx —
+ * (a redirect, not followed) or has a status no HTTP class covers, or the
+ * vendor said an earlier attempt under the same idempotency key reached it
+ * (still in progress, or the key was used with other parameters), or it
+ * answered 5xx —
  * an edge or gateway error may come back while the vendor goes on to apply
  * the request (VENDORS.md §1.9 point 4) — unless the action is an overwrite,
  * which a second call leaves in the same state. Calling any of these `failed`
@@ -54,7 +64,7 @@ function redirected(status: number | undefined): boolean {
  */
 export function isUnknownWriteOutcome(f: Failure, action: ActionKind): boolean {
   if (action.sideEffect !== 'write' || !f.requestSent) return false;
-  if (redirected(f.vendorStatus)) return true;
+  if (redirected(f.vendorStatus) || unclassified(f.vendorStatus)) return true;
   switch (f.kind) {
     case 'timeout':
     case 'network':
@@ -131,7 +141,10 @@ export function isRetryable(f: Failure, action: { idempotent: boolean; sideEffec
   // The gateway's own trouble (a refund lease another call holds past its wait, the token store down) is not
   // cured by asking the vendor again within the call: a retry would only wait again, into the send's budget.
   if (f.local) return false;
-  if (f.kind === 'rate_limited' || f.kind === 'in_progress' || f.kind === 'server_error') return f.retryAfterMs === undefined || f.retryAfterMs <= retryAfterCapMs;
+  // "In progress" names no wait: its retryAfterMs is the gateway's own poll interval (IN_PROGRESS_POLL_MS), not a
+  // vendor's Retry-After, which is all VENDOR_RETRY_AFTER_CAP_MS bounds. The call's budget bounds the polls.
+  if (f.kind === 'in_progress') return true;
+  if (f.kind === 'rate_limited' || f.kind === 'server_error') return f.retryAfterMs === undefined || f.retryAfterMs <= retryAfterCapMs;
   if (f.kind !== 'timeout' && f.kind !== 'network') return false;
   return action.sideEffect === 'read' || !f.requestSent;
 }
@@ -142,12 +155,15 @@ export function isRetryable(f: Failure, action: { idempotent: boolean; sideEffec
  * status alone cannot tell: a 200 also carries GraphQL INTERNAL_SERVER_ERROR or an unreadable body.
  */
 export function refusedInput(f: Failure): boolean {
+  if (unclassified(f.vendorStatus)) return false;
   return f.kind === 'rejected' || f.kind === 'not_found' || f.kind === 'auth' || f.kind === 'too_large' || f.kind === 'key_conflict';
 }
 
 /** Failures that say something about the vendor's health (they feed the circuit breaker). */
 export function countsAgainstBreaker(f: Failure): boolean {
   if (f.local) return false; // the gateway's own trouble says nothing about the vendor's health
+  // A readable answer whose outcome is unknown (a refund's payment transaction in ERROR): the vendor answered well.
+  if (f.answerRead) return false;
   // A write's outcome made unknown by an answer below 500 (Nango refusing a POST's redirect with a 400) is
   // unknown for the call, but the vendor answered: nothing about its health.
   if (f.kind === 'network' && f.vendorStatus !== undefined && f.vendorStatus < 500) return false;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { VendorOutcome } from '../vendors/vendor-handler.js';
-import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isRetryable } from './failure-mapping.js';
+import { idempotencyInProgress } from '../vendors/shopify/shopify.client.js';
+import { countsAgainstBreaker, decisiveFailure, errorCodeFor, isRetryable, refusedInput } from './failure-mapping.js';
 
 const WRITE = { sideEffect: 'write' as const, overwrite: false };
 const READ = { sideEffect: 'read' as const };
@@ -41,6 +42,44 @@ describe('failure mapping: writes that may have taken effect', () => {
     expect(decisiveFailure([f('in_progress', { vendorStatus: 200 }), redirect], WRITE)).toBe(redirect);
   });
 
+  it('a write answered with a status no HTTP class covers ("HTTP/1.1 000", "099", a final 1xx, 600+) is OUTCOME_UNKNOWN whatever its kind, never "refused"; a read stays VENDOR_ERROR', () => {
+    for (const vendorStatus of [0, 99, 100, 199, 600, 999]) {
+      for (const kind of ['rejected', 'bad_response', 'too_large', 'server_error', 'not_found'] as const) {
+        expect(errorCodeFor(f(kind, { vendorStatus }), WRITE), `${kind} ${vendorStatus}`).toBe('OUTCOME_UNKNOWN');
+        expect(errorCodeFor(f(kind, { vendorStatus }), { sideEffect: 'write', overwrite: true }), `${kind} ${vendorStatus}`).toBe('OUTCOME_UNKNOWN');
+      }
+      expect(errorCodeFor(f('rejected', { vendorStatus }), READ), String(vendorStatus)).toBe('VENDOR_ERROR');
+      // Not the vendor refusing the input: the ledger's vendor_refused stays false, and the model is not told "the same input fails".
+      expect(refusedInput(f('rejected', { vendorStatus })), String(vendorStatus)).toBe(false);
+      // Never resent blindly.
+      expect(isRetryable(f('rejected', { vendorStatus }), idemWrite, 2_000), String(vendorStatus)).toBe(false);
+    }
+    // The vendor's own refusals are still refusals: a 4xx, and a refusal carried in a 2xx (Shopify's userErrors).
+    for (const vendorStatus of [200, 400, 404, 422]) {
+      expect(errorCodeFor(f('rejected', { vendorStatus }), WRITE), String(vendorStatus)).toBe('VENDOR_ERROR');
+      expect(refusedInput(f('rejected', { vendorStatus })), String(vendorStatus)).toBe(true);
+    }
+    // Nothing sent (a path refused before sending): no status, still a refusal.
+    expect(errorCodeFor(f('rejected', { requestSent: false }), WRITE)).toBe('VENDOR_ERROR');
+  });
+
+  it('"in progress" is polled whatever VENDOR_RETRY_AFTER_CAP_MS: its wait is the gateway\'s own poll interval, not a vendor\'s Retry-After', () => {
+    const inProgress = idempotencyInProgress(200);
+    for (const cap of [0, 500, 999, 2_000]) expect(isRetryable(inProgress, idemWrite, cap), String(cap)).toBe(true);
+    // Only for an idempotent write (same key); a 429 or 5xx wait past the cap is still not slept on.
+    expect(isRetryable(inProgress, write, 2_000)).toBe(false);
+    expect(isRetryable(f('rate_limited', { vendorStatus: 429, retryAfterMs: 1_000 }), idemWrite, 500)).toBe(false);
+    expect(isRetryable(f('server_error', { vendorStatus: 503, retryAfterMs: 1_000 }), idemWrite, 500)).toBe(false);
+  });
+
+  it('a readable answer that leaves a write unknown (a refund whose payment transaction is ERROR) is OUTCOME_UNKNOWN but not against the breaker', () => {
+    const refund = f('bad_response', { vendorStatus: 200, answerRead: true });
+    expect(errorCodeFor(refund, WRITE)).toBe('OUTCOME_UNKNOWN');
+    expect(countsAgainstBreaker(refund)).toBe(false);
+    // An answer that cannot be read still counts (README: "answers it cannot read").
+    expect(countsAgainstBreaker(f('bad_response', { vendorStatus: 200 }))).toBe(true);
+  });
+
   it('"in progress" and "key used with other parameters" mean an earlier attempt reached the vendor: OUTCOME_UNKNOWN, breaker-neutral', () => {
     expect(errorCodeFor(f('in_progress', { vendorStatus: 200, retryAfterMs: 1_000 }), WRITE)).toBe('OUTCOME_UNKNOWN');
     expect(errorCodeFor(f('key_conflict', { vendorStatus: 200 }), WRITE)).toBe('OUTCOME_UNKNOWN');
@@ -51,7 +90,8 @@ describe('failure mapping: writes that may have taken effect', () => {
 
   it('"in progress" is polled under the same key; a key conflict and unusable 2xx answers are never resent', () => {
     expect(isRetryable(f('in_progress', { retryAfterMs: 1_000 }), idemWrite, 2_000)).toBe(true);
-    expect(isRetryable(f('in_progress', { retryAfterMs: 5_000 }), idemWrite, 2_000)).toBe(false);
+    // Its wait is the gateway's own poll interval, not a vendor's Retry-After: the cap does not refuse it (the budget bounds it).
+    expect(isRetryable(f('in_progress', { retryAfterMs: 5_000 }), idemWrite, 2_000)).toBe(true);
     expect(isRetryable(f('in_progress', { retryAfterMs: 1_000 }), write, 2_000)).toBe(false);
     expect(isRetryable(f('key_conflict'), idemWrite, 2_000)).toBe(false);
     expect(isRetryable(f('bad_response', { vendorStatus: 200 }), idemWrite, 2_000)).toBe(false);

@@ -173,9 +173,24 @@ export type VendorOutcome =
        * the request may still be running at the vendor, as after a lost answer.
        */
       mayStillRun?: boolean;
+      /**
+       * A readable answer that itself leaves the outcome unknown (a refund recorded with its payment transaction in
+       * ERROR: the payment provider's trouble, not the vendor's): the call stays as its kind says (a write
+       * OUTCOME_UNKNOWN), but the vendor answered well, so it says nothing against its health (the circuit breaker).
+       */
+      answerRead?: true;
     };
 
 export type FailedOutcome = Extract<VendorOutcome, { ok: false }>;
+
+/**
+ * A status of one of the final HTTP classes (2xx-5xx, RFC 9110 §15). Node's parser hands on any three digits of a
+ * status line ("HTTP/1.1 000" is statusCode 0, "099" is 99): such an answer is neither a success, a refusal nor a
+ * vendor error, and says nothing of what became of the request.
+ */
+export function hasFinalStatusClass(status: number): boolean {
+  return status >= 200 && status <= 599;
+}
 
 /**
  * A failed outcome. The request counts as sent exactly when the vendor

@@ -107,6 +107,15 @@ describe('Orders v2026-01-01: failures go through the shared SpapiSession', () =
     expect(calls()).toHaveLength(2);
   });
 
+  it('an order answered about another order id is never handed back as the one asked for', async () => {
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 200, body: { order: { orderId: '999-9999999-9999999', orderItems: [] } }, times: 2 });
+    for (const action of ['get_order', 'get_order_items']) {
+      const out = failure(await new AmazonHandler(v2026).execute(ctx(action, AMAZON_ORDER_IDS.shipped)));
+      expect(out, action).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
+      expect(out.message).toMatch(/another order/);
+    }
+  });
+
   it('403 "expired": one refresh, one resend, success; a second refusal is auth', async () => {
     const handler = new AmazonHandler(v2026, new TokenCache());
     expect((await handler.execute(ctx('get_order', AMAZON_ORDER_IDS.shipped))).ok).toBe(true);

@@ -303,6 +303,25 @@ describe('AmazonHandler failures', () => {
     expect(unknown.message).toContain('SomethingNew');
   });
 
+  it('an answer naming another order than the one asked for (a cache or proxy mixing answers up) is never handed back as this one', async () => {
+    const other = '999-9999999-9999999';
+    const handler = new AmazonHandler(endpoints);
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 200, body: { payload: { AmazonOrderId: other, OrderItems: [{ ASIN: 'B0OTHER', Title: "Another customer's item", QuantityOrdered: 1, OrderItemId: '1' }] } } });
+    const items = failure(await handler.execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped })));
+    expect(items).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
+    expect(items.message).toMatch(/another order/);
+    emu.fault({ vendor: 'amazon', path: orderPath, kind: 'status', status: 200, body: { payload: { AmazonOrderId: other, OrderStatus: 'Shipped' } } });
+    expect(failure(await handler.execute(ctx('get_order', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
+    // A later page of the listing names another order: the whole call fails, none of its items are handed back.
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 200, body: { payload: { AmazonOrderId: AMAZON_ORDER_IDS.shipped, OrderItems: [{ ASIN: 'B0MINE' }], NextToken: 'page-2' } } });
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 200, body: { payload: { AmazonOrderId: other, OrderItems: [{ ASIN: 'B0OTHER' }] } } });
+    expect(failure(await handler.execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped })))).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
+    // The order asked for, and an answer that names none, are taken as they are.
+    expect((await handler.execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped }))).ok).toBe(true);
+    emu.fault({ vendor: 'amazon', path: itemsPath, kind: 'status', status: 200, body: { payload: { OrderItems: [{ ASIN: 'B0MINE' }] } } });
+    expect(await handler.execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.shipped }))).toMatchObject({ ok: true, data: { items: [{ asin: 'B0MINE' }] } });
+  });
+
   it('404 → not_found', async () => {
     const out = failure(await new AmazonHandler(endpoints).execute(ctx('get_order_items', { orderId: AMAZON_ORDER_IDS.unknown })));
     expect(out).toMatchObject({ kind: 'not_found', vendorStatus: 404 });

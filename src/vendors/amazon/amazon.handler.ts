@@ -38,6 +38,15 @@ function isEmpty(o: Record<string, unknown>): boolean {
   return Object.keys(o).length === 0;
 }
 
+/**
+ * An answer naming another order than the one asked for (v0 `AmazonOrderId`, v2026 `orderId`): a proxy or cache
+ * mixing answers up, another customer's order, never handed back as this one's (as Shopify's answersAnother). An
+ * answer that names none is taken as it is.
+ */
+function answersAnother(found: unknown, orderId: string): boolean {
+  return typeof found === 'string' && found !== orderId;
+}
+
 export class AmazonHandler implements VendorHandler {
   readonly vendor = 'amazon' as const;
   readonly tools = AMAZON_TOOLS;
@@ -79,6 +88,7 @@ export class AmazonHandler implements VendorHandler {
     // an answer without any payload never gets here (SpapiSession).
     if (isObject(payload) && isEmpty(payload)) return fail('not_found', 'SP-API: order not found', res.status);
     if (!isObject(payload)) return fail('bad_response', 'SP-API answered with an unexpected payload', res.status);
+    if (answersAnother(payload.AmazonOrderId, orderId)) return fail('bad_response', 'SP-API answered with another order than the one asked for', res.status);
     return { ok: true, data: normaliseOrder(orderId, payload), vendorStatus: res.status };
   }
 
@@ -95,6 +105,7 @@ export class AmazonHandler implements VendorHandler {
     // An unknown id answers 404 (the model); an empty order is read like v0's {"payload":{}} quirk.
     if (isObject(order) && isEmpty(order)) return fail('not_found', 'SP-API: order not found', res.status);
     if (!isObject(order)) return fail('bad_response', 'SP-API answered with an unexpected order', res.status);
+    if (answersAnother(order.orderId, orderId)) return fail('bad_response', 'SP-API answered with another order than the one asked for', res.status);
     if (action === 'get_order') return { ok: true, data: normaliseOrderV2026(orderId, order), vendorStatus: res.status };
     if (!Array.isArray(order.orderItems)) return fail('bad_response', 'SP-API answered with an order without orderItems', res.status);
     return { ok: true, data: { orderId, items: order.orderItems.map(normaliseOrderItemV2026) }, vendorStatus: res.status };
@@ -127,6 +138,8 @@ export class AmazonHandler implements VendorHandler {
       if (!isObject(payload) || !Array.isArray(payload.OrderItems)) {
         return fail('bad_response', 'SP-API answered with an unexpected order items payload', status);
       }
+      // Every page names the order it lists (OrderItemsList.AmazonOrderId).
+      if (answersAnother(payload.AmazonOrderId, orderId)) return fail('bad_response', 'SP-API answered with the items of another order than the one asked for', status);
       nextToken = typeof payload.NextToken === 'string' && payload.NextToken !== '' ? payload.NextToken : undefined;
       if (nextToken !== undefined && hasLoneSurrogate(nextToken)) {
         // No URL can carry it, so the listing cannot go on.

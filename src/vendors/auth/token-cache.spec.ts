@@ -594,7 +594,12 @@ describe('TokenCache.acquire: a token endpoint that asked for a wait, with no to
 
     const named503 = failingWith(failure('server_error', 503, 5_000));
     await expect(cache.acquire('b', named503.fetcher)).rejects.toBeInstanceOf(TokenFetchError);
-    await expect(cache.acquire('b', named503.fetcher)).rejects.toMatchObject({ outcome: { kind: 'server_error', retryAfterMs: 5_000, requestSent: false } });
+    // Held off by the wait the 503 named, not failed by the vendor: rate-limited (VENDOR_RATE_LIMITED with the wait left,
+    // nothing against its breaker), with no status (the vendor was not asked).
+    const held503 = (await cache.acquire('b', named503.fetcher).catch((e: unknown) => e)) as TokenFetchError;
+    expect(held503.outcome).toMatchObject({ kind: 'rate_limited', retryAfterMs: 5_000, requestSent: false });
+    expect(held503.outcome.vendorStatus).toBeUndefined();
+    expect(held503.outcome.retryAfterIsDefault).toBeUndefined(); // the endpoint named it: reported as retryAfterSeconds
     expect(named503.calls()).toBe(1);
 
     const plain503 = failingWith(failure('server_error', 503));

@@ -328,12 +328,15 @@ const OWNED_KEYS_MAX = 16;
 
 /**
  * A call refused while its key's token endpoint's wait is not over: the failure that asked for it, with the wait
- * left, and nothing sent now (no status: the vendor was not asked).
+ * left, and nothing sent now (no status: the vendor was not asked). Rate-limited whatever asked for the wait (a 429,
+ * or a 503 naming one): this call is held off by a wait, not failed by the vendor, so it is VENDOR_RATE_LIMITED with
+ * the wait left, and says nothing against the vendor's health (the 503 itself counted, once, for its own call).
  */
 function heldOff(asked: FailedOutcome, leftMs: number): TokenFetchError {
   const { vendorStatus: _answered, ...outcome } = asked;
   return new TokenFetchError({
     ...outcome,
+    kind: 'rate_limited',
     requestSent: false,
     retryAfterMs: leftMs,
     message: `${asked.message}; no token request is sent before the wait it asked for is over`,

@@ -123,6 +123,29 @@ describe('JumioHandler get_status', () => {
     expect(out.ok && out.data).toMatchObject({ capabilities: { liveness: 'FAILED', usability: 'MANUAL_REVIEW', similarity: 'WARNING' } });
   });
 
+  it('an answer about another workflow execution or account (a cache or proxy mixing answers up) is never handed back as this one\'s verdict', async () => {
+    const other = 'a1b2c3d4-0000-4c5d-8e9f-0000000000f2';
+    const otherAccount = 'f3b1c2d4-5e6f-4a70-8b9c-0d1e2f3a4bff';
+    const verdict = { completedAt: '2026-08-04T11:03:41.000Z', decision: { type: 'PASSED', details: { label: 'PASSED' } }, capabilities: { similarity: [{ decision: { type: 'PASSED' } }] } };
+    const cases: { path: RegExp; body: Record<string, unknown>; message: RegExp }[] = [
+      { path: statusPath, body: { account: { id: JUMIO_ACCOUNT_IDS.primary }, workflowExecution: { id: other, status: 'PROCESSED' } }, message: /another workflow execution/ },
+      { path: statusPath, body: { account: { id: otherAccount }, workflowExecution: { id: JUMIO_EXECUTION_IDS.processed, status: 'PROCESSED' } }, message: /another workflow execution/ },
+      { path: detailsPath, body: { workflow: { id: other, status: 'PROCESSED' }, account: { id: JUMIO_ACCOUNT_IDS.primary }, ...verdict }, message: /details of another workflow execution/ },
+      { path: detailsPath, body: { workflow: { id: JUMIO_EXECUTION_IDS.processed, status: 'PROCESSED' }, account: { id: otherAccount }, ...verdict }, message: /details of another workflow execution/ },
+    ];
+    for (const c of cases) {
+      emu.reset();
+      emu.fault({ vendor: 'jumio', path: c.path, kind: 'status', status: 200, body: c.body });
+      const out = failure(await new JumioHandler(endpoints, new TokenCache()).execute(ctx(processed)));
+      expect(out, JSON.stringify(c.body)).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
+      expect(out.message).toMatch(c.message);
+    }
+    // The same ids in upper case are the same execution and account (Jumio reads a UUID's hex digits alike).
+    emu.reset();
+    emu.fault({ vendor: 'jumio', path: detailsPath, kind: 'status', status: 200, body: { workflow: { id: JUMIO_EXECUTION_IDS.processed.toUpperCase() }, account: { id: JUMIO_ACCOUNT_IDS.primary.toUpperCase() }, ...verdict } });
+    expect(await new JumioHandler(endpoints, new TokenCache()).execute(ctx(processed))).toMatchObject({ ok: true, data: { workflowExecutionId: JUMIO_EXECUTION_IDS.processed, decision: { type: 'PASSED' } } });
+  });
+
   it('not yet PROCESSED: status only, no details request', async () => {
     const out = await new JumioHandler(endpoints).execute(ctx({ workflowExecutionId: JUMIO_EXECUTION_IDS.initiated }));
     expect(out).toEqual({ ok: true, vendorStatus: 200, data: { workflowExecutionId: JUMIO_EXECUTION_IDS.initiated, status: 'INITIATED' } });

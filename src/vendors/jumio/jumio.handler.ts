@@ -54,6 +54,20 @@ function classify(res: VendorHttpResponse): Answer {
 }
 
 /**
+ * Whether an answer names another workflow execution or account than the one asked for (status:
+ * `workflowExecution.id`, details: `workflow.id`; both `account.id`, VENDORS.md §3.2): a proxy or cache mixing answers
+ * up, another end user's verdict, never handed back as this one's (as Shopify's answersAnother). UUIDs are compared
+ * in lower case, the spelling the request uses (canonicalParams); an answer that names none is taken as it is.
+ */
+function answersAnother(body: unknown, execution: 'workflowExecution' | 'workflow', id: string, accountId: string): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  const named = (v: unknown): unknown => (typeof v === 'object' && v !== null ? (v as { id?: unknown }).id : undefined);
+  const differs = (found: unknown, asked: string): boolean => typeof found === 'string' && found.toLowerCase() !== asked.toLowerCase();
+  const b = body as Record<string, unknown>;
+  return differs(named(b[execution]), id) || differs(named(b.account), accountId);
+}
+
+/**
  * The account the execution is asked for under. Jumio KYX keeps one account per end user and files each end user's
  * workflow executions under their own account (VENDORS.md §3.2), so the call's accountId names it; the credentials'
  * accountId is the org's default, for a call that names none.
@@ -122,12 +136,14 @@ export class JumioHandler implements VendorHandler {
       const body = res.body as { workflowExecution?: { status?: unknown } } | null;
       const status = jumioStatus(body?.workflowExecution?.status);
       if (status === null) return fail('bad_response', 'Jumio status answer has no workflow status', res.status);
+      if (answersAnother(body, 'workflowExecution', id, account.id)) return fail('bad_response', 'Jumio answered with another workflow execution than the one asked for', res.status);
       if (status !== 'PROCESSED' || ctx.params.includeDetails === false) {
         return { ok: true, data: { workflowExecutionId: id, status }, vendorStatus: res.status };
       }
       // Details are fetched once, only when final (Jumio's polling guidance).
       const details = await this.get(state, base);
       if (!details.ok) return details.outcome;
+      if (answersAnother(details.body, 'workflow', id, account.id)) return fail('bad_response', 'Jumio answered with details of another workflow execution than the one asked for', details.status);
       return { ok: true, data: safeJumioDetails(id, status, details.body), vendorStatus: details.status };
     } catch (err) {
       if (err instanceof TokenFetchError) return err.outcome;

@@ -19,10 +19,19 @@ describe('normalizeRefund: a refund record is not proof money moved (VENDORS.md 
     expect(normalizeRefund('1', { id: 'gid://shopify/Refund/1' }).status).toBe('pending');
   });
 
-  it('a transaction not yet settled → pending; a failed one → failed', () => {
+  it('a transaction not yet settled → pending; failed only when every transaction is FAILURE', () => {
     expect(normalizeRefund('1', refund(['SUCCESS', 'AWAITING_RESPONSE'])).status).toBe('pending');
     expect(normalizeRefund('1', refund(['PENDING'])).status).toBe('pending');
-    expect(normalizeRefund('1', refund(['SUCCESS', 'FAILURE'])).status).toBe('failed');
+    expect(normalizeRefund('1', refund(['FAILURE'])).status).toBe('failed');
+    expect(normalizeRefund('1', refund(['FAILURE', 'FAILURE'])).status).toBe('failed');
+  });
+
+  it('a declined attempt beside one that went through is not a failed refund: money moved (never an invitation to refund again)', () => {
+    expect(normalizeRefund('1', refund(['FAILURE', 'SUCCESS'])).status).toBe('success');
+    expect(normalizeRefund('1', refund(['SUCCESS', 'FAILURE'])).status).toBe('success');
+    // Still on its way: pending, as without the declined attempt.
+    expect(normalizeRefund('1', refund(['FAILURE', 'PENDING'])).status).toBe('pending');
+    expect(normalizeRefund('1', refund(['FAILURE', 'SUCCESS', 'AWAITING_RESPONSE'])).status).toBe('pending');
   });
 
   it('a transaction in ERROR → error, not failed: Shopify does not say the money did not move (and it outweighs a FAILURE beside it)', () => {

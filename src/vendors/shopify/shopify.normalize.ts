@@ -186,23 +186,27 @@ export interface NormalizedRefund {
 }
 
 /**
- * `success` only when the refund's payment transactions are all SUCCESS
- * (VENDORS.md §1.8, §1.9 point 7). A refund record without any transaction
- * proves nothing moved: Shopify accepted it, nothing more — `pending`, like a
- * transaction still PENDING or AWAITING_RESPONSE. `failed` only for FAILURE:
- * ERROR is documented as "an error while processing the transaction", not as
- * money that did not move, and UNKNOWN (or any status not known here, see
+ * `success` only when the refund's payment transactions that did not fail are
+ * all SUCCESS (VENDORS.md §1.8, §1.9 point 7). A refund record without any
+ * transaction proves nothing moved: Shopify accepted it, nothing more —
+ * `pending`, like a transaction still PENDING or AWAITING_RESPONSE. `failed`
+ * only when every transaction is FAILURE: a declined attempt beside one that
+ * went through (or is still pending) is a refund whose money moved (or may),
+ * and calling it failed would invite a new call, a second refund. ERROR is
+ * documented as "an error while processing the transaction", not as money
+ * that did not move, and UNKNOWN (or any status not known here, see
  * transactionSettlement) says even less, so they are `error` (first: one
- * leaves the whole refund unknown) — a definite failure would invite a new
- * call, a second refund; a success or pending would report money that may
- * never move.
+ * leaves the whole refund unknown) — a definite failure would invite a second
+ * refund; a success or pending would report money that may never move.
  */
 export function normalizeRefund(orderId: string, r: Record<string, unknown>): NormalizedRefund {
   const settlements = list(r.transactions).map((t) => transactionSettlement(t.status));
+  // What the transactions that did not fail say; a declined attempt says nothing of one that went through.
+  const others = settlements.filter((s) => s !== 'failed');
   let status: RefundSettlement = 'success';
-  if (settlements.includes('error')) status = 'error';
-  else if (settlements.includes('failed')) status = 'failed';
-  else if (settlements.length === 0 || settlements.includes('pending')) status = 'pending';
+  if (others.includes('error')) status = 'error';
+  else if (settlements.length > 0 && others.length === 0) status = 'failed';
+  else if (others.length === 0 || others.includes('pending')) status = 'pending';
   // In the currency the refund was asked in: the presentment one (the shop's
   // for most orders, where both are the same).
   const total = presentmentMoney(r.totalRefundedSet);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorCodeFor } from '../../executor/failure-mapping.js';
+import { countsAgainstBreaker, errorCodeFor } from '../../executor/failure-mapping.js';
 import { callContext, failure } from '../handler.spec-support.js';
 import { refundCreateOutcome } from './shopify.outcomes.js';
 
@@ -29,6 +29,8 @@ describe('refundCreateOutcome: the refund transaction status decides the call (V
     expect(out).toMatchObject({ kind: 'bad_response', vendorStatus: 200 });
     expect(errorCodeFor(out, REFUND_ACTION)).toBe('OUTCOME_UNKNOWN');
     expect(out.message).toBe(`shopify recorded the refund but its payment transaction ended in ${status}: whether the money moved is unknown`);
+    // The answer was read, and Shopify answered well (the payment provider's trouble): nothing against its breaker.
+    expect(countsAgainstBreaker(out)).toBe(false);
   });
 
   it('a status that is no enum value (missing, not text, odd characters) is named as such, never echoed', () => {
@@ -44,5 +46,10 @@ describe('refundCreateOutcome: the refund transaction status decides the call (V
     const failed = failure(refundCreateOutcome(ctx, answered('FAILURE')));
     expect(failed.kind).toBe('rejected');
     expect(errorCodeFor(failed, REFUND_ACTION)).toBe('VENDOR_ERROR');
+  });
+
+  it('[FAILURE, SUCCESS] (a declined attempt, then the one that moved the money) → succeeded, never a refusal that invites a second refund', () => {
+    expect(refundCreateOutcome(ctx, answered('FAILURE', 'SUCCESS'))).toMatchObject({ ok: true, data: { status: 'success', amount: '10.00' } });
+    expect(refundCreateOutcome(ctx, answered('FAILURE', 'PENDING'))).toMatchObject({ ok: true, data: { status: 'pending' } });
   });
 });

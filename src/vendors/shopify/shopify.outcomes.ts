@@ -68,8 +68,9 @@ export function refundCreateOutcome(ctx: VendorCallContext, res: GraphqlAnswer):
   if (refund.status === 'error') {
     // A 2xx that does not say what happened (a transaction in ERROR, UNKNOWN or a status not known here): the write's
     // outcome is unknown (OUTCOME_UNKNOWN), never a failure to redo nor a success.
+    // The answer itself was read, and Shopify answered well: the payment provider's trouble, not Shopify's health.
     const status = unknownOutcomeStatus(payload.refund) ?? 'an unrecognised status';
-    return failedOutcome('bad_response', `shopify recorded the refund but its payment transaction ended in ${status}: whether the money moved is unknown`, res.vendorStatus);
+    return { ...failedOutcome('bad_response', `shopify recorded the refund but its payment transaction ended in ${status}: whether the money moved is unknown`, res.vendorStatus), answerRead: true };
   }
   return { ok: true, data: refund, vendorStatus: res.vendorStatus };
 }

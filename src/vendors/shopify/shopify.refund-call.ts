@@ -2,7 +2,7 @@
  * What a refund call carries across its attempts (ctx.scratch): its lease holder, whether it holds the lease, whether it may
  * still run at Shopify, the payment it refunds to.
  */
-import type { VendorCallContext, VendorOutcome } from '../vendor-handler.js';
+import { hasFinalStatusClass, type VendorCallContext, type VendorOutcome } from '../vendor-handler.js';
 import type { RefundParent } from './shopify.refund.js';
 
 /** Set once the call has taken the order's refund lease (its later attempts renew it). */
@@ -28,11 +28,13 @@ export function refundLeaseHolder(ctx: VendorCallContext): string {
 /**
  * The refund left and no final answer came: lost or cut off in flight, a 5xx
  * (an edge answers while Shopify goes on), an error answer that may come from
- * outside the run, or Shopify still running an earlier attempt under the key.
+ * outside the run, an answer whose status no HTTP class covers (it cannot be
+ * placed either), or Shopify still running an earlier attempt under the key.
  * It may still be in flight there.
  */
 export function mayStillRun(o: VendorOutcome): boolean {
   if (o.ok || !o.requestSent) return false;
+  if (o.vendorStatus !== undefined && !hasFinalStatusClass(o.vendorStatus)) return true;
   if (o.kind === 'bad_response') return o.mayStillRun === true; // a path-less "Timeout", say: no final answer either
   return o.kind === 'timeout' || o.kind === 'network' || o.kind === 'server_error' || o.kind === 'in_progress';
 }
