@@ -10,6 +10,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CredentialsService } from '../credentials/credentials.service.js';
 import { Sql } from '../db/sql.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { credentialSecretForms, redactCredentialValues, redactCredentialValuesInText } from '../redaction/credential-values.js';
 import { clampRetryAfterMs, vendorNamedWaitMs } from '../vendors/http/retry-after.js';
 import { timeVendorExchanges } from '../vendors/http/vendor-http.js';
 import { failedOutcome as fail, SEND_FLOOR_MS, writeSendRoomMs, type SendStanding, type VendorKey, type VendorOutcome } from '../vendors/vendor-handler.js';
@@ -48,13 +49,6 @@ export interface ExecuteRequest {
 }
 
 const BACKOFF = { baseMs: 100, maxMs: 2_000 };
-/**
- * A retry is only started with at least this much of the call's budget left. The backoff sleep is cut at the
- * deadline, and the timer ending it and the budget's abort timer fall due together: deciding on the clock, not
- * on which timer fired first, keeps a retry from leaving with no time to be answered (a write's 429 would turn
- * into "sent, answer lost").
- */
-const RETRY_FLOOR_MS = SEND_FLOOR_MS;
 
 /**
  * Runs one vendor action: credentials, circuit breaker, timeout, retries of
@@ -210,9 +204,14 @@ export class RuntimeToolExecutor {
       const { failures } = progress;
       const outcome = await this.callWithRetries(req, credentials, retries, progress, started, pass.probe);
       pending = undefined;
+      // The org's secrets, by value, out of what the vendor's answer carries (credential-values.ts): an answer echoing
+      // the key it was sent (of no shape the redaction knows) would reach the agent, the encrypted result and the
+      // ledger's copy, all made from what is returned here. A few native searches per string of the answer.
+      const secrets = credentialSecretForms(credentials.config);
       if (outcome.ok) {
         if (breaker.onSuccess(pass)) this.breakerClosed(req);
-        return { status: 'succeeded', result: outcome.data, vendorStatus: outcome.vendorStatus, vendorReached: true, retries, durationMs: Math.round(performance.now() - started) };
+        const result = redactCredentialValues(outcome.data, secrets);
+        return { status: 'succeeded', result, vendorStatus: outcome.vendorStatus, vendorReached: true, retries, durationMs: Math.round(performance.now() - started) };
       }
       // Not always the last attempt: one that may have taken effect earlier keeps a write unknown.
       const attempts = failures.at(-1) === outcome ? failures : [...failures, outcome];
@@ -234,7 +233,7 @@ export class RuntimeToolExecutor {
         {
           status: errorCode === 'OUTCOME_UNKNOWN' ? 'indeterminate' : 'failed',
           errorCode,
-          errorText: (decisive === outcome ? outcome.message : `${decisive.message}; then: ${outcome.message}`).slice(0, 500),
+          errorText: redactCredentialValuesInText(decisive === outcome ? outcome.message : `${decisive.message}; then: ${outcome.message}`, secrets).slice(0, 500),
           vendorStatus: outcome.vendorStatus ?? null,
           vendorRefused: refusedInput(decisive),
           // Only a wait the vendor named (API.md), never the default a handler slept on. Clamped again here:
@@ -301,29 +300,43 @@ export class RuntimeToolExecutor {
     const maxRetries = entry.action.idempotent && !probe ? this.config.VENDOR_MAX_RETRIES : 0;
     // A wait the vendor asked for that outlasts the call's budget is not slept on: after a 429 it is handed back
     // to the agent (VENDOR_RATE_LIMITED + retryAfterSeconds), after a 5xx the call ends VENDOR_ERROR.
-    // A write's retry after a refusal (429, 5xx; not a poll) needs a quarter of the budget left for its answer, as a
-    // handler's write after a token wait (writeSendRoomMs): sent with less, a clean refusal would end indeterminate.
-    const writeRoom = entry.action.sideEffect === 'write' ? writeSendRoomMs(this.config.VENDOR_TIMEOUT_MS) : RETRY_FLOOR_MS;
-    /** The time a retry after `f` needs left when it leaves. */
-    const roomFor = (f: Failure | undefined): number => (f && !isPoll(f) ? writeRoom : RETRY_FLOOR_MS);
-    const fitsBudget = (f: Failure): boolean => performance.now() + (f.retryAfterMs ?? 0) + roomFor(f) < deadline;
+    // A retry (a read's, a write's after a refusal) needs a quarter of the budget left when it leaves, as a
+    // handler's write after a token wait (writeSendRoomMs): sent with less, its answer would likely come past the
+    // deadline, and the call end as the gateway's own timeout though the vendor had answered every attempt promptly:
+    // a read's 429 reported VENDOR_TIMEOUT without its Retry-After and held against the breaker (which a rate limit
+    // never opens), a write's clean refusal indeterminate. The previous answer is the better one then.
+    const retryRoom = writeSendRoomMs(this.config.VENDOR_TIMEOUT_MS);
+    // Attempts made so far (the next one's VendorCallContext.attempt), the last one's failure, and how long it took.
+    let attempt = 0;
+    let last: Failure | undefined;
+    let lastAttemptMs = 0;
+    // An "in progress" poll asks after the same request, and may pick up its result (the call is unknown without
+    // it): it goes with room for the vendor to answer as it just did, twice the last attempt's time (at least
+    // SEND_FLOOR_MS, at most the quarter), not with the floor alone, which left it to the gateway's deadline.
+    const roomFor = (f: Failure | undefined): number =>
+      f && isPoll(f) ? Math.min(retryRoom, Math.max(SEND_FLOOR_MS, 2 * lastAttemptMs)) : retryRoom;
     // Polls of an "in progress" answer are bounded by the budget alone: the
     // request under that key may complete, and then the vendor hands back its
     // result. Every other retry counts against VENDOR_MAX_RETRIES.
     let failureRetries = 0;
     // Set when the call ends on an earlier attempt's failure (credentials changed): that failure is not retried again.
     let ended = false;
-    const shouldRetry = (f: Failure): boolean => !ended && isRetryable(f, entry.action, cap) && fitsBudget(f) && (isPoll(f) || failureRetries < maxRetries);
+    // The sleep before the retry shouldRetry allowed, drawn there with its jitter (retryDelayMs): the room is judged
+    // on the whole sleep, not on the vendor's wait alone, which the jitter (up to BACKOFF.maxMs) comes on top of.
+    let nextDelayMs = 0;
+    const shouldRetry = (f: Failure): boolean => {
+      if (ended || !isRetryable(f, entry.action, cap) || !(isPoll(f) || failureRetries < maxRetries)) return false;
+      nextDelayMs = retryDelayMs(attempt, f.retryAfterMs, BACKOFF);
+      return performance.now() + nextDelayMs + roomFor(f) < deadline;
+    };
     const policy = retry(
       handleWhenResult((r) => !(r as VendorOutcome).ok && shouldRetry(r as Failure)),
       {
         // Bounded by shouldRetry and the call's time budget (the signal).
         maxAttempts: Number.POSITIVE_INFINITY,
-        backoff: new DelegateBackoff((ctx) => {
-          const last = 'value' in ctx.result ? (ctx.result.value as Failure) : undefined;
-          // Never past the call's budget (the sleep does not heed the signal): the attempt then finds it spent (RETRY_FLOOR_MS).
-          return Math.max(0, Math.min(retryDelayMs(ctx.attempt, last?.retryAfterMs, BACKOFF), deadline - performance.now()));
-        }),
+        // cockatiel asks for the delay right after shouldRetry allowed the retry: the one drawn there. Never past the
+        // call's budget (the sleep does not heed the signal); a late wake-up then finds no room (below).
+        backoff: new DelegateBackoff(() => Math.max(0, Math.min(nextDelayMs, deadline - performance.now()))),
       },
     );
     policy.onRetry((e) => {
@@ -331,8 +344,6 @@ export class RuntimeToolExecutor {
       if (!last || !isPoll(last)) failureRetries++;
       retries.push({ attempt: e.attempt, delayMs: Math.round(e.delay), reason: last?.kind ?? 'error' });
     });
-    let attempt = 0;
-    let last: Failure | undefined;
     const scratch = new Map<string, unknown>();
     const generation = credentials.generation;
     return policy.execute(async () => {
@@ -348,17 +359,18 @@ export class RuntimeToolExecutor {
         ended = true;
         return last;
       }
-      // The budget ran out during a backoff: this attempt never leaves, so its
-      // scheduled retry is not counted. Answer with the previous attempt's
-      // failure, which was retried only because it was transient and, for a
-      // write, because the vendor answered it (429, 5xx, "in progress") or it
-      // never left — calling that "sent, answer lost" would make a refusal
-      // look indeterminate (an "in progress" stays unknown on its own).
+      // The budget ran out, or the room a retry needs, during a backoff (a wake-up late on a busy event loop, the
+      // lookups above): this attempt never leaves, so its scheduled retry is not counted. Answer with the previous
+      // attempt's failure, which was retried only because it was transient and, for a write, because the vendor
+      // answered it (429, 5xx, "in progress") or it never left — calling that "sent, answer lost" would make a
+      // refusal look indeterminate (an "in progress" stays unknown on its own), and a 429 a timeout. Decided on the
+      // clock, not on which timer fired first: the sleep's and the budget's may fall due together.
       if (signal.aborted || (attempt > 0 && deadline - performance.now() < roomFor(last))) {
         if (attempt > 0) retries.pop();
         return last ?? ({ ok: false, kind: 'timeout', requestSent: false, message: 'vendor call timed out before it was sent' } satisfies Failure);
       }
       progress.inHandler = true;
+      const attemptStarted = performance.now();
       const { result: outcome, ms: atVendorMs, exchanges } = await timeVendorExchanges(() => entry.handler.execute({
         orgId: req.orgId,
         toolCallId: req.toolCallId,
@@ -375,6 +387,7 @@ export class RuntimeToolExecutor {
         ...(generation !== undefined ? { credentialsCurrent: () => this.credentials.unchangedSince(req.orgId, req.entry.vendor, generation) } : {}),
       }));
       progress.inHandler = false;
+      lastAttemptMs = performance.now() - attemptStarted;
       // An attempt that ended in the gateway's own trouble (its database, another call's lease) is not a vendor
       // answer: counted here it read as the vendor's network errors or timeouts on the dashboards. Nor is the time an
       // attempt spent waiting in the gateway: only its exchanges with the vendor are timed (timeVendorExchanges).

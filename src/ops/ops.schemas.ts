@@ -39,8 +39,8 @@ export const TOOL_CALL_VIEW_SCHEMA = {
     inputRedacted: { type: 'object', additionalProperties: true, description: 'the params (input without `action`), redacted' },
     outputRedacted: {
       description:
-        'the vendor result, redacted: any JSON value, null when there is none. When its JSON is over 64 KiB the ledger keeps ' +
-        '{truncated: true, bytes: <its size in UTF-8 bytes>, preview: <its first 16 KiB at most, as text>} instead; ' +
+        'the vendor result, redacted: any JSON value, null when there is none. When its JSON is over 64 KiB as PostgreSQL stores it (jsonb adds a blank after each , and : and writes every ' +
+        'digit of a number) the ledger keeps {truncated: true, bytes: <its size in UTF-8 bytes as JSON text>, preview: <its first 16 KiB at most, as text>} instead; ' +
         'only this ledger copy is cut: the agent got the whole result (and reads it from GET /v1/tool-calls/{id}/result ' +
         'until RESULT_TTL_SECONDS)',
     },

@@ -122,6 +122,102 @@ describe('the executor: the call budget and the breaker', () => {
     expect(codes).toEqual(Array(10).fill('VENDOR_RATE_LIMITED'));
   });
 
+  /**
+   * The room a retry needs is judged on the whole sleep, the vendor's wait and the jitter on top of it, and is the
+   * quarter of the budget a write after a wait gets (writeSendRoomMs), for a read and a poll too. Judged on the
+   * Retry-After alone with 20 ms of room, a read woke with ~95 ms of 1 s left, was sent, timed out on the gateway's
+   * own deadline, and the call was reported VENDOR_TIMEOUT (no retryAfterSeconds) and held against the breaker,
+   * though the vendor had only ever answered a prompt 429.
+   */
+  it('a read 429 whose Retry-After plus jitter leaves no room for an answer is not retried: VENDOR_RATE_LIMITED with retryAfterSeconds, breaker closed', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0.999); // the largest jitter: ~99 ms on top of the first wait
+    const ex = executor({ VENDOR_TIMEOUT_MS: 1_000, VENDOR_MAX_RETRIES: 3, CIRCUIT_BREAKER_THRESHOLD: 1 });
+    const late: number[] = [];
+    const read = entry(async (ctx) => {
+      if (ctx.attempt > 0) {
+        late.push(ctx.deadline! - performance.now());
+        // A vendor answering in 150 ms: past the deadline, the gateway's own timeout.
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, 150);
+          ctx.signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
+        });
+        if (ctx.signal.aborted) return { ok: false, kind: 'timeout', requestSent: true, message: 'vendor call aborted' };
+      }
+      return { ok: false, kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 800, requestSent: true, message: 'nango rate limited (HTTP 429)' };
+    });
+    const out = await ex.execute(req(read, 'org-room'));
+    expect(late).toEqual([]);
+    expect(out).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED', retryAfterSeconds: 1, vendorStatus: 429, retries: [] });
+    expect(ex.breakerFor('org-room', 'nango').current).toBe('closed');
+  });
+
+  it('with room for the answer after the wait and its jitter, the same read 429 is retried', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    const ex = executor({ VENDOR_TIMEOUT_MS: 2_000, VENDOR_MAX_RETRIES: 3 });
+    const left: number[] = [];
+    const read = entry(async (ctx) => {
+      if (ctx.attempt === 0) return { ok: false, kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 800, requestSent: true, message: '429' };
+      left.push(ctx.deadline! - performance.now());
+      return { ok: true, data: { fine: true }, vendorStatus: 200 };
+    });
+    const out = await ex.execute(req(read, 'org-room-ok'));
+    expect(out).toMatchObject({ status: 'succeeded', retries: [{ attempt: 1, delayMs: 899, reason: 'rate_limited' }] });
+    expect(left).toHaveLength(1);
+    expect(left[0]).toBeGreaterThanOrEqual(500); // a quarter of the budget, at least
+  });
+
+  it('an "in progress" poll is not sent without room for an answer as slow as the last: the write stays OUTCOME_UNKNOWN and the breaker closed', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    const ex = executor({ VENDOR_TIMEOUT_MS: 1_000, VENDOR_MAX_RETRIES: 3, CIRCUIT_BREAKER_THRESHOLD: 1 });
+    const late: number[] = [];
+    const write = entry(
+      async (ctx) => {
+        if (ctx.attempt > 0) {
+          late.push(ctx.deadline! - performance.now());
+          if (!ctx.signal.aborted) await new Promise<void>((r) => ctx.signal.addEventListener('abort', () => r(), { once: true }));
+          return { ok: false, kind: 'timeout', requestSent: true, message: 'vendor call aborted' };
+        }
+        await new Promise((r) => setTimeout(r, 60)); // the vendor took 60 ms to say so: a poll needs 120 ms for its answer
+        return { ok: false, kind: 'in_progress', vendorStatus: 200, retryAfterMs: 800, requestSent: true, message: 'refund in progress' };
+      },
+      { name: 'create', sideEffect: 'write', idempotent: true, overwrite: false },
+    );
+    const out = await ex.execute(req(write, 'org-poll-room'));
+    expect(late).toEqual([]);
+    expect(out).toMatchObject({ status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', retries: [] });
+    expect(ex.breakerFor('org-poll-room', 'nango').current).toBe('closed');
+  });
+
+  it('over real HTTP: a Nango read answered 429 (Retry-After 0.8 s of a 1 s budget) is not sent again; VENDOR_RATE_LIMITED, retryAfterSeconds 1, breaker closed', async () => {
+    vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    let requests = 0;
+    const server = http.createServer((_rq, rs) => {
+      requests++;
+      setTimeout(() => {
+        rs.writeHead(429, { 'Retry-After': '0.8', 'Content-Type': 'application/json' });
+        rs.end('{}');
+      }, requests === 1 ? 0 : 150);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const config = { VENDOR_TIMEOUT_MS: 1_000, VENDOR_MAX_RETRIES: 3, VENDOR_RETRY_AFTER_CAP_MS: 2_000, CIRCUIT_BREAKER_THRESHOLD: 1, CIRCUIT_BREAKER_COOLDOWN_MS: 30_000 } as AppConfig;
+      const nangoCredentials = fixedCredentials({ secretKey: NANGO_SECRET_KEY, connectionId: 'conn-1', providerConfigKey: 'github' });
+      const ex = new RuntimeToolExecutor(config, nangoCredentials, new Clock(), metrics);
+      const handler = new NangoHandler({
+        nangoHost: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs: 1_000, connectTimeoutMs: 500, maxResponseBytes: 1 << 20, userAgent: 'test',
+      } as VendorEndpoints);
+      const spec = handler.tools[0].actions.find((a) => a.name === 'get')!;
+      const nangoGet = { tool: handler.tools[0], action: spec, vendor: 'nango', handler, key: 'nango_proxy.get' } as unknown as CatalogEntry;
+      const out = await ex.execute({ entry: nangoGet, orgId: 'org-http-room', toolCallId: 't1', idempotencyKey: 'k1', params: { path: '/repos/x' } });
+      expect(requests).toBe(1);
+      expect(out).toMatchObject({ status: 'failed', errorCode: 'VENDOR_RATE_LIMITED', retryAfterSeconds: 1 });
+      expect(ex.breakerFor('org-http-room', 'nango').current).toBe('closed');
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   it('over real HTTP: a read rate-limited until its budget ends is VENDOR_RATE_LIMITED, sends nothing after the budget, and leaves the breaker closed', async () => {
     vi.spyOn(Math, 'random').mockReturnValue(0.999);
     let requests = 0;

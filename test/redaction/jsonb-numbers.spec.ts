@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonbNumberLength } from '../../src/common/storable-text.js';
 import { REDACTION_LIMITS, TRUNCATED } from '../../src/redaction/redaction.service.js';
+import { LEDGER_OUTPUT_MAX_BYTES, storedJsonBytes, type TruncatedLedgerOutput } from '../../src/tool-calls/ledger-output-cap.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
 import { bearer, createKey } from '../support/test-app.js';
 
@@ -59,5 +60,27 @@ describe('jsonb numbers are measured as PostgreSQL prints them', () => {
     const ok = await h.t.http.post('/v1/runs').set(bearer(org.agentKey)).send({ specialistId: 'support', metadata: ordinary });
     expect(ok.status, ok.text).toBe(201);
     expect(ok.body.metadata).toEqual(ordinary);
+  });
+
+  it('storedJsonBytes is what octet_length(output_redacted::text) counts', async () => {
+    const fixed = [{ readings: Array<number>(50).fill(1e308) }, [5e-324, -1.5e-7, 1e21, 0, -0, 12.5], { s: 'a,b:c "1e+308" \\ \n é 😀', t: true, f: false, n: null, o: {}, a: [] }];
+    const sampled = fc.sample(fc.jsonValue({ stringUnit: 'grapheme' }), { numRuns: 300, seed: 11 });
+    const texts = [...fixed, ...sampled].map((v) => JSON.stringify(v)).filter((t) => !t.includes('\\u0000'));
+    const [{ sizes }] = (await h.t.ds.query(
+      'SELECT array_agg(octet_length(t::jsonb::text) ORDER BY i) AS sizes FROM unnest($1::text[]) WITH ORDINALITY AS u(t, i)',
+      [texts],
+    )) as [{ sizes: number[] }];
+    texts.forEach((t, i) => expect(storedJsonBytes(t, Buffer.byteLength(t)), t.slice(0, 200)).toBe(sizes[i]));
+  });
+
+  it('a vendor answer of 800 × 1e308 (5.6 KB of JSON, 249 KB as jsonb) is kept in the ledger as a stub within 64 KiB', async () => {
+    const nangoOrg = await setupOrg(h.t, { tools: ['nango_proxy.get'], vendors: ['nango'] });
+    const body = { readings: Array<number>(800).fill(1e308) };
+    h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 200, body, times: 1 });
+    const res = await h.t.http.post(`/v1/runs/${nangoOrg.runId}/tool-calls`).set(bearer(nangoOrg.agentKey)).send({ type: 'tool_use', id: 'toolu_e308_out', name: 'nango_proxy', input: { action: 'get', path: 'v1/readings' } });
+    expect(res.body).toMatchObject({ status: 'succeeded', result: body });
+    const [row] = (await h.t.ds.query('SELECT octet_length(output_redacted::text) AS n, output_redacted AS o FROM tool_calls WHERE id = $1', [res.body.toolCallId])) as { n: number; o: TruncatedLedgerOutput }[];
+    expect(row.n).toBeLessThanOrEqual(LEDGER_OUTPUT_MAX_BYTES);
+    expect(row.o).toMatchObject({ truncated: true, bytes: Buffer.byteLength(JSON.stringify(body)) });
   });
 });

@@ -7,7 +7,7 @@ import { startGatewayProcess, type GatewayProcess } from './gateway-process.js';
 import { capped, logResponse, MAX_LOGGED_BODY, MINTED_KEY_PLACEHOLDER, overflowFindings, withoutNewKey } from './response-log.js';
 import { scanRunLog, secretForms } from './run-leak-scan.js';
 import { lineCollector, MAX_PARTIAL, RUN_LOG_ENV } from './run-log.js';
-import { TEST_ADMIN_KEY } from './secrets.js';
+import { NANGO_SECRET_KEY, TEST_ADMIN_KEY } from './secrets.js';
 import { adminAuth, createKey, createOrg, startTestApp, type TestApp } from './test-app.js';
 
 /**
@@ -139,6 +139,14 @@ describe('every response a test gets, and each gateway\'s /metrics, go to the ru
       const logged = linesOf('response POST /v1/runs/r2/tool-calls').join('\n');
       expect(logged.split(PLANTED)).toHaveLength(2); // once: the debug copy
       expect(logged).toContain("[the agent's own note]");
+      // Handed back with the org's own credential redacted by the gateway, the rest as written: still the agent's own.
+      const withOrgKey = `${note} and ${NANGO_SECRET_KEY}`;
+      const redacted = withOrgKey.replace(NANGO_SECRET_KEY, '[REDACTED]');
+      logResponse('POST', 'http://127.0.0.1:1/v1/runs/r3/tool-calls', answer(redacted), call('shopify_order', { action: 'add_note', orderId: '1001', note: withOrgKey }));
+      expect(linesOf('response POST /v1/runs/r3/tool-calls').some((l) => l.includes(PLANTED))).toBe(false);
+      // Not a note the agent did not write, redacted or not.
+      logResponse('POST', 'http://127.0.0.1:1/v1/runs/r4/tool-calls', answer(`${redacted}!`), call('shopify_order', { action: 'add_note', orderId: '1001', note: withOrgKey }));
+      expect(linesOf('response POST /v1/runs/r4/tool-calls').some((l) => l.includes(PLANTED))).toBe(true);
     });
 
     it('leaves a 201 POST /v1/api-keys key out only when it is new: a fixed test secret handed out is kept (for the scan)', () => {

@@ -62,9 +62,21 @@ function bodyText(res: Response): string {
   return JSON.stringify(body);
 }
 
-/** `value` with `note` put in place of `from` where it equals it exactly; else unchanged. */
+/**
+ * Whether `echoed` is the agent's note `from` handed back: as written, or with some test secrets in it (each wholly)
+ * replaced by [REDACTED]. The gateway redacts the org's own credentials, by value, from every vendor answer
+ * (src/redaction/credential-values.ts), so a note holding the org's token comes back with that token redacted and
+ * the rest of the agent's text as it wrote it. Nothing that was not in `from` is ever accepted.
+ */
+const isOwnNote = (echoed: unknown, from: string): boolean => {
+  if (echoed === from) return true;
+  if (typeof echoed !== 'string' || !echoed.includes('[REDACTED]')) return false;
+  const redacted = ALL_TEST_SECRETS.filter((s) => from.includes(s) && !echoed.includes(s)).reduce((t, s) => t.replaceAll(s, '[REDACTED]'), from);
+  return echoed === redacted;
+};
+/** `value` with `note` put in place of `from` where it is the agent's own note (isOwnNote); else unchanged. */
 const replacedNote = (value: unknown, from: string): unknown =>
-  value && typeof value === 'object' && !Array.isArray(value) && (value as { note?: unknown }).note === from ? { ...(value as object), note: OWN_NOTE } : value;
+  value && typeof value === 'object' && !Array.isArray(value) && isOwnNote((value as { note?: unknown }).note, from) ? { ...(value as object), note: OWN_NOTE } : value;
 const OWN_NOTE = "[the agent's own note]";
 
 /**
@@ -72,8 +84,9 @@ const OWN_NOTE = "[the agent's own note]";
  * agent wrote it: `result.note`, and the note of `toolResult.content` (the result as a JSON string). The vendor
  * returns the order's note and the gateway gives the agent the vendor's answer as is (the ledger keeps it
  * redacted); leak-scan.spec.ts writes test secrets into such a note on purpose, to check the ledger's redaction of
- * free text, and the agent reading its own note back is no leak. Only those two fields, only an exact match: the
- * same text anywhere else in the answer is logged. Undefined when the call or the answer is not that.
+ * free text, and the agent reading its own note back is no leak. Only those two fields, only an exact match (but
+ * for the org's credentials the gateway redacted: isOwnNote): the same text anywhere else in the answer is logged.
+ * Undefined when the call or the answer is not that.
  */
 function withoutOwnNote(method: string, url: string, sent: unknown, text: string): string | undefined {
   if (method.toUpperCase() !== 'POST' || !/^\/v1\/runs\/[^/]+\/tool-calls\/?$/.test(pathOf(url) ?? '')) return undefined;
@@ -86,7 +99,7 @@ function withoutOwnNote(method: string, url: string, sent: unknown, text: string
   } catch {
     return undefined;
   }
-  if (!body || typeof body !== 'object' || (body.result as { note?: unknown } | undefined)?.note !== note) return undefined;
+  if (!body || typeof body !== 'object' || !isOwnNote((body.result as { note?: unknown } | undefined)?.note, note)) return undefined;
   const out: Record<string, unknown> = { ...body, result: replacedNote(body.result, note) };
   const content = body.toolResult?.content;
   if (typeof content === 'string') {
