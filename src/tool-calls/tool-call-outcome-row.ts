@@ -75,18 +75,22 @@ export async function writeOutcomeRow(sql: Sql, metrics: MetricsService, o: Outc
                 vendor_refused = $15, updated_at = now(),
                 finished_at = greatest(coalesce(started_at, now()), now() - make_interval(secs => $17::double precision))
               WHERE id = $1 AND status = $13 RETURNING id, org_id)`,
-    // Reads the row as it was before this statement: only when the update above found it swept (no duration:
-    // the sweep's verdict, not an outcome of ours), and also once ops have reconciled it since — the vendor's
-    // real answer is then the evidence for or against that finding. Once per call: a call has one vendor answer,
-    // and a resend of this statement whose first try committed with its answer lost finds the row still swept
-    // (ledger_events_call_idx keeps the check cheap).
+    // Only when the update above found the row swept (no duration: the sweep's verdict, not an outcome of ours),
+    // and also once ops have reconciled it since — the vendor's real answer is then the evidence for or against
+    // that finding. Once per call: a call has one vendor answer, and a resend of this statement whose first try
+    // committed with its answer lost finds the row still swept (ledger_events_call_idx keeps the check cheap).
+    // Locked, so that `late`, `uncharge` and `rs` decide on the row as it is now: a reconcile still uncommitted
+    // when this statement took its snapshot is waited for, and its note and status read (the row re-checked, as
+    // an UPDATE's is), rather than the snapshot's "not reconciled" zeroing a reconciled call's charge or keeping a
+    // result for a call reconciled as failed. No lock in the ordinary case: `tc` settled the row, nothing is read.
     `swept AS (SELECT t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.note, t.status
                  FROM tool_calls t
                 WHERE t.id = $1 AND $13 = 'running' AND t.duration_ms IS NULL
                   AND ((t.status = 'indeterminate' AND t.error_text = $14 AND t.note IS NULL) OR t.note IS NOT NULL)
                   AND NOT EXISTS (SELECT 1 FROM tc)
                   AND NOT EXISTS (SELECT 1 FROM runtime_ledger_events e
-                                   WHERE e.tool_call_id = t.id AND e.type = 'tool_call.outcome_after_sweep'))`,
+                                   WHERE e.tool_call_id = t.id AND e.type = 'tool_call.outcome_after_sweep')
+                  FOR NO KEY UPDATE OF t)`,
     `late AS (INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
                 SELECT gen_random_uuid(), t.org_id, 'tool_call.outcome_after_sweep', t.run_id, t.id, $16::jsonb,
                        jsonb_build_object('toolName', t.tool_name, 'action', t.action, 'digest', t.action_digest, 'status', $2::text,
