@@ -37,6 +37,17 @@ import type { ApprovalKind, ApprovalStatus } from './approval-request.entity.js'
  * `ofRun` (a run read, RunsService.get): the batched expiry of one run's
  * overdue approvals, $1 being the run's id rather than an org's.
  *
+ * `skipLocked` (a read that writes an expiry down: a run read, a listing, an
+ * export, usage, events, a call's result, its replay): the overdue approvals
+ * another session holds (a decision's transaction, the sweep's batch, a run's
+ * end, a long transaction) are skipped, not waited for — a plain read waited
+ * for them the whole statement timeout and answered 503, and so did the run
+ * read that starts a run's complete/cancel. Reads show an approval past its
+ * expiry expired all the same (README: from the moment it passes), and the
+ * holder or the periodic sweep (which waits for its rows: it must settle them)
+ * writes it down. With 'by-id' it settles the approval $1 only if it is past its
+ * expiry, as an expiry: a decision waits for its row, it must decide.
+ *
  * An approval of a run that has ended is never decided here: the run's end
  * rejects it (RunsService.endRun, a batch at a time for a large backlog), its
  * call blocked RUN_NOT_ACTIVE. The run is read FOR KEY SHARE as the approval is
@@ -54,22 +65,21 @@ export const EXPIRY_BATCH = 1_000;
 const runLive = (a: string): string =>
   `EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = ${a}.run_id AND r.status IN ('running', 'waiting_approval') FOR KEY SHARE)`;
 
-export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?: boolean; ofRun?: boolean } = {}): string {
-  const scope = opts.ofRun ? 'run_id = $1::uuid' : '($1::uuid IS NULL OR org_id = $1::uuid)';
+export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?: boolean; ofRun?: boolean; skipLocked?: boolean } = {}): string {
+  const scope = target === 'by-id' ? 'id = $1::uuid' : opts.ofRun ? 'run_id = $1::uuid' : '($1::uuid IS NULL OR org_id = $1::uuid)';
   const overdue = `status = 'pending' AND expires_at <= $3 AND ${scope}`;
   // A batch is the $7 first to expire (read off the index of pending expiries, not the whole backlog sorted by id on
   // every batch), then locked in id order; the conditions repeated, so one settled meanwhile is skipped.
-  const due =
-    target === 'by-id'
-      ? ''
-      : `due AS MATERIALIZED (
+  const lockDue = target === 'expired' || opts.skipLocked === true;
+  const due = !lockDue
+    ? ''
+    : `due AS MATERIALIZED (
       SELECT id FROM approval_requests
        WHERE ${opts.batched ? `id IN (SELECT id FROM approval_requests WHERE ${overdue} ORDER BY expires_at, id LIMIT $7::int) AND ` : ''}${overdue}
-       ORDER BY id FOR UPDATE),`;
-  const where =
-    target === 'by-id'
-      ? `id = $1 AND status = 'pending' AND (expires_at <= $3 OR ${runLive('approval_requests')})`
-      : `id IN (SELECT id FROM due) AND status = 'pending' AND expires_at <= $3`;
+       ORDER BY id FOR UPDATE${opts.skipLocked ? ' SKIP LOCKED' : ''}),`;
+  const where = !lockDue
+    ? `id = $1 AND status = 'pending' AND (expires_at <= $3 OR ${runLive('approval_requests')})`
+    : `id IN (SELECT id FROM due) AND status = 'pending' AND expires_at <= $3`;
   return `
     WITH ${due}
     ap AS (

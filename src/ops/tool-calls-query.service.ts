@@ -130,6 +130,9 @@ export class ToolCallsQueryService {
    * A backlog (replicas down for a while, a burst's expiry) is settled a batch per statement for up to
    * READ_EXPIRY_BUDGET_MS, like the sweep: in one statement it could outlast the statement timeout on every read
    * (503, rolled back, and again on the next). Past the budget the read goes on, and the sweep settles the rest.
+   * An approval another session holds (a decision's transaction, the sweep's batch, a long transaction) is skipped,
+   * not waited for (skipLocked, settleApprovalsSql): the read answers, the approval shown expired, and the holder or
+   * the sweep writes it down.
    */
   private async expireOverdueApprovals(orgId: string | null, f: ToolCallFilters): Promise<void> {
     if (f.status !== undefined && f.status !== 'waiting_approval' && f.status !== 'blocked') return;
@@ -144,7 +147,7 @@ export class ToolCallsQueryService {
       // Sent again if it lost a deadlock (rolled back whole; it settles only approvals still pending).
       const settled = await retryOnDeadlock(
         () =>
-          this.ds.query(settleApprovalsSql('expired', { batched: true }), [orgId, 'expired', this.clock.now(), null, null, null, EXPIRY_BATCH]) as Promise<SettledApproval[]>,
+          this.ds.query(settleApprovalsSql('expired', { batched: true, skipLocked: true }), [orgId, 'expired', this.clock.now(), null, null, null, EXPIRY_BATCH]) as Promise<SettledApproval[]>,
       );
       this.expiries.recorded(settled); // and wakes the long-polls on those calls
       if (settled.length < EXPIRY_BATCH || performance.now() >= deadline) return;

@@ -41,6 +41,15 @@ const SNAPSHOT_CACHE_MAX = 50_000;
  * read counts those still pending past their expiry as expired meanwhile.
  */
 const READ_EXPIRY_BUDGET_MS = 1_000;
+/**
+ * A read's settle skips an overdue approval another session holds rather than wait for its lock (for as long as the
+ * holder likes: a GET waited the statement timeout and answered 503). Most holders let go in moments — another read
+ * or the sweep settling it, a decision — so the read looks again every HELD_RETRY_MS for up to HELD_WAIT_MS, then
+ * answers with it shown expired; the holder or the sweep writes it down.
+ */
+const HELD_WAIT_MS = 250;
+const HELD_RETRY_MS = 25;
+const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
 /** Pending approvals a run's end rejects per statement (its first statement included): one over the whole backlog outlasted the statement timeout. */
 export const END_BATCH = 1_000;
 /** How long the request that ends a run goes on rejecting its backlog before answering; the rest goes on after it (finishEnds). */
@@ -205,30 +214,32 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     let run = isUuid(runId) ? await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } }) : null;
     if (!run || !reachesRun(actor, run)) throw new AppError(notFound, 'run not found');
     // Its status and pending count are counters the settle keeps: an approval past its expiry is written down
-    // first (nothing more to read for a run with none pending), a batch at a time for up to READ_EXPIRY_BUDGET_MS,
-    // so the run does not show it pending until the sweep. Past the budget, those still pending past their expiry
-    // are shown expired all the same (README: from the moment it passes), and the sweep settles them.
+    // first (nothing more to read for a run with none pending, nor for one with none overdue), a batch at a time for
+    // up to READ_EXPIRY_BUDGET_MS, so the run does not show it pending until the sweep. Those still pending past their
+    // expiry after that — past the budget, or held by another session (skipped, not waited for: expireOverdueOfRun)
+    // — are shown expired all the same (README: from the moment it passes), and the sweep (or the holder) settles them.
     let stillOverdue = 0;
     if (run.pendingApprovalCount > 0 && (run.status === 'running' || run.status === 'waiting_approval')) {
       const now = this.clock.now();
-      const { settled, more } = await this.expireOverdueOfRun(run.id, now);
-      if (more) {
-        // The run's counters and the overdue ones still pending, on one snapshot (the sweep may be settling them).
-        const [row] = (await this.ds.query(
-          `SELECT r.status, r.pending_approval_count,
-                  (SELECT count(*)::int FROM approval_requests a WHERE a.run_id = r.id AND a.status = 'pending' AND a.expires_at <= $2) AS overdue
-             FROM agent_runs r WHERE r.id = $1`,
-          [run.id, now],
-        )) as { status: RunStatus; pending_approval_count: number; overdue: number }[];
-        if (row && (row.status === 'running' || row.status === 'waiting_approval')) {
-          run.status = row.status;
-          run.pendingApprovalCount = row.pending_approval_count;
-          stillOverdue = row.overdue;
-        } else {
-          run = (await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } })) ?? run; // ended meanwhile
+      const live = (c: { status: RunStatus; overdue: number } | undefined): boolean => !!c && (c.status === 'running' || c.status === 'waiting_approval');
+      let counters = await this.countersOf(run.id, now);
+      if (live(counters) && (counters?.overdue ?? 0) > 0) {
+        const { more } = await this.expireOverdueOfRun(run.id, now);
+        counters = await this.countersOf(run.id, now);
+        // Overdue ones left though the batches did not run out: held by someone else (skipped), looked at again briefly.
+        const heldUntil = performance.now() + HELD_WAIT_MS;
+        while (!more && live(counters) && (counters?.overdue ?? 0) > 0 && performance.now() < heldUntil) {
+          await pause(HELD_RETRY_MS);
+          await this.expireOverdueOfRun(run.id, now);
+          counters = await this.countersOf(run.id, now);
         }
-      } else if (settled.length > 0) {
-        run = (await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } })) ?? run;
+      }
+      if (counters && (counters.status === 'running' || counters.status === 'waiting_approval')) {
+        run.status = counters.status;
+        run.pendingApprovalCount = counters.pending_approval_count;
+        stillOverdue = counters.overdue;
+      } else {
+        run = (await this.ds.getRepository(AgentRunEntity).findOne({ where: { id: runId } })) ?? run; // ended meanwhile
       }
     }
     const [{ total }] = (await this.ds.query('SELECT coalesce(sum(cost_cents), 0)::bigint AS total FROM tool_calls WHERE run_id = $1', [runId])) as [
@@ -237,10 +248,22 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     return this.view(run, Number(total), stillOverdue);
   }
 
+  /** The run's counters and its approvals still pending past `now`, on one snapshot (the sweep may be settling them). */
+  private async countersOf(runId: string, now: Date): Promise<{ status: RunStatus; pending_approval_count: number; overdue: number } | undefined> {
+    const [row] = (await this.ds.query(
+      `SELECT r.status, r.pending_approval_count,
+              (SELECT count(*)::int FROM approval_requests a WHERE a.run_id = r.id AND a.status = 'pending' AND a.expires_at <= $2) AS overdue
+         FROM agent_runs r WHERE r.id = $1`,
+      [runId, now],
+    )) as { status: RunStatus; pending_approval_count: number; overdue: number }[];
+    return row;
+  }
+
   /**
    * The run's approvals overdue at `now` written down (as the sweep would: expired, the call blocked APPROVAL_EXPIRED),
    * EXPIRY_BATCH a statement, each a transaction of its own, until fewer come back or READ_EXPIRY_BUDGET_MS has passed
-   * (`more`: some may be left, for the sweep).
+   * (`more`: some may be left, for the sweep). One another session holds is skipped (skipLocked, settleApprovalsSql): a
+   * read never waits for a decision, the sweep or a long transaction — the holder or the sweep writes it down.
    */
   private async expireOverdueOfRun(runId: string, now: Date): Promise<{ settled: string[]; more: boolean }> {
     const deadline = performance.now() + READ_EXPIRY_BUDGET_MS;
@@ -248,7 +271,10 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     for (;;) {
       // Sent again if it lost a deadlock (rolled back whole; it settles only approvals still pending).
       const rows = await retryOnDeadlock(
-        () => this.ds.query(settleApprovalsSql('expired', { batched: true, ofRun: true }), [runId, 'expired', now, null, null, null, EXPIRY_BATCH]) as Promise<SettledApproval[]>,
+        () =>
+          this.ds.query(settleApprovalsSql('expired', { batched: true, ofRun: true, skipLocked: true }), [runId, 'expired', now, null, null, null, EXPIRY_BATCH]) as Promise<
+            SettledApproval[]
+          >,
       );
       this.expiries.recorded(rows); // a read that settles an expiry says so, as the sweep does (and wakes the long-polls)
       settled.push(...rows.map((r) => r.tool_call_id));
@@ -432,7 +458,8 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
    * moment it passes". The statement a decision and the sweep settle with (approval-settle.sql.ts: the call
    * blocked / APPROVAL_EXPIRED, the run's pending count and status, the raw input dropped, one tool_call.blocked
    * event). It settles an approval only while still pending, so racing the sweep, a decision, a run's end or
-   * another read, each expiry is recorded once. Returns the ids of the calls this settled.
+   * another read, each expiry is recorded once. An approval another session holds is skipped, not waited for (the
+   * holder or the sweep writes it down; reads show it expired meanwhile). Returns the ids of the calls this settled.
    */
   async expireOverdueApprovals(scope: { toolCallId: string } | { runId: string }, now: Date): Promise<string[]> {
     if ('runId' in scope) return (await this.expireOverdueOfRun(scope.runId, now)).settled; // a batch a statement, for up to a second
@@ -441,12 +468,22 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
       now,
     ])) as { id: string }[];
     const settled: string[] = [];
+    const heldUntil = performance.now() + HELD_WAIT_MS;
     for (const a of overdue) {
-      // Past its expiry at `now`, the statement settles it expired whatever $2 says; like a decision, sent again if it
-      // lost a deadlock to a run ending at the same moment (rolled back whole, so safe to resend).
-      const rows = await retryOnDeadlock(() => this.ds.query(settleApprovalsSql('by-id'), [a.id, 'expired', now, null, null, null]) as Promise<SettledApproval[]>);
-      this.expiries.recorded(rows); // a read that settles an expiry says so, as the sweep does
-      settled.push(...rows.map((r) => r.tool_call_id));
+      for (;;) {
+        // Past its expiry at `now`, the statement settles it expired whatever $2 says; like a decision, sent again if it
+        // lost a deadlock to a run ending at the same moment (rolled back whole, so safe to resend).
+        const rows = await retryOnDeadlock(
+          () => this.ds.query(settleApprovalsSql('by-id', { skipLocked: true }), [a.id, 'expired', now, null, null, null]) as Promise<SettledApproval[]>,
+        );
+        this.expiries.recorded(rows); // a read that settles an expiry says so, as the sweep does
+        settled.push(...rows.map((r) => r.tool_call_id));
+        if (rows.length > 0 || performance.now() >= heldUntil) break;
+        // Settled by someone else, or held (skipped): another read settling it too lets go in moments (HELD_WAIT_MS).
+        const held = (await this.ds.query(`SELECT 1 FROM approval_requests WHERE id = $1 AND status = 'pending'`, [a.id])) as unknown[];
+        if (held.length === 0) break;
+        await pause(HELD_RETRY_MS);
+      }
     }
     return settled;
   }

@@ -58,7 +58,9 @@ export class StoredCallAnswers {
    * The row as it stands now: a call waiting for an approval past its expiry is settled first (blocked /
    * APPROVAL_EXPIRED, see RunsService.expireOverdueApprovals) rather than answered waiting_approval — "do not
    * send it again, it will be decided" — for an approval nobody can decide any more. No statement for any
-   * other call: the expiry comes with the row (STORED_CALL_COLUMNS).
+   * other call: the expiry comes with the row (STORED_CALL_COLUMNS). An approval another session holds (a decision
+   * in flight, the sweep's batch) is not waited for (RunsService.expireOverdueApprovals skips it): the row is answered
+   * as it stands, and the holder or the sweep settles it — a replay or GET …/result never waits on that lock.
    */
   async expireIfOverdue(row: StoredCall): Promise<StoredCall> {
     if (row.status !== 'waiting_approval' || row.approval_expires_at === null || row.approval_expires_at.getTime() > this.clock.nowMs()) return row;

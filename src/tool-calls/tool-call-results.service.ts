@@ -91,8 +91,10 @@ export class ToolCallResultsService implements BeforeApplicationShutdown {
       if (!/^\d{1,6}$/.test(waitMsRaw) || Number(waitMsRaw) > MAX_WAIT_MS) throw new AppError('VALIDATION_FAILED', `waitMs: an integer from 0 to ${MAX_WAIT_MS}`);
       waitMs = Number(waitMsRaw);
     }
-    let row = await this.load(p, id);
+    // The wait counts from the request's start (at most MAX_WAIT_MS in all, the first read included), not from after
+    // the first read.
     const deadline = performance.now() + waitMs;
+    let row = await this.load(p, id);
     while (PENDING.has(row.status) && performance.now() < deadline && !signal?.aborted) {
       // Read again once the call settles (here, or on another replica: the shared look-up), once its approval is past
       // expiry (the look-up finds that too; the next load writes it down), or at the deadline. A key revoked meanwhile
