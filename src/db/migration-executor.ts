@@ -62,6 +62,8 @@ export async function longLockHolders(q: QueryRunner, olderThanMs: number): Prom
             string_agg(DISTINCT c.relname, ', ' ORDER BY c.relname) AS tables
        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid JOIN pg_class c ON c.oid = l.relation
       WHERE l.granted AND l.pid <> pg_backend_pid() AND c.relkind IN ('r', 'p')
+        -- pg_locks is the server's: a copy of this database (CREATE DATABASE … TEMPLATE) has its tables' oids
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND c.relnamespace = to_regnamespace(quote_ident(current_schema()))
         AND a.xact_start < now() - make_interval(secs => $1::float8 / 1000)
       GROUP BY a.pid, a.application_name, a.state, a.xact_start

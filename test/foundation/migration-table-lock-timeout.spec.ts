@@ -2,6 +2,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../migrations/index.js';
+import { longLockHolders } from '../../src/db/migration-executor.js';
 import { runMigrations } from '../../src/db/migration-runner.js';
 import { dbOptions, migratorOptions } from '../../src/db/db-options.js';
 import { pendingMigrations } from '../../src/db/pending-migrations.js';
@@ -79,7 +80,7 @@ describe('migrations wait for table locks for a bounded time, then try again', (
       await admin.connect();
       try {
         await waitFor(
-          async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'ALTER TABLE tool_calls ADD COLUMN%'`)).rowCount! > 0,
+          async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE 'ALTER TABLE tool_calls ADD COLUMN%'`)).rowCount! > 0,
           'the migration to wait for its lock',
           5_000,
         );
@@ -153,6 +154,36 @@ describe('migrations wait for table locks for a bounded time, then try again', (
       await writer.end();
       await migrated;
       await migrator.destroy();
+      await db.drop();
+    }
+  }, 30_000);
+
+  it("a copy of the database (CREATE DATABASE … TEMPLATE: a staging clone, a restore test) is not this one: its sessions' locks are not named", async () => {
+    const db = await createScratchDatabase('tg_mig_holders');
+    let copy: ScratchDatabase | undefined;
+    const sessions: (pg.Client & { pid: number })[] = [];
+    let ds: DataSource | undefined;
+    try {
+      const setup = await new DataSource(migratorOptions(db.url)).initialize();
+      await runMigrations(setup).finally(() => setup.destroy());
+      // Its tables are the template's, with the same oids: pg_locks tells them apart by its database column only.
+      copy = await createScratchDatabase('tg_mig_holders_copy', { template: new URL(db.url).pathname.slice(1) });
+      const there = await holding(copy.url, 'SELECT count(*) FROM tool_calls');
+      const here = await holding(db.url, 'SELECT count(*) FROM tool_calls');
+      sessions.push(there, here);
+      await new Promise((r) => setTimeout(r, 300));
+      ds = await new DataSource(migratorOptions(db.url)).initialize();
+      const qr = ds.createQueryRunner();
+      try {
+        const holders = await longLockHolders(qr, 100);
+        expect(holders.map((h) => Number(/^pid (\d+) /.exec(h)?.[1]))).toEqual([here.pid]);
+      } finally {
+        await qr.release();
+      }
+    } finally {
+      for (const s of sessions) await s.end().catch(() => undefined);
+      await ds?.destroy();
+      await copy?.drop();
       await db.drop();
     }
   }, 30_000);

@@ -73,13 +73,16 @@ export interface ScratchDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates database `<prefix>_<pid>_<now>` on the test server (TEST_SERVER_URL, or the run database's server). */
-export async function createScratchDatabase(prefix: string): Promise<ScratchDatabase> {
+/**
+ * Creates database `<prefix>_<pid>_<now>` on the test server (TEST_SERVER_URL, or the run database's server); a copy
+ * of database `template` (no session may be connected to it) when given.
+ */
+export async function createScratchDatabase(prefix: string, opts: { template?: string } = {}): Promise<ScratchDatabase> {
   const dbName = `${prefix}_${process.pid}_${Date.now()}`;
   const admin = new pg.Client({ connectionString: process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${dbName}`);
+    await admin.query(`CREATE DATABASE ${dbName}${opts.template ? ` TEMPLATE ${opts.template}` : ''}`);
   } catch (err) {
     await admin.end();
     throw err;
