@@ -68,7 +68,7 @@ async function waitForBlockedUpdate(ds: DataSource, table: string, run: Promise<
   void run.then((r) => (done = r));
   for (let i = 0; i < 200; i++) {
     if (done) throw new Error('the CLI exited: ' + JSON.stringify(done));
-    const waiting = (await ds.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`UPDATE ${table}%`])) as unknown[];
+    const waiting = (await ds.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE $1`, [`UPDATE ${table}%`])) as unknown[];
     if (waiting.length > 0) return;
     await new Promise((r) => setTimeout(r, 50));
   }

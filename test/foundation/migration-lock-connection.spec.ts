@@ -44,7 +44,7 @@ const settled = (p: Promise<string[]>) => p.then((r) => ({ r }), (err: unknown) 
 
 /** Until the slow migration's pg_sleep runs (the first replica holds the lock and is migrating). */
 async function migrating(admin: pg.Client): Promise<void> {
-  await waitFor(async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND state = 'active'`)).rowCount! > 0, 'the first replica to migrate', 10_000);
+  await waitFor(async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep%' AND state = 'active'`)).rowCount! > 0, 'the first replica to migrate', 10_000);
 }
 
 async function counts(admin: pg.Client): Promise<{ runs: number; recorded: number }> {
@@ -100,7 +100,8 @@ describe('the migration lock is held by the connection running the migrations', 
       // What an operator sees behind "waiting for the migration lock": the holder of the lock, its state and query.
       const holder = await admin.query(
         `SELECT a.pid, a.state, a.query FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-          WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2`,
+          WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
         [Math.floor(MIGRATION_LOCK / 2 ** 32), MIGRATION_LOCK % 2 ** 32],
       );
       const seen = holder.rows[0] as { pid: number; state: string; query: string };

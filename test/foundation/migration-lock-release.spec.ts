@@ -35,7 +35,8 @@ class NextRelease1799999999998 implements MigrationInterface {
 
 const lockHolders = async (admin: pg.Client): Promise<number> =>
   (
-    await admin.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1 AND objid = $2`, [
+    await admin.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1 AND objid = $2
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, [
       Math.floor(MIGRATION_LOCK / 2 ** 32),
       MIGRATION_LOCK % 2 ** 32,
     ])

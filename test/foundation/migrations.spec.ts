@@ -107,7 +107,7 @@ describe('migrations when several replicas start together', () => {
       expect(performance.now() - started).toBeLessThan(1_000);
       // And it took none: another session gets it at once (a transaction-mode pooler could leave a lock taken and
       // released at every start held on a server connection another client then had).
-      const [{ held }] = (await ds.query(`SELECT count(*)::int AS held FROM pg_locks WHERE locktype = 'advisory' AND pid <> $1 AND pid IN (SELECT pid FROM pg_stat_activity WHERE application_name = 'tool-gateway')`, [
+      const [{ held }] = (await ds.query(`SELECT count(*)::int AS held FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND pid <> $1 AND pid IN (SELECT pid FROM pg_stat_activity WHERE application_name = 'tool-gateway')`, [
         (holder as unknown as { processID: number }).processID,
       ])) as [{ held: number }];
       expect(held).toBe(0);
@@ -245,7 +245,7 @@ describe('the tool_use id made unique per run over a ledger that already holds i
       await new ToolUseOncePerRun1765710000000().up(qr);
       // Its own lock, taken before the marking (the index build's SHARE lock comes only after it): writes wait throughout.
       const modes = (await other.query(
-        `SELECT l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'tool_calls' AND l.granted AND l.pid <> pg_backend_pid() ORDER BY l.mode`,
+        `SELECT l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'tool_calls' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND l.granted AND l.pid <> pg_backend_pid() ORDER BY l.mode`,
       )) as { rows: { mode: string }[] };
       expect(modes.rows.map((r) => r.mode)).toContain('ShareRowExclusiveLock');
       await other.query(`SET lock_timeout = '300ms'`);

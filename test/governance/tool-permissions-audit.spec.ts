@@ -84,7 +84,7 @@ describe('tool permissions: the tool_permissions.changed event records what chan
         const [{ n }] = (await holder.query(
           `SELECT count(*)::int AS n FROM pg_locks w JOIN pg_locks h
              ON h.pid = pg_backend_pid() AND h.locktype = 'advisory' AND h.granted
-            AND w.classid = h.classid AND w.objid = h.objid AND w.objsubid = h.objsubid
+            AND w.database = h.database AND w.classid = h.classid AND w.objid = h.objid AND w.objsubid = h.objsubid
            WHERE w.locktype = 'advisory' AND NOT w.granted`,
         )).rows as [{ n: number }];
         return n === 2;

@@ -38,7 +38,7 @@ describe('run end event vs an approval expiring while the end waits for the run'
       await holder.query('SELECT 1 FROM agent_runs WHERE id = $1 FOR KEY SHARE', [org.runId]);
       const cancel = h.t.http.post(`/v1/runs/${org.runId}/cancel`).set(bearer(org.adminKey)).send({}).then((r) => r);
       await waitFor(
-        async () => ((await h.t.ds.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM agent_runs WHERE id = $1 FOR UPDATE%'`)) as unknown[]).length > 0,
+        async () => ((await h.t.ds.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%FROM agent_runs WHERE id = $1 FOR UPDATE%'`)) as unknown[]).length > 0,
         'the end waiting for the run',
       );
       await sleep(1_700); // the approval passes its expiry while the end waits

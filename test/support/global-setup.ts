@@ -7,11 +7,14 @@ import { MINTED_SECRETS_ENV } from './minted-secrets.js';
 import { LEAK_SCAN_RESULT_ENV, RUN_LOG_ENV } from './run-log-env.js';
 import { runWideLeakScan } from './run-wide-scan.js';
 import { removeStaleRunDirs, staleRunDatabases } from './stale-runs.js';
+import { RUN_DATABASE_URL_ENV, runDatabaseUrls } from './worker-database.js';
 
 /**
  * One PostgreSQL for the whole run: DATABASE_URL's server when set, else an
  * embedded one in a child process (never imported here: STACK.md gotcha 1).
- * Either way the tests get a fresh database of their own, dropped at the end.
+ * Either way the tests get fresh databases of their own, dropped at the end:
+ * the run's, which the first worker uses, and one for each other worker
+ * (worker-database.ts).
  *
  * One run log too (run-log.ts): every log line of every in-process gateway and
  * every child's output, and the list of secrets minted during the run
@@ -51,7 +54,8 @@ export default async function setup(): Promise<() => Promise<void>> {
   const url = new URL(serverUrl);
   url.pathname = `/${dbName}`;
   process.env.TEST_SERVER_URL = serverUrl;
-  process.env.DATABASE_URL = url.toString(); // forked workers inherit it too
+  process.env.DATABASE_URL = url.toString(); // forked workers inherit it too (worker-database-setup.ts: the first's)
+  process.env[RUN_DATABASE_URL_ENV] = url.toString();
 
   return async () => {
     try {
@@ -60,7 +64,8 @@ export default async function setup(): Promise<() => Promise<void>> {
     } finally {
       const c = new pg.Client({ connectionString: serverUrl });
       await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+      const names = (await runDatabaseUrls(c).catch(() => [url.toString()])).map((u) => new URL(u).pathname.slice(1));
+      for (const name of names) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
       await c.end();
       await stopEmbedded?.();
     }

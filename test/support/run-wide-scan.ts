@@ -1,6 +1,6 @@
 /**
  * The run-wide leak scan, run once all files ran: the run log and every table
- * of the test database searched for the fixed test secrets and for those
+ * of the test databases (the run's and each worker's) searched for the fixed test secrets and for those
  * minted during the run (run-leak-scan.ts, minted-secrets.ts).
  *
  * summary-reporter.ts runs it before it prints the closing line, so that line
@@ -13,7 +13,9 @@
  */
 import { LEAK_SCAN_RESULT_ENV, RUN_LOG_ENV } from './run-log-env.js';
 import { MINTED_SECRETS_ENV, mintedSecretForms } from './minted-secrets.js';
+import pg from 'pg';
 import { describeFinding, scanDatabase, scanRunLog, secretForms, type Needle } from './run-leak-scan.js';
+import { RUN_DATABASE_URL_ENV, runDatabaseUrls } from './worker-database.js';
 
 export { LEAK_SCAN_RESULT_ENV };
 
@@ -32,6 +34,22 @@ export function runSecretNeedles(): { needles: Needle[]; minted: number; unreada
     return { needles: [...fixed, ...m.needles], minted: m.secrets };
   } catch (e) {
     return { needles: fixed, minted: 0, unreadable: e };
+  }
+}
+
+/** The run's databases (its own and each worker's, worker-database.ts); DATABASE_URL's in a run set up otherwise. */
+async function runDatabases(): Promise<string[]> {
+  const serverUrl = process.env.TEST_SERVER_URL;
+  if (!process.env[RUN_DATABASE_URL_ENV] || !serverUrl) {
+    if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
+    return [process.env.DATABASE_URL];
+  }
+  const admin = new pg.Client({ connectionString: serverUrl }); // the server's own database: the run's may refuse
+  await admin.connect();
+  try {
+    return await runDatabaseUrls(admin);
+  } finally {
+    await admin.end();
   }
 }
 
@@ -60,12 +78,22 @@ export async function runWideLeakScan(): Promise<string[] | undefined> {
   }
   let dbPart = 'the database not scanned';
   try {
-    if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
-    const db = await scanDatabase(process.env.DATABASE_URL, needles);
-    dbPart = `${db.rows} rows in ${db.tables} tables`;
-    findings.push(...db.findings.map((f) => describeFinding(f, 'row(s)')));
+    const urls = await runDatabases();
+    let [rows, tables, scanned] = [0, 0, 0];
+    for (const url of urls) {
+      // With more than one (a worker's each), a finding and a database that cannot be scanned are named.
+      const what = urls.length > 1 ? `the database ${new URL(url).pathname.slice(1)}` : 'the database';
+      try {
+        const db = await scanDatabase(url, needles);
+        [rows, tables, scanned] = [rows + db.rows, tables + db.tables, scanned + 1];
+        findings.push(...db.findings.map((f) => (urls.length > 1 ? `${what}: ` : '') + describeFinding(f, 'row(s)')));
+      } catch (e) {
+        cannotRun(what, e);
+      }
+    }
+    if (scanned > 0) dbPart = `${rows} rows in ${tables} tables` + (urls.length > 1 ? ` of ${scanned} of ${urls.length} databases` : '');
   } catch (e) {
-    cannotRun('the database', e);
+    cannotRun('the databases', e);
   }
 
   process.env[LEAK_SCAN_RESULT_ENV] = findings.length ? 'findings' : 'clean';

@@ -14,6 +14,11 @@ describe('what interrupted test runs left behind', () => {
     expect(staleRunDatabases(names, now, (pid) => pid === 222)).toEqual([`tg_test_111_${old}`]);
   });
 
+  it("a worker's database goes with its run's; a name merely starting like one is kept", () => {
+    const names = [`tg_test_111_${old}_w2`, `tg_test_222_${old}_w2`, `tg_test_111_${old}_w`, `tg_test_111_${old}_x2`, `tg_test_111_${old}_w2_w3`];
+    expect(staleRunDatabases(names, now, (pid) => pid === 222)).toEqual([`tg_test_111_${old}_w2`]);
+  });
+
   it('a run directory untouched for over a day is removed; a recent one and other files are kept', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tg-stale-runs-spec-'));
     try {

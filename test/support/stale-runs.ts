@@ -1,6 +1,6 @@
 /**
- * What an interrupted test run (Ctrl-C, a killed CI job) leaves behind: its database `tg_test_<pid>_<ms>` on the test
- * server, and its run directory `tg-test-run-*` (the run log, the minted secrets) in the temp dir. The next run's
+ * What an interrupted test run (Ctrl-C, a killed CI job) leaves behind: its databases `tg_test_<pid>_<ms>` and
+ * `tg_test_<pid>_<ms>_w<N>` on the test server, and its run directory `tg-test-run-*` (the run log, the minted secrets) in the temp dir. The next run's
  * global setup removes those of runs that started over a day ago and whose process is gone: no run lasts that long,
  * so nothing of a run still going (here, or on another machine sharing the server) is touched.
  */
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 export const STALE_AFTER_MS = 24 * 60 * 60 * 1000;
 
-const RUN_DB = /^tg_test_(\d+)_(\d{13})$/;
+const RUN_DB = /^tg_test_(\d+)_(\d{13})(?:_w\d+)?$/; // a worker's database ends _w<N> (worker-database.ts)
 
 /** Whether a process with this id runs on this machine (EPERM: it does, as another user). */
 export function processAlive(pid: number): boolean {
