@@ -27,6 +27,7 @@ describe('ledger verify query plans', () => {
   let t: TestApp;
   let org: string;
   const OWN = 200;
+  const OTHER_ORGS = Array.from({ length: 3_000 }, () => randomUUID());
 
   beforeAll(async () => {
     t = await startTestApp({ LEDGER_SEAL_INTERVAL_MS: '60000' });
@@ -43,9 +44,27 @@ describe('ledger verify query plans', () => {
     );
     await t.app.get(LedgerEventsService).append([{ orgId: org, type: 'test.step', metadata: { last: true } }]);
     await t.app.get(LedgerSealerService).sealNow();
-    await t.ds.query('ANALYZE runtime_ledger_events');
+    // Other orgs' settings verify compares with the ledger (policy, flag, permission, keys), many times the org's own:
+    // a statement reading them all is seen, whatever the files before this one left in the database.
+    await t.ds.query(`INSERT INTO orgs (id, name) SELECT unnest($1::uuid[]), 'verify-plan other'`, [OTHER_ORGS]);
+    await t.ds.query(`INSERT INTO policies (org_id, rules) SELECT unnest($1::uuid[]), '[]'`, [OTHER_ORGS]);
+    await t.ds.query(`INSERT INTO feature_flags (org_id, flag, enabled) SELECT unnest($1::uuid[]), 'tool_calling_enabled', true`, [OTHER_ORGS]);
+    await t.ds.query(`INSERT INTO tool_permissions (id, org_id, tool_name, action, enabled) SELECT gen_random_uuid(), unnest($1::uuid[]), 'order_lookup', 'lookup', true`, [OTHER_ORGS]);
+    await t.ds.query(
+      `INSERT INTO api_keys (id, org_id, role, name, key_hash, key_prefix)
+       SELECT gen_random_uuid(), o, 'agent', 'k', uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'tgw_plan'
+         FROM unnest($1::uuid[]) o, generate_series(1, 2)`,
+      [OTHER_ORGS],
+    );
+    await t.ds.query('ANALYZE runtime_ledger_events, orgs, policies, feature_flags, tool_permissions, api_keys');
   }, 60_000);
   afterAll(async () => {
+    // The other orgs' rows go (the files after this one on the same database list orgs and keys); their events stay, as
+    // the ledger keeps every event.
+    if (t) {
+      for (const table of ['api_keys', 'tool_permissions', 'feature_flags', 'policies']) await t.ds.query(`DELETE FROM ${table} WHERE org_id = ANY($1::uuid[])`, [OTHER_ORGS]);
+      await t.ds.query('DELETE FROM orgs WHERE id = ANY($1::uuid[])', [OTHER_ORGS]);
+    }
     await t?.close();
   });
 
@@ -60,8 +79,8 @@ describe('ledger verify query plans', () => {
     for (const { sql, params } of statements) {
       const [{ 'QUERY PLAN': [plan] }] = (await t.ds.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
       const all = nodes(plan.Plan);
-      const scans = all.filter((n) => n['Relation Name'] === 'runtime_ledger_events' || n['Index Name']);
-      const summary = scans.map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`).join(', ');
+      const scans = all.filter((n) => n['Relation Name'] || n['Index Name']);
+      const summary = scans.map((n) => `${n['Node Type']} ${n['Relation Name'] ?? ''} ${n['Index Name'] ?? ''}`).join(', ');
       expect(scans.length, sql).toBeGreaterThan(0);
       expect(scans.filter((n) => n['Node Type'] === 'Seq Scan' || n['Index Name'] === 'runtime_ledger_events_pkey'), `${sql}\n${summary}`).toEqual([]);
       const discarded = all.reduce((s, n) => s + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0), 0);
