@@ -38,6 +38,8 @@ const reachedVendor = (f: Failure): boolean => mayHaveSent(f) || f.readSent === 
 interface Progress {
   failures: Failure[];
   inHandler: boolean;
+  /** The access tokens the call's attempts were handed (VendorCallContext.tokensUsed), redacted by value from the answer. */
+  tokensUsed: Set<string>;
 }
 
 export interface ExecuteRequest {
@@ -162,7 +164,7 @@ export class RuntimeToolExecutor {
     });
     // A breaker this call acquired and has not yet reported to (released if the call throws).
     let pending: { breaker: CircuitBreaker; pass: BreakerPass } | undefined;
-    const progress: Progress = { failures: [], inHandler: false };
+    const progress: Progress = { failures: [], inHandler: false, tokensUsed: new Set() };
     try {
       let credentials: HeldCredentials | null;
       try {
@@ -206,8 +208,9 @@ export class RuntimeToolExecutor {
       pending = undefined;
       // The org's secrets, by value, out of what the vendor's answer carries (credential-values.ts): an answer echoing
       // the key it was sent (of no shape the redaction knows) would reach the agent, the encrypted result and the
-      // ledger's copy, all made from what is returned here. A few native searches per string of the answer.
-      const secrets = credentialSecretForms(credentials.config);
+      // ledger's copy, all made from what is returned here. So are the access tokens bought with them and sent: the
+      // agent's result is not shape-redacted. A few native searches per string of the answer.
+      const secrets = credentialSecretForms(credentials.config, progress.tokensUsed);
       if (outcome.ok) {
         if (breaker.onSuccess(pass)) this.breakerClosed(req);
         const result = redactCredentialValues(outcome.data, secrets);
@@ -383,6 +386,7 @@ export class RuntimeToolExecutor {
         deadline,
         attempt: attempt++,
         scratch,
+        tokensUsed: progress.tokensUsed,
         sendStanding: () => this.sendStanding(req, credentials, true),
         ...(generation !== undefined ? { credentialsCurrent: () => this.credentials.unchangedSince(req.orgId, req.entry.vendor, generation) } : {}),
       }));

@@ -21,6 +21,15 @@ describe('credentialSecretForms: which values of a vendor config are looked for'
     expect(credentialSecretForms(amazon)).toContain(amazon.refreshToken);
   });
 
+  it('the access tokens bought with the config are looked for too, in the same forms, with or without a config', () => {
+    const token = 'Atza|IwEBIA bought/token+x';
+    const forms = credentialSecretForms(NANGO, [token, 'short']);
+    expect(forms).toEqual(expect.arrayContaining([NANGO.secretKey, token, encodeURIComponent(token), 'Atza%7CIwEBIA+bought%2Ftoken%2Bx']));
+    expect(forms).not.toContain('short'); // under CREDENTIAL_VALUE_MIN_LENGTH, as a config's value
+    expect(credentialSecretForms(null, [token])).toContain(encodeURIComponent(token));
+    expect(credentialSecretForms(null)).toEqual([]);
+  });
+
   it('every field a schema declares is either looked for or named as no secret (a new secret field is redacted by default)', () => {
     for (const [type, schema] of Object.entries(CREDENTIAL_SCHEMAS)) {
       const fields = Object.keys((schema as { properties: Record<string, unknown> }).properties);

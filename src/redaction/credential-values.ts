@@ -31,10 +31,11 @@ const MAX_DEPTH = 256;
  * The forms of the config's secrets an answer may carry, each at least CREDENTIAL_VALUE_MIN_LENGTH long: as written,
  * percent-encoded (a URL or query string echoed), form-encoded (a token request's body: space as "+"), JSON-escaped
  * (a request body quoted inside a string), and a client id and secret as the base64 of an HTTP Basic header (Jumio's
- * token request), which the shape redaction only knows after "Basic". Empty when there is nothing to look for.
+ * token request), which the shape redaction only knows after "Basic". `tokens`: the access tokens the call was sent
+ * with that the config does not hold (bought from a vendor's token endpoint: VendorCallContext.tokensUsed), in the
+ * same forms. Empty when there is nothing to look for.
  */
-export function credentialSecretForms(config: Readonly<Record<string, unknown>> | null | undefined): string[] {
-  if (!config) return [];
+export function credentialSecretForms(config: Readonly<Record<string, unknown>> | null | undefined, tokens: Iterable<string> = []): string[] {
   const forms = new Set<string>();
   const add = (value: string): void => {
     if (value.length < CREDENTIAL_VALUE_MIN_LENGTH) return;
@@ -43,6 +44,8 @@ export function credentialSecretForms(config: Readonly<Record<string, unknown>> 
     forms.add(new URLSearchParams({ v: value }).toString().slice(2));
     forms.add(JSON.stringify(value).slice(1, -1));
   };
+  for (const token of tokens) add(token);
+  if (!config) return [...forms].sort((a, b) => b.length - a.length);
   for (const [field, value] of Object.entries(config)) {
     if (typeof value === 'string' && !NOT_SECRET.has(field)) add(value);
   }

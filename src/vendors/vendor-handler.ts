@@ -92,6 +92,12 @@ export interface VendorCallContext {
    */
   scratch: Map<string, unknown>;
   /**
+   * The access tokens this call's requests were sent with that `credentials` does not hold (bought from a token
+   * endpoint: TokenCache adds each it hands out, GetTokenOptions.tokensUsed). The executor redacts them by value from
+   * the answer, as it does the config's secrets: a vendor echoing the bearer it got would hand it to the agent.
+   */
+  tokensUsed?: Set<string>;
+  /**
    * Whether the call may still be sent, read now: for a handler that waits before it sends a write (the order's refund
    * lease), so a change answered 200/204 meanwhile is in force, as it is between attempts (the executor asks the same
    * before a retry). Absent: nothing to check against.

@@ -8,6 +8,7 @@ import { RuntimeToolExecutor } from '../../src/executor/runtime-tool-executor.js
 import { REDACTED } from '../../src/redaction/markers.js';
 import type { ToolActionSpec, VendorCallContext, VendorHandler, VendorOutcome } from '../../src/vendors/vendor-handler.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
+import { AMAZON_FIXTURE_ORDERS, AMAZON_ORDER_IDS } from '../../src/emulator/amazon.fixtures.js';
 import { JUMIO_CLIENT_SECRET, NANGO_SECRET_KEY } from '../support/secrets.js';
 import { bearer, createKey } from '../support/test-app.js';
 import { fixedCredentials } from './fixed-credentials.js';
@@ -57,6 +58,35 @@ describe('a vendor answer echoing the org\'s own credential, through the pipelin
     expect(full.body.result).toMatchObject({ id: 42, key: REDACTED });
     expect(JSON.stringify(full.body)).not.toContain(NANGO_SECRET_KEY);
     expect(JSON.stringify(full.body)).not.toContain(encodeURIComponent(NANGO_SECRET_KEY));
+  });
+
+  it('amazon: the access token bought with the org\'s credentials (not in them) and echoed by SP-API reaches neither the agent, the stored result nor the ledger', async () => {
+    const amazon = await setupOrg(h.t, { tools: ['amazon_query.get_order'], vendors: ['amazon'] });
+    const amazonOps = (await createKey(h.t, amazon.orgId, 'ops')).key;
+    const from = h.emu.requests.length;
+    const first = await call(h, amazon, 'amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped });
+    expect(first.body.status).toBe('succeeded');
+    const token = h.emu.requests.slice(from).find((r) => r.headers['x-amz-access-token'])?.headers['x-amz-access-token'];
+    expect(token, 'the call sent an LWA access token').toMatch(/^Atza\|/);
+    // The next order read answered with the token (cached, sent again) in a field the gateway keeps, as sent and
+    // percent-encoded: a debugging proxy, a compromised endpoint.
+    const order = AMAZON_FIXTURE_ORDERS[AMAZON_ORDER_IDS.shipped]!;
+    const echoed = { ...order, ShippingAddress: { ...(order.ShippingAddress as object), City: `Seattle ${token!}`, StateOrRegion: encodeURIComponent(token!) } };
+    h.emu.fault({ vendor: 'amazon', method: 'GET', path: new RegExp(`/orders/v0/orders/${AMAZON_ORDER_IDS.shipped}$`), kind: 'status', status: 200, body: { payload: echoed } });
+    const res = await call(h, amazon, 'amazon_query', { action: 'get_order', orderId: AMAZON_ORDER_IDS.shipped });
+    expect(res.body).toMatchObject({ status: 'succeeded', result: { orderId: AMAZON_ORDER_IDS.shipped, shippingAddress: { City: `Seattle ${REDACTED}`, StateOrRegion: REDACTED } } });
+    const id = res.body.toolCallId as string;
+    const view = await h.t.http.get(`/v1/tool-calls/${id}`).set(bearer(amazonOps));
+    expect(view.status).toBe(200);
+    const full = await h.t.http.get(`/v1/tool-calls/${id}/result`).set(bearer(amazon.agentKey));
+    expect(full.status).toBe(200);
+    const row = JSON.stringify(await rowOf(h, id));
+    for (const form of [token!, encodeURIComponent(token!)]) {
+      expect(JSON.stringify(res.body), 'the agent\'s answer').not.toContain(form);
+      expect(JSON.stringify(full.body), 'the stored result').not.toContain(form);
+      expect(row, 'the ledger row').not.toContain(form);
+      expect(JSON.stringify(view.body), 'the ops view').not.toContain(form);
+    }
   });
 });
 

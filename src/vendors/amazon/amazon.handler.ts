@@ -63,7 +63,7 @@ export class AmazonHandler implements VendorHandler {
     // The id goes into the URL path: re-check it even though the schema did.
     const orderId = ctx.params.orderId;
     if (typeof orderId !== 'string' || !AMAZON_ORDER_ID.test(orderId)) return fail('rejected', 'orderId: must be 3-7-7 digits');
-    const session = new SpapiSession(this.endpoints, this.tokens, this.rates, creds, ctx.signal, `${ctx.orgId}:amazon`, credentialsCheckOf(ctx));
+    const session = new SpapiSession(this.endpoints, this.tokens, this.rates, creds, ctx.signal, `${ctx.orgId}:amazon`, credentialsCheckOf(ctx), ctx.tokensUsed);
     const v2026 = this.endpoints.amazonOrdersApi === '2026-01-01';
     try {
       switch (ctx.action) {

@@ -213,6 +213,8 @@ export class SpapiSession {
     private readonly owner?: string,
     /** Whether those credentials are still the org's: no token is bought or sent with ones that moved on. */
     private readonly credentials?: CredentialsCheck,
+    /** The tokens the call is handed (VendorCallContext.tokensUsed). */
+    private readonly tokensUsed?: Set<string>,
   ) {
     this.cacheKey = lwaCacheKey(endpoints, creds);
     this.rateKey = `${this.cacheKey}|${creds.region}`;
@@ -226,6 +228,7 @@ export class SpapiSession {
         signal: this.signal,
         owner: this.owner,
         credentials: this.credentials,
+        tokensUsed: this.tokensUsed,
       });
       let res: VendorHttpResponse;
       try {

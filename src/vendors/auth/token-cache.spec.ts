@@ -28,6 +28,20 @@ function counter(expiresInSec = 3600): { fetcher: () => Promise<FetchedToken>; c
 }
 
 describe('TokenCache', () => {
+  it('adds every token it hands out to the call\'s tokensUsed, bought or cached; a refused acquire adds none', async () => {
+    const cache = new TokenCache();
+    const f = counter(3600);
+    const first = new Set<string>();
+    const second = new Set<string>();
+    expect(await cache.getToken('k', f.fetcher, { tokensUsed: first })).toBe('tok-1');
+    expect((await cache.acquire('k', f.fetcher, { tokensUsed: second })).token).toBe('tok-1');
+    expect([[...first], [...second]]).toEqual([['tok-1'], ['tok-1']]);
+    const refused = new Set<string>();
+    const failing = async (): Promise<FetchedToken> => Promise.reject(new Error('token endpoint down'));
+    await expect(cache.getToken('other', failing, { tokensUsed: refused })).rejects.toThrow('token endpoint down');
+    expect(refused.size).toBe(0);
+  });
+
   it('reuses the token until expiry minus the margin, then refreshes', async () => {
     let now = 1_000_000;
     const cache = new TokenCache({ now: () => now });

@@ -75,6 +75,8 @@ export interface GetTokenOptions {
    * the change and asks for its token after it).
    */
   credentials?: CredentialsCheck;
+  /** The call's record of the tokens it is handed (VendorCallContext.tokensUsed): the one returned is added. */
+  tokensUsed?: Set<string>;
 }
 
 export interface CredentialsCheck {
@@ -160,6 +162,13 @@ export class TokenCache {
    * would refuse a second one too (VENDORS.md §2.5).
    */
   async acquire(cacheKey: string, fetcher: TokenFetcher, opts: GetTokenOptions = {}): Promise<AcquiredToken> {
+    const acquired = await this.handOut(cacheKey, fetcher, opts);
+    opts.tokensUsed?.add(acquired.token);
+    return acquired;
+  }
+
+  /** acquire's work: the cached token, or one a (shared) token request issues. */
+  private async handOut(cacheKey: string, fetcher: TokenFetcher, opts: GetTokenOptions): Promise<AcquiredToken> {
     const creds = opts.credentials;
     // Credentials replaced or deleted since the call loaded them (a DELETE answered 204 meanwhile): nothing is bought,
     // handed out or sent with them. Asked again (the database) only when this process saw a change: rare.

@@ -30,6 +30,8 @@ interface CallState {
   owner: string;
   /** Whether the call's credentials are still the org's: no token is bought or sent with ones that moved on. */
   credentials?: CredentialsCheck;
+  /** The tokens the call is handed (VendorCallContext.tokensUsed). */
+  tokensUsed?: Set<string>;
 }
 
 function classify(res: VendorHttpResponse): Answer {
@@ -128,7 +130,7 @@ export class JumioHandler implements VendorHandler {
     if (typeof id !== 'string' || !UUID.test(id)) return fail('rejected', 'workflowExecutionId: must be a UUID');
     const account = executionAccount(ctx.params.accountId, creds);
     if (!account.ok) return fail('rejected', account.message);
-    const state: CallState = { creds, cacheKey: jumioCacheKey(this.endpoints, creds), signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:jumio`, credentials: credentialsCheckOf(ctx) };
+    const state: CallState = { creds, cacheKey: jumioCacheKey(this.endpoints, creds), signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:jumio`, credentials: credentialsCheckOf(ctx), tokensUsed: ctx.tokensUsed };
     const base = `${jumioRetrievalBaseUrl(this.endpoints, creds.region)}/api/v1/accounts/${account.id}/workflow-executions/${id}`;
     try {
       const res = await this.get(state, `${base}/status`);
@@ -157,6 +159,7 @@ export class JumioHandler implements VendorHandler {
         signal: state.signal,
         owner: state.owner,
         credentials: state.credentials,
+        tokensUsed: state.tokensUsed,
       });
       let res: VendorHttpResponse;
       try {

@@ -41,6 +41,8 @@ interface ShopifyCall {
   deadline?: number;
   /** Whether the call's credentials are still the org's: no token is bought or sent with ones that moved on. */
   credentials?: CredentialsCheck;
+  /** The tokens the call is handed (VendorCallContext.tokensUsed). */
+  tokensUsed?: Set<string>;
 }
 
 /** An order a refund can be made against, as read (the payment is picked from it under the lease). */
@@ -93,7 +95,7 @@ export class ShopifyHandler implements VendorHandler {
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
     const conn = resolveShopifyConnection(ctx.credentials, this.endpoints);
     if (typeof conn === 'string') return failedOutcome('auth', conn);
-    const call: ShopifyCall = { conn, signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:shopify`, deadline: ctx.deadline, credentials: credentialsCheckOf(ctx) };
+    const call: ShopifyCall = { conn, signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:shopify`, deadline: ctx.deadline, credentials: credentialsCheckOf(ctx), tokensUsed: ctx.tokensUsed };
     if (conn.auth.kind === 'refresh') {
       if (!this.rotating) return failedOutcome('auth', 'shopify credentials: refresh tokens need the token store, which this process lacks');
       call.grant = shopifyGrant(ctx.orgId, conn, conn.auth);
@@ -197,6 +199,7 @@ export class ShopifyHandler implements VendorHandler {
         signal: call.signal,
         owner: call.owner,
         credentials: call.credentials,
+        tokensUsed: call.tokensUsed,
       });
     const store = this.rotating!;
     const key = this.cacheKey(call);
@@ -209,6 +212,7 @@ export class ShopifyHandler implements VendorHandler {
       waitIsLocal: () => this.localTokenWork.has(key),
       owner: call.owner,
       credentials: call.credentials,
+      tokensUsed: call.tokensUsed,
     });
   }
 
