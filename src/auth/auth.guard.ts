@@ -42,7 +42,7 @@ export class AuthGuard implements CanActivate {
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     const targets = [ctx.getHandler(), ctx.getClass()];
-    const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal } & AuthenticatedRequest>();
+    const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal; correlationId?: string } & AuthenticatedRequest>();
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return this.bodyChecked(req);
     // Node keeps the first of repeated fields in req.headers; a proxy or audit log in front may read another one.
     // Authorization is no list (RFC 9110 §5.3): two are refused before either is looked up, as a repeated Host is.
@@ -71,7 +71,8 @@ export class AuthGuard implements CanActivate {
     // A key of the wrong kind is refused like a wrong role: before the body is looked at (the ValidationPipe runs later).
     const refusal = this.reflector.get<KeyKindRule | undefined>(KEY_KIND_KEY, ctx.getHandler())?.(principal, req.body);
     if (refusal !== undefined) throw new AppError('FORBIDDEN', refusal);
-    req.principal = principal;
+    // The cached principal is shared by the key's requests: this request's correlation id goes on a copy.
+    req.principal = req.correlationId === undefined ? principal : { ...principal, correlationId: req.correlationId };
     this.bodyChecked(req);
     // A query string on a route that declares none (400): a parameter the route would ignore is refused, as an
     // unknown one is where the ValidationPipe judges a query DTO. The unauthenticated probes (/healthz, …) take any.

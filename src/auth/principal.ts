@@ -7,6 +7,8 @@ export interface Principal {
   role: Role;
   /** Acting for one tool_use of a batch the guard let in (its rate-limit tokens spent for every item at once). */
   batchItem?: true;
+  /** The request's X-Correlation-Id as echoed (AuthGuard): kept on the admin events it causes (actorOf). */
+  correlationId?: string;
 }
 
 /**
@@ -17,7 +19,12 @@ export interface AuthenticatedRequest {
   authenticatedKey?: Pick<Principal, 'keyId' | 'orgId'> & { revoked?: true };
 }
 
-export const actorOf = (p: Principal): { keyId: string; role: Role } => ({ keyId: p.keyId, role: p.role });
+/**
+ * The actor of an event a key's request causes (an admin change, a run ended): the key, its role, and the request's
+ * correlation id, which ties the event to the request's log line and to the caller's own trace.
+ */
+export const actorOf = (p: Principal): { keyId: string; role: Role; correlationId?: string } =>
+  p.correlationId === undefined ? { keyId: p.keyId, role: p.role } : { keyId: p.keyId, role: p.role, correlationId: p.correlationId };
 
 /** What reachesRun needs of a principal (the actor a call path carries, whose role is kept as text, will do). */
 export type RunReacher = Pick<Principal, 'keyId' | 'orgId'> & { role: string };

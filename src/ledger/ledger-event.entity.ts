@@ -3,6 +3,8 @@ import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 export interface EventActor {
   keyId: string | null;
   role: string | null;
+  /** The X-Correlation-Id of the request that caused an admin event (actorOf); absent on a tool call's events. */
+  correlationId?: string;
 }
 
 /** Append-only (enforced by a trigger); hash-chained per org by the sealer. */

@@ -81,7 +81,17 @@ const EVENT_ACTOR_SCHEMA = {
     'outcome events alike; the deciding key on an approval event; null for what the gateway does itself (starting an approved ' +
     'call and recording its outcome, the orphan sweep)',
   required: ['keyId', 'role'],
-  properties: { keyId: nullableUuid, role: { type: 'string', nullable: true, example: 'agent' } },
+  properties: {
+    keyId: nullableUuid,
+    role: { type: 'string', nullable: true, example: 'agent' },
+    correlationId: {
+      type: 'string',
+      example: 'req-7f3a',
+      description:
+        "on an event an admin's or an agent's request caused outside a tool call (a flag, policy, permission, key, credentials or org change, a run created or ended): " +
+        'that request\'s X-Correlation-Id as echoed, to find its log line; absent otherwise (a tool call\'s events: its correlationId is on the call)',
+    },
+  },
 };
 
 /** An event of a call's story: loadToolCallStory. */

@@ -77,7 +77,7 @@ describe('policies (GET/PUT /v1/orgs/:orgId/policies)', () => {
 
     const events = await eventsOf(t, org, 'policy.changed');
     expect(events).toHaveLength(2);
-    for (const e of events) expect(e.actor).toEqual({ keyId: admin.id, role: 'admin' });
+    for (const e of events) expect(e.actor).toEqual({ keyId: admin.id, role: 'admin', correlationId: expect.stringMatching(/^[0-9a-f-]{36}$/) }); // the request's, as echoed
     expect(events[0].metadata).toMatchObject({ version: 1, ruleCount: 3, ruleIds: ['big-refunds', 'every-op', 'no-nango-writes'] });
     expect(events[1].metadata).toMatchObject({ version: 2, ruleCount: 1, ruleIds: ['big-refunds'] });
     // Safe facts only: the rule bodies (values, reasons) stay out of the event.

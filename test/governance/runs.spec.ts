@@ -83,7 +83,7 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
 
       const events = (await eventsOf(t, org, 'run.created')).filter((e) => e.run_id === run.id);
       expect(events).toHaveLength(1);
-      expect(events[0].actor).toEqual({ keyId: agent.id, role: 'agent' });
+      expect(events[0].actor).toEqual({ keyId: agent.id, role: 'agent', correlationId: expect.stringMatching(/^[0-9a-f-]{36}$/) }); // the request's, as echoed
       expect(events[0].metadata).toMatchObject({ specialistId: SPECIALIST, allowedToolCount: 5 });
       // The caller's free-form metadata stays out of the event.
       expect(JSON.stringify(events[0])).not.toContain('T-1');

@@ -45,7 +45,7 @@ describe('tool permissions (GET/PUT /v1/orgs/:orgId/tool-permissions)', () => {
 
     const events = await eventsOf(t, org, 'tool_permissions.changed');
     expect(events).toHaveLength(2);
-    for (const e of events) expect(e.actor).toEqual({ keyId: admin.id, role: 'admin' });
+    for (const e of events) expect(e.actor).toEqual({ keyId: admin.id, role: 'admin', correlationId: expect.stringMatching(/^[0-9a-f-]{36}$/) }); // the request's, as echoed
     expect(events[0].metadata).toMatchObject({ count: 3, enabled: 2 });
     expect(events[1].metadata).toMatchObject({ count: 1, enabled: 1 });
 
