@@ -37,7 +37,7 @@ describe('feature flags and the append-only event ledger', () => {
       [org],
     )) as { actor: { keyId: string; role: string }; metadata: { flag: string; from: boolean; to: boolean } }[];
     expect(events).toHaveLength(1);
-    expect(events[0].actor).toEqual({ keyId: admin.id, role: 'admin' });
+    expect(events[0].actor).toEqual({ keyId: admin.id, role: 'admin', correlationId: put.headers['x-correlation-id'] }); // the PUT's
     expect(events[0].metadata).toMatchObject({ flag: 'tool_calling_enabled', from: false, to: true });
   });
 
