@@ -1,8 +1,8 @@
 import swc from 'unplugin-swc';
 import { defineConfig } from 'vitest/config';
+import { testWorkers } from './test/support/test-workers.js';
 
-const workers = Number(process.env.TEST_WORKERS ?? '2');
-if (!Number.isInteger(workers) || workers < 1) throw new Error(`TEST_WORKERS must be a whole number ≥ 1, not ${JSON.stringify(process.env.TEST_WORKERS)}`);
+const workers = testWorkers();
 
 export default defineConfig({
   plugins: [

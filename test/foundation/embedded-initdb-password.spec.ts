@@ -23,9 +23,14 @@ process.once('exit', () => rmSync(base, { recursive: true, force: true }));
 chmodSync(base, 0o755); // reachable by the postgres system user, as a checkout's .data is
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-/** Polls /proc for a `--pwfile=` argument and tries to read the file it names; prints what it read. */
+/**
+ * Polls /proc for a `--pwfile=` argument under the folder its last argument names (this test's: another file's
+ * embedded PostgreSQL may be starting meanwhile, in the other test worker) and tries to read the file it names;
+ * prints what it read.
+ */
 const OTHER_USER = `
 const fs = require('fs');
+const under = process.argv.at(-1) + '/';
 const deadline = Date.now() + 60000;
 (function poll() {
   for (const pid of fs.readdirSync('/proc')) {
@@ -35,6 +40,7 @@ const deadline = Date.now() + 60000;
     const arg = argv.find((a) => a.startsWith('--pwfile='));
     if (!arg) continue;
     const path = arg.slice('--pwfile='.length);
+    if (!path.startsWith(under)) continue;
     try {
       process.stdout.write(JSON.stringify({ path, read: fs.readFileSync(path, 'utf8').trim() }) + '\\n');
       process.exit(0);
@@ -57,18 +63,18 @@ describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL first start: initd
   it.each([['root (PostgreSQL as the postgres system user)'], ['an ordinary user (the postgres account)']])(
     'another local user (nobody) sees the path but cannot read the password; started as %s',
     async (as) => {
-      const other = spawn(process.execPath, ['-e', OTHER_USER], { uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
+      const ordinary = as.startsWith('an ordinary') ? postgresAccount() : undefined;
+      const home = join(base, ordinary ? 'user' : 'root');
+      mkdirSync(home, { mode: 0o755 });
+      if (ordinary) chownSync(home, ordinary.uid, ordinary.gid);
+
+      const other = spawn(process.execPath, ['-e', OTHER_USER, home], { uid: NOBODY, gid: NOBODY, stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
       let read = '';
       let seen = '';
       other.stdout!.on('data', (d: Buffer) => (read += d.toString()));
       other.stderr!.on('data', (d: Buffer) => (seen += d.toString()));
       const otherDone = once(other, 'exit');
       await new Promise((r) => setTimeout(r, 300)); // polling before the start
-
-      const ordinary = as.startsWith('an ordinary') ? postgresAccount() : undefined;
-      const home = join(base, ordinary ? 'user' : 'root');
-      mkdirSync(home, { mode: 0o755 });
-      if (ordinary) chownSync(home, ordinary.uid, ordinary.gid);
       const pgDir = join(home, 'pg');
       const server = spawn(process.execPath, [resolve('scripts/pg-server.mjs')], {
         env: { PATH: process.env.PATH, HOME: home, PG_DATA_DIR: pgDir, PG_PERSISTENT: '1', PG_FAST: '1', PG_PARENT_STOPS: '1' },

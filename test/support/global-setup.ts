@@ -7,6 +7,7 @@ import { MINTED_SECRETS_ENV } from './minted-secrets.js';
 import { LEAK_SCAN_RESULT_ENV, RUN_LOG_ENV } from './run-log-env.js';
 import { runWideLeakScan } from './run-wide-scan.js';
 import { removeStaleRunDirs, staleRunDatabases } from './stale-runs.js';
+import { connectionShortfall, testWorkers } from './test-workers.js';
 import { RUN_DATABASE_URL_ENV, runDatabaseUrls } from './worker-database.js';
 
 /**
@@ -50,7 +51,10 @@ export default async function setup(): Promise<() => Promise<void>> {
     await admin.query(`DROP DATABASE IF EXISTS ${stale} WITH (FORCE)`).catch(() => undefined);
   }
   await admin.query(`CREATE DATABASE ${dbName}`);
+  const [{ max_connections: maxConnections }] = (await admin.query('SHOW max_connections')).rows as [{ max_connections: string }];
   await admin.end();
+  const shortfall = connectionShortfall(Number(maxConnections), testWorkers());
+  if (shortfall) process.stderr.write(`warning: ${shortfall}\n`);
   const url = new URL(serverUrl);
   url.pathname = `/${dbName}`;
   process.env.TEST_SERVER_URL = serverUrl;
