@@ -15,11 +15,14 @@ const isSweepExpiry = (text: string): boolean => text.includes('UPDATE approval_
  * README "Stopping": on the signal "open long-polls are answered at once with the call as it stands", and the process
  * exits within VENDOR_TIMEOUT_MS + 5 s (hang review). ApprovedCallRunner.beforeApplicationShutdown, the first shutdown
  * hook Nest runs, waits for the periodic sweep pass in progress, whose expiry loop went on over the whole overdue
- * backlog, batch after batch; the long-polls were answered only by a later hook. Here each expiry batch takes 1 s (a
+ * backlog, batch after batch; the long-polls were answered only by a later hook. Here each expiry batch takes 1.5 s (a
  * 1,000-row batch under load, or one waiting on a row lock up to the statement timeout) and 4,000 approvals are
  * overdue: the long-poll was answered about 6 s after the stop. Now the drain's start answers the long-polls (as
  * main.ts stops: beginHttpDrain, then close), and the pass ends after the batch in flight.
  */
+/** How long each expiry batch is held here. */
+const BATCH_MS = 1_500;
+
 describe('shutdown during an approvals sweep over an expiry backlog', () => {
   let h: Harness;
   let closed = false;
@@ -41,10 +44,12 @@ describe('shutdown during an approvals sweep over an expiry backlog', () => {
 
     let seeded = false;
     let entered = 0;
+    const batchesDone: number[] = [];
     aroundStatements(h.t.app.get(Sql), async (text, _params, send) => {
       if (seeded && isSweepExpiry(text)) {
         entered++;
-        await new Promise((r) => setTimeout(r, 1_000));
+        await new Promise((r) => setTimeout(r, BATCH_MS));
+        batchesDone.push(performance.now());
       }
       return send();
     });
@@ -81,13 +86,14 @@ describe('shutdown during an approvals sweep over an expiry backlog', () => {
     const closing = h.t.close();
     const res = await poll;
     await closing;
-    const pollMs = Math.round(answeredAt - stopAt);
     const runnerMs = Math.round(runnerStoppedAt - stopAt);
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('waiting_approval');
-    // "at once": not even behind the expiry batch in flight (1 s).
-    expect(pollMs).toBeLessThan(900);
+    // "at once": not even behind the expiry batch in flight (the stop came within about 50 ms of its start). Timed
+    // against that batch's own end, not a fixed bound: the other test worker's file may slow this process's timers.
+    const inFlightDone = batchesDone.find((t) => t > stopAt) ?? Number.POSITIVE_INFINITY;
+    expect(answeredAt, `answered ${Math.round(answeredAt - stopAt)} ms after the stop; the batch in flight ended ${Math.round(inFlightDone - stopAt)} ms after it`).toBeLessThan(inFlightDone);
     // Stopped between batches: at most the batch in flight.
-    expect(runnerMs).toBeLessThan(2_000);
+    expect(runnerMs).toBeLessThan(BATCH_MS + 1_000);
   }, 90_000);
 });
