@@ -12,7 +12,7 @@ import type { ApprovalKind, ApprovalStatus } from './approval-request.entity.js'
  * pending one whose expiry has passed for the sweep (of the org $1, every org
  * when null). $2 is the decision for a pending approval that has not expired
  * ('approved' | 'rejected'; the sweep passes 'expired'), $3 the clock's now,
- * $4 the decider key id, $5 its role, $6 the decision reason.
+ * $4 the decider key id, $5 its role, $6 the decision reason; by id, $7 the deciding request's correlation id (or null).
  *
  * The decider's reason is kept on the approval row only (free text stays off
  * the append-only ledger, as a reconcile's note does): the event records its
@@ -66,6 +66,11 @@ const runLive = (a: string): string =>
   `EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = ${a}.run_id AND r.status IN ('running', 'waiting_approval') FOR KEY SHARE)`;
 
 export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?: boolean; ofRun?: boolean; skipLocked?: boolean } = {}): string {
+  // A decision's event names the decider's request too ($7, by id only: actorOf); a sweep's has no decider.
+  const decider =
+    target === 'by-id'
+      ? `jsonb_build_object('keyId', $4::uuid, 'role', $5::text) || CASE WHEN $7::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('correlationId', $7::text) END`
+      : `jsonb_build_object('keyId', $4::uuid, 'role', $5::text)`;
   const scope = target === 'by-id' ? 'id = $1::uuid' : opts.ofRun ? 'run_id = $1::uuid' : '($1::uuid IS NULL OR org_id = $1::uuid)';
   const overdue = `status = 'pending' AND expires_at <= $3 AND ${scope}`;
   // A batch is the $7 first to expire (read off the index of pending expiries, not the whole backlog sorted by id on
@@ -113,7 +118,7 @@ export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?
       SELECT gen_random_uuid(), ap.org_id,
              CASE ap.status WHEN 'approved' THEN 'tool_call.approved' ELSE 'tool_call.blocked' END,
              ap.run_id, ap.tool_call_id,
-             CASE WHEN ap.status = 'expired' THEN NULL ELSE jsonb_build_object('keyId', $4::uuid, 'role', $5::text) END,
+             CASE WHEN ap.status = 'expired' THEN NULL ELSE ${decider} END,
              jsonb_build_object('toolName', ap.tool_name, 'action', ap.action, 'digest', ap.action_digest, 'approvalId', ap.id,
                                 'kind', ap.kind, 'decision', ap.status,
                                 'errorCode', CASE ap.status WHEN 'approved' THEN NULL WHEN 'expired' THEN 'APPROVAL_EXPIRED'

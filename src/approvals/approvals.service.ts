@@ -113,7 +113,7 @@ export class ApprovalsService {
       throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
     }
     if (dto.decision === 'approve') await this.assertBound(a, p);
-    const settled = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason === undefined ? null : redactFreeText(dto.reason)]);
+    const settled = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason === undefined ? null : redactFreeText(dto.reason), p.correlationId ?? null]);
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     this.expiries.recorded([settled]);
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');

@@ -88,8 +88,9 @@ const EVENT_ACTOR_SCHEMA = {
       type: 'string',
       example: 'req-7f3a',
       description:
-        "on an event an admin's or an agent's request caused outside a tool call (a flag, policy, permission, key, credentials or org change, a run created or ended): " +
-        'that request\'s X-Correlation-Id as echoed, to find its log line; absent otherwise (a tool call\'s events: its correlationId is on the call)',
+        "on an event a key's request caused other than the tool call's own post (a flag, policy, permission, key, credentials or org change, a run created " +
+        "or ended, an approval decision, a reconcile): that request's X-Correlation-Id as echoed, to find its log line; absent otherwise (the call's own " +
+        'events: its correlationId is on the call)',
     },
   },
 };

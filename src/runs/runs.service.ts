@@ -474,7 +474,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
         // Past its expiry at `now`, the statement settles it expired whatever $2 says; like a decision, sent again if it
         // lost a deadlock to a run ending at the same moment (rolled back whole, so safe to resend).
         const rows = await retryOnDeadlock(
-          () => this.ds.query(settleApprovalsSql('by-id', { skipLocked: true }), [a.id, 'expired', now, null, null, null]) as Promise<SettledApproval[]>,
+          () => this.ds.query(settleApprovalsSql('by-id', { skipLocked: true }), [a.id, 'expired', now, null, null, null, null]) as Promise<SettledApproval[]>,
         );
         this.expiries.recorded(rows); // a read that settles an expiry says so, as the sweep does
         settled.push(...rows.map((r) => r.tool_call_id));

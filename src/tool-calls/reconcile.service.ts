@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Principal } from '../auth/principal.js';
+import { actorOf, type Principal } from '../auth/principal.js';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid } from '../common/ids.js';
 import { Sql } from '../db/sql.js';
@@ -79,7 +79,7 @@ export class ReconcileService {
                                      'errorCode', $5::text, 'noteDigest', encode(sha256(convert_to($3::text, 'UTF8')), 'hex'))
              FROM tc)
          SELECT id FROM tc`,
-        [id, input.status, input.note, JSON.stringify({ keyId: p.keyId, role: p.role }), errorCode, httpStatusFor(input.status, errorCode), RECONCILED_FAILED_TEXT],
+        [id, input.status, input.note, JSON.stringify(actorOf(p)), errorCode, httpStatusFor(input.status, errorCode), RECONCILED_FAILED_TEXT],
       );
       // After the UPDATE, which may have waited for another reconcile: a revocation committed meanwhile is read.
       await holdActorKey(clientQuery(client), p);

@@ -72,7 +72,11 @@ describe('expert approvals', () => {
     expect(waiting.status).toBe(200); // not the 202 the tool-call post answered
     expect(waiting.body).toMatchObject({ toolCallId: w.toolCallId, status: 'waiting_approval' });
     const poll = h.t.http.get(`/v1/tool-calls/${w.toolCallId}/result?waitMs=10000`).set(bearer(w.agentKey));
-    const decided = await h.t.http.post(`/v1/approvals/${w.approval.id}/decision`).set(bearer(w.expert.key)).send({ decision: 'approve', actionDigest: w.approval.actionDigest });
+    const decided = await h.t.http
+      .post(`/v1/approvals/${w.approval.id}/decision`)
+      .set(bearer(w.expert.key))
+      .set('X-Correlation-Id', 'expert-decision-1')
+      .send({ decision: 'approve', actionDigest: w.approval.actionDigest });
     expect(decided.status).toBe(200);
     expect(decided.body).toMatchObject({ status: 'approved', decidedBy: w.expert.id, decisionReason: null });
     const result = await poll;
@@ -87,10 +91,15 @@ describe('expert approvals', () => {
     expect(repost.body).toMatchObject({ status: 'succeeded', replayed: true });
     expect(refunds(h) - before).toBe(1);
 
-    const events = (await h.t.ds.query('SELECT type, actor FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [w.toolCallId])) as { type: string; actor: { role: string } | null }[];
+    const events = (await h.t.ds.query('SELECT type, actor FROM runtime_ledger_events WHERE tool_call_id = $1 ORDER BY seq', [w.toolCallId])) as {
+      type: string;
+      actor: { role: string; correlationId?: string } | null;
+    }[];
     expect(events.map((e) => e.type)).toEqual(['tool_call.requested', 'tool_call.approval_requested', 'tool_call.approved', 'tool_call.started', 'tool_call.succeeded']);
     // Who caused what: the agent asked, the expert approved; the gateway started the approved call and recorded its outcome.
     expect(events.map((e) => e.actor?.role ?? null)).toEqual(['agent', 'agent', 'expert', null, null]);
+    // The decision was another request than the call's: its event names it (the call's own events have the call's id).
+    expect(events.map((e) => e.actor?.correlationId ?? null)).toEqual([null, null, 'expert-decision-1', null, null]);
     const run = await h.t.http.get(`/v1/runs/${w.runId}`).set(bearer(w.agentKey));
     expect(run.body).toMatchObject({ status: 'running', pendingApprovalCount: 0 });
   });

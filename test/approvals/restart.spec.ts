@@ -36,7 +36,7 @@ describe('approvals across a restart', () => {
     const pending = await approvalFor(h, expert.key, pendingCall.body.toolCallId);
     const approved = await approvalFor(h, expert.key, approvedCall.body.toolCallId);
     // Approved, then the process died before starting it: settle in the database without running.
-    await first.ds.query(settleApprovalsSql('by-id'), [approved.id, 'approved', new Date(), expert.id, 'expert', null]);
+    await first.ds.query(settleApprovalsSql('by-id'), [approved.id, 'approved', new Date(), expert.id, 'expert', null, null]);
     await first.close();
     const before = refunds(h, '450789469');
 
@@ -73,7 +73,7 @@ describe('approvals across a restart', () => {
       const control = await t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(refundUse('4.00', '450789469'));
       const controlApproval = await approvalFor(h, expert.key, control.body.toolCallId);
       const beforeControl = refunds(h, '450789469');
-      await t.ds.query(settleApprovalsSql('by-id'), [controlApproval.id, 'approved', new Date(), expert.id, 'expert', null]);
+      await t.ds.query(settleApprovalsSql('by-id'), [controlApproval.id, 'approved', new Date(), expert.id, 'expert', null, null]);
       // Within a pass or two (every 5 s); a loaded machine may run one late, so the bound is generous.
       await waitFor(() => refunds(h, '450789469') > beforeControl, 'the periodic pass to run the call approved in the database', 15_000, 50);
       await waitFor(
@@ -89,7 +89,7 @@ describe('approvals across a restart', () => {
       const before = refunds(h, '450789469');
       await t.app.get(ApprovedCallRunner).beforeApplicationShutdown(); // what app.close() does first
       // Approved meanwhile by another replica (in the database, without running it here).
-      await t.ds.query(settleApprovalsSql('by-id'), [approval.id, 'approved', new Date(), expert.id, 'expert', null]);
+      await t.ds.query(settleApprovalsSql('by-id'), [approval.id, 'approved', new Date(), expert.id, 'expert', null, null]);
       await new Promise((r) => setTimeout(r, 5_500)); // past the 5 s period of the pass
       const [row] = (await t.ds.query('SELECT status FROM tool_calls WHERE id = $1', [call.body.toolCallId])) as { status: string }[];
       expect(row.status).toBe('approved'); // left for a live replica's sweep

@@ -50,7 +50,11 @@ describe('crash recovery and reconcile', () => {
     expect((await t.http.post(`/v1/tool-calls/${stale}/reconcile`).set(bearer(otherOps.key)).send({ status: 'succeeded', note: 'x' })).status).toBe(404);
     const bad = await t.http.post(`/v1/tool-calls/${stale}/reconcile`).set(bearer(ops.key)).send({ status: 'running', note: 'x' });
     expect(bad.status).toBe(400);
-    const ok = await t.http.post(`/v1/tool-calls/${stale}/reconcile`).set(bearer(ops.key)).send({ status: 'succeeded', note: 'checked in the Shopify admin: note present' });
+    const ok = await t.http
+      .post(`/v1/tool-calls/${stale}/reconcile`)
+      .set(bearer(ops.key))
+      .set('X-Correlation-Id', 'ops-reconcile-1')
+      .send({ status: 'succeeded', note: 'checked in the Shopify admin: note present' });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ id: stale, status: 'succeeded' });
     // The same settlement sent again (a retry after a lost answer) is answered again and writes nothing.
@@ -74,7 +78,7 @@ describe('crash recovery and reconcile', () => {
       metadata: Record<string, unknown>;
     }[];
     expect(events.map((e) => e.type)).toEqual(['tool_call.indeterminate', 'tool_call.reconciled']);
-    expect(events[1]).toMatchObject({ actor: { keyId: ops.id }, metadata: { from: 'indeterminate', to: 'succeeded' } });
+    expect(events[1]).toMatchObject({ actor: { keyId: ops.id, correlationId: 'ops-reconcile-1' }, metadata: { from: 'indeterminate', to: 'succeeded' } });
     expect(JSON.stringify(events)).not.toContain('Shopify admin');
   });
 
