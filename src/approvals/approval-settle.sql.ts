@@ -69,7 +69,7 @@ export function settleApprovalsSql(target: 'by-id' | 'expired', opts: { batched?
   // A decision's event names the decider's request too ($7, by id only: actorOf); a sweep's has no decider.
   const decider =
     target === 'by-id'
-      ? `jsonb_build_object('keyId', $4::uuid, 'role', $5::text) || CASE WHEN $7::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('correlationId', $7::text) END`
+      ? `jsonb_strip_nulls(jsonb_build_object('keyId', $4::uuid, 'role', $5::text, 'correlationId', $7::text))`
       : `jsonb_build_object('keyId', $4::uuid, 'role', $5::text)`;
   const scope = target === 'by-id' ? 'id = $1::uuid' : opts.ofRun ? 'run_id = $1::uuid' : '($1::uuid IS NULL OR org_id = $1::uuid)';
   const overdue = `status = 'pending' AND expires_at <= $3 AND ${scope}`;

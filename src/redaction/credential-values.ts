@@ -45,11 +45,10 @@ export function credentialSecretForms(config: Readonly<Record<string, unknown>> 
     forms.add(JSON.stringify(value).slice(1, -1));
   };
   for (const token of tokens) add(token);
-  if (!config) return [...forms].sort((a, b) => b.length - a.length);
-  for (const [field, value] of Object.entries(config)) {
+  for (const [field, value] of Object.entries(config ?? {})) {
     if (typeof value === 'string' && !NOT_SECRET.has(field)) add(value);
   }
-  const { clientId, clientSecret } = config;
+  const { clientId, clientSecret } = config ?? {};
   if (typeof clientId === 'string' && typeof clientSecret === 'string' && clientSecret.length >= CREDENTIAL_VALUE_MIN_LENGTH) {
     forms.add(Buffer.from(`${clientId}:${clientSecret}`, 'utf8').toString('base64'));
   }
