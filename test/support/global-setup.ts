@@ -2,13 +2,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { withDatabaseName } from '../../src/db/database-url.js';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 import { MINTED_SECRETS_ENV } from './minted-secrets.js';
 import { LEAK_SCAN_RESULT_ENV, RUN_LOG_ENV } from './run-log-env.js';
 import { runWideLeakScan } from './run-wide-scan.js';
 import { removeStaleRunDirs, staleRunDatabases } from './stale-runs.js';
 import { connectionShortfall, testWorkers } from './test-workers.js';
-import { RUN_DATABASE_URL_ENV, runDatabaseUrls } from './worker-database.js';
+import { RUN_DATABASE_URL_ENV, runDatabases } from './worker-database.js';
 
 /**
  * One PostgreSQL for the whole run: DATABASE_URL's server when set, else an
@@ -55,11 +56,10 @@ export default async function setup(): Promise<() => Promise<void>> {
   await admin.end();
   const shortfall = connectionShortfall(Number(maxConnections), testWorkers());
   if (shortfall) process.stderr.write(`warning: ${shortfall}\n`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${dbName}`;
+  const url = withDatabaseName(serverUrl, dbName);
   process.env.TEST_SERVER_URL = serverUrl;
-  process.env.DATABASE_URL = url.toString(); // forked workers inherit it too (worker-database-setup.ts: the first's)
-  process.env[RUN_DATABASE_URL_ENV] = url.toString();
+  process.env.DATABASE_URL = url; // forked workers inherit it too (worker-database-setup.ts: the first's)
+  process.env[RUN_DATABASE_URL_ENV] = url;
 
   return async () => {
     try {
@@ -68,8 +68,8 @@ export default async function setup(): Promise<() => Promise<void>> {
     } finally {
       const c = new pg.Client({ connectionString: serverUrl });
       await c.connect();
-      const names = (await runDatabaseUrls(c).catch(() => [url.toString()])).map((u) => new URL(u).pathname.slice(1));
-      for (const name of names) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+      const databases = await runDatabases(c).catch(() => [{ name: dbName }]);
+      for (const { name } of databases) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
       await c.end();
       await stopEmbedded?.();
     }

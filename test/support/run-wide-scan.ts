@@ -14,8 +14,9 @@
 import { LEAK_SCAN_RESULT_ENV, RUN_LOG_ENV } from './run-log-env.js';
 import { MINTED_SECRETS_ENV, mintedSecretForms } from './minted-secrets.js';
 import pg from 'pg';
+import { readDatabaseUrl } from '../../src/db/database-url.js';
 import { describeFinding, scanDatabase, scanRunLog, secretForms, type Needle } from './run-leak-scan.js';
-import { RUN_DATABASE_URL_ENV, runDatabaseUrls } from './worker-database.js';
+import { RUN_DATABASE_URL_ENV, runDatabases, type NamedDatabase } from './worker-database.js';
 
 export { LEAK_SCAN_RESULT_ENV };
 
@@ -38,16 +39,17 @@ export function runSecretNeedles(): { needles: Needle[]; minted: number; unreada
 }
 
 /** The run's databases (its own and each worker's, worker-database.ts); DATABASE_URL's in a run set up otherwise. */
-async function runDatabases(): Promise<string[]> {
+async function databasesToScan(): Promise<NamedDatabase[]> {
   const serverUrl = process.env.TEST_SERVER_URL;
   if (!process.env[RUN_DATABASE_URL_ENV] || !serverUrl) {
-    if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
-    return [process.env.DATABASE_URL];
+    const url = process.env.DATABASE_URL;
+    if (!url) throw new Error('DATABASE_URL is not set');
+    return [{ name: readDatabaseUrl(url).pathname.slice(1), url }];
   }
   const admin = new pg.Client({ connectionString: serverUrl }); // the server's own database: the run's may refuse
   await admin.connect();
   try {
-    return await runDatabaseUrls(admin);
+    return await runDatabases(admin);
   } finally {
     await admin.end();
   }
@@ -78,20 +80,21 @@ export async function runWideLeakScan(): Promise<string[] | undefined> {
   }
   let dbPart = 'the database not scanned';
   try {
-    const urls = await runDatabases();
+    const databases = await databasesToScan();
+    const several = databases.length > 1;
     let [rows, tables, scanned] = [0, 0, 0];
-    for (const url of urls) {
+    for (const { name, url } of databases) {
       // With more than one (a worker's each), a finding and a database that cannot be scanned are named.
-      const what = urls.length > 1 ? `the database ${new URL(url).pathname.slice(1)}` : 'the database';
+      const what = several ? `the database ${name}` : 'the database';
       try {
         const db = await scanDatabase(url, needles);
         [rows, tables, scanned] = [rows + db.rows, tables + db.tables, scanned + 1];
-        findings.push(...db.findings.map((f) => (urls.length > 1 ? `${what}: ` : '') + describeFinding(f, 'row(s)')));
+        findings.push(...db.findings.map((f) => (several ? `${what}: ` : '') + describeFinding(f, 'row(s)')));
       } catch (e) {
         cannotRun(what, e);
       }
     }
-    if (scanned > 0) dbPart = `${rows} rows in ${tables} tables` + (urls.length > 1 ? ` of ${scanned} of ${urls.length} databases` : '');
+    if (scanned > 0) dbPart = `${rows} rows in ${tables} tables` + (several ? ` of ${scanned} of ${databases.length} databases` : '');
   } catch (e) {
     cannotRun('the databases', e);
   }

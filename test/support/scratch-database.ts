@@ -9,6 +9,7 @@
  * finding fails the spec.
  */
 import pg from 'pg';
+import { withDatabaseName } from '../../src/db/database-url.js';
 import { describeFinding, scanDatabase } from './run-leak-scan.js';
 import { runSecretNeedles } from './run-wide-scan.js';
 
@@ -16,9 +17,7 @@ const messageOf = (e: unknown): string => (e instanceof Error ? e.message : Stri
 
 /** The URL of database `dbName` on the test server (TEST_SERVER_URL, or the run database's server). */
 export function scratchDatabaseUrl(dbName: string): string {
-  const url = new URL(process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!);
-  url.pathname = `/${dbName}`;
-  return url.toString();
+  return withDatabaseName(process.env.TEST_SERVER_URL ?? process.env.DATABASE_URL!, dbName);
 }
 
 /**

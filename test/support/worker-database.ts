@@ -6,9 +6,10 @@
  * one shared database before. Every spec, and every process it starts, reads process.env.DATABASE_URL, which is set
  * here before the file is imported.
  *
- * The run-wide leak scan reads all of them (runDatabaseUrls) and the global teardown drops them.
+ * The run-wide leak scan reads all of them (runDatabases) and the global teardown drops them.
  */
 import pg from 'pg';
+import { readDatabaseUrl, withDatabaseName } from '../../src/db/database-url.js';
 
 /** Set by global-setup.ts: the run database's URL (the first worker's), which the others are named after. */
 export const RUN_DATABASE_URL_ENV = 'TEST_RUN_DATABASE_URL';
@@ -18,16 +19,16 @@ export function workerDatabaseName(runDb: string, poolId: number): string {
   return poolId <= 1 ? runDb : `${runDb}_w${String(poolId)}`;
 }
 
-const withDatabase = (serverUrl: string, name: string): string => {
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-};
+/** A database's name and URL. */
+export interface NamedDatabase {
+  name: string;
+  url: string;
+}
 
 /** The run's database (name, URL) when global-setup.ts prepared this run, else undefined (a spec run some other way). */
-function runDatabase(): { name: string; url: string } | undefined {
+function runDatabase(): NamedDatabase | undefined {
   const url = process.env[RUN_DATABASE_URL_ENV];
-  return url ? { name: new URL(url).pathname.slice(1), url } : undefined;
+  return url ? { name: readDatabaseUrl(url).pathname.slice(1), url } : undefined;
 }
 
 /**
@@ -39,7 +40,7 @@ export async function useWorkerDatabase(): Promise<void> {
   const poolId = Number(process.env.VITEST_POOL_ID ?? '1');
   if (!run || !Number.isInteger(poolId) || poolId <= 1) return;
   const name = workerDatabaseName(run.name, poolId);
-  const url = withDatabase(run.url, name);
+  const url = withDatabaseName(run.url, name);
   if (process.env.DATABASE_URL === url) return; // this worker's earlier file set it
   const admin = new pg.Client({ connectionString: run.url });
   await admin.connect();
@@ -53,13 +54,13 @@ export async function useWorkerDatabase(): Promise<void> {
   process.env.DATABASE_URL = url;
 }
 
-/** The URLs of the run's databases (the run's and every worker's), read from the server `admin` is connected to. */
-export async function runDatabaseUrls(admin: pg.Client): Promise<string[]> {
+/** The run's databases (the run's and every worker's), read from the server `admin` is connected to. */
+export async function runDatabases(admin: pg.Client): Promise<NamedDatabase[]> {
   const run = runDatabase();
   if (!run) return [];
   const { rows } = await admin.query<{ datname: string }>(
     `SELECT datname FROM pg_database WHERE datname = $1 OR datname ~ ('^' || $1 || '_w[0-9]+$') ORDER BY datname`,
     [run.name],
   );
-  return rows.map((r) => withDatabase(run.url, r.datname));
+  return rows.map((r) => ({ name: r.datname, url: withDatabaseName(run.url, r.datname) }));
 }
