@@ -6,6 +6,7 @@ import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, storedBytesPage, type C
 import { LedgerSealerService } from './ledger-sealer.service.js';
 import { SharedRuns } from './shared-runs.js';
 import { firstCallOffLedger } from './tool-call-check.js';
+import { firstRunOffLedger } from './run-check.js';
 import { credentialOpener, firstCredentialOffLedger, type CredentialOpener } from './credential-check.js';
 import { firstConfigOffLedger } from './config-check.js';
 import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
@@ -79,6 +80,8 @@ export async function verifyOrgChain(db: ChainReader, orgId: string, openCredent
   if (off) return { ok: false, checked, brokenAt: { chainSeq: 0, ...off } };
   const call = await firstCallOffLedger(db, orgId);
   if (call) return { ok: false, checked, brokenAt: call };
+  const run = await firstRunOffLedger(db, orgId);
+  if (run) return { ok: false, checked, brokenAt: run };
   const credentials = await firstCredentialOffLedger(db, orgId, openCredentials);
   if (credentials) return { ok: false, checked, brokenAt: credentials };
   const config = await firstConfigOffLedger(db, orgId);

@@ -40,7 +40,7 @@ export class ToolsQuery {
 }
 
 export class EndRunDto {
-  @ApiProperty({ required: false, maxLength: 500, description: 'why the run ended; shown on the run (`ended.reason`) and as the `decisionReason` of the approvals it rejects (the ledger event records only that one was given)' })
+  @ApiProperty({ required: false, maxLength: 500, description: 'why the run ended; shown on the run (`ended.reason`) and as the `decisionReason` of the approvals it rejects (the ledger event records only whether one was given and its SHA-256, `reasonDigest`)' })
   @IsOptional()
   @IsString()
   @CodePointLength(0, 500)

@@ -19,7 +19,7 @@ import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 import { settledCalls } from '../tool-calls/stored-call.js';
 import { redactFreeText, redactMetadata } from '../redaction/redaction.service.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
-import { isRecord } from '../policy/policy-equality.js';
+import { manifestDigest, manifestTools, objectAt } from './run-manifest.js';
 import { setBounded } from '../common/cache/bounded-map.js';
 
 /** What the hot path needs of a run; everything here is fixed at creation. */
@@ -123,19 +123,6 @@ function metadataBytes(metadata: object): number {
   return Buffer.byteLength(text) + longer;
 }
 
-/** `v[key]` when both are JSON objects (the run's metadata as stored may be of another shape). */
-const objectAt = (v: unknown, key: string): Record<string, unknown> | undefined => (isRecord(v) && isRecord(v[key]) ? v[key] : undefined);
-
-/**
- * The run's manifest as stored. The column is jsonb the gateway writes, but a row of another shape (an operator's
- * edit, a restore) must fail closed, not answer 500 on every read and call of the run: what is not a list of strings
- * allows nothing.
- */
-function manifestTools(metadata: unknown): string[] {
-  const list = objectAt(metadata, 'runtimeManifest')?.allowedTools;
-  return Array.isArray(list) ? list.filter((t): t is string => typeof t === 'string') : [];
-}
-
 /** When and why an ended run ended (runs ended before `at` was kept: the row's last update, which was the end). */
 function endedView(r: AgentRunEntity): { at: string; reason: string | null } {
   const ended = objectAt(r.metadata, 'ended');
@@ -190,7 +177,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
       const allowedTools = await this.permissions.allowedToolsForNewRun(orgId, dto.specialistId, m);
       const metadata = { runtimeManifest: { allowedTools }, ...user };
       const ev = insertEventsSql(
-        [{ orgId, type: 'run.created', runId: id, actor: actorOf(actor), metadata: { specialistId: dto.specialistId, allowedToolCount: allowedTools.length } }],
+        [{ orgId, type: 'run.created', runId: id, actor: actorOf(actor), metadata: { specialistId: dto.specialistId, allowedToolCount: allowedTools.length, manifestDigest: manifestDigest(allowedTools) } }],
         7,
       );
       const inserted = (await m.query(
@@ -353,7 +340,8 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     // too (clock_timestamp(), not the transaction's start): not before calls the run still took in while it waited.
     await holdActorKey(managerQuery(m), by);
     // The free-text reason stays off the append-only ledger (as a reconcile's note does): it is kept on the
-    // run and on the approvals it rejects, and the event says whether one was given. blockedCalls counts the calls
+    // run and on the approvals it rejects, and the event says whether one was given and its SHA-256 (reasonDigest, null
+    // for none), which ledger verify holds the run's stored reason to. blockedCalls counts the calls
     // waiting for an approval too: the batches block every one whose approval is not past its expiry (as they pick
     // them); one past it is the expiry sweep's, blocked APPROVAL_EXPIRED, and was counted here as the end's.
     const [{ blocked }] = (await m.query(
@@ -370,7 +358,8 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
        ev AS (
          INSERT INTO runtime_ledger_events (id, org_id, type, run_id, tool_call_id, actor, metadata)
          SELECT gen_random_uuid(), ru.org_id, $4, ru.id, NULL, $5::jsonb,
-                jsonb_build_object('reasonGiven', $3::text IS NOT NULL, 'blockedCalls', (SELECT count(*) FROM tc) + (SELECT n FROM waiting)) FROM ru
+                jsonb_build_object('reasonGiven', $3::text IS NOT NULL, 'reasonDigest', encode(sha256(convert_to($3::text, 'UTF8')), 'hex'),
+                                   'blockedCalls', (SELECT count(*) FROM tc) + (SELECT n FROM waiting)) FROM ru
          UNION ALL
          SELECT gen_random_uuid(), tc.org_id, 'tool_call.blocked', $1::uuid, tc.id, $5::jsonb,
                 jsonb_build_object('toolName', tc.tool_name, 'action', tc.action, 'digest', tc.action_digest, 'approvalId', NULL,

@@ -14,7 +14,7 @@ import { LedgerVerifierService, VERIFY_CONCURRENCY, verifyOrgChain } from '../..
 import { ledgerVerifyCommand } from '../../src/ops/ledger-verify.command.js';
 import { waitFor } from '../support/wait.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
-import { insertCalls, insertRun } from './ledger-seed.js';
+import { insertCalls, insertRun, insertRunOnLedger } from './ledger-seed.js';
 import { dropScratchDatabase, scratchDatabaseUrl } from '../support/scratch-database.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -335,10 +335,10 @@ describe('verify checks tool calls against their events', () => {
     await t?.close();
   });
 
-  /** An org with one call of `status`, its row and its events as the gateway writes them, sealed. */
+  /** An org with a run and one call of `status` in it, their rows and their events as the gateway writes them, sealed. */
   async function orgWithCall(status: 'failed' | 'succeeded', errorCode: string | null): Promise<{ org: string; call: string; finalEvent: string }> {
     const org = await createOrg(t, 'Calls');
-    const run = await insertRun(t.ds, org);
+    const run = await insertRunOnLedger(t.ds, org);
     const [call] = await insertCalls(t.ds, [{ orgId: org, runId: run, status, errorCode, costCents: 5 }]);
     const facts = { toolName: 'order_lookup', action: 'lookup', digest: 'ab'.repeat(32) };
     await t.app.get(LedgerEventsService).append([
@@ -362,7 +362,7 @@ describe('verify checks tool calls against their events', () => {
   it('a call whose row agrees with its events verifies ok', async () => {
     for (const [status, code] of [['failed', 'VENDOR_ERROR'], ['succeeded', null]] as const) {
       const { org } = await orgWithCall(status, code);
-      expect(await verify(org)).toMatchObject({ ok: true, checked: 4 });
+      expect(await verify(org)).toMatchObject({ ok: true, checked: 5 });
     }
   });
 
@@ -372,8 +372,8 @@ describe('verify checks tool calls against their events', () => {
     const body = await verify(org);
     expect(body).toEqual({
       ok: false,
-      checked: 4,
-      brokenAt: { chainSeq: 4, eventId: finalEvent, reason: `tool call ${call} is succeeded, but its last settling event says failed` },
+      checked: 5,
+      brokenAt: { chainSeq: 5, eventId: finalEvent, reason: `tool call ${call} is succeeded, but its last settling event says failed` },
     });
     expect(await cli(org)).toEqual({ code: 1, body });
   });
@@ -402,7 +402,7 @@ describe('verify checks tool calls against their events', () => {
 
   it('finds a break past the first page of calls (5,000), among calls created in the same instant', async () => {
     const org = await createOrg(t, 'Many calls');
-    const run = await insertRun(t.ds, org);
+    const run = await insertRunOnLedger(t.ds, org);
     const calls = await insertCalls(t.ds, Array.from({ length: 5_002 }, () => ({ orgId: org, runId: run, status: 'running', durationMs: null })));
     const facts = { toolName: 'order_lookup', action: 'lookup', digest: 'ab'.repeat(32) };
     // As the intent of an allowed call writes them: requested, then started (one statement each: 65,535 parameters at most).
@@ -412,7 +412,7 @@ describe('verify checks tool calls against their events', () => {
     // The planner's statistics, as a database that grew to this size has them (autovacuum's ANALYZE): without them its
     // plans for the walk depended on whether autovacuum had come by yet, 4 s one run and 15 s the next.
     await t.ds.query('ANALYZE tool_calls, runtime_ledger_events');
-    expect(await verify(org)).toMatchObject({ ok: true, checked: 10_005 });
+    expect(await verify(org)).toMatchObject({ ok: true, checked: 10_006 });
     // The last requested event (by time) loses its row.
     const [gone] = (await t.ds.query(
       `SELECT id, tool_call_id FROM runtime_ledger_events WHERE org_id = $1 AND type = 'tool_call.requested' ORDER BY created_at DESC, seq DESC LIMIT 1`,
@@ -424,7 +424,7 @@ describe('verify checks tool calls against their events', () => {
     const [last] = (await t.ds.query(`SELECT id FROM tool_calls WHERE org_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1`, [org])) as { id: string }[];
     await t.ds.query(`UPDATE tool_calls SET status = 'succeeded' WHERE id = $1`, [last.id]);
     expect(await verify(org)).toMatchObject({ ok: false, brokenAt: { eventId: null, reason: `tool call ${last.id} is succeeded, but no event in the ledger settled it` } });
-  }, 90_000); // three verifies of 10,005 events and 5,002 calls: about 20 s on a busy 2-core machine
+  }, 90_000); // three verifies of 10,006 events and 5,002 calls: about 20 s on a busy 2-core machine
 
   it('a deleted call row is a break at its tool_call.requested event', async () => {
     const { org, call } = await orgWithCall('succeeded', null);
@@ -434,7 +434,7 @@ describe('verify checks tool calls against their events', () => {
     }[];
     expect(await verify(org)).toEqual({
       ok: false,
-      checked: 4,
+      checked: 5,
       brokenAt: { chainSeq: Number(requested.chain_seq), eventId: requested.id, reason: `tool call ${call} has events in the ledger but no row` },
     });
   });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { manifestDigest } from '../../src/runs/run-manifest.js';
 
 /** Direct SQL seeding for the ops tests: the pipeline that normally writes these rows is tested elsewhere. */
 export interface CallSeed {
@@ -26,11 +27,26 @@ export interface SeededCall extends Required<Omit<CallSeed, 'createdAt'>> {
   createdAt: string;
 }
 
+/** A run row alone, with no event: for specs that do not verify the ledger (verify finds it written around the gateway). */
 export async function insertRun(ds: DataSource, orgId: string, specialistId = 'support'): Promise<string> {
   const id = randomUUID();
   await ds.query(
     `INSERT INTO agent_runs (id, org_id, specialist_id, status, metadata) VALUES ($1, $2, $3, 'running', '{"runtimeManifest":{"allowedTools":[]}}')`,
     [id, orgId, specialistId],
+  );
+  return id;
+}
+
+/**
+ * A run as RunsService.create writes it: the row and its run.created event in one statement, so ledger verify, which
+ * holds every run to its events (src/ledger/run-check.ts), finds it in order. The event is sealed by the next pass.
+ */
+export async function insertRunOnLedger(ds: DataSource, orgId: string, specialistId = 'support'): Promise<string> {
+  const id = randomUUID();
+  await ds.query(
+    `WITH r AS (INSERT INTO agent_runs (id, org_id, specialist_id, status, metadata) VALUES ($1, $2, $3, 'running', '{"runtimeManifest":{"allowedTools":[]}}'))
+     INSERT INTO runtime_ledger_events (id, org_id, type, run_id, metadata) VALUES (gen_random_uuid(), $2, 'run.created', $1, $4::jsonb)`,
+    [id, orgId, specialistId, JSON.stringify({ specialistId, allowedToolCount: 0, manifestDigest: manifestDigest([]) })],
   );
   return id;
 }

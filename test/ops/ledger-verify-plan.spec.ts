@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
 import { verifyOrgChain } from '../../src/ledger/ledger-verifier.service.js';
-import { createOrg, startTestApp, type TestApp } from '../support/test-app.js';
+import { bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 interface PlanNode {
   'Node Type': string;
@@ -56,13 +56,26 @@ describe('ledger verify query plans', () => {
          FROM unnest($1::uuid[]) o, generate_series(1, 2)`,
       [OTHER_ORGS],
     );
-    await t.ds.query('ANALYZE runtime_ledger_events, orgs, policies, feature_flags, tool_permissions, api_keys');
+    // Runs (verify holds each of the org's to its run events, src/ledger/run-check.ts): the org's own, made through the
+    // API, and one of each other org's, with its run.created event, many times the org's own.
+    const agent = await createKey(t, org, 'agent');
+    const run = await t.http.post('/v1/runs').set(bearer(agent.key)).send({ specialistId: 'support' });
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    await t.ds.query(
+      `WITH r AS (INSERT INTO agent_runs (id, org_id, specialist_id, status, metadata)
+                  SELECT gen_random_uuid(), o, 'support', 'running', '{"runtimeManifest": {"allowedTools": []}}' FROM unnest($1::uuid[]) o RETURNING id, org_id)
+       INSERT INTO runtime_ledger_events (id, org_id, type, run_id, metadata)
+       SELECT gen_random_uuid(), org_id, 'run.created', id, '{"specialistId": "support", "allowedToolCount": 0}' FROM r`,
+      [OTHER_ORGS],
+    );
+    await t.app.get(LedgerSealerService).sealNow();
+    await t.ds.query('ANALYZE runtime_ledger_events, orgs, policies, feature_flags, tool_permissions, api_keys, agent_runs');
   }, 60_000);
   afterAll(async () => {
     // The other orgs' rows go (the files after this one on the same database list orgs and keys); their events stay, as
     // the ledger keeps every event.
     if (t) {
-      for (const table of ['api_keys', 'tool_permissions', 'feature_flags', 'policies']) await t.ds.query(`DELETE FROM ${table} WHERE org_id = ANY($1::uuid[])`, [OTHER_ORGS]);
+      for (const table of ['agent_runs', 'api_keys', 'tool_permissions', 'feature_flags', 'policies']) await t.ds.query(`DELETE FROM ${table} WHERE org_id = ANY($1::uuid[])`, [OTHER_ORGS]);
       await t.ds.query('DELETE FROM orgs WHERE id = ANY($1::uuid[])', [OTHER_ORGS]);
     }
     await t?.close();
@@ -74,7 +87,9 @@ describe('ledger verify query plans', () => {
       { query: (sql, params) => (statements.push({ sql, params }), t.ds.query(sql, params)) },
       org,
     );
-    expect(result).toMatchObject({ ok: true, checked: OWN + 2 });
+    const [{ events }] = (await t.ds.query('SELECT count(*)::int AS events FROM runtime_ledger_events WHERE org_id = $1', [org])) as [{ events: number }];
+    expect(result).toMatchObject({ ok: true, checked: events });
+    expect(events).toBeGreaterThan(OWN + 2);
     expect(statements.length).toBeGreaterThanOrEqual(2);
     for (const { sql, params } of statements) {
       const [{ 'QUERY PLAN': [plan] }] = (await t.ds.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];

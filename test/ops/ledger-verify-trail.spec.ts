@@ -10,7 +10,7 @@ import { approvalFor, refundUse, refunds } from '../approvals/support.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth, bearer, createKey, createOrg } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
-import { insertCalls, insertRun } from './ledger-seed.js';
+import { insertCalls, insertRun, insertRunOnLedger } from './ledger-seed.js';
 
 const ALLOW_REFUNDS = [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow', riskLevel: 'low', reason: 'ok' }];
 const BLOCK_REFUNDS = [{ id: 'no-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'block', riskLevel: 'high', reason: 'fraud incident' }];
@@ -296,7 +296,7 @@ describe('ledger verify: tool calls against their event trail', () => {
 
   it('pages calls by created_at with its era: 5,000 rows moved to BC (plain SQL) do not hide a later call rewritten as succeeded', async () => {
     const org = await createOrg(h.t, 'Era paging');
-    const run = await insertRun(h.t.ds, org);
+    const run = await insertRunOnLedger(h.t.ds, org);
     const calls = await insertCalls(h.t.ds, Array.from({ length: 5_001 }, () => ({ orgId: org, runId: run, status: 'running', durationMs: null })));
     const facts = { toolName: 'order_lookup', action: 'lookup', digest: 'ab'.repeat(32) };
     // Every call but one about 5,026 years back, in 3001 BC, its events with it (verify holds a row's created_at to its
@@ -323,7 +323,7 @@ describe('ledger verify: tool calls against their event trail', () => {
 
   it('reads each call’s events through ledger_events_call_idx, once per call: linear in the org’s calls', async () => {
     const org = await createOrg(h.t, 'Planned calls');
-    const run = await insertRun(h.t.ds, org);
+    const run = await insertRunOnLedger(h.t.ds, org);
     const CALLS = 2_000;
     const calls = await insertCalls(h.t.ds, Array.from({ length: CALLS }, () => ({ orgId: org, runId: run, status: 'succeeded' })));
     const facts = { toolName: 'order_lookup', action: 'lookup', digest: 'ab'.repeat(32) };

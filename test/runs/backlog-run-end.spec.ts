@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,7 +91,7 @@ describe('ending a run with a large backlog of pending approvals', () => {
     const runEvents = (await h.t.ds.query(`SELECT metadata FROM runtime_ledger_events WHERE run_id = $1 AND type = 'run.cancelled'`, [org.runId])) as {
       metadata: unknown;
     }[];
-    expect(runEvents.map((e) => e.metadata)).toEqual([{ reasonGiven: true, blockedCalls: total }]);
+    expect(runEvents.map((e) => e.metadata)).toEqual([{ reasonGiven: true, reasonDigest: createHash('sha256').update('runaway agent').digest('hex'), blockedCalls: total }]);
     expect(await h.t.ds.query('SELECT status, pending_approval_count FROM agent_runs WHERE id = $1', [org.runId])).toEqual([
       { status: 'cancelled', pending_approval_count: 0 },
     ]);
