@@ -4,6 +4,7 @@ import { CONFIG_SCHEMA, ConfigError } from '../config/config.schema.js';
 import type { RotationSummary } from '../credentials/key-rotation.service.js';
 import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { hostname, userInfo } from 'node:os';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
 
@@ -15,6 +16,20 @@ import { loggableErrorText } from '../common/errors/loggable-error.js';
  * key loaded under it does not open included; or a writer still on the old key wrote them meanwhile) or the run
  * failed, 2 usage or configuration problem (also: a loaded key id given new material).
  */
+/**
+ * Who is running this, for the rotation's events (RotationOperator): the host and the operating system user. A user
+ * with no name (a container's uid with no passwd entry) is named by its uid.
+ */
+function operator(): { command: string; host: string; user: string } {
+  let user: string;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = `uid ${process.getuid?.() ?? 'unknown'}`;
+  }
+  return { command: 'credentials:rotate', host: hostname().slice(0, 255), user: user.slice(0, 255) };
+}
+
 async function main(args: string[]): Promise<number> {
   let batchSize = 200;
   for (const [i, arg] of args.entries()) {
@@ -106,7 +121,7 @@ async function main(args: string[]): Promise<number> {
     const rotation = new KeyRotationService(ds, new EnvelopeCipher(config.keyring), new LedgerEventsService(ds));
     let summary: RotationSummary;
     try {
-      summary = await rotation.rotate({ batchSize });
+      summary = await rotation.rotate({ batchSize, by: operator() });
     } catch (err) {
       if (err instanceof ForeignActiveKeyError) {
         console.error(

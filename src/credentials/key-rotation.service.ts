@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { DecryptionError, EnvelopeCipher, FINGERPRINT_PREFIX, type Envelope } from '../common/crypto/envelope-cipher.js';
-import { NIL_UUID } from '../common/ids.js';
+import { NIL_UUID, newId } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { resultAad } from '../tool-calls/results.store.js';
 import { inputAad } from '../tool-calls/tool-calls.service.js';
@@ -30,8 +30,27 @@ export type RotationFailure =
   | { kind: 'credentials' | 'tokens'; orgId: string; integrationType: string; keyId: string }
   | { kind: 'results' | 'inputs'; orgId: string; toolCallId: string; keyId: string };
 
+/**
+ * Who ran a rotation, as its `credentials.rotated` events record it (`by`): the command, and the host and operating
+ * system user it ran as. No API key stands behind it (it runs from a shell with the master keys), so the event has
+ * no actor; this is what an auditor can go by.
+ */
+export interface RotationOperator {
+  command: string;
+  host: string;
+  user: string;
+}
+
+/** What one rotation's events carry besides their counts: the run's id (its summary's too), and who ran it. */
+interface RotationStamp {
+  rotationId: string;
+  by?: RotationOperator;
+}
+
 export interface RotationSummary {
   toKeyId: string;
+  /** This run's id, on each of its `credentials.rotated` events: an org's events of one run are told from another's. */
+  rotationId: string;
   credentials: RotationCounts;
   results: RotationCounts;
   /** raw params of calls waiting for approval */
@@ -245,8 +264,9 @@ export class KeyRotationService {
    * otherwise report "all done"); a row only another loaded key opens throws MislabelledKeyIdError before anything
    * is written, and rows no loaded key opens are `failed`. Then every row under another key is re-encrypted.
    */
-  async rotate(opts: { batchSize?: number } = {}): Promise<RotationSummary> {
+  async rotate(opts: { batchSize?: number; by?: RotationOperator } = {}): Promise<RotationSummary> {
     const batchSize = opts.batchSize ?? 200;
+    const stamp: RotationStamp = { rotationId: newId(), ...(opts.by ? { by: opts.by } : {}) };
     const toKeyId = this.cipher.activeKeyId;
     const checked = await this.checkActiveRows(batchSize);
     if (checked.mislabelled.length > 0) throw new MislabelledKeyIdError(checked.mislabelled);
@@ -260,7 +280,7 @@ export class KeyRotationService {
     const loaded = new Set(this.cipher.keyIds);
     const orgsTouched = new Set<string>();
     const failures: RotationFailure[] = checked.failures;
-    const summary: RotationSummary = { toKeyId, credentials: counts(), results: counts(), inputs: counts(), tokens: counts(), orgsTouched: 0, failures };
+    const summary: RotationSummary = { toKeyId, rotationId: stamp.rotationId, credentials: counts(), results: counts(), inputs: counts(), tokens: counts(), orgsTouched: 0, failures };
     for (const spec of this.specs()) summary[spec.kind].failed = checked.unreadable[spec.kind];
     for (const spec of this.specs()) {
       const tally = summary[spec.kind];
@@ -286,7 +306,7 @@ export class KeyRotationService {
             if (failures.length < MAX_REPORTED_FAILURES) failures.push(failureOf(spec.kind, row));
           }
         }
-        const written = await this.writeBatch(spec, toKeyId, sealed);
+        const written = await this.writeBatch(spec, toKeyId, sealed, stamp);
         tally.rotated += written.rotated;
         tally.skipped += written.skipped;
         for (const org of written.orgs) orgsTouched.add(org);
@@ -413,7 +433,7 @@ export class KeyRotationService {
    * finds the rows still under an old key) records none twice. The rows were re-encrypted before it began, so it
    * holds their locks only for the UPDATEs.
    */
-  private async writeBatch(spec: TableSpec, toKeyId: string, sealed: Resealed[]): Promise<{ rotated: number; skipped: number; orgs: string[] }> {
+  private async writeBatch(spec: TableSpec, toKeyId: string, sealed: Resealed[], stamp: RotationStamp): Promise<{ rotated: number; skipped: number; orgs: string[] }> {
     if (sealed.length === 0) return { rotated: 0, skipped: 0, orgs: [] };
     return this.ds.transaction(async (manager) => {
       const perOrg = new Map<string, number>();
@@ -424,7 +444,7 @@ export class KeyRotationService {
         if (affected(await manager.query(upd, params)) === 0) skipped++;
         else perOrg.set(row.org_id, (perOrg.get(row.org_id) ?? 0) + 1);
       }
-      await this.recordEvents(manager, toKeyId, spec.kind, perOrg);
+      await this.recordEvents(manager, toKeyId, spec.kind, perOrg, stamp);
       return { rotated: sealed.length - skipped, skipped, orgs: [...perOrg.keys()] };
     });
   }
@@ -457,14 +477,14 @@ export class KeyRotationService {
     return null;
   }
 
-  private async recordEvents(manager: EntityManager, toKeyId: string, kind: RotationFailure['kind'], perOrg: Map<string, number>): Promise<void> {
+  private async recordEvents(manager: EntityManager, toKeyId: string, kind: RotationFailure['kind'], perOrg: Map<string, number>, stamp: RotationStamp): Promise<void> {
     const all = [...perOrg].map(([orgId, n]) => {
       const by: PerOrg = { credentials: 0, results: 0, inputs: 0, tokens: 0, [kind]: n };
       return {
         orgId,
         type: 'credentials.rotated',
         // The token count only when there is one: orgs without rotating grants keep the event they always had.
-        metadata: { toKeyId, credentials: by.credentials, results: by.results, inputs: by.inputs, ...(by.tokens > 0 ? { tokens: by.tokens } : {}) },
+        metadata: { toKeyId, credentials: by.credentials, results: by.results, inputs: by.inputs, ...(by.tokens > 0 ? { tokens: by.tokens } : {}), ...stamp },
       };
     });
     for (let i = 0; i < all.length; i += 500) await this.events.append(all.slice(i, i + 500), manager);

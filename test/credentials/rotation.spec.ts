@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, createHmac, hkdfSync, randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
@@ -75,15 +75,26 @@ async function waitForBlockedUpdate(ds: DataSource, table: string, run: Promise<
   throw new Error('the CLI never blocked on the locked row');
 }
 
+/** A credentials.rotated event's metadata without the run's stamp (rotationId, by): what it counts. */
+function counted(metadata: Record<string, unknown>): Record<string, unknown> {
+  const { rotationId: _run, by: _by, ...counts } = metadata;
+  return counts;
+}
+
 /** An org's credentials.rotated events, their counts summed (a run records one per org and batch). */
 function rotatedTotals(events: { org_id: string; metadata: Record<string, unknown> }[]): Record<string, Record<string, unknown>> {
   const totals: Record<string, Record<string, unknown>> = {};
   for (const { org_id, metadata } of events) {
     const sum = (totals[org_id] ??= {});
-    for (const [k, v] of Object.entries(metadata)) sum[k] = typeof v === 'number' ? ((sum[k] as number | undefined) ?? 0) + v : v;
+    for (const [k, v] of Object.entries(counted(metadata))) sum[k] = typeof v === 'number' ? ((sum[k] as number | undefined) ?? 0) + v : v;
   }
   return totals;
 }
+
+/** The distinct stamps (rotationId, by) of the events: one per run. */
+const stampsOf = (events: { metadata: Record<string, unknown> }[]): unknown[] => [
+  ...new Map(events.map(({ metadata: { rotationId, by } }) => [JSON.stringify([rotationId, by]), { rotationId, by }])).values(),
+];
 
 const keyringOf = (entries: [string, string][], activeKeyId: string): MasterKeyring => ({
   activeKeyId,
@@ -193,6 +204,8 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     expect(Number(n)).toBe(summary.credentials.failed + summary.results.failed);
 
     const events = await rotatedEvents(t2.ds);
+    // Each names the run (its summary's rotationId) and who ran it: no API key stands behind the command.
+    expect(stampsOf(events)).toEqual([{ rotationId: summary.rotationId, by: { command: 'credentials:rotate', host: hostname(), user: userInfo().username } }]);
     // One per org and batch (each committed with its batch's rows), together counting each rotated row once.
     expect(rotatedTotals(events)).toEqual({
       [orgA]: { toKeyId: 'k2', credentials: 2, results: 5, inputs: 1, tokens: 1 },
@@ -258,7 +271,7 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     expect(summary.results.rotated).toBe(1);
     expect((await credentialRows(ds)).every((r) => r.key_id === 'k2')).toBe(true);
     expect((await resultRows(ds)).every((r) => r.key_id === 'k2')).toBe(true);
-    expect((await rotatedEvents(ds)).slice(eventsBefore).map((e) => [e.org_id, e.metadata])).toEqual([
+    expect((await rotatedEvents(ds)).slice(eventsBefore).map((e) => [e.org_id, counted(e.metadata)])).toEqual([
       [orgA, { toKeyId: 'k2', credentials: 1, results: 0, inputs: 0 }],
       [orgA, { toKeyId: 'k2', credentials: 0, results: 1, inputs: 0 }],
     ]);
@@ -423,7 +436,7 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     await expect(new KeyRotationService(failing, app.app.get(EnvelopeCipher), ledger).rotate({ batchSize: 1 })).rejects.toThrow('connection lost');
     expect(updates).toBe(2);
     expect(await keysOfA()).toEqual({ amazon: 'k2', shopify: 'k1' });
-    expect((await rotatedEvents(app.ds)).slice(eventsBefore).map((e) => [e.org_id, e.metadata])).toEqual([
+    expect((await rotatedEvents(app.ds)).slice(eventsBefore).map((e) => [e.org_id, counted(e.metadata)])).toEqual([
       [orgA, { toKeyId: 'k2', credentials: 1, results: 0, inputs: 0 }],
     ]);
 
@@ -435,7 +448,7 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     expect(await keysOfA()).toEqual({ amazon: 'k1', shopify: 'k1' });
     expect(await rotatedEvents(app.ds)).toHaveLength(eventsBefore);
     expect((await new KeyRotationService(app.ds, app.app.get(EnvelopeCipher), ledger).rotate()).credentials).toMatchObject({ rotated: 2, remaining: 0 });
-    expect((await rotatedEvents(app.ds)).slice(eventsBefore).map((e) => [e.org_id, e.metadata])).toEqual([
+    expect((await rotatedEvents(app.ds)).slice(eventsBefore).map((e) => [e.org_id, counted(e.metadata)])).toEqual([
       [orgA, { toKeyId: 'k2', credentials: 2, results: 0, inputs: 0 }],
     ]);
   });
@@ -573,6 +586,10 @@ describe('master key rotation (npm run credentials:rotate)', () => {
       [first]: { toKeyId: 'k2', credentials: 2, results: 0, inputs: 0 },
       [second]: { toKeyId: 'k2', credentials: 1, results: 0, inputs: 0 },
     });
+    // Two runs, each its own id: the interrupted one's events are told from the re-run's.
+    const runs = stampsOf(await eventsOf()) as { rotationId: string }[];
+    expect(runs).toHaveLength(2);
+    expect(runs[1].rotationId).toBe((JSON.parse(rerun.stdout) as RotationSummary).rotationId);
     await app.ds.query(`DELETE FROM integration_credentials WHERE org_id IN ($1, $2)`, [first, second]);
   });
 
