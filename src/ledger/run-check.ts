@@ -26,8 +26,10 @@ export interface RunEvent {
   hasReasonDigest: boolean;
   actorKeyId: string | null;
   actorRole: string | null;
-  /** Milliseconds from the row's created_at to this event's (run.created is written in the row's statement). */
-  lagMs: number;
+  /** Milliseconds from the row's created_at to this event's (run.created is written in the row's statement); null when either is not finite. */
+  lagMs: number | null;
+  /** The event's created_at (microseconds, UTC). */
+  createdIso: string;
 }
 
 export interface RunRow extends SizedRow {
@@ -36,9 +38,11 @@ export interface RunRow extends SizedRow {
   specialist_id: string;
   created_by: string | null;
   created_iso: string;
-  /** The row's metadata, of which the manifest and the end are read (manifestTools, as the gateway reads it). */
-  metadata: unknown;
+  /** The row's metadata.runtimeManifest alone (the rest may hold 16 KB of the agent's own): read as the gateway reads it (manifestTools). */
+  manifest: unknown;
   has_ended: boolean;
+  /** metadata.ended.at as stored (text; an edited row may hold anything). */
+  ended_at: string | null;
   /** The SHA-256 (hex) of metadata.ended.reason; null when it has none. */
   ended_reason_digest: string | null;
   ended_by_key: string | null;
@@ -64,8 +68,8 @@ export async function firstRunOffLedger(db: ChainReader, orgId: string): Promise
 
 async function firstRunOffEvents(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
   for (let after = { iso: '-infinity', id: NIL_UUID }; ;) {
-    const page = `SELECT r.id, r.status, r.specialist_id, r.created_by, r.created_at, ${isoSql('r.created_at')} AS created_iso, r.metadata,
-              r.metadata ? 'ended' AS has_ended,
+    const page = `SELECT r.id, r.status, r.specialist_id, r.created_by, r.created_at, ${isoSql('r.created_at')} AS created_iso,
+              r.metadata->'runtimeManifest' AS manifest, r.metadata ? 'ended' AS has_ended, r.metadata->'ended'->>'at' AS ended_at,
               encode(sha256(convert_to(r.metadata->'ended'->>'reason', 'UTF8')), 'hex') AS ended_reason_digest,
               r.metadata->'ended'->'by'->>'keyId' AS ended_by_key, r.metadata->'ended'->'by'->>'role' AS ended_by_role,
               coalesce(r.metadata->'ended' ? 'by', false) AS has_ended_by, e.events
@@ -78,14 +82,15 @@ async function firstRunOffEvents(db: ChainReader, orgId: string): Promise<Verify
                     'reasonGiven', e.metadata->'reasonGiven',
                     'reasonDigest', e.metadata->>'reasonDigest', 'hasReasonDigest', e.metadata ? 'reasonDigest',
                     'actorKeyId', e.actor->>'keyId', 'actorRole', e.actor->>'role',
-                    'lagMs', extract(epoch FROM e.created_at - r.created_at) * 1000)
+                    'createdIso', ${isoSql('e.created_at')},
+                    'lagMs', CASE WHEN isfinite(r.created_at) AND isfinite(e.created_at) THEN extract(epoch FROM e.created_at - r.created_at) * 1000 END)
                   ORDER BY e.seq) AS events
              FROM runtime_ledger_events e
             WHERE e.run_id = r.id AND e.org_id = r.org_id AND e.type IN ('run.created', 'run.completed', 'run.cancelled')) e ON true
         WHERE r.org_id = $1 AND (r.created_at, r.id) > ($2::timestamptz, $3::uuid)
         ORDER BY r.created_at, r.id LIMIT ${PAGE}`;
-    // Cut by bytes too: a manifest may list a thousand tools.
-    const rows = (await db.query(sizedPageSql(page, 'coalesce(pg_column_size(metadata), 0)', String(PAGE_STORED_BYTES), 'created_at, id'), [
+    // Cut by bytes too, as the text the page sends: a manifest may list a thousand tools.
+    const rows = (await db.query(sizedPageSql(page, 'coalesce(octet_length(manifest::text), 0)', String(PAGE_STORED_BYTES), 'created_at, id'), [
       orgId,
       after.iso,
       after.id,
@@ -109,8 +114,8 @@ export interface RunMismatch {
  * Why a run row disagrees with its events, or null: one run.created first, then at most one end; its specialist, its
  * creator and its manifest as run.created recorded them (the manifest by `manifestDigest`, else, on events from before
  * it was recorded, by `allowedToolCount`), its creation time that event's; its status ended exactly when an end event
- * is on the ledger, as that event's type, and the end kept on the row (who ended it, and why by `reasonDigest`, else
- * `reasonGiven`) the event's. Ids and known values only in the reason: an edited row may hold anything.
+ * is on the ledger, as that event's type, and the end kept on the row (who ended it, when, and why by `reasonDigest`,
+ * else `reasonGiven`) the event's. Ids and known values only in the reason: an edited row may hold anything.
  */
 export function runMismatch(r: RunRow): RunMismatch | null {
   const events = r.events ?? [];
@@ -121,25 +126,40 @@ export function runMismatch(r: RunRow): RunMismatch | null {
   if (ends.length > 1) return { at: ends[1], reason: `run ${r.id} has more than one end event` };
   if (created.specialistId !== r.specialist_id) return { at: created, reason: `run ${r.id}: its specialist differs from the one its run.created event recorded` };
   if (created.actorKeyId !== null && r.created_by !== created.actorKeyId) return { at: created, reason: `run ${r.id}: the key that created it differs from its run.created event's` };
-  const tools = manifestTools(r.metadata);
+  const tools = manifestTools({ runtimeManifest: r.manifest });
   const sameManifest = created.hasManifestDigest
     ? manifestDigest(tools) === created.manifestDigest
     : typeof created.allowedToolCount !== 'number' || tools.length === created.allowedToolCount;
   if (!sameManifest) return { at: created, reason: `run ${r.id}: its manifest differs from the one its run.created event recorded (${created.hasManifestDigest ? 'manifestDigest' : 'allowedToolCount'})` };
-  if (!(created.lagMs >= 0 && created.lagMs <= REQUESTED_LAG_MAX_MS)) return { at: created, reason: `run ${r.id}: its creation time differs from its run.created event's` };
+  if (!(created.lagMs !== null && created.lagMs >= 0 && created.lagMs <= REQUESTED_LAG_MAX_MS)) return { at: created, reason: `run ${r.id}: its creation time differs from its run.created event's` };
   const end = ends[0];
   const live = LIVE.has(r.status);
   if (!end) return live ? null : { at: null, reason: `run ${r.id} is ${endedStatus(r.status)}, but no end event on the ledger ended it` };
   if (live) return { at: end, reason: `run ${r.id} is ${r.status}, but ${end.type === 'run.completed' ? 'run.completed' : 'run.cancelled'} on the ledger ended it` };
   if (END_EVENT[r.status] !== end.type) return { at: end, reason: `run ${r.id} is ${endedStatus(r.status)}, but its end event is ${end.type}` };
-  if (r.has_ended_by && (r.ended_by_key !== end.actorKeyId || r.ended_by_role !== end.actorRole)) {
+  // Ends recorded with a reasonDigest (this release on) always kept who ended it and when, in the end's statement: the
+  // batches rejecting the rest of its approvals decide them as `by`, and GET /v1/runs/:id shows `at`.
+  const current = end.hasReasonDigest;
+  if ((current || r.has_ended_by) && (!r.has_ended_by || r.ended_by_key !== end.actorKeyId || r.ended_by_role !== end.actorRole)) {
     return { at: end, reason: `run ${r.id}: who ended it differs from its end event's actor` };
   }
+  if (current && !endedJustBefore(r.ended_at, end.createdIso)) return { at: end, reason: `run ${r.id}: the time it ended differs from its end event's` };
   const sameReason = end.hasReasonDigest
     ? r.has_ended && r.ended_reason_digest === end.reasonDigest
     : typeof end.reasonGiven !== 'boolean' || (r.ended_reason_digest !== null) === end.reasonGiven;
   if (!sameReason) return { at: end, reason: `run ${r.id}: its end reason differs from the one its end event recorded (${end.hasReasonDigest ? 'reasonDigest' : 'reasonGiven'})` };
   return null;
+}
+
+/**
+ * Whether the end's time kept on the row (clock_timestamp() in the end's UPDATE) comes before its event's (the same
+ * statement's INSERT, after it), by less than a statement could take. Parsed here: the text of an edited row may be
+ * anything, and cast in SQL it would fail the whole verify.
+ */
+function endedJustBefore(endedAt: string | null, eventIso: string): boolean {
+  const at = endedAt === null ? Number.NaN : Date.parse(endedAt);
+  const lag = Date.parse(eventIso) - at;
+  return lag >= 0 && lag <= REQUESTED_LAG_MAX_MS;
 }
 
 /** A status for a reason: the row's CHECK constraint allows only the gateway's, but name only those. */

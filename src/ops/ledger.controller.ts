@@ -37,7 +37,7 @@ export class LedgerController {
       'at the first changed, missing, reordered, off-chain or unhashable event; then that every tool call row agrees with its events ' +
       '(a settled call\'s last settling event has its status, error code and digest; a row deleted or an outcome edited is a break, ' +
       'chainSeq 0 when the call has no event); that every run row agrees with its run.created and end events (specialist, creating key, ' +
-      'manifest by manifestDigest, status, the end\'s actor and reason by reasonDigest); then credentials, flags, permissions, policy and keys ' +
+      'manifest by manifestDigest, creation time, status, the end\'s actor, time and reason by reasonDigest); then credentials, flags, permissions, policy and keys ' +
       'against their events (README "Verifying the chain"). Concurrent verifies of one org share one run. A platform key verifies the platform chain ' +
       '(platform keys created and revoked, bootstrap admin keys retired) by naming orgId=00000000-0000-0000-0000-000000000000; an org key gets 404. ' +
       'With anchor=<chainSeq>:<hash> (an earlier answer\'s checked and headHash, kept outside the database), an intact chain must also hold ' +

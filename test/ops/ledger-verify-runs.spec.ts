@@ -126,14 +126,33 @@ describe('ledger verify: runs against their events', () => {
     await broken(org, /end reason differs/);
     await t.ds.query(`UPDATE agent_runs SET metadata = jsonb_set(metadata, '{ended,reason}', 'null') WHERE id = $1`, [completed]);
     expect(await verify(org)).toMatchObject({ ok: true });
-    // The end's whole record removed (GET /v1/runs/:id then dates the end from the row's last update, with no reason).
+    // When it ended, as GET /v1/runs/:id shows it: moved a year back, or removed (the view then dates it from the row's last update).
+    const [{ at }] = (await t.ds.query(`SELECT metadata->'ended'->'at' AS at FROM agent_runs WHERE id = $1`, [cancelled])) as [{ at: string }];
+    await t.ds.query(`UPDATE agent_runs SET metadata = jsonb_set(metadata, '{ended,at}', to_jsonb(now() - interval '365 days')) WHERE id = $1`, [cancelled]);
+    await broken(org, new RegExp(`run ${cancelled}: the time it ended differs from its end event's`));
+    await t.ds.query(`UPDATE agent_runs SET metadata = metadata #- '{ended,at}' WHERE id = $1`, [cancelled]);
+    await broken(org, /the time it ended differs/);
+    await t.ds.query(`UPDATE agent_runs SET metadata = jsonb_set(metadata, '{ended,at}', $2::jsonb) WHERE id = $1`, [cancelled, JSON.stringify(at)]);
+    expect(await verify(org)).toMatchObject({ ok: true });
+    // Who ended it removed: the batches rejecting the rest of its approvals would decide them as nobody.
+    await t.ds.query(`UPDATE agent_runs SET metadata = metadata #- '{ended,by}' WHERE id = $1`, [cancelled]);
+    await broken(org, /who ended it differs/);
+    // The end's whole record removed.
     await t.ds.query(`UPDATE agent_runs SET metadata = metadata - 'ended' WHERE id = $1`, [cancelled]);
-    await broken(org, /end reason differs/);
+    await broken(org, /who ended it differs/);
     await t.ds.query(`UPDATE agent_runs SET metadata = metadata || jsonb_build_object('ended', jsonb_build_object('at', now(), 'reason', 'runaway agent', 'by', jsonb_build_object('keyId', $2::text, 'role', 'agent'))) WHERE id = $1`, [
       cancelled,
       agent.id,
     ]);
     await broken(org, new RegExp(`run ${cancelled}: who ended it differs from its end event's actor`));
+  });
+
+  it('a creation time moved away from its event, to infinity included, is a break (not a 500)', async () => {
+    const { org, live } = await orgWithRuns('Runs Time Co');
+    await t.ds.query(`UPDATE agent_runs SET created_at = created_at - interval '1 day' WHERE id = $1`, [live]);
+    await broken(org, new RegExp(`run ${live}: its creation time differs from its run.created event's`));
+    await t.ds.query(`UPDATE agent_runs SET created_at = 'infinity' WHERE id = $1`, [live]);
+    await broken(org, new RegExp(`run ${live}: its creation time differs from its run.created event's`));
   });
 
   it('a run handed to another agent key, or to another specialist, is a break', async () => {
