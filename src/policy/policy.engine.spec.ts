@@ -553,3 +553,33 @@ describe('members of a param the vendor sends as text (textParams) also match a 
     expect(decide({ dryRun: 'false' }, { path: 'query.dryRun', op: 'eq', value: false }, ['body'])).not.toBe('block');
   });
 });
+
+describe('evaluatePolicy: a member the path names, spelt another way beside or instead of it', () => {
+  const gt = { path: 'body.amount', op: 'gt', value: 100 } as PolicyCondition;
+  const exists = { path: 'body.amount', op: 'exists' } as PolicyCondition;
+
+  it.each([
+    ['another letter case', { amount: 1, Amount: 5000 }],
+    ['only another letter case', { AMOUNT: 5000 }],
+    ['a fullwidth spelling', { '\uff41mount': 5000 }],
+    ['spaces around it', { ' amount ': 5000 }],
+    ['[] after it', { 'amount[]': 5000 }],
+    ['[0] after it', { amount: 1, 'amount[0]': 5000 }],
+  ])('%s: not evaluable (a lenient vendor may read it as the member), for an exists guard too', (_what, body) => {
+    expect(unevaluable(gt, { body })).toBe(true);
+    expect(unevaluable(exists, { body })).toBe(true);
+  });
+
+  it('a dotted or bracketed name for a member inside one the path walks through', () => {
+    const inner = { path: 'body.refund.amount', op: 'exists' } as PolicyCondition;
+    expect(unevaluable(inner, { body: { 'refund.amount': 5000 } })).toBe(true);
+    expect(unevaluable(inner, { body: { refund: { amount: 1 }, 'refund[amount]': 5000 } })).toBe(true);
+  });
+
+  it('members the path does not name, whatever their spelling, leave it evaluable', () => {
+    expect(holds(gt, { body: { amount: 500, amounts: [1], 'amount_total': 3, 'metadata[amount]': 9, Currency: 'usd' } })).toBe(true);
+    expect(holds(gt, { body: { amount: 5, other: { Amount: 5000 } } })).toBe(false);
+    // Inside an array the path walks by index: members of its elements are looked at as usual.
+    expect(holds({ path: 'items.0.qty', op: 'gt', value: 1 } as PolicyCondition, { items: [{ qty: 2, note: 'x' }] })).toBe(true);
+  });
+});

@@ -134,6 +134,41 @@ function requireValue(value: unknown, where: string): unknown {
 
 type Lookup = { present: false; value?: undefined } | { present: true; value: unknown };
 
+const SPELT_TWO_WAYS =
+  'the param holds a member the rule names spelt another way (another letter case or Unicode form, with [] or [n] after it, ' +
+  'or a dotted or bracketed name for a member inside it), which the vendor may read as the member the rule names: send it once, as the rule names it';
+
+/**
+ * A member name as a lenient server may read it: NFKC (fullwidth letters), trimmed, lower case (Go's encoding/json,
+ * ASP.NET Core's binders), and only what comes before a `.` or `[` (Rails, PHP and qs read `amount[]` as `amount` and
+ * `refund[amount]` or `refund.amount` as a member of `refund`; MongoDB's $set and lodash's set read dotted names so).
+ */
+function memberStem(name: string): string {
+  return name.normalize('NFKC').trim().toLowerCase().split(/[.[]/, 1)[0]!;
+}
+
+/** Each object's member names by stem, computed once an object (a policy reads the same params for every rule). */
+const stems = new WeakMap<object, Map<string, string[]>>();
+
+/**
+ * Whether `node` has a member other than `segment` that a lenient vendor may read as `segment`: the tools that take
+ * free-form members (the Nango proxy's body and query) send the names as the agent wrote them, and a rule on `amount`
+ * never saw {"amount": 1, "Amount": 5000} or {"AMOUNT": 5000}. Such a param fails closed (block), as a value spelt two
+ * ways does (policy-equality.ts).
+ */
+function hasOtherSpelling(node: object, segment: string): boolean {
+  let byStem = stems.get(node);
+  if (!byStem) {
+    byStem = new Map();
+    for (const key of Object.keys(node)) {
+      const stem = memberStem(key);
+      byStem.set(stem, [...(byStem.get(stem) ?? []), key]);
+    }
+    stems.set(node, byStem);
+  }
+  return (byStem.get(memberStem(segment)) ?? []).some((key) => key !== segment);
+}
+
 /** Own data properties only: a path never reaches the prototype chain, a getter, or an array's `length`. */
 function resolvePath(root: unknown, path: unknown, where: string): Lookup {
   if (typeof path !== 'string' || path === '') throw new Unevaluable(`${where}: malformed path`);
@@ -145,6 +180,7 @@ function resolvePath(root: unknown, path: unknown, where: string): Lookup {
   for (const segment of segments) {
     if (node === null || typeof node !== 'object') return { present: false };
     if (Array.isArray(node) && !/^(?:0|[1-9]\d*)$/.test(segment)) return { present: false };
+    if (!Array.isArray(node) && hasOtherSpelling(node, segment)) throw new Unevaluable(`${where}: ${SPELT_TWO_WAYS}`);
     const descriptor = Object.getOwnPropertyDescriptor(node, segment);
     if (descriptor === undefined) return { present: false };
     if (!('value' in descriptor)) throw new Unevaluable(`${where}: param is not plain data`);
