@@ -81,7 +81,7 @@ describe('hostile vendor answers', () => {
     h.emu.fault({ vendor: 'shopify', kind: 'status', status: 200, headers: { 'content-type': 'application/json' }, body });
     const { result: res, stallMs } = await longestStall(() => call(h, shop, 'order_lookup', { action: 'lookup', orderId: '12345' }));
     expect(res.status).toBe(200);
-    expect(stallMs).toBeLessThan(3_000);
+    expect(stallMs).toBeLessThan(stallBound(body));
   }, 60_000);
 
   it('60,000 ACCESS_DENIED errors do not freeze the gateway (before: 7 s)', async () => {
@@ -90,6 +90,21 @@ describe('hostile vendor answers', () => {
     h.emu.fault({ vendor: 'shopify', kind: 'status', status: 200, headers: { 'content-type': 'application/json' }, body });
     const { result: res, stallMs } = await longestStall(() => call(h, shop, 'order_lookup', { action: 'lookup', orderId: '12345' }));
     expect(res.status).toBe(200);
-    expect(stallMs).toBeLessThan(3_000);
+    expect(stallMs).toBeLessThan(stallBound(body));
   }, 60_000);
 });
+
+/**
+ * The longest stall allowed for reading `body`: 3 s, plus 20 times what parsing it takes this process now. The stall is
+ * CPU on the event loop and grows with the share of the 2 cores the other test worker leaves (160 ms quiet, 900 ms
+ * beside CPU burners), while the quadratic reading these guard against took 7 s quiet and grows the same way.
+ */
+function stallBound(body: string): number {
+  let parseMs = 0;
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    JSON.parse(body);
+    parseMs = Math.max(parseMs, performance.now() - t0);
+  }
+  return 3_000 + 20 * parseMs;
+}

@@ -34,7 +34,7 @@ describe('many open long-polls', () => {
     }
 
     const results = h.t.app.get(ToolCallResultsService);
-    const polls = ids.flatMap((id) => Array.from({ length: 10 }, () => h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=20000`).set(bearer(org.agentKey)).then((r) => r)));
+    const polls = ids.flatMap((id) => Array.from({ length: 10 }, () => h.t.http.get(`/v1/tool-calls/${id}/result?waitMs=30000`).set(bearer(org.agentKey)).then((r) => r)));
     await waitFor(() => results.waitingOn() === 200, 'the 200 long-polls to be waiting', 15_000);
 
     // Statements while they wait.
@@ -47,21 +47,23 @@ describe('many open long-polls', () => {
     }) as typeof sql.query);
     await new Promise((r) => setTimeout(r, 1_000));
     spy.mockRestore();
-    // Five look-ups a second (a few more if one runs late); a read per long-poll per tick would be 1,000.
-    expect(statements).toBeGreaterThanOrEqual(3);
+    // Five look-ups a second (fewer when each runs late: the next comes 200 ms after one ends, and the other test worker
+    // may slow them); a read per long-poll per tick would be 1,000.
+    expect(statements).toBeGreaterThanOrEqual(1);
     expect(statements).toBeLessThanOrEqual(10);
 
     // Rejected: the approval settles the calls without this process announcing them to the long-polls; the
-    // shared look-up finds them settled and every long-poll answers, long before its 20 s.
+    // shared look-up finds them settled and every long-poll answers, long before its 30 s. Timed from the last decision:
+    // the 20 decisions' own round trips took 13 s with the database slowed (the wake-up itself some 10 ms).
     const ops = bearer((await createKey(h.t, org.orgId, 'ops')).key);
-    const started = Date.now();
     for (const id of ids) {
       const approval = (await h.t.http.get(`/v1/tool-calls/${id}`).set(ops)).body.approval as { id: string; actionDigest: string };
       const decided = await h.t.http.post(`/v1/approvals/${approval.id}/decision`).set(bearer(expert.key)).send({ decision: 'reject', actionDigest: approval.actionDigest });
       expect(decided.status).toBe(200);
     }
+    const decidedAt = Date.now();
     const answers = await Promise.all(polls);
-    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(Date.now() - decidedAt).toBeLessThan(5_000);
     expect(answers.map((a) => [a.status, a.body.status, a.body.errorCode])).toEqual(answers.map(() => [200, 'blocked', 'EXPERT_REJECTED']));
     expect(results.waitingOn()).toBe(0);
   }, 60_000);

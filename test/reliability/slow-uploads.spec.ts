@@ -42,7 +42,9 @@ describe('uploads that do not finish', () => {
       c.sock.destroy();
       // Before: still open after 70 s (Node's 300 s).
       expect(c.closedAt(), 'the gateway should have timed the request out').toBeDefined();
-      expect(c.closedAt()! - started).toBeLessThan(4_000);
+      // Closed at 2–3 s by design (a 2 s limit checked every second), in a child process: 6 s leaves room for the other
+      // test worker's load, and the loop above still stops at 8 s.
+      expect(c.closedAt()! - started).toBeLessThan(6_000);
       expect(c.received()).toMatch(/^HTTP\/1\.1 408 /);
       expect(c.received()).toMatch(/content-type: application\/problem\+json/i);
       expect(c.received()).toContain('"detail":"the request was not received in time"');
