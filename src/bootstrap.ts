@@ -111,7 +111,7 @@ function answerAndClose(req: IncomingMessage, res: ServerResponse, status: numbe
   const correlationId = correlationIdOf(req);
   const body = statusProblem(status, errorCode, detail, correlationId);
   res.writeHead(status, {
-    'Content-Type': 'application/problem+json',
+    'Content-Type': 'application/problem+json; charset=utf-8',
     'X-Content-Type-Options': 'nosniff',
     'Cache-Control': 'no-store', // a refusal, of a /v1 upload most often: no cache keeps it (as every /v1 answer)
     'Content-Length': Buffer.byteLength(body),
@@ -151,7 +151,7 @@ function endWithProblem(socket: Duplex, status: number, errorCode: ErrorCode, de
   const body = statusProblem(status, errorCode, detail, correlationId);
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
-      'Content-Type: application/problem+json\r\n' +
+      'Content-Type: application/problem+json; charset=utf-8\r\n' +
       'X-Content-Type-Options: nosniff\r\n' +
       'Cache-Control: no-store\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
