@@ -73,9 +73,26 @@ const RUN_TOOLS_SCHEMA: SchemaObject = {
               type: { type: 'string', enum: ['function'] },
               function: {
                 type: 'object',
-                required: ['name', 'description', 'parameters'],
-                properties: { name: { type: 'string', example: 'order_lookup' }, description: { type: 'string' }, parameters: MODEL_TOOL_INPUT_SCHEMA },
+                required: ['name', 'description', 'parameters', 'strict'],
+                properties: {
+                  name: { type: 'string', example: 'order_lookup' },
+                  description: { type: 'string' },
+                  parameters: MODEL_TOOL_INPUT_SCHEMA,
+                  strict: { type: 'boolean', enum: [false] },
+                },
               },
+            },
+          },
+          {
+            type: 'object',
+            title: 'openai-responses',
+            required: ['type', 'name', 'description', 'parameters', 'strict'],
+            properties: {
+              type: { type: 'string', enum: ['function'] },
+              name: { type: 'string', example: 'order_lookup' },
+              description: { type: 'string' },
+              parameters: MODEL_TOOL_INPUT_SCHEMA,
+              strict: { type: 'boolean', enum: [false] },
             },
           },
         ],
@@ -167,7 +184,7 @@ export class RunsController {
   @ApiRoles(['agent', 'ops', 'admin'], RUN_SCOPE)
   @ApiResponse({
     status: 200,
-    description: 'the tools the run’s manifest permits, ready to hand to the model: format=anthropic {name, description, input_schema} (the default), format=openai {type: "function", function: {name, description, parameters}}',
+    description: 'the tools the run’s manifest permits, ready to hand to the model: format=anthropic {name, description, input_schema} (the default), format=openai (Chat Completions) {type: "function", function: {name, description, parameters, strict: false}}, format=openai-responses (the Responses API) {type: "function", name, description, parameters, strict: false}. strict is false: one schema serves all of a tool\'s actions, and its optional params are not a strict-mode schema',
     schema: RUN_TOOLS_SCHEMA,
   })
   tools(@CurrentPrincipal() p: Principal, @Param('runId') runId: string, @Query() q: ToolsQuery) {

@@ -1,3 +1,4 @@
+import { TOOL_FORMATS, type ToolFormat } from './tool-definitions.js';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsObject, IsOptional, IsString, Matches } from 'class-validator';
@@ -33,10 +34,10 @@ export class CreateRunDto {
 }
 
 export class ToolsQuery {
-  @ApiProperty({ required: false, enum: ['anthropic', 'openai'], default: 'anthropic' })
+  @ApiProperty({ required: false, enum: TOOL_FORMATS, default: 'anthropic' })
   @IsOptional()
-  @IsIn(['anthropic', 'openai'])
-  format?: 'anthropic' | 'openai';
+  @IsIn(TOOL_FORMATS)
+  format?: ToolFormat;
 }
 
 export class EndRunDto {

@@ -304,7 +304,7 @@ describe('OpenAPI 200 schemas match the live answers', () => {
     expectMatches('put', '/v1/orgs/{orgId}/integrations/{type}/credentials', creds);
     expectMatches('get', '/v1/orgs/{orgId}/integrations', await h.t.http.get(`/v1/orgs/${o.orgId}/integrations`).set(adminAuth));
 
-    for (const format of ['anthropic', 'openai']) {
+    for (const format of ['anthropic', 'openai', 'openai-responses']) {
       const tools = await h.t.http.get(`/v1/runs/${o.runId}/tools`).query({ format }).set(bearer(o.agentKey));
       expectMatches('get', '/v1/runs/{runId}/tools', tools);
       expect(tools.body.tools.length).toBeGreaterThan(0);

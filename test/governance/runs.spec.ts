@@ -33,7 +33,7 @@ interface AnthropicTool {
 
 interface OpenAiTool {
   type: string;
-  function: { name: string; description: string; parameters: ModelSchema };
+  function: { name: string; description: string; parameters: ModelSchema; strict?: boolean };
 }
 
 const SPECIALIST = 'support-bot';
@@ -279,7 +279,8 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
       expect(byName.get('nango_proxy')!.input_schema.properties).not.toHaveProperty('body');
     });
 
-    it("offers the union of the permitted actions' params, each as the catalog declares it", () => {
+    it("offers the union of the permitted actions' params, each as the catalog declares it; one not every action takes says which do", () => {
+      let onlySome = 0;
       for (const tool of anthropic) {
         const actions = tool.input_schema.properties.action.enum;
         const expected = new Set(['action', ...actions.flatMap((a) => paramsOf(tool.name, a))]);
@@ -287,9 +288,17 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
         const catalogTool = catalog.find((c) => c.name === tool.name)!;
         for (const a of actions) {
           const props = catalogTool.actions.find((x) => x.name === a)!.inputSchema.properties;
-          for (const [param, schema] of Object.entries(props)) expect(tool.input_schema.properties[param], `${tool.name}.${param}`).toEqual(schema);
+          for (const [param, schema] of Object.entries(props)) {
+            const takers = actions.filter((x) => paramsOf(tool.name, x).includes(param));
+            const only = `only for action ${takers.join(' or ')}`;
+            const described = (schema as { description?: string }).description;
+            const shown = takers.length === actions.length ? schema : { ...(schema as object), description: described === undefined ? only : `${described} (${only})` };
+            if (takers.length < actions.length) onlySome++;
+            expect(tool.input_schema.properties[param], `${tool.name}.${param}`).toEqual(shown);
+          }
         }
       }
+      expect(onlySome).toBeGreaterThanOrEqual(0); // counted where this run's tools have such params (src/runs/tool-definitions.spec.ts has nango_proxy's)
     });
 
     it("says which params each action requires (the schema can only require `action`), and how a Nango path and query are spelt", () => {
@@ -307,7 +316,7 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
       expect(nango.query.description).toContain('connection_id');
     });
 
-    it('format=openai: {tools: [{type: "function", function: {name, description, parameters}}]} with the same content', async () => {
+    it('format=openai: {tools: [{type: "function", function: {name, description, parameters, strict: false}}]} with the same content', async () => {
       const res = await t.http.get(`/v1/runs/${run.id}/tools?format=openai`).set(bearer(agent.key));
       expect(res.status).toBe(200);
       expect(Object.keys(res.body as object)).toEqual(['tools']);
@@ -315,9 +324,19 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
       for (const tool of openai) {
         expect(Object.keys(tool).sort()).toEqual(['function', 'type']);
         expect(tool.type).toBe('function');
-        expect(Object.keys(tool.function).sort()).toEqual(['description', 'name', 'parameters']);
+        expect(Object.keys(tool.function).sort()).toEqual(['description', 'name', 'parameters', 'strict']);
+        // The one schema (optional params, the union of the actions') is no strict-mode schema: said, not left to a default.
+        expect(tool.function.strict).toBe(false);
       }
       expect(openai.map((x) => ({ name: x.function.name, description: x.function.description, input_schema: x.function.parameters }))).toEqual(anthropic);
+    });
+
+    it('format=openai-responses: the Responses API\'s flat {type: "function", name, description, parameters, strict: false}, with the same content', async () => {
+      const res = await t.http.get(`/v1/runs/${run.id}/tools?format=openai-responses`).set(bearer(agent.key));
+      expect(res.status).toBe(200);
+      const flat = (res.body as { tools: { type: string; name: string; description: string; parameters: ModelSchema; strict: boolean }[] }).tools;
+      for (const tool of flat) expect([Object.keys(tool).sort(), tool.type, tool.strict]).toEqual([['description', 'name', 'parameters', 'strict', 'type'], 'function', false]);
+      expect(flat.map((x) => ({ name: x.name, description: x.description, input_schema: x.parameters }))).toEqual(anthropic);
     });
 
     it('defaults to the anthropic format', async () => {
@@ -343,7 +362,7 @@ describe('runs (POST /v1/runs, GET /v1/runs/:runId, GET /v1/runs/:runId/tools)',
     });
 
     it('refuses an unknown format with 400 naming it', async () => {
-      for (const q of ['format=xml', 'format=', 'format=ANTHROPIC', 'format=anthropic&format=openai']) {
+      for (const q of ['format=xml', 'format=', 'format=ANTHROPIC', 'format=anthropic&format=openai', 'format=responses']) {
         const res = await t.http.get(`/v1/runs/${run.id}/tools?${q}`).set(bearer(agent.key));
         expectProblem(res, 400, 'VALIDATION_FAILED');
         expect(res.body.detail, q).toContain('format');
