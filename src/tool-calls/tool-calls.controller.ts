@@ -14,6 +14,8 @@ import { ToolCallResultQuery } from './tool-calls.dto.js';
 import { ToolCallsService, type ToolCallResponse } from './tool-calls.service.js';
 import { TOOL_USE_SCHEMA } from './tool-use.schema.js';
 import { rememberToolCallAnswer } from '../logging/answered-call.js';
+import { AppError } from '../common/errors/app-error.js';
+import { echoableToolUseId, withToolResult } from './problem-tool-result.js';
 
 /** A tool-call body, with its status and headers; its request line names the call and its errorCode (rememberToolCallAnswer). */
 function send(res: Response, r: ToolCallResponse) {
@@ -54,7 +56,12 @@ export class ToolCallsController {
     @Req() req: Request & { correlationId?: string },
     @Res({ passthrough: true }) res: Response,
   ) {
-    return send(res, await this.calls.submit(p, runId, body, idem, req.correlationId ?? 'unknown'));
+    try {
+      return send(res, await this.calls.submit(p, runId, body, idem, req.correlationId ?? 'unknown'));
+    } catch (err) {
+      // A problem (no ledger row shown) still carries the model's tool_result for its tool_use.
+      throw err instanceof AppError ? withToolResult(err, echoableToolUseId(body)) : err;
+    }
   }
 
   @Post('tool-calls/:id/reconcile')

@@ -13,7 +13,8 @@ type Entry = Record<string, unknown> & { status: unknown; code?: string; errorCo
 const shape = (results: Entry[]) => results.map((r) => [r.status, r.code ?? r.errorCode ?? null]);
 
 /** The 422's problem+json, exactly as a single call answers it: nothing about the stored call leaks into it. */
-const PROBLEM_KEYS = ['code', 'correlationId', 'detail', 'status', 'title', 'type'];
+/** A problem answered to a tool_use: its own fields and the model's tool_result, nothing of the stored call. */
+const PROBLEM_KEYS = ['code', 'correlationId', 'detail', 'status', 'title', 'toolResult', 'toolUseId', 'type'];
 
 /**
  * API.md §4: in a batch, "writes run one at a time in order". A write resent under its tool_use id with another

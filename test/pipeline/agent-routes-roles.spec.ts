@@ -101,8 +101,9 @@ describe('agent routes: which roles may call them', () => {
     // The org's agent reads the call the admin made (same org).
     expect((await h.t.http.get(`/v1/tool-calls/${own.body.toolCallId}/result`).set(bearer(a.agentKey))).status).toBe(200);
 
-    const cross = await h.t.http.post(`/v1/runs/${a.runId}/tool-calls`).set(bearer(b.adminKey)).send(lookup());
-    const random = await h.t.http.post(`/v1/runs/${randomUUID()}/tool-calls`).set(bearer(b.adminKey)).send(lookup());
+    const use = lookup(); // one tool_use for both: the answers name its id (toolResult)
+    const cross = await h.t.http.post(`/v1/runs/${a.runId}/tool-calls`).set(bearer(b.adminKey)).send(use);
+    const random = await h.t.http.post(`/v1/runs/${randomUUID()}/tool-calls`).set(bearer(b.adminKey)).send(use);
     expect(cross.status).toBe(404);
     expect(cross.body.code).toBe('RUN_NOT_FOUND');
     expect({ ...cross.body, correlationId: 0 }).toEqual({ ...random.body, correlationId: 0 });

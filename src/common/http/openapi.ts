@@ -24,6 +24,20 @@ export const PROBLEM_SCHEMA = {
         'on a 409 IDEMPOTENCY_IN_PROGRESS, the call still running (wait for it: GET /v1/tool-calls/{id}/result); on a 422 IDEMPOTENCY_KEY_REUSED, the call of another run the key names',
     },
     outcomeConfirmed: { type: 'boolean', description: 'with toolCallId: false, the outcome may not be recorded yet; send the same tool_use again to read it' },
+    toolUseId: { type: 'string', description: 'on a problem answered to a tool_use (a single call, or a batch item): its id, as toolResult names it' },
+    toolResult: {
+      type: 'object',
+      description:
+        'on a problem answered to a tool_use: the tool_result to hand the model (a turn needs one for every tool_use), is_error true, its content fixed ' +
+        'wording for the model (not run, not run yet, or outcome not known). Absent when the block had no id the gateway could take, or one holding a credential\'s shape',
+      required: ['type', 'tool_use_id', 'content', 'is_error'],
+      properties: {
+        type: { type: 'string', enum: ['tool_result'] },
+        tool_use_id: { type: 'string' },
+        content: { type: 'string' },
+        is_error: { type: 'boolean', enum: [true] },
+      },
+    },
   },
 };
 

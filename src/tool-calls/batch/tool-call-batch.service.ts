@@ -5,6 +5,7 @@ import { AppError } from '../../common/errors/app-error.js';
 import { databaseCause } from '../../common/errors/database-errors.js';
 import type { ErrorCode } from '../../common/errors/error-codes.js';
 import { problemBody, toAppError } from '../../common/errors/problem.filter.js';
+import { echoableToolUseId, withToolResult } from '../problem-tool-result.js';
 import { refusedBatchItem } from '../../common/http/json-body.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { RunsService } from '../../runs/runs.service.js';
@@ -227,7 +228,7 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
     if (endedRunOnly(bodies, refusals)) throw new AppError('RUN_NOT_ACTIVE', 'run is not active: it was completed or cancelled');
     if (revokedKeyOnly(bodies, refusals)) throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
     const fitted = fitBatchBudget(bodies, this.config.BATCH_BUDGET_BYTES);
-    return { results: fitted.map((b, i) => b ?? problemBody(refusals[i]!, correlationId)) };
+    return { results: fitted.map((b, i) => b ?? problemBody(withToolResult(refusals[i]!, echoableToolUseId(toolUses[i])), correlationId)) };
   }
 
   /** By the catalog's side effect; a write, an unknown tool or an unparseable item runs alone. */

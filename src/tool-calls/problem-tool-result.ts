@@ -1,0 +1,52 @@
+import { AppError } from '../common/errors/app-error.js';
+import type { ErrorCode } from '../common/errors/error-codes.js';
+import { isRecord } from '../policy/policy-equality.js';
+import { credentialInIdentifiers } from './tool-use.js';
+
+/** As a tool_use id is taken (tool-use.ts): 1-255 printable ASCII. */
+const ID_RE = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * The id of a posted tool_use block when a problem may name it: one of the accepted shape that holds no credential's
+ * (refused 400 for that, and never echoed). Null otherwise: the runtime answers the model for a block it sent malformed.
+ */
+export function echoableToolUseId(block: unknown): string | null {
+  const id = isRecord(block) ? block.id : undefined;
+  return typeof id === 'string' && ID_RE.test(id) && !credentialInIdentifiers(id, undefined) ? id : null;
+}
+
+/** Nothing was sent to a vendor for the call: said to the model as such. */
+const NOT_RUN = 'This action was not run';
+const LATER = 'It can be tried again shortly.';
+
+/** What the model is told for a problem answered to its tool_use (no ledger row, or none shown): fixed wording, no value of the call. */
+function problemContent(e: AppError): string {
+  const hasCall = typeof e.extra.fields?.toolCallId === 'string';
+  const byCode: Partial<Record<ErrorCode, string>> = {
+    IDEMPOTENCY_IN_PROGRESS:
+      'This action has not run yet: an earlier action of the same request, or this same action sent before, has not finished (it may be waiting for a human approval). Nothing was done for it now.',
+    IDEMPOTENCY_KEY_REUSED: `${NOT_RUN}: its id was already used for a different action.`,
+    RUN_NOT_ACTIVE: `${NOT_RUN}: the session it belongs to has ended.`,
+    RATE_LIMITED: `${NOT_RUN}: too many actions were asked for at once. ${LATER}`,
+    CONCURRENCY_LIMIT: `${NOT_RUN}: too many actions are in progress at this service. ${LATER}`,
+    GATEWAY_STOPPING: `${NOT_RUN}: the tool service is restarting. ${LATER}`,
+    DATABASE_UNAVAILABLE: hasCall
+      ? 'This action was started, but its outcome could not be recorded yet: it is not known whether it took effect. Do not assume it failed, and do not send a different action in its place.'
+      : `${NOT_RUN}: the tool service is unavailable right now. ${LATER}`,
+  };
+  const known = byCode[e.code];
+  if (known !== undefined) return known;
+  if (e.status >= 400 && e.status < 500) return `${NOT_RUN}: the tool service refused the request for it (${e.code}).`;
+  return `The tool service could not answer for this action (${e.code}); it is not known whether it ran.`;
+}
+
+/**
+ * `e` with the model's tool_result for it (`toolUseId`, `toolResult`, problem extension members): Anthropic's Messages
+ * API refuses a turn in which a tool_use has no tool_result, and a batch item held behind a write waiting for approval,
+ * or a call refused 409, 422 or 429 with no ledger row, gave the runtime nothing to hand the model.
+ */
+export function withToolResult(e: AppError, toolUseId: string | null): AppError {
+  if (toolUseId === null || e.extra.fields?.toolResult !== undefined) return e;
+  const toolResult = { type: 'tool_result', tool_use_id: toolUseId, content: problemContent(e), is_error: true };
+  return new AppError(e.code, e.detail, { ...e.extra, fields: { ...e.extra.fields, toolUseId, toolResult } });
+}
