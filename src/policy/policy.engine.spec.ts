@@ -583,3 +583,16 @@ describe('evaluatePolicy: a member the path names, spelt another way beside or i
     expect(holds({ path: 'items.0.qty', op: 'gt', value: 1 } as PolicyCondition, { items: [{ qty: 2, note: 'x' }] })).toBe(true);
   });
 });
+
+describe('evaluatePolicy: the member-name look stays linear', () => {
+  it('45,000 members of one stem (a 512 KiB body) under 5 rules on body members: blocked, in well under a second', () => {
+    const body = Object.fromEntries(Array.from({ length: 45_000 }, (_, i) => [`a.${i}`, i]));
+    const rules = ['a', 'b', 'c', 'd', 'e'].map((p, i) => ({ ...whereRule([{ path: `body.${p}`, op: 'exists' } as PolicyCondition], `r${i}`), decision: 'allow' as const }));
+    const t0 = performance.now();
+    const d = refund({ body }, rules);
+    const ms = performance.now() - t0;
+    expect(d).toMatchObject({ decision: 'block', ruleId: 'r0' });
+    // 13.5 s before (the stem's list copied for each name); some 50 ms now, 1 s is room for a loaded machine.
+    expect(ms).toBeLessThan(1_000);
+  });
+});

@@ -14,8 +14,8 @@ import { ToolCallResultQuery } from './tool-calls.dto.js';
 import { ToolCallsService, type ToolCallResponse } from './tool-calls.service.js';
 import { TOOL_USE_SCHEMA } from './tool-use.schema.js';
 import { rememberToolCallAnswer } from '../logging/answered-call.js';
-import { AppError } from '../common/errors/app-error.js';
-import { echoableToolUseId, withToolResult } from './problem-tool-result.js';
+import { rememberToolUseId } from '../common/errors/problem-tool-result.js';
+import { echoableToolUseId } from './tool-use-echo.js';
 
 /** A tool-call body, with its status and headers; its request line names the call and its errorCode (rememberToolCallAnswer). */
 function send(res: Response, r: ToolCallResponse) {
@@ -56,12 +56,8 @@ export class ToolCallsController {
     @Req() req: Request & { correlationId?: string },
     @Res({ passthrough: true }) res: Response,
   ) {
-    try {
-      return send(res, await this.calls.submit(p, runId, body, idem, req.correlationId ?? 'unknown'));
-    } catch (err) {
-      // A problem (no ledger row shown) still carries the model's tool_result for its tool_use.
-      throw err instanceof AppError ? withToolResult(err, echoableToolUseId(body)) : err;
-    }
+    rememberToolUseId(res, echoableToolUseId(body)); // a problem answered to it carries the model's tool_result (sendProblem)
+    return send(res, await this.calls.submit(p, runId, body, idem, req.correlationId ?? 'unknown'));
   }
 
   @Post('tool-calls/:id/reconcile')

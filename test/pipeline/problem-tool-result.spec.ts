@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ToolCallsService } from '../../src/tool-calls/tool-calls.service.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { bearer } from '../support/test-app.js';
 
@@ -18,7 +19,7 @@ describe('problem answers to a tool_use carry the model\'s tool_result', () => {
     await h?.close();
   });
 
-  it('a batch write held behind a refund waiting for approval: 409 IDEMPOTENCY_IN_PROGRESS with its tool_use id and a tool_result saying it has not run yet', async () => {
+  it('a batch write held behind a refund waiting for approval: 409 IDEMPOTENCY_IN_PROGRESS with its tool_use id and a tool_result saying it has not finished yet', async () => {
     const o = await setupOrg(h.t, { tools: ['shopify_refund.create', 'shopify_order.add_note'] });
     const refund = toolUse('shopify_refund', { action: 'create', orderId: '1001', amount: '1.00' });
     const note = toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'refund asked' });
@@ -27,7 +28,7 @@ describe('problem answers to a tool_use carry the model\'s tool_result', () => {
     expect(res.body.results[0]).toMatchObject({ status: 'waiting_approval', toolResult: { tool_use_id: refund.id, is_error: false } });
     const held = res.body.results[1];
     expect(held).toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_PROGRESS', toolUseId: note.id });
-    expect(held.toolResult).toEqual({ type: 'tool_result', tool_use_id: note.id, is_error: true, content: expect.stringMatching(/^This action has not run yet: .*waiting for a human approval/) });
+    expect(held.toolResult).toEqual({ type: 'tool_result', tool_use_id: note.id, is_error: true, content: expect.stringMatching(/^This action has not finished yet: .*waiting for a human approval/) });
   });
 
   it('single calls: 422 IDEMPOTENCY_KEY_REUSED and 409 RUN_NOT_ACTIVE say the action was not run, and why', async () => {
@@ -41,6 +42,29 @@ describe('problem answers to a tool_use carry the model\'s tool_result', () => {
     const ended = await post('call_1', '1003');
     expect([ended.status, ended.body.code]).toEqual([409, 'RUN_NOT_ACTIVE']);
     expect(ended.body.toolResult).toMatchObject({ tool_use_id: 'call_1', is_error: true, content: 'This action was not run: the session it belongs to has ended.' });
+  });
+
+  it('a single call whose database read fails (503) or that fails unexpectedly (500) carries one too: neither says the action was not run', async () => {
+    const o = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+    const calls = h.t.app.get(ToolCallsService);
+    const original = calls.submit.bind(calls);
+    const failures = [
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }), // the database dropped the read
+      new TypeError('unexpected'),
+    ];
+    calls.submit = () => Promise.reject(failures.shift()!);
+    try {
+      const post = (id: string) => h.t.http.post(`/v1/runs/${o.runId}/tool-calls`).set(bearer(o.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '1001' }, id));
+      const unavailable = await post('toolu_db');
+      expect([unavailable.status, unavailable.body.code, unavailable.body.toolUseId]).toEqual([503, 'DATABASE_UNAVAILABLE', 'toolu_db']);
+      // A resent action is read from the ledger: it may have run before.
+      expect(unavailable.body.toolResult).toMatchObject({ tool_use_id: 'toolu_db', is_error: true, content: expect.stringMatching(/If this same action was requested before, it may already have run/) });
+      const internal = await post('toolu_bug');
+      expect([internal.status, internal.body.code]).toEqual([500, 'INTERNAL']);
+      expect(internal.body.toolResult).toMatchObject({ tool_use_id: 'toolu_bug', is_error: true, content: 'The tool service could not answer for this action (INTERNAL); it is not known whether it ran.' });
+    } finally {
+      calls.submit = original;
+    }
   });
 
   it('no tool_result for a block whose id the gateway would not take, nor for one shaped like a credential (never echoed)', async () => {

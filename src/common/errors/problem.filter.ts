@@ -2,6 +2,7 @@ import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter 
 import type { Request, Response } from 'express';
 import { AppError } from './app-error.js';
 import { rememberDatabaseCause, rememberProblemCode } from './answered-problem.js';
+import { toolUseIdOf, withToolResult } from './problem-tool-result.js';
 import { ERROR_STATUS, ERROR_TITLES, type ErrorCode } from './error-codes.js';
 import { databaseCause, isDatabaseUnavailable } from './database-errors.js';
 import { loggableErrorWithStack } from './loggable-error.js';
@@ -57,7 +58,8 @@ export function sendProblem(res: Response, e: AppError, correlationId: string): 
   // Written without res.send: Express would tag the problem document with an ETag of its own (W/"1b5-…"), which a
   // client keeping "the ETag of the last PUT" for its next If-Match would send and be refused 412 for. An answer's
   // ETag is the set's (GET, PUT, and a 412's current one), or none.
-  const body = JSON.stringify(problemBody(e, correlationId));
+  // A problem answered to a tool_use (the route remembered its id) carries the model's tool_result for it.
+  const body = JSON.stringify(problemBody(withToolResult(e, toolUseIdOf(res)), correlationId));
   rememberProblemCode(res, e.code);
   // A problem naming a tool call (IDEMPOTENCY_IN_PROGRESS, IDEMPOTENCY_KEY_REUSED for another run, a 503 after it ran): its line names it too.
   const toolCallId = e.extra.fields?.toolCallId;

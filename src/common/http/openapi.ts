@@ -29,7 +29,7 @@ export const PROBLEM_SCHEMA = {
       type: 'object',
       description:
         'on a problem answered to a tool_use: the tool_result to hand the model (a turn needs one for every tool_use), is_error true, its content fixed ' +
-        'wording for the model (not run, not run yet, or outcome not known). Absent when the block had no id the gateway could take, or one holding a credential\'s shape',
+        'wording for the model (not run, not finished yet, or outcome not known). Absent when the block had no id the gateway could take, or one holding a credential\'s shape',
       required: ['type', 'tool_use_id', 'content', 'is_error'],
       properties: {
         type: { type: 'string', enum: ['tool_result'] },

@@ -1,18 +1,19 @@
-import { AppError } from '../common/errors/app-error.js';
-import type { ErrorCode } from '../common/errors/error-codes.js';
-import { isRecord } from '../policy/policy-equality.js';
-import { credentialInIdentifiers } from './tool-use.js';
-
-/** As a tool_use id is taken (tool-use.ts): 1-255 printable ASCII. */
-const ID_RE = /^[\x21-\x7e]{1,255}$/;
+import { AppError } from './app-error.js';
+import type { ErrorCode } from './error-codes.js';
 
 /**
- * The id of a posted tool_use block when a problem may name it: one of the accepted shape that holds no credential's
- * (refused 400 for that, and never echoed). Null otherwise: the runtime answers the model for a block it sent malformed.
+ * The tool_use id a route answering one has taken (echoableToolUseId), kept with its response: a problem answered to it
+ * (sendProblem) then carries the model's tool_result, whether the route threw an AppError or anything else (a database
+ * error at the intent, an unexpected one). Nothing else of the request is kept.
  */
-export function echoableToolUseId(block: unknown): string | null {
-  const id = isRecord(block) ? block.id : undefined;
-  return typeof id === 'string' && ID_RE.test(id) && !credentialInIdentifiers(id, undefined) ? id : null;
+const toolUseIds = new WeakMap<object, string>();
+
+export function rememberToolUseId(res: object, toolUseId: string | null): void {
+  if (toolUseId !== null) toolUseIds.set(res, toolUseId);
+}
+
+export function toolUseIdOf(res: object): string | null {
+  return toolUseIds.get(res) ?? null;
 }
 
 /** Nothing was sent to a vendor for the call: said to the model as such. */
@@ -24,15 +25,16 @@ function problemContent(e: AppError): string {
   const hasCall = typeof e.extra.fields?.toolCallId === 'string';
   const byCode: Partial<Record<ErrorCode, string>> = {
     IDEMPOTENCY_IN_PROGRESS:
-      'This action has not run yet: an earlier action of the same request, or this same action sent before, has not finished (it may be waiting for a human approval). Nothing was done for it now.',
+      'This action has not finished yet: it is still in progress, or it waits for an earlier action of the same request that has not finished (which may be waiting for a human approval). Nothing new was done for it now.',
     IDEMPOTENCY_KEY_REUSED: `${NOT_RUN}: its id was already used for a different action.`,
     RUN_NOT_ACTIVE: `${NOT_RUN}: the session it belongs to has ended.`,
     RATE_LIMITED: `${NOT_RUN}: too many actions were asked for at once. ${LATER}`,
     CONCURRENCY_LIMIT: `${NOT_RUN}: too many actions are in progress at this service. ${LATER}`,
     GATEWAY_STOPPING: `${NOT_RUN}: the tool service is restarting. ${LATER}`,
+    // Without a call named, a fresh action was not run, but a resent one (read from the ledger) may have been earlier.
     DATABASE_UNAVAILABLE: hasCall
       ? 'This action was started, but its outcome could not be recorded yet: it is not known whether it took effect. Do not assume it failed, and do not send a different action in its place.'
-      : `${NOT_RUN}: the tool service is unavailable right now. ${LATER}`,
+      : 'This action could not be handled: the tool service is unavailable right now. If this same action was requested before, it may already have run; otherwise it was not run. It can be tried again shortly.',
   };
   const known = byCode[e.code];
   if (known !== undefined) return known;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../common/errors/app-error.js';
-import { echoableToolUseId, withToolResult } from './problem-tool-result.js';
+import { echoableToolUseId } from '../../tool-calls/tool-use-echo.js';
+import { AppError } from './app-error.js';
+import { withToolResult } from './problem-tool-result.js';
 
 const contentOf = (e: AppError): unknown => (withToolResult(e, 'toolu_1').extra.fields?.toolResult as { content: string }).content;
 
@@ -8,7 +9,8 @@ describe('withToolResult', () => {
   it('a 503 after the call was recorded and started says its outcome is unknown, never that it did not run', () => {
     const ran = new AppError('DATABASE_UNAVAILABLE', 'x', { fields: { toolCallId: '3f0c1a52-7f0e-4c3e-9b7e-1d2a3b4c5d6e', outcomeConfirmed: false } });
     expect(contentOf(ran)).toMatch(/^This action was started, but its outcome could not be recorded yet/);
-    expect(contentOf(new AppError('DATABASE_UNAVAILABLE', 'x'))).toMatch(/^This action was not run: the tool service is unavailable/);
+    // Without one: a fresh action was not run, but a resent one read from the ledger may have been earlier.
+    expect(contentOf(new AppError('DATABASE_UNAVAILABLE', 'x'))).toMatch(/^This action could not be handled: .*If this same action was requested before, it may already have run/);
     expect(contentOf(new AppError('INTERNAL', 'x'))).toBe('The tool service could not answer for this action (INTERNAL); it is not known whether it ran.');
   });
 
