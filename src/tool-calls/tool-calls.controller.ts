@@ -15,7 +15,7 @@ import { ToolCallsService, type ToolCallResponse } from './tool-calls.service.js
 import { TOOL_USE_SCHEMA } from './tool-use.schema.js';
 import { rememberToolCallAnswer } from '../logging/answered-call.js';
 import { rememberToolUseId } from '../common/errors/problem-tool-result.js';
-import { echoableToolUseId } from './tool-use-echo.js';
+import { echoableToolUseId } from './tool-use.js';
 
 /** A tool-call body, with its status and headers; its request line names the call and its errorCode (rememberToolCallAnswer). */
 function send(res: Response, r: ToolCallResponse) {
@@ -56,7 +56,7 @@ export class ToolCallsController {
     @Req() req: Request & { correlationId?: string },
     @Res({ passthrough: true }) res: Response,
   ) {
-    rememberToolUseId(res, echoableToolUseId(body)); // a problem answered to it carries the model's tool_result (sendProblem)
+    rememberToolUseId(res, () => echoableToolUseId(body)); // a problem answered to it carries the model's tool_result (sendProblem)
     return send(res, await this.calls.submit(p, runId, body, idem, req.correlationId ?? 'unknown'));
   }
 

@@ -26,6 +26,16 @@ const ID_RE = /^[\x21-\x7e]{1,255}$/;
 const NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
 const IDEMPOTENCY_KEY_RE = /^[\x20-\x7e]{1,255}$/;
 
+/**
+ * The id of a posted tool_use block when a problem answered to it may name it (withToolResult): one parseToolUse takes
+ * that holds no credential's shape (refused 400 for that, and never echoed). Null otherwise: the runtime answers the
+ * model for a block it sent malformed.
+ */
+export function echoableToolUseId(block: unknown): string | null {
+  const id = isPlainObject(block) ? block.id : undefined;
+  return typeof id === 'string' && ID_RE.test(id) && !holdsCredentialShape(id) ? id : null;
+}
+
 /** The first unknown key that may be named back, else words that name none (a 400 never echoes a token-like key). */
 export function unknownFieldName(keys: string[]): string {
   const named = keys.find(isEchoableFieldName);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { echoableToolUseId } from '../../tool-calls/tool-use-echo.js';
+import { echoableToolUseId } from '../../tool-calls/tool-use.js';
 import { AppError } from './app-error.js';
 import { withToolResult } from './problem-tool-result.js';
 

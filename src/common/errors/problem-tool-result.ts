@@ -2,18 +2,19 @@ import { AppError } from './app-error.js';
 import type { ErrorCode } from './error-codes.js';
 
 /**
- * The tool_use id a route answering one has taken (echoableToolUseId), kept with its response: a problem answered to it
- * (sendProblem) then carries the model's tool_result, whether the route threw an AppError or anything else (a database
- * error at the intent, an unexpected one). Nothing else of the request is kept.
+ * How to find the tool_use id of the block a route answers (echoableToolUseId), kept with its response: a problem
+ * answered to it (sendProblem) then carries the model's tool_result, whether the route threw an AppError or anything
+ * else (a database error at the intent, an unexpected one). Read only when a problem is answered: a call answered
+ * with its body (nearly all) pays one WeakMap entry, not a second look at its id.
  */
-const toolUseIds = new WeakMap<object, string>();
+const toolUseIds = new WeakMap<object, () => string | null>();
 
-export function rememberToolUseId(res: object, toolUseId: string | null): void {
-  if (toolUseId !== null) toolUseIds.set(res, toolUseId);
+export function rememberToolUseId(res: object, toolUseId: () => string | null): void {
+  toolUseIds.set(res, toolUseId);
 }
 
 export function toolUseIdOf(res: object): string | null {
-  return toolUseIds.get(res) ?? null;
+  return toolUseIds.get(res)?.() ?? null;
 }
 
 /** Nothing was sent to a vendor for the call: said to the model as such. */
