@@ -1,7 +1,8 @@
 import { NIL_UUID } from '../common/ids.js';
 import { manifestDigest, manifestTools } from '../runs/run-manifest.js';
 import { sizedPageSql, morePages, type SizedRow } from '../db/sized-page.js';
-import { CREATED_ISO_SQL, isoSql, PAGE_STORED_BYTES } from './ledger-chain.js';
+import { isoSql, PAGE_STORED_BYTES } from './ledger-chain.js';
+import { firstEventWithoutRow } from './row-less-events.js';
 import type { ChainReader, VerifyBreak } from './ledger-verifier.service.js';
 import { REQUESTED_LAG_MAX_MS } from './tool-call-check.js';
 
@@ -63,7 +64,7 @@ export interface RunRow extends SizedRow {
  * read of the org's events, as the chain's walk is.
  */
 export async function firstRunOffLedger(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
-  return (await firstRunOffEvents(db, orgId)) ?? (await firstDeletedRun(db, orgId));
+  return (await firstRunOffEvents(db, orgId)) ?? (await firstEventWithoutRow(db, orgId, { type: 'run.created', idColumn: 'run_id', table: 'agent_runs', what: 'run' }));
 }
 
 async function firstRunOffEvents(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
@@ -164,27 +165,3 @@ function endedJustBefore(endedAt: string | null, eventIso: string): boolean {
 
 /** A status for a reason: the row's CHECK constraint allows only the gateway's, but name only those. */
 const endedStatus = (status: string): string => (Object.hasOwn(END_EVENT, status) ? status : 'ended');
-
-/**
- * The org's first run (oldest first) that has a run.created event but no row in the org: a DELETE, or a run moved to
- * another org. The row is looked up by its key, an event at a time (a subquery with a LIMIT, which the planner keeps
- * as one): as an EXISTS, the planner hashed every org's runs for an org with one.
- */
-async function firstDeletedRun(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
-  for (let after = { iso: '-infinity', seq: '0' }; ;) {
-    const rows = (await db.query(
-      `SELECT e.id, e.seq, e.chain_seq, e.run_id, ${CREATED_ISO_SQL} AS created_iso,
-              (SELECT true FROM agent_runs r WHERE r.id = e.run_id AND r.org_id = e.org_id LIMIT 1) IS NOT NULL AS has_row
-         FROM runtime_ledger_events e
-        WHERE e.org_id = $1 AND e.type = 'run.created' AND (e.created_at, e.seq) > ($2::timestamptz, $3::bigint)
-        ORDER BY e.created_at, e.seq LIMIT ${PAGE}`,
-      [orgId, after.iso, after.seq],
-    )) as { id: string; seq: string; chain_seq: string | null; run_id: string | null; created_iso: string; has_row: boolean }[];
-    for (const r of rows) {
-      if (!r.has_row) return { chainSeq: Number(r.chain_seq ?? 0), eventId: r.id, reason: `run ${r.run_id ?? '(none)'} has events in the ledger but no row` };
-    }
-    if (rows.length < PAGE) return null;
-    const last = rows[rows.length - 1];
-    after = { iso: last.created_iso, seq: last.seq };
-  }
-}

@@ -1,7 +1,8 @@
 import { NIL_UUID } from '../common/ids.js';
 import { APPROVAL_ROW_AGREES_SQL } from '../approvals/approval-binding.js';
 import type { ToolCallStatus } from '../tool-calls/tool-call-status.js';
-import { CREATED_ISO_SQL, isoSql } from './ledger-chain.js';
+import { isoSql } from './ledger-chain.js';
+import { firstEventWithoutRow } from './row-less-events.js';
 import type { ChainReader, VerifyBreak } from './ledger-verifier.service.js';
 
 const PAGE = 5_000;
@@ -14,7 +15,7 @@ const PAGE = 5_000;
  * disagrees with its events, or whose events have no row, is a break.
  */
 export async function firstCallOffLedger(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
-  return (await firstCallOffEvents(db, orgId)) ?? (await firstDeletedCall(db, orgId));
+  return (await firstCallOffEvents(db, orgId)) ?? (await firstEventWithoutRow(db, orgId, { type: 'tool_call.requested', idColumn: 'tool_call_id', table: 'tool_calls', what: 'tool call' }));
 }
 
 /** The statuses a call ends in, each recorded by an event of the same name (or a reconcile). */
@@ -339,24 +340,4 @@ function offTrail(id: string, status: ToolCallStatus | null, type: string): stri
   if (status === null) return `tool call ${id}: its first event is ${type}, not tool_call.requested`;
   if (status === 'waiting_approval' && type === 'tool_call.started') return `tool call ${id} started after an approval request, with no approval on the ledger`;
   return `tool call ${id}: ${type} follows ${status}, a step the gateway never writes`;
-}
-
-/** The org's first call (oldest first) that has events but no row: a DELETE of the row the views read. */
-async function firstDeletedCall(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
-  for (let after = { iso: '-infinity', seq: '0' }; ;) {
-    const rows = (await db.query(
-      `SELECT e.id, e.seq, e.chain_seq, e.tool_call_id, ${CREATED_ISO_SQL} AS created_iso,
-              EXISTS (SELECT 1 FROM tool_calls t WHERE t.id = e.tool_call_id AND t.org_id = e.org_id) AS has_row
-         FROM runtime_ledger_events e
-        WHERE e.org_id = $1 AND e.type = 'tool_call.requested' AND (e.created_at, e.seq) > ($2::timestamptz, $3::bigint)
-        ORDER BY e.created_at, e.seq LIMIT ${PAGE}`,
-      [orgId, after.iso, after.seq],
-    )) as { id: string; seq: string; chain_seq: string | null; tool_call_id: string | null; created_iso: string; has_row: boolean }[];
-    for (const r of rows) {
-      if (!r.has_row) return { chainSeq: Number(r.chain_seq ?? 0), eventId: r.id, reason: `tool call ${r.tool_call_id ?? '(none)'} has events in the ledger but no row` };
-    }
-    if (rows.length < PAGE) return null;
-    const last = rows[rows.length - 1];
-    after = { iso: last.created_iso, seq: last.seq };
-  }
 }
