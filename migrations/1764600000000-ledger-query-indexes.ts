@@ -45,6 +45,12 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *
  * On a large live table, build them first by hand with CREATE INDEX
  * CONCURRENTLY under the same names; IF NOT EXISTS then makes this a no-op.
+ * A concurrent build that was interrupted (its session killed, the connection
+ * lost, Ctrl-C) leaves an INVALID index of its name: maintained on every write,
+ * never used by a plan. IF NOT EXISTS took it for built; such an index is
+ * dropped here and built (one still being built holds a lock the drop waits
+ * for, so it is not taken for an abandoned one: the migration's lock_timeout
+ * ends the wait and it is tried again later).
  */
 const INDEXES: [name: string, definition: string][] = [
   ['tool_calls_org_status_idx', 'tool_calls (org_id, status, created_at DESC, id DESC)'],
@@ -64,6 +70,12 @@ export class LedgerQueryIndexes1764600000000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     // Building on a large table outlasts the pool's 15 s statement timeout; this migration runs in its own transaction.
     await q.query('SET LOCAL statement_timeout = 0');
+    const invalid = (await q.query(
+      `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE NOT i.indisvalid AND c.relname = ANY($1) AND c.relnamespace = to_regnamespace(quote_ident(current_schema()))`,
+      [INDEXES.map(([name]) => name)],
+    )) as { name: string }[];
+    for (const { name } of invalid) await q.query(`DROP INDEX ${name}`);
     for (const [name, def] of INDEXES) await q.query(`CREATE INDEX IF NOT EXISTS ${name} ON ${def}`);
   }
 

@@ -342,6 +342,7 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
     const missing = await schemaDrift(migrator, 'needed');
     if (missing.length > 0) throw new SchemaIncomplete(missing);
     await warnUnlessUtf8(migrator);
+    await warnOfInvalidIndexes(migrator);
   } catch (err) {
     // Not initialised: only its pools to close.
     if (
@@ -375,6 +376,25 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
  * start, not refused: a release must not stop on a database an earlier one ran on (pg_dump and restore into a
  * database created WITH ENCODING 'UTF8' moves it).
  */
+/**
+ * An index of the gateway's schema left INVALID — by a CREATE INDEX CONCURRENTLY that was interrupted (a hand-built
+ * index the migrations then took for built), or a REINDEX CONCURRENTLY — is maintained on every write and used by no
+ * plan: the query it serves scans instead. Said at start-up with the fix, one warning naming them all. A unique one is
+ * already a start-up failure (schemaDrift); one being built right now is named too (it is invalid until done).
+ */
+async function warnOfInvalidIndexes(ds: DataSource): Promise<void> {
+  const rows = (await ds.query(
+    `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE NOT i.indisvalid AND c.relnamespace = to_regnamespace(quote_ident(current_schema())) ORDER BY c.relname`,
+  )) as { name: string }[];
+  if (rows.length === 0) return;
+  const names = rows.map((r) => r.name).join(', ');
+  new Logger('Database').warn(
+    `invalid index(es) ${names}: left by an interrupted CREATE INDEX CONCURRENTLY (or one still running), maintained on every write but used by no query; ` +
+      'unless a build is still running, rebuild each: REINDEX INDEX CONCURRENTLY <name> (or DROP INDEX CONCURRENTLY and create it again)',
+  );
+}
+
 async function warnUnlessUtf8(ds: DataSource): Promise<void> {
   const [row] = (await ds.query(`SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()`)) as { encoding: string }[];
   if (row && row.encoding !== 'UTF8') {

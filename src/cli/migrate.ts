@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -127,7 +128,9 @@ async function main(args: string[]): Promise<number> {
     }
   }
   return withServer(given, async (serverUrl) => {
-    const dbName = `tg_drift_${process.pid}`;
+    // Named by the process and 32 random bits: two checks on one server (containers, each its own pid 1) never meet on
+    // one name, and the drop below is of this run's database only — never one another run (or a killed one) made.
+    const dbName = `tg_drift_${process.pid}_${randomBytes(4).toString('hex')}`;
     // Before anything is created: the URL of the scratch database (a socket form's too).
     const url = withDatabaseName(serverUrl, dbName);
     // Its connection ended by the server (a DBA's pg_terminate_backend, a restart): the run fails in one line, not an
@@ -136,12 +139,17 @@ async function main(args: string[]): Promise<number> {
     const admin = new pg.Client({ connectionString: serverUrl });
     admin.on('error', (err) => (adminLost ??= err));
     await admin.connect();
+    // Sent: a drop follows it on the same connection, so a signal before its answer leaves nothing behind. Refused as
+    // already there (42P04): not this run's, so not dropped.
+    let createSent = false;
+    let nameTaken = false;
     let ds: DataSource | undefined;
     let cleaning: Promise<void> | undefined;
     const cleanUp = (): Promise<void> =>
       (cleaning ??= (async () => {
         await ds?.destroy().catch(() => undefined);
-        await dropScratch(serverUrl, dbName, adminLost === undefined ? admin : undefined);
+        if (createSent && !nameTaken) await dropScratch(serverUrl, dbName, adminLost === undefined ? admin : undefined);
+        else await admin.end().catch(() => undefined);
       })());
     // Ctrl-C or a CI runner's SIGTERM: the scratch database is not left on the server. Listened for before it is
     // created: a signal between its CREATE committing and the answer arriving killed the process and left it (the
@@ -153,7 +161,11 @@ async function main(args: string[]): Promise<number> {
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     try {
-      await admin.query(`CREATE DATABASE ${dbName}`);
+      createSent = true;
+      await admin.query(`CREATE DATABASE ${dbName}`).catch((err: unknown) => {
+        nameTaken = (err as { code?: unknown } | null)?.code === '42P04';
+        throw err;
+      });
       if (stoppedBy) return signalExitCode(stoppedBy);
       ds = await new DataSource(migratorOptions(url, mode)).initialize();
       await runMigrations(ds);

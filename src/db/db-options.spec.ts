@@ -23,12 +23,14 @@ afterEach(() => {
 
 describe('session settings pinned at connect (startup options)', () => {
 
-  it('every pool sends DateStyle, IntervalStyle, TimeZone and read committed; the migrator also no statement or idle-in-transaction limit', () => {
+  it('every pool sends DateStyle, IntervalStyle, TimeZone and read committed; the migrator also no statement limit, a 30 s idle-in-transaction limit and server keepalives', () => {
     delete process.env.PGOPTIONS;
     const request = sent(dbOptions('postgres://gw@db.internal:5432/tg', 20, 20_000)).options!;
     expect(request).toBe('-c DateStyle=ISO -c IntervalStyle=postgres -c TimeZone=UTC -c default_transaction_isolation=read\\ committed');
     const migrator = sent(migratorOptions('postgres://gw@db.internal:5432/tg')).options!;
-    expect(migrator).toBe(`${request} -c statement_timeout=0 -c idle_in_transaction_session_timeout=0`);
+    expect(migrator).toBe(
+      `${request} -c statement_timeout=0 -c idle_in_transaction_session_timeout=30000 -c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3`,
+    );
   });
 
   it("keeps the user's own options (the URL's, or else PGOPTIONS) ahead of the pinned ones, which win where they overlap", () => {

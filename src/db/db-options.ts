@@ -8,19 +8,24 @@ import { DEFAULT_QUERY_TIMEOUT_MS, statementTimeoutFor, type DbConnectionMode } 
 /**
  * `queryTimeoutMs` 0: no client-side query timeout, and no server-side statement timeout either (migrations: an
  * index build over a large ledger rightly takes longer than any request; they run on a pooled connection, the one
- * holding the migration lock, so the pool itself must carry the setting).
+ * holding the migration lock, so the pool itself must carry the setting), but a bounded idle transaction
+ * (`migratorIdleMs`, migratorSettings).
  *
  * `connectionMode` 'pooled' (DB_CONNECTION_MODE): none of the settings is sent — no `options` of ours, no timeouts —
  * for a pooler that refuses them (RDS Proxy); the role or database sets them, and start-up checks (database-probe.ts).
  * Migrations are not run through a pooler (runMigrations), so the migrator's "no timeout" is not needed there.
  */
-export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS, connectionMode: DbConnectionMode = 'direct'): DataSourceOptions {
+export function dbOptions(
+  url: string,
+  poolSize = 20,
+  queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS,
+  connectionMode: DbConnectionMode = 'direct',
+  migratorIdleMs = MIGRATOR_IDLE_IN_TRANSACTION_MS,
+): DataSourceOptions {
   const sent = connectionMode === 'direct';
-  // pg sends statement_timeout and idle_in_transaction_session_timeout only when they are not 0: the migrator's 0
-  // ("none") is sent here, or a database's own ALTER DATABASE … SET statement_timeout would cancel a long migration.
-  const session = sent
-    ? withSessionSettings(url, queryTimeoutMs === 0 ? [...PINNED_SETTINGS, 'statement_timeout=0', 'idle_in_transaction_session_timeout=0'] : PINNED_SETTINGS)
-    : { url, options: undefined };
+  // pg sends statement_timeout and idle_in_transaction_session_timeout only when they are not 0: the migrator's are
+  // sent here, or a database's own ALTER DATABASE … SET statement_timeout would cancel a long migration.
+  const session = sent ? withSessionSettings(url, queryTimeoutMs === 0 ? [...PINNED_SETTINGS, ...migratorSettings(migratorIdleMs)] : PINNED_SETTINGS) : { url, options: undefined };
   return {
     type: 'postgres',
     url: session.url,
@@ -44,7 +49,7 @@ export function dbOptions(url: string, poolSize = 20, queryTimeoutMs = DEFAULT_Q
       Client: QueryTimeoutClient,
       // The gateway's transactions pause between statements only for work in this process: one left idle longer
       // than the client waits for any answer is one it lost track of, and would hold its locks and swallow the
-      // statements of whatever next used the connection. The server ends it. 0 (migrations): no limit.
+      // statements of whatever next used the connection. The server ends it. Migrations: migratorSettings.
       ...(sent ? { idle_in_transaction_session_timeout: queryTimeoutMs } : {}),
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
@@ -79,10 +84,30 @@ export function withSessionSettings(url: string, settings: readonly string[]): {
 }
 
 /**
+ * How long a migration's transaction may sit idle before the server ends it (rolled back, its session and with it the
+ * migration lock gone). A migration pauses between its statements only for this process's own work (milliseconds; the
+ * 5 s pause before a retry comes after the rollback), so a transaction idle this long is one whose client was lost
+ * without the server hearing of it — its host gone, a network partition, a dropped NAT entry. Without a bound it held
+ * the table locks it had taken (every call recorded waiting, then 503) and the migration lock (every replica starting,
+ * and any re-run, waiting) until the server's TCP keepalive gave up: two hours by the OS default.
+ */
+export const MIGRATOR_IDLE_IN_TRANSACTION_MS = 30_000;
+
+/**
+ * The migrator's own session settings: no statement timeout (an index build over a large ledger rightly outlasts any
+ * request), a bounded idle transaction (MIGRATOR_IDLE_IN_TRANSACTION_MS), and the server's TCP keepalive probing an
+ * idle client after 30 s, every 10 s, 3 times, so a session lost between two migrations (still holding the migration
+ * lock, in no transaction) ends within about a minute. The keepalive settings do nothing on a Unix socket.
+ */
+function migratorSettings(idleMs: number): string[] {
+  return ['statement_timeout=0', `idle_in_transaction_session_timeout=${idleMs}`, 'tcp_keepalives_idle=30', 'tcp_keepalives_interval=10', 'tcp_keepalives_count=3'];
+}
+
+/**
  * The data source migrations run on (start-up, `migration:run`, `migration:check`): two connections (the lock's, which
  * the migrations run on, and one for the looks before and after), no client-side query timeout and no statement timeout. One definition, so none of them drifts back
  * to a request pool's 15 s statement timeout.
  */
-export function migratorOptions(url: string, connectionMode: DbConnectionMode = 'direct'): DataSourceOptions {
-  return dbOptions(url, 2, 0, connectionMode);
+export function migratorOptions(url: string, connectionMode: DbConnectionMode = 'direct', idleInTransactionMs = MIGRATOR_IDLE_IN_TRANSACTION_MS): DataSourceOptions {
+  return dbOptions(url, 2, 0, connectionMode, idleInTransactionMs);
 }

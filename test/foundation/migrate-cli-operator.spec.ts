@@ -1,6 +1,6 @@
 /**
  * The migrate CLI (built dist/) as an operator runs it: `revert <last> --dry-run` (or a second name) reverted the last
- * migration and exited 0; `check` stopped by Ctrl-C or SIGTERM left its scratch database tg_drift_<pid> on the server,
+ * migration and exited 0; `check` stopped by Ctrl-C or SIGTERM left its scratch database on the server,
  * and one whose connection the server ended crashed with an unhandled 'error' event and Node's stack trace, leaving it.
  */
 import { spawn } from 'node:child_process';
@@ -51,11 +51,14 @@ describe('migrate check (built dist/): interrupted', () => {
   const left: string[] = [];
   const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
   afterAll(async () => {
-    for (const db of left) await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).catch(() => undefined);
+    for (const pattern of left) {
+      const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [pattern]);
+      for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => undefined);
+    }
     await admin.end();
   });
 
-  it.each(['SIGINT', 'SIGTERM'] as const)('%s while it runs leaves no tg_drift_<pid> database behind', async (signal) => {
+  it.each(['SIGINT', 'SIGTERM'] as const)('%s while it runs leaves no tg_drift_<pid>_<random> database behind', async (signal) => {
     if (left.length === 0) await admin.connect();
     const child = spawn(process.execPath, [join(projectRoot(), 'dist/src/cli/migrate.js'), 'check'], {
       cwd: projectRoot(),
@@ -63,9 +66,9 @@ describe('migrate check (built dist/): interrupted', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-    const db = `tg_drift_${child.pid}`;
+    const db = `tg_drift_${child.pid}_%`;
     left.push(db);
-    const exists = async () => ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [db])).rowCount ?? 0) > 0;
+    const exists = async () => ((await admin.query(`SELECT 1 FROM pg_database WHERE datname LIKE $1`, [db])).rowCount ?? 0) > 0;
     const deadline = Date.now() + 30_000;
     while (!(await exists())) {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error('the scratch database never appeared');
@@ -89,12 +92,15 @@ describe('migrate check (built dist/): its connection to the given database is e
   const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
   let drift: string | undefined;
   afterAll(async () => {
-    if (drift) await admin.query(`DROP DATABASE IF EXISTS ${drift} WITH (FORCE)`).catch(() => undefined);
+    if (drift) {
+      const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [drift]);
+      for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => undefined);
+    }
     await admin.query(`DROP DATABASE IF EXISTS ${base} WITH (FORCE)`).catch(() => undefined);
     await admin.end();
   });
 
-  it('fails in one line, exit 1, no stack trace, no tg_drift_<pid> left', async () => {
+  it('fails in one line, exit 1, no stack trace, no tg_drift_<pid>_<random> left', async () => {
     await admin.connect();
     await admin.query(`CREATE DATABASE ${base}`);
     const url = new URL(process.env.DATABASE_URL!);
@@ -107,8 +113,8 @@ describe('migrate check (built dist/): its connection to the given database is e
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     const exited = once(child, 'exit') as Promise<[number | null]>;
-    drift = `tg_drift_${child.pid}`;
-    const exists = async () => ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [drift])).rowCount ?? 0) > 0;
+    drift = `tg_drift_${child.pid}_%`;
+    const exists = async () => ((await admin.query('SELECT 1 FROM pg_database WHERE datname LIKE $1', [drift])).rowCount ?? 0) > 0;
     const deadline = Date.now() + 30_000;
     while (!(await exists())) {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error('the scratch database never appeared');
@@ -123,4 +129,49 @@ describe('migrate check (built dist/): its connection to the given database is e
     await new Promise((r) => setTimeout(r, 500));
     expect(await exists(), `${drift} is still on the server`).toBe(false);
   }, 60_000);
+});
+
+/**
+ * `check` named its scratch database tg_drift_<pid> alone, and its clean-up dropped that name even when its CREATE had
+ * failed because the name was taken: two checks in containers sharing one PostgreSQL server (each its own small pid),
+ * or a re-run after a SIGKILLed check, met on one name — the second failed and force-dropped the first one's database
+ * under it. The name now has 32 random bits, and only a database this run created is dropped.
+ */
+describe('migrate check (built dist/): another run holds the database its pid alone would name', () => {
+  it("passes, and leaves that run's database and its connection alone", async () => {
+    const cli = join(projectRoot(), 'dist/src/cli/migrate.js');
+    // `read` first, so the pid node will run under is known before it starts.
+    const child = spawn('sh', ['-c', `read x; exec "${process.execPath}" "${cli}" check`], {
+      cwd: projectRoot(),
+      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', DATABASE_URL: process.env.DATABASE_URL ?? '' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stdout += d.toString()));
+    const exited = once(child, 'exit') as Promise<[number | null]>;
+    const otherDb = `tg_drift_${child.pid}`;
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${otherDb}`);
+    const other = new pg.Client({ connectionString: scratchDatabaseUrl(otherDb) });
+    let otherLost: Error | undefined;
+    other.on('error', (e) => (otherLost = e));
+    await other.connect();
+    try {
+      await other.query('CREATE TABLE work_in_progress (n int)');
+      child.stdin.end('go\n');
+      const [code] = await exited;
+      expect(code, stdout).toBe(0);
+      expect(stdout).toContain('no drift');
+      expect((await other.query('SELECT count(*)::int AS n FROM work_in_progress')).rows).toEqual([{ n: 0 }]);
+      expect(otherLost).toBeUndefined();
+      const { rows } = await admin.query('SELECT datname FROM pg_database WHERE datname LIKE $1', [`tg_drift_${child.pid}_%`]);
+      expect(rows, 'its own scratch database, dropped').toEqual([]);
+    } finally {
+      await other.end().catch(() => undefined);
+      await admin.query(`DROP DATABASE IF EXISTS ${otherDb} WITH (FORCE)`);
+      await admin.end();
+    }
+  }, 120_000);
 });
