@@ -1,12 +1,14 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Put } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Roles } from '../auth/auth.decorators.js';
 import { ApiRoles } from '../common/http/api-roles.js';
+import { EvaluatesIfMatch } from '../common/http/conditional-writes.guard.js';
+import { parsePreconditions } from '../common/http/if-match.js';
 import { ApiProblemResponse } from '../common/http/openapi.js';
 import type { Principal } from '../auth/principal.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { CREDENTIAL_SCHEMAS } from './credential-schemas.js';
-import { CredentialsService } from './credentials.service.js';
+import { credentialPrecondition, CredentialsService } from './credentials.service.js';
 import { INTEGRATION_TYPES } from './integration-credential.entity.js';
 
 /** CredentialsService's view of stored credentials: never the config, only which key encrypted it and its fingerprint. */
@@ -71,9 +73,29 @@ export class CredentialsController {
     },
   })
   @ApiResponse({ status: 200, description: 'stored (replacing any earlier config; event credentials.updated); never echoes a secret', schema: CREDENTIAL_VIEW_SCHEMA })
-  async put(@CurrentPrincipal() p: Principal, @Param('orgId') orgId: string, @Param('type') type: string, @Body() body: Record<string, unknown>) {
+  @EvaluatesIfMatch()
+  @ApiHeader({
+    name: 'If-Match',
+    required: false,
+    description: '* : only replace — 412 PRECONDITION_FAILED, nothing written, when no credentials are stored for this integration. Credentials have no ETag: a list of tags never matches (412). Malformed: 400',
+  })
+  @ApiHeader({
+    name: 'If-None-Match',
+    required: false,
+    description: '* : only create — 412 PRECONDITION_FAILED, nothing written, when credentials are stored for this integration. A list of tags always holds (there is none to match). Malformed: 400',
+  })
+  @ApiProblemResponse(412, 'PRECONDITION_FAILED: If-Match: * and none stored, If-None-Match: * and some stored, or If-Match naming tags; nothing was written')
+  async put(
+    @CurrentPrincipal() p: Principal,
+    @Param('orgId') orgId: string,
+    @Param('type') type: string,
+    @Body() body: Record<string, unknown>,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Headers('if-none-match') ifNoneMatch: string | undefined,
+  ) {
     await this.scope.assertAccess(p, orgId);
-    return this.credentials.put(p, orgId, CredentialsService.assertType(type), body);
+    const integration = CredentialsService.assertType(type);
+    return this.credentials.put(p, orgId, integration, body, credentialPrecondition(parsePreconditions(ifMatch, ifNoneMatch)));
   }
 
   @Delete(':type/credentials')

@@ -13,6 +13,7 @@ import { INTEGRATION_TYPES, IntegrationCredentialEntity, type IntegrationType } 
 import { credentialValidationDetail } from './credential-validation-detail.js';
 import { rotatingGrantId } from './rotating-grant-id.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
+import type { Preconditions } from '../common/http/if-match.js';
 
 export interface CredentialView {
   integrationType: IntegrationType;
@@ -23,6 +24,25 @@ export interface CredentialView {
 
 /** Associated data: a ciphertext only decrypts for the org and integration it was written for. */
 export const credentialAad = (orgId: string, type: string): string => `credentials:${orgId}:${type}`;
+
+/**
+ * What a credentials PUT's If-Match / If-None-Match ask of the stored config (RFC 9110 §13.1.1, §13.1.2), the config
+ * being the target's representation: `exists` (If-Match: *, "only replace") or `absent` (If-None-Match: *, "only
+ * create"); undefined: either, as without a header. Nothing here has an entity tag: an If-Match naming tags cannot
+ * hold (412), an If-None-Match naming tags always does. Both `*` cannot hold together (412).
+ */
+export type CredentialPrecondition = 'exists' | 'absent' | undefined;
+
+export function credentialPrecondition(p: Preconditions | undefined): CredentialPrecondition {
+  if (p === undefined) return undefined;
+  if (p.ifMatch !== undefined && !('any' in p.ifMatch)) {
+    throw new AppError('PRECONDITION_FAILED', 'If-Match names entity tags, and credentials have none (If-Match: * asks that some be stored): nothing was done');
+  }
+  const exists = p.ifMatch !== undefined;
+  const absent = p.ifNoneMatch !== undefined && 'any' in p.ifNoneMatch;
+  if (exists && absent) throw new AppError('PRECONDITION_FAILED', 'If-Match: * and If-None-Match: * cannot both hold: nothing was done');
+  return exists ? 'exists' : absent ? 'absent' : undefined;
+}
 
 const view = (r: IntegrationCredentialEntity): CredentialView => ({
   integrationType: r.integrationType,
@@ -68,7 +88,8 @@ export class CredentialsService {
     return type as IntegrationType;
   }
 
-  async put(actor: Principal, orgId: string, type: IntegrationType, body: unknown): Promise<CredentialView> {
+  /** Stores the config, replacing any; `only` (credentialPrecondition): 412 with nothing written unless there was one (`exists`) or none (`absent`). */
+  async put(actor: Principal, orgId: string, type: IntegrationType, body: unknown, only?: CredentialPrecondition): Promise<CredentialView> {
     const input = body as { config?: unknown } | undefined;
     if (!input || typeof input !== 'object' || Array.isArray(input) || Object.keys(input).some((k) => k !== 'config')) {
       throw new AppError('VALIDATION_FAILED', 'body must be {"config": {...}}');
@@ -87,13 +108,26 @@ export class CredentialsService {
     const now = this.clock.now(); // the database's time, as the calls' and events' are
     try {
       await this.ds.transaction(async (m) => {
-        await m.query(
-          `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-           ON CONFLICT (org_id, integration_type) DO UPDATE SET key_id = EXCLUDED.key_id, iv = EXCLUDED.iv, ciphertext = EXCLUDED.ciphertext,
-             auth_tag = EXCLUDED.auth_tag, fingerprint = EXCLUDED.fingerprint, updated_at = EXCLUDED.updated_at`,
-          [orgId, type, env.keyId, env.iv, env.ciphertext, env.authTag, fp, now],
-        );
+        const values = [orgId, type, env.keyId, env.iv, env.ciphertext, env.authTag, fp, now];
+        const set = `key_id = $3, iv = $4, ciphertext = $5, auth_tag = $6, fingerprint = $7, updated_at = $8`;
+        // The precondition is decided by the write itself, so a PUT or DELETE committing meanwhile is seen: the UPDATE
+        // waits for it and finds the row or not; the INSERT waits for a concurrent insert and then does nothing.
+        const write =
+          only === 'exists'
+            ? `UPDATE integration_credentials SET ${set} WHERE org_id = $1 AND integration_type = $2 RETURNING 1`
+            : `INSERT INTO integration_credentials (org_id, integration_type, key_id, iv, ciphertext, auth_tag, fingerprint, created_at, updated_at)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+               ON CONFLICT (org_id, integration_type) DO ${only === 'absent' ? 'NOTHING' : `UPDATE SET ${set}`} RETURNING 1`;
+        // Counted by a SELECT, so every form answers rows alike (TypeORM answers an UPDATE as [rows, count]).
+        const [{ n }] = (await m.query(`WITH w AS (${write}) SELECT count(*)::int AS n FROM w`, values)) as [{ n: number }];
+        if (n === 0) {
+          throw new AppError(
+            'PRECONDITION_FAILED',
+            only === 'exists'
+              ? `If-Match: * holds only when credentials are stored, and none are for ${type}: nothing was written`
+              : `If-None-Match: * holds only when no credentials are stored, and some are for ${type}: nothing was written`,
+          );
+        }
         // The token state of another grant (a replaced refresh token, or none any more) goes with the config it came
         // from: its live rotated refresh token must not outlive it. The same grant (a new clientSecret or apiVersion) keeps it.
         // The row stays, with no state, as the new grant's: a call that loaded the old config before this commit and

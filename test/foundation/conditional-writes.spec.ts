@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CREDENTIALS } from '../support/scenario.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 /**
@@ -90,6 +91,59 @@ describe('preconditions on writes', () => {
     const own = await t.http.put(`/v1/orgs/${orgId}/policies`).set({ ...adminAuth, 'If-None-Match': '*' }).send(rules('x'));
     expect(own.status).toBe(412);
     expect(own.headers.etag).toMatch(/^"\d+"$/);
+  });
+
+  /**
+   * The credentials PUT creates or replaces, so its target may not exist: If-Match: * ("only replace") answered 200 and
+   * stored credentials an admin had just deleted (RFC 9110 §13.1.1: false when there is no current representation),
+   * and If-None-Match: * ("only create") was 412 even when none were stored. Each is now decided by the write itself.
+   */
+  describe('credentials PUT: * preconditions on a target that may not exist', () => {
+    const url = () => `/v1/orgs/${orgId}/integrations/nango/credentials`;
+    const config = (connectionId: string) => ({ config: { ...CREDENTIALS.nango, connectionId } });
+    const stored = async (): Promise<string | undefined> =>
+      ((await t.http.get(`/v1/orgs/${orgId}/integrations`).set(adminAuth)).body.items as { integrationType: string; fingerprint: string }[]).find(
+        (i) => i.integrationType === 'nango',
+      )?.fingerprint;
+
+    it('If-Match: * with none stored is 412 and stores nothing; with some stored it replaces them', async () => {
+      expect(await stored()).toBeUndefined();
+      const none = await t.http.put(url()).set({ ...adminAuth, 'If-Match': '*' }).send(config('conn-a'));
+      expect(none.status).toBe(412);
+      expect(none.body.code).toBe('PRECONDITION_FAILED');
+      expect(await stored()).toBeUndefined();
+      const created = await t.http.put(url()).set(adminAuth).send(config('conn-a'));
+      expect(created.status).toBe(200);
+      const replaced = await t.http.put(url()).set({ ...adminAuth, 'If-Match': '*' }).send(config('conn-b'));
+      expect(replaced.status).toBe(200);
+      expect(replaced.body.fingerprint).not.toBe(created.body.fingerprint);
+      expect(await stored()).toBe(replaced.body.fingerprint);
+      // Deleted by another admin: "only replace" does not bring them back.
+      expect((await t.http.delete(url()).set(adminAuth)).status).toBe(204);
+      expect((await t.http.put(url()).set({ ...adminAuth, 'If-Match': '*' }).send(config('conn-c'))).status).toBe(412);
+      expect(await stored()).toBeUndefined();
+    });
+
+    it('If-None-Match: * creates when none are stored, once: of 8 at once exactly one is stored, the rest 412', async () => {
+      const puts = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => t.http.put(url()).set({ ...adminAuth, 'If-None-Match': '*' }).send(config(`conn-race-${i}`))),
+      );
+      const ok = puts.filter((r) => r.status === 200);
+      expect(puts.map((r) => r.status).sort()).toEqual([200, 412, 412, 412, 412, 412, 412, 412]);
+      expect(await stored()).toBe(ok[0]!.body.fingerprint);
+      const again = await t.http.put(url()).set({ ...adminAuth, 'If-None-Match': '*' }).send(config('conn-late'));
+      expect(again.status).toBe(412);
+      expect(await stored()).toBe(ok[0]!.body.fingerprint);
+      // A list of tags always holds (credentials have none); If-Match naming tags never does; both * never.
+      expect((await t.http.put(url()).set({ ...adminAuth, 'If-None-Match': '"x"' }).send(config('conn-d'))).status).toBe(200);
+      const tagged = await t.http.put(url()).set({ ...adminAuth, 'If-Match': '"x"' }).send(config('conn-e'));
+      const both = await t.http.put(url()).set({ ...adminAuth, 'If-Match': '*', 'If-None-Match': '*' }).send(config('conn-f'));
+      expect([tagged.status, both.status]).toEqual([412, 412]);
+      expect((await t.http.put(url()).set({ ...adminAuth, 'If-Match': 'bad' }).send(config('conn-g'))).status).toBe(400);
+      const events = (await t.http.get('/v1/ledger/events').set(adminAuth).query({ orgId, type: 'credentials.updated' })).body.items as unknown[];
+      // conn-a, conn-b, one of the race, conn-d: nothing refused left an event.
+      expect(events).toHaveLength(4);
+    });
   });
 
   it('a request refused without its preconditions is refused as before: no key is 401, not 412', async () => {

@@ -16,7 +16,8 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
  * and If-None-Match before performing the method): a client that asked for lost-update protection and got none would
  * undo another admin's change unawares. Only the whole-set PUTs (policies, tool permissions) keep an entity tag a
  * client can hold (no other answer carries an ETag: Express's automatic ones are off), and evaluate If-Match and
- * If-None-Match themselves (assertPreconditions). On every other write nothing has a tag an If-Match could name, so
+ * If-None-Match themselves (assertPreconditions); so does the credentials PUT, whose target may not exist (it creates
+ * or replaces: credentialPrecondition). On every other write nothing has a tag an If-Match could name, so
  * one that names tags cannot match: 412 PRECONDITION_FAILED, nothing done (`*`, "if it exists", holds). If-None-Match
  * `*` ("only if nothing is there") is 412 on every write: each targets a resource or collection that exists (elsewhere
  * a list of tags matches none of ours, so it holds). If-Unmodified-Since is ignored: no resource here has a modification
