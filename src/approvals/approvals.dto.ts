@@ -2,7 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { PageQuery } from '../common/http/page-query.js';
 import { IsIn, IsOptional, IsString, IsUUID, Matches } from 'class-validator';
 import { CodePointLength } from '../common/http/code-point-length.js';
-import { CanonicalUuid } from '../common/http/validation.js';
+import { CanonicalUuid, NullAsAbsent } from '../common/http/validation.js';
 
 
 export class DecideApprovalDto {
@@ -20,7 +20,8 @@ export class DecideApprovalDto {
   @Matches(/^[0-9a-f]{64}$/)
   actionDigest!: string;
 
-  @ApiProperty({ required: false, maxLength: 1000 })
+  @ApiProperty({ required: false, nullable: true, maxLength: 1000, description: 'why; null: none given, as absent' })
+  @NullAsAbsent()
   @IsOptional()
   @IsString()
   @CodePointLength(0, 1000)

@@ -2,6 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, IsArray, IsBoolean, IsObject, IsString, Matches, ValidateIf, ValidateNested } from 'class-validator';
 import { CodePointLength } from '../common/http/code-point-length.js';
+import { NoCredentialShape } from '../redaction/credential-shape.js';
 
 export class ToolPermissionDto {
   @ApiProperty({ example: 'order_lookup', minLength: 1, maxLength: 100 })
@@ -20,7 +21,7 @@ export class ToolPermissionDto {
     pattern: '^[A-Za-z0-9._:-]{1,128}$',
     minLength: 1,
     maxLength: 128,
-    description: 'required: a run’s specialistId, or null = every specialist of the org; a specialist row overrides the org-wide one',
+    description: 'required: a run’s specialistId, or null = every specialist of the org; a specialist row overrides the org-wide one. As a run’s, it must not have the shape of an access token or key (400)',
   })
   // Required (API.md §2): left out, it is refused, not taken as null — a forgotten field must not grant every specialist.
   // (Matches also refuses a non-string; one message each way.)
@@ -31,6 +32,8 @@ export class ToolPermissionDto {
         ? 'required: a specialist id, or null for a row that applies to every specialist of the org'
         : 'specialistId must match /^[A-Za-z0-9._:-]{1,128}$/ regular expression (or be null: every specialist of the org)',
   })
+  // As a run's specialistId: a row for an id no run can have would never apply, and a token pasted here would be stored and shown.
+  @NoCredentialShape()
   specialistId!: string | null;
 
   @ApiProperty()

@@ -87,6 +87,22 @@ describe('identifiers holding a credential', () => {
     expect(await runs()).toBe(before);
   });
 
+  it("a tool permission's specialistId with a token's shape: 400 VALIDATION_FAILED, not stored (no run could have it)", async () => {
+    const url = `/v1/orgs/${org.orgId}/tool-permissions`;
+    const before = (await h.t.http.get(url).set(bearer(org.adminKey))).body as { items: unknown[] };
+    const token = `ghp_${'Q7x2Lm9Pz4Kc8Rt1Vb6Nw3Hy5Jd0Fs2Ga7Ue'}`;
+    const res = await h.t.http
+      .put(url)
+      .set(bearer(org.adminKey))
+      .send({ items: [...before.items, { toolName: 'order_lookup', action: 'lookup', specialistId: token, enabled: true }] });
+    expect([res.status, res.body.code], JSON.stringify(res.body)).toEqual([400, 'VALIDATION_FAILED']);
+    expect(JSON.stringify(res.body)).toMatch(/specialistId must not hold a credential/);
+    expect(JSON.stringify(res.body)).not.toContain(token);
+    // The run the row was for is refused the same way.
+    expect((await h.t.http.post('/v1/runs').set(bearer(org.agentKey)).send({ specialistId: token })).status).toBe(400);
+    expect((await h.t.http.get(url).set(bearer(org.adminKey))).body.items).toEqual(before.items);
+  });
+
   it('a call stored under such an id before they were refused is still replayed, and a resent batch still holds the writes after it', async () => {
     const { agentKey, runId } = await setupOrg(h.t, { tools: ['shopify_refund.create', 'shopify_order.add_note'] });
     const refund = toolUse('shopify_refund', { action: 'create', orderId: '12345', amount: '2.00' });

@@ -181,3 +181,10 @@ export function createValidationPipe(): ValidationPipe {
 
 /** A UUID field of a query or body in its canonical lower-case spelling (see canonicalUuid); anything else is left for the validators to judge. */
 export const CanonicalUuid = (): PropertyDecorator => Transform(({ value }: { value: unknown }) => canonicalUuid(value));
+
+/**
+ * An optional body field that takes `null` as "not given" (documented `nullable: true`): null becomes absent before it
+ * is judged, so the handler never sees it. Without it @IsOptional let a null through to the handler, which took it
+ * for a value (an approval's `reason: null` was stored as the text "null").
+ */
+export const NullAsAbsent = (): PropertyDecorator => Transform(({ value }: { value: unknown }) => (value === null ? undefined : value));
