@@ -216,6 +216,7 @@ export function orderView(o: EmuOrder, lists: ListShape = WHOLE): Record<string,
     currencyCode: o.currencyCode,
     presentmentCurrencyCode: o.presentmentCurrencyCode,
     totalPriceSet: money(o.totalCents, o),
+    totalRefundedSet: money(o.refunds.reduce((sum, r) => sum + r.amountCents, 0), o),
     customer: o.customer && {
       firstName: o.customer.firstName,
       lastName: o.customer.lastName,

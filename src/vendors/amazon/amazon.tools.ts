@@ -30,7 +30,9 @@ export const AMAZON_TOOLS: ToolSpec[] = [
     actions: [
       {
         name: 'get_order',
-        description: 'Get one order: status, purchase date, fulfillment channel, total, buyer email and shipping address.',
+        description:
+          'Get one order: status, purchase date, fulfillment channel, total, buyer email (Amazon\'s anonymised relay address) and where it ships: ' +
+          'city, state or region, postal code and country only (Amazon gives the street and the name only to apps with restricted-data access).',
         inputSchema: orderIdSchema,
         riskLevel: 'low',
         sideEffect: 'read',
@@ -39,7 +41,9 @@ export const AMAZON_TOOLS: ToolSpec[] = [
       },
       {
         name: 'get_order_items',
-        description: 'List the items of one order: ASIN, SKU, title, quantities ordered and shipped, price.',
+        description:
+          'List the items of one order: ASIN, SKU, title, quantities ordered and shipped, and `itemPrice`: the selling price of the line, ' +
+          'that is the unit price times the quantity ordered, without shipping or tax.',
         inputSchema: orderIdSchema,
         riskLevel: 'low',
         sideEffect: 'read',

@@ -20,11 +20,13 @@ export const ORDER_QUERY = `query OrderLookup($id: ID!) {
     displayFinancialStatus
     displayFulfillmentStatus
     presentmentCurrencyCode
+    totalPriceSet { presentmentMoney { amount } }
+    totalRefundedSet { presentmentMoney { amount } }
     email
     phone
     customer { defaultEmailAddress { emailAddress } defaultPhoneNumber { phoneNumber } }
     shippingAddress { name address1 address2 city province provinceCode zip country countryCodeV2 phone }
-    lineItems(first: ${ORDER_LIST_FIRST.lineItems}) { nodes { name quantity sku } pageInfo { hasNextPage } }
+    lineItems(first: ${ORDER_LIST_FIRST.lineItems}) { nodes { name quantity sku originalUnitPriceSet { presentmentMoney { amount } } } pageInfo { hasNextPage } }
     fulfillments(first: ${ORDER_LIST_FIRST.fulfillments + 1}) { status trackingInfo(first: ${ORDER_LIST_FIRST.trackingInfo + 1}) { number company url } }
     note
   }

@@ -55,12 +55,17 @@ describe('ShopifyHandler reads', () => {
       financialStatus: 'paid',
       trackingNumber: 'TRACK-001',
       trackingNumbers: ['TRACK-001'],
+      // Carrier and tracking page (fetched, and once dropped), the amounts a refund is sized by, the note add_note replaces.
+      tracking: [{ number: 'TRACK-001', company: 'UPS', url: 'https://www.ups.com/track?tracknum=TRACK-001' }],
+      totalPrice: '120.00',
+      totalRefunded: '0.00',
+      note: null,
       customer: { email: 'jane.doe@example.com', phone: '+14155550123' },
       shippingAddress: { zip: '94107', city: 'San Francisco', countryCode: 'US' },
     });
     expect(data.items).toEqual([
-      { name: 'Aurora Trail Running Shoe - 9 / Blue', quantity: 1 },
-      { name: 'Merino Running Socks - M', quantity: 2 },
+      { name: 'Aurora Trail Running Shoe - 9 / Blue', quantity: 1, unitPrice: '90.00' },
+      { name: 'Merino Running Socks - M', quantity: 2, unitPrice: '15.00' },
     ]);
     const [req] = emu.requests;
     expect(req.path).toBe('/admin/api/2026-07/graphql.json');

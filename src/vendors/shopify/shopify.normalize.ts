@@ -38,6 +38,11 @@ export function legacyId(gid: unknown): string | null {
   return slash === -1 ? gid : gid.slice(slash + 1);
 }
 
+/** A MoneyBag's amount in the currency the customer paid in (`presentmentMoney.amount`), or null. */
+function presentmentAmount(bag: unknown): string | null {
+  return isRecord(bag) && isRecord(bag.presentmentMoney) ? str(bag.presentmentMoney.amount) : null;
+}
+
 export interface NormalizedOrder {
   orderId: string;
   name: string | null;
@@ -45,10 +50,18 @@ export interface NormalizedOrder {
   financialStatus: string | null;
   /** the currency the customer paid in (what a refund of the order is given in) */
   currency: string | null;
+  /** the order's total and what was refunded of it so far, in `currency` (decimal text as Shopify gives it) */
+  totalPrice: string | null;
+  totalRefunded: string | null;
+  /** the merchant's note on the order: shopify_order.add_note replaces it */
+  note: string | null;
   /** first tracking number, for the common single-parcel case (API.md §4 example) */
   trackingNumber: string | null;
   trackingNumbers: string[];
-  items: Array<{ name: string | null; quantity: number }>;
+  /** each parcel's tracking: its number, carrier and tracking page, as Shopify has them */
+  tracking: Array<{ number: string; company: string | null; url: string | null }>;
+  /** unitPrice: one unit's price before discounts, in `currency` */
+  items: Array<{ name: string | null; quantity: number; unitPrice: string | null }>;
   customer: { email: string | null; phone: string | null };
   shippingAddress: Record<string, string | null> | null;
   /**
@@ -61,16 +74,16 @@ export interface NormalizedOrder {
 export function normalizeOrder(orderId: string, o: Record<string, unknown>): NormalizedOrder {
   // One fulfillment per parcel, each with its tracking (VENDORS.md §1.3). A Set: the answer's lists are the vendor's
   // to size (within VENDOR_MAX_RESPONSE_BYTES), and an array's includes() made 100,000 of them a 7 s stall.
-  const seen = new Set<string>();
+  const seen = new Map<string, { number: string; company: string | null; url: string | null }>();
   let truncated = mayBeCut(o.lineItems, ORDER_LIST_FIRST.lineItems) || mayBeCut(o.fulfillments, ORDER_LIST_FIRST.fulfillments);
   for (const f of list(o.fulfillments).slice(0, ORDER_LIST_FIRST.fulfillments)) {
     if (mayBeCut(f.trackingInfo, ORDER_LIST_FIRST.trackingInfo)) truncated = true;
     for (const t of list(f.trackingInfo).slice(0, ORDER_LIST_FIRST.trackingInfo)) {
       const n = str(t.number);
-      if (n) seen.add(n);
+      if (n && !seen.has(n)) seen.set(n, { number: n, company: str(t.company), url: str(t.url) });
     }
   }
-  const trackingNumbers = [...seen];
+  const trackingNumbers = [...seen.keys()];
   const customer = isRecord(o.customer) ? o.customer : {};
   const email = isRecord(customer.defaultEmailAddress) ? str(customer.defaultEmailAddress.emailAddress) : null;
   const phone = isRecord(customer.defaultPhoneNumber) ? str(customer.defaultPhoneNumber.phoneNumber) : null;
@@ -81,9 +94,17 @@ export function normalizeOrder(orderId: string, o: Record<string, unknown>): Nor
     status: lower(o.displayFulfillmentStatus),
     financialStatus: lower(o.displayFinancialStatus),
     currency: str(o.presentmentCurrencyCode),
+    totalPrice: presentmentAmount(o.totalPriceSet),
+    totalRefunded: presentmentAmount(o.totalRefundedSet),
+    note: str(o.note),
     trackingNumber: trackingNumbers[0] ?? null,
     trackingNumbers,
-    items: list(o.lineItems).map((li) => ({ name: str(li.name), quantity: typeof li.quantity === 'number' ? li.quantity : 0 })),
+    tracking: [...seen.values()],
+    items: list(o.lineItems).map((li) => ({
+      name: str(li.name),
+      quantity: typeof li.quantity === 'number' ? li.quantity : 0,
+      unitPrice: presentmentAmount(li.originalUnitPriceSet),
+    })),
     customer: { email: email ?? str(o.email), phone: phone ?? str(o.phone) },
     shippingAddress: a && {
       name: str(a.name),

@@ -27,13 +27,20 @@ function objectSchema(properties: Record<string, JsonSchema>, required: string[]
   return { type: 'object', properties, required, additionalProperties: false };
 }
 
-const orderId: JsonSchema = { type: 'string', pattern: SHOPIFY_ID_PATTERN, description: 'Numeric Shopify order id, e.g. "450789469" (at most 9223372036854775807)' };
+const orderId: JsonSchema = {
+  type: 'string',
+  pattern: SHOPIFY_ID_PATTERN,
+  description:
+    'Numeric Shopify order id, e.g. "450789469" (at most 9223372036854775807): the id in the order\'s admin URL, not its name such as "#1001" that customers quote',
+};
 
 export const SHOPIFY_TOOLS: ToolSpec[] = [
   {
     name: 'order_lookup',
     vendor: 'shopify',
-    description: 'Look up a Shopify order: status, the currency the customer paid in, tracking, items, customer contact and shipping address.',
+    description:
+      'Look up a Shopify order: status, the currency the customer paid in, its total and what was refunded of it so far, the merchant\'s note, ' +
+      'tracking (number, carrier, tracking page), items with their unit price, customer contact and shipping address.',
     actions: [
       {
         name: 'lookup',
@@ -77,7 +84,9 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
     actions: [
       {
         name: 'add_note',
-        description: 'Set the order note to the given text (replaces the current note).',
+        description:
+          'Set the order note to the given text. Shopify keeps one note per order and this replaces it: to add to a note, ' +
+          'read the current one (order_lookup\'s `note`) and send it with your addition.',
         inputSchema: objectSchema(
           { orderId, note: { type: 'string', minLength: 1, maxLength: NOTE_MAX_LENGTH, description: 'The full new note text' } },
           ['orderId', 'note'],
@@ -101,6 +110,8 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         name: 'create',
         description:
           'Refund an amount to the original payment of the order, in the currency the customer paid in. ' +
+          'One refund goes back to one payment: when the order was paid in parts (a gift card and a card, say), an amount more than any one ' +
+          'payment can still take back is refused; refund such an amount as one call per payment. ' +
           'When that is not the shop\'s currency, name it in `currency` (order_lookup gives the order\'s `currency`): the refund is refused otherwise. ' +
           'The result\'s `status` is `success` when Shopify reports the money returned, `pending` when Shopify accepted ' +
           'the refund but has not confirmed yet that the money moved (the refund is recorded: do not send it again).',
