@@ -13,7 +13,36 @@ export interface ParamKinds {
   paths: readonly string[];
   texts: readonly string[];
   canonical: (param: string, value: unknown) => unknown;
+  /** Kept for one evaluation (evaluatePolicy): a long param's Unicode form, worked out once however many values it meets. */
+  facts?: TextFacts;
 }
+
+/** Texts longer than this have their folded form kept (TextFacts); shorter ones cost less than the look-up. */
+const KEPT_FROM = 256;
+const KEPT_MAX = 8;
+
+/**
+ * The Unicode compatibility form (NFKC) of the texts one policy evaluation compares, the long ones worked out once:
+ * a call's param meets every value of every rule on its path (up to 500 in one `in`, and the rules of a 64 KiB
+ * policy), and working out a 500 KiB param's form for each of them held the event loop 12 s for one rule's list
+ * (4 s for an ASCII param, checked for ASCII each time). Keeps a few (KEPT_MAX), the param and long rule values.
+ */
+export class TextFacts {
+  private readonly kept = new Map<string, string>();
+
+  /** The text in NFKC; an ASCII text is its own. */
+  folded(text: string): string {
+    if (text.length < KEPT_FROM) return fold(text);
+    const known = this.kept.get(text);
+    if (known !== undefined) return known;
+    const form = fold(text);
+    if (this.kept.size >= KEPT_MAX) this.kept.delete(this.kept.keys().next().value!);
+    this.kept.set(text, form);
+    return form;
+  }
+}
+
+const fold = (text: string): string => (isAscii(text) ? text : text.normalize('NFKC'));
 
 /** How two spellings of one value clash: a number, a boolean, a text in two Unicode forms, a path in two letter cases. */
 type Clash = 'number' | 'boolean' | 'unicode' | 'case';
@@ -76,11 +105,12 @@ function comparisonAt(path: string, kinds: ParamKinds): (param: unknown, ruleVal
   const byValue = kinds.decimals.includes(path);
   const byPath = kinds.paths.includes(path);
   const byText = kinds.texts.includes(path.split('.')[0]);
+  const facts = kinds.facts ?? new TextFacts();
   return (param, ruleValue) => {
     const value = topLevel ? kinds.canonical(path, ruleValue) : ruleValue;
     const decimal = byValue ? sameDecimal(param, value) : null;
     if (decimal !== null) return decimal ? 'equal' : 'unequal';
-    return (byPath ? samePath(param, value) : null) ?? jsonSameness(param, value, byText);
+    return (byPath ? samePath(param, value) : null) ?? jsonSameness(param, value, byText, facts);
   };
 }
 
@@ -117,7 +147,7 @@ function sameDecimal(a: unknown, b: unknown): boolean | null {
  * strings alike but for their Unicode form (NFKC: "Jose\u0301" and "José", fullwidth letters) clash as well.
  * A clash counts only when nothing else differs: {a: 12, b: "x"} and {a: "0012", b: "y"} are unequal.
  */
-function jsonSameness(a: unknown, b: unknown, texts: boolean, depth = 0): Sameness {
+function jsonSameness(a: unknown, b: unknown, texts: boolean, facts: TextFacts, depth = 0): Sameness {
   if (depth > 64) throw new Unevaluable('value nested too deeply');
   if (texts && (typeof a === 'boolean' || typeof b === 'boolean')) {
     if (typeof a === typeof b) return a === b ? 'equal' : 'unequal';
@@ -137,12 +167,13 @@ function jsonSameness(a: unknown, b: unknown, texts: boolean, depth = 0): Samene
   }
   if (typeof a === 'string' && typeof b === 'string') {
     if (a === b) return 'equal';
-    return !isAscii(a) || !isAscii(b) ? (a.normalize('NFKC') === b.normalize('NFKC') ? CLASHES.unicode : 'unequal') : 'unequal';
+    // Two ASCII texts are their own forms, so unequal; texts of other lengths are told apart by their lengths alone.
+    return facts.folded(a) === facts.folded(b) ? CLASHES.unicode : 'unequal';
   }
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return a === b ? 'equal' : 'unequal';
   let clash: Sameness | null = null;
   const each = (x: unknown, y: unknown): boolean => {
-    const s = jsonSameness(x, y, texts, depth + 1);
+    const s = jsonSameness(x, y, texts, facts, depth + 1);
     if (typeof s === 'object') clash ??= s;
     return s !== 'unequal';
   };

@@ -10,7 +10,7 @@ import {
   type RiskLevel,
 } from './policy.types.js';
 import { compareDecimals, parseDecimal } from './policy-decimal.js';
-import { equalityAt, isRecord, membershipAt, Unevaluable, type ParamKinds } from './policy-equality.js';
+import { equalityAt, isRecord, membershipAt, TextFacts, Unevaluable, type ParamKinds } from './policy-equality.js';
 
 export { compareDecimals, parseDecimal, type Decimal } from './policy-decimal.js';
 
@@ -37,6 +37,7 @@ export function evaluatePolicy(input: PolicyEvaluationInput): PolicyDecision {
       paths: input.pathParams ?? [],
       texts: input.textParams ?? [],
       canonical: input.canonicalValue ?? ((_param, value) => value),
+      facts: new TextFacts(),
     };
     for (const rule of input.rules) {
       current = rule;
