@@ -32,6 +32,26 @@ describe('If-Match (RFC 9110 §13.1.1)', () => {
     for (const bad of ['abc', '"a" "b"', 'W/', '"a', 'a"', '*, "a"', '"a b"', 'w/"a"', '"a"b', '"\u0100"', '"a\u0000"', '\u00a0*', '*\u00a0', '\u00a0"a"']) expect(code(() => parseIfMatch(bad)), bad).toBe('BAD_REQUEST');
   });
 
+  it('* with blanks (SP, HTAB) around it is *; a long run of blanks inside a header costs one pass, not one per blank', () => {
+    expect(parseIfMatch(' \t*\t ')).toEqual({ any: true });
+    expect(parseIfNoneMatch('\t*')).toEqual({ any: true });
+    expect(code(() => parseIfMatch('* *'))).toBe('BAD_REQUEST');
+    // The largest header HTTP_MAX_HEADER_BYTES allows: the trim tried every blank of the inner run to its end (4 s).
+    const hostile = `x${' '.repeat(65_534)}x`;
+    const plain = `${' '.repeat(65_535)}*`;
+    const median = (f: () => unknown): number => {
+      const runs: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const t = performance.now();
+        code(f);
+        runs.push(performance.now() - t);
+      }
+      return runs.sort((a, b) => a - b)[2]!;
+    };
+    expect(code(() => parseIfNoneMatch(hostile))).toBe('BAD_REQUEST');
+    expect(median(() => parseIfNoneMatch(hostile))).toBeLessThan(20 * median(() => parseIfNoneMatch(plain)) + 10);
+  });
+
   it('holds with no condition, with *, or when a strong tag equals the current one; else 412 PRECONDITION_FAILED with the current ETag', () => {
     expect(code(() => assertIfMatch(undefined, 'x'))).toBeUndefined();
     expect(code(() => assertIfMatch({ any: true }, 'x'))).toBeUndefined();
