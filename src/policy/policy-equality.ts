@@ -28,11 +28,13 @@ const KEPT_MAX = 8;
  * (4 s for an ASCII param, checked for ASCII each time). Keeps a few (KEPT_MAX), the param and long rule values.
  */
 export class TextFacts {
-  private readonly kept = new Map<string, string>();
+  /** Made on the first long text: most evaluations meet none. */
+  private kept: Map<string, string> | undefined;
 
   /** The text in NFKC; an ASCII text is its own. */
   folded(text: string): string {
     if (text.length < KEPT_FROM) return fold(text);
+    this.kept ??= new Map();
     const known = this.kept.get(text);
     if (known !== undefined) return known;
     const form = fold(text);
