@@ -1,3 +1,5 @@
+import { inputWarnings } from './input-warnings.js';
+
 /** An approval_requests row as read by SQL, and the API's view of it (API.md §5). */
 export interface ApprovalRecord {
   id: string;
@@ -16,17 +18,27 @@ export interface ApprovalRecord {
   created_at: Date;
   expires_at: Date;
   decided_by: string | null;
+  /** the role of the key that decided: expert, admin, agent (a client approval, or a run ended by its agent) */
+  decided_role: string | null;
   decided_at: Date | null;
   decision_reason: string | null;
   /** the call's own state now (tool_calls), for an expert who cannot read the ledger */
   tool_call_status: string | null;
   tool_call_error_code: string | null;
+  /** who asked: the agent key that posted the call, and the run's specialist */
+  requested_by: string | null;
+  specialist_id: string | null;
+  /** the policy rule that asked for the approval (null: the catalog's default for the risk) */
+  rule_id: string | null;
 }
 
 export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, input_shown_exactly, risk_level, reason,
-  action_digest, created_at, expires_at, decided_by, decided_at, decision_reason,
+  action_digest, created_at, expires_at, decided_by, decided_role, decided_at, decision_reason,
   (SELECT t.status FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_status,
-  (SELECT t.error_code FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_error_code`;
+  (SELECT t.error_code FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_error_code,
+  (SELECT t.actor_key_id FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS requested_by,
+  (SELECT r.specialist_id FROM agent_runs r WHERE r.id = approval_requests.run_id) AS specialist_id,
+  (SELECT d.rule_id FROM tool_calls t JOIN policy_decisions d ON d.id = t.policy_decision_id WHERE t.id = approval_requests.tool_call_id) AS rule_id`;
 
 /**
  * The API's view. Given the time, a pending approval past its expiry is shown expired: that is
@@ -52,12 +64,18 @@ export function approvalView(a: ApprovalRecord, nowMs?: number) {
     // false: what inputRedacted shows is not all of what runs (a value hidden, cut or replaced); null: not recorded (an
     // approval made before this was)
     inputShownExactly: a.input_shown_exactly,
+    // What a screen may draw otherwise than it runs (invisible or direction-changing characters, look-alike letters).
+    inputWarnings: inputWarnings(a.input_redacted),
+    requestedBy: a.requested_by,
+    specialistId: a.specialist_id,
+    ruleId: a.rule_id,
     riskLevel: a.risk_level,
     reason: a.reason,
     actionDigest: a.action_digest,
     createdAt: a.created_at.toISOString(),
     expiresAt: a.expires_at.toISOString(),
     decidedBy: a.decided_by,
+    decidedRole: a.decided_role,
     decidedAt: a.decided_at?.toISOString() ?? null,
     decisionReason: a.decision_reason,
     // What became of the call: an approval stays `approved` though the call it let through was then blocked (the flag

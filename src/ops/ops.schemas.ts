@@ -135,6 +135,7 @@ export const APPROVAL_SCHEMA = {
   required: [
     'id', 'orgId', 'toolCallId', 'runId', 'kind', 'status', 'toolName', 'action', 'inputRedacted', 'inputShownExactly', 'riskLevel', 'reason', 'actionDigest',
     'createdAt', 'expiresAt', 'decidedBy', 'decidedAt', 'decisionReason', 'toolCallStatus', 'toolCallErrorCode',
+    'inputWarnings', 'requestedBy', 'specialistId', 'ruleId', 'decidedRole',
   ],
   properties: {
     id: uuid,
@@ -155,12 +156,30 @@ export const APPROVAL_SCHEMA = {
         'two different actions may look alike here; the "[REDACTED]" and "[Truncated]" markers cannot tell, as the caller may ' +
         'have written them. null: not recorded (an approval made before this field existed)',
     },
+    inputWarnings: {
+      type: 'array',
+      maxItems: 20,
+      items: { type: 'string' },
+      description:
+        'where inputRedacted may be drawn otherwise than it runs, by path: invisible or direction-changing characters (Unicode format ' +
+        'characters: "\\u202E00.009" draws as 900.00), Latin letters mixed with Cyrillic or Greek ones in one word, two members of one ' +
+        'object drawn alike. Empty: none found. An expert should look closer at, or reject, an approval with any',
+    },
+    requestedBy: { ...nullableUuid, description: 'the agent key that posted the call' },
+    specialistId: { type: 'string', nullable: true, description: 'the specialist of the run the call is in' },
+    ruleId: { type: 'string', nullable: true, description: 'the policy rule that asked for the approval; null: the default for the catalog risk level' },
     riskLevel: { type: 'string', enum: [...RISK_LEVELS] },
     reason: { type: 'string', description: 'why it needs approval (the policy’s reason)' },
     actionDigest: { ...sha256Hex, description: 'send it back with the decision: it proves what exactly is being approved' },
     createdAt: dateTime,
     expiresAt: dateTime,
     decidedBy: { ...nullableUuid, description: 'the key that decided; null while pending and when it expired' },
+    decidedRole: {
+      type: 'string',
+      nullable: true,
+      enum: ['expert', 'admin', 'agent', null],
+      description: 'the role of the key that decided: expert or admin; agent for a client approval, or when the run was ended by its agent (not an expert’s rejection). Null while pending and when it expired',
+    },
     decidedAt: nullableDateTime,
     decisionReason: {
       type: 'string',

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { inputWarnings } from './input-warnings.js';
+
+describe('inputWarnings: where an approval input may be drawn otherwise than it runs', () => {
+  it('says nothing of plain input, of one script per word (Cyrillic, Greek, Latin with accents), or of an emoji sequence', () => {
+    expect(inputWarnings({ orderId: '12345', amount: '40.00', note: 'Bitte erstatten — привет, Ελλάδα, José 👨‍👩‍👧 ❤️‍🔥' })).toEqual([]);
+    expect(inputWarnings(null)).toEqual([]);
+    expect(inputWarnings(['a', 1, true])).toEqual([]);
+  });
+
+  it('finds format characters in values and names, escaped in the path it names', () => {
+    expect(inputWarnings({ amount: '\u202E00.009' })).toEqual([
+      'amount: the value holds invisible or direction-changing characters (U+202E): a screen may show it otherwise than it runs',
+    ]);
+    expect(inputWarnings({ list: ['ok', 'soft\u00ADhyphen'] })[0]).toMatch(/^list\[1\]: the value holds .*\(U\+00AD\)/);
+    expect(inputWarnings({ 'pay\u2066ee': 'x' })[0]).toMatch(/^\["pay\\u2066ee"\]: the member name holds .*\(U\+2066\)/);
+  });
+
+  it('finds Latin words with Cyrillic or Greek letters in them, and twin members (fullwidth, zero-width) of one object', () => {
+    expect(inputWarnings({ payee: 'acme-p\u0430youts' })).toEqual(['payee: the value mixes Latin letters with Cyrillic or Greek ones in one word (letters that look alike)']);
+    expect(inputWarnings({ amount: '1.00', 'ａmount': '900.00' })).toEqual([
+      'ａmount: drawn like the member "amount" beside it (two members, one name on screen)'.replace('ａmount:', '["ａmount"]:'),
+    ]);
+    expect(inputWarnings({ Ο: 'omicron' })).toEqual([]); // a Greek name alone is one script
+  });
+
+  it('says at most 20 things', () => {
+    const many = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, 'x\u200By']));
+    expect(inputWarnings(many)).toHaveLength(20);
+  });
+});
