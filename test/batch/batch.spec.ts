@@ -231,7 +231,7 @@ describe('batches of tool calls: the batch-wide budget', () => {
   beforeAll(async () => {
     h = await startHarness({ BATCH_BUDGET_BYTES: String(BUDGET), RESULT_BUDGET_BYTES: '3000' });
     post = batchOf(h);
-    // Bigger orders (multi-byte names, so a cut could land inside a character): about 2.8 KB, 1.2 KB and 6 KB of JSON.
+    // Bigger orders (multi-byte names, so a cut could land inside a character): about 3.5 KB, 0.8 KB and 7.2 KB of JSON (each line item with its unit price).
     const shop = h.emu.vendor<ShopifyEmulator>('shopify');
     const grow = (orderId: string, n: number) => {
       const order = shop.order(orderId)!;
@@ -240,7 +240,7 @@ describe('batches of tool calls: the batch-wide budget', () => {
       }
     };
     grow('12345', 20);
-    grow('1001', 6);
+    grow('1001', 2);
     grow('450789469', 48);
   });
   afterAll(async () => {
