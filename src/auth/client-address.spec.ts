@@ -110,3 +110,30 @@ describe('RateLimiter', () => {
     expect(l.take('k99999')).toBe(1); // still kept: its second token was its last
   });
 });
+
+describe('clientAddressKey keeps no header alive', () => {
+  it('an IPv4 key cut out of a long X-Forwarded-For header does not hold the header (V8 keeps long cuts as views)', async () => {
+    const v8 = await import('node:v8');
+    const vm = await import('node:vm');
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const heap = () => {
+      gc();
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const keys: string[] = [];
+    const before = heap();
+    for (let i = 0; i < 2_000; i++) {
+      // As proxy-addr hands req.ip: the last address of the header, cut out of it.
+      const header = `${'x'.repeat(15_000)}${i}, 100.123.${Math.floor(i / 250)}.${100 + (i % 150)}`;
+      const ip = header.slice(header.lastIndexOf(',') + 2);
+      keys.push(clientAddressKey(ip), clientAddressKey(`::ffff:${ip}`));
+    }
+    const retained = heap() - before;
+    expect(keys[0]).toBe('100.123.0.100');
+    expect(keys[1]).toBe('100.123.0.100');
+    // 2,000 headers of 15 KB are 30 MB; the keys themselves well under 1 MB.
+    expect(retained).toBeLessThan(5 * 1024 * 1024);
+  });
+});
