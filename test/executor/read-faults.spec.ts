@@ -264,7 +264,7 @@ describe('vendor faults on reads, through the pipeline', () => {
     }
   });
 
-  it('HTTP 404 from graphql.json (an API version Shopify does not serve) → failed / VENDOR_ERROR naming shop or version, not VENDOR_NOT_FOUND for an order that exists', async () => {
+  it('HTTP 404 from graphql.json (an API version Shopify does not serve) → failed / CREDENTIALS_INVALID naming shop or version, not VENDOR_NOT_FOUND for an order that exists, nor "check the input"', async () => {
     const org = await fresh();
     const shop = h.emu.vendor<ShopifyEmulator>('shopify');
     const put = await h.t.http
@@ -274,8 +274,9 @@ describe('vendor faults on reads, through the pipeline', () => {
     expect(put.status).toBe(200);
     const before = count(GRAPHQL);
     const res = await lookup(org);
-    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
-    expect(res.body.toolResult.content).not.toMatch(/no record/);
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
+    expect(res.body.toolResult.content).not.toMatch(/no record|check the input/);
+    expect(res.body.toolResult.content).toMatch(/An administrator needs to fix them/);
     expect(count(GRAPHQL) - before).toBe(1); // a refusal: not retried
     expect((await rowOf(h, res.body.toolCallId)).error_text).toMatch(/unknown shop or API version/);
   });

@@ -7,12 +7,13 @@ import { TokenFetchError } from './token-cache.js';
 
 /** A token endpoint answering 200 with whatever body the test set last. */
 let body = '';
+let status = 200;
 let server: http.Server;
 let url = '';
 
 beforeAll(async () => {
   server = http.createServer((_req, res) => {
-    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.writeHead(status, { 'Content-Type': 'application/json' });
     res.end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -78,5 +79,22 @@ describe('fetchOAuthToken: the access token it accepts', () => {
 
   it('reads a token answer that starts with a UTF-8 byte order mark', async () => {
     expect((await fetchWith('\ufeff{"access_token":"tok-bom","expires_in":3600}')).token).toBe('tok-bom');
+  });
+});
+
+describe('fetchOAuthToken: an endpoint that is not there', () => {
+  it('404 (a shop domain or region the vendor does not have) is the credentials to fix (auth: CREDENTIALS_INVALID), not a refusal of the input', async () => {
+    status = 404;
+    body = '{"errors":"Not Found"}';
+    try {
+      const err = await fetchOAuthToken({ label: 'Test', url: `${url}/token`, headers: {}, body: '{}', endpoints: emulatorEndpoints(url), rateLimitBackoffMs: 1_000 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TokenFetchError);
+      expect((err as TokenFetchError).outcome).toMatchObject({ ok: false, kind: 'auth', vendorStatus: 404 });
+    } finally {
+      status = 200;
+    }
   });
 });

@@ -116,6 +116,8 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
   if (status === 400 || status === 401 || status === 403) {
     throw tokenFailure('auth', status, `${label} refused the credentials: HTTP ${status}${suffix}`);
   }
+  // No token endpoint there: the credentials name a shop (or region) the vendor does not have — theirs to fix too.
+  if (status === 404) throw tokenFailure('auth', status, `${label} token endpoint not found: HTTP 404 (check the shop domain or region in the credentials)`);
   if (status === 429) {
     const limited = tokenOutcome('rate_limited', status, `${label} token endpoint rate limited`);
     throw new TokenFetchError(withWait(limited, retryAfterMsOf(res.headers), req.rateLimitBackoffMs));

@@ -172,9 +172,9 @@ describe('interpretShopifyResponse: top-level errors with no payload for a mutat
 });
 
 describe('interpretShopifyResponse: HTTP status of graphql.json', () => {
-  it('404 is the endpoint missing (unknown shop or API version), not "order not found": a refusal, never VENDOR_NOT_FOUND', () => {
+  it('404 is the endpoint missing (unknown shop or API version), not "order not found": the credentials to fix, never VENDOR_NOT_FOUND', () => {
     const res = interpretShopifyResponse(answer({ errors: 'Not Found' }, 404));
-    expect(res).toMatchObject({ ok: false, kind: 'rejected', vendorStatus: 404 });
+    expect(res).toMatchObject({ ok: false, kind: 'auth', vendorStatus: 404 });
     if (!res.ok) expect(res.message).toMatch(/unknown shop or API version/);
   });
 });

@@ -73,8 +73,9 @@ export function interpretShopifyResponse(res: VendorHttpResponse, mutation?: str
   // An expired 24 h / 1 h token also answers 401 (VENDORS.md §1.4); 403 is a missing scope.
   if (status === 401 || status === 403) return fail('auth', `shopify refused the access token (HTTP ${status})`);
   // graphql.json itself is missing: the shop or the API version is wrong. An unknown order is data.order: null (VENDORS.md §1.4),
-  // so "not found" here would tell the model that an order it may well have does not exist.
-  if (status === 404) return fail('rejected', 'shopify answered 404 for its GraphQL endpoint: unknown shop or API version (check shopDomain and apiVersion)');
+  // so "not found" here would tell the model that an order it may well have does not exist; and it is the org's
+  // credentials an admin must fix (shopDomain, apiVersion), not the call's input: CREDENTIALS_INVALID.
+  if (status === 404) return fail('auth', 'shopify answered 404 for its GraphQL endpoint: unknown shop or API version (check shopDomain and apiVersion)');
   if (status === 429) return withWait(fail('rate_limited', 'shopify rate limit reached (HTTP 429)'), shopify429WaitMs(res), SHOPIFY_DEFAULT_429_WAIT_MS);
   if (status === 402 || status === 423) return fail('rejected', `shopify shop is frozen or locked (HTTP ${status})`);
   if (status >= 500) return fail('server_error', `shopify server error (HTTP ${status})`, retryAfterMsOf(res.headers));
