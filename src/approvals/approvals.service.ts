@@ -105,7 +105,7 @@ export class ApprovalsService {
     // One that the key may not even see (an expert approval, to an agent) is 404 like a missing one: a
     // wrong-role caller learns nothing about existence (API.md §9). One it may see but not decide is 403.
     const a = await this.load(p, id);
-    if (!mayDecide(p, a.kind)) throw new AppError('FORBIDDEN', `${a.kind} approvals cannot be decided with a ${p.role} key`);
+    if (!mayDecide(p, a.kind)) throw new AppError('FORBIDDEN', `${a.kind} approvals cannot be decided with an ${p.role} key (${a.kind === 'expert' ? 'an expert or admin key decides them' : 'an agent or admin key of the org decides them'})`);
     if (a.status !== 'pending') throw new AppError('APPROVAL_ALREADY_DECIDED', `this approval is already ${a.status}`);
     if (dto.actionDigest !== a.action_digest) {
       // Past its expiry, the answer is the one a right digest gets: nothing can be decided any more.

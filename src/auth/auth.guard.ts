@@ -58,7 +58,16 @@ export class AuthGuard implements CanActivate {
       // A revoked key's 401 line names whose key it was (a SIEM alerts on it); a made-up key's names none.
       const revoked = match ? this.keys.revokedKeyOf(match[1]) : undefined;
       if (revoked) req.authenticatedKey = { ...revoked, revoked: true };
-      throw new AppError('UNAUTHENTICATED', 'a valid API key is required');
+      // Says what is wrong with the header's form (never echoing it); a well-formed key that is no live key is not told apart.
+      const form =
+        typeof header !== 'string' || header === ''
+          ? ': send it as Authorization: Bearer <key>'
+          : !/^Bearer /i.test(header)
+            ? ' (the Authorization header must be "Bearer <key>")'
+            : match === null
+              ? ' (the key after "Bearer " must be 1-512 printable ASCII characters, no blanks)'
+              : '';
+      throw new AppError('UNAUTHENTICATED', `a valid API key is required${form}`);
     }
     // For the request log, also when a check below refuses the key (its 429 names whom to revoke); req.principal is
     // set only once every check has passed.

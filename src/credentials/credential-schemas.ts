@@ -95,6 +95,14 @@ export function credentialsProblem(type: IntegrationType, config: Record<string,
   if (token === client || (client && (config.clientId === undefined || config.clientSecret === undefined))) {
     return 'config: give accessToken, or clientId and clientSecret (with refreshToken for a public app\'s expiring offline token)';
   }
+  // Shopify's own prefixes say what a value is: an app's secret (shpss_) or a refresh token (shprt_) is never an Admin
+  // API token, and pasted as one it failed only at the first call. Named by its kind, never by its value.
+  if (typeof config.accessToken === 'string' && /^shpss_/.test(config.accessToken)) {
+    return "config.accessToken: this is an app's client secret (shpss_…), not an Admin API access token: send it as clientSecret, with clientId";
+  }
+  if (typeof config.accessToken === 'string' && /^shprt_/.test(config.accessToken)) {
+    return 'config.accessToken: this is a refresh token (shprt_…), not an Admin API access token: send it as refreshToken, with clientId and clientSecret';
+  }
   return null;
 }
 

@@ -84,7 +84,7 @@ export class CredentialsService {
   }
 
   static assertType(type: string): IntegrationType {
-    if (!(INTEGRATION_TYPES as readonly string[]).includes(type)) throw new AppError('NOT_FOUND', 'unknown integration type');
+    if (!(INTEGRATION_TYPES as readonly string[]).includes(type)) throw new AppError('NOT_FOUND', `unknown integration type (the types are ${INTEGRATION_TYPES.join(', ')})`);
     return type as IntegrationType;
   }
 

@@ -67,6 +67,23 @@ describe('credentials: vendor configs no call could use are refused at PUT', () 
     if (marker !== undefined) expect(res.text).not.toContain(marker);
   });
 
+  it("a Shopify app's client secret or refresh token pasted as accessToken is refused, naming what it is, never echoed", async () => {
+    const secret = `shpss_${MARKER}0123456789abcdef0123456789ab`;
+    const refresh = `shprt_${MARKER}0123456789abcdef0123456789ab`;
+    for (const [value, says] of [
+      [secret, /client secret \(shpss_…\).*send it as clientSecret/],
+      [refresh, /refresh token \(shprt_…\).*send it as refreshToken/],
+    ] as const) {
+      const res = await put('shopify', { shopDomain: 'acme.myshopify.com', accessToken: value });
+      expect([res.status, res.body.code]).toEqual([400, 'VALIDATION_FAILED']);
+      expect(res.body.detail).toMatch(says);
+      expect(res.text).not.toContain(MARKER);
+    }
+    // An Admin API token, and the secret where it belongs, are stored.
+    expect((await put('shopify', { shopDomain: 'acme.myshopify.com', accessToken: `shpat_${'0'.repeat(32)}` })).status).toBe(200);
+    expect((await put('shopify', { shopDomain: 'acme.myshopify.com', clientId: 'app-client-id', clientSecret: secret })).status).toBe(200);
+  });
+
   it('a Jumio accountId is stored in lower case: either spelling is one config, with one fingerprint', async () => {
     const upper = await put('jumio', { ...JUMIO, accountId: JUMIO.accountId.toUpperCase() });
     expect(upper.status).toBe(200);

@@ -74,7 +74,7 @@ describe('API keys, roles and org scope', () => {
     expect((await t.http.get('/v1/tools').set(adminAuth)).status).toBe(200);
   });
 
-  it('gives one identical 401, with its WWW-Authenticate challenge, for missing, unknown and revoked keys', async () => {
+  it('gives one identical 401, with its WWW-Authenticate challenge, for unknown and revoked keys; a missing or malformed header is told its form', async () => {
     const { key, id } = await createKey(t, orgA, 'ops');
     expect((await t.http.get(`/v1/orgs/${orgA}`).set(bearer(key))).status).toBe(200);
     expect((await t.http.delete(`/v1/api-keys/${id}`).set(adminAuth)).status).toBe(204);
@@ -88,7 +88,17 @@ describe('API keys, roles and org scope', () => {
       const { correlationId: _c, ...rest } = res.body as Record<string, unknown>;
       bodies.push(rest);
     }
-    for (const b of bodies) expect(b).toEqual(bodies[0]);
+    // Nothing tells a revoked key from one that never was; only the header's form is said, never its value.
+    expect(bodies[2]).toEqual(bodies[1]);
+    expect(bodies.map((b) => (b as { detail: string }).detail)).toEqual([
+      'a valid API key is required: send it as Authorization: Bearer <key>',
+      'a valid API key is required',
+      'a valid API key is required',
+      'a valid API key is required (the Authorization header must be "Bearer <key>")',
+    ]);
+    const blank = await t.http.get(`/v1/orgs/${orgA}`).set({ Authorization: 'Bearer two words' });
+    expect(blank.body.detail).toBe('a valid API key is required (the key after "Bearer " must be 1-512 printable ASCII characters, no blanks)');
+    expect(blank.text).not.toContain('two words');
   });
 
   it('hides other orgs: 404 identical to a random id', async () => {
