@@ -41,3 +41,16 @@ describe('what the model is told', () => {
     expect(text).not.toMatch(/reached the vendor/); // not known for a call found orphaned
   });
 });
+
+describe('a replayed refusal an admin can end', () => {
+  it('says it is the recorded answer, which a resend repeats, for the flag and the credentials only', async () => {
+    const { buildToolCallBody } = await import('./tool-call-body.js');
+    const body = (errorCode: string, replayed: boolean) =>
+      buildToolCallBody({ id: 'x', status: errorCode === 'FEATURE_DISABLED' ? 'blocked' : 'failed', errorCode, errorText: null, retryAfterSeconds: null }, { found: false }, 'toolu_1', replayed, 16_384).toolResult.content;
+    for (const code of ['FEATURE_DISABLED', 'CREDENTIALS_INVALID', 'CREDENTIALS_NOT_FOUND']) {
+      expect(body(code, true), code).toMatch(/This is the recorded answer of an earlier call with this tool_use id, and sending it again answers the same; once the problem is fixed, the action runs only as a new tool call\.$/);
+      expect(body(code, false), code).not.toMatch(/recorded answer/);
+    }
+    expect(body('VENDOR_TIMEOUT', true)).not.toMatch(/recorded answer/);
+  });
+});

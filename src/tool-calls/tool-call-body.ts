@@ -125,6 +125,11 @@ export function modelMessage(f: CallFacts): string {
   }
 }
 
+/** Refusals an administrator's change ends (the flag, the org's credentials): a later call may run, a replay cannot. */
+const FIXED_BY_AN_ADMIN = new Set(['FEATURE_DISABLED', 'CREDENTIALS_INVALID', 'CREDENTIALS_NOT_FOUND']);
+const RECORDED_ANSWER =
+  'This is the recorded answer of an earlier call with this tool_use id, and sending it again answers the same; once the problem is fixed, the action runs only as a new tool call.';
+
 /**
  * The tool-call body. `budgetBytes` bounds the model-facing content (toolResult.content) always; `wholeResult` (GET
  * …/result, which exists to hand out everything) keeps `result` whole even when the content was cut, where a call's
@@ -157,6 +162,9 @@ export function buildToolCallBody(
     content = 'The action succeeded. Its full result is no longer stored (the result retention period has passed).';
   } else {
     content = modelMessage(f);
+    // A replay answers what was recorded, also after an admin fixed what stopped it: said, so the same block is not
+    // resent in the belief it will now run.
+    if (replayed && f.errorCode !== null && FIXED_BY_AN_ADMIN.has(f.errorCode)) content += ` ${RECORDED_ANSWER}`;
   }
   return {
     toolCallId: f.id,

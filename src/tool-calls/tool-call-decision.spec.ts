@@ -43,9 +43,16 @@ describe('decide: flag, manifest, params, policy', () => {
   it('a tool not in the run is NOT_IN_MANIFEST even without an action', () => {
     for (const action of [undefined, 'lookup', 5]) {
       expect(decide(input({ toolName: 'jumio_verify', action }))).toEqual({
-        status: 'blocked', errorCode: 'NOT_IN_MANIFEST', errorText: 'this tool is not in this run', entry: undefined,
+        status: 'blocked', errorCode: 'NOT_IN_MANIFEST', errorText: "this tool is not in this run; a run's tools are fixed when it starts, so a tool permitted since needs a new run", entry: undefined,
       });
     }
+  });
+
+  it("the run's own manifest key sent as the name is INVALID_INPUT saying how to send it (not 'not in this run')", () => {
+    const d = decide(input({ toolName: 'shopify_refund.create', action: undefined }));
+    expect(d).toEqual({ status: 'failed', errorCode: 'INVALID_INPUT', errorText: 'name: "shopify_refund.create" is a tool and its action: send name "shopify_refund" with input.action "create"' });
+    // A dotted name the run does not have says nothing of it.
+    expect(decide(input({ toolName: 'shopify_refund.void', action: undefined }))).toMatchObject({ status: 'blocked', errorCode: 'NOT_IN_MANIFEST' });
   });
 
   it('params are checked only for an allowed action; policy only for valid params', () => {

@@ -38,7 +38,16 @@ export function decide(i: DecisionInput): Decision {
       const errorText = i.action === undefined ? `action: is required (one of: ${permitted.join(', ')})` : `action: must be one of: ${permitted.join(', ')}`;
       return { status: 'failed', errorCode: 'INVALID_INPUT', errorText };
     }
-    const errorText = permitted.length ? `this run allows only these actions of this tool: ${permitted.join(', ')}` : 'this tool is not in this run';
+    if (!permitted.length && i.allowedTools.has(i.toolName)) {
+      // The manifest's own key ("order_lookup.lookup", as allowedTools lists it) sent as the name: the tool the model
+      // was given is named "order_lookup", its action an input field. Named back only because the run has it.
+      const dot = i.toolName.lastIndexOf('.');
+      const [tool, action] = [i.toolName.slice(0, dot), i.toolName.slice(dot + 1)];
+      return { status: 'failed', errorCode: 'INVALID_INPUT', errorText: `name: "${i.toolName}" is a tool and its action: send name "${tool}" with input.action "${action}"` };
+    }
+    const errorText = permitted.length
+      ? `this run allows only these actions of this tool: ${permitted.join(', ')}`
+      : "this tool is not in this run; a run's tools are fixed when it starts, so a tool permitted since needs a new run";
     return { status: 'blocked', errorCode: 'NOT_IN_MANIFEST', errorText, entry };
   }
   const check = i.checkParams(entry, i.params);

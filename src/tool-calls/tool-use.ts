@@ -61,13 +61,22 @@ export function parseToolUse(body: unknown): ToolUse {
   if (!isPlainObject(body)) throw new AppError('BAD_REQUEST', 'body must be a tool_use block');
   const extra = Object.keys(body).filter((k) => !TOOL_USE_FIELDS.has(k));
   // Named only when it looks like a field name: never a token pasted as a key (echoable-field-name.ts).
-  if (extra.length) throw new AppError('BAD_REQUEST', `unknown field in tool_use: ${unknownFieldName(extra)}`);
+  if (extra.length) throw new AppError('BAD_REQUEST', `unknown field in tool_use: ${unknownFieldName(extra)}${otherShapeHint(body)}`);
   if (body.type !== 'tool_use') throw new AppError('BAD_REQUEST', 'type must be "tool_use"');
   if (typeof body.id !== 'string' || !ID_RE.test(body.id)) throw new AppError('BAD_REQUEST', 'id must be 1-255 printable ASCII characters');
   if (typeof body.name !== 'string' || !NAME_RE.test(body.name)) throw new AppError('BAD_REQUEST', 'name must be 1-128 of [A-Za-z0-9_.-]');
   if (!isPlainObject(body.input)) throw new AppError('BAD_REQUEST', 'input must be an object');
   const { action, ...params } = body.input;
   return { id: body.id, name: body.name, action, params };
+}
+
+/**
+ * An OpenAI tool call posted as it came (Chat Completions' {id, type: "function", function: {name, arguments}}, or a
+ * Responses API function_call item {type, call_id, name, arguments}): said, with the shape to post instead.
+ */
+function otherShapeHint(body: Record<string, unknown>): string {
+  const openAi = body.type === 'function' || body.type === 'function_call' || 'function' in body || 'call_id' in body || 'arguments' in body;
+  return openAi ? ' (an OpenAI tool call? post it as {"type":"tool_use","id":<its id or call_id>,"name":<its name>,"input":<its arguments, parsed>})' : '';
 }
 
 /** Explicit Idempotency-Key (unique per org) or the default: run id + tool_use id. */

@@ -40,6 +40,14 @@ describe('unknown fields: which names a 400 echoes', () => {
     const use = { type: 'tool_use', id: 'toolu_echo', name: 'order_lookup', input: { action: 'lookup', orderId: '1' } };
     const typo = await t.http.post(`/v1/runs/${run.body.id}/tool-calls`).set(bearer(agent)).send({ ...use, nmae: 'x' });
     expect([typo.status, typo.body.detail]).toEqual([400, 'unknown field in tool_use: nmae']);
+    // An OpenAI tool call posted as it came is told the shape to post instead.
+    const hint = ' (an OpenAI tool call? post it as {"type":"tool_use","id":<its id or call_id>,"name":<its name>,"input":<its arguments, parsed>})';
+    const chat = { id: 'call_0', type: 'function', function: { name: 'order_lookup', arguments: '{"action":"lookup","orderId":"1"}' } };
+    const responses = { type: 'function_call', call_id: 'call_0', name: 'order_lookup', arguments: '{"action":"lookup","orderId":"1"}' };
+    for (const [shape, field] of [[chat, 'function'], [responses, 'call_id']] as const) {
+      const res = await t.http.post(`/v1/runs/${run.body.id}/tool-calls`).set(bearer(agent)).send(shape);
+      expect([res.status, res.body.detail]).toEqual([400, `unknown field in tool_use: ${field}${hint}`]);
+    }
     const batchTypo = await t.http.post(`/v1/runs/${run.body.id}/tool-calls:batch`).set(bearer(agent)).send({ toolUses: [use], tooluses: [] });
     expect([batchTypo.status, batchTypo.body.detail]).toEqual([400, 'unknown field: tooluses']);
     for (const token of TOKENS) {

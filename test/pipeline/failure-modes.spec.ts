@@ -54,7 +54,7 @@ describe('the governed tool call: every way it can end', () => {
     expect(unknown.status).toBe(403);
     expect(unknown.body.errorCode).toBe('NOT_IN_MANIFEST');
     // The model reads which actions of the tool it may use, and nothing it wrote is echoed.
-    expect(other.body.toolResult.content).toBe('This tool or action is not available in this run (this tool is not in this run). The action was not executed.');
+    expect(other.body.toolResult.content).toBe("This tool or action is not available in this run (this tool is not in this run; a run's tools are fixed when it starts, so a tool permitted since needs a new run). The action was not executed.");
     const typo = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookupp', orderId: '1' }));
     expect(typo.status).toBe(403);
     expect(typo.body.toolResult.content).toContain('(this run allows only these actions of this tool: lookup)');
