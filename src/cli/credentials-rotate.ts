@@ -4,6 +4,7 @@ import { CONFIG_SCHEMA, ConfigError } from '../config/config.schema.js';
 import type { RotationSummary } from '../credentials/key-rotation.service.js';
 import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
+import { randomUUID } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
@@ -121,7 +122,11 @@ async function main(args: string[]): Promise<number> {
     const rotation = new KeyRotationService(ds, new EnvelopeCipher(config.keyring), new LedgerEventsService(ds));
     let summary: RotationSummary;
     try {
-      summary = await rotation.rotate({ batchSize, by: operator() });
+      // Said before anything is written: a run that dies midway (a kill, a lost connection) printed no summary, and its
+      // batches' credentials.rotated events are found by this id.
+      const rotationId = randomUUID();
+      console.error(`rotation ${rotationId} started: its credentials.rotated events carry this rotationId`);
+      summary = await rotation.rotate({ batchSize, by: operator(), rotationId });
     } catch (err) {
       if (err instanceof ForeignActiveKeyError) {
         console.error(

@@ -264,9 +264,10 @@ export class KeyRotationService {
    * otherwise report "all done"); a row only another loaded key opens throws MislabelledKeyIdError before anything
    * is written, and rows no loaded key opens are `failed`. Then every row under another key is re-encrypted.
    */
-  async rotate(opts: { batchSize?: number; by?: RotationOperator } = {}): Promise<RotationSummary> {
+  async rotate(opts: { batchSize?: number; by?: RotationOperator; rotationId?: string } = {}): Promise<RotationSummary> {
     const batchSize = opts.batchSize ?? 200;
-    const stamp: RotationStamp = { rotationId: newId(), ...(opts.by ? { by: opts.by } : {}) };
+    // Given by the caller (the CLI says it before it starts, so a run that dies midway can be found on the ledger).
+    const stamp: RotationStamp = { rotationId: opts.rotationId ?? newId(), ...(opts.by ? { by: opts.by } : {}) };
     const toKeyId = this.cipher.activeKeyId;
     const checked = await this.checkActiveRows(batchSize);
     if (checked.mislabelled.length > 0) throw new MislabelledKeyIdError(checked.mislabelled);

@@ -561,6 +561,7 @@ describe('master key rotation (npm run credentials:rotate)', () => {
       ])) as { org_id: string; metadata: Record<string, unknown> }[];
     const holder = new pg.Client({ connectionString: process.env.DATABASE_URL });
     await holder.connect();
+    let interruptedStderr: string | undefined;
     try {
       await holder.query('BEGIN');
       await holder.query(`SELECT 1 FROM integration_credentials WHERE org_id = $1 FOR UPDATE`, [second]);
@@ -573,6 +574,7 @@ describe('master key rotation (npm run credentials:rotate)', () => {
       child.kill('SIGINT'); // the README: "interrupt and re-run freely"
       const interrupted = await out;
       expect(interrupted.signal ?? interrupted.code).toBeTruthy();
+      interruptedStderr = interrupted.stderr;
       await holder.query('ROLLBACK');
     } finally {
       await holder.end();
@@ -590,6 +592,9 @@ describe('master key rotation (npm run credentials:rotate)', () => {
     const runs = stampsOf(await eventsOf()) as { rotationId: string }[];
     expect(runs).toHaveLength(2);
     expect(runs[1].rotationId).toBe((JSON.parse(rerun.stdout) as RotationSummary).rotationId);
+    // The interrupted run printed no summary, but said its id before it began: its events are found by it.
+    const started = /^rotation ([0-9a-f-]{36}) started: its credentials\.rotated events carry this rotationId$/m.exec(interruptedStderr ?? '');
+    expect(started?.[1], interruptedStderr).toBe(runs[0].rotationId);
     await app.ds.query(`DELETE FROM integration_credentials WHERE org_id IN ($1, $2)`, [first, second]);
   });
 
