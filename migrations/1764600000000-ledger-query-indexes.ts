@@ -48,9 +48,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * A concurrent build that was interrupted (its session killed, the connection
  * lost, Ctrl-C) leaves an INVALID index of its name: maintained on every write,
  * never used by a plan. IF NOT EXISTS took it for built; such an index is
- * dropped here and built (one still being built holds a lock the drop waits
- * for, so it is not taken for an abandoned one: the migration's lock_timeout
- * ends the wait and it is tried again later).
+ * dropped here and built, unless it is being built right now or its table's
+ * lock does not come within 100 ms (then the start-up warning names it).
  */
 const INDEXES: [name: string, definition: string][] = [
   ['tool_calls_org_status_idx', 'tool_calls (org_id, status, created_at DESC, id DESC)'],
@@ -70,12 +69,29 @@ export class LedgerQueryIndexes1764600000000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     // Building on a large table outlasts the pool's 15 s statement timeout; this migration runs in its own transaction.
     await q.query('SET LOCAL statement_timeout = 0');
+    // Not one being built right now (an operator's CREATE INDEX CONCURRENTLY in progress is invalid until done), and
+    // only if its table's lock comes at once: a DROP waiting for it would hold back every reader of the table queued
+    // behind it. One left is said at every start (the invalid-index warning), to be rebuilt by hand.
     const invalid = (await q.query(
       `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-        WHERE NOT i.indisvalid AND c.relname = ANY($1) AND c.relnamespace = to_regnamespace(quote_ident(current_schema()))`,
+        WHERE NOT i.indisvalid AND c.relname = ANY($1) AND c.relnamespace = to_regnamespace(quote_ident(current_schema()))
+          AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = c.oid)`,
       [INDEXES.map(([name]) => name)],
     )) as { name: string }[];
-    for (const { name } of invalid) await q.query(`DROP INDEX ${name}`);
+    if (invalid.length > 0) {
+      const [{ waits }] = (await q.query(`SELECT current_setting('lock_timeout') AS waits`)) as [{ waits: string }];
+      await q.query(`SET LOCAL lock_timeout = '100ms'`);
+      for (const { name } of invalid) {
+        await q.query('SAVEPOINT drop_invalid_index');
+        try {
+          await q.query(`DROP INDEX ${name}`);
+          await q.query('RELEASE SAVEPOINT drop_invalid_index');
+        } catch {
+          await q.query('ROLLBACK TO SAVEPOINT drop_invalid_index');
+        }
+      }
+      await q.query(`SELECT set_config('lock_timeout', $1, true)`, [waits]);
+    }
     for (const [name, def] of INDEXES) await q.query(`CREATE INDEX IF NOT EXISTS ${name} ON ${def}`);
   }
 

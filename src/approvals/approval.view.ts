@@ -28,7 +28,10 @@ export interface ApprovalRecord {
   /** who asked: the agent key that posted the call, and the run's specialist */
   requested_by: string | null;
   specialist_id: string | null;
-  /** the policy rule that asked for the approval (null: the catalog's default for the risk) */
+  /**
+   * the policy rule that asked for the approval (null: the catalog's default for the risk): the call's first decision
+   * to ask, not the call's current one (an approved call decided again under a changed policy may be blocked by another)
+   */
   rule_id: string | null;
 }
 
@@ -38,7 +41,8 @@ export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status,
   (SELECT t.error_code FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_error_code,
   (SELECT t.actor_key_id FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS requested_by,
   (SELECT r.specialist_id FROM agent_runs r WHERE r.id = approval_requests.run_id) AS specialist_id,
-  (SELECT d.rule_id FROM tool_calls t JOIN policy_decisions d ON d.id = t.policy_decision_id WHERE t.id = approval_requests.tool_call_id) AS rule_id`;
+  (SELECT d.rule_id FROM policy_decisions d WHERE d.tool_call_id = approval_requests.tool_call_id
+      AND d.decision IN ('require_expert_approval', 'require_client_approval') ORDER BY d.created_at, d.id LIMIT 1) AS rule_id`;
 
 /**
  * The API's view. Given the time, a pending approval past its expiry is shown expired: that is

@@ -10,6 +10,12 @@
 /** At most this many warnings: the view stays small, and a few say enough to look closer. */
 const MAX_WARNINGS = 20;
 const MAX_DEPTH = 64;
+/**
+ * Texts (values and member names) looked at per input: a listing page holds up to 16 MiB of inputs, and an input of
+ * tens of thousands of non-ASCII names cost 65–100 ms each to look through (4 s for a page). Past it, said.
+ */
+const MAX_TEXTS = 4_000;
+const ASCII = /^\p{ASCII}*$/u;
 
 const FORMAT = /\p{Cf}/u;
 const FORMAT_ALL = /\p{Cf}/gu;
@@ -46,6 +52,8 @@ const drawn = (name: string): string => name.replace(FORMAT_ALL, '').normalize('
 const EMOJI_JOINER = /(?<=\p{Extended_Pictographic}\uFE0F?)\u200D(?=\p{Extended_Pictographic})/gu;
 
 function textWarnings(text: string, where: string, what: 'member name' | 'value', out: string[]): void {
+  // ASCII holds no format character and no letter of another script: most texts stop here.
+  if (ASCII.test(text)) return;
   if (FORMAT.test(text) && FORMAT.test(text.replace(EMOJI_JOINER, ''))) {
     out.push(`${where}: the ${what} holds invisible or direction-changing characters (${codes(text.replace(EMOJI_JOINER, ''))}): a screen may show it otherwise than it runs`);
   }
@@ -55,23 +63,28 @@ function textWarnings(text: string, where: string, what: 'member name' | 'value'
 /** The warnings for an approval's input as recorded (its redacted input: what the expert is shown). */
 export function inputWarnings(input: unknown): string[] {
   const out: string[] = [];
+  let texts = 0;
+  const full = (): boolean => out.length >= MAX_WARNINGS || texts > MAX_TEXTS;
   const walk = (value: unknown, path: string, depth: number): void => {
-    if (out.length >= MAX_WARNINGS || depth > MAX_DEPTH) return;
+    if (full() || depth > MAX_DEPTH) return;
     if (typeof value === 'string') {
+      texts++;
       textWarnings(value, path || '(the input)', 'value', out);
       return;
     }
     if (value === null || typeof value !== 'object') return;
     if (Array.isArray(value)) {
-      value.forEach((item, i) => walk(item, `${path}[${i}]`, depth + 1));
+      for (let i = 0; i < value.length && !full(); i++) walk(value[i], `${path}[${i}]`, depth + 1);
       return;
     }
     const names = Object.keys(value);
     const byDrawn = new Map<string, string>();
     for (const name of names) {
+      if (full()) return;
+      texts++;
       const at = memberPath(path, name);
       textWarnings(name, at, 'member name', out);
-      const looks = drawn(name);
+      const looks = ASCII.test(name) ? name : drawn(name);
       const other = byDrawn.get(looks);
       if (other !== undefined && out.length < MAX_WARNINGS) out.push(`${at}: drawn like the member ${shown(other)} beside it (two members, one name on screen)`);
       else byDrawn.set(looks, name);
@@ -79,5 +92,6 @@ export function inputWarnings(input: unknown): string[] {
     }
   };
   walk(input, '', 0);
+  if (texts > MAX_TEXTS && out.length < MAX_WARNINGS) out.push(`only the first ${MAX_TEXTS} values and member names were looked at: look through the rest yourself`);
   return out.slice(0, MAX_WARNINGS);
 }

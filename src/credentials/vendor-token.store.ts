@@ -207,7 +207,8 @@ export class VendorTokenStore implements RotatingTokenStore, BeforeApplicationSh
       } catch (err) {
         // Refused (invalid_grant): a late duplicate of the refresh that bought it may have retired it. The one before still works then.
         const previous = current?.previousRefreshToken;
-        if (!previous || !(err instanceof TokenFetchError) || err.outcome.kind !== 'auth') throw err;
+        // A 404 is no refusal of the token (the endpoint is not there): the previous one would meet it too.
+        if (!previous || !(err instanceof TokenFetchError) || err.outcome.kind !== 'auth' || err.outcome.vendorStatus === 404) throw err;
         this.log.warn({ orgId: grant.orgId, integration: grant.integration }, 'stored refresh token refused: trying the one it replaced');
         used = previous;
         got = await refresh(used);

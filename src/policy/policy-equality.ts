@@ -36,7 +36,12 @@ export class TextFacts {
     if (text.length < KEPT_FROM) return fold(text);
     this.kept ??= new Map();
     const known = this.kept.get(text);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      // Kept as the most recent: the call's param, met by every value, is never the one evicted by the rule's values.
+      this.kept.delete(text);
+      this.kept.set(text, known);
+      return known;
+    }
     const form = fold(text);
     if (this.kept.size >= KEPT_MAX) this.kept.delete(this.kept.keys().next().value!);
     this.kept.set(text, form);

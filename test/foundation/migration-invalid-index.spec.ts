@@ -106,4 +106,40 @@ describe('an index left invalid by an interrupted concurrent build', () => {
     expect(JSON.parse(warned[0]!)).toMatchObject({ level: 40, context: 'Database' });
     expect(warned[0]).toContain(`REINDEX INDEX CONCURRENTLY`);
   }, 90_000);
+
+  it('one still being built by hand is left to its builder: readers of tool_calls are not held behind a DROP waiting for it', async () => {
+    db = await createScratchDatabase('tg_mig_invalid_idx');
+    const first = await new DataSource({ ...migratorOptions(db.url), migrations: [MIGRATIONS[0]!] }).initialize();
+    await runMigrations(first);
+    await first.destroy();
+
+    const writer = new pg.Client({ connectionString: db.url });
+    const builder = new pg.Client({ connectionString: db.url });
+    const reader = new pg.Client({ connectionString: db.url });
+    builder.on('error', () => undefined);
+    await Promise.all([writer.connect(), builder.connect(), reader.connect()]);
+    const ds = await new DataSource({ ...migratorOptions(db.url), migrations: MIGRATIONS }).initialize();
+    try {
+      // A long transaction on the table, as a live one has: the hand build waits for it, its index INVALID meanwhile.
+      await writer.query('BEGIN');
+      await writer.query('LOCK TABLE tool_calls IN ROW EXCLUSIVE MODE');
+      const { rows } = await builder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      const build = builder.query('CREATE INDEX CONCURRENTLY tool_calls_corr_idx ON tool_calls (correlation_id)').then(() => 'built', (e: Error) => `failed: ${e.message}`);
+      await waitFor(async () => (await writer.query('SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1', [rows[0].pid])).rows[0]?.wait_event_type === 'Lock' || undefined, 'build waiting');
+
+      const migration = runMigrations(ds, { tableLockAttempts: 1, tableLockTimeoutMs: 2_000 }).then((m) => `applied ${m.length}`, (e: Error) => `${e.name}: ${e.message.slice(0, 100)}`);
+      await new Promise((r) => setTimeout(r, 300));
+      const t = performance.now();
+      await reader.query('SELECT count(*) FROM tool_calls');
+      const readerMs = performance.now() - t;
+      const outcome = await migration;
+      await writer.query('COMMIT');
+      expect(readerMs).toBeLessThan(500); // 1.7 s behind the DROP's wait (the CREATE's SHARE lock holds back no reader)
+      expect(outcome).toMatch(/TableLockTimeout|lock/i); // the CREATE still waits for the long transaction, as before
+      expect(await build).toBe('built'); // the hand build was not disturbed
+    } finally {
+      await ds.destroy();
+      await Promise.all([writer.end(), builder.end().catch(() => undefined), reader.end()]);
+    }
+  }, 60_000);
 });

@@ -87,12 +87,34 @@ describe('fetchOAuthToken: an endpoint that is not there', () => {
     status = 404;
     body = '{"errors":"Not Found"}';
     try {
-      const err = await fetchOAuthToken({ label: 'Test', url: `${url}/token`, headers: {}, body: '{}', endpoints: emulatorEndpoints(url), rateLimitBackoffMs: 1_000 }).then(
+      const err = await fetchOAuthToken({
+        label: 'Test',
+        url: `${url}/token`,
+        headers: {},
+        body: '{}',
+        endpoints: emulatorEndpoints(url),
+        rateLimitBackoffMs: 1_000,
+        urlFromCredentials: true,
+      }).then(
         () => undefined,
         (e: unknown) => e,
       );
       expect(err).toBeInstanceOf(TokenFetchError);
       expect((err as TokenFetchError).outcome).toMatchObject({ ok: false, kind: 'auth', vendorStatus: 404 });
+    } finally {
+      status = 200;
+    }
+  });
+
+  it("404 from a URL the deployment configures (Amazon's AMAZON_LWA_URL) is no fault of the org's credentials: a refusal", async () => {
+    status = 404;
+    body = '{"error":"not_found"}';
+    try {
+      const err = await fetchOAuthToken({ label: 'LWA', url: `${url}/token`, headers: {}, body: '{}', endpoints: emulatorEndpoints(url), rateLimitBackoffMs: 1_000 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((err as TokenFetchError).outcome).toMatchObject({ ok: false, kind: 'rejected', vendorStatus: 404 });
     } finally {
       status = 200;
     }

@@ -19,6 +19,11 @@ export interface OAuthTokenRequest {
   endpoints: VendorEndpoints;
   /** Wait this long after a 429 that names no Retry-After: one slot of the endpoint's rate limit. */
   rateLimitBackoffMs: number;
+  /**
+   * The URL is made from the org's credentials (a Shopify shop domain, a Jumio region): a 404 there is theirs to fix
+   * (auth). Absent: the URL is the deployment's (Amazon's AMAZON_LWA_URL), and a 404 is a refusal like any other.
+   */
+  urlFromCredentials?: boolean;
 }
 
 // OAuth error codes are lower_snake ASCII; anything else might be vendor text
@@ -117,7 +122,9 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
     throw tokenFailure('auth', status, `${label} refused the credentials: HTTP ${status}${suffix}`);
   }
   // No token endpoint there: the credentials name a shop (or region) the vendor does not have — theirs to fix too.
-  if (status === 404) throw tokenFailure('auth', status, `${label} token endpoint not found: HTTP 404 (check the shop domain or region in the credentials)`);
+  if (status === 404 && req.urlFromCredentials) {
+    throw tokenFailure('auth', status, `${label} token endpoint not found: HTTP 404 (check the shop domain or region in the credentials)`);
+  }
   if (status === 429) {
     const limited = tokenOutcome('rate_limited', status, `${label} token endpoint rate limited`);
     throw new TokenFetchError(withWait(limited, retryAfterMsOf(res.headers), req.rateLimitBackoffMs));

@@ -20,6 +20,7 @@ export function fetchJumioToken(endpoints: VendorEndpoints, creds: JumioCredenti
     headers: { Authorization: `Basic ${basic}`, 'Content-Type': 'application/x-www-form-urlencoded' },
     body: 'grant_type=client_credentials',
     endpoints,
+    urlFromCredentials: true,
     // The auth endpoint allows 10 requests/s per tenant (VENDORS.md §3.3).
     rateLimitBackoffMs: 100,
   });

@@ -30,6 +30,7 @@ export function fetchShopifyToken(endpoints: VendorEndpoints, conn: ShopifyConne
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ client_id: auth.clientId, client_secret: auth.clientSecret, grant_type: 'client_credentials' }),
     endpoints,
+    urlFromCredentials: true,
     // Shopify's own client waits 1 s after a 429 that names no wait (VENDORS.md §1.6).
     rateLimitBackoffMs: 1_000,
   });
@@ -48,6 +49,7 @@ export function refreshShopifyToken(endpoints: VendorEndpoints, conn: ShopifyCon
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ client_id: auth.clientId, client_secret: auth.clientSecret, refresh_token: refreshToken, grant_type: 'refresh_token' }),
     endpoints,
+    urlFromCredentials: true,
     rateLimitBackoffMs: 1_000,
   });
 }
