@@ -31,8 +31,9 @@ export interface ApprovalRecord {
   /**
    * the policy rule that asked for the approval (null: the catalog's default for the risk): the call's first decision
    * to ask, not the call's current one (an approved call decided again under a changed policy may be blocked by another).
-   * An aggregate over the call's few decisions (policy_decisions_call_idx), not a sorted subquery: a listing page's plan
-   * holds no Sort node (listing-plans.spec.ts: a Sort there was the listing's own, linear in the org's history)
+   * The one with no earlier one, over the call's few decisions (policy_decisions_call_idx), not a sorted subquery nor an
+   * ordered aggregate (PostgreSQL 16 on plans a Sort under it): a listing page's plan holds no Sort node
+   * (listing-plans.spec.ts: a Sort there was the listing's own, linear in the org's history)
    */
   rule_id: string | null;
 }
@@ -43,8 +44,11 @@ export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status,
   (SELECT t.error_code FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_error_code,
   (SELECT t.actor_key_id FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS requested_by,
   (SELECT r.specialist_id FROM agent_runs r WHERE r.id = approval_requests.run_id) AS specialist_id,
-  (SELECT (array_agg(d.rule_id ORDER BY d.created_at, d.id))[1] FROM policy_decisions d WHERE d.tool_call_id = approval_requests.tool_call_id
-      AND d.decision IN ('require_expert_approval', 'require_client_approval')) AS rule_id`;
+  (SELECT d.rule_id FROM policy_decisions d WHERE d.tool_call_id = approval_requests.tool_call_id
+      AND d.decision IN ('require_expert_approval', 'require_client_approval')
+      AND NOT EXISTS (SELECT 1 FROM policy_decisions e WHERE e.tool_call_id = d.tool_call_id
+                        AND e.decision IN ('require_expert_approval', 'require_client_approval') AND (e.created_at, e.id) < (d.created_at, d.id))
+    LIMIT 1) AS rule_id`;
 
 /**
  * The API's view. Given the time, a pending approval past its expiry is shown expired: that is

@@ -28,7 +28,7 @@ describe('the command-line tools beside a gateway on its embedded database', () 
       const rotated = await runBuiltCli('credentials-rotate', [], { ...env, MASTER_ENCRYPTION_KEYS: `k1:${TEST_MASTER_KEY}`, MASTER_ENCRYPTION_ACTIVE_KEY_ID: 'k1' });
       // Before: exit 2, "DATABASE_URL is required".
       expect(rotated.code, rotated.stderr).toBe(0);
-      expect(rotated.stderr).toMatch(/^using the embedded database of the gateway running in .* \(127\.0\.0\.1:\d+\)\n$/);
+      expect(rotated.stderr).toMatch(/^using the embedded database of the gateway running in .* \(127\.0\.0\.1:\d+\)\nrotation [0-9a-f-]{36} started: its credentials\.rotated events carry this rotationId\n$/);
       expect(JSON.parse(rotated.stdout)).toMatchObject({ toKeyId: 'k1', failures: [] });
       const verified = await runBuiltCli('ledger-verify', ['--org', NIL_UUID], env);
       expect(verified.code, verified.stderr).toBe(0);
