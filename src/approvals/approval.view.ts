@@ -22,11 +22,9 @@ export interface ApprovalRecord {
   decided_role: string | null;
   decided_at: Date | null;
   decision_reason: string | null;
-  /** the call's own state now (tool_calls), for an expert who cannot read the ledger */
-  tool_call_status: string | null;
-  tool_call_error_code: string | null;
-  /** who asked: the agent key that posted the call, and the run's specialist */
-  requested_by: string | null;
+  /** its call as it is now (one look-up of tool_calls), for an expert who cannot read the ledger: its state and code, and the agent key that posted it (who asked) */
+  tool_call: { status: string; errorCode: string | null; requestedBy: string | null } | null;
+  /** the run's specialist */
   specialist_id: string | null;
   /**
    * the policy rule that asked for the approval (null: the catalog's default for the risk): the call's first decision
@@ -40,9 +38,8 @@ export interface ApprovalRecord {
 
 export const APPROVAL_COLUMNS = `id, org_id, tool_call_id, run_id, kind, status, tool_name, action, input_redacted, input_shown_exactly, risk_level, reason,
   action_digest, created_at, expires_at, decided_by, decided_role, decided_at, decision_reason,
-  (SELECT t.status FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_status,
-  (SELECT t.error_code FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call_error_code,
-  (SELECT t.actor_key_id FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS requested_by,
+  (SELECT jsonb_build_object('status', t.status, 'errorCode', t.error_code, 'requestedBy', t.actor_key_id)
+     FROM tool_calls t WHERE t.id = approval_requests.tool_call_id) AS tool_call,
   (SELECT r.specialist_id FROM agent_runs r WHERE r.id = approval_requests.run_id) AS specialist_id,
   (SELECT d.rule_id FROM policy_decisions d WHERE d.tool_call_id = approval_requests.tool_call_id
       AND d.decision IN ('require_expert_approval', 'require_client_approval')
@@ -60,7 +57,7 @@ export function approvalView(a: ApprovalRecord, nowMs?: number) {
   const overdue = nowMs !== undefined && a.status === 'pending' && a.expires_at.getTime() <= nowMs;
   // Shown expired, its call is shown as every read of the call answers it (blocked, APPROVAL_EXPIRED), not as still
   // waiting: the expiry is written down on both together (the sweep, or the first read of the call).
-  const callShownBlocked = overdue && a.tool_call_status === 'waiting_approval';
+  const callShownBlocked = overdue && a.tool_call?.status === 'waiting_approval';
   return {
     id: a.id,
     orgId: a.org_id,
@@ -76,7 +73,7 @@ export function approvalView(a: ApprovalRecord, nowMs?: number) {
     inputShownExactly: a.input_shown_exactly,
     // What a screen may draw otherwise than it runs (invisible or direction-changing characters, look-alike letters).
     inputWarnings: inputWarnings(a.input_redacted),
-    requestedBy: a.requested_by,
+    requestedBy: a.tool_call?.requestedBy ?? null,
     specialistId: a.specialist_id,
     ruleId: a.rule_id,
     riskLevel: a.risk_level,
@@ -90,7 +87,7 @@ export function approvalView(a: ApprovalRecord, nowMs?: number) {
     decisionReason: a.decision_reason,
     // What became of the call: an approval stays `approved` though the call it let through was then blocked (the flag
     // turned off, a policy added, the run ended) or failed at the vendor; the expert sees it here.
-    toolCallStatus: callShownBlocked ? 'blocked' : a.tool_call_status,
-    toolCallErrorCode: callShownBlocked ? 'APPROVAL_EXPIRED' : a.tool_call_error_code,
+    toolCallStatus: callShownBlocked ? 'blocked' : (a.tool_call?.status ?? null),
+    toolCallErrorCode: callShownBlocked ? 'APPROVAL_EXPIRED' : (a.tool_call?.errorCode ?? null),
   };
 }

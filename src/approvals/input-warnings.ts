@@ -23,9 +23,12 @@ const LATIN = /\p{Script=Latin}/u;
 const LOOK_ALIKE_SCRIPTS = /[\p{Script=Cyrillic}\p{Script=Greek}]/u;
 const WORD = /[\p{L}\p{M}]+/gu;
 
+/** A character's code point as four or more upper-case hex digits ("200B"). */
+const hex = (c: string): string => c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+
 /** A member name as JSON would write it, with every format character escaped so the warning itself shows it. */
 function shown(text: string): string {
-  return JSON.stringify(text).replace(FORMAT_ALL, (c) => `\\u${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`);
+  return JSON.stringify(text).replace(FORMAT_ALL, (c) => `\\u${hex(c)}`);
 }
 
 const PLAIN_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
@@ -35,7 +38,7 @@ const memberPath = (path: string, name: string): string => (PLAIN_NAME.test(name
 
 function codes(text: string): string {
   const found = new Set<string>();
-  for (const c of text.match(FORMAT_ALL) ?? []) found.add(`U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`);
+  for (const c of text.match(FORMAT_ALL) ?? []) found.add(`U+${hex(c)}`);
   return [...found].slice(0, 5).join(', ');
 }
 
@@ -54,9 +57,8 @@ const EMOJI_JOINER = /(?<=\p{Extended_Pictographic}\uFE0F?)\u200D(?=\p{Extended_
 function textWarnings(text: string, where: string, what: 'member name' | 'value', out: string[]): void {
   // ASCII holds no format character and no letter of another script: most texts stop here.
   if (ASCII.test(text)) return;
-  if (FORMAT.test(text) && FORMAT.test(text.replace(EMOJI_JOINER, ''))) {
-    out.push(`${where}: the ${what} holds invisible or direction-changing characters (${codes(text.replace(EMOJI_JOINER, ''))}): a screen may show it otherwise than it runs`);
-  }
+  const unjoined = FORMAT.test(text) ? text.replace(EMOJI_JOINER, '') : '';
+  if (FORMAT.test(unjoined)) out.push(`${where}: the ${what} holds invisible or direction-changing characters (${codes(unjoined)}): a screen may show it otherwise than it runs`);
   if (mixesScripts(text)) out.push(`${where}: the ${what} mixes Latin letters with Cyrillic or Greek ones in one word (letters that look alike)`);
 }
 
