@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { evaluatePolicy } from './policy.engine.js';
 import { POLICY_LIMITS } from './policy.types.js';
+import { medianMs } from '../common/timing.spec-support.js';
 
-/** The median of five runs of `fn`, in ms: one slow run (a GC, another process) does not decide. */
-function medianMs(fn: () => void): number {
-  const runs: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const t = performance.now();
-    fn();
-    runs.push(performance.now() - t);
-  }
-  return runs.sort((x, y) => x - y)[2]!;
-}
 
 /**
  * A call's text param meets every value of every rule on its path. Each comparison worked out the param's Unicode form

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../errors/app-error.js';
+import { medianMs } from '../timing.spec-support.js';
 import { assertIfMatch, assertPreconditions, contentTag, parseIfMatch, parseIfNoneMatch, parsePreconditions } from './if-match.js';
 
 const code = (f: () => unknown): string | undefined => {
@@ -39,17 +40,8 @@ describe('If-Match (RFC 9110 §13.1.1)', () => {
     // The largest header HTTP_MAX_HEADER_BYTES allows: the trim tried every blank of the inner run to its end (4 s).
     const hostile = `x${' '.repeat(65_534)}x`;
     const plain = `${' '.repeat(65_535)}*`;
-    const median = (f: () => unknown): number => {
-      const runs: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        const t = performance.now();
-        code(f);
-        runs.push(performance.now() - t);
-      }
-      return runs.sort((a, b) => a - b)[2]!;
-    };
     expect(code(() => parseIfNoneMatch(hostile))).toBe('BAD_REQUEST');
-    expect(median(() => parseIfNoneMatch(hostile))).toBeLessThan(20 * median(() => parseIfNoneMatch(plain)) + 10);
+    expect(medianMs(() => parseIfNoneMatch(hostile))).toBeLessThan(20 * medianMs(() => parseIfNoneMatch(plain)) + 10);
   });
 
   it('holds with no condition, with *, or when a strong tag equals the current one; else 412 PRECONDITION_FAILED with the current ETag', () => {
