@@ -20,7 +20,7 @@ export class DecideApprovalDto {
   @Matches(/^[0-9a-f]{64}$/)
   actionDigest!: string;
 
-  @ApiProperty({ required: false, nullable: true, maxLength: 1000, description: 'why; null: none given, as absent' })
+  @ApiProperty({ required: false, nullable: true, maxLength: 1000, description: 'why; null: none given, as absent. A rejection quotes it (redacted) in the tool_result content of its call, for the model' })
   @NullAsAbsent()
   @IsOptional()
   @IsString()

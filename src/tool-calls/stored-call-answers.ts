@@ -77,7 +77,7 @@ export class StoredCallAnswers {
     const result = row.status === 'succeeded' ? await this.results.load(row.org_id, row.id, this.clock.now()) : ({ found: false } as const);
     const facts = {
       id: row.id, status: row.status, errorCode: row.error_code, errorText: row.error_code === 'INVALID_INPUT' || row.error_code === 'NOT_IN_MANIFEST' ? row.error_text : null,
-      retryAfterSeconds: remainingWait(row.retry_after_seconds, row.finished_at, this.clock.nowMs()), approvalKind: row.approval_kind, reconciled: row.reconciled === true, vendorStatus: row.vendor_status,
+      retryAfterSeconds: remainingWait(row.retry_after_seconds, row.finished_at, this.clock.nowMs()), approvalKind: row.approval_kind, rejectionReason: row.rejection_reason, reconciled: row.reconciled === true, vendorStatus: row.vendor_status,
       vendorRefused: row.vendor_refused,
     };
     return respond(buildToolCallBody(facts, result, toolUseId, replayed, this.config.RESULT_BUDGET_BYTES, wholeResult), row.http_status, replayed);

@@ -20,6 +20,8 @@ export interface StoredCall {
   idempotency_key: string;
   tool_use_id: string;
   approval_kind: 'expert' | 'client' | null;
+  /** When an expert or the customer rejected it: the decider's reason (redacted when given; null when none). */
+  rejection_reason: string | null;
   /** While waiting_approval: when its pending approval expires (null for every other status — nothing read for them). */
   approval_expires_at: Date | null;
   /** Settled by ops (reconcile is the only writer of `note`). */
@@ -31,6 +33,8 @@ export interface StoredCall {
 export const STORED_CALL_COLUMNS = `t.id, t.org_id, t.run_id, t.tool_name, t.action, t.status, t.error_code, t.error_text, t.http_status,
   t.action_digest, t.retry_after_seconds, t.finished_at, t.vendor_status, t.vendor_refused, t.idempotency_key, t.tool_use_id, (t.note IS NOT NULL) AS reconciled,
   (SELECT kind FROM approval_requests a WHERE a.tool_call_id = t.id) AS approval_kind,
+  CASE WHEN t.error_code IN ('EXPERT_REJECTED', 'CLIENT_REJECTED') THEN (SELECT decision_reason FROM approval_requests a WHERE a.tool_call_id = t.id) END
+    AS rejection_reason,
   CASE WHEN t.status = 'waiting_approval' THEN (SELECT expires_at FROM approval_requests a WHERE a.tool_call_id = t.id AND a.status = 'pending') END
     AS approval_expires_at,
   CASE WHEN t.status = 'succeeded' THEN (SELECT size_bytes FROM tool_call_results r WHERE r.tool_call_id = t.id AND r.expires_at > now()) END AS result_bytes`;

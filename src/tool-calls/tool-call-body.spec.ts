@@ -34,6 +34,21 @@ describe('what the model is told', () => {
     expect(judged(null, false)).toMatch(/^The vendor could not be reached or gave no usable answer, and the action failed\. It may work later/);
   });
 
+  it('a rejection relays the decider\'s reason, quoted as JSON; none given (or only blanks) leaves the plain sentence', () => {
+    const rejected = (errorCode: string, rejectionReason?: string | null) =>
+      modelMessage({ id: 'x', status: 'blocked', errorCode, errorText: null, retryAfterSeconds: null, rejectionReason });
+    expect(rejected('EXPERT_REJECTED', 'Refund exceeds "policy"; offer store credit\ninstead')).toBe(
+      'An expert reviewed this action and rejected it, giving this reason: "Refund exceeds \\"policy\\"; offer store credit\\ninstead". It was not executed.',
+    );
+    expect(rejected('CLIENT_REJECTED', 'wrong order')).toBe('The customer rejected this action, giving this reason: "wrong order". It was not executed.');
+    for (const none of [undefined, null, '', '  \t']) {
+      expect(rejected('EXPERT_REJECTED', none)).toBe('An expert reviewed this action and rejected it. It was not executed.');
+      expect(rejected('CLIENT_REJECTED', none)).toBe('The customer rejected this action. It was not executed.');
+    }
+    // Only a rejection says it: another blocked code given a reason (never the case for a stored row) ignores it.
+    expect(rejected('APPROVAL_EXPIRED', 'late')).not.toContain('late');
+  });
+
   it('OUTCOME_UNKNOWN: never resend a change; a lookup (a call swept after a crash may be one) may run again', () => {
     const text = failed('OUTCOME_UNKNOWN', 'indeterminate');
     expect(text).toMatch(/Do not send it again if it changes something/);

@@ -9,6 +9,11 @@ export interface CallFacts {
   errorText: string | null;
   retryAfterSeconds: number | null;
   approvalKind?: 'expert' | 'client' | null;
+  /**
+   * EXPERT_REJECTED / CLIENT_REJECTED: the reason the decider gave (redacted when it was written; null or absent when
+   * none). It is relayed to the model, which can then change course ("offer store credit instead") rather than guess.
+   */
+  rejectionReason?: string | null;
   /** Settled by ops from `indeterminate` (POST /v1/tool-calls/:id/reconcile): the outcome is an operator's finding. */
   reconciled?: boolean;
   /**
@@ -46,6 +51,11 @@ export function httpStatusFor(status: ToolCallStatus, errorCode: string | null):
   return 200;
 }
 
+/** A decider's reason as the model reads it: quoted as JSON (its quotes and line breaks escaped), nothing when none. */
+function givenReason(reason: string | null | undefined): string {
+  return reason?.trim() ? `, giving this reason: ${JSON.stringify(reason)}` : '';
+}
+
 /**
  * What the model reads when there is no result: plain words about what
  * happened, never vendor text, stack traces or secrets. INVALID_INPUT names the
@@ -72,9 +82,9 @@ export function modelMessage(f: CallFacts): string {
     case 'POLICY_BLOCKED':
       return 'This action is not allowed by policy. It was not executed.';
     case 'EXPERT_REJECTED':
-      return 'An expert reviewed this action and rejected it. It was not executed.';
+      return `An expert reviewed this action and rejected it${givenReason(f.rejectionReason)}. It was not executed.`;
     case 'CLIENT_REJECTED':
-      return 'The customer rejected this action. It was not executed.';
+      return `The customer rejected this action${givenReason(f.rejectionReason)}. It was not executed.`;
     case 'APPROVAL_EXPIRED':
       return 'The approval request for this action expired before anyone decided it. It was not executed.';
     case 'APPROVAL_REVOKED':

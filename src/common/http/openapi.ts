@@ -116,7 +116,7 @@ export const TOOL_CALL_BODY_SCHEMA = {
       properties: {
         type: { type: 'string', enum: ['tool_result'] },
         tool_use_id: { type: 'string' },
-        content: { type: 'string', description: "the JSON result, or a short sanitized message (never vendor text or secrets); a number of the vendor's answer that a double cannot hold (a 64-bit id, 1e400) is the string of the vendor's digits" },
+        content: { type: 'string', description: "the JSON result, or a short sanitized message (never vendor text or secrets; a rejection quotes its decider's reason, as stored: redacted); a number of the vendor's answer that a double cannot hold (a 64-bit id, 1e400) is the string of the vendor's digits" },
         is_error: { type: 'boolean' },
       },
     },
