@@ -118,6 +118,37 @@ describe('Nango proxy answers through the pipeline', () => {
     expect(capped.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
   });
 
+  it("Nango's refusals of the org's setup before forwarding, in every release's words → failed / CREDENTIALS_INVALID, sent once, nothing applied", async () => {
+    const cases: { status: number; body: object; method: 'POST' | 'GET' }[] = [
+      // An unknown (well-formed) secret key, before releases answered 401 unknown_account: NangoError's default case.
+      { status: 500, method: 'POST', body: { error: { code: 'unhandled_unknown_user_account', message: "An unhandled error of type 'unknown_user_account' with payload '{}' has occurred", payload: {} } } },
+      { status: 500, method: 'GET', body: { error: { code: 'unhandled_unknown_user_account', message: "An unhandled error of type 'unknown_user_account' with payload '{}' has occurred", payload: {} } } },
+      // Newer releases' validateBaseUrlOverride: the integration's custom base URL, which the server does not allow.
+      { status: 400, method: 'POST', body: { error: { code: 'base_url_override_disabled', message: 'Base URL override is disabled by server configuration.' } } },
+      // A scoped secret key without environment:proxy (scope.middleware).
+      { status: 403, method: 'POST', body: { error: { code: 'forbidden', message: 'Insufficient scope. Required: environment:proxy' } } },
+    ];
+    for (const c of cases) {
+      const posts = nango.appliedPosts;
+      const before = h.emu.count({ vendor: 'nango' });
+      h.emu.fault({ vendor: 'nango', method: c.method, kind: 'status', status: c.status, body: c.body, times: Infinity });
+      const res = c.method === 'POST'
+        ? await call(h, org, 'nango_proxy', { action: 'post', path: 'v1/notes', body: { a: 4 } })
+        : await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+      const what = `${c.method} ${c.status} ${JSON.stringify(c.body)}`;
+      expect(res.body, what).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_INVALID' });
+      expect(h.emu.count({ vendor: 'nango' }) - before, what).toBe(1);
+      expect(nango.appliedPosts - posts, what).toBe(0);
+      h.emu.clearFaults();
+    }
+  });
+
+  it("a provider's own 403 with the code forbidden (its body, passed back raw) stays the provider's refusal → failed / VENDOR_ERROR", async () => {
+    h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 403, body: { error: { code: 'forbidden', message: 'You cannot read this customer' } } });
+    const res = await call(h, org, 'nango_proxy', { action: 'get', path: 'v1/customers/42' });
+    expect(res.body).toMatchObject({ status: 'failed', errorCode: 'VENDOR_ERROR' });
+  });
+
   it('Nango 400 base_url_override_* (the gateway sends no override: Nango refused the provider\'s redirect, after the provider had the POST) → indeterminate', async () => {
     const posts = nango.appliedPosts;
     const body = { error: { code: 'base_url_override_not_allowed', message: 'This base URL override is not allowed by server configuration.' } };

@@ -45,10 +45,24 @@ const AUTH_CODES = new Set([
   // "Failed to get connection credentials": the connection needs re-auth (§4.5).
   'failed_to_get_connection',
   'credentials_refresh_failed',
+  // An unknown (well-formed) secret key in releases before `unknown_account`: access.middleware's
+  // `unknown_user_account` has no case in NangoError, which answers it as 500 `unhandled_<type>`.
+  'unknown_user_account',
+  'unhandled_unknown_user_account',
 ]);
 
-/** Auth codes Nango also answers with a 5xx (a failed token refresh, §4.2), and no provider would use. */
-const REFRESH_CODES = new Set(['connection_refresh_backoff', 'failed_to_get_connection']);
+/**
+ * Auth codes Nango also answers with a 5xx (a failed token refresh, §4.2; an unknown secret key in older releases),
+ * and no provider would use: Nango's own at any status.
+ */
+const NANGO_ONLY_AUTH_CODES = new Set(['connection_refresh_backoff', 'failed_to_get_connection', 'unknown_user_account', 'unhandled_unknown_user_account']);
+
+/**
+ * A scoped secret key without `environment:proxy` (VENDORS.md §4.1): scope.middleware answers 403 `forbidden`
+ * "Insufficient scope. Required: environment:proxy" before anything is forwarded. Read by its words too: a
+ * provider's own 403 may carry the code `forbidden`, and that one is a refusal of the request.
+ */
+const INSUFFICIENT_SCOPE = /^Insufficient scope\b/;
 
 /** Nango's words for a failed token refresh, at the refresh's status (§4.2). */
 const REFRESH_FAILED_MESSAGE = /^Failed to get connection credentials: '.*'$/s;
@@ -112,8 +126,11 @@ function classify(res: VendorHttpResponse, isPost: boolean): VendorOutcome {
   const nango = nangoError(res);
   if (nango) {
     const label = SAFE_CODE.test(nango.code) ? nango.code : 'error';
-    if (s === 401 || (AUTH_CODES.has(nango.code) && ((s >= 400 && s < 500) || REFRESH_CODES.has(nango.code)))) {
+    if (s === 401 || (AUTH_CODES.has(nango.code) && ((s >= 400 && s < 500) || NANGO_ONLY_AUTH_CODES.has(nango.code)))) {
       return fail('auth', `Nango refused the request: ${label}`, s);
+    }
+    if (s === 403 && nango.code === 'forbidden' && INSUFFICIENT_SCOPE.test(nango.message)) {
+      return fail('auth', 'Nango refused the request: forbidden (the secret key lacks the environment:proxy scope)', s);
     }
     // An unknown connection or one needing re-auth: not transient (§4.5).
     if (isNangoConnectionFailure(nango.code, s, nango.message)) {
@@ -121,9 +138,15 @@ function classify(res: VendorHttpResponse, isPost: boolean): VendorOutcome {
     }
     if (nango.code === 'too_many_request' && s === 429) return withWait(fail('rate_limited', 'Nango rate limit exceeded', s), retryAfterMs, NANGO_DEFAULT_429_WAIT_MS);
     if (nango.code === 'plan_limit' && s === 402) return fail('rejected', `Nango refused the request: ${label}`, s);
-    // The gateway never sends Base-Url-Override: Nango answers this when it refuses to follow the
-    // provider's redirect to another host, so the provider already had the request (a POST: unknown). To a
-    // GET it is a refusal the same request gets again: not retried, and nothing about Nango's health.
+    // The gateway never sends Base-Url-Override. `base_url_override_disabled` (400) is newer Nango's
+    // validateBaseUrlOverride, before anything is forwarded: the integration's own custom base URL, which the
+    // server's configuration does not allow: the org's Nango setup, the same answer every time.
+    if (nango.code === 'base_url_override_disabled' && s === 400) {
+      return fail('auth', `Nango refused the request: ${label} (the integration's base URL override is disabled on that Nango server)`, s);
+    }
+    // `base_url_override_not_allowed`: Nango refused to follow the provider's redirect to another host, so
+    // the provider already had the request (a POST: unknown). To a GET it is a refusal the same request gets
+    // again: not retried, and nothing about Nango's health.
     if (nango.code.startsWith('base_url_override')) {
       return fail(isPost ? 'network' : 'rejected', `Nango did not follow the upstream's redirect: ${label}`, s);
     }
