@@ -8,12 +8,13 @@ import { TokenFetchError } from './token-cache.js';
 /** A token endpoint answering 200 with whatever body the test set last. */
 let body = '';
 let status = 200;
+let extraHeaders: Record<string, string> = {};
 let server: http.Server;
 let url = '';
 
 beforeAll(async () => {
   server = http.createServer((_req, res) => {
-    res.writeHead(status, { 'Content-Type': 'application/json' });
+    res.writeHead(status, { 'Content-Type': 'application/json', ...extraHeaders });
     res.end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -117,6 +118,50 @@ describe('fetchOAuthToken: an endpoint that is not there', () => {
       expect((err as TokenFetchError).outcome).toMatchObject({ ok: false, kind: 'rejected', vendorStatus: 404 });
     } finally {
       status = 200;
+    }
+  });
+});
+
+describe('fetchOAuthToken: the error code names the failure, not only the status', () => {
+  async function outcomeFor(s: number, raw: string, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
+    status = s;
+    body = raw;
+    const prev = extraHeaders;
+    extraHeaders = headers;
+    try {
+      const err = await fetchOAuthToken({ label: 'LWA', url: `${url}/token`, headers: {}, body: '{}', endpoints: emulatorEndpoints(url), rateLimitBackoffMs: 1_000 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TokenFetchError);
+      return (err as TokenFetchError).outcome as unknown as Record<string, unknown>;
+    } finally {
+      status = 200;
+      extraHeaders = prev;
+    }
+  }
+
+  it('server_error / temporarily_unavailable at a 400 or 403 (RFC 6749 puts token errors at 400): the server failing for now, not the credentials', async () => {
+    for (const s of [400, 401, 403]) {
+      for (const code of ['server_error', 'temporarily_unavailable']) {
+        const out = await outcomeFor(s, JSON.stringify({ error: code, error_description: 'The service is temporarily unavailable' }));
+        expect(out, `${s} ${code}`).toMatchObject({ ok: false, kind: 'server_error', vendorStatus: s, requestSent: false });
+        expect(out.message, `${s} ${code}`).toContain(`(${code})`);
+      }
+    }
+    // Its Retry-After is kept.
+    expect(await outcomeFor(400, '{"error":"temporarily_unavailable"}', { 'retry-after': '3' })).toMatchObject({ kind: 'server_error', retryAfterMs: 3_000 });
+  });
+
+  it('the credentials codes stay CREDENTIALS_INVALID (auth), as does a 400 with no code or a code it does not know', async () => {
+    for (const [s, raw] of [
+      [400, '{"error":"invalid_grant","error_description":"The request has an invalid grant parameter : refresh_token"}'],
+      [401, '{"error":"invalid_client","error_description":"Client authentication failed"}'],
+      [400, '{"error":"unauthorized_client"}'],
+      [400, '{"error":"Server_Error"}'],
+      [400, 'not json'],
+    ] as const) {
+      expect(await outcomeFor(s, raw), raw).toMatchObject({ kind: 'auth', vendorStatus: s });
     }
   });
 });

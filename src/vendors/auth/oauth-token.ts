@@ -37,6 +37,8 @@ const SAFE_OAUTH_CODE = /^[a-z_]{1,40}$/;
  * would fail every call of the org until its expiry.
  */
 const SENDABLE_TOKEN = /^[\x21-\x7e]{1,8192}$/;
+/** OAuth error codes that say the authorization server itself is failing for now, whatever status carries them. */
+const TRANSIENT_OAUTH_CODES: ReadonlySet<string> = new Set(['server_error', 'temporarily_unavailable']);
 /** Used when a vendor omits expires_in: short, so a wrong guess costs little. */
 const DEFAULT_LIFETIME_SEC = 300;
 /**
@@ -117,6 +119,12 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
   }
   const code = oauthErrorCode(res);
   const suffix = code ? ` (${code})` : '';
+  // The server's own trouble, named by its code (RFC 6749 §4.1.2.1; LWA lists both, VENDORS.md §2.1, and Amazon's
+  // client reads the code, not the status): at a 400 too it is no fault of the credentials — a failure that
+  // passes, never CREDENTIALS_INVALID sending an admin to re-enter credentials that were fine.
+  if (code !== undefined && TRANSIENT_OAUTH_CODES.has(code) && status < 500) {
+    throw tokenFailure('server_error', status, `${label} token endpoint is temporarily failing: HTTP ${status}${suffix}`, retryAfterMsOf(res.headers));
+  }
   // invalid_grant / invalid_client and friends: a credentials problem, never retryable.
   if (status === 400 || status === 401 || status === 403) {
     throw tokenFailure('auth', status, `${label} refused the credentials: HTTP ${status}${suffix}`);
