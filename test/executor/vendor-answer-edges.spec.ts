@@ -68,6 +68,32 @@ describe('Shopify (VENDORS.md §1.4-1.6)', () => {
     }
   });
 
+  it('logs the 2025-04+ reason, a list of schema fields ("Shop.products, Shop.productVariants"): which ones, once per set in any order, a new set noticed again', async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const notice = async (reason: string) => {
+      emu.fault({ vendor: 'shopify', kind: 'status', status: 200, body: okOrder, headers: { 'x-shopify-api-version': '2026-07', 'x-shopify-api-deprecated-reason': reason } });
+      expect((await h.execute(shopifyLookup())).ok).toBe(true);
+    };
+    const h = new ShopifyHandler(emulatorEndpoints(url));
+    try {
+      await notice('Order.email, Order.phone');
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn).toHaveBeenCalledWith(expect.objectContaining({ requested: '2026-07', reason: 'Order.email, Order.phone' }), expect.stringContaining('X-Shopify-API-Deprecated-Reason'));
+      await notice('Order.phone,Order.email,Order.phone'); // the same set
+      expect(warn).toHaveBeenCalledTimes(1);
+      await notice('ProductVariant.inventoryQuantity');
+      expect(warn).toHaveBeenCalledTimes(2);
+      expect(warn).toHaveBeenLastCalledWith(expect.objectContaining({ reason: 'ProductVariant.inventoryQuantity' }), expect.any(String));
+      // Free text, or a list with anything but identifiers in it, is not logged as sent.
+      await notice('Order.email, see shpat_notareason0123456789');
+      await notice('Order.email; DROP');
+      expect(warn).toHaveBeenCalledTimes(3);
+      expect(JSON.stringify(warn.mock.calls)).not.toMatch(/shpat_|DROP/);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
   it('GraphQL THROTTLED whose answer carries no cost extensions waits like a 429 that names no wait (1 s), not a bare 100 ms jitter', async () => {
     const h = new ShopifyHandler(emulatorEndpoints(url));
     emu.fault({ vendor: 'shopify', kind: 'status', status: 200, body: { errors: [{ message: 'Throttled', extensions: { code: 'THROTTLED' } }] } });

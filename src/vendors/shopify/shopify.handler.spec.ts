@@ -7,7 +7,7 @@ import { SHOPIFY_EMULATOR_CLIENT_ID, SHOPIFY_EMULATOR_CLIENT_SECRET, SHOPIFY_EMU
 import { VendorEmulator } from '../../emulator/vendor-emulator.js';
 import type { VendorCallContext, VendorEndpoints } from '../vendor-handler.js';
 import { callContext, emulatorEndpoints, failure } from '../handler.spec-support.js';
-import { ShopifyHandler } from './shopify.handler.js';
+import { deprecationNamed, ShopifyHandler } from './shopify.handler.js';
 import { refundIdempotencyKey } from './shopify.refund.js';
 import { SHOPIFY_TOOLS } from './shopify.tools.js';
 
@@ -525,5 +525,18 @@ describe('ShopifyHandler with an app\'s client id and secret (client-credentials
       message: 'shopify credentials: clientSecret is missing or malformed',
     });
     expect(emu.count({ vendor: 'shopify' })).toBe(0);
+  });
+});
+
+describe('deprecationNamed: what of X-Shopify-API-Deprecated-Reason may be logged', () => {
+  it("a shopify.dev page without its query; a list of schema coordinates sorted, without repeats, the first 20 of it and a count; nothing else as sent", () => {
+    expect(deprecationNamed('https://shopify.dev/api/usage/versioning?x=1#y')).toBe('https://shopify.dev/api/usage/versioning');
+    expect(deprecationNamed(' Shop.productVariants ,Shop.products,Shop.products')).toBe('Shop.productVariants, Shop.products');
+    expect(deprecationNamed('Mutation.refundCreate.input')).toBe('Mutation.refundCreate.input');
+    const many = Array.from({ length: 25 }, (_, i) => `T${String(i).padStart(2, '0')}.f`).join(',');
+    expect(deprecationNamed(many)).toBe(`${Array.from({ length: 20 }, (_, i) => `T${String(i).padStart(2, '0')}.f`).join(', ')} (+5 more)`);
+    for (const text of ['Order', 'Order.email, ', 'Order.email extra', 'Order.a.b.c', 'http://shopify.dev/x', `${'A'.repeat(65)}.f`, 'Order.émail']) {
+      expect(deprecationNamed(text), text).toMatch(/^\(neither .* not logged\)$/);
+    }
   });
 });

@@ -56,8 +56,35 @@ interface RefundOrder {
 /** How many distinct version notices one process remembers (each is logged once). */
 const NOTICES_MAX = 1_000;
 const VERSION = /^(\d{4}-(01|04|07|10)|unstable)$/;
-/** A deprecation reason as Shopify sends it: a documentation address on shopify.dev. */
+/** A deprecation reason as Shopify sent it before API 2025-04: a documentation address on shopify.dev. */
 const DEPRECATION_REASON = /^https:\/\/shopify\.dev\/[A-Za-z0-9\-._~/%]{0,200}$/;
+/**
+ * One member of the reason as Shopify sends it from API 2025-04 ("will return the list of detected deprecations
+ * instead of a generic URL", e.g. `Shop.products, Shop.productVariants`): a GraphQL schema coordinate — a type and a
+ * field, perhaps an argument — of plain identifiers, nothing else (no free text reaches the log).
+ */
+const DEPRECATED_MEMBER = /^[A-Za-z_][A-Za-z0-9_]{0,63}(?:\.[A-Za-z_][A-Za-z0-9_]{0,63}){1,2}$/;
+/** How many members of one reason are logged; the rest are counted. */
+const DEPRECATED_MEMBERS_MAX = 20;
+
+/**
+ * What of an X-Shopify-API-Deprecated-Reason may be logged: a shopify.dev page (without its query or fragment: one
+ * notice per page, however an upstream varies the rest), or the list of schema coordinates, sorted and without
+ * repeats (one notice per set, in whatever order it came); anything else only as a placeholder.
+ */
+export function deprecationNamed(reason: string): string {
+  const page = reason.split(/[?#]/)[0]!;
+  if (DEPRECATION_REASON.test(page)) return page;
+  if (reason.length <= 8_192) {
+    const members = reason.split(',').map((m) => m.trim());
+    if (members.every((m) => DEPRECATED_MEMBER.test(m))) {
+      const sorted = [...new Set(members)].sort();
+      const shown = sorted.slice(0, DEPRECATED_MEMBERS_MAX).join(', ');
+      return sorted.length > DEPRECATED_MEMBERS_MAX ? `${shown} (+${sorted.length - DEPRECATED_MEMBERS_MAX} more)` : shown;
+    }
+  }
+  return '(neither a shopify.dev address nor a list of schema fields: not logged)';
+}
 
 export class ShopifyHandler implements VendorHandler {
   readonly vendor = 'shopify' as const;
@@ -176,14 +203,12 @@ export class ShopifyHandler implements VendorHandler {
 
   /**
    * X-Shopify-API-Deprecated-Reason: the request used something Shopify will remove (a field, the version itself;
-   * VENDORS.md §1.6). Logged once per version and reason; the reason only when it is a shopify.dev address (what
-   * Shopify sends), its page without query or fragment, else only that the header came: a header's text is the vendor's, never logged as it is.
+   * VENDORS.md §1.6). Logged once per version and reason; the reason only in the forms Shopify sends (deprecationNamed),
+   * else only that the header came: a header's text is the vendor's, never logged as it is.
    */
   private noticeDeprecation(requested: string, reason: string | undefined): void {
     if (reason === undefined) return;
-    // Without its query or fragment: one notice per page, however an upstream varies the rest.
-    const page = reason.split(/[?#]/)[0]!;
-    const named = DEPRECATION_REASON.test(page) ? page : '(not a shopify.dev address: not logged)';
+    const named = deprecationNamed(reason);
     const key = `${requested} deprecated ${named}`;
     if (this.notices.has(key)) return;
     if (this.notices.size >= NOTICES_MAX) this.notices.clear();
