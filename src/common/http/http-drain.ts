@@ -65,7 +65,8 @@ function refuse(req: Request & { correlationId?: string }, res: Response): void 
  * - a connection with no request dispatched (idle, or headers still coming) is destroyed at once;
  * - a connection not running an admitted request is destroyed after DRAIN_CLIENT_DEADLINE_MS (a body still
  *   trickling, a connection opened during the drain, one whose answer ended but stays open);
- * - admitted requests finish; answers not yet sent close their connection after them;
+ * - admitted requests finish; a connection's last answer not yet sent closes it after it (pipelined answers before
+ *   it are all sent first);
  * - a backstop closes every connection VENDOR_TIMEOUT_MS + DRAIN_BACKSTOP_MARGIN_MS after the start (a client
  *   that does not read its answer), so the process always ends by itself. Outcomes do not depend on the socket:
  *   the ledger waits for calls at their vendors whatever happened to their clients;
@@ -141,7 +142,11 @@ export class HttpDrain {
     for (const [socket, conn] of this.connections) {
       if (conn.open.size === 0) socket.destroy(); // idle, or a request whose headers are still coming
       else {
-        for (const res of conn.open) if (!res.headersSent) res.setHeader('Connection', 'close');
+        // Only the answer sent last (Node answers a connection's requests in order) closes it: marking an earlier
+        // one ended the connection after it, and the pipelined requests behind it, which ran, were never answered.
+        // One whose headers are out already leaves the connection open: the deadline closes it once it is done.
+        const last = [...conn.open].at(-1)!;
+        if (!last.headersSent) last.setHeader('Connection', 'close');
         this.armDeadline(socket, conn);
       }
     }

@@ -1,0 +1,58 @@
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beginHttpDrain } from '../../src/app.setup.js';
+import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
+import { TEST_ADMIN_KEY } from '../support/secrets.js';
+import { sleep, waitFor } from './support.js';
+
+/**
+ * README "Stopping": requests admitted before the drain finish and are answered. Two requests pipelined on one
+ * keep-alive connection both run before the drain begins: a slow lookup, then a write (an org created) that
+ * finishes first, its answer waiting in order behind the lookup's. The drain used to mark every open answer
+ * `Connection: close`, the first one's too: Node ended the connection after the first answer, and the write, which
+ * ran, was never answered — a client that sends it again creates a second org.
+ */
+describe('the drain answers every pipelined request that ran before it began', () => {
+  let h: Harness;
+  let org: OrgSetup;
+  beforeAll(async () => {
+    h = await startHarness({ VENDOR_TIMEOUT_MS: '5000' });
+    org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('a lookup at the vendor and an org created behind it: 200 then 201 on the connection, which the drain then closes', async () => {
+    const port = (h.t.app.getHttpServer().address() as { port: number }).port;
+    h.emu.reset();
+    h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_500, times: 1 });
+
+    const call = JSON.stringify(toolUse('order_lookup', { action: 'lookup', orderId: '12345' }));
+    const name = `pipelined-${Date.now()}`;
+    const orgBody = JSON.stringify({ name });
+    const wire =
+      `POST /v1/runs/${org.runId}/tool-calls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${org.agentKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(call)}\r\n\r\n${call}` +
+      `POST /v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_ADMIN_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(orgBody)}\r\n\r\n${orgBody}`;
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    socket.on('error', () => undefined);
+    const closed = new Promise<boolean>((resolve) => socket.once('close', () => resolve(true)));
+    socket.write(wire);
+
+    const orgsNamed = async (): Promise<number> => ((await h.t.ds.query('SELECT id FROM orgs WHERE name = $1', [name])) as unknown[]).length;
+    await waitFor(() => h.emu.requests.length >= 1, 'the lookup to be at the vendor');
+    await waitFor(async () => (await orgsNamed()) === 1, 'the pipelined org to be created');
+    beginHttpDrain(h.t.app);
+    const ended = await Promise.race([closed, sleep(8_000).then(() => false)]);
+    socket.destroy();
+
+    expect(await orgsNamed()).toBe(1);
+    const statusLines = [...received.matchAll(/HTTP\/1\.1 \d{3} [A-Za-z ]+?\r\n/g)].map((m) => m[0].trim());
+    expect(statusLines, received.slice(-1_500)).toEqual(['HTTP/1.1 200 OK', 'HTTP/1.1 201 Created']);
+    // Then the connection closes: its last answer's Connection: close, or (that answer ready before the drain began,
+    // as here) the drain's deadline for a connection running nothing.
+    expect(ended).toBe(true);
+  }, 60_000);
+});
