@@ -16,6 +16,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-post
 import { loggableErrorText } from './common/errors/loggable-error.js';
 import { StopNotice } from './health/stop-notice.js';
 import { onStopRequested, stopRequested } from './stop-signals.js';
+import { ToolCallLedger } from './tool-calls/tool-call-ledger.js';
 
 async function main(): Promise<void> {
   let config: AppConfig;
@@ -92,10 +93,18 @@ async function main(): Promise<void> {
         await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_MS));
       }
       beginHttpDrain(app);
+      const ledger = app.get(ToolCallLedger, { strict: false });
       await app.close().catch((err: unknown) => {
-        code = 1; // a failed close (an outcome not written, say) is not a clean stop
+        code = 1; // a failed close is not a clean stop
         process.stderr.write(`shutdown failed: ${loggableErrorText(err)}\n`);
       });
+      // Nor is one that lost what a vendor answered: those calls are left for the orphan sweep (indeterminate).
+      if (ledger.droppedAtStop > 0) {
+        code = 1;
+        process.stderr.write(
+          `shutdown: ${ledger.droppedAtStop} outcome(s) not recorded (the database was unavailable while stopping): the orphan sweep marks those calls indeterminate, to reconcile (see the warn lines "not recorded")\n`,
+        );
+      }
       await stopEmbedded();
       process.exit(code);
     })());

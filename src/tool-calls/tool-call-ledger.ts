@@ -69,6 +69,8 @@ export class ToolCallLedger implements OnApplicationShutdown {
   private readonly late = new Set<Promise<void>>();
   /** Vendor calls in flight whose outcome is still to be written (see track). */
   private readonly working = new Set<Promise<unknown>>();
+  /** Outcomes this process had and gave up on while stopping (the database unavailable): see droppedAtStop. */
+  private dropped = 0;
 
   constructor(
     private readonly sql: Sql,
@@ -101,6 +103,15 @@ export class ToolCallLedger implements OnApplicationShutdown {
     const done = (): void => void this.working.delete(work);
     work.then(done, done);
     return work;
+  }
+
+  /**
+   * How many outcomes (or unsent calls' settlings) this process knew and did not record because the database was
+   * unavailable while it stopped: the orphan sweep marks those calls indeterminate, for an operator to reconcile. Not
+   * a clean stop: the process exits 1 (gateway-main).
+   */
+  get droppedAtStop(): number {
+    return this.dropped;
   }
 
   /** Outcome writes kept in memory, still trying (for tests and metrics). */
@@ -153,6 +164,7 @@ export class ToolCallLedger implements OnApplicationShutdown {
     const fields = { toolCallId: o.id, status: o.status };
     const cause = databaseCause(first); // what the write that gave up first met (none for an unsent call's settling)
     if (this.closing.signal.aborted) {
+      this.dropped += 1;
       this.log.warn({ ...fields, ...cause }, `${logs.what} not recorded (database unavailable while stopping): the orphan sweep will mark the call indeterminate`);
       return false;
     }
@@ -163,6 +175,7 @@ export class ToolCallLedger implements OnApplicationShutdown {
         lateWrite(written);
       },
       (err: unknown) => {
+        if (this.closing.signal.aborted) this.dropped += 1;
         this.log.warn({ ...fields, ...failedStatementFields(err, 'write failed') }, `${logs.what} not recorded: the orphan sweep will mark the call indeterminate`);
       },
     );

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
 import { Controller, Get, Logger } from '@nestjs/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { beginHttpDrain } from '../../src/app.setup.js';
@@ -8,6 +9,7 @@ import { loadConfig } from '../../src/config/app-config.js';
 import { captureLogs, loggedPath, pinoHttpOptions, requestPath } from '../../src/logging/logging.js';
 import { MetricsService } from '../../src/metrics/metrics.service.js';
 import request from 'supertest';
+import { requestDuringDrain } from '../support/drain-request.js';
 import { rawExchange, recordingResponses } from '../support/response-log.js';
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from '../support/secrets.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
@@ -177,15 +179,19 @@ describe('request log: answers given before the routes', () => {
   it('a 503 GATEWAY_STOPPING during the drain is logged and counted in http_request_duration_seconds', async () => {
     const other = await startTestApp();
     try {
-      beginHttpDrain(other.app);
-      const res = await other.http.get('/v1/orgs').set(adminAuth);
-      expect([res.status, res.body.code]).toEqual([503, 'GATEWAY_STOPPING']);
-      const cid = res.headers['x-correlation-id'] as string;
-      expect(await requestLine(other.logs, cid)).toEqual([
-        expect.objectContaining({ msg: 'request errored', correlationId: cid, req: { method: 'GET', path: '/v1/orgs' }, res: { statusCode: 503 } }),
+      // Its connection open and its body still coming when the drain begins (a new connection is refused then).
+      const res = await requestDuringDrain(other.app.getHttpServer() as Server, () => beginHttpDrain(other.app), {
+        method: 'POST',
+        path: '/v1/orgs',
+        headers: { Authorization: adminAuth.Authorization, 'X-Correlation-Id': 'rl-drain-1' },
+        body: JSON.stringify({ name: 'never created' }),
+      });
+      expect([res.status, (JSON.parse(res.body) as { code: string }).code]).toEqual([503, 'GATEWAY_STOPPING']);
+      expect(await requestLine(other.logs, 'rl-drain-1')).toEqual([
+        expect.objectContaining({ msg: 'request errored', correlationId: 'rl-drain-1', req: { method: 'POST', path: '/v1/orgs' }, res: { statusCode: 503 } }),
       ]);
       const metrics = await other.app.get(MetricsService).render();
-      expect(metrics).toMatch(/^http_request_duration_seconds_count\{method="GET",route="unmatched",status="503"\} 1$/m);
+      expect(metrics).toMatch(/^http_request_duration_seconds_count\{method="POST",route="unmatched",status="503"\} 1$/m);
     } finally {
       await other.app.close();
     }

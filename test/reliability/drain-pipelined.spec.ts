@@ -12,6 +12,18 @@ import { sleep, waitFor } from './support.js';
  * `Connection: close`, the first one's too: Node ended the connection after the first answer, and the write, which
  * ran, was never answered — a client that sends it again creates a second org.
  */
+/** A new connection to the port: 'refused', or the status line of what GET /readyz on it was answered. */
+function probe(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let data = '';
+    socket.on('connect', () => socket.write('GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+    socket.on('data', (chunk: Buffer) => (data += chunk.toString()));
+    socket.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED' ? 'refused' : `error ${String(e.code)}`));
+    socket.on('close', () => resolve(data.split('\r\n')[0] || 'closed without an answer'));
+  });
+}
+
 describe('the drain answers every pipelined request that ran before it began', () => {
   let h: Harness;
   let org: OrgSetup;
@@ -23,7 +35,7 @@ describe('the drain answers every pipelined request that ran before it began', (
     await h?.close();
   });
 
-  it('a lookup at the vendor and an org created behind it: 200 then 201 on the connection, which the drain then closes', async () => {
+  it('a lookup at the vendor and an org created behind it: 200 then 201 on the connection, which the drain then closes; a new connection is refused', async () => {
     const port = (h.t.app.getHttpServer().address() as { port: number }).port;
     h.emu.reset();
     h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 1_500, times: 1 });
@@ -54,5 +66,8 @@ describe('the drain answers every pipelined request that ran before it began', (
     // Then the connection closes: its last answer's Connection: close, or (that answer ready before the drain began,
     // as here) the drain's deadline for a connection running nothing.
     expect(ended).toBe(true);
+    // README "Stopping": from the drain on, the gateway no longer listens — a new connection is refused (a proxy
+    // retries it elsewhere), not accepted and answered 503 until the shutdown hooks are through.
+    expect(await probe(port)).toBe('refused');
   }, 60_000);
 });

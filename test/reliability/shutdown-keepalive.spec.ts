@@ -1,9 +1,11 @@
-import http from 'node:http';
+import http, { type Server } from 'node:http';
+import net from 'node:net';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { beginHttpDrain } from '../../src/app.setup.js';
 import { createFullEmulator, type VendorEmulator } from '../../src/emulator/index.js';
 import { startGatewayProcess, setupOrgVia, within, type GatewayProcess } from '../support/gateway-process.js';
+import { requestDuringDrain } from '../support/drain-request.js';
 import { logRawResponse } from '../support/response-log.js';
 import { emulatorEnv, setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { openDb, rows, waitFor } from './support.js';
@@ -14,6 +16,18 @@ interface Answer {
   retryAfter?: string;
   contentType?: string;
   body: string;
+}
+
+/** Whether a new connection to the port is accepted ('connected') or refused ('ECONNREFUSED'; another error's code). */
+function connectOutcome(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
+    socket.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+  });
 }
 
 /** One request over `agent` (keep-alive: Node's fetch and every load balancer's upstream pool reuse sockets); 'ERR' when refused or reset. */
@@ -127,7 +141,7 @@ describe('beginHttpDrain (what main.ts runs before app.close())', () => {
     await h?.close();
   });
 
-  it('answers every new request, readyz included, 503 GATEWAY_STOPPING with Connection: close; the request in flight completes with Connection: close', async () => {
+  it('stops listening (a new connection, readyz included, is refused), closes the idle kept-alive connection at once, answers a request whose body was still coming 503 GATEWAY_STOPPING; the request in flight completes with Connection: close', async () => {
     h = await startHarness({ VENDOR_TIMEOUT_MS: '5000' });
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
     const addr = h.t.app.getHttpServer().address() as { port: number };
@@ -143,14 +157,21 @@ describe('beginHttpDrain (what main.ts runs before app.close())', () => {
 
       let idleClosed = false;
       for (const sockets of Object.values(idle.freeSockets)) for (const s of sockets ?? []) s.once('close', () => (idleClosed = true));
-      beginHttpDrain(h.t.app);
+      // A request whose connection was open and whose body was still coming when the drain began: refused, not run.
+      const late = await requestDuringDrain(h.t.app.getHttpServer() as Server, () => beginHttpDrain(h!.t.app), {
+        method: 'POST',
+        path: `/v1/runs/${org.runId}/tool-calls`,
+        headers: { Authorization: `Bearer ${org.agentKey}` },
+        body: JSON.stringify(toolUse('order_lookup', { action: 'lookup', orderId: '12345' })),
+      });
+      expect(late.status, late.head).toBe(503);
+      expect(late.head).toMatch(/\r\nConnection: close\r\n/i);
+      expect(late.head).toMatch(/\r\nRetry-After: 1\r\n/i);
+      expect(JSON.parse(late.body)).toMatchObject({ status: 503, code: 'GATEWAY_STOPPING', correlationId: expect.any(String) });
       await waitFor(() => idleClosed, 'the idle kept-alive connection to be closed (now, not after the 5 s keep-alive timeout)', 1_000);
 
       for (const path of ['/readyz', '/healthz', `/v1/runs/${org.runId}`]) {
-        const answer = await send(`${base}${path}`, new http.Agent({ keepAlive: true }), { key: org.agentKey });
-        expect(answer, path).not.toBe('ERR');
-        expect(stoppingAnswer(answer as Answer), `${path}: ${JSON.stringify(answer)}`).toBe(true);
-        expect(JSON.parse((answer as Answer).body)).toMatchObject({ status: 503, code: 'GATEWAY_STOPPING', correlationId: expect.any(String) });
+        expect(await connectOutcome(addr.port), path).toBe('ECONNREFUSED');
       }
       const answer = await inFlight;
       expect(answer).toMatchObject({ status: 200, connection: 'close' });

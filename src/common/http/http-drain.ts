@@ -61,6 +61,7 @@ function refuse(req: Request & { correlationId?: string }, res: Response): void 
  * trickles a body, holds the stop for ever, and a body completed late would start its vendor call late in the
  * grace period. So a request counts as started only once its handler runs (`admit`, after the body is read), and
  * from `begin()` on:
+ * - the server stops listening: a new connection is refused;
  * - every request not yet admitted is answered 503 GATEWAY_STOPPING (`refuseEarly` before the body, `admit` after);
  * - a connection with no request dispatched (idle, or headers still coming) is destroyed at once;
  * - a connection not running an admitted request is destroyed after DRAIN_CLIENT_DEADLINE_MS (a body still
@@ -139,6 +140,10 @@ export class HttpDrain {
   begin(): void {
     if (this.stopping) return;
     this.stopping = true;
+    // Stops listening at once: a new connection is refused (a proxy can retry it elsewhere: nothing was sent), not
+    // accepted and answered 503 until Nest's own close of the server, after every pre-shutdown hook (a token renewal
+    // at its vendor can hold one for VENDOR_TIMEOUT_MS). Nest's close later still waits for the connections below.
+    if (this.server.listening) this.server.close();
     for (const [socket, conn] of this.connections) {
       if (conn.open.size === 0) socket.destroy(); // idle, or a request whose headers are still coming
       else {
