@@ -149,6 +149,8 @@ describe('fetchOAuthToken: the error code names the failure, not only the status
         expect(out.message, `${s} ${code}`).toContain(`(${code})`);
       }
     }
+    // A 429 naming temporarily_unavailable (LWA's throttle) is still a rate limit, its wait kept.
+    expect(await outcomeFor(429, '{"error":"temporarily_unavailable"}', { 'retry-after': '2' })).toMatchObject({ kind: 'rate_limited', retryAfterMs: 2_000 });
     // Its Retry-After is kept.
     expect(await outcomeFor(400, '{"error":"temporarily_unavailable"}', { 'retry-after': '3' })).toMatchObject({ kind: 'server_error', retryAfterMs: 3_000 });
   });

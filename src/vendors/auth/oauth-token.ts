@@ -121,12 +121,14 @@ export async function fetchOAuthToken(req: OAuthTokenRequest): Promise<FetchedTo
   const suffix = code ? ` (${code})` : '';
   // The server's own trouble, named by its code (RFC 6749 §4.1.2.1; LWA lists both, VENDORS.md §2.1, and Amazon's
   // client reads the code, not the status): at a 400 too it is no fault of the credentials — a failure that
-  // passes, never CREDENTIALS_INVALID sending an admin to re-enter credentials that were fine.
-  if (code !== undefined && TRANSIENT_OAUTH_CODES.has(code) && status < 500) {
+  // passes, never CREDENTIALS_INVALID sending an admin to re-enter credentials that were fine. (A 429 or 5xx
+  // carrying them is read by its status below: a rate limit waits as one.)
+  const refusalStatus = status === 400 || status === 401 || status === 403;
+  if (refusalStatus && code !== undefined && TRANSIENT_OAUTH_CODES.has(code)) {
     throw tokenFailure('server_error', status, `${label} token endpoint is temporarily failing: HTTP ${status}${suffix}`, retryAfterMsOf(res.headers));
   }
   // invalid_grant / invalid_client and friends: a credentials problem, never retryable.
-  if (status === 400 || status === 401 || status === 403) {
+  if (refusalStatus) {
     throw tokenFailure('auth', status, `${label} refused the credentials: HTTP ${status}${suffix}`);
   }
   // No token endpoint there: the credentials name a shop (or region) the vendor does not have — theirs to fix too.
