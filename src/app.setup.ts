@@ -17,6 +17,7 @@ import { createValidationPipe } from './common/http/validation.js';
 import { requestLog } from './logging/logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { ToolCallResultsService } from './tool-calls/tool-call-results.service.js';
+import { ShutdownPhase } from './common/shutdown-phase.js';
 import { ToolCallBatchService } from './tool-calls/batch/tool-call-batch.service.js';
 
 const drains = new WeakMap<INestApplication, HttpDrain>();
@@ -29,6 +30,8 @@ const drains = new WeakMap<INestApplication, HttpDrain>();
  */
 export function beginHttpDrain(app: INestApplication): void {
   drains.get(app)?.begin();
+  // Background work (sweeps, flushes, the gauge) starts no new run from here: see ShutdownPhase.
+  app.get(ShutdownPhase, { strict: false }).begin();
   // At once, with the HTTP side: a batch still running starts no further item (ToolCallBatchService.stopStarting),
   // and the open long-polls are answered, not held until the shutdown hooks reach theirs.
   app.get(ToolCallBatchService, { strict: false }).stopStarting();

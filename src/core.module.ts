@@ -5,6 +5,7 @@ import { KeyRateLimiter } from './auth/key-rate-limiter.js';
 import { Clock } from './common/clock.js';
 import { ClockSyncService } from './common/clock-sync.service.js';
 import { EnvelopeCipher } from './common/crypto/envelope-cipher.js';
+import { ShutdownPhase } from './common/shutdown-phase.js';
 import { APP_CONFIG, type AppConfig } from './config/app-config.js';
 import { LedgerEventsService } from './ledger/ledger-events.service.js';
 import { LedgerSealerService } from './ledger/ledger-sealer.service.js';
@@ -16,6 +17,7 @@ import { ConfiguredSecretsHold } from './redaction/configured-secrets.js';
 
 const SHARED = [
   Clock,
+  ShutdownPhase,
   MetricsService,
   ApprovalExpiries,
   LedgerEventsService,

@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { ShutdownPhase } from '../common/shutdown-phase.js';
 import { ToolCatalogService, type CatalogEntry } from '../catalog/tool-catalog.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { countToolCall } from '../tool-calls/count-tool-call.js';
@@ -121,7 +122,10 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     private readonly metrics: MetricsService,
     private readonly expiries: ApprovalExpiries,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    @Optional() phase?: ShutdownPhase,
+  ) {
+    this.task.haltOn(phase?.signal);
+  }
 
   /**
    * The start-up pass starts the approved calls left by a previous process without waiting for them

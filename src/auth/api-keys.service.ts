@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type BeforeApplicationShutdown } from '@nestjs/common';
+import { ShutdownPhase } from '../common/shutdown-phase.js';
 import { DataSource, IsNull } from 'typeorm';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
@@ -79,7 +80,9 @@ export class ApiKeysService implements BeforeApplicationShutdown {
     private readonly orgs: OrgScopeService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly clock: Clock,
+    @Optional() phase?: ShutdownPhase,
   ) {
+    this.flushes.haltOn(phase?.signal);
     // Its own codec (as ApprovalsModule and OpsModule have theirs): the core module does not provide one.
     this.cursors = new LedgerCursorCodec(config);
     this.flushes.start();

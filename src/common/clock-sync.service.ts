@@ -1,4 +1,5 @@
-import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, Optional, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { ShutdownPhase } from './shutdown-phase.js';
 import { DataSource } from 'typeorm';
 import { Clock } from './clock.js';
 import { loggableErrorText } from './errors/loggable-error.js';
@@ -28,7 +29,10 @@ export class ClockSyncService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     private readonly ds: DataSource,
     private readonly clock: Clock,
-  ) {}
+    @Optional() phase?: ShutdownPhase,
+  ) {
+    this.task.haltOn(phase?.signal);
+  }
 
   async onModuleInit(): Promise<void> {
     this.clock.onDisagreement = () => this.readAgainSoon();

@@ -17,6 +17,35 @@ describe('PeriodicTask', () => {
     return { log, warnings, infos };
   };
 
+  it('haltOn: no run starts once the signal aborts; the run in progress finishes, and stop() waits for it', async () => {
+    vi.useFakeTimers();
+    const { log } = logger();
+    const stop = new AbortController();
+    const starts: number[] = [];
+    let finished = 0;
+    const task = new PeriodicTask('work', 100, async () => {
+      starts.push(Date.now());
+      await new Promise((r) => setTimeout(r, 50));
+      finished++;
+    }, log).haltOn(stop.signal);
+    const t0 = Date.now();
+    task.start(10);
+    await vi.advanceTimersByTimeAsync(30); // the first run is in progress
+    stop.abort();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(starts.map((s) => s - t0)).toEqual([10]);
+    expect(finished).toBe(1);
+    await task.stop();
+    // Halted before it started: it never runs. No signal: runs as ever.
+    const never = new PeriodicTask('never', 100, async () => void starts.push(-1), log).haltOn(AbortSignal.abort());
+    never.start(0);
+    const ever = new PeriodicTask('ever', 100, async () => void starts.push(1), log).haltOn(undefined);
+    ever.start(0);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(starts.slice(1)).toEqual([1]);
+    await Promise.all([never.stop(), ever.stop()]);
+  });
+
   it('runs after the first delay, then one period after each run ends, never overlapping', async () => {
     vi.useFakeTimers();
     const { log } = logger();

@@ -33,6 +33,22 @@ export class PeriodicTask {
     this.schedule(firstDelayMs);
   }
 
+  /**
+   * No run starts once `signal` aborts (the application's stop has begun: ShutdownPhase); the one in progress
+   * goes on, and stop() still waits for it. No signal: as before.
+   */
+  haltOn(signal: AbortSignal | undefined): this {
+    if (!signal) return this;
+    const halt = (): void => {
+      this.stopped = true;
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    };
+    if (signal.aborted) halt();
+    else signal.addEventListener('abort', halt, { once: true });
+    return this;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);

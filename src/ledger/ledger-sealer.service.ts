@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type BeforeApplicationShutdown } from '@nestjs/common';
+import { ShutdownPhase } from '../common/shutdown-phase.js';
 import { DataSource, type EntityManager } from 'typeorm';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { PeriodicTask } from '../common/periodic-task.js';
@@ -60,8 +61,9 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
     @Inject(APP_CONFIG) config: AppConfig,
     /** absent in the ledger:verify CLI, which seals once and exits */
     @Optional() private readonly metrics?: MetricsService,
+    @Optional() phase?: ShutdownPhase,
   ) {
-    this.task = new PeriodicTask('sealing', config.LEDGER_SEAL_INTERVAL_MS, () => this.seal(false), this.log);
+    this.task = new PeriodicTask('sealing', config.LEDGER_SEAL_INTERVAL_MS, () => this.seal(false), this.log).haltOn(phase?.signal);
   }
 
   onApplicationBootstrap(): void {

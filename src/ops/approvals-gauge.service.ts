@@ -1,4 +1,5 @@
-import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { ShutdownPhase } from '../common/shutdown-phase.js';
 import { DataSource } from 'typeorm';
 import { APPROVAL_KINDS } from '../approvals/approval-request.entity.js';
 import { Clock } from '../common/clock.js';
@@ -23,7 +24,10 @@ export class ApprovalsGaugeService implements OnApplicationBootstrap, OnApplicat
     private readonly ds: DataSource,
     private readonly metrics: MetricsService,
     private readonly clock: Clock,
-  ) {}
+    @Optional() phase?: ShutdownPhase,
+  ) {
+    this.task.haltOn(phase?.signal);
+  }
 
   onApplicationBootstrap(): void {
     this.task.start(0);

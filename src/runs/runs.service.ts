@@ -1,4 +1,5 @@
-import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger, Optional, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+import { ShutdownPhase } from '../common/shutdown-phase.js';
 import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, reachesRun, type Principal } from '../auth/principal.js';
 import { ApprovalExpiries } from '../approvals/approval-expiries.js';
@@ -149,7 +150,10 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly catalog: ToolCatalogService,
     private readonly clock: Clock,
     private readonly expiries: ApprovalExpiries,
-  ) {}
+    @Optional() phase?: ShutdownPhase,
+  ) {
+    this.endedBacklogs.haltOn(phase?.signal);
+  }
 
   onApplicationBootstrap(): void {
     this.endedBacklogs.start(0); // what a previous process left (stopped while an end's backlog was being rejected)

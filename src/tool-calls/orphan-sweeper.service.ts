@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { ShutdownPhase } from '../common/shutdown-phase.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { PeriodicTask } from '../common/periodic-task.js';
 import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
@@ -36,7 +37,9 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
     private readonly sql: Sql,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     catalog: ToolCatalogService,
+    @Optional() phase?: ShutdownPhase,
   ) {
+    this.task.haltOn(phase?.signal);
     const actions = catalog.list().flatMap((tool) => tool.actions.map((action) => ({ tool: tool.name, action: action.name, cost: action.costCents })));
     this.costs = [actions.map((a) => a.tool), actions.map((a) => a.action), actions.map((a) => a.cost)];
   }

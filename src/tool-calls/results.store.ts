@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { ShutdownPhase } from '../common/shutdown-phase.js';
 import { Clock } from '../common/clock.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { PeriodicTask } from '../common/periodic-task.js';
@@ -38,7 +39,10 @@ export class ResultsStore implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly cipher: EnvelopeCipher,
     private readonly clock: Clock,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    @Optional() phase?: ShutdownPhase,
+  ) {
+    this.task.haltOn(phase?.signal);
+  }
 
   /**
    * Expired results are unreadable already (load checks expires_at); the purge keeps the table from growing forever.
