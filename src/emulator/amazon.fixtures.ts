@@ -51,7 +51,8 @@ export const AMAZON_FIXTURE_ORDERS: Record<string, Record<string, unknown>> = {
     LastUpdateDate: '2026-08-05T08:10:00Z',
     FulfillmentChannel: 'AFN',
     OrderTotal: usd('150.00'),
-    BuyerInfo: { BuyerEmail: 'z9x8c7v6b5n4m3l2@marketplace.amazon.com' },
+    // Amazon-fulfilled: no buyer email (Amazon gives one only for merchant-fulfilled orders; see orderV2026).
+    BuyerInfo: {},
     ShippingAddress: { City: 'Portland', StateOrRegion: 'OR', PostalCode: '97201', CountryCode: 'US' },
   },
   [AMAZON_ORDER_IDS.pending]: {

@@ -74,6 +74,15 @@ function orderItem(v0: Obj, want: ReadonlySet<OrdersV2026Dataset>): Obj {
   return item;
 }
 
+/**
+ * Amazon gives v2026's `buyer.buyerEmail` only for an order "fulfilled by the merchant" and "in UNSHIPPED,
+ * PARTIALLY_SHIPPED, or SHIPPED status" (developer-docs.amazon.com/sp-api/docs/access-orders-pii, "Get buyer's
+ * email for orders"): never for an Amazon-fulfilled one, a pending or a cancelled one, whatever `includedData` asks.
+ */
+function emailGiven(order: Obj): boolean {
+  return order.FulfillmentChannel === 'MFN' && ['Unshipped', 'PartiallyShipped', 'Shipped'].includes(String(order.OrderStatus));
+}
+
 /** GetOrderResponse for the v0 fixture `order` with its `items`. */
 export function orderV2026(order: Obj, items: readonly Obj[], want: ReadonlySet<OrdersV2026Dataset>): { order: Obj } {
   const salesChannel: Obj = { channelName: 'AMAZON' };
@@ -90,7 +99,7 @@ export function orderV2026(order: Obj, items: readonly Obj[], want: ReadonlySet<
   if (want.has('BUYER') && buyer) {
     const b: Obj = {};
     if (typeof buyer.BuyerName === 'string') b.buyerName = buyer.BuyerName;
-    if (typeof buyer.BuyerEmail === 'string') b.buyerEmail = buyer.BuyerEmail;
+    if (typeof buyer.BuyerEmail === 'string' && emailGiven(order)) b.buyerEmail = buyer.BuyerEmail;
     out.buyer = b;
   }
   // Like v0's ShippingAddress, only there for orders that have one (not Pending).

@@ -49,6 +49,13 @@ describe('Orders v2026-01-01: same results as v0', () => {
     }
   });
 
+  it("buyer.buyerEmail only where Amazon gives it: a merchant-fulfilled order unshipped, partly shipped or shipped, never an Amazon-fulfilled, pending or cancelled one", () => {
+    const email = (changes: Record<string, unknown>) =>
+      (orderV2026({ ...AMAZON_FIXTURE_ORDERS[AMAZON_ORDER_IDS.shipped], ...changes }, [], new Set(['BUYER'])).order.buyer as Record<string, unknown>).buyerEmail;
+    for (const OrderStatus of ['Unshipped', 'PartiallyShipped', 'Shipped']) expect(email({ OrderStatus }), OrderStatus).toBe('q4w8e2r6t0y3u7i1@marketplace.amazon.com');
+    for (const changes of [{ FulfillmentChannel: 'AFN' }, { OrderStatus: 'Pending' }, { OrderStatus: 'Canceled' }]) expect(email(changes), JSON.stringify(changes)).toBeUndefined();
+  });
+
   it('the shared result is the no-RDT one: v0 gets no restricted parts from the emulator, v2026 gets them (PII role) and drops them', async () => {
     const id = AMAZON_ORDER_IDS.shipped;
     const old = await new AmazonHandler(v0).execute(ctx('get_order', id));
