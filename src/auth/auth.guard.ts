@@ -76,7 +76,7 @@ export class AuthGuard implements CanActivate {
     const wait = this.limiter.take(principal.keyId, costOf ? costOf(req) : 1);
     if (wait > 0) throw new AppError('RATE_LIMITED', 'rate limit exceeded for this API key', { retryAfterSeconds: wait });
     const roles = this.reflector.getAllAndOverride<Role[] | undefined>(ROLES_KEY, targets);
-    if (!roles || !roles.includes(principal.role)) throw new AppError('FORBIDDEN', 'this API key may not call this route');
+    if (!roles || !roles.includes(principal.role)) throw new AppError('FORBIDDEN', roleRefusal(principal.role, roles));
     // A key of the wrong kind is refused like a wrong role: before the body is looked at (the ValidationPipe runs later).
     const refusal = this.reflector.get<KeyKindRule | undefined>(KEY_KIND_KEY, ctx.getHandler())?.(principal, req.body);
     if (refusal !== undefined) throw new AppError('FORBIDDEN', refusal);
@@ -102,4 +102,14 @@ export class AuthGuard implements CanActivate {
     if (bodyError) throw bodyError;
     return true;
   }
+}
+
+/**
+ * The wrong-role refusal, naming the key's role and the ones the route takes (what the OpenAPI document says of it
+ * too): a caller holding an ops key where an admin one is needed learns which key to use, not only that this one fails.
+ */
+export function roleRefusal(role: Role, roles: readonly Role[] | undefined): string {
+  if (!roles || roles.length === 0) return `this API key (role ${role}) may not call this route: no API key may`;
+  const named = roles.length === 1 ? roles[0] : `${roles.slice(0, -1).join(', ')} or ${roles.at(-1)}`;
+  return `this API key (role ${role}) may not call this route: it takes ${named} keys`;
 }

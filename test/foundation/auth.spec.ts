@@ -50,6 +50,9 @@ describe('API keys, roles and org scope', () => {
         const res = await call().set(bearer(keys[orgA][wrong]));
         expect(res.status, `${r.method} ${r.path} as ${wrong}`).toBe(403);
         expect(res.body.code).toBe('FORBIDDEN');
+        // It names the key's role and the ones the route takes: which key to use instead.
+        const takes = r.roles!.length === 1 ? r.roles![0] : `${r.roles!.slice(0, -1).join(', ')} or ${r.roles!.at(-1)}`;
+        expect(res.body.detail, `${r.method} ${r.path}`).toBe(`this API key (role ${wrong}) may not call this route: it takes ${takes} keys`);
       }
     }
   });
