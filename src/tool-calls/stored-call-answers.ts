@@ -12,7 +12,10 @@ import { buildToolCallBody } from './tool-call-body.js';
 import { respond, type ToolCallResponse } from './tool-call-response.js';
 
 /** A call recorded under the key or the tool_use id of this request, for another action. */
-const KEY_REUSED = 'this Idempotency-Key or this tool_use id (in this run) was already used for a different action';
+/** The collision named: the Idempotency-Key, or the tool_use id in its run (which one matched the stored call). */
+const KEY_REUSED = 'this Idempotency-Key was already used for a different action: a key names one call (send a new call under a new key, or none)';
+const TOOL_USE_REUSED =
+  'this tool_use id was already used in this run for a different action: a tool_use id names one call of its run (a new call needs its own id)';
 const KEY_OTHER_RUN = 'this Idempotency-Key was already used for a call of another run (toolCallId); a key names one call of one run: nothing was run';
 
 /**
@@ -143,7 +146,9 @@ export class StoredCallAnswers {
     if (!sameAction(stored.action_digest, digest)) {
       // The stored call rides along (its status and what it does), never serialized: a batch holds the writes after
       // this one while the call first sent under the key, if a write, has not run yet (ToolCallBatchService, keyReusedHold).
-      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', KEY_REUSED), {
+      // Found by this tool_use id in this run, or else by the key alone (StoredCallAnswers.storedCall).
+      const reused = stored.tool_use_id === toolUseId ? TOOL_USE_REUSED : KEY_REUSED;
+      throw Object.assign(new AppError('IDEMPOTENCY_KEY_REUSED', reused), {
         storedCall: { status: stored.status, toolName: stored.tool_name, action: stored.action },
       });
     }

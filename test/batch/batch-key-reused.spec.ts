@@ -59,7 +59,7 @@ describe('batch: a write refused 422 IDEMPOTENCY_KEY_REUSED holds the writes aft
       ['succeeded', null],
     ]);
     expect(Object.keys(results[0]).sort()).toEqual(PROBLEM_KEYS);
-    expect(results[0].detail).toBe('this Idempotency-Key or this tool_use id (in this run) was already used for a different action');
+    expect(results[0].detail).toBe('this tool_use id was already used in this run for a different action: a tool_use id names one call of its run (a new call needs its own id)');
     expect(String(results[1].detail)).toMatch(/toolUses\[0\].*IDEMPOTENCY_KEY_REUSED.*waiting for approval.*not started/);
     expect(results[1].retryAfterSeconds).toBe(5);
     expect(sent(from, /422: after the refund/)).toHaveLength(0);

@@ -216,6 +216,8 @@ describe('the governed tool call: every way it can end', () => {
     const changed = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '450789469' }), key);
     expect(changed.status).toBe(422);
     expect(changed.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    // A new tool_use id under the same key: the key is what collided, and the answer says so.
+    expect(changed.body.detail).toBe('this Idempotency-Key was already used for a different action: a key names one call (send a new call under a new key, or none)');
     const bad = await post(runId, agentKey, toolUse('order_lookup', { action: 'lookup', orderId: '1' }), { 'Idempotency-Key': 'ü'.repeat(3) });
     expect(bad.status).toBe(400);
   });

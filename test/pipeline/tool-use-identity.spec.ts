@@ -57,7 +57,7 @@ describe('the tool_use id names the call in its run, whatever key comes with it'
     expect(again.body).toMatchObject({ toolCallId: first.body.toolCallId, replayed: true });
     const other = await post(org, { ...write(`${marker}-other`), id: use.id }, { 'Idempotency-Key': 'fresh-key-2' });
     expect([other.status, other.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
-    expect(other.body.detail).toBe('this Idempotency-Key or this tool_use id (in this run) was already used for a different action');
+    expect(other.body.detail).toBe('this tool_use id was already used in this run for a different action: a tool_use id names one call of its run (a new call needs its own id)');
     expect(sent(marker)).toBe(1);
     expect(sent(`${marker}-other`)).toBe(0);
   });
