@@ -112,6 +112,12 @@ export class HttpDrain {
     setMaxListeners(0, this.windUp.signal);
     server.once('close', () => clearInterval(this.stallCheck));
     server.on('connection', (socket: Socket) => this.track(socket));
+    // Node's own sweep (server.close() runs it: begin() below, and Nest's close later) destroys a connection once its
+    // request was read and its answer ended, even with that answer's bytes still queued for a client reading slowly,
+    // and with answers pipelined behind it: cut, or never sent (a write that ran, unanswered). The drain's instead.
+    server.closeIdleConnections = () => {
+      for (const [socket, conn] of this.connections) this.closeIfIdle(socket, conn);
+    };
     // Prepended: counted before the app's own listener runs (and perhaps admits it in the same tick). Not
     // 'checkExpectation': a listener there takes those requests over; they are answered 417 at once anyway.
     server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => this.dispatched(req.socket, res));
@@ -145,7 +151,7 @@ export class HttpDrain {
     // at its vendor can hold one for VENDOR_TIMEOUT_MS). Nest's close later still waits for the connections below.
     if (this.server.listening) this.server.close();
     for (const [socket, conn] of this.connections) {
-      if (conn.open.size === 0) socket.destroy(); // idle, or a request whose headers are still coming
+      if (conn.open.size === 0) this.closeIfIdle(socket, conn); // idle, or a request whose headers are still coming
       else {
         // Only the answer sent last (Node answers a connection's requests in order) closes it: marking an earlier
         // one ended the connection after it, and the pipelined requests behind it, which ran, were never answered.
@@ -163,6 +169,17 @@ export class HttpDrain {
       for (const socket of this.connections.keys()) socket.destroy();
     }, backstopMs);
     this.backstop.unref();
+  }
+
+  /**
+   * A connection with no answer open: destroyed (idle, or a request whose headers are still coming), or, while the
+   * last answer's bytes are still being sent, ended after them. One with answers open is left to its last answer's
+   * `Connection: close` and the deadlines.
+   */
+  private closeIfIdle(socket: Socket, conn: Connection): void {
+    if (conn.open.size > 0) return;
+    if (socket.writableLength > 0) socket.end();
+    else socket.destroy();
   }
 
   private closeStalled(): void {
