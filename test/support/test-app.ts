@@ -7,9 +7,10 @@ import { DataSource } from 'typeorm';
 import { createGateway } from '../../src/bootstrap.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { captureLogs, setLogEcho } from '../../src/logging/logging.js';
+import { MetricsService } from '../../src/metrics/metrics.service.js';
 import { postApiKey } from './api-keys.js';
 import { logMetrics, recordingResponses } from './response-log.js';
-import './run-log.js'; // every log line of every in-process app goes to the run log too (the run-wide leak scan)
+import { appendToRunLog } from './run-log.js'; // importing it also sends every log line of every in-process app to the run log (the run-wide leak scan)
 import { TEST_ADMIN_KEY, TEST_MASTER_KEY } from './secrets.js';
 
 export interface TestApp {
@@ -49,6 +50,8 @@ export async function startTestApp(env: Record<string, string | undefined> = {})
     close: async () => {
       const address = (app.getHttpServer() as Server).address();
       if (address && typeof address === 'object') await logMetrics(`http://127.0.0.1:${address.port}`);
+      // No longer listening (a test began the drain): the same text, rendered in the process.
+      else appendToRunLog('metrics', await app.get(MetricsService).render());
       capture.stop();
       await app.close();
     },
