@@ -53,7 +53,8 @@
  * be made, $5 the policy version the caller decided on (0: none stored), $6
  * the id of the policy decision that blocks the call (null: it does not) with
  * $7 its risk level, $8 its rule id and $9 its reason, $10 the HTTP status of
- * a POLICY_BLOCKED block, $11 the HTTP status of an APPROVAL_REVOKED block, $12 that of a RUN_NOT_ACTIVE one.
+ * a POLICY_BLOCKED block, $11 the HTTP status of an APPROVAL_REVOKED block, $12 that of a RUN_NOT_ACTIVE one, $13 how
+ * long this replica may hold the call running (VENDOR_TIMEOUT_MS + STALE_RUNNING_MARGIN_MS: the orphan sweep's judge).
  */
 export const CLAIM_APPROVED_CALL_SQL = `
   WITH f AS (
@@ -74,6 +75,7 @@ export const CLAIM_APPROVED_CALL_SQL = `
       policy_decision_id = CASE WHEN f.blocked_by = 'POLICY_BLOCKED' THEN $6::uuid ELSE policy_decision_id END,
       risk_level = CASE WHEN f.blocked_by = 'POLICY_BLOCKED' THEN $7::text ELSE risk_level END,
       started_at = CASE WHEN f.blocked_by IS NULL THEN now() END,
+      stale_after_ms = CASE WHEN f.blocked_by IS NULL THEN $13::int END,
       finished_at = CASE WHEN f.blocked_by IS NULL THEN NULL ELSE now() END,
       updated_at = now()
      FROM f WHERE id = $1 AND status = 'approved' AND $4::boolean AND f.policy_current
@@ -94,7 +96,7 @@ export const CLAIM_APPROVED_CALL_SQL = `
                   ELSE '{}'::jsonb END
       FROM tc),
   re AS (
-    UPDATE tool_calls t SET started_at = now(), updated_at = now()
+    UPDATE tool_calls t SET started_at = now(), stale_after_ms = $13::int, updated_at = now()
      WHERE t.id = $1 AND t.status = 'running'
        AND EXISTS (SELECT 1 FROM runtime_ledger_events e WHERE e.id = $3::uuid AND e.tool_call_id = $1)
      RETURNING t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.idempotency_key, t.tool_use_id, t.status, t.error_code),

@@ -100,11 +100,16 @@ export class ApprovedCallClaimer {
     const policyStatus = httpStatusFor('blocked', 'POLICY_BLOCKED');
     const revokedStatus = httpStatusFor('blocked', 'APPROVAL_REVOKED');
     const endedStatus = httpStatusFor('blocked', 'RUN_NOT_ACTIVE');
+    // Recorded on the row it claims: how long this replica may hold it running, what the orphan sweep judges it by.
+    const staleAfterMs = this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS;
     try {
       const [call] = await retryWhileUnavailable(
         // Once the gateway is stopping, a resend only resumes a claim that may have committed: it makes no new one.
-        () => this.sql.query<ClaimAnswer>(CLAIM_APPROVED_CALL_SQL, [toolCallId, disabledStatus, token, gate.mayClaim(), policyVersion, ...blockedBy, policyStatus, revokedStatus, endedStatus]),
-        { budgetMs: this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS, capMs: 1_000, signal: gate.closing },
+        () =>
+          this.sql.query<ClaimAnswer>(CLAIM_APPROVED_CALL_SQL, [
+            toolCallId, disabledStatus, token, gate.mayClaim(), policyVersion, ...blockedBy, policyStatus, revokedStatus, endedStatus, staleAfterMs,
+          ]),
+        { budgetMs: staleAfterMs, capMs: 1_000, signal: gate.closing },
       );
       return call;
     } catch (err) {

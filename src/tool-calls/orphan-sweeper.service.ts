@@ -90,6 +90,10 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
    * up), each a statement and a transaction of its own: one statement over a large backlog (a
    * crash in the middle of a flood) could outlast the statement timeout on every pass and never catch up, as the
    * results purge (ResultsStore.purgeExpired). A failed batch ends the pass; those before it stay committed.
+   * A call is orphaned past the time its starting replica recorded it may hold it (stale_after_ms: that replica's
+   * VENDOR_TIMEOUT_MS + STALE_RUNNING_MARGIN_MS), not this replica's: in a roll that changed the timeout, a replica
+   * with the shorter one took the calls another still had at their vendors. Calls started before it was recorded
+   * (null) by this replica's own.
    */
   async sweep(batch = SWEEP_BATCH): Promise<number> {
     const staleAfterMs = this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS;
@@ -100,7 +104,8 @@ export class OrphanSweeperService implements OnApplicationBootstrap, OnApplicati
         const [{ n, some }] = await this.sql.query<{ n: number; some: string[] | null }>(
           `WITH due AS MATERIALIZED (
              SELECT id FROM tool_calls
-              WHERE status = 'running' AND started_at < now() - make_interval(secs => $1::double precision / 1000)
+              WHERE status = 'running'
+                AND started_at < now() - make_interval(secs => COALESCE(stale_after_ms, $1::int)::double precision / 1000)
               ORDER BY started_at, id LIMIT $6::int FOR NO KEY UPDATE),
            tc AS (
              UPDATE tool_calls SET status = 'indeterminate', error_code = 'OUTCOME_UNKNOWN', http_status = 200,

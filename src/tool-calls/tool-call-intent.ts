@@ -27,6 +27,8 @@ export interface IntentRow {
   actorKeyId: string;
   /** What the decision was made on: the intent is written only while the org's flag and policy are still these. */
   decidedOn: { flagEnabled: boolean; policyVersion: number };
+  /** A running call's: how long this replica may hold it (VENDOR_TIMEOUT_MS + STALE_RUNNING_MARGIN_MS; the orphan sweep's judge). */
+  staleAfterMs: number;
 }
 
 export interface PolicyDecisionRow {
@@ -76,6 +78,8 @@ export async function writeIntentRow(
   ];
   const running = row.status === 'running';
   const settled = row.status === 'blocked' || row.status === 'failed';
+  // Only a running call's is written: a parameter the statement does not use has no type PostgreSQL can infer.
+  const staleAfter = running ? `$${p.push(row.staleAfterMs)}::int` : 'NULL';
   // The run's status is read in the statement itself, so a run ended on another replica stops new calls at
   // once, and under a KEY SHARE lock (the one the foreign key takes anyway): ending a run takes the row FOR
   // UPDATE, so it waits for intents in flight, and an intent that waited for an end re-reads the run as ended.
@@ -98,9 +102,9 @@ export async function writeIntentRow(
     // tool_calls_run_tool_use_uq), and either makes this a replay of the call already recorded.
     `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,
                 correlation_id, idempotency_key, tool_use_id, action_digest, input_redacted, risk_level, policy_decision_id, actor_key_id,
-                started_at, finished_at)
+                started_at, finished_at, stale_after_ms)
               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16::jsonb, $17, $18, $19,
-                ${running ? 'now()' : 'NULL'}, ${settled ? 'now()' : 'NULL'}
+                ${running ? 'now()' : 'NULL'}, ${settled ? 'now()' : 'NULL'}, ${staleAfter}
                WHERE EXISTS (SELECT 1 FROM live) AND EXISTS (SELECT 1 FROM actor) AND (SELECT ok FROM gov)
               ON CONFLICT DO NOTHING RETURNING id)`,
   ];

@@ -36,6 +36,11 @@ export class ToolCallEntity {
   @Column('text', { nullable: true }) note!: string | null;
   @Column('timestamptz', { name: 'created_at', default: () => 'now()' }) createdAt!: Date;
   @Column('timestamptz', { name: 'started_at', nullable: true }) startedAt!: Date | null;
+  /**
+   * Set when the call goes running: how long the replica that started it may hold it (its VENDOR_TIMEOUT_MS +
+   * STALE_RUNNING_MARGIN_MS), what the orphan sweep judges it by. Null on calls started before it was recorded.
+   */
+  @Column('integer', { name: 'stale_after_ms', nullable: true }) staleAfterMs!: number | null;
   @Column('timestamptz', { name: 'finished_at', nullable: true }) finishedAt!: Date | null;
   @Column('timestamptz', { name: 'updated_at', default: () => 'now()' }) updatedAt!: Date;
 }

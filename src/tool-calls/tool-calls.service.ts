@@ -166,6 +166,7 @@ export class ToolCallsService {
           status, errorCode, errorText, httpStatus: httpStatusFor(status, errorCode), correlationId, idempotencyKey, toolUseId: use.id,
           actionDigest: digest, inputRedacted, riskLevel: policy?.riskLevel ?? entry?.action.riskLevel ?? null,
           policyDecisionId, actorKeyId: p.keyId, decidedOn: { flagEnabled, policyVersion },
+          staleAfterMs: this.config.VENDOR_TIMEOUT_MS + this.config.STALE_RUNNING_MARGIN_MS,
         },
         events,
         policy && policyDecisionId ? { id: policyDecisionId, ...policy } : null,
