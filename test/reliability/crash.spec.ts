@@ -23,8 +23,22 @@ describe('crash: kill -9 of the gateway process', () => {
     started.push(gw);
     return gw;
   };
-  /** A restarted gateway: its start-up sweep takes every running call older than 50 ms as orphaned. */
-  const restart = () => start({ VENDOR_TIMEOUT_MS: '50', STALE_RUNNING_MARGIN_MS: '0' });
+  /**
+   * A restarted gateway, once the killed one's hold on its running calls has passed (each call carries it:
+   * stale_after_ms, the VENDOR_TIMEOUT_MS + STALE_RUNNING_MARGIN_MS of the replica that started it, seconds here):
+   * its start-up sweep takes them as orphaned. It does not before: as far as a sweep can tell, their owner may still
+   * be at the vendor.
+   */
+  const restart = async (runId: string) => {
+    await waitFor(
+      async () => (await rows<{ n: number }>(db, `SELECT count(*)::int AS n FROM tool_calls WHERE run_id = $1 AND status = 'running'
+                     AND started_at >= now() - make_interval(secs => stale_after_ms::double precision / 1000)`, [runId]))[0].n === 0,
+      "the killed gateway's hold on its running calls to pass",
+      30_000,
+      100,
+    );
+    return start({ VENDOR_TIMEOUT_MS: '50', STALE_RUNNING_MARGIN_MS: '0' });
+  };
 
   beforeAll(async () => {
     emu = createFullEmulator();
@@ -38,7 +52,8 @@ describe('crash: kill -9 of the gateway process', () => {
   });
 
   it('a write in flight at the vendor becomes indeterminate after the restart, and re-posting it never runs it again', async () => {
-    const g1 = await start({ VENDOR_TIMEOUT_MS: '20000' });
+    // Its calls held 8 s (VENDOR_TIMEOUT_MS, no margin): well past the kill, and the note's answer is 15 s away.
+    const g1 = await start({ VENDOR_TIMEOUT_MS: '8000', STALE_RUNNING_MARGIN_MS: '0' });
     const org = await setupOrgVia(g1, { tools: ['shopify_order.add_note', 'order_lookup.lookup'] });
     apiKeys.push(org.agentKey, org.adminKey);
     const orderUpdates = () => emu.requests.filter((r) => r.vendor === 'shopify' && r.body.includes('orderUpdate'));
@@ -60,7 +75,7 @@ describe('crash: kill -9 of the gateway process', () => {
     const lost = await inFlight;
     expect(lost).toBeInstanceOf(Error); // the agent never got an answer
 
-    const g2 = await restart();
+    const g2 = await restart(org.runId);
     const [after] = await rows<{ status: string; error_code: string }>(db, 'SELECT status, error_code FROM tool_calls WHERE id = $1', [before.id]);
     expect(after).toEqual({ status: 'indeterminate', error_code: 'OUTCOME_UNKNOWN' });
     const events = await rows<{ type: string; metadata: { reason?: string } }>(
@@ -85,7 +100,7 @@ describe('crash: kill -9 of the gateway process', () => {
   }, 90_000);
 
   it('during a burst of 100 reads: every answered call has its ledger row, and nothing stays running after the restart', async () => {
-    const g3 = await start({ VENDOR_TIMEOUT_MS: '10000', VENDOR_CONCURRENCY_LIMIT: '500', DB_POOL_SIZE: '30' });
+    const g3 = await start({ VENDOR_TIMEOUT_MS: '8000', STALE_RUNNING_MARGIN_MS: '0', VENDOR_CONCURRENCY_LIMIT: '500', DB_POOL_SIZE: '30' });
     const org = await setupOrgVia(g3, { tools: ['order_lookup.lookup'] });
     apiKeys.push(org.agentKey, org.adminKey);
     emu.reset();
@@ -138,7 +153,7 @@ describe('crash: kill -9 of the gateway process', () => {
     // The kill cut off more than the reads held at the vendor: fast reads were in flight in the gateway too.
     expect(failed.length, `calls cut off by the kill (${held} were held at the vendor)`).toBeGreaterThan(held);
 
-    await restart();
+    await restart(org.runId);
     const ledger = await rows<{ id: string; tool_use_id: string; status: string }>(db, 'SELECT id, tool_use_id, status FROM tool_calls WHERE run_id = $1', [org.runId]);
     const byId = new Map(ledger.map((r) => [r.id, r]));
     for (const res of ok) {
