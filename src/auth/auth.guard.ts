@@ -3,6 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
 import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
+import { listOf } from '../common/http/api-roles.js';
 import { bodyErrorOf } from '../common/http/json-body.js';
 import { declaresQuery, refuseQueryParameters } from '../common/http/no-query-parameters.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
@@ -110,6 +111,5 @@ export class AuthGuard implements CanActivate {
  */
 export function roleRefusal(role: Role, roles: readonly Role[] | undefined): string {
   if (!roles || roles.length === 0) return `this API key (role ${role}) may not call this route: no API key may`;
-  const named = roles.length === 1 ? roles[0] : `${roles.slice(0, -1).join(', ')} or ${roles.at(-1)}`;
-  return `this API key (role ${role}) may not call this route: it takes ${named} keys`;
+  return `this API key (role ${role}) may not call this route: it takes ${listOf(roles)} keys`;
 }

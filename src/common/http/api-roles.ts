@@ -33,8 +33,8 @@ export interface ApiRolesOptions {
   forbiddenDocumentedBy?: 'ApiToolCallResponses';
 }
 
-/** "admin", "admin or ops", "expert, admin, ops or agent". */
-const listOf = (roles: readonly string[]): string =>
+/** "admin", "admin or ops", "expert, admin, ops or agent" (the OpenAPI 403 text, and the AuthGuard's refusal). */
+export const listOf = (roles: readonly string[]): string =>
   roles.length === 1 ? roles[0] : `${roles.slice(0, -1).join(', ')} or ${roles[roles.length - 1]}`;
 
 /** The problem+json 403 of a route that these roles may call: "FORBIDDEN: not an admin or ops key[, or …]". */
