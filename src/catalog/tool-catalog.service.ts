@@ -5,6 +5,7 @@ import type { PolicyEvaluationInput } from '../policy/policy.types.js';
 import type { ToolActionSpec, ToolSpec, VendorHandler, VendorKey } from '../vendors/vendor-handler.js';
 import { VendorRegistry } from '../vendors/vendor-registry.js';
 import { inlineModelName, MESSAGE_NAME_MAX, redactedModelText, redactedParamMessage } from './model-text.js';
+import { loneSurrogatePath } from './well-formed-params.js';
 
 export interface CatalogEntry {
   tool: ToolSpec;
@@ -89,11 +90,18 @@ export function policyParamFacts(entry: CatalogEntry): PolicyParamFacts {
  */
 function describeAjvError(e: ErrorObject): string {
   const keys = e.instancePath ? e.instancePath.slice(1).split('/').map(unescapePointerKey) : [];
-  const name = (...more: string[]): string => inlineModelName([...keys, ...more].map(redactedKey).join('.'), MESSAGE_NAME_MAX);
+  const name = (...more: string[]): string => paramName([...keys, ...more]);
   if (e.keyword === 'required') return `${name((e.params as { missingProperty: string }).missingProperty)}: is required`;
   if (e.keyword === 'additionalProperties') return `${name((e.params as { additionalProperty: string }).additionalProperty)}: is not an allowed parameter`;
   return `${keys.length ? name() : 'params'}: ${e.message ?? 'is invalid'}`;
 }
+
+/** Keys down to a param, redacted one by one and joined with "." as an ajv error's name is. */
+const paramName = (keys: string[]): string => inlineModelName(keys.map(redactedKey).join('.'), MESSAGE_NAME_MAX);
+
+/** Why a param holding a lone surrogate is refused (loneSurrogatePath), in words a model can act on. */
+const HALF_A_PAIR =
+  'must be well-formed text: it holds half of a UTF-16 surrogate pair (a character such as an emoji cut in two), which has no UTF-8 form and cannot be sent; send the whole character or leave it out';
 
 /** One key of a JSON pointer as written (RFC 6901: "~1" first, then "~0", so "~01" is "~1"). */
 const unescapePointerKey = (key: string): string => (key.includes('~') ? key.replace(/~1/g, '/').replace(/~0/g, '~') : key);
@@ -173,7 +181,8 @@ export class ToolCatalogService {
   }
 
   /**
-   * JSON Schema first, then the vendor's own pre-flight checks (e.g. Nango path safety).
+   * JSON Schema first, then well-formed text (loneSurrogatePath), then the vendor's own pre-flight checks (e.g. Nango
+   * path safety).
    * The message names the offending field (API.md §4) with any model-written name
    * redacted; the model gets the same text as the ledger, so a replay answers
    * exactly as the first call did and a secret the model put in a key is not
@@ -182,6 +191,8 @@ export class ToolCatalogService {
   checkParams(entry: CatalogEntry, params: Record<string, unknown>): ParamCheck {
     const validate = this.validators.get(entry.key)!;
     if (!validate(params)) return { ok: false, message: describeAjvError(validate.errors![0]) };
+    const broken = loneSurrogatePath(params);
+    if (broken) return { ok: false, message: `${paramName(broken)}: ${HALF_A_PAIR}` };
     const extra = entry.handler.validate?.(entry.tool.name, entry.action.name, params) ?? null;
     // Vendor messages quote the model's keys too (Nango: "query.<key>: …", "<key>: unknown parameter").
     return extra ? { ok: false, message: redactedParamMessage(extra) } : { ok: true };

@@ -56,7 +56,7 @@ describe('expert approvals', () => {
       ['a secret-looking name', { token_scope: 'admin' }, false],
       ['a card-shaped value', { channel: '4242424242424242' }, false],
       ['past the size bounds', { text: 'x'.repeat(10_001) }, false],
-      ['an unpaired surrogate', { text: 'pay\ud800' }, false],
+      ['a NUL', { text: 'pay\u0000' }, false], // recorded as U+FFFD (an unpaired surrogate is refused: 422, nothing to approve)
     ];
     const seen: Record<string, unknown> = {};
     for (const [name, body] of cases) seen[name] = (await post(body)).inputShownExactly;

@@ -125,17 +125,20 @@ describe('hostile input: a corpus of named cases', () => {
     });
 
     it('NUL bytes and lone surrogates in params, keys, actions and tool_use ids never break the ledger insert', async () => {
-      // Each body with the one answer it must get: a NUL or lone surrogate is repaired (U+FFFD) and the call governed
-      // as usual; only a NUL in the tool_use id or type makes the body not a tool_use block (400, nothing recorded).
+      // Each body with the one answer it must get: a NUL is recorded repaired (U+FFFD) and the call governed as usual;
+      // a lone surrogate in a param is recorded repaired too, and the call refused (422 INVALID_INPUT: no vendor can be
+      // sent text with no UTF-8 form); only a NUL in the tool_use id or type makes the body not a tool_use block (400,
+      // nothing recorded).
       const bodies: [unknown, number, string][] = [
         [toolUse('order_lookup', { action: 'lookup', orderId: '123\u0000' }), 422, 'INVALID_INPUT'],
         [toolUse('order_lookup', { action: 'lookup', orderId: '12345', 'x\u0000y': 1 }), 422, 'INVALID_INPUT'],
         [toolUse('order_lookup', { action: 'look\u0000up', orderId: '12345' }), 403, 'NOT_IN_MANIFEST'],
         [toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'nul \u0000 inside a valid note' }), 200, 'succeeded'],
-        [toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'lone surrogate \ud800 inside a valid note' }), 200, 'succeeded'],
-        [toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'reversed pair \udc00\ud800' }), 200, 'succeeded'],
+        [toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'lone surrogate \ud800 inside a valid note' }), 422, 'INVALID_INPUT'],
+        [toolUse('shopify_order', { action: 'add_note', orderId: '1001', note: 'reversed pair \udc00\ud800' }), 422, 'INVALID_INPUT'],
         [toolUse('order_lookup', { action: 'lookup', orderId: '12345', '\ud83d': 1 }), 422, 'INVALID_INPUT'],
         [toolUse('nango_proxy', { action: 'post', path: 'v1/x', body: { a: ['\u0000', { '\u0000': '\u0000' }] } }), 202, 'waiting_approval'],
+        [toolUse('nango_proxy', { action: 'post', path: 'v1/x', body: { a: ['ok', { 'k\udfff': 1 }] } }), 422, 'INVALID_INPUT'],
         [toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, 'toolu_\u0000nul'), 400, 'BAD_REQUEST'],
         [toolUse('order_lookup', { action: 'lookup', orderId: '12345' }, 'toolu_\ud800'), 400, 'BAD_REQUEST'],
         [{ type: 'tool_use\u0000', id: 'toolu_x', name: 'order_lookup', input: { action: 'lookup', orderId: '12345' } }, 400, 'BAD_REQUEST'],
