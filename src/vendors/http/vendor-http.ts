@@ -147,9 +147,39 @@ export async function timeVendorExchanges<T>(work: () => Promise<T>): Promise<{ 
   return { result, ms: timing.ms + open, exchanges: timing.exchanges };
 }
 
+/**
+ * A pooled socket the vendor had already closed when the agent handed it out: nothing of the request was written
+ * (Node emits 'socket' before it flushes the request), so it is sent again on another socket (sendOnLiveSocket).
+ */
+class ClosedPooledSocket extends Error {}
+
+/**
+ * How many closed pooled sockets one request passes over before it gives up unsent (a vendor that closed every
+ * pooled connection at once: each is handed out at most once, then a fresh connection is made).
+ */
+const CLOSED_SOCKET_RESENDS = 8;
+
+/**
+ * sendVendorRequest, again on another socket when the agent handed out one the vendor had closed. Node's agent drops
+ * a destroyed socket from its free list only on the socket's 'close' event, later in the loop iteration (and, with
+ * 'lifo' scheduling, skips only those at the list's other end): a request made in between — a database answer read
+ * in the same poll phase, a setImmediate — was given the dead socket, failed ECONNRESET on a reused socket and counted
+ * as sent, so a refund or a POST the vendor never saw was recorded indeterminate, and the breaker charged a failure.
+ */
+async function sendOnLiveSocket(spec: VendorHttpRequest): Promise<VendorHttpResponse> {
+  for (let resend = 0; ; resend++) {
+    try {
+      return await sendVendorRequest(spec);
+    } catch (err) {
+      if (!(err instanceof ClosedPooledSocket)) throw err;
+      if (resend >= CLOSED_SOCKET_RESENDS) throw new VendorHttpError('connect_error', false, 'could not connect to vendor (every pooled connection was closed by the vendor)');
+    }
+  }
+}
+
 export function vendorRequest(spec: VendorHttpRequest): Promise<VendorHttpResponse> {
   const timing = exchangeTiming.getStore();
-  const exchange = sendVendorRequest(spec);
+  const exchange = sendOnLiveSocket(spec);
   if (!timing) return exchange;
   timing.exchanges++;
   if (timing.active++ === 0) timing.since = performance.now();
@@ -230,6 +260,14 @@ function sendVendorRequest(spec: VendorHttpRequest): Promise<VendorHttpResponse>
     spec.signal?.addEventListener('abort', onAbort, { once: true });
 
     request.once('socket', (socket: Socket) => {
+      // A pooled socket the vendor has closed (its FIN read, or already destroyed): this request was not written yet.
+      if (request.reusedSocket && (socket.destroyed || socket.readableEnded || !socket.writable)) {
+        settled = true;
+        cleanup();
+        request.destroy();
+        reject(new ClosedPooledSocket());
+        return;
+      }
       // A pooled socket is already connected. A fresh TLS socket counts as
       // connected only after the handshake: nothing is written before it. A socket whose connect failed at once
       // (EMFILE, ENFILE, EADDRNOTAVAIL: it is destroyed, not connecting) never connected: nothing was sent.
