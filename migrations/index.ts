@@ -15,6 +15,7 @@ import { ToolUseOncePerRun1765710000000 } from './1765710000000-tool-use-once-pe
 import { OrgDigestKeys1765800000000 } from './1765800000000-org-digest-keys.js';
 import { ApprovalInputShownExactly1765900000000 } from './1765900000000-approval-input-shown-exactly.js';
 import { ToolCallStaleAfter1766000000000 } from './1766000000000-tool-call-stale-after.js';
+import { RareFilterIndexes1766100000000 } from './1766100000000-rare-filter-indexes.js';
 
 /** Every migration, in order. Listed explicitly so the same array loads under vitest and the built app. */
-export const MIGRATIONS = [InitialSchema1764500000000, LedgerQueryIndexes1764600000000, ApprovalInputs1764700000000, ApprovedCallsIndex1764800000000, VendorTokens1764900000000, ShopifyRefundLeases1765000000000, LedgerSeqIdentity1765100000000, LedgerFiniteChecks1765200000000, ShopifyRefundLeasePerShop1765300000000, LedgerSeqCeiling1765400000000, ToolCallVendorRefused1765500000000, ApprovalListingIndexes1765600000000, ToolUseUniqueColumn1765700000000, ToolUseOncePerRun1765710000000, OrgDigestKeys1765800000000, ApprovalInputShownExactly1765900000000, ToolCallStaleAfter1766000000000];
+export const MIGRATIONS = [InitialSchema1764500000000, LedgerQueryIndexes1764600000000, ApprovalInputs1764700000000, ApprovedCallsIndex1764800000000, VendorTokens1764900000000, ShopifyRefundLeases1765000000000, LedgerSeqIdentity1765100000000, LedgerFiniteChecks1765200000000, ShopifyRefundLeasePerShop1765300000000, LedgerSeqCeiling1765400000000, ToolCallVendorRefused1765500000000, ApprovalListingIndexes1765600000000, ToolUseUniqueColumn1765700000000, ToolUseOncePerRun1765710000000, OrgDigestKeys1765800000000, ApprovalInputShownExactly1765900000000, ToolCallStaleAfter1766000000000, RareFilterIndexes1766100000000];

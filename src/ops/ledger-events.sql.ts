@@ -1,4 +1,5 @@
 import { KeysetQuery } from '../db/keyset-query.js';
+import { sizedPageSql } from '../db/sized-page.js';
 import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import type { CursorPosition } from './ledger-cursor.js';
 
@@ -71,4 +72,17 @@ export function ledgerEventView(r: LedgerEventRow): LedgerEventView {
     prevHash: r.prev_hash,
     hash: r.hash,
   };
+}
+
+/**
+ * ledgerEventsPageSql's page cut short where the rows before a row already hold `budgetBytes` of metadata and actor
+ * (their jsonb text), as a tool-call page is (toolCallsSizedPageSql): `row_bytes` and `page_rows` come with each row.
+ */
+export function ledgerEventsSizedPageSql(
+  orgId: string | null, f: LedgerEventFilters, after: CursorPosition | undefined, limit: number, budgetBytes: number,
+): { sql: string; params: unknown[] } {
+  const { sql: page, params } = ledgerEventsPageSql(orgId, f, after, limit);
+  params.push(budgetBytes);
+  const sql = sizedPageSql(page, 'octet_length(metadata::text) + coalesce(octet_length(actor::text), 0)', `$${params.length}`, 'created_at DESC, seq DESC');
+  return { sql, params };
 }

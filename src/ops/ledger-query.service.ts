@@ -5,12 +5,11 @@ import type { Principal } from '../auth/principal.js';
 import { LedgerVerifierService, parseAnchor, type VerifyResult } from '../ledger/ledger-verifier.service.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { filterHash, LedgerCursorCodec } from './ledger-cursor.js';
-import { ledgerEventsPageSql, ledgerEventView, type LedgerEventFilters, type LedgerEventRow, type LedgerEventView } from './ledger-events.sql.js';
+import { ledgerEventsSizedPageSql, ledgerEventView, type LedgerEventFilters, type LedgerEventRow, type LedgerEventView } from './ledger-events.sql.js';
 import { assertTimeWindow, parseQueryTimestamp } from './ledger-time.js';
 import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { LedgerEventsQuery } from './ops.dto.js';
 import { ToolCallsQueryService } from './tool-calls-query.service.js';
-import { sizedPageSql } from '../db/sized-page.js';
 import { LIST_PAGE_BYTES } from './tool-calls.sql.js';
 
 /** Ops' read side of the event ledger: filtered keyset pages and chain verification. */
@@ -37,8 +36,6 @@ export class LedgerQueryService {
     const hash = filterHash({ ...filters });
     const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, 'ledger-events', scopeKey(orgId), hash);
     const limit = q.limit ?? DEFAULT_PAGE;
-    const { sql: page, params } = ledgerEventsPageSql(orgId, filters, after, limit + 1);
-    params.push(LIST_PAGE_BYTES);
     // An approval past its expiry is written down first (its tool_call.blocked event, reason approval_expired), as the
     // tool-call listings do: the events would otherwise go on showing the call waiting until the sweep's next pass.
     if (after === undefined && (filters.type === undefined || filters.type === 'tool_call.blocked')) await this.calls.expireOverdueApprovalsOf(orgId);
@@ -46,7 +43,7 @@ export class LedgerQueryService {
     // admin's events carry up to a 64 KiB body each), and is charged by size as it is: a token of the key's
     // RATE_LIMIT_RPS more per 64 KiB beyond the first, once built and before it is sent. Before, ten pages of 200
     // large events at once were 229 MB answered at a token each.
-    const sql = sizedPageSql(page, 'octet_length(metadata::text) + coalesce(octet_length(actor::text), 0)', `$${params.length}`, 'created_at DESC, seq DESC');
+    const { sql, params } = ledgerEventsSizedPageSql(orgId, filters, after, limit + 1, LIST_PAGE_BYTES);
     const rows = (await this.ds.query(sql, params)) as (LedgerEventRow & { page_rows: string; row_bytes: number })[];
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
     const items = rows.slice(0, limit);

@@ -134,6 +134,14 @@ function endedView(r: AgentRunEntity): { at: string; reason: string | null } {
 /** The 403 a platform key gets on POST /v1/runs (the route's @OrgKeyOnly, and create's own check). */
 export const RUNS_NEED_ORG_KEY = 'runs are created with an agent or admin key of an org; a platform key (orgId null) belongs to no org';
 
+/**
+ * Up to 100 ended runs that still have pending approvals (RunsService's periodic pass): read off the pending approvals'
+ * own index (approval_requests_pending_run_idx), not every approval ever made.
+ */
+export const ENDED_RUNS_WITH_PENDING_APPROVALS_SQL = `SELECT DISTINCT a.run_id FROM approval_requests a
+  WHERE a.status = 'pending' AND EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = a.run_id AND r.status IN ('completed', 'cancelled'))
+  LIMIT 100`;
+
 @Injectable()
 export class RunsService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly snapshots = new Map<string, RunSnapshot>();
@@ -434,11 +442,7 @@ export class RunsService implements OnApplicationBootstrap, BeforeApplicationShu
    * has them rejected. Read off the index of pending approvals (few, as a rule), one run after another.
    */
   private async finishEnds(): Promise<void> {
-    const runs = (await this.ds.query(
-      `SELECT DISTINCT a.run_id FROM approval_requests a
-        WHERE a.status = 'pending' AND EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = a.run_id AND r.status IN ('completed', 'cancelled'))
-        LIMIT 100`,
-    )) as { run_id: string }[];
+    const runs = (await this.ds.query(ENDED_RUNS_WITH_PENDING_APPROVALS_SQL)) as { run_id: string }[];
     for (const { run_id } of runs) {
       if (this.stopping) return;
       await this.finishEnd(run_id);

@@ -1,0 +1,89 @@
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seed } from '../../bench/ledger-bench.seed.js';
+import { runMigrations } from '../../src/db/migration-runner.js';
+import { migratorOptions } from '../../src/db/db-options.js';
+import { ledgerEventsSizedPageSql } from '../../src/ops/ledger-events.sql.js';
+import { LIST_PAGE_BYTES, toolCallsSizedPageSql } from '../../src/ops/tool-calls.sql.js';
+import { ENDED_RUNS_WITH_PENDING_APPROVALS_SQL } from '../../src/runs/runs.service.js';
+import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+
+/**
+ * Lookups of a rare value with no index of their own read a whole table once the ledger is large (migration
+ * 1766100000000: 440–714 ms at 2,000,000 calls and 4,000,000 events, growing with them): a platform key's listing of
+ * the reconcile work list (status=indeterminate) or of a rare event type, and the periodic pass finishing ended runs,
+ * which read every approval ever made. Each must be read off its partial index, on the ledger benchmark's data made
+ * production-like (unknown outcomes reconciled but a few, rare events, most runs ended, most approvals decided).
+ * (Plans, not timings: the planner's choice on tables of this size is what the indexes decide.)
+ */
+describe('plans of rare-value lookups over a large ledger', () => {
+  let db: ScratchDatabase;
+  let ds: DataSource;
+
+  beforeAll(async () => {
+    db = await createScratchDatabase('tg_rare_plans');
+    ds = await new DataSource(migratorOptions(db.url)).initialize();
+    await runMigrations(ds);
+    await seed(ds, 60_000, 6_000, () => undefined);
+    // Ops reconciled every unknown outcome but five; most runs ended; a backlog of 1,000 approvals is pending, the
+    // rest decided (where the pending ones are many, the pass walked the index of every approval in run order).
+    await ds.query(
+      `UPDATE tool_calls SET status = 'succeeded', error_code = NULL
+        WHERE status = 'indeterminate' AND id NOT IN (SELECT id FROM tool_calls WHERE status = 'indeterminate' ORDER BY created_at LIMIT 5)`,
+    );
+    await ds.query(`UPDATE agent_runs SET status = 'completed' WHERE id NOT IN (SELECT id FROM agent_runs ORDER BY id LIMIT 600)`);
+    await ds.query(
+      `UPDATE approval_requests SET status = 'approved', decided_role = 'expert', decided_at = now()
+        WHERE id NOT IN (SELECT id FROM approval_requests ORDER BY created_at LIMIT 1000)`,
+    );
+    // Ten runs cancelled over the month: their events among 120,000 per-call ones.
+    await ds.query(
+      `INSERT INTO runtime_ledger_events (id, org_id, type, run_id, metadata, created_at)
+       SELECT gen_random_uuid(), r.org_id, 'run.cancelled', r.id, '{}', now() - g * interval '3 days'
+         FROM generate_series(1, 10) g CROSS JOIN LATERAL (SELECT id, org_id FROM agent_runs OFFSET g LIMIT 1) r`,
+    );
+    await ds.query('ANALYZE');
+  }, 240_000);
+  afterAll(async () => {
+    await ds?.destroy();
+    await db?.drop();
+  });
+
+  async function planOf(sql: string, params: unknown[]): Promise<{ plan: PlanNode[]; summary: string }> {
+    const [{ 'QUERY PLAN': [top] }] = (await ds.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
+    const plan = nodes(top.Plan);
+    return { plan, summary: plan.map((n) => `${n['Node Type']} ${n['Index Name'] ?? n['Relation Name'] ?? ''}`).join(', ') };
+  }
+  const seqScans = (plan: PlanNode[], table: string) => plan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === table);
+
+  it('a platform key listing the reconcile work list (status=indeterminate): the unsettled calls index, no scan of every call', async () => {
+    const { sql, params } = toolCallsSizedPageSql(null, { status: 'indeterminate' }, undefined, 51, LIST_PAGE_BYTES);
+    const { plan, summary } = await planOf(sql, params);
+    expect(plan.some((n) => n['Index Name'] === 'tool_calls_unsettled_idx'), summary).toBe(true);
+    expect(seqScans(plan, 'tool_calls'), summary).toEqual([]);
+    expect(((await ds.query(sql, params)) as unknown[]).length).toBe(5);
+  });
+
+  it('a platform key listing a rare event type (run.cancelled): the uncommon types index', async () => {
+    const { sql, params } = ledgerEventsSizedPageSql(null, { type: 'run.cancelled' }, undefined, 51, LIST_PAGE_BYTES);
+    const { plan, summary } = await planOf(sql, params);
+    expect(plan.some((n) => n['Index Name'] === 'ledger_events_uncommon_type_idx'), summary).toBe(true);
+    expect(seqScans(plan, 'runtime_ledger_events'), summary).toEqual([]);
+    expect(((await ds.query(sql, params)) as unknown[]).length).toBe(10);
+  });
+
+  it('the pass finishing ended runs: read off the pending approvals, not every approval ever made', async () => {
+    const { plan, summary } = await planOf(ENDED_RUNS_WITH_PENDING_APPROVALS_SQL, []);
+    expect(plan.some((n) => n['Index Name'] === 'approval_requests_pending_run_idx'), summary).toBe(true);
+    expect(plan.filter((n) => n['Index Name'] === 'approval_requests_run_idx'), summary).toEqual([]);
+    expect(seqScans(plan, 'approval_requests'), summary).toEqual([]);
+  });
+});
