@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams, checkNangoPath, checkNangoQuery, isReservedKey, NANGO_CANONICAL_PATH_MAX, NANGO_PATH_MAX } from './nango-path.js';
+import { buildNangoProxyUrl, canonicalNangoPath, checkNangoParams, checkNangoPath, checkNangoQuery, isReservedKey, NANGO_CANONICAL_PATH_MAX, NANGO_PATH_MAX, NANGO_TARGET_MAX, QUERY_VALUE_MAX } from './nango-path.js';
 import { HOSTILE_NANGO_PATHS, NON_CANONICAL_NANGO_PATHS, SAFE_NANGO_PATHS } from './nango-path.cases.js';
 
 describe('checkNangoPath', () => {
@@ -166,5 +166,25 @@ describe('buildNangoProxyUrl', () => {
     expect(buildNangoProxyUrl('https://api.nango.dev', 'a\\evil.example')).toBeNull(); // WHATWG turns \ into /
     expect(buildNangoProxyUrl('https://api.nango.dev', 'a b')).toBeNull();
     expect(buildNangoProxyUrl('not a url', 'v1/x')).toBeNull();
+  });
+});
+
+describe('checkNangoParams: the request target as sent', () => {
+  it('refuses a query within the per-value limits whose percent-encoded URL passes NANGO_TARGET_MAX, saying how long it would be', () => {
+    const query: Record<string, string> = {};
+    for (let i = 0; i < 3; i++) query[`k${i}`] = 'é'.repeat(QUERY_VALUE_MAX); // 2,048 characters each, 12,288 sent
+    expect(checkNangoQuery(query)).toBeNull();
+    const message = checkNangoParams('get', { path: '/v1/search', query });
+    expect(message).toMatch(/^query: the request URL would be \d+ characters once percent-encoded \(path and query\), over the 8192/);
+    expect(Number(/would be (\d+)/.exec(message!)![1])).toBeGreaterThan(3 * 6 * QUERY_VALUE_MAX);
+  });
+
+  it('takes a target of exactly NANGO_TARGET_MAX, and a long ASCII query under it', () => {
+    const full = 'x'.repeat(QUERY_VALUE_MAX);
+    const last = NANGO_TARGET_MAX - '/proxy/v1/x?a=&b=&c=&d='.length - 3 * QUERY_VALUE_MAX;
+    const query = (d: number) => ({ a: full, b: full, c: full, d: 'x'.repeat(d) });
+    expect(checkNangoParams('get', { path: '/v1/x', query: query(last) })).toBeNull();
+    expect(checkNangoParams('get', { path: '/v1/x', query: query(last + 1) })).toMatch(/^query: the request URL would be 8193 characters/);
+    expect(checkNangoParams('get', { path: '/v1/search', query: { a: 'x'.repeat(QUERY_VALUE_MAX), b: 'y'.repeat(QUERY_VALUE_MAX) } })).toBeNull();
   });
 });

@@ -25,6 +25,13 @@ export const NANGO_CANONICAL_PATH_MAX = NANGO_PATH_MAX + 1;
 export const QUERY_MAX_KEYS = 100;
 export const QUERY_VALUE_MAX = 2048;
 export const QUERY_NAME_MAX = 256;
+/**
+ * The longest request target (`/proxy/{path}?{query}`, percent-encoded as sent) a call may make: Nango is a Node
+ * server, whose request line and headers together may not pass 16 KiB (431 otherwise), and providers and balancers
+ * behind it commonly refuse URLs past 8 KiB. A query within the per-value limits can pass it: a non-ASCII character
+ * goes as 6 to 12 characters of percent-encoding.
+ */
+export const NANGO_TARGET_MAX = 8192;
 
 // RFC 3986 pchar minus "@", plus "/" and "%": everything else must be percent-encoded.
 // (";" passes here but is refused in every form by checkForm, which reads the decoded path.)
@@ -178,8 +185,18 @@ export function checkNangoParams(action: string, params: Record<string, unknown>
   }
   const path = checkNangoPath(params.path);
   if (path) return path;
-  if (action === 'get') return checkNangoQuery(params.query);
+  if (action === 'get') return checkNangoQuery(params.query) ?? checkTargetLength(params.path as string, params.query as Record<string, unknown> | undefined);
   return isObject(params.body) ? null : 'body: must be an object';
+}
+
+/** A path and query within their own limits whose request target, encoded, is past NANGO_TARGET_MAX. */
+function checkTargetLength(path: string, query: Record<string, unknown> | undefined): string | null {
+  if (query === undefined) return null;
+  const built = buildNangoProxyUrl('http://nango.invalid', path, query);
+  if (built === null) return null; // refused when the call is sent, as before (checkNangoPath already passed it)
+  const target = built.length - 'http://nango.invalid'.length;
+  if (target <= NANGO_TARGET_MAX) return null;
+  return `query: the request URL would be ${target} characters once percent-encoded (path and query), over the ${NANGO_TARGET_MAX} Nango and the providers behind it take; send fewer or shorter values (a non-ASCII character takes 6 to 12)`;
 }
 
 /**

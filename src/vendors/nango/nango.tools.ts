@@ -5,7 +5,7 @@
  * not retry it. Path and query safety lives in nango-path.ts (validate()).
  */
 import type { ToolSpec } from '../vendor-handler.js';
-import { NANGO_CANONICAL_PATH_MAX, NANGO_PATH_MAX, QUERY_MAX_KEYS, QUERY_NAME_MAX, QUERY_VALUE_MAX } from './nango-path.js';
+import { NANGO_CANONICAL_PATH_MAX, NANGO_PATH_MAX, NANGO_TARGET_MAX, QUERY_MAX_KEYS, QUERY_NAME_MAX, QUERY_VALUE_MAX } from './nango-path.js';
 
 const path = {
   type: 'string',
@@ -35,7 +35,7 @@ export const NANGO_TOOLS: ToolSpec[] = [
             query: {
               type: 'object',
               description:
-                'Query parameters (string, number or boolean values). Names may not be Nango controls: authorization, connection_id, provider_config_key, base_url_override, retries, retry_on, decompress, forward_headers_on_redirect, or anything starting with nango (in any case, with or without - and _)',
+                `Query parameters (string, number or boolean values; the URL with them, percent-encoded, at most ${NANGO_TARGET_MAX} characters). Names may not be Nango controls: authorization, connection_id, provider_config_key, base_url_override, retries, retry_on, decompress, forward_headers_on_redirect, or anything starting with nango (in any case, with or without - and _)`,
               // The limits checkNangoQuery enforces, so that what the definition allows is not refused after.
               additionalProperties: { anyOf: [{ type: 'string', maxLength: QUERY_VALUE_MAX }, { type: 'number' }, { type: 'boolean' }] },
               propertyNames: { minLength: 1, maxLength: QUERY_NAME_MAX },
