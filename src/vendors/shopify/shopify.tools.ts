@@ -86,9 +86,9 @@ export const SHOPIFY_TOOLS: ToolSpec[] = [
         name: 'add_note',
         description:
           'Set the order note to the given text. Shopify keeps one note per order and this replaces it: to add to a note, ' +
-          'read the current one (order_lookup\'s `note`) and send it with your addition.',
+          'read the current one (order_lookup\'s `note`) and send it with your addition; an empty note clears it.',
         inputSchema: objectSchema(
-          { orderId, note: { type: 'string', minLength: 1, maxLength: NOTE_MAX_LENGTH, description: 'The full new note text' } },
+          { orderId, note: { type: 'string', maxLength: NOTE_MAX_LENGTH, description: 'The full new note text ("" clears the note)' } },
           ['orderId', 'note'],
         ),
         riskLevel: 'medium',
