@@ -220,6 +220,36 @@ export function failedOutcome(
   };
 }
 
+/**
+ * The answer of a call that waited before its send (a refund for its order's lease, any call for its access token) and
+ * may not send any more (sendStanding): a change answered 200/204 meanwhile is in force, as between attempts.
+ * Nothing was sent, and the vendor refused nothing ("fix your credentials" would be false): the gateway's own
+ * failure (`local`: EXECUTION_ERROR, no retry, nothing against the breaker). `waited`: "this refund waited for the
+ * order"; `what`: what was not sent.
+ */
+export function notSentAfterWait(standing: Exclude<SendStanding, 'allowed'>, vendor: VendorKey, waited: string, what: string): FailedOutcome {
+  const why = {
+    'credentials-changed': `the org's ${vendor} credentials were replaced or deleted while ${waited}`,
+    'run-ended': `the run ended while ${waited}`,
+    disabled: `the org's tool calling was turned off while ${waited}`,
+    unknown: `the credentials, the run and the flag could not be checked before ${what} was sent (the database is unavailable)`,
+  }[standing];
+  return { ...failedOutcome('network', `${why}; nothing was sent`, undefined, undefined, false), local: true };
+}
+
+/**
+ * For TokenCache (GetTokenOptions.afterWait): after a call waited for a token request, whether it may still send
+ * (sendStanding), as notSentAfterWait's outcome when not. Undefined without sendStanding: nothing to check against.
+ */
+export function standingAfterTokenWait(ctx: Pick<VendorCallContext, 'sendStanding'>, vendor: VendorKey): (() => Promise<FailedOutcome | undefined>) | undefined {
+  const standing = ctx.sendStanding;
+  if (!standing) return undefined;
+  return async () => {
+    const now = await standing();
+    return now === 'allowed' ? undefined : notSentAfterWait(now, vendor, 'this call waited for its access token', 'the request');
+  };
+}
+
 export interface VendorHandler {
   readonly vendor: VendorKey;
   readonly tools: ToolSpec[];

@@ -5,7 +5,7 @@
  * outcomes; a TokenFetchError from LWA already carries the outcome to return.
  */
 import { credentialsCheckOf, TokenCache, TokenFetchError } from '../auth/token-cache.js';
-import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
+import { failedOutcome as fail, standingAfterTokenWait, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { parseAmazonCredentials } from './amazon.credentials.js';
 import { isObject, normaliseOrder, normaliseOrderItem, type AmazonOrderItem } from './amazon.normalise.js';
 import { AMAZON_ORDER_ID, AMAZON_TOOLS } from './amazon.tools.js';
@@ -63,7 +63,7 @@ export class AmazonHandler implements VendorHandler {
     // The id goes into the URL path: re-check it even though the schema did.
     const orderId = ctx.params.orderId;
     if (typeof orderId !== 'string' || !AMAZON_ORDER_ID.test(orderId)) return fail('rejected', 'orderId: must be 3-7-7 digits');
-    const session = new SpapiSession(this.endpoints, this.tokens, this.rates, creds, ctx.signal, `${ctx.orgId}:amazon`, credentialsCheckOf(ctx), ctx.tokensUsed);
+    const session = new SpapiSession(this.endpoints, this.tokens, this.rates, creds, ctx.signal, `${ctx.orgId}:amazon`, credentialsCheckOf(ctx), ctx.tokensUsed, standingAfterTokenWait(ctx, 'amazon'));
     const v2026 = this.endpoints.amazonOrdersApi === '2026-01-01';
     try {
       switch (ctx.action) {

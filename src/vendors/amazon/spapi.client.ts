@@ -215,6 +215,8 @@ export class SpapiSession {
     private readonly credentials?: CredentialsCheck,
     /** The tokens the call is handed (VendorCallContext.tokensUsed). */
     private readonly tokensUsed?: Set<string>,
+    /** Whether the call may still send after it waited for a token request (GetTokenOptions.afterWait). */
+    private readonly afterTokenWait?: () => Promise<FailedOutcome | undefined>,
   ) {
     this.cacheKey = lwaCacheKey(endpoints, creds);
     this.rateKey = `${this.cacheKey}|${creds.region}`;
@@ -229,6 +231,7 @@ export class SpapiSession {
         owner: this.owner,
         credentials: this.credentials,
         tokensUsed: this.tokensUsed,
+        afterWait: this.afterTokenWait,
       });
       let res: VendorHttpResponse;
       try {

@@ -77,6 +77,13 @@ export interface GetTokenOptions {
   credentials?: CredentialsCheck;
   /** The call's record of the tokens it is handed (VendorCallContext.tokensUsed): the one returned is added. */
   tokensUsed?: Set<string>;
+  /**
+   * Asked when this caller waited for a token request (the token is `fresh`), before the token is handed out: a
+   * failure to answer with instead (thrown as a TokenFetchError). A token endpoint can take most of a call's budget:
+   * the run ended or the org's kill switch thrown meanwhile (answered 200) must stop the send, as between attempts
+   * (standingAfterTokenWait). Not asked for a cached token: nothing was waited for.
+   */
+  afterWait?: () => Promise<FailedOutcome | undefined>;
 }
 
 export interface CredentialsCheck {
@@ -202,6 +209,8 @@ export class TokenCache {
     const issued = pending.then(async (token): Promise<AcquiredToken> => {
       // Changed while this caller waited: the token is not handed out (the fetch did not keep it either).
       if (creds && !creds.current() && (await creds.changed())) throw credentialsMovedOn();
+      const refusal = await opts.afterWait?.();
+      if (refusal) throw new TokenFetchError(refusal);
       return { token, fresh: true };
     });
     return opts.signal ? raceAbort(issued, opts.signal, opts.waitIsLocal) : issued;

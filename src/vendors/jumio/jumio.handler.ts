@@ -7,7 +7,7 @@
 import { credentialsCheckOf, TokenCache, TokenFetchError, type CredentialsCheck } from '../auth/token-cache.js';
 import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
-import { failedOutcome as fail, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
+import { failedOutcome as fail, standingAfterTokenWait, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchJumioToken, jumioCacheKey } from './jumio-auth.client.js';
 import { jumioRetrievalBaseUrl, parseJumioCredentials, type JumioCredentials } from './jumio.credentials.js';
 import { jumioStatus, safeJumioDetails } from './jumio.safe-details.js';
@@ -32,6 +32,8 @@ interface CallState {
   credentials?: CredentialsCheck;
   /** The tokens the call is handed (VendorCallContext.tokensUsed). */
   tokensUsed?: Set<string>;
+  /** Whether the call may still send after it waited for a token request (GetTokenOptions.afterWait). */
+  afterTokenWait?: () => Promise<FailedOutcome | undefined>;
 }
 
 function classify(res: VendorHttpResponse): Answer {
@@ -130,7 +132,7 @@ export class JumioHandler implements VendorHandler {
     if (typeof id !== 'string' || !UUID.test(id)) return fail('rejected', 'workflowExecutionId: must be a UUID');
     const account = executionAccount(ctx.params.accountId, creds);
     if (!account.ok) return fail('rejected', account.message);
-    const state: CallState = { creds, cacheKey: jumioCacheKey(this.endpoints, creds), signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:jumio`, credentials: credentialsCheckOf(ctx), tokensUsed: ctx.tokensUsed };
+    const state: CallState = { creds, cacheKey: jumioCacheKey(this.endpoints, creds), signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:jumio`, credentials: credentialsCheckOf(ctx), tokensUsed: ctx.tokensUsed, afterTokenWait: standingAfterTokenWait(ctx, 'jumio') };
     const base = `${jumioRetrievalBaseUrl(this.endpoints, creds.region)}/api/v1/accounts/${account.id}/workflow-executions/${id}`;
     try {
       const res = await this.get(state, `${base}/status`);
@@ -160,6 +162,7 @@ export class JumioHandler implements VendorHandler {
         owner: state.owner,
         credentials: state.credentials,
         tokensUsed: state.tokensUsed,
+        afterWait: state.afterTokenWait,
       });
       let res: VendorHttpResponse;
       try {

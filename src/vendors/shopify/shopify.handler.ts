@@ -8,7 +8,7 @@
 import { Logger } from '@nestjs/common';
 import type { RotatingGrant, RotatingTokenStore } from '../auth/rotating-token.js';
 import { credentialsCheckOf, TokenCache, TokenFetchError, tokenCacheKey, type AcquiredToken, type CredentialsCheck } from '../auth/token-cache.js';
-import { failedOutcome, writeSendRoomMs, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
+import { failedOutcome, notSentAfterWait, standingAfterTokenWait, writeSendRoomMs, type FailedOutcome, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
 import { fetchShopifyToken, refreshShopifyToken, shopifyCacheKey, shopifyGrant } from './shopify.auth.js';
 import { isRecord, postShopifyGraphql, type GraphqlResult } from './shopify.client.js';
 import { resolveShopifyConnection, type ShopifyConnection } from './shopify.connection.js';
@@ -43,6 +43,8 @@ interface ShopifyCall {
   credentials?: CredentialsCheck;
   /** The tokens the call is handed (VendorCallContext.tokensUsed). */
   tokensUsed?: Set<string>;
+  /** Whether the call may still send after it waited for a token request (GetTokenOptions.afterWait). */
+  afterTokenWait?: () => Promise<FailedOutcome | undefined>;
 }
 
 /** An order a refund can be made against, as read (the payment is picked from it under the lease). */
@@ -122,7 +124,16 @@ export class ShopifyHandler implements VendorHandler {
   async execute(ctx: VendorCallContext): Promise<VendorOutcome> {
     const conn = resolveShopifyConnection(ctx.credentials, this.endpoints);
     if (typeof conn === 'string') return failedOutcome('auth', conn);
-    const call: ShopifyCall = { conn, signal: ctx.signal, refreshed: false, owner: `${ctx.orgId}:shopify`, deadline: ctx.deadline, credentials: credentialsCheckOf(ctx), tokensUsed: ctx.tokensUsed };
+    const call: ShopifyCall = {
+      conn,
+      signal: ctx.signal,
+      refreshed: false,
+      owner: `${ctx.orgId}:shopify`,
+      deadline: ctx.deadline,
+      credentials: credentialsCheckOf(ctx),
+      tokensUsed: ctx.tokensUsed,
+      afterTokenWait: standingAfterTokenWait(ctx, 'shopify'),
+    };
     if (conn.auth.kind === 'refresh') {
       if (!this.rotating) return failedOutcome('auth', 'shopify credentials: refresh tokens need the token store, which this process lacks');
       call.grant = shopifyGrant(ctx.orgId, conn, conn.auth);
@@ -225,6 +236,7 @@ export class ShopifyHandler implements VendorHandler {
         owner: call.owner,
         credentials: call.credentials,
         tokensUsed: call.tokensUsed,
+        afterWait: call.afterTokenWait,
       });
     const store = this.rotating!;
     const key = this.cacheKey(call);
@@ -238,6 +250,7 @@ export class ShopifyHandler implements VendorHandler {
       owner: call.owner,
       credentials: call.credentials,
       tokensUsed: call.tokensUsed,
+      afterWait: call.afterTokenWait,
     });
   }
 
@@ -320,13 +333,7 @@ export class ShopifyHandler implements VendorHandler {
       const standing = !held && ctx.sendStanding ? await ctx.sendStanding() : 'allowed';
       if (standing !== 'allowed') {
         await this.refundLeases.release(lease, holder);
-        const why = {
-          'credentials-changed': "the org's shopify credentials were replaced or deleted while this refund waited for the order",
-          'run-ended': 'the run ended while this refund waited for the order',
-          disabled: "the org's tool calling was turned off while this refund waited for the order",
-          unknown: 'the credentials, the run and the flag could not be checked before the refund was sent (the database is unavailable)',
-        }[standing];
-        return { ...failedOutcome('network', `${why}; nothing was sent`, undefined, undefined, false), local: true };
+        return notSentAfterWait(standing, 'shopify', 'this refund waited for the order', 'the refund');
       }
       ctx.scratch.set(LEASE_TAKEN, true);
     }
