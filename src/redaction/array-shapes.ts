@@ -97,7 +97,7 @@ const ANY_FLAG = /^--?[A-Za-z]/;
 /**
  * ["mysql", "--password", "…", "-h", "db"], a Kubernetes or ECS container's args ["--db-password", "…", "--verbose"]:
  * the item after a flag item that names a secret (as a parameter name is judged), unless that item is a flag itself.
- * "--password=…" in one item is the text rules' (SECRET_PARAM).
+ * "--password=…" in one item is the text rules' (redactSecretParams).
  */
 function flagValues(items: readonly unknown[], n: number, hidden: Hidden): void {
   for (let i = 0; i + 1 < n; i++) {

@@ -11,28 +11,29 @@ const EMAIL = /(?<![\p{L}\p{N}._%+-])[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L
  * (U+00A0, U+202F), as French typesetting does. After "+" and the country code, a group may hold up to 8 digits
  * (+44 7911 123456, +49 30 12345678, +91 98765 43210), or the whole subscriber number be one run (+1 4155552671);
  * redactPhone keeps the total to what a phone has.
- * Bare digit strings are left alone: they are far more often order ids, amounts or dates.
+ * Bare digit strings are left alone: they are far more often order ids, amounts or dates. Each phone shape may also
+ * start right after the escape of a line break or tab (\n, \r, \t: JSON held as text), whose letter is no part of it.
  */
 const PHONE =
-  /(?<![A-Za-z0-9+])(?:\+[1-9]\d{0,2}(?:[ \u00a0\u202f.-]?\(\d{1,4}\)[ \u00a0\u202f.-]?\d{1,8}(?:[ \u00a0\u202f.-]\d{1,8}){1,4}|(?:[ \u00a0\u202f.-]\d{1,8}){2,5}|[ \u00a0\u202f.-]\d{6,14})|\+[1-9]\d{7,14}|\(\d{2,4}\)[ \u00a0\u202f.-]?\d{3,4}[ \u00a0\u202f.-]?\d{4})(?!\d)/g;
+  /(?:(?<![A-Za-z0-9+])|(?<=\\[nrt]))(?:\+[1-9]\d{0,2}(?:[ \u00a0\u202f.-]?\(\d{1,4}\)[ \u00a0\u202f.-]?\d{1,8}(?:[ \u00a0\u202f.-]\d{1,8}){1,4}|(?:[ \u00a0\u202f.-]\d{1,8}){2,5}|[ \u00a0\u202f.-]\d{6,14})|\+[1-9]\d{7,14}|\(\d{2,4}\)[ \u00a0\u202f.-]?\d{3,4}[ \u00a0\u202f.-]?\d{4})(?!\d)/g;
 /**
  * The international prefix written 00 instead of "+" (0044 20 7946 0958): at least two more groups, joined by
  * spaces or dashes only, not dots (001.002.003.004 is a padded address, not a phone), and not a group inside a
  * longer run of digit groups (an account number, a card).
  */
-const PHONE_00 = /(?<![\w.+-])(?<!\d[ -])00[1-9]\d{0,2}(?:[ -]?\(\d{1,4}\)[ -]?\d{1,4}(?:[ -]\d{1,4}){1,4}|(?:[ -]\d{1,4}){2,5})(?!\d)/g;
+const PHONE_00 = /(?:(?<![\w.+-])(?<!\d[ -])|(?<=\\[nrt]))00[1-9]\d{0,2}(?:[ -]?\(\d{1,4}\)[ -]?\d{1,4}(?:[ -]\d{1,4}){1,4}|(?:[ -]\d{1,4}){2,5})(?!\d)/g;
 /**
  * A North American number written 415-555-2671 or 415.555.2671: three groups, one separator used twice, an area
  * code that cannot start with 0 or 1; perhaps after the country code written 1- (1-415-555-2671, not 1.415.555.2671,
  * a version). Not part of a longer dotted or dashed number (an Amazon 3-7-7 id, a version).
  */
-const NANP_PHONE = /(?<![\w.+-])(?:1-(?=\d{3}-))?[2-9]\d{2}([-.])\d{3}\1\d{4}(?!\w|[-.]\d)/g;
+const NANP_PHONE = /(?:(?<![\w.+-])|(?<=\\[nrt]))(?:1-(?=\d{3}-))?[2-9]\d{2}([-.])\d{3}\1\d{4}(?!\w|[-.]\d)/g;
 /**
  * The same written with single spaces (415 555 2671, 1 415 555 2671), as order notes and support messages have it.
  * Spaces also part the groups of longer numbers (a card, an account, a list of quantities), so not after a digit and a
  * space nor before a space and a digit: three groups and no more, as the spaced SSN.
  */
-const NANP_PHONE_SPACED = /(?<![\w.+-])(?<!\d )(?:1 (?=\d{3} ))?[2-9]\d{2} \d{3} \d{4}(?!\w|[-. ]\d)/g;
+const NANP_PHONE_SPACED = /(?:(?<![\w.+-])(?<!\d )|(?<=\\[nrt]))(?:1 (?=\d{3} ))?[2-9]\d{2} \d{3} \d{4}(?!\w|[-. ]\d)/g;
 
 /**
  * A national number written with its trunk 0 (UK 07911 123456, 020 7946 0958; Germany 030 12345678, 030/12345678;
@@ -43,7 +44,7 @@ const NANP_PHONE_SPACED = /(?<![\w.+-])(?<!\d )(?:1 (?=\d{3} ))?[2-9]\d{2} \d{3}
  * leaves times (0800-1700) and short postal codes (060-0001) alone, and a query value (?ref=0201-123456) unless its
  * name says phone (afterCodeLabel).
  */
-const TRUNK_PHONE = /(?<![\w.+/#-])(?<!\d[ /])0[1-9]\d{0,3}([ /-])\d{3,8}(?:\1\d{3,8})?(?![\w/]|[-.: /]\d)/g;
+const TRUNK_PHONE = /(?:(?<![\w.+/#-])(?<!\d[ /])|(?<=\\[nrt]))0[1-9]\d{0,3}([ /-])\d{3,8}(?:\1\d{3,8})?(?![\w/]|[-.: /]\d)/g;
 /**
  * National mobiles in the other common shapes: the UK's written unspaced (07911123456, one token of 11 digits), and
  * France's in pairs (06 12 34 56 78, 06.12.34.56.78, 06-12-34-56-78). Bounded as TRUNK_PHONE is.

@@ -27,13 +27,14 @@ export function redactUrlUser(match: string, prefix: string, user: string): stri
 }
 
 /**
- * "Basic <base64 of user:password>" outside an Authorization header: "Basic" is also an English word,
+ * "Basic <base64 of user:password>" outside an Authorization header (also right after an escaped line end or a percent
+ * escape, as BEARER): "Basic" is also an English word,
  * so the credential must decode to printable "user:password" — as UTF-8, which browsers and clients send
  * (a password "pässwörd" is as secret as an ASCII one).
  */
-export const BASIC = new RegExp(String.raw`(?:\b|(?<=\\[nrt]))(Basic)[${BLANK_CHARS}]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])`, 'gi');
+export const BASIC = new RegExp(String.raw`(?:\b|(?<=\\[nrt]|%[0-9A-Fa-f]{2}))(Basic)[${BLANK_CHARS}]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])`, 'gi');
 /** A replace with a function costs even when nothing matches; this test does not. */
-export const HAS_BASIC = new RegExp(String.raw`(?:\b|(?<=\\[nrt]))Basic[${BLANK_CHARS}]+[A-Za-z0-9+/]{4}`, 'i');
+export const HAS_BASIC = new RegExp(String.raw`(?:\b|(?<=\\[nrt]|%[0-9A-Fa-f]{2}))Basic[${BLANK_CHARS}]+[A-Za-z0-9+/]{4}`, 'i');
 
 /**
  * Not printable: a control, format, unassigned or private-use character, or U+FFFD, which is what bytes that are no
@@ -63,6 +64,8 @@ const AUTH_SCHEME = new RegExp(String.raw`[A-Za-z]{1,30}\d?(?:-[A-Za-z0-9]{1,20}
  * token or a whole quoted string. Base64 padding before a closing quote (Basic dXNlcjpwYXNz=") is not one.
  */
 const AUTH_PARAM = new RegExp(String.raw`[A-Za-z0-9!#$%*+.^_\`|~-]+[${BLANK_CHARS}]*=[${BLANK_CHARS}]*(?:"[^"\r\n]*"|[A-Za-z0-9!#$%*+.^_\`|~-])`, 'y');
+/** Blanks percent-encoded (a space, a tab), as many as there are. */
+const ENCODED_BLANKS = /(?:%20|%09)+/y;
 /** Where a token68 credential ends when the value is not quoted. */
 const TOKEN_END = /[\s"'\\;&<>]/g;
 const LINE_END = /[\r\n]/g;
@@ -80,6 +83,10 @@ export function redactAuthorizationValues(text: string): string {
       // values, each with its own scheme: the whole list goes, to its closing bracket.
       end = text.startsWith(REDACTED, start) ? start : closingBracket(text, start);
     } else {
+      // Blanks written percent-encoded (Authorization:%20Bearer …, a header pasted into a URL): read as blanks, or the
+      // first word after them ("%20Bearer") passed for the credentials and the token after the raw blank stayed.
+      ENCODED_BLANKS.lastIndex = start;
+      if (ENCODED_BLANKS.test(text)) start = ENCODED_BLANKS.lastIndex;
       AUTH_SCHEME.lastIndex = start;
       if (AUTH_SCHEME.test(text) && isCredentialStart(text, AUTH_SCHEME.lastIndex)) start = AUTH_SCHEME.lastIndex;
       end = credentialEnd(text, start, m[1]);

@@ -9,7 +9,7 @@ import { REDACTED } from './markers.js';
 import { redactCardNumbers } from './payment-numbers.js';
 import { percentDecode } from './percent-decode.js';
 import { redactSecretFields } from './secret-fields.js';
-import { ENCODED_EQUALS, ENCODED_SECRET_PARAM, redactEncodedParam, redactParam, redactXmlElement, SECRET_PARAM, XML_ELEMENT } from './secret-params.js';
+import { ENCODED_EQUALS, ENCODED_SECRET_PARAM, redactEncodedParam, redactSecretParams, redactXmlElement, XML_ELEMENT } from './secret-params.js';
 import { redactSeparatedFields } from './separated-fields.js';
 import { FoldedText, foldForms } from './unicode-forms.js';
 import { BEARER, JWT, PRIVATE_KEY_BLOCK, SLACK_WEBHOOK, TELEGRAM_BOT_TOKEN, VENDOR_TOKEN_HEAD, VENDOR_TOKENS } from './token-shapes.js';
@@ -39,15 +39,17 @@ function redactAsWritten(text: string, options: { cards: boolean }): string {
   if (out.length > 14) out = redactAuthorizationValues(out);
   out = out.replace(BEARER, `$1 ${REDACTED}`);
   if (out.includes('+') && HAS_BEARER_PLUS.test(out)) out = out.replace(BEARER_PLUS, `$1+${REDACTED}`);
-  if (HAS_BASIC.test(out)) out = out.replace(BASIC, redactBasic);
+  // A JWT first: "Basic eyJ….eyJ….sig" would otherwise lose only its header segment, which decodes to printable text
+  // with a ":" as a user:password does, and keep the payload and signature, and the JWT pattern its head.
   if (out.includes('eyJ')) out = out.replace(JWT, REDACTED);
+  if (HAS_BASIC.test(out)) out = out.replace(BASIC, redactBasic);
   if (VENDOR_TOKEN_HEAD.test(out)) for (const pattern of VENDOR_TOKENS) out = out.replace(pattern, REDACTED);
   if (out.includes(':A')) out = out.replace(TELEGRAM_BOT_TOKEN, `:${REDACTED}`);
   if (out.includes('hooks.slack.com')) out = out.replace(SLACK_WEBHOOK, `$1${REDACTED}`);
   if (out.includes('@') && out.includes('//')) out = out.replace(URL_USER_CREDENTIAL, redactUrlUser).replace(URL_PASSWORD, `$1${REDACTED}@`);
   if (out.length > 4 && (out.includes(':') || out.includes('=>'))) out = redactSecretFields(out);
   if (out.includes('\t') || out.includes('|') || out.includes('--')) out = redactSeparatedFields(out);
-  if (out.includes('=')) out = out.replace(SECRET_PARAM, redactParam);
+  if (out.includes('=')) out = redactSecretParams(out);
   if (out.includes('%') && ENCODED_EQUALS.test(out)) out = out.replace(ENCODED_SECRET_PARAM, redactEncodedParam);
   if (out.includes('</')) out = out.replace(XML_ELEMENT, redactXmlElement);
   if (options.cards) out = redactCardNumbers(out);

@@ -4,9 +4,10 @@ import { FoldedText, foldForms } from './unicode-forms.js';
 /**
  * Digit groups joined by a dash, a dot, or one or two blanks of any kind (spaces, no-break spaces U+00A0 and
  * U+202F, a tab, a line break: a card typed one group per line), not glued to a preceding letter (UPS
- * 1Z999AA10123456784).
+ * 1Z999AA10123456784) — but after the escape of a line break or tab (\n, \r, \t: JSON held as text, a webhook body),
+ * whose letter is no part of the number, as the token shapes allow (AFTER_ESCAPE).
  */
-const DIGIT_RUN = /(?<![A-Za-z0-9])\d+(?:(?:[.-]|\s{1,2})\d+)*/g;
+const DIGIT_RUN = /(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))\d+(?:(?:[.-]|\s{1,2})\d+)*/g;
 /**
  * An IBAN: country, two check digits, then 11 to 30 letters and digits, contiguous or in the printed groups of four.
  * Only one whose check digits hold (ISO 13616 mod 97) goes: a product code of that shape passes one time in 97.

@@ -39,6 +39,17 @@ function foldKey(key: string): string {
   return unconfuse(unconfuse(key).normalize('NFKD').replace(COMBINING_MARK, ''));
 }
 
+const FORMAT_CHARS = /\p{Cf}/gu;
+
+/**
+ * A name as foldKey reads it, without the format characters (zero-width space, soft hyphen, joiners) that draw
+ * nothing: "ｐａｓｓｗｏｒｄ", "pаssword" (Cyrillic а) and "pass\u200bword" read "password", as normalizeKey reads them.
+ * For the checks of a name's shape (isSecretFieldName's FIELD_NAME), which would otherwise see non-ASCII characters.
+ */
+export function foldedName(name: string): string {
+  return NON_ASCII.test(name) ? foldKey(name).replace(FORMAT_CHARS, '') : name;
+}
+
 function unconfuse(key: string): string {
   return key.replace(CONFUSABLE, (letter) => CONFUSABLE_LETTERS[letter]!);
 }

@@ -18,7 +18,7 @@ import { BLANK_CHARS } from './unicode-forms.js';
  * credential in it is not. Prose whose word before the colon is not a secret name stays whole
  * ("status: expired", "Token Pack: 10 left", "Content-Type: …"), and so does a path
  * ("POST /oauth/token: 401"): a name never starts right after "/", which also leaves
- * scheme://user:password@host to URL_PASSWORD. ":" and "=>" here: name=value is SECRET_PARAM's.
+ * scheme://user:password@host to URL_PASSWORD. ":" and "=>" here: name=value is redactSecretParams'.
  *
  * "=>" is the ":" of a Ruby Hash#inspect ({"access_token"=>"…"}, {:password=>"…"}), PHP's print_r ([api_key] => …)
  * and var_export ('client_secret' => '…'), Perl's Data::Dumper and Elixir maps: the same name and value rules.
@@ -112,7 +112,7 @@ function isSecretTwoWordLabel(text: string, start: number, name: string): boolea
 /** A blank within a line: whitespace but a line break (\r, \n, U+2028, U+2029). */
 const HORIZONTAL_SPACE = /[^\S\r\n\u2028\u2029]/;
 
-/** A character of a field name: what SECRET_PARAM's names are made of, [\w.%[\]-]. */
+/** A character of a field name: what redactSecretParams' names are made of, [\w.%[\]-]. */
 function isNameChar(c: number): boolean {
   return isLetter(c) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c === 0x2e || c === 0x25 || c === 0x5b || c === 0x5d || c === 0x2d;
 }

@@ -1,4 +1,4 @@
-import { keyWords, normalizeKey } from './redaction-keys.js';
+import { foldedName, keyWords, normalizeKey } from './redaction-keys.js';
 
 /**
  * Whole-word secret names: short words that would hit unrelated keys as substrings ("pin" in "shipping"),
@@ -204,7 +204,9 @@ const LABEL_MAX = 128;
  * secret path, it is still asked as a label, whole and by its last segment.
  */
 export function isSecretFieldName(name: string): boolean {
-  if (FIELD_NAME.test(name)) return isSecretName(name);
+  // Judged by its shape as folded (foldedName), as a property name is: a full-width, look-alike or zero-width-split
+  // spelling of a secret's name (a pasted label, a vendor's metafield) named a secret as a property but not as a pair's name.
+  if (FIELD_NAME.test(name) || FIELD_NAME.test(foldedName(name))) return isSecretName(name);
   // Not a URL: https://x/oauth/token names an endpoint, by path or by label.
   if (name.includes('://')) return false;
   if (name.includes('/') && isSecretPathName(name)) return true;

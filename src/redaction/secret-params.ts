@@ -22,24 +22,40 @@ export function redactXmlElement(match: string, name: string, rest: string, cont
  * a bare query string, a path or prose; the name is judged as a property name would be. A name starts
  * only where a run of name characters starts, so each run is tried once; a value never starts with "="
  * ("token==null" is code, not a parameter). Blanks around "=" are any within a line (api_key\u00a0=\u00a0…).
+ *
+ * Only the name and its "=" are matched here: the value is read after them (PARAM_VALUE) and only for a secret name.
+ * Read as part of every match, a harmless name's value (which may hold "?", "=" and ",") hid what followed inside
+ * it from the scan: "callback=https://hooks.x/y?token=…", "url=/v1/items?api_key=…", "a=1,password=…" and
+ * "user= password=…" kept their secrets. Each character is read once by this pattern and at most once by PARAM_VALUE.
  */
-export const SECRET_PARAM = new RegExp(
-  String.raw`(?<![\w.%[\]-])([\w.%[\]-]+)([${BLANK_CHARS}]*=[${BLANK_CHARS}]*)(?:"[^"\r\n]*"|'[^'\r\n]*'|[^\s&#;"'<>\\=][^\s&#;"'<>\\]*)`,
-  'g',
-);
+const SECRET_PARAM_NAME = new RegExp(String.raw`(?<![\w.%[\]-])([\w.%[\]-]+)([${BLANK_CHARS}]*=[${BLANK_CHARS}]*)`, 'g');
+/** A parameter's value, from where it starts: quoted (the quotes stay), or up to a blank or a delimiter. */
+const PARAM_VALUE = /"[^"\r\n]*"|'[^'\r\n]*'|[^\s&#;"'<>\\=][^\s&#;"'<>\\]*/y;
 
 /**
- * Also the assignments of config files and code: api_key="…", password = hunter2, SECRET='…' (the quotes stay,
- * the value goes). An empty quoted value has nothing to hide.
+ * Every secret-named parameter's value in `text` replaced by the marker. Also the assignments of config files and
+ * code: api_key="…", password = hunter2, SECRET='…' (the quotes stay, the value goes). An empty quoted value has
+ * nothing to hide.
  */
-export function redactParam(match: string, name: string, equals: string): string {
-  // authorization=… was handled by redactAuthorizationValues, which keeps the scheme.
-  if (AUTHORIZATION_NAME.test(name)) return match;
-  if (!isSecretParamName(name.includes('%') ? percentDecode(name) : name)) return match;
-  const value = match.slice(name.length + equals.length);
-  const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
-  if (quote !== '' && value.length === 2) return match;
-  return `${name}${equals}${quote}${REDACTED}${quote}`;
+export function redactSecretParams(text: string): string {
+  let out = '';
+  let copied = 0;
+  SECRET_PARAM_NAME.lastIndex = 0;
+  for (let m = SECRET_PARAM_NAME.exec(text); m !== null; m = SECRET_PARAM_NAME.exec(text)) {
+    const [whole, name] = m;
+    // authorization=… was handled by redactAuthorizationValues, which keeps the scheme.
+    if (AUTHORIZATION_NAME.test(name) || !isSecretParamName(name.includes('%') ? percentDecode(name) : name)) continue;
+    const valueAt = m.index + whole.length;
+    PARAM_VALUE.lastIndex = valueAt;
+    const value = PARAM_VALUE.exec(text)?.[0];
+    if (value === undefined) continue;
+    const quote = value[0] === '"' || value[0] === "'" ? value[0] : '';
+    if (quote !== '' && value.length === 2) continue;
+    out += `${text.slice(copied, valueAt)}${quote}${REDACTED}${quote}`;
+    copied = valueAt + value.length;
+    SECRET_PARAM_NAME.lastIndex = copied;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
 }
 
 /**

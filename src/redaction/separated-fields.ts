@@ -2,7 +2,7 @@ import { REDACTED } from './markers.js';
 import { isSecretFieldName, isSecretName } from './secret-keys.js';
 
 /**
- * A secret name and its value written apart by something other than ":" or "=" (secret-fields.ts, SECRET_PARAM):
+ * A secret name and its value written apart by something other than ":" or "=" (secret-fields.ts, redactSecretParams):
  * - a tab, as a TSV export or a spreadsheet copied out writes a row ("password\t…"): any cell that is a secret name
  *   hides the cell after it;
  * - a pipe, as a Markdown or ASCII-box table writes a row ("| password | … |"): only the first cell of a row that opens
