@@ -33,6 +33,11 @@
  *   the call comes back as if just claimed, its started_at reset (the orphan
  *   sweep measures from it; the vendor request starts only now). A claim won by
  *   anyone else has another event id, so a resend never takes over theirs.
+ *   The run, the flag, the approver's key and the policy are judged again as
+ *   for a new claim (f): a run end, a kill switch, a revocation or a block
+ *   answered between the attempts is in force, and the resumed call comes
+ *   back `running` with that code as its error_code, for the runner to settle
+ *   as not sent (no running → blocked): it sends nothing.
  * - $4 false: only that resumption, no new claim (the gateway began stopping
  *   between the attempts).
  *
@@ -97,9 +102,10 @@ export const CLAIM_APPROVED_CALL_SQL = `
       FROM tc),
   re AS (
     UPDATE tool_calls t SET started_at = now(), stale_after_ms = $13::int, updated_at = now()
+      FROM f
      WHERE t.id = $1 AND t.status = 'running'
        AND EXISTS (SELECT 1 FROM runtime_ledger_events e WHERE e.id = $3::uuid AND e.tool_call_id = $1)
-     RETURNING t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.idempotency_key, t.tool_use_id, t.status, t.error_code),
+     RETURNING t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.idempotency_key, t.tool_use_id, t.status, f.blocked_by AS error_code),
   stale AS (
     SELECT t.id, t.org_id, t.run_id, t.tool_name, t.action, t.action_digest, t.idempotency_key, t.tool_use_id, t.status, t.error_code
       FROM tool_calls t, f WHERE t.id = $1 AND t.status = 'approved' AND $4::boolean AND NOT f.policy_current)

@@ -27,6 +27,11 @@ export interface ClaimedCall {
   idempotency_key: string;
   tool_use_id: string;
   status: 'running' | 'blocked';
+  /**
+   * Why the call is blocked; on a `running` call, a claim resumed after its answer was lost whose call may no longer be
+   * sent (its run ended, the flag turned off, its approver's key revoked or the policy blocking it since): the runner
+   * settles it as not sent.
+   */
   error_code: 'FEATURE_DISABLED' | 'POLICY_BLOCKED' | 'APPROVAL_REVOKED' | 'RUN_NOT_ACTIVE' | null;
 }
 

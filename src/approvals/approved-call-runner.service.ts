@@ -15,7 +15,7 @@ import type { ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
 import { inputAad, recordedTool, settledCalls, ToolCallsService, type RecordedTool } from '../tool-calls/tool-calls.service.js';
 import type { ApprovalKind } from './approval-request.entity.js';
-import { ApprovedCallClaimer } from './approved-call-claimer.js';
+import { ApprovedCallClaimer, type ClaimedCall } from './approved-call-claimer.js';
 import { ApprovalExpiries } from './approval-expiries.js';
 import { EXPIRY_BATCH, settleApprovalsSql, type SettledApproval } from './approval-settle.sql.js';
 import { APPROVAL_NOT_BOUND, APPROVAL_ROW_AGREES_SQL } from './approval-binding.js';
@@ -63,6 +63,14 @@ const UNREADABLE_REMEMBERED = 10_000;
  * its row may (credentials:rotate re-seals a pending input under a loaded key while the gateway runs).
  */
 const UNREADABLE_RETRY_MS = 60_000;
+
+/** Why a resumed claim's call was not sent (ClaimedCall.error_code on a `running` call): its error text, for ops. */
+const RESUMED_BUT_STOPPED: Record<NonNullable<ClaimedCall['error_code']>, string> = {
+  RUN_NOT_ACTIVE: 'its run ended while its claim was being recorded (the answer lost, the claim sent again); nothing was sent',
+  FEATURE_DISABLED: "the org's tool calling was turned off while its claim was being recorded (the answer lost, the claim sent again); nothing was sent",
+  APPROVAL_REVOKED: 'the key that approved it was revoked while its claim was being recorded (the answer lost, the claim sent again); nothing was sent',
+  POLICY_BLOCKED: "the org's policy blocks it since its claim was recorded (the answer lost, the claim sent again); nothing was sent",
+};
 
 /** How long the start-up pass settles overdue approvals before the gateway listens (the periodic pass does the rest). */
 const STARTUP_EXPIRY_BUDGET_MS = 1_000;
@@ -405,10 +413,15 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     const base = { id: call.id, orgId: call.org_id, runId: call.run_id, toolUseId: call.tool_use_id, digest: call.action_digest, from: 'running' as const };
     let outcome: ExecutionOutcome;
     let tool: RecordedTool;
-    if ('notExecuted' in ready) {
+    // A claim resumed after its answer was lost, whose call may no longer be sent: a change answered 200/204 between the
+    // claim's attempts (the run's end, the kill switch, the approver's revocation, a block) is in force.
+    const stopped = call.error_code === null ? undefined : RESUMED_BUT_STOPPED[call.error_code];
+    if ('notExecuted' in ready || stopped !== undefined) {
       // Recorded like any outcome (terminal event, settled, raw input deleted below), though nothing was sent:
       // the names the call was recorded with, and no cost.
-      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: ready.notExecuted, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false };
+      const errorText = stopped ?? ('notExecuted' in ready ? ready.notExecuted : '');
+      if (stopped !== undefined) this.log.warn({ toolCallId, errorCode: call.error_code }, `approved call not sent: ${stopped}`);
+      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false };
       tool = { toolName: call.tool_name, action: call.action, costCents: 0 };
     } else {
       // An exception out of here (the executor turns its own into outcomes) may come after the request was

@@ -51,7 +51,7 @@ export interface ApprovalRow {
   inputShownExactly: boolean;
 }
 
-export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' | 'governance-changed';
+export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' | 'governance-changed' | 'recorded-then-stopped';
 
 /**
  * `reserved`: this request reserved the idempotency key and recorded the call; `exists`: the key, or
@@ -60,7 +60,9 @@ export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' |
  * API key the call came with was revoked since the request was authenticated (a long batch, or
  * another replica's revocation inside its cache window), so nothing was written; `governance-changed`:
  * the org's flag or policy is no longer what the decision was made on (changed on another replica
- * inside this one's cache window), so nothing was written and the call must be decided again.
+ * inside this one's cache window), so nothing was written and the call must be decided again;
+ * `recorded-then-stopped`: a resend found the running call its earlier attempt recorded (the answer lost), but the run,
+ * the flag, the policy or the key changed between the attempts: recorded, and to be settled as not sent.
  */
 export async function writeIntentRow(
   sql: Sql,
@@ -140,6 +142,10 @@ export async function writeIntentRow(
   );
   if (res.id !== null) return 'reserved';
   // Only a resend can meet an earlier attempt of its own still committing (a replay's first send cannot).
+  // A running call found as its own row (its earlier attempt committed, the answer lost) is sent only if its run, the
+  // org's flag and policy and the key still stand: a run end, a kill switch or a revocation answered between the
+  // attempts is in force, as it is between a retry's attempts. Else it is settled as not sent by the caller.
+  if (res.mine && running && !(res.live && res.key_live && res.gov_ok)) return 'recorded-then-stopped';
   if (res.mine || (resent && res.key_live && res.live && res.gov_ok && (await committedSinceSnapshot(sql, row.id)))) {
     // The orphan sweep's clock starts again: the vendor call starts only now.
     if (running) await sql.query(`UPDATE tool_calls SET started_at = now() WHERE id = $1 AND status = 'running'`, [row.id]);

@@ -56,6 +56,10 @@ function heldBehindEarlierItem(): AppError {
 /** How long an intent write is sent again while the database is unavailable (far below the orphan sweep's margin). */
 const INTENT_WRITE_RETRY_MS = 3_000;
 
+/** The error text of a call recorded, then stopped before it was sent (IntentResult 'recorded-then-stopped'). */
+export const STOPPED_WHILE_RECORDED_TEXT =
+  "not sent to the vendor: the run ended, the org's tool calling was turned off, its policy changed or the API key was revoked while the call was being recorded; send it again under a new tool_use id if it should still run";
+
 /** Decisions made again after the intent found the flag or policy changed (each time on fresh reads); more is a storm of admin changes. */
 const GOVERNANCE_REDECIDE_MAX = 3;
 
@@ -215,6 +219,17 @@ export class ToolCallsService {
         return respond(buildToolCallBody(facts2, { found: false }, use.id, false, this.config.RESULT_BUDGET_BYTES), httpStatusFor(status, errorCode), false);
       }
       const runEntry = decision.entry;
+      if (written === 'recorded-then-stopped') {
+        // Recorded by an attempt whose answer was lost; a run end, kill switch, revocation or policy change answered
+        // before the resend found it is in force: settled as not sent (EXECUTION_ERROR, no cost), never sent.
+        release?.();
+        release = null;
+        const outcome: ExecutionOutcome = {
+          status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: STOPPED_WHILE_RECORDED_TEXT, vendorStatus: null, retries: [], durationMs: 0,
+          vendorReached: false, vendorRefused: false,
+        };
+        return await this.recordOutcome({ id, orgId, runId: run.id, tool: recordedTool(runEntry), toolUseId: use.id, digest, from: 'running', actor }, outcome);
+      }
       // Tracked: a shutdown waits for it even when the client has gone (the vendor acts all the same).
       return await this.ledger.track(
         (async () => {
