@@ -22,6 +22,7 @@ import net from 'node:net';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { orphanedPostmaster } from './pg-orphan.mjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const dataDir = resolve(process.env.PG_DATA_DIR ?? '.data/pg');
@@ -330,13 +331,22 @@ function servesOurFolder(pid) {
   }
 }
 
-/** Re-parented to PID 1, and not a zombie: its parent is gone, so no pg-server will ever stop it. */
+/** Its pg-server gone (re-parented to PID 1 or to a subreaper), and not a zombie: no pg-server will ever stop it (orphanedPostmaster). */
 function orphaned(pid) {
   try {
     const { state, ppid } = procStat(pid);
-    return ppid === 1 && state !== 'Z';
+    return orphanedPostmaster({ state, ppid, environ: nulSeparated(`/proc/${pid}/environ`), parentCmdline: nulSeparated(`/proc/${ppid}/cmdline`) });
   } catch {
     return false;
+  }
+}
+
+/** A /proc file of NUL-separated entries, or undefined when it cannot be read (another user's, or gone). */
+function nulSeparated(path) {
+  try {
+    return readFileSync(path, 'utf8').split('\0').filter((entry) => entry !== '');
+  } catch {
+    return undefined;
   }
 }
 
@@ -407,7 +417,10 @@ try {
   process.stderr.write(`embedded postgres failed to start${reason ? `: ${reason}` : ''}${inUse}${said}\n`);
   process.exit(1);
 }
-process.stdout.write(JSON.stringify({ url: `postgres://postgres:${clusterOptions.password}@127.0.0.1:${port}/${database}`, port }) + '\n');
+// sslmode=disable: the server has no SSL, and a PGSSLMODE=require in the user's shell (usual for psql against a hosted
+// PostgreSQL) would otherwise reach the gateway's connections to it (node-pg reads it when the URL names none) and stop
+// every start with "The server does not support SSL connections".
+process.stdout.write(JSON.stringify({ url: `postgres://postgres:${clusterOptions.password}@127.0.0.1:${port}/${database}?sslmode=disable`, port }) + '\n');
 
 /**
  * PostgreSQL started, and started again if it dies on its own (the OOM killer, a kill -9): the gateway would otherwise

@@ -18,7 +18,8 @@ export function runningEmbeddedDatabaseUrl(dataDir: string): { url: string; port
     if (!Number.isInteger(pid) || pid <= 0) return undefined;
     if (!alive(pid)) return undefined; // a postmaster.pid left by a server that died
 
-    return { url: `postgres://postgres:${password}@127.0.0.1:${port}/tool_gateway`, port };
+    // No SSL on that server: a PGSSLMODE in the shell would otherwise reach the tool's connection (scripts/pg-server.mjs).
+    return { url: `postgres://postgres:${password}@127.0.0.1:${port}/tool_gateway?sslmode=disable`, port };
   } catch {
     return undefined;
   }
