@@ -2,16 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sql } from '../../src/db/sql.js';
 import { setupOrg, startHarness, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth, bearer, createKey, createOrg } from '../support/test-app.js';
+import { planNodes, planSummary, type PlanNode } from '../support/query-plan.js';
 import { aroundStatements } from './support.js';
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 /**
  * GET /v1/approvals pages newest first by (created_at, id). With only the (org_id, status, created_at, id) index, a
@@ -45,8 +38,7 @@ describe('approvals listing plans over a long approval history', () => {
     }
     expect(seen, path).toHaveLength(1);
     const [{ text, params }] = seen;
-    const [{ 'QUERY PLAN': [plan] }] = (await h.t.ds.query(`EXPLAIN (FORMAT JSON) ${text}`, params)) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
-    return { sql: text, plan: nodes(plan.Plan) };
+    return { sql: text, plan: await planNodes(h.t.ds, text, params) };
   }
 
   beforeAll(async () => {
@@ -84,7 +76,7 @@ describe('approvals listing plans over a long approval history', () => {
     ['every org (platform key), runId', '/v1/approvals?limit=1&runId=:run', 'platform'],
   ] as const)('%s: an index read in the listing order', async (_name, path, who) => {
     const { sql, plan } = await planOf(path.replace(':run', org.runId), who === 'platform' ? adminAuth : bearer(expertKey));
-    const summary = plan.map((n) => `${n['Node Type']} ${n['Index Name'] ?? n['Relation Name'] ?? ''}`).join(', ');
+    const summary = planSummary(plan);
     expect(plan.filter((n) => n['Node Type'] === 'Sort' || n['Node Type'] === 'Incremental Sort' || (n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'approval_requests')), `${sql}\n${summary}`).toEqual([]);
     expect(plan.some((n) => n['Index Name']?.startsWith('approval_requests_')), summary).toBe(true);
   });

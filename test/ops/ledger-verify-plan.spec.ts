@@ -3,19 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
 import { verifyOrgChain } from '../../src/ledger/ledger-verifier.service.js';
+import { planNodes } from '../support/query-plan.js';
 import { bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 /**
  * Verify reads one org's events, not the ledger's: every statement it runs must
@@ -93,8 +82,7 @@ describe('ledger verify query plans', () => {
     expect(events).toBeGreaterThan(OWN + 2);
     expect(statements.length).toBeGreaterThanOrEqual(2);
     for (const { sql, params } of statements) {
-      const [{ 'QUERY PLAN': [plan] }] = (await t.ds.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
-      const all = nodes(plan.Plan);
+      const all = await planNodes(t.ds, sql, params, { analyze: true });
       const scans = all.filter((n) => n['Relation Name'] || n['Index Name']);
       const summary = scans.map((n) => `${n['Node Type']} ${n['Relation Name'] ?? ''} ${n['Index Name'] ?? ''}`).join(', ');
       expect(scans.length, sql).toBeGreaterThan(0);

@@ -10,6 +10,7 @@ import { approvalFor, refundUse, refunds } from '../approvals/support.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth, bearer, createKey, createOrg } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
+import { planNodes } from '../support/query-plan.js';
 import { insertCalls, insertRun, insertRunOnLedger } from './ledger-seed.js';
 
 const ALLOW_REFUNDS = [{ id: 'allow-refunds', match: { toolName: 'shopify_refund.create' }, decision: 'allow', riskLevel: 'low', reason: 'ok' }];
@@ -337,15 +338,13 @@ describe('ledger verify: tool calls against their event trail', () => {
     const result = await verifyOrgChain({ query: (sql, params) => (statements.push({ sql, params }), h.t.ds.query(sql, params)) }, org);
     expect(result).toMatchObject({ ok: true });
     const [{ sql, params }] = statements.filter((s) => s.sql.includes('FROM tool_calls t'));
-    interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; 'Actual Rows': number; 'Actual Loops': number; Plans?: PlanNode[] }
-    const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
-    const [{ 'QUERY PLAN': [plan] }] = (await h.t.ds.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
-    const scans = nodes(plan.Plan).filter((n) => n['Relation Name'] === 'runtime_ledger_events' || n['Index Name']);
+    const plan = await planNodes(h.t.ds, sql, params, { analyze: true });
+    const scans = plan.filter((n) => n['Relation Name'] === 'runtime_ledger_events' || n['Index Name']);
     expect(scans.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
     // One index read per call, returning that call's events only (the index may also hold dead entries of sealed rows).
-    const read = nodes(plan.Plan).filter((n) => n['Index Name'] === 'ledger_events_call_idx');
+    const read = plan.filter((n) => n['Index Name'] === 'ledger_events_call_idx');
     expect(read.map((n) => n['Actual Loops'])).toEqual([CALLS]);
     const [heap] = scans.filter((n) => n['Relation Name'] === 'runtime_ledger_events');
-    expect(heap['Actual Rows'] * heap['Actual Loops']).toBe(3 * CALLS);
+    expect(heap['Actual Rows']! * heap['Actual Loops']!).toBe(3 * CALLS);
   }, 60_000);
 });

@@ -6,15 +6,8 @@ import { migratorOptions } from '../../src/db/db-options.js';
 import { ledgerEventsSizedPageSql } from '../../src/ops/ledger-events.sql.js';
 import { LIST_PAGE_BYTES, toolCallsSizedPageSql } from '../../src/ops/tool-calls.sql.js';
 import { ENDED_RUNS_WITH_PENDING_APPROVALS_SQL } from '../../src/runs/runs.service.js';
+import { planNodes, planSummary, type PlanNode } from '../support/query-plan.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 /**
  * Lookups of a rare value with no index of their own read a whole table once the ledger is large (migration
@@ -58,9 +51,8 @@ describe('plans of rare-value lookups over a large ledger', () => {
   });
 
   async function planOf(sql: string, params: unknown[]): Promise<{ plan: PlanNode[]; summary: string }> {
-    const [{ 'QUERY PLAN': [top] }] = (await ds.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
-    const plan = nodes(top.Plan);
-    return { plan, summary: plan.map((n) => `${n['Node Type']} ${n['Index Name'] ?? n['Relation Name'] ?? ''}`).join(', ') };
+    const plan = await planNodes(ds, sql, params);
+    return { plan, summary: planSummary(plan) };
   }
   const seqScans = (plan: PlanNode[], table: string) => plan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === table);
 
