@@ -1,4 +1,5 @@
 import { hasLoneSurrogate } from '../common/lone-surrogate.js';
+import { findText } from '../common/storable-text.js';
 
 /**
  * Where a tool call's params hold a lone UTF-16 surrogate (half of a pair: an emoji the model cut in two), as the keys
@@ -14,26 +15,7 @@ import { hasLoneSurrogate } from '../common/lone-surrogate.js';
  * are built only once one is known to be there.
  */
 export function loneSurrogatePath(params: Record<string, unknown>): string[] | undefined {
-  return holdsLoneSurrogate(params) ? firstPath(params) : undefined;
-}
-
-function holdsLoneSurrogate(params: Record<string, unknown>): boolean {
-  const stack: unknown[] = [params];
-  while (stack.length) {
-    const value = stack.pop();
-    if (typeof value === 'string') {
-      if (hasLoneSurrogate(value)) return true;
-    } else if (Array.isArray(value)) {
-      for (const item of value) stack.push(item);
-    } else if (value !== null && typeof value === 'object') {
-      for (const key in value) {
-        if (!Object.hasOwn(value, key)) continue;
-        if (hasLoneSurrogate(key)) return true;
-        stack.push((value as Record<string, unknown>)[key]);
-      }
-    }
-  }
-  return false;
+  return findText(params, hasLoneSurrogate) === undefined ? undefined : firstPath(params);
 }
 
 /** The first offending string or key in document order. */

@@ -20,18 +20,26 @@ export function storableText(text: string): string {
   return text.replaceAll('\u0000', '\uFFFD').replace(UNPAIRED_SURROGATES, '\uFFFD');
 }
 
-/** The first key or string inside a parsed JSON value that could not be stored, if any (iterative: no recursion to blow). */
+/** The first key or string inside a parsed JSON value that could not be stored, if any. */
 export function findUnstorableText(value: unknown): string | undefined {
+  return findText(value, (text) => !isStorableText(text));
+}
+
+/**
+ * A key or string inside a parsed JSON value that `test` holds for, if any (iterative: no recursion to blow). Not in
+ * document order: it answers whether there is one, and which.
+ */
+export function findText(value: unknown, test: (text: string) => boolean): string | undefined {
   const stack: unknown[] = [value];
   while (stack.length) {
     const v = stack.pop();
     if (typeof v === 'string') {
-      if (!isStorableText(v)) return v;
+      if (test(v)) return v;
     } else if (Array.isArray(v)) {
       for (const item of v) stack.push(item);
     } else if (v !== null && typeof v === 'object') {
       for (const [k, item] of Object.entries(v)) {
-        if (!isStorableText(k)) return k;
+        if (test(k)) return k;
         stack.push(item);
       }
     }
