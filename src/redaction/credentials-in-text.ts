@@ -1,4 +1,5 @@
 import { REDACTED } from './markers.js';
+import { AFTER_ESCAPE } from './token-shapes.js';
 import { BLANK_CHARS } from './unicode-forms.js';
 
 /**
@@ -27,14 +28,13 @@ export function redactUrlUser(match: string, prefix: string, user: string): stri
 }
 
 /**
- * "Basic <base64 of user:password>" outside an Authorization header (also right after an escaped line end or a percent
- * escape, as BEARER): "Basic" is also an English word,
+ * "Basic <base64 of user:password>" outside an Authorization header (also right after an escape, AFTER_ESCAPE, as BEARER): "Basic" is also an English word,
  * so the credential must decode to printable "user:password" — as UTF-8, which browsers and clients send
  * (a password "pässwörd" is as secret as an ASCII one).
  */
-export const BASIC = new RegExp(String.raw`(?:\b|(?<=\\[nrt]|%[0-9A-Fa-f]{2}))(Basic)[${BLANK_CHARS}]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])`, 'gi');
+export const BASIC = new RegExp(String.raw`(?:\b|${AFTER_ESCAPE})(Basic)[${BLANK_CHARS}]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])`, 'gi');
 /** A replace with a function costs even when nothing matches; this test does not. */
-export const HAS_BASIC = new RegExp(String.raw`(?:\b|(?<=\\[nrt]|%[0-9A-Fa-f]{2}))Basic[${BLANK_CHARS}]+[A-Za-z0-9+/]{4}`, 'i');
+export const HAS_BASIC = new RegExp(String.raw`(?:\b|${AFTER_ESCAPE})Basic[${BLANK_CHARS}]+[A-Za-z0-9+/]{4}`, 'i');
 
 /**
  * Not printable: a control, format, unassigned or private-use character, or U+FFFD, which is what bytes that are no

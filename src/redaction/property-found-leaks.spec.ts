@@ -63,9 +63,9 @@ describe('an auth scheme takes the whole token', () => {
   });
 });
 
-describe('an auth scheme after a percent escape, its token after a raw blank', () => {
+describe('an auth scheme after a percent or \\u escape, its token after a raw blank', () => {
   for (const [mode, redact] of both) {
-    for (const text of [`Authorization:%20Bearer ${SECRET}`, `https://x/y?h=%20Bearer ${SECRET} done`, `token%3DBearer ${SECRET}`, `h=%22Bearer ${SECRET}%22`]) {
+    for (const text of [`Authorization:%20Bearer ${SECRET}`, `https://x/y?h=%20Bearer ${SECRET} done`, `token%3DBearer ${SECRET}`, `h=%22Bearer ${SECRET}%22`, `{\\u0022auth\\u0022:\\u0022Bearer ${SECRET}\\u0022}`]) {
       it(`${mode}: ${text}`, () => expect(shown(redact({ note: text }))).not.toContain(SECRET));
     }
   }

@@ -4,22 +4,22 @@ import { MORE_VENDOR_TOKEN_SHAPES, WEBHOOK_PATH_HEADS, WEBHOOK_PATH_SECRETS } fr
 /** PEM (RSA, EC, PKCS#8, OpenSSH) and PGP armour ("… PRIVATE KEY BLOCK-----"); an unterminated block goes to the end. */
 export const PRIVATE_KEY_BLOCK = /-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)/g;
 /**
- * Also right after an escaped line end (\\n in text encoded twice) or a percent escape (Authorization:%20Bearer …, the
- * token after a raw blank), where \b sees no word start. The token runs to a blank, a quote, "\\", ",", ";", "<", ">"
- * or "&", as an Authorization value does (redactAuthorizationValues): not only token68 characters, since a Salesforce
- * session id (00D…!AQ…) keeps its secret after the "!". Past an "=" only when at least 8 characters came before it and
- * more token follows: "Bearer realm=…" and "Bearer error=…" of a WWW-Authenticate header are no token, but a token
- * with "=" inside (base64 padding mid-string, key=value tokens) is hidden whole, not cut at its first "=".
- */
-export const BEARER = /(?:\b|(?<=\\[nrt]|%[0-9A-Fa-f]{2}))(Bearer)\s+[^\s"'\\,;<>&=]{8,}(?:=+[^\s"'\\,;<>&=]+)*=*/gi;
-/**
  * Where a token may start: not inside a run of letters and digits ("_" is a separator: key_sk_live_…), or right after
  * an escape that ends in one: \n, \r, \t or \u0026 of text encoded twice, %3D of a percent-encoded URL.
  * The check is a lookbehind placed after the token's fixed head, not before it: a pattern that opens with its
  * literal head is searched for at native speed, one opening with a lookbehind is tried at every position, many times slower.
  * Each lookbehind reads at most the head and six characters back, so every position is still tried once.
  */
-const AFTER_ESCAPE = String.raw`(?<=\\[nrt]|\\u[0-9A-Fa-f]{4}|%[0-9A-Fa-f]{2})`;
+export const AFTER_ESCAPE = String.raw`(?<=\\[nrt]|\\u[0-9A-Fa-f]{4}|%[0-9A-Fa-f]{2})`;
+/**
+ * Also right after an escape (AFTER_ESCAPE: \\n in text encoded twice, a percent escape as in Authorization:%20Bearer …
+ * with the token after a raw blank), where \b sees no word start. The token runs to a blank, a quote, "\\", ",", ";", "<", ">"
+ * or "&", as an Authorization value does (redactAuthorizationValues): not only token68 characters, since a Salesforce
+ * session id (00D…!AQ…) keeps its secret after the "!". Past an "=" only when at least 8 characters came before it and
+ * more token follows: "Bearer realm=…" and "Bearer error=…" of a WWW-Authenticate header are no token, but a token
+ * with "=" inside (base64 padding mid-string, key=value tokens) is hidden whole, not cut at its first "=".
+ */
+export const BEARER = new RegExp(String.raw`(?:\b|${AFTER_ESCAPE})(Bearer)\s+[^\s"'\\,;<>&=]{8,}(?:=+[^\s"'\\,;<>&=]+)*=*`, 'gi');
 function token(head: RegExp, tail: RegExp, notAfter = '[A-Za-z0-9]'): RegExp {
   return new RegExp(`${head.source}(?<=(?:(?<!${notAfter})|${AFTER_ESCAPE})${head.source})${tail.source}`, 'g');
 }
