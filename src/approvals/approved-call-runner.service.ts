@@ -11,7 +11,7 @@ import { loggableErrorText, loggableErrorWithStack } from '../common/errors/logg
 import { sharedAbortController } from '../common/shared-abort.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { Sql } from '../db/sql.js';
-import type { ExecutionOutcome } from '../executor/execution-outcome.js';
+import { notSentOutcome, type ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
 import { inputAad, recordedTool, settledCalls, ToolCallsService, type RecordedTool } from '../tool-calls/tool-calls.service.js';
 import type { ApprovalKind } from './approval-request.entity.js';
@@ -413,16 +413,20 @@ export class ApprovedCallRunner implements OnApplicationBootstrap, BeforeApplica
     const base = { id: call.id, orgId: call.org_id, runId: call.run_id, toolUseId: call.tool_use_id, digest: call.action_digest, from: 'running' as const };
     let outcome: ExecutionOutcome;
     let tool: RecordedTool;
+    // Not sent, and recorded like any outcome (terminal event, settled, raw input deleted below): the names the call
+    // was recorded with, and no cost.
+    const unsent: RecordedTool = { toolName: call.tool_name, action: call.action, costCents: 0 };
     // A claim resumed after its answer was lost, whose call may no longer be sent: a change answered 200/204 between the
-    // claim's attempts (the run's end, the kill switch, the approver's revocation, a block) is in force.
+    // claim's attempts (the run's end, the kill switch, the approver's revocation, a block) is in force. It passes, as
+    // the executor's own stop after a wait does; a call that cannot be run does not.
     const stopped = call.error_code === null ? undefined : RESUMED_BUT_STOPPED[call.error_code];
-    if ('notExecuted' in ready || stopped !== undefined) {
-      // Recorded like any outcome (terminal event, settled, raw input deleted below), though nothing was sent:
-      // the names the call was recorded with, and no cost.
-      const errorText = stopped ?? ('notExecuted' in ready ? ready.notExecuted : '');
-      if (stopped !== undefined) this.log.warn({ toolCallId, errorCode: call.error_code }, `approved call not sent: ${stopped}`);
-      outcome = { status: 'failed', errorCode: 'EXECUTION_ERROR', errorText, vendorStatus: null, retries: [], durationMs: 0, vendorReached: false };
-      tool = { toolName: call.tool_name, action: call.action, costCents: 0 };
+    if (stopped !== undefined) {
+      this.log.warn({ toolCallId, errorCode: call.error_code }, `approved call not sent: ${stopped}`);
+      outcome = notSentOutcome(stopped, { passing: true });
+      tool = unsent;
+    } else if ('notExecuted' in ready) {
+      outcome = notSentOutcome(ready.notExecuted);
+      tool = unsent;
     } else {
       // An exception out of here (the executor turns its own into outcomes) may come after the request was
       // sent: the call is then left running, and the orphan sweep's indeterminate is the honest answer.

@@ -51,3 +51,15 @@ export type ExecutionOutcome =
 export function vendorRefusedOf(o: ExecutionOutcome): boolean | null {
   return o.status === 'succeeded' ? null : (o.vendorRefused ?? null);
 }
+
+/**
+ * A call that never reached its vendor, recorded failed (not charged). `passing`: the gateway's own trouble or a change
+ * that stopped the send (vendorRefused false: the model is told nothing was sent and a new call may work,
+ * tool-call-body.ts); else a call that cannot be run at all (vendorRefused absent: "the tool failed").
+ */
+export function notSentOutcome(errorText: string, opts: { errorCode?: ExecutionErrorCode; durationMs?: number; passing?: boolean } = {}): ExecutionOutcome {
+  return {
+    status: 'failed', errorCode: opts.errorCode ?? 'EXECUTION_ERROR', errorText, vendorStatus: null, retries: [], durationMs: opts.durationMs ?? 0,
+    vendorReached: false, ...(opts.passing ? { vendorRefused: false } : {}),
+  };
+}

@@ -4,7 +4,7 @@ import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { loggableErrorWithStack } from '../common/errors/loggable-error.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
-import { vendorRefusedOf, type ExecutionErrorCode, type ExecutionOutcome } from '../executor/execution-outcome.js';
+import { notSentOutcome, vendorRefusedOf, type ExecutionErrorCode, type ExecutionOutcome } from '../executor/execution-outcome.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { redactOutput } from '../redaction/redaction.service.js';
@@ -177,10 +177,8 @@ export class OutcomeRecorder {
 
   /** A call that never reached its vendor settled as failed, in the background (ToolCallLedger.settleUnsent): not charged. */
   private settleNotSent(c: ExecutedCall, errorCode: ExecutionErrorCode, errorText: string, durationMs: number, logs?: KeptWriteLogs): void {
-    const outcome: ExecutionOutcome = {
-      status: 'failed', errorCode, errorText, vendorStatus: null, retries: [], durationMs, vendorReached: false,
-      vendorRefused: false, // the gateway's own trouble, passing: the model is told a new call may work (tool-call-body.ts)
-    };
+    // The gateway's own trouble, passing: the model is told a new call may work.
+    const outcome = notSentOutcome(errorText, { errorCode, durationMs, passing: true });
     const { row, events } = this.outcomeWrite(c, outcome, null, this.clock.now());
     this.ledger.settleUnsent(row, events, () => this.settled(c, row), logs);
   }

@@ -11,7 +11,7 @@ import { newId } from '../common/ids.js';
 import { storableText } from '../common/storable-text.js';
 import { retryWhileUnavailable } from '../common/errors/unavailable-retry.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
-import type { ExecutionOutcome } from '../executor/execution-outcome.js';
+import { notSentOutcome, type ExecutionOutcome } from '../executor/execution-outcome.js';
 import { RuntimeToolExecutor } from '../executor/runtime-tool-executor.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -224,10 +224,7 @@ export class ToolCallsService {
         // before the resend found it is in force: settled as not sent (EXECUTION_ERROR, no cost), never sent.
         release?.();
         release = null;
-        const outcome: ExecutionOutcome = {
-          status: 'failed', errorCode: 'EXECUTION_ERROR', errorText: STOPPED_WHILE_RECORDED_TEXT, vendorStatus: null, retries: [], durationMs: 0,
-          vendorReached: false, vendorRefused: false,
-        };
+        const outcome = notSentOutcome(STOPPED_WHILE_RECORDED_TEXT, { passing: true });
         return await this.recordOutcome({ id, orgId, runId: run.id, tool: recordedTool(runEntry), toolUseId: use.id, digest, from: 'running', actor }, outcome);
       }
       // Tracked: a shutdown waits for it even when the client has gone (the vendor acts all the same).

@@ -54,6 +54,8 @@ describe('an approved call: claim answer lost, then the kill switch or the run e
       const result = await h.t.http.get(`/v1/tool-calls/${call.body.toolCallId}/result?waitMs=8000`).set(bearer(org.agentKey));
       const late = noteSends(note).filter((r) => r.receivedAt > answeredAt);
       const [row] = (await h.t.ds.query('SELECT error_text FROM tool_calls WHERE id = $1', [call.body.toolCallId])) as { error_text: string }[];
+      // The agent is told nothing was sent (vendor_refused false), not that the tool failed.
+      expect(result.body.toolResult?.content).toMatch(/nothing was sent to the vendor/);
       return { late: late.map((r) => Math.round(r.receivedAt - answeredAt)), status: result.body.status, errorCode: result.body.errorCode, errorText: row.error_text };
     } finally {
       (sql as { query: unknown }).query = original;
