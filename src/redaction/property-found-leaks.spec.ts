@@ -70,3 +70,43 @@ describe('an auth scheme after a percent or \\u escape, its token after a raw bl
     }
   }
 });
+
+describe('a secret name in text spelt with compatibility forms or look-alike letters reads as its ASCII', () => {
+  const cases = [
+    `ｐａｓｓｗｏｒｄ=${SECRET}`,
+    `ｐａｓｓｗｏｒｄ: ${SECRET}`,
+    `ａｐｉ＿ｋｅｙ＝${SECRET}`,
+    `secret：${SECRET}`,
+    `{"ｐａｓｓｗｏｒｄ": "${SECRET}"}`,
+    `Ｂｅａｒｅｒ ${SECRET}`,
+    `𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝=${SECRET}`,
+    `p\u0430ssword=${SECRET}`,
+    `pässword: ${SECRET}`,
+  ];
+  for (const [mode, redact] of both) {
+    for (const text of cases) it(`${mode}: ${text}`, () => expect(shown(redact({ note: text }))).not.toContain(SECRET));
+  }
+  it('text whose folded reading holds no secret stays as written, its non-ASCII letters and all', () => {
+    for (const note of ['Café crème 250 g', 'Zoë ordered 2 × “Größe M”', 'ｃｏｌｏｒ=blue', '東京都 渋谷区 ＡＢＣビル']) expect(redactInput({ note })).toEqual({ note });
+    expect(redactOutput({ note: 'Tél: +33 1 23 45 67 89' })).toEqual({ note: 'Tél: [REDACTED]' });
+  });
+});
+
+describe("a quoted key ending in its own ':' or '=' (JSON held as text)", () => {
+  const cases = [
+    `{"password:": "${SECRET}"}`,
+    `{"password:":"${SECRET}"}`,
+    `{\\"password:\\": \\"${SECRET}\\"}`,
+    `{"api_key=": "${SECRET}", "a": 1}`,
+    `{\\"api_key=\\":\\"${SECRET}\\"}`,
+    `{"password:" => "${SECRET}"}`,
+  ];
+  for (const [mode, redact] of both) {
+    for (const text of cases) it(`${mode}: ${text}`, () => expect(shown(redact({ note: text }))).not.toContain(SECRET));
+  }
+  it('the key stays as written and the value alone goes', () => {
+    expect(redactInput({ note: `{"password:": "${SECRET}", "user": "bob"}` })).toEqual({ note: '{"password:": "[REDACTED]", "user": "bob"}' });
+    expect(redactInput({ note: `{"api_key=": "${SECRET}"}` })).toEqual({ note: '{"api_key=": "[REDACTED]"}' });
+    expect(redactInput({ note: '{"status:": "ok"}' })).toEqual({ note: '{"status:": "ok"}' });
+  });
+});

@@ -43,6 +43,11 @@ function redactFieldsAfter(text: string, operator: ':' | '=>'): string {
   let cursor = 0;
   for (let colon = text.indexOf(operator); colon >= 0; ) {
     let next = colon + operator.length;
+    // {"password:": "…"}: this colon is the key's own; the separator after the key's quote is looked at in turn.
+    if (isNameChar(text.charCodeAt(colon - 1)) && closesQuotedKey(text, next)) {
+      colon = text.indexOf(operator, next);
+      continue;
+    }
     const toLineEnd = secretFieldBefore(text, colon);
     let start = toLineEnd === undefined ? -1 : valueStart(text, colon + operator.length, operator === ':');
     if (toLineEnd !== undefined && start >= 0) {
@@ -68,7 +73,11 @@ function redactFieldsAfter(text: string, operator: ':' | '=>'): string {
 function secretFieldBefore(text: string, colon: number): boolean | undefined {
   let end = colon;
   while (end > 0 && isBlank(text[end - 1])) end--;
-  if (end > 0 && isQuote(text[end - 1])) end -= end > 1 && text[end - 2] === '\\' ? 2 : 1;
+  if (end > 0 && isQuote(text[end - 1])) {
+    end -= end > 1 && text[end - 2] === '\\' ? 2 : 1;
+    // A quoted key may end with a colon or "=" of its own ({"password:": "…"}, {"api_key=": "…"}): the name is before it.
+    if (end > 0 && (text[end - 1] === ':' || text[end - 1] === '=')) end--;
+  }
   let start = end;
   let letters = 0;
   while (start > 0 && isNameChar(text.charCodeAt(start - 1))) {
@@ -177,6 +186,18 @@ function opensField(text: string, i: number): boolean {
   if (at === nameStart) return false;
   at = skipBlanks(text, at + quoteLengthAt(text, at));
   return text[at] === ':' && (at + 1 === text.length || FIELD_TOKEN_END_CHAR.test(text[at + 1]!));
+}
+
+/**
+ * Whether a quoted key closes at `i`: a quote (or an escaped one), blanks, then the ":" or "=>" of JSON, a Python dict or
+ * a Ruby Hash. Said of the text after a name's own ":" or "=" ({"password:": "…"}, {"api_key=": "…"}): that operator
+ * is part of the key, and the value follows the separator. Reads a quote and the blanks after it.
+ */
+export function closesQuotedKey(text: string, i: number): boolean {
+  const quote = quoteLengthAt(text, i);
+  if (quote === 0) return false;
+  const at = skipBlanks(text, i + quote);
+  return text[at] === ':' || (text[at] === '=' && text[at + 1] === '>');
 }
 
 /** 2 for an escaped quote at `i`, 1 for a quote, else 0. */

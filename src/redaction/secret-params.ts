@@ -1,5 +1,6 @@
 import { AUTHORIZATION_NAME } from './credentials-in-text.js';
 import { REDACTED } from './markers.js';
+import { closesQuotedKey } from './secret-fields.js';
 import { isSecretFieldName, isSecretName } from './secret-keys.js';
 import { percentDecode } from './percent-decode.js';
 import { BLANK_CHARS } from './unicode-forms.js';
@@ -46,6 +47,8 @@ export function redactSecretParams(text: string): string {
     // authorization=… was handled by redactAuthorizationValues, which keeps the scheme.
     if (AUTHORIZATION_NAME.test(name) || !isSecretParamName(name.includes('%') ? percentDecode(name) : name)) continue;
     const valueAt = m.index + whole.length;
+    // {"api_key=": "…"}: this "=" is the key's own, and redactSecretFields took the value after the key's ":".
+    if (whole.length === name.length + 1 && closesQuotedKey(text, valueAt)) continue;
     PARAM_VALUE.lastIndex = valueAt;
     const value = PARAM_VALUE.exec(text)?.[0];
     if (value === undefined) continue;
