@@ -1,3 +1,5 @@
+import { GOVERNANCE_FAIR_LOCKS_SQL } from '../tool-calls/tool-call-intent.js';
+
 /**
  * The claim of an approved call (approved → running | blocked), in one
  * statement that is safe to send again after its answer was lost.
@@ -48,6 +50,9 @@
  * then starts the call. The change waits for the claim instead: the call is blocked, or its
  * tool_call.started comes before the change. (A first policy has no row to
  * lock yet: a claim in flight as it is created may still hold under none.)
+ * The org's flag and policy locks are taken shared first (`fair`,
+ * GOVERNANCE_FAIR_LOCKS_SQL), so a change waiting for claims in flight is not
+ * passed by later ones.
  *
  * The tc, re and stale parts cannot answer for the same row: on the
  * statement's snapshot it is either approved (tc on the current policy, stale
@@ -62,7 +67,8 @@
  * long this replica may hold the call running (VENDOR_TIMEOUT_MS + STALE_RUNNING_MARGIN_MS: the orphan sweep's judge).
  */
 export const CLAIM_APPROVED_CALL_SQL = `
-  WITH f AS (
+  WITH fair AS (${GOVERNANCE_FAIR_LOCKS_SQL('(SELECT t.org_id FROM tool_calls t WHERE t.id = $1)')}),
+  f AS (
     SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = t.run_id AND r.status IN ('running', 'waiting_approval') FOR KEY SHARE)
                   THEN 'RUN_NOT_ACTIVE'
                 WHEN NOT COALESCE((SELECT ff.enabled FROM feature_flags ff
@@ -71,7 +77,7 @@ export const CLAIM_APPROVED_CALL_SQL = `
                        WHERE k.id = (SELECT a.decided_by FROM approval_requests a WHERE a.tool_call_id = t.id) FOR SHARE) IS NOT NULL THEN 'APPROVAL_REVOKED'
                 WHEN $6::uuid IS NOT NULL THEN 'POLICY_BLOCKED' END AS blocked_by,
            COALESCE((SELECT p.version FROM policies p WHERE p.org_id = t.org_id FOR SHARE), 0) = $5::int AS policy_current
-      FROM tool_calls t WHERE t.id = $1),
+      FROM tool_calls t, fair WHERE t.id = $1),
   tc AS (
     UPDATE tool_calls SET
       status = CASE WHEN f.blocked_by IS NULL THEN 'running' ELSE 'blocked' END,

@@ -51,6 +51,19 @@ export interface ApprovalRow {
   inputShownExactly: boolean;
 }
 
+/**
+ * The org's flag and policy locks (the advisory locks a change of tool_calling_enabled or of the policy takes alone,
+ * FeatureFlagsService.set and PoliciesService.replace), taken shared by a statement that reads the flag and the policy
+ * FOR SHARE to record or claim a call, before it reads them. A row lock lets a new FOR SHARE in while an UPDATE waits for
+ * the ones before it, so a change could wait for as long as calls kept overlapping, and answer with a time before calls
+ * it let through; an advisory lock queues a shared request behind a waiting exclusive one: a change waits for the calls
+ * in flight when it came, and the calls after it wait for it, then read what it wrote. `org` is an SQL uuid expression.
+ * Selected from a CTE (volatile: never inlined), which the reads name, so the locks come first.
+ */
+export const GOVERNANCE_FAIR_LOCKS_SQL = (org: string): string =>
+  `SELECT pg_advisory_xact_lock_shared(hashtext('flag:' || (${org})::text || ':tool_calling_enabled')) AS flag,
+          pg_advisory_xact_lock_shared(hashtext('policy:' || (${org})::text)) AS policy`;
+
 export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' | 'governance-changed' | 'recorded-then-stopped';
 
 /**
@@ -93,8 +106,12 @@ export async function writeIntentRow(
     // waited for one (or for a lock on its run) reads the row as the change left it, not as its snapshot had
     // it: a kill switch answered 200 is in force for every call recorded after it. (A first policy has no row
     // to lock yet: a call in flight as it is created may still be recorded under none.)
+    //
+    // A change queues in front of later calls (GOVERNANCE_FAIR_LOCKS_SQL): row locks alone let each new FOR SHARE pass a change
+    // already waiting, so calls recorded back to back could hold a kill switch off for as long as they kept coming.
+    `fair AS (${GOVERNANCE_FAIR_LOCKS_SQL('$2::uuid')})`,
     `gov AS (SELECT COALESCE((SELECT enabled FROM feature_flags WHERE org_id = $2 AND flag = 'tool_calling_enabled' FOR SHARE), false) = $20
-                  AND COALESCE((SELECT version FROM policies WHERE org_id = $2 FOR SHARE), 0) = $21 AS ok)`,
+                  AND COALESCE((SELECT version FROM policies WHERE org_id = $2 FOR SHARE), 0) = $21 AS ok FROM fair)`,
     // The key is read here too: a revocation (on any replica) stops new calls at once, not when a cache expires.
     // FOR SHARE (holdActorKey's lock), and only once `gov` is read (it names gov, which is read first): an intent that
     // waited for a flag or policy change reads the key as a revocation committed meanwhile left it, not as its snapshot

@@ -76,8 +76,12 @@ describe('approvals: the kill switch turned off while a claim waits on the call'
           answered = true;
           return r;
         });
-      // The change has either committed and answered, or waits on a lock (the claim's): no timing decides it.
-      await waitFor(async () => answered || (await waitsOnLock(h, '%INSERT INTO "feature_flags"%')), 'the flag change answered or waiting');
+      // The change has either committed and answered, or waits on a lock (the claim's: the org's flag lock, which the
+      // claim holds shared, or the flag row): no timing decides it.
+      await waitFor(
+        async () => answered || (await waitsOnLock(h, 'SELECT pg_advisory_xact_lock(hashtext($1))')) || (await waitsOnLock(h, '%INSERT INTO "feature_flags"%')),
+        'the flag change answered or waiting',
+      );
       answeredBeforeRollback = answered;
       await holder.query('ROLLBACK');
     } finally {
