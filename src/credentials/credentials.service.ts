@@ -105,9 +105,14 @@ export class CredentialsService {
     const env = this.cipher.encryptJson(config, credentialAad(orgId, type));
     // Bound to the org and integration: equal configs elsewhere have other fingerprints.
     const fp = this.cipher.fingerprint(config, credentialAad(orgId, type));
-    const now = this.clock.now(); // the database's time, as the calls' and events' are
+    let now = this.clock.now();
     try {
       await this.ds.transaction(async (m) => {
+        // Every PUT and DELETE of this integration's credentials in turn, and the time taken once this one's turn has
+        // come (the database's, as the calls' and events' are): the config stored last carries the latest updatedAt,
+        // never one older than the PUT it replaced had answered.
+        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [credentialsLock(orgId, type)]);
+        now = this.clock.now();
         const values = [orgId, type, env.keyId, env.iv, env.ciphertext, env.authTag, fp, now];
         const set = `key_id = $3, iv = $4, ciphertext = $5, auth_tag = $6, fingerprint = $7, updated_at = $8`;
         // The precondition is decided by the write itself, so a PUT or DELETE committing meanwhile is seen: the UPDATE
@@ -161,6 +166,7 @@ export class CredentialsService {
   async remove(actor: Principal, orgId: string, type: IntegrationType): Promise<void> {
     try {
       await this.ds.transaction(async (m) => {
+        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [credentialsLock(orgId, type)]);
         const rows = (await m.query('DELETE FROM integration_credentials WHERE org_id = $1 AND integration_type = $2 RETURNING fingerprint', [orgId, type])) as [
           { fingerprint: string }[],
           number,
@@ -232,3 +238,6 @@ export class CredentialsService {
     this.cache.clear();
   }
 }
+
+/** The advisory lock a PUT or DELETE of an org's credentials for one integration takes alone. */
+const credentialsLock = (orgId: string, type: IntegrationType): string => `credentials:${orgId}:${type}`;
