@@ -9,7 +9,24 @@ import type { Principal } from './principal.js';
  * slow, could otherwise commit after the 204 of its key's DELETE.) The intent statement reads its key the same way
  * in a CTE of its own (tool-call-intent.ts).
  */
-const ACTOR_KEY_LIVE_SQL = 'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE';
+const ACTOR_KEY_LIVE_SQL = `WITH fair AS (SELECT ${apiKeyFairLockSql('$1::uuid')} AS k)
+  SELECT 1 FROM api_keys, fair WHERE id = $1 AND revoked_at IS NULL FOR SHARE OF api_keys`;
+
+/**
+ * An API key's advisory lock taken shared, by its id (an SQL uuid expression): by every statement that reads the key
+ * FOR SHARE to write as it (holdActorKey, the intent statement, an approved call's claim for its approver's key), before
+ * it reads it; a revocation takes it alone (REVOKE_TURN_SQL) before its UPDATE. A row lock lets a new FOR SHARE in while
+ * an UPDATE waits for the ones before it: a write the key began after its revocation was sent got in ahead of it, and
+ * was recorded before a revokedAt that then named an earlier time; writes that kept overlapping held the revocation off.
+ * An advisory lock queues a shared request behind a waiting exclusive one: a revocation waits only for the writes in
+ * flight when it came, and the ones after it wait for it, then find the key revoked.
+ */
+export function apiKeyFairLockSql(id: string): string {
+  return `pg_advisory_xact_lock_shared(hashtext('api-key:' || (${id})::text))`;
+}
+
+/** A revocation's turn: the key's advisory lock alone ($1 the key's id), after the writes in flight that hold it shared. */
+export const REVOKE_TURN_SQL = `SELECT pg_advisory_xact_lock(hashtext('api-key:' || $1::uuid::text))`;
 
 /** Runs a query in the caller's transaction and returns its rows (a TypeORM EntityManager or a pg client adapted). */
 export type TxQuery = (text: string, params: unknown[]) => Promise<unknown[]>;

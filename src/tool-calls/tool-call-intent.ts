@@ -1,3 +1,4 @@
+import { apiKeyFairLockSql } from '../auth/actor-key-hold.js';
 import type { Envelope } from '../common/crypto/envelope-cipher.js';
 import type { Sql } from '../db/sql.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
@@ -116,7 +117,10 @@ export async function writeIntentRow(
     // FOR SHARE (holdActorKey's lock), and only once `gov` is read (it names gov, which is read first): an intent that
     // waited for a flag or policy change reads the key as a revocation committed meanwhile left it, not as its snapshot
     // had it, and a revocation waits only for intents that have done their waiting.
-    `actor AS (SELECT 1 FROM api_keys WHERE id = $19 AND revoked_at IS NULL AND (SELECT ok FROM gov) IS NOT NULL FOR SHARE)`,
+    // The key's advisory lock is taken shared first (apiKeyFairLockSql), so a revocation waiting for the calls in flight
+    // is not passed by later ones.
+    `keyfair AS (SELECT ${apiKeyFairLockSql('$19::uuid')} AS k FROM gov)`,
+    `actor AS (SELECT 1 FROM api_keys, keyfair WHERE id = $19 AND revoked_at IS NULL AND (SELECT ok FROM gov) IS NOT NULL FOR SHARE OF api_keys)`,
     // No conflict target: the call is taken by its idempotency key (per org) or by its tool_use id (per run,
     // tool_calls_run_tool_use_uq), and either makes this a replay of the call already recorded.
     `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,

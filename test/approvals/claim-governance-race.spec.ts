@@ -65,7 +65,8 @@ describe('approvals: the kill switch turned off while a claim waits on the call'
       releaseAll();
       // Our pick-up, or a periodic sweep's if it got there first (the runner then skips ours): either claim waits on the row.
       run = h.t.app.get(ApprovedCallRunner).run(callId);
-      await waitFor(() => waitsOnLock(h, "%THEN 'POLICY_BLOCKED' END AS blocked_by%"), 'the claim waiting on the call row');
+      // (The claim's first 1 kB, which is what pg_stat_activity keeps: its `fair` CTE, on the call's org.)
+      await waitFor(() => waitsOnLock(h, "%WITH fair AS (SELECT pg_advisory_xact_lock_shared(hashtext('flag:' || ((SELECT t.org_id FROM tool_calls t%"), 'the claim waiting on the call row');
 
       let answered = false;
       put = h.t.http
