@@ -23,6 +23,7 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { orphanedPostmaster } from './pg-orphan.mjs';
+import { scramHba, scramOnly } from './pg-scram.mjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const dataDir = resolve(process.env.PG_DATA_DIR ?? '.data/pg');
@@ -149,6 +150,10 @@ let stopAsked = false;
 const clusterOptions = {
   user: 'postgres',
   password: undefined, // clusterPassword(), once the data folder's parent exists
+  // SCRAM, not the library's default (initdb --auth=password: the password sent in clear at every login). The clients
+  // of the gateway and of this script answer nothing else from this server (PasswordSafeClient, ScramClient): what
+  // holds its port while the postmaster does not is sent no password. Clusters made before: requireScram().
+  authMethod: 'scram-sha-256',
   // Always persistent for the library: its stop() deletes the data folder of a
   // non-persistent cluster, which would make the "stop" / "start" control
   // below lose the database. We delete it ourselves on exit instead.
@@ -260,15 +265,32 @@ function pidAlive(pid) {
   }
 }
 
+/** This script's clients of the cluster: SCRAM only (pg-scram.mjs), on the address the gateway is given. */
+const ScramClient = scramOnly(pgLib.Client);
+const clusterClient = (password) => new ScramClient({ host: '127.0.0.1', port, user: clusterOptions.user, password, database: 'postgres' });
+
+/**
+ * A cluster made with `password` authentication (before SCRAM) asks for SCRAM from this start on: its pg_hba.conf
+ * rewritten (pg-scram.mjs scramHba) while the server is stopped. Its owner and mode stay (the file is written in place).
+ */
+function requireScram() {
+  const hba = join(dataDir, 'pg_hba.conf');
+  const text = readFileSync(hba, 'utf8');
+  const scram = scramHba(text);
+  if (scram === text) return;
+  writeFileSync(hba, scram);
+  process.stderr.write(`embedded postgres: ${hba} now asks for SCRAM (scram-sha-256) instead of the password in clear\n`);
+}
+
 /** Whether or not this start initialised the cluster: an earlier first start may have stopped before creating it. */
 async function ensureDatabase() {
-  let client = pg.getPgClient();
+  let client = clusterClient(clusterOptions.password);
   try {
     await client.connect();
   } catch (err) {
     if (err?.code !== '28P01') throw err; // not "password authentication failed"
     await replaceLegacyPassword();
-    client = pg.getPgClient();
+    client = clusterClient(clusterOptions.password);
     await client.connect();
   }
   try {
@@ -281,7 +303,7 @@ async function ensureDatabase() {
 
 /** A cluster made with the well-known password (before pg.password): given the data folder's own at its first start since. */
 async function replaceLegacyPassword() {
-  const legacy = new pgLib.Client({ host: '127.0.0.1', port, user: clusterOptions.user, password: LEGACY_PASSWORD, database: 'postgres' });
+  const legacy = clusterClient(LEGACY_PASSWORD);
   try {
     await legacy.connect();
   } catch (err) {
@@ -400,7 +422,10 @@ try {
   if (clusterOptions.createPostgresUser) checkReachableByPostgres();
   pg = cluster(dataDir);
   if (!existsSync(`${dataDir}/PG_VERSION`)) await initialiseCluster();
-  else await stopOrphanedServer();
+  else {
+    await stopOrphanedServer();
+    requireScram();
+  }
   await startWatched();
   await ensureDatabase();
 } catch (err) {

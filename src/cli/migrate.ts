@@ -15,6 +15,7 @@ import { schemaDrift } from '../db/schema-check.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../db/embedded-postgres.js';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { poolerHint } from '../db/database-probe.js';
+import { PasswordSafeClient } from '../db/pg-client.js';
 
 /* eslint-disable no-console -- a command-line tool talks on stdout */
 
@@ -136,7 +137,7 @@ async function main(args: string[]): Promise<number> {
     // Its connection ended by the server (a DBA's pg_terminate_backend, a restart): the run fails in one line, not an
     // unhandled 'error' event with Node's stack trace, and the scratch database is dropped over a new connection.
     let adminLost: unknown;
-    const admin = new pg.Client({ connectionString: serverUrl });
+    const admin = new PasswordSafeClient({ connectionString: serverUrl });
     admin.on('error', (err) => (adminLost ??= err));
     await admin.connect();
     // Sent: a drop follows it on the same connection, so a signal before its answer leaves nothing behind. Refused as
@@ -196,7 +197,7 @@ async function dropScratch(serverUrl: string, dbName: string, admin: pg.Client |
     await admin.end().catch(() => undefined);
     if (dropped) return;
   }
-  const fresh = new pg.Client({ connectionString: serverUrl });
+  const fresh = new PasswordSafeClient({ connectionString: serverUrl });
   fresh.on('error', () => undefined); // a failure below is said by the query's rejection
   try {
     await fresh.connect();

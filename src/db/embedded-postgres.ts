@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { projectRoot } from '../common/project-root.js';
+import { requireScramAt } from './pg-client.js';
 
 export interface EmbeddedPostgres {
   url: string;
@@ -59,6 +60,8 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { persistent?
     }),
   ]);
   const { url } = JSON.parse(first) as { url: string };
+  // Its clients answer only SCRAM at its address (PasswordSafeClient): whatever else holds the port gets no password.
+  requireScramAt(url);
   return {
     url,
     child,

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { requireScramAt } from './pg-client.js';
 
 /**
  * The URL of the embedded PostgreSQL that a gateway started without DATABASE_URL serves from `dataDir`
@@ -19,7 +20,9 @@ export function runningEmbeddedDatabaseUrl(dataDir: string): { url: string; port
     if (!alive(pid)) return undefined; // a postmaster.pid left by a server that died
 
     // No SSL on that server: a PGSSLMODE in the shell would otherwise reach the tool's connection (scripts/pg-server.mjs).
-    return { url: `postgres://postgres:${password}@127.0.0.1:${port}/tool_gateway?sslmode=disable`, port };
+    const url = `postgres://postgres:${password}@127.0.0.1:${port}/tool_gateway?sslmode=disable`;
+    requireScramAt(url); // as the gateway's own clients do (PasswordSafeClient)
+    return { url, port };
   } catch {
     return undefined;
   }
