@@ -1,8 +1,9 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { scramHba, scramOnly } from '../../scripts/pg-scram.mjs';
 import { PasswordSafeClient, requireScramAt } from '../../src/db/pg-client.js';
+import { fakePostgres } from '../support/fake-postgres.js';
 
 /**
  * The embedded cluster's superuser password and whatever holds the cluster's port. node-pg answers any login method a
@@ -12,35 +13,6 @@ import { PasswordSafeClient, requireScramAt } from '../../src/db/pg-client.js';
  * cluster now asks for SCRAM, and the clients of the gateway (PasswordSafeClient, for servers requireScramAt marks)
  * and of pg-server.mjs (scramOnly) refuse the password in clear and MD5 from it.
  */
-
-/** A fake PostgreSQL: answers every startup with `auth` (3 clear text, 5 MD5) and keeps the password messages it gets. */
-async function fakePostgres(auth: 3 | 5): Promise<{ server: Server; port: number; received: string[] }> {
-  const received: string[] = [];
-  const server = createServer((sock: Socket) => {
-    let buf = Buffer.alloc(0);
-    let started = false;
-    sock.on('error', () => undefined);
-    sock.on('data', (chunk) => {
-      buf = Buffer.concat([buf, chunk]);
-      if (!started && buf.length >= 4 && buf.length >= buf.readInt32BE(0)) {
-        buf = buf.subarray(buf.readInt32BE(0));
-        started = true;
-        const r = Buffer.alloc(auth === 5 ? 13 : 9);
-        r.write('R', 0);
-        r.writeInt32BE(auth === 5 ? 12 : 8, 1);
-        r.writeInt32BE(auth, 5);
-        if (auth === 5) r.write('salt', 9);
-        sock.write(r);
-      }
-      if (started && buf.length >= 5 && buf[0] === 0x70 && buf.length >= 1 + buf.readInt32BE(1)) {
-        received.push(buf.subarray(5, 1 + buf.readInt32BE(1)).toString('utf8').replace(/\0$/, ''));
-        sock.destroy();
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, port: (server.address() as { port: number }).port, received };
-}
 
 const PASSWORD = 'b3c0a1e2d4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3';
 let servers: Server[] = [];

@@ -8,12 +8,13 @@
  * password in clear or as MD5 from its address (PasswordSafeClient); a cluster made before is moved to SCRAM at its
  * next start.
  */
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server } from 'node:net';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postmasterOf } from '../support/embedded-processes.js';
+import { fakePostgres } from '../support/fake-postgres.js';
 import { startGatewayProcess, type GatewayProcess } from '../support/gateway-process.js';
 import { sleep } from './support.js';
 
@@ -21,36 +22,6 @@ const base = mkdtempSync(join(tmpdir(), 'port-squat-'));
 process.once('exit', () => rmSync(base, { recursive: true, force: true }));
 chmodSync(base, 0o755); // reachable by the postgres system user when the suite runs as root
 const pgDir = join(base, 'pg');
-
-/** A fake PostgreSQL: answers every startup with AuthenticationCleartextPassword and keeps what the client sends. */
-function fakePostgres(port: number): Promise<{ server: Server; received: string[] }> {
-  const received: string[] = [];
-  const server = createServer((sock: Socket) => {
-    let buf = Buffer.alloc(0);
-    let started = false;
-    sock.on('error', () => undefined);
-    sock.on('data', (chunk) => {
-      buf = Buffer.concat([buf, chunk]);
-      if (!started && buf.length >= 4 && buf.length >= buf.readInt32BE(0)) {
-        buf = buf.subarray(buf.readInt32BE(0));
-        started = true;
-        const r = Buffer.alloc(9);
-        r.write('R', 0);
-        r.writeInt32BE(8, 1);
-        r.writeInt32BE(3, 5); // AuthenticationCleartextPassword
-        sock.write(r);
-      }
-      if (started && buf.length >= 5 && buf[0] === 0x70 /* 'p' */ && buf.length >= 1 + buf.readInt32BE(1)) {
-        received.push(buf.subarray(5, 1 + buf.readInt32BE(1)).toString('utf8').replace(/\0$/, ''));
-        sock.destroy();
-      }
-    });
-  });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve({ server, received }));
-  });
-}
 
 const hbaMethods = (): string[] =>
   readFileSync(join(pgDir, 'pg_hba.conf'), 'utf8')
@@ -76,7 +47,7 @@ describe('the embedded PostgreSQL’s password and a local process holding its p
     process.kill(pid, 'SIGKILL');
     let squatter: { server: Server; received: string[] } | undefined;
     for (let i = 0; i < 100 && !squatter; i++) {
-      squatter = await fakePostgres(port).catch(() => undefined);
+      squatter = await fakePostgres(3, port).catch(() => undefined);
       if (!squatter) await sleep(10);
     }
     expect(squatter, 'a local process can take 127.0.0.1:<port> after the postmaster died').toBeDefined();
