@@ -2,7 +2,7 @@
  * The gateway's start-up and stop, loaded by main.ts once the stop signals have their handlers (stop-signals.ts).
  */
 import 'reflect-metadata';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
 import { beginHttpDrain } from './app.setup.js';
@@ -139,11 +139,17 @@ async function main(): Promise<void> {
 function showGeneratedKey(dataDir: string, key: string): void {
   const file = join(dataDir, 'bootstrap-admin.key');
   let saved = `also saved to ${file}`;
+  // Written to a file of its own (created here, 0600), then renamed over the name: a file or link already there (in a
+  // DATA_DIR someone else could write) is replaced, never written into, so the key cannot land in a file another user
+  // made and can read.
+  const partial = `${file}.${process.pid}`;
   try {
     makeDataDir(dataDir);
-    writeFileSync(file, key + '\n', { mode: 0o600 });
-    chmodSync(file, 0o600);
+    writeFileSync(partial, key + '\n', { mode: 0o600, flag: 'wx' });
+    chmodSync(partial, 0o600);
+    renameSync(partial, file);
   } catch (err) {
+    rmSync(partial, { force: true });
     saved = `NOT saved: ${file} could not be written (${(err as NodeJS.ErrnoException).code ?? 'error'}); copy it now`;
   }
   process.stdout.write(`\nNo BOOTSTRAP_ADMIN_KEY set: generated a platform admin key (shown once, ${saved}):\n\n  ${key}\n\n`);
