@@ -71,24 +71,48 @@ describe('an auth scheme after a percent or \\u escape, its token after a raw bl
   }
 });
 
-describe('a secret name in text spelt with compatibility forms or look-alike letters reads as its ASCII', () => {
+describe('a secret name in text spelt with full-width or mathematical letters, or look-alikes among Latin ones, reads as its ASCII', () => {
   const cases = [
     `ｐａｓｓｗｏｒｄ=${SECRET}`,
     `ｐａｓｓｗｏｒｄ: ${SECRET}`,
     `ａｐｉ＿ｋｅｙ＝${SECRET}`,
-    `secret：${SECRET}`,
+    `ｓｅｃｒｅｔ：${SECRET}`,
     `{"ｐａｓｓｗｏｒｄ": "${SECRET}"}`,
     `Ｂｅａｒｅｒ ${SECRET}`,
     `𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝=${SECRET}`,
     `p\u0430ssword=${SECRET}`,
-    `pässword: ${SECRET}`,
+    `api_kеy: ${SECRET}`,
   ];
   for (const [mode, redact] of both) {
     for (const text of cases) it(`${mode}: ${text}`, () => expect(shown(redact({ note: text }))).not.toContain(SECRET));
   }
-  it('text whose folded reading holds no secret stays as written, its non-ASCII letters and all', () => {
+  it('text whose reading holds no secret stays as written, its non-ASCII letters and all', () => {
     for (const note of ['Café crème 250 g', 'Zoë ordered 2 × “Größe M”', 'ｃｏｌｏｒ=blue', '東京都 渋谷区 ＡＢＣビル']) expect(redactInput({ note })).toEqual({ note });
     expect(redactOutput({ note: 'Tél: +33 1 23 45 67 89' })).toEqual({ note: 'Tél: [REDACTED]' });
+  });
+
+  // Read as written, as before: words wholly in another script or with accents spell no ASCII (the first reading
+  // folded look-alikes and dropped accents everywhere, and lost these whole), nor do ＠ and ． in a unit price.
+  const harmless = [
+    'ΤΙΜΗ ΠΡΙΝ: 49,90 €',
+    'ΠΑΡΑΔΟΣΗ ΠΡΙΝ: 24/12',
+    'Эфир ОТР: 19:00, Новости',
+    'Uy tín: 5 năm, Giao hàng: nhanh',
+    'Điểm uy tín: 98',
+    'Secrétariat : ouvert du lundi au vendredi',
+    'Secretaría: lunes a viernes de 9 a 14',
+    'ドル円＠１５０．２５で買い',
+    'ガソリン ４０Ｌ＠１６８．５円',
+    '商品规格\n针脚 PIN: 40，电压：5V\n颜色：白色',
+  ];
+  for (const [mode, redact] of both) {
+    for (const note of harmless) {
+      it(`${mode}: ${JSON.stringify(note)} is not [REDACTED] whole`, () => expect(redact({ note })).not.toEqual({ note: '[REDACTED]' }));
+    }
+  }
+  it('input: those come out as written (the Chinese spec loses its PIN value only, as in ASCII)', () => {
+    for (const note of harmless.slice(0, -1)) expect(redactInput({ note })).toEqual({ note });
+    expect(redactInput({ note: harmless.at(-1) })).toEqual({ note: '商品规格\n针脚 PIN: [REDACTED]\n颜色：白色' });
   });
 });
 

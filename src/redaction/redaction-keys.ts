@@ -50,6 +50,35 @@ export function foldedName(name: string): string {
   return NON_ASCII.test(name) ? foldKey(name).replace(FORMAT_CHARS, '') : name;
 }
 
+/**
+ * Text that may spell an ASCII name otherwise: a full-width letter (ｐａｓｓｗｏｒｄ), a mathematical alphanumeric
+ * (𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝: U+1D400–U+1D7FF, a surrogate pair), or a Cyrillic or Greek look-alike next to a Latin letter (pаssword
+ * with a Cyrillic а). Text written wholly in Greek, Cyrillic, CJK or with accents does not (ΠΡΙΝ is no PIN, Secrétariat
+ * no secret), nor do full-width digits alone, usual in CJK text, which the card, phone and tax-id scans read anyway
+ * (unicode-forms.ts): it is read as written, at the cost of one test.
+ */
+export function spellsAsciiOtherwise(text: string): boolean {
+  return WIDE_OR_MATH.test(text) || MIXED_SCRIPT.test(text);
+}
+const WIDE_OR_MATH = /[\uFF21-\uFF3A\uFF41-\uFF5A]|\uD835[\uDC00-\uDFFF]/;
+const CONFUSABLE_CLASS = Object.keys(CONFUSABLE_LETTERS).join('');
+const MIXED_SCRIPT = new RegExp(`[A-Za-z\\uFF21-\\uFF3A\\uFF41-\\uFF5A][${CONFUSABLE_CLASS}]|[${CONFUSABLE_CLASS}][A-Za-z\\uFF21-\\uFF3A\\uFF41-\\uFF5A]`);
+
+/**
+ * The ASCII that text spelled otherwise (spellsAsciiOtherwise) passes for: full-width letters, digits and the
+ * characters of a name and its separator (＿ － ＝ ： ＂ ＇) as their ASCII, mathematical alphanumerics as theirs (NFKC),
+ * and look-alike letters as Latin inside a word that also holds a Latin letter. Nothing else changes: not accents,
+ * not a word wholly in another script, not ＠ or ． (a unit price, ＠１５０．２５, is no e-mail address).
+ */
+export function readAsAscii(text: string): string {
+  const wide = text.replace(WIDE_ASCII, (ch) => String.fromCharCode(ch.charCodeAt(0) - 0xfee0)).replace(MATH_ALNUM, (ch) => ch.normalize('NFKC'));
+  return wide.replace(WORD, (word) => (LATIN_LETTER.test(word) ? unconfuse(word) : word));
+}
+const WIDE_ASCII = /[\uFF10-\uFF19\uFF21-\uFF3A\uFF41-\uFF5A\uFF3F\uFF0D\uFF1D\uFF1A\uFF02\uFF07]/g;
+const MATH_ALNUM = /\uD835[\uDC00-\uDFFF]/g;
+const WORD = /\p{L}+/gu;
+const LATIN_LETTER = /[A-Za-z]/;
+
 function unconfuse(key: string): string {
   return key.replace(CONFUSABLE, (letter) => CONFUSABLE_LETTERS[letter]!);
 }

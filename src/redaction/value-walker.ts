@@ -19,7 +19,7 @@ import {
   isPersonNameKey,
   looksLikeIdentityDocument,
 } from './personal-keys.js';
-import { foldedName, isIdentifierKey, isPairNameKey, isPairTypeKey, isPairValueKey, normalizeKey } from './redaction-keys.js';
+import { isIdentifierKey, isPairNameKey, isPairTypeKey, isPairValueKey, normalizeKey, readAsAscii, spellsAsciiOtherwise } from './redaction-keys.js';
 import { isSecretFieldName, isSecretName } from './secret-keys.js';
 import { foldForms } from './unicode-forms.js';
 import { carriesData, describesPerson, isPersonalDataOrAddressName, isSecretEntry, looksLikeCard } from './value-signals.js';
@@ -74,9 +74,12 @@ interface Ctx {
   kyc: boolean;
 }
 
-/** Text with NUL or any character outside ASCII: only such text may read otherwise than it is written (readAs). */
+/** Text with NUL or any character outside ASCII: only such text may read otherwise than it is written (readAs); a first look. */
 // eslint-disable-next-line no-control-regex
 const NUL_OR_NON_ASCII = /[\u0000\u0080-\uffff]/;
+/** The invisible format characters (\p{Cf}: U+00AD, U+200B-U+200F, U+2060, U+FEFF, …) that can split a secret, as NUL can. */
+const FORMAT_CHAR = /\p{Cf}/u;
+const FORMAT_CHARS = /\p{Cf}/gu;
 /** As recorded: NUL shown as U+FFFD (which the text may hold of its own, too), and the format characters. */
 const SHOWN_NUL_OR_FORMAT_CHARS = /[\uFFFD\p{Cf}]/gu;
 
@@ -283,9 +286,8 @@ export class Walker {
   }
 
   private redactText(text: string, key: string): string {
-    if (!NUL_OR_NON_ASCII.test(text)) return this.redact(text, key);
-    const read = readAs(text);
-    return read === text ? this.redact(text, key) : this.redactAroundHidden(text, read, key);
+    if (!NUL_OR_NON_ASCII.test(text) || !(text.includes('\u0000') || FORMAT_CHAR.test(text) || spellsAsciiOtherwise(text))) return this.redact(text, key);
+    return this.redactAroundHidden(text, key);
   }
 
   private redact(text: string, key: string): string {
@@ -306,14 +308,15 @@ export class Walker {
   /**
    * Text that reads otherwise than it is written (readAs): with NUL (jsonb refuses it), recorded with each NUL replaced
    * by U+FFFD, not dropped ("5\u0000000" is not what the vendor gets as "5000", and must not be shown as that); with
-   * format characters (zero-width space, soft hyphen, BOM, …), recorded as written; with compatibility forms or
-   * look-alike letters (full-width ｐａｓｓｗｏｒｄ=…, mathematical bold 𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝, a Cyrillic а in pаssword), recorded
+   * format characters (zero-width space, soft hyphen, BOM, …), recorded as written; spelling ASCII otherwise
+   * (full-width ｐａｓｓｗｏｒｄ=…, mathematical bold 𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝, a Cyrillic а in pаssword: spellsAsciiOtherwise), recorded
    * as written too. None of them may hide a secret ("sk_live_…" split by a zero-width space, a card with U+200B between
    * its groups, a secret name the patterns read as ASCII only), so the text is also redacted as it reads: when that
    * finds more than the recorded text shows redacted, read the same way, the whole text is [REDACTED].
    */
-  private redactAroundHidden(text: string, read: string, key: string): string {
+  private redactAroundHidden(text: string, key: string): string {
     const replaced = this.redact(text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text, key);
+    const read = readAs(text);
     const readRedacted = this.redact(read, key);
     if (readRedacted === read) return replaced;
     return readAs(replaced.replace(SHOWN_NUL_OR_FORMAT_CHARS, '')) === readRedacted.replaceAll('\uFFFD', '') ? replaced : REDACTED;
@@ -334,9 +337,9 @@ export class Walker {
 }
 
 /**
- * Text as a reader takes it: without NUL and the format characters that draw nothing, compatibility forms and
- * look-alike letters read as the ASCII they pass for, marks dropped (foldedName, the reading of a property name).
+ * Text as a reader takes it: without NUL and the format characters that draw nothing, and what spells ASCII otherwise
+ * read as that ASCII (readAsAscii).
  */
 function readAs(text: string): string {
-  return foldedName(stripNul(text));
+  return readAsAscii(stripNul(text).replace(FORMAT_CHARS, ''));
 }
