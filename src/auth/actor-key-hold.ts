@@ -1,5 +1,6 @@
 import { AppError } from '../common/errors/app-error.js';
 import type { Principal } from './principal.js';
+import { apiKeyLockSql, lockSharedSql, lockSql } from '../db/advisory-locks.js';
 
 /**
  * The acting key, read FOR SHARE: held to the commit of the transaction that reads it. A revocation (an UPDATE of
@@ -22,11 +23,11 @@ const ACTOR_KEY_LIVE_SQL = `WITH fair AS (SELECT ${apiKeyFairLockSql('$1::uuid')
  * flight when it came, and the ones after it wait for it, then find the key revoked.
  */
 export function apiKeyFairLockSql(id: string): string {
-  return `pg_advisory_xact_lock_shared(hashtext('api-key:' || (${id})::text))`;
+  return lockSharedSql(apiKeyLockSql(id));
 }
 
 /** A revocation's turn: the key's advisory lock alone ($1 the key's id), after the writes in flight that hold it shared. */
-export const REVOKE_TURN_SQL = `SELECT pg_advisory_xact_lock(hashtext('api-key:' || $1::uuid::text))`;
+export const REVOKE_TURN_SQL = `SELECT ${lockSql(apiKeyLockSql('$1::uuid'))}`;
 
 /** Runs a query in the caller's transaction and returns its rows (a TypeORM EntityManager or a pg client adapted). */
 export type TxQuery = (text: string, params: unknown[]) => Promise<unknown[]>;

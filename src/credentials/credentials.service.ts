@@ -14,6 +14,7 @@ import { credentialValidationDetail } from './credential-validation-detail.js';
 import { rotatingGrantId } from './rotating-grant-id.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 import type { Preconditions } from '../common/http/if-match.js';
+import { credentialsLock, LOCK_SQL } from '../db/advisory-locks.js';
 
 export interface CredentialView {
   integrationType: IntegrationType;
@@ -111,7 +112,7 @@ export class CredentialsService {
         // Every PUT and DELETE of this integration's credentials in turn, and the time taken once this one's turn has
         // come (the database's, as the calls' and events' are): the config stored last carries the latest updatedAt,
         // never one older than the PUT it replaced had answered.
-        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [credentialsLock(orgId, type)]);
+        await m.query(LOCK_SQL, [credentialsLock(orgId, type)]);
         now = this.clock.now();
         const values = [orgId, type, env.keyId, env.iv, env.ciphertext, env.authTag, fp, now];
         const set = `key_id = $3, iv = $4, ciphertext = $5, auth_tag = $6, fingerprint = $7, updated_at = $8`;
@@ -166,7 +167,7 @@ export class CredentialsService {
   async remove(actor: Principal, orgId: string, type: IntegrationType): Promise<void> {
     try {
       await this.ds.transaction(async (m) => {
-        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [credentialsLock(orgId, type)]);
+        await m.query(LOCK_SQL, [credentialsLock(orgId, type)]);
         const rows = (await m.query('DELETE FROM integration_credentials WHERE org_id = $1 AND integration_type = $2 RETURNING fingerprint', [orgId, type])) as [
           { fingerprint: string }[],
           number,
@@ -238,6 +239,3 @@ export class CredentialsService {
     this.cache.clear();
   }
 }
-
-/** The advisory lock a PUT or DELETE of an org's credentials for one integration takes alone. */
-const credentialsLock = (orgId: string, type: IntegrationType): string => `credentials:${orgId}:${type}`;

@@ -9,6 +9,7 @@ import { sha256Hex } from '../common/canonical-json.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from './feature-flag.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
+import { flagLock, LOCK_SQL } from '../db/advisory-locks.js';
 
 /** Every flag an org has, with its default. Unknown flags are 404. */
 export const FLAG_DEFAULTS = { tool_calling_enabled: false } as const;
@@ -77,7 +78,7 @@ export class FeatureFlagsService {
     try {
       await this.ds.transaction(async (m) => {
         // Lock the row (or the org's flag slot) so two admins' changes record correct from/to values.
-        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`flag:${orgId}:${flag}`]);
+        await m.query(LOCK_SQL, [flagLock(orgId, flag)]);
         updatedAt = this.clock.now();
         const prev = await m.getRepository(FeatureFlagEntity).findOne({ where: { orgId, flag } });
         const from = prev ? prev.enabled : FLAG_DEFAULTS[flag];

@@ -11,6 +11,7 @@ import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { ToolPermissionEntity } from './tool-permission.entity.js';
 import type { ToolPermissionDto } from './tool-permissions.dto.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
+import { LOCK_SHARED_SQL, LOCK_SQL, permissionLock } from '../db/advisory-locks.js';
 
 export interface PermissionView {
   toolName: string;
@@ -71,9 +72,6 @@ export function permissionsTag(items: PermissionView[]): string {
   return contentTag(`[${rows.join(',')}]`);
 }
 
-/** The advisory lock a change of the org's permissions takes alone, and a run's creation shared. */
-const permissionLock = (orgId: string): string => `perm:${orgId}`;
-
 @Injectable()
 export class ToolPermissionsService {
   constructor(
@@ -98,7 +96,7 @@ export class ToolPermissionsService {
    * Read outside, a run created meanwhile kept a tool the PUT had removed, for its whole life.
    */
   async allowedToolsForNewRun(orgId: string, specialistId: string, m: EntityManager): Promise<string[]> {
-    await m.query('SELECT pg_advisory_xact_lock_shared(hashtext($1))', [permissionLock(orgId)]);
+    await m.query(LOCK_SHARED_SQL, [permissionLock(orgId)]); // the org's permission lock: a change takes it alone
     return resolveAllowedTools(await this.list(orgId, m), specialistId, (k) => this.catalog.has(k));
   }
 
@@ -132,7 +130,7 @@ export class ToolPermissionsService {
     // The answer is read under the lock, before the commit: read after it, a PUT that committed
     // in between would answer this request with its own set.
     return this.ds.transaction(async (m) => {
-      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [permissionLock(orgId)]);
+      await m.query(LOCK_SQL, [permissionLock(orgId)]);
       // After the wait for that lock, so a revocation committed meanwhile is read (holdActorKey).
       await holdActorKey(managerQuery(m), actor);
       // Read after the lock (each statement of a READ COMMITTED transaction sees what committed before it): a PUT

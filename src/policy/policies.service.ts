@@ -14,6 +14,7 @@ import { canonicalJson, sha256Hex } from '../common/canonical-json.js';
 import { PolicyEntity } from './policy.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 import { assertPreconditions, type Preconditions } from '../common/http/if-match.js';
+import { LOCK_SQL, policyLock } from '../db/advisory-locks.js';
 
 /** The ETag of a policy version (0: never set): every PUT makes a new version. */
 export const policyTag = (version: number): string => String(version);
@@ -160,7 +161,7 @@ export class PoliciesService {
       await this.ds.transaction(async (m) => {
         // Every PUT of the org's policy in turn: the version If-Match is checked against is the one replaced (a row
         // lock would not cover an org with no policy row yet, where two first PUTs race to insert it).
-        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`policy:${orgId}`]);
+        await m.query(LOCK_SQL, [policyLock(orgId)]);
         updatedAt = this.clock.now();
         if (preconditions) {
           const [current] = (await m.query('SELECT version FROM policies WHERE org_id = $1', [orgId])) as { version: number }[];

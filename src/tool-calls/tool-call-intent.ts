@@ -5,6 +5,7 @@ import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import { eventsCte } from './ledger-events-cte.js';
 import type { ToolCallStatus } from './tool-call-status.js';
+import { flagLockSql, lockSharedSql, policyLockSql } from '../db/advisory-locks.js';
 
 export interface IntentRow {
   id: string;
@@ -62,8 +63,7 @@ export interface ApprovalRow {
  * Selected from a CTE (volatile: never inlined), which the reads name, so the locks come first.
  */
 export const GOVERNANCE_FAIR_LOCKS_SQL = (org: string): string =>
-  `SELECT pg_advisory_xact_lock_shared(hashtext('flag:' || (${org})::text || ':tool_calling_enabled')) AS flag,
-          pg_advisory_xact_lock_shared(hashtext('policy:' || (${org})::text)) AS policy`;
+  `SELECT ${lockSharedSql(flagLockSql(org, 'tool_calling_enabled'))} AS flag, ${lockSharedSql(policyLockSql(org))} AS policy`;
 
 export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' | 'governance-changed' | 'recorded-then-stopped';
 

@@ -66,7 +66,7 @@ describe('approvals: the kill switch turned off while a claim waits on the call'
       // Our pick-up, or a periodic sweep's if it got there first (the runner then skips ours): either claim waits on the row.
       run = h.t.app.get(ApprovedCallRunner).run(callId);
       // (The claim's first 1 kB, which is what pg_stat_activity keeps: its `fair` CTE, on the call's org.)
-      await waitFor(() => waitsOnLock(h, "%WITH fair AS (SELECT pg_advisory_xact_lock_shared(hashtext('flag:' || ((SELECT t.org_id FROM tool_calls t%"), 'the claim waiting on the call row');
+      await waitFor(() => waitsOnLock(h, "%WITH fair AS (SELECT pg_advisory_xact_lock_shared(hashtextextended('flag:' || ((SELECT t.org_id FROM tool_calls t%"), 'the claim waiting on the call row');
 
       let answered = false;
       put = h.t.http
@@ -80,7 +80,7 @@ describe('approvals: the kill switch turned off while a claim waits on the call'
       // The change has either committed and answered, or waits on a lock (the claim's: the org's flag lock, which the
       // claim holds shared, or the flag row): no timing decides it.
       await waitFor(
-        async () => answered || (await waitsOnLock(h, 'SELECT pg_advisory_xact_lock(hashtext($1))')) || (await waitsOnLock(h, '%INSERT INTO "feature_flags"%')),
+        async () => answered || (await waitsOnLock(h, 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))')) || (await waitsOnLock(h, '%INSERT INTO "feature_flags"%')),
         'the flag change answered or waiting',
       );
       answeredBeforeRollback = answered;

@@ -53,7 +53,7 @@ describe('a write an API key begins while its revocation waits', () => {
         await inside;
         const revoke = t.http.delete(`/v1/api-keys/${k.id}`).set(adminAuth).then((r) => r);
         await waitFor(
-          async () => (await waitsOnLock(`SELECT pg_advisory_xact_lock(hashtext('api-key:'%`)) || (await waitsOnLock('%UPDATE "api_keys"%')),
+          async () => (await waitsOnLock(`SELECT pg_advisory_xact_lock(hashtextextended('api-key:'%`)) || (await waitsOnLock('%UPDATE "api_keys"%')),
           'the revocation waiting for the flag PUT',
         );
         let createAnswered = false;

@@ -104,7 +104,7 @@ describe('a key revoked while its write waits on a lock', () => {
   // Its wait: another admin's PUT (the flag lock), or calls being recorded (they hold the flag row FOR SHARE): the PUT
   // holds no key lock meanwhile, so the revocation is answered at once, and the PUT is 401.
   it.each([
-    ['the flag lock', 'SELECT pg_advisory_xact_lock(hashtext($1))', (org: string) => `flag:${org}:tool_calling_enabled`, '%pg_advisory_xact_lock%', false],
+    ['the flag lock', 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', (org: string) => `flag:${org}:tool_calling_enabled`, '%pg_advisory_xact_lock%', false],
     ['calls being recorded', `SELECT 1 FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled' FOR SHARE`, (org: string) => org, '%INSERT INTO "feature_flags"%', true],
   ] as const)('a flag PUT by an admin key revoked while it waited for %s changes nothing', async (_wait, lockSql, lockParam, waitingOn, flagOn) => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], flag: flagOn });
@@ -154,7 +154,7 @@ describe('a key revoked while its write waits on a lock', () => {
     const admin = await createKey(h.t, org.orgId, 'admin');
     const before = await h.t.http.get(`/v1/orgs/${org.orgId}/tool-permissions`).set(adminAuth);
     const res = await revokedWhileWaiting(
-      ['SELECT pg_advisory_xact_lock(hashtext($1))', [`perm:${org.orgId}`]],
+      ['SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`perm:${org.orgId}`]],
       '%pg_advisory_xact_lock%',
       admin.id,
       () =>

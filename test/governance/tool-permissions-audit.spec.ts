@@ -77,7 +77,7 @@ describe('tool permissions: the tool_permissions.changed event records what chan
     await holder.connect();
     let released = false;
     try {
-      await holder.query('SELECT pg_advisory_lock(hashtext($1))', [`perm:${org}`]);
+      await holder.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [`perm:${org}`]);
       const a = put(org, setA).then((r) => r);
       const b = put(org, setB).then((r) => r);
       await waitFor(async () => {
@@ -89,7 +89,7 @@ describe('tool permissions: the tool_permissions.changed event records what chan
         )).rows as [{ n: number }];
         return n === 2;
       }, 'both PUTs waiting on the org permissions lock');
-      await holder.query('SELECT pg_advisory_unlock(hashtext($1))', [`perm:${org}`]);
+      await holder.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [`perm:${org}`]);
       released = true;
       expect([(await a).status, (await b).status]).toEqual([200, 200]);
     } finally {
