@@ -286,8 +286,8 @@ export class Walker {
   }
 
   private redactText(text: string, key: string): string {
-    if (!NUL_OR_NON_ASCII.test(text) || !(text.includes('\u0000') || FORMAT_CHAR.test(text) || spellsAsciiOtherwise(text))) return this.redact(text, key);
-    return this.redactAroundHidden(text, key);
+    const readsOtherwise = NUL_OR_NON_ASCII.test(text) && (text.includes('\u0000') || FORMAT_CHAR.test(text) || spellsAsciiOtherwise(text));
+    return readsOtherwise ? this.redactAroundHidden(text, key) : this.redact(text, key);
   }
 
   private redact(text: string, key: string): string {
