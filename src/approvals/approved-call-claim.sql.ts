@@ -1,5 +1,4 @@
-import { apiKeyFairLockSql } from '../auth/actor-key-hold.js';
-import { GOVERNANCE_FAIR_LOCKS_SQL } from '../tool-calls/tool-call-intent.js';
+import { apiKeyLockSharedSql, governanceLocksSharedSql } from '../db/advisory-locks.js';
 
 /**
  * The claim of an approved call (approved → running | blocked), in one
@@ -52,8 +51,8 @@ import { GOVERNANCE_FAIR_LOCKS_SQL } from '../tool-calls/tool-call-intent.js';
  * tool_call.started comes before the change. (A first policy has no row to
  * lock yet: a claim in flight as it is created may still hold under none.)
  * The org's flag and policy locks and the approver's key lock are taken shared
- * first (`fair`: GOVERNANCE_FAIR_LOCKS_SQL, apiKeyFairLockSql), so a change or a
- * revocation waiting for claims in flight is not passed by later ones.
+ * first (`fair`), so a change or a revocation waiting for claims in flight is
+ * not passed by later ones (advisory-locks.ts, "Fair turns").
  *
  * The tc, re and stale parts cannot answer for the same row: on the
  * statement's snapshot it is either approved (tc on the current policy, stale
@@ -68,8 +67,8 @@ import { GOVERNANCE_FAIR_LOCKS_SQL } from '../tool-calls/tool-call-intent.js';
  * long this replica may hold the call running (VENDOR_TIMEOUT_MS + STALE_RUNNING_MARGIN_MS: the orphan sweep's judge).
  */
 export const CLAIM_APPROVED_CALL_SQL = `
-  WITH fair AS (${GOVERNANCE_FAIR_LOCKS_SQL('(SELECT t.org_id FROM tool_calls t WHERE t.id = $1)')},
-                       ${apiKeyFairLockSql('(SELECT a.decided_by FROM approval_requests a WHERE a.tool_call_id = $1)')} AS approver),
+  WITH fair AS (${governanceLocksSharedSql('(SELECT t.org_id FROM tool_calls t WHERE t.id = $1)')},
+                       ${apiKeyLockSharedSql('(SELECT a.decided_by FROM approval_requests a WHERE a.tool_call_id = $1)')} AS approver),
   f AS (
     SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.id = t.run_id AND r.status IN ('running', 'waiting_approval') FOR KEY SHARE)
                   THEN 'RUN_NOT_ACTIVE'

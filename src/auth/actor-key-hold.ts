@@ -1,33 +1,18 @@
 import { AppError } from '../common/errors/app-error.js';
 import type { Principal } from './principal.js';
-import { apiKeyLockSql, lockSharedSql, lockSql } from '../db/advisory-locks.js';
+import { apiKeyLockSharedSql } from '../db/advisory-locks.js';
 
 /**
  * The acting key, read FOR SHARE: held to the commit of the transaction that reads it. A revocation (an UPDATE of
  * the row) then waits for that write to commit, and a write that reads the row while a revocation is committing
  * waits for it and reads the row as it left it. Either way a write committed after its key's revocation is not.
  * (The guard's fresh lookup happens before the route's transaction: a write that waited on a lock, or was simply
- * slow, could otherwise commit after the 204 of its key's DELETE.) The intent statement reads its key the same way
- * in a CTE of its own (tool-call-intent.ts).
+ * slow, could otherwise commit after the 204 of its key's DELETE.) The key's own lock is taken shared first, so a
+ * revocation waiting for the writes in flight is not passed by later ones (advisory-locks.ts, "Fair turns"). The intent
+ * statement reads its key the same way in a CTE of its own (tool-call-intent.ts).
  */
-const ACTOR_KEY_LIVE_SQL = `WITH fair AS (SELECT ${apiKeyFairLockSql('$1::uuid')} AS k)
+const ACTOR_KEY_LIVE_SQL = `WITH fair AS (SELECT ${apiKeyLockSharedSql('$1::uuid')} AS k)
   SELECT 1 FROM api_keys, fair WHERE id = $1 AND revoked_at IS NULL FOR SHARE OF api_keys`;
-
-/**
- * An API key's advisory lock taken shared, by its id (an SQL uuid expression): by every statement that reads the key
- * FOR SHARE to write as it (holdActorKey, the intent statement, an approved call's claim for its approver's key), before
- * it reads it; a revocation takes it alone (REVOKE_TURN_SQL) before its UPDATE. A row lock lets a new FOR SHARE in while
- * an UPDATE waits for the ones before it: a write the key began after its revocation was sent got in ahead of it, and
- * was recorded before a revokedAt that then named an earlier time; writes that kept overlapping held the revocation off.
- * An advisory lock queues a shared request behind a waiting exclusive one: a revocation waits only for the writes in
- * flight when it came, and the ones after it wait for it, then find the key revoked.
- */
-export function apiKeyFairLockSql(id: string): string {
-  return lockSharedSql(apiKeyLockSql(id));
-}
-
-/** A revocation's turn: the key's advisory lock alone ($1 the key's id), after the writes in flight that hold it shared. */
-export const REVOKE_TURN_SQL = `SELECT ${lockSql(apiKeyLockSql('$1::uuid'))}`;
 
 /** Runs a query in the caller's transaction and returns its rows (a TypeORM EntityManager or a pg client adapted). */
 export type TxQuery = (text: string, params: unknown[]) => Promise<unknown[]>;

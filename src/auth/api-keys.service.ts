@@ -17,7 +17,8 @@ import { BOOTSTRAP_KEY_LOCK, ensureBootstrapKey } from './api-keys.bootstrap.js'
 import { API_KEYS_CURSOR, LIST_COLUMNS, view, type ApiKeyPage, type ApiKeyRow, type ApiKeyView } from './api-keys.listing.js';
 import { generateApiKey, hashApiKey, keyPrefix, sameHash } from './api-key-hash.js';
 import { actorOf, type Principal } from './principal.js';
-import { holdActorKey, managerQuery, REVOKE_TURN_SQL } from './actor-key-hold.js';
+import { holdActorKey, managerQuery } from './actor-key-hold.js';
+import { REVOKE_TURN_SQL } from '../db/advisory-locks.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
 
 export type { ApiKeyPage, ApiKeyView } from './api-keys.listing.js';
@@ -293,8 +294,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
             ];
             if (n === 0) throw new AppError('CONFLICT', 'this is the last platform admin key; create another one before revoking it');
           }
-          // Its turn (REVOKE_TURN_SQL): after the writes the key has in flight, before any it begins from now on; and
-          // the time is taken once the turn has come, so no write of the key is recorded after its revokedAt.
+          // Its turn (advisory-locks.ts), and the time taken once it has come: no write of the key is recorded after it.
           await m.query(REVOKE_TURN_SQL, [id]);
           const res = await m.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: this.clock.now() });
           if (!res.affected) return;

@@ -1,11 +1,10 @@
-import { apiKeyFairLockSql } from '../auth/actor-key-hold.js';
 import type { Envelope } from '../common/crypto/envelope-cipher.js';
 import type { Sql } from '../db/sql.js';
 import type { NewLedgerEvent } from '../ledger/ledger-events.service.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import { eventsCte } from './ledger-events-cte.js';
 import type { ToolCallStatus } from './tool-call-status.js';
-import { flagLockSql, lockSharedSql, policyLockSql } from '../db/advisory-locks.js';
+import { apiKeyLockSharedSql, governanceLocksSharedSql } from '../db/advisory-locks.js';
 
 export interface IntentRow {
   id: string;
@@ -53,18 +52,6 @@ export interface ApprovalRow {
   inputShownExactly: boolean;
 }
 
-/**
- * The org's flag and policy locks (the advisory locks a change of tool_calling_enabled or of the policy takes alone,
- * FeatureFlagsService.set and PoliciesService.replace), taken shared by a statement that reads the flag and the policy
- * FOR SHARE to record or claim a call, before it reads them. A row lock lets a new FOR SHARE in while an UPDATE waits for
- * the ones before it, so a change could wait for as long as calls kept overlapping, and answer with a time before calls
- * it let through; an advisory lock queues a shared request behind a waiting exclusive one: a change waits for the calls
- * in flight when it came, and the calls after it wait for it, then read what it wrote. `org` is an SQL uuid expression.
- * Selected from a CTE (volatile: never inlined), which the reads name, so the locks come first.
- */
-export const GOVERNANCE_FAIR_LOCKS_SQL = (org: string): string =>
-  `SELECT ${lockSharedSql(flagLockSql(org, 'tool_calling_enabled'))} AS flag, ${lockSharedSql(policyLockSql(org))} AS policy`;
-
 export type IntentResult = 'reserved' | 'exists' | 'run-ended' | 'key-revoked' | 'governance-changed' | 'recorded-then-stopped';
 
 /**
@@ -107,20 +94,18 @@ export async function writeIntentRow(
     // waited for one (or for a lock on its run) reads the row as the change left it, not as its snapshot had
     // it: a kill switch answered 200 is in force for every call recorded after it. (A first policy has no row
     // to lock yet: a call in flight as it is created may still be recorded under none.)
-    //
-    // A change queues in front of later calls (GOVERNANCE_FAIR_LOCKS_SQL): row locks alone let each new FOR SHARE pass a change
-    // already waiting, so calls recorded back to back could hold a kill switch off for as long as they kept coming.
-    `fair AS (${GOVERNANCE_FAIR_LOCKS_SQL('$2::uuid')})`,
+    // The org's flag and policy locks are taken shared first, so a change waiting for the calls in flight is not passed
+    // by later ones (advisory-locks.ts, "Fair turns").
+    `fair AS (${governanceLocksSharedSql('$2::uuid')})`,
     `gov AS (SELECT COALESCE((SELECT enabled FROM feature_flags WHERE org_id = $2 AND flag = 'tool_calling_enabled' FOR SHARE), false) = $20
                   AND COALESCE((SELECT version FROM policies WHERE org_id = $2 FOR SHARE), 0) = $21 AS ok FROM fair)`,
     // The key is read here too: a revocation (on any replica) stops new calls at once, not when a cache expires.
-    // FOR SHARE (holdActorKey's lock), and only once `gov` is read (it names gov, which is read first): an intent that
-    // waited for a flag or policy change reads the key as a revocation committed meanwhile left it, not as its snapshot
-    // had it, and a revocation waits only for intents that have done their waiting.
-    // The key's advisory lock is taken shared first (apiKeyFairLockSql), so a revocation waiting for the calls in flight
-    // is not passed by later ones.
-    `keyfair AS (SELECT ${apiKeyFairLockSql('$19::uuid')} AS k FROM gov)`,
-    `actor AS (SELECT 1 FROM api_keys, keyfair WHERE id = $19 AND revoked_at IS NULL AND (SELECT ok FROM gov) IS NOT NULL FOR SHARE OF api_keys)`,
+    // FOR SHARE (holdActorKey's lock), after the key's own lock taken shared (a revocation's turn, as for the flag), and
+    // only once `gov` is read (keyfair names gov, which is read first): an intent that waited for a flag or policy change
+    // reads the key as a revocation committed meanwhile left it, not as its snapshot had it, and a revocation waits only
+    // for intents that have done their waiting.
+    `keyfair AS (SELECT ${apiKeyLockSharedSql('$19::uuid')} AS k FROM gov)`,
+    `actor AS (SELECT 1 FROM api_keys, keyfair WHERE id = $19 AND revoked_at IS NULL FOR SHARE OF api_keys)`,
     // No conflict target: the call is taken by its idempotency key (per org) or by its tool_use id (per run,
     // tool_calls_run_tool_use_uq), and either makes this a replay of the call already recorded.
     `tc AS (INSERT INTO tool_calls (id, org_id, run_id, specialist_id, tool_name, action, vendor, status, error_code, error_text, http_status,

@@ -9,21 +9,13 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovedCallRunner } from '../../src/approvals/approved-call-runner.service.js';
+import { governanceLocksSharedSql, LOCK_SQL } from '../../src/db/advisory-locks.js';
 import { ToolCallsService } from '../../src/tool-calls/tool-calls.service.js';
+import { waitsOnLock } from '../support/lock-waits.js';
 import { setupOrg, startHarness, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
 import { refundUse, refunds } from './support.js';
-
-/** Whether a statement of this database, other than ours, waits on a lock and reads like `pattern` (its first 1 kB: pg_stat_activity's). */
-async function waitsOnLock(h: Harness, pattern: string): Promise<boolean> {
-  const rows = (await h.t.ds.query(
-    `SELECT 1 FROM pg_stat_activity
-      WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid() AND query LIKE $1`,
-    [pattern],
-  )) as unknown[];
-  return rows.length > 0;
-}
 
 describe('approvals: the kill switch turned off while a claim waits on the call', () => {
   let h: Harness;
@@ -66,7 +58,7 @@ describe('approvals: the kill switch turned off while a claim waits on the call'
       // Our pick-up, or a periodic sweep's if it got there first (the runner then skips ours): either claim waits on the row.
       run = h.t.app.get(ApprovedCallRunner).run(callId);
       // (The claim's first 1 kB, which is what pg_stat_activity keeps: its `fair` CTE, on the call's org.)
-      await waitFor(() => waitsOnLock(h, "%WITH fair AS (SELECT pg_advisory_xact_lock_shared(hashtextextended('flag:' || ((SELECT t.org_id FROM tool_calls t%"), 'the claim waiting on the call row');
+      await waitFor(() => waitsOnLock(h.t.ds, `%WITH fair AS (${governanceLocksSharedSql('(SELECT t.org_id FROM tool_calls t WHERE t.id = $1)')}%`), 'the claim waiting on the call row');
 
       let answered = false;
       put = h.t.http
@@ -80,7 +72,7 @@ describe('approvals: the kill switch turned off while a claim waits on the call'
       // The change has either committed and answered, or waits on a lock (the claim's: the org's flag lock, which the
       // claim holds shared, or the flag row): no timing decides it.
       await waitFor(
-        async () => answered || (await waitsOnLock(h, 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))')) || (await waitsOnLock(h, '%INSERT INTO "feature_flags"%')),
+        async () => answered || (await waitsOnLock(h.t.ds, LOCK_SQL)) || (await waitsOnLock(h.t.ds, '%INSERT INTO "feature_flags"%')),
         'the flag change answered or waiting',
       );
       answeredBeforeRollback = answered;

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
 import { CredentialsService } from '../../src/credentials/credentials.service.js';
+import { LOCK_SQL } from '../../src/db/advisory-locks.js';
+import { waitsOnLock } from '../support/lock-waits.js';
 import { withQueryHook } from '../support/query-hook.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
@@ -22,11 +24,6 @@ describe('credentials PUT racing another PUT', () => {
   afterAll(async () => {
     await t?.close();
   });
-
-  const waitsOnLock = async (): Promise<boolean> =>
-    ((await t.ds.query(
-      `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%pg_advisory_xact_lock%'`,
-    )) as unknown[]).length > 0;
 
   it('the config stored last carries the latest updatedAt any PUT answered', async () => {
     const svc = t.app.get(CredentialsService, { strict: false }) as unknown as { ds: DataSource };
@@ -55,7 +52,7 @@ describe('credentials PUT racing another PUT', () => {
         .send(nango('secret-BBBBBBBB'))
         .then((r) => ((bAnswered = true), r));
       // B either answers (it did not wait for A) or waits for A's turn to end: no timing decides it.
-      await waitFor(async () => bAnswered || (await waitsOnLock()), 'the second PUT answered or waiting');
+      await waitFor(async () => bAnswered || (await waitsOnLock(t.ds, LOCK_SQL)), 'the second PUT answered or waiting');
       await new Promise((r) => setTimeout(r, 20));
       release();
       const [ra, rb] = await Promise.all([a, b]);

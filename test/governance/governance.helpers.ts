@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { governanceLocksSharedSql } from '../../src/db/advisory-locks.js';
 import { bearer, type TestApp } from '../support/test-app.js';
 
 /** A permission row as PUT /v1/orgs/:orgId/tool-permissions takes it. */
@@ -66,4 +67,28 @@ export function expectProblem(res: { status: number; headers: Record<string, str
   expect(res.status, JSON.stringify(res.body)).toBe(status);
   expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
   expect(res.body.code).toBe(code);
+}
+
+/**
+ * A call of `orgId` being recorded, stood for by a transaction of its own holding exactly what the intent statement
+ * holds until it commits: the org's flag and policy locks shared (advisory-locks.ts, "Fair turns"), then the flag and
+ * policy rows FOR SHARE. `done` commits it.
+ */
+export async function callBeingRecorded(t: TestApp, orgId: string): Promise<{ done: () => Promise<void> }> {
+  const q = t.ds.createQueryRunner();
+  await q.connect();
+  await q.startTransaction();
+  await q.query(`SET LOCAL lock_timeout = '10s'`);
+  await q.query(
+    `WITH fair AS (${governanceLocksSharedSql('$1::uuid')})
+     SELECT (SELECT enabled FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled' FOR SHARE),
+            (SELECT version FROM policies WHERE org_id = $1 FOR SHARE) FROM fair`,
+    [orgId],
+  );
+  return {
+    done: async () => {
+      await q.commitTransaction();
+      await q.release();
+    },
+  };
 }

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { QueryRunner } from 'typeorm';
-import { GOVERNANCE_FAIR_LOCKS_SQL } from '../../src/tool-calls/tool-call-intent.js';
+import { waitsOnLock } from '../support/lock-waits.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
-import { adminAuth, bearer, type TestApp } from '../support/test-app.js';
+import { adminAuth, bearer } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
+import { callBeingRecorded } from './governance.helpers.js';
 
 /**
  * A kill switch (tool_calling_enabled → false) or a new block rule sent while the org's calls are being recorded. The
@@ -10,11 +11,8 @@ import { adminAuth, bearer, type TestApp } from '../support/test-app.js';
  * change waits for calls being recorded"). Row locks alone let a FOR SHARE that comes later pass an UPDATE already
  * waiting: a call posted after the change began waiting was recorded and sent, and the change then answered with an
  * updatedAt before that call's start; calls overlapping back to back held the change off for as long as they came.
- * The intent statement now takes the org's flag and policy advisory locks shared first (GOVERNANCE_FAIR_LOCKS_SQL),
- * which queue behind the change's exclusive one.
- *
- * The call in flight is stood for by a transaction holding exactly what an intent statement holds: those advisory
- * locks shared, then the flag and policy rows FOR SHARE.
+ * The intent statement now takes the org's flag and policy advisory locks shared first, which queue behind the
+ * change's exclusive one (advisory-locks.ts, "Fair turns"). The call in flight is stood for by callBeingRecorded.
  */
 describe('a kill switch or block rule queues in front of later calls', () => {
   let h: Harness;
@@ -25,41 +23,15 @@ describe('a kill switch or block rule queues in front of later calls', () => {
     await h?.close();
   });
 
-  const waitingOn = async (t: TestApp, pattern: string): Promise<void> => {
-    for (let i = 0; i < 500; i++) {
-      const rows = (await t.ds.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [pattern])) as unknown[];
-      if (rows.length > 0) return;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    throw new Error(`nothing waiting on ${pattern}`);
-  };
-
-  /** A call being recorded: what the intent statement holds until it commits. */
-  const inFlight = async (orgId: string): Promise<{ done: () => Promise<void> }> => {
-    const q: QueryRunner = h.t.ds.createQueryRunner();
-    await q.connect();
-    await q.startTransaction();
-    await q.query(`SET LOCAL lock_timeout = '5s'`);
-    await q.query(`WITH fair AS (${GOVERNANCE_FAIR_LOCKS_SQL('$1::uuid')})
-                   SELECT (SELECT enabled FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled' FOR SHARE),
-                          (SELECT version FROM policies WHERE org_id = $1 FOR SHARE) FROM fair`, [orgId]);
-    return {
-      done: async () => {
-        await q.commitTransaction();
-        await q.release();
-      },
-    };
-  };
-
   const startedAt = async (toolCallId: string): Promise<number> =>
     ((await h.t.ds.query('SELECT started_at FROM tool_calls WHERE id = $1', [toolCallId])) as { started_at: Date }[])[0].started_at.getTime();
 
   it('a call posted while the kill switch waits is blocked, never sent after the flag’s updatedAt', async () => {
     for (let round = 0; round < 3; round++) {
       const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
-      const held = await inFlight(org.orgId);
+      const held = await callBeingRecorded(h.t, org.orgId);
       const off = h.t.http.put(`/v1/orgs/${org.orgId}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: false, reason: 'incident' }).then((r) => r);
-      await waitingOn(h.t, '%pg_advisory_xact_lock%');
+      await waitFor(() => waitsOnLock(h.t.ds, '%pg_advisory_xact_lock%'), 'the change waiting for the call in flight');
       const call = h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '450789469' })).then((r) => r);
       await new Promise((r) => setTimeout(r, 100));
       await held.done();
@@ -73,13 +45,13 @@ describe('a kill switch or block rule queues in front of later calls', () => {
   it('a call posted while a block rule waits is blocked by it, never sent after its updatedAt', async () => {
     for (let round = 0; round < 3; round++) {
       const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], rules: [] });
-      const held = await inFlight(org.orgId);
+      const held = await callBeingRecorded(h.t, org.orgId);
       const block = h.t.http
         .put(`/v1/orgs/${org.orgId}/policies`)
         .set(adminAuth)
         .send({ rules: [{ id: 'incident', match: { toolName: 'order_lookup.*' }, decision: 'block' }] })
         .then((r) => r);
-      await waitingOn(h.t, '%pg_advisory_xact_lock%');
+      await waitFor(() => waitsOnLock(h.t.ds, '%pg_advisory_xact_lock%'), 'the change waiting for the call in flight');
       const call = h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '450789469' })).then((r) => r);
       await new Promise((r) => setTimeout(r, 100));
       await held.done();
@@ -94,15 +66,15 @@ describe('a kill switch or block rule queues in front of later calls', () => {
 
   it('calls that keep overlapping do not hold the kill switch off past the calls in flight when it was sent', async () => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'] });
-    let held = await inFlight(org.orgId);
+    let held = await callBeingRecorded(h.t, org.orgId);
     let answered = 0;
     let firstReleased = 0;
     const off = h.t.http.put(`/v1/orgs/${org.orgId}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: false }).then((r) => ((answered = performance.now()), r));
-    await waitingOn(h.t, '%pg_advisory_xact_lock%');
+    await waitFor(() => waitsOnLock(h.t.ds, '%pg_advisory_xact_lock%'), 'the change waiting for the call in flight');
     // Calls recorded back to back, each overlapping the one before (as a busy agent's do), for up to ~1 s.
     const stream = (async () => {
       for (let i = 0; i < 20 && answered === 0; i++) {
-        const next = inFlight(org.orgId);
+        const next = callBeingRecorded(h.t, org.orgId);
         await new Promise((r) => setTimeout(r, 20));
         await held.done();
         if (i === 0) firstReleased = performance.now();

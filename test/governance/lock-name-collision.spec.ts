@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { QueryRunner } from 'typeorm';
-import { GOVERNANCE_FAIR_LOCKS_SQL } from '../../src/tool-calls/tool-call-intent.js';
+import { waitsOnLock } from '../support/lock-waits.js';
 import { CREDENTIALS, shopDomainOf, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer, createKey, type TestApp } from '../support/test-app.js';
+import { waitFor } from '../support/wait.js';
+import { callBeingRecorded } from './governance.helpers.js';
 
 /**
  * The org's flag and policy locks, the key locks and the credentials locks were pg_advisory_xact_lock(hashtext(name)):
@@ -52,31 +53,6 @@ describe('advisory lock names of unrelated orgs that hash alike', () => {
     return { orgId, agentKey: agent.key, runId: (run.body as { id: string }).id };
   };
 
-  const waitingOn = async (t: TestApp, pattern: string): Promise<void> => {
-    for (let i = 0; i < 500; i++) {
-      const rows = (await t.ds.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [pattern])) as unknown[];
-      if (rows.length > 0) return;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    throw new Error(`nothing waiting on ${pattern}`);
-  };
-
-  /** A call of `orgId` being recorded: what the intent statement holds until it commits (as kill-switch-queue.spec.ts). */
-  const inFlight = async (orgId: string): Promise<{ done: () => Promise<void> }> => {
-    const q: QueryRunner = h.t.ds.createQueryRunner();
-    await q.connect();
-    await q.startTransaction();
-    await q.query(`SET LOCAL lock_timeout = '10s'`);
-    await q.query(`WITH fair AS (${GOVERNANCE_FAIR_LOCKS_SQL('$1::uuid')})
-                   SELECT (SELECT enabled FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled' FOR SHARE) FROM fair`, [orgId]);
-    return {
-      done: async () => {
-        await q.commitTransaction();
-        await q.release();
-      },
-    };
-  };
-
   const within = <T>(p: Promise<T>, ms: number): Promise<'answered' | 'still waiting'> =>
     Promise.race([p.then(() => 'answered' as const), new Promise<'still waiting'>((r) => setTimeout(() => r('still waiting'), ms))]);
 
@@ -85,9 +61,9 @@ describe('advisory lock names of unrelated orgs that hash alike', () => {
       const [a, b] = await collidingOrgIds(h.t);
       await setupOrgWithId(h.t, a);
       const orgB = await setupOrgWithId(h.t, b);
-      const held = await inFlight(a); // a call of org A being recorded
+      const held = await callBeingRecorded(h.t, a); // a call of org A being recorded
       const off = h.t.http.put(`/v1/orgs/${a}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: false, reason: 'incident at A' }).then((r) => r);
-      await waitingOn(h.t, '%pg_advisory_xact_lock%'); // A's kill switch waits for A's call, as designed
+      await waitFor(() => waitsOnLock(h.t.ds, '%pg_advisory_xact_lock%'), "A's kill switch waiting for A's call"); // as designed
       const call = h.t.http.post(`/v1/runs/${orgB.runId}/tool-calls`).set(bearer(orgB.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '450789469' })).then((r) => r);
       const state = await within(call, 2_000);
       await held.done();
@@ -103,7 +79,7 @@ describe('advisory lock names of unrelated orgs that hash alike', () => {
       const [a, b] = await collidingOrgIds(h.t);
       await setupOrgWithId(h.t, a);
       await setupOrgWithId(h.t, b);
-      const held = await inFlight(a);
+      const held = await callBeingRecorded(h.t, a);
       const off = h.t.http.put(`/v1/orgs/${b}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: false, reason: 'incident at B' }).then((r) => r);
       const state = await within(off, 2_000);
       await held.done();

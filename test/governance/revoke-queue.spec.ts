@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
+import { REVOKE_TURN_SQL } from '../../src/db/advisory-locks.js';
 import { FeatureFlagsService } from '../../src/orgs/feature-flags.service.js';
+import { waitsOnLock } from '../support/lock-waits.js';
 import { withQueryHook } from '../support/query-hook.js';
 import { adminAuth, bearer, createKey, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
@@ -12,7 +14,7 @@ import { waitFor } from '../support/wait.js';
  * already waiting (row locks let a share lock in ahead of a queued UPDATE): the key was created, and the revocation,
  * whose revokedAt was taken before it waited, was recorded with a time before that creation, and K's lastUsedAt after
  * its revokedAt. Now a write takes the key's advisory lock shared first and the revocation takes it alone
- * (apiKeyFairLockSql, REVOKE_TURN_SQL): the creation waits for the revocation and is refused 401.
+ * (advisory-locks.ts, "Fair turns"): the creation waits for the revocation and is refused 401.
  */
 describe('a write an API key begins while its revocation waits', () => {
   let t: TestApp;
@@ -22,12 +24,6 @@ describe('a write an API key begins while its revocation waits', () => {
   afterAll(async () => {
     await t?.close();
   });
-
-  const waitsOnLock = async (pattern: string): Promise<boolean> =>
-    ((await t.ds.query(
-      `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid() AND query LIKE $1`,
-      [pattern],
-    )) as unknown[]).length > 0;
 
   it('is refused 401, never recorded after the revokedAt', async () => {
     const flags = t.app.get(FeatureFlagsService, { strict: false }) as unknown as { ds: DataSource };
@@ -53,7 +49,7 @@ describe('a write an API key begins while its revocation waits', () => {
         await inside;
         const revoke = t.http.delete(`/v1/api-keys/${k.id}`).set(adminAuth).then((r) => r);
         await waitFor(
-          async () => (await waitsOnLock(`SELECT pg_advisory_xact_lock(hashtextextended('api-key:'%`)) || (await waitsOnLock('%UPDATE "api_keys"%')),
+          async () => (await waitsOnLock(t.ds, REVOKE_TURN_SQL)) || (await waitsOnLock(t.ds, '%UPDATE "api_keys"%')),
           'the revocation waiting for the flag PUT',
         );
         let createAnswered = false;
@@ -63,7 +59,7 @@ describe('a write an API key begins while its revocation waits', () => {
           .send({ orgId: org, role: 'agent', name: `made-by-k-${round}` })
           .then((r) => ((createAnswered = true), r));
         // The creation either answered (it passed the revocation) or waits: no timing decides it.
-        await waitFor(async () => createAnswered || (await waitsOnLock('%FROM api_keys, fair%')), 'the creation answered or waiting');
+        await waitFor(async () => createAnswered || (await waitsOnLock(t.ds, '%FROM api_keys, fair%')), 'the creation answered or waiting');
         release();
         const [put, revoked, created] = await Promise.all([flagPut, revoke, create]);
         expect(put.status).toBe(200);

@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { flagLock, LOCK_SQL, permissionLock } from '../../src/db/advisory-locks.js';
 import { approvalFor, refundUse, refunds } from '../approvals/support.js';
+import { waitsOnLock } from '../support/lock-waits.js';
 import { setupOrg, startHarness, toolUse, type Harness } from '../support/scenario.js';
 import { adminAuth, bearer, createKey } from '../support/test-app.js';
 import { waitFor } from '../support/wait.js';
@@ -16,13 +18,6 @@ describe('a key revoked while its write waits on a lock', () => {
   let h: Harness;
   let holder: pg.Client;
 
-  const waitsOnLock = async (pattern: string): Promise<boolean> =>
-    ((await h.t.ds.query(
-      `SELECT 1 FROM pg_stat_activity
-        WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid() AND query LIKE $1`,
-      [pattern],
-    )) as unknown[]).length > 0;
-
   /** Holds `lock` in a transaction of its own while `write` is sent and seen waiting, revokes `keyId` (204), then ends the transaction. */
   async function revokedWhileWaiting<T>(lock: [string, unknown[]], waitingOn: string, keyId: string, write: () => Promise<T>): Promise<T> {
     await holder.query('BEGIN');
@@ -30,7 +25,7 @@ describe('a key revoked while its write waits on a lock', () => {
     try {
       await holder.query(lock[0], lock[1]);
       pending = write();
-      await waitFor(() => waitsOnLock(waitingOn), `the write waiting on ${waitingOn}`);
+      await waitFor(() => waitsOnLock(h.t.ds, waitingOn), `the write waiting on ${waitingOn}`);
       // The revocation is answered at once: it does not wait for the write that waits.
       expect((await h.t.http.delete(`/v1/api-keys/${keyId}`).set(adminAuth)).status).toBe(204);
     } finally {
@@ -104,7 +99,7 @@ describe('a key revoked while its write waits on a lock', () => {
   // Its wait: another admin's PUT (the flag lock), or calls being recorded (they hold the flag row FOR SHARE): the PUT
   // holds no key lock meanwhile, so the revocation is answered at once, and the PUT is 401.
   it.each([
-    ['the flag lock', 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', (org: string) => `flag:${org}:tool_calling_enabled`, '%pg_advisory_xact_lock%', false],
+    ['the flag lock', LOCK_SQL, (org: string) => flagLock(org, 'tool_calling_enabled'), '%pg_advisory_xact_lock%', false],
     ['calls being recorded', `SELECT 1 FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled' FOR SHARE`, (org: string) => org, '%INSERT INTO "feature_flags"%', true],
   ] as const)('a flag PUT by an admin key revoked while it waited for %s changes nothing', async (_wait, lockSql, lockParam, waitingOn, flagOn) => {
     const org = await setupOrg(h.t, { tools: ['order_lookup.lookup'], flag: flagOn });
@@ -154,7 +149,7 @@ describe('a key revoked while its write waits on a lock', () => {
     const admin = await createKey(h.t, org.orgId, 'admin');
     const before = await h.t.http.get(`/v1/orgs/${org.orgId}/tool-permissions`).set(adminAuth);
     const res = await revokedWhileWaiting(
-      ['SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`perm:${org.orgId}`]],
+      [LOCK_SQL, [permissionLock(org.orgId)]],
       '%pg_advisory_xact_lock%',
       admin.id,
       () =>
