@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { IsNull, type DataSource, type EntityManager } from 'typeorm';
 import { newId, NIL_UUID } from '../common/ids.js';
+import { REVOKE_TURN_SQL } from '../db/advisory-locks.js';
 import type { AppConfig } from '../config/app-config.js';
 import type { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { ApiKeyEntity } from './api-key.entity.js';
@@ -75,12 +76,21 @@ export async function ensureBootstrapKey(
       // A changed BOOTSTRAP_ADMIN_KEY replaces the earlier one (e.g. after a leak): the old
       // platform key stops working instead of staying valid beside the new one. So does a key
       // generated before one was configured (it was printed to a log).
-      const replaced = (await m.query(
+      const retiring = (await m.query(
         // created_by IS NULL: only keys this start-up made; a platform admin may name a key of theirs the same.
-        `UPDATE api_keys SET revoked_at = now()
-          WHERE name IN ($1, $3) AND org_id IS NULL AND created_by IS NULL AND revoked_at IS NULL AND key_hash <> $2 RETURNING id, name`,
+        `SELECT id FROM api_keys
+          WHERE name IN ($1, $3) AND org_id IS NULL AND created_by IS NULL AND revoked_at IS NULL AND key_hash <> $2 ORDER BY id`,
         [BOOTSTRAP_NAME, configuredRow.keyHash, GENERATED_NAME],
-      )) as [{ id: string; name: string }[], number];
+      )) as { id: string }[];
+      if (retiring.length === 0) return {};
+      // Each key's revocation turn, as an admin's revocation takes it (advisory-locks.ts): after the writes of the key
+      // in flight, before any it begins later; the time taken once the turns have come, so no write of the key is
+      // recorded after its revokedAt.
+      for (const { id } of retiring) await m.query(REVOKE_TURN_SQL, [id]);
+      const replaced = (await m.query(`UPDATE api_keys SET revoked_at = $2 WHERE id = ANY($1::uuid[]) AND revoked_at IS NULL RETURNING id, name`, [
+        retiring.map((r) => r.id),
+        now(),
+      ])) as [{ id: string; name: string }[], number];
       const rows = replaced[0];
       if (rows.length > 0) {
         const reasonOf = (name: string) => (name === GENERATED_NAME ? 'BOOTSTRAP_ADMIN_KEY set' : 'BOOTSTRAP_ADMIN_KEY changed');

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-key-hash.js';
 import { ApiKeysService } from '../../src/auth/api-keys.service.js';
 import { createGateway } from '../../src/bootstrap.js';
+import { REVOKE_TURN_SQL } from '../../src/db/advisory-locks.js';
 import { Clock } from '../../src/common/clock.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { ConfigError } from '../../src/config/config.schema.js';
@@ -19,6 +20,9 @@ import { captureLogs } from '../../src/logging/logging.js';
 import { teeChildToRunLog } from '../support/run-log.js'; // also: this file's in-process logs go to the run log
 import { recordApiKey } from '../support/api-keys.js';
 import { dropScratchDatabase } from '../support/scratch-database.js';
+import { waitsOnLock } from '../support/lock-waits.js';
+import { withQueryHook } from '../support/query-hook.js';
+import { waitFor } from '../support/wait.js';
 import { TEST_MASTER_KEY } from '../support/secrets.js';
 
 /**
@@ -234,6 +238,61 @@ describe('bootstrap admin key: replicas starting together', () => {
       metadata: Record<string, unknown>;
     }[];
     expect(events.map((e) => e.metadata.reason)).toEqual(['BOOTSTRAP_ADMIN_KEY set']);
+  });
+
+  it('retiring a replaced bootstrap key takes its revocation\'s turn: a write the old key begins meanwhile is refused, none is recorded after revokedAt', async () => {
+    const a = `tgw_turn_${randomBytes(16).toString('hex')}`;
+    await race(1, { BOOTSTRAP_ADMIN_KEY: a });
+    const [{ id: aId }] = (await ds.query('SELECT id FROM api_keys WHERE key_hash = $1', [hashApiKey(a)])) as { id: string }[];
+    const me = { keyId: aId, orgId: null, role: 'admin' as const };
+    // A's first write (an ops key) held at its ledger insert, holding A (holdActorKey).
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => (entered = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let armed = true;
+    const hooked = withQueryHook(ds, async (sql) => {
+      if (armed && sql.includes('INSERT INTO runtime_ledger_events')) {
+        armed = false;
+        entered();
+        await gate;
+      }
+    });
+    const heldKeys = new ApiKeysService(hooked, app.get(LedgerEventsService), app.get(OrgScopeService), config, app.get(Clock));
+    const laterKeys = new ApiKeysService(ds, app.get(LedgerEventsService), app.get(OrgScopeService), config, app.get(Clock));
+    try {
+      const first = heldKeys.create(me, { orgId: null, role: 'ops', name: 'held by A' });
+      await inside;
+      // A new BOOTSTRAP_ADMIN_KEY retires A: it waits for A's write in flight.
+      const b = `tgw_turn_${randomBytes(16).toString('hex')}`;
+      const retire = race(1, { BOOTSTRAP_ADMIN_KEY: b });
+      await waitFor(
+        async () => (await waitsOnLock(ds, REVOKE_TURN_SQL)) || (await waitsOnLock(ds, '%UPDATE api_keys SET revoked_at%')),
+        'the retirement waiting for A\'s write',
+      );
+      // A begins another write: it either answered (it passed the retirement) or waits for it; no timing decides.
+      let secondAnswered = false;
+      const second = laterKeys.create(me, { orgId: null, role: 'ops', name: 'begun after the retirement' }).then(
+        (v) => ((secondAnswered = true), { ok: v }),
+        (err: unknown) => ((secondAnswered = true), { err }),
+      );
+      await waitFor(async () => secondAnswered || (await waitsOnLock(ds, '%FROM api_keys, fair%')), 'the second write answered or waiting');
+      release();
+      const made = await first;
+      recordApiKey(made.key, 'ops', 'ApiKeysService.create');
+      const [retired] = await retire;
+      expect(retired.status).toBe('fulfilled');
+      const later = await second;
+      if ('ok' in later) recordApiKey(later.ok.key, 'ops', 'ApiKeysService.create');
+      const [{ revoked_at }] = (await ds.query('SELECT revoked_at FROM api_keys WHERE id = $1', [aId])) as { revoked_at: Date }[];
+      expect('err' in later ? later.err : later.ok, `A revoked at ${revoked_at.toISOString()}`).toMatchObject({ code: 'UNAUTHENTICATED' });
+      const madeByA = (await ds.query('SELECT created_at FROM api_keys WHERE created_by = $1', [aId])) as { created_at: Date }[];
+      expect(madeByA).toHaveLength(1);
+      for (const k of madeByA) expect(k.created_at.getTime()).toBeLessThanOrEqual(revoked_at.getTime());
+    } finally {
+      release();
+      await Promise.all([heldKeys.beforeApplicationShutdown(), laterKeys.beforeApplicationShutdown()]);
+    }
   });
 
   it('a configured key not of our tgw_ form is listed by a bit of its hash, never its own first characters (also a row stored before)', async () => {
