@@ -45,6 +45,10 @@ async function main(args: string[]): Promise<number> {
     // A gateway on its embedded database (no DATABASE_URL) in the same DATA_DIR: that database, found as it serves it.
     const dataDir = CONFIG_SCHEMA.DATA_DIR.parse(process.env.DATA_DIR) as string;
     const embedded = runningEmbeddedDatabaseUrl(dataDir);
+    if (embedded && 'refused' in embedded) {
+      console.error(embedded.refused);
+      return 2;
+    }
     if (!embedded) {
       console.error(
         'DATABASE_URL is required: rotation runs against the database the gateway uses (with every master key loaded); ' +

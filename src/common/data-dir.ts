@@ -20,3 +20,41 @@ export function makeDataDir(dir: string, fs: Pick<typeof nodeFs, 'mkdirSync' | '
     if (d === top || dirname(d) === d) break;
   }
 }
+
+/** The files DATA_DIR keeps whose content the gateway adopts when it finds them: the development master key, the embedded cluster's password. */
+export const ADOPTED_DATA_FILES = ['master.key', 'pg.password'] as const;
+
+/**
+ * Why the secrets found in `dir` (DATA_DIR) cannot be trusted, or undefined when they can (or the folder is not there
+ * yet: makeDataDir makes it the gateway's own). A master.key or pg.password found there is adopted as it is, so the
+ * folder and those files must be this user's (or root's) and writable by nobody else, and the files readable by nobody
+ * else, as PostgreSQL asks of its data folder and ssh of a private key: otherwise another local user who made the
+ * folder first (a DATA_DIR under /tmp), or can write to it, plants the key that then encrypts every credential, or the
+ * cluster password the gateway's tools log in with. Not checked where there are no user ids (Windows).
+ */
+export function untrustedDataDir(dir: string, fs: Pick<typeof nodeFs, 'statSync'> = nodeFs): string | undefined {
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
+  const mine = (st: nodeFs.Stats): boolean => st.uid === uid || st.uid === 0;
+  const mode = (st: nodeFs.Stats): string => (st.mode & 0o777).toString(8).padStart(3, '0');
+  const stat = (path: string): nodeFs.Stats | undefined => {
+    try {
+      return fs.statSync(path, { throwIfNoEntry: false });
+    } catch {
+      return undefined; // under a regular file (ENOTDIR), or not reachable: said where it is used
+    }
+  };
+  const folder = stat(dir);
+  if (!folder?.isDirectory()) return undefined; // none yet, or not a folder (said where it is used: ENOTDIR)
+  const fix = 'use a folder of your own (the default is .data in the checkout)';
+  if (!mine(folder)) return `${dir} belongs to user ${folder.uid}, not to this one (${uid}) or root: its owner could replace the secrets kept there; ${fix}`;
+  if (folder.mode & 0o022) return `${dir} can be written by others (mode ${mode(folder)}): they could replace the secrets kept there; chmod go-w ${dir}, or ${fix}`;
+  for (const name of ADOPTED_DATA_FILES) {
+    const path = resolve(dir, name);
+    const file = stat(path);
+    if (!file) continue;
+    if (!mine(file)) return `${path} belongs to user ${file.uid}, not to this one (${uid}) or root: it was not made by the gateway; remove it, or ${fix}`;
+    if (file.mode & 0o077) return `${path} can be read or written by others (mode ${mode(file)}): chmod 600 ${path}`;
+  }
+  return undefined;
+}

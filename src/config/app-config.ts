@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, constants, existsSync, linkSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { makeDataDir } from '../common/data-dir.js';
+import { makeDataDir, untrustedDataDir } from '../common/data-dir.js';
 import { userStartupOptions } from '../db/database-url.js';
 import { ConfigError, parseRawConfigCollecting, type RawConfig } from './config.schema.js';
 
@@ -152,7 +152,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const { raw, problems } = parseRawConfigCollecting(env);
   const warnings: string[] = [];
   // NODE_ENV may itself be invalid; judge the keys as production would (strictest).
-  const keyring = resolveKeyring(raw.NODE_ENV ? raw : { ...raw, NODE_ENV: 'production' }, problems, warnings);
+  const devKey = !raw.MASTER_ENCRYPTION_KEY && !raw.MASTER_ENCRYPTION_KEYS && (raw.NODE_ENV ?? 'production') !== 'production';
+  // Before the development key is read from it: a folder whose secrets another user could have planted is refused.
+  const untrusted = raw.DATA_DIR && (devKey || !raw.DATABASE_URL) ? untrustedDataDir(resolve(raw.DATA_DIR)) : undefined;
+  if (untrusted) problems.push(`DATA_DIR: ${untrusted}`);
+  const keyring = untrusted ? { activeKeyId: 'k1', keys: new Map<string, Buffer>() } : resolveKeyring(raw.NODE_ENV ? raw : { ...raw, NODE_ENV: 'production' }, problems, warnings);
   if (problems.length) throw new ConfigError(problems);
   if (raw.DB_CONNECTION_MODE === 'pooled' && !raw.DATABASE_URL) {
     // Nothing stands between the gateway and its embedded database: connected to directly, the settings sent.

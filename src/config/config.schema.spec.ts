@@ -215,7 +215,7 @@ describe('config schema', () => {
     );
     const dir = mkdtempSync(join(tmpdir(), 'cfg-key-'));
     try {
-      writeFileSync(join(dir, 'master.key'), 'not-a-key-SECRET\n');
+      writeFileSync(join(dir, 'master.key'), 'not-a-key-SECRET\n', { mode: 0o600 }); // its own (untrustedDataDir)
       let message = '';
       try {
         loadConfig({ NODE_ENV: 'development', DATA_DIR: dir });

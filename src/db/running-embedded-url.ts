@@ -1,15 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { untrustedDataDir } from '../common/data-dir.js';
 import { requireScramAt } from './pg-client.js';
 
 /**
  * The URL of the embedded PostgreSQL that a gateway started without DATABASE_URL serves from `dataDir`
  * (scripts/pg-server.mjs: `<dataDir>/pg`, its port in postmaster.pid, its password in `<dataDir>/pg.password`), or
- * undefined when there is none running there. For the command-line tools run beside such a gateway (`docker exec`):
- * its port changes at every start and its URL is printed nowhere.
+ * undefined when there is none running there, `refused` when the folder's secrets cannot be trusted. For the
+ * command-line tools run beside such a gateway (`docker exec`): its port changes at every start and its URL is
+ * printed nowhere.
  */
-export function runningEmbeddedDatabaseUrl(dataDir: string): { url: string; port: number } | undefined {
+export function runningEmbeddedDatabaseUrl(dataDir: string): { url: string; port: number } | { refused: string } | undefined {
   const pgDir = resolve(dataDir, 'pg');
+  // Its password and port are taken from the folder as found, as the gateway takes them (untrustedDataDir).
+  const untrusted = untrustedDataDir(resolve(dataDir));
+  if (untrusted) return { refused: `DATA_DIR: ${untrusted}` };
   try {
     const lines = readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n');
     const pid = Number(lines[0]);

@@ -71,6 +71,10 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
     // A gateway on its embedded database (no DATABASE_URL) in the same DATA_DIR: that database, found as it serves it.
     const dataDir = CONFIG_SCHEMA.DATA_DIR.parse(env.DATA_DIR) as string;
     const embedded = runningEmbeddedDatabaseUrl(dataDir);
+    if (embedded && 'refused' in embedded) {
+      io.err(`${embedded.refused}\n${USAGE}`);
+      return 2;
+    }
     if (!embedded) {
       io.err(`DATABASE_URL is required, or a gateway running on its embedded database in DATA_DIR (${dataDir} has none running)\n${USAGE}`);
       return 2;

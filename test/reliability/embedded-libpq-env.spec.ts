@@ -26,6 +26,6 @@ describe('embedded PostgreSQL and the libpq variables of the user shell', () => 
   it('PGSSLMODE=require in the environment: the gateway still starts on its embedded PostgreSQL', async () => {
     gw = await startGatewayProcess({ DATABASE_URL: undefined, DATA_DIR: dataDir, PGSSLMODE: 'require' }, 120_000);
     expect((await gw.http.get('/readyz')).status).toBe(200);
-    expect(runningEmbeddedDatabaseUrl(dataDir)?.url).toMatch(/^postgres:\/\/postgres:[0-9a-f]{48}@127\.0\.0\.1:\d+\/tool_gateway\?sslmode=disable$/);
+    expect(runningEmbeddedDatabaseUrl(dataDir)).toHaveProperty('url', expect.stringMatching(/^postgres:\/\/postgres:[0-9a-f]{48}@127\.0\.0\.1:\d+\/tool_gateway\?sslmode=disable$/));
   }, 180_000);
 });
