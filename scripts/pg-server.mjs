@@ -26,6 +26,11 @@ import { orphanedPostmaster } from './pg-orphan.mjs';
 import { scramHba, scramOnly } from './pg-scram.mjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+// A write to a stream whose reader is gone (EPIPE: the gateway's stderr, which we share, closed by whatever read it)
+// is emitted as an 'error' that, unhandled, ended this process: PostgreSQL, dying later, was then never started
+// again, and the gateway stayed unready for good. The line is lost instead; stopping still comes over stdin.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+
 const dataDir = resolve(process.env.PG_DATA_DIR ?? '.data/pg');
 const persistent = process.env.PG_PERSISTENT === '1';
 const database = process.env.PG_DATABASE ?? 'tool_gateway';

@@ -24,6 +24,7 @@ import type { AppConfig } from './config/app-config.js';
 import { closeAfterOutsideAnswer } from './common/http/closing-connection.js';
 
 import { MigrationsPendingBehindPooler, MigrationsStopped, MigrationTableLockTimeout, runMigrations, SchemaIncomplete } from './db/migration-runner.js';
+import { write as writeOutput } from './logging/output-streams.js';
 
 /**
  * What a request the HTTP parser refused before Express ever saw it is answered
@@ -333,7 +334,7 @@ export async function createGateway(config: AppConfig, opts: AppModuleOptions = 
     await runMigrations(migrator, {
       stopRequested: hooks.stopRequested,
       onWaiting: hooks.onMigrationWait,
-      onTableLockWait: hooks.onMigrationTableLockWait ?? ((line) => process.stderr.write(`${line}\n`)),
+      onTableLockWait: hooks.onMigrationTableLockWait ?? ((line) => writeOutput('stderr', `${line}\n`)),
       pooled: config.DB_CONNECTION_MODE === 'pooled',
     });
     // Migrated or not, the schema is read before anything is served: typeorm_migrations says what ran, not what is

@@ -17,6 +17,7 @@ import { loggableErrorText } from './common/errors/loggable-error.js';
 import { StopNotice } from './health/stop-notice.js';
 import { onStopRequested, stopRequested } from './stop-signals.js';
 import { ToolCallLedger } from './tool-calls/tool-call-ledger.js';
+import { write as writeOutput } from './logging/output-streams.js';
 
 async function main(): Promise<void> {
   let config: AppConfig;
@@ -24,12 +25,12 @@ async function main(): Promise<void> {
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
+      writeOutput('stderr', `${err.message}\n`);
       process.exit(1);
     }
     throw err;
   }
-  for (const w of config.warnings) process.stderr.write(`warning: ${w}\n`);
+  for (const w of config.warnings) writeOutput('stderr', `warning: ${w}\n`);
 
   let embedded: EmbeddedPostgres | undefined;
   if (config.DATABASE_URL) {
@@ -38,20 +39,20 @@ async function main(): Promise<void> {
     const problem = await probeDatabase(config.DATABASE_URL, {
       budgetMs: 30_000,
       intervalMs: 2_000,
-      onWait: (line) => process.stderr.write(`${line}\n`),
+      onWait: (line) => writeOutput('stderr', `${line}\n`),
       stopped: () => stopRequested() !== undefined,
       queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS,
       connectionMode: config.DB_CONNECTION_MODE,
     });
     if (stopRequested()) process.exit(0);
     if (problem) {
-      process.stderr.write(`fatal: ${problem}\n`);
+      writeOutput('stderr', `fatal: ${problem}\n`);
       process.exit(1);
     }
   } else {
     embedded = await startEmbeddedPostgres(join(config.DATA_DIR, 'pg'));
     config = { ...config, DATABASE_URL: embedded.url }; // DB_CONNECTION_MODE is direct without a DATABASE_URL (loadConfig)
-    process.stderr.write(`embedded PostgreSQL started (data in ${join(config.DATA_DIR, 'pg')})\n`);
+    writeOutput('stderr', `embedded PostgreSQL started (data in ${join(config.DATA_DIR, 'pg')})\n`);
   }
 
   const stopEmbedded = async (): Promise<void> => {
@@ -67,11 +68,11 @@ async function main(): Promise<void> {
     gateway = await createGateway(config, {}, {
       onGeneratedAdminKey: (key) => showGeneratedKey(dataDir, key),
       stopRequested: () => stopRequested() !== undefined,
-      onMigrationWait: () => process.stderr.write('waiting for another replica to finish migrating the database\n'),
+      onMigrationWait: () => writeOutput('stderr', 'waiting for another replica to finish migrating the database\n'),
     });
   } catch (err) {
     if (err instanceof MigrationsPendingBehindPooler) {
-      process.stderr.write(`fatal: ${err.message}\n`);
+      writeOutput('stderr', `fatal: ${err.message}\n`);
       process.exit(1);
     }
     if (!(err instanceof MigrationsStopped)) throw err;
@@ -89,25 +90,33 @@ async function main(): Promise<void> {
       // for a load balancer or Kubernetes that keeps routing for a while after the stop signal. Not when it never listened.
       if (config.SHUTDOWN_DELAY_MS > 0 && listening) {
         app.get(StopNotice).announce();
-        process.stderr.write(`stopping: /readyz answers 503, serving for ${config.SHUTDOWN_DELAY_MS} ms more (SHUTDOWN_DELAY_MS), then draining\n`);
+        writeOutput('stderr', `stopping: /readyz answers 503, serving for ${config.SHUTDOWN_DELAY_MS} ms more (SHUTDOWN_DELAY_MS), then draining\n`);
         await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_MS));
       }
       beginHttpDrain(app);
       const ledger = app.get(ToolCallLedger, { strict: false });
       await app.close().catch((err: unknown) => {
         code = 1; // a failed close is not a clean stop
-        process.stderr.write(`shutdown failed: ${loggableErrorText(err)}\n`);
+        writeOutput('stderr', `shutdown failed: ${loggableErrorText(err)}\n`);
       });
       // Nor is one that lost what a vendor answered: those calls are left for the orphan sweep (indeterminate).
       if (ledger.droppedAtStop > 0) {
         code = 1;
-        process.stderr.write(
+        writeOutput('stderr', 
           `shutdown: ${ledger.droppedAtStop} outcome(s) not recorded (the database was unavailable while stopping): the orphan sweep marks those calls indeterminate, to reconcile (see the warn lines "not recorded")\n`,
         );
       }
       await stopEmbedded();
       process.exit(code);
     })());
+  // The embedded PostgreSQL's helper (scripts/pg-server.mjs) starts PostgreSQL again when it dies. The helper gone, a
+  // PostgreSQL that died next would leave this gateway unready for good with nothing to notice it: it stops instead,
+  // drained (the PostgreSQL the helper leaves behind usually still serves), exit 1, for a supervisor to start it again.
+  embedded?.child.once('exit', (code, signal) => {
+    if (stopping) return;
+    writeOutput('stderr', `fatal: the embedded PostgreSQL's helper exited (code ${String(code)}, signal ${String(signal)}): nothing would start PostgreSQL again; stopping\n`);
+    void shutdown(1);
+  });
   if (stopRequested()) {
     await shutdown(); // asked to stop during start-up: never start listening
     return;
@@ -117,7 +126,7 @@ async function main(): Promise<void> {
   } catch (err) {
     // A port taken, a HOST that does not resolve: start-up has run by now, and its approvals sweep may have sent
     // approved calls to their vendors. Those finish and are recorded (app.close() waits for them) before exit 1.
-    process.stderr.write(`fatal: cannot listen on ${config.HOST}:${config.PORT}: ${loggableErrorText(err)}\n`);
+    writeOutput('stderr', `fatal: cannot listen on ${config.HOST}:${config.PORT}: ${loggableErrorText(err)}\n`);
     await shutdown(1);
     return;
   }
@@ -125,7 +134,7 @@ async function main(): Promise<void> {
   const addr = app.getHttpServer().address() as { port: number } | null;
   // An IPv6 host is bracketed (http://[::1]:3000): the line is a URL people and tools copy.
   const host = isIPv6(config.HOST) ? `[${config.HOST}]` : config.HOST;
-  process.stdout.write(`tool-gateway listening on http://${host}:${addr?.port ?? config.PORT} (docs at /docs)\n`);
+  writeOutput('stdout', `tool-gateway listening on http://${host}:${addr?.port ?? config.PORT} (docs at /docs)\n`);
 
   onStopRequested(() => void shutdown());
   if (stopRequested()) void shutdown(); // arrived between the check above and now
@@ -152,10 +161,10 @@ function showGeneratedKey(dataDir: string, key: string): void {
     rmSync(partial, { force: true });
     saved = `NOT saved: ${file} could not be written (${(err as NodeJS.ErrnoException).code ?? 'error'}); copy it now`;
   }
-  process.stdout.write(`\nNo BOOTSTRAP_ADMIN_KEY set: generated a platform admin key (shown once, ${saved}):\n\n  ${key}\n\n`);
+  writeOutput('stdout', `\nNo BOOTSTRAP_ADMIN_KEY set: generated a platform admin key (shown once, ${saved}):\n\n  ${key}\n\n`);
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`fatal: ${loggableErrorText(err)}\n`);
+  writeOutput('stderr', `fatal: ${loggableErrorText(err)}\n`);
   process.exit(1);
 });

@@ -5,16 +5,20 @@
  * TypeORM, pg) took 3–4 s to load on a loaded machine, and a stop in that time was ignored. Before the gateway is up
  * the stop is remembered: waiting for the database or for another replica's migration lock gives up at once;
  * otherwise it is carried out as soon as start-up returns (migrations are transactions; the start-up sweep's calls
- * finish and are recorded). After, it drains (see README "Stopping"). Node built-ins only: nothing here may be slow
- * to load.
+ * finish and are recorded). After, it drains (see README "Stopping"). Node built-ins only (and output-streams.ts,
+ * which guards stdout and stderr from here on): nothing here may be slow to load.
  */
+import { hangUpTerminals, write } from './logging/output-streams.js';
+
 let requested: string | undefined;
 let listener: ((signal: string) => void) | undefined;
 
 const onSignal = (signal: string): void => {
+  // The terminal is gone: nothing more is written to it (output-streams.ts), not even this signal's line.
+  if (signal === 'SIGHUP') hangUpTerminals();
   if (requested) return;
   requested = signal;
-  process.stderr.write(`${signal} received, shutting down\n`);
+  write('stderr', `${signal} received, shutting down\n`);
   listener?.(signal);
 };
 // `on`, not `once`: a repeated signal (a second Ctrl-C, a supervisor sending again) must find a handler that

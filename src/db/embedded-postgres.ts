@@ -66,7 +66,8 @@ export async function startEmbeddedPostgres(dataDir: string, opts: { persistent?
     url,
     child,
     async stop() {
-      if (child.exitCode !== null) return;
+      // Gone already (a signal leaves exitCode null): its 'exit' was emitted, and waiting for another never ended.
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');
       child.stdin?.end();
       await exited;

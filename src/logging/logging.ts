@@ -8,6 +8,7 @@ import { redactInput } from '../redaction/redaction.service.js';
 import { databaseCauseOf, problemCodeOf } from '../common/errors/answered-problem.js';
 import { saneRequestId } from '../common/http/correlation.js';
 import { answeredToolCall } from './answered-call.js';
+import { write as writeOutput } from './output-streams.js';
 
 type Req = IncomingMessage & AuthenticatedRequest & { correlationId?: string; originalUrl?: string; ip?: string };
 
@@ -23,7 +24,7 @@ let echo = true;
  */
 export const logSink: DestinationStream = {
   write(msg: string): void {
-    if (echo) process.stdout.write(msg);
+    if (echo) writeOutput('stdout', msg);
     for (const l of listeners) l(msg);
   },
 };

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { droppedLines } from '../logging/output-streams.js';
 
 /**
  * All Prometheus metrics of the process. Labels carry only bounded, safe
@@ -84,10 +85,27 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly logLinesDropped = new Counter({
+    name: 'log_lines_dropped_total',
+    help: 'Lines this process could not write, by stream (stdout: the JSON log; stderr): its reader gone, its disk full, its terminal hung up, or its reader too far behind (src/logging/output-streams.ts)',
+    labelNames: ['stream'] as const,
+    registers: [this.registry],
+  });
+
   private readonly scrapeHooks: (() => void | Promise<void>)[] = [];
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    // Counted by output-streams.ts for the whole process; brought here when scraped.
+    const seen = { stdout: 0, stderr: 0 };
+    for (const stream of ['stdout', 'stderr'] as const) this.logLinesDropped.inc({ stream }, 0);
+    this.onScrape(() => {
+      const now = droppedLines();
+      for (const stream of ['stdout', 'stderr'] as const) {
+        if (now[stream] > seen[stream]) this.logLinesDropped.inc({ stream }, now[stream] - seen[stream]);
+        seen[stream] = now[stream];
+      }
+    });
   }
 
   /** Gauges that are cheaper to compute when scraped than to keep current on every call. */
