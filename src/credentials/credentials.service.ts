@@ -201,11 +201,12 @@ export class CredentialsService {
   /**
    * `load`, with the stamp of the stored config it decrypted (see stampOf), for a caller that holds the config
    * across a wait and must find out whether it was replaced or deleted meanwhile; and the generation it was read at
-   * (unchangedSince), for a check that must not wait for the database.
+   * (unchangedSince), for a check that must not wait for the database. `fresh`: read from the database, not from this
+   * replica's copy (up to CACHE_TTL_MS old: a DELETE or PUT answered by another replica meanwhile is not in it).
    */
-  async loadStamped(orgId: string, type: IntegrationType): Promise<{ config: Record<string, unknown>; stamp: string; generation: number } | null> {
+  async loadStamped(orgId: string, type: IntegrationType, fresh = false): Promise<{ config: Record<string, unknown>; stamp: string; generation: number } | null> {
     const generation = this.generation; // before the read: a change answered while it runs counts as after it
-    const row = await this.row(orgId, type);
+    const row = await this.row(orgId, type, fresh);
     if (!row) return null;
     return { config: this.cipher.decryptJson<Record<string, unknown>>(row, credentialAad(orgId, type)), stamp: row.fingerprint, generation };
   }
@@ -226,12 +227,13 @@ export class CredentialsService {
    * a caller that finds another stamp compares the decrypted configs before it calls that a change
    * (RuntimeToolExecutor.credentialsState).
    */
-  async stampOf(orgId: string, type: IntegrationType): Promise<string | null> {
-    return (await this.row(orgId, type))?.fingerprint ?? null;
+  async stampOf(orgId: string, type: IntegrationType, fresh = false): Promise<string | null> {
+    return (await this.row(orgId, type, fresh))?.fingerprint ?? null;
   }
 
-  private row(orgId: string, type: IntegrationType): Promise<IntegrationCredentialEntity | null> {
-    return this.cache.get(`${orgId}:${type}`, () => this.ds.getRepository(IntegrationCredentialEntity).findOne({ where: { orgId, integrationType: type } }));
+  private row(orgId: string, type: IntegrationType, fresh = false): Promise<IntegrationCredentialEntity | null> {
+    const read = () => this.ds.getRepository(IntegrationCredentialEntity).findOne({ where: { orgId, integrationType: type } });
+    return fresh ? read() : this.cache.get(`${orgId}:${type}`, read);
   }
 
   /** Rotation and tests: forget cached ciphertext. */

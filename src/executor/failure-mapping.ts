@@ -85,6 +85,8 @@ export function errorCodeFor(f: Failure, action: ActionKind): ExecutionErrorCode
   // The gateway's own database failing before anything was sent (its token store, a refund's lease, the credentials
   // check) is the gateway's failure, not the vendor's: EXECUTION_ERROR ("not sent"), never VENDOR_ERROR, which sent
   // the agent and the on-call looking at a vendor that was never asked.
+  // Credentials deleted while the call waited to send: what a call started a moment later is told.
+  if (f.local && f.credentialsGone) return 'CREDENTIALS_NOT_FOUND';
   if (f.local && f.kind === 'network') return 'EXECUTION_ERROR';
   return isUnknownWriteOutcome(f, action) ? 'OUTCOME_UNKNOWN' : CODE[f.kind];
 }

@@ -21,6 +21,9 @@ import { retryDelayMs } from './retry-math.js';
 
 type Failure = Extract<VendorOutcome, { ok: false }>;
 
+/** A call whose action changes something at the vendor. */
+const isWrite = (req: ExecuteRequest): boolean => req.entry.action.sideEffect === 'write';
+
 /** The org's config for this call, and the stamp of the stored row it came from (CredentialsService.stampOf). */
 interface HeldCredentials {
   config: Record<string, unknown>;
@@ -168,7 +171,9 @@ export class RuntimeToolExecutor {
     try {
       let credentials: HeldCredentials | null;
       try {
-        credentials = await this.credentials.loadStamped(req.orgId, req.entry.vendor);
+        // A write's from the database itself: a DELETE or PUT another replica has answered is in force for it at once,
+        // as a flag or policy change is (a read may use this replica's copy, up to 1 s old).
+        credentials = await this.credentials.loadStamped(req.orgId, req.entry.vendor, isWrite(req));
       } catch (err) {
         if (err instanceof DecryptionError) {
           // Answered CREDENTIALS_INVALID like a vendor's 401, but the fix is not the same: a master key missing from
@@ -413,7 +418,7 @@ export class RuntimeToolExecutor {
    */
   private async sendStanding(req: ExecuteRequest, held: HeldCredentials, judgeRun: boolean): Promise<SendStanding> {
     const credentials = await this.credentialsState(req, held);
-    if (credentials !== 'held') return credentials === 'changed' ? 'credentials-changed' : 'unknown';
+    if (credentials !== 'held') return credentials === 'changed' ? 'credentials-changed' : credentials === 'deleted' ? 'credentials-deleted' : 'unknown';
     return judgeRun ? this.runStanding(req) : 'allowed';
   }
 
@@ -444,16 +449,17 @@ export class RuntimeToolExecutor {
    * from a replica with another active key) changes it though the config is the same: on another stamp the stored
    * config is decrypted and compared before the call is told it changed (rare: only after a PUT, DELETE or rotation).
    */
-  private async credentialsState(req: ExecuteRequest, held: HeldCredentials): Promise<'held' | 'changed' | 'unknown'> {
+  private async credentialsState(req: ExecuteRequest, held: HeldCredentials): Promise<'held' | 'changed' | 'deleted' | 'unknown'> {
     try {
-      const stamp = await this.credentials.stampOf(req.orgId, req.entry.vendor);
+      const stamp = await this.credentials.stampOf(req.orgId, req.entry.vendor, isWrite(req));
       if (stamp === held.stamp) return 'held';
-      if (stamp === null) return 'changed';
-      const now = await this.credentials.loadStamped(req.orgId, req.entry.vendor).catch((err: unknown) => {
-        if (err instanceof DecryptionError) return null; // sealed under a key this replica lacks: not a config it can hold
+      if (stamp === null) return 'deleted';
+      const now = await this.credentials.loadStamped(req.orgId, req.entry.vendor, isWrite(req)).catch((err: unknown) => {
+        if (err instanceof DecryptionError) return 'sealed' as const; // under a key this replica lacks: not a config it can hold
         throw err;
       });
-      if (now === null || canonicalJson(now.config) !== canonicalJson(held.config)) return 'changed';
+      if (now === null) return 'deleted';
+      if (now === 'sealed' || canonicalJson(now.config) !== canonicalJson(held.config)) return 'changed';
       held.stamp = now.stamp; // the same config, re-sealed: later checks compare stamps again
       return 'held';
     } catch (err) {

@@ -129,7 +129,7 @@ export function writeSendRoomMs(timeoutMs: number): number {
  * 'allowed'; the org's credentials of the vendor replaced or deleted since the call loaded them; the run ended; the
  * org's tool_calling_enabled turned off; or not known (the check failed: the gateway's database, nothing to blame).
  */
-export type SendStanding = 'allowed' | 'credentials-changed' | 'run-ended' | 'disabled' | 'unknown';
+export type SendStanding = 'allowed' | 'credentials-changed' | 'credentials-deleted' | 'run-ended' | 'disabled' | 'unknown';
 
 export type VendorFailureKind =
   | 'not_found' // 404 / empty payload → VENDOR_NOT_FOUND
@@ -174,6 +174,8 @@ export type VendorOutcome =
       message: string;
       /** The gateway's own failure (its database), not the vendor's: never counts against the vendor's breaker. */
       local?: boolean;
+      /** Not sent because the org's credentials were deleted meanwhile (notSentAfterWait): CREDENTIALS_NOT_FOUND, as for a call started after. */
+      credentialsGone?: true;
       /**
        * An answer that cannot be placed before or in the run (Shopify's 200 {"errors":[{"message":"Timeout"}]}):
        * the request may still be running at the vendor, as after a lost answer.
@@ -229,12 +231,17 @@ export function failedOutcome(
  */
 export function notSentAfterWait(standing: Exclude<SendStanding, 'allowed'>, vendor: VendorKey, waited: string, what: string): FailedOutcome {
   const why = {
-    'credentials-changed': `the org's ${vendor} credentials were replaced or deleted while ${waited}`,
+    'credentials-changed': `the org's ${vendor} credentials were replaced while ${waited}`,
+    'credentials-deleted': `the org's ${vendor} credentials were deleted while ${waited}`,
     'run-ended': `the run ended while ${waited}`,
     disabled: `the org's tool calling was turned off while ${waited}`,
     unknown: `the credentials, the run and the flag could not be checked before ${what} was sent (the database is unavailable)`,
   }[standing];
-  return { ...failedOutcome('network', `${why}; nothing was sent`, undefined, undefined, false), local: true };
+  return {
+    ...failedOutcome('network', `${why}; nothing was sent`, undefined, undefined, false),
+    local: true,
+    ...(standing === 'credentials-deleted' ? { credentialsGone: true as const } : {}),
+  };
 }
 
 /**

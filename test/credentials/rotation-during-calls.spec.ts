@@ -69,7 +69,7 @@ describe('master-key rotation (credentials:rotate) with live traffic', () => {
     expect(summary.credentials.rotated).toBeGreaterThanOrEqual(1);
     const res = await pending;
     const row = await rowOf(h, res.body.toolCallId as string);
-    // Not failed / CREDENTIALS_INVALID "the org's shopify credentials were replaced or deleted while this refund waited
+    // Not failed / CREDENTIALS_INVALID "the org's shopify credentials were replaced while this refund waited
     // for the order", with the model told "The vendor rejected this organization's credentials ... retrying will not help".
     expect({ status: res.body.status, errorCode: res.body.errorCode, errorText: row.error_text }, JSON.stringify(res.body.toolResult)).toEqual({ status: 'succeeded', errorCode: null, errorText: null });
   });
@@ -84,7 +84,7 @@ describe('master-key rotation (credentials:rotate) with live traffic', () => {
     expect(put.status).toBe(200);
     const res = await pending;
     expect(res.body).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
-    expect((await rowOf(h, res.body.toolCallId as string)).error_text).toMatch(/replaced or deleted while this refund waited/);
+    expect((await rowOf(h, res.body.toolCallId as string)).error_text).toMatch(/replaced while this refund waited/);
     expect(h.emu.requests.slice(from).filter((r) => r.body.includes('refundCreate'))).toHaveLength(0);
   });
 

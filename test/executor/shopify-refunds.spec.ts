@@ -301,12 +301,12 @@ describe('shopify_refund.create, through the pipeline', () => {
       expect((await h.t.http.delete(`/v1/orgs/${org.orgId}/integrations/shopify/credentials`).set(adminAuth)).status).toBe(204);
       const [ra, rb] = await Promise.all([a, b]);
       expect(ra.body.status, JSON.stringify(ra.body)).toBe('succeeded');
-      // Not CREDENTIALS_INVALID ("the vendor rejected … retrying will not help"): Shopify refused nothing.
-      expect(rb.body, JSON.stringify(rb.body)).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
-      expect(rb.body.toolResult.content).toMatch(/nothing was sent to the vendor\. It may work later/);
+      // Not CREDENTIALS_INVALID ("the vendor rejected … retrying will not help"): Shopify refused nothing. Nor
+      // EXECUTION_ERROR ("may work later"): the org has no credentials now, as a call started a moment later is told.
+      expect(rb.body, JSON.stringify(rb.body)).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_NOT_FOUND' });
       expect(refundsSince(from)).toHaveLength(1);
       const row = await rowOf(h, rb.body.toolCallId);
-      expect(row.error_text).toMatch(/replaced or deleted while this refund waited/);
+      expect(row.error_text).toMatch(/deleted while this refund waited for the order; nothing was sent/);
       expect(row.vendor_refused).toBe(false);
       expect(await leases(org.orgId)).toEqual([]);
     });

@@ -102,7 +102,14 @@ export function credentialsCheckOf(ctx: Pick<VendorCallContext, 'credentialsCurr
   const current = ctx.credentialsCurrent;
   if (!current) return undefined;
   const standing = ctx.sendStanding;
-  return { current, changed: async () => !standing || (await standing()) === 'credentials-changed' };
+  return {
+    current,
+    changed: async () => {
+      if (!standing) return true;
+      const now = await standing();
+      return now === 'credentials-changed' || now === 'credentials-deleted';
+    },
+  };
 }
 
 /** A token fetch that failed in a way the handler can hand straight back as its outcome. */
