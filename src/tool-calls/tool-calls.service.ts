@@ -296,6 +296,33 @@ export class ToolCallsService {
    * every answer to a tool_use starts from, a new call or a replay.
    */
   private async identify(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown) {
+    try {
+      return await this.identifyUnchecked(p, runId, body, idempotencyHeader);
+    } catch (err) {
+      throw await this.refusalAfterKeyCheck(p, err);
+    }
+  }
+
+  /**
+   * A request refused before any statement re-read its key (a bad body 400, a platform key 403, a run it does not reach
+   * 404): the guard may have let it in on this replica's cached copy of a key revoked through another replica. A revoked
+   * key is told so first (401, API.md's order of checks), as it is on a run it does reach; one query, on such refusals
+   * only. Otherwise the refusal itself, also when the key cannot be checked.
+   */
+  async refusalAfterKeyCheck(p: Principal, err: unknown): Promise<unknown> {
+    if (!(err instanceof AppError) || err.status >= 500 || err.code === 'UNAUTHENTICATED') return err;
+    try {
+      await this.answers.assertKeyLive(p.keyId);
+    } catch (check) {
+      if (check instanceof AppError && check.code === 'UNAUTHENTICATED') {
+        this.keys.refused(p);
+        return check;
+      }
+    }
+    return err;
+  }
+
+  private async identifyUnchecked(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown) {
     // Agent or org admin keys (API.md §1); a platform key has no org to act in. Before the body: the key, not the request, is wrong.
     if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
     const orgId = p.orgId;

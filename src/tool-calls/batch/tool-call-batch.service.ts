@@ -8,7 +8,7 @@ import { problemBody, toAppError } from '../../common/errors/problem.filter.js';
 import { withToolResult } from '../../common/errors/problem-tool-result.js';
 import { refusedBatchItem } from '../../common/http/json-body.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import { RunsService } from '../../runs/runs.service.js';
+import { RunsService, type RunSnapshot } from '../../runs/runs.service.js';
 import type { ToolCallBody } from '../tool-call-body.js';
 import { PLATFORM_KEY_REFUSED, ToolCallsService } from '../tool-calls.service.js';
 import { echoableToolUseId, parseToolUse } from '../tool-use.js';
@@ -175,12 +175,18 @@ export class ToolCallBatchService implements BeforeApplicationShutdown {
   }
 
   async submit(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown, correlationId: string): Promise<BatchResponse> {
-    // Agent or org admin keys (API.md §1); a platform key has no org to act in (403, as for a single call).
-    if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
-    const toolUses = parseBatchRequest(body, idempotencyHeader);
-    // The run is the batch's, not an item's: a missing run answers once, for the whole batch. An ended run
-    // still replays the calls it made (a batch resent after a lost answer); see the end of this method.
-    const run = await this.runs.snapshot(p, runId);
+    let toolUses: ReturnType<typeof parseBatchRequest>;
+    let run: RunSnapshot;
+    try {
+      // Agent or org admin keys (API.md §1); a platform key has no org to act in (403, as for a single call).
+      if (!p.orgId) throw new AppError('FORBIDDEN', PLATFORM_KEY_REFUSED);
+      toolUses = parseBatchRequest(body, idempotencyHeader);
+      // The run is the batch's, not an item's: a missing run answers once, for the whole batch. An ended run
+      // still replays the calls it made (a batch resent after a lost answer); see the end of this method.
+      run = await this.runs.snapshot(p, runId);
+    } catch (err) {
+      throw await this.calls.refusalAfterKeyCheck(p, err); // a revoked key is told so first, as for a single call
+    }
 
     const bodies: (ToolCallBody | null)[] = toolUses.map(() => null);
     const refusals: (AppError | null)[] = toolUses.map(() => null);
