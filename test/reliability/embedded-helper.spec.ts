@@ -17,7 +17,7 @@ import { trackChild } from '../support/child-processes.js';
 import { childrenOf, postmasterOf } from '../support/embedded-processes.js';
 import { gatewayEnv } from '../support/gateway-process.js';
 import { teeChildToRunLog } from '../support/run-log.js';
-import { sleep, waitFor } from './support.js';
+import { sleep, statusOf, waitFor } from './support.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
@@ -34,15 +34,6 @@ const alive = (pid: number): boolean => {
   }
 };
 
-async function status(url: string): Promise<number | string> {
-  try {
-    const r = await fetch(url);
-    await r.arrayBuffer();
-    return r.status;
-  } catch (e) {
-    return `fetch failed: ${String((e as { cause?: { code?: string } }).cause?.code ?? e)}`;
-  }
-}
 
 describe('the embedded PostgreSQL helper', () => {
   let child: ChildProcess | undefined;
@@ -80,14 +71,14 @@ describe('the embedded PostgreSQL helper', () => {
   it("whose stderr's reader is gone still starts a killed PostgreSQL again: the gateway is ready again by itself", async () => {
     const dataDir = join(base, 'stderr-gone');
     const { url, helper, postmaster } = await start(dataDir);
-    expect(await status(`${url}/readyz`)).toBe(200);
+    expect(await statusOf(`${url}/readyz`)).toBe(200);
     child!.stderr!.destroy(); // the reader of the gateway's stderr, and so of the helper's, goes away
     await sleep(200);
     process.kill(postmaster, 'SIGKILL');
     let ready = false;
     for (let i = 0; i < 60 && !ready; i++) {
       await sleep(500);
-      ready = (await status(`${url}/readyz`)) === 200;
+      ready = (await statusOf(`${url}/readyz`)) === 200;
     }
     if (existsSync(join(dataDir, 'pg', 'postmaster.pid'))) postmasters.push(postmasterOf(join(dataDir, 'pg')).pid);
     // Before: { ready: false, helper: false } — the helper died of EPIPE writing that PostgreSQL had exited.

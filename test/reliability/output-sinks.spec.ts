@@ -22,7 +22,7 @@ import { childrenOf } from '../support/embedded-processes.js';
 import { gatewayEnv, setupOrgVia, type GatewayProcess } from '../support/gateway-process.js';
 import { teeChildToRunLog } from '../support/run-log.js';
 import { emulatorEnv, toolUse } from '../support/scenario.js';
-import { openDb, postToolUse, rows, sleep, waitFor } from './support.js';
+import { openDb, postToolUse, rows, sleep, statusOf, waitFor } from './support.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
@@ -62,16 +62,6 @@ async function spawnGateway(overrides: Record<string, string | undefined> = {}):
   return { child, url, stderr: () => err, exited };
 }
 
-/** The status of a GET, or what failed instead. */
-async function status(url: string): Promise<number | string> {
-  try {
-    const r = await fetch(url);
-    await r.arrayBuffer();
-    return r.status;
-  } catch (e) {
-    return `fetch failed: ${String((e as { cause?: { code?: string } }).cause?.code ?? e)}`;
-  }
-}
 
 async function droppedMetric(url: string, stream: 'stdout' | 'stderr'): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -114,12 +104,12 @@ describe('a gateway whose output cannot be written', () => {
     await waitFor(() => orderUpdates().some((r) => r.applied), 'the note to reach the vendor');
     gw.child.stdout!.destroy(); // the log's reader goes away
     await sleep(100);
-    expect(await status(`${gw.url}/v1/tool-calls`)).toBe(401); // a request that logs a line: EPIPE
+    expect(await statusOf(`${gw.url}/v1/tool-calls`)).toBe(401); // a request that logs a line: EPIPE
     const answer = await inFlight;
     const [row] = await rows<{ status: string }>(db, 'SELECT status FROM tool_calls WHERE run_id = $1 AND tool_use_id = $2', [org.runId, use.id]);
     // Before: the agent's answer "socket hang up", the row left `running`, the gateway gone (exit 1).
     expect({ answer, row, exit: gw.child.exitCode }).toMatchObject({ answer: { status: 200, body: { status: 'succeeded' } }, row: { status: 'succeeded' }, exit: null });
-    expect(await status(`${gw.url}/v1/tool-calls`)).toBe(401);
+    expect(await statusOf(`${gw.url}/v1/tool-calls`)).toBe(401);
     expect(await droppedMetric(gw.url, 'stdout')).toBeGreaterThan(0);
     expect(gw.stderr()).toMatch(/stdout cannot be written \(EPIPE\): log lines are dropped from now on/);
     gw.child.kill('SIGTERM');
@@ -155,10 +145,10 @@ describe('a gateway whose output cannot be written', () => {
       }
       expect(url, err).toBeDefined();
       const seen = new Set<number | string>();
-      for (let i = 0; i < 300; i++) seen.add(await status(`${url}/v1/tool-calls`));
+      for (let i = 0; i < 300; i++) seen.add(await statusOf(`${url}/v1/tool-calls`));
       expect(statSync(log).size).toBe(64 * 1024); // full
       await sleep(200);
-      seen.add(await status(`${url}/v1/tool-calls`));
+      seen.add(await statusOf(`${url}/v1/tool-calls`));
       expect([...seen], err.slice(0, 600)).toEqual([401]);
       expect(err).toMatch(/stdout cannot be written \(EFBIG\)/);
       expect(child.exitCode).toBeNull();
@@ -176,7 +166,7 @@ describe('a gateway whose output cannot be written', () => {
     const statuses = new Set<number | string>();
     await Promise.all(
       Array.from({ length: 8 }, async () => {
-        while (next++ < 1_500) statuses.add(await status(`${gw!.url}${path}`));
+        while (next++ < 1_500) statuses.add(await statusOf(`${gw!.url}${path}`));
       }),
     );
     expect([...statuses]).toEqual([401]);
@@ -192,7 +182,7 @@ describe('a gateway whose output cannot be written', () => {
     // What it delivers once read again: at most what it may queue, the pipe's 64 kB and one line over.
     expect(held).toBeLessThan(MAX_QUEUED + 256 * 1024);
     await waitFor(() => /\d+ line\(s\) dropped while stdout's reader fell more than \d+ bytes behind/.test(gw!.stderr()), 'the drop said on stderr');
-    expect(await status(`${gw.url}/v1/tool-calls`)).toBe(401);
+    expect(await statusOf(`${gw.url}/v1/tool-calls`)).toBe(401);
   }, 90_000);
 
   it('a closed terminal (SIGHUP, the tty hung up): the gateway drains, /readyz 503 for SHUTDOWN_DELAY_MS, instead of dying at once', async () => {
@@ -218,11 +208,11 @@ describe('a gateway whose output cannot be written', () => {
       const url = /listening on (http:\/\/[^\s\r]+)/.exec(out)![1];
       [gateway] = childrenOf(term.pid!);
       expect(gateway).toBeGreaterThan(0);
-      expect(await status(`${url}/readyz`)).toBe(200);
+      expect(await statusOf(`${url}/readyz`)).toBe(200);
       term.kill('SIGKILL'); // the window closes
       await sleep(1_000);
       // Before: the connection refused, the gateway killed by SIGSEGV ~100 ms after the hang-up.
-      expect(await status(`${url}/readyz`)).toBe(503);
+      expect(await statusOf(`${url}/readyz`)).toBe(503);
       expect(alive()).toBe(true);
       await waitFor(() => !alive(), 'the gateway to stop once drained', 30_000);
     } finally {

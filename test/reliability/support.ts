@@ -22,6 +22,17 @@ export { waitFor } from '../support/wait.js';
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** The status of a GET of `url` (fetch, no keep-alive pool of supertest's), or what failed instead ("fetch failed: ECONNREFUSED"). */
+export async function statusOf(url: string): Promise<number | string> {
+  try {
+    const r = await fetch(url);
+    await r.arrayBuffer();
+    return r.status;
+  } catch (e) {
+    return `fetch failed: ${String((e as { cause?: { code?: string } }).cause?.code ?? e)}`;
+  }
+}
+
 /** POST a tool_use to a run as its agent; never throws on an HTTP status. */
 export function postToolUse(http: TestAgent, runId: string, agentKey: string, body: unknown, headers: Record<string, string> = {}) {
   return http
