@@ -136,8 +136,9 @@ function unwritableDir(dir: string): string | undefined {
 function createOnce(file: string, content: string): void {
   makeDataDir(dirname(file));
   const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(tmp, content, { mode: 0o600, flag: 'wx' });
   try {
+    // Inside the try: a write cut short (a full disk, a file-size limit: EFBIG) leaves no part of the key behind.
+    writeFileSync(tmp, content, { mode: 0o600, flag: 'wx' });
     chmodSync(tmp, 0o600);
     linkSync(tmp, file);
   } catch (err) {

@@ -285,6 +285,21 @@ describe('config schema', () => {
     expect(SENSITIVE_VARS).toEqual(expect.arrayContaining(['DATABASE_URL', 'MASTER_ENCRYPTION_KEY', 'MASTER_ENCRYPTION_KEYS', 'BOOTSTRAP_ADMIN_KEY']));
   });
 
+  it('development key: a write cut short (a file-size limit, as a full disk) is refused naming DATA_DIR, and leaves no part of the key behind (built dist/)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tgw-master-key-full-'));
+    try {
+      const config = fileURLToPath(new URL('../../dist/src/config/app-config.js', import.meta.url));
+      const script = `const { loadConfig } = await import(${JSON.stringify(config)});
+        try { loadConfig({ NODE_ENV: 'development', DATA_DIR: ${JSON.stringify(dir)} }); } catch (err) { process.stdout.write(err.message); }`;
+      // util-linux's prlimit: files of this process may not grow past 10 bytes (Node ignores SIGXFSZ: the write fails EFBIG).
+      const { stdout } = await promisify(execFile)('prlimit', ['--fsize=10:10', process.execPath, '--input-type=module', '-e', script]);
+      expect(stdout).toContain(`DATA_DIR: the development key file ${join(dir, 'master.key')} cannot be created or read (EFBIG)`);
+      expect(readdirSync(dir)).toEqual([]); // before: master.key.<pid>.<random>.tmp, 10 bytes of the key
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('development key: gateways starting together on one DATA_DIR all use the one key written first (built dist/)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tgw-master-key-'));
     try {
