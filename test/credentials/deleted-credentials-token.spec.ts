@@ -64,8 +64,8 @@ describe('credentials DELETE and the in-process access-token cache', () => {
     const gate = new Promise<void>((r) => (release = r));
     let armed = true;
     // Only timing: the call's credential read completes (the config as it was), then waits until the DELETE has answered.
-    (creds as unknown as { loadStamped: typeof creds.loadStamped }).loadStamped = async (o, type) => {
-      const v = await original(o, type);
+    (creds as unknown as { loadStamped: typeof creds.loadStamped }).loadStamped = async (o, type, fresh) => {
+      const v = await original(o, type, fresh);
       if (armed && o === orgId && type === 'amazon') {
         armed = false;
         reached();
@@ -88,8 +88,11 @@ describe('credentials DELETE and the in-process access-token cache', () => {
       expect(cachedTokens().filter((t) => !before.includes(t)), 'a token bought with the deleted credentials is held').toEqual([]);
       // Not a token request, not the call: nothing leaves with credentials the admin took away.
       expect(h.emu.requests.slice(sentFrom).map((r) => `${r.method} ${r.path}`)).toEqual([]);
-      // The gateway's own account ("nothing was sent"), as a refund that waited through a DELETE; a new call gets CREDENTIALS_NOT_FOUND.
-      expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'EXECUTION_ERROR' });
+      // What a call started a moment later is told, as a refund that waited through a DELETE: not EXECUTION_ERROR
+      // ("the gateway's own trouble, it may work later").
+      expect(res.body, JSON.stringify(res.body)).toMatchObject({ status: 'failed', errorCode: 'CREDENTIALS_NOT_FOUND' });
+      const [row] = (await h.t.ds.query('SELECT error_text FROM tool_calls WHERE id = $1', [res.body.toolCallId])) as { error_text: string }[];
+      expect(row.error_text).toMatch(/credentials were deleted while this call was under way; nothing was sent with them/);
     } finally {
       (creds as unknown as { loadStamped: unknown }).loadStamped = original;
     }

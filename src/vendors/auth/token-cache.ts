@@ -89,8 +89,8 @@ export interface GetTokenOptions {
 export interface CredentialsCheck {
   /** Synchronous: no change of the org's credentials answered in this process since the call loaded them. */
   current: () => boolean;
-  /** Asked only when `current` says no: whether they really changed (a PUT of the same config did not). */
-  changed: () => Promise<boolean>;
+  /** Asked only when `current` says no: whether they really changed (a PUT of the same config did not); 'deleted' when they are gone. */
+  changed: () => Promise<boolean | 'deleted'>;
 }
 
 
@@ -107,7 +107,7 @@ export function credentialsCheckOf(ctx: Pick<VendorCallContext, 'credentialsCurr
     changed: async () => {
       if (!standing) return true;
       const now = await standing();
-      return now === 'credentials-changed' || now === 'credentials-deleted';
+      return now === 'credentials-deleted' ? 'deleted' : now === 'credentials-changed';
     },
   };
 }
@@ -186,7 +186,10 @@ export class TokenCache {
     const creds = opts.credentials;
     // Credentials replaced or deleted since the call loaded them (a DELETE answered 204 meanwhile): nothing is bought,
     // handed out or sent with them. Asked again (the database) only when this process saw a change: rare.
-    if (creds && !creds.current() && (await creds.changed())) throw credentialsMovedOn();
+    if (creds && !creds.current()) {
+      const moved = await creds.changed();
+      if (moved) throw credentialsMovedOn(moved);
+    }
     if (opts.owner !== undefined) this.own(opts.owner, cacheKey);
     let entry = this.entries.get(cacheKey);
     const now = this.now();
@@ -215,7 +218,10 @@ export class TokenCache {
     pending ??= this.start(cacheKey, fetcher, creds);
     const issued = pending.then(async (token): Promise<AcquiredToken> => {
       // Changed while this caller waited: the token is not handed out (the fetch did not keep it either).
-      if (creds && !creds.current() && (await creds.changed())) throw credentialsMovedOn();
+      if (creds && !creds.current()) {
+        const moved = await creds.changed();
+        if (moved) throw credentialsMovedOn(moved);
+      }
       const refusal = await opts.afterWait?.();
       if (refusal) throw new TokenFetchError(refusal);
       return { token, fresh: true };
@@ -368,14 +374,18 @@ function heldOff(asked: FailedOutcome, leftMs: number): TokenFetchError {
   });
 }
 
-/** The call's credentials were replaced or deleted while it was under way: nothing is sent with them. */
-function credentialsMovedOn(): TokenFetchError {
+/**
+ * The call's credentials were replaced or deleted while it was under way: nothing is sent with them. Deleted, the call
+ * ends CREDENTIALS_NOT_FOUND (credentialsGone), as one started a moment later does.
+ */
+function credentialsMovedOn(how: true | 'deleted'): TokenFetchError {
   return new TokenFetchError({
     ok: false,
     kind: 'network',
     requestSent: false,
     local: true,
-    message: "the org's credentials were replaced or deleted while this call was under way; nothing was sent with them",
+    ...(how === 'deleted' ? { credentialsGone: true as const } : {}),
+    message: `the org's credentials were ${how === 'deleted' ? 'deleted' : 'replaced'} while this call was under way; nothing was sent with them`,
   });
 }
 
