@@ -311,16 +311,23 @@ export class ToolCallsService {
    */
   async refusalAfterKeyCheck(p: Principal, err: unknown): Promise<unknown> {
     if (!(err instanceof AppError) || err.status >= 500 || err.code === 'UNAUTHENTICATED') return err;
-    try {
-      await this.answers.assertKeyLive(p.keyId);
-    } catch (check) {
-      if (check instanceof AppError && check.code === 'UNAUTHENTICATED') {
-        this.keys.refused(p);
-        return check;
-      }
+    // Once per principal: a batch's items share theirs, so 32 refused items cost one look-up, not 32.
+    let revoked = this.keyRechecks.get(p);
+    if (!revoked) {
+      revoked = this.answers.assertKeyLive(p.keyId).then(
+        () => undefined,
+        (check: unknown) => (check instanceof AppError && check.code === 'UNAUTHENTICATED' ? check : undefined),
+      );
+      this.keyRechecks.set(p, revoked);
     }
-    return err;
+    const refusal = await revoked;
+    if (!refusal) return err;
+    this.keys.refused(p);
+    return refusal;
   }
+
+  /** refusalAfterKeyCheck's look-ups, by principal (one per request; a batch's items share one). */
+  private readonly keyRechecks = new WeakMap<Principal, Promise<AppError | undefined>>();
 
   private async identifyUnchecked(p: Principal, runId: string, body: unknown, idempotencyHeader: unknown) {
     // Agent or org admin keys (API.md §1); a platform key has no org to act in. Before the body: the key, not the request, is wrong.
