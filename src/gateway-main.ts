@@ -4,9 +4,9 @@
 import 'reflect-metadata';
 import { chmodSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { beginHttpDrain } from './app.setup.js';
-import { makeDataDir } from './common/data-dir.js';
+import { makeDataDir, untrustedDataDir } from './common/data-dir.js';
 import { createGateway, type Gateway } from './bootstrap.js';
 import { MigrationsPendingBehindPooler, MigrationsStopped } from './db/migration-runner.js';
 import { loadConfig, type AppConfig } from './config/app-config.js';
@@ -33,6 +33,9 @@ async function main(): Promise<void> {
   for (const w of config.warnings) writeOutput('stderr', `warning: ${w}\n`);
 
   let embedded: EmbeddedPostgres | undefined;
+  /** How the embedded PostgreSQL's helper exited, if it has; what to do about it once the drain can be done. */
+  let helperExit: string | undefined;
+  let onHelperExit: (() => void) | undefined;
   if (config.DATABASE_URL) {
     // One clear line instead of the framework's retries with stack traces: a wrong password or database name at
     // once, a database still starting after up to 30 s of waiting.
@@ -50,9 +53,26 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   } else {
+    // DATA_DIR made here (0700) if it is not there yet, and checked again (loadConfig's check passes a folder not yet
+    // made): one another user made since is refused before the helper adopts a pg.password planted in it. A folder
+    // that cannot be made is said by the helper, naming DATA_DIR.
+    try {
+      makeDataDir(config.DATA_DIR);
+    } catch {
+      /* said by the helper */
+    }
+    const untrusted = untrustedDataDir(resolve(config.DATA_DIR));
+    if (untrusted) {
+      writeOutput('stderr', `fatal: DATA_DIR: ${untrusted}\n`);
+      process.exit(1);
+    }
     embedded = await startEmbeddedPostgres(join(config.DATA_DIR, 'pg'));
     config = { ...config, DATABASE_URL: embedded.url }; // DB_CONNECTION_MODE is direct without a DATABASE_URL (loadConfig)
     writeOutput('stderr', `embedded PostgreSQL started (data in ${join(config.DATA_DIR, 'pg')})\n`);
+    embedded.child.once('exit', (code, signal) => {
+      helperExit = `code ${String(code)}, signal ${String(signal)}`;
+      onHelperExit?.();
+    });
   }
 
   const stopEmbedded = async (): Promise<void> => {
@@ -112,11 +132,18 @@ async function main(): Promise<void> {
   // The embedded PostgreSQL's helper (scripts/pg-server.mjs) starts PostgreSQL again when it dies. The helper gone, a
   // PostgreSQL that died next would leave this gateway unready for good with nothing to notice it: it stops instead,
   // drained (the PostgreSQL the helper leaves behind usually still serves), exit 1, for a supervisor to start it again.
-  embedded?.child.once('exit', (code, signal) => {
+  // Also when it died during start-up (the migrations, the sweeps): then the gateway never listens.
+  const helperGone = (): void => {
     if (stopping) return;
-    writeOutput('stderr', `fatal: the embedded PostgreSQL's helper exited (code ${String(code)}, signal ${String(signal)}): nothing would start PostgreSQL again; stopping\n`);
+    writeOutput('stderr', `fatal: the embedded PostgreSQL's helper exited (${helperExit}): nothing would start PostgreSQL again; stopping\n`);
     void shutdown(1);
-  });
+  };
+  if (helperExit !== undefined) helperGone();
+  else onHelperExit = helperGone;
+  if (stopping) {
+    await stopping;
+    return;
+  }
   if (stopRequested()) {
     await shutdown(); // asked to stop during start-up: never start listening
     return;

@@ -158,6 +158,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const untrusted = raw.DATA_DIR && (devKey || !raw.DATABASE_URL) ? untrustedDataDir(resolve(raw.DATA_DIR)) : undefined;
   if (untrusted) problems.push(`DATA_DIR: ${untrusted}`);
   const keyring = untrusted ? { activeKeyId: 'k1', keys: new Map<string, Buffer>() } : resolveKeyring(raw.NODE_ENV ? raw : { ...raw, NODE_ENV: 'production' }, problems, warnings);
+  // Again once the development key may have made the folder: one another user made in between is refused too.
+  const madeMeanwhile = !untrusted && devKey && raw.DATA_DIR ? untrustedDataDir(resolve(raw.DATA_DIR)) : undefined;
+  if (madeMeanwhile) problems.push(`DATA_DIR: ${madeMeanwhile}`);
   if (problems.length) throw new ConfigError(problems);
   if (raw.DB_CONNECTION_MODE === 'pooled' && !raw.DATABASE_URL) {
     // Nothing stands between the gateway and its embedded database: connected to directly, the settings sent.

@@ -93,4 +93,26 @@ describe('the embedded PostgreSQL helper', () => {
     expect({ code, signal }, stderr()).toEqual({ code: 1, signal: null });
     expect(stderr()).toMatch(/fatal: the embedded PostgreSQL's helper exited \(code null, signal SIGKILL\): nothing would start PostgreSQL again; stopping/);
   }, 120_000);
+
+  it('killed during start-up (the migrations, the sweeps): the gateway stops too (exit 1), instead of going on to listen with no helper', async () => {
+    const dataDir = join(base, 'helper-killed-early');
+    child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: gatewayEnv({ DATABASE_URL: undefined, DATA_DIR: dataDir }), stdio: ['ignore', 'pipe', 'pipe'] });
+    trackChild(child);
+    teeChildToRunLog(child, 'gateway (dist/src/main.js, embedded helper killed early)');
+    let err = '';
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
+    child.stdout!.resume();
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    // On the line said once the embedded PostgreSQL serves, before createGateway (migrations, sweeps) has returned.
+    await waitFor(() => /embedded PostgreSQL started/.test(err) || child!.exitCode !== null, 'the embedded PostgreSQL started', 90_000, 1);
+    const postmaster = postmasterOf(join(dataDir, 'pg')).pid;
+    postmasters.push(postmaster);
+    const helper = childrenOf(child.pid!).find((pid) => childrenOf(pid).includes(postmaster));
+    expect(helper).toBeDefined();
+    process.kill(helper!, 'SIGKILL');
+    const [code, signal] = await Promise.race([exited, sleep(60_000).then(() => ['still running', null] as const)]);
+    // Before: still running, listening and serving, with nothing to start PostgreSQL again.
+    expect({ code, signal }, err).toEqual({ code: 1, signal: null });
+    expect(err).toMatch(/fatal: the embedded PostgreSQL's helper exited \(code null, signal SIGKILL\)/);
+  }, 150_000);
 });
