@@ -958,6 +958,7 @@ const commands = [
   fc.tuple(fc.nat(20), fc.boolean()).map(([i, a]) => new Decide(i, a, 'none')),
   fc.constantFrom<'complete' | 'cancel'>('complete', 'cancel').map((h) => new EndRun(h)),
   fc.constant(new NewRun()),
+  fc.constant(new NewRun()), // twice: after a run ends or the key is revoked, most commands wait for a new run
   fc.boolean().map((b) => new SetFlag(b)),
   fc.constantFrom<PolicyName>('default', 'blockRefund', 'clientRefund', 'allowAll', 'noteExpert', 'bigRefunds').map((p) => new SetPolicy(p)),
   fc.constantFrom<'delete' | 'put'>('delete', 'put').map((o) => new Creds(o)),
