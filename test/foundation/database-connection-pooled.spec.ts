@@ -105,7 +105,7 @@ describe('DB_CONNECTION_MODE=pooled behind a pooler that refuses the settings as
     try {
       mkdirSync(join(dir, 'pg'));
       writeFileSync(join(dir, 'pg', 'postmaster.pid'), `${process.pid}\n${dir}/pg\n0\n${new URL(front.url).port}\n`);
-      writeFileSync(join(dir, 'pg.password'), 'a'.repeat(48));
+      writeFileSync(join(dir, 'pg.password'), 'a'.repeat(48), { mode: 0o600 }); // as the helper writes it (untrustedDataDir)
       const r = await runBuiltCli('credentials-rotate', [], { DATABASE_URL: '', DATA_DIR: dir, DB_CONNECTION_MODE: 'pooled', MASTER_ENCRYPTION_KEY: TEST_MASTER_KEY });
       expect(r.stderr).toContain('using the embedded database');
       expect(front.seen[0]).toEqual(expect.arrayContaining(['options', 'statement_timeout', 'idle_in_transaction_session_timeout']));
