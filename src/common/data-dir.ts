@@ -22,7 +22,7 @@ export function makeDataDir(dir: string, fs: Pick<typeof nodeFs, 'mkdirSync' | '
 }
 
 /** The files DATA_DIR keeps whose content the gateway adopts when it finds them: the development master key, the embedded cluster's password. */
-export const ADOPTED_DATA_FILES = ['master.key', 'pg.password'] as const;
+const ADOPTED_DATA_FILES = ['master.key', 'pg.password'] as const;
 
 /**
  * Why the secrets found in `dir` (DATA_DIR) cannot be trusted, or undefined when they can (or the folder is not there

@@ -71,15 +71,10 @@ export function hangUpTerminals(): void {
   const terminals = (['stdout', 'stderr'] as const).filter((name) => streamOf(name).isTTY);
   // All given up before either says so: the other one may be the same terminal.
   for (const name of terminals) given.set(name, 'terminal hung up');
-  for (const name of terminals) {
-    if (name === 'stdout' && !given.has('stderr')) write('stderr', 'stdout was a terminal that hung up: log lines are dropped from now on (log_lines_dropped_total)\n');
-  }
+  if (terminals.includes('stdout') && !given.has('stderr')) write('stderr', 'stdout was a terminal that hung up: log lines are dropped from now on (log_lines_dropped_total)\n');
 }
 
 /** Lines dropped so far, by stream. */
 export function droppedLines(): Readonly<Record<OutputName, number>> {
   return { ...dropped };
 }
-
-/** Tests: why the stream was given up, if it was. */
-export const givenUp = (name: OutputName): string | undefined => given.get(name);
