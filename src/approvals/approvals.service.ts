@@ -5,15 +5,14 @@ import { Clock } from '../common/clock.js';
 import { AppError } from '../common/errors/app-error.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
 import { isUuid } from '../common/ids.js';
-import { KeysetQuery } from '../db/keyset-query.js';
 import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
 import { Sql } from '../db/sql.js';
 import { redactFreeText } from '../redaction/redaction.service.js';
 import { filterHash, LedgerCursorCodec } from '../ops/ledger-cursor.js';
-import { sizedPageSql } from '../db/sized-page.js';
 import { LIST_PAGE_BYTES } from '../ops/tool-calls.sql.js';
 import { OrgScopeService } from '../orgs/org-scope.service.js';
 import { ApprovalExpiries } from './approval-expiries.js';
+import { approvalsSizedPageSql, type ApprovalListingRow } from './approvals-listing.sql.js';
 import { settleApprovalsSql, type SettledApproval } from './approval-settle.sql.js';
 import { APPROVAL_COLUMNS, approvalView, type ApprovalRecord } from './approval.view.js';
 import type { DecideApprovalDto, ListApprovalsQuery } from './approvals.dto.js';
@@ -27,13 +26,6 @@ interface ApprovalRow extends ApprovalRecord {
 }
 
 const COLUMNS = `${APPROVAL_COLUMNS}, ${CREATED_ISO_SQL} AS created_iso`;
-
-interface SizedApprovalRow extends ApprovalRow {
-  /** bigint, as pg hands it over: how many rows the page held before the cut by size */
-  page_rows: string;
-  /** its redacted input, jsonb text bytes (what the page's budget counts, and its charge) */
-  row_bytes: number;
-}
 
 /**
  * Who may see and decide which kind, within the key's org: experts/admins the expert ones, agents the client ones
@@ -69,23 +61,9 @@ export class ApprovalsService {
     const after = q.cursor ? this.cursors.decode(q.cursor, 'approvals', scopeKey, filters) : undefined;
     // An agent sees client approvals only: asking for the expert ones is an empty page, not an error.
     if (p.role === 'agent' && q.kind === 'expert') return { items: [], nextCursor: null };
-    const query = new KeysetQuery();
-    if (orgId !== null) query.where((x) => `org_id = ${x}::uuid`, orgId);
-    // Expiry as the view shows it: a pending approval past its expiry is listed as expired, not pending.
     const now = this.clock.now();
-    if (q.status === 'pending') query.where((x) => `status = 'pending' AND expires_at > ${x}`, now);
-    else if (q.status === 'expired') query.where((x) => `(status = 'expired' OR (status = 'pending' AND expires_at <= ${x}))`, now);
-    else if (q.status) query.where((x) => `status = ${x}`, q.status);
-    if (kind) query.where((x) => `kind = ${x}`, kind);
-    if (q.runId) query.where((x) => `run_id = ${x}::uuid`, q.runId);
-    const page = query.after(after, 'id', 'uuid').page('approval_requests', 'id', limit + 1);
-    // A page of large rows ends sooner, as the tool-call listing's (LIST_PAGE_BYTES of redacted input; an approval
-    // carries its call's, which an agent can make large and queue): fewer rows than the page held means more follow.
-    query.params.push(LIST_PAGE_BYTES);
-    const rows = await this.sql.query<SizedApprovalRow>(
-      sizedPageSql(`SELECT ${COLUMNS} ${page}`, 'octet_length(input_redacted::text)', `$${query.params.length}`, 'created_at DESC, id DESC'),
-      query.params,
-    );
+    const { sql, params } = approvalsSizedPageSql({ orgId, status: q.status, kind, runId: q.runId }, after, limit + 1, now, LIST_PAGE_BYTES);
+    const rows = await this.sql.query<ApprovalListingRow>(sql, params);
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
     const items = rows.slice(0, limit);
     // Charged by size as a ledger list page is (KeyRateLimiter.chargeListing): a token more per 64 KiB of redacted input.

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seed } from '../../bench/ledger-bench.seed.js';
+import { orgIdSql, seed } from '../../bench/ledger-bench.seed.js';
+import { approvalsSizedPageSql } from '../../src/approvals/approvals-listing.sql.js';
 import { runMigrations } from '../../src/db/migration-runner.js';
 import { migratorOptions } from '../../src/db/db-options.js';
 import { ledgerEventsSizedPageSql } from '../../src/ops/ledger-events.sql.js';
@@ -15,6 +16,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-
  * the reconcile work list (status=indeterminate) or of a rare event type, and the periodic pass finishing ended runs,
  * which read every approval ever made. Each must be read off its partial index, on the ledger benchmark's data made
  * production-like (unknown outcomes reconciled but a few, rare events, most runs ended, most approvals decided).
+ * Likewise an approvals listing naming the rare kind (migration 1766200000000): an agent's is always kind=client.
  * (Plans, not timings: the planner's choice on tables of this size is what the indexes decide.)
  */
 describe('plans of rare-value lookups over a large ledger', () => {
@@ -42,6 +44,11 @@ describe('plans of rare-value lookups over a large ledger', () => {
       `INSERT INTO runtime_ledger_events (id, org_id, type, run_id, metadata, created_at)
        SELECT gen_random_uuid(), r.org_id, 'run.cancelled', r.id, '{}', now() - g * interval '3 days'
          FROM generate_series(1, 10) g CROSS JOIN LATERAL (SELECT id, org_id FROM agent_runs OFFSET g LIMIT 1) r`,
+    );
+    // Client approvals are rare here: five of the org with most runs, every other one an expert's.
+    await ds.query(
+      `UPDATE approval_requests SET kind = 'client'
+        WHERE id IN (SELECT id FROM approval_requests WHERE org_id = ${orgIdSql('0')} ORDER BY created_at DESC LIMIT 5)`,
     );
     await ds.query('ANALYZE');
   }, 240_000);
@@ -77,5 +84,22 @@ describe('plans of rare-value lookups over a large ledger', () => {
     expect(plan.some((n) => n['Index Name'] === 'approval_requests_pending_run_idx'), summary).toBe(true);
     expect(plan.filter((n) => n['Index Name'] === 'approval_requests_run_idx'), summary).toEqual([]);
     expect(seqScans(plan, 'approval_requests'), summary).toEqual([]);
+  });
+
+  const KIND_INDEXES = ['approval_requests_org_kind_idx', 'approval_requests_kind_idx'];
+
+  it.each([
+    ["an agent listing its org's approvals (kind=client, always)", 'org'],
+    ['a platform key listing the client approvals of every org', 'all'],
+  ])('%s: read off a kind index in keyset order, not every approval sorted', async (_, scope) => {
+    const [{ id }] = (await ds.query(`SELECT ${orgIdSql('0')} AS id`)) as [{ id: string }];
+    const total = Number(((await ds.query('SELECT count(*) AS n FROM approval_requests')) as [{ n: string }])[0].n);
+    const { sql, params } = approvalsSizedPageSql({ orgId: scope === 'org' ? id : null, kind: 'client' }, undefined, 51, new Date(), LIST_PAGE_BYTES);
+    const { plan, summary } = await planOf(sql, params);
+    expect(plan.some((n) => KIND_INDEXES.includes(String(n['Index Name']))), summary).toBe(true);
+    expect(seqScans(plan, 'approval_requests'), summary).toEqual([]);
+    const rows = (await ds.query(sql, params)) as { kind: string; org_id: string }[];
+    expect(rows.map((r) => [r.kind, r.org_id])).toEqual(Array.from({ length: 5 }, () => ['client', id]));
+    expect(total).toBeGreaterThan(1_000);
   });
 });
