@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import type { Principal } from '../auth/principal.js';
 import { AppError } from '../common/errors/app-error.js';
 import { isUuid, NIL_UUID } from '../common/ids.js';
+import { ownString } from '../common/own-string.js';
 import { OrgEntity } from './org.entity.js';
 
 export interface ScopeOptions {
@@ -30,7 +31,7 @@ export class OrgScopeService {
     if (this.known.has(orgId)) return;
     if (!(await this.ds.getRepository(OrgEntity).exists({ where: { id: orgId } }))) throw new AppError('NOT_FOUND', 'org not found');
     // A copy of its own: an id from a query string is a cut of the whole URL, which V8 would keep alive with it.
-    this.known.add(orgId.split('-').join('-'));
+    this.known.add(ownString(orgId));
   }
 
   /** The org a key acts for: its own, or (platform keys) the one named. */
