@@ -13,8 +13,13 @@ import { SealFrontier } from './seal-frontier.js';
 /** Any constant works; it only has to be the same for every replica. */
 const SEALER_LOCK_KEY = 7_413_920_551;
 const BATCH = 2_000;
-/** SQLSTATE 42501: the role may not execute ledger_seq_ceiling(). */
-const INSUFFICIENT_PRIVILEGE = '42501';
+/**
+ * SQLSTATE class 42, "syntax error or access rule violation", or 3F000, "invalid schema name": the role may not
+ * execute ledger_seq_ceiling() (42501), or the function no longer works as written (a relation, function or schema it
+ * names is gone: 42P01, 42883, 3F000). Either way the statement failed before it read anything; a lost connection or
+ * a timeout is another class, and fails the pass.
+ */
+const ceilingUnusable = (err: unknown): boolean => /^(42|3F000$)/.test(String((err as { code?: unknown }).code ?? ''));
 
 interface UnsealedRow {
   seq: string;
@@ -193,8 +198,9 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
   /**
    * The last seq the sequence handed out, through ledger_seq_ceiling() (SECURITY DEFINER: the gateway's role
    * may hold table privileges only, and reading the sequence needs its own). A role refused even that
-   * (EXECUTE revoked) seals with no ceiling, as before the ceiling existed, rather than not at all; inside a
-   * savepoint, so the refusal leaves the batch's transaction usable.
+   * (EXECUTE revoked), or a function that no longer works (made by hand, or by an old release, naming what is gone),
+   * seals with no ceiling, as before the ceiling existed, rather than not at all; inside a savepoint, so the refusal
+   * leaves the batch's transaction usable.
    */
   private async readCeiling(m: EntityManager): Promise<number> {
     await m.query('SAVEPOINT ledger_seq_ceiling');
@@ -204,7 +210,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
       this.ceilingRefused = false;
       return Number(ceiling ?? 0);
     } catch (err) {
-      if ((err as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw err;
+      if (!ceilingUnusable(err)) throw err;
       await m.query('ROLLBACK TO SAVEPOINT ledger_seq_ceiling');
       if (!this.ceilingRefused) {
         this.log.warn(`sealing without a ceiling: ${loggableErrorText(err)}; an event inserted with an explicit seq can hold back the sealing of later ones until the next full scan`);

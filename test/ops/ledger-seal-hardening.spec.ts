@@ -218,6 +218,30 @@ describe('sealing as an application role with table privileges only (the usual s
       await owner.query('GRANT EXECUTE ON FUNCTION ledger_seq_ceiling() TO PUBLIC');
     }
   });
+
+  it('a ledger_seq_ceiling() that no longer works (it names a sequence that is gone) still seals, without the ceiling, and says so once', async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const [{ definition }] = (await owner.query(`SELECT pg_get_functiondef('ledger_seq_ceiling()'::regprocedure) AS definition`)) as [{ definition: string }];
+    // As migration 1765400000000 wrote it, with the name a moved schema no longer has (made by hand: a string body is checked at creation).
+    await owner.transaction(async (m) => {
+      await m.query('SET LOCAL check_function_bodies = off');
+      await m.query(`CREATE OR REPLACE FUNCTION ledger_seq_ceiling() RETURNS bigint LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, public
+                     AS $$ SELECT pg_sequence_last_value('gone.runtime_ledger_events_seq_seq'::regclass) $$`);
+    });
+    try {
+      const sealer = new LedgerSealerService(app, {} as AppConfig);
+      await append(2);
+      expect(await sealer.sealNow()).toBe(2);
+      await append(1);
+      expect(await sealer.sealNow()).toBe(1);
+      expect(await unsealed()).toBe(0);
+      const said = warn.mock.calls.map((c) => String(c[0])).filter((m) => m.includes('without a ceiling'));
+      expect(said).toHaveLength(1);
+      expect(said[0]).toContain('gone');
+    } finally {
+      await owner.query(definition);
+    }
+  });
 });
 
 describe('GET /v1/ledger/verify under concurrent requests', () => {
