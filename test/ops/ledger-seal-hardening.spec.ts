@@ -200,34 +200,28 @@ describe('sealing as an application role with table privileges only (the usual s
     expect(await verifyOrgChain(app, org)).toMatchObject({ ok: true, checked: 3 });
   });
 
-  it('a role refused even ledger_seq_ceiling() (EXECUTE revoked) still seals, without the ceiling, and says so once', async () => {
-    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  /** Makes ledger_seq_ceiling() unusable for the application role; resolves with what puts it back. */
+  const refuseExecute = async (): Promise<() => Promise<unknown>> => {
     await owner.query('REVOKE EXECUTE ON FUNCTION ledger_seq_ceiling() FROM PUBLIC');
-    try {
-      const sealer = new LedgerSealerService(app, {} as AppConfig);
-      await append(2);
-      expect(await sealer.sealNow()).toBe(2);
-      await append(1);
-      expect(await sealer.sealNow()).toBe(1);
-      expect(await unsealed()).toBe(0);
-      expect(await verifyOrgChain(app, org)).toMatchObject({ ok: true, checked: 6 });
-      const said = warn.mock.calls.map((c) => String(c[0])).filter((m) => m.includes('without a ceiling'));
-      expect(said).toHaveLength(1);
-      expect(said[0]).toContain('ledger_seq_ceiling');
-    } finally {
-      await owner.query('GRANT EXECUTE ON FUNCTION ledger_seq_ceiling() TO PUBLIC');
-    }
-  });
-
-  it('a ledger_seq_ceiling() that no longer works (it names a sequence that is gone) still seals, without the ceiling, and says so once', async () => {
-    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    return () => owner.query('GRANT EXECUTE ON FUNCTION ledger_seq_ceiling() TO PUBLIC');
+  };
+  const nameGoneSequence = async (): Promise<() => Promise<unknown>> => {
     const [{ definition }] = (await owner.query(`SELECT pg_get_functiondef('ledger_seq_ceiling()'::regprocedure) AS definition`)) as [{ definition: string }];
-    // As migration 1765400000000 wrote it, with the name a moved schema no longer has (made by hand: a string body is checked at creation).
+    // As migration 1765400000000 wrote it, with a name a moved schema no longer has (by hand: a string body is checked at creation).
     await owner.transaction(async (m) => {
       await m.query('SET LOCAL check_function_bodies = off');
       await m.query(`CREATE OR REPLACE FUNCTION ledger_seq_ceiling() RETURNS bigint LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, public
                      AS $$ SELECT pg_sequence_last_value('gone.runtime_ledger_events_seq_seq'::regclass) $$`);
     });
+    return () => owner.query(definition);
+  };
+
+  it.each([
+    ['a role refused even ledger_seq_ceiling() (EXECUTE revoked)', refuseExecute, 'ledger_seq_ceiling', 6],
+    ['a ledger_seq_ceiling() that no longer works (it names a sequence that is gone)', nameGoneSequence, 'gone', 9],
+  ] as const)('%s still seals, without the ceiling, and says so once', async (_, unusable, named, checked) => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const restore = await unusable();
     try {
       const sealer = new LedgerSealerService(app, {} as AppConfig);
       await append(2);
@@ -235,11 +229,12 @@ describe('sealing as an application role with table privileges only (the usual s
       await append(1);
       expect(await sealer.sealNow()).toBe(1);
       expect(await unsealed()).toBe(0);
+      expect(await verifyOrgChain(app, org)).toMatchObject({ ok: true, checked });
       const said = warn.mock.calls.map((c) => String(c[0])).filter((m) => m.includes('without a ceiling'));
       expect(said).toHaveLength(1);
-      expect(said[0]).toContain('gone');
+      expect(said[0]).toContain(named);
     } finally {
-      await owner.query(definition);
+      await restore();
     }
   });
 });
