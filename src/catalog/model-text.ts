@@ -1,6 +1,6 @@
 import { codePoints, headCodePoints } from '../common/http/code-point-length.js';
 import { storableText } from '../common/storable-text.js';
-import { redactInput } from '../redaction/redaction.service.js';
+import { redactInput, redactOutput } from '../redaction/redaction.service.js';
 
 /**
  * Text the model wrote (an action name, a parameter name inside a validation
@@ -16,11 +16,27 @@ import { redactInput } from '../redaction/redaction.service.js';
  */
 export function redactedModelText(text: string, max: number): string {
   const redacted = redactInput(storableText(text));
-  const out = typeof redacted === 'string' ? redacted : '';
-  // Counted and cut in characters (code points), as the ops filters that find it count them: an emoji is one, and a
-  // cut never splits it into a U+FFFD.
-  return out.length <= max || codePoints(out) <= max ? out : `${headCodePoints(out, max - 1)}…`;
+  return cutToCodePoints(typeof redacted === 'string' ? redacted : '', max);
 }
+
+/**
+ * A tool name or action the catalog does not have, as the ledger records it (tool_calls and the metadata of every
+ * event of the call, which is never erased): redactedModelText, and also the personal data output redaction finds
+ * (emails, phone numbers: "refund jane.doe@example.com" → "refund [REDACTED]"). Input redaction keeps those in
+ * params, where a vendor call needs them; a name is no place for them. Names as the catalog spells them, typos and
+ * other tools' actions come out unchanged.
+ */
+export function recordedModelText(text: string, max: number): string {
+  const redacted = redactOutput(redactInput(storableText(text)));
+  return cutToCodePoints(typeof redacted === 'string' ? redacted : '', max);
+}
+
+/**
+ * Counted and cut in characters (code points), as the ops filters that find it count them: an emoji is one, and a
+ * cut never splits it into a U+FFFD. Cut after redaction, so the cut can never expose part of a secret that would have
+ * been recognised whole.
+ */
+const cutToCodePoints = (out: string, max: number): string => (out.length <= max || codePoints(out) <= max ? out : `${headCodePoints(out, max - 1)}…`);
 
 /**
  * A model-written name as it appears inside one of the gateway's own sentences (an INVALID_INPUT message the model

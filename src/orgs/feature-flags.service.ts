@@ -9,6 +9,7 @@ import { sha256Hex } from '../common/canonical-json.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from './feature-flag.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
+import { redactFreeText } from '../redaction/redaction.service.js';
 import { flagLock, LOCK_SQL } from '../db/advisory-locks.js';
 
 /** Every flag an org has, with its default. Unknown flags are 404. */
@@ -71,8 +72,9 @@ export class FeatureFlagsService {
 
   async set(actor: Principal, orgId: string, flag: string, enabled: boolean, reason?: string) {
     if (!isFlagName(flag)) throw new AppError('NOT_FOUND', unknownFlagDetail(flag));
-    // An empty reason is none given, on the row as on the event.
-    const given = reason ? reason : null;
+    // An empty reason is none given, on the row as on the event. Kept redacted, as every free text the gateway keeps and
+    // shows back (ops keys read it): a card number or token pasted into it is [REDACTED].
+    const given = reason ? redactFreeText(reason) : null;
     // The database's time (the Clock), as the calls' and events' times are, and taken once this change's turn has come.
     let updatedAt = this.clock.now();
     try {
@@ -90,7 +92,7 @@ export class FeatureFlagsService {
         // revocation committed meanwhile is read (holdActorKey), and the key is not held while this waits.
         await holdActorKey(managerQuery(m), actor);
         // The reason lives on the row only until the next PUT replaces it: the event keeps its SHA-256 (lowercase hex of
-        // its UTF-8; null: none given), as an approval decision's event keeps its reason's (reasonDigest), so a reason
+        // its UTF-8, as kept; null: none given), as an approval decision's event keeps its reason's (reasonDigest), so a reason
         // kept elsewhere (a change ticket) can be checked against the ledger afterwards. A digest, not the text: a
         // reason may name people, and the ledger is never erased. Ledger verify holds the row's reason to it.
         const reasonDigest = given === null ? null : sha256Hex(given);

@@ -13,6 +13,7 @@ import { NUMERIC_OPS, type PolicyCondition, type PolicyRule } from './policy.typ
 import { canonicalJson, sha256Hex } from '../common/canonical-json.js';
 import { PolicyEntity } from './policy.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
+import { redactFreeText } from '../redaction/redaction.service.js';
 import { assertPreconditions, type Preconditions } from '../common/http/if-match.js';
 import { LOCK_SQL, policyLock } from '../db/advisory-locks.js';
 
@@ -79,6 +80,21 @@ function conditionOnRecord({ path, op, value }: PolicyCondition): ConditionOnRec
   // A number or decimal text (gt…lte) or a boolean (exists): kept. Anything an eq, ne or in compares: digested.
   const kept = op === 'exists' || NUMERIC_OPS.includes(op);
   return kept ? { path, op, value } : { path, op, valueDigest: sha256Hex(canonicalJson(value)) };
+}
+
+/**
+ * The rules with each string `reason` redacted as every free text the gateway keeps and shows back (README): a rule's
+ * reason is copied to every decision and approval it makes, which ops keys, experts and agents read. Done before the
+ * validation, so the length limit holds for what is kept (and a stored policy is always read back valid); anything
+ * else is left for the validation to judge.
+ */
+function withRedactedReasons(rules: unknown): unknown {
+  if (!Array.isArray(rules)) return rules;
+  return rules.map((r: unknown) => {
+    if (r === null || typeof r !== 'object' || Array.isArray(r) || !Object.hasOwn(r, 'reason')) return r;
+    const { reason } = r as { reason: unknown };
+    return typeof reason === 'string' ? { ...(r as object), reason: redactFreeText(reason) } : r;
+  });
 }
 
 @Injectable()
@@ -152,7 +168,7 @@ export class PoliciesService {
     }
     // New rules must name what the catalog has, with values a call can carry; stored ones are read as they are
     // (a catalog change must not make them fail).
-    const checked = validatePolicyRules(input.rules, this.known);
+    const checked = validatePolicyRules(withRedactedReasons(input.rules), this.known);
     if (!checked.ok) throw new AppError('VALIDATION_FAILED', checked.errors.join('; '), { fields: { errors: checked.errors } });
     // The database's time (the Clock), as the calls' and events' times are, and taken once this change's turn has come.
     let updatedAt = this.clock.now();
