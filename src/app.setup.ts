@@ -14,6 +14,7 @@ import { withProblemResponses } from './common/http/openapi.js';
 import { transferCodingGuard } from './common/http/transfer-coding.js';
 import { canonicalIdsInPath, nulInUrlGuard } from './common/http/url-guard.js';
 import { createValidationPipe } from './common/http/validation.js';
+import { refuseBadTarget, toOriginForm } from './common/http/request-target.js';
 import { requestLog } from './logging/logging.js';
 import { MetricsService } from './metrics/metrics.service.js';
 import { ToolCallResultsService } from './tool-calls/tool-call-results.service.js';
@@ -52,6 +53,8 @@ export function configureApp(app: INestApplication): void {
   if (hops > 0) express.set('trust proxy', hops);
   app.useLogger(app.get(Logger));
   const metrics = app.get(MetricsService);
+  // First of the server's 'request' listeners: the router, the request log and every check read one origin-form target.
+  (app.getHttpServer() as Server).prependListener('request', toOriginForm);
   const drain = new HttpDrain(app.getHttpServer() as Server, config.VENDOR_TIMEOUT_MS, config.HTTP_PIPELINE_DEPTH, config.HTTP_REQUEST_TIMEOUT_MS);
   drains.set(app, drain);
   app.use(dropBehindClose); // a request pipelined behind a refusal that closes its connection is not run
@@ -77,6 +80,7 @@ export function configureApp(app: INestApplication): void {
   // Requests framed in a way we cannot read as the client meant: one Host field (RFC 9112 §3.2), only chunked.
   app.use(hostRequired);
   app.use(transferCodingGuard);
+  app.use(refuseBadTarget);
   // Ahead of everything that could start work (the 503 carries the correlation id, and is logged and counted).
   app.use(drain.refuseEarly);
   app.use(nulInUrlGuard);
