@@ -30,7 +30,7 @@ export class SetFeatureFlagDto {
   @IsBoolean()
   enabled!: boolean;
 
-  @ApiProperty({ type: String, required: false, nullable: true, maxLength: 500, description: 'why, kept with the flag until the next change; its feature_flag.changed event records its SHA-256 (reasonDigest). Absent, null or empty: none given' })
+  @ApiProperty({ type: String, required: false, nullable: true, maxLength: 500, description: 'why, kept with the flag until the next change, redacted as a tool\'s input is (a card number or token in it is [REDACTED]); its feature_flag.changed event records the SHA-256 of what is kept (reasonDigest). Absent, null or empty: none given' })
   @IsOptional()
   @IsString()
   @CodePointLength(0, 500)

@@ -77,7 +77,11 @@ const POLICY_RULE_SCHEMA = {
     },
     decision: { type: 'string', enum: [...POLICY_DECISIONS] },
     riskLevel: { type: 'string', enum: [...RISK_LEVELS], description: 'overrides the catalog risk in the recorded decision' },
-    reason: { type: 'string', maxLength: POLICY_LIMITS.maxReasonLength },
+    reason: {
+      type: 'string',
+      maxLength: POLICY_LIMITS.maxReasonLength,
+      description: "kept redacted as a tool's input is (a card number or token in it is [REDACTED]), and so copied to every decision and approval the rule makes; at most 500 characters once redacted",
+    },
   },
 };
 
