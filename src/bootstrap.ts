@@ -22,7 +22,7 @@ import { correlationIdOf } from './common/http/correlation.js';
 import { bodyLimitFor } from './common/http/json-body.js';
 import type { AppConfig } from './config/app-config.js';
 import { closeAfterOutsideAnswer } from './common/http/closing-connection.js';
-import { toOriginForm } from './common/http/request-target.js';
+import { targetRefusal, toOriginForm } from './common/http/request-target.js';
 
 import { MigrationsPendingBehindPooler, MigrationsStopped, MigrationTableLockTimeout, runMigrations, SchemaIncomplete } from './db/migration-runner.js';
 import { write as writeOutput } from './logging/output-streams.js';
@@ -142,6 +142,9 @@ export function refuseExpectation(req: IncomingMessage, res: ServerResponse, rec
 export function checkContinue(server: Server, record?: RecordOutsideAnswer): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     toOriginForm(req); // emitted as 'request' below, where it finds the target origin-form already
+    // A target refused anyway is refused before the client is invited to upload its body for nothing.
+    const refusal = targetRefusal(req);
+    if (refusal !== undefined) return answerAndClose(req, res, 400, 'BAD_REQUEST', refusal, record);
     const limit = bodyLimitFor(requestPath(req.url));
     if (Number(req.headers['content-length'] ?? 0) > limit) return answerAndClose(req, res, 413, 'PAYLOAD_TOO_LARGE', `body exceeds ${limit} bytes`, record);
     res.writeContinue();

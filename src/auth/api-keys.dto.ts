@@ -16,6 +16,9 @@ export const API_KEYS_DEFAULT_PAGE = 200;
 /** Largest `limit`: the same cap as every other keyset listing. */
 export const API_KEYS_MAX_PAGE = 200;
 
+/** Longest API key name (code points). */
+export const API_KEY_NAME_MAX = 100;
+
 export class CreateApiKeyDto {
   @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'the org the key belongs to; null = platform key (ops/admin only)' })
   @ValidateIf((o: CreateApiKeyDto) => o.orgId !== null)
@@ -27,9 +30,9 @@ export class CreateApiKeyDto {
   @IsIn(ROLES)
   role!: Role;
 
-  @ApiProperty({ minLength: 1, maxLength: 100 })
+  @ApiProperty({ minLength: 1, maxLength: API_KEY_NAME_MAX, description: 'kept redacted as a tool\'s input is (a card number or token in it is [REDACTED])' })
   @IsString()
-  @CodePointLength(1, 100)
+  @CodePointLength(1, API_KEY_NAME_MAX)
   name!: string;
 }
 

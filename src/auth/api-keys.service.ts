@@ -20,6 +20,8 @@ import { actorOf, type Principal } from './principal.js';
 import { holdActorKey, managerQuery } from './actor-key-hold.js';
 import { REVOKE_TURN_SQL } from '../db/advisory-locks.js';
 import { retryOnDeadlock } from '../common/errors/database-errors.js';
+import { redactFreeTextWithin } from '../redaction/redaction.service.js';
+import { API_KEY_NAME_MAX } from './api-keys.dto.js';
 
 export type { ApiKeyPage, ApiKeyView } from './api-keys.listing.js';
 
@@ -204,7 +206,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       id: newId(),
       orgId: input.orgId,
       role: input.role,
-      name: input.name,
+      name: redactFreeTextWithin(input.name, API_KEY_NAME_MAX), // kept and shown back: redacted as every such free text is
       keyHash: hashApiKey(key),
       keyPrefix: keyPrefix(key),
       createdBy: actor.keyId,

@@ -9,7 +9,8 @@ import { sha256Hex } from '../common/canonical-json.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { FeatureFlagEntity } from './feature-flag.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
-import { redactFreeText } from '../redaction/redaction.service.js';
+import { redactFreeTextWithin } from '../redaction/redaction.service.js';
+import { FLAG_REASON_MAX } from './orgs.dto.js';
 import { flagLock, LOCK_SQL } from '../db/advisory-locks.js';
 
 /** Every flag an org has, with its default. Unknown flags are 404. */
@@ -74,7 +75,7 @@ export class FeatureFlagsService {
     if (!isFlagName(flag)) throw new AppError('NOT_FOUND', unknownFlagDetail(flag));
     // An empty reason is none given, on the row as on the event. Kept redacted, as every free text the gateway keeps and
     // shows back (ops keys read it): a card number or token pasted into it is [REDACTED].
-    const given = reason ? redactFreeText(reason) : null;
+    const given = reason ? redactFreeTextWithin(reason, FLAG_REASON_MAX) : null;
     // The database's time (the Clock), as the calls' and events' times are, and taken once this change's turn has come.
     let updatedAt = this.clock.now();
     try {

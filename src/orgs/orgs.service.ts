@@ -8,6 +8,8 @@ import { newId, NIL_UUID } from '../common/ids.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { OrgScopeService } from './org-scope.service.js';
 import { OrgEntity } from './org.entity.js';
+import { ORG_NAME_MAX } from './orgs.dto.js';
+import { redactFreeTextWithin } from '../redaction/redaction.service.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
 
 /** The 403 an org key gets on POST /v1/orgs (the route's @PlatformKeyOnly, and create's own check). */
@@ -30,7 +32,8 @@ export class OrgsService {
     if (input.id?.toLowerCase() === NIL_UUID) {
       throw new AppError('VALIDATION_FAILED', 'id: the nil UUID 00000000-0000-0000-0000-000000000000 is reserved for platform-level events and cannot be an org id');
     }
-    const org = Object.assign(new OrgEntity(), { id: input.id ?? newId(), name: input.name, createdAt: this.clock.now() });
+    // Kept and shown back (admin and ops keys read it): redacted as every such free text is.
+    const org = Object.assign(new OrgEntity(), { id: input.id ?? newId(), name: redactFreeTextWithin(input.name, ORG_NAME_MAX), createdAt: this.clock.now() });
     await this.ds.transaction(async (m) => {
       // Its action digest key: 32 bytes from the CSPRNG, never changed afterwards (see OrgDigestKeys).
       const inserted = (await m.query('INSERT INTO orgs (id, name, created_at, digest_key) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING RETURNING id', [

@@ -9,11 +9,11 @@ import { ToolCatalogService } from '../catalog/tool-catalog.service.js';
 import { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { catalogRuleChecks } from './policy-rule-values.js';
 import { validatePolicyRules, type KnownTools, type PolicyRulesValidation } from './policy-rules.validator.js';
-import { NUMERIC_OPS, type PolicyCondition, type PolicyRule } from './policy.types.js';
+import { NUMERIC_OPS, POLICY_LIMITS, type PolicyCondition, type PolicyRule } from './policy.types.js';
 import { canonicalJson, sha256Hex } from '../common/canonical-json.js';
 import { PolicyEntity } from './policy.entity.js';
 import { holdActorKey, managerQuery } from '../auth/actor-key-hold.js';
-import { redactFreeText } from '../redaction/redaction.service.js';
+import { redactFreeTextWithin } from '../redaction/redaction.service.js';
 import { assertPreconditions, type Preconditions } from '../common/http/if-match.js';
 import { LOCK_SQL, policyLock } from '../db/advisory-locks.js';
 
@@ -83,18 +83,13 @@ function conditionOnRecord({ path, op, value }: PolicyCondition): ConditionOnRec
 }
 
 /**
- * The rules with each string `reason` redacted as every free text the gateway keeps and shows back (README): a rule's
- * reason is copied to every decision and approval it makes, which ops keys, experts and agents read. Done before the
- * validation, so the length limit holds for what is kept (and a stored policy is always read back valid); anything
- * else is left for the validation to judge.
+ * The rules with each `reason` redacted as every free text the gateway keeps and shows back (README): a rule's reason
+ * is copied to every decision and approval it makes, which ops keys, experts and agents read. Applied to the rules a
+ * PUT stores (once they passed the checks, the length limit as sent), and to stored rules as they are read: a policy
+ * the previous release stored keeps its reason as written until it is PUT again.
  */
-function withRedactedReasons(rules: unknown): unknown {
-  if (!Array.isArray(rules)) return rules;
-  return rules.map((r: unknown) => {
-    if (r === null || typeof r !== 'object' || Array.isArray(r) || !Object.hasOwn(r, 'reason')) return r;
-    const { reason } = r as { reason: unknown };
-    return typeof reason === 'string' ? { ...(r as object), reason: redactFreeText(reason) } : r;
-  });
+function withRedactedReasons(rules: PolicyRule[]): PolicyRule[] {
+  return rules.map((r) => (r.reason === undefined ? r : { ...r, reason: redactFreeTextWithin(r.reason, POLICY_LIMITS.maxReasonLength) }));
 }
 
 @Injectable()
@@ -122,7 +117,7 @@ export class PoliciesService {
     if (!stored) return { rules: [], version: 0, updatedAt: null };
     const { row, checked } = stored;
     const view: PolicyView = { rules: row.rules as PolicyRule[], version: row.version, updatedAt: row.updatedAt.toISOString() };
-    if (checked.ok) return view;
+    if (checked.ok) return { ...view, rules: withRedactedReasons(view.rules) };
     // Rules the pipeline refuses block every call (fail closed, loadRules): the admin reading them must see that, not
     // "no rules" (a jsonb null) or a body of another shape.
     return { ...view, rules: Array.isArray(row.rules) ? (row.rules as PolicyRule[]) : [], unusable: [...checked.errors, 'every tool call of the org is blocked (POLICY_BLOCKED) until valid rules are PUT'] };
@@ -151,7 +146,7 @@ export class PoliciesService {
   private async loadRules(orgId: string): Promise<DecisionRules> {
     const stored = await this.stored(orgId);
     if (!stored) return { rules: [], version: 0 };
-    return { rules: stored.checked.ok ? stored.checked.rules : null, version: stored.row.version };
+    return { rules: stored.checked.ok ? withRedactedReasons(stored.checked.rules) : null, version: stored.row.version };
   }
 
   /**
@@ -168,8 +163,9 @@ export class PoliciesService {
     }
     // New rules must name what the catalog has, with values a call can carry; stored ones are read as they are
     // (a catalog change must not make them fail).
-    const checked = validatePolicyRules(withRedactedReasons(input.rules), this.known);
-    if (!checked.ok) throw new AppError('VALIDATION_FAILED', checked.errors.join('; '), { fields: { errors: checked.errors } });
+    const validated = validatePolicyRules(input.rules, this.known);
+    if (!validated.ok) throw new AppError('VALIDATION_FAILED', validated.errors.join('; '), { fields: { errors: validated.errors } });
+    const checked = { ...validated, rules: withRedactedReasons(validated.rules) };
     // The database's time (the Clock), as the calls' and events' times are, and taken once this change's turn has come.
     let updatedAt = this.clock.now();
     let version = 1;

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { codePoints, headCodePoints } from '../common/http/code-point-length.js';
 import { REDACTION_LIMITS, Walker } from './value-walker.js';
 
 export { CIRCULAR, REDACTED, TRUNCATED } from './markers.js';
@@ -25,6 +26,17 @@ export function redactMetadata(value: unknown, maxBytes: number): unknown {
 export function redactFreeText(text: string): string {
   const out = redactInput(text);
   return typeof out === 'string' ? out : String(out);
+}
+
+/**
+ * redactFreeText for a text whose length is limited (a flag's or a policy rule's reason, an org's or a key's name),
+ * cut to `max` characters (code points; "…" marks the cut) when redaction made it longer: `pin: 4821` becomes
+ * `pin: [REDACTED]`, and a text sent within the limit must be taken, and kept within it (a stored policy is read back
+ * through the same limit). Cut after redaction, so the cut never exposes part of a secret recognised whole.
+ */
+export function redactFreeTextWithin(text: string, max: number): string {
+  const out = redactFreeText(text);
+  return out.length <= max || codePoints(out) <= max ? out : `${headCodePoints(out, max - 1)}…`;
 }
 
 /** Secrets plus personal data in vendor results, before they are written to the ledger. */

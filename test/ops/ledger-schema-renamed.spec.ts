@@ -48,6 +48,9 @@ describe("the gateway's schema renamed (a restore moved into a shared database)"
       try {
         const again = await g.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send({ ...lookup, id: `${lookup.id}-2` });
         expect(again.status, JSON.stringify(again.body)).toBe(200);
+        // Its ceiling works there (the sealer would otherwise seal without it, and say so).
+        const [{ ceiling }] = (await g.ds.query('SELECT ledger_seq_ceiling() AS ceiling')) as [{ ceiling: string }];
+        expect(Number(ceiling)).toBeGreaterThan(3);
         await g.app.get(LedgerSealerService).sealNow();
         const { rows } = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM tool_gateway.runtime_ledger_events WHERE hash IS NULL');
         expect(rows[0].n, 'events left unsealed after a seal pass').toBe(0);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PoliciesService } from '../../src/policy/policies.service.js';
 import { setupOrg, startHarness, toolUse, type Harness, type OrgSetup } from '../support/scenario.js';
 import { adminAuth, bearer, createKey } from '../support/test-app.js';
 
@@ -65,6 +66,50 @@ describe('personal data in free text the gateway keeps', () => {
     expect(again.body.rules).toEqual(put.body.rules);
     expect(await h.t.http.get('/v1/ledger/verify').query({ orgId: org.orgId }).set(adminAuth).then((r) => r.body as unknown)).toMatchObject({ ok: true });
     await h.t.http.put(`/v1/orgs/${org.orgId}/policies`).set(adminAuth).send({ rules: [] });
+  });
+
+  it("a policy stored by the previous release with a rule's reason as written: decisions and approvals made now, and GET, show it redacted", async () => {
+    const rules = [{ id: 'watch-old', match: { toolName: 'order_lookup.lookup' }, decision: 'require_expert_approval', reason: 'placeholder' }];
+    expect((await h.t.http.put(`/v1/orgs/${org.orgId}/policies`).set(adminAuth).send({ rules })).status).toBe(200);
+    // As the previous release stored it: the reason as written.
+    await h.t.ds.query(`UPDATE policies SET rules = jsonb_set(rules, '{0,reason}', to_jsonb($2::text)) WHERE org_id = $1`, [org.orgId, TEXT]);
+    h.t.app.get(PoliciesService).forget(org.orgId);
+    const call = await h.t.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send(toolUse('order_lookup', { action: 'lookup', orderId: '12346' }));
+    expect(call.status, call.text).toBe(202);
+    const id = call.body.toolCallId as string;
+    const pd = await h.t.ds.query('SELECT reason FROM policy_decisions WHERE tool_call_id = $1', [id]);
+    const ap = await h.t.ds.query('SELECT reason FROM approval_requests WHERE tool_call_id = $1', [id]);
+    expect([pd, ap]).toEqual([[{ reason: 'customer disputes card [REDACTED], SSN [REDACTED]' }], [{ reason: 'customer disputes card [REDACTED], SSN [REDACTED]' }]]);
+    const got = await h.t.http.get(`/v1/orgs/${org.orgId}/policies`).set(adminAuth);
+    expectClean('GET policies', got.text);
+    await h.t.http.put(`/v1/orgs/${org.orgId}/policies`).set(adminAuth).send({ rules: [] });
+  });
+
+  it('a reason within 500 characters as sent, which redaction makes longer: taken, and kept within 500 (PUT of what GET answered)', async () => {
+    const reason = `${'x'.repeat(490)} pin: 4821`; // 500 characters; "pin: [REDACTED]" is 6 more
+    const rules = [{ id: 'long', match: { toolName: 'order_lookup.lookup' }, decision: 'allow', reason }];
+    const put = await h.t.http.put(`/v1/orgs/${org.orgId}/policies`).set(adminAuth).send({ rules });
+    expect(put.status, put.text).toBe(200);
+    const kept = (put.body as { rules: { reason: string }[] }).rules[0].reason;
+    expect([...kept].length).toBeLessThanOrEqual(500);
+    expect(kept).not.toContain('4821');
+    const flag = await h.t.http.put(`/v1/orgs/${org.orgId}/feature-flags/tool_calling_enabled`).set(adminAuth).send({ enabled: true, reason });
+    expect(flag.status, flag.text).toBe(200);
+    const [row] = (await h.t.ds.query("SELECT reason FROM feature_flags WHERE org_id = $1 AND flag = 'tool_calling_enabled'", [org.orgId])) as { reason: string }[];
+    expect([...row.reason].length).toBeLessThanOrEqual(500);
+    expect(row.reason).not.toContain('4821');
+    await h.t.http.put(`/v1/orgs/${org.orgId}/policies`).set(adminAuth).send({ rules: [] });
+  });
+
+  it("an org's name and an API key's name: kept redacted", async () => {
+    const created = await h.t.http.post('/v1/orgs').set(adminAuth).send({ name: `Acme ${SSN}` });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.name).toBe('Acme [REDACTED]');
+    const key = await h.t.http.post('/v1/api-keys').set(adminAuth).send({ orgId: org.orgId, role: 'ops', name: `ops for card ${CARD}` });
+    expect(key.status, key.text).toBe(201);
+    expect(key.body.name).toBe('ops for card [REDACTED]');
+    const rows = await h.t.ds.query('SELECT name FROM orgs WHERE id = $1 UNION ALL SELECT name FROM api_keys WHERE id = $2', [created.body.id, key.body.id]);
+    expectClean('orgs.name, api_keys.name', JSON.stringify(rows));
   });
 
   it.each([

@@ -103,6 +103,13 @@ describe('absolute-form request targets', () => {
     expect(after[0].n).toBe(before[0].n);
   });
 
+  it('with Expect: 100-continue, a refused target is answered 400 before the body is invited (no 100 Continue)', async () => {
+    const answer = await exchange(port, 'POST http://u:pw@gw.local/v1/orgs HTTP/1.1\r\nHost: gw.local\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n');
+    expect(answer).not.toContain('100 Continue');
+    expect(statusLines(answer)).toEqual(['HTTP/1.1 400']);
+    expect(answer).not.toContain('pw@');
+  });
+
   it('an HTTP/1.1 request without Host is refused 400, whatever the form of its target', async () => {
     expect(statusLines(await exchange(port, 'GET /v1/tools HTTP/1.1\r\nConnection: close\r\n\r\n'))).toEqual(['HTTP/1.1 400']);
     expect(statusLines(await exchange(port, 'GET http://xn--a/v1/tools HTTP/1.1\r\nConnection: close\r\n\r\n'))).toEqual(['HTTP/1.1 400']);

@@ -48,9 +48,14 @@ export function toOriginForm(req: IncomingMessage): void {
   if (problem !== undefined) refusedTargets.set(req, problem);
 }
 
-/** The 400 problem+json for a target toOriginForm did not take (the target is not echoed: it may carry a credential). */
+/** Why toOriginForm did not take the request's target, if it did not (the target is not echoed: it may carry a credential). */
+export function targetRefusal(req: IncomingMessage): string | undefined {
+  return refusedTargets.get(req);
+}
+
+/** The 400 problem+json for a target toOriginForm did not take. */
 export function refuseBadTarget(req: Request & { correlationId?: string }, res: Response, next: NextFunction): void {
-  const problem = refusedTargets.get(req);
+  const problem = targetRefusal(req);
   if (problem === undefined) return next();
   sendProblem(res, new AppError('BAD_REQUEST', problem), req.correlationId ?? 'unknown');
 }
