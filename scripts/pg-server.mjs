@@ -72,13 +72,22 @@ function createParentFolder() {
     // Created folders get a mode of their own whatever the umask, as src/common/data-dir.ts makeDataDir: 0700, or 0711
     // as root (the postgres user passes through to its folder). Umask 000 made DATA_DIR world-writable; root's umask
     // 077 made it one the postgres user could not enter, and the first start failed.
-    const first = mkdirSync(parent, { recursive: true, mode: 0o700 });
-    if (first !== undefined) {
-      const mode = process.getuid?.() === 0 ? 0o711 : 0o700;
-      for (let d = resolve(parent); ; d = dirname(d)) {
-        chmodSync(d, mode);
-        if (d === resolve(first) || dirname(d) === d) break;
+    // One level at a time, top down: a recursive mkdirSync never returns where mkdir answers ENOENT under a folder that
+    // exists (under /proc or /sys), and spun a core for ever, deaf to SIGTERM.
+    const missing = [];
+    for (let d = resolve(parent); !existsSync(d); d = dirname(d)) {
+      missing.unshift(d);
+      if (dirname(d) === d) break;
+    }
+    const mode = process.getuid?.() === 0 ? 0o711 : 0o700;
+    for (const d of missing) {
+      try {
+        mkdirSync(d, { mode: 0o700 });
+      } catch (err) {
+        if (err?.code === 'EEXIST') continue;
+        throw err;
       }
+      chmodSync(d, mode);
     }
   } catch (err) {
     throw new Error(`cannot create ${parent} (${err?.code ?? err?.message ?? String(err)}): check DATA_DIR`, { cause: err });

@@ -46,6 +46,8 @@ async function main(): Promise<void> {
       stopped: () => stopRequested() !== undefined,
       queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS,
       connectionMode: config.DB_CONNECTION_MODE,
+      poolSize: config.DB_POOL_SIZE,
+      onWarning: (line) => writeOutput('stderr', `warning: ${line}\n`),
     });
     if (stopRequested()) process.exit(0);
     if (problem) {

@@ -19,15 +19,15 @@ describe('makeDataDir under umask 000 (the moment of creation)', () => {
     const watching = {
       mkdirSync: ((p: string, o?: fs.MakeDirectoryOptions) => {
         const first = fs.mkdirSync(p, o);
-        if (typeof first === 'string') {
-          for (let d = resolve(p); ; d = dirname(d)) {
-            atCreation[d] = statSync(d).mode & 0o777;
-            if (d === resolve(first) || dirname(d) === d) break;
-          }
+        // Every folder this call made: `p` alone, or (recursive) those from the first one it made down to `p`.
+        for (let d = resolve(p); ; d = dirname(d)) {
+          atCreation[d] = statSync(d).mode & 0o777;
+          if (typeof first !== 'string' || d === resolve(first) || dirname(d) === d) break;
         }
         return first;
       }) as typeof fs.mkdirSync,
       chmodSync: fs.chmodSync,
+      existsSync: fs.existsSync,
     };
     const before = process.umask(0);
     try {

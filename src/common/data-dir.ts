@@ -8,16 +8,27 @@ import { dirname, resolve } from 'node:path';
  * world-writable (another user could plant a link where a secret is written next); under root's umask 077 the
  * postgres user could not enter it and the first start failed. A folder that exists is left as it is
  * (scripts/pg-server.mjs does the same for the folders it creates). `fs`: a test's, to see each folder as it is made.
+ * One level at a time, top down: Node's recursive mkdirSync never returns where mkdir answers ENOENT under a folder
+ * that exists (under /proc or /sys), and the gateway spun a core for ever, deaf to SIGTERM. That is thrown here instead,
+ * naming the folder.
  */
-export function makeDataDir(dir: string, fs: Pick<typeof nodeFs, 'mkdirSync' | 'chmodSync'> = nodeFs): void {
-  // Created 0700 (the umask can only narrow it): not one moment writable by others, who could plant a link there.
-  const first = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (first === undefined) return;
+export function makeDataDir(dir: string, fs: Pick<typeof nodeFs, 'mkdirSync' | 'chmodSync' | 'existsSync'> = nodeFs): void {
+  const missing: string[] = [];
+  for (let d = resolve(dir); !fs.existsSync(d); d = dirname(d)) {
+    missing.unshift(d);
+    if (dirname(d) === d) break;
+  }
   const mode = process.getuid?.() === 0 ? 0o711 : 0o700;
-  const top = resolve(first);
-  for (let d = resolve(dir); ; d = dirname(d)) {
+  for (const d of missing) {
+    try {
+      // Created 0700 (the umask can only narrow it): not one moment writable by others, who could plant a link there.
+      fs.mkdirSync(d, { mode: 0o700 });
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code === 'EEXIST') continue; // made meanwhile by another process: left as it is
+      throw new Error(`DATA_DIR ${dir}: cannot create the folder ${d} (${String(code ?? err)})`, { cause: err });
+    }
     fs.chmodSync(d, mode);
-    if (d === top || dirname(d) === d) break;
   }
 }
 

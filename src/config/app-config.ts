@@ -185,11 +185,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
  * Durations in milliseconds that start up but cannot work, most often seconds written where milliseconds are read
  * (VENDOR_TIMEOUT_MS=60): said at start-up, not refused, since tests and drills use short ones on purpose.
  */
-function implausibleDurations(raw: Pick<AppConfig, 'VENDOR_TIMEOUT_MS' | 'CIRCUIT_BREAKER_COOLDOWN_MS' | 'SHUTDOWN_DELAY_MS' | 'STALE_RUNNING_MARGIN_MS'>): string[] {
+function implausibleDurations(
+  raw: Pick<AppConfig, 'VENDOR_TIMEOUT_MS' | 'VENDOR_CONNECT_TIMEOUT_MS' | 'CIRCUIT_BREAKER_COOLDOWN_MS' | 'SHUTDOWN_DELAY_MS' | 'STALE_RUNNING_MARGIN_MS'>,
+): string[] {
   const out: string[] = [];
   const seconds = (name: string, value: number, what: string) =>
     out.push(`${name}=${value} is ${value} milliseconds${what}: milliseconds, not seconds (did you mean ${value * 1000}?)`);
   if (raw.VENDOR_TIMEOUT_MS < 1_000) seconds('VENDOR_TIMEOUT_MS', raw.VENDOR_TIMEOUT_MS, ' for a whole vendor call, its connection and TLS handshake included');
+  // Under 100 ms (a vendor on the same network answers within a few): DNS, TCP and TLS to a remote vendor take longer.
+  if (raw.VENDOR_CONNECT_TIMEOUT_MS < 100) seconds('VENDOR_CONNECT_TIMEOUT_MS', raw.VENDOR_CONNECT_TIMEOUT_MS, ' for DNS, the connection and its TLS handshake');
   if (raw.CIRCUIT_BREAKER_COOLDOWN_MS < 1_000) seconds('CIRCUIT_BREAKER_COOLDOWN_MS', raw.CIRCUIT_BREAKER_COOLDOWN_MS, ' of an open breaker: it barely holds a failing vendor off');
   if (raw.SHUTDOWN_DELAY_MS > 0 && raw.SHUTDOWN_DELAY_MS < 1_000) seconds('SHUTDOWN_DELAY_MS', raw.SHUTDOWN_DELAY_MS, ' of /readyz 503 before the drain: no load balancer sees it');
   if (raw.STALE_RUNNING_MARGIN_MS < STALE_MARGIN_FLOOR_MS) {

@@ -73,11 +73,13 @@ function url(def?: string) {
     try {
       parsed = new URL(v);
     } catch {
-      // Quoted without its user information: a proxy URL with a password and a mistyped port would print the password.
-      throw new Error(`must be an absolute URL, got "${v.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1…@')}"`);
+      // Not quoted when it holds an "@": a proxy URL with a password and a mistyped port, or a password holding "#", "/"
+      // or "?" (what makes it unparsable), would print the password.
+      throw new Error(v.includes('@') ? 'must be an absolute URL (not quoted: it holds user information)' : `must be an absolute URL, got "${v}"`);
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('must be an http(s) URL');
-    if (parsed.username || parsed.password) throw new Error('must not hold a user name or password');
+    // An "@" in the path too: a password holding an unencoded "/" (`https://svc:2024/pw@proxy`) parses as host and port.
+    if (parsed.username || parsed.password || parsed.pathname.includes('@')) throw new Error('must not hold a user name or password');
     if (v.includes('?') || v.includes('#')) throw new Error('must have no query or fragment: the gateway appends its paths to it');
     return v.replace(/\/+$/, '');
   };
@@ -127,7 +129,9 @@ export const CONFIG_SCHEMA = {
       } catch {
         throw databasePortProblem(v) ?? bad;
       }
-      if (url.hash !== '') throw bad;
+      // An "@" past the authority: a password holding an unencoded "/" (`user:2024/pw@host`) parses as host `user`, port
+      // 2024 and a path holding the rest of the password and the real host, which messages naming the database print.
+      if (url.hash !== '' || url.pathname.includes('@') || url.search.includes('@')) throw bad;
       // The driver reads these files as it builds each client: one missing failed start-up with a bare ENOENT.
       for (const param of ['sslrootcert', 'sslcert', 'sslkey']) {
         const file = url.searchParams.get(param);
@@ -180,6 +184,9 @@ export const CONFIG_SCHEMA = {
       if (!API_KEY_CHARS.test(raw)) {
         throw new Error('may contain only printable ASCII characters without spaces (0x21-0x7e); a key with spaces, control or non-ASCII characters could never authenticate');
       }
+      // Quotes kept from an env file (.env.example quotes a key holding "$"; `docker run --env-file` and kubectl's
+      // --from-env-file keep them): the key stored would be the quoted text, and the key as meant answered 401.
+      if (/^(['"]).*\1$/s.test(raw)) throw new Error('is quoted: the quotes would be part of the key (remove them where the environment is set; an env file read by docker or kubectl keeps them)');
       return raw;
     },
   },
@@ -285,12 +292,12 @@ export const SENSITIVE_VARS = Object.entries(CONFIG_SCHEMA)
   .map(([name]) => name);
 
 /**
- * What is wrong with the database variables (DATABASE_URL, DB_CONNECTION_MODE) as the gateway reads them, for the
- * commands that connect without the whole config; undefined when they are fine. The messages never echo the URL
- * (its password).
+ * What is wrong with the database variables (DATABASE_URL, DB_CONNECTION_MODE, DB_QUERY_TIMEOUT_MS) as the gateway
+ * reads them, for the commands that connect without the whole config; undefined when they are fine. The messages never
+ * echo the URL (its password).
  */
 export function databaseEnvProblem(env: NodeJS.ProcessEnv): string | undefined {
-  for (const name of ['DATABASE_URL', 'DB_CONNECTION_MODE'] as const) {
+  for (const name of ['DATABASE_URL', 'DB_CONNECTION_MODE', 'DB_QUERY_TIMEOUT_MS'] as const) {
     try {
       CONFIG_SCHEMA[name].parse(env[name]);
     } catch (err) {

@@ -19,6 +19,10 @@ export interface ProbeOptions {
   queryTimeoutMs?: number;
   /** DB_CONNECTION_MODE: whether those parameters carry the session settings (direct, the default), or the role must (pooled) */
   connectionMode?: DbConnectionMode;
+  /** DB_POOL_SIZE: in direct mode, compared with the connections the server lets this role open (onWarning) */
+  poolSize?: number;
+  /** what starts but may not work: one line each */
+  onWarning?: (line: string) => void;
 }
 
 /** Where the URL points, for messages: host and port, never the user or password. */
@@ -27,7 +31,9 @@ export function databaseTarget(url: string): string {
     const u = readDatabaseUrl(url);
     // The host and port parameters win over the URL's, as in the driver (a socket form's stand-in host among them).
     const host = u.searchParams.get('host') || u.hostname || 'local socket';
-    return `${host}:${u.searchParams.get('port') || u.port || '5432'}${u.pathname.length > 1 ? u.pathname : ''}`;
+    // The path is the database's name, unless it holds an "@" (a password's unencoded "/" made it: its rest is there).
+    const database = u.pathname.length > 1 && !u.pathname.includes('@') ? u.pathname : '';
+    return `${host}:${u.searchParams.get('port') || u.port || '5432'}${database}`;
   } catch {
     return 'the configured database';
   }
@@ -88,6 +94,33 @@ async function sessionSettingsMissing(client: pg.Client, queryTimeoutMs: number,
 }
 
 /**
+ * Whether the server lets this role open fewer connections than one gateway opens (DB_POOL_SIZE, and /readyz's own):
+ * the pool would then meet "sorry, too many clients already" under load, answered 503, taking the connections every
+ * other client of the server needs. max_connections less the slots reserved for superusers (and, PostgreSQL 16 and
+ * later, for pg_use_reserved_connections), and the role's own CONNECTION LIMIT. Direct mode only: behind a pooler the
+ * pooler's pool is what counts. Null when it fits.
+ */
+async function connectionsShort(client: pg.Client, poolSize: number): Promise<string | null> {
+  const { rows } = await client.query<{ max: string; su: string; reserved: string | null; superuser: string; rolelimit: string | null }>(
+    `SELECT current_setting('max_connections') AS max, current_setting('superuser_reserved_connections') AS su,
+            current_setting('reserved_connections', true) AS reserved, current_setting('is_superuser') AS superuser,
+            (SELECT rolconnlimit FROM pg_roles WHERE rolname = current_user) AS rolelimit`,
+  );
+  const r = rows[0];
+  const max = Number(r.max);
+  const open = r.superuser === 'on' ? max : max - Number(r.su) - Number(r.reserved ?? 0);
+  const roleLimit = Number(r.rolelimit ?? -1);
+  const allowed = roleLimit >= 0 ? Math.min(open, roleLimit) : open;
+  const needed = poolSize + 1;
+  if (needed <= allowed) return null;
+  return (
+    `DB_POOL_SIZE=${poolSize} (+1 for /readyz) is more connections than the server lets this role open ` +
+    `(max_connections ${max}${r.superuser === 'on' ? '' : `, less ${Number(r.su) + Number(r.reserved ?? 0)} reserved`}${roleLimit >= 0 ? `, role limit ${roleLimit}` : ''}: ${allowed}), ` +
+    'before any other replica or command connects: under load calls would be answered 503 (too many clients); lower DB_POOL_SIZE or raise max_connections'
+  );
+}
+
+/**
  * Connects once to the database DATABASE_URL names, before the gateway is built: a wrong password or database
  * name stops start-up at once with one line naming DATABASE_URL, and a database not up yet (a container starting
  * beside the gateway) is waited for, a line per attempt, instead of the framework's retries with stack traces.
@@ -113,6 +146,10 @@ export async function probeDatabase(url: string, opts: ProbeOptions): Promise<st
       client.on('error', () => undefined);
       await client.connect();
       const missing = await sessionSettingsMissing(client, queryTimeoutMs, mode);
+      if (missing === null && mode === 'direct' && opts.poolSize !== undefined && opts.onWarning) {
+        const short = await connectionsShort(client, opts.poolSize);
+        if (short) opts.onWarning(short);
+      }
       await client.end().catch(() => undefined);
       return missing;
     } catch (err) {

@@ -85,7 +85,9 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
   }
   let ds: DataSource | undefined;
   try {
-    ds = await new DataSource(dbOptions(url, 2, undefined, mode)).initialize();
+    // The gateway's query timeout (and the statement_timeout under it), as credentials:rotate takes it.
+    const queryTimeoutMs = CONFIG_SCHEMA.DB_QUERY_TIMEOUT_MS.parse(env.DB_QUERY_TIMEOUT_MS) as number;
+    ds = await new DataSource(dbOptions(url, 2, queryTimeoutMs, mode)).initialize();
     // A mistyped id would otherwise verify an empty chain as intact (the API answers 404).
     const [org] = orgId === NIL_UUID ? [true] : ((await ds.query('SELECT 1 FROM orgs WHERE id = $1', [orgId])) as unknown[]);
     if (!org) {
