@@ -26,7 +26,8 @@ export function makeDataDir(dir: string, fs: Pick<typeof nodeFs, 'mkdirSync' | '
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (code === 'EEXIST') continue; // made meanwhile by another process: left as it is
-      throw new Error(`DATA_DIR ${dir}: cannot create the folder ${d} (${String(code ?? err)})`, { cause: err });
+      // Its code kept (ENOTDIR, EACCES, ENOENT…): callers name it as they name any other failure to make the folder.
+      throw Object.assign(new Error(`DATA_DIR ${dir}: cannot create the folder ${d} (${String(code ?? err)})`, { cause: err }), { code });
     }
     fs.chmodSync(d, mode);
   }

@@ -73,9 +73,9 @@ function url(def?: string) {
     try {
       parsed = new URL(v);
     } catch {
-      // Not quoted when it holds an "@": a proxy URL with a password and a mistyped port, or a password holding "#", "/"
-      // or "?" (what makes it unparsable), would print the password.
-      throw new Error(v.includes('@') ? 'must be an absolute URL (not quoted: it holds user information)' : `must be an absolute URL, got "${v}"`);
+      // Quoted without everything up to its last "@": a proxy URL with a password and a mistyped port, or a password
+      // holding "#", "/" or "?" (what makes it unparsable), would print the password.
+      throw new Error(`must be an absolute URL, got "${v.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/is, '$1…@')}"`);
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('must be an http(s) URL');
     // An "@" in the path too: a password holding an unencoded "/" (`https://svc:2024/pw@proxy`) parses as host and port.

@@ -44,7 +44,9 @@ describe("the gateway's schema renamed (a restore moved into a shared database)"
     try {
       await c.query('ALTER SCHEMA public RENAME TO tool_gateway');
       await c.query('CREATE SCHEMA public');
-      const g = await startTestApp({ ...env, DATABASE_URL: `${db.url}?options=${encodeURIComponent('-c search_path=tool_gateway')}` });
+      const url = new URL(db.url); // the embedded server's URL carries parameters of its own (sslmode)
+      url.searchParams.set('options', '-c search_path=tool_gateway');
+      const g = await startTestApp({ ...env, DATABASE_URL: url.toString() });
       try {
         const again = await g.http.post(`/v1/runs/${org.runId}/tool-calls`).set(bearer(org.agentKey)).send({ ...lookup, id: `${lookup.id}-2` });
         expect(again.status, JSON.stringify(again.body)).toBe(200);

@@ -11,10 +11,11 @@ import { NANGO_SECRET_KEY, TEST_ADMIN_KEY } from './secrets.js';
 import { adminAuth, createKey, createOrg, startTestApp, type TestApp } from './test-app.js';
 
 /**
- * Shaped like a Shopify access token but no test secret (nothing registers it): the run-wide scan does not look
- * for it, so planting it in an org's name fails nothing; this file searches for it itself.
+ * A made-up secret, no test secret (nothing registers it): the run-wide scan does not look for it, so planting it in an
+ * org's name fails nothing; this file searches for it itself. Of no shape redaction knows (a `shpat_…` token would be
+ * kept `[REDACTED]` in the name), so the answer carries it as sent.
  */
-const PLANTED = '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';
+const PLANTED = 'planted0f1a2b3c4d5e6f708192a3b4c5d6e7f8';
 const THIS_FILE = relative(process.cwd(), fileURLToPath(import.meta.url));
 
 /** The run log lines this file wrote, each as [source, text]. */
