@@ -75,6 +75,9 @@ export class RuntimeToolExecutor {
     // The run's and the kill switch's state before a send that waited (sendStanding); absent in specs built by hand.
     @Optional() private readonly sql?: Sql,
   ) {
+    // Credentials put or deleted through this replica: the org's breaker for that vendor goes at once, as it would at
+    // the next call (breakerFor), so /metrics stops reporting an outage the fix already ended.
+    credentials.onChange((orgId, type) => this.forgetBreaker(orgId, type));
     metrics.onScrape(() => {
       this.metrics.breakerState.reset();
       for (const [key, n] of this.breakerCounts()) {
@@ -102,6 +105,12 @@ export class RuntimeToolExecutor {
     const breaker = new CircuitBreaker(this.config.CIRCUIT_BREAKER_THRESHOLD, this.config.CIRCUIT_BREAKER_COOLDOWN_MS, () => this.clock.elapsedMs());
     this.breakers.set(key, { breaker, stamp: stamp ?? null });
     return breaker;
+  }
+
+  private forgetBreaker(orgId: string, vendor: VendorKey): void {
+    const key = `${orgId}:${vendor}`;
+    if (this.breakers.get(key)?.breaker.refusing) this.log.log({ orgId, vendor }, 'circuit breaker reset: the org\'s credentials for the vendor were replaced since it opened');
+    this.breakers.delete(key);
   }
 
   /**

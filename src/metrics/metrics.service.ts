@@ -20,7 +20,7 @@ export class MetricsService {
 
   readonly toolCalls = new Counter({
     name: 'tool_calls_total',
-    help: 'Tool calls by tool, action, status and error code as answered to the caller (a call waiting for approval counts when answered and again when it runs, or is blocked as it would; rejections, expiries, run ends and sweeps settle calls without counting them here: see the ledger)',
+    help: 'Tool calls by tool, action, status and error code as answered to the caller (status "rejected": a 429 CONCURRENCY_LIMIT, refused before it was recorded; a call waiting for approval counts when answered and again when it runs, or is blocked as it would; rejections, expiries, run ends and sweeps settle calls without counting them here: see the ledger)',
     labelNames: ['tool', 'action', 'status', 'error_code'] as const,
     registers: [this.registry],
   });
