@@ -69,7 +69,7 @@ export class CredentialsService {
    * not used again on this replica once the change has been answered.
    */
   private readonly cache = new InvalidatingCache<string, IntegrationCredentialEntity | null>({ ttlMs: CACHE_TTL_MS });
-  private readonly changeListeners: ((orgId: string, type: IntegrationType) => void)[] = [];
+  private readonly changeListeners: ((orgId: string, type: IntegrationType, stamp: string | null | undefined) => void)[] = [];
   /** Counts the changes answered in this process; `${orgId}:${type}` → the count at its latest change. */
   private generation = 0;
   private readonly changes = new Map<string, number>();
@@ -107,6 +107,8 @@ export class CredentialsService {
     // Bound to the org and integration: equal configs elsewhere have other fingerprints.
     const fp = this.cipher.fingerprint(config, credentialAad(orgId, type));
     let now = this.clock.now();
+    /** The stored row's stamp once committed (undefined: not known to be). */
+    let stamp: string | null | undefined;
     try {
       await this.ds.transaction(async (m) => {
         // Every PUT and DELETE of this integration's credentials in turn, and the time taken once this one's turn has
@@ -152,9 +154,10 @@ export class CredentialsService {
         await holdActorKey(managerQuery(m), actor);
         await this.events.append([{ orgId, type: 'credentials.updated', actor: actorOf(actor), metadata: { integrationType: type, keyId: env.keyId, fingerprint: fp } }], m);
       });
+      stamp = fp;
     } finally {
       // After the commit (or a failed one, which may have committed), before answering.
-      this.changed(orgId, type);
+      this.changed(orgId, type, stamp);
     }
     return { integrationType: type, keyId: env.keyId, fingerprint: fp, updatedAt: now.toISOString() };
   }
@@ -165,6 +168,7 @@ export class CredentialsService {
   }
 
   async remove(actor: Principal, orgId: string, type: IntegrationType): Promise<void> {
+    let stamp: null | undefined;
     try {
       await this.ds.transaction(async (m) => {
         await m.query(LOCK_SQL, [credentialsLock(orgId, type)]);
@@ -177,20 +181,24 @@ export class CredentialsService {
         await holdActorKey(managerQuery(m), actor);
         await this.events.append([{ orgId, type: 'credentials.deleted', actor: actorOf(actor), metadata: { integrationType: type, fingerprint: deleted[0].fingerprint } }], m);
       });
+      stamp = null;
     } finally {
-      this.changed(orgId, type);
+      this.changed(orgId, type, stamp);
     }
   }
 
-  /** `listener` is told of every put and delete of an org's credentials, once its transaction ended (however). */
-  onChange(listener: (orgId: string, type: IntegrationType) => void): void {
+  /**
+   * `listener` is told of every put and delete of an org's credentials, once its transaction ended (however), with the
+   * stamp (stampOf) the stored row has since: null once deleted, undefined when the change is not known to have committed.
+   */
+  onChange(listener: (orgId: string, type: IntegrationType, stamp: string | null | undefined) => void): void {
     this.changeListeners.push(listener);
   }
 
-  private changed(orgId: string, type: IntegrationType): void {
+  private changed(orgId: string, type: IntegrationType, stamp: string | null | undefined): void {
     setBounded(this.changes, `${orgId}:${type}`, ++this.generation, CHANGES_MAX);
     this.cache.invalidate(`${orgId}:${type}`);
-    for (const listener of this.changeListeners) listener(orgId, type);
+    for (const listener of this.changeListeners) listener(orgId, type, stamp);
   }
 
   /** The decrypted config for a vendor call, or null when the org has none. Throws DecryptionError on a bad row. */

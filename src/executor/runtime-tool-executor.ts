@@ -75,9 +75,10 @@ export class RuntimeToolExecutor {
     // The run's and the kill switch's state before a send that waited (sendStanding); absent in specs built by hand.
     @Optional() private readonly sql?: Sql,
   ) {
-    // Credentials put or deleted through this replica: the org's breaker for that vendor goes at once, as it would at
-    // the next call (breakerFor), so /metrics stops reporting an outage the fix already ended.
-    credentials.onChange((orgId, type) => this.forgetBreaker(orgId, type));
+    // Credentials replaced or deleted through this replica: the org's breaker for that vendor goes at once, as it would
+    // at the next call (breakerFor), so /metrics stops reporting an outage the fix already ended. The same credentials
+    // saved again (the same stamp) keep it. (Hand-built executors of unit specs have no change feed.)
+    if (typeof credentials.onChange === 'function') credentials.onChange((orgId, type, stamp) => this.credentialsChanged(orgId, type, stamp));
     metrics.onScrape(() => {
       this.metrics.breakerState.reset();
       for (const [key, n] of this.breakerCounts()) {
@@ -107,9 +108,11 @@ export class RuntimeToolExecutor {
     return breaker;
   }
 
-  private forgetBreaker(orgId: string, vendor: VendorKey): void {
+  private credentialsChanged(orgId: string, vendor: VendorKey, stamp: string | null | undefined): void {
     const key = `${orgId}:${vendor}`;
-    if (this.breakers.get(key)?.breaker.refusing) this.log.log({ orgId, vendor }, 'circuit breaker reset: the org\'s credentials for the vendor were replaced since it opened');
+    const held = this.breakers.get(key);
+    if (stamp === undefined || !held || held.stamp === null || held.stamp === stamp) return;
+    if (held.breaker.refusing) this.log.log({ orgId, vendor }, 'circuit breaker reset: the org\'s credentials for the vendor were replaced since it opened');
     this.breakers.delete(key);
   }
 
