@@ -63,11 +63,15 @@ export class ApprovalsService {
     if (p.role === 'agent' && q.kind === 'expert') return { items: [], nextCursor: null };
     const now = this.clock.now();
     const { sql, params } = approvalsSizedPageSql({ orgId, status: q.status, kind, runId: q.runId }, after, limit + 1, now, LIST_PAGE_BYTES);
-    const rows = await this.sql.query<ApprovalListingRow>(sql, params);
+    // Read in the key's turn and charged by size as a ledger list page is (KeyRateLimiter.listingTurn, chargeListing): a
+    // token more per 64 KiB of redacted input.
+    const { rows, items } = await this.limiter.listingTurn(p.keyId, 'page', async () => {
+      const read = await this.sql.query<ApprovalListingRow>(sql, params);
+      const pageItems = read.slice(0, limit);
+      this.limiter.chargeListing(p.keyId, pageItems.reduce((n, r) => n + Number(r.row_bytes), 0), 'page');
+      return { rows: read, items: pageItems };
+    });
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
-    const items = rows.slice(0, limit);
-    // Charged by size as a ledger list page is (KeyRateLimiter.chargeListing): a token more per 64 KiB of redacted input.
-    this.limiter.chargeListing(p.keyId, items.reduce((n, r) => n + Number(r.row_bytes), 0), 'page');
     const last = items[items.length - 1];
     return {
       items: items.map((a) => approvalView(a, now.getTime())),

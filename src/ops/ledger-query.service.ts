@@ -44,10 +44,14 @@ export class LedgerQueryService {
     // RATE_LIMIT_RPS more per 64 KiB beyond the first, once built and before it is sent. Before, ten pages of 200
     // large events at once were 229 MB answered at a token each.
     const { sql, params } = ledgerEventsSizedPageSql(orgId, filters, after, limit + 1, LIST_PAGE_BYTES);
-    const rows = (await this.ds.query(sql, params)) as (LedgerEventRow & { page_rows: string; row_bytes: number })[];
+    // Read and charged in the key's turn (KeyRateLimiter.listingTurn): a key's pages one at a time.
+    const { rows, items } = await this.limiter.listingTurn(p.keyId, 'page', async () => {
+      const read = (await this.ds.query(sql, params)) as (LedgerEventRow & { page_rows: string; row_bytes: number })[];
+      const pageItems = read.slice(0, limit);
+      this.limiter.chargeListing(p.keyId, pageItems.reduce((n, r) => n + Number(r.row_bytes), 0), 'page');
+      return { rows: read, items: pageItems };
+    });
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
-    const items = rows.slice(0, limit);
-    this.limiter.chargeListing(p.keyId, items.reduce((n, r) => n + Number(r.row_bytes), 0), 'page');
     const last = items.at(-1);
     const nextCursor =
       (rows.length > limit || cut) && last ? this.cursors.encode('ledger-events', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.seq }) : null;

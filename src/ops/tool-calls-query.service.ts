@@ -86,13 +86,16 @@ export class ToolCallsQueryService {
     const after = q.cursor === undefined ? undefined : this.cursors.decode(q.cursor, 'tool-calls', scopeKey(orgId), hash);
     const limit = q.limit ?? DEFAULT_PAGE;
     await this.expireOverdueApprovals(orgId, filters);
-    const { rows, more } = await this.page(orgId, filters, after, limit + 1, LIST_PAGE_BYTES);
-    const items = rows.slice(0, limit);
     // README (RATE_LIMIT_RPS): a page of up to LIST_PAGE_BYTES costs the key a token per RESULT_BYTES_PER_TOKEN of its
-    // rows beyond the first, once it is built and before it is sent, as debt as a replay is (KeyRateLimiter.chargeListing).
-    // At a token a page, one key within its burst had the gateway read, parse and send hundreds of MB at once, every
-    // other org's requests (health included) waiting behind it.
-    this.limiter.chargeListing(p.keyId, sumBytes(items), 'page');
+    // rows beyond the first, once it is built and before it is sent, as debt as a replay is (KeyRateLimiter.chargeListing),
+    // and a key's pages are built one at a time (listingTurn). At a token a page, one key within its burst had the
+    // gateway read, parse and send hundreds of MB at once, every other org's requests (health included) waiting behind it.
+    const { rows, more, items } = await this.limiter.listingTurn(p.keyId, 'page', async () => {
+      const built = await this.page(orgId, filters, after, limit + 1, LIST_PAGE_BYTES);
+      const pageItems = built.rows.slice(0, limit);
+      this.limiter.chargeListing(p.keyId, sumBytes(pageItems), 'page');
+      return { ...built, items: pageItems };
+    });
     const last = items.at(-1);
     const nextCursor =
       (rows.length > limit || more) && last ? this.cursors.encode('tool-calls', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.id }) : null;
@@ -171,14 +174,18 @@ export class ToolCallsQueryService {
     const filters = filtersOf(q);
     const orgId = await listingScope(this.scope, p, q.orgId);
     await this.expireOverdueApprovals(orgId, filters);
-    const first = await this.page(orgId, filters, undefined, EXPORT_BATCH, EXPORT_BATCH_BYTES);
+    // Read and charged in the key's turn (listingTurn), as a list page is.
+    const first = await this.limiter.listingTurn(p.keyId, 'export', async () => {
+      const batch = await this.page(orgId, filters, undefined, EXPORT_BATCH, EXPORT_BATCH_BYTES);
+      this.limiter.chargeListing(p.keyId, batch.bytes, 'export');
+      return batch;
+    });
     // README (RATE_LIMIT_RPS): an export costs the key a token per RESULT_BYTES_PER_TOKEN it streams beyond the first.
     // The first batch is charged by its rows' size before the answer starts (a key already in debt, as concurrent
     // exports leave it, is 429 and nothing is sent); the stream then charges the bytes it sends beyond that as it goes,
     // as debt: a body under way cannot be refused, so the key's next requests wait for what it owes.
     const { keyId } = p;
     const limiter = this.limiter;
-    limiter.chargeListing(keyId, first.bytes, 'export');
     let charged = Math.floor(first.bytes / RESULT_BYTES_PER_TOKEN);
     let streamed = 0;
     const charge = (chunk: string): string => {
