@@ -20,6 +20,7 @@ import { listingScope } from '../ops/ops-scope.js';
 import { ApprovedCallRunner } from './approved-call-runner.service.js';
 import { clientQuery, holdActorKey } from '../auth/actor-key-hold.js';
 import { APPROVAL_NOT_BOUND, APPROVAL_ROW_AGREES_SQL } from './approval-binding.js';
+import { rowBytes } from '../db/sized-page.js';
 
 interface ApprovalRow extends ApprovalRecord {
   created_iso: string;
@@ -65,13 +66,9 @@ export class ApprovalsService {
     const { sql, params } = approvalsSizedPageSql({ orgId, status: q.status, kind, runId: q.runId }, after, limit + 1, now, LIST_PAGE_BYTES);
     // Read in the key's turn and charged by size as a ledger list page is (KeyRateLimiter.listingTurn, chargeListing): a
     // token more per 64 KiB of redacted input.
-    const { rows, items } = await this.limiter.listingTurn(p.keyId, 'page', async () => {
-      const read = await this.sql.query<ApprovalListingRow>(sql, params);
-      const pageItems = read.slice(0, limit);
-      this.limiter.chargeListing(p.keyId, pageItems.reduce((n, r) => n + Number(r.row_bytes), 0), 'page');
-      return { rows: read, items: pageItems };
-    });
+    const rows = await this.limiter.listingTurn(p.keyId, 'page', () => this.sql.query<ApprovalListingRow>(sql, params), (read) => rowBytes(read.slice(0, limit)));
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
+    const items = rows.slice(0, limit);
     const last = items[items.length - 1];
     return {
       items: items.map((a) => approvalView(a, now.getTime())),

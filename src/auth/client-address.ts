@@ -1,4 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net';
+import { ownString } from '../common/own-string.js';
 
 /**
  * The key a client's address is metered under: an IPv4 address as it is (also
@@ -15,8 +16,11 @@ export function clientAddressKey(raw: string | undefined): string {
   if (!raw) return 'unknown';
   const ip = withoutPort(raw);
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
-  if (mapped && isIPv4(mapped[1])) return ownCopy(mapped[1]);
-  if (isIPv4(ip)) return ownCopy(ip);
+  // A string of its own (ownString): req.ip is cut out of the X-Forwarded-For header, and V8 keeps a cut of 13
+  // characters or more ("100.123.145.167") as a view into the whole header, so each rate limiter bucket key held its
+  // first request's header alive, up to HTTP_MAX_HEADER_BYTES (1.3 GB at the limiter's 100,000 buckets of 16 KiB).
+  if (mapped && isIPv4(mapped[1])) return ownString(mapped[1]);
+  if (isIPv4(ip)) return ownString(ip);
   if (!isIPv6(ip)) return 'invalid';
   const addr = ip.split('%')[0]; // a zone id names the interface, not the host
   const [head, tail] = addr.includes('::') ? addr.split('::') : [addr, undefined];
@@ -30,14 +34,6 @@ export function clientAddressKey(raw: string | undefined): string {
     .map((g) => parseInt(g, 16).toString(16))
     .join(':')}::/64`;
 }
-
-/**
- * The IPv4 address as a string of its own. req.ip is cut out of the X-Forwarded-For header, and V8 keeps a cut of 13
- * characters or more ("100.123.145.167") as a view into the whole header: kept as a rate limiter's bucket key, each
- * address held its first request's header alive, up to HTTP_MAX_HEADER_BYTES (1.3 GB at the limiter's 100,000 buckets
- * of 16 KiB headers). Its octets are short enough to be copied, and joined they make a new string.
- */
-const ownCopy = (ipv4: string): string => ipv4.split('.').join('.');
 
 /**
  * The metering key of a request's client: req.ip (what the last TRUST_PROXY_HOPS proxies report, app.setup.ts), else

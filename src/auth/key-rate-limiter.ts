@@ -49,13 +49,13 @@ export class KeyRateLimiter extends RateLimiter {
   private readonly listingTurns = new Map<string, Promise<void>>();
 
   /**
-   * Builds a ledger listing's page, or an export's first batch, in the key's turn (`build` reads and charges it:
-   * chargeListing): one at a time per key, a key's other pages waiting, with no database work, for the one before. One
-   * whose turn comes while the key owes for the page before it is 429 RATE_LIMITED before anything is read. Before, a
-   * key's burst of concurrent large pages was every one read and parsed before the first was charged (the others
-   * refused only then): one org's 20 pages of 6 MB at once held another org's calls for 620–940 ms instead of 8–18.
+   * Reads a ledger listing's page, or an export's first batch, in the key's turn, and charges it by the `bytes` it
+   * sends (chargeListing): one at a time per key, a key's other pages waiting, with no database work, for the one
+   * before. One whose turn comes while the key owes for the page before it is 429 RATE_LIMITED before anything is read.
+   * Before, a key's burst of concurrent large pages was every one read and parsed before the first was charged (the
+   * others refused only then): one org's 20 pages of 6 MB at once held another org's calls for 620–940 ms instead of 8–18.
    */
-  async listingTurn<T>(keyId: string, what: string, build: () => Promise<T>): Promise<T> {
+  async listingTurn<T>(keyId: string, what: string, read: () => Promise<T>, bytes: (page: T) => number): Promise<T> {
     const before = this.listingTurns.get(keyId) ?? Promise.resolve();
     let done!: () => void;
     const mine = new Promise<void>((resolve) => (done = resolve));
@@ -65,7 +65,9 @@ export class KeyRateLimiter extends RateLimiter {
       await before;
       const wait = this.debtWait(keyId);
       if (wait > 0) throw new AppError('RATE_LIMITED', `rate limit exceeded for this API key (it owes for a large read already; this ${what} was not read)`, { retryAfterSeconds: wait });
-      return await build();
+      const page = await read();
+      this.chargeListing(keyId, bytes(page), what);
+      return page;
     } finally {
       done();
       if (this.listingTurns.get(keyId) === tail) this.listingTurns.delete(keyId);

@@ -1,4 +1,4 @@
-import { codePoints, headCodePoints } from '../common/http/code-point-length.js';
+import { cutToCodePoints } from '../common/http/code-point-length.js';
 import { storableText } from '../common/storable-text.js';
 import { redactInput, redactOutput } from '../redaction/redaction.service.js';
 
@@ -30,13 +30,6 @@ export function recordedModelText(text: string, max: number): string {
   const redacted = redactOutput(redactInput(storableText(text)));
   return cutToCodePoints(typeof redacted === 'string' ? redacted : '', max);
 }
-
-/**
- * Counted and cut in characters (code points), as the ops filters that find it count them: an emoji is one, and a
- * cut never splits it into a U+FFFD. Cut after redaction, so the cut can never expose part of a secret that would have
- * been recognised whole.
- */
-const cutToCodePoints = (out: string, max: number): string => (out.length <= max || codePoints(out) <= max ? out : `${headCodePoints(out, max - 1)}…`);
 
 /**
  * A model-written name as it appears inside one of the gateway's own sentences (an INVALID_INPUT message the model

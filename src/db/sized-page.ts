@@ -26,6 +26,11 @@ export interface SizedRow {
   row_bytes: string | number;
 }
 
+/** The bytes of `rows`, sizedPageSql rows, by their `row_bytes`: what a listing page is charged by. */
+export function rowBytes(rows: readonly Pick<SizedRow, 'row_bytes'>[]): number {
+  return rows.reduce((n, r) => n + Number(r.row_bytes), 0);
+}
+
 /** Whether rows may follow `rows`, a sizedPageSql page of at most `limit` rows: it was cut by bytes, or it was full. */
 export function morePages(rows: readonly SizedRow[], limit: number): boolean {
   const pageRows = rows.length ? Number(rows[0].page_rows) : 0;

@@ -11,6 +11,7 @@ import { DEFAULT_PAGE, listingScope, scopeKey } from './ops-scope.js';
 import type { LedgerEventsQuery } from './ops.dto.js';
 import { ToolCallsQueryService } from './tool-calls-query.service.js';
 import { LIST_PAGE_BYTES } from './tool-calls.sql.js';
+import { rowBytes } from '../db/sized-page.js';
 
 /** Ops' read side of the event ledger: filtered keyset pages and chain verification. */
 @Injectable()
@@ -45,13 +46,11 @@ export class LedgerQueryService {
     // large events at once were 229 MB answered at a token each.
     const { sql, params } = ledgerEventsSizedPageSql(orgId, filters, after, limit + 1, LIST_PAGE_BYTES);
     // Read and charged in the key's turn (KeyRateLimiter.listingTurn): a key's pages one at a time.
-    const { rows, items } = await this.limiter.listingTurn(p.keyId, 'page', async () => {
-      const read = (await this.ds.query(sql, params)) as (LedgerEventRow & { page_rows: string; row_bytes: number })[];
-      const pageItems = read.slice(0, limit);
-      this.limiter.chargeListing(p.keyId, pageItems.reduce((n, r) => n + Number(r.row_bytes), 0), 'page');
-      return { rows: read, items: pageItems };
-    });
+    const rows = await this.limiter.listingTurn(
+      p.keyId, 'page', async () => (await this.ds.query(sql, params)) as (LedgerEventRow & { page_rows: string; row_bytes: number })[], (read) => rowBytes(read.slice(0, limit)),
+    );
     const cut = rows.length > 0 && rows.length < Number(rows[0].page_rows);
+    const items = rows.slice(0, limit);
     const last = items.at(-1);
     const nextCursor =
       (rows.length > limit || cut) && last ? this.cursors.encode('ledger-events', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.seq }) : null;

@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { ApprovalExpiries } from '../approvals/approval-expiries.js';
 import { EXPIRY_BATCH, settleApprovalsSql, type SettledApproval } from '../approvals/approval-settle.sql.js';
 import { KeyRateLimiter, RESULT_BYTES_PER_TOKEN } from '../auth/key-rate-limiter.js';
-import { morePages } from '../db/sized-page.js';
+import { morePages, rowBytes } from '../db/sized-page.js';
 import type { Principal } from '../auth/principal.js';
 import { Clock } from '../common/clock.js';
 import { notFound } from '../common/errors/app-error.js';
@@ -90,12 +90,10 @@ export class ToolCallsQueryService {
     // rows beyond the first, once it is built and before it is sent, as debt as a replay is (KeyRateLimiter.chargeListing),
     // and a key's pages are built one at a time (listingTurn). At a token a page, one key within its burst had the
     // gateway read, parse and send hundreds of MB at once, every other org's requests (health included) waiting behind it.
-    const { rows, more, items } = await this.limiter.listingTurn(p.keyId, 'page', async () => {
-      const built = await this.page(orgId, filters, after, limit + 1, LIST_PAGE_BYTES);
-      const pageItems = built.rows.slice(0, limit);
-      this.limiter.chargeListing(p.keyId, sumBytes(pageItems), 'page');
-      return { ...built, items: pageItems };
-    });
+    const { rows, more } = await this.limiter.listingTurn(
+      p.keyId, 'page', () => this.page(orgId, filters, after, limit + 1, LIST_PAGE_BYTES), (built) => rowBytes(built.rows.slice(0, limit)),
+    );
+    const items = rows.slice(0, limit);
     const last = items.at(-1);
     const nextCursor =
       (rows.length > limit || more) && last ? this.cursors.encode('tool-calls', scopeKey(orgId), hash, { createdIso: last.created_iso, key: last.id }) : null;
@@ -175,11 +173,7 @@ export class ToolCallsQueryService {
     const orgId = await listingScope(this.scope, p, q.orgId);
     await this.expireOverdueApprovals(orgId, filters);
     // Read and charged in the key's turn (listingTurn), as a list page is.
-    const first = await this.limiter.listingTurn(p.keyId, 'export', async () => {
-      const batch = await this.page(orgId, filters, undefined, EXPORT_BATCH, EXPORT_BATCH_BYTES);
-      this.limiter.chargeListing(p.keyId, batch.bytes, 'export');
-      return batch;
-    });
+    const first = await this.limiter.listingTurn(p.keyId, 'export', () => this.page(orgId, filters, undefined, EXPORT_BATCH, EXPORT_BATCH_BYTES), (batch) => batch.bytes);
     // README (RATE_LIMIT_RPS): an export costs the key a token per RESULT_BYTES_PER_TOKEN it streams beyond the first.
     // The first batch is charged by its rows' size before the answer starts (a key already in debt, as concurrent
     // exports leave it, is 429 and nothing is sent); the stream then charges the bytes it sends beyond that as it goes,
@@ -267,7 +261,7 @@ export class ToolCallsQueryService {
   private async page(orgId: string | null, filters: ToolCallFilters, after: CursorPosition | undefined, limit: number, budgetBytes: number): Promise<SizedPage> {
     const { sql, params } = toolCallsSizedPageSql(orgId, filters, after, limit, budgetBytes);
     const rows = (await this.ds.query(sql, params)) as SizedToolCallRow[];
-    return { rows, more: morePages(rows, limit), bytes: sumBytes(rows) };
+    return { rows, more: morePages(rows, limit), bytes: rowBytes(rows) };
   }
 }
 
@@ -309,4 +303,3 @@ function orStopping<T>(work: Promise<T>, signal: AbortSignal): Promise<T | typeo
 }
 
 /** The redacted input and output bytes of rows read by toolCallsSizedPageSql. */
-const sumBytes = (rows: readonly SizedToolCallRow[]): number => rows.reduce((n, r) => n + Number(r.row_bytes), 0);

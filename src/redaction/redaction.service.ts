@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { codePoints, headCodePoints } from '../common/http/code-point-length.js';
+import { cutToCodePoints } from '../common/http/code-point-length.js';
 import { REDACTION_LIMITS, Walker } from './value-walker.js';
 
 export { CIRCULAR, REDACTED, TRUNCATED } from './markers.js';
@@ -35,8 +35,7 @@ export function redactFreeText(text: string): string {
  * through the same limit). Cut after redaction, so the cut never exposes part of a secret recognised whole.
  */
 export function redactFreeTextWithin(text: string, max: number): string {
-  const out = redactFreeText(text);
-  return out.length <= max || codePoints(out) <= max ? out : `${headCodePoints(out, max - 1)}…`;
+  return cutToCodePoints(redactFreeText(text), max);
 }
 
 /** Secrets plus personal data in vendor results, before they are written to the ledger. */

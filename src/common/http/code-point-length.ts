@@ -28,6 +28,14 @@ export function headCodePoints(s: string, n: number): string {
 }
 
 /**
+ * `s` cut to at most `max` code points, "…" marking a cut (one of the `max`): counted and cut as the ops filters and
+ * the length limits count, so an emoji is one and a cut never splits it into a U+FFFD.
+ */
+export function cutToCodePoints(s: string, max: number): string {
+  return s.length <= max || codePoints(s) <= max ? s : `${headCodePoints(s, max - 1)}…`;
+}
+
+/**
  * class-validator's @Length, counted in code points. Its own (validator.js isLength) does not count a variation
  * selector (U+FE0E, U+FE0F) after a character, so a name of 200 letters and a selector passed @Length(1, 200), and
  * then the column's CHECK (length(name) BETWEEN 1 AND 200) refused it: a 500. The OpenAPI maxLength counts code
