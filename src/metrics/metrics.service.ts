@@ -79,6 +79,18 @@ export class MetricsService {
     }
   }
 
+  readonly indeterminateCalls = new Gauge({
+    name: 'tool_calls_indeterminate',
+    help: 'Tool calls whose outcome is unknown (indeterminate) and not yet reconciled, across every org, counted from the database every 15 s: each may have happened at the vendor and waits for ops to check and settle it',
+    registers: [this.registry],
+  });
+
+  readonly indeterminateOldest = new Gauge({
+    name: 'tool_calls_indeterminate_oldest_seconds',
+    help: 'Age (since it was requested) of the oldest tool call still indeterminate, counted every 15 s; 0 when there is none',
+    registers: [this.registry],
+  });
+
   readonly ledgerChainsStopped = new Gauge({
     name: 'ledger_chains_stopped',
     help: 'Orgs whose ledger chain the sealer stopped at an event it cannot hash (their later events wait), as this replica last saw',

@@ -190,5 +190,45 @@ describe('ledger events, usage and metrics', () => {
       expect(res.text).toMatch(new RegExp(`^approvals_pending\\{kind="expert"\\} ${expert}$`, 'm'));
       expect(res.text).toMatch(new RegExp(`^approvals_pending\\{kind="client"\\} ${client}$`, 'm'));
     });
+
+    it('counts the reconcile work list: tool_calls_indeterminate and the age of the oldest, from the database', async () => {
+      const org = await createOrg(t, 'Unknown outcomes');
+      const run = await insertRun(t.ds, org);
+      const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+      // Two unknown outcomes (one an hour old, as the orphan sweep leaves them: no answer, no counter moved), one settled.
+      const [, reconciled] = await insertCalls(t.ds, [
+        { orgId: org, runId: run, status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN', createdAt: hourAgo },
+        { orgId: org, runId: run, status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' },
+        { orgId: org, runId: run, status: 'indeterminate', errorCode: 'OUTCOME_UNKNOWN' },
+      ]);
+      await t.ds.query(`UPDATE tool_calls SET status = 'succeeded', error_code = NULL WHERE id = $1`, [reconciled.id]);
+      const [{ n, oldest }] = (await t.ds.query(
+        `SELECT count(*)::int AS n, min(created_at) AS oldest FROM tool_calls WHERE status = 'indeterminate'`,
+      )) as { n: number; oldest: Date }[];
+      expect(n).toBeGreaterThanOrEqual(2);
+      const gauges = t.app.get(ApprovalsGaugeService);
+      const set = await gauges.refreshIndeterminate();
+      expect(set.count).toBe(n);
+      const expectedAge = (Date.now() - oldest.getTime()) / 1000;
+      expect(set.oldestSeconds).toBeGreaterThanOrEqual(3_590);
+      expect(Math.abs(set.oldestSeconds - expectedAge)).toBeLessThan(60);
+      const res = await t.http.get('/metrics');
+      expect(res.text).toMatch(new RegExp(`^tool_calls_indeterminate ${n}$`, 'm'));
+      expect(res.text).toMatch(new RegExp(`^tool_calls_indeterminate_oldest_seconds ${set.oldestSeconds}$`, 'm'));
+
+      // This org's reconciled: they leave the count, and the hour-old one the age (other orgs' calls of this worker's
+      // database, if any, remain: counted from the database, not from this test).
+      await t.ds.query(`UPDATE tool_calls SET status = 'failed' WHERE status = 'indeterminate' AND org_id = $1`, [org]);
+      const [rest] = (await t.ds.query(`SELECT count(*)::int AS n, min(created_at) AS oldest FROM tool_calls WHERE status = 'indeterminate'`)) as {
+        n: number;
+        oldest: Date | null;
+      }[];
+      expect(rest.n).toBe(n - 2);
+      const after = await gauges.refreshIndeterminate();
+      expect(after.count).toBe(rest.n);
+      if (rest.oldest) expect(Math.abs(after.oldestSeconds - (Date.now() - rest.oldest.getTime()) / 1000)).toBeLessThan(60);
+      else expect(after.oldestSeconds).toBe(0);
+      expect((await t.http.get('/metrics')).text).toMatch(new RegExp(`^tool_calls_indeterminate ${rest.n}\n`, 'm'));
+    });
   });
 });

@@ -6,6 +6,7 @@ import { runMigrations } from '../../src/db/migration-runner.js';
 import { migratorOptions } from '../../src/db/db-options.js';
 import { ledgerEventsSizedPageSql } from '../../src/ops/ledger-events.sql.js';
 import { LIST_PAGE_BYTES, toolCallsSizedPageSql } from '../../src/ops/tool-calls.sql.js';
+import { INDETERMINATE_GAUGE_SQL } from '../../src/ops/approvals-gauge.service.js';
 import { ENDED_RUNS_WITH_PENDING_APPROVALS_SQL } from '../../src/runs/runs.service.js';
 import { planNodes, planSummary, type PlanNode } from '../support/query-plan.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
@@ -69,6 +70,15 @@ describe('plans of rare-value lookups over a large ledger', () => {
     expect(plan.some((n) => n['Index Name'] === 'tool_calls_unsettled_idx'), summary).toBe(true);
     expect(seqScans(plan, 'tool_calls'), summary).toEqual([]);
     expect(((await ds.query(sql, params)) as unknown[]).length).toBe(5);
+  });
+
+  it('the tool_calls_indeterminate gauges (every 15 s on every replica): the unsettled calls index, no scan of every call', async () => {
+    const { plan, summary } = await planOf(INDETERMINATE_GAUGE_SQL, [new Date()]);
+    expect(plan.some((n) => n['Index Name'] === 'tool_calls_unsettled_idx'), summary).toBe(true);
+    expect(seqScans(plan, 'tool_calls'), summary).toEqual([]);
+    const [row] = (await ds.query(INDETERMINATE_GAUGE_SQL, [new Date()])) as { n: number; age: number }[];
+    expect(row.n).toBe(5);
+    expect(row.age).toBeGreaterThan(0);
   });
 
   it('a platform key listing a rare event type (run.cancelled): the uncommon types index', async () => {
