@@ -225,6 +225,19 @@ describe('NangoHandler errors', () => {
     expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 1500 });
   });
 
+  it("SP-API's own 429 through Nango (ErrorList QuotaExceeded, no Retry-After) waits 1/rate as the upstream call would: 2 s, not 1", async () => {
+    // VENDORS.md §4.2 (Nango hands the upstream answer back as it came), §2.3 and §2.5 (back off at least 1/rate s, 2 s
+    // at 0.5 req/s): a second's wait came back with the bucket half refilled, and the retry was spent on another 429.
+    const quota = { errors: [{ code: 'QuotaExceeded', message: 'You exceeded your quota for the requested resource.', details: '' }] };
+    emu.fault({ vendor: 'nango', kind: 'status', status: 429, body: quota });
+    expect(failure(await handler.execute(ctx('get', { path: 'orders/v0/orders/112-0000001-1234567' })))).toMatchObject({
+      kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 2000, retryAfterIsDefault: true,
+    });
+    // The rate it named, when it named one (x-amzn-RateLimit-Limit): 0.25 req/s is 4 s.
+    emu.fault({ vendor: 'nango', kind: 'status', status: 429, body: quota, headers: { 'x-amzn-ratelimit-limit': '0.25' } });
+    expect(failure(await handler.execute(ctx('get', { path: 'orders/v0/orders/112-0000001-1234567' })))).toMatchObject({ retryAfterMs: 4000 });
+  });
+
   it('upstream 429 without a Retry-After → rate_limited with a second\'s wait, not jitter alone', async () => {
     emu.fault({ vendor: 'nango', kind: 'status', status: 429, body: { errors: 'QuotaExceeded' } });
     expect(failure(await handler.execute(ctx('get', { path: 'v1/x' })))).toMatchObject({ kind: 'rate_limited', vendorStatus: 429, retryAfterMs: 1000 });

@@ -9,6 +9,7 @@
  * (prefix stripped, VENDORS.md §4.1): the provider's Accept and User-Agent go
  * that way; the unprefixed ones are for Nango itself.
  */
+import { parseRateLimit, quotaBackoffMs } from '../amazon/spapi.client.js';
 import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
@@ -115,6 +116,31 @@ function success(res: VendorHttpResponse): VendorOutcome {
 /** The wait after a 429 that names none. */
 export const NANGO_DEFAULT_429_WAIT_MS = 1_000;
 
+/** SP-API's getOrder / getOrderItems rate, requests/s: what an upstream QuotaExceeded naming no rate is waited for. */
+const SPAPI_DEFAULT_RATE = 0.5;
+
+/**
+ * The wait after an upstream 429 without a Retry-After. Nango hands the provider's answer back as it came (§4.2), and
+ * it is judged as the upstream call would be (§5): SP-API's QuotaExceeded names no Retry-After, and its bucket refills
+ * at 1/rate (§2.5: 2 s at 0.5 req/s; the `x-amzn-RateLimit-Limit` it sent, when it did). A second's wait came back when
+ * the bucket held half a token: the retry was spent on a second 429. Any other provider: a second.
+ */
+function upstream429WaitMs(res: VendorHttpResponse): number {
+  const rate = parseRateLimit(res.headers['x-amzn-ratelimit-limit']);
+  if (rate !== undefined) return quotaBackoffMs(rate);
+  return saysQuotaExceeded(res) ? quotaBackoffMs(SPAPI_DEFAULT_RATE) : NANGO_DEFAULT_429_WAIT_MS;
+}
+
+/** SP-API's ErrorList (§2.3) naming QuotaExceeded. */
+function saysQuotaExceeded(res: VendorHttpResponse): boolean {
+  try {
+    const errors = (JSON.parse(res.text()) as { errors?: unknown } | null)?.errors;
+    return Array.isArray(errors) && errors.some((e) => typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'QuotaExceeded');
+  } catch {
+    return false;
+  }
+}
+
 function classify(res: VendorHttpResponse, isPost: boolean): VendorOutcome {
   const s = res.status;
   if (s >= 200 && s < 300) return success(res);
@@ -156,9 +182,9 @@ function classify(res: VendorHttpResponse, isPost: boolean): VendorOutcome {
   // refused (revoked, expired and not refreshable) — a credentials problem retrying will not fix.
   if (s === 401) return fail('auth', 'upstream refused the connection\'s credentials: HTTP 401 (via Nango)', s);
   if (s === 404) return fail('not_found', 'upstream: not found (via Nango)', s);
-  // Without a Retry-After, a second's wait (as Shopify's own client does): jitter alone would spend the next
-  // attempts against a quota that refills slowly (SP-API: 0.5/s).
-  if (s === 429) return withWait(fail('rate_limited', 'upstream rate limited (via Nango)', s), retryAfterMs, NANGO_DEFAULT_429_WAIT_MS);
+  // Without a Retry-After, a wait (upstream429WaitMs): jitter alone would spend the next attempts against a quota that
+  // refills slowly (SP-API: 0.5/s).
+  if (s === 429) return withWait(fail('rate_limited', 'upstream rate limited (via Nango)', s), retryAfterMs, upstream429WaitMs(res));
   if (s >= 500) return fail('server_error', `upstream or Nango failed: HTTP ${s}`, s, retryAfterMs);
   // Not followed. To a POST it may come after the provider acted (303 See
   // Other): the executor then calls the write's outcome unknown, by status.
