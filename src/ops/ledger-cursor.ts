@@ -28,9 +28,13 @@ interface CursorPayload {
   i: string;
 }
 
-/** isoSql's text: years past 9999 have more digits, and a date before 1 AD ends in ' BC'. */
-const CREATED_ISO_RE = /^\d{4,6}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z(?: BC)?$/;
-const KEY_RE = /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{1,19})$/;
+/**
+ * isoSql's text: years past 9999 have more digits, and a date before 1 AD ends in ' BC'. Or ±infinity, and a seq below
+ * 0: a ledger event from before migration 1765200000000's NOT VALID checks keeps them, and a page ending on it must get
+ * a cursor this codec takes back (it was refused, 400: the walk stopped there).
+ */
+const CREATED_ISO_RE = /^(?:\d{4,6}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z(?: BC)?|-?infinity)$/;
+const KEY_RE = /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|-?\d{1,19})$/;
 
 /** The filter set a cursor is bound to: absent filters are left out, so the hash does not depend on spelling. */
 export function filterHash(filters: Record<string, string | undefined>): string {

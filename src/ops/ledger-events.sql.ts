@@ -1,3 +1,4 @@
+import { timeText } from '../common/time-text.js';
 import { KeysetQuery } from '../db/keyset-query.js';
 import { sizedPageSql } from '../db/sized-page.js';
 import { CREATED_ISO_SQL } from '../ledger/ledger-chain.js';
@@ -19,7 +20,7 @@ export interface LedgerEventRow {
   tool_call_id: string | null;
   actor: unknown;
   metadata: unknown;
-  created_at: Date;
+  created_at: Date | number;
   chain_seq: string | null;
   prev_hash: string | null;
   hash: string | null;
@@ -35,7 +36,10 @@ export interface LedgerEventView {
   actor: unknown;
   metadata: unknown;
   createdAt: string;
-  /** created_at as the event's hash covers it (CREATED_ISO_SQL: UTC, microseconds), so the chain can be recomputed from the listing */
+  /**
+   * created_at as the event's hash covers it (CREATED_ISO_SQL: UTC, microseconds), so the chain can be recomputed from the
+   * listing; `infinity` / `-infinity` for an event from before migration 1765200000000 holding one (timeText)
+   */
   createdAtExact: string;
   chainSeq: number | null;
   prevHash: string | null;
@@ -51,7 +55,7 @@ export function ledgerEventsPageSql(orgId: string | null, f: LedgerEventFilters,
   if (f.since !== undefined) q.where((p) => `created_at >= ${p}::timestamptz`, f.since);
   if (f.until !== undefined) q.where((p) => `created_at < ${p}::timestamptz`, f.until);
   const sql = `SELECT seq, id, org_id, type, run_id, tool_call_id, actor, metadata, created_at, chain_seq, prev_hash, hash,
-      ${CREATED_ISO_SQL} AS created_iso
+      coalesce(${CREATED_ISO_SQL}, created_at::text) AS created_iso
     ${q.after(after, 'seq', 'bigint').page('runtime_ledger_events', 'seq', limit)}`;
   const params = q.params;
   return { sql, params };
@@ -66,7 +70,7 @@ export function ledgerEventView(r: LedgerEventRow): LedgerEventView {
     toolCallId: r.tool_call_id,
     actor: r.actor,
     metadata: r.metadata,
-    createdAt: r.created_at.toISOString(),
+    createdAt: timeText(r.created_at),
     createdAtExact: r.created_iso,
     chainSeq: r.chain_seq === null ? null : Number(r.chain_seq),
     prevHash: r.prev_hash,

@@ -261,13 +261,18 @@ export const LEDGER_EVENT_PAGE_SCHEMA = {
           toolCallId: nullableUuid,
           actor: EVENT_ACTOR_SCHEMA,
           metadata: { type: 'object', additionalProperties: true, description: 'facts of the event, per type' },
-          createdAt: dateTime,
+          createdAt: {
+            ...dateTime,
+            description:
+              'UTC, milliseconds. An event written around the gateway before migration 1765200000000 may hold PostgreSQL’s `infinity` or ' +
+              '`-infinity` (the gateway never writes one; the ledger keeps it, as it keeps every event, and verify reports it): both fields then say so',
+          },
           createdAtExact: {
             type: 'string',
             example: '2026-12-05T14:13:41.963123Z',
             description:
               'createdAt as the event’s hash covers it: UTC with microseconds (createdAt is cut to milliseconds), so the chain can be recomputed ' +
-              'outside the gateway (README "Verifying the chain")',
+              'outside the gateway (README "Verifying the chain"); `infinity` / `-infinity` as createdAt says',
           },
           chainSeq: { type: 'integer', nullable: true, description: 'position in the org’s hash chain; null until sealed' },
           prevHash: { ...sha256Hex, nullable: true, description: 'null until sealed' },

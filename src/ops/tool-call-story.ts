@@ -1,3 +1,4 @@
+import { timeText } from '../common/time-text.js';
 import { APPROVAL_COLUMNS, approvalView, type ApprovalRecord } from '../approvals/approval.view.js';
 import type { DataSource } from 'typeorm';
 
@@ -82,8 +83,8 @@ export async function loadToolCallStory(
       [toolCallId, orgId],
     ),
   ])) as [
-    { id: string; type: string; actor: unknown; metadata: unknown; created_at: Date; chain_seq: string | null; hash: string | null }[],
-    { id: string; decision: string; risk_level: string; rule_id: string | null; reason: string; action_digest: string; created_at: Date }[],
+    { id: string; type: string; actor: unknown; metadata: unknown; created_at: Date | number; chain_seq: string | null; hash: string | null }[],
+    { id: string; decision: string; risk_level: string; rule_id: string | null; reason: string; action_digest: string; created_at: Date | number }[],
     ApprovalRecord[],
   ];
   const d = decisions[0];
@@ -94,12 +95,12 @@ export async function loadToolCallStory(
       type: e.type,
       actor: e.actor,
       metadata: e.metadata,
-      createdAt: e.created_at.toISOString(),
+      createdAt: timeText(e.created_at),
       chainSeq: e.chain_seq === null ? null : Number(e.chain_seq),
       hash: e.hash,
     })),
     policyDecision: d
-      ? { id: d.id, decision: d.decision, riskLevel: d.risk_level, ruleId: d.rule_id, reason: d.reason, actionDigest: d.action_digest, createdAt: d.created_at.toISOString() }
+      ? { id: d.id, decision: d.decision, riskLevel: d.risk_level, ruleId: d.rule_id, reason: d.reason, actionDigest: d.action_digest, createdAt: timeText(d.created_at) }
       : null,
     approval: a ? approvalView(a, nowMs) : null,
   };

@@ -87,7 +87,8 @@ describe('start-up refuses a schema missing what the code needs, and accepts a n
       const ds = await new DataSource(migratorOptions(db.url)).initialize();
       try {
         // The last applied first, by name: another name is refused, and nothing is reverted.
-        expect(await revertMigration(ds, 'ToolUseUniqueColumn1765700000000')).toEqual({ last: 'LedgerSeqCeilingBound1766300000000', reverted: false });
+        expect(await revertMigration(ds, 'ToolUseUniqueColumn1765700000000')).toEqual({ last: 'FiniteTimes1766400000000', reverted: false });
+        expect(await revertMigration(ds, 'FiniteTimes1766400000000')).toEqual({ last: 'FiniteTimes1766400000000', reverted: true });
         expect(await revertMigration(ds, 'LedgerSeqCeilingBound1766300000000')).toEqual({ last: 'LedgerSeqCeilingBound1766300000000', reverted: true });
         expect(await revertMigration(ds, 'ApprovalKindIndexes1766200000000')).toEqual({ last: 'ApprovalKindIndexes1766200000000', reverted: true });
         expect(await revertMigration(ds, 'RareFilterIndexes1766100000000')).toEqual({ last: 'RareFilterIndexes1766100000000', reverted: true });
