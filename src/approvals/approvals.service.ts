@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '../auth/principal.js';
 import { KeyRateLimiter } from '../auth/key-rate-limiter.js';
 import { Clock } from '../common/clock.js';
@@ -38,8 +38,24 @@ const mayDecide = (p: Principal, kind: 'expert' | 'client'): boolean =>
   kind === 'expert' ? p.role === 'expert' || p.role === 'admin' : p.role === 'agent' || p.role === 'admin';
 const maySee = (p: Principal, kind: 'expert' | 'client'): boolean => p.role !== 'agent' || kind === 'client';
 
+/**
+ * The approval as its decision settled it, from the row read before and what the settle statement wrote
+ * (settleApprovalsSql: the decider, the time, the reason; the call approved, or blocked with the rejecting kind's code):
+ * the answer when the read after the commit fails.
+ */
+function decidedAs(a: ApprovalRow, settled: SettledApproval, at: Date, p: Principal, reason: string | null): ApprovalRow {
+  const approved = settled.status === 'approved';
+  const call = { status: approved ? 'approved' : 'blocked', errorCode: approved ? null : a.kind === 'expert' ? 'EXPERT_REJECTED' : 'CLIENT_REJECTED' };
+  return {
+    ...a, status: settled.status, decided_by: p.keyId, decided_role: p.role, decided_at: at, decision_reason: reason,
+    tool_call: a.tool_call ? { ...a.tool_call, ...call } : null,
+  };
+}
+
 @Injectable()
 export class ApprovalsService {
+  private readonly log = new Logger('Approvals');
+
   constructor(
     private readonly sql: Sql,
     private readonly scope: OrgScopeService,
@@ -92,13 +108,23 @@ export class ApprovalsService {
       throw new AppError('ACTION_DIGEST_MISMATCH', 'actionDigest does not match the action awaiting approval');
     }
     if (dto.decision === 'approve') await this.assertBound(a, p);
-    const settled = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, dto.reason === undefined ? null : redactFreeText(dto.reason), p.correlationId ?? null]);
+    const reason = dto.reason === undefined ? null : redactFreeText(dto.reason);
+    const { settled, at } = await this.settle(p, id, dto.decision === 'approve' ? 'approved' : 'rejected', [p.keyId, p.role, reason, p.correlationId ?? null]);
     if (!settled) throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval was decided by someone else first');
     this.expiries.recorded([settled]);
     if (settled.status === 'expired') throw new AppError('APPROVAL_ALREADY_DECIDED', 'this approval expired before it was decided');
     // The call runs outside the approver's request; the agent picks the result up by long-poll or re-post.
     if (settled.status === 'approved') void this.runner.runSoon(settled.tool_call_id); // it logs its own errors
-    return approvalView(await this.load(p, id, false), this.clock.nowMs());
+    // The decision is committed: whatever the read of it now meets (a statement timeout behind another session's lock,
+    // a full pool, a lost connection), the answer is that it was decided. A 503 "retry later" here asked for a retry
+    // that can only be 409, and told an agent relaying a customer's yes that nothing happened: the model may then ask
+    // for the refund again under a new tool_use id.
+    try {
+      return approvalView(await this.load(p, id, false), this.clock.nowMs());
+    } catch (err) {
+      this.log.warn({ approvalId: id, toolCallId: settled.tool_call_id, err: { code: (err as { code?: unknown }).code } }, 'decision recorded; answered as settled, its read failed');
+      return approvalView(decidedAs(a, settled, at, p, reason), this.clock.nowMs());
+    }
   }
 
   /**
@@ -131,14 +157,17 @@ export class ApprovalsService {
    * whole, and the statement only settles a still-pending approval, so running it again is safe: it
    * settles it, or finds it settled by the end (→ 409 above).
    */
-  private async settle(p: Principal, id: string, decision: 'approved' | 'rejected', decider: unknown[]): Promise<SettledApproval | undefined> {
+  private async settle(
+    p: Principal, id: string, decision: 'approved' | 'rejected', decider: unknown[],
+  ): Promise<{ settled: SettledApproval | undefined; at: Date }> {
     return retryOnDeadlock(() =>
       this.sql.transaction(async (client) => {
         await client.query('SELECT 1 FROM approval_requests WHERE id = $1 FOR UPDATE', [id]);
-        const { rows } = await client.query<SettledApproval>(settleApprovalsSql('by-id'), [id, decision, this.clock.now(), ...decider]);
+        const at = this.clock.now();
+        const { rows } = await client.query<SettledApproval>(settleApprovalsSql('by-id'), [id, decision, at, ...decider]);
         // A decision by a key revoked meanwhile (while this waited for the row, say) is none: 401, nothing settled.
         await holdActorKey(clientQuery(client), p);
-        return rows[0];
+        return { settled: rows[0], at };
       }),
     );
   }
