@@ -12,7 +12,9 @@ export const MIGRATION_LOCK_TIMEOUT_MS = 2_000;
  * TypeORM's executor, run on the connection `queryRunner` (the one holding the migration lock: runMigrations), each
  * migration in a transaction of its own (`transaction: 'each'`, as ds.runMigrations was given), and each transaction
  * begun with `SET LOCAL lock_timeout`: every migration's lock waits are bounded, the ones already released included,
- * without each migration saying so. (A migration with `transaction = false` runs outside one: none does.)
+ * without each migration saying so. A migration with `transaction = false` runs outside one (FiniteTimes1766400000000:
+ * its own short transactions, so it never holds one table's lock while it waits for another's), under a session
+ * lock_timeout reset after it.
  * `running` names the migration whose up or down is under way, for the error when a lock is not had in time.
  */
 export class LockBoundedMigrationExecutor extends MigrationExecutor {
@@ -34,9 +36,21 @@ export class LockBoundedMigrationExecutor extends MigrationExecutor {
   private bounded(name: string, original: MigrationInterface): MigrationInterface {
     const run = async (q: QueryRunner, step: (q: QueryRunner) => Promise<unknown>): Promise<void> => {
       this.running = name;
+      const timeout = `'${Math.max(1, Math.trunc(this.lockTimeoutMs))}ms'`;
       // SET LOCAL: it ends with the migration's transaction, and the connection goes back to the pool as it came.
-      if (q.isTransactionActive) await q.query(`SET LOCAL lock_timeout = '${Math.max(1, Math.trunc(this.lockTimeoutMs))}ms'`);
-      await step(q);
+      if (q.isTransactionActive) {
+        await q.query(`SET LOCAL lock_timeout = ${timeout}`);
+        await step(q);
+      } else {
+        // A migration with `transaction = false` (its own short transactions, one table's lock at a time): the session's,
+        // for its statements, then reset to what the connection had.
+        await q.query(`SET lock_timeout = ${timeout}`);
+        try {
+          await step(q);
+        } finally {
+          await q.query('RESET lock_timeout').catch(() => undefined);
+        }
+      }
       this.running = undefined;
     };
     const wrapped = Object.create(original) as MigrationInterface;
@@ -44,6 +58,11 @@ export class LockBoundedMigrationExecutor extends MigrationExecutor {
     wrapped.down = (q) => run(q, (r) => original.down(r));
     return wrapped;
   }
+}
+
+/** A statement that lost a deadlock (deadlock_detected): its transaction was rolled back whole. */
+export function isDeadlock(err: unknown): err is Error & { code: string; query?: string } {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '40P01';
 }
 
 /** A statement that gave up waiting for a lock (lock_timeout). */
