@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { DataSource } from 'typeorm';
+import { DataSource, type MigrationInterface, type QueryRunner } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FiniteTimes1766400000000 } from '../../migrations/1766400000000-finite-times.js';
 import { MIGRATIONS } from '../../migrations/index.js';
@@ -93,6 +93,31 @@ describe('FiniteTimes1766400000000 beside the previous release\'s transactions',
       expect(await runMigrations(ds)).toEqual(['FiniteTimes1766400000000']);
       const [{ n }] = (await ds.query(`SELECT count(*)::int AS n FROM pg_constraint WHERE conname LIKE '%\\_times\\_finite'`)) as { n: number }[];
       expect(n).toBe(13);
+    } finally {
+      await ds.destroy();
+    }
+  }, 60_000);
+
+  it('a migration that loses a deadlock is rolled back and tried again, the wait said, as one that waited out its lock timeout', async () => {
+    let tries = 0;
+    /** A later release's migration whose first try PostgreSQL picks as the deadlock's victim (its transaction rolled back). */
+    class LosesADeadlockOnce1799999999995 implements MigrationInterface {
+      name = 'LosesADeadlockOnce1799999999995';
+      async up(q: QueryRunner): Promise<void> {
+        await q.query(`CREATE TABLE deadlock_once (id int)`);
+        if (++tries === 1) await q.query(`DO $$ BEGIN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = 'deadlock_detected'; END $$`);
+      }
+      async down(q: QueryRunner): Promise<void> {
+        await q.query('DROP TABLE deadlock_once');
+      }
+    }
+    const ds = await new DataSource({ ...migratorOptions(db.url), migrations: [...MIGRATIONS, LosesADeadlockOnce1799999999995] }).initialize();
+    const lines: string[] = [];
+    try {
+      expect(await runMigrations(ds, { tableLockPauseMs: 50, onTableLockWait: (l) => lines.push(l) })).toEqual(['LosesADeadlockOnce1799999999995']);
+      expect(tries).toBe(2);
+      expect(lines).toEqual([expect.stringMatching(/^migration LosesADeadlockOnce1799999999995 lost a deadlock with another session and was rolled back \(try 1 of 5\)/)]);
+      await ds.undoLastMigration({ transaction: 'each' });
     } finally {
       await ds.destroy();
     }
