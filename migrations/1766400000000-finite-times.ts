@@ -45,7 +45,7 @@ const REPAIRED: [table: string, columns: string[]][] = [
 
 /** NULL passes a CHECK (isfinite(NULL) is NULL), so nullable columns stay nullable. */
 const finite = (columns: string[]): string => columns.map((c) => `isfinite(${c}) IS NOT FALSE`).join(' AND ');
-export const finiteTimesConstraint = (table: string): string => `${table}_times_finite`;
+const finiteTimesConstraint = (table: string): string => `${table}_times_finite`;
 
 export class FiniteTimes1766400000000 implements MigrationInterface {
   name = 'FiniteTimes1766400000000';

@@ -60,11 +60,6 @@ export class LockBoundedMigrationExecutor extends MigrationExecutor {
   }
 }
 
-/** A statement that lost a deadlock (deadlock_detected): its transaction was rolled back whole. */
-export function isDeadlock(err: unknown): err is Error & { code: string; query?: string } {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '40P01';
-}
-
 /** A statement that gave up waiting for a lock (lock_timeout). */
 export function isLockTimeout(err: unknown): err is Error & { code: string; query?: string } {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '55P03';

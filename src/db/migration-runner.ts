@@ -4,7 +4,8 @@
  */
 import { DataSource, type QueryRunner } from 'typeorm';
 import { pendingMigrations } from './pending-migrations.js';
-import { isDeadlock, isLockTimeout, LockBoundedMigrationExecutor, longLockHolders, MIGRATION_LOCK_TIMEOUT_MS } from './migration-executor.js';
+import { isDeadlock } from '../common/errors/database-errors.js';
+import { isLockTimeout, LockBoundedMigrationExecutor, longLockHolders, MIGRATION_LOCK_TIMEOUT_MS } from './migration-executor.js';
 
 const MIGRATION_LOCK = 7_413_920_552;
 
@@ -153,11 +154,13 @@ async function withTableLockRetries<T>(ds: DataSource, qr: QueryRunner, wait: Mi
       return await step(executor);
     } catch (err) {
       // A deadlock with the previous release's traffic rolled the migration back whole, as a lock timeout does: tried again.
-      if (!isLockTimeout(err) && !isDeadlock(err)) throw err;
+      const deadlock = isDeadlock(err);
+      if (!deadlock && !isLockTimeout(err)) throw err;
       const holders = await longLockHolders(qr, timeoutMs).catch(() => []);
       if (attempt >= attempts) throw new MigrationTableLockTimeout(executor.running, attempts, timeoutMs, holders);
-      const statement = typeof err.query === 'string' ? `: ${err.query.replace(/\s+/g, ' ').trim().slice(0, 120)}` : '';
-      const what = isDeadlock(err) ? 'lost a deadlock with another session' : `waited ${timeoutMs} ms for a table lock`;
+      const { query } = err as { query?: unknown };
+      const statement = typeof query === 'string' ? `: ${query.replace(/\s+/g, ' ').trim().slice(0, 120)}` : '';
+      const what = deadlock ? 'lost a deadlock with another session' : `waited ${timeoutMs} ms for a table lock`;
       wait.onTableLockWait?.(
         `migration ${executor.running ?? '(unknown)'} ${what} and was rolled back (try ${attempt} of ${attempts})${statement}; ` +
           `${holders.length ? `held by ${holders.join('; ')}` : 'no long transaction holds a lock now'}; trying again in ${pauseMs >= 1_000 ? `${Math.round(pauseMs / 1_000)} s` : `${pauseMs} ms`}`,

@@ -96,6 +96,17 @@ const NO_ERROR: SpapiError = { expired: false };
 // `x-amzn-ErrorType: MissingAuthenticationTokenException` (amzn/selling-partner-api-models#749).
 const MISSING_TOKEN_TYPE = /^MissingAuthenticationToken/;
 
+/**
+ * The wait an SP-API 429 (QuotaExceeded, no Retry-After: VENDORS.md §2.3, §2.5) asks of a caller that does not know the
+ * operation (Nango's proxy hands it back as it came, §4.2): 1/rate at the `x-amzn-RateLimit-Limit` sent, else at
+ * getOrder's documented rate (2 s). Undefined for an answer that is not SP-API's.
+ */
+export function spapiQuotaWaitMs(res: VendorHttpResponse): number | undefined {
+  const rate = parseRateLimit(res.headers['x-amzn-ratelimit-limit']);
+  if (rate !== undefined) return quotaBackoffMs(rate);
+  return readError(res).code === 'QuotaExceeded' ? quotaBackoffMs(OPERATIONS.getOrder.rate) : undefined;
+}
+
 function readError(res: VendorHttpResponse): SpapiError {
   let body: unknown;
   try {

@@ -9,7 +9,7 @@
  * (prefix stripped, VENDORS.md §4.1): the provider's Accept and User-Agent go
  * that way; the unprefixed ones are for Nango itself.
  */
-import { parseRateLimit, quotaBackoffMs } from '../amazon/spapi.client.js';
+import { spapiQuotaWaitMs } from '../amazon/spapi.client.js';
 import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
@@ -116,30 +116,13 @@ function success(res: VendorHttpResponse): VendorOutcome {
 /** The wait after a 429 that names none. */
 export const NANGO_DEFAULT_429_WAIT_MS = 1_000;
 
-/** SP-API's getOrder / getOrderItems rate, requests/s: what an upstream QuotaExceeded naming no rate is waited for. */
-const SPAPI_DEFAULT_RATE = 0.5;
-
 /**
  * The wait after an upstream 429 without a Retry-After. Nango hands the provider's answer back as it came (§4.2), and
- * it is judged as the upstream call would be (§5): SP-API's QuotaExceeded names no Retry-After, and its bucket refills
- * at 1/rate (§2.5: 2 s at 0.5 req/s; the `x-amzn-RateLimit-Limit` it sent, when it did). A second's wait came back when
- * the bucket held half a token: the retry was spent on a second 429. Any other provider: a second.
+ * it is judged as the upstream call would be (§5): SP-API's QuotaExceeded waits 1/rate (spapiQuotaWaitMs: 2 s at
+ * 0.5 req/s). A second's wait came back when the bucket held half a token: the retry was spent on a second 429. Any
+ * other provider: a second.
  */
-function upstream429WaitMs(res: VendorHttpResponse): number {
-  const rate = parseRateLimit(res.headers['x-amzn-ratelimit-limit']);
-  if (rate !== undefined) return quotaBackoffMs(rate);
-  return saysQuotaExceeded(res) ? quotaBackoffMs(SPAPI_DEFAULT_RATE) : NANGO_DEFAULT_429_WAIT_MS;
-}
-
-/** SP-API's ErrorList (§2.3) naming QuotaExceeded. */
-function saysQuotaExceeded(res: VendorHttpResponse): boolean {
-  try {
-    const errors = (JSON.parse(res.text()) as { errors?: unknown } | null)?.errors;
-    return Array.isArray(errors) && errors.some((e) => typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'QuotaExceeded');
-  } catch {
-    return false;
-  }
-}
+const upstream429WaitMs = (res: VendorHttpResponse): number => spapiQuotaWaitMs(res) ?? NANGO_DEFAULT_429_WAIT_MS;
 
 function classify(res: VendorHttpResponse, isPost: boolean): VendorOutcome {
   const s = res.status;
