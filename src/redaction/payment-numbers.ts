@@ -58,6 +58,15 @@ export function redactCardNumbers(text: string): string {
   const scanned = foldForms(text);
   if (!/\d{4}/.test(scanned)) return text;
   const redactRun = (run: string, offset: number): string => {
+    // A run glued to the letters after it ends inside a token (a UUID's …-8000-0000a0000000, a hex digest's
+    // 4277058878950ef2…): its last group is no card's, as a run glued to letters before it is none (DIGIT_RUN).
+    if (/[A-Za-z]/.test(scanned[offset + run.length] ?? '')) {
+      const last = LAST_GROUP.exec(run)?.index ?? 0;
+      return last === 0 ? text.slice(offset, offset + run.length) : judgeRun(run.slice(0, last), offset) + text.slice(offset + last, offset + run.length);
+    }
+    return judgeRun(run, offset);
+  };
+  const judgeRun = (run: string, offset: number): string => {
     const written = scanned === text ? run : text.slice(offset, offset + run.length);
     // The id of a global object id (gid://shopify/Order/5927413514539) is an id whatever its digits; only the id:
     // digits after it ("…/Order/123 4111 1111 1111 1111") are judged as any others.
@@ -87,6 +96,9 @@ function redactCardGroups(run: string, written: string): string {
   }
   return out + written.slice(cursor);
 }
+
+/** The last group of a digit run, with the separator before it. */
+const LAST_GROUP = /(?:[.-]|\s{1,2})\d+$/;
 
 /** What ends just before the id of a global object id: gid://<app>/<Type>/. */
 const GID_BEFORE = /gid:\/\/[\w-]{1,64}\/[\w-]{1,64}\/$/;
