@@ -20,6 +20,28 @@ import { BEARER, JWT, PRIVATE_KEY_BLOCK, SLACK_WEBHOOK, TELEGRAM_BOT_TOKEN, VEND
  * and starts a W3C trace context (00-6519826cd8…), ids shown as written.
  */
 const TAX_ID = /(?<!\d)(?<!\d-)(?:\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?![A-Za-z0-9])(?!-\d)/g;
+/**
+ * A tax id's shape after a word and a dash is a reference's number (a SKU TSH-713-31-9108, an invoice INV-24-1234567),
+ * unless the word names a tax id (SSN-123-45-6789, EIN-12-3456789).
+ */
+function redactTaxId(match: string, offset: number, text: string): string {
+  if (offset < 2 || text[offset - 1] !== '-' || !/[A-Za-z]/.test(text[offset - 2]!)) return REDACTED;
+  return TAX_WORD_BEFORE.test(text.slice(Math.max(0, offset - 8), offset - 1)) ? REDACTED : match;
+}
+const TAX_WORD_BEFORE = /(?:^|[^A-Za-z])(?:ssn|ein|fein|tin|itin|atin|ptin|sin|tax|taxid)$/i;
+
+/**
+ * "Bearer" before one plain word of prose ("Ring Bearer Suspenders", "Torch Bearer Collection", "the bearer instrument"):
+ * 8 to 16 letters, lower case or capitalised, is no token. A token has digits, mixed case or more length; one of only
+ * lower-case letters and 16 long is one in about 10^6 of random 16-character tokens. An Authorization value is hidden
+ * whole before this (redactAuthorizationValues), whatever it holds.
+ */
+function redactBearer(match: string, scheme: string): string {
+  return PROSE_AFTER_BEARER.test(match) ? match : `${scheme} ${REDACTED}`;
+}
+const PROSE_AFTER_BEARER = /\s[A-Z]?[a-z]{7,15}$/;
+const BEARER_HINT = /bearer/i;
+
 /** The SSN written with spaces (123 45 6789), not inside a longer run of space-separated digit groups. */
 const TAX_ID_SPACED = /(?<!\d)(?<!\d )\d{3} \d{2} \d{4}(?!\d)(?! \d)/g;
 
@@ -41,7 +63,7 @@ function redactAsWritten(text: string, options: { cards: boolean }): string {
   let out = redactConfiguredSecrets(text);
   if (out.includes('PRIVATE KEY')) out = out.replace(PRIVATE_KEY_BLOCK, REDACTED);
   if (out.length > 14) out = redactAuthorizationValues(out);
-  out = out.replace(BEARER, `$1 ${REDACTED}`);
+  if (BEARER_HINT.test(out)) out = out.replace(BEARER, redactBearer);
   if (out.includes('+') && HAS_BEARER_PLUS.test(out)) out = out.replace(BEARER_PLUS, `$1+${REDACTED}`);
   // A JWT first: "Basic eyJ….eyJ….sig" would otherwise lose only its header segment, which decodes to printable text
   // with a ":" as a user:password does, and keep the payload and signature, and the JWT pattern its head.
@@ -59,8 +81,8 @@ function redactAsWritten(text: string, options: { cards: boolean }): string {
   if (options.cards) out = redactCardNumbers(out);
   // Text with non-ASCII characters may write a tax id with other dashes, blanks or digits: read in a folded copy.
   const scanned = foldForms(out);
-  if (scanned === out) return out.replace(TAX_ID, REDACTED).replace(TAX_ID_SPACED, REDACTED);
-  return new FoldedText(out, scanned).replace(TAX_ID, REDACTED).replace(TAX_ID_SPACED, REDACTED).text;
+  if (scanned === out) return out.replace(TAX_ID, redactTaxId).replace(TAX_ID_SPACED, REDACTED);
+  return new FoldedText(out, scanned).replace(TAX_ID, redactTaxId).replace(TAX_ID_SPACED, REDACTED).text;
 }
 
 /** A percent escape; where a run of URL text ends (no URL holds these unencoded); where a run's parameters part. */

@@ -131,9 +131,14 @@ export function isPairValueKey(norm: string): boolean {
   return PAIR_VALUE_KEYS.has(norm);
 }
 
-/** Identifiers, not free text: a 13-19 digit id that happens to pass Luhn is not a card number. */
+/**
+ * Identifiers, not free text: a 13-19 digit id that happens to pass Luhn is not a card number. Product codes too: an
+ * EAN-13 of a German maker (400-440) starts with 4 as a 13-digit Visa does, and one in ten passes Luhn (SP-API's
+ * identifiers[].identifier, searchCatalogItems' identifiers=; GTIN, UPC, ISBN).
+ */
 export function isIdentifierKey(key: string): boolean {
   if (/^(?:id|ids|gid|uuid)$/i.test(key) || /(?:Id|ID|Ids|IDs|_id|_ids|-id)$/.test(key)) return true;
   const norm = normalizeKey(key);
-  return norm.includes('tracking') || norm.includes('sku') || norm.includes('barcode');
+  return norm.includes('tracking') || norm.includes('sku') || norm.includes('barcode') || norm.includes('identifier') || PRODUCT_CODE_NAME.test(norm);
 }
+const PRODUCT_CODE_NAME = /^(?:ean|ean13|ean8|gtin|gtin\d{1,2}|upc|upca|upce|isbn|isbn10|isbn13|jan|asin)s?$/;

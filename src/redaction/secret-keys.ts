@@ -120,6 +120,23 @@ export const SECRET_NAME_MIN_LETTERS = Math.min(
   ...[...SECRET_EXACT, ...SECRET_WORDS, ...SECRET_PARTS, 'ssn'].map((word) => word.replace(/[^a-z]/g, '').length),
 );
 
+/**
+ * When a secret lapses or was issued, rather than the secret: a secret's name followed by a word of time (Shopify's
+ * authorization_expires_at and authorizationExpiresAt, the capture deadline of an uncaptured payment; token_expires_at;
+ * credential_created_at) holds a time when its value is one, a timestamp in ISO 8601 or a number (epoch seconds or
+ * milliseconds, a lifetime), and is kept; any other value under such a name still goes. Shopify's
+ * extended_authorization_attributes holds only such times: it is walked, each member judged by its own name.
+ */
+export function isTimeAboutSecret(key: string, norm: string, value: unknown): boolean {
+  if (norm === 'extendedauthorizationattributes') return typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (typeof value !== 'string' && typeof value !== 'number') return false;
+  const words = keyWords(key);
+  if (words.length < 2 || !TIME_WORDS.has(words[words.length - 1]!)) return false;
+  return typeof value === 'number' ? Number.isFinite(value) : ISO_TIME.test(value);
+}
+const TIME_WORDS = new Set(['at', 'expires', 'expiry', 'expiration', 'until']);
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
+
 /** Whether a normalised name (normalizeKey) is secret as a whole. isSecretName also looks at its words. */
 export function isSecretKey(norm: string): boolean {
   if (SECRET_EXACT.has(norm)) return true;

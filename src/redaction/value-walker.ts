@@ -20,7 +20,7 @@ import {
   looksLikeIdentityDocument,
 } from './personal-keys.js';
 import { isIdentifierKey, isPairNameKey, isPairTypeKey, isPairValueKey, normalizeKey, readAsAscii, spellsAsciiOtherwise } from './redaction-keys.js';
-import { isSecretFieldName, isSecretName } from './secret-keys.js';
+import { isSecretFieldName, isSecretName, isTimeAboutSecret } from './secret-keys.js';
 import { foldForms } from './unicode-forms.js';
 import { carriesData, describesPerson, isPersonalDataOrAddressName, isSecretEntry, looksLikeCard } from './value-signals.js';
 
@@ -54,9 +54,18 @@ const BARE_DIGITS = /^\s*\d+\s*$/;
 function redactUrlPath(text: string): string {
   return redactSecretsInText(text, { cards: false })
     .split('/')
-    .map((segment) => (BARE_DIGITS.test(foldForms(segment)) ? segment : redactCardNumbers(segment)))
+    .map((segment) => {
+      const folded = foldForms(segment);
+      if (BARE_DIGITS.test(folded)) return segment;
+      // Shopify's REST resources end in their format (/products/4231260082919.json): the id is kept as a bare one is,
+      // what follows it (a query) judged as any other text. A card number never ends in ".json".
+      const resource = RESOURCE_ID.exec(folded)?.[0].length ?? 0;
+      return segment.slice(0, resource) + redactCardNumbers(segment.slice(resource));
+    })
     .join('/');
 }
+/** A path segment's numeric id followed by its format: 4231260082919.json, 123.xml. */
+const RESOURCE_ID = /^\d+\.(?:json|xml)(?![A-Za-z0-9])/;
 /** A value that is nothing but digits and separators: a code (a tracking number, a tag, a reference), not a sentence. */
 const BARE_CODE = /^[\s\d./-]*$/;
 
@@ -132,7 +141,7 @@ export class Walker {
   private byKey(value: unknown, ctx: Ctx): unknown {
     if (ctx.norm === '' || !carriesData(value)) return undefined;
     const { norm } = ctx;
-    if (isSecretName(ctx.key, norm)) return REDACTED;
+    if (isSecretName(ctx.key, norm)) return isTimeAboutSecret(ctx.key, norm, value) ? undefined : REDACTED;
     // Identity data (KYC) goes from params too, as SSN and tax ids do: what a KYC provider is sent, it sends back. A
     // scalar by its name; a record or a list under such a name is walked in KYC mode (record: only the facts
     // KYC_SAFE names stay), so a check's outcome (Onfido breakdown.mrz: {result: "clear"}) is kept and the data goes.
