@@ -388,6 +388,14 @@ export class ShopifyHandler implements VendorHandler {
   private async refundUnderLease(ctx: VendorCallContext, call: ShopifyCall, orderGid: string, amount: string): Promise<VendorOutcome> {
     const read = await this.readRefundOrder(ctx, call, orderGid, amount);
     if (!read.ok) return read;
+    // The read is a round trip to Shopify: a change answered 200/204 meanwhile (credentials deleted or replaced, the
+    // run ended, the kill switch thrown) is in force for a refund this call has not sent, as after the wait for the
+    // lease (it went out up to a read's time after the 204). A retry of one that may be at Shopify goes on: under
+    // the same key it can only pick up the original.
+    if (ctx.sendStanding && ctx.scratch.get(MAY_STILL_RUN) !== true) {
+      const standing = await ctx.sendStanding();
+      if (standing !== 'allowed') return notSentAfterWait(standing, 'shopify', 'this refund read its order', 'the refund');
+    }
     const { order, currency, vendorStatus } = read;
     const parent = refundParentOf(ctx, () => pickRefundParent(order, amount, currency));
     if (!parent) return failedOutcome('rejected', 'the order has no captured payment to refund', vendorStatus, undefined, false);
