@@ -5,7 +5,7 @@ import { REVOKE_TURN_SQL } from '../db/advisory-locks.js';
 import type { AppConfig } from '../config/app-config.js';
 import type { LedgerEventsService } from '../ledger/ledger-events.service.js';
 import { ApiKeyEntity } from './api-key.entity.js';
-import { generateApiKey, hashApiKey, keyPrefix } from './api-key-hash.js';
+import { generateApiKey, hashApiKey, keyHashDigest, keyPrefix } from './api-key-hash.js';
 
 /** Serialises ensureBootstrapKey across replicas (any constant distinct from bootstrap.ts's MIGRATION_LOCK). */
 export const BOOTSTRAP_KEY_LOCK = 7_413_920_553;
@@ -54,7 +54,7 @@ export async function ensureBootstrapKey(
       const configuredRow = row(BOOTSTRAP_NAME, configured);
       const inserted = await repo.createQueryBuilder().insert().into(ApiKeyEntity).values(configuredRow).orIgnore().returning('id').execute();
       // Only the start-up that adds the row records it: a restart with the same key adds neither row nor event.
-      if ((inserted.raw as unknown[]).length > 0) await appendCreated(events, m, configuredRow.id);
+      if ((inserted.raw as unknown[]).length > 0) await appendCreated(events, m, configuredRow.id, configuredRow.keyHash);
       // Also rewrites the listed prefix of a row stored when it was the first characters of any configured key.
       // Only a platform admin key's: another key's row is left as it is.
       const [updated] = (await m.query(
@@ -108,12 +108,12 @@ export async function ensureBootstrapKey(
     const key = generateApiKey();
     const generatedRow = row(GENERATED_NAME, key);
     await repo.insert(generatedRow);
-    await appendCreated(events, m, generatedRow.id);
+    await appendCreated(events, m, generatedRow.id, generatedRow.keyHash);
     return { generatedKey: key };
   });
 }
 
 /** The api_key.created event the API writes for every other key; no actor, as no key made this one. */
-function appendCreated(events: LedgerEventsService, m: EntityManager, apiKeyId: string): Promise<void> {
-  return events.append([{ orgId: NIL_UUID, type: 'api_key.created', metadata: { apiKeyId, role: 'admin', orgId: null } }], m);
+function appendCreated(events: LedgerEventsService, m: EntityManager, apiKeyId: string, keyHash: Buffer): Promise<void> {
+  return events.append([{ orgId: NIL_UUID, type: 'api_key.created', metadata: { apiKeyId, role: 'admin', orgId: null, keyHashDigest: keyHashDigest(keyHash) } }], m);
 }

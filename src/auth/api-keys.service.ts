@@ -15,7 +15,7 @@ import { ApiKeyEntity, type Role } from './api-key.entity.js';
 import { API_KEYS_DEFAULT_PAGE } from './api-keys.dto.js';
 import { BOOTSTRAP_KEY_LOCK, ensureBootstrapKey } from './api-keys.bootstrap.js';
 import { API_KEYS_CURSOR, LIST_COLUMNS, view, type ApiKeyPage, type ApiKeyRow, type ApiKeyView } from './api-keys.listing.js';
-import { generateApiKey, hashApiKey, keyPrefix, sameHash } from './api-key-hash.js';
+import { generateApiKey, hashApiKey, keyHashDigest, keyPrefix, sameHash } from './api-key-hash.js';
 import { actorOf, type Principal } from './principal.js';
 import { holdActorKey, managerQuery } from './actor-key-hold.js';
 import { REVOKE_TURN_SQL } from '../db/advisory-locks.js';
@@ -218,7 +218,7 @@ export class ApiKeysService implements BeforeApplicationShutdown {
       await holdActorKey(managerQuery(m), actor);
       await m.getRepository(ApiKeyEntity).insert(row);
       await this.events.append(
-        [{ orgId: input.orgId ?? NIL_UUID, type: 'api_key.created', actor: actorOf(actor), metadata: { apiKeyId: row.id, role: row.role, orgId: row.orgId } }],
+        [{ orgId: input.orgId ?? NIL_UUID, type: 'api_key.created', actor: actorOf(actor), metadata: { apiKeyId: row.id, role: row.role, orgId: row.orgId, keyHashDigest: keyHashDigest(row.keyHash) } }],
         m,
       );
     });

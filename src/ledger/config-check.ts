@@ -143,8 +143,9 @@ export async function firstPolicyOffLedger(db: ChainReader, orgId: string): Prom
 /**
  * API keys of the org (of the platform: org_id null, on the nil org's chain, where their events are): keys are never
  * deleted, so every key must have a row, and every row its api_key.created event, with the role that event recorded;
- * a key is revoked exactly when an api_key.revoked event names it. A key added, raised to another role, brought
- * back after its revocation or moved to another org around the gateway is a break. One statement: the org's keys
+ * a key is revoked exactly when an api_key.revoked event names it; its stored hash is the one its event recorded by
+ * digest (keyHashDigest; keys created before it was recorded are not compared). A key added, raised to another role,
+ * given another secret, brought back after its revocation or moved to another org around the gateway is a break. One statement: the org's keys
  * against its key events, the first disagreement in chain order (a row with no event last).
  */
 export async function firstApiKeyOffLedger(db: ChainReader, orgId: string): Promise<VerifyBreak | null> {
@@ -152,7 +153,8 @@ export async function firstApiKeyOffLedger(db: ChainReader, orgId: string): Prom
   const platform = orgId === NIL_UUID;
   const [r] = (await db.query(
     `WITH created AS (
-       SELECT DISTINCT ON (e.metadata->>'apiKeyId') e.metadata->>'apiKeyId' AS key_id, e.id, e.seq, e.chain_seq, e.metadata->>'role' AS role
+       SELECT DISTINCT ON (e.metadata->>'apiKeyId') e.metadata->>'apiKeyId' AS key_id, e.id, e.seq, e.chain_seq, e.metadata->>'role' AS role,
+              e.metadata->>'keyHashDigest' AS hash_digest
          FROM runtime_ledger_events e
         WHERE e.org_id = $1 AND e.type = 'api_key.created' AND e.metadata ? 'apiKeyId'
         ORDER BY e.metadata->>'apiKeyId', e.seq),
@@ -161,10 +163,13 @@ export async function firstApiKeyOffLedger(db: ChainReader, orgId: string): Prom
          FROM runtime_ledger_events e
         WHERE e.org_id = $1 AND e.type = 'api_key.revoked' AND e.metadata ? 'apiKeyId'
         ORDER BY e.metadata->>'apiKeyId', e.seq),
-     keys AS (SELECT id::text AS key_id, role, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE ${platform ? 'org_id IS NULL' : 'org_id = $1::uuid'}),
+     keys AS (SELECT id::text AS key_id, role, revoked_at IS NOT NULL AS revoked, encode(sha256(key_hash), 'hex') AS hash_digest
+                FROM api_keys WHERE ${platform ? 'org_id IS NULL' : 'org_id = $1::uuid'}),
      joined AS (
        SELECT k.key_id IS NOT NULL AS has_row, k.role AS row_role, k.revoked, c.id AS created_id, c.chain_seq AS created_chain_seq, c.seq AS created_seq,
-              c.role, r.id AS revoked_id, r.chain_seq AS revoked_chain_seq, r.seq AS revoked_seq
+              c.role, r.id AS revoked_id, r.chain_seq AS revoked_chain_seq, r.seq AS revoked_seq,
+              -- Keys created by an earlier release have no keyHashDigest on their event: their hash is not compared.
+              (c.hash_digest IS NULL OR c.hash_digest = k.hash_digest) AS hash_ok
          FROM keys k
          FULL JOIN created c ON c.key_id = k.key_id
          FULL JOIN revoked r ON r.key_id = coalesce(k.key_id, c.key_id))
@@ -172,15 +177,16 @@ export async function firstApiKeyOffLedger(db: ChainReader, orgId: string): Prom
               WHEN NOT has_row THEN 'an API key an event on the ledger recorded is missing from the database (keys are never deleted)'
               WHEN created_id IS NULL THEN 'an API key is stored that no api_key.created event on the ledger recorded'
               WHEN row_role IS DISTINCT FROM role THEN 'an API key''s role is not the one its api_key.created event on the ledger recorded'
+              WHEN NOT hash_ok THEN 'an API key''s secret is not the one its api_key.created event on the ledger recorded (keyHashDigest)'
               WHEN revoked_id IS NOT NULL AND NOT revoked THEN 'an API key is live, but an api_key.revoked event on the ledger revoked it'
               ELSE 'an API key is revoked, but no api_key.revoked event on the ledger recorded it'
             END AS reason,
             -- The event the row is held to: the revocation it undid, else the key's creation, else (no creation) its revocation.
-            CASE WHEN has_row AND created_id IS NOT NULL AND row_role IS NOT DISTINCT FROM role AND revoked_id IS NOT NULL THEN revoked_id ELSE coalesce(created_id, revoked_id) END AS id,
-            CASE WHEN has_row AND created_id IS NOT NULL AND row_role IS NOT DISTINCT FROM role AND revoked_id IS NOT NULL THEN revoked_chain_seq
+            CASE WHEN has_row AND created_id IS NOT NULL AND row_role IS NOT DISTINCT FROM role AND hash_ok AND revoked_id IS NOT NULL THEN revoked_id ELSE coalesce(created_id, revoked_id) END AS id,
+            CASE WHEN has_row AND created_id IS NOT NULL AND row_role IS NOT DISTINCT FROM role AND hash_ok AND revoked_id IS NOT NULL THEN revoked_chain_seq
                  ELSE coalesce(created_chain_seq, revoked_chain_seq) END AS chain_seq
        FROM joined
-      WHERE NOT has_row OR created_id IS NULL OR row_role IS DISTINCT FROM role OR revoked <> (revoked_id IS NOT NULL)
+      WHERE NOT has_row OR created_id IS NULL OR row_role IS DISTINCT FROM role OR NOT hash_ok OR revoked <> (revoked_id IS NOT NULL)
       ORDER BY coalesce(created_chain_seq, revoked_chain_seq) NULLS LAST, coalesce(created_seq, revoked_seq) NULLS LAST
       LIMIT 1`,
     [orgId],

@@ -145,7 +145,10 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
                     'differs', CASE WHEN e.run_id IS DISTINCT FROM t.run_id THEN 'run'
                                     WHEN e.metadata->>'toolName' IS DISTINCT FROM t.tool_name THEN 'tool name'
                                     WHEN e.metadata->>'action' IS DISTINCT FROM t.action THEN 'action'
-                                    WHEN e.metadata->>'digest' IS DISTINCT FROM t.action_digest THEN 'action digest' END,
+                                    WHEN e.metadata->>'digest' IS DISTINCT FROM t.action_digest THEN 'action digest'
+                                    -- Recorded since this release: an earlier one's requested event has no inputDigest.
+                                    WHEN e.type = 'tool_call.requested' AND e.metadata ? 'inputDigest'
+                                     AND e.metadata->>'inputDigest' IS DISTINCT FROM encode(sha256(convert_to(t.input_redacted::text, 'UTF8')), 'hex') THEN 'input' END,
                     'kind', e.metadata->>'kind', 'ruleId', e.metadata->>'ruleId', 'hasRuleId', e.metadata ? 'ruleId',
                     'riskLevel', e.metadata->>'riskLevel', 'reason', e.metadata->>'reason',
                     'approvalId', e.metadata->>'approvalId', 'decision', e.metadata->>'decision',

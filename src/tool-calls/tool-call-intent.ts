@@ -6,6 +6,9 @@ import { eventsCte } from './ledger-events-cte.js';
 import type { ToolCallStatus } from './tool-call-status.js';
 import { apiKeyLockSharedSql, governanceLocksSharedSql } from '../db/advisory-locks.js';
 
+/** `inputDigest`: the SHA-256 (hex) of the stored input's jsonb text ($16, as the row stores it). */
+const INPUT_DIGEST_SQL = `jsonb_build_object('inputDigest', encode(sha256(convert_to($16::jsonb::text, 'UTF8')), 'hex'))`;
+
 export interface IntentRow {
   id: string;
   orgId: string;
@@ -135,7 +138,9 @@ export async function writeIntentRow(
     ctes.push(`ru AS (UPDATE agent_runs SET pending_approval_count = pending_approval_count + 1, status = 'waiting_approval', updated_at = now()
                          WHERE id = $3 AND status IN ('running', 'waiting_approval') AND EXISTS (SELECT 1 FROM tc))`);
   }
-  ctes.push(`ev AS (${eventsCte(events, p, 'tc')})`);
+  // The requested event holds the stored input to its digest (the SHA-256 of its jsonb text, as the row stores it, as
+  // an outcome's event holds the output): verify finds the input rewritten around the gateway.
+  ctes.push(`ev AS (${eventsCte(events, p, 'tc', (e) => (e.type === 'tool_call.requested' ? INPUT_DIGEST_SQL : null))})`);
   // `mine`: this very call's row, committed by an earlier attempt of this statement whose answer was lost (the
   // statement's snapshot sees committed rows only, never the one its own INSERT makes). It is this request's
   // intent, recorded once: the INSERT and everything hanging off it found the key taken and wrote nothing.
