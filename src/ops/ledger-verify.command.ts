@@ -88,8 +88,12 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
     // The gateway's query timeout (and the statement_timeout under it), as credentials:rotate takes it.
     const queryTimeoutMs = CONFIG_SCHEMA.DB_QUERY_TIMEOUT_MS.parse(env.DB_QUERY_TIMEOUT_MS) as number;
     ds = await new DataSource(dbOptions(url, 2, queryTimeoutMs, mode)).initialize();
-    // A mistyped id would otherwise verify an empty chain as intact (the API answers 404).
-    const [org] = orgId === NIL_UUID ? [true] : ((await ds.query('SELECT 1 FROM orgs WHERE id = $1', [orgId])) as unknown[]);
+    // A mistyped id would otherwise verify an empty chain as intact (the API answers 404). An org whose row is gone
+    // but whose events are not (its rows deleted around the gateway) is verified: that is a break to report.
+    const [org] =
+      orgId === NIL_UUID
+        ? [true]
+        : ((await ds.query('SELECT 1 FROM orgs WHERE id = $1 UNION ALL (SELECT 1 FROM runtime_ledger_events WHERE org_id = $1 LIMIT 1) LIMIT 1', [orgId])) as unknown[]);
     if (!org) {
       io.err(`ledger-verify: no org ${orgId}\n${USAGE}`);
       return 2;
