@@ -32,7 +32,7 @@ function decodeKey(source: string, b64: string, problems: string[]): Buffer | un
   return buf;
 }
 
-function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]): MasterKeyring {
+export function resolveKeyring(raw: RawConfig, problems: string[], warnings: string[]): MasterKeyring {
   const keys = new Map<string, Buffer>();
   if (raw.MASTER_ENCRYPTION_KEYS) {
     const before = problems.length;

@@ -1,8 +1,13 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { inspect } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../config/app-config.js';
-import { CONFIG_SCHEMA, databaseEnvProblem } from '../config/config.schema.js';
+import { CONFIG_SCHEMA, databaseEnvProblem, parseRawConfigCollecting } from '../config/config.schema.js';
+import { resolveKeyring } from '../config/app-config.js';
+import { EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
+import { credentialOpener, type CredentialOpener } from '../ledger/credential-check.js';
 import { isUuid, NIL_UUID } from '../common/ids.js';
 import { dbOptions } from '../db/db-options.js';
 import { runningEmbeddedDatabaseUrl } from '../db/running-embedded-url.js';
@@ -83,6 +88,17 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
     url = embedded.url;
     mode = 'direct'; // reached directly, as the gateway reaches it: the settings sent at connect
   }
+  const opener = credentialsOpenerOf(env);
+  if ('refused' in opener) {
+    io.err(`${opener.refused}\n${USAGE}`);
+    return 2;
+  }
+  if (!opener.open) {
+    io.err(
+      'ledger-verify: no MASTER_ENCRYPTION_KEY or MASTER_ENCRYPTION_KEYS (nor the development key in DATA_DIR): the credentials sealed in each row are ' +
+        'not opened and held to their events, as GET /v1/ledger/verify holds them; give the gateway\'s keys for that check',
+    );
+  }
   let ds: DataSource | undefined;
   try {
     // The gateway's query timeout (and the statement_timeout under it), as credentials:rotate takes it.
@@ -104,7 +120,7 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
         io.err(`ledger-verify: sealing failed, verifying what is sealed: ${loggableErrorText(err)}`);
       });
     }
-    const result: VerifyResult = await checkAnchor(ds, orgId, await verifyOrgChain(ds, orgId), anchor);
+    const result: VerifyResult = await checkAnchor(ds, orgId, await verifyOrgChain(ds, orgId, opener.open), anchor);
     io.out(JSON.stringify(result));
     return result.ok ? 0 : 1;
   } catch (err) {
@@ -113,4 +129,23 @@ export async function ledgerVerifyCommand(args: string[], env: NodeJS.ProcessEnv
   } finally {
     await ds?.destroy();
   }
+}
+
+/**
+ * The opener of the credentials sealed in each row, as the gateway's verify has it (credentialOpener): the gateway's
+ * keys (MASTER_ENCRYPTION_KEY or MASTER_ENCRYPTION_KEYS), else the development key the gateway keeps beside its
+ * embedded database (DATA_DIR/master.key, outside production). Without either, none: that one check is left out (and
+ * said), as a rollback of a row's ciphertext under its current fingerprint is found only by opening it. No key file
+ * is made here.
+ */
+function credentialsOpenerOf(env: NodeJS.ProcessEnv): { open?: CredentialOpener } | { refused: string } {
+  const { raw, problems } = parseRawConfigCollecting(env);
+  const keyProblems = problems.filter((p) => p.startsWith('MASTER_ENCRYPTION_') || p.startsWith('DATA_DIR') || p.startsWith('NODE_ENV'));
+  if (keyProblems.length) return { refused: keyProblems.join('\n') };
+  const keyed = raw.MASTER_ENCRYPTION_KEY !== undefined || raw.MASTER_ENCRYPTION_KEYS !== undefined;
+  if (!keyed && (raw.NODE_ENV === 'production' || !existsSync(resolve(raw.DATA_DIR, 'master.key')))) return {};
+  const resolved: string[] = [];
+  const keyring = resolveKeyring(raw, resolved, []);
+  if (resolved.length) return { refused: resolved.join('\n') };
+  return { open: credentialOpener(new EnvelopeCipher(keyring)) };
 }
