@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { actionDigest, CanonicalJsonError, canonicalJson, sha256Hex, unkeyedActionDigest } from './canonical-json.js';
+import { actionDigest, CanonicalJsonError, canonicalJson, MAX_CANONICAL_DEPTH, nestedDeeperThan, sha256Hex, unkeyedActionDigest } from './canonical-json.js';
 
 describe('canonicalJson', () => {
   it('writes scalars like JSON', () => {
@@ -89,6 +89,61 @@ describe('canonicalJson', () => {
 
   it('writes Dates through toJSON', () => {
     expect(canonicalJson({ at: new Date('2026-08-02T14:05:11.000Z') })).toBe('{"at":"2026-08-02T14:05:11.000Z"}');
+  });
+
+  /** Arrays (or objects {"a": …}) nested `levels` deep, the outermost counting 1, as jsonDepth counts. */
+  const arrays = (levels: number): unknown => JSON.parse('['.repeat(levels) + ']'.repeat(levels));
+  const objects = (levels: number): unknown => JSON.parse('{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1));
+
+  it(`writes arrays and objects nested up to ${MAX_CANONICAL_DEPTH} levels, and refuses deeper as having no canonical form`, () => {
+    expect(canonicalJson(arrays(MAX_CANONICAL_DEPTH))).toBe('['.repeat(MAX_CANONICAL_DEPTH) + ']'.repeat(MAX_CANONICAL_DEPTH));
+    expect(canonicalJson(objects(MAX_CANONICAL_DEPTH))).toBe(JSON.stringify(objects(MAX_CANONICAL_DEPTH)));
+    expect(() => canonicalJson(arrays(MAX_CANONICAL_DEPTH + 1))).toThrow(CanonicalJsonError);
+    expect(() => canonicalJson(objects(MAX_CANONICAL_DEPTH + 1))).toThrow(/nested deeper than 64 levels/);
+    // Well inside what the gateway takes in: a request body stops at 32 levels (34 for a batch).
+    expect(MAX_CANONICAL_DEPTH).toBeGreaterThanOrEqual(2 * 32);
+  });
+
+  it('refuses a value nested thousands deep with a CanonicalJsonError, not a RangeError off the stack', () => {
+    // What jsonb takes and pg's JSON.parse hands over (it parses without recursing); the writer ran out of stack.
+    for (const levels of [5_000, 100_000]) {
+      let thrown: unknown;
+      try {
+        canonicalJson({ metadata: arrays(levels) });
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(CanonicalJsonError);
+    }
+  });
+
+  it('counts a toJSON hop as a level, so a toJSON that hands back a new one each time is refused too', () => {
+    // A class instance (not a plain object) with a toJSON, each call a new one: no cycle for the ancestor check to see.
+    class Endless {
+      toJSON(): Endless {
+        return new Endless();
+      }
+    }
+    expect(() => canonicalJson(new Endless())).toThrow(CanonicalJsonError);
+  });
+});
+
+describe('nestedDeeperThan', () => {
+  it('tells whether arrays and objects nest past a number of levels, the outermost counting 1', () => {
+    expect(nestedDeeperThan('text', 0)).toBe(false);
+    expect(nestedDeeperThan(null, 0)).toBe(false);
+    expect(nestedDeeperThan([], 0)).toBe(true);
+    expect(nestedDeeperThan([], 1)).toBe(false);
+    expect(nestedDeeperThan({ a: [1, { b: 2 }] }, 2)).toBe(true);
+    expect(nestedDeeperThan({ a: [1, { b: 2 }] }, 3)).toBe(false);
+    expect(nestedDeeperThan({ a: 1, deep: JSON.parse('['.repeat(65) + ']'.repeat(65)) as unknown }, 64)).toBe(true);
+  });
+
+  it('answers for a value nested far past what JSON.stringify survives, without running out of stack', () => {
+    const deep: unknown = JSON.parse('['.repeat(100_000) + ']'.repeat(100_000));
+    expect(() => JSON.stringify(deep)).toThrow(RangeError);
+    expect(nestedDeeperThan(deep, MAX_CANONICAL_DEPTH)).toBe(true);
+    expect(nestedDeeperThan({ wide: Array.from({ length: 10_000 }, (_, i) => ({ i })) }, MAX_CANONICAL_DEPTH)).toBe(false);
   });
 });
 

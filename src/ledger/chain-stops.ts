@@ -1,4 +1,4 @@
-/** Where an org's chain waits: the first of its events the sealer cannot hash. */
+/** Where an org's chain waits: the first of its events the sealer cannot hash, or cannot give a position (MAX_CHAIN_SEQ). */
 export interface ChainStop {
   seq: number;
   eventId: string;
@@ -6,10 +6,13 @@ export interface ChainStop {
 
 /**
  * The orgs whose chain the sealer has stopped, each at an event of theirs it
- * cannot hash (see eventHashOrNull). Such an event can never be sealed. Failing
- * the whole pass on it stopped sealing for every org; linking the org's later
- * events past it would leave it off the chain for good. So only that org waits
- * behind it, until a full scan no longer meets it (the row was removed).
+ * cannot hash (see eventHashOrNull), or the first one it cannot chain because
+ * a row written around the gateway already holds the org's last possible
+ * position (MAX_CHAIN_SEQ, ledger-chain.ts). Such an event cannot be sealed while
+ * that row stands. Failing the whole pass on it stopped sealing for every org;
+ * linking the org's later events past it would leave it off the chain for good.
+ * So only that org waits behind it, until a full scan no longer meets it (the
+ * row was removed).
  *
  * Kept per process: every replica's sealer starts with a full scan, which meets
  * the stops that stand. The waiting events look like gaps to the SealFrontier,

@@ -18,6 +18,19 @@ export interface ChainedEventFields {
 export const GENESIS_HASH = '0'.repeat(64);
 
 /**
+ * The last chain position the sealer hands out (LedgerSealerService): 2^53 - 1, the last integer a JSON number (and so the chainSeq an
+ * event's hash covers, the verifier's walk, the listing's chainSeq) holds exactly. An org's head is its highest
+ * chain_seq, whatever row holds it, and any row may be INSERTed sealed-looking around the gateway (the append-only
+ * table takes inserts). The head was read into a JS number and the next position taken as head + 1: a row at
+ * 9223372036854775807 made that 2^63, out of bigint's range, and one at 2^53 made it 2^53 again, the same position
+ * (a unique violation); either way the batch's one UPDATE failed, and a batch holds every org's unsealed events, so
+ * sealing stopped for every org on every pass. Now the head is read exactly (a bigint), and an org whose chain
+ * already reaches this position has its chain stopped there (ChainStops), as for an event that cannot be hashed:
+ * its verify reports the break (the positions the forged row skipped are missing), every other org goes on.
+ */
+export const MAX_CHAIN_SEQ = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
  * Exact text of a timestamptz column, UTC with microseconds (it reads back as the same instant). 'YYYY' has no era,
  * and PostgreSQL takes BC dates (the finite-time CHECKs allow them): 2026-01-05 BC printed as 2026-01-05 AD, so an
  * event moved to BC kept its hash, and a keyset position at a BC row read back in AD made a page skip, or start
@@ -50,7 +63,9 @@ export function eventHash(prevHash: string, e: ChainedEventFields): string {
 
 /**
  * eventHash, or null for an event that has no canonical JSON form: jsonb keeps numbers past the
- * double range (`1e400`), which JSON.parse reads as Infinity; created_at can be ±infinity, which
+ * double range (`1e400`), which JSON.parse reads as Infinity, and arrays and objects nested
+ * deeper than MAX_CANONICAL_DEPTH (thousands deep, canonicalJson ran out of stack and the
+ * RangeError failed every org's sealing pass); created_at can be ±infinity, which
  * has no text (CREATED_ISO_SQL gives NULL; since migration 1765200000000 a CHECK refuses it, but
  * rows from before remain). The gateway never writes either; an insert around it can. Sealer and
  * verifier report such an event instead of failing every org's work. (Hashing a null createdAt

@@ -7,7 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { ChainStops } from './chain-stops.js';
 import { morePages, type SizedRow } from '../db/sized-page.js';
-import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, storedBytesPage } from './ledger-chain.js';
+import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, MAX_CHAIN_SEQ, storedBytesPage } from './ledger-chain.js';
 import { SealFrontier } from './seal-frontier.js';
 
 /** Any constant works; it only has to be the same for every replica. */
@@ -49,7 +49,8 @@ interface BatchResult {
  * Links committed events into each org's hash chain, in `seq` order, a batch
  * at a time. One sealer runs at a time across all replicas (advisory lock), so
  * chains never fork; appends themselves never wait for it. An event it cannot
- * hash stops its own org's chain only (ChainStops).
+ * hash, or one whose org's chain has no position left for it (MAX_CHAIN_SEQ),
+ * stops its own org's chain only (ChainStops).
  */
 @Injectable()
 export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -150,15 +151,26 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
                                 ORDER BY e.chain_seq DESC LIMIT 1) h`,
         [orgs],
       )) as { org_id: string; chain_seq: string; hash: string }[];
-      const head = new Map(heads.map((h) => [h.org_id, { seq: Number(h.chain_seq), hash: h.hash }]));
+      // The head's position exactly (pg hands a bigint over as text): see MAX_CHAIN_SEQ.
+      const head = new Map(heads.map((h) => [h.org_id, { seq: BigInt(h.chain_seq), hash: h.hash }]));
       const seqs: string[] = [];
       const chainSeqs: number[] = [];
       const prevs: string[] = [];
       const hashes: string[] = [];
       for (const r of rows) {
         if (this.stops.waits(r.org_id, Number(r.seq))) continue;
-        const h = head.get(r.org_id) ?? { seq: 0, hash: GENESIS_HASH };
-        const chainSeq = h.seq + 1;
+        const h = head.get(r.org_id) ?? { seq: 0n, hash: GENESIS_HASH };
+        if (h.seq >= MAX_CHAIN_SEQ) {
+          // Ids and the position only, as for an event that cannot be hashed.
+          if (this.stops.stop(r.org_id, Number(r.seq), r.id)) {
+            this.log.warn(
+              `ledger chain of org ${r.org_id} stopped at event ${r.id} (seq ${r.seq}): the org's chain already reaches position ${h.seq}, ` +
+                `the last a chain can hold is ${MAX_CHAIN_SEQ} (a row written there around the gateway); the org's later events wait until it is removed`,
+            );
+          }
+          continue;
+        }
+        const chainSeq = Number(h.seq + 1n);
         const hash = eventHashOrNull(h.hash, {
           id: r.id,
           orgId: r.org_id,
@@ -181,7 +193,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
         chainSeqs.push(chainSeq);
         prevs.push(h.hash);
         hashes.push(hash);
-        head.set(r.org_id, { seq: chainSeq, hash });
+        head.set(r.org_id, { seq: BigInt(chainSeq), hash });
       }
       const read = { read: rows.length, more: morePages(rows, BATCH), lastSeq: Number(rows[rows.length - 1].seq), ceiling };
       if (seqs.length === 0) return { sealed: [], ...read };

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { loggableErrorText } from '../common/errors/loggable-error.js';
 import { morePages, type SizedRow } from '../db/sized-page.js';
-import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, storedBytesPage, type ChainedEventFields } from './ledger-chain.js';
+import { CREATED_ISO_SQL, eventHashOrNull, GENESIS_HASH, MAX_CHAIN_SEQ, storedBytesPage, type ChainedEventFields } from './ledger-chain.js';
 import { LedgerSealerService } from './ledger-sealer.service.js';
 import { SharedRuns } from './shared-runs.js';
 import { firstCallOffLedger } from './tool-call-check.js';
@@ -58,6 +58,20 @@ export async function verifyOrgChain(db: ChainReader, orgId: string, openCredent
     for (const r of rows) {
       const chainSeq = Number(r.chain_seq);
       if (chainSeq !== expected) {
+        // A row written around the gateway at the last position a chain can hold or past it (MAX_CHAIN_SEQ,
+        // 2^53 - 1) is where the sealer stopped the org's chain: named, with its position as stored (as a JS
+        // number it would be rounded), rather than left for the reader to find behind "missing".
+        if (BigInt(r.chain_seq!) >= MAX_CHAIN_SEQ) {
+          return {
+            ok: false,
+            checked,
+            brokenAt: {
+              chainSeq: expected,
+              eventId: r.id,
+              reason: `event missing from the chain: the next sealed event sits at position ${r.chain_seq}, the last a chain can hold (${MAX_CHAIN_SEQ}) or past it; the org's later events wait behind it`,
+            },
+          };
+        }
         return { ok: false, checked, brokenAt: { chainSeq: expected, eventId: null, reason: 'event missing from the chain' } };
       }
       if (r.prev_hash !== prev) {

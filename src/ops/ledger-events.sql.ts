@@ -1,3 +1,4 @@
+import { MAX_CANONICAL_DEPTH, nestedDeeperThan } from '../common/canonical-json.js';
 import { timeText } from '../common/time-text.js';
 import { KeysetQuery } from '../db/keyset-query.js';
 import { sizedPageSql } from '../db/sized-page.js';
@@ -61,6 +62,21 @@ export function ledgerEventsPageSql(orgId: string | null, f: LedgerEventFilters,
   return { sql, params };
 }
 
+/**
+ * What a listing shows for an event's metadata nested deeper than MAX_CANONICAL_DEPTH levels of arrays and objects.
+ * Only a write around the gateway makes one (what the gateway writes comes from bodies of at most 32 levels); it has
+ * no canonical form, so the sealer stops its org's chain at it, or verify breaks there when a sealed event was
+ * rewritten so (either way verify names it). Shown as it is, some
+ * thousands of levels down (jsonb takes them), JSON.stringify ran out of stack and the whole page was a 500, every
+ * other event of the org unlistable behind it. Its other fields are shown; the content is in the database.
+ */
+export const TOO_DEEP_METADATA = Object.freeze({ nestedTooDeep: true, maxDepth: MAX_CANONICAL_DEPTH });
+/** The same for an actor, with the fields an actor always has (keyId, role) null. */
+export const TOO_DEEP_ACTOR = Object.freeze({ keyId: null, role: null, nestedTooDeep: true, maxDepth: MAX_CANONICAL_DEPTH });
+
+/** `value`, or `marker` when it nests deeper than MAX_CANONICAL_DEPTH (see TOO_DEEP_METADATA): for any view of an event's JSON. */
+export const shownEventJson = (value: unknown, marker: object): unknown => (nestedDeeperThan(value, MAX_CANONICAL_DEPTH) ? marker : value);
+
 export function ledgerEventView(r: LedgerEventRow): LedgerEventView {
   return {
     id: r.id,
@@ -68,8 +84,8 @@ export function ledgerEventView(r: LedgerEventRow): LedgerEventView {
     type: r.type,
     runId: r.run_id,
     toolCallId: r.tool_call_id,
-    actor: r.actor,
-    metadata: r.metadata,
+    actor: shownEventJson(r.actor, TOO_DEEP_ACTOR),
+    metadata: shownEventJson(r.metadata, TOO_DEEP_METADATA),
     createdAt: timeText(r.created_at),
     createdAtExact: r.created_iso,
     chainSeq: r.chain_seq === null ? null : Number(r.chain_seq),

@@ -1,6 +1,7 @@
 import { timeText } from '../common/time-text.js';
 import { APPROVAL_COLUMNS, approvalView, type ApprovalRecord } from '../approvals/approval.view.js';
 import type { DataSource } from 'typeorm';
+import { shownEventJson, TOO_DEEP_ACTOR, TOO_DEEP_METADATA } from './ledger-events.sql.js';
 
 /** One event of a call's story, in append order. */
 export interface ToolCallEventView {
@@ -93,8 +94,9 @@ export async function loadToolCallStory(
     events: events.map((e) => ({
       id: e.id,
       type: e.type,
-      actor: e.actor,
-      metadata: e.metadata,
+      // Nested thousands deep (written around the gateway) an event is shown by a marker, as the listing shows it.
+      actor: shownEventJson(e.actor, TOO_DEEP_ACTOR),
+      metadata: shownEventJson(e.metadata, TOO_DEEP_METADATA),
       createdAt: timeText(e.created_at),
       chainSeq: e.chain_seq === null ? null : Number(e.chain_seq),
       hash: e.hash,
