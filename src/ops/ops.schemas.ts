@@ -103,7 +103,7 @@ const TOOL_CALL_EVENT_SCHEMA = {
     id: uuid,
     type: { type: 'string', example: 'tool_call.requested' },
     actor: EVENT_ACTOR_SCHEMA,
-    metadata: { type: 'object', additionalProperties: true, description: 'facts of the event, per type' },
+    metadata: { type: 'object', additionalProperties: true, description: 'facts of the event, per type; {nestedTooDeep: true, maxDepth: 64} for one written around the gateway nested deeper than 64 levels (verify reports it)' },
     createdAt: dateTime,
     chainSeq: { type: 'integer', nullable: true, description: 'null until the sealer has chained it (a fraction of a second)' },
     hash: { ...sha256Hex, nullable: true, description: 'null until sealed' },
@@ -260,7 +260,7 @@ export const LEDGER_EVENT_PAGE_SCHEMA = {
           runId: nullableUuid,
           toolCallId: nullableUuid,
           actor: EVENT_ACTOR_SCHEMA,
-          metadata: { type: 'object', additionalProperties: true, description: 'facts of the event, per type' },
+          metadata: { type: 'object', additionalProperties: true, description: 'facts of the event, per type; {nestedTooDeep: true, maxDepth: 64} for one written around the gateway nested deeper than 64 levels (verify reports it)' },
           createdAt: {
             ...dateTime,
             description:
