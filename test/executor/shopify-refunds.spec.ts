@@ -270,8 +270,8 @@ describe('shopify_refund.create, through the pipeline', () => {
   describe('one refund in flight per order (VENDORS.md §1.9 point 6)', () => {
     it('two refunds of one order posted at once never overlap at Shopify; both succeed and the lease is gone after', async () => {
       const org = await fresh();
-      // The first refundCreate to arrive takes 600 ms at Shopify.
-      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 600, bodyMatch: REFUND, times: 1 });
+      // The first refundCreate to arrive takes 250 ms (the other waits up to half its 2 s budget, 1 s, for the lease) at Shopify.
+      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 250, bodyMatch: REFUND, times: 1 });
       const from = h.emu.requests.length;
       const [a, b] = await Promise.all([
         send(h, org, toolUse('shopify_refund', { action: 'create', orderId: '450789469', amount: '1.00' })),
@@ -337,7 +337,7 @@ describe('shopify_refund.create, through the pipeline', () => {
       const org = await fresh();
       const other = await startTestApp({ ...emulatorEnv(h.emu.url), VENDOR_TIMEOUT_MS: '2000', VENDOR_CONNECT_TIMEOUT_MS: '500' });
       try {
-        h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 600, bodyMatch: REFUND, times: 1 });
+        h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 250, bodyMatch: REFUND, times: 1 });
         const from = h.emu.requests.length;
         const [a, b] = await Promise.all([
           send(h, org, toolUse('shopify_refund', { action: 'create', orderId: '450789469', amount: '1.50' })),
@@ -357,7 +357,7 @@ describe('shopify_refund.create, through the pipeline', () => {
       const shared = shopDomainOf(a.orgId); // b connects a's shop too
       const put = await h.t.http.put(`/v1/orgs/${b.orgId}/integrations/shopify/credentials`).set(adminAuth).send({ config: { ...CREDENTIALS.shopify, shopDomain: shared } });
       expect(put.status).toBe(200);
-      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 600, bodyMatch: REFUND, times: 1 });
+      h.emu.fault({ vendor: 'shopify', kind: 'delay', delayMs: 250, bodyMatch: REFUND, times: 1 });
       const from = h.emu.requests.length;
       const [ra, rb] = await Promise.all([refund(a, '450789469', '1.25'), refund(b, '450789469', '2.25')]);
       expect([ra.body.status, rb.body.status]).toEqual(['succeeded', 'succeeded']);
