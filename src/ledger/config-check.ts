@@ -3,6 +3,7 @@ import { NIL_UUID } from '../common/ids.js';
 import { FLAG_DEFAULTS, isFlagName } from '../orgs/feature-flags.service.js';
 import { permissionsTag, type PermissionView } from '../permissions/tool-permissions.service.js';
 import type { ChainReader, VerifyBreak } from './ledger-verifier.service.js';
+import { FIRST_IN_CHAIN_ORDER, LAST_IN_CHAIN_ORDER } from './ledger-chain.js';
 
 /**
  * The governance rows of an org against the events that recorded them, for chain verification: the gateway acts on
@@ -30,7 +31,7 @@ export async function firstConfigOffLedger(db: ChainReader, orgId: string): Prom
  * or tool_permissions.changed event may hold some 100 KB.
  */
 async function lastEventOf<T>(db: ChainReader, orgId: string, type: string, fields: string): Promise<({ id: string; chain_seq: string | null } & T) | undefined> {
-  const [last] = (await db.query('SELECT id, chain_seq FROM runtime_ledger_events WHERE org_id = $1 AND type = $2 ORDER BY seq DESC LIMIT 1', [orgId, type])) as {
+  const [last] = (await db.query(`SELECT id, chain_seq FROM runtime_ledger_events WHERE org_id = $1 AND type = $2 ORDER BY ${LAST_IN_CHAIN_ORDER('runtime_ledger_events')} LIMIT 1`, [orgId, type])) as {
     id: string;
     chain_seq: string | null;
   }[];
@@ -59,7 +60,7 @@ export async function firstFlagOffLedger(db: ChainReader, orgId: string): Promis
               e.metadata ? 'reasonDigest' AS has_reason_digest, e.metadata->>'reasonDigest' AS reason_digest
          FROM runtime_ledger_events e
         WHERE e.org_id = $1 AND e.type = 'feature_flag.changed' AND e.metadata ? 'flag'
-        ORDER BY e.metadata->>'flag', e.seq DESC)
+        ORDER BY e.metadata->>'flag', ${LAST_IN_CHAIN_ORDER('e')})
      SELECT coalesce(l.flag, f.flag) AS flag, l.id, l.chain_seq, l.to_value, l.has_reason_digest, l.reason_digest,
             f.flag IS NOT NULL AS has_row, f.enabled,
             CASE WHEN f.reason IS NULL OR f.reason = '' THEN NULL ELSE encode(sha256(convert_to(f.reason, 'UTF8')), 'hex') END AS row_reason_digest
@@ -157,12 +158,12 @@ export async function firstApiKeyOffLedger(db: ChainReader, orgId: string): Prom
               e.metadata->>'keyHashDigest' AS hash_digest
          FROM runtime_ledger_events e
         WHERE e.org_id = $1 AND e.type = 'api_key.created' AND e.metadata ? 'apiKeyId'
-        ORDER BY e.metadata->>'apiKeyId', e.seq),
+        ORDER BY e.metadata->>'apiKeyId', ${FIRST_IN_CHAIN_ORDER('e')}),
      revoked AS (
        SELECT DISTINCT ON (e.metadata->>'apiKeyId') e.metadata->>'apiKeyId' AS key_id, e.id, e.seq, e.chain_seq
          FROM runtime_ledger_events e
         WHERE e.org_id = $1 AND e.type = 'api_key.revoked' AND e.metadata ? 'apiKeyId'
-        ORDER BY e.metadata->>'apiKeyId', e.seq),
+        ORDER BY e.metadata->>'apiKeyId', ${FIRST_IN_CHAIN_ORDER('e')}),
      keys AS (SELECT id::text AS key_id, role, revoked_at IS NOT NULL AS revoked, encode(sha256(key_hash), 'hex') AS hash_digest
                 FROM api_keys WHERE ${platform ? 'org_id IS NULL' : 'org_id = $1::uuid'}),
      joined AS (

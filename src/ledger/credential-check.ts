@@ -1,6 +1,7 @@
 import { DecryptionError, FINGERPRINT_PREFIX, type EnvelopeCipher } from '../common/crypto/envelope-cipher.js';
 import { credentialAad } from '../credentials/credentials.service.js';
 import type { ChainReader, VerifyBreak } from './ledger-verifier.service.js';
+import { AFTER_IN_CHAIN_ORDER, LAST_IN_CHAIN_ORDER } from './ledger-chain.js';
 
 /**
  * Opens a credentials row for the check below: the fingerprint its config has under master key `keyId`, the key that
@@ -48,11 +49,11 @@ export async function firstCredentialOffLedger(db: ChainReader, orgId: string, o
               e.type, e.metadata->>'keyId' AS key_id, e.metadata->>'fingerprint' AS fingerprint
          FROM runtime_ledger_events e
         WHERE e.org_id = $1 AND e.type IN ('credentials.updated', 'credentials.deleted') AND e.metadata ? 'integrationType'
-        ORDER BY e.metadata->>'integrationType', e.seq DESC)
+        ORDER BY e.metadata->>'integrationType', ${LAST_IN_CHAIN_ORDER('e')})
      SELECT l.integration_type, l.id, l.chain_seq, l.type, l.key_id, l.fingerprint,
             c.org_id IS NOT NULL AS has_row, c.key_id AS row_key_id, c.fingerprint AS row_fingerprint, c.iv, c.ciphertext, c.auth_tag,
             (SELECT COALESCE(jsonb_agg(r.metadata->>'toKeyId'), '[]'::jsonb) FROM runtime_ledger_events r
-              WHERE r.org_id = $1 AND r.type = 'credentials.rotated' AND r.seq > l.seq
+              WHERE r.org_id = $1 AND r.type = 'credentials.rotated' AND ${AFTER_IN_CHAIN_ORDER('r', 'l')}
                 AND (jsonb_typeof(r.metadata->'credentials') <> 'number' OR (r.metadata->>'credentials')::numeric > 0)) AS rotated_to
        FROM last l
        LEFT JOIN integration_credentials c ON c.org_id = $1 AND c.integration_type = l.integration_type

@@ -92,3 +92,17 @@ export const PAGE_STORED_BYTES = 4 * 1024 * 1024;
  */
 export const storedBytesPage = (page: string, order: string): string =>
   sizedPageSql(page, 'coalesce(pg_column_size(metadata), 0) + coalesce(pg_column_size(actor), 0)', String(PAGE_STORED_BYTES), order);
+
+/**
+ * The order of an org's events as the chain holds them, for verify's "last event of …" and a trail's order: sealed
+ * events by their chain position, then the unsealed (which verify's sealing could not seal: later) by seq. Not seq
+ * alone: the hash covers the position, not seq, so a row deleted and put back as it was under a higher seq (by the
+ * table's owner, past the append-only trigger: OVERRIDING SYSTEM VALUE) kept its place in the chain, verify with an
+ * anchor said intact, and yet it became the flag's (credentials', key's) last event, a reverted setting agreeing.
+ */
+const UNSEALED_LAST = '9223372036854775807';
+export const FIRST_IN_CHAIN_ORDER = (e: string): string => `coalesce(${e}.chain_seq, ${UNSEALED_LAST}), ${e}.seq`;
+export const LAST_IN_CHAIN_ORDER = (e: string): string => `coalesce(${e}.chain_seq, ${UNSEALED_LAST}) DESC, ${e}.seq DESC`;
+/** Whether event `a` comes after event `b` in that order. */
+export const AFTER_IN_CHAIN_ORDER = (a: string, b: string): string =>
+  `(coalesce(${a}.chain_seq, ${UNSEALED_LAST}), ${a}.seq) > (coalesce(${b}.chain_seq, ${UNSEALED_LAST}), ${b}.seq)`;

@@ -1,7 +1,7 @@
 import { NIL_UUID } from '../common/ids.js';
 import { manifestDigest, manifestTools } from '../runs/run-manifest.js';
 import { sizedPageSql, morePages, type SizedRow } from '../db/sized-page.js';
-import { isoSql, PAGE_STORED_BYTES } from './ledger-chain.js';
+import { FIRST_IN_CHAIN_ORDER, isoSql, PAGE_STORED_BYTES } from './ledger-chain.js';
 import { firstEventWithoutRow } from './row-less-events.js';
 import type { ChainReader, VerifyBreak } from './ledger-verifier.service.js';
 import { REQUESTED_LAG_MAX_MS } from './tool-call-check.js';
@@ -85,7 +85,7 @@ async function firstRunOffEvents(db: ChainReader, orgId: string): Promise<Verify
                     'actorKeyId', e.actor->>'keyId', 'actorRole', e.actor->>'role',
                     'createdIso', ${isoSql('e.created_at')},
                     'lagMs', CASE WHEN isfinite(r.created_at) AND isfinite(e.created_at) THEN extract(epoch FROM e.created_at - r.created_at) * 1000 END)
-                  ORDER BY e.seq) AS events
+                  ORDER BY ${FIRST_IN_CHAIN_ORDER('e')}) AS events
              FROM runtime_ledger_events e
             WHERE e.run_id = r.id AND e.org_id = r.org_id AND e.type IN ('run.created', 'run.completed', 'run.cancelled')) e ON true
         WHERE r.org_id = $1 AND (r.created_at, r.id) > ($2::timestamptz, $3::uuid)

@@ -1,7 +1,7 @@
 import { NIL_UUID } from '../common/ids.js';
 import { APPROVAL_ROW_AGREES_SQL } from '../approvals/approval-binding.js';
 import type { ToolCallStatus } from '../tool-calls/tool-call-status.js';
-import { isoSql } from './ledger-chain.js';
+import { FIRST_IN_CHAIN_ORDER, isoSql } from './ledger-chain.js';
 import { firstEventWithoutRow } from './row-less-events.js';
 import type { ChainReader, VerifyBreak } from './ledger-verifier.service.js';
 
@@ -156,7 +156,7 @@ async function firstCallOffEvents(db: ChainReader, orgId: string): Promise<Verif
                     'reasonDigest', e.metadata->>'reasonDigest', 'hasReasonDigest', e.metadata ? 'reasonDigest',
                     'facts', CASE WHEN e.type IN (${FACT_TYPES_SQL}) THEN e.metadata END,
                     'lagMs', extract(epoch FROM e.created_at - t.created_at) * 1000)
-                  ORDER BY e.seq) AS events
+                  ORDER BY ${FIRST_IN_CHAIN_ORDER('e')}) AS events
              FROM runtime_ledger_events e WHERE e.tool_call_id = t.id AND e.org_id = t.org_id) e ON true
         WHERE t.org_id = $1 AND (t.created_at, t.id) > ($2::timestamptz, $3::uuid)
         ORDER BY t.created_at, t.id LIMIT ${PAGE}`,
