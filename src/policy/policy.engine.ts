@@ -137,7 +137,7 @@ type Lookup = { present: false; value?: undefined } | { present: true; value: un
 
 const SPELT_TWO_WAYS =
   'the param holds a member the rule names spelt another way (another letter case or Unicode form, with [] or [n] after it, ' +
-  'or a dotted or bracketed name for a member inside it), which the vendor may read as the member the rule names: send it once, as the rule names it';
+  'a dotted or bracketed name for a member inside it, or "." or " " for "_" as PHP reads query names), which the vendor may read as the member the rule names: send it once, as the rule names it';
 
 /**
  * A member name as a lenient server may read it: NFKC (fullwidth letters), trimmed, lower case (Go's encoding/json,
@@ -156,6 +156,21 @@ function memberStem(name: string): string {
 const stems = new WeakMap<object, Map<string, string | null>>();
 
 /**
+ * A query (or form) member name as PHP registers it (WordPress, WooCommerce, Magento behind the Nango proxy): leading
+ * blanks dropped, "." and " " before the first "[" made "_", and a "[" never closed made "_" (include.deleted,
+ * "include deleted" and include[deleted all arrive as $_GET['include_deleted']); a closed "[" opens a member of what
+ * comes before it. Then as memberStem reads it (NFKC, lower case).
+ */
+function phpStem(name: string): string {
+  const n = name.normalize('NFKC').replace(/^\s+/, '').toLowerCase();
+  const open = n.indexOf('[');
+  if (open < 0) return n.replace(/[ .]/g, '_');
+  const head = n.slice(0, open).replace(/[ .]/g, '_');
+  return n.includes(']', open) ? head : `${head}_${n.slice(open + 1)}`;
+}
+const phpStems = new WeakMap<object, Map<string, string | null>>();
+
+/**
  * Whether `node` has a member other than `segment` that a lenient vendor may read as `segment`: the tools that take
  * free-form members (the Nango proxy's body and query) send the names as the agent wrote them, and a rule on `amount`
  * never saw {"amount": 1, "Amount": 5000} or {"AMOUNT": 5000}. Such a param fails closed (block), as a value spelt two
@@ -172,7 +187,17 @@ function hasOtherSpelling(node: object, segment: string): boolean {
     stems.set(node, byStem);
   }
   const stem = memberStem(segment);
-  return byStem.has(stem) && byStem.get(stem) !== segment;
+  if (byStem.has(stem) && byStem.get(stem) !== segment) return true;
+  let byPhp = phpStems.get(node);
+  if (!byPhp) {
+    byPhp = new Map();
+    for (const key of Object.keys(node)) {
+      const php = phpStem(key);
+      byPhp.set(php, byPhp.has(php) ? null : key);
+    }
+    phpStems.set(node, byPhp);
+  }
+  return byPhp.has(stem) && byPhp.get(stem) !== segment;
 }
 
 /** Own data properties only: a path never reaches the prototype chain, a getter, or an array's `length`. */
