@@ -123,15 +123,30 @@ function comparisonAt(path: string, kinds: ParamKinds): (param: unknown, ruleVal
 
 /**
  * Whether two URL paths are the same but for one trailing "/" ("/v1/users/" and "/v1/users"); null unless both are
- * strings. Two that differ only in letter case clash: a case-insensitive router (ASP.NET Core, IIS) reads
- * "/v1/Admin/Users" as "/v1/admin/users", a case-sensitive one as another path.
+ * strings. Two that differ only in letter case clash, written or percent-encoded: a case-insensitive router (ASP.NET
+ * Core, IIS) reads "/v1/Admin/Users" as "/v1/admin/users" and "/v1/%C3%89quipes" as "/v1/%C3%A9quipes", a
+ * case-sensitive one as another path.
  */
 function samePath(a: unknown, b: unknown): Sameness | null {
   if (typeof a !== 'string' || typeof b !== 'string') return null;
   const bare = (p: string): string => (p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p);
   const [left, right] = [bare(a), bare(b)];
   if (left === right) return 'equal';
-  return left.length === right.length && left.toLowerCase() === right.toLowerCase() ? CLASHES.case : 'unequal';
+  if (left.length === right.length && left.toLowerCase() === right.toLowerCase()) return CLASHES.case;
+  // A letter written percent-encoded differs in its hex digits, not its case (%C3%A9 é, %C3%89 É): such a router decodes
+  // first, so the paths are compared decoded too.
+  return caseFoldedDecoded(left) === caseFoldedDecoded(right) ? CLASHES.case : 'unequal';
+}
+
+/** A path percent-decoded (as written where an escape is malformed), NFKC, lower case. */
+function caseFoldedDecoded(path: string): string {
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // a malformed escape: compared as written
+  }
+  return decoded.normalize('NFKC').toLowerCase();
 }
 
 /** Whether two values are the same decimal amount; null when either is not a decimal (then they compare as JSON). */
