@@ -107,6 +107,17 @@ export function spapiQuotaWaitMs(res: VendorHttpResponse): number | undefined {
   return readError(res).code === 'QuotaExceeded' ? quotaBackoffMs(OPERATIONS.getOrder.rate) : undefined;
 }
 
+/**
+ * Whether an answer is SP-API's refusal of the caller's access token (403 `Unauthorized`: missing, expired, revoked,
+ * or without the role; `MissingAuthenticationToken`), for a caller that does not hold the token itself (Nango's proxy
+ * adds it and hands the answer back as it came, §4.2): the credentials' problem, as an upstream 401 is.
+ */
+export function spapiRefusedToken(res: VendorHttpResponse): boolean {
+  if (res.status !== 403) return false;
+  const { code } = readError(res);
+  return code === 'Unauthorized' || code === 'MissingAuthenticationToken';
+}
+
 function readError(res: VendorHttpResponse): SpapiError {
   let body: unknown;
   try {

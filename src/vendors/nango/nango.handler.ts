@@ -9,7 +9,7 @@
  * (prefix stripped, VENDORS.md §4.1): the provider's Accept and User-Agent go
  * that way; the unprefixed ones are for Nango itself.
  */
-import { spapiQuotaWaitMs } from '../amazon/spapi.client.js';
+import { spapiQuotaWaitMs, spapiRefusedToken } from '../amazon/spapi.client.js';
 import { retryAfterMsOf, withWait } from '../http/retry-after.js';
 import { httpErrorOutcome, VendorHttpError, vendorRequest, type VendorHttpResponse } from '../http/vendor-http.js';
 import { failedOutcome as fail, type VendorCallContext, type VendorEndpoints, type VendorHandler, type VendorOutcome } from '../vendor-handler.js';
@@ -164,6 +164,9 @@ function classify(res: VendorHttpResponse, isPost: boolean): VendorOutcome {
   // Nango adds the provider's credentials itself: an upstream 401 means the connection's token was
   // refused (revoked, expired and not refreshable) — a credentials problem retrying will not fix.
   if (s === 401) return fail('auth', 'upstream refused the connection\'s credentials: HTTP 401 (via Nango)', s);
+  // SP-API says so with a 403 `Unauthorized` (VENDORS.md §2.3): read as "check your input" it pointed the agent at
+  // its params.
+  if (spapiRefusedToken(res)) return fail('auth', 'upstream (SP-API) refused the connection\'s credentials: HTTP 403 Unauthorized (via Nango)', s);
   if (s === 404) return fail('not_found', 'upstream: not found (via Nango)', s);
   // Without a Retry-After, a wait (upstream429WaitMs): jitter alone would spend the next attempts against a quota that
   // refills slowly (SP-API: 0.5/s).
