@@ -1,7 +1,7 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
+import { PastTheTrigger } from '../support/past-the-trigger.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 /**
@@ -14,15 +14,9 @@ import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/tes
  */
 describe('a chain head written around the gateway at the end of the range', () => {
   let t: TestApp;
-  let su: pg.Client;
+  let su: PastTheTrigger;
   const written: string[] = [];
-
-  async function removeAsSuperuser(id: string): Promise<void> {
-    await su.query('BEGIN');
-    await su.query('SET LOCAL session_replication_role = replica'); // bypasses the append-only trigger
-    await su.query(`DELETE FROM runtime_ledger_events WHERE id = $1`, [id]);
-    await su.query('COMMIT');
-  }
+  const removeAsSuperuser = (id: string) => su.query(`DELETE FROM runtime_ledger_events WHERE id = $1`, [id]);
 
   const sealNow = () => t.app.get(LedgerSealerService).sealNow();
   const append = (orgId: string) => t.app.get(LedgerEventsService).append([{ orgId, type: 'test.after', metadata: {} }]);
@@ -35,8 +29,7 @@ describe('a chain head written around the gateway at the end of the range', () =
 
   beforeAll(async () => {
     t = await startTestApp({ LEDGER_SEAL_INTERVAL_MS: '60000' });
-    su = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await su.connect();
+    su = await PastTheTrigger.connect();
   });
   afterAll(async () => {
     // The database is shared with the rest of the run: leave no row that stops a chain.

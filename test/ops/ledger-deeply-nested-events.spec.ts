@@ -1,10 +1,10 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CANONICAL_DEPTH } from '../../src/common/canonical-json.js';
 import { LedgerEventsService } from '../../src/ledger/ledger-events.service.js';
 import { LedgerSealerService } from '../../src/ledger/ledger-sealer.service.js';
 import { TOO_DEEP_ACTOR, TOO_DEEP_METADATA } from '../../src/ops/ledger-events.sql.js';
 import { setupOrg, toolUse } from '../support/scenario.js';
+import { PastTheTrigger } from '../support/past-the-trigger.js';
 import { adminAuth, bearer, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 /**
@@ -18,18 +18,12 @@ import { adminAuth, bearer, createOrg, startTestApp, type TestApp } from '../sup
 describe('ledger events nested deeper than the canonical form allows', () => {
   let t: TestApp;
   /** A superuser connection, as an attacker (or a careless tool) with database access would have. */
-  let su: pg.Client;
+  let su: PastTheTrigger;
   const written: string[] = [];
   const nested = (levels: number): string => '['.repeat(levels) + ']'.repeat(levels);
   const DEEP = nested(5_000);
 
-  async function asSuperuser(sql: string, params: unknown[]): Promise<pg.QueryResult> {
-    await su.query('BEGIN');
-    await su.query('SET LOCAL session_replication_role = replica'); // bypasses the append-only trigger
-    const res = await su.query(sql, params);
-    await su.query('COMMIT');
-    return res;
-  }
+  const asSuperuser = (sql: string, params: unknown[]) => su.query(sql, params);
 
   /** An event INSERTed with the gateway's own role, as any write around it could: metadata {"x": <json>}. */
   async function insertAround(orgId: string, json: string, column: 'metadata' | 'actor' = 'metadata'): Promise<string> {
@@ -53,8 +47,7 @@ describe('ledger events nested deeper than the canonical form allows', () => {
 
   beforeAll(async () => {
     t = await startTestApp({ LEDGER_SEAL_INTERVAL_MS: '60000' });
-    su = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await su.connect();
+    su = await PastTheTrigger.connect();
   });
   afterAll(async () => {
     // The database is shared with the rest of the run: leave no event that stops a chain.

@@ -1,5 +1,5 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PastTheTrigger } from '../support/past-the-trigger.js';
 import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/test-app.js';
 
 /**
@@ -10,11 +10,10 @@ import { adminAuth, createOrg, startTestApp, type TestApp } from '../support/tes
  */
 describe('verify of an event put back under another seq', () => {
   let t: TestApp;
-  let su: pg.Client;
+  let su: PastTheTrigger;
   beforeAll(async () => {
     t = await startTestApp({ LEDGER_SEAL_INTERVAL_MS: '60000' });
-    su = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await su.connect();
+    su = await PastTheTrigger.connect();
   });
   afterAll(async () => {
     await su?.end();
@@ -38,15 +37,14 @@ describe('verify of an event put back under another seq', () => {
       `SELECT id, chain_seq FROM runtime_ledger_events WHERE org_id = $1 AND type = 'feature_flag.changed' AND metadata->'to' = 'true'`,
       [org],
     )) as { id: string; chain_seq: string }[];
-    await su.query('BEGIN');
-    await su.query('SET LOCAL session_replication_role = replica');
-    await su.query(`CREATE TEMP TABLE moved ON COMMIT DROP AS SELECT * FROM runtime_ledger_events WHERE id = $1`, [on!.id]);
-    await su.query(`DELETE FROM runtime_ledger_events WHERE id = $1`, [on!.id]);
-    // The next seq the table hands out, taken from its sequence (so the gateway's own next event does not meet it).
-    await su.query(`UPDATE moved SET seq = nextval(pg_get_serial_sequence('runtime_ledger_events', 'seq'))`);
-    await su.query(`INSERT INTO runtime_ledger_events OVERRIDING SYSTEM VALUE SELECT * FROM moved`);
-    await su.query(`UPDATE feature_flags SET enabled = true, reason = 'pilot' WHERE org_id = $1 AND flag = 'tool_calling_enabled'`, [org]);
-    await su.query('COMMIT');
+    await su.transaction(async (q) => {
+      await q(`CREATE TEMP TABLE moved ON COMMIT DROP AS SELECT * FROM runtime_ledger_events WHERE id = $1`, [on!.id]);
+      await q(`DELETE FROM runtime_ledger_events WHERE id = $1`, [on!.id]);
+      // The next seq the table hands out, taken from its sequence (so the gateway's own next event does not meet it).
+      await q(`UPDATE moved SET seq = nextval(pg_get_serial_sequence('runtime_ledger_events', 'seq'))`);
+      await q(`INSERT INTO runtime_ledger_events OVERRIDING SYSTEM VALUE SELECT * FROM moved`);
+      await q(`UPDATE feature_flags SET enabled = true, reason = 'pilot' WHERE org_id = $1 AND flag = 'tool_calling_enabled'`, [org]);
+    });
     // The chain itself is as it was: every event at its position, with its hash.
     const [moved] = (await t.ds.query('SELECT chain_seq FROM runtime_ledger_events WHERE id = $1', [on!.id])) as { chain_seq: string }[];
     expect(moved!.chain_seq).toBe(on!.chain_seq);
