@@ -46,6 +46,18 @@ export function configureApp(app: INestApplication): void {
   // No automatic weak ETags: an answer's ETag is a tag the gateway evaluates on writes (the policy and permission
   // sets'), never one a client could send back in If-Match or If-None-Match to no effect (ConditionalWritesGuard).
   express.set('etag', false);
+  // Nor may a client's If-None-Match: * turn an answer without a tag into a 304 with no body (Express's req.fresh
+  // takes "*" as a match whatever the answer): a cache in front of an agent that sends it got no toolResult, and
+  // every GET an undocumented 304. Fresh only where the gateway set an ETag (the policy and permission sets).
+  const expressFresh = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(express.request) as object, 'fresh')?.get;
+  if (expressFresh) {
+    Object.defineProperty(express.request, 'fresh', {
+      configurable: true,
+      get(this: Request): boolean {
+        return this.res?.getHeader('ETag') !== undefined && (expressFresh.call(this) as boolean);
+      },
+    });
+  }
   express.set('query parser', 'simple');
   // req.ip: the client's address as the last TRUST_PROXY_HOPS proxies report it (X-Forwarded-For), else the peer's.
   const config = app.get<AppConfig>(APP_CONFIG);
