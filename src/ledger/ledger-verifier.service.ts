@@ -143,8 +143,11 @@ export interface ChainAnchor {
   hash: string;
 }
 
-/** `<chainSeq>:<hash>`, as the API's `anchor` and the CLI's `--anchor` take it. */
-export const ANCHOR_FORMAT = /^([1-9]\d{0,15}):([0-9a-f]{64})$/;
+/**
+ * `<chainSeq>:<hash>`, as the API's `anchor` and the CLI's `--anchor` take it. At most 15 digits: every such position
+ * is read exactly (below MAX_CHAIN_SEQ, 2^53 - 1); a 16th let 9007199254740993 be read, and answered, as ...992.
+ */
+export const ANCHOR_FORMAT = /^([1-9]\d{0,14}):([0-9a-f]{64})$/;
 
 export function parseAnchor(text: string): ChainAnchor | null {
   const m = ANCHOR_FORMAT.exec(text);

@@ -122,7 +122,7 @@ export class LedgerVerifyQuery {
   })
   @IsOptional()
   @IsString()
-  @Matches(ANCHOR_FORMAT, { message: 'anchor must be <chainSeq>:<hash>: a position from 1 and a lowercase hex SHA-256, as an earlier verify answered checked and headHash' })
+  @Matches(ANCHOR_FORMAT, { message: 'anchor must be <chainSeq>:<hash>: a position from 1 (at most 15 digits) and a lowercase hex SHA-256, as an earlier verify answered checked and headHash' })
   anchor?: string;
 }
 

@@ -94,4 +94,17 @@ describe('ledger verify against an anchor kept outside the database', () => {
     expect((await cli(['--org', org, '--anchor', '3:abc'])).code).toBe(2);
     expect((await cli(['--org', org, '--anchor'])).code).toBe(2);
   });
+  it('an anchor position past what is read exactly (16 digits) is refused: 400, not answered about another position', async () => {
+    const { org } = await orgWithChain(2);
+    const hash = 'a'.repeat(64);
+    for (const position of ['9007199254740993', '9999999999999999']) {
+      const res = await t.http.get('/v1/ledger/verify').query({ orgId: org, anchor: `${position}:${hash}` }).set(adminAuth);
+      expect([res.status, res.body.code], position).toEqual([400, 'VALIDATION_FAILED']);
+    }
+    expect((await cli(['--org', org, '--anchor', `9007199254740993:${hash}`])).code).toBe(2);
+    // The longest accepted, 15 digits, is answered about that very position.
+    const far = await verify(org, `999999999999999:${hash}`);
+    expect(far.status).toBe(200);
+    expect(JSON.stringify(far.body)).not.toContain('1000000000000000');
+  });
 });
