@@ -28,10 +28,10 @@ describe('Nango → SP-API: the connection\'s token refused (403 Unauthorized)',
     expect({ status: res.body.status, code: res.body.errorCode, text: row.error_text }).toMatchObject({ status: 'failed', code: 'CREDENTIALS_INVALID' });
   });
 
-  it('a 403 with no body and x-amzn-ErrorType MissingAuthenticationTokenException → CREDENTIALS_INVALID; another 403 stays VENDOR_ERROR', async () => {
+  it("a 403 naming MissingAuthenticationToken (API Gateway's answer for a path it does not route) and another 403 stay VENDOR_ERROR: the request's, not the credentials'", async () => {
     h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 403, body: '', headers: { 'x-amzn-errortype': 'MissingAuthenticationTokenException' }, times: 1 });
-    const missing = await call(h, org, 'nango_proxy', { action: 'get', path: 'orders/v0/orders/112-0000001-1234567' });
-    expect([missing.body.status, missing.body.errorCode]).toEqual(['failed', 'CREDENTIALS_INVALID']);
+    const unrouted = await call(h, org, 'nango_proxy', { action: 'get', path: 'orders/v0/order/112-0000001-1234567' });
+    expect([unrouted.body.status, unrouted.body.errorCode]).toEqual(['failed', 'VENDOR_ERROR']);
     h.emu.fault({ vendor: 'nango', method: 'GET', kind: 'status', status: 403, body: { errors: [{ code: 'InvalidInput', message: 'bad marketplace' }] }, times: 1 });
     const other = await call(h, org, 'nango_proxy', { action: 'get', path: 'orders/v0/orders/112-0000001-1234568' });
     expect([other.body.status, other.body.errorCode]).toEqual(['failed', 'VENDOR_ERROR']);

@@ -108,14 +108,13 @@ export function spapiQuotaWaitMs(res: VendorHttpResponse): number | undefined {
 }
 
 /**
- * Whether an answer is SP-API's refusal of the caller's access token (403 `Unauthorized`: missing, expired, revoked,
- * or without the role; `MissingAuthenticationToken`), for a caller that does not hold the token itself (Nango's proxy
- * adds it and hands the answer back as it came, §4.2): the credentials' problem, as an upstream 401 is.
+ * Whether an answer is SP-API's refusal of the caller's access token (a 403 whose code ERROR_KIND reads as `auth`:
+ * `Unauthorized`, the token missing, expired, revoked or without the role), for a caller that does not hold the token
+ * itself (Nango's proxy adds it and hands the answer back as it came, §4.2): the credentials' problem, as an upstream
+ * 401 is. Not `MissingAuthenticationToken`: API Gateway's answer for a path it does not route, the request's own.
  */
 export function spapiRefusedToken(res: VendorHttpResponse): boolean {
-  if (res.status !== 403) return false;
-  const { code } = readError(res);
-  return code === 'Unauthorized' || code === 'MissingAuthenticationToken';
+  return res.status === 403 && ERROR_KIND.get(readError(res).code ?? '') === 'auth';
 }
 
 function readError(res: VendorHttpResponse): SpapiError {
