@@ -149,13 +149,6 @@ function memberStem(name: string): string {
 }
 
 /**
- * Each object's member names by stem, computed once an object (a policy reads the same params for every rule): the
- * first name of each stem, or null once a second one has it (then some name differs from any segment). Not the list of
- * names: copying it for each name made 45,000 members of one stem ("a.0" … "a.44999", a 512 KiB body) take 13.5 s.
- */
-const stems = new WeakMap<object, Map<string, string | null>>();
-
-/**
  * A query (or form) member name as PHP registers it (WordPress, WooCommerce, Magento behind the Nango proxy): leading
  * blanks dropped, "." and " " before the first "[" made "_", and a "[" never closed made "_" (include.deleted,
  * "include deleted" and include[deleted all arrive as $_GET['include_deleted']); a closed "[" opens a member of what
@@ -168,7 +161,14 @@ function phpStem(name: string): string {
   const head = n.slice(0, open).replace(/[ .]/g, '_');
   return n.includes(']', open) ? head : `${head}_${n.slice(open + 1)}`;
 }
-const phpStems = new WeakMap<object, Map<string, string | null>>();
+
+/**
+ * Each object's member names by what a lenient server may read them as (memberStem, and phpStem where it differs),
+ * computed once an object (a policy reads the same params for every rule): the first name of each reading, or null
+ * once a second one has it (then some name differs from any segment). Not the list of names: copying it for each name
+ * made 45,000 members of one stem ("a.0" … "a.44999", a 512 KiB body) take 13.5 s.
+ */
+const readings = new WeakMap<object, Map<string, string | null>>();
 
 /**
  * Whether `node` has a member other than `segment` that a lenient vendor may read as `segment`: the tools that take
@@ -177,27 +177,21 @@ const phpStems = new WeakMap<object, Map<string, string | null>>();
  * ways does (policy-equality.ts).
  */
 function hasOtherSpelling(node: object, segment: string): boolean {
-  let byStem = stems.get(node);
-  if (!byStem) {
-    byStem = new Map();
+  let byReading = readings.get(node);
+  if (!byReading) {
+    const map = new Map<string, string | null>();
+    const add = (reading: string, key: string) => map.set(reading, map.has(reading) && map.get(reading) !== key ? null : key);
     for (const key of Object.keys(node)) {
       const stem = memberStem(key);
-      byStem.set(stem, byStem.has(stem) ? null : key);
+      const php = phpStem(key);
+      add(stem, key);
+      if (php !== stem) add(php, key);
     }
-    stems.set(node, byStem);
+    readings.set(node, map);
+    byReading = map;
   }
   const stem = memberStem(segment);
-  if (byStem.has(stem) && byStem.get(stem) !== segment) return true;
-  let byPhp = phpStems.get(node);
-  if (!byPhp) {
-    byPhp = new Map();
-    for (const key of Object.keys(node)) {
-      const php = phpStem(key);
-      byPhp.set(php, byPhp.has(php) ? null : key);
-    }
-    phpStems.set(node, byPhp);
-  }
-  return byPhp.has(stem) && byPhp.get(stem) !== segment;
+  return byReading.has(stem) && byReading.get(stem) !== segment;
 }
 
 /** Own data properties only: a path never reaches the prototype chain, a getter, or an array's `length`. */
