@@ -170,7 +170,8 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
           }
           continue;
         }
-        const chainSeq = Number(h.seq + 1n);
+        const next = h.seq + 1n;
+        const chainSeq = Number(next);
         const hash = eventHashOrNull(h.hash, {
           id: r.id,
           orgId: r.org_id,
@@ -193,7 +194,7 @@ export class LedgerSealerService implements OnApplicationBootstrap, BeforeApplic
         chainSeqs.push(chainSeq);
         prevs.push(h.hash);
         hashes.push(hash);
-        head.set(r.org_id, { seq: BigInt(chainSeq), hash });
+        head.set(r.org_id, { seq: next, hash });
       }
       const read = { read: rows.length, more: morePages(rows, BATCH), lastSeq: Number(rows[rows.length - 1].seq), ceiling };
       if (seqs.length === 0) return { sealed: [], ...read };
